@@ -1,0 +1,3 @@
+from ffn_cli.cli import main
+
+main()

@@ -1,0 +1,126 @@
+"""Option declarations shared by every command, so one name means one thing everywhere."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ffn_cli.spec import INIT_SCHEMES, FFNSpec
+from ffn_cli.variants import variant_names
+
+__all__ = [
+    "BatchOpt",
+    "BiasOpt",
+    "CapacityFactorOpt",
+    "DFFOpt",
+    "DModelOpt",
+    "DTypeOpt",
+    "DeviceOpt",
+    "DropoutOpt",
+    "ExpertVariantOpt",
+    "ExpertsOpt",
+    "FfnDimMultiplierOpt",
+    "FusedOpt",
+    "HeadDimOpt",
+    "InitOpt",
+    "JsonOpt",
+    "MultipleOfOpt",
+    "NHeadsOpt",
+    "NKVHeadsOpt",
+    "NormalizeTopKOpt",
+    "SeedOpt",
+    "SeqLenOpt",
+    "SharedExpertsOpt",
+    "SparsityOpt",
+    "TopKOpt",
+    "VARIANT_HELP",
+    "make_spec",
+]
+
+_FFN = "FFN"
+_MOE = "Mixture of experts"
+
+
+VARIANT_HELP = "FFN variant: " + ", ".join(variant_names()) + "."
+
+DModelOpt = Annotated[int, typer.Option("--d-model", "-d", help="Model width d_model.", rich_help_panel=_FFN)]
+DFFOpt = Annotated[
+    int | None,
+    typer.Option("--d-ff", help="Hidden width d_ff (default: 4·d, or LLaMA's 2/3 rule for gated variants).", rich_help_panel=_FFN),
+]
+BiasOpt = Annotated[
+    bool | None,
+    typer.Option("--bias/--no-bias", help="Biases on the projections (default: the variant's).", rich_help_panel=_FFN, show_default=False),
+]
+DropoutOpt = Annotated[float, typer.Option("--dropout", help="Dropout after the activation, in [0, 1).", rich_help_panel=_FFN)]
+InitOpt = Annotated[str, typer.Option("--init", help="Weight init: " + ", ".join(INIT_SCHEMES) + ".", rich_help_panel=_FFN)]
+MultipleOfOpt = Annotated[int, typer.Option("--multiple-of", help="Round the gated d_ff up to this multiple.", rich_help_panel=_FFN)]
+FfnDimMultiplierOpt = Annotated[
+    float | None, typer.Option("--ffn-dim-multiplier", help="LLaMA's multiplier on the 2/3 rule.", rich_help_panel=_FFN)
+]
+FusedOpt = Annotated[bool, typer.Option("--fused/--no-fused", help="One fused gate_up_proj for gated variants.", rich_help_panel=_FFN)]
+SparsityOpt = Annotated[float, typer.Option("--sparsity", help="Fraction of hidden units masked (sparse).", rich_help_panel=_FFN)]
+
+ExpertsOpt = Annotated[int, typer.Option("--experts", "-E", help="Number of routed experts.", rich_help_panel=_MOE)]
+TopKOpt = Annotated[int, typer.Option("--top-k", "-k", help="Experts per token (1 = Switch).", rich_help_panel=_MOE)]
+SharedExpertsOpt = Annotated[int, typer.Option("--shared-experts", help="Always-on shared experts (DeepSeek-MoE).", rich_help_panel=_MOE)]
+ExpertVariantOpt = Annotated[str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE)]
+CapacityFactorOpt = Annotated[
+    float | None, typer.Option("--capacity-factor", help="Expert capacity factor; overflow tokens are dropped.", rich_help_panel=_MOE)
+]
+NormalizeTopKOpt = Annotated[
+    bool, typer.Option("--normalize-top-k/--no-normalize-top-k", help="Renormalise the top-k weights (Mixtral).", rich_help_panel=_MOE)
+]
+
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Batch size.")]
+SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", help="Sequence length.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.")]
+DTypeOpt = Annotated[str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed for weights and input.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+_ATTN = "Attention"
+NHeadsOpt = Annotated[int | None, typer.Option("--n-heads", help="Attention heads (default: d_model/64).", rich_help_panel=_ATTN)]
+NKVHeadsOpt = Annotated[int | None, typer.Option("--n-kv-heads", help="Key/value heads (grouped-query).", rich_help_panel=_ATTN)]
+HeadDimOpt = Annotated[int | None, typer.Option("--head-dim", help="Per-head width (default: d_model/heads).", rich_help_panel=_ATTN)]
+
+
+def make_spec(
+    variant: str,
+    d_model: int,
+    d_ff: int | None = None,
+    *,
+    bias: bool | None = None,
+    dropout: float = 0.0,
+    init: str = "default",
+    multiple_of: int = 256,
+    ffn_dim_multiplier: float | None = None,
+    fused: bool = False,
+    experts: int = 8,
+    top_k: int = 2,
+    shared_experts: int = 0,
+    expert_variant: str = "swiglu",
+    capacity_factor: float | None = None,
+    normalize_top_k: bool = True,
+    sparsity: float = 0.5,
+) -> FFNSpec:
+    """One FFNSpec from the shared options (validation happens in FFNSpec)."""
+    return FFNSpec(
+        variant=variant.strip(),
+        d_model=d_model,
+        d_ff=d_ff,
+        bias=bias,
+        dropout=dropout,
+        init=init,
+        multiple_of=multiple_of,
+        ffn_dim_multiplier=ffn_dim_multiplier,
+        fused_gate_up=fused,
+        experts=experts,
+        top_k=top_k,
+        shared_experts=shared_experts,
+        expert_variant=expert_variant,
+        capacity_factor=capacity_factor,
+        normalize_top_k=normalize_top_k,
+        sparsity=sparsity,
+    )
