@@ -1,0 +1,76 @@
+"""Devices and dtypes: resolve what the user asked for, and refuse what cannot run or fit.
+
+Imports torch: use it from commands that run modules, never from `ffn params`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.modules import resolve_dtype
+
+__all__ = ["available_memory_bytes", "preflight", "resolve_device", "resolve_device_dtype"]
+
+# Leave this fraction of free memory untouched: allocator overhead, fragmentation, the OS.
+HEADROOM = 0.85
+
+
+def resolve_device(name: str) -> torch.device:
+    """'cpu', 'cuda', 'cuda:N' or 'meta' → a torch.device that exists here."""
+    text = name.strip().lower()
+    if text in ("cpu", "meta"):
+        return torch.device(text)
+    if text == "cuda" or text.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu (or --device meta for shapes only)")
+        index_text = text.partition(":")[2] or "0"
+        if not index_text.isdigit():
+            raise FFNError("device", name, "use cpu, cuda, cuda:N or meta")
+        index, count = int(index_text), torch.cuda.device_count()
+        if index >= count:
+            raise FFNRuntimeError(f"--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+        return torch.device("cuda", index)
+    raise FFNError("device", name, "use cpu, cuda, cuda:N or meta")
+
+
+def resolve_device_dtype(device_name: str, dtype_name: str) -> tuple[torch.device, torch.dtype]:
+    """Both at once, refusing a dtype the device cannot compute in (bf16 on pre-Ampere GPUs)."""
+    device = resolve_device(device_name)
+    dtype = resolve_dtype(dtype_name)
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        raise FFNRuntimeError(f"--dtype bfloat16: {torch.cuda.get_device_name(device)} cannot compute in bfloat16; use float16 or float32")
+    return device, dtype
+
+
+def available_memory_bytes(device: torch.device) -> int | None:
+    """Free memory we may use on `device`: free CUDA memory, or available RAM; None for meta."""
+    if device.type == "meta":
+        return None
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    pages, page_size = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    return int(pages * page_size)
+
+
+def preflight(needed_bytes: int, device: torch.device, what: str) -> None:
+    """Refuse before allocating when `needed_bytes` will not fit in what `device` has free."""
+    free = available_memory_bytes(device)
+    if free is None or needed_bytes <= HEADROOM * free:
+        return
+    from ffn_cli.render.format import fmt_bytes
+
+    raise FFNRuntimeError(
+        f"{what} needs about {fmt_bytes(needed_bytes)} but {device} has {fmt_bytes(free)} free; "
+        "use --device meta to see shapes and FLOPs without allocating, or smaller sizes"
+    )
