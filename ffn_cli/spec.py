@@ -9,7 +9,7 @@ from typing import Any
 from ffn_cli.errors import FFNError
 from ffn_cli.variants import VARIANTS, Variant, variant_names
 
-__all__ = ["FFNSpec", "INIT_SCHEMES", "MAX_DIM", "default_d_ff", "llama_hidden_dim", "check_int"]
+__all__ = ["INIT_SCHEMES", "MAX_DIM", "FFNSpec", "check_int", "default_d_ff", "llama_hidden_dim"]
 
 INIT_SCHEMES = ("default", "xavier_normal", "kaiming_normal", "normal")
 # Sizes beyond this are typos, not models: 2**24 hidden units is ~30x the widest FFN published.

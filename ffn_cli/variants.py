@@ -12,10 +12,10 @@ from typing import Literal
 
 __all__ = [
     "ACTIVATIONS",
+    "VARIANTS",
     "Activation",
     "Family",
     "TensorTemplate",
-    "VARIANTS",
     "Variant",
     "get_variant",
     "variant_names",
@@ -155,7 +155,9 @@ VARIANTS: dict[str, Variant] = {
         Variant("glu", "gated", "sigmoid", _GLU_FORMULA.format(act="σ"), "Dauphin et al. 2017; " + _GLU_ORIGIN, False, "sigmoid gate"),
         Variant("bilinear", "gated", "identity", "W_down·(W_gate·x ⊙ W_up·x)", _GLU_ORIGIN, False, "no activation on the gate"),
         Variant("reglu", "gated", "relu", _GLU_FORMULA.format(act="relu"), _GLU_ORIGIN, False, "ReLU gate"),
-        Variant("geglu", "gated", "gelu_tanh", _GLU_FORMULA.format(act="gelu_tanh"), _GLU_ORIGIN + "; T5 v1.1, Gemma", False, "tanh-GELU gate"),
+        Variant(
+            "geglu", "gated", "gelu_tanh", _GLU_FORMULA.format(act="gelu_tanh"), _GLU_ORIGIN + "; T5 v1.1, Gemma", False, "tanh-GELU gate"
+        ),
         Variant("swiglu", "gated", "silu", _GLU_FORMULA.format(act="silu"), _GLU_ORIGIN + "; PaLM, LLaMA", False, "SiLU gate, LLaMA's FFN"),
         Variant(
             "moe",

@@ -56,7 +56,7 @@ def handles_errors(command: F) -> F:
             if settings.debug:
                 raise
             raise fail(str(exc), exc.exit_code) from None
-        except Exception as exc:  # noqa: BLE001 - the CLI boundary: no traceback reaches a user
+        except Exception as exc:
             if settings.debug:
                 raise
             if _is_out_of_memory(exc):

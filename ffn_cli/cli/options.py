@@ -10,6 +10,7 @@ from ffn_cli.spec import INIT_SCHEMES, FFNSpec
 from ffn_cli.variants import variant_names
 
 __all__ = [
+    "VARIANT_HELP",
     "BatchOpt",
     "BiasOpt",
     "CapacityFactorOpt",
@@ -34,7 +35,6 @@ __all__ = [
     "SharedExpertsOpt",
     "SparsityOpt",
     "TopKOpt",
-    "VARIANT_HELP",
     "make_spec",
 ]
 

@@ -10,7 +10,7 @@ from ffn_cli.accounting import matmul_flops_formula, param_formula
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
 
-__all__ = ["variants_data", "variants_table"]
+__all__ = ["variants_data", "variants_markdown", "variants_table"]
 
 
 def variants_data() -> list[dict[str, Any]]:
@@ -50,3 +50,21 @@ def variants_table() -> Table:
             row["origin"],
         )
     return table
+
+
+def variants_markdown() -> str:
+    """The registry as a Markdown table; docs/variants.md embeds exactly this text."""
+    header = "| name | family | formula | parameters | matmul FLOPs / token | default d_ff | origin |"
+    lines = [header, "|---|---|---|---|---|---|---|"]
+    for row in variants_data():
+        cells = [
+            f"`{row['name']}`",
+            row["family"],
+            row["formula"],
+            row["param_formula"],
+            row["matmul_flops_per_token"],
+            row["d_ff_rule"],
+            row["origin"],
+        ]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from torch.utils.flop_counter import FlopCounterMode
+
+from ffn_cli import build_ffn
+from ffn_cli.accounting import (
+    active_params,
+    flop_steps,
+    flops_per_token,
+    matmul_flops_per_token,
+    param_formula,
+    param_tensors,
+    total_params,
+)
+from ffn_cli.spec import FFNSpec
+from tests.helpers import ALL_VARIANTS, small_spec, specs
+
+
+def test_tutorial_parameter_counts() -> None:
+    spec = FFNSpec(variant="relu", d_model=512, d_ff=2048)
+    counts = {t.name: t.count for t in param_tensors(spec)}
+    assert counts["up_proj.weight"] + counts["up_proj.bias"] == 1_050_624
+    assert counts["down_proj.weight"] + counts["down_proj.bias"] == 1_049_088
+    assert total_params(spec) == 2_099_712
+
+
+@given(specs())
+def test_accounting_matches_the_built_module(spec: FFNSpec) -> None:
+    module = build_ffn(spec, device="meta")
+    assert total_params(spec) == sum(p.numel() for p in module.parameters())
+    assert {t.name: t.shape for t in param_tensors(spec)} == {n: tuple(p.shape) for n, p in module.named_parameters()}
+
+
+@given(specs(variants=[v for v in ALL_VARIANTS if v != "moe"]))
+def test_matmul_flops_match_flop_counter_mode(spec: FFNSpec) -> None:
+    module = build_ffn(spec).eval()
+    x = torch.randn(2, 3, spec.d_model)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        module(x)
+    assert counter.get_total_flops() == 6 * matmul_flops_per_token(spec)
+
+
+@given(specs(variants=["moe"]))
+def test_routed_moe_flops_match_flop_counter_mode(spec: FFNSpec) -> None:
+    # Without a capacity limit every token reaches exactly top_k experts, whatever the routing.
+    module = build_ffn(spec).eval()
+    x = torch.randn(3, 5, spec.d_model)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        module(x)
+    assert counter.get_total_flops() == 15 * matmul_flops_per_token(spec)
+
+
+def test_active_params_of_top_k_moe() -> None:
+    spec = FFNSpec(variant="moe", d_model=4096, d_ff=14336, experts=8, top_k=2)
+    expert = 3 * 4096 * 14336
+    assert total_params(spec) == 8 * expert + 8 * 4096
+    assert active_params(spec) == 2 * expert + 8 * 4096
+    # the soft mixture runs every expert
+    soft = spec.with_(variant="soft_moe")
+    assert active_params(soft) == total_params(soft)
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_step_flops_sum_to_the_totals(variant: str) -> None:
+    spec = small_spec(variant)
+    steps = flop_steps(spec)
+    assert sum(s.flops for s in steps) == flops_per_token(spec)
+    assert sum(s.matmul_flops for s in steps) == matmul_flops_per_token(spec)
+    assert all(s.matmul_flops >= 0 and s.elementwise_flops >= 0 for s in steps)
+
+
+@pytest.mark.parametrize(
+    ("spec", "formula", "value"),
+    [
+        (FFNSpec(variant="relu", d_model=512), "2·d·d_ff + d_ff + d", 2 * 512 * 2048 + 2048 + 512),
+        (FFNSpec(variant="swiglu", d_model=4096), "3·d·d_ff", 3 * 4096 * 11008),
+        (FFNSpec(variant="geglu", d_model=64, d_ff=96, bias=True), "3·d·d_ff + 2·d_ff + d", 3 * 64 * 96 + 2 * 96 + 64),
+        (FFNSpec(variant="moe", d_model=64, d_ff=32, experts=4), "E·d + E·(3·d·d_ff)", 4 * 64 + 4 * 3 * 64 * 32),
+    ],
+)
+def test_closed_form_formula(spec: FFNSpec, formula: str, value: int) -> None:
+    assert param_formula(spec) == formula
+    assert total_params(spec) == value
