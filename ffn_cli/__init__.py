@@ -14,7 +14,7 @@ from ffn_cli.variants import VARIANTS
 if TYPE_CHECKING:
     from ffn_cli.modules import build_ffn
 
-__all__ = ["FFNError", "FFNRuntimeError", "FFNSpec", "VARIANTS", "__version__", "build_ffn"]
+__all__ = ["VARIANTS", "FFNError", "FFNRuntimeError", "FFNSpec", "__version__", "build_ffn"]
 __version__ = "0.1.0"
 
 

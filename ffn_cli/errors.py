@@ -5,7 +5,7 @@ The CLI turns either into a single line on stderr: usage errors exit 2, runtime 
 
 from __future__ import annotations
 
-__all__ = ["FFNError", "FFNRuntimeError", "USAGE_EXIT", "RUNTIME_EXIT"]
+__all__ = ["RUNTIME_EXIT", "USAGE_EXIT", "FFNError", "FFNRuntimeError"]
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1

@@ -13,7 +13,8 @@ def _run(*code_or_args: str) -> subprocess.CompletedProcess[str]:
 def test_help_runs_as_a_module() -> None:
     result = _run("-m", "ffn_cli", "--help")
     assert result.returncode == 0
-    assert "trace" in result.stdout and "params" in result.stdout
+    for command in ("trace", "params", "bench", "variants"):
+        assert f"│ {command} " in result.stdout, command
 
 
 def test_help_and_params_do_not_import_torch() -> None:

@@ -9,7 +9,7 @@ import typer
 from typer.core import TyperGroup
 
 from ffn_cli import __version__
-from ffn_cli.cli import params_cmd, variants_cmd
+from ffn_cli.cli import bench_cmd, params_cmd, trace_cmd, variants_cmd
 from ffn_cli.cli.common import err_console, settings
 from ffn_cli.errors import USAGE_EXIT
 
@@ -74,8 +74,10 @@ def root(
     settings.debug = debug
 
 
-app.command("variants")(variants_cmd.variants)
+app.command("trace")(trace_cmd.trace)
 app.command("params")(params_cmd.params)
+app.command("bench")(bench_cmd.bench)
+app.command("variants")(variants_cmd.variants)
 
 
 def main() -> None:

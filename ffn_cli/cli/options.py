@@ -124,3 +124,60 @@ def make_spec(
         normalize_top_k=normalize_top_k,
         sparsity=sparsity,
     )
+
+
+AttnBiasOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--attn-bias/--no-attn-bias", help="Biases on q, k, v, o (default: as the FFN's).", rich_help_panel=_ATTN, show_default=False
+    ),
+]
+
+
+# --- comma lists: several values of one option make a sweep -------------------------------
+
+VariantListOpt = Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP + " A comma list makes a sweep.")]
+DModelListOpt = Annotated[
+    str, typer.Option("--d-model", "-d", help="Model width d_model; a comma list makes a sweep.", rich_help_panel=_FFN)
+]
+SeqLenListOpt = Annotated[str, typer.Option("--seq-len", "-s", help="Sequence length; a comma list makes a sweep.")]
+DTypeListOpt = Annotated[str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16; a comma list makes a sweep.")]
+
+
+def parse_list(option: str, text: str) -> list[str]:
+    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty is refused."""
+    from ffn_cli.errors import FFNError
+
+    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not items:
+        raise FFNError(option, text, "one value or a comma list")
+    return items
+
+
+def parse_int_list(option: str, text: str) -> list[int]:
+    """'512,1024' → [512, 1024], each checked as that option's integer."""
+    from ffn_cli.errors import FFNError
+    from ffn_cli.spec import check_int
+
+    values = []
+    for item in parse_list(option, text):
+        if not item.isdigit():
+            raise FFNError(option, text, "an integer or a comma list of integers")
+        values.append(check_int(option, int(item)))
+    return values
+
+
+# --- running a module: train/eval mode and the Transformer block around the FFN ----------------
+
+ModeOpt = Annotated[str, typer.Option("--mode", help="eval (dropout off) or train (dropout on).")]
+NormOpt = Annotated[str, typer.Option("--norm", help="Block norm: layernorm or rmsnorm.", rich_help_panel=_ATTN)]
+PreNormOpt = Annotated[
+    bool, typer.Option("--pre-norm/--post-norm", help="x + f(norm(x)) (GPT-2, LLaMA) instead of norm(x + f(x)).", rich_help_panel=_ATTN)
+]
+
+
+# --- parallelism: how many ranks share one FFN ---------------------------------------------------
+
+_PAR = "Parallelism"
+TPOpt = Annotated[int, typer.Option("--tp", help="Tensor-parallel ranks: d_ff split across N (Megatron).", rich_help_panel=_PAR)]
+EPOpt = Annotated[int, typer.Option("--ep", help="Expert-parallel ranks: experts split across N (moe).", rich_help_panel=_PAR)]

@@ -1,36 +1,121 @@
-"""`ffn params`: parameter and FLOP accounting (never imports torch)."""
+"""`ffn params`: parameters, FLOPs and memory of one FFN beside its attention, of variants side
+by side, or of a whole model from its config.json. Pure Python: it never imports torch."""
 
 from __future__ import annotations
 
-from rich.table import Table
+from typing import Annotated
 
-from ffn_cli.accounting import active_params, flops_per_token, matmul_flops_per_token, param_formula, param_tensors, total_params
+import typer
+
+from ffn_cli.accounting import total_params
+from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli.common import console, emit_json, handles_errors
 from ffn_cli.cli.options import (
-    VARIANT_HELP,
+    AttnBiasOpt,
     BiasOpt,
     CapacityFactorOpt,
     DFFOpt,
     DModelOpt,
+    EPOpt,
     ExpertsOpt,
     ExpertVariantOpt,
     FfnDimMultiplierOpt,
     FusedOpt,
+    HeadDimOpt,
     JsonOpt,
     MultipleOfOpt,
+    NHeadsOpt,
+    NKVHeadsOpt,
     SharedExpertsOpt,
     TopKOpt,
+    TPOpt,
     make_spec,
+    parse_list,
 )
-from ffn_cli.render.format import fmt_count, fmt_shape
+from ffn_cli.errors import FFNError
+from ffn_cli.models import (
+    compare_variants,
+    config_model,
+    count_model,
+    ffn_report,
+    load_preset,
+    model_spec_from_config,
+    preset_model,
+    preset_names,
+)
+from ffn_cli.models.layer import check_dtype
+from ffn_cli.render.params import (
+    comparison_data,
+    comparison_table,
+    ffn_report_data,
+    ffn_report_view,
+    model_data,
+    model_view,
+    presets_data,
+    presets_table,
+)
+from ffn_cli.spec import FFNSpec
+from ffn_cli.variants import VARIANTS
 
-import typer
-from typing import Annotated
+_MODEL = "Whole model"
+
+VariantsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="FFN variant, or several comma-separated (relu,gelu,swiglu,moe), or all: " + ", ".join(VARIANTS) + ". \\[default: relu]",
+        show_default=False,
+    ),
+]
+MatchParamsOpt = Annotated[
+    bool,
+    typer.Option("--match-params", help="Size each variant's d_ff so its parameters match the first's (rounded to --multiple-of)."),
+]
+ParamsDTypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="Bytes per element: float32, bfloat16, float16, float8 or float64 (default: float32 for an FFN, bfloat16 for a model).",
+        show_default=False,
+    ),
+]
+ConfigOpt = Annotated[
+    str | None, typer.Option("--config", help="A Hugging Face config.json, or a model directory holding one.", rich_help_panel=_MODEL)
+]
+PresetOpt = Annotated[
+    str | None, typer.Option("--preset", help="A well-known model shipped with ffn (see --list-presets).", rich_help_panel=_MODEL)
+]
+ListPresetsOpt = Annotated[
+    bool, typer.Option("--list-presets", help="List the presets with their parameter totals.", rich_help_panel=_MODEL)
+]
+
+# Options that size one FFN: meaningless beside --config / --preset, which read every size.
+_FFN_ONLY = (
+    "variant",
+    "d_model",
+    "d_ff",
+    "bias",
+    "multiple_of",
+    "ffn_dim_multiplier",
+    "fused",
+    "experts",
+    "top_k",
+    "shared_experts",
+    "expert_variant",
+    "capacity_factor",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "attn_bias",
+    "match_params",
+)
 
 
 @handles_errors
 def params(
-    variant: Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP)] = "relu",
+    ctx: typer.Context,
+    variant: VariantsOpt = None,
     d_model: DModelOpt = 512,
     d_ff: DFFOpt = None,
     bias: BiasOpt = None,
@@ -42,41 +127,137 @@ def params(
     shared_experts: SharedExpertsOpt = 0,
     expert_variant: ExpertVariantOpt = "swiglu",
     capacity_factor: CapacityFactorOpt = None,
+    n_heads: NHeadsOpt = None,
+    n_kv_heads: NKVHeadsOpt = None,
+    head_dim: HeadDimOpt = None,
+    attn_bias: AttnBiasOpt = None,
+    match_params: MatchParamsOpt = False,
+    config: ConfigOpt = None,
+    preset: PresetOpt = None,
+    list_presets: ListPresetsOpt = False,
+    dtype: ParamsDTypeOpt = None,
+    tp: TPOpt = 1,
+    ep: EPOpt = 1,
     json: JsonOpt = False,
 ) -> None:
-    """Parameter counts per tensor and FLOPs per token of one FFN."""
-    spec = make_spec(
-        variant,
-        d_model,
-        d_ff,
-        bias=bias,
-        multiple_of=multiple_of,
-        ffn_dim_multiplier=ffn_dim_multiplier,
-        fused=fused,
-        experts=experts,
-        top_k=top_k,
-        shared_experts=shared_experts,
-        expert_variant=expert_variant,
-        capacity_factor=capacity_factor,
-    )
-    tensors = param_tensors(spec)
-    data = {
-        "spec": spec.as_dict(),
-        "tensors": [{"name": t.name, "shape": list(t.shape), "count": t.count} for t in tensors],
-        "total_params": total_params(spec),
-        "active_params": active_params(spec),
-        "param_formula": param_formula(spec),
-        "flops_per_token": flops_per_token(spec),
-        "matmul_flops_per_token": matmul_flops_per_token(spec),
-    }
-    if json:
-        emit_json(data)
+    """Parameters per tensor, FLOPs and memory per token of an FFN beside its attention; several
+    variants side by side; or a whole model from a config.json or a preset."""
+    if list_presets:
+        _print_presets(json)
         return
-    table = Table(title=f"{spec.variant}: d_model {spec.d_model}, d_ff {spec.d_ff}")
-    table.add_column("tensor")
-    table.add_column("shape")
-    table.add_column("count", justify="right")
-    for t in tensors:
-        table.add_row(t.name, fmt_shape(t.shape), fmt_count(t.count))
-    table.add_row("[bold]total[/]", param_formula(spec), f"[bold]{fmt_count(data['total_params'])}[/]")
-    console.print(table)
+    if config is not None or preset is not None:
+        _reject_ffn_options(ctx)
+        _print_model(config, preset, check_dtype(dtype or "bfloat16"), json)
+        return
+    specs = [
+        make_spec(
+            name,
+            d_model,
+            d_ff,
+            bias=bias,
+            multiple_of=multiple_of,
+            ffn_dim_multiplier=ffn_dim_multiplier,
+            fused=fused and _gated(name, expert_variant),
+            experts=experts,
+            top_k=top_k,
+            shared_experts=shared_experts,
+            expert_variant=expert_variant,
+            capacity_factor=capacity_factor,
+        )
+        for name in _variant_names(variant or "relu")
+    ]
+    _check_fused(fused, specs)
+    if tp != 1 or ep != 1:
+        _print_ranks(specs, tp, ep, check_dtype(dtype or "float32"), json)
+        return
+    # One attention for the whole table; its biases follow the (first) FFN unless given.
+    qkv_bias = bool(specs[0].bias) if attn_bias is None else attn_bias
+    attention = AttentionSpec(d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, qkv_bias=qkv_bias, o_bias=qkv_bias)
+    _print_ffns(specs, attention, check_dtype(dtype or "float32"), match_params, multiple_of, json)
+
+
+def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, match_params: bool, multiple_of: int, json: bool) -> None:
+    """One FFN's report, or the comparison table of several."""
+    if len(specs) == 1 and not match_params:
+        report = ffn_report(specs[0], attention, dtype)
+        if json:
+            emit_json(ffn_report_data(report))
+        else:
+            console.print(ffn_report_view(report))
+        return
+    if match_params and len(specs) < 2:
+        raise FFNError("match_params", True, "needs two or more variants, e.g. --variant relu,swiglu")
+    comparison = compare_variants(specs, attention, dtype, match_params=match_params, multiple_of=multiple_of)
+    if json:
+        emit_json(comparison_data(comparison))
+    else:
+        console.print(comparison_table(comparison))
+
+
+def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool) -> None:
+    """What each of the tp or ep ranks holds, from the spec alone (no processes, no torch)."""
+    from ffn_cli.parallel.accounting import check_parallel, per_rank_params
+    from ffn_cli.render.parallel import rank_params_json, render_rank_params
+
+    if len(specs) != 1:
+        raise FFNError("tp" if tp != 1 else "ep", tp if tp != 1 else ep, "splits one FFN: give a single --variant")
+    check_parallel(specs[0], tp=tp, ep=ep)
+    ranks = per_rank_params(specs[0], tp=tp, ep=ep, dtype=dtype)
+    if json:
+        emit_json(rank_params_json(specs[0], ranks) | {"total_params": total_params(specs[0])})
+    else:
+        console.print(render_rank_params(specs[0], ranks))
+
+
+def _variant_names(text: str) -> list[str]:
+    """'relu, swiglu' → ['relu', 'swiglu']; 'all' → every registry variant."""
+    names = parse_list("variant", text)
+    if names == ["all"]:
+        return list(VARIANTS)
+    for name in names:
+        if name not in VARIANTS:
+            raise FFNError("variant", name, "choose from " + ", ".join(VARIANTS) + ", or all alone")
+    return names
+
+
+def _gated(name: str, expert_variant: str) -> bool:
+    family = VARIANTS[name].family
+    if family == "moe":
+        expert = VARIANTS.get(expert_variant)
+        return expert is not None and expert.family == "gated"
+    return family == "gated"
+
+
+def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:
+    # --fused is dropped for variants it cannot apply to in a comparison; alone it must apply.
+    if fused and not any(s.fused_gate_up for s in specs):
+        raise FFNError("fused_gate_up", True, "needs a gated variant or a gated expert variant")
+
+
+def _reject_ffn_options(ctx: typer.Context) -> None:
+    for name in _FFN_ONLY:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            raise FFNError(name, ctx.params.get(name), "sizes one FFN; --config and --preset read every size from the model")
+
+
+def _print_model(config: str | None, preset: str | None, dtype: str, json: bool) -> None:
+    if config is not None and preset is not None:
+        raise FFNError("preset", preset, "give --config or --preset, not both")
+    spec = config_model(config) if config is not None else preset_model(str(preset))
+    result = count_model(spec)
+    if json:
+        emit_json(model_data(result, dtype))
+    else:
+        console.print(model_view(result, dtype))
+
+
+def _print_presets(json: bool) -> None:
+    models = []
+    for name in preset_names():
+        config = load_preset(name)
+        models.append((name, count_model(model_spec_from_config(config, name=name)), str(config.get("_name_or_path", ""))))
+    if json:
+        emit_json(presets_data(models))
+    else:
+        console.print(presets_table(models))

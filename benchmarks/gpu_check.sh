@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One-shot GPU check: the independent anchor harness and `ffn bench` in the same call, on
+# SwiGLU, bf16, 8192 tokens, d_model 4096, d_ff 14336, then a comparison (compare_anchor.py).
+# Ends within about 7.5 minutes on an H200: each step has a time limit inside one budget.
+#
+#   bash benchmarks/gpu_check.sh [ANCHOR_PY]      from the repository root; ANCHOR_PY defaults
+#                                                 to benchmarks/gpu_ffn_anchor.py
+#   FFN_CHECK_DRY_RUN=1 bash benchmarks/gpu_check.sh
+#                                                 tiny sizes on CPU: tests this script, measures nothing
+#
+# Writes into $OUT (a temporary folder when unset), at most 8 files: anchor.json, log.txt,
+# bench_fwd.json, bench_bwd.json, bench_fused_autotune.json, bench_autotune.json, summary.json.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+ANCHOR=${1:-benchmarks/gpu_ffn_anchor.py}
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+export OUT PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+PY=${PYTHON:-python3}
+LOG="$OUT/log.txt"
+BUDGET_S=450
+START=$SECONDS
+
+if [[ -n "${FFN_CHECK_DRY_RUN:-}" ]]; then
+    # The anchor's own CPU sizes (it picks them when it sees no GPU).
+    CASE=(--variant swiglu --d-model 256 --d-ff 688 --batch 1 --seq-len 512 --dtype float32 --device cpu)
+    FWD_IMPLS=eager,fused
+    AUTOTUNE=""
+else
+    CASE=(--variant swiglu --d-model 4096 --d-ff 14336 --batch 1 --seq-len 8192 --dtype bfloat16 --device cuda)
+    FWD_IMPLS=eager,fused,compile,fused-compile
+    AUTOTUNE=1
+fi
+
+left() { echo $((BUDGET_S - (SECONDS - START))); }
+
+# step NAME LIMIT_S COMMAND...: run with a time limit; stdout to $OUT/NAME.json, stderr to the log.
+step() {
+    local name=$1 limit=$2
+    shift 2
+    if ((limit < 20)); then
+        echo "== $name: skipped, $(left) s of the budget left" | tee -a "$LOG"
+        return
+    fi
+    echo "== $name (limit ${limit} s): $*" | tee -a "$LOG"
+    local t0=$SECONDS
+    timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.json" 2>>"$LOG"
+    local rc=$?
+    echo "   $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$LOG"
+    if ((rc != 0)); then
+        tail -n 3 "$LOG"
+        [[ -s "$OUT/$name.json" ]] || rm -f "$OUT/$name.json"
+    fi
+}
+
+min() { echo $(($1 < $2 ? $1 : $2)); }
+
+{
+    date -u +"start %Y-%m-%dT%H:%M:%SZ"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>&1 || true
+    "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
+} >>"$LOG" 2>&1
+
+echo "== anchor: $ANCHOR" | tee -a "$LOG"
+timeout --kill-after=10 "$(min 110 "$(left)")" "$PY" "$ANCHOR" >>"$LOG" 2>&1
+echo "   anchor: exit $? after $((SECONDS - START)) s" | tee -a "$LOG"
+
+BENCH=("$PY" -m ffn_cli bench "${CASE[@]}" --cache cold --json)
+step bench_fwd "$(min 150 "$(left)")" "${BENCH[@]}" --impl "$FWD_IMPLS" --calibrate
+step bench_bwd "$(min 60 "$(left)")" "${BENCH[@]}" --impl eager,fused --backward --checkpoint --calibrate
+if [[ -n "$AUTOTUNE" ]]; then
+    # Autotuning benchmarks many GEMM kernels while it compiles: minutes, so one impl per process.
+    step bench_fused_autotune "$(($(left) - 15))" "${BENCH[@]}" --impl fused-autotune --calibrate
+    step bench_autotune "$(($(left) - 15))" "${BENCH[@]}" --impl autotune --calibrate
+fi
+
+echo "== compare (after $((SECONDS - START)) s)" | tee -a "$LOG"
+shopt -s nullglob
+"$PY" benchmarks/compare_anchor.py "$OUT/anchor.json" "$OUT"/bench_*.json --summary "$OUT/summary.json"
+echo "done after $((SECONDS - START)) s; files in $OUT"

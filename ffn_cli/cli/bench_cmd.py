@@ -1,0 +1,240 @@
+"""`ffn bench`: time FFN variants on CPU or CUDA, with TFLOP/s and % of peak."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors
+from ffn_cli.cli.options import (
+    BatchOpt,
+    DFFOpt,
+    DModelListOpt,
+    DTypeListOpt,
+    EPOpt,
+    ExpertsOpt,
+    ExpertVariantOpt,
+    FusedOpt,
+    JsonOpt,
+    SeedOpt,
+    SeqLenListOpt,
+    TopKOpt,
+    TPOpt,
+    VariantListOpt,
+    make_spec,
+    parse_int_list,
+    parse_list,
+)
+from ffn_cli.errors import FFNError
+from ffn_cli.spec import FFNSpec
+
+if TYPE_CHECKING:
+    from ffn_cli.bench import BenchReport, ProgressFn
+
+_TIMING = "Timing"
+_IMPL = "Implementation"
+
+BackwardOpt = Annotated[bool, typer.Option("--backward", help="Time forward + backward (3× the forward FLOPs).", rich_help_panel=_TIMING)]
+CompileOpt = Annotated[bool, typer.Option("--compile", help="Run under torch.compile.", rich_help_panel=_IMPL)]
+CompileModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--compile-mode",
+        help="torch.compile mode (implies --compile): default, max-autotune-no-cudagraphs, max-autotune, reduce-overhead.",
+        rich_help_panel=_IMPL,
+    ),
+]
+ImplOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--impl",
+        help="Compare implementations (a comma list, or all): eager, fused, compile, fused-compile, autotune, fused-autotune. "
+        "Replaces --fused/--compile.",
+        rich_help_panel=_IMPL,
+    ),
+]
+CheckpointOpt = Annotated[
+    bool,
+    typer.Option(
+        "--checkpoint", help="Also run with gradient checkpointing: memory saved, time cost (needs --backward).", rich_help_panel=_IMPL
+    ),
+]
+CacheOpt = Annotated[
+    str,
+    typer.Option(
+        "--cache", help="cold: rotate inputs and flush the cache between calls; hot: one input, no flush.", rich_help_panel=_TIMING
+    ),
+]
+CalibrateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--calibrate", help="First measure this device's GEMM peak and copy bandwidth; % of peak uses them.", rich_help_panel=_TIMING
+    ),
+]
+WarmupOpt = Annotated[float, typer.Option("--warmup-ms", help="Warm-up time after the first call, in ms.", rich_help_panel=_TIMING)]
+RepeatsOpt = Annotated[
+    int | None, typer.Option("--repeats", "-n", help="Timed calls per case (instead of --min-time).", rich_help_panel=_TIMING)
+]
+MinTimeOpt = Annotated[
+    float | None,
+    typer.Option("--min-time", help="Seconds of timed calls per case (default 0.5, at least 10 calls).", rich_help_panel=_TIMING),
+]
+ThreadsOpt = Annotated[
+    int | None, typer.Option("--threads", help="CPU threads (torch.set_num_threads); default: torch's.", rich_help_panel=_TIMING)
+]
+# The shared --device, less meta: timing needs real memory.
+BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.")]
+PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the results to FILE.png (.svg, .pdf); needs matplotlib.")]
+
+
+@handles_errors
+def bench(
+    variant: VariantListOpt = "relu",
+    d_model: DModelListOpt = "512",
+    d_ff: DFFOpt = None,
+    batch: BatchOpt = 8,
+    seq_len: SeqLenListOpt = "512",
+    dtype: DTypeListOpt = "float32",
+    device: BenchDeviceOpt = "cpu",
+    backward: BackwardOpt = False,
+    fused: FusedOpt = False,
+    compile: CompileOpt = False,
+    compile_mode: CompileModeOpt = "default",
+    impl: ImplOpt = None,
+    checkpoint: CheckpointOpt = False,
+    cache: CacheOpt = "cold",
+    calibrate: CalibrateOpt = False,
+    warmup_ms: WarmupOpt = 300.0,
+    repeats: RepeatsOpt = None,
+    min_time: MinTimeOpt = None,
+    threads: ThreadsOpt = None,
+    experts: ExpertsOpt = 8,
+    top_k: TopKOpt = 2,
+    expert_variant: ExpertVariantOpt = "swiglu",
+    seed: SeedOpt = 0,
+    plot: PlotOpt = None,
+    tp: TPOpt = 1,
+    ep: EPOpt = 1,
+    json: JsonOpt = False,
+) -> None:
+    """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory."""
+    from ffn_cli.bench import BenchConfig, impl_for, parse_impls, run_bench
+    from ffn_cli.render.bench import bench_json, bench_view, check_plot_target, write_plot
+
+    if min_time is not None and not 0 < min_time <= 3600:
+        raise FFNError("min_time", min_time, "seconds in (0, 3600]")
+    if repeats is not None and min_time is not None:
+        raise FFNError("repeats", repeats, "give --repeats or --min-time, not both")
+    compile = compile or compile_mode != "default"  # naming a mode asks for compilation
+    if impl is not None and (fused or compile):
+        raise FFNError("impl", impl, "--impl replaces --fused, --compile and --compile-mode; give one or the other")
+    if plot is not None:
+        check_plot_target(plot)
+    impls = parse_impls(impl) if impl is not None else [impl_for(fused=fused, compile_mode=compile_mode if compile else None)]
+    specs = [
+        make_spec(v, d, d_ff, experts=experts, top_k=top_k, expert_variant=expert_variant)
+        for v in parse_list("variant", variant)
+        for d in parse_int_list("d_model", d_model)
+    ]
+    if tp != 1 or ep != 1:
+        _bench_parallel(specs, tp, ep, batch, seq_len, dtype, device, seed, warmup_ms, repeats, json)
+        return
+    config = BenchConfig(
+        device=device,
+        backward=backward,
+        checkpoint=checkpoint,
+        cache=cache,
+        warmup_ms=warmup_ms,
+        repeats=repeats,
+        min_time_ms=1e3 * (0.5 if min_time is None else min_time),
+        threads=threads,
+        calibrate=calibrate,
+        seed=seed,
+    )
+    report = _run_with_progress(
+        lambda on_progress: run_bench(
+            specs=specs,
+            dtypes=parse_list("dtype", dtype),
+            batch=batch,
+            seq_lens=parse_int_list("seq_len", seq_len),
+            impls=impls,
+            config=config,
+            on_progress=on_progress,
+        )
+    )
+    if plot is not None:
+        write_plot(report, plot)
+    if json:
+        emit_json(bench_json(report))
+        return
+    console.print(bench_view(report))
+    if plot is not None:
+        console.print(f"plot written to {plot}", markup=False, highlight=False)
+
+
+def _bench_parallel(
+    specs: list[FFNSpec],
+    tp: int,
+    ep: int,
+    batch: int,
+    seq_len: str,
+    dtype: str,
+    device: str,
+    seed: int,
+    warmup_ms: float,
+    repeats: int | None,
+    json: bool,
+) -> None:
+    """Time one sharded forward across tp or ep ranks (spawned, or joined under torchrun)."""
+    from ffn_cli.parallel import check_parallel, is_primary_process, time_parallel_forward
+    from ffn_cli.render.parallel import parallel_timing_json, render_parallel_timing
+
+    seq_lens, dtypes = parse_int_list("seq_len", seq_len), parse_list("dtype", dtype)
+    if len(specs) != 1 or len(seq_lens) != 1 or len(dtypes) != 1:
+        raise FFNError("tp" if tp != 1 else "ep", max(tp, ep), "times one case: give one variant, d_model, seq_len and dtype")
+    check_parallel(specs[0], tp=tp, ep=ep)
+    timing = time_parallel_forward(
+        specs[0],
+        max(tp, ep),
+        mode="tp" if tp > 1 else "ep",
+        batch=batch,
+        seq_len=seq_lens[0],
+        dtype=dtypes[0],
+        device=device,
+        seed=seed,
+        warmup_ms=warmup_ms,
+        repeats=repeats or 20,
+    )
+    if not is_primary_process():
+        return
+    if json:
+        emit_json(parallel_timing_json(timing))
+    else:
+        console.print(render_parallel_timing(timing))
+
+
+def _run_with_progress(work: Callable[[ProgressFn | None], BenchReport]) -> BenchReport:
+    """A transient progress line on stderr. auto_refresh is off, so no refresh thread exists:
+    it redraws only when the core reports a step, and the core never reports while timing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not err_console.is_terminal:  # nobody to show it to (a pipe, a log, a test)
+        return work(None)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        auto_refresh=False,
+    ) as progress:
+        task = progress.add_task("starting", total=None)
+
+        def on_progress(done: int, total: int, what: str) -> None:
+            progress.update(task, completed=done, total=total, description=what)
+            progress.refresh()
+
+        return work(on_progress)

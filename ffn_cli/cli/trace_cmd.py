@@ -1,0 +1,162 @@
+"""`ffn trace`: run the real module on a random input and show its shape flow, step by step."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ffn_cli.cli.common import console, emit_json, handles_errors
+from ffn_cli.cli.options import (
+    VARIANT_HELP,
+    BatchOpt,
+    BiasOpt,
+    CapacityFactorOpt,
+    DeviceOpt,
+    DFFOpt,
+    DModelOpt,
+    DropoutOpt,
+    DTypeOpt,
+    EPOpt,
+    ExpertsOpt,
+    ExpertVariantOpt,
+    FfnDimMultiplierOpt,
+    FusedOpt,
+    InitOpt,
+    JsonOpt,
+    ModeOpt,
+    MultipleOfOpt,
+    NHeadsOpt,
+    NKVHeadsOpt,
+    NormalizeTopKOpt,
+    NormOpt,
+    PreNormOpt,
+    SeedOpt,
+    SeqLenOpt,
+    SharedExpertsOpt,
+    SparsityOpt,
+    TopKOpt,
+    TPOpt,
+    make_spec,
+)
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.spec import FFNSpec
+
+_SHOW = "What to show"
+ValuesOpt = Annotated[int, typer.Option("--values", help="First N values of token 0 at every step (0-64).", rich_help_panel=_SHOW)]
+OpsOpt = Annotated[bool, typer.Option("--ops", help="Show the raw aten ops instead of the grouped steps.", rich_help_panel=_SHOW)]
+CheckOpt = Annotated[
+    bool,
+    typer.Option("--check", help="Compare with the NumPy float64 reference on the same weights and input.", rich_help_panel=_SHOW),
+]
+BlockOpt = Annotated[bool, typer.Option("--block", help="Trace the FFN inside its Transformer block.", rich_help_panel="Attention")]
+
+
+@handles_errors
+def trace(
+    variant: Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP)] = "relu",
+    d_model: DModelOpt = 512,
+    d_ff: DFFOpt = None,
+    batch: BatchOpt = 2,
+    seq_len: SeqLenOpt = 5,
+    device: DeviceOpt = "cpu",
+    dtype: DTypeOpt = "float32",
+    seed: SeedOpt = 0,
+    mode: ModeOpt = "eval",
+    dropout: DropoutOpt = 0.1,
+    bias: BiasOpt = None,
+    init: InitOpt = "default",
+    multiple_of: MultipleOfOpt = 256,
+    ffn_dim_multiplier: FfnDimMultiplierOpt = None,
+    fused: FusedOpt = False,
+    sparsity: SparsityOpt = 0.5,
+    experts: ExpertsOpt = 8,
+    top_k: TopKOpt = 2,
+    shared_experts: SharedExpertsOpt = 0,
+    expert_variant: ExpertVariantOpt = "swiglu",
+    capacity_factor: CapacityFactorOpt = None,
+    normalize_top_k: NormalizeTopKOpt = True,
+    values: ValuesOpt = 0,
+    ops: OpsOpt = False,
+    check: CheckOpt = False,
+    block: BlockOpt = False,
+    n_heads: NHeadsOpt = None,
+    n_kv_heads: NKVHeadsOpt = None,
+    norm: NormOpt = "layernorm",
+    pre_norm: PreNormOpt = False,
+    tp: TPOpt = 1,
+    ep: EPOpt = 1,
+    json: JsonOpt = False,
+) -> None:
+    """Run the FFN once on a random (batch, seq_len, d_model) input and show every step: shapes, weights, FLOPs, values.
+
+    With no options it is the classic demo: relu, d_model 512, d_ff 2048, batch 2, seq_len 5.
+    """
+    from ffn_cli.block import BlockSpec
+    from ffn_cli.render.trace import trace_data, trace_view
+    from ffn_cli.trace import check_failure
+    from ffn_cli.trace import trace as run_trace
+
+    spec = make_spec(
+        variant,
+        d_model,
+        d_ff,
+        bias=bias,
+        dropout=dropout,
+        init=init,
+        multiple_of=multiple_of,
+        ffn_dim_multiplier=ffn_dim_multiplier,
+        fused=fused,
+        experts=experts,
+        top_k=top_k,
+        shared_experts=shared_experts,
+        expert_variant=expert_variant,
+        capacity_factor=capacity_factor,
+        normalize_top_k=normalize_top_k,
+        sparsity=sparsity,
+    )
+    if tp != 1 or ep != 1:
+        _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
+        return
+    block_spec = BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, norm=norm, pre_norm=pre_norm) if block else None
+    result = run_trace(
+        spec,
+        batch=batch,
+        seq_len=seq_len,
+        device=device,
+        dtype=dtype,
+        seed=seed,
+        mode=mode.strip().lower(),
+        values=values,
+        check=check,
+        block=block_spec,
+    )
+    if json:
+        emit_json(trace_data(result, ops=ops))
+    else:
+        console.print(trace_view(result, ops=ops, values=values))
+    failure = check_failure(result)
+    if failure is not None:
+        raise failure
+
+
+def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int, device: str, dtype: str, seed: int, json: bool) -> None:
+    """Shard the FFN over tp or ep ranks (spawned, or joined under torchrun), run it, check it
+    against the unsharded module on the same weights; only the primary process prints."""
+    from ffn_cli.parallel import check_parallel, is_primary_process, run_expert_parallel, run_tensor_parallel
+    from ffn_cli.render.parallel import parallel_json, render_parallel
+    from ffn_cli.spec import check_int
+
+    check_parallel(spec, tp=tp, ep=ep)
+    check_int("batch", batch)
+    check_int("seq_len", seq_len)
+    run = run_tensor_parallel if tp > 1 else run_expert_parallel
+    result = run(spec, max(tp, ep), batch=batch, seq_len=seq_len, dtype=dtype, device=device, seed=seed)
+    if not is_primary_process():
+        return
+    if json:
+        emit_json(parallel_json(result))
+    else:
+        console.print(render_parallel(result))
+    if not result.passed:
+        raise FFNRuntimeError(f"sharded output differs from the unsharded module by {result.max_abs_diff_vs_unsharded:.3g}")

@@ -1,0 +1,247 @@
+"""Whole-model parameter accounting: parts, totals, active totals, shares, memory.
+
+Only parameters count: causal-mask and rotary `inv_freq` buffers are not parameters, and a
+tied LM head shares the embedding matrix, so it adds nothing. FFN and MoE parts come from
+ffn_cli.accounting on the model's FFNSpecs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
+from ffn_cli.errors import FFNError
+from ffn_cli.models.layer import attention_summary
+from ffn_cli.models.spec import ModelSpec, layer_ranges
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "training_memory"]
+
+PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler"]
+
+# Adam keeps two float32 moments (m, v) per parameter, whatever the training dtype.
+ADAM_STATE_BYTES = 8
+# Below float32, mixed precision keeps a float32 master copy of the weights for the update.
+MASTER_BYTES = 4
+
+
+@dataclass(frozen=True)
+class ModelPart:
+    """One row of the breakdown: `copies` identical instances (layers) of `params_each`."""
+
+    name: str
+    kind: PartKind
+    detail: str
+    params_each: int
+    copies: int = 1
+    active_each: int | None = None  # MoE: what one token touches; None when all of it
+
+    @property
+    def params(self) -> int:
+        return self.params_each * self.copies
+
+    @property
+    def active_params(self) -> int:
+        return (self.params_each if self.active_each is None else self.active_each) * self.copies
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Bytes to train with Adam: weights and gradients in `dtype`, a float32 master copy
+    below float32, two float32 Adam moments. Activations are not included (they scale with
+    batch × sequence; `ffn params --variant` shows them per token)."""
+
+    params: int
+    dtype: str
+
+    @property
+    def weights_bytes(self) -> int:
+        return self.params * DTYPE_BYTES[self.dtype]
+
+    @property
+    def grads_bytes(self) -> int:
+        return self.params * DTYPE_BYTES[self.dtype]
+
+    @property
+    def master_bytes(self) -> int:
+        return self.params * MASTER_BYTES if DTYPE_BYTES[self.dtype] < MASTER_BYTES else 0
+
+    @property
+    def optimizer_bytes(self) -> int:
+        return self.params * ADAM_STATE_BYTES
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.grads_bytes + self.master_bytes + self.optimizer_bytes
+
+
+def training_memory(params: int, dtype: str = "bfloat16") -> TrainingMemory:
+    if dtype not in DTYPE_BYTES:
+        raise FFNError("dtype", dtype, "choose one of " + ", ".join(DTYPE_BYTES))
+    return TrainingMemory(params, dtype)
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """The accounting of one ModelSpec; every total is a sum over `parts`."""
+
+    spec: ModelSpec
+    parts: tuple[ModelPart, ...]
+
+    def _sum(self, kind: PartKind | None = None, *, active: bool = False) -> int:
+        return sum(p.active_params if active else p.params for p in self.parts if kind is None or p.kind == kind)
+
+    @property
+    def total_params(self) -> int:
+        return self._sum()
+
+    @property
+    def active_params(self) -> int:
+        return self._sum(active=True)
+
+    @property
+    def embedding_params(self) -> int:
+        return self._sum("embedding")
+
+    @property
+    def attention_params(self) -> int:
+        return self._sum("attention")
+
+    @property
+    def ffn_params(self) -> int:
+        return self._sum("ffn")
+
+    @property
+    def ffn_active_params(self) -> int:
+        return self._sum("ffn", active=True)
+
+    @property
+    def norm_params(self) -> int:
+        return self._sum("norm")
+
+    @property
+    def non_embedding_params(self) -> int:
+        """Everything but the token/position/type embeddings and an untied head (Kaplan et al.)."""
+        return self.total_params - self.embedding_params - self._sum("head")
+
+    @property
+    def ffn_share(self) -> float:
+        return self.ffn_params / self.total_params
+
+    @property
+    def ffn_active_share(self) -> float:
+        return self.ffn_active_params / self.active_params
+
+    @property
+    def ffn_attention_ratio(self) -> float:
+        return self.ffn_params / self.attention_params
+
+    @property
+    def ffn_active_attention_ratio(self) -> float:
+        return self.ffn_active_params / self.attention_params
+
+    def weight_bytes(self, dtype: str) -> int:
+        return self.total_params * DTYPE_BYTES[dtype]
+
+    def training_memory(self, dtype: str = "bfloat16") -> TrainingMemory:
+        return training_memory(self.total_params, dtype)
+
+    @property
+    def matmul_flops_per_token(self) -> int:
+        """Forward matmul FLOPs of one token on the active path: the projections of every layer
+        and the LM head. Attention scores (4·seq·heads·head_dim per layer) depend on the
+        sequence length and are left out."""
+        spec = self.spec
+        flops = spec.n_layers * spec.attention.projection_flops_per_token()
+        for ffn, layers in _ffn_groups(spec):
+            flops += len(layers) * matmul_flops_per_token(ffn)
+        if spec.lm_head:
+            flops += 2 * spec.d_model * spec.vocab_size
+        return flops
+
+    @property
+    def per_layer(self) -> list[dict[str, object]]:
+        """Attention and FFN of each distinct layer kind (dense-first layers apart)."""
+        attention = self.spec.attention.params
+        return [
+            {
+                "layers": list(layers),
+                "ffn_variant": ffn.variant,
+                "attention_params": attention,
+                "ffn_params": total_params(ffn),
+                "ffn_active_params": active_params(ffn),
+                "ffn_attention_ratio": total_params(ffn) / attention,
+            }
+            for ffn, layers in _ffn_groups(self.spec)
+        ]
+
+
+def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
+    groups: list[tuple[FFNSpec, tuple[int, ...]]] = []
+    if spec.dense_ffn is not None and spec.dense_layers:
+        groups.append((spec.dense_ffn, spec.dense_layers))
+    if spec.moe_ffn is not None and spec.moe_layers:
+        groups.append((spec.moe_ffn, spec.moe_layers))
+    return groups
+
+
+def _attention_detail(spec: ModelSpec) -> str:
+    return attention_summary(spec.attention) + (", fused qkv" if spec.fused_qkv else "")
+
+
+def _ffn_detail(ffn: FFNSpec, layers: tuple[int, ...], n_layers: int) -> str:
+    where = "" if len(layers) == n_layers else f" (layers {layer_ranges(layers)})"
+    if not ffn.is_moe:
+        fused = ", fused gate_up" if ffn.fused_gate_up else ""
+        return f"{ffn.variant}, d_ff {ffn.hidden:,}{', biases' if ffn.bias else ''}{fused}{where}"
+    text = f"router + {ffn.experts} × {ffn.expert_variant} d_ff {ffn.hidden:,}, top-{ffn.top_k}"
+    if ffn.shared_hidden:
+        text += f", shared d_ff {ffn.shared_hidden:,}" + (" gated" if ffn.shared_expert_gate else "")
+    return text + where
+
+
+def _norm_name(spec: ModelSpec) -> str:
+    return {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm", "layernorm_no_affine": "LayerNorm without weights"}[spec.norm]
+
+
+def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
+    d = spec.d_model
+    parts = [ModelPart("token embeddings", "embedding", f"({spec.vocab_size:,}, {d:,})", spec.vocab_size * d)]
+    if spec.max_positions:
+        parts.append(ModelPart("position embeddings", "embedding", f"({spec.max_positions:,}, {d:,})", spec.max_positions * d))
+    if spec.type_vocab_size:
+        parts.append(ModelPart("token-type embeddings", "embedding", f"({spec.type_vocab_size:,}, {d:,})", spec.type_vocab_size * d))
+    if spec.embedding_norm:
+        parts.append(ModelPart("embedding norm", "norm", _norm_name(spec), spec.norm_params))
+    return parts
+
+
+def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
+    parts = [ModelPart("attention", "attention", _attention_detail(spec), spec.attention.params, spec.n_layers)]
+    for ffn, layers in _ffn_groups(spec):
+        name = "MoE FFN" if ffn.is_moe else "FFN"
+        active = active_params(ffn) if ffn.is_moe else None
+        parts.append(ModelPart(name, "ffn", _ffn_detail(ffn, layers, spec.n_layers), total_params(ffn), len(layers), active))
+    norms = f"{spec.norms_per_layer} × {_norm_name(spec)}"
+    parts.append(ModelPart("layer norms", "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
+    return parts
+
+
+def _top_parts(spec: ModelSpec) -> list[ModelPart]:
+    d, parts = spec.d_model, []
+    if spec.final_norm:
+        parts.append(ModelPart("final norm", "norm", _norm_name(spec), spec.norm_params))
+    if spec.lm_head:
+        if spec.tie_word_embeddings:
+            parts.append(ModelPart("LM head", "head", "tied to the token embeddings", 0))
+        else:
+            parts.append(ModelPart("LM head", "head", f"({spec.vocab_size:,}, {d:,}), untied", spec.vocab_size * d))
+    if spec.pooler:
+        parts.append(ModelPart("pooler", "pooler", f"dense ({d:,}, {d:,}) + bias, tanh", d * d + d))
+    return parts
+
+
+def count_model(spec: ModelSpec) -> ModelParams:
+    """Every parameter of `spec`, part by part, in the order the model runs them."""
+    return ModelParams(spec, tuple(_embedding_parts(spec) + _layer_parts(spec) + _top_parts(spec)))

@@ -1,0 +1,208 @@
+"""One FFN beside the attention of its layer: parameters, FLOPs, activation memory, the
+FFN/attention ratio; several variants side by side, optionally sized to one parameter count."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ffn_cli.accounting import (
+    DTYPE_BYTES,
+    FlopStep,
+    ParamTensor,
+    activation_elements_per_token,
+    active_params,
+    flop_steps,
+    matmul_flops_formula,
+    param_formula,
+    param_tensors,
+    total_params,
+)
+from ffn_cli.attention import AttentionSpec
+from ffn_cli.errors import FFNError
+from ffn_cli.spec import MAX_DIM, FFNSpec
+
+__all__ = [
+    "BACKWARD_FACTOR",
+    "Comparison",
+    "FFNReport",
+    "TensorGroup",
+    "attention_formula",
+    "attention_summary",
+    "check_dtype",
+    "compare_variants",
+    "ffn_report",
+    "group_tensors",
+    "match_d_ff",
+]
+
+# Backward costs about twice the forward (a gradient for the input and one for the weights),
+# so a training step is 3× the forward FLOPs.
+BACKWARD_FACTOR = 3
+
+
+@dataclass(frozen=True)
+class TensorGroup:
+    """A parameter tensor, or the same tensor of every expert (`copies` > 1, name `experts.*.…`)."""
+
+    name: str
+    shape: tuple[int, ...]
+    copies: int
+    count: int  # all copies together
+
+
+def group_tensors(tensors: Sequence[ParamTensor]) -> tuple[TensorGroup, ...]:
+    """Fold experts.{i}.x into one experts.*.x row, keeping first-seen order."""
+    groups: dict[str, list[ParamTensor]] = {}
+    for t in tensors:
+        parts = t.name.split(".")
+        key = ".".join(["experts", "*", *parts[2:]]) if parts[0] == "experts" and parts[1].isdigit() else t.name
+        groups.setdefault(key, []).append(t)
+    return tuple(TensorGroup(name, ts[0].shape, len(ts), sum(t.count for t in ts)) for name, ts in groups.items())
+
+
+@dataclass(frozen=True)
+class FFNReport:
+    """Everything `ffn params` says about one FFN and the attention it sits beside."""
+
+    spec: FFNSpec
+    attention: AttentionSpec
+    dtype: str
+    tensors: tuple[TensorGroup, ...]
+    steps: tuple[FlopStep, ...]
+    total_params: int
+    active_params: int
+    param_formula: str
+    matmul_formula: str
+    activation_elements: int
+    all_experts_flops: int | None  # MoE: the forward FLOPs if every expert ran on every token
+
+    @property
+    def bytes(self) -> int:
+        return self.total_params * DTYPE_BYTES[self.dtype]
+
+    @property
+    def forward_flops(self) -> int:
+        return sum(s.flops for s in self.steps)
+
+    @property
+    def matmul_flops(self) -> int:
+        return sum(s.matmul_flops for s in self.steps)
+
+    @property
+    def elementwise_flops(self) -> int:
+        return sum(s.elementwise_flops for s in self.steps)
+
+    @property
+    def training_flops(self) -> int:
+        return BACKWARD_FACTOR * self.forward_flops
+
+    @property
+    def activation_bytes(self) -> int:
+        return self.activation_elements * DTYPE_BYTES[self.dtype]
+
+    @property
+    def attention_params(self) -> int:
+        return self.attention.params
+
+    @property
+    def ffn_attention_ratio(self) -> float:
+        return self.total_params / self.attention_params
+
+    @property
+    def ffn_active_attention_ratio(self) -> float:
+        return self.active_params / self.attention_params
+
+    @property
+    def ffn_share_of_block(self) -> float:
+        """The FFN's share of the layer's attention + FFN parameters (norms left out)."""
+        return self.total_params / (self.total_params + self.attention_params)
+
+
+def attention_formula(attention: AttentionSpec) -> str:
+    """The closed form of attention.params: '4·d² + 4·d' for plain multi-head attention with
+    biases; with grouped-query heads or a head_dim ≠ d/heads, in q = heads·head_dim and kv."""
+    a = attention
+    bias = {(True, True): ("4·d", "q + 2·kv + d"), (True, False): ("3·d", "q + 2·kv"), (False, True): ("d", "d")}
+    plain = a.q_dim == a.d_model and a.kv_dim == a.d_model
+    text = "4·d²" if plain else "2·d·q + 2·d·kv"
+    if a.qkv_bias or a.o_bias:
+        text += " + " + bias[(a.qkv_bias, a.o_bias)][0 if plain else 1]
+    return text
+
+
+def attention_summary(attention: AttentionSpec) -> str:
+    """'32 heads × 128, 8 KV heads, no bias': the shape of an attention in words."""
+    a = attention
+    text = f"{a.n_heads} heads × {a.head_dim}" + (f", {a.n_kv_heads} KV heads" if a.n_kv_heads != a.n_heads else "")
+    bias = "biases" if a.qkv_bias and a.o_bias else "bias on q, k, v" if a.qkv_bias else "bias on o" if a.o_bias else "no bias"
+    return f"{text}, {bias}"
+
+
+def check_dtype(dtype: str) -> str:
+    if dtype not in DTYPE_BYTES:
+        raise FFNError("dtype", dtype, "choose one of " + ", ".join(DTYPE_BYTES))
+    return dtype
+
+
+def ffn_report(spec: FFNSpec, attention: AttentionSpec, dtype: str = "float32") -> FFNReport:
+    if attention.d_model != spec.d_model:
+        raise FFNError("d_model", attention.d_model, f"the attention must have the FFN's d_model ({spec.d_model})")
+    all_experts = None
+    if spec.variant == "moe":
+        all_experts = sum(s.flops for s in flop_steps(spec.with_(top_k=spec.experts)))
+    return FFNReport(
+        spec=spec,
+        attention=attention,
+        dtype=check_dtype(dtype),
+        tensors=group_tensors(param_tensors(spec)),
+        steps=tuple(flop_steps(spec)),
+        total_params=total_params(spec),
+        active_params=active_params(spec),
+        param_formula=param_formula(spec),
+        matmul_formula=matmul_flops_formula(spec),
+        activation_elements=activation_elements_per_token(spec),
+        all_experts_flops=all_experts,
+    )
+
+
+def match_d_ff(spec: FFNSpec, target_params: int, multiple_of: int) -> FFNSpec:
+    """`spec` with the d_ff whose parameter count is nearest `target_params`, rounded to a
+    multiple of `multiple_of` (at least one multiple).
+
+    A spec's count is affine in d_ff (a·d_ff + c, shared experts included when their width
+    follows d_ff), so two evaluations of the accounting give a and c: for a gated FFN without
+    biases this is the 2/3 rule, d_ff = target / 3d, where a dense one has target / 2d.
+    """
+    one, two = total_params(spec.with_(d_ff=1)), total_params(spec.with_(d_ff=2))
+    slope, fixed = two - one, 2 * one - two
+    exact = (target_params - fixed) / slope
+    d_ff = max(multiple_of, int(exact / multiple_of + 0.5) * multiple_of)
+    if d_ff > MAX_DIM:
+        raise FFNError("match_params", target_params, f"needs d_ff {d_ff:,} for {spec.variant}, above the limit {MAX_DIM:,}")
+    return spec.with_(d_ff=d_ff)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Variants side by side beside one attention; `target_params` is set under --match-params."""
+
+    reports: tuple[FFNReport, ...]
+    target_params: int | None = None
+
+    def delta(self, report: FFNReport) -> float | None:
+        """Relative distance of a report's count from the matched target."""
+        if self.target_params is None:
+            return None
+        return report.total_params / self.target_params - 1
+
+
+def compare_variants(
+    specs: Sequence[FFNSpec], attention: AttentionSpec, dtype: str = "float32", *, match_params: bool = False, multiple_of: int = 256
+) -> Comparison:
+    """One report per spec; with match_params every spec after the first is resized to the first's count."""
+    if not specs:
+        raise FFNError("variant", "", "give at least one variant")
+    target = total_params(specs[0]) if match_params else None
+    sized = [specs[0], *(match_d_ff(s, target, multiple_of) for s in specs[1:])] if target is not None else list(specs)
+    return Comparison(tuple(ffn_report(s, attention, dtype) for s in sized), target)

@@ -1,0 +1,110 @@
+"""ModelSpec: a whole Transformer as the accounting sees it, frozen and validated.
+
+The FFN of every layer is an FFNSpec (dense, gated or MoE), so its parameters and FLOPs come
+from ffn_cli.accounting, the same code the built torch module is checked against; attention is
+an AttentionSpec. Everything else (embeddings, norms, head, pooler) is a handful of integers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ffn_cli.attention import AttentionSpec
+from ffn_cli.errors import FFNError
+from ffn_cli.spec import FFNSpec, check_int
+
+__all__ = ["NORM_KINDS", "ModelSpec", "NormKind", "layer_ranges"]
+
+NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine"]
+# Parameters of one norm over d_model, in units of d: RMSNorm a weight, LayerNorm weight and
+# bias, OLMo-1's LayerNorm neither.
+NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine": 0}
+# Deeper than any published model by far; beyond it a config is a typo.
+MAX_LAYERS = 4096
+MAX_VOCAB = 1 << 24
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model: shapes, which layers are MoE, and the conventions that change the count.
+
+    `moe_layers` lists the layer indices whose FFN is `moe_ffn`; every other layer uses
+    `dense_ffn` (DeepSeek-MoE's dense first layer, Qwen2-MoE's mlp_only_layers).
+    """
+
+    name: str
+    model_type: str
+    d_model: int
+    n_layers: int
+    vocab_size: int
+    attention: AttentionSpec
+    dense_ffn: FFNSpec | None = None
+    moe_ffn: FFNSpec | None = None
+    moe_layers: tuple[int, ...] = ()
+    max_positions: int = 0  # learned absolute position embeddings; 0 for rotary (a buffer, not parameters)
+    type_vocab_size: int = 0  # BERT's token-type (segment) embeddings
+    norm: NormKind = "rmsnorm"
+    norms_per_layer: int = 2
+    final_norm: bool = True
+    embedding_norm: bool = False  # BERT normalises the summed embeddings
+    lm_head: bool = True
+    tie_word_embeddings: bool = False
+    pooler: bool = False
+    fused_qkv: bool = False  # one qkv_proj (Phi-3) or c_attn (GPT-2): same count, one matmul
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        check_int("hidden_size", self.d_model)
+        check_int("num_hidden_layers", self.n_layers, maximum=MAX_LAYERS)
+        check_int("vocab_size", self.vocab_size, maximum=MAX_VOCAB)
+        check_int("max_position_embeddings", self.max_positions, minimum=0)
+        check_int("type_vocab_size", self.type_vocab_size, minimum=0, maximum=MAX_VOCAB)
+        if self.norm not in NORM_KINDS:
+            raise FFNError("norm", self.norm, "choose one of " + ", ".join(NORM_KINDS))
+        if self.attention.d_model != self.d_model:
+            raise FFNError("attention.d_model", self.attention.d_model, f"must equal hidden_size ({self.d_model})")
+        layers = tuple(sorted(set(self.moe_layers)))
+        if any(not 0 <= i < self.n_layers for i in layers):
+            raise FFNError("moe_layers", self.moe_layers, f"must be layer indices in [0, {self.n_layers})")
+        object.__setattr__(self, "moe_layers", layers)
+        self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)
+        self._check_ffn("dense_ffn", self.dense_ffn, needed=len(layers) < self.n_layers, moe=False)
+
+    def _check_ffn(self, field: str, spec: FFNSpec | None, *, needed: bool, moe: bool) -> None:
+        if spec is None:
+            if needed:
+                raise FFNError(field, None, "is needed: some layers use it")
+            return
+        if spec.d_model != self.d_model:
+            raise FFNError(f"{field}.d_model", spec.d_model, f"must equal hidden_size ({self.d_model})")
+        if spec.is_moe != moe:
+            raise FFNError(f"{field}.variant", spec.variant, "must be a mixture of experts" if moe else "must not be a mixture of experts")
+
+    @property
+    def dense_layers(self) -> tuple[int, ...]:
+        moe = set(self.moe_layers)
+        return tuple(i for i in range(self.n_layers) if i not in moe)
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.moe_layers)
+
+    @property
+    def norm_params(self) -> int:
+        """Parameters of one norm over d_model."""
+        return NORM_KINDS[self.norm] * self.d_model
+
+
+def layer_ranges(layers: tuple[int, ...]) -> str:
+    """(0, 1, 2, 5) → '0–2, 5': which layers a row covers, short."""
+    parts: list[str] = []
+    start = prev = None
+    for i in (*layers, None):
+        if i is not None and prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}–{prev}")
+        start = prev = i
+    return ", ".join(parts)

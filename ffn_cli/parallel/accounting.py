@@ -1,0 +1,173 @@
+"""Per-rank parameters, memory and communication of a sharded FFN, from the spec alone (no torch).
+
+Tensor parallel (Megatron): gate and up are column-parallel (d_ff/tp rows of each weight per rank;
+the fused gate_up weight keeps rank r's gate rows and up rows paired), down is row-parallel
+(d_ff/tp columns per rank) and its bias is replicated and added once, after the all-reduce.
+Expert parallel: rank r owns experts [r·E/ep, (r+1)·E/ep); the router, the shared experts and
+their gate are replicated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ffn_cli.accounting import DTYPE_BYTES, param_tensors
+from ffn_cli.errors import FFNError
+from ffn_cli.spec import FFNSpec, check_int
+
+__all__ = [
+    "COLUMN",
+    "EXPERT",
+    "MAX_WORLD_SIZE",
+    "PAIRED",
+    "REPLICATED",
+    "ROW",
+    "RankParams",
+    "ShardTensor",
+    "check_parallel",
+    "ep_split",
+    "owned_experts",
+    "per_rank_params",
+    "shard_layout",
+    "token_chunks",
+    "tp_allreduce_bytes",
+    "tp_split",
+]
+
+# Ranks beyond this are a typo: the largest published TP/EP groups are a few hundred wide.
+MAX_WORLD_SIZE = 1024
+
+COLUMN = "column"  # rows of the (out, in) weight: this rank's slice of d_ff
+PAIRED = "column, gate|up paired"  # fused gate_up: gate[r] rows then up[r] rows
+ROW = "row"  # columns of the (out, in) weight: this rank's slice of d_ff
+REPLICATED = "replicated"
+EXPERT = "expert, whole"  # an expert this rank owns, unsplit
+
+
+@dataclass(frozen=True)
+class ShardTensor:
+    """One parameter tensor as rank r holds it, beside its unsharded shape."""
+
+    name: str
+    shape: tuple[int, ...]
+    full_shape: tuple[int, ...]
+    split: str
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+@dataclass(frozen=True)
+class RankParams:
+    """What one rank holds: its tensors, their parameter count and bytes in `dtype`."""
+
+    rank: int
+    tensors: tuple[ShardTensor, ...]
+    dtype: str
+
+    @property
+    def params(self) -> int:
+        return sum(t.count for t in self.tensors)
+
+    @property
+    def param_bytes(self) -> int:
+        return self.params * DTYPE_BYTES[self.dtype]
+
+
+def _divisors(n: int, limit: int = 64) -> str:
+    """The world sizes up to `limit` that split n evenly, for the error message."""
+    found = [str(k) for k in range(2, min(n, limit) + 1) if n % k == 0]
+    return ", ".join(found) if found else "none above 1"
+
+
+def check_parallel(spec: FFNSpec, *, tp: int = 1, ep: int = 1) -> None:
+    """Refuse a split that cannot be made: one kind at a time, d_ff or experts divisible by N."""
+    check_int("tp", tp, maximum=MAX_WORLD_SIZE)
+    check_int("ep", ep, maximum=MAX_WORLD_SIZE)
+    if tp > 1 and ep > 1:
+        raise FFNError("ep", ep, f"use --tp {tp} or --ep {ep}, not both: one kind of parallelism at a time")
+    if tp > 1:
+        if spec.is_moe:
+            raise FFNError("tp", tp, f"tensor parallelism splits one FFN; for --variant {spec.variant} split the experts with --ep")
+        if spec.hidden % tp:
+            allowed = f"must divide d_ff={spec.hidden} (d_ff/tp hidden units per rank); it divides by {_divisors(spec.hidden)}"
+            raise FFNError("tp", tp, allowed)
+    if ep > 1:
+        if spec.variant != "moe":
+            raise FFNError("ep", ep, "expert parallelism needs --variant moe (top-k routed experts)")
+        if spec.experts % ep:
+            allowed = f"must divide experts={spec.experts} (experts/ep per rank); it divides by {_divisors(spec.experts)}"
+            raise FFNError("ep", ep, allowed)
+
+
+def tp_split(name: str) -> str:
+    """How tensor parallelism splits the parameter (or buffer) `name`."""
+    if name.startswith("gate_up_proj."):
+        return PAIRED
+    if name.startswith(("gate_proj.", "up_proj.")) or name == "hidden_mask":
+        return COLUMN
+    if name == "down_proj.weight":
+        return ROW
+    return REPLICATED  # down_proj.bias: added once, after the all-reduce
+
+
+def owned_experts(rank: int, world_size: int, experts: int) -> range:
+    """The contiguous block of experts rank `rank` owns."""
+    per_rank = experts // world_size
+    return range(rank * per_rank, (rank + 1) * per_rank)
+
+
+def ep_split(name: str) -> tuple[str, int | None]:
+    """(split, expert index) of the MoE parameter `name`: experts.{i}.… are owned, the rest replicated."""
+    if name.startswith("experts."):
+        return EXPERT, int(name.split(".")[1])
+    return REPLICATED, None
+
+
+def _tp_shape(shape: tuple[int, ...], split: str, tp: int) -> tuple[int, ...]:
+    if split in (COLUMN, PAIRED):
+        return (shape[0] // tp, *shape[1:])
+    if split == ROW:
+        return (shape[0], shape[1] // tp)
+    return shape
+
+
+def shard_layout(spec: FFNSpec, rank: int, *, tp: int = 1, ep: int = 1) -> list[ShardTensor]:
+    """Every parameter tensor rank `rank` holds, named as in the unsharded module."""
+    check_parallel(spec, tp=tp, ep=ep)
+    tensors = param_tensors(spec)
+    if ep > 1:
+        mine = owned_experts(rank, ep, spec.experts)
+        layout = []
+        for t in tensors:
+            split, expert = ep_split(t.name)
+            if expert is None or expert in mine:
+                layout.append(ShardTensor(t.name, t.shape, t.shape, split))
+        return layout
+    return [ShardTensor(t.name, _tp_shape(t.shape, tp_split(t.name), tp), t.shape, tp_split(t.name)) for t in tensors]
+
+
+def per_rank_params(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str = "float32") -> list[RankParams]:
+    """Each rank's tensors, parameter count and bytes, for `ffn params --tp N` / `--ep N`."""
+    if dtype not in DTYPE_BYTES:
+        raise FFNError("dtype", dtype, "choose one of " + ", ".join(DTYPE_BYTES))
+    world = max(tp, ep)
+    return [RankParams(r, tuple(shard_layout(spec, r, tp=tp, ep=ep)), dtype) for r in range(world)]
+
+
+def tp_allreduce_bytes(spec: FFNSpec, tokens: int, dtype: str = "float32") -> int:
+    """Bytes each rank all-reduces per forward: the (tokens, d_model) partial sums of down_proj.
+
+    A ring all-reduce moves 2·(tp-1)/tp times this over each rank's links.
+    """
+    return tokens * spec.d_model * DTYPE_BYTES[dtype]
+
+
+def token_chunks(tokens: int, world_size: int) -> list[int]:
+    """Tokens each rank holds under expert parallelism: contiguous, as torch.tensor_split cuts them."""
+    base, extra = divmod(tokens, world_size)
+    return [base + (1 if r < extra else 0) for r in range(world_size)]

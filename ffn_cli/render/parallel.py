@@ -1,0 +1,297 @@
+"""Sharded runs and per-rank accounting → rich tables, or JSON from the same fields."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ffn_cli.accounting import total_params
+from ffn_cli.parallel.accounting import RankParams, ShardTensor
+from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, StepShape
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_shape
+from ffn_cli.spec import FFNSpec
+
+__all__ = [
+    "parallel_json",
+    "parallel_timing_json",
+    "rank_params_json",
+    "render_parallel",
+    "render_parallel_timing",
+    "render_rank_params",
+]
+
+_MODE_NAMES = {"tp": "tensor parallel", "ep": "expert parallel"}
+
+
+def _spec_line(spec: FFNSpec) -> str:
+    text = f"{spec.variant}, d_model {spec.d_model}, d_ff {spec.d_ff}"
+    if spec.is_moe:
+        text += f", {spec.experts} experts, top-{spec.top_k}"
+        if spec.shared_hidden:
+            text += f", shared d_ff {spec.shared_hidden}"
+    if spec.fused_gate_up:
+        text += ", fused gate_up"
+    return text
+
+
+def _header(result: ParallelResult) -> Text:
+    return Text.from_markup(
+        f"[bold]{_MODE_NAMES[result.mode]}[/] × {result.world_size} ({result.backend} on {result.device}, {result.launcher}): "
+        f"{_spec_line(result.spec)}, {result.dtype}, input {fmt_shape(result.input_shape)}"
+    )
+
+
+def _rank_table(result: ParallelResult) -> Table:
+    ep = result.mode == "ep"
+    table = Table(title="per rank", title_justify="left")
+    table.add_column("rank", justify="right")
+    table.add_column("device")
+    table.add_column("input")
+    table.add_column("output")
+    table.add_column("params", justify="right")
+    table.add_column("weight memory", justify="right")
+    if ep:
+        for name in ("tokens", "experts", "a2a sent", "a2a received"):
+            table.add_column(name, justify="right")
+    else:
+        table.add_column("all-reduced", justify="right")
+    table.add_column("max |Δ|", justify="right")
+    for r in result.ranks:
+        row = [str(r.rank), r.device, fmt_shape(r.input_shape), fmt_shape(r.output_shape), fmt_count(r.params), fmt_bytes(r.param_bytes)]
+        if ep:
+            experts = f"{r.experts[0]}–{r.experts[-1]}" if len(r.experts) > 1 else str(r.experts[0])
+            row += [fmt_count(r.tokens), experts, fmt_bytes(r.alltoall_sent_bytes), fmt_bytes(r.alltoall_received_bytes)]
+        else:
+            row.append(fmt_bytes(r.allreduce_bytes))
+        row.append(f"{r.max_abs_diff:.3g}")
+        table.add_row(*row)
+    total = sum(r.params for r in result.ranks)
+    table.caption = f"unsharded {fmt_count(result.unsharded_params)} params; all ranks hold {fmt_count(total)}"
+    return table
+
+
+def _unsharded_order(name: str) -> tuple[int, int]:
+    """Sort key putting tensors in the unsharded module's order: router, experts by index, the rest."""
+    if name.startswith("router."):
+        return (0, 0)
+    if name.startswith("experts."):
+        return (1, int(name.split(".")[1]))
+    return (2, 0)  # a stable sort keeps the module's own order among these
+
+
+def _group(name: str) -> str:
+    """A row of the shards table: one per tensor, but one per whole expert (`experts.3`)."""
+    return ".".join(name.split(".")[:2]) if name.startswith("experts.") else name
+
+
+def _shard_rows(held: Sequence[Sequence[ShardTensor]]) -> tuple[list[str], list[list[str]]]:
+    """Rank columns and rows (tensor, unsharded, split, per-rank cells) of a shards table.
+
+    When every rank holds the same shapes (TP) one column stands for all; an expert a rank owns
+    shows its parameter count, a tensor its shape, and what a rank lacks shows —.
+    """
+    world = len(held)
+    if all([(t.name, t.shape) for t in h] == [(t.name, t.shape) for t in held[0]] for h in held):
+        column = f"each of {world} ranks" if world > 1 else "rank 0"
+        return [column], [[t.name, fmt_shape(t.full_shape), t.split, fmt_shape(t.shape)] for t in held[0]]
+    groups: dict[str, list[ShardTensor]] = {}
+    for t in sorted({t.name: t for h in held for t in h}.values(), key=lambda t: _unsharded_order(t.name)):
+        groups.setdefault(_group(t.name), []).append(t)
+    rows = []
+    for label, tensors in groups.items():
+        whole_expert = label != tensors[0].name
+        unsharded = (
+            f"{len(tensors)} tensors, {fmt_count(sum(t.count for t in tensors))}" if whole_expert else fmt_shape(tensors[0].full_shape)
+        )
+        cells = []
+        for h in held:
+            mine = [t for t in h if _group(t.name) == label]
+            if not mine:
+                cells.append("—")
+            else:
+                cells.append(fmt_count(sum(t.count for t in mine)) if whole_expert else fmt_shape(mine[0].shape))
+        rows.append([label, unsharded, tensors[0].split, *cells])
+    return [f"rank {r}" for r in range(world)], rows
+
+
+def _shard_table(title: str, held: Sequence[Sequence[ShardTensor]]) -> Table:
+    columns, rows = _shard_rows(held)
+    table = Table(title=title, title_justify="left")
+    table.add_column("tensor")
+    table.add_column("unsharded")
+    table.add_column("split")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _step_cell(step: StepShape, named: bool) -> str:
+    inputs = ", ".join(fmt_shape(s) for s in step.input_shapes)
+    return (f"{step.name}: " if named else "") + f"{inputs} → {fmt_shape(step.output_shape)}"
+
+
+def _step_table(result: ParallelResult) -> Table:
+    """Steps aligned by position; a row whose step differs between ranks (their own experts) names it per cell."""
+    table = Table(title="shape flow", title_justify="left")
+    table.add_column("step")
+    table.add_column("formula")
+    same_everywhere = all(r.steps == result.ranks[0].steps for r in result.ranks)
+    ranks: Sequence[RankResult] = result.ranks[:1] if same_everywhere else result.ranks
+    for r in ranks:
+        table.add_column("every rank" if same_everywhere else f"rank {r.rank}")
+    for i, step in enumerate(result.ranks[0].steps):
+        named = any(r.steps[i].name != step.name for r in ranks)
+        label = "expert" if named else step.name
+        table.add_row(label, escape(step.formula), *[_step_cell(r.steps[i], named) for r in ranks])
+    return table
+
+
+def _expert_table(result: ParallelResult) -> Table:
+    table = Table(title="tokens per expert", title_justify="left")
+    table.add_column("expert", justify="right")
+    table.add_column("rank", justify="right")
+    table.add_column("sharded", justify="right")
+    table.add_column("unsharded", justify="right")
+    owner = {e: r.rank for r in result.ranks for e in r.experts}
+    for e, n in enumerate(result.tokens_per_expert):
+        reference = result.unsharded_tokens_per_expert[e] if e < len(result.unsharded_tokens_per_expert) else None
+        table.add_row(str(e), str(owner[e]), fmt_count(n), "n/a" if reference is None else fmt_count(reference))
+    dropped = sum(r.dropped for r in result.ranks)
+    if dropped:
+        table.caption = f"{fmt_count(dropped)} rows over capacity dropped"
+    return table
+
+
+def _check_line(result: ParallelResult) -> Text:
+    mark = "[green]✓ matches[/]" if result.passed else "[red]✗ differs from[/]"
+    return Text.from_markup(
+        f"max |sharded − unsharded| = {result.max_abs_diff_vs_unsharded:.3g} (tolerance {result.tolerance:.3g}, {result.dtype}): "
+        f"{mark} the unsharded module on the same weights and input"
+    )
+
+
+def _comm_line(result: ParallelResult) -> Text:
+    r0 = result.ranks[0]
+    if result.mode == "tp":
+        ring = 2 * (result.world_size - 1) * r0.allreduce_bytes // result.world_size
+        return Text(
+            f"communication: each rank all-reduces {fmt_bytes(r0.allreduce_bytes)} per forward "
+            f"(a ring moves {fmt_bytes(ring)} over each rank's links)"
+        )
+    sent = sum(r.alltoall_sent_bytes for r in result.ranks)
+    return Text(f"communication: {fmt_bytes(sent)} sent between ranks in all-to-alls (split sizes, dispatch, return)")
+
+
+def render_parallel(result: ParallelResult) -> RenderableType:
+    """The header, per-rank table, shards, shape flow (and tokens per expert), traffic and the check."""
+    shards = _shard_table("shards", [r.shards for r in result.ranks])
+    parts: list[RenderableType] = [_header(result), _rank_table(result), shards, _step_table(result)]
+    if result.mode == "ep":
+        parts.append(_expert_table(result))
+    parts += [_comm_line(result), _check_line(result)]
+    return Group(*parts)
+
+
+def _rank_json(r: RankResult) -> dict[str, Any]:
+    data = asdict(r)
+    data.update(
+        params=r.params,
+        allreduce_bytes=r.allreduce_bytes,
+        alltoall_sent_bytes=r.alltoall_sent_bytes,
+        alltoall_received_bytes=r.alltoall_received_bytes,
+    )
+    return data
+
+
+def parallel_json(result: ParallelResult) -> dict[str, Any]:
+    """Every field of the result; shapes as lists. Keys: world_size, max_abs_diff_vs_unsharded, ranks[…].steps, …"""
+    data = asdict(result)
+    data["spec"] = result.spec.as_dict()
+    data["ranks"] = [_rank_json(r) for r in result.ranks]
+    data["passed"] = result.passed
+    if result.mode == "ep":
+        data["tokens_per_expert"] = list(result.tokens_per_expert)
+    return _lists(data)
+
+
+def _lists(value: Any) -> Any:
+    """Tuples (shapes) as lists, so the dict equals its JSON round trip."""
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lists(v) for v in value]
+    return value
+
+
+# --- analytic, for `ffn params --tp N / --ep N` ---------------------------------------------------
+
+
+def render_rank_params(spec: FFNSpec, ranks: Sequence[RankParams]) -> RenderableType:
+    """Per-rank tensors, parameters and memory, from the spec alone."""
+    kind = "expert" if any(t.name.startswith("experts.") for r in ranks for t in r.tensors) else "tensor"
+    header = Text(f"{_spec_line(spec)}: {kind} parallel over {len(ranks)} ranks, {ranks[0].dtype}")
+    table = _shard_table("per rank", [r.tensors for r in ranks])
+    columns = len(table.columns) - 3
+    if columns == 1:
+        params, memory = [fmt_count(ranks[0].params)], [fmt_bytes(ranks[0].param_bytes)]
+    else:
+        params, memory = [fmt_count(r.params) for r in ranks], [fmt_bytes(r.param_bytes) for r in ranks]
+    table.add_row("[bold]params[/]", "", "", *[f"[bold]{p}[/]" for p in params], end_section=False)
+    table.add_row("[bold]weight memory[/]", "", "", *memory)
+    table.caption = f"unsharded {fmt_count(total_params(spec))} params; all ranks hold {fmt_count(sum(r.params for r in ranks))}"
+    return Group(header, table)
+
+
+def rank_params_json(spec: FFNSpec, ranks: Sequence[RankParams]) -> dict[str, Any]:
+    return {
+        "spec": spec.as_dict(),
+        "world_size": len(ranks),
+        "dtype": ranks[0].dtype,
+        "ranks": [
+            {
+                "rank": r.rank,
+                "params": r.params,
+                "param_bytes": r.param_bytes,
+                "tensors": [
+                    {"name": t.name, "shape": list(t.shape), "full_shape": list(t.full_shape), "split": t.split} for t in r.tensors
+                ],
+            }
+            for r in ranks
+        ],
+    }
+
+
+# --- timing, for `ffn bench --tp N` --------------------------------------------------------------
+
+
+def render_parallel_timing(timing: ParallelTiming) -> RenderableType:
+    shape = fmt_shape((timing.batch, timing.seq_len, timing.spec.d_model))
+    header = Text(
+        f"{_MODE_NAMES[timing.mode]} × {timing.world_size} ({timing.backend} on {timing.device}): "
+        f"{_spec_line(timing.spec)}, {timing.dtype}, input {shape}"
+    )
+    table = Table()
+    table.add_column("rank", justify="right")
+    table.add_column("device")
+    table.add_column("median ms", justify="right")
+    table.add_column("min ms", justify="right")
+    table.add_column("calls", justify="right")
+    for r in timing.ranks:
+        table.add_row(str(r.rank), r.device, f"{r.median_ms:.3f}", f"{r.min_ms:.3f}", str(r.repeats))
+    footer = Text(f"a step takes the slowest rank's {timing.median_ms:.3f} ms ({timing.timer}, collectives included)")
+    return Group(header, table, footer)
+
+
+def parallel_timing_json(timing: ParallelTiming) -> dict[str, Any]:
+    data = asdict(timing)
+    data["spec"] = timing.spec.as_dict()
+    data["median_ms"] = timing.median_ms
+    return _lists(data)

@@ -1,0 +1,353 @@
+"""`ffn params` results as rich tables or JSON-ready dicts, from the same dataclasses, so the
+table and `--json` cannot disagree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.attention import AttentionSpec
+from ffn_cli.models.count import ModelParams, TrainingMemory
+from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
+
+__all__ = [
+    "comparison_data",
+    "comparison_table",
+    "ffn_report_data",
+    "ffn_report_view",
+    "model_data",
+    "model_view",
+    "presets_data",
+    "presets_table",
+]
+
+# Weight memory is shown for these; JSON carries every dtype the accounting knows.
+_SHOWN_DTYPES = ("float32", "bfloat16", "float8")
+# Name columns keep this much of a name unbroken; longer names fold in narrow terminals.
+_NAME_WIDTH = 26
+
+
+def _table(title: str, columns: list[tuple[str, str]], rows: list[Any], **options: Any) -> Table:
+    """A compact table (header rule, no vertical borders) that stays legible in 80 columns.
+
+    Column kinds: "num" never wraps or truncates (it keeps its longest line's width), "name"
+    keeps up to _NAME_WIDTH characters of its first line whole, "text" wraps. A row of None
+    starts a new section.
+    """
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, **options)
+    for i, (name, kind) in enumerate(columns):
+        lines = [line for r in rows if r is not None for line in Text.from_markup(r[i]).plain.split("\n")]
+        if kind == "num":
+            width = max([Text(line).cell_len for line in lines] + [len(name)])
+            table.add_column(name, justify="right", no_wrap=True, min_width=width)
+        elif kind == "name":
+            firsts = [Text.from_markup(r[i]).plain.split("\n")[0] for r in rows if r is not None]
+            width = min(_NAME_WIDTH, max([Text(line).cell_len for line in firsts] + [len(name)]))
+            table.add_column(name, min_width=width, overflow="fold")
+        else:
+            table.add_column(name, overflow="fold")
+    for row in rows:
+        if row is None:
+            table.add_section()
+        else:
+            table.add_row(*row)
+    return table
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "–"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.3f}×" if value < 10 else f"{value:.2f}×"
+
+
+def _attention_data(a: AttentionSpec) -> dict[str, Any]:
+    return {
+        "n_heads": a.n_heads,
+        "n_kv_heads": a.n_kv_heads,
+        "head_dim": a.head_dim,
+        "qkv_bias": a.qkv_bias,
+        "o_bias": a.o_bias,
+        "params": a.params,
+        "param_formula": attention_formula(a),
+        "projection_flops_per_token": a.projection_flops_per_token(),
+    }
+
+
+# --- one FFN ------------------------------------------------------------------------------
+
+
+def ffn_report_data(r: FFNReport) -> dict[str, Any]:
+    width = DTYPE_BYTES[r.dtype]
+    data: dict[str, Any] = {
+        "spec": r.spec.as_dict(),
+        "dtype": r.dtype,
+        "tensors": [
+            {"name": t.name, "shape": list(t.shape), "copies": t.copies, "count": t.count, "bytes": t.count * width} for t in r.tensors
+        ],
+        "total_params": r.total_params,
+        "active_params": r.active_params,
+        "param_formula": r.param_formula,
+        "bytes": r.bytes,
+        "flops_per_token": r.forward_flops,
+        "matmul_flops_per_token": r.matmul_flops,
+        "elementwise_flops_per_token": r.elementwise_flops,
+        "matmul_flops_formula": r.matmul_formula,
+        "training_flops_per_token": r.training_flops,
+        "steps": [
+            {"name": s.name, "matmul_flops": s.matmul_flops, "elementwise_flops": s.elementwise_flops, "formula": s.formula}
+            for s in r.steps
+        ],
+        "activation_elements_per_token": r.activation_elements,
+        "activation_bytes_per_token": r.activation_bytes,
+        "attention": _attention_data(r.attention),
+        "attention_params": r.attention_params,
+        "ffn_attention_ratio": r.ffn_attention_ratio,
+        "ffn_share_of_block": r.ffn_share_of_block,
+    }
+    if r.spec.is_moe:
+        data["ffn_active_attention_ratio"] = r.ffn_active_attention_ratio
+        data["all_experts_flops_per_token"] = r.all_experts_flops
+    return data
+
+
+def _spec_title(r: FFNReport) -> str:
+    s = r.spec
+    text = f"{s.variant} FFN · d_model {s.d_model:,} · d_ff {s.hidden:,}"
+    if s.is_moe:
+        text += f" · {s.experts} × {s.expert_variant}, top-{s.top_k}" if s.variant == "moe" else f" · {s.experts} × {s.expert_variant}"
+        if s.shared_hidden:
+            text += f" + shared {s.shared_hidden:,}"
+    return text + f" · {'biases' if s.bias else 'no bias'} · {r.dtype}"
+
+
+def _tensor_table(r: FFNReport) -> Table:
+    copies = any(t.copies > 1 for t in r.tensors)
+    columns = [
+        ("tensor", "name"),
+        ("shape", "text"),
+        *([("×", "num")] if copies else []),
+        ("params", "num"),
+        ("%", "num"),
+        ("bytes", "num"),
+    ]
+    width = DTYPE_BYTES[r.dtype]
+    rows: list[Any] = []
+    for t in r.tensors:
+        cells = [t.name, fmt_shape(t.shape), *([str(t.copies)] if copies else [])]
+        rows.append([*cells, fmt_count(t.count), _pct(t.count, r.total_params), fmt_bytes(t.count * width)])
+    rows.append(None)
+    rows.append(["[bold]total[/]", "", *([""] if copies else []), f"[bold]{fmt_count(r.total_params)}[/]", "100%", fmt_bytes(r.bytes)])
+    return _table(_spec_title(r), columns, rows)
+
+
+def _summary_table(r: FFNReport) -> Table:
+    rows: list[Any] = [["parameters", fmt_count(r.total_params), r.param_formula]]
+    if r.spec.is_moe:
+        shared = ", shared experts" if r.spec.shared_hidden else ""
+        active = "every expert runs" if r.spec.variant != "moe" else f"router, k experts{shared}"
+        rows.append(["active per token", fmt_count(r.active_params), f"{_pct(r.active_params, r.total_params)}: {active}"])
+    elementwise = f"matmul {fmt_count(r.matmul_flops)} ({r.matmul_formula}) + elementwise {fmt_count(r.elementwise_flops)}"
+    rows.append(["forward FLOPs", fmt_count(r.forward_flops), elementwise])
+    rows.append(["forward + backward", fmt_count(r.training_flops), f"{BACKWARD_FACTOR} × forward ({fmt_flops(r.training_flops)})"])
+    if r.all_experts_flops is not None:
+        rows.append(
+            ["if every expert ran", fmt_count(r.all_experts_flops), f"{r.all_experts_flops / r.forward_flops:.2f} × the routed forward"]
+        )
+    rows.append(
+        ["activations kept", fmt_bytes(r.activation_bytes), f"{fmt_count(r.activation_elements)} elements in {r.dtype}, for backward"]
+    )
+    rows.append(None)
+    rows.append(["attention", fmt_count(r.attention_params), f"{attention_formula(r.attention)}; {attention_summary(r.attention)}"])
+    ratio = _ratio(r.ffn_attention_ratio) + (f" (active {_ratio(r.ffn_active_attention_ratio)})" if r.spec.is_moe else "")
+    rows.append(["FFN / attention", ratio, "parameters"])
+    rows.append(["FFN share of block", _pct(r.total_params, r.total_params + r.attention_params), "FFN / (FFN + attention)"])
+    return _table("per token, and beside attention", [("what", "name"), ("value", "num"), ("how", "text")], rows, show_header=False)
+
+
+def ffn_report_view(r: FFNReport) -> RenderableType:
+    return Group(_tensor_table(r), _summary_table(r))
+
+
+# --- variants side by side ----------------------------------------------------------------
+
+
+def comparison_data(c: Comparison) -> dict[str, Any]:
+    rows = []
+    for r in c.reports:
+        row = ffn_report_data(r)
+        if c.target_params is not None:
+            row["match_delta"] = c.delta(r)
+        rows.append(row)
+    return {"dtype": c.reports[0].dtype, "match_params": c.target_params is not None, "target_params": c.target_params, "variants": rows}
+
+
+def comparison_table(c: Comparison) -> Table:
+    first = c.reports[0]
+    attention = f"{fmt_count(first.attention_params)} ({attention_summary(first.attention)})"
+    title = f"FFN variants · d_model {first.spec.d_model:,} · beside attention {attention}"
+    if c.target_params is not None:
+        title += f" · d_ff sized to {first.spec.variant}'s {fmt_count(c.target_params)} parameters"
+    caption = f"FLOPs and activations per token, {first.dtype}; forward + backward ≈ {BACKWARD_FACTOR} × forward"
+    moe = any(r.spec.is_moe for r in c.reports)
+    columns = [("variant", "name"), ("d_ff", "num"), ("params", "num"), *([("active", "num")] if moe else [])]
+    columns += [
+        ("fwd FLOPs", "num"),
+        ("act. mem", "num"),
+        ("FFN/attn", "num"),
+        *([("Δ params", "num")] if c.target_params is not None else []),
+    ]
+    rows = []
+    for r in c.reports:
+        cells = [r.spec.variant, fmt_count(r.spec.hidden), fmt_si(r.total_params, digits=4)]
+        cells += [fmt_si(r.active_params, digits=4)] if moe else []
+        cells += [fmt_flops(r.forward_flops), fmt_bytes(r.activation_bytes), _ratio(r.ffn_attention_ratio)]
+        delta = c.delta(r)
+        cells += [f"{100 * delta:+.2f}%"] if delta is not None else []
+        rows.append(cells)
+    return _table(title, columns, rows, caption=caption, caption_justify="left")
+
+
+# --- whole models -------------------------------------------------------------------------
+
+
+def _training_data(t: TrainingMemory) -> dict[str, Any]:
+    return {
+        "dtype": t.dtype,
+        "weights_bytes": t.weights_bytes,
+        "grads_bytes": t.grads_bytes,
+        "master_bytes": t.master_bytes,
+        "optimizer_bytes": t.optimizer_bytes,
+        "total_bytes": t.total_bytes,
+    }
+
+
+def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
+    s = m.spec
+    flops = m.matmul_flops_per_token
+    return {
+        "model": s.name,
+        "model_type": s.model_type,
+        "config": {
+            "d_model": s.d_model,
+            "n_layers": s.n_layers,
+            "vocab_size": s.vocab_size,
+            "tie_word_embeddings": s.tie_word_embeddings,
+            "moe_layers": list(s.moe_layers),
+            "norm": s.norm,
+        },
+        "attention": _attention_data(s.attention),
+        "dense_ffn": s.dense_ffn.as_dict() if s.dense_ffn else None,
+        "moe_ffn": s.moe_ffn.as_dict() if s.moe_ffn else None,
+        "parts": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "detail": p.detail,
+                "params_each": p.params_each,
+                "copies": p.copies,
+                "params": p.params,
+                "active_params": p.active_params,
+            }
+            for p in m.parts
+        ],
+        "per_layer": m.per_layer,
+        "total_params": m.total_params,
+        "active_params": m.active_params,
+        "embedding_params": m.embedding_params,
+        "non_embedding_params": m.non_embedding_params,
+        "attention_params": m.attention_params,
+        "ffn_params": m.ffn_params,
+        "ffn_active_params": m.ffn_active_params,
+        "norm_params": m.norm_params,
+        "ffn_share": m.ffn_share,
+        "ffn_active_share": m.ffn_active_share,
+        "ffn_attention_ratio": m.ffn_attention_ratio,
+        "ffn_active_attention_ratio": m.ffn_active_attention_ratio,
+        "weight_bytes": {d: m.weight_bytes(d) for d in DTYPE_BYTES},
+        "training_memory": _training_data(m.training_memory(dtype)),
+        "matmul_flops_per_token": flops,
+        "training_flops_per_token": BACKWARD_FACTOR * flops,
+    }
+
+
+def _parts_table(m: ModelParams) -> Table:
+    s = m.spec
+    title = f"{s.name} · {s.model_type} · {s.n_layers} layers · d_model {s.d_model:,} · vocab {s.vocab_size:,}"
+    columns = [("part", "name"), ("each", "num"), ("×", "num"), ("params", "num"), ("%", "num")]
+    rows: list[Any] = []
+    for p in m.parts:
+        params = fmt_count(p.params) + (f"\n[dim]active {fmt_count(p.active_params)}[/]" if p.active_params != p.params else "")
+        rows.append([f"{p.name}\n[dim]{p.detail}[/]", fmt_count(p.params_each), str(p.copies), params, _pct(p.params, m.total_params)])
+    rows.append(None)
+    total = f"[bold]{fmt_count(m.total_params)}[/]" + (f"\n[dim]active {fmt_count(m.active_params)}[/]" if s.is_moe else "")
+    rows.append(["[bold]total[/]\n[dim]parameters only, buffers excluded[/]", "", "", total, "100%"])
+    return _table(title, columns, rows)
+
+
+def _model_summary(m: ModelParams, dtype: str) -> Table:
+    rows: list[Any] = []
+    if m.spec.is_moe:
+        rows.append(["active per token", fmt_count(m.active_params), f"{_pct(m.active_params, m.total_params)} of the total"])
+    rows.append(["non-embedding", fmt_count(m.non_embedding_params), "without token/position embeddings and an untied head"])
+    rows.append(["attention", fmt_count(m.attention_params), _pct(m.attention_params, m.total_params) + " of the total"])
+    ffn_how = _pct(m.ffn_params, m.total_params) + " of the total"
+    if m.spec.is_moe:
+        ffn_how += f"; active {fmt_count(m.ffn_active_params)} ({_pct(m.ffn_active_params, m.active_params)} of active)"
+    rows.append(["FFN", fmt_count(m.ffn_params), ffn_how])
+    ratio = _ratio(m.ffn_attention_ratio) + (f" (active {_ratio(m.ffn_active_attention_ratio)})" if m.spec.is_moe else "")
+    rows.append(["FFN / attention", ratio, "parameters, all layers"])
+    rows.append(None)
+    rows.append(["weights", fmt_bytes(m.weight_bytes(dtype)), " · ".join(f"{d} {fmt_bytes(m.weight_bytes(d))}" for d in _SHOWN_DTYPES)])
+    t = m.training_memory(dtype)
+    parts = [f"weights {fmt_bytes(t.weights_bytes)}", f"grads {fmt_bytes(t.grads_bytes)}"]
+    parts += [f"fp32 master {fmt_bytes(t.master_bytes)}"] if t.master_bytes else []
+    parts += [f"Adam m, v {fmt_bytes(t.optimizer_bytes)}"]
+    rows.append(["training memory", fmt_bytes(t.total_bytes), f"{dtype} with Adam: " + " + ".join(parts) + "; activations extra"])
+    flops = m.matmul_flops_per_token
+    rows.append(
+        ["forward FLOPs/token", fmt_flops(flops), "matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer"]
+    )
+    rows.append(["forward + backward", fmt_flops(BACKWARD_FACTOR * flops), f"{BACKWARD_FACTOR} × forward"])
+    return _table("summary", [("what", "name"), ("value", "num"), ("how", "text")], rows, show_header=False)
+
+
+def model_view(m: ModelParams, dtype: str = "bfloat16") -> RenderableType:
+    return Group(_parts_table(m), _model_summary(m, dtype))
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def presets_data(models: list[tuple[str, ModelParams, str]]) -> list[dict[str, Any]]:
+    """models: (preset name, its accounting, the Hub repository it describes)."""
+    return [
+        {
+            "name": name,
+            "source": source,
+            "model_type": m.spec.model_type,
+            "n_layers": m.spec.n_layers,
+            "d_model": m.spec.d_model,
+            "total_params": m.total_params,
+            "active_params": m.active_params,
+            "ffn_attention_ratio": m.ffn_attention_ratio,
+        }
+        for name, m, source in models
+    ]
+
+
+def presets_table(models: list[tuple[str, ModelParams, str]]) -> Table:
+    columns = [("preset", "name"), ("total", "num"), ("active", "num"), ("FFN/attn", "num")]
+    rows = []
+    for row in presets_data(models):
+        name = f"{row['name']}\n[dim]{row['model_type']} · {row['n_layers']} layers · d {row['d_model']:,}[/]"
+        active = fmt_count(row["active_params"]) if row["active_params"] != row["total_params"] else ""
+        rows.append([name, fmt_count(row["total_params"]), active, _ratio(row["ffn_attention_ratio"])])
+    return _table("presets: ffn params --preset NAME", columns, rows)

@@ -1,0 +1,387 @@
+"""`ffn trace` results as rich renderables or a JSON-ready dict, both read from the same
+TraceResult fields, so the tables and `--json` cannot disagree."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
+from ffn_cli.trace import TensorStats, TraceResult, TraceStep
+
+__all__ = ["trace_data", "trace_view", "width_diagram"]
+
+# Widest bar of the width diagram, in cells.
+DIAGRAM_CELLS = 48
+# Input / output cells list at most this many distinct shapes, then "+N more".
+MAX_SHAPES = 3
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+# The steps table prints FLOPs exactly below this total, with SI prefixes above.
+EXACT_FLOPS_BELOW = 10**13
+
+
+def _table(title: str, **options: Any) -> Table:
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, **options)
+
+
+def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
+    distinct = list(dict.fromkeys(shapes))
+    text = "\n".join(fmt_shape(s) for s in distinct[:MAX_SHAPES])
+    if len(distinct) > MAX_SHAPES:
+        text += f"\n+{len(distinct) - MAX_SHAPES} more"
+    return text
+
+
+def _flow(inputs: Sequence[tuple[int, ...]], outputs: Sequence[tuple[int, ...]]) -> str:
+    """Inputs, then the outputs each marked →, one shape per line."""
+    arrows = "\n".join("→ " + line for line in _shapes(outputs).split("\n"))
+    return f"{_shapes(inputs)}\n{arrows}" if inputs else arrows
+
+
+def _outputs(step: TraceStep) -> tuple[tuple[int, ...], ...]:
+    return step.output_shapes if len(step.output_shapes) > 1 else (step.output_shape,)
+
+
+def _params(step: TraceStep) -> str:
+    """weight (2048, 512) / bias (2048,): names relative to the step's own module."""
+    prefix = step.name + "."
+    names = [p.name.removeprefix(prefix) for p in step.params]
+    # Inside a whole sub-FFN (an expert) the layer name says more than ".weight".
+    names = [n.removesuffix(".weight") if "." in n else n for n in names]
+    return "\n".join(f"{n} {fmt_shape(p.shape)}" for n, p in zip(names, step.params, strict=True))
+
+
+def _flops(flops: int, result: TraceResult) -> str:
+    """Exact counts, unless the run is so large that 17-digit numbers would crowd the table."""
+    return fmt_count(flops) if result.total_flops < EXACT_FLOPS_BELOW or not flops else fmt_si(flops)
+
+
+def _num(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.4g}"
+
+
+# --- header and footer ---------------------------------------------------------------------
+
+
+def _header(result: TraceResult) -> Panel:
+    spec = result.spec
+    parts = [f"d_model {spec.d_model}", f"d_ff {spec.d_ff}", "bias" if spec.bias else "no bias", f"dropout {spec.dropout:g}"]
+    if spec.init != "default":
+        parts.append(f"init {spec.init}")
+    if spec.fused_gate_up:
+        parts.append("fused gate_up_proj")
+    if spec.is_moe:
+        parts += [f"{spec.experts} experts of {spec.expert_variant}"]
+        if spec.variant == "moe":
+            parts += [f"top-{spec.top_k}" + (" renormalised" if spec.normalize_top_k else "")]
+            if spec.shared_experts:
+                parts.append(f"{spec.shared_experts} shared")
+            if spec.capacity_factor is not None:
+                parts.append(f"capacity factor {spec.capacity_factor:g}")
+    if spec.family == "sparse":
+        parts.append(f"sparsity {spec.sparsity:g}")
+    lines = [f"[bold]{spec.info.formula}[/]", " · ".join(parts)]
+    if result.block is not None:
+        a, b = result.block.attention, result.block
+        kv = f", {a.n_kv_heads} K/V heads (GQA)" if a.n_kv_heads != a.n_heads else ""
+        norm = ("pre-norm " if b.pre_norm else "post-norm ") + ("LayerNorm" if b.norm == "layernorm" else "RMSNorm")
+        lines.append(f"in a Transformer block: {a.n_heads} heads of {a.head_dim}{kv}, {norm}")
+    run = f"input {fmt_shape(result.input_shape)} = batch {result.batch} × seq_len {result.seq_len} × d_model {spec.d_model}"
+    lines.append(f"{run} · {result.device} · {result.dtype} · {result.mode} mode · seed {result.seed}")
+    return Panel("\n".join(lines), title=f"ffn trace · {spec.variant}", title_align="left", expand=False)
+
+
+def _totals(result: TraceResult) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    parts = " + ".join(f"{name} {fmt_count(n)}" for name, n in result.param_groups)
+    total = fmt_count(result.total_params)
+    grid.add_row("parameters", f"{total} = {parts}" if len(result.param_groups) > 1 else total)
+    grid.add_row(
+        "FLOPs",
+        f"{fmt_count(result.total_flops)} ({fmt_flops(result.total_flops)}) = {fmt_count(result.matmul_flops)} matmul (2·m·n·k) "
+        f"+ {fmt_count(result.elementwise_flops)} elementwise; {fmt_flops(result.total_flops / result.tokens)} per token",
+    )
+    grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run, weights excluded")
+    estimate = fmt_bytes(result.activation_bytes_estimate)
+    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN (inputs of each matmul and activation)")
+    same = "= input shape ✓" if result.output_shape == result.input_shape else "≠ input shape ✗"
+    grid.add_row("shape", f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: output shape {same}")
+    if result.check is not None:
+        c = result.check
+        verdict = "[green]✓[/]" if c.passed else "[red]✗ FAILED[/]"
+        grid.add_row(
+            "check",
+            f"max relative error {c.max_rel_error:.3g} vs the NumPy float64 reference; threshold {c.threshold:g} for {c.dtype} {verdict}",
+        )
+    if result.block is not None:
+        grid.add_row("FFN / attention", _block_ratio(result))
+    return grid
+
+
+def _block_ratio(result: TraceResult) -> str:
+    assert result.block is not None
+    counts = dict(result.param_groups)
+    attn_p, ffn_p = counts.get("attn", 0), counts.get("ffn", 0)
+    attn_f, ffn_f = result.part_flops("attn"), result.part_flops("ffn")
+    p_ratio = f"{ffn_p / attn_p:.2f}×" if attn_p else "n/a"
+    f_ratio = f"{ffn_f / attn_f:.2f}×" if attn_f else "n/a"
+    return (
+        f"parameters {fmt_count(ffn_p)} / {fmt_count(attn_p)} = {p_ratio}; "
+        f"FLOPs at seq_len {result.seq_len}: {fmt_flops(ffn_f)} / {fmt_flops(attn_f)} = {f_ratio}"
+    )
+
+
+# --- the tables --------------------------------------------------------------------------
+
+
+def _steps_table(result: TraceResult) -> Table:
+    table = _table("Shape flow, step by step", show_footer=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("step", no_wrap=True, footer="total")
+    table.add_column("operation", overflow="fold", min_width=22)
+    table.add_column("input → output", no_wrap=True)
+    table.add_column("parameters", overflow="fold", min_width=18)
+    table.add_column("params", justify="right", no_wrap=True, footer=fmt_count(sum(s.param_count for s in result.steps)))
+    table.add_column("FLOPs", justify="right", no_wrap=True, footer=_flops(result.total_flops, result))
+    for n, s in enumerate(result.steps, 1):
+        table.add_row(
+            str(n),
+            s.name,
+            s.op,
+            _flow(s.input_shapes, _outputs(s)),
+            _params(s),
+            fmt_count(s.param_count) if s.params else "",
+            _flops(s.flops, result),
+        )
+    return table
+
+
+def _ops_table(result: TraceResult) -> Table:
+    step_of = {i: s.name for s in result.steps for i in s.op_indices}
+    table = _table("Raw aten ops, in execution order", show_footer=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("module", overflow="fold", footer="total")
+    table.add_column("aten op", no_wrap=True)
+    table.add_column("inputs", no_wrap=True)
+    table.add_column("outputs", no_wrap=True)
+    table.add_column("matmul", justify="right", no_wrap=True, footer=fmt_count(result.matmul_flops))
+    table.add_column("elementwise", justify="right", no_wrap=True, footer=fmt_count(result.elementwise_flops))
+    table.add_column("step", overflow="fold")
+    for op in result.ops:
+        table.add_row(
+            str(op.index),
+            op.path or "·",
+            op.op,
+            _shapes(op.input_shapes),
+            _shapes(op.output_shapes),
+            fmt_count(op.matmul_flops) if op.matmul_flops else "",
+            fmt_count(op.elementwise_flops) if op.elementwise_flops else "",
+            step_of.get(op.index, ""),
+        )
+    return table
+
+
+def _stats_cells(stats: TensorStats | None) -> list[str]:
+    if stats is None:
+        return ["", "", "", "", "", ""]
+    return [_num(stats.mean), _num(stats.std), _num(stats.min), _num(stats.max), f"{stats.zeros_pct:.1f}", fmt_count(stats.negatives)]
+
+
+def _stats_table(result: TraceResult) -> Table:
+    table = _table("Values at each step (computed on the device)")
+    table.add_column("step", no_wrap=True)
+    for name in ("mean", "std", "min", "max", "zeros %", "negatives"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("notes", overflow="fold")
+    table.add_row("input", *_stats_cells(result.input_stats), "")
+    for s in result.steps:
+        notes = [f"[bold red]{f}[/]" for f in s.flags] + ([s.note] if s.note else [])
+        table.add_row(s.name, *_stats_cells(s.stats), "; ".join(notes))
+    return table
+
+
+def _values_table(result: TraceResult, n: int) -> Table:
+    table = _table(f"First {n} values of token 0 at each step")
+    table.add_column("step", no_wrap=True)
+    table.add_column("values", overflow="fold")
+
+    def cells(values: tuple[float, ...] | None) -> str:
+        return " ".join(f"{v: .4f}" for v in values) if values else "n/a"
+
+    table.add_row("input", cells(result.input_values))
+    for s in result.steps:
+        table.add_row(s.name, cells(s.values))
+    return table
+
+
+# --- the width diagram ---------------------------------------------------------------------
+
+
+def _diagram_rows(result: TraceResult) -> tuple[list[tuple[str, int]], str]:
+    """(label, width) per step, widths being the last dim; one expert stands for them all."""
+    rows = [("input", result.input_shape[-1])]
+    shown_expert, skipped = False, 0
+    for s in result.steps:
+        if not s.substeps:
+            rows.append((s.name, s.output_shape[-1] if s.output_shape else 1))
+        elif not shown_expert:
+            rows += [(sub.name, sub.output_shape[-1] if sub.output_shape else 1) for sub in s.substeps]
+            shown_expert = True
+        else:
+            skipped += 1
+    note = f"(the other {skipped} experts have the same widths)" if skipped else ""
+    return rows, note
+
+
+def _bar(width: int, widest: int) -> str:
+    eighths = max(1, round(8 * DIAGRAM_CELLS * width / widest))
+    full, rest = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[rest] if rest else "")
+
+
+def width_diagram(result: TraceResult) -> RenderableType:
+    """Each step's output width, to scale: small → big → small."""
+    rows, note = _diagram_rows(result)
+    widest = max(w for _, w in rows)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column(no_wrap=True, style="cyan")
+    for label, w in rows:
+        grid.add_row(label, fmt_count(w), _bar(w, widest))
+    title = Text("Width of each step's output (last dimension), to scale", style="bold")
+    return Group(title, grid, Text(note)) if note else Group(title, grid)
+
+
+def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0) -> Group:
+    """Header, the steps (or raw ops), values, totals and the width diagram, a blank line apart."""
+    parts = _sections(result, ops=ops, values=values)
+    spaced: list[RenderableType] = []
+    for part in parts:
+        spaced += [part, Text("")]
+    return Group(*spaced[:-1])
+
+
+def _sections(result: TraceResult, *, ops: bool, values: int) -> list[RenderableType]:
+    out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
+    if result.is_meta:
+        out.append(Text("Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated.", style="dim"))
+    else:
+        out.append(_stats_table(result))
+        if values:
+            out.append(_values_table(result, values))
+    out += [_totals(result), width_diagram(result)]
+    return out
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _stats_data(stats: TensorStats | None) -> dict[str, Any] | None:
+    if stats is None:
+        return None
+    return {
+        "numel": stats.numel,
+        "mean": _finite(stats.mean),
+        "std": _finite(stats.std),
+        "min": _finite(stats.min),
+        "max": _finite(stats.max),
+        "zeros": stats.zeros,
+        "zeros_pct": stats.zeros_pct,
+        "negatives": stats.negatives,
+        "nan": stats.nan,
+        "inf": stats.inf,
+        "subnormal": stats.subnormal,
+    }
+
+
+def _step_data(s: TraceStep) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": s.name,
+        "op": s.op,
+        "input_shapes": [list(x) for x in s.input_shapes],
+        "output_shape": list(s.output_shape),
+        "output_shapes": [list(x) for x in s.output_shapes],
+        "inputs_from": list(s.inputs_from),
+        "params": [{"name": p.name, "shape": list(p.shape), "count": p.count} for p in s.params],
+        "param_count": s.param_count,
+        "flops": s.flops,
+        "matmul_flops": s.matmul_flops,
+        "elementwise_flops": s.elementwise_flops,
+        "dtype": s.dtype,
+        "aten_ops": list(s.aten_ops),
+        "stats": _stats_data(s.stats),
+        "input_stats": _stats_data(s.input_stats),
+        "values": list(s.values) if s.values is not None else None,
+        "flags": list(s.flags),
+        "note": s.note,
+    }
+    if s.dropout_changed is not None:
+        data.update(dropout_changed=s.dropout_changed, dropout_zeroed=s.dropout_zeroed)
+    if s.tokens_per_expert is not None:
+        data["tokens_per_expert"] = list(s.tokens_per_expert)
+    if s.substeps:
+        data["substeps"] = [_step_data(sub) for sub in s.substeps]
+    return data
+
+
+def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
+    """Everything the tables show, as plain JSON types."""
+    c = result.check
+    data: dict[str, Any] = {
+        "spec": result.spec.as_dict(),
+        "block": result.block.as_dict() if result.block is not None else None,
+        "batch": result.batch,
+        "seq_len": result.seq_len,
+        "device": result.device,
+        "dtype": result.dtype,
+        "mode": result.mode,
+        "seed": result.seed,
+        "input_shape": list(result.input_shape),
+        "input_stats": _stats_data(result.input_stats),
+        "input_values": list(result.input_values) if result.input_values is not None else None,
+        "steps": [_step_data(s) for s in result.steps],
+        "output_shape": list(result.output_shape),
+        "total_params": result.total_params,
+        "param_groups": dict(result.param_groups),
+        "total_flops": result.total_flops,
+        "matmul_flops": result.matmul_flops,
+        "elementwise_flops": result.elementwise_flops,
+        "flops_per_token": result.total_flops / result.tokens,
+        "saved_bytes": result.saved_bytes,
+        "activation_bytes_estimate": result.activation_bytes_estimate,
+        "max_rel_error": c.max_rel_error if c is not None else None,
+        "check_threshold": c.threshold if c is not None else None,
+        "check_passed": c.passed if c is not None else None,
+    }
+    if result.block is not None:
+        data["block_flops"] = {"attn": result.part_flops("attn"), "ffn": result.part_flops("ffn")}
+    if ops:
+        data["ops"] = [
+            {
+                "index": op.index,
+                "module": op.path,
+                "op": op.op,
+                "input_shapes": [list(x) for x in op.input_shapes],
+                "output_shapes": [list(x) for x in op.output_shapes],
+                "dtype": op.dtype,
+                "matmul_flops": op.matmul_flops,
+                "elementwise_flops": op.elementwise_flops,
+                "params": list(op.params),
+            }
+            for op in result.ops
+        ]
+    return data

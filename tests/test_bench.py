@@ -1,0 +1,382 @@
+"""ffn_cli.bench and ffn_cli.peaks: statistics, FLOP accounting, the timing loop and its errors.
+
+Tiny sizes on CPU; nothing here asserts how fast anything runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
+
+from ffn_cli import bench
+from ffn_cli.accounting import matmul_flops_per_token
+from ffn_cli.bench import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.modules import build_ffn
+from ffn_cli.peaks import GPU_PEAKS, lookup_gpu, peak_dtype_key, ridge_flop_per_byte
+from ffn_cli.spec import FFNSpec
+
+# Hot cache: no 64 MiB flush per call; one thread: no waiting for a busy second core.
+FAST = {"repeats": 3, "warmup_ms": 0.0, "cache": "hot", "threads": 1}
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def _spec(variant: str = "swiglu", **kw: object) -> FFNSpec:
+    base: dict[str, object] = {"variant": variant, "d_model": 16, "d_ff": 24}
+    if variant in ("moe", "soft_moe"):
+        base.update(experts=4, top_k=2)
+    base.update(kw)
+    return FFNSpec(**base)  # type: ignore[arg-type]
+
+
+def _run(specs: list[FFNSpec] | None = None, **kw: object) -> bench.BenchReport:
+    config_keys = {"device", "backward", "checkpoint", "cache", "warmup_ms", "repeats", "min_time_ms", "threads", "calibrate", "seed"}
+    config = BenchConfig(**{**FAST, **{k: v for k, v in kw.items() if k in config_keys}})  # type: ignore[arg-type]
+    rest = {k: v for k, v in kw.items() if k not in config_keys}
+    rest.setdefault("batch", 2)
+    rest.setdefault("seq_lens", (4,))
+    return run_bench(specs=specs or [_spec()], config=config, **rest)  # type: ignore[arg-type]
+
+
+# --- statistics -------------------------------------------------------------------------------
+
+
+def test_summarize_median_and_quartiles() -> None:
+    stats = summarize([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (stats.median_ms, stats.q1_ms, stats.q3_ms, stats.min_ms, stats.n) == (3.0, 2.0, 4.0, 1.0, 5)
+    assert stats.iqr_ms == 2.0 and math.isclose(stats.rel_iqr, 2 / 3) and stats.noisy
+
+
+def test_summarize_even_count_and_single_sample() -> None:
+    assert summarize([1.0, 2.0, 3.0, 4.0]).median_ms == 2.5
+    one = summarize([7.0])
+    assert one.iqr_ms == 0.0 and not one.noisy
+
+
+def test_summarize_refuses_no_samples() -> None:
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+@given(st.lists(st.floats(0.001, 1e4), min_size=1, max_size=50))
+def test_summary_is_ordered(samples: list[float]) -> None:
+    s = summarize(samples)
+    assert s.min_ms <= s.q1_ms <= s.median_ms <= s.q3_ms <= max(samples)
+    assert s.noisy == (s.iqr_ms / s.median_ms > bench.NOISY_REL_IQR)
+
+
+def test_noise_threshold_is_ten_percent() -> None:
+    assert not summarize([10.0, 10.0, 11.0, 11.0, 11.0]).noisy  # IQR 1 of median 11: 9 %
+    assert summarize([9.0, 9.0, 10.0, 11.0, 11.0]).noisy  # IQR 2 of median 10: 20 %
+
+
+# --- peaks ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("device_name", "expected"),
+    [
+        ("NVIDIA H200", "NVIDIA H200 SXM"),
+        ("NVIDIA H200 NVL", "NVIDIA H200 NVL"),
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 SXM4 80GB"),
+        ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 SXM4 40GB"),
+        ("NVIDIA A100 80GB PCIe", "NVIDIA A100 PCIe 80GB"),
+        ("NVIDIA A100-PCIE-40GB", "NVIDIA A100 PCIe 40GB"),
+        ("NVIDIA A10", "NVIDIA A10"),
+        ("NVIDIA L4", "NVIDIA L4"),
+        ("NVIDIA L40", "NVIDIA L40"),
+        ("NVIDIA L40S", "NVIDIA L40S"),
+        ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"),
+        ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2"),
+        ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
+        ("Tesla T4", "NVIDIA T4"),
+    ],
+)
+def test_lookup_gpu_by_device_name(device_name: str, expected: str) -> None:
+    entry = lookup_gpu(device_name)
+    assert entry is not None and entry.name == expected
+
+
+def test_unknown_gpus_have_no_peak() -> None:
+    assert lookup_gpu("NVIDIA A10G") is None and lookup_gpu("AMD Instinct MI300X") is None
+
+
+def test_peak_table_is_sane() -> None:
+    for entry in GPU_PEAKS:
+        assert entry.bandwidth_gbps > 0 and entry.source
+        rates = entry.tflops
+        assert rates["float32"] > 0
+        # tensor-core half precision is never slower than plain float32
+        assert rates.get("bfloat16", rates["float16"]) >= rates["float32"]
+
+
+def test_h200_ridge_point_and_tf32_column() -> None:
+    h200 = lookup_gpu("NVIDIA H200")
+    assert h200 is not None
+    assert ridge_flop_per_byte(h200.tflops["bfloat16"], h200.bandwidth_gbps) == pytest.approx(206, abs=1)
+    assert peak_dtype_key("float32", tf32=True) == "tf32" and peak_dtype_key("float32", tf32=False) == "float32"
+    assert peak_dtype_key("bfloat16", tf32=True) == "bfloat16"
+
+
+# --- implementations --------------------------------------------------------------------------
+
+
+def test_impl_for_flags() -> None:
+    assert impl_for(fused=False, compile_mode=None) is IMPLS["eager"]
+    assert impl_for(fused=True, compile_mode="default") is IMPLS["fused-compile"]
+    assert impl_for(fused=True, compile_mode="max-autotune-no-cudagraphs") is IMPLS["fused-autotune"]
+    assert impl_for(fused=False, compile_mode="reduce-overhead").compile_mode == "reduce-overhead"
+    with pytest.raises(FFNError):
+        impl_for(fused=False, compile_mode="fastest")
+
+
+def test_parse_impls() -> None:
+    assert [i.name for i in parse_impls("fused, eager,fused")] == ["fused", "eager"]
+    assert len(parse_impls("all")) == len(IMPLS)
+    for bad in ("", "eager,turbo"):
+        with pytest.raises(FFNError):
+            parse_impls(bad)
+
+
+# --- FLOP accounting --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["relu", "swiglu", "geglu", "sparse"])
+@pytest.mark.parametrize("backward", [False, True])
+def test_reported_flops_match_flop_counter(variant: str, backward: bool) -> None:
+    """The analytic FLOPs bench reports equal what FlopCounterMode counts on the same module."""
+    spec = _spec(variant)
+    report = _run([spec], backward=backward)
+    (result,) = report.results
+    module = build_ffn(spec)
+    x = torch.randn(2, 4, spec.d_model, requires_grad=backward)
+    with FlopCounterMode(display=False) as counter:
+        y = module(x)
+        if backward:
+            y.backward(torch.randn_like(y))
+    assert result.flops == counter.get_total_flops() == matmul_flops_per_token(spec) * 8 * (3 if backward else 1)
+    assert result.tflops == pytest.approx(result.flops / (result.median_ms * 1e-3) / 1e12)
+    assert result.tokens_per_s == pytest.approx(8 / (result.median_ms * 1e-3))
+
+
+def test_fused_layout_has_the_same_flops() -> None:
+    report = _run([_spec("swiglu")], impls=parse_impls("eager,fused"))
+    eager, fused = report.results
+    assert fused.fused and not eager.fused and eager.flops == fused.flops
+
+
+def test_intensity_from_minimum_traffic() -> None:
+    spec = _spec("relu", bias=False)
+    tokens = 8
+    fwd_bytes = bench.min_traffic_bytes(spec, dtype="float32", tokens=tokens, backward=False)
+    assert fwd_bytes == 4 * (2 * 16 * 24 + 2 * tokens * 16)
+    assert bench.min_traffic_bytes(spec, dtype="float32", tokens=tokens, backward=True) > 3 * fwd_bytes
+    (result,) = _run([spec]).results
+    assert result.intensity_flop_per_byte == pytest.approx(result.flops / fwd_bytes)
+
+
+# --- the timing loop ----------------------------------------------------------------------------
+
+
+def test_result_fields_on_cpu() -> None:
+    report = _run([_spec("swiglu")], threads=1)
+    (r,) = report.results
+    assert r.samples == 3 == len(r.samples_ms) and r.median_ms > 0 and r.min_ms <= r.median_ms
+    assert (r.variant, r.impl, r.mode, r.device, r.dtype, r.tokens, r.cache) == ("swiglu", "eager", "forward", "cpu", "float32", 8, "hot")
+    assert r.pct_peak is None and r.bound is None and r.peak_source is None  # no CPU peak without --calibrate
+    assert r.warmup_calls >= 2
+    assert r.mem_source.startswith("rss") or r.mem_source == "unavailable"
+    env = report.env
+    assert env.threads == 1 and env.device == "cpu" and env.torch_version == torch.__version__
+    assert env.cache == "hot" and env.input_buffers == 1 and env.flush_bytes == 0 and env.timer == "time.perf_counter_ns"
+    assert any("--calibrate" in w for w in report.warnings)
+
+
+def test_threads_are_restored() -> None:
+    before = torch.get_num_threads()
+    _run(threads=1)
+    assert torch.get_num_threads() == before
+
+
+def test_cold_cache_rotates_inputs_and_flushes() -> None:
+    report = _run(cache="cold")
+    assert report.env.input_buffers == bench.COLD_INPUT_BUFFERS and report.env.flush_bytes > 0
+
+
+def _spy_timed_calls(monkeypatch: pytest.MonkeyPatch, check: Callable[[], object]) -> list[object]:
+    """Record check() just before every timed call (after its untimed prepare step)."""
+    seen: list[object] = []
+    real = bench._time_calls
+
+    def spy(run, prepare, n, device):  # type: ignore[no-untyped-def]
+        def checked(i: int) -> None:
+            seen.append(check())
+            run(i)
+
+        return real(checked, prepare, n, device)
+
+    monkeypatch.setattr(bench, "_time_calls", spy)
+    return seen
+
+
+def test_forward_runs_in_inference_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _spy_timed_calls(monkeypatch, torch.is_inference_mode_enabled)
+    _run(backward=False)
+    assert seen == [True] * 3
+
+
+def test_backward_calls_start_with_no_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
+    modules: list[torch.nn.Module] = []
+    real_build = bench.build_ffn
+
+    def build(*args, **kwargs):  # type: ignore[no-untyped-def]
+        modules.append(real_build(*args, **kwargs))
+        return modules[-1]
+
+    monkeypatch.setattr(bench, "build_ffn", build)
+    seen = _spy_timed_calls(monkeypatch, lambda: all(p.grad is None for p in modules[-1].parameters()))
+    (r,) = _run(backward=True).results
+    assert r.mode == "forward+backward" and seen == [True] * 3
+    assert all(p.grad is not None for p in modules[-1].parameters())  # the last call did compute them
+
+
+def test_min_time_sets_the_sample_count() -> None:
+    report = _run(repeats=None, min_time_ms=1.0)
+    assert report.results[0].samples >= bench.MIN_AUTO_REPEATS
+
+
+def test_sweep_is_a_product_in_order() -> None:
+    specs = [_spec("relu", d_model=8, d_ff=None), _spec("swiglu", d_model=8, d_ff=None)]
+    report = _run(specs, seq_lens=(2, 3), dtypes=("float32", "float64"), impls=parse_impls("eager,fused"))
+    keys = [(r.dtype, r.variant, r.seq_len, r.impl) for r in report.results]
+    assert len(keys) == 2 * 2 * 3  # relu has no fused layout
+    assert keys[0] == ("float32", "relu", 2, "eager") and keys[-1] == ("float64", "swiglu", 3, "fused")
+    assert report.skipped and "relu fused" in report.skipped[0]
+    fastest = [r for r in report.results if r.fastest]
+    assert {r.variant for r in fastest} == {"swiglu"} and len(fastest) == 4  # one per swiglu case
+
+
+@pytest.mark.parametrize("variant", ["moe", "soft_moe", "sparse", "bilinear"])
+def test_every_family_runs(variant: str) -> None:
+    (r,) = _run([_spec(variant)], backward=True).results
+    assert r.flops == matmul_flops_per_token(_spec(variant)) * 8 * 3
+
+
+def test_checkpoint_compares_with_and_without() -> None:
+    report = _run([_spec("swiglu")], backward=True, checkpoint=True)
+    assert [r.checkpoint for r in report.results] == [False, True]
+    (delta,) = report.checkpoint
+    assert delta.base_median_ms == report.results[0].median_ms and delta.ckpt_median_ms == report.results[1].median_ms
+    # x is kept either way; gate, up and their product are what checkpointing drops
+    assert delta.est_saved_bytes == 8 * 3 * 24 * 4
+
+
+def test_calibration_gives_peak_and_bound() -> None:
+    report = _run(calibrate=True)
+    (cal,) = report.calibrations
+    assert cal.gemm_tflops > 0 and cal.copy_gbps > 0 and cal.gemm_n == 1024
+    (r,) = report.results
+    assert r.peak_tflops == cal.gemm_tflops and r.pct_peak == pytest.approx(100 * r.tflops / cal.gemm_tflops)
+    assert r.ridge_flop_per_byte == pytest.approx(cal.gemm_tflops * 1e12 / (cal.copy_gbps * 1e9))
+    assert r.bound in ("compute", "memory") and "measured here" in (r.peak_source or "")
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kw", "option"),
+    [
+        ({"cache": "warm"}, "cache"),
+        ({"checkpoint": True}, "checkpoint"),
+        ({"warmup_ms": -1.0}, "warmup_ms"),
+        ({"repeats": 0}, "repeats"),
+        ({"min_time_ms": 0.0}, "min_time"),
+        ({"threads": 0}, "threads"),
+    ],
+)
+def test_config_validation(kw: dict[str, object], option: str) -> None:
+    with pytest.raises(FFNError) as info:
+        BenchConfig(**kw)  # type: ignore[arg-type]
+    assert info.value.option == option
+
+
+def test_meta_device_is_refused() -> None:
+    with pytest.raises(FFNError, match="device"):
+        _run(device="meta")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+def test_cuda_without_cuda_suggests_cpu() -> None:
+    with pytest.raises(FFNRuntimeError, match="--device cpu"):
+        _run(device="cuda")
+
+
+def test_only_fused_on_a_dense_variant_is_refused() -> None:
+    with pytest.raises(FFNError, match="gated"):
+        _run([_spec("relu")], impls=parse_impls("fused"))
+
+
+def test_bad_sizes_are_refused() -> None:
+    with pytest.raises(FFNError):
+        _run(batch=0)
+    with pytest.raises(FFNError):
+        _run(seq_lens=(0,))
+
+
+def test_compile_failure_is_one_runtime_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(module, mode):  # type: ignore[no-untyped-def]
+        def fn(x):  # type: ignore[no-untyped-def]
+            raise RuntimeError("inductor exploded\nlong traceback text")
+
+        return fn
+
+    monkeypatch.setattr(bench, "_compile", broken)
+    with pytest.raises(FFNRuntimeError) as info:
+        _run(impls=parse_impls("compile"))
+    message = str(info.value)
+    assert "torch.compile" in message and "inductor exploded" in message and "\n" not in message
+
+
+def test_preflight_refuses_what_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ffn_cli.device.available_memory_bytes", lambda device: 1024)
+    with pytest.raises(FFNRuntimeError, match="needs about"):
+        _run()
+
+
+@pytest.mark.slow
+def test_real_compile_on_cpu() -> None:
+    (r,) = _run(impls=parse_impls("fused-compile"), backward=True).results
+    assert r.compile_mode == "default" and r.first_call_s > 0
+
+
+# --- CUDA ---------------------------------------------------------------------------------------
+
+
+@needs_cuda
+def test_cuda_run_records_events_memory_and_peak() -> None:
+    report = _run([_spec("swiglu", d_model=256, d_ff=512)], device="cuda", dtypes=("float16",), backward=True)
+    (r,) = report.results
+    assert report.env.timer == "cuda events" and report.env.sm_count and report.env.l2_bytes
+    assert r.mem_source == "cuda max allocated" and r.peak_mem_bytes and r.extra_mem_bytes is not None
+    assert report.env.flush_bytes >= bench.CUDA_MIN_FLUSH_BYTES
+
+
+@needs_cuda
+def test_cuda_calibration() -> None:
+    (cal,) = _run(device="cuda", calibrate=True, dtypes=("float16",)).calibrations
+    assert cal.gemm_n == 8192 and cal.gemm_tflops > 0 and cal.copy_gbps > 0
+
+
+@needs_cuda
+def test_cuda_compile() -> None:
+    (r,) = _run([_spec("swiglu", d_model=128, d_ff=256)], device="cuda", dtypes=("float16",), impls=parse_impls("fused-compile")).results
+    assert r.compile_mode == "default"

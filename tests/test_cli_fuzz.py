@@ -1,0 +1,129 @@
+"""Drive every command with random option combinations, valid and invalid.
+
+Whatever a user types, `ffn` answers with exit code 0, 1 or 2, never a traceback, and a
+non-zero exit always comes with a message. The fast profile runs in CI; the long one
+(`HYPOTHESIS_PROFILE=long pytest -m slow`) explores far more combinations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.variants import variant_names
+
+COMMAND = typer.main.get_command(app)
+# Options that start processes or write files are exercised by their own tests.
+SKIPPED = {"--tp", "--ep", "--plot", "--help", "--update-golden"}
+# Keep every timed run short: these are appended to each `ffn bench` call.
+BENCH_LIMITS = ["--repeats", "3", "--warmup-ms", "1"]
+
+_ints = st.one_of(st.integers(-2, 40), st.sampled_from([2**31, 2**62, 10**30]))
+_small = st.one_of(st.integers(-1, 6), st.sampled_from([2**40]))
+_floats = st.sampled_from(["-0.5", "0", "0.1", "0.5", "0.99", "1", "1.5", "nan", "inf", "abc"])
+_variants = st.sampled_from([*variant_names(), "relu,swiglu,moe", "all", "bogus", ",", "RELU"])
+
+
+def _config_values(tmp: Path) -> list[str]:
+    bad = {
+        "not_json.json": "{not json",
+        "list.json": "[1, 2]",
+        "empty.json": "{}",
+        "unknown.json": json.dumps({"model_type": "t9000", "hidden_size": 8}),
+        "partial.json": json.dumps({"model_type": "llama", "hidden_size": 64}),
+        "negative.json": json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": -64,
+                "intermediate_size": 96,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "vocab_size": 100,
+            }
+        ),
+    }
+    for name, text in bad.items():
+        (tmp / name).write_text(text)
+    return [str(tmp / n) for n in bad] + [str(tmp / "missing.json"), str(tmp)]
+
+
+def _value_strategy(option: str, configs: list[str]) -> st.SearchStrategy[str]:
+    if option in ("--variant", "--expert-variant"):
+        return _variants
+    if option == "--device":
+        return st.sampled_from(["cpu", "meta", "cuda", "cuda:7", "tpu", "", "cpu,meta"])
+    if option == "--dtype":
+        return st.sampled_from(["float32", "float64", "float16", "bfloat16", "int8", "float32,bfloat16"])
+    if option == "--config":
+        return st.sampled_from(configs)
+    if option == "--preset":
+        return st.sampled_from(["gpt2", "llama-2-7b", "nope", ""])
+    if option in ("--batch", "--seq-len", "--values", "--repeats", "--threads"):
+        return _small.map(str)
+    if option in ("--dropout", "--sparsity", "--capacity-factor", "--ffn-dim-multiplier", "--warmup-ms", "--min-time"):
+        return _floats
+    return st.one_of(_ints.map(str), st.sampled_from(["", "x", "cpu", "relu"]))
+
+
+def _options(command_name: str) -> list[tuple[str, bool]]:
+    """(option, is_flag) for each option of a command, flags with their --no- forms too."""
+    found = []
+    for param in COMMAND.commands[command_name].params:
+        for opt in [*param.opts, *param.secondary_opts]:
+            if opt.startswith("--") and opt not in SKIPPED:
+                found.append((opt, bool(getattr(param, "is_flag", False))))
+    return found
+
+
+@st.composite
+def invocations(draw: st.DrawFn, configs: list[str]) -> list[str]:
+    name = draw(st.sampled_from(sorted(COMMAND.commands)))
+    options = _options(name)
+    chosen = draw(st.lists(st.sampled_from(options), max_size=6, unique=True)) if options else []
+    args = [name]
+    for opt, is_flag in chosen:
+        args.append(opt)
+        if not is_flag:
+            args.append(draw(_value_strategy(opt, configs)))
+    if name == "bench":
+        args += BENCH_LIMITS
+    if draw(st.booleans()):
+        args.append(draw(st.sampled_from(["--json", "--bogus-option", "extra-argument"])))
+    return args
+
+
+def _check(args: list[str]) -> None:
+    result = CliRunner().invoke(app, args)
+    shown = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), (args, repr(result.exception))
+    assert result.exit_code in (0, 1, 2), (args, result.exit_code, shown)
+    assert "Traceback" not in shown, (args, shown)
+    if result.exit_code != 0:
+        assert result.stderr.strip(), (args, "non-zero exit without a message")
+
+
+def _fuzz(tmp_path_factory: pytest.TempPathFactory, examples: int) -> None:
+    configs = _config_values(tmp_path_factory.mktemp("configs"))
+
+    @settings(max_examples=examples, deadline=None)
+    @given(invocations(configs))
+    def run(args: list[str]) -> None:
+        _check(args)
+
+    run()
+
+
+def test_random_invocations_fast(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _fuzz(tmp_path_factory, examples=60)
+
+
+@pytest.mark.slow
+def test_random_invocations_long(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _fuzz(tmp_path_factory, examples=1500)

@@ -1,0 +1,48 @@
+"""`--tp` / `--ep` on trace, params and bench, run through the CLI as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+
+
+def test_trace_tp_matches_the_unsharded_module(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["trace", "--variant", "swiglu", "--d-model", "32", "--d-ff", "64", "--tp", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["world_size"] == 2
+    assert data["max_abs_diff_vs_unsharded"] < 1e-5
+
+
+def test_trace_ep_splits_the_experts(runner: CliRunner) -> None:
+    args = ["trace", "--variant", "moe", "--d-model", "32", "--d-ff", "32", "--experts", "4", "--ep", "2", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["world_size"] == 2 and data["max_abs_diff_vs_unsharded"] < 1e-5
+
+
+def test_params_tp_is_analytic_and_sums_to_the_whole(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["params", "--variant", "swiglu", "--d-model", "4096", "--tp", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["world_size"] == 4
+    assert sum(r["params"] for r in data["ranks"]) == data["total_params"] == 3 * 4096 * 11008
+
+
+def test_bench_tp_times_every_rank(runner: CliRunner) -> None:
+    args = ["bench", "--variant", "relu", "--d-model", "32", "--seq-len", "8", "--batch", "1", "--tp", "2"]
+    result = runner.invoke(app, [*args, "--repeats", "3", "--warmup-ms", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["world_size"] == 2 and len(data["ranks"]) == 2
+
+
+def test_indivisible_split_is_one_line_exit_2(runner: CliRunner) -> None:
+    for command in ("trace", "params", "bench"):
+        result = runner.invoke(app, [command, "--variant", "relu", "--d-model", "8", "--d-ff", "30", "--tp", "4"])
+        assert result.exit_code == 2, (command, result.output)
+        assert result.stderr.startswith("error: tp=4") and result.stderr.count("\n") == 1

@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+
+import pytest
+import torch
+from rich.console import Console
+from typer.testing import CliRunner
+
+from ffn_cli.block import BlockSpec
+from ffn_cli.cli.app import app
+from ffn_cli.render.trace import trace_data, trace_view
+from ffn_cli.spec import FFNSpec
+from ffn_cli.trace import trace
+
+WIDE = {"COLUMNS": "120"}
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Tiny tensors gain nothing from threads, and a busy machine makes thread pools crawl."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["trace", *args], env=WIDE)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _render(*, ops: bool = False, values: int = 0, **kwargs: object) -> str:
+    console = Console(width=120, file=io.StringIO(), color_system=None)
+    spec = kwargs.pop("spec", FFNSpec(dropout=0.1))
+    console.print(trace_view(trace(spec, values=values, **kwargs), ops=ops, values=values))  # type: ignore[arg-type]
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+# --- golden snapshots ------------------------------------------------------------------------
+
+
+def test_golden_default(golden) -> None:
+    golden("trace_default.txt", _render(values=5))
+
+
+def test_golden_swiglu_70b_meta(golden) -> None:
+    golden("trace_swiglu_meta.txt", _render(spec=FFNSpec(variant="swiglu", d_model=8192, d_ff=28672), batch=8, seq_len=4096, device="meta"))
+
+
+def test_golden_moe_meta(golden) -> None:
+    spec = FFNSpec(variant="moe", d_model=64, d_ff=128, experts=4, top_k=2, shared_experts=1)
+    golden("trace_moe_meta.txt", _render(spec=spec, device="meta"))
+
+
+def test_golden_block_meta(golden) -> None:
+    spec = FFNSpec(dropout=0.1)
+    golden("trace_block_meta.txt", _render(spec=spec, block=BlockSpec.around(spec, n_kv_heads=2), device="meta"))
+
+
+def test_golden_ops_meta(golden) -> None:
+    golden("trace_ops_meta.txt", _render(spec=FFNSpec(variant="geglu", d_model=64, fused_gate_up=True), device="meta", ops=True))
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def test_default_is_the_tutorial_demo(runner: CliRunner) -> None:
+    code, out, _ = _run(runner)
+    assert code == 0
+    for text in ("(2, 5, 512)", "→ (2, 5, 2048)", "weight (2048, 512)", "bias (2048,)", "weight (512, 2048)", "2,099,712", "1,050,624"):
+        assert text in out, text
+    assert "negatives" in out and " → 0" in out
+    assert "output shape = input shape ✓" in out
+    assert "unchanged (dropout is off in eval mode)" in out
+
+
+def test_train_mode_shows_dropout_changes(runner: CliRunner) -> None:
+    code, out, _ = _run(runner, "--mode", "train", "-d", "32")
+    assert code == 0 and "train mode" in out and "zeroed" in out
+
+
+def test_values_and_ops(runner: CliRunner) -> None:
+    code, out, _ = _run(runner, "-d", "32", "--values", "3")
+    assert code == 0 and "First 3 values of token 0" in out
+    code, out, _ = _run(runner, "-d", "32", "--ops")
+    assert code == 0 and "aten.addmm" in out and "aten.relu" in out
+
+
+def test_meta_device_has_no_values(runner: CliRunner) -> None:
+    code, out, _ = _run(runner, "-v", "swiglu", "-d", "8192", "--d-ff", "28672", "-b", "8", "-s", "4096", "--device", "meta")
+    assert code == 0 and "n/a on the meta device" in out and "(8, 4096, 28672)" in out
+
+
+def test_block_shows_attention_and_the_ratio(runner: CliRunner) -> None:
+    code, out, _ = _run(runner, "--block", "-d", "64", "--n-heads", "4", "--n-kv-heads", "2", "--norm", "rmsnorm", "--pre-norm")
+    assert code == 0
+    assert "attn.scores" in out and "ffn.up_proj" in out and "FFN / attention" in out and "pre-norm RMSNorm" in out
+
+
+@pytest.mark.parametrize("variant", ["moe", "soft_moe", "geglu", "sparse"])
+def test_check_passes(runner: CliRunner, variant: str) -> None:
+    code, out, _ = _run(runner, "-v", variant, "-d", "32", "--experts", "3", "--check")
+    assert code == 0 and "max relative error" in out
+
+
+def test_failed_check_exits_1_with_one_line(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ffn_cli import trace as trace_module
+
+    monkeypatch.setitem(trace_module.CHECK_THRESHOLDS, "float32", 0.0)
+    code, _, err = _run(runner, "-d", "32", "--check")
+    assert code == 1 and err.startswith("error: --check failed") and err.count("\n") == 1
+
+
+def test_json_fields(runner: CliRunner) -> None:
+    code, out, _ = _run(runner, "-v", "moe", "-d", "32", "--experts", "4", "--json", "--check", "--ops")
+    assert code == 0
+    data = json.loads(out)
+    for key in ("steps", "output_shape", "total_flops", "matmul_flops", "max_rel_error", "ops"):
+        assert key in data
+    step = data["steps"][0]
+    for key in ("name", "op", "input_shapes", "output_shape", "flops", "params", "stats"):
+        assert key in step
+    assert data["output_shape"] == [2, 5, 32]
+    assert sum(s["flops"] for s in data["steps"]) == data["total_flops"]
+    assert sum(o["matmul_flops"] for o in data["ops"]) == data["matmul_flops"]
+    assert 0 <= data["max_rel_error"] < 1e-4
+
+
+def test_json_and_table_read_the_same_result() -> None:
+    result = trace(FFNSpec(variant="swiglu", d_model=32), device="meta")
+    data = trace_data(result)
+    text = _render(spec=FFNSpec(variant="swiglu", d_model=32), device="meta")
+    assert f"{data['total_flops']:,}" in text and f"{data['total_params']:,}" in text
+    assert data["max_rel_error"] is None and all(s["stats"] is None for s in data["steps"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--mode", "test"],
+        ["--variant", "nope"],
+        ["--d-model", "0"],
+        ["--values", "100"],
+        ["--dtype", "int8"],
+        ["--device", "tpu"],
+        ["--block", "--norm", "batchnorm"],
+        ["--block", "--n-kv-heads", "3"],
+        ["--check", "--device", "meta"],
+        ["--top-k", "9", "-v", "moe"],
+        ["--dropout", "1.5"],
+        ["--d-model", "abc"],
+    ],
+)
+def test_bad_options_exit_2_with_one_line(runner: CliRunner, args: list[str]) -> None:
+    code, _, err = _run(runner, *args)
+    assert code == 2, err
+    assert err.startswith("error:") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_absurd_sizes_are_refused_with_a_hint(runner: CliRunner) -> None:
+    code, _, err = _run(runner, "-v", "swiglu", "-d", "8192", "--d-ff", "28672", "-b", "8", "-s", "65536")
+    assert code == 1 and "--device meta" in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_without_cuda_is_one_line(runner: CliRunner) -> None:
+    code, _, err = _run(runner, "--device", "cuda")
+    assert code == 1 and "CUDA is not available" in err

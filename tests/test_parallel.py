@@ -1,0 +1,340 @@
+"""Tensor and expert parallelism on 2 gloo ranks, checked against the unsharded module.
+
+The analytic per-rank accounting is held against the real shards, and the shard math against
+the module without any process; the spawned runs are small so the whole file stays fast.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+
+from ffn_cli.accounting import param_tensors, total_params
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.modules import build_ffn
+from ffn_cli.parallel import (
+    ParallelResult,
+    check_parallel,
+    per_rank_params,
+    run_expert_parallel,
+    run_tensor_parallel,
+    shard_expert_parallel,
+    shard_layout,
+    shard_tensor_parallel,
+    time_parallel_forward,
+    tp_allreduce_bytes,
+)
+from ffn_cli.parallel import run as run_module
+from ffn_cli.parallel.accounting import token_chunks
+from ffn_cli.parallel.tensor import local_ffn
+from ffn_cli.render.parallel import parallel_json, rank_params_json, render_parallel, render_rank_params
+from ffn_cli.spec import FFNSpec
+from ffn_cli.variants import variant_names
+
+TIMEOUT_S = 60.0
+TP_SPECS = {
+    "relu": FFNSpec("relu", d_model=16, d_ff=64),
+    "swiglu": FFNSpec("swiglu", d_model=16, d_ff=64),
+    "swiglu_fused": FFNSpec("swiglu", d_model=16, d_ff=64, fused_gate_up=True),
+}
+MOE = FFNSpec("moe", d_model=16, d_ff=32, experts=4, top_k=2, shared_experts=1, capacity_factor=1.0)
+TP_VARIANTS = variant_names("dense") + variant_names("gated") + variant_names("sparse")
+
+
+def _text(renderable: object) -> str:
+    console = Console(width=160, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+# --- spawned runs, shared by the tests below ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tp_results() -> dict[str, ParallelResult]:
+    return {name: run_tensor_parallel(spec, 2, batch=2, seq_len=5, timeout_s=TIMEOUT_S) for name, spec in TP_SPECS.items()}
+
+
+@pytest.fixture(scope="module")
+def ep_result() -> ParallelResult:
+    return run_expert_parallel(MOE, 2, batch=2, seq_len=7, timeout_s=TIMEOUT_S)
+
+
+@pytest.mark.parametrize("name", list(TP_SPECS))
+def test_tensor_parallel_matches_unsharded(tp_results: dict[str, ParallelResult], name: str) -> None:
+    result = tp_results[name]
+    assert result.world_size == 2 and result.backend == "gloo" and len(result.ranks) == 2
+    assert result.max_abs_diff_vs_unsharded < 1e-5 and result.passed
+    for rank in result.ranks:
+        assert rank.input_shape == rank.output_shape == (2, 5, 16)
+        assert rank.steps[-1].output_shape == (2, 5, 16)
+
+
+@pytest.mark.parametrize("name", list(TP_SPECS))
+def test_tensor_parallel_shards_and_traffic(tp_results: dict[str, ParallelResult], name: str) -> None:
+    result, spec = tp_results[name], TP_SPECS[name]
+    analytic = per_rank_params(spec, tp=2)
+    for rank, expected in zip(result.ranks, analytic, strict=True):
+        assert {t.name: t.shape for t in rank.shards} == {t.name: t.shape for t in expected.tensors}
+        assert rank.params == expected.params and rank.param_bytes == expected.param_bytes
+        assert rank.allreduce_bytes == tp_allreduce_bytes(spec, 2 * 5, "float32")
+    hidden = {s.name: s.output_shape for s in result.ranks[0].steps}
+    assert hidden["activation"] == (2, 5, 32)  # d_ff / 2 on each rank
+    if spec.fused_gate_up:
+        assert hidden["gate_up_proj"] == (2, 5, 64)  # this rank's gate and up halves, paired
+
+
+def test_tensor_parallel_float64_sparse_four_ranks() -> None:
+    result = run_tensor_parallel(FFNSpec("sparse", d_model=8, d_ff=32), 4, dtype="float64", timeout_s=TIMEOUT_S)
+    assert result.world_size == 4 and result.max_abs_diff_vs_unsharded < 1e-12
+    assert [s.name for s in result.ranks[3].steps] == ["up_proj", "activation", "mask", "down_proj", "all_reduce", "down_proj.bias"]
+
+
+def test_expert_parallel_matches_unsharded(ep_result: ParallelResult) -> None:
+    assert ep_result.max_abs_diff_vs_unsharded < 1e-5 and ep_result.passed
+    assert [r.experts for r in ep_result.ranks] == [(0, 1), (2, 3)]
+    assert [r.tokens for r in ep_result.ranks] == token_chunks(14, 2)
+    # Routing, capacity and drops agree with the one-device module, expert by expert.
+    assert ep_result.tokens_per_expert == ep_result.unsharded_tokens_per_expert
+    assert sum(r.dropped for r in ep_result.ranks) + sum(ep_result.tokens_per_expert) == 14 * MOE.top_k
+
+
+def test_expert_parallel_traffic_is_consistent(ep_result: ParallelResult) -> None:
+    r0, r1 = ep_result.ranks
+    assert r0.tokens_sent[1] == r1.tokens_received[0] and r1.tokens_sent[0] == r0.tokens_received[1]
+    assert sum(r0.tokens_sent) == r0.tokens * MOE.top_k  # every (token, slot) row leaves once
+    assert r0.alltoall_sent_bytes == r1.alltoall_received_bytes
+    split_bytes = 2 * 8  # E/N int64 counts to the other rank
+    assert r0.alltoall_sent_bytes == split_bytes + (r0.tokens_sent[1] + r0.tokens_received[1]) * MOE.d_model * 4
+    for rank, expected in zip(ep_result.ranks, per_rank_params(MOE, ep=2), strict=True):
+        assert {t.name: t.shape for t in rank.shards} == {t.name: t.shape for t in expected.tensors}
+        assert rank.params == expected.params
+
+
+def test_expert_parallel_float64_with_gate_and_dense_experts() -> None:
+    spec = FFNSpec(
+        "moe", d_model=8, d_ff=16, experts=4, top_k=2, expert_variant="gelu", bias=True, shared_experts=1, shared_expert_gate=True
+    )
+    result = run_expert_parallel(spec, 2, batch=3, seq_len=3, dtype="float64", timeout_s=TIMEOUT_S)
+    assert result.max_abs_diff_vs_unsharded < 1e-12
+    assert result.tokens_per_expert == result.unsharded_tokens_per_expert
+
+
+def test_json_and_table_come_from_the_same_fields(tp_results: dict[str, ParallelResult], ep_result: ParallelResult) -> None:
+    for result in (tp_results["swiglu_fused"], ep_result):
+        data = parallel_json(result)
+        assert json.loads(json.dumps(data)) == data
+        assert data["world_size"] == 2 and data["max_abs_diff_vs_unsharded"] == result.max_abs_diff_vs_unsharded
+        assert data["ranks"][1]["steps"][0]["input_shapes"] == [list(s) for s in result.ranks[1].steps[0].input_shapes]
+        assert data["ranks"][0]["shards"][0]["shape"] == list(result.ranks[0].shards[0].shape)
+        text = _text(render_parallel(result))
+        assert ("each of 2 ranks" if result.mode == "tp" else "rank 1") in text and "✓ matches" in text
+    assert "W_gate_up[r]" in _text(render_parallel(tp_results["swiglu_fused"]))  # brackets survive rich markup
+    assert parallel_json(ep_result)["tokens_per_expert"] == list(ep_result.unsharded_tokens_per_expert)
+
+
+def test_time_parallel_forward_reports_every_rank() -> None:
+    timing = time_parallel_forward(TP_SPECS["relu"], 2, warmup_ms=1, repeats=3, timeout_s=TIMEOUT_S)
+    assert [r.rank for r in timing.ranks] == [0, 1] and timing.timer == "perf_counter"
+    assert all(r.median_ms > 0 and r.repeats == 3 for r in timing.ranks)
+    assert timing.median_ms == max(r.median_ms for r in timing.ranks)
+
+
+def test_torchrun_joins_the_group(tmp_path: Path) -> None:
+    script = tmp_path / "tp.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import json
+            from ffn_cli.parallel import is_primary_process, run_tensor_parallel
+            from ffn_cli.spec import FFNSpec
+            result = run_tensor_parallel(FFNSpec("relu", d_model=8, d_ff=16), 2, timeout_s=60)
+            if is_primary_process():
+                print(json.dumps({"launcher": result.launcher, "ranks": len(result.ranks), "diff": result.max_abs_diff_vs_unsharded}))
+            """
+        )
+    )
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1  # only rank 0 prints
+    data = json.loads(lines[0])
+    assert data["launcher"] == "torchrun" and data["ranks"] == 2 and data["diff"] < 1e-5
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_nccl_ranks_on_cuda() -> None:
+    world = min(2, torch.cuda.device_count())
+    tp = run_tensor_parallel(TP_SPECS["swiglu_fused"], world, device="cuda", timeout_s=TIMEOUT_S)
+    assert tp.backend == "nccl" and tp.passed and tp.ranks[-1].device == f"cuda:{world - 1}"
+    assert all(r.peak_memory_bytes for r in tp.ranks)
+    ep = run_expert_parallel(MOE, world, device="cuda", timeout_s=TIMEOUT_S)
+    assert ep.passed and ep.tokens_per_expert == ep.unsharded_tokens_per_expert
+    timing = time_parallel_forward(TP_SPECS["relu"], world, device="cuda", warmup_ms=1, repeats=3, timeout_s=TIMEOUT_S)
+    assert timing.timer == "cuda events" and all(r.median_ms > 0 for r in timing.ranks)
+
+
+# --- errors and cleanup ----------------------------------------------------------------------------
+
+
+def test_indivisible_sizes_are_usage_errors() -> None:
+    with pytest.raises(FFNError, match=r"d_ff=64.*divides by 2, 4, 8"):
+        run_tensor_parallel(TP_SPECS["relu"], 3)
+    with pytest.raises(FFNError, match=r"experts=4"):
+        run_expert_parallel(MOE, 3)
+    with pytest.raises(FFNError, match="--ep"):
+        check_parallel(MOE, tp=2)
+    with pytest.raises(FFNError, match="--variant moe"):
+        check_parallel(TP_SPECS["relu"], ep=2)
+    with pytest.raises(FFNError, match="not both"):
+        check_parallel(MOE, tp=2, ep=2)
+    with pytest.raises(FFNError, match="use cpu"):
+        run_tensor_parallel(TP_SPECS["relu"], 2, device="meta")
+
+
+def test_more_nccl_ranks_than_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
+    with pytest.raises(FFNRuntimeError, match="1 are visible") as info:
+        run_tensor_parallel(TP_SPECS["relu"], 2, device="cuda")
+    assert "\n" not in str(info.value)
+
+
+def test_no_cuda_is_a_runtime_error() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    with pytest.raises(FFNRuntimeError, match="--device cpu"):
+        run_expert_parallel(MOE, 2, device="cuda")
+
+
+def test_world_size_must_match_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    with pytest.raises(FFNError, match="WORLD_SIZE=4"):
+        run_tensor_parallel(TP_SPECS["relu"], 2)
+
+
+def _tracked_stop(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    stopped: list[object] = []
+    real_stop = run_module._stop
+
+    def stop(procs: list[object]) -> None:
+        real_stop(procs)
+        stopped.extend(procs)
+
+    monkeypatch.setattr(run_module, "_stop", stop)
+    return stopped
+
+
+def test_a_failing_rank_is_reported_and_every_rank_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped = _tracked_stop(monkeypatch)
+    # Skip the launcher's validation so the ranks themselves refuse to cut d_ff=31 in two.
+    job = run_module._Job("tp", FFNSpec("relu", d_model=8, d_ff=31), 2, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
+    with pytest.raises(FFNError, match="d_ff=31"):
+        run_module._spawn(job)
+    assert len(stopped) == 2 and all(p.exitcode is not None for p in stopped)  # type: ignore[attr-defined]
+
+
+def test_the_deadline_stops_every_rank() -> None:
+    ctx = torch.multiprocessing.get_context("forkserver")
+    queue = ctx.SimpleQueue()
+    hung = [ctx.Process(target=time.sleep, args=(60,), daemon=True) for _ in range(2)]  # ranks that never report
+    job = run_module._Job("tp", TP_SPECS["relu"], 2, 1, 2, "float32", "cpu", 0, timeout_s=0.5)
+    try:
+        for p in hung:
+            p.start()
+        with pytest.raises(FFNRuntimeError, match=r"did not finish within 0\.5 s"):
+            run_module._collect(job, hung, queue)
+    finally:
+        run_module._stop(hung)
+        queue.close()
+    assert all(p.exitcode is not None for p in hung)
+
+
+# --- no processes: the shard math and the analytic accounting -------------------------------------
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("variant", TP_VARIANTS)
+def test_tp_shards_sum_to_the_module(variant: str, fused: bool) -> None:
+    spec = FFNSpec(variant, d_model=8, d_ff=24, fused_gate_up=fused and variant in variant_names("gated"), bias=True)
+    module = build_ffn(spec, dtype=torch.float64, seed=3).eval()
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    shards = [shard_tensor_parallel(module.state_dict(), spec, r, 3) for r in range(3)]
+    with torch.no_grad():
+        summed = sum(local_ffn(s, spec, x, down_bias=False) for s in shards) + shards[0]["down_proj.bias"]
+        torch.testing.assert_close(summed, module(x), rtol=0, atol=1e-12)
+    params = {n for n, _ in module.named_parameters()}
+    for r, shard in enumerate(shards):
+        real = {n: tuple(t.shape) for n, t in shard.items() if n in params}
+        assert real == {t.name: t.shape for t in shard_layout(spec, r, tp=3)}
+
+
+def test_fused_shard_pairs_gate_and_up_rows() -> None:
+    spec = TP_SPECS["swiglu_fused"]
+    weight = build_ffn(spec).state_dict()["gate_up_proj.weight"]  # (2·64, 16): gate rows first
+    shard = shard_tensor_parallel({"gate_up_proj.weight": weight}, spec, 1, 2)["gate_up_proj.weight"]
+    assert torch.equal(shard, torch.cat([weight[32:64], weight[96:128]]))
+
+
+def test_ep_shard_holds_whole_owned_experts() -> None:
+    state = build_ffn(MOE).state_dict()
+    shard = shard_expert_parallel(state, MOE, 1, 2)
+    assert not any(n.startswith(("experts.0.", "experts.1.")) for n in shard)
+    assert torch.equal(shard["experts.3.down_proj.weight"], state["experts.3.down_proj.weight"])
+    assert {n: tuple(t.shape) for n, t in shard.items()} == {t.name: t.shape for t in shard_layout(MOE, 1, ep=2)}
+
+
+@given(
+    variant=st.sampled_from(TP_VARIANTS),
+    d_model=st.integers(1, 64),
+    per_rank=st.integers(1, 64),
+    tp=st.integers(1, 8),
+    bias=st.booleans(),
+)
+def test_tp_ranks_hold_the_module_once_plus_replicas(variant: str, d_model: int, per_rank: int, tp: int, bias: bool) -> None:
+    spec = FFNSpec(variant, d_model=d_model, d_ff=per_rank * tp, bias=bias)
+    ranks = per_rank_params(spec, tp=tp)
+    replicated = d_model if bias else 0  # down_proj.bias on every rank
+    assert sum(r.params for r in ranks) == total_params(spec) + (tp - 1) * replicated
+    assert len({r.params for r in ranks}) == 1
+
+
+@given(experts_per_rank=st.integers(1, 4), ep=st.integers(1, 4), shared=st.integers(0, 2), top_k=st.integers(1, 2))
+def test_ep_ranks_hold_each_expert_once(experts_per_rank: int, ep: int, shared: int, top_k: int) -> None:
+    spec = FFNSpec("moe", d_model=8, d_ff=16, experts=experts_per_rank * ep, top_k=min(top_k, experts_per_rank * ep), shared_experts=shared)
+    ranks = per_rank_params(spec, ep=ep)
+    replicated = sum(t.count for t in param_tensors(spec) if not t.name.startswith("experts."))
+    assert sum(r.params for r in ranks) == total_params(spec) + (ep - 1) * replicated
+
+
+def test_rank_params_render_and_json_agree() -> None:
+    spec = TP_SPECS["swiglu_fused"]
+    ranks = per_rank_params(spec, tp=2, dtype="bfloat16")
+    data = rank_params_json(spec, ranks)
+    assert data["world_size"] == 2 and data["ranks"][0]["params"] == ranks[0].params
+    assert data["ranks"][0]["param_bytes"] == 2 * ranks[0].params
+    text = _text(render_rank_params(spec, ranks))
+    assert "column, gate|up paired" in text and f"{ranks[0].params:,}" in text
+
+
+def test_accounting_and_rendering_never_import_torch() -> None:
+    code = "import sys, ffn_cli.parallel, ffn_cli.render.parallel; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
