@@ -190,15 +190,19 @@ def matmul_flops_per_token(spec: FFNSpec) -> int:
 
 
 def activation_elements_per_token(spec: FFNSpec) -> int:
-    """Elements autograd keeps per token for the backward pass of one FFN (inputs of each
-    matmul and the activation's input), the usual estimate; MoE counts the active path."""
+    """Elements autograd keeps per token for backward, in eval mode (no dropout mask), for the
+    unfused layout; MoE counts the active path plus the router's probabilities.
+
+    Dense: x, the hidden h that feeds down_proj, and the pre-activation when the activation
+    needs its input (gelu, silu) or a mask follows it (sparse). Gated: x, up, the product
+    that feeds down_proj, the activated gate, and the pre-activation gate when needed.
+    """
+    saves_input = ACTIVATIONS[spec.ffn_variant.activation].saves_input
 
     def one(f: int) -> int:
         if spec.ffn_variant.family == "gated":
-            # x, gate pre-activation, up output, and the product that feeds down_proj
-            return spec.d_model + 3 * f
-        # x, the pre-activation, and the activation output that feeds down_proj
-        return spec.d_model + 2 * f
+            return spec.d_model + 3 * f + (f if saves_input else 0)
+        return spec.d_model + f + (f if saves_input or spec.family == "sparse" else 0)
 
     if not spec.is_moe:
         return one(spec.hidden)

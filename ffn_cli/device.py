@@ -63,14 +63,15 @@ def available_memory_bytes(device: torch.device) -> int | None:
     return int(pages * page_size)
 
 
-def preflight(needed_bytes: int, device: torch.device, what: str) -> None:
-    """Refuse before allocating when `needed_bytes` will not fit in what `device` has free."""
+def preflight(needed_bytes: int, device: torch.device, what: str, *, meta_hint: bool = True) -> None:
+    """Refuse before allocating when `needed_bytes` will not fit in what `device` has free.
+
+    meta_hint: suggest --device meta (for commands that can run without memory, as trace can).
+    """
     free = available_memory_bytes(device)
     if free is None or needed_bytes <= HEADROOM * free:
         return
     from ffn_cli.render.format import fmt_bytes
 
-    raise FFNRuntimeError(
-        f"{what} needs about {fmt_bytes(needed_bytes)} but {device} has {fmt_bytes(free)} free; "
-        "use --device meta to see shapes and FLOPs without allocating, or smaller sizes"
-    )
+    hint = "use --device meta to see shapes and FLOPs without allocating, or smaller sizes" if meta_hint else "use smaller sizes"
+    raise FFNRuntimeError(f"{what} needs about {fmt_bytes(needed_bytes)} but {device} has {fmt_bytes(free)} free; {hint}")

@@ -34,18 +34,22 @@ class Activation:
     flops_per_element: int
     # torch.nn.init.calculate_gain name used by xavier_normal for layers feeding this activation.
     init_gain: str
+    # Whether autograd keeps the activation's input for backward (gelu, silu), rather than only
+    # its output (relu, sigmoid) or nothing (identity). relu² keeps relu's output and squares
+    # it into a new tensor, which costs the same as keeping the input.
+    saves_input: bool
 
 
 ACTIVATIONS: dict[str, Activation] = {
     a.name: a
     for a in (
-        Activation("relu", "max(0, z)", 1, "relu"),
-        Activation("relu2", "max(0, z)²", 2, "relu"),
-        Activation("gelu", "z·Φ(z), Φ by erf", 8, "relu"),
-        Activation("gelu_tanh", "0.5·z·(1 + tanh(√(2/π)·(z + 0.044715·z³)))", 9, "relu"),
-        Activation("silu", "z·σ(z)", 5, "relu"),
-        Activation("sigmoid", "σ(z) = 1/(1 + e^(−z))", 4, "sigmoid"),
-        Activation("identity", "z", 0, "linear"),
+        Activation("relu", "max(0, z)", 1, "relu", saves_input=False),
+        Activation("relu2", "max(0, z)²", 2, "relu", saves_input=True),
+        Activation("gelu", "z·Φ(z), Φ by erf", 8, "relu", saves_input=True),
+        Activation("gelu_tanh", "0.5·z·(1 + tanh(√(2/π)·(z + 0.044715·z³)))", 9, "relu", saves_input=True),
+        Activation("silu", "z·σ(z)", 5, "relu", saves_input=True),
+        Activation("sigmoid", "σ(z) = 1/(1 + e^(−z))", 4, "sigmoid", saves_input=False),
+        Activation("identity", "z", 0, "linear", saves_input=False),
     )
 }
 

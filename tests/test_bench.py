@@ -17,6 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from ffn_cli import bench
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.bench import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
+from ffn_cli.bench import case as bench_case
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn
 from ffn_cli.peaks import GPU_PEAKS, lookup_gpu, peak_dtype_key, ridge_flop_per_byte
@@ -214,7 +215,7 @@ def test_cold_cache_rotates_inputs_and_flushes() -> None:
 def _spy_timed_calls(monkeypatch: pytest.MonkeyPatch, check: Callable[[], object]) -> list[object]:
     """Record check() just before every timed call (after its untimed prepare step)."""
     seen: list[object] = []
-    real = bench._time_calls
+    real = bench_case.time_calls
 
     def spy(run, prepare, n, device):  # type: ignore[no-untyped-def]
         def checked(i: int) -> None:
@@ -223,7 +224,7 @@ def _spy_timed_calls(monkeypatch: pytest.MonkeyPatch, check: Callable[[], object
 
         return real(checked, prepare, n, device)
 
-    monkeypatch.setattr(bench, "_time_calls", spy)
+    monkeypatch.setattr(bench_case, "time_calls", spy)
     return seen
 
 
@@ -235,13 +236,13 @@ def test_forward_runs_in_inference_mode(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_backward_calls_start_with_no_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
     modules: list[torch.nn.Module] = []
-    real_build = bench.build_ffn
+    real_build = bench_case.build_ffn
 
     def build(*args, **kwargs):  # type: ignore[no-untyped-def]
         modules.append(real_build(*args, **kwargs))
         return modules[-1]
 
-    monkeypatch.setattr(bench, "build_ffn", build)
+    monkeypatch.setattr(bench_case, "build_ffn", build)
     seen = _spy_timed_calls(monkeypatch, lambda: all(p.grad is None for p in modules[-1].parameters()))
     (r,) = _run(backward=True).results
     assert r.mode == "forward+backward" and seen == [True] * 3
@@ -275,8 +276,8 @@ def test_checkpoint_compares_with_and_without() -> None:
     assert [r.checkpoint for r in report.results] == [False, True]
     (delta,) = report.checkpoint
     assert delta.base_median_ms == report.results[0].median_ms and delta.ckpt_median_ms == report.results[1].median_ms
-    # x is kept either way; gate, up and their product are what checkpointing drops
-    assert delta.est_saved_bytes == 8 * 3 * 24 * 4
+    # x is kept either way; the gate, silu(gate), up and their product are what checkpointing drops
+    assert delta.est_saved_bytes == 8 * 4 * 24 * 4
 
 
 def test_calibration_gives_peak_and_bound() -> None:
@@ -339,7 +340,7 @@ def test_compile_failure_is_one_runtime_error(monkeypatch: pytest.MonkeyPatch) -
 
         return fn
 
-    monkeypatch.setattr(bench, "_compile", broken)
+    monkeypatch.setattr(bench_case, "compile_module", broken)
     with pytest.raises(FFNRuntimeError) as info:
         _run(impls=parse_impls("compile"))
     message = str(info.value)

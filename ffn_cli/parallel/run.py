@@ -133,7 +133,7 @@ def _preflight(spec: FFNSpec, world_size: int, device_type: str, dtype: str) -> 
     copies = world_size if device_type == "cpu" and not under_torchrun() else 1
     needed = 2 * copies * total_params(spec) * DTYPE_BYTES[dtype]  # the full weights and the shard, with margin
     device = torch.device("cpu") if device_type == "cpu" else torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    preflight(needed, device, f"{world_size} ranks of {spec.variant} (each builds the full module)")
+    preflight(needed, device, f"{world_size} ranks of {spec.variant} (each builds the full module)", meta_hint=False)
 
 
 # --- one rank ---------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ def _totals(result: TraceResult) -> Table:
     )
     grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run, weights excluded")
     estimate = fmt_bytes(result.activation_bytes_estimate)
-    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN (inputs of each matmul and activation)")
+    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN (activation_elements_per_token × tokens, eval mode)")
     same = "= input shape ✓" if result.output_shape == result.input_shape else "≠ input shape ✗"
     grid.add_row("shape", f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: output shape {same}")
     if result.check is not None:
@@ -147,9 +147,10 @@ def _steps_table(result: TraceResult) -> Table:
     table = _table("Shape flow, step by step", show_footer=True)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("step", no_wrap=True, footer="total")
-    table.add_column("operation", overflow="fold", min_width=22)
-    table.add_column("input → output", no_wrap=True)
-    table.add_column("parameters", overflow="fold", min_width=18)
+    # Numbers never wrap; the text columns give way on narrow terminals.
+    table.add_column("operation", overflow="fold", min_width=9)
+    table.add_column("input → output", overflow="fold", min_width=10)
+    table.add_column("parameters", overflow="fold", min_width=8)
     table.add_column("params", justify="right", no_wrap=True, footer=fmt_count(sum(s.param_count for s in result.steps)))
     table.add_column("FLOPs", justify="right", no_wrap=True, footer=_flops(result.total_flops, result))
     for n, s in enumerate(result.steps, 1):

@@ -1,0 +1,181 @@
+"""One case of a sweep (spec × impl × dtype × size): build it, warm it up, time it → BenchResult.
+
+Achieved TFLOP/s come from the analytic matmul FLOPs (×3 with backward: dX and dW each cost one
+forward); % of peak and the bound from this device's ceilings, calibrated or from a datasheet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ffn_cli.accounting import matmul_flops_per_token
+from ffn_cli.bench.config import BenchConfig
+from ffn_cli.bench.implementations import Impl, compile_module
+from ffn_cli.bench.memory import PeakMemory, estimate_memory_bytes, min_traffic_bytes
+from ffn_cli.bench.result import BenchEnv, BenchResult, Calibration, case_label
+from ffn_cli.bench.stats import TimingStats, summarize
+from ffn_cli.bench.timing import WarmUp, repeats_for, time_calls, warm_up
+from ffn_cli.device import preflight, resolve_device_dtype
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.modules import build_ffn
+from ffn_cli.peaks import lookup_gpu, peak_dtype_key, ridge_flop_per_byte
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["Case", "Sweep", "bench_case", "ceilings"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One cell of the sweep. The spec is as given: the fused layout is applied when it runs."""
+
+    spec: FFNSpec
+    impl: Impl
+    dtype: str
+    batch: int
+    seq_len: int
+    checkpoint: bool
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq_len
+
+    @property
+    def label(self) -> str:
+        s = self.spec
+        return case_label(s.variant, s.d_model, s.hidden, self.tokens, self.dtype, self.impl.name, self.checkpoint)
+
+
+@dataclass
+class Sweep:
+    """Everything shared by the cases of one sweep."""
+
+    config: BenchConfig
+    device: torch.device
+    env: BenchEnv
+    flush: torch.Tensor | None
+    calibrations: dict[str, Calibration]
+
+
+def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str | None]:
+    """(peak TFLOP/s, bandwidth GB/s, where they come from) for this device and dtype."""
+    cal = sweep.calibrations.get(dtype)
+    if cal is not None:
+        return cal.gemm_tflops, cal.copy_gbps, f"measured here: {dtype} GEMM {cal.gemm_n}³ and copy"
+    if sweep.device.type != "cuda":
+        return None, None, None
+    entry = lookup_gpu(sweep.env.device_name)
+    key = peak_dtype_key(dtype, sweep.env.tf32_matmul)
+    if entry is None or entry.tflops_for(key) is None:
+        return None, None, None
+    return entry.tflops_for(key), entry.bandwidth_gbps, f"{entry.name} datasheet, dense {key}"
+
+
+def bench_case(case: Case, sweep: Sweep) -> BenchResult:
+    """Build the module and inputs, warm up (compiling, when asked), then time with memory tracked."""
+    config, device = sweep.config, sweep.device
+    spec = case.spec.with_(fused_gate_up=True) if case.impl.fused else case.spec
+    _, torch_dtype = resolve_device_dtype(str(device), case.dtype)
+    n_bufs = sweep.env.input_buffers
+    est = estimate_memory_bytes(
+        spec, dtype=case.dtype, tokens=case.tokens, backward=config.backward, input_buffers=n_bufs, flush_bytes=sweep.env.flush_bytes
+    )
+    preflight(est, device, f"ffn bench {case.label}", meta_hint=False)
+    module = build_ffn(spec, device=device, dtype=torch_dtype, seed=config.seed)
+    module.gradient_checkpointing = case.checkpoint
+    module.train(config.backward)
+    torch.manual_seed(config.seed + 1)
+    shape = (case.batch, case.seq_len, spec.d_model)
+    inputs = [torch.randn(shape, device=device, dtype=torch_dtype, requires_grad=config.backward) for _ in range(n_bufs)]
+    grad_out = torch.randn(shape, device=device, dtype=torch_dtype)
+    fn: Callable[[torch.Tensor], torch.Tensor] = compile_module(module, case.impl.compile_mode) if case.impl.compile_mode else module
+
+    def reset_grads() -> None:
+        module.zero_grad(set_to_none=True)
+        for x in inputs:
+            x.grad = None
+
+    def prepare(i: int) -> None:
+        if config.backward:
+            reset_grads()
+        if sweep.flush is not None:
+            sweep.flush.zero_()
+
+    def call(i: int) -> None:
+        y = fn(inputs[i % n_bufs])
+        if config.backward:
+            y.backward(grad_out)
+
+    memory = PeakMemory(device)
+    with torch.inference_mode() if not config.backward else contextlib.nullcontext():
+        try:
+            warm = warm_up(call, prepare, device, config.warmup_ms)
+        except Exception as exc:
+            if case.impl.compile_mode is None or type(exc).__name__ == "OutOfMemoryError":
+                raise
+            raise FFNRuntimeError(
+                f"torch.compile (mode={case.impl.compile_mode}) failed for {case.label}: {type(exc).__name__}: {_first_line(exc)}"
+            ) from None
+        reset_grads()
+        memory.start()
+        samples = time_calls(call, prepare, repeats_for(config, warm.per_call_ms), device)
+        mem = memory.stop()
+    return _result(case, sweep, summarize(samples), warm, est, mem)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int, mem: tuple[int | None, int | None, str]) -> BenchResult:
+    backward = sweep.config.backward
+    spec = case.spec
+    flops = matmul_flops_per_token(spec) * case.tokens * (3 if backward else 1)
+    seconds = max(stats.median_ms, 1e-6) * 1e-3  # a timer tick, not zero: rates stay finite
+    tflops = flops / seconds / 1e12
+    peak, bandwidth, source = ceilings(sweep, case.dtype)
+    intensity = flops / min_traffic_bytes(spec, dtype=case.dtype, tokens=case.tokens, backward=backward)
+    ridge = ridge_flop_per_byte(peak, bandwidth) if peak and bandwidth else None
+    return BenchResult(
+        variant=spec.variant,
+        impl=case.impl.name,
+        fused=case.impl.fused,
+        compile_mode=case.impl.compile_mode,
+        checkpoint=case.checkpoint,
+        mode="forward+backward" if backward else "forward",
+        device=str(sweep.device),
+        dtype=case.dtype,
+        d_model=spec.d_model,
+        d_ff=spec.hidden,
+        batch=case.batch,
+        seq_len=case.seq_len,
+        tokens=case.tokens,
+        cache=sweep.config.cache,
+        samples=stats.n,
+        median_ms=stats.median_ms,
+        iqr_ms=stats.iqr_ms,
+        q1_ms=stats.q1_ms,
+        q3_ms=stats.q3_ms,
+        min_ms=stats.min_ms,
+        rel_iqr=stats.rel_iqr,
+        noisy=stats.noisy,
+        tokens_per_s=case.tokens / seconds,
+        flops=flops,
+        tflops=tflops,
+        peak_tflops=peak,
+        peak_source=source,
+        pct_peak=100 * tflops / peak if peak else None,
+        intensity_flop_per_byte=intensity,
+        ridge_flop_per_byte=ridge,
+        bound=None if ridge is None else ("compute" if intensity >= ridge else "memory"),
+        peak_mem_bytes=mem[0],
+        extra_mem_bytes=mem[1],
+        mem_source=mem[2],
+        est_mem_bytes=est,
+        first_call_s=warm.first_call_s,
+        warmup_calls=warm.calls,
+        samples_ms=stats.samples_ms,
+    )

@@ -1,0 +1,44 @@
+"""BenchConfig: how to measure, validated at construction; the same for every case of a sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ffn_cli.errors import FFNError
+from ffn_cli.spec import check_int
+
+__all__ = ["CACHE_MODES", "MAX_REPEATS", "BenchConfig"]
+
+CACHE_MODES = ("cold", "hot")
+MAX_REPEATS = 10_000
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """How to measure; the same for every case of a sweep."""
+
+    device: str = "cpu"
+    backward: bool = False
+    checkpoint: bool = False  # also run each case with gradient checkpointing and compare
+    cache: str = "cold"
+    warmup_ms: float = 300.0
+    repeats: int | None = None  # fixed sample count; None: enough calls to fill min_time_ms
+    min_time_ms: float = 500.0
+    threads: int | None = None  # CPU: torch.set_num_threads; None keeps torch's count
+    calibrate: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.cache not in CACHE_MODES:
+            raise FFNError("cache", self.cache, "choose cold or hot")
+        if self.checkpoint and not self.backward:
+            raise FFNError("checkpoint", True, "checkpointing changes only the backward pass: add --backward")
+        if isinstance(self.warmup_ms, bool) or not isinstance(self.warmup_ms, (int, float)) or not 0 <= self.warmup_ms <= 600_000:
+            raise FFNError("warmup_ms", self.warmup_ms, "must be a number of milliseconds in [0, 600000]")
+        if self.repeats is not None:
+            check_int("repeats", self.repeats, maximum=MAX_REPEATS)
+        if isinstance(self.min_time_ms, bool) or not isinstance(self.min_time_ms, (int, float)) or not 0 < self.min_time_ms <= 3_600_000:
+            raise FFNError("min_time", self.min_time_ms, "must be a positive time of at most an hour")
+        if self.threads is not None:
+            check_int("threads", self.threads, maximum=1024)
+        check_int("seed", self.seed, minimum=0, maximum=2**63 - 1)

@@ -1,0 +1,67 @@
+"""The ways to run the same FFN (weight layout × torch.compile mode), by name and by flags."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ffn_cli.errors import FFNError
+
+__all__ = ["COMPILE_MODES", "IMPLS", "Impl", "compile_module", "impl_for", "parse_impls"]
+
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "max-autotune", "reduce-overhead")
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One way to run the same FFN: weight layout and compilation."""
+
+    name: str
+    fused: bool
+    compile_mode: str | None
+    summary: str
+
+
+IMPLS: dict[str, Impl] = {
+    i.name: i
+    for i in (
+        Impl("eager", False, None, "the module as built (gated: separate gate_proj and up_proj)"),
+        Impl("fused", True, None, "one gate_up_proj GEMM of 2·d_ff rows, then chunk (gated only)"),
+        Impl("compile", False, "default", "torch.compile: the elementwise steps become one kernel"),
+        Impl("fused-compile", True, "default", "torch.compile of the fused layout"),
+        Impl("autotune", False, "max-autotune-no-cudagraphs", "torch.compile autotuning each GEMM (Triton templates vs cuBLAS)"),
+        Impl("fused-autotune", True, "max-autotune-no-cudagraphs", "autotuned torch.compile of the fused layout"),
+    )
+}
+
+
+def impl_for(*, fused: bool, compile_mode: str | None) -> Impl:
+    """The implementation that `--fused` / `--compile` / `--compile-mode` name."""
+    if compile_mode is not None and compile_mode not in COMPILE_MODES:
+        raise FFNError("compile_mode", compile_mode, "choose one of " + ", ".join(COMPILE_MODES))
+    for impl in IMPLS.values():
+        if impl.fused == fused and impl.compile_mode == compile_mode:
+            return impl
+    name = ("fused-" if fused else "") + f"compile[{compile_mode}]"
+    return Impl(name, fused, compile_mode, f"torch.compile mode={compile_mode}")
+
+
+def parse_impls(text: str) -> list[Impl]:
+    """'eager,fused-compile' → Impls; 'all' → every one."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(IMPLS.values())
+    unknown = [n for n in names if n not in IMPLS]
+    if not names or unknown:
+        raise FFNError("impl", text, "a comma list of " + ", ".join(IMPLS) + ", or all")
+    return [IMPLS[n] for n in dict.fromkeys(names)]
+
+
+def compile_module(module: torch.nn.Module, mode: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """torch.compile for one case: static shapes, and no cache carried over from other cases."""
+    # A fresh Dynamo cache per case: every module of a sweep shares FFNModule.forward, and a
+    # shared cache would hit its recompile limit (then silently run eager) or go dynamic.
+    torch._dynamo.reset()
+    return torch.compile(module, mode=mode, dynamic=False)  # type: ignore[return-value]

@@ -1,0 +1,167 @@
+"""run_bench: every (dtype, spec, seq_len, impl[, checkpoint]) case of a sweep → one BenchReport."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import torch
+
+from ffn_cli.accounting import DTYPE_BYTES, activation_elements_per_token
+from ffn_cli.bench.calibrate import calibrate
+from ffn_cli.bench.case import Case, Sweep, bench_case, ceilings
+from ffn_cli.bench.config import BenchConfig
+from ffn_cli.bench.environment import capture_env, cpu_threads
+from ffn_cli.bench.implementations import IMPLS, Impl
+from ffn_cli.bench.result import BenchReport, BenchResult, CheckpointDelta
+from ffn_cli.bench.stats import NOISY_REL_IQR
+from ffn_cli.bench.timing import cache_flush_bytes
+from ffn_cli.device import resolve_device_dtype
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.spec import FFNSpec, check_int
+
+__all__ = ["ProgressFn", "run_bench"]
+
+ProgressFn = Callable[[int, int, str], None]  # (cases done, cases in all, what runs next)
+
+
+def run_bench(
+    *,
+    specs: Sequence[FFNSpec],
+    dtypes: Sequence[str] = ("float32",),
+    batch: int = 1,
+    seq_lens: Sequence[int] = (512,),
+    impls: Sequence[Impl] = (IMPLS["eager"],),
+    config: BenchConfig | None = None,
+    on_progress: ProgressFn | None = None,
+) -> BenchReport:
+    """Time every (dtype, spec, seq_len, impl[, checkpoint]) case; one report for the sweep.
+
+    on_progress(done, total, what) is called between cases and phases, never while timing.
+    """
+    config = config or BenchConfig()
+    _check_device(config.device)
+    check_int("batch", batch)
+    for s in seq_lens:
+        check_int("seq_len", s)
+    device, _ = resolve_device_dtype(config.device, dtypes[0] if dtypes else "float32")
+    for dtype in dtypes:
+        resolve_device_dtype(config.device, dtype)
+    cases, skipped = _cases(specs, impls, dtypes, batch, seq_lens, config.checkpoint)
+    if not cases:
+        raise FFNError("impl", ",".join(i.name for i in impls), "nothing to run: " + "; ".join(skipped))
+    progress = on_progress or (lambda done, total, what: None)
+    on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    with cpu_threads(device, config.threads), on_device:
+        return _run_sweep(cases, skipped, device, config, dtypes, progress)
+
+
+def _check_device(name: str) -> None:
+    text = name.strip().lower()
+    if text == "meta":
+        raise FFNError("device", name, "bench runs real computation: use cpu, cuda or cuda:N")
+    if text.startswith("cuda") and not torch.cuda.is_available():
+        raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu")
+
+
+def _cases(
+    specs: Sequence[FFNSpec], impls: Sequence[Impl], dtypes: Sequence[str], batch: int, seq_lens: Sequence[int], checkpoint: bool
+) -> tuple[list[Case], list[str]]:
+    cases, skipped = [], []
+    for dtype in dtypes:
+        for spec in specs:
+            for seq_len in seq_lens:
+                for impl in impls:
+                    if impl.fused and spec.ffn_variant.family != "gated":
+                        skipped.append(f"{spec.variant} {impl.name}: the fused gate/up layout needs a gated variant")
+                        continue
+                    for ckpt in (False, True) if checkpoint else (False,):
+                        cases.append(Case(spec, impl, dtype, batch, seq_len, ckpt))
+    return cases, list(dict.fromkeys(skipped))
+
+
+def _run_sweep(
+    cases: list[Case], skipped: list[str], device: torch.device, config: BenchConfig, dtypes: Sequence[str], progress: ProgressFn
+) -> BenchReport:
+    flush_bytes = cache_flush_bytes(device, config.cache)
+    env = capture_env(device, config.cache, flush_bytes)
+    flush = torch.empty(flush_bytes, dtype=torch.int8, device=device) if flush_bytes else None
+    sweep = Sweep(config, device, env, flush, {})
+    if config.calibrate:
+        for dtype in dtypes:
+            progress(0, len(cases), f"calibrating {dtype} GEMM and copy")
+            sweep.calibrations[dtype] = calibrate(device, resolve_device_dtype(str(device), dtype)[1], dtype, config)
+    results = []
+    for i, case in enumerate(cases):
+        progress(i, len(cases), ("compiling and timing " if case.impl.compile_mode else "timing ") + case.label)
+        results.append(bench_case(case, sweep))
+    progress(len(cases), len(cases), "done")
+    results = _mark_fastest(results)
+    return BenchReport(
+        results=tuple(results),
+        env=env,
+        calibrations=tuple(sweep.calibrations.values()),
+        checkpoint=tuple(_checkpoint_deltas(list(zip(cases, results, strict=True)))),
+        skipped=tuple(skipped),
+        warnings=tuple(_warnings(results, sweep, dtypes)),
+    )
+
+
+def _mark_fastest(results: list[BenchResult]) -> list[BenchResult]:
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for i, r in enumerate(results):
+        groups.setdefault((r.variant, r.d_model, r.d_ff, r.batch, r.seq_len, r.dtype, r.mode, r.checkpoint), []).append(i)
+    out = list(results)
+    for members in groups.values():
+        if len({results[i].impl for i in members}) > 1:
+            best = min(members, key=lambda i: results[i].median_ms)
+            out[best] = replace(out[best], fastest=True)
+    return out
+
+
+def _checkpoint_deltas(pairs: Sequence[tuple[Case, BenchResult]]) -> list[CheckpointDelta]:
+    base = {c: r for c, r in pairs if not c.checkpoint}
+    deltas = []
+    for case, r in pairs:
+        b = base.get(replace(case, checkpoint=False)) if case.checkpoint else None
+        if b is None:
+            continue
+        saved = None if b.extra_mem_bytes is None or r.extra_mem_bytes is None else b.extra_mem_bytes - r.extra_mem_bytes
+        # Checkpointing keeps only the FFN's input; everything else autograd would keep is saved.
+        kept_elements = activation_elements_per_token(case.spec) - case.spec.d_model
+        deltas.append(
+            CheckpointDelta(
+                label=b.label,
+                base_median_ms=b.median_ms,
+                ckpt_median_ms=r.median_ms,
+                time_cost_pct=100 * (r.median_ms / b.median_ms - 1),
+                base_extra_mem_bytes=b.extra_mem_bytes,
+                ckpt_extra_mem_bytes=r.extra_mem_bytes,
+                mem_saved_bytes=saved,
+                est_saved_bytes=case.tokens * kept_elements * DTYPE_BYTES[case.dtype],
+            )
+        )
+    return deltas
+
+
+def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str]) -> list[str]:
+    notes = []
+    noisy = [r.label for r in results if r.noisy]
+    if noisy:
+        notes.append(
+            f"IQR over {NOISY_REL_IQR:.0%} of the median (busy machine or too few calls; close other programs or raise --min-time): "
+            + ", ".join(noisy)
+        )
+    env = sweep.env
+    cpu = sweep.device.type == "cpu"
+    if cpu and env.threads > env.cpu_count:
+        notes.append(f"{env.threads} threads on {env.cpu_count} available CPUs: threads compete, times are not representative")
+    if cpu and env.load_avg_1m is not None and env.load_avg_1m > env.cpu_count:
+        notes.append(
+            f"the machine is busy (load average {env.load_avg_1m:.1f} on {env.cpu_count} CPUs): CPU times include waiting for a core"
+        )
+    for dtype in dtypes:
+        if ceilings(sweep, dtype)[0] is None:
+            notes.append(f"no known peak for {env.device_name} in {dtype}: --calibrate measures one (for % of peak and the bound)")
+    return notes

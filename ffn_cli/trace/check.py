@@ -1,0 +1,65 @@
+"""`--check`: the traced FFN's output against the NumPy float64 reference (`ffn_cli.reference`),
+an independent forward on the same weights and input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from ffn_cli.block import TransformerBlock
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.reference import reference_forward
+from ffn_cli.spec import FFNSpec
+from ffn_cli.trace.result import CheckResult, TraceResult
+
+__all__ = ["CHECK_THRESHOLDS", "check_against_reference", "check_failure"]
+
+# Max |y − y_ref| / max |y_ref| that --check accepts, by dtype: a few units of the format's
+# rounding (float16 ε ≈ 1e-3, bfloat16 ε ≈ 8e-3) after d_ff-long sums.
+CHECK_THRESHOLDS = {"float64": 1e-10, "float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
+
+
+def _to_numpy(t: Tensor) -> np.ndarray:
+    return t.detach().to(device="cpu", dtype=torch.float64).numpy()
+
+
+def _ffn_input_output(block: TransformerBlock, x: Tensor) -> tuple[Tensor, Tensor]:
+    """What the FFN inside `block` received and returned, from one more forward of the block."""
+    captured: dict[str, Tensor] = {}
+
+    def keep(_m: nn.Module, args: tuple[Any, ...], output: Tensor) -> None:
+        captured["x"], captured["y"] = args[0].detach(), output.detach()
+
+    handle = block.ffn.register_forward_hook(keep)
+    try:
+        with torch.no_grad():
+            block(x)
+    finally:
+        handle.remove()
+    return captured["x"], captured["y"]
+
+
+def check_against_reference(spec: FFNSpec, module: nn.Module, x: Tensor, out: Tensor, dtype: str) -> CheckResult:
+    """Reference on the FFN's own weights and input; inside a block, the FFN's input there."""
+    ffn = module
+    if isinstance(module, TransformerBlock):
+        ffn, (x, out) = module.ffn, _ffn_input_output(module, x)
+    weights = {name: _to_numpy(t) for name, t in ffn.state_dict().items()}
+    ref = reference_forward(spec, weights, _to_numpy(x))
+    err = np.abs(_to_numpy(out) - ref).max()
+    scale = max(float(np.abs(ref).max()), np.finfo(np.float64).tiny)
+    return CheckResult(float(err / scale), CHECK_THRESHOLDS[dtype], dtype)
+
+
+def check_failure(result: TraceResult) -> FFNRuntimeError | None:
+    """The one-line error for a failed --check, or None."""
+    c = result.check
+    if c is None or c.passed:
+        return None
+    return FFNRuntimeError(
+        f"--check failed: max relative error {c.max_rel_error:.3g} exceeds {c.threshold:g} for {c.dtype} "
+        "(torch vs the NumPy float64 reference)"
+    )

@@ -1,0 +1,57 @@
+"""What the recorder knows about aten ops: their FLOPs, and which ones only reshape, split,
+allocate or keep autograd's books.
+
+FLOPs: matmuls use torch.utils.flop_counter's registered formulas (2·m·n·k, the same numbers
+FlopCounterMode reports; the recorder applies them); elementwise ops use the per-element
+conventions of `accounting` (ELEMENTWISE_FLOPS below). Data movement, indexing and comparisons
+count 0.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ffn_cli.variants import ACTIVATIONS
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+__all__ = ["ELEMENTWISE_FLOPS", "LAYOUT_OPS", "SKIPPED_OPS", "SPLIT_OPS", "UNINITIALISED_OPS", "elementwise_flops"]
+
+
+# Operations per output element (our convention, shared with accounting.ACTIVATIONS).
+ELEMENTWISE_FLOPS: dict[str, int] = {
+    **dict.fromkeys(("add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "tanh", "abs", "maximum", "minimum"), 1),
+    "relu": ACTIVATIONS["relu"].flops_per_element,
+    "silu": ACTIVATIONS["silu"].flops_per_element,
+    "sigmoid": ACTIVATIONS["sigmoid"].flops_per_element,
+    "_softmax": 3,  # exp, sum, divide (accounting.SOFTMAX_FLOPS_PER_ELEMENT)
+    "native_dropout": 2,  # mask and rescale, as the CPU path's div_ + mul
+    "native_layer_norm": 7,  # mean, centre, square, variance, normalise, scale, shift
+}
+# Reductions cost one operation per input element.
+REDUCTION_OPS = ("sum", "mean")
+# The same values in another layout (views, and the copy a reshape may make).
+LAYOUT_OPS = ("view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose", "expand", "unsqueeze", "squeeze", "clone")
+# One tensor cut into several (a fused gate_up projection into gate and up).
+SPLIT_OPS = ("split", "split_with_sizes", "chunk", "unsafe_split")
+# Allocations whose values are whatever memory held: no statistics (they would show garbage).
+UNINITIALISED_OPS = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided")
+# Autograd bookkeeping and metadata queries that are not part of the forward computation.
+SKIPPED_OPS = ("detach", "promote_types", "lift_fresh")
+
+
+def elementwise_flops(name: str, kwargs: dict[str, Any], inputs: list[Tensor], outputs: list[Tensor]) -> int:
+    """Non-matmul FLOPs of one op by our per-element convention (see module docstring)."""
+    base = name.removesuffix("_")  # in-place forms (div_, mul_) count as their functional ones
+    out_numel = outputs[0].numel() if outputs else 0
+    if base == "gelu":
+        act = "gelu_tanh" if kwargs.get("approximate") == "tanh" else "gelu"
+        return ACTIVATIONS[act].flops_per_element * out_numel
+    if base in ("addmm", "baddbmm"):
+        return out_numel  # the bias add; 2·m·n·k is the matmul part
+    if base in REDUCTION_OPS:
+        return inputs[0].numel() if inputs else 0
+    if base == "index_add":
+        return inputs[-1].numel() if inputs else 0  # one add per source element
+    return ELEMENTWISE_FLOPS.get(base, 0) * out_numel

@@ -1,0 +1,261 @@
+"""Record what a module's forward did, op by op, without keeping any tensor.
+
+`Recorder` is a TorchDispatchMode: it sees every aten op, functional ones included (the
+activation, the gate multiply, MoE's top-k and index_add), and works on the meta device.
+Forward hooks keep a stack of module paths so each op is attributed to `up_proj`,
+`experts.3.gate_proj`, …; tensor storages link each op to the op that produced its inputs.
+Nothing is printed from inside a forward: shapes, FLOPs and statistics all come from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import flop_registry
+
+from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
+from ffn_cli.trace.result import OpRecord, Shape, TensorStats
+from ffn_cli.trace.stats import first_values, tensor_stats
+
+__all__ = ["ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
+
+# Who produced a tensor: ("op", i), ("call", i) or ("input", 0).
+Producer = tuple[str, int]
+
+
+@dataclass
+class RecordedOp:
+    """An op plus what grouping needs and users do not: order, owner call, dataflow."""
+
+    record: OpRecord
+    seq: int
+    call: int
+    sources: list[tuple[Producer, Shape]]
+    stats: TensorStats | None
+    values: tuple[float, ...] | None
+
+
+@dataclass
+class ModuleCall:
+    """One module call: its op range [first_op, end_op) includes its children's ops."""
+
+    index: int
+    path: str
+    module: nn.Module
+    parent: int | None
+    seq: int
+    first_op: int
+    sources: list[tuple[Producer, Shape]]
+    end_op: int = -1
+    output_shape: Shape = ()
+    dtype: str = ""
+    stats: TensorStats | None = None
+    values: tuple[float, ...] | None = None
+    dropout_changed: int | None = None
+    dropout_zeroed: int | None = None
+
+
+@dataclass
+class Recording:
+    """Everything a recorded forward did, in order, with no tensors kept."""
+
+    ops: list[RecordedOp] = field(default_factory=list)
+    calls: list[ModuleCall] = field(default_factory=list)
+    param_shapes: dict[str, Shape] = field(default_factory=dict)
+    input_stats: TensorStats | None = None
+    input_values: tuple[float, ...] | None = None
+    saved_bytes: int = 0
+
+
+def _storage_id(t: Tensor) -> int:
+    return int(t.untyped_storage()._cdata)
+
+
+def _key(t: Tensor) -> tuple[Any, ...]:
+    """Identity of a tensor's data: storage, offset, geometry (robust to autograd's wrappers)."""
+    return (_storage_id(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """torch.float32 → "float32", as results and JSON name dtypes."""
+    return str(dtype).removeprefix("torch.")
+
+
+class Recorder(TorchDispatchMode):
+    """Records every aten op of `root`'s forward with its module path, shapes, FLOPs and stats."""
+
+    def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0) -> None:
+        super().__init__()
+        self.root = root
+        self.rec = Recording()
+        self.want_stats = stats
+        self.values = values
+        self._stack: list[int] = []
+        self._seq = 0
+        self._paused = False
+        self._producers: dict[tuple[Any, ...], Producer] = {}
+        self._stats_by_key: dict[tuple[Any, ...], TensorStats | None] = {}
+        self._keep: list[Tensor] = []  # alive until the end, so no storage id is reused mid-trace
+        self._params: dict[int, str] = {}
+        self._saved: dict[int, int] = {}
+        for name, t in [*root.named_parameters(), *root.named_buffers()]:
+            self._params[_storage_id(t)] = name
+            self.rec.param_shapes[name] = tuple(t.shape)
+
+    # dispatch ---------------------------------------------------------------------------
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        if self._paused:
+            return func(*args, **kwargs)
+        # As FlopCounterMode: ops without a FLOP formula that can decompose are seen as their parts.
+        if func not in flop_registry and func is not torch.ops.prim.device.default:
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
+        out = func(*args, **kwargs)
+        packet = func._overloadpacket
+        if packet.__name__ not in SKIPPED_OPS:
+            self._paused = True
+            try:
+                self._record_op(packet, args, kwargs, out)
+            finally:
+                self._paused = False
+        return out
+
+    def _source(self, t: Tensor) -> tuple[Producer, Shape] | None:
+        """Who produced t; None for parameters, buffers and tensors made outside the forward."""
+        key = _key(t)
+        return (self._producers[key], tuple(t.shape)) if key in self._producers else None
+
+    def _record_op(self, packet: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)]
+        outputs = [t for t in tree_leaves(out) if isinstance(t, Tensor)]
+        if not outputs:
+            return
+        name = packet.__name__
+        matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else 0
+        params = tuple(dict.fromkeys(self._params[s] for s in map(_storage_id, inputs) if s in self._params))
+        sources = [s for s in map(self._source, inputs) if s is not None]
+        index = len(self.rec.ops)
+        # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
+        is_weight = _storage_id(outputs[0]) in self._params
+        meaningful = not is_weight and name not in UNINITIALISED_OPS
+        stats = tensor_stats(outputs[0]) if self.want_stats and meaningful else None
+        op_record = OpRecord(
+            index,
+            self._path(),
+            f"aten.{name}",
+            tuple(tuple(t.shape) for t in inputs),
+            tuple(tuple(t.shape) for t in outputs),
+            dtype_name(outputs[0].dtype),
+            matmul,
+            elementwise_flops(name, kwargs, inputs, outputs),
+            params,
+        )
+        values = first_values(outputs[0], self.values) if meaningful else None
+        owner = self._stack[-1] if self._stack else -1
+        self.rec.ops.append(RecordedOp(op_record, self._next_seq(), owner, sources, stats, values))
+        for i, t in enumerate(outputs):
+            self._producers[_key(t)] = ("op", index)
+            if i == 0:
+                self._stats_by_key[_key(t)] = stats
+        self._keep.extend(outputs)
+
+    # module calls -------------------------------------------------------------------------
+
+    def _path(self) -> str:
+        return self.rec.calls[self._stack[-1]].path if self._stack else ""
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def enter(self, path: str, module: nn.Module, args: tuple[Any, ...]) -> None:
+        self._paused = True
+        try:
+            inputs = [t for t in tree_leaves(args) if isinstance(t, Tensor)]
+            sources = [s for s in map(self._source, inputs) if s is not None]
+            parent = self._stack[-1] if self._stack else None
+            call = ModuleCall(len(self.rec.calls), path, module, parent, self._next_seq(), len(self.rec.ops), sources)
+            self.rec.calls.append(call)
+            self._stack.append(call.index)
+        finally:
+            self._paused = False
+
+    def exit(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        self._paused = True
+        try:
+            call = self.rec.calls[self._stack.pop()]
+            call.end_op = len(self.rec.ops)
+            if isinstance(output, Tensor):
+                key = _key(output)
+                call.output_shape, call.dtype = tuple(output.shape), dtype_name(output.dtype)
+                if self.want_stats:
+                    call.stats = self._stats_by_key[key] if key in self._stats_by_key else tensor_stats(output)
+                call.values = first_values(output, self.values)
+                if isinstance(module, nn.Dropout) and self.want_stats and args and isinstance(args[0], Tensor):
+                    before = args[0].detach()
+                    call.dropout_changed = int((output != before).sum())
+                    call.dropout_zeroed = int(((output == 0) & (before != 0)).sum())
+                self._producers[key] = ("call", call.index)
+                self._stats_by_key[key] = call.stats
+                self._keep.append(output)
+        finally:
+            self._paused = False
+
+    # autograd's saved tensors: what the backward pass would keep -----------------------------
+
+    def pack(self, t: Tensor) -> Tensor:
+        storage = _storage_id(t)
+        if storage not in self._params:
+            self._saved[storage] = t.untyped_storage().nbytes()
+        return t
+
+    # the run --------------------------------------------------------------------------------
+
+    def run(self, x: Tensor) -> Tensor:
+        self._producers[_key(x)] = ("input", 0)
+        if self.want_stats:
+            self.rec.input_stats = tensor_stats(x)
+        self.rec.input_values = first_values(x, self.values)
+        handles = []
+        for path, module in self.root.named_modules():
+            handles.append(module.register_forward_pre_hook(_pre_hook(self, path)))
+            handles.append(module.register_forward_hook(self.exit))
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack), self:
+                out = self.root(x)
+        finally:
+            for handle in handles:
+                handle.remove()
+            self._stack.clear()
+        self.rec.saved_bytes = sum(self._saved.values())
+        self._keep.clear()
+        return out
+
+
+def _pre_hook(recorder: Recorder, path: str) -> Callable[[nn.Module, tuple[Any, ...]], None]:
+    def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
+        recorder.enter(path, module, args)
+
+    return hook
+
+
+def _unpack(t: Tensor) -> Tensor:
+    return t
+
+
+def record(module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0) -> tuple[Tensor, Recording]:
+    """Run module(x) under a Recorder (with autograd on, to see what it saves for backward)."""
+    recorder = Recorder(module, stats=stats and not x.is_meta, values=values)
+    with torch.enable_grad():
+        out = recorder.run(x)
+    return out, recorder.rec

@@ -1,0 +1,172 @@
+"""What a trace returns: frozen value objects, with no tensors in them and no torch needed to
+read them (the renderers and `--json` work from these fields alone)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ffn_cli.spec import FFNSpec
+
+if TYPE_CHECKING:
+    from ffn_cli.block import BlockSpec  # imports torch
+
+__all__ = ["CheckResult", "OpRecord", "ParamInfo", "Shape", "TensorStats", "TraceResult", "TraceStep"]
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """Statistics of one tensor's values, over its finite elements (NaN/Inf counted apart)."""
+
+    numel: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    zeros: int
+    negatives: int
+    nan: int
+    inf: int
+    subnormal: int  # nonzero values below the dtype's smallest normal: precision already lost
+
+    @property
+    def zeros_pct(self) -> float:
+        return 100.0 * self.zeros / self.numel if self.numel else 0.0
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One aten op as it ran: where (module path), what, shapes, FLOPs."""
+
+    index: int
+    path: str  # innermost module path; "" is the traced module itself
+    op: str  # e.g. "aten.addmm"
+    input_shapes: tuple[Shape, ...]
+    output_shapes: tuple[Shape, ...]
+    dtype: str
+    matmul_flops: int
+    elementwise_flops: int
+    params: tuple[str, ...]  # parameter / buffer names this op read
+
+    @property
+    def flops(self) -> int:
+        return self.matmul_flops + self.elementwise_flops
+
+    @property
+    def name(self) -> str:
+        return self.op.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """A parameter (or buffer) a step read, by its name in the module's state_dict."""
+
+    name: str
+    shape: Shape
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One logical step: what it computes, from what, into what, with which weights, at what cost."""
+
+    name: str
+    op: str  # the formula, e.g. "x·W_upᵀ + b_up"
+    input_shapes: tuple[Shape, ...]
+    output_shape: Shape
+    output_shapes: tuple[Shape, ...]  # every output a later step consumed
+    inputs_from: tuple[str, ...]  # steps (or "input") whose outputs this step consumed
+    params: tuple[ParamInfo, ...]
+    matmul_flops: int
+    elementwise_flops: int
+    aten_ops: tuple[str, ...]
+    op_indices: tuple[int, ...]  # into TraceResult.ops
+    dtype: str
+    stats: TensorStats | None = None
+    input_stats: TensorStats | None = None
+    values: tuple[float, ...] | None = None
+    flags: tuple[str, ...] = ()
+    note: str = ""
+    dropout_changed: int | None = None
+    dropout_zeroed: int | None = None
+    tokens_per_expert: tuple[int, ...] | None = None
+    substeps: tuple[TraceStep, ...] = ()
+
+    @property
+    def flops(self) -> int:
+        return self.matmul_flops + self.elementwise_flops
+
+    @property
+    def param_count(self) -> int:
+        return sum(p.count for p in self.params)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The traced FFN against the NumPy float64 reference on the same weights and input."""
+
+    max_rel_error: float  # max |y − y_ref| / max |y_ref|
+    threshold: float
+    dtype: str
+
+    @property
+    def passed(self) -> bool:
+        return self.max_rel_error <= self.threshold
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    """One traced forward: the run's settings, its steps and raw ops, and the totals."""
+
+    spec: FFNSpec
+    block: BlockSpec | None
+    batch: int
+    seq_len: int
+    device: str
+    dtype: str
+    mode: str
+    seed: int
+    input_shape: Shape
+    output_shape: Shape
+    input_stats: TensorStats | None
+    input_values: tuple[float, ...] | None
+    steps: tuple[TraceStep, ...]
+    ops: tuple[OpRecord, ...]
+    param_groups: tuple[tuple[str, int], ...]  # parameters by top-level part: up_proj, experts, attn…
+    saved_bytes: int  # autograd's saved tensors in this run, parameters excluded
+    activation_bytes_estimate: int  # accounting's per-token estimate × tokens × dtype bytes
+    check: CheckResult | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq_len
+
+    @property
+    def total_params(self) -> int:
+        return sum(n for _, n in self.param_groups)
+
+    @property
+    def total_flops(self) -> int:
+        return sum(s.flops for s in self.steps)
+
+    @property
+    def matmul_flops(self) -> int:
+        return sum(op.matmul_flops for op in self.ops)
+
+    @property
+    def elementwise_flops(self) -> int:
+        return sum(op.elementwise_flops for op in self.ops)
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device == "meta"
+
+    def part_flops(self, part: str) -> int:
+        """FLOPs of the steps under one block part ("attn", "ffn")."""
+        return sum(s.flops for s in self.steps if s.name.startswith(part + "."))

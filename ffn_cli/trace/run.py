@@ -1,0 +1,122 @@
+"""`trace(...)`: validate the options, refuse what will not fit, build the FFN (or its block),
+run it once under the recorder and assemble the TraceResult."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ffn_cli.accounting import DTYPE_BYTES, activation_elements_per_token, total_params
+from ffn_cli.block import BlockSpec, build_block
+from ffn_cli.device import preflight, resolve_device_dtype
+from ffn_cli.errors import FFNError
+from ffn_cli.modules import build_ffn
+from ffn_cli.spec import FFNSpec, check_int
+from ffn_cli.trace.check import check_against_reference
+from ffn_cli.trace.recorder import dtype_name, record
+from ffn_cli.trace.result import Shape, TraceResult
+from ffn_cli.trace.steps import group_steps
+
+__all__ = ["MODES", "estimate_bytes", "trace"]
+
+MODES = ("eval", "train")
+MAX_VALUES = 64
+
+
+def _validate_options(
+    spec: FFNSpec, block: BlockSpec | None, *, batch: int, seq_len: int, mode: str, values: int, check: bool, device: str
+) -> None:
+    """Refuse a bad option before anything is built, naming it."""
+    check_int("batch", batch)
+    check_int("seq_len", seq_len)
+    if mode not in MODES:
+        raise FFNError("mode", mode, "choose one of " + ", ".join(MODES))
+    check_int("values", values, minimum=0, maximum=MAX_VALUES)
+    if check and device.strip().lower() == "meta":
+        raise FFNError("check", True, "needs values; use --device cpu or cuda (meta tensors hold none)")
+    if block is not None and block.ffn != spec:
+        raise FFNError("block", "BlockSpec", "must wrap the spec being traced (BlockSpec.around(spec))")
+    if check and mode == "train" and spec.dropout > 0:
+        raise FFNError("mode", mode, "--check compares with a deterministic reference: use --mode eval or --dropout 0")
+
+
+def estimate_bytes(spec: FFNSpec, *, batch: int, seq_len: int, dtype: str, block: BlockSpec | None = None, check: bool = False) -> int:
+    """Peak bytes a trace allocates: weights, plus activations ×3 (autograd keeps them, the
+    recorder keeps every intermediate alive, statistics make float32 copies)."""
+    width = DTYPE_BYTES[dtype]
+    tokens = batch * seq_len
+    params = total_params(spec)
+    elements = tokens * (activation_elements_per_token(spec) + 2 * spec.d_model)
+    if block is not None:
+        a = block.attention
+        params += a.params + 4 * spec.d_model
+        elements += tokens * (2 * a.q_dim + 2 * a.kv_dim + 4 * spec.d_model) + 2 * batch * int(a.n_heads or 1) * seq_len * seq_len
+    needed = params * width + 3 * elements * max(width, 4)
+    if check:
+        needed += 8 * (total_params(spec) + 2 * elements)
+    return needed
+
+
+def _make_input(shape: Shape, device: torch.device, dtype: torch.dtype, seed: int) -> Tensor:
+    """A seeded standard-normal input, drawn in float32 so every dtype starts from the same values."""
+    if device.type == "meta":
+        return torch.empty(shape, device=device, dtype=dtype)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dtype)
+
+
+def _param_groups(module: nn.Module) -> tuple[tuple[str, int], ...]:
+    """Parameter counts by top-level part (up_proj, experts, attn, …), in registration order."""
+    groups: dict[str, int] = {}
+    for name, p in module.named_parameters():
+        top = name.split(".", 1)[0]
+        groups[top] = groups.get(top, 0) + p.numel()
+    return tuple(groups.items())
+
+
+def trace(
+    spec: FFNSpec,
+    *,
+    batch: int = 2,
+    seq_len: int = 5,
+    device: str = "cpu",
+    dtype: str = "float32",
+    seed: int = 0,
+    mode: str = "eval",
+    values: int = 0,
+    check: bool = False,
+    block: BlockSpec | None = None,
+) -> TraceResult:
+    """Build the FFN (or its block), run it once on a random (batch, seq_len, d_model) input
+    under the Recorder, and return its steps. Refuses, before allocating, what will not fit."""
+    _validate_options(spec, block, batch=batch, seq_len=seq_len, mode=mode, values=values, check=check, device=device)
+    dev, dt = resolve_device_dtype(device, dtype)
+    canonical_dtype = dtype_name(dt)
+    if dev.type != "meta":
+        need = estimate_bytes(spec, batch=batch, seq_len=seq_len, dtype=canonical_dtype, block=block, check=check)
+        preflight(need, dev, "this trace")
+    module: nn.Module = build_block(block, device=dev, dtype=dt, seed=seed) if block else build_ffn(spec, device=dev, dtype=dt, seed=seed)
+    module.train(mode == "train")
+    x = _make_input((batch, seq_len, spec.d_model), dev, dt, seed)
+    torch.manual_seed(seed)  # dropout masks in train mode
+    out, rec = record(module, x, values=values)
+    return TraceResult(
+        spec=spec,
+        block=block,
+        batch=batch,
+        seq_len=seq_len,
+        device=str(dev),
+        dtype=canonical_dtype,
+        mode=mode,
+        seed=seed,
+        input_shape=tuple(x.shape),
+        output_shape=tuple(out.shape),
+        input_stats=rec.input_stats,
+        input_values=rec.input_values,
+        steps=tuple(group_steps(rec)),
+        ops=tuple(op.record for op in rec.ops),
+        param_groups=_param_groups(module),
+        saved_bytes=rec.saved_bytes,
+        activation_bytes_estimate=activation_elements_per_token(spec) * batch * seq_len * DTYPE_BYTES[canonical_dtype],
+        check=check_against_reference(spec, module, x, out, canonical_dtype) if check else None,
+    )

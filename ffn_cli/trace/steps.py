@@ -1,0 +1,175 @@
+"""Fold a recording's ops into the variant's logical steps (`up_proj`, `activation`,
+`experts.3`, `attn.scores`, …), each with its FLOPs, weights, dataflow, statistics and flags."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from torch import nn
+
+from ffn_cli.trace.grouping import StepGroup, group_calls
+from ffn_cli.trace.ops import LAYOUT_OPS
+from ffn_cli.trace.recorder import Producer, RecordedOp, Recording
+from ffn_cli.trace.result import ParamInfo, Shape, TensorStats, TraceStep
+from ffn_cli.trace.stats import value_flags
+
+__all__ = ["group_steps"]
+
+
+class _StepBuilder:
+    """Turns groups into TraceSteps: FLOPs, parameters, dataflow, statistics and flags."""
+
+    def __init__(self, rec: Recording, groups: list[StepGroup]) -> None:
+        self.rec = rec
+        self.groups = groups
+        self.op_step: dict[int, str] = {}
+        self.call_step: dict[int, str] = {}
+        for g in groups:
+            self._claim(g, g.name)
+
+    def _claim(self, g: StepGroup, name: str) -> None:
+        for i in g.ops:
+            self.op_step[i] = name
+        for c in g.calls:
+            call = self.rec.calls[c]
+            for i in range(call.first_op, call.end_op):
+                self.op_step[i] = name
+            for d in self.rec.calls[c:]:
+                if d.index == c or self._descends(d.index, c):
+                    self.call_step[d.index] = name
+
+    def _descends(self, call: int, ancestor: int) -> bool:
+        parent = self.rec.calls[call].parent
+        while parent is not None:
+            if parent == ancestor:
+                return True
+            parent = self.rec.calls[parent].parent
+        return False
+
+    def producer_step(self, producer: Producer) -> str | None:
+        kind, i = producer
+        if kind == "input":
+            return "input"
+        if kind == "op":
+            return self.op_step.get(i)
+        if kind == "call":
+            if i in self.call_step:
+                return self.call_step[i]
+            call = self.rec.calls[i]  # a container (the FFN inside a block): its last op's step
+            return self.op_step.get(call.end_op - 1) if call.end_op > call.first_op else None
+        return None
+
+    def build(self, fallback: _StepBuilder | None = None) -> list[TraceStep]:
+        steps = [self._step(g, fallback) for g in self.groups]
+        consumed: dict[str, list[Shape]] = {}
+        for s, g in zip(steps, self.groups, strict=True):
+            for producer, shape in self._sources(g):
+                name = self.producer_step(producer)
+                if name and name != s.name:
+                    consumed.setdefault(name, []).append(shape)
+        return [replace(s, output_shapes=tuple(dict.fromkeys(consumed.get(s.name, [s.output_shape])))) for s in steps]
+
+    def _sources(self, g: StepGroup) -> list[tuple[Producer, Shape]]:
+        out = [s for i in g.ops for s in self.rec.ops[i].sources]
+        out += [s for c in g.calls for s in self.rec.calls[c].sources]
+        return out
+
+    def _ops_of(self, g: StepGroup) -> list[int]:
+        ops = list(g.ops)
+        for c in g.calls:
+            call = self.rec.calls[c]
+            ops += range(call.first_op, call.end_op)
+        return sorted(ops)
+
+    def _step(self, g: StepGroup, fallback: _StepBuilder | None) -> TraceStep:
+        ops = [self.rec.ops[i] for i in self._ops_of(g)]
+        inputs: dict[tuple[str, Shape], None] = {}
+        for producer, shape in self._sources(g):
+            name = self.producer_step(producer) or (fallback.producer_step(producer) if fallback else None) or "input"
+            if name != g.name:
+                inputs[(name, shape)] = None
+        params = tuple(dict.fromkeys(p for op in ops for p in op.record.params))
+        main = self._main(g)
+        substeps = tuple(_StepBuilder(self.rec, g.substeps).build(fallback=self)) if g.substeps else ()
+        input_stats = self._input_stats(g)
+        step = TraceStep(
+            name=g.name,
+            op=g.formula,
+            input_shapes=tuple(shape for _, shape in inputs),
+            output_shape=main[0],
+            output_shapes=(),
+            inputs_from=tuple(dict.fromkeys(name for name, _ in inputs)),
+            params=tuple(ParamInfo(p, self.rec.param_shapes[p]) for p in params),
+            matmul_flops=sum(op.record.matmul_flops for op in ops),
+            elementwise_flops=sum(op.record.elementwise_flops for op in ops),
+            aten_ops=tuple(op.record.op for op in ops),
+            op_indices=tuple(op.record.index for op in ops),
+            dtype=main[1],
+            stats=main[2],
+            input_stats=input_stats,
+            values=main[3],
+            tokens_per_expert=g.tokens_per_expert,
+            substeps=substeps,
+        )
+        changed, zeroed, note = self._dropout(g, step.stats)
+        step = replace(step, dropout_changed=changed, dropout_zeroed=zeroed)
+        return replace(step, flags=_flags(step, ops), note=g.note or note or _note(step))
+
+    def _main(self, g: StepGroup) -> tuple[Shape, str, TensorStats | None, tuple[float, ...] | None]:
+        """The step's output: its last call's, or its last own op's, whichever ran last."""
+        last_call = self.rec.calls[g.calls[-1]] if g.calls else None
+        last_op = self.rec.ops[g.ops[-1]] if g.ops else None
+        if last_call is not None and (last_op is None or last_call.seq > last_op.seq):
+            return last_call.output_shape, last_call.dtype, last_call.stats, last_call.values
+        assert last_op is not None
+        return last_op.record.output_shapes[0], last_op.record.dtype, last_op.stats, last_op.values
+
+    def _input_stats(self, g: StepGroup) -> TensorStats | None:
+        for producer, _ in self._sources(g):
+            kind, i = producer
+            if kind == "op" and self.op_step.get(i) != g.name:
+                return self.rec.ops[i].stats
+            if kind == "call" and self.call_step.get(i) != g.name:
+                return self.rec.calls[i].stats
+            if kind == "input":
+                return self.rec.input_stats
+        return None
+
+    def _dropout(self, g: StepGroup, stats: TensorStats | None) -> tuple[int | None, int | None, str]:
+        """What a dropout call changed, and the note that says so (real devices only)."""
+        for c in g.calls:
+            call, module = self.rec.calls[c], self.rec.calls[c].module
+            if not isinstance(module, nn.Dropout) or call.dropout_changed is None or stats is None:
+                continue
+            if not module.training:
+                note = "unchanged (dropout is off in eval mode)"
+            elif call.dropout_changed == 0:
+                note = f"unchanged (p = {module.p:g})"
+            else:
+                note = f"changed {call.dropout_changed:,} of {stats.numel:,}: {call.dropout_zeroed:,} zeroed, the rest scaled by 1/(1−p)"
+            return call.dropout_changed, call.dropout_zeroed, note
+        return None, None, ""
+
+
+def _flags(step: TraceStep, ops: list[RecordedOp]) -> tuple[str, ...]:
+    """NaN / Inf anywhere in the step; overflow and underflow for float16 / bfloat16."""
+    # Layout ops (views of an input) would repeat the previous step's values: skip them.
+    stats = [op.stats for op in ops if op.stats is not None and op.record.name not in LAYOUT_OPS]
+    stats += [step.stats] if step.stats else []
+    return value_flags(stats, step.dtype, step.input_stats)
+
+
+def _note(step: TraceStep) -> str:
+    """An activation's effect on the sign of its input."""
+    if step.name.rsplit(".", 1)[-1] == "activation" and step.stats and step.input_stats:
+        return f"negatives {step.input_stats.negatives:,} → {step.stats.negatives:,}"
+    return ""
+
+
+def group_steps(rec: Recording) -> list[TraceStep]:
+    """The logical steps of a recorded forward of an FFN or block built by this package
+    (any other module is one step)."""
+    root = next((c.index for c in rec.calls if c.parent is None), None)
+    if root is None:
+        return []
+    return _StepBuilder(rec, group_calls(rec, root)).build()
