@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,14 +10,7 @@ from ffn_cli.block import BlockSpec, RMSNorm, SelfAttention, build_block
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny tensors gain nothing from threads, and a busy machine makes thread pools crawl."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _spec(**overrides: object) -> FFNSpec:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -15,16 +14,9 @@ from ffn_cli.render.trace import trace_data, trace_view
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import trace
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 WIDE = {"COLUMNS": "120"}
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny tensors gain nothing from threads, and a busy machine makes thread pools crawl."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _run(runner: CliRunner, *args: str) -> tuple[int, str, str]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import itertools
 import resource
 import time
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -19,17 +18,10 @@ from ffn_cli.trace import TraceResult, check_failure, estimate_bytes, group_step
 from ffn_cli.variants import variant_names
 from tests.helpers import ALL_VARIANTS, small_spec, specs
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 DENSE_AND_GATED = variant_names("dense") + variant_names("gated") + variant_names("sparse")
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny tensors gain nothing from threads, and a busy machine makes thread pools crawl."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _flop_counter_total(module: torch.nn.Module, x: torch.Tensor) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ffn_cli.accounting import DTYPE_BYTES, param_tensors
+from ffn_cli.accounting import DTYPE_BYTES, ParamTensor, param_tensors
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec, check_int
 
@@ -45,20 +45,11 @@ EXPERT = "expert, whole"  # an expert this rank owns, unsplit
 
 
 @dataclass(frozen=True)
-class ShardTensor:
-    """One parameter tensor as rank r holds it, beside its unsharded shape."""
+class ShardTensor(ParamTensor):
+    """One parameter tensor as rank r holds it (`shape`), beside its unsharded shape."""
 
-    name: str
-    shape: tuple[int, ...]
-    full_shape: tuple[int, ...]
-    split: str
-
-    @property
-    def count(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+    full_shape: tuple[int, ...] = ()
+    split: str = REPLICATED
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,72 @@
+"""The one error path: every failure is one stderr line and exit 1 or 2; --debug shows the traceback."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from ffn_cli import __version__
+from ffn_cli.cli import app
+from ffn_cli.cli.common import settings
+from ffn_cli.trace import run as trace_run
+
+
+@pytest.fixture(autouse=True)
+def no_debug() -> None:
+    settings.debug = False
+
+
+def _one_line(text: str) -> bool:
+    return text.startswith("error: ") and text.count("\n") == 1
+
+
+def test_version(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"ffn {__version__}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["trace", "--d-model", "abc"],
+        ["trace", "--no-such-option"],
+        ["no-such-command"],
+        ["params", "--d-model", "0"],
+        ["bench", "--dtype", "int8"],
+        ["trace", "--variant", "moe", "--experts", "2", "--top-k", "3"],
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(runner: CliRunner, args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert _one_line(result.stderr), result.stderr
+
+
+def test_runtime_refusal_exits_1(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["trace", "--variant", "swiglu", "--d-model", "65536", "--batch", "4096", "--seq-len", "4096"])
+    assert result.exit_code == 1
+    assert _one_line(result.stderr) and "--device meta" in result.stderr
+
+
+def _raise(exc: BaseException):  # type: ignore[no-untyped-def]
+    def fail(*args: object, **kwargs: object) -> None:
+        raise exc
+
+    return fail
+
+
+def test_out_of_memory_during_a_run_is_reported_cleanly(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trace_run, "build_ffn", _raise(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")))
+    result = runner.invoke(app, ["trace"])
+    assert result.exit_code == 1
+    assert _one_line(result.stderr) and "out of memory" in result.stderr and "--device meta" in result.stderr
+
+
+def test_unexpected_exceptions_are_one_line_and_debug_shows_them(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trace_run, "build_ffn", _raise(KeyError("boom")))
+    result = runner.invoke(app, ["trace"])
+    assert result.exit_code == 1
+    assert _one_line(result.stderr) and "KeyError" in result.stderr and "--debug" in result.stderr
+    debug = runner.invoke(app, ["--debug", "trace"])
+    assert isinstance(debug.exception, KeyError)
