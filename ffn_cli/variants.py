@@ -96,6 +96,11 @@ class Variant:
         return "4·d"
 
     @property
+    def d_ff_rule_short(self) -> str:
+        """The rule in a few characters, for tables."""
+        return {"gated": "⅔·4d ↑ multiple_of", "moe": "the expert's"}.get(self.family, "4·d")
+
+    @property
     def tensors(self) -> tuple[TensorTemplate, ...]:
         """The layout of one FFN of this variant (MoE: the router; experts come from the expert variant)."""
         if self.family == "gated":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from ffn_cli.accounting import matmul_flops_formula, param_formula
@@ -36,19 +37,18 @@ def variants_data() -> list[dict[str, Any]]:
 
 
 def variants_table() -> Table:
-    table = Table(title="FFN variants", show_lines=False, expand=False)
-    for header in ("name", "family", "formula", "params", "matmul FLOPs/token", "default d_ff", "origin"):
-        table.add_column(header, overflow="fold")
+    table = Table(title="FFN variants", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("name", style="bold", no_wrap=True)
+    table.add_column("family", no_wrap=True)
+    table.add_column("formula", overflow="fold", ratio=3)
+    table.add_column("params", no_wrap=True)
+    table.add_column("matmul FLOPs/token", no_wrap=True)
+    table.add_column("default d_ff", no_wrap=True)
+    table.add_column("origin", overflow="fold", ratio=2)
     for row in variants_data():
-        table.add_row(
-            f"[bold]{row['name']}[/]",
-            row["family"],
-            row["formula"],
-            row["param_formula"],
-            row["matmul_flops_per_token"],
-            row["d_ff_rule"],
-            row["origin"],
-        )
+        rule = VARIANTS[row["name"]].d_ff_rule_short
+        table.add_row(row["name"], row["family"], row["formula"], row["param_formula"], row["matmul_flops_per_token"], rule, row["origin"])
+    table.caption = "d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules"
     return table
 
 
