@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -71,14 +72,17 @@ def results_table(report: BenchReport) -> Table:
     env = report.env
     varying, constant = _split_columns(report.results)
     table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
         title=" · ".join([*constant, f"{env.device_name} ({env.device})", f"cache {env.cache}"]),
         caption="★ fastest implementation of its case · IQR: spread of the middle half of the samples · "
         "peak mem: CUDA max allocated, or RSS growth on CPU",
     )
     for name, _ in varying:
-        table.add_column(name, justify="right" if name in ("d_model", "d_ff", "tokens") else "left")
+        table.add_column(name, justify="right" if name in ("d_model", "d_ff", "tokens") else "left", no_wrap=True)
     for name in ("median ms", "IQR ms", "n", "tokens/s", "TFLOP/s", "% peak", "peak mem"):
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="right", no_wrap=True)
     table.add_column("bound")
     for r in report.results:
         cells = [get(r) for _, get in varying]
