@@ -62,11 +62,22 @@ min() { echo $(($1 < $2 ? $1 : $2)); }
     "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
 } >>"$LOG" 2>&1
 
+# ffn needs typer, rich and numpy beside torch (the anchor needs torch alone): say so at once
+# rather than let every bench step fail the same way.
+if ! "$PY" -c "import ffn_cli.cli" >>"$LOG" 2>&1; then
+    echo "== ffn_cli cannot be imported (it needs typer, rich and numpy beside torch): only the anchor runs" | tee -a "$LOG"
+    NO_FFN=1
+fi
+
 echo "== anchor: $ANCHOR" | tee -a "$LOG"
 timeout --kill-after=10 "$(min 110 "$(left)")" "$PY" "$ANCHOR" >>"$LOG" 2>&1
 echo "   anchor: exit $? after $((SECONDS - START)) s" | tee -a "$LOG"
 
 BENCH=("$PY" -m ffn_cli bench "${CASE[@]}" --cache cold --json)
+if [[ -n "${NO_FFN:-}" ]]; then
+    echo "done after $((SECONDS - START)) s; files in $OUT"
+    exit 1
+fi
 step bench_fwd "$(min 150 "$(left)")" "${BENCH[@]}" --impl "$FWD_IMPLS" --calibrate
 step bench_bwd "$(min 60 "$(left)")" "${BENCH[@]}" --impl eager,fused --backward --checkpoint --calibrate
 if [[ -n "$AUTOTUNE" ]]; then

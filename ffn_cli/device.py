@@ -40,9 +40,16 @@ def resolve_device_dtype(device_name: str, dtype_name: str) -> tuple[torch.devic
     """Both at once, refusing a dtype the device cannot compute in (bf16 on pre-Ampere GPUs)."""
     device = resolve_device(device_name)
     dtype = resolve_dtype(dtype_name)
-    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+    if device.type == "cuda" and dtype == torch.bfloat16 and not _computes_bf16(device):
         raise FFNRuntimeError(f"--dtype bfloat16: {torch.cuda.get_device_name(device)} cannot compute in bfloat16; use float16 or float32")
     return device, dtype
+
+
+def _computes_bf16(device: torch.device) -> bool:
+    """Whether this CUDA device has bfloat16 arithmetic (compute capability 8.0, Ampere, or later;
+    every ROCm device). torch.cuda.is_bf16_supported() asks about the current device only and,
+    counting emulation, says yes on older GPUs too."""
+    return bool(torch.version.hip) or torch.cuda.get_device_capability(device) >= (8, 0)
 
 
 def available_memory_bytes(device: torch.device) -> int | None:
@@ -51,7 +58,9 @@ def available_memory_bytes(device: torch.device) -> int | None:
         return None
     if device.type == "cuda":
         free, _total = torch.cuda.mem_get_info(device)
-        return int(free)
+        # Blocks PyTorch's caching allocator holds but no tensor uses are free to us, not to the driver.
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(free + cached)
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
 
 from ffn_cli import __version__
 from ffn_cli.cli import app
-from ffn_cli.cli.common import settings
+from ffn_cli.cli.common import emit_json, settings
 from ffn_cli.trace import run as trace_run
 
 
@@ -35,12 +38,27 @@ def test_version(runner: CliRunner) -> None:
         ["params", "--d-model", "0"],
         ["bench", "--dtype", "int8"],
         ["trace", "--variant", "moe", "--experts", "2", "--top-k", "3"],
+        ["trace", "--seed", "99999999999999999999999"],
     ],
 )
 def test_usage_errors_exit_2_with_one_line(runner: CliRunner, args: list[str]) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert _one_line(result.stderr), result.stderr
+
+
+def test_what_the_user_typed_is_printed_as_typed(runner: CliRunner) -> None:
+    # rich would turn ":x:" into an emoji; the message must name the device given.
+    result = runner.invoke(app, ["trace", "--device", "cuda:x"])
+    assert result.exit_code in (1, 2) and _one_line(result.stderr)
+    assert "cuda:x" in result.stderr
+
+
+def test_json_output_is_strict_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # A NaN or Inf (an overflowed float16 step, a failed --check) is null, not a bare NaN.
+    emit_json({"max_rel_error": float("nan"), "values": [float("inf"), 1.5], "n": np.float32("nan")})
+    data = json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+    assert data == {"max_rel_error": None, "values": [None, 1.5], "n": None}
 
 
 def test_runtime_refusal_exits_1(runner: CliRunner) -> None:
@@ -57,7 +75,8 @@ def _raise(exc: BaseException):  # type: ignore[no-untyped-def]
 
 
 def test_out_of_memory_during_a_run_is_reported_cleanly(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_run, "build_ffn", _raise(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")))
+    # torch.cuda.OutOfMemoryError: torch.OutOfMemoryError, its alias, is newer than torch 2.4.
+    monkeypatch.setattr(trace_run, "build_ffn", _raise(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")))
     result = runner.invoke(app, ["trace"])
     assert result.exit_code == 1
     assert _one_line(result.stderr) and "out of memory" in result.stderr and "--device meta" in result.stderr

@@ -322,6 +322,7 @@ def test_model_spec_rejects_inconsistent_layers() -> None:
         ('"text"', "must be a JSON object"),
         ('{"hidden_size": 64}', "has no 'model_type'"),
         ('{"model_type": "t5"}', "model_type='t5' is invalid: supported: llama"),
+        ('{"model_type": ["llama"]}', "model_type=['llama'] is invalid: supported: llama"),
         ('{"model_type": "llama", "hidden_size": 64}', "missing key 'num_hidden_layers'"),
         (json.dumps(_llama_like("llama", hidden_size="64")), "hidden_size='64' is invalid"),
         (json.dumps(_llama_like("llama", hidden_size=0)), "hidden_size=0 is invalid"),

@@ -214,6 +214,24 @@ def test_meta_70b_scale_is_fast_and_allocates_nothing() -> None:
     assert all(s.stats is None and s.values is None for s in result.steps)
 
 
+def test_grouping_is_linear_in_the_number_of_module_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Thousands of experts on meta must not take minutes: each call's subtree is walked once.
+    from ffn_cli.trace import steps
+
+    walks = 0
+    descends = steps._StepBuilder._descends
+
+    def counted(self, call: int, ancestor: int) -> bool:  # type: ignore[no-untyped-def]
+        nonlocal walks
+        walks += 1
+        return descends(self, call, ancestor)
+
+    monkeypatch.setattr(steps._StepBuilder, "_descends", counted)
+    rec = record(build_ffn(small_spec("moe", experts=64), device="meta"), torch.empty(1, 2, 16, device="meta"))[1]
+    group_steps(rec)
+    assert 0 < walks < 4 * len(rec.calls)
+
+
 def test_meta_moe_assumes_balanced_routing() -> None:
     result = trace(small_spec("moe"), batch=2, seq_len=4, device="meta")
     dispatch = next(s for s in result.steps if s.name == "dispatch")
@@ -282,10 +300,20 @@ def test_absurd_sizes_are_refused_before_allocating() -> None:
         trace(spec, batch=8, seq_len=4096 * 16, device="cpu")
 
 
+@pytest.mark.parametrize("block", [False, True])
+def test_sizes_no_tensor_can_hold_are_refused_even_on_meta(block: bool) -> None:
+    # 2^24 × 2^24 tokens: even shapes alone overflow torch's size arithmetic (a bare RuntimeError).
+    spec = FFNSpec(variant="relu", d_model=64, d_ff=2**24 if not block else 256)
+    with pytest.raises(FFNError, match="more than torch can size") as info:
+        trace(spec, batch=2**24, seq_len=2**24, device="meta", block=BlockSpec.around(spec) if block else None)
+    assert info.value.option == "seq_len"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "option"),
     [
         ({"mode": "test"}, "mode"),
+        ({"seed": -1}, "seed"),
         ({"values": 65}, "values"),
         ({"batch": 0}, "batch"),
         ({"seq_len": -1}, "seq_len"),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, err_console, handles_errors
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused
 from ffn_cli.cli.options import (
     BatchOpt,
     DFFOpt,
@@ -139,6 +139,19 @@ def bench(
         for d in parse_int_list("d_model", d_model)
     ]
     if tp != 1 or ep != 1:
+        unused = {
+            "backward": backward,
+            "checkpoint": checkpoint,
+            "impl": impl,
+            "fused": fused,
+            "compile": compile,
+            "cache": cache if cache != "cold" else None,
+            "calibrate": calibrate,
+            "min_time": min_time,
+            "threads": threads,
+            "plot": plot,
+        }
+        refuse_unused(unused, "--tp / --ep time the eager sharded forward alone (--repeats, --warmup-ms); drop it")
         _bench_parallel(specs, tp, ep, batch, seq_len, dtype, device, seed, warmup_ms, repeats, json)
         return
     config = BenchConfig(
@@ -205,7 +218,7 @@ def _bench_parallel(
         device=device,
         seed=seed,
         warmup_ms=warmup_ms,
-        repeats=repeats or 20,
+        repeats=20 if repeats is None else repeats,
     )
     if not is_primary_process():
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -13,10 +14,11 @@ from rich.console import Console
 
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 
-__all__ = ["console", "emit_json", "err_console", "fail", "handles_errors", "settings"]
+__all__ = ["console", "emit_json", "err_console", "fail", "handles_errors", "refuse_unused", "settings"]
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+# emoji=False: text the user typed (cuda:x, a path) must print as typed, not as ❌.
+console = Console(emoji=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
 
 
 class _Settings:
@@ -69,15 +71,34 @@ def handles_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def refuse_unused(given: dict[str, Any], allowed: str) -> None:
+    """Refuse the first option in `given` that was set (not None or False) but that the chosen
+    path would silently ignore."""
+    for option, value in given.items():
+        if value is not None and value is not False:
+            raise FFNError(option, value, allowed)
+
+
 def emit_json(data: Any) -> None:
-    """Write `data` as JSON on stdout, plainly (no rich markup or wrapping)."""
-    sys.stdout.write(json.dumps(data, indent=2, default=_json_default) + "\n")
+    """Write `data` as JSON on stdout, plainly (no rich markup or wrapping). NaN and ±Inf,
+    which JSON cannot hold (Python would write bare NaN / Infinity), become null."""
+    sys.stdout.write(json.dumps(_finite_floats(data), indent=2, default=_json_default, allow_nan=False) + "\n")
     sys.stdout.flush()
+
+
+def _finite_floats(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_floats(v) for v in value]
+    return value
 
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     if hasattr(value, "item"):  # numpy and torch scalars
-        return value.item()
+        return _finite_floats(value.item())
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")

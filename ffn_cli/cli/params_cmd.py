@@ -9,7 +9,7 @@ import typer
 
 from ffn_cli.accounting import total_params
 from ffn_cli.attention import AttentionSpec
-from ffn_cli.cli.common import console, emit_json, handles_errors
+from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.options import (
     AttnBiasOpt,
     BiasOpt,
@@ -147,6 +147,8 @@ def params(
         return
     if config is not None or preset is not None:
         _reject_ffn_options(ctx)
+        unused = {"tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
+        refuse_unused(unused, "per-rank counts are of one FFN: give its --variant and sizes instead of --config / --preset")
         _print_model(config, preset, check_dtype(dtype or "bfloat16"), json)
         return
     specs = [

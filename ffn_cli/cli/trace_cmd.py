@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, handles_errors
+from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.options import (
     VARIANT_HELP,
     BatchOpt,
@@ -116,6 +116,8 @@ def trace(
         sparsity=sparsity,
     )
     if tp != 1 or ep != 1:
+        unused = {"block": block, "mode": mode if mode.strip().lower() != "eval" else None, "values": values or None, "ops": ops}
+        refuse_unused(unused, "--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it")
         _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
         return
     block_spec = BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, norm=norm, pre_norm=pre_norm) if block else None

@@ -314,7 +314,7 @@ def model_spec_from_config(config: Mapping[str, Any], *, name: str | None = None
     model_type = config.get("model_type")
     if model_type is None:
         raise FFNError("config", source, "has no 'model_type'; supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
-    if model_type not in _READERS:
+    if not isinstance(model_type, str) or model_type not in _READERS:
         raise FFNError("model_type", model_type, "supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
     label = name or config.get("_name_or_path") or source
     return _READERS[model_type](_Reader(config, model_type, source), str(label))

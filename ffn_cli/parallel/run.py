@@ -457,6 +457,8 @@ def time_parallel_forward(
     if mode not in ("tp", "ep"):
         raise FFNError("mode", mode, "choose tp or ep")
     check_int("repeats", repeats, maximum=100_000)
+    if isinstance(warmup_ms, bool) or not isinstance(warmup_ms, (int, float)) or not 0 <= warmup_ms <= 600_000:
+        raise FFNError("warmup_ms", warmup_ms, "must be a number of milliseconds in [0, 600000]")
     kw = {"batch": batch, "seq_len": seq_len, "dtype": dtype, "device": device, "seed": seed, "timeout_s": timeout_s}
     job = _make_job(mode, spec, world_size, warmup_ms=float(warmup_ms), repeats=repeats, **kw)
     ranks = tuple(_run(job))

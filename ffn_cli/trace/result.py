@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ffn_cli.spec import FFNSpec
@@ -151,7 +152,7 @@ class TraceResult:
     def total_params(self) -> int:
         return sum(n for _, n in self.param_groups)
 
-    @property
+    @cached_property  # read once per table row: a sum per read is quadratic in thousands of experts
     def total_flops(self) -> int:
         return sum(s.flops for s in self.steps)
 

@@ -21,14 +21,17 @@ __all__ = ["MODES", "estimate_bytes", "trace"]
 
 MODES = ("eval", "train")
 MAX_VALUES = 64
+# A tensor's byte size must fit in int64 (torch checks numel × 8 bytes for float64), meta included.
+MAX_TENSOR_ELEMENTS = 1 << 60
 
 
 def _validate_options(
-    spec: FFNSpec, block: BlockSpec | None, *, batch: int, seq_len: int, mode: str, values: int, check: bool, device: str
+    spec: FFNSpec, block: BlockSpec | None, *, batch: int, seq_len: int, seed: int, mode: str, values: int, check: bool, device: str
 ) -> None:
     """Refuse a bad option before anything is built, naming it."""
     check_int("batch", batch)
     check_int("seq_len", seq_len)
+    check_int("seed", seed, minimum=0, maximum=2**63 - 1)  # as bench and --tp: torch seeds are 64-bit
     if mode not in MODES:
         raise FFNError("mode", mode, "choose one of " + ", ".join(MODES))
     check_int("values", values, minimum=0, maximum=MAX_VALUES)
@@ -38,6 +41,21 @@ def _validate_options(
         raise FFNError("block", "BlockSpec", "must wrap the spec being traced (BlockSpec.around(spec))")
     if check and mode == "train" and spec.dropout > 0:
         raise FFNError("mode", mode, "--check compares with a deterministic reference: use --mode eval or --dropout 0")
+    largest = _largest_tensor_elements(spec, block, batch, seq_len)
+    if largest > MAX_TENSOR_ELEMENTS:
+        allowed = f"with --batch {batch} the largest tensor would hold {largest:,} elements, more than torch can size; use smaller sizes"
+        raise FFNError("seq_len", seq_len, allowed)
+
+
+def _largest_tensor_elements(spec: FFNSpec, block: BlockSpec | None, batch: int, seq_len: int) -> int:
+    """Elements of the widest activation: tokens × (d_model, 2·d_ff, shared d_ff, E), and a block's
+    attention scores (B·H, T, T)."""
+    tokens = batch * seq_len
+    largest = tokens * max(spec.d_model, 2 * spec.hidden, spec.shared_hidden, spec.experts)
+    if block is not None:
+        a = block.attention
+        largest = max(largest, tokens * max(a.q_dim, a.kv_dim), batch * int(a.n_heads or 1) * seq_len * seq_len)
+    return largest
 
 
 def estimate_bytes(spec: FFNSpec, *, batch: int, seq_len: int, dtype: str, block: BlockSpec | None = None, check: bool = False) -> int:
@@ -89,7 +107,7 @@ def trace(
 ) -> TraceResult:
     """Build the FFN (or its block), run it once on a random (batch, seq_len, d_model) input
     under the Recorder, and return its steps. Refuses, before allocating, what will not fit."""
-    _validate_options(spec, block, batch=batch, seq_len=seq_len, mode=mode, values=values, check=check, device=device)
+    _validate_options(spec, block, batch=batch, seq_len=seq_len, seed=seed, mode=mode, values=values, check=check, device=device)
     dev, dt = resolve_device_dtype(device, dtype)
     canonical_dtype = dtype_name(dt)
     if dev.type != "meta":

@@ -34,9 +34,11 @@ class _StepBuilder:
             call = self.rec.calls[c]
             for i in range(call.first_op, call.end_op):
                 self.op_step[i] = name
-            for d in self.rec.calls[c:]:
-                if d.index == c or self._descends(d.index, c):
-                    self.call_step[d.index] = name
+            # Calls are recorded in pre-order: c's descendants are the calls right after it.
+            for d in range(c, len(self.rec.calls)):
+                if d != c and not self._descends(d, c):
+                    break
+                self.call_step[d] = name
 
     def _descends(self, call: int, ancestor: int) -> bool:
         parent = self.rec.calls[call].parent
