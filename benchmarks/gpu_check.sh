@@ -9,7 +9,8 @@
 #                                                 tiny sizes on CPU: tests this script, measures nothing
 #
 # Writes into $OUT (a temporary folder when unset), at most 8 files: anchor.json, log.txt,
-# bench_fwd.json, bench_bwd.json, bench_fused_autotune.json, bench_autotune.json, summary.json.
+# bench_fwd.json, bench_compile.json, bench_bwd.json, bench_fused_autotune.json, bench_autotune.json,
+# summary.json. Compiled runs get their own steps, so a slow compile cannot lose the eager times.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,10 +27,12 @@ if [[ -n "${FFN_CHECK_DRY_RUN:-}" ]]; then
     # The anchor's own CPU sizes (it picks them when it sees no GPU).
     CASE=(--variant swiglu --d-model 256 --d-ff 688 --batch 1 --seq-len 512 --dtype float32 --device cpu)
     FWD_IMPLS=eager,fused
+    COMPILE_IMPLS=""
     AUTOTUNE=""
 else
     CASE=(--variant swiglu --d-model 4096 --d-ff 14336 --batch 1 --seq-len 8192 --dtype bfloat16 --device cuda)
-    FWD_IMPLS=eager,fused,compile,fused-compile
+    FWD_IMPLS=eager,fused
+    COMPILE_IMPLS=compile,fused-compile
     AUTOTUNE=1
 fi
 
@@ -78,7 +81,8 @@ if [[ -n "${NO_FFN:-}" ]]; then
     echo "done after $((SECONDS - START)) s; files in $OUT"
     exit 1
 fi
-step bench_fwd "$(min 150 "$(left)")" "${BENCH[@]}" --impl "$FWD_IMPLS" --calibrate
+step bench_fwd "$(min 60 "$(left)")" "${BENCH[@]}" --impl "$FWD_IMPLS" --calibrate
+[[ -n "$COMPILE_IMPLS" ]] && step bench_compile "$(min 120 "$(left)")" "${BENCH[@]}" --impl "$COMPILE_IMPLS" --calibrate
 step bench_bwd "$(min 60 "$(left)")" "${BENCH[@]}" --impl eager,fused --backward --checkpoint --calibrate
 if [[ -n "$AUTOTUNE" ]]; then
     # Autotuning benchmarks many GEMM kernels while it compiles: minutes, so one impl per process.
