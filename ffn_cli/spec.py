@@ -189,6 +189,8 @@ class FFNSpec:
     def as_dict(self) -> dict[str, Any]:
         """The fields that matter for this variant, for headers and JSON."""
         keep = {"variant", "d_model", "d_ff", "bias", "dropout", "init"}
+        if self.zero_init_output:
+            keep |= {"zero_init_output"}
         if self.family == "gated":
             keep |= {"fused_gate_up"}
         if self.is_moe:

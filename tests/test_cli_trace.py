@@ -161,3 +161,12 @@ def test_absurd_sizes_are_refused_with_a_hint(runner: CliRunner) -> None:
 def test_cuda_without_cuda_is_one_line(runner: CliRunner) -> None:
     code, _, err = _run(runner, "--device", "cuda")
     assert code == 1 and "CUDA is not available" in err
+
+
+def test_zero_init_output_gives_a_zero_output(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["trace", "--variant", "swiglu", "--d-model", "32", "--zero-init-output", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    last = data["steps"][-1]
+    assert last["stats"]["max"] == 0 and last["stats"]["min"] == 0
+    assert data["spec"]["zero_init_output"] is True

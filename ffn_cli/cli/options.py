@@ -35,6 +35,7 @@ __all__ = [
     "SharedExpertsOpt",
     "SparsityOpt",
     "TopKOpt",
+    "ZeroInitOutputOpt",
     "make_spec",
 ]
 
@@ -55,6 +56,9 @@ BiasOpt = Annotated[
 ]
 DropoutOpt = Annotated[float, typer.Option("--dropout", help="Dropout after the activation, in [0, 1).", rich_help_panel=_FFN)]
 InitOpt = Annotated[str, typer.Option("--init", help="Weight init: " + ", ".join(INIT_SCHEMES) + ".", rich_help_panel=_FFN)]
+ZeroInitOutputOpt = Annotated[
+    bool, typer.Option("--zero-init-output", help="Start down_proj at zero (the block starts as its residual).", rich_help_panel=_FFN)
+]
 MultipleOfOpt = Annotated[int, typer.Option("--multiple-of", help="Round the gated d_ff up to this multiple.", rich_help_panel=_FFN)]
 FfnDimMultiplierOpt = Annotated[
     float | None, typer.Option("--ffn-dim-multiplier", help="LLaMA's multiplier on the 2/3 rule.", rich_help_panel=_FFN)
@@ -94,6 +98,7 @@ def make_spec(
     bias: bool | None = None,
     dropout: float = 0.0,
     init: str = "default",
+    zero_init_output: bool = False,
     multiple_of: int = 256,
     ffn_dim_multiplier: float | None = None,
     fused: bool = False,
@@ -113,6 +118,7 @@ def make_spec(
         bias=bias,
         dropout=dropout,
         init=init,
+        zero_init_output=zero_init_output,
         multiple_of=multiple_of,
         ffn_dim_multiplier=ffn_dim_multiplier,
         fused_gate_up=fused,

@@ -37,6 +37,7 @@ from ffn_cli.cli.options import (
     SparsityOpt,
     TopKOpt,
     TPOpt,
+    ZeroInitOutputOpt,
     make_spec,
 )
 from ffn_cli.errors import FFNRuntimeError
@@ -66,6 +67,7 @@ def trace(
     dropout: DropoutOpt = 0.1,
     bias: BiasOpt = None,
     init: InitOpt = "default",
+    zero_init_output: ZeroInitOutputOpt = False,
     multiple_of: MultipleOfOpt = 256,
     ffn_dim_multiplier: FfnDimMultiplierOpt = None,
     fused: FusedOpt = False,
@@ -104,6 +106,7 @@ def trace(
         bias=bias,
         dropout=dropout,
         init=init,
+        zero_init_output=zero_init_output,
         multiple_of=multiple_of,
         ffn_dim_multiplier=ffn_dim_multiplier,
         fused=fused,

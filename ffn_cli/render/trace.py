@@ -75,6 +75,8 @@ def _header(result: TraceResult) -> Panel:
     parts = [f"d_model {spec.d_model}", f"d_ff {spec.d_ff}", "bias" if spec.bias else "no bias", f"dropout {spec.dropout:g}"]
     if spec.init != "default":
         parts.append(f"init {spec.init}")
+    if spec.zero_init_output:
+        parts.append("down_proj zero-initialised")
     if spec.fused_gate_up:
         parts.append("fused gate_up_proj")
     if spec.is_moe:
