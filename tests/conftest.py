@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,9 @@ settings.register_profile("long", max_examples=500, deadline=None, suppress_heal
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
+# The golden files were rendered with this rich; older releases size some columns a space wider
+# (so lines wrap elsewhere): they are held to the same words and numbers in the same order.
+GOLDEN_RICH_MAJOR = 15
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,6 +59,16 @@ def golden(update_golden: bool):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             return
-        assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file (pytest --update-golden rewrites it)"
+        expected = path.read_text(encoding="utf-8")
+        message = f"{name} differs from its golden file (pytest --update-golden rewrites it)"
+        assert _without_padding(text) == _without_padding(expected), message
+        if int(version("rich").split(".")[0]) >= GOLDEN_RICH_MAJOR:
+            assert text == expected, message
 
     return check
+
+
+def _without_padding(text: str) -> list[str]:
+    """The words and numbers, in order: what every rich release agrees on (padding and where a
+    long line wraps do not)."""
+    return re.sub(r"─+", "─", text).split()

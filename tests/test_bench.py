@@ -18,6 +18,7 @@ from ffn_cli import bench
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.bench import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
 from ffn_cli.bench import case as bench_case
+from ffn_cli.bench.implementations import keep_ieee_subnormals, subnormals_flushed
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn
 from ffn_cli.peaks import GPU_PEAKS, lookup_gpu, peak_dtype_key, ridge_flop_per_byte
@@ -357,6 +358,15 @@ def test_preflight_refuses_what_cannot_fit(monkeypatch: pytest.MonkeyPatch) -> N
 def test_real_compile_on_cpu() -> None:
     (r,) = _run(impls=parse_impls("fused-compile"), backward=True).results
     assert r.compile_mode == "default" and r.first_call_s > 0
+    assert not subnormals_flushed()
+
+
+def test_flush_to_zero_from_compiled_kernels_is_undone() -> None:
+    assert not subnormals_flushed()
+    with keep_ieee_subnormals():
+        torch.set_flush_denormal(True)  # what loading a kernel library linked with -ffast-math does
+        assert subnormals_flushed()
+    assert not subnormals_flushed()
 
 
 # --- CUDA ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import torch
 
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.bench.config import BenchConfig
-from ffn_cli.bench.implementations import Impl, compile_module
+from ffn_cli.bench.implementations import Impl, compile_module, keep_ieee_subnormals
 from ffn_cli.bench.memory import PeakMemory, estimate_memory_bytes, min_traffic_bytes
 from ffn_cli.bench.result import BenchEnv, BenchResult, Calibration, case_label
 from ffn_cli.bench.stats import TimingStats, summarize
@@ -112,13 +112,14 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
     memory = PeakMemory(device)
     with torch.inference_mode() if not config.backward else contextlib.nullcontext():
         try:
-            warm = warm_up(call, prepare, device, config.warmup_ms)
+            with keep_ieee_subnormals():  # the first call compiles and loads kernels
+                warm = warm_up(call, prepare, device, config.warmup_ms)
         except Exception as exc:
             if case.impl.compile_mode is None or type(exc).__name__ == "OutOfMemoryError":
                 raise
             raise FFNRuntimeError(
                 f"torch.compile (mode={case.impl.compile_mode}) failed for {case.label}: {type(exc).__name__}: {_first_line(exc)}"
-            ) from None
+            ) from exc
         reset_grads()
         memory.start()
         samples = time_calls(call, prepare, repeats_for(config, warm.per_call_ms), device)

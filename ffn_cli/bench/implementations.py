@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
 
 from ffn_cli.errors import FFNError
 
-__all__ = ["COMPILE_MODES", "IMPLS", "Impl", "compile_module", "impl_for", "parse_impls"]
+__all__ = ["COMPILE_MODES", "IMPLS", "Impl", "compile_module", "impl_for", "keep_ieee_subnormals", "parse_impls", "subnormals_flushed"]
 
 COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "max-autotune", "reduce-overhead")
 
@@ -65,3 +67,25 @@ def compile_module(module: torch.nn.Module, mode: str) -> Callable[[torch.Tensor
     # shared cache would hit its recompile limit (then silently run eager) or go dynamic.
     torch._dynamo.reset()
     return torch.compile(module, mode=mode, dynamic=False)  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def keep_ieee_subnormals() -> Iterator[None]:
+    """Undo the flush-to-zero that loading compiled kernels turned on while this ran.
+
+    torch.compile's CPU kernels are shared libraries; where they are linked with -ffast-math
+    (seen with torch 2.4 and GCC 12), loading one sets flush-to-zero and denormals-are-zero in
+    the loading thread, which changes every later float result and timing of the process.
+    """
+    before = subnormals_flushed()
+    try:
+        yield
+    finally:
+        if subnormals_flushed() and not before:
+            torch.set_flush_denormal(False)
+
+
+def subnormals_flushed() -> bool:
+    """Whether this thread's float unit flushes subnormal results to zero."""
+    smallest_normal = sys.float_info.min
+    return smallest_normal / 2 == 0.0

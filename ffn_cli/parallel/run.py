@@ -8,9 +8,11 @@ process is one rank: it joins the group, and every rank returns the gathered res
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -265,9 +267,13 @@ def _time_rank(job: _Job, rank: int, device: torch.device) -> RankTiming:
     return RankTiming(rank, str(device), times[len(times) // 2], times[0], job.repeats)
 
 
-def _in_group(job: _Job, rank: int, local_rank: int, gather: bool) -> Any:
-    """Run this rank inside the process group (created here unless one exists); optionally gather all ranks."""
-    device = torch.device("cuda", local_rank) if job.device_type == "cuda" else torch.device("cpu")
+@contextlib.contextmanager
+def _process_group(job: _Job, device: torch.device) -> Iterator[None]:
+    """This rank inside the process group: created here unless one exists (then left as found).
+
+    A group created here is torn down only after every rank has arrived: destroy_process_group
+    racing a peer's last collective can hang (seen with gloo on torch 2.4).
+    """
     if device.type == "cuda":
         torch.cuda.set_device(device)
     created = not dist.is_initialized()
@@ -277,15 +283,30 @@ def _in_group(job: _Job, rank: int, local_rank: int, gather: bool) -> Any:
     try:
         if dist.get_world_size() != job.world_size:
             raise FFNError(job.mode, job.world_size, f"must equal the process group's world size ({dist.get_world_size()})")
-        one = _time_rank(job, rank, device) if job.repeats else _check_rank(job, rank, device)
-        if not gather:
-            return one
-        everyone: list[Any] = [None] * job.world_size
-        dist.all_gather_object(everyone, one)
-        return everyone
+        yield
+        if created:
+            _barrier(device)
     finally:
         if created:
             dist.destroy_process_group()
+
+
+def _rank_device(job: _Job, local_rank: int) -> torch.device:
+    return torch.device("cuda", local_rank) if job.device_type == "cuda" else torch.device("cpu")
+
+
+def _rank_work(job: _Job, rank: int, device: torch.device) -> Any:
+    """This rank's timing (when repeats are asked for) or its checked result."""
+    return _time_rank(job, rank, device) if job.repeats else _check_rank(job, rank, device)
+
+
+def _in_group(job: _Job, rank: int, local_rank: int) -> list[Any]:
+    """Run this rank under torchrun, and gather every rank's result."""
+    device = _rank_device(job, local_rank)
+    with _process_group(job, device):
+        everyone: list[Any] = [None] * job.world_size
+        dist.all_gather_object(everyone, _rank_work(job, rank, device))
+    return everyone
 
 
 # --- spawning -----------------------------------------------------------------------------------
@@ -309,15 +330,24 @@ def _spawned_rank(job: _Job, rank: int, port: int, queue: Any) -> None:
     )
     if job.device_type == "cpu":
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // job.world_size))  # ranks share the cores
+    reported = False
     try:
-        queue.put(("ok", rank, _in_group(job, rank, rank, gather=False)))
-    except FFNError as exc:
-        queue.put(("usage", rank, (exc.option, exc.value, exc.allowed)))
-    except FFNRuntimeError as exc:
-        queue.put(("runtime", rank, str(exc)))
+        device = _rank_device(job, rank)
+        with _process_group(job, device):
+            queue.put(("ok", rank, _rank_work(job, rank, device)))
+            reported = True  # before the teardown, which the launcher need not wait for
     except BaseException as exc:  # reported to the launcher, which raises it as one line
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        queue.put(("crash", rank, f"{type(exc).__name__}: {first_line}"))
+        if not reported:
+            queue.put(_error_message(rank, exc))
+
+
+def _error_message(rank: int, exc: BaseException) -> tuple[str, int, Any]:
+    if isinstance(exc, FFNError):
+        return ("usage", rank, (exc.option, exc.value, exc.allowed))
+    if isinstance(exc, FFNRuntimeError):
+        return ("runtime", rank, str(exc))
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    return ("crash", rank, f"{type(exc).__name__}: {first_line}")
 
 
 def _raise_from(kind: str, rank: int, payload: Any) -> None:
@@ -349,6 +379,7 @@ def _collect(job: _Job, procs: list[Any], queue: Any) -> list[Any]:
 
 
 def _stop(procs: list[Any]) -> None:
+    procs = [p for p in procs if p.pid is not None]  # a failed start leaves the rest unstarted
     for p in procs:
         if p.is_alive():
             p.terminate()
@@ -376,7 +407,7 @@ def _spawn(job: _Job) -> list[Any]:
 
 def _run(job: _Job) -> list[Any]:
     if under_torchrun():
-        return list(_in_group(job, int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), gather=True))
+        return _in_group(job, int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]))
     return _spawn(job)
 
 
