@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-shot GPU check: the independent anchor harness and `ffn bench` in the same call, on
 # SwiGLU, bf16, 8192 tokens, d_model 4096, d_ff 14336, then a comparison (compare_anchor.py).
-# Ends within about 7.5 minutes on an H200: each step has a time limit inside one budget.
+# Ends within about 8.5 minutes on an H200: each step has a time limit inside one budget.
 #
 #   bash benchmarks/gpu_check.sh [ANCHOR_PY]      from the repository root; ANCHOR_PY defaults
 #                                                 to benchmarks/gpu_ffn_anchor.py
@@ -11,6 +11,7 @@
 # Writes into $OUT (a temporary folder when unset), at most 8 files: anchor.json, log.txt,
 # bench_fwd.json, bench_compile.json, bench_bwd.json, bench_fused_autotune.json, bench_autotune.json,
 # summary.json. Compiled runs get their own steps, so a slow compile cannot lose the eager times.
+# The CUDA tests (pytest -m cuda) run too, into log.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,7 @@ mkdir -p "$OUT"
 export OUT PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
 LOG="$OUT/log.txt"
-BUDGET_S=450
+BUDGET_S=500
 START=$SECONDS
 
 if [[ -n "${FFN_CHECK_DRY_RUN:-}" ]]; then
@@ -63,6 +64,7 @@ min() { echo $(($1 < $2 ? $1 : $2)); }
     date -u +"start %Y-%m-%dT%H:%M:%SZ"
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>&1 || true
     "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
+    "$PY" -m pip list 2>/dev/null | grep -iE '^(torch|triton|typer|click|rich|numpy|pytest|hypothesis) ' || true
 } >>"$LOG" 2>&1
 
 # ffn needs typer, rich and numpy beside torch (the anchor needs torch alone): say so at once
@@ -72,11 +74,19 @@ if ! "$PY" -c "import ffn_cli.cli" >>"$LOG" 2>&1; then
     NO_FFN=1
 fi
 
-echo "== anchor: $ANCHOR" | tee -a "$LOG"
-timeout --kill-after=10 "$(min 110 "$(left)")" "$PY" "$ANCHOR" >>"$LOG" 2>&1
-echo "   anchor: exit $? after $((SECONDS - START)) s" | tee -a "$LOG"
+# anchor [ENV=VALUE ...]: the anchor harness with a time limit; it writes $OUT/anchor.json at its end.
+anchor() {
+    echo "== anchor${*:+ ($*)}: $ANCHOR" | tee -a "$LOG"
+    local t0=$SECONDS
+    env "$@" timeout --kill-after=10 "$(min 110 "$(left)")" "$PY" "$ANCHOR" >>"$LOG" 2>&1
+    echo "   anchor: exit $? after $((SECONDS - t0)) s" | tee -a "$LOG"
+}
+anchor
+# Its compiled case is the one most likely to fail: without it the eager times still compare.
+[[ -s "$OUT/anchor.json" ]] || anchor NO_COMPILE=1
 
-BENCH=("$PY" -m ffn_cli bench "${CASE[@]}" --cache cold --json)
+# --debug: a failure here shows its whole traceback in the log, not one line.
+BENCH=("$PY" -m ffn_cli --debug bench "${CASE[@]}" --cache cold --json)
 if [[ -n "${NO_FFN:-}" ]]; then
     echo "done after $((SECONDS - START)) s; files in $OUT"
     exit 1
@@ -86,7 +96,18 @@ step bench_fwd "$(min 60 "$(left)")" "${BENCH[@]}" --impl "$FWD_IMPLS" --calibra
 step bench_bwd "$(min 60 "$(left)")" "${BENCH[@]}" --impl eager,fused --backward --checkpoint --calibrate
 if [[ -n "$AUTOTUNE" ]]; then
     # Autotuning benchmarks many GEMM kernels while it compiles: minutes, so one impl per process.
-    step bench_fused_autotune "$(($(left) - 15))" "${BENCH[@]}" --impl fused-autotune --calibrate
+    step bench_fused_autotune "$(min 200 $(($(left) - 110)))" "${BENCH[@]}" --impl fused-autotune --calibrate
+fi
+if [[ -z "${FFN_CHECK_DRY_RUN:-}" ]]; then
+    limit=$(min 90 $(($(left) - 20)))
+    if ((limit >= 20)); then
+        echo "== CUDA tests (limit ${limit} s)" | tee -a "$LOG"
+        timeout --kill-after=10 "$limit" "$PY" -m pytest -q -m cuda -p no:cacheprovider tests >>"$LOG" 2>&1
+        echo "   CUDA tests: exit $?" | tee -a "$LOG"
+        tail -n 2 "$LOG"
+    fi
+fi
+if [[ -n "$AUTOTUNE" ]]; then
     step bench_autotune "$(($(left) - 15))" "${BENCH[@]}" --impl autotune --calibrate
 fi
 

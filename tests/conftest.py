@@ -26,6 +26,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from the current output")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked cuda need a CUDA device: skipped where there is none (`pytest -m cuda` runs them)."""
+    cuda_tests = [item for item in items if item.get_closest_marker("cuda")]
+    if not cuda_tests:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        for item in cuda_tests:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))

@@ -26,7 +26,6 @@ from ffn_cli.spec import FFNSpec
 
 # Hot cache: no 64 MiB flush per call; one thread: no waiting for a busy second core.
 FAST = {"repeats": 3, "warmup_ms": 0.0, "cache": "hot", "threads": 1}
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def _spec(variant: str = "swiglu", **kw: object) -> FFNSpec:
@@ -372,7 +371,7 @@ def test_flush_to_zero_from_compiled_kernels_is_undone() -> None:
 # --- CUDA ---------------------------------------------------------------------------------------
 
 
-@needs_cuda
+@pytest.mark.cuda
 def test_cuda_run_records_events_memory_and_peak() -> None:
     report = _run([_spec("swiglu", d_model=256, d_ff=512)], device="cuda", dtypes=("float16",), backward=True)
     (r,) = report.results
@@ -381,13 +380,13 @@ def test_cuda_run_records_events_memory_and_peak() -> None:
     assert report.env.flush_bytes >= bench.CUDA_MIN_FLUSH_BYTES
 
 
-@needs_cuda
+@pytest.mark.cuda
 def test_cuda_calibration() -> None:
     (cal,) = _run(device="cuda", calibrate=True, dtypes=("float16",)).calibrations
     assert cal.gemm_n == 8192 and cal.gemm_tflops > 0 and cal.copy_gbps > 0
 
 
-@needs_cuda
+@pytest.mark.cuda
 def test_cuda_compile() -> None:
     (r,) = _run([_spec("swiglu", d_model=128, d_ff=256)], device="cuda", dtypes=("float16",), impls=parse_impls("fused-compile")).results
     assert r.compile_mode == "default"

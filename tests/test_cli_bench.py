@@ -97,6 +97,20 @@ def test_render_from_the_same_fields() -> None:
     assert "★" in text  # the faster of the two is marked
 
 
+@pytest.mark.cuda
+def test_cuda_bench_through_the_cli(runner: CliRunner) -> None:
+    args = ["bench", "-v", "swiglu", "-d", "256", "--d-ff", "512", "-s", "64", "--device", "cuda", "--dtype", "bfloat16"]
+    result = runner.invoke(app, [*args, "--impl", "eager,fused", "--backward", "--calibrate", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["env"]["timer"] == "cuda events" and data["env"]["flush_bytes"] > 0
+    for r in data["results"]:
+        assert r["device"].startswith("cuda") and r["dtype"] == "bfloat16" and r["mem_source"] == "cuda max allocated"
+        assert r["pct_peak"] is not None and 0 < r["pct_peak"] < 100 and r["bound"] in ("compute", "memory")
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0 and "cuda" in table.stdout
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
 def test_cuda_without_cuda_is_one_line(runner: CliRunner) -> None:
     code, err = _error(runner, "--device", "cuda")

@@ -163,6 +163,15 @@ def test_cuda_without_cuda_is_one_line(runner: CliRunner) -> None:
     assert code == 1 and "CUDA is not available" in err
 
 
+@pytest.mark.cuda
+def test_cuda_trace_through_the_cli(runner: CliRunner) -> None:
+    code, out, _ = _run(runner, "-v", "swiglu", "-d", "64", "--device", "cuda", "--dtype", "bfloat16", "--check", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["device"].startswith("cuda") and data["dtype"] == "bfloat16" and data["check_passed"] is True
+    assert data["output_shape"] == [2, 5, 64] and data["matmul_flops"] > 0
+
+
 def test_zero_init_output_gives_a_zero_output(runner: CliRunner) -> None:
     result = runner.invoke(app, ["trace", "--variant", "swiglu", "--d-model", "32", "--zero-init-output", "--json"])
     assert result.exit_code == 0, result.output

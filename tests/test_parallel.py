@@ -177,7 +177,6 @@ def test_torchrun_joins_the_group(tmp_path: Path) -> None:
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_nccl_ranks_on_cuda() -> None:
     world = min(2, torch.cuda.device_count())
     tp = run_tensor_parallel(TP_SPECS["swiglu_fused"], world, device="cuda", timeout_s=TIMEOUT_S)

@@ -21,7 +21,6 @@ from tests.helpers import ALL_VARIANTS, small_spec, specs
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 DENSE_AND_GATED = variant_names("dense") + variant_names("gated") + variant_names("sparse")
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def _flop_counter_total(module: torch.nn.Module, x: torch.Tensor) -> int:
@@ -329,7 +328,7 @@ def test_bad_options_name_the_option(kwargs: dict[str, object], option: str) -> 
     assert info.value.option == option
 
 
-@cuda
+@pytest.mark.cuda
 def test_cuda_trace_matches_the_cpu_shapes() -> None:
     spec = small_spec("swiglu")
     on_gpu, on_cpu = trace(spec, device="cuda", check=True), trace(spec)
@@ -337,7 +336,7 @@ def test_cuda_trace_matches_the_cpu_shapes() -> None:
     assert on_gpu.matmul_flops == on_cpu.matmul_flops and on_gpu.check is not None and on_gpu.check.passed
 
 
-@cuda
+@pytest.mark.cuda
 def test_cuda_moe_trace_checks_and_has_stats() -> None:
     result = trace(small_spec("moe"), device="cuda", dtype="float32", check=True, values=2)
     assert result.check is not None and result.check.passed

@@ -1,8 +1,8 @@
 """Launch N ranks (or join torchrun's), shard the FFN, run it, and check it against one device.
 
 Spawned ranks fork from a forkserver that has imported torch once, talk over gloo (CPU) or NCCL
-(CUDA, one device per rank) on a free localhost port, and report back through a queue; they are
-always stopped before the launcher returns. Under torchrun (RANK, WORLD_SIZE, LOCAL_RANK set) this
+(CUDA, one device per rank) on a free localhost port, and report back through a queue before
+they tear their group down; they are always stopped before the launcher returns. Under torchrun (RANK, WORLD_SIZE, LOCAL_RANK set) this
 process is one rank: it joins the group, and every rank returns the gathered result.
 """
 
