@@ -6,6 +6,7 @@ the module without any process; the spawned runs are small so the whole file sta
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -265,6 +267,35 @@ def test_the_deadline_stops_every_rank() -> None:
         run_module._stop(hung)
         queue.close()
     assert all(p.exitcode is not None for p in hung)
+
+
+def test_a_rank_reports_before_it_tears_its_group_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The launcher stops ranks once all have reported, so a teardown that hangs costs nothing.
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def group(job: object, device: object) -> Iterator[None]:
+        yield
+        events.append("teardown")
+
+    class Queue:
+        def put(self, message: tuple[str, int, object]) -> None:
+            events.append(message[0])
+
+    monkeypatch.setattr(run_module, "_process_group", group)
+    monkeypatch.setattr(run_module, "_rank_work", lambda job, rank, device: "result")
+    monkeypatch.setattr(run_module.os, "environ", dict(os.environ))  # the rank's variables stay in the rank
+    monkeypatch.setattr(run_module.torch, "set_num_threads", lambda n: None)
+    job = run_module._Job("tp", TP_SPECS["relu"], 1, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
+    run_module._spawned_rank(job, 0, 0, Queue())
+    assert events == ["ok", "teardown"]
+
+
+def test_stopping_ranks_that_never_started() -> None:
+    ctx = torch.multiprocessing.get_context("forkserver")
+    unstarted = ctx.Process(target=time.sleep, args=(60,), daemon=True)
+    run_module._stop([unstarted])  # a failed start leaves the later ranks unstarted
+    assert unstarted.pid is None
 
 
 # --- no processes: the shard math and the analytic accounting -------------------------------------
