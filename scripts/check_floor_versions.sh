@@ -7,9 +7,9 @@
 #                                                       .venv-floor in the repository root
 #   PYTHON=python3.10 picks the interpreter (default: python3.10 on PATH).
 set -euo pipefail
+VENV=$(realpath -m "${1:-$(dirname "$0")/../.venv-floor}")  # relative to where it was called from
 cd "$(dirname "$0")/.."
 
-VENV=${1:-.venv-floor}
 PY=${PYTHON:-python3.10}
 FLOOR=("torch==2.4.1" "numpy==1.24.4" "typer==0.16.0" "rich==13.0.0")
 

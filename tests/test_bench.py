@@ -363,7 +363,8 @@ def test_real_compile_on_cpu() -> None:
 def test_flush_to_zero_from_compiled_kernels_is_undone() -> None:
     assert not subnormals_flushed()
     with keep_ieee_subnormals():
-        torch.set_flush_denormal(True)  # what loading a kernel library linked with -ffast-math does
+        if not torch.set_flush_denormal(True):  # what loading a kernel library linked with -ffast-math does
+            pytest.skip("this CPU has no flush-to-zero mode for torch to set")
         assert subnormals_flushed()
     assert not subnormals_flushed()
 

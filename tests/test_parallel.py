@@ -269,26 +269,53 @@ def test_the_deadline_stops_every_rank() -> None:
     assert all(p.exitcode is not None for p in hung)
 
 
-def test_a_rank_reports_before_it_tears_its_group_down(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The launcher stops ranks once all have reported, so a teardown that hangs costs nothing.
+def _boom(job: object, rank: int, device: object) -> str:
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize(("work", "outcome"), [(lambda job, rank, device: "result", "ok"), (_boom, "crash")])
+def test_a_rank_reports_before_it_tears_its_group_down(monkeypatch: pytest.MonkeyPatch, work: object, outcome: str) -> None:
+    # The launcher stops ranks once all have reported, so a teardown that hangs costs nothing,
+    # and an error is not masked by the peers' broken connections that a teardown causes.
     events: list[str] = []
 
     @contextlib.contextmanager
     def group(job: object, device: object) -> Iterator[None]:
-        yield
-        events.append("teardown")
+        try:
+            yield
+        finally:
+            events.append("teardown")
 
     class Queue:
         def put(self, message: tuple[str, int, object]) -> None:
             events.append(message[0])
 
     monkeypatch.setattr(run_module, "_process_group", group)
-    monkeypatch.setattr(run_module, "_rank_work", lambda job, rank, device: "result")
+    monkeypatch.setattr(run_module, "_rank_work", work)
     monkeypatch.setattr(run_module.os, "environ", dict(os.environ))  # the rank's variables stay in the rank
     monkeypatch.setattr(run_module.torch, "set_num_threads", lambda n: None)
     job = run_module._Job("tp", TP_SPECS["relu"], 1, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
     run_module._spawned_rank(job, 0, 0, Queue())
-    assert events == ["ok", "teardown"]
+    assert events == [outcome, "teardown"]
+
+
+def test_a_rank_that_dies_after_reporting_is_not_blamed() -> None:
+    class Dead:
+        exitcode = 3
+
+    class Queue:
+        def __init__(self) -> None:
+            self.messages = [("ok", 0, "first")]
+
+        def empty(self) -> bool:
+            return not self.messages
+
+        def get(self) -> tuple[str, int, object]:
+            return self.messages.pop(0)
+
+    job = run_module._Job("tp", TP_SPECS["relu"], 2, 1, 2, "float32", "cpu", 0, timeout_s=0.2)
+    with pytest.raises(FFNRuntimeError, match=r"did not finish within"):  # rank 1 never reported; rank 0 died after
+        run_module._collect(job, [Dead(), type("Alive", (), {"exitcode": None})()], Queue())
 
 
 def test_stopping_ranks_that_never_started() -> None:

@@ -2,8 +2,9 @@
 
 Spawned ranks fork from a forkserver that has imported torch once, talk over gloo (CPU) or NCCL
 (CUDA, one device per rank) on a free localhost port, and report back through a queue before
-they tear their group down; they are always stopped before the launcher returns. Under torchrun (RANK, WORLD_SIZE, LOCAL_RANK set) this
-process is one rank: it joins the group, and every rank returns the gathered result.
+they tear their group down; they are always stopped before the launcher returns. Under
+torchrun (RANK, WORLD_SIZE, LOCAL_RANK set) this process is one rank: it joins the group, and
+every rank returns the gathered result.
 """
 
 from __future__ import annotations
@@ -330,13 +331,21 @@ def _spawned_rank(job: _Job, rank: int, port: int, queue: Any) -> None:
     )
     if job.device_type == "cpu":
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // job.world_size))  # ranks share the cores
+    # Every outcome is reported before the group is torn down: a peer closing its connections
+    # would otherwise mask this rank's error, and the launcher need not wait for a teardown.
     reported = False
     try:
         device = _rank_device(job, rank)
         with _process_group(job, device):
-            queue.put(("ok", rank, _rank_work(job, rank, device)))
-            reported = True  # before the teardown, which the launcher need not wait for
-    except BaseException as exc:  # reported to the launcher, which raises it as one line
+            try:
+                message = ("ok", rank, _rank_work(job, rank, device))
+            except BaseException as exc:
+                message = _error_message(rank, exc)
+                raise
+            finally:
+                queue.put(message)
+                reported = True
+    except BaseException as exc:  # the group itself failed: init, size check or teardown
         if not reported:
             queue.put(_error_message(rank, exc))
 
@@ -369,7 +378,8 @@ def _collect(job: _Job, procs: list[Any], queue: Any) -> list[Any]:
                 _raise_from(kind, rank, payload)
             results[rank] = payload
             continue
-        dead = [(i, p.exitcode) for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
+        # A rank that has reported may still die in its teardown: only silent ranks count.
+        dead = [(i, p.exitcode) for i, p in enumerate(procs) if i not in results and p.exitcode not in (None, 0)]
         if dead and queue.empty():
             raise FFNRuntimeError(f"rank {dead[0][0]} exited with code {dead[0][1]} before reporting")
         if time.monotonic() > deadline:
