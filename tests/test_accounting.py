@@ -7,7 +7,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ffn_cli import build_ffn
 from ffn_cli.accounting import (
-    activation_elements_per_token,
+    activation_bytes,
     active_params,
     flop_steps,
     flops_per_token,
@@ -87,15 +87,15 @@ def test_closed_form_formula(spec: FFNSpec, formula: str, value: int) -> None:
     assert total_params(spec) == value
 
 
-def _saved_elements(module: torch.nn.Module, x: torch.Tensor) -> int:
-    """Elements of the distinct tensors autograd saves for backward, parameters and buffers excluded."""
-    params = {p.data_ptr() for p in [*module.parameters(), *module.buffers()]}
+def _saved_bytes(module: torch.nn.Module, x: torch.Tensor) -> int:
+    """Bytes of the distinct storages autograd saves for backward, parameters and buffers excluded."""
+    params = {p.untyped_storage().data_ptr() for p in [*module.parameters(), *module.buffers()]}
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         ptr = t.untyped_storage().data_ptr()
-        if ptr not in params and ptr != x.data_ptr():
-            seen[ptr] = t.untyped_storage().nbytes() // t.element_size()
+        if ptr not in params:
+            seen[ptr] = t.untyped_storage().nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -103,10 +103,12 @@ def _saved_elements(module: torch.nn.Module, x: torch.Tensor) -> int:
     return sum(seen.values())
 
 
-@pytest.mark.parametrize("variant", [v for v in ALL_VARIANTS if v not in ("moe", "soft_moe")])
-def test_activation_memory_estimate_matches_what_autograd_saves(variant: str) -> None:
-    spec = small_spec(variant, bias=True)
-    module = build_ffn(spec).eval()
-    x = torch.randn(7, spec.d_model, requires_grad=True)
-    # the input x is kept by up_proj; the hook sees it under x's own storage
-    assert _saved_elements(module, x) + 7 * spec.d_model == 7 * activation_elements_per_token(spec)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_activation_bytes_equal_what_autograd_saves(variant: str, dtype: str) -> None:
+    """Every variant, MoE included: the router's float32 probabilities, int64 indices and bool
+    masks at their own widths, the expert outputs the weighting multiply keeps."""
+    spec = small_spec(variant, bias=True, shared_expert_gate=variant == "moe")
+    module = build_ffn(spec, dtype=dtype).eval()
+    x = torch.randn(7, spec.d_model, dtype=getattr(torch, dtype), requires_grad=True)
+    assert _saved_bytes(module, x) == activation_bytes(spec, 7, dtype)

@@ -11,7 +11,7 @@ import ctypes
 
 import torch
 
-from ffn_cli.accounting import DTYPE_BYTES, activation_elements_per_token, total_params
+from ffn_cli.accounting import DTYPE_BYTES, activation_bytes, total_params
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["PeakMemory", "estimate_memory_bytes", "min_traffic_bytes"]
@@ -28,13 +28,13 @@ def min_traffic_bytes(spec: FFNSpec, *, dtype: str, tokens: int, backward: bool)
     forward = p + 2 * tokens * d
     if not backward:
         return forward * b
-    return (forward + 2 * p + 2 * tokens * d + tokens * activation_elements_per_token(spec)) * b
+    return (forward + 2 * p + 2 * tokens * d) * b + activation_bytes(spec, tokens, dtype)
 
 
 def estimate_memory_bytes(spec: FFNSpec, *, dtype: str, tokens: int, backward: bool, input_buffers: int, flush_bytes: int) -> int:
     """A generous estimate of what one case allocates, for the preflight check."""
     b, p, d = DTYPE_BYTES[dtype], total_params(spec), spec.d_model
-    acts = tokens * activation_elements_per_token(spec) * b
+    acts = activation_bytes(spec, tokens, dtype)
     needed = p * b + (input_buffers + 2) * tokens * d * b + flush_bytes + acts
     if backward:
         needed += p * b + input_buffers * tokens * d * b + 2 * acts  # grads, saved and transient activations

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import torch
 
-from ffn_cli.accounting import DTYPE_BYTES, activation_elements_per_token
+from ffn_cli.accounting import DTYPE_BYTES, activation_bytes
 from ffn_cli.bench.calibrate import calibrate
 from ffn_cli.bench.case import Case, Sweep, bench_case, ceilings
 from ffn_cli.bench.config import BenchConfig
@@ -20,6 +20,7 @@ from ffn_cli.bench.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec, check_int
+from ffn_cli.variants import Family
 
 __all__ = ["ProgressFn", "run_bench"]
 
@@ -73,7 +74,7 @@ def _cases(
         for spec in specs:
             for seq_len in seq_lens:
                 for impl in impls:
-                    if impl.fused and spec.ffn_variant.family != "gated":
+                    if impl.fused and spec.ffn_variant.family != Family.GATED:
                         skipped.append(f"{spec.variant} {impl.name}: the fused gate/up layout needs a gated variant")
                         continue
                     for ckpt in (False, True) if checkpoint else (False,):
@@ -129,7 +130,7 @@ def _checkpoint_deltas(pairs: Sequence[tuple[Case, BenchResult]]) -> list[Checkp
             continue
         saved = None if b.extra_mem_bytes is None or r.extra_mem_bytes is None else b.extra_mem_bytes - r.extra_mem_bytes
         # Checkpointing keeps only the FFN's input; everything else autograd would keep is saved.
-        kept_elements = activation_elements_per_token(case.spec) - case.spec.d_model
+        kept = activation_bytes(case.spec, case.tokens, case.dtype) - case.tokens * case.spec.d_model * DTYPE_BYTES[case.dtype]
         deltas.append(
             CheckpointDelta(
                 label=b.label,
@@ -139,7 +140,7 @@ def _checkpoint_deltas(pairs: Sequence[tuple[Case, BenchResult]]) -> list[Checkp
                 base_extra_mem_bytes=b.extra_mem_bytes,
                 ckpt_extra_mem_bytes=r.extra_mem_bytes,
                 mem_saved_bytes=saved,
-                est_saved_bytes=case.tokens * kept_elements * DTYPE_BYTES[case.dtype],
+                est_saved_bytes=kept,
             )
         )
     return deltas

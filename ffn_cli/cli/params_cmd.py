@@ -55,7 +55,7 @@ from ffn_cli.render.params import (
     presets_table,
 )
 from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import VARIANTS
+from ffn_cli.variants import VARIANTS, Family
 
 _MODEL = "Whole model"
 
@@ -223,11 +223,9 @@ def _variant_names(text: str) -> list[str]:
 
 
 def _gated(name: str, expert_variant: str) -> bool:
-    family = VARIANTS[name].family
-    if family == "moe":
-        expert = VARIANTS.get(expert_variant)
-        return expert is not None and expert.family == "gated"
-    return family == "gated"
+    variant = VARIANTS[name]
+    single = VARIANTS.get(expert_variant) if variant.family == Family.MOE else variant
+    return single is not None and single.family == Family.GATED
 
 
 def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ffn_cli import accounting
 from ffn_cli.accounting import (
     DTYPE_BYTES,
     FlopStep,
@@ -99,7 +100,8 @@ class FFNReport:
 
     @property
     def activation_bytes(self) -> int:
-        return self.activation_elements * DTYPE_BYTES[self.dtype]
+        """Per token, each saved tensor at its own width (float32 router probabilities, int64 indices)."""
+        return accounting.activation_bytes(self.spec, 1, self.dtype)
 
     @property
     def attention_params(self) -> int:
@@ -149,7 +151,7 @@ def ffn_report(spec: FFNSpec, attention: AttentionSpec, dtype: str = "float32") 
     if attention.d_model != spec.d_model:
         raise FFNError("d_model", attention.d_model, f"the attention must have the FFN's d_model ({spec.d_model})")
     all_experts = None
-    if spec.variant == "moe":
+    if spec.mixture is not None and spec.mixture.is_routed:
         all_experts = sum(s.flops for s in flop_steps(spec.with_(top_k=spec.experts)))
     return FFNReport(
         spec=spec,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ffn_cli.accounting import DTYPE_BYTES, ParamTensor, param_tensors
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec, check_int
+from ffn_cli.variants import SplitKind
 
 __all__ = [
     "COLUMN",
@@ -37,11 +38,8 @@ __all__ = [
 # Ranks beyond this are a typo: the largest published TP/EP groups are a few hundred wide.
 MAX_WORLD_SIZE = 1024
 
-COLUMN = "column"  # rows of the (out, in) weight: this rank's slice of d_ff
-PAIRED = "column, gate|up paired"  # fused gate_up: gate[r] rows then up[r] rows
-ROW = "row"  # columns of the (out, in) weight: this rank's slice of d_ff
-REPLICATED = "replicated"
-EXPERT = "expert, whole"  # an expert this rank owns, unsplit
+COLUMN, PAIRED, ROW = SplitKind.COLUMN, SplitKind.PAIRED, SplitKind.ROW
+REPLICATED, EXPERT = SplitKind.REPLICATED, SplitKind.EXPERT
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,7 @@ class ShardTensor(ParamTensor):
     """One parameter tensor as rank r holds it (`shape`), beside its unsharded shape."""
 
     full_shape: tuple[int, ...] = ()
-    split: str = REPLICATED
+    split: SplitKind = REPLICATED
 
 
 @dataclass(frozen=True)
@@ -87,23 +85,29 @@ def check_parallel(spec: FFNSpec, *, tp: int = 1, ep: int = 1) -> None:
         if spec.hidden % tp:
             allowed = f"must divide d_ff={spec.hidden} (d_ff/tp hidden units per rank); it divides by {_divisors(spec.hidden)}"
             raise FFNError("tp", tp, allowed)
+        _check_per_unit_tensors_split(spec, tp)
     if ep > 1:
-        if spec.variant != "moe":
+        if not _is_routed(spec):
             raise FFNError("ep", ep, "expert parallelism needs --variant moe (top-k routed experts)")
         if spec.experts % ep:
             allowed = f"must divide experts={spec.experts} (experts/ep per rank); it divides by {_divisors(spec.experts)}"
             raise FFNError("ep", ep, allowed)
 
 
-def tp_split(name: str) -> str:
-    """How tensor parallelism splits the parameter (or buffer) `name`."""
-    if name.startswith("gate_up_proj."):
-        return PAIRED
-    if name.startswith(("gate_proj.", "up_proj.")) or name == "hidden_mask":
-        return COLUMN
-    if name == "down_proj.weight":
-        return ROW
-    return REPLICATED  # down_proj.bias: added once, after the all-reduce
+def _is_routed(spec: FFNSpec) -> bool:
+    return spec.mixture is not None and spec.mixture.is_routed
+
+
+def _check_per_unit_tensors_split(spec: FFNSpec, tp: int) -> None:
+    """A tensor with one entry per hidden unit must be cut with the units, never copied whole."""
+    for t in spec.ffn_variant.layout(spec):
+        if t.split == REPLICATED and any(dim in ("f", "2f") for dim in t.dims):
+            raise FFNError("tp", tp, f"--variant {spec.variant} has {t.name}, one value per hidden unit, with no tensor-parallel split")
+
+
+def tp_split(spec: FFNSpec, name: str) -> SplitKind:
+    """How tensor parallelism splits the parameter (or buffer) `name`, as the variant declares it."""
+    return spec.ffn_variant.tp_split(spec, name)
 
 
 def owned_experts(rank: int, world_size: int, experts: int) -> range:
@@ -112,14 +116,14 @@ def owned_experts(rank: int, world_size: int, experts: int) -> range:
     return range(rank * per_rank, (rank + 1) * per_rank)
 
 
-def ep_split(name: str) -> tuple[str, int | None]:
+def ep_split(name: str) -> tuple[SplitKind, int | None]:
     """(split, expert index) of the MoE parameter `name`: experts.{i}.… are owned, the rest replicated."""
     if name.startswith("experts."):
         return EXPERT, int(name.split(".")[1])
     return REPLICATED, None
 
 
-def _tp_shape(shape: tuple[int, ...], split: str, tp: int) -> tuple[int, ...]:
+def _tp_shape(shape: tuple[int, ...], split: SplitKind, tp: int) -> tuple[int, ...]:
     if split in (COLUMN, PAIRED):
         return (shape[0] // tp, *shape[1:])
     if split == ROW:
@@ -131,7 +135,7 @@ def shard_layout(spec: FFNSpec, rank: int, *, tp: int = 1, ep: int = 1) -> list[
     """Every parameter tensor rank `rank` holds, named as in the unsharded module."""
     check_parallel(spec, tp=tp, ep=ep)
     tensors = param_tensors(spec)
-    if ep > 1:
+    if ep > 1 or spec.is_moe:
         mine = owned_experts(rank, ep, spec.experts)
         layout = []
         for t in tensors:
@@ -139,7 +143,7 @@ def shard_layout(spec: FFNSpec, rank: int, *, tp: int = 1, ep: int = 1) -> list[
             if expert is None or expert in mine:
                 layout.append(ShardTensor(t.name, t.shape, t.shape, split))
         return layout
-    return [ShardTensor(t.name, _tp_shape(t.shape, tp_split(t.name), tp), t.shape, tp_split(t.name)) for t in tensors]
+    return [ShardTensor(t.name, _tp_shape(t.shape, tp_split(spec, t.name), tp), t.shape, tp_split(spec, t.name)) for t in tensors]
 
 
 def per_rank_params(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str = "float32") -> list[RankParams]:

@@ -7,7 +7,6 @@ then drops exactly the rows the unsharded module drops.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ffn_cli.modules.routing import capacity, route, router_probs, sort_by_expert
 from ffn_cli.parallel.accounting import owned_experts
 from ffn_cli.parallel.steps import StepLog, all_to_all_rows
 from ffn_cli.parallel.tensor import local_ffn
@@ -45,18 +45,13 @@ class _Dispatch:
 
 
 def _route(shard: Mapping[str, Tensor], spec: FFNSpec, tokens: Tensor, log: StepLog) -> _Dispatch:
+    """The unsharded module's routing (`modules.routing`), on this rank's tokens."""
     logits = F.linear(tokens, shard["router.weight"])  # (n, E), replicated router
     log.step("router", "x·W_routerᵀ", [tokens], logits)
-    # Softmax in float32 at least, as the unsharded module (Mixtral) does.
-    probs = torch.softmax(logits, dim=-1, dtype=torch.promote_types(tokens.dtype, torch.float32))
-    weights, chosen = torch.topk(probs, spec.top_k, dim=-1)  # (n, k)
-    log.step("top-k", f"top-{spec.top_k} of softmax", [probs], chosen)
-    if spec.normalize_top_k:
-        weights = weights / weights.sum(dim=-1, keepdim=True)
-    flat = chosen.reshape(-1)  # (n·k,), token-major
-    order = torch.argsort(flat, stable=True)  # by expert; stable keeps token order within one
-    counts = torch.bincount(flat, minlength=spec.experts)  # (E,)
-    return _Dispatch(order // spec.top_k, order % spec.top_k, weights.to(tokens.dtype), counts)
+    weights, chosen = route(spec, router_probs(logits), tokens.dtype)  # (n, k) each
+    log.step("top-k", f"top-{spec.top_k} of softmax", [logits], chosen)
+    token_idx, slot, counts = sort_by_expert(chosen, spec.experts)
+    return _Dispatch(token_idx, slot, weights, counts)
 
 
 def _expert_rows(recv_counts: list[list[int]], local: int) -> list[int]:
@@ -75,7 +70,7 @@ def _run_experts(
     received: Tensor,
     recv_counts: list[list[int]],
     mine: range,
-    capacity: int | None,
+    limit: int | None,
     log: StepLog,
 ) -> tuple[Tensor, list[int], int]:
     """Each owned expert on its received rows (the first `capacity` of them); their outputs in place."""
@@ -83,9 +78,9 @@ def _run_experts(
     computed, dropped = [], 0
     for local, e in enumerate(mine):
         rows = _expert_rows(recv_counts, local)
-        if capacity is not None and len(rows) > capacity:
-            dropped += len(rows) - capacity
-            rows = rows[:capacity]
+        if limit is not None and len(rows) > limit:
+            dropped += len(rows) - limit
+            rows = rows[:limit]
         idx = torch.tensor(rows, dtype=torch.long, device=received.device)
         x_e = received[idx]  # (m_e, d)
         y_e = local_ffn(shard, spec, x_e, prefix=f"experts.{e}.")  # (m_e, d)
@@ -127,9 +122,8 @@ def ep_forward(
     received = all_to_all_rows(send, send_rows, recv_rows, log, "dispatch")  # (Σ recv, d)
     log.step("all_to_all dispatch", "rows to the rank owning their expert", [send], received)
     # 3. owned experts, with the capacity the unsharded module computes from all tokens.
-    capacity = None if spec.capacity_factor is None else math.ceil(spec.capacity_factor * total_tokens * spec.top_k / spec.experts)
     mine = owned_experts(rank, world_size, spec.experts)
-    expert_out, computed, dropped = _run_experts(shard, spec, received, recv_table, mine, capacity, log)
+    expert_out, computed, dropped = _run_experts(shard, spec, received, recv_table, mine, capacity(spec, total_tokens), log)
     # 4. return: the same split sizes, reversed.
     returned = all_to_all_rows(expert_out, recv_rows, send_rows, log, "return")  # (n·k, d)
     log.step("all_to_all return", "expert outputs back to the token's rank", [expert_out], returned)

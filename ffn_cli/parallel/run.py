@@ -34,6 +34,7 @@ from ffn_cli.parallel.shard import shard_expert_parallel, shard_tensor_parallel
 from ffn_cli.parallel.steps import StepLog
 from ffn_cli.parallel.tensor import tp_forward
 from ffn_cli.spec import FFNSpec, check_int
+from ffn_cli.variants import SplitKind
 
 __all__ = [
     "check_devices",
@@ -142,9 +143,9 @@ def _preflight(spec: FFNSpec, world_size: int, device_type: str, dtype: str) -> 
 # --- one rank ---------------------------------------------------------------------------------
 
 
-def _shard_tensors(shard: dict[str, Tensor], full_shapes: dict[str, tuple[int, ...]], mode: str) -> tuple[ShardTensor, ...]:
-    def split(name: str) -> str:
-        return tp_split(name) if mode == "tp" else ep_split(name)[0]
+def _shard_tensors(spec: FFNSpec, shard: dict[str, Tensor], full_shapes: dict[str, tuple[int, ...]], mode: str) -> tuple[ShardTensor, ...]:
+    def split(name: str) -> SplitKind:
+        return tp_split(spec, name) if mode == "tp" else ep_split(name)[0]
 
     # Parameters only: the sparse variant's mask is a buffer, as param_tensors counts.
     return tuple(ShardTensor(n, tuple(t.shape), full_shapes[n], split(n)) for n, t in shard.items() if n in full_shapes)
@@ -192,7 +193,7 @@ def _check_rank(job: _Job, rank: int, device: torch.device) -> _Checked:
     expected = reference if job.mode == "tp" else torch.tensor_split(reference.reshape(-1, reference.shape[-1]), job.world_size)[rank]
     diff = float((out.double() - expected.double()).abs().max()) if out.numel() else 0.0
     scale = float(reference.double().abs().max())
-    tensors = _shard_tensors(shard, full_shapes, job.mode)
+    tensors = _shard_tensors(job.spec, shard, full_shapes, job.mode)
     extra: dict[str, Any] = {}
     if stats is not None:
         extra = {

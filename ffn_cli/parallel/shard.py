@@ -29,8 +29,8 @@ def _rows(t: Tensor, rank: int, world_size: int) -> Tensor:
     return t[rank * per : (rank + 1) * per]
 
 
-def _tp_slice(name: str, t: Tensor, rank: int, world_size: int) -> Tensor:
-    split = tp_split(name)
+def _tp_slice(spec: FFNSpec, name: str, t: Tensor, rank: int, world_size: int) -> Tensor:
+    split = tp_split(spec, name)
     if split == COLUMN:
         return _rows(t, rank, world_size)  # (d_ff/tp, d) or (d_ff/tp,)
     if split == PAIRED:
@@ -39,7 +39,7 @@ def _tp_slice(name: str, t: Tensor, rank: int, world_size: int) -> Tensor:
     if split == ROW:
         per = t.shape[1] // world_size
         return t[:, rank * per : (rank + 1) * per]  # (d, d_ff/tp)
-    return t  # down_proj.bias, replicated: added once after the all-reduce
+    return t  # replicated: down_proj.bias (added once after the all-reduce), scalars every rank uses
 
 
 def shard_tensor_parallel(state_dict: Mapping[str, Tensor], spec: FFNSpec, rank: int, world_size: int) -> dict[str, Tensor]:
@@ -49,7 +49,7 @@ def shard_tensor_parallel(state_dict: Mapping[str, Tensor], spec: FFNSpec, rank:
     """
     check_parallel(spec, tp=world_size)
     _check_rank(rank, world_size)
-    return {name: _tp_slice(name, t, rank, world_size).clone() for name, t in state_dict.items()}
+    return {name: _tp_slice(spec, name, t, rank, world_size).clone() for name, t in state_dict.items()}
 
 
 def shard_expert_parallel(state_dict: Mapping[str, Tensor], spec: FFNSpec, rank: int, world_size: int) -> dict[str, Tensor]:

@@ -1,69 +1,65 @@
-"""One FFN computed from a weight dict (a TP shard or one EP expert), and the tensor-parallel forward.
+"""The tensor-parallel forward: the variant's own forward, run on one rank's shard.
 
-The math is the unsharded module's, written on the shard's tensors so every step's shape can be
-logged; the comparison with the unsharded module checks it.
+`ShardWeights` gives the variant's forward the shard's tensors (names as in the unsharded
+module) and logs every step's shapes; down_proj's partial sums are then all-reduced and its
+bias added once. The comparison with the unsharded module checks it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch.nn.functional as F
 from torch import Tensor
 
-from ffn_cli.modules import activation_fn
 from ffn_cli.parallel.steps import StepLog, all_reduce_sum
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["local_ffn", "tp_forward"]
+__all__ = ["ShardWeights", "local_ffn", "tp_forward"]
 
 
-def _linear(w: Mapping[str, Tensor], name: str, x: Tensor, *, bias: bool = True) -> Tensor:
-    return F.linear(x, w[name + ".weight"], w.get(name + ".bias") if bias else None)
+class ShardWeights:
+    """A shard seen through the variant's `Weights` interface (eval mode: no dropout).
 
+    down_bias=False leaves b_down out: a row-parallel rank adds it once, after the all-reduce.
+    """
 
-def _gate_up(w: Mapping[str, Tensor], spec: FFNSpec, x: Tensor, prefix: str, log: StepLog) -> tuple[Tensor, Tensor]:
-    if spec.fused_gate_up:
-        gate_up = _linear(w, prefix + "gate_up_proj", x)  # (…, 2·d_ff/tp): gate[r] rows, then up[r] rows
-        log.step(prefix + "gate_up_proj", "x·W_gate_up[r]ᵀ", [x], gate_up)
-        gate, up = gate_up.chunk(2, dim=-1)  # (…, d_ff/tp) each
-        return gate, up
-    gate = _linear(w, prefix + "gate_proj", x)  # (…, d_ff/tp)
-    log.step(prefix + "gate_proj", "x·W_gate[r]ᵀ", [x], gate)
-    up = _linear(w, prefix + "up_proj", x)  # (…, d_ff/tp)
-    log.step(prefix + "up_proj", "x·W_up[r]ᵀ", [x], up)
-    return gate, up
+    def __init__(self, shard: Mapping[str, Tensor], spec: FFNSpec, log: StepLog, *, prefix: str = "", down_bias: bool = True) -> None:
+        self.shard, self.spec, self.log, self.prefix, self.down_bias = shard, spec, log, prefix, down_bias
+
+    def _log(self, step: str, inputs: list[Any], out: Any) -> None:
+        formula = self.spec.ffn_variant.tp_step_formula(self.spec, step, self.down_bias)
+        if formula is not None and isinstance(out, Tensor):
+            self.log.step(self.prefix + step, formula, [t for t in inputs if isinstance(t, Tensor)], out)
+
+    def linear(self, name: str, x: Tensor) -> Tensor:
+        with_bias = self.down_bias or name != "down_proj"
+        full = self.prefix + name
+        out = F.linear(x, self.shard[full + ".weight"], self.shard.get(full + ".bias") if with_bias else None)
+        self._log(name, [x], out)
+        return out
+
+    call = linear
+
+    def tensor(self, name: str) -> Tensor:
+        return self.shard[self.prefix + name]
+
+    def step(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        out = fn(*args)
+        self._log(name, list(args), out)
+        return out
+
+    def dropout(self, h: Tensor) -> Tensor:
+        return h
 
 
 def local_ffn(
     w: Mapping[str, Tensor], spec: FFNSpec, x: Tensor, *, prefix: str = "", down_bias: bool = True, log: StepLog | None = None
 ) -> Tensor:
-    """The FFN of `spec.ffn_variant` on the tensors named prefix + `up_proj.weight`, … (eval mode: no dropout).
-
-    down_bias=False leaves b_down out: a row-parallel rank adds it once, after the all-reduce.
-    """
-    log = log or StepLog(enabled=False)
-    act_name = spec.ffn_variant.activation
-    act = activation_fn(act_name)
-    if spec.ffn_variant.family == "gated":
-        gate, up = _gate_up(w, spec, x, prefix, log)
-        a = act(gate)
-        log.step(prefix + "activation", f"{act_name}(gate)", [gate], a)
-        h = a * up  # (…, d_ff/tp)
-        log.step(prefix + "multiply", f"{act_name}(gate) ⊙ up", [a, up], h)
-    else:
-        pre = _linear(w, prefix + "up_proj", x)  # (…, d_ff/tp)
-        log.step(prefix + "up_proj", "x·W_up[r]ᵀ" + (" + b_up[r]" if spec.bias else ""), [x], pre)
-        h = act(pre)
-        log.step(prefix + "activation", f"{act_name}(h)", [pre], h)
-        mask = w.get(prefix + "hidden_mask")
-        if mask is not None:
-            masked = h * mask  # this rank's slice of the fixed mask
-            log.step(prefix + "mask", "m[r] ⊙ h", [h, mask], masked)
-            h = masked
-    out = _linear(w, prefix + "down_proj", h, bias=down_bias)  # (…, d)
-    log.step(prefix + "down_proj", "h[r]·W_down[:, r]ᵀ" + (" + b_down" if down_bias and spec.bias else " (partial sum)"), [h], out)
-    return out
+    """The FFN of `spec.ffn_variant` on the tensors named prefix + `up_proj.weight`, … (a TP shard or one expert)."""
+    weights = ShardWeights(w, spec, log or StepLog(enabled=False), prefix=prefix, down_bias=down_bias)
+    return spec.ffn_variant.forward(spec, weights, x)  # type: ignore[no-any-return]
 
 
 def tp_forward(shard: Mapping[str, Tensor], spec: FFNSpec, x: Tensor, log: StepLog) -> Tensor:

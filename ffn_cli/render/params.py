@@ -122,7 +122,8 @@ def _spec_title(r: FFNReport) -> str:
     s = r.spec
     text = f"{s.variant} FFN · d_model {s.d_model:,} · d_ff {s.hidden:,}"
     if s.is_moe:
-        text += f" · {s.experts} × {s.expert_variant}, top-{s.top_k}" if s.variant == "moe" else f" · {s.experts} × {s.expert_variant}"
+        routed = s.mixture is not None and s.mixture.is_routed
+        text += f" · {s.experts} × {s.expert_variant}, top-{s.top_k}" if routed else f" · {s.experts} × {s.expert_variant}"
         if s.shared_hidden:
             text += f" + shared {s.shared_hidden:,}"
     return text + f" · {'biases' if s.bias else 'no bias'} · {r.dtype}"
@@ -152,7 +153,8 @@ def _summary_table(r: FFNReport) -> Table:
     rows: list[Any] = [["parameters", fmt_count(r.total_params), r.param_formula]]
     if r.spec.is_moe:
         shared = ", shared experts" if r.spec.shared_hidden else ""
-        active = "every expert runs" if r.spec.variant != "moe" else f"router, k experts{shared}"
+        routed = r.spec.mixture is not None and r.spec.mixture.is_routed
+        active = f"router, k experts{shared}" if routed else "every expert runs"
         rows.append(["active per token", fmt_count(r.active_params), f"{_pct(r.active_params, r.total_params)}: {active}"])
     elementwise = f"matmul {fmt_count(r.matmul_flops)} ({r.matmul_formula}) + elementwise {fmt_count(r.elementwise_flops)}"
     rows.append(["forward FLOPs", fmt_count(r.forward_flops), elementwise])

@@ -79,17 +79,8 @@ def _header(result: TraceResult) -> Panel:
         parts.append("down_proj zero-initialised")
     if spec.fused_gate_up:
         parts.append("fused gate_up_proj")
-    if spec.is_moe:
-        parts += [f"{spec.experts} experts of {spec.expert_variant}"]
-        if spec.variant == "moe":
-            parts += [f"top-{spec.top_k}" + (" renormalised" if spec.normalize_top_k else "")]
-            if spec.shared_experts:
-                parts.append(f"{spec.shared_experts} shared")
-            if spec.capacity_factor is not None:
-                parts.append(f"capacity factor {spec.capacity_factor:g}")
-    if spec.family == "sparse":
-        parts.append(f"sparsity {spec.sparsity:g}")
-    lines = [f"[bold]{spec.info.formula}[/]", " · ".join(parts)]
+    parts += spec.info.header_parts(spec)
+    lines = [f"[bold]{spec.info.header_formula(spec)}[/]", " · ".join(parts)]
     if result.block is not None:
         a, b = result.block.attention, result.block
         kv = f", {a.n_kv_heads} K/V heads (GQA)" if a.n_kv_heads != a.n_heads else ""
@@ -114,7 +105,7 @@ def _totals(result: TraceResult) -> Table:
     )
     grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run, weights excluded")
     estimate = fmt_bytes(result.activation_bytes_estimate)
-    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN (activation_elements_per_token × tokens, eval mode)")
+    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN (its saved tensors × tokens, eval mode)")
     same = "= input shape ✓" if result.output_shape == result.input_shape else "≠ input shape ✗"
     grid.add_row("shape", f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: output shape {same}")
     if result.check is not None:

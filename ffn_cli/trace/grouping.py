@@ -1,5 +1,6 @@
-"""Name the logical steps of a recorded forward: walk its module calls and fold each known
-family's ops (dense, gated, MoE, attention, the block) into named groups with their formulas.
+"""Name the logical steps of a recorded forward: walk its module calls and fold their ops into
+named groups with their formulas. An FFN's ops carry the region of its variant's forward they
+ran in, so its steps need no knowledge of the op order; attention and the block are grouped here.
 
 A group only says which ops and calls make up a step; `steps` fills in its numbers.
 """
@@ -9,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ffn_cli.block import SelfAttention, TransformerBlock
-from ffn_cli.modules import DenseFFN, GatedFFN, MoEFFN, SoftMoEFFN
-from ffn_cli.trace.ops import LAYOUT_OPS, SPLIT_OPS
+from ffn_cli.modules import FFNModule
+from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Recording
-from ffn_cli.variants import ACTIVATIONS
+from ffn_cli.variants import MixtureVariant
+from ffn_cli.variants.mixture import EXPERTS_STEP
 
 __all__ = ["StepGroup", "group_calls"]
 
@@ -63,122 +65,54 @@ class _Grouper:
             return self._block(call, prefix)
         if isinstance(module, SelfAttention):
             return self._attention(call, prefix, module)
-        if isinstance(module, (MoEFFN, SoftMoEFFN)):
-            return self._moe(call, prefix, module)
-        if isinstance(module, GatedFFN):
-            return self._gated(call, prefix, module)
-        if isinstance(module, DenseFFN):
-            return self._dense(call, prefix, module)
+        if isinstance(module, FFNModule):
+            return self._ffn(call, prefix, module)
         return [StepGroup(prefix + "forward", type(module).__name__, calls=[call])]
-
-    # FFNs -----------------------------------------------------------------------------------
 
     def _call_group(self, call: int, prefix: str, formula: str) -> StepGroup:
         return StepGroup(prefix + self.leaf(call), formula, calls=[call])
 
-    def _dense(self, call: int, prefix: str, module: DenseFFN) -> list[StepGroup]:
-        spec, groups = module.spec, []
-        act = ACTIVATIONS[spec.ffn_variant.activation]
-        b = bool(spec.bias)
-        for kind, i in self.segments(call):
-            if kind == "call":
-                leaf = self.leaf(i)
-                formula = {
-                    "up_proj": "x·W_upᵀ" + (" + b_up" if b else ""),
-                    "down_proj": "h·W_downᵀ" + (" + b_down" if b else ""),
-                    "dropout": f"dropout(h), p = {spec.dropout:g}",
-                }.get(leaf, leaf)
-                groups.append(self._call_group(i, prefix, formula))
-            elif any(p.rsplit(".", 1)[-1] == "hidden_mask" for p in self.rec.ops[i].record.params):
-                _add_op(groups, prefix + "mask", "m ⊙ h, fixed mask", i)
-            else:
-                _add_op(groups, prefix + "activation", f"{act.name}(h) = {act.formula.replace('z', 'h')}", i)
-        return groups
+    # FFNs: each op is labelled by the region of the variant's forward it ran in ---------------
 
-    def _gated(self, call: int, prefix: str, module: GatedFFN) -> list[StepGroup]:
-        spec, groups = module.spec, []
-        act = ACTIVATIONS[spec.ffn_variant.activation]
-        b = " + b" if spec.bias else ""
-        own = [i for kind, i in self.segments(call) if kind == "op"]
-        multiply = max((i for i in own if self.op_name(i) == "mul"), default=None)
+    def _ffn(self, call: int, prefix: str, module: FFNModule) -> list[StepGroup]:
+        spec, variant = module.spec, module.variant
+        groups: list[StepGroup] = []
         for kind, i in self.segments(call):
-            if kind == "call":
-                leaf = self.leaf(i)
-                formula = {
-                    "gate_proj": f"x·W_gateᵀ{b}",
-                    "up_proj": f"x·W_upᵀ{b}",
-                    "gate_up_proj": f"x·W_gate_upᵀ{b}",
-                    "down_proj": f"h·W_downᵀ{b}",
-                    "dropout": f"dropout(h), p = {spec.dropout:g}",
-                }.get(leaf, leaf)
-                groups.append(self._call_group(i, prefix, formula))
-            elif self.op_name(i) in SPLIT_OPS:
-                _add_op(groups, prefix + "split", "chunk into gate g, up u", i)
-            elif i == multiply:
-                gate = "g" if act.name == "identity" else f"{act.name}(g)"
-                _add_op(groups, prefix + "multiply", f"h = {gate} ⊙ u", i)
-            else:
-                _add_op(groups, prefix + "activation", f"{act.name}(g) = {act.formula.replace('z', 'g')}", i)
-        return groups
-
-    def _moe(self, call: int, prefix: str, module: MoEFFN | SoftMoEFFN) -> list[StepGroup]:
-        spec, routed = module.spec, isinstance(module, MoEFFN)
-        expert = spec.ffn_variant
-        k = spec.top_k if routed else spec.experts
-        formulas = {
-            "flatten": "tokens: (B, T, d) → (B·T, d)",
-            "router": "x·W_routerᵀ",
-            "softmax": "g = softmax over E experts, float32",
-            "top_k": f"top-{k} of E by g",
-            "renormalise": "ĝ = g / Σ_top-k g",
-            "dispatch": "gather each expert's tokens",
-            "combine": "Σ_k ĝ_k·expert_k(x)" if routed else "Σ_E g_e·expert_e(x)",
-            "shared_experts": expert.formula,
-            "shared_add": "routed + shared",
-            "shared_expert_gate": "σ(x·w_g)·shared + routed",
-            "unflatten": "(B·T, d) → (B, T, d)",
-        }
-        by_name: dict[str, StepGroup] = {}
-        experts: list[StepGroup] = []
-        segments = self.segments(call)
-        last_op = max((n for n, (kind, _) in enumerate(segments) if kind == "op"), default=-1)
-        phase = "flatten"
-        for n, (kind, i) in enumerate(segments):
-            if kind == "call":
-                leaf = self.leaf(i)
-                if leaf.startswith("experts."):
-                    experts.append(StepGroup(prefix + leaf, expert.formula, calls=[i], substeps=self.group(i, prefix + leaf + ".")))
-                    phase = "combine"
-                    continue
-                phase = {"router": "softmax", "shared_experts": "shared_add", "shared_expert_gate": "shared_expert_gate"}.get(leaf, phase)
-                name = "shared_expert_gate" if leaf == "shared_expert_gate" else leaf
-                by_name.setdefault(name, StepGroup(prefix + name, formulas.get(name, leaf))).calls.append(i)
+            if kind == "op":
+                step = self.rec.ops[i].region or "forward"
+                _add_op(groups, prefix + step, variant.step_formula(spec, step), i)
                 continue
-            op = self.op_name(i)
-            if phase == "flatten":
-                step = "flatten"
-            elif n == last_op and op in LAYOUT_OPS:
-                step = "unflatten"
-            elif op == "topk":
-                step, phase = "top_k", "after_top_k"
-            elif op == "zeros_like":
-                step, phase = "combine", ("dispatch" if routed else "combine")
-            elif phase == "after_top_k":
-                step = "renormalise" if spec.normalize_top_k else "top_k"
-            elif phase == "combine":
-                step = "combine"
-                if routed and op == "index_add":
-                    phase = "dispatch"
+            leaf = self.leaf(i)
+            if leaf.startswith(EXPERTS_STEP + "."):
+                formula = spec.ffn_variant.formula
+                groups.append(StepGroup(prefix + leaf, formula, calls=[i], substeps=self.group(i, prefix + leaf + ".")))
             else:
-                step = phase
-            by_name.setdefault(step, StepGroup(prefix + step, formulas.get(step, step))).ops.append(i)
-        if "dispatch" in by_name:
+                groups.append(StepGroup(prefix + leaf, variant.step_formula(spec, leaf), calls=[i]))
+        if isinstance(variant, MixtureVariant):
+            return self._in_mixture_order(groups, prefix, module, variant)
+        return groups
+
+    def _in_mixture_order(self, groups: list[StepGroup], prefix: str, module: FFNModule, variant: MixtureVariant) -> list[StepGroup]:
+        """One group per step wherever its ops ran (the loop over experts interleaves them), in
+        the variant's step order; the experts stay one group each."""
+        merged: dict[str, StepGroup] = {}
+        experts: list[StepGroup] = []
+        for g in groups:
+            step = g.name[len(prefix) :]
+            if step.startswith(EXPERTS_STEP + "."):
+                experts.append(g)
+                continue
+            into = merged.setdefault(step, StepGroup(g.name, g.formula))
+            into.ops += g.ops
+            into.calls += g.calls
+        if "dispatch" in merged:
             tokens = tuple(self.rec.calls[g.calls[0]].sources[0][1][0] if self.rec.calls[g.calls[0]].sources else 0 for g in experts)
-            by_name["dispatch"].tokens_per_expert = tokens
-            by_name["dispatch"].note = _dispatch_note(module, tokens)
-        head = ["flatten", "router", "softmax", "top_k", "renormalise", "dispatch"]
-        tail = ["combine", "shared_experts", "shared_expert_gate", "shared_add", "unflatten"]
-        return [by_name[s] for s in head if s in by_name] + experts + [by_name[s] for s in tail if s in by_name]
+            merged["dispatch"].tokens_per_expert = tokens
+            merged["dispatch"].note = _dispatch_note(module, tokens)
+        ordered: list[StepGroup] = []
+        for step in variant.step_order:
+            ordered += experts if step == EXPERTS_STEP else [merged.pop(step)] if step in merged else []
+        return ordered + list(merged.values())
 
     # the block --------------------------------------------------------------------------------
 
@@ -240,7 +174,7 @@ def _add_op(groups: list[StepGroup], name: str, formula: str, op: int) -> None:
         groups.append(StepGroup(name, formula, ops=[op]))
 
 
-def _dispatch_note(module: MoEFFN | SoftMoEFFN, tokens: tuple[int, ...]) -> str:
+def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> str:
     note = "tokens per expert: " + ", ".join(str(t) for t in tokens)
     stats = getattr(module, "last_dispatch", None)
     if stats is not None and stats.dropped:

@@ -21,7 +21,7 @@ __all__ = ["ELEMENTWISE_FLOPS", "LAYOUT_OPS", "SKIPPED_OPS", "SPLIT_OPS", "UNINI
 
 # Operations per output element (our convention, shared with accounting.ACTIVATIONS).
 ELEMENTWISE_FLOPS: dict[str, int] = {
-    **dict.fromkeys(("add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "tanh", "abs", "maximum", "minimum"), 1),
+    **dict.fromkeys(("add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "expm1", "tanh", "abs", "maximum", "minimum"), 1),
     "relu": ACTIVATIONS["relu"].flops_per_element,
     "silu": ACTIVATIONS["silu"].flops_per_element,
     "sigmoid": ACTIVATIONS["sigmoid"].flops_per_element,

@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
+from ffn_cli import regions
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
@@ -39,6 +40,7 @@ class RecordedOp:
     sources: list[tuple[Producer, Shape]]
     stats: TensorStats | None
     values: tuple[float, ...] | None
+    region: str | None = None  # the named step of the forward it ran in (`ffn_cli.regions`)
 
 
 @dataclass
@@ -162,7 +164,7 @@ class Recorder(TorchDispatchMode):
         )
         values = first_values(outputs[0], self.values) if meaningful else None
         owner = self._stack[-1] if self._stack else -1
-        self.rec.ops.append(RecordedOp(op_record, self._next_seq(), owner, sources, stats, values))
+        self.rec.ops.append(RecordedOp(op_record, self._next_seq(), owner, sources, stats, values, regions.current()))
         for i, t in enumerate(outputs):
             self._producers[_key(t)] = ("op", index)
             if i == 0:

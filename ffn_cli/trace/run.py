@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.accounting import DTYPE_BYTES, activation_elements_per_token, total_params
+from ffn_cli.accounting import DTYPE_BYTES, activation_bytes, activation_elements_per_token, total_params
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNError
@@ -135,6 +135,6 @@ def trace(
         ops=tuple(op.record for op in rec.ops),
         param_groups=_param_groups(module),
         saved_bytes=rec.saved_bytes,
-        activation_bytes_estimate=activation_elements_per_token(spec) * batch * seq_len * DTYPE_BYTES[canonical_dtype],
+        activation_bytes_estimate=activation_bytes(spec, batch * seq_len, canonical_dtype),
         check=check_against_reference(spec, module, x, out, canonical_dtype) if check else None,
     )

@@ -1,0 +1,77 @@
+"""`build_ffn(spec)`: the module of any registry variant, on cpu / cuda / meta, in any dtype.
+
+Weights are drawn in float32 from the seed, in construction order, so every dtype starts from
+the same values; a half-precision build draws one linear at a time in float32 and keeps only
+its cast, so the build never holds a float32 copy of the whole FFN.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ffn_cli.errors import FFNError
+from ffn_cli.modules.ffn import FFNModule, linears_in
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["DTYPES", "apply_init", "build_ffn", "resolve_dtype"]
+
+DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    if name not in DTYPES:
+        raise FFNError("dtype", name, "choose one of " + ", ".join(DTYPES))
+    return DTYPES[name]
+
+
+def _init_linear(linear: nn.Linear, spec: FFNSpec, gain_name: str) -> None:
+    weight = torch.empty(linear.weight.shape, device=linear.weight.device)  # float32: the same draws in any dtype
+    if spec.init == "xavier_normal":
+        nn.init.xavier_normal_(weight, gain=nn.init.calculate_gain(gain_name))
+    elif spec.init == "kaiming_normal":
+        nn.init.kaiming_normal_(weight, nonlinearity="relu" if gain_name == "relu" else "linear")
+    elif spec.init == "normal":
+        nn.init.normal_(weight, mean=0.0, std=0.02)
+    with torch.no_grad():
+        linear.weight.copy_(weight)
+        if linear.bias is not None:
+            linear.bias.zero_()
+
+
+def apply_init(module: nn.Module, spec: FFNSpec) -> None:
+    """Apply spec.init to every projection: layers feeding the activation get its gain, the
+    others a linear gain; zero_init_output zeroes down_proj (as GPT-style residual init)."""
+    feeding = {lin.name for lin in spec.ffn_variant.linears(spec) if lin.feeds_activation}
+    gain = spec.ffn_variant.act().init_gain
+    for name, sub in module.named_modules():
+        if not isinstance(sub, nn.Linear):
+            continue
+        leaf = name.rsplit(".", 1)[-1]
+        if spec.init != "default":
+            _init_linear(sub, spec, gain if leaf in feeding else "linear")
+        if spec.zero_init_output and leaf == "down_proj":
+            nn.init.zeros_(sub.weight)
+            if sub.bias is not None:
+                nn.init.zeros_(sub.bias)
+
+
+def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | str = torch.float32, seed: int = 0) -> FFNModule:
+    """Build the module for `spec` on `device` (cpu, cuda, cuda:N or meta) in `dtype`.
+
+    Weights are drawn from `seed`, so two builds of one spec on one device are identical.
+    """
+    if isinstance(dtype, str):
+        dtype = resolve_dtype(dtype)
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    linear_dtype = torch.float32 if device.type == "meta" else dtype
+    with torch.device(device), linears_in(linear_dtype):
+        module: FFNModule = spec.info.build(spec)
+        apply_init(module, spec)
+    return module.to(device=device, dtype=dtype)  # the small rest: masks, scalar parameters

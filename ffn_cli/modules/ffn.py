@@ -1,0 +1,124 @@
+"""The torch module of one FFN (dense, gated or sparse), built from its variant's layout.
+
+Parameter names follow Hugging Face checkpoints so a real layer loads with a rename: dense
+`up_proj`, `down_proj`; gated `gate_proj`, `up_proj`, `down_proj` (fused: `gate_up_proj`,
+gate rows first, as Phi-3). The forward is the variant's own, run on this module's weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from ffn_cli.regions import region
+from ffn_cli.spec import FFNSpec
+from ffn_cli.variants import SingleFFN, Variant
+
+__all__ = ["FFN", "FFNModule", "ModuleWeights", "ScalarParameters", "linears_in", "make_linear", "sparsity_mask"]
+
+_LINEAR_DTYPE: ContextVar[torch.dtype] = ContextVar("linear_dtype", default=torch.float32)
+
+
+@contextmanager
+def linears_in(dtype: torch.dtype) -> Iterator[None]:
+    """While building, `make_linear` stores its weights in `dtype`."""
+    token = _LINEAR_DTYPE.set(dtype)
+    try:
+        yield
+    finally:
+        _LINEAR_DTYPE.reset(token)
+
+
+def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
+    """nn.Linear drawn in float32, so every dtype starts from the same values, then cast on its
+    own: a half-precision build never holds a float32 copy of more than one linear."""
+    linear = nn.Linear(in_features, out_features, bias=bias)
+    dtype = _LINEAR_DTYPE.get()
+    return linear if dtype == torch.float32 else linear.to(dtype)
+
+
+class ModuleWeights:
+    """A built module seen through the variant's `Weights` interface: parts are called as
+    submodules (so hooks see `up_proj`, `experts.3`), steps run inside named regions."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+
+    def linear(self, name: str, x: Tensor) -> Tensor:
+        out: Tensor = self.module.get_submodule(name)(x)
+        return out
+
+    call = linear
+
+    def tensor(self, name: str) -> Tensor:
+        owner, _, leaf = name.rpartition(".")
+        t: Tensor = getattr(self.module.get_submodule(owner) if owner else self.module, leaf)
+        return t
+
+    def step(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        with region(name):
+            return fn(*args)
+
+    def dropout(self, h: Tensor) -> Tensor:
+        out: Tensor = self.module.get_submodule("dropout")(h)
+        return out
+
+
+class FFNModule(nn.Module):
+    """Base: holds the spec and its variant, and optional gradient checkpointing around the forward."""
+
+    def __init__(self, spec: FFNSpec, variant: Variant) -> None:
+        super().__init__()
+        self.spec = spec
+        self.variant = variant
+        self.gradient_checkpointing = False
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.gradient_checkpointing and torch.is_grad_enabled():
+            # Recompute the hidden activations in backward instead of keeping them.
+            out: Tensor = checkpoint(self._forward, x, use_reentrant=False)
+            return out
+        return self._forward(x)
+
+    def _forward(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+class FFN(FFNModule):
+    """One FFN of width d_ff: the variant's linears, a dropout before down_proj, and its extra state."""
+
+    def __init__(self, spec: FFNSpec, variant: SingleFFN, d_ff: int) -> None:
+        super().__init__(spec, variant)
+        self.single = variant
+        dims = {"d": spec.d_model, "f": d_ff, "2f": 2 * d_ff}
+        for lin in variant.linears(spec):
+            setattr(self, lin.name, make_linear(dims[lin.in_dim], dims[lin.out_dim], bool(spec.bias)))
+        self.dropout = nn.Dropout(spec.dropout)
+        variant.add_state(self, spec, d_ff)
+
+    def _forward(self, x: Tensor) -> Tensor:
+        return self.single.forward(self.spec, ModuleWeights(self), x)  # type: ignore[no-any-return]
+
+
+class ScalarParameters(nn.Module):
+    """A holder of named learnable scalars, shaped (1,) as checkpoints store them (xIELU's α_p, α_n)."""
+
+    def __init__(self, **values: float) -> None:
+        super().__init__()
+        for name, value in values.items():
+            self.register_parameter(name, nn.Parameter(torch.tensor([value], dtype=torch.float32)))
+
+
+def sparsity_mask(d_ff: int, sparsity: float, seed: int) -> Tensor:
+    """1 for kept hidden units, 0 for round(sparsity·d_ff) units drawn once from `seed`."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    dropped = torch.randperm(d_ff, generator=generator, device="cpu")[: round(sparsity * d_ff)]
+    mask = torch.ones(d_ff, device="cpu")
+    mask[dropped] = 0.0
+    return mask

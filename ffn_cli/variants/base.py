@@ -1,0 +1,215 @@
+"""What every variant is made of: its family, its tensors, its FLOP steps, what it saves for
+backward, and the interface its forward is written against.
+
+Pure Python: torch and NumPy are imported only inside the methods that compute with them, so
+the registry (and `ffn params`) stays torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = [
+    "Family",
+    "FlopStep",
+    "ParamTensor",
+    "SavedTensor",
+    "SplitKind",
+    "TensorTemplate",
+    "Variant",
+    "Weights",
+    "Width",
+    "linear_templates",
+]
+
+
+class Family(str, Enum):
+    """How a variant is built; JSON and the tables show the value."""
+
+    DENSE = "dense"
+    GATED = "gated"
+    SPARSE = "sparse"
+    MOE = "moe"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class SplitKind(str, Enum):
+    """How tensor (or expert) parallelism cuts one parameter."""
+
+    COLUMN = "column"  # rows of the (out, in) weight: this rank's slice of d_ff
+    PAIRED = "column, gate|up paired"  # fused gate_up: gate[r] rows then up[r] rows
+    ROW = "row"  # columns of the (out, in) weight: this rank's slice of d_ff
+    REPLICATED = "replicated"  # every rank holds all of it (down's bias: added once, after the sum)
+    EXPERT = "expert, whole"  # an expert this rank owns, unsplit
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class TensorTemplate:
+    """One parameter tensor of a layout. Dims are symbols: d = d_model, f = d_ff, 2f, E, 1."""
+
+    name: str
+    dims: tuple[str, ...]
+    is_bias: bool = False
+    split: SplitKind = SplitKind.REPLICATED
+
+    def shape(self, dims: dict[str, int]) -> tuple[int, ...]:
+        return tuple(dims[s] if s in dims else int(s) for s in self.dims)
+
+
+def linear_templates(name: str, out_dim: str, in_dim: str, weight_split: SplitKind, bias_split: SplitKind) -> tuple[TensorTemplate, ...]:
+    """nn.Linear's (out, in) weight and its (out,) bias; the bias is dropped when the spec has bias=False."""
+    return (
+        TensorTemplate(f"{name}.weight", (out_dim, in_dim), split=weight_split),
+        TensorTemplate(f"{name}.bias", (out_dim,), is_bias=True, split=bias_split),
+    )
+
+
+@dataclass(frozen=True)
+class ParamTensor:
+    name: str
+    shape: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+@dataclass(frozen=True)
+class FlopStep:
+    """One logical step of the forward pass, for one token."""
+
+    name: str
+    matmul_flops: int
+    elementwise_flops: int
+    formula: str
+
+    @property
+    def flops(self) -> int:
+        return self.matmul_flops + self.elementwise_flops
+
+    def times(self, k: int) -> FlopStep:
+        return FlopStep(self.name, k * self.matmul_flops, k * self.elementwise_flops, self.formula)
+
+
+class Width(str, Enum):
+    """The element width of a saved tensor: the run's dtype, the router's float32, an index, a mask."""
+
+    VALUE = "value"
+    GATE = "gate"  # the router's softmax runs in float32 at least
+    INDEX = "index"  # int64
+    MASK = "mask"  # bool
+    CAST = "cast"  # the router's weights cast back to a half-precision dtype (no copy otherwise)
+
+    def bytes_(self, dtype_bytes: int) -> int:
+        widths = {Width.VALUE: dtype_bytes, Width.GATE: max(dtype_bytes, 4), Width.INDEX: 8, Width.MASK: 1}
+        return widths.get(self, dtype_bytes if dtype_bytes < 4 else 0)
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """A tensor autograd keeps for backward: `per_token` elements for each token (plus `fixed` per forward)."""
+
+    name: str
+    per_token: int
+    width: Width = Width.VALUE
+    fixed: int = 0
+
+    def bytes_(self, tokens: int, dtype_bytes: int) -> int:
+        return (self.per_token * tokens + self.fixed) * self.width.bytes_(dtype_bytes)
+
+
+class Weights(Protocol):
+    """What a variant's forward computes with: the built module, or one rank's shard of it.
+
+    `step` runs one named step, so the trace (and the tensor-parallel log) can label its ops.
+    """
+
+    def linear(self, name: str, x: Any) -> Any: ...
+
+    def tensor(self, name: str) -> Any: ...
+
+    def call(self, name: str, x: Any) -> Any: ...
+
+    def step(self, name: str, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+    def dropout(self, h: Any) -> Any: ...
+
+
+class Variant:
+    """A registry entry: the description every table shows, plus the behaviour of its family.
+
+    Subclasses set the class attributes; family base classes (dense, gated, sparse, mixture)
+    implement the methods.
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[Family]
+    activation: ClassVar[str]
+    formula: ClassVar[str]
+    origin: ClassVar[str]
+    summary: ClassVar[str]
+    default_bias: ClassVar[bool] = False
+    d_ff_rule: ClassVar[str] = "4·d"
+    d_ff_rule_short: ClassVar[str] = "4·d"
+    # Whether it can be the expert of a mixture (one FFN, not a mixture itself).
+    is_single_ffn: ClassVar[bool] = True
+
+    def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
+        return 4 * d_model
+
+    def __repr__(self) -> str:
+        return f"<variant {self.name}>"
+
+    # --- what the family classes implement ------------------------------------------------
+
+    def param_tensors(self, spec: FFNSpec) -> list[ParamTensor]:
+        raise NotImplementedError
+
+    def flop_steps(self, spec: FFNSpec) -> list[FlopStep]:
+        raise NotImplementedError
+
+    def saved_tensors(self, spec: FFNSpec) -> list[SavedTensor]:
+        raise NotImplementedError
+
+    def param_formula(self, spec: FFNSpec) -> str:
+        raise NotImplementedError
+
+    def matmul_flops_formula(self, spec: FFNSpec) -> str:
+        raise NotImplementedError
+
+    def active_params(self, spec: FFNSpec) -> int:
+        return sum(t.count for t in self.param_tensors(spec))
+
+    def header_formula(self, spec: FFNSpec) -> str:
+        """The formula a header shows for this spec (terms the spec leaves out dropped)."""
+        return self.formula
+
+    def header_parts(self, spec: FFNSpec) -> list[str]:
+        """What a header says about this variant's own options."""
+        return []
+
+    def step_formula(self, spec: FFNSpec, step: str) -> str:
+        """What the trace shows beside one of this variant's steps."""
+        return step
+
+    def build(self, spec: FFNSpec) -> Any:
+        """The torch module (torch is imported here, not at import time)."""
+        raise NotImplementedError
+
+    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
+        """The float64 forward on (N, d) tokens, from the module's state_dict as arrays."""
+        raise NotImplementedError

@@ -1,0 +1,90 @@
+"""The dense family: up_proj → activation → dropout → down_proj, the original Transformer FFN."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
+from ffn_cli.variants.single import LinearSpec, SingleFFN
+
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["DenseVariant"]
+
+COLUMN, ROW, REPLICATED = SplitKind.COLUMN, SplitKind.ROW, SplitKind.REPLICATED
+
+
+class DenseVariant(SingleFFN):
+    """W_down·act(W_up·x + b_up) + b_down; subclasses pick the activation."""
+
+    family = Family.DENSE
+    default_bias = True
+
+    def linears(self, spec: FFNSpec) -> tuple[LinearSpec, ...]:
+        return (
+            LinearSpec("up_proj", "f", "d", COLUMN, COLUMN, feeds_activation=True),
+            LinearSpec("down_proj", "d", "f", ROW, REPLICATED),  # b_down: added once, after the all-reduce
+        )
+
+    def matmul_per_token(self) -> str:
+        return "4·d·d_ff"
+
+    # --- forward ------------------------------------------------------------------------------
+
+    def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
+        pre = w.linear("up_proj", x)  # (…, d_ff)
+        h = self.activate(spec, w, pre)  # (…, d_ff)
+        return w.linear("down_proj", w.dropout(h))  # (…, d)
+
+    def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
+        return w.step("activation", self.act().torch, pre)
+
+    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
+        from ffn_cli.variants.numpy_ops import linear
+
+        h = self.numpy_activate(spec, weights, linear(x, weights, prefix + "up_proj"), prefix)
+        return linear(h, weights, prefix + "down_proj")
+
+    def numpy_activate(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
+        return self.act().numpy(pre)
+
+    # --- accounting ---------------------------------------------------------------------------
+
+    def steps(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[FlopStep]:
+        d, f, b = spec.d_model, d_ff, 1 if spec.bias else 0
+        return [
+            FlopStep(prefix + "up_proj", 2 * d * f, f * b, "x·W_upᵀ" + (" + b_up" if b else "")),
+            *self.activation_steps(spec, f, prefix),
+            FlopStep(prefix + "down_proj", 2 * d * f, d * b, "h·W_downᵀ" + (" + b_down" if b else "")),
+        ]
+
+    def activation_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
+        act = self.act()
+        return [FlopStep(prefix + "activation", 0, act.flops_per_element * d_ff, f"{act.name}(h)")]
+
+    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+        """x (up_proj's input), h (down_proj's input, also relu's output), and the
+        pre-activation when the activation's backward needs its input."""
+        kept = [SavedTensor("x", spec.d_model), SavedTensor("h", d_ff)]
+        if self.act().saves_input:
+            kept.append(SavedTensor("pre-activation", d_ff))
+        return kept
+
+    # --- labels -------------------------------------------------------------------------------
+
+    def step_formula(self, spec: FFNSpec, step: str) -> str:
+        act, b = self.act(), bool(spec.bias)
+        return {
+            "up_proj": "x·W_upᵀ" + (" + b_up" if b else ""),
+            "down_proj": "h·W_downᵀ" + (" + b_down" if b else ""),
+            "dropout": f"dropout(h), p = {spec.dropout:g}",
+            "activation": f"{act.name}(h) = {act.formula.replace('z', 'h')}",
+        }.get(step, step)
+
+    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+        return {
+            "up_proj": "x·W_up[r]ᵀ" + (" + b_up[r]" if spec.bias else ""),
+            "activation": f"{self.act().name}(h)",
+            "down_proj": "h[r]·W_down[:, r]ᵀ" + (" + b_down" if down_bias and spec.bias else " (partial sum)"),
+        }.get(step)

@@ -1,0 +1,149 @@
+"""The gated (GLU) family: down_proj(act(gate_proj(x)) ⊙ up_proj(x)), Shazeer 2020.
+
+The fused layout keeps gate and up in one `gate_up_proj` weight, gate rows first (as Phi-3).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
+from ffn_cli.variants.single import LinearSpec, SingleFFN
+
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["GLU_FORMULA", "GLU_ORIGIN", "GatedVariant", "llama_hidden_dim"]
+
+GLU_ORIGIN = "Shazeer 2020, GLU Variants Improve Transformer"
+GLU_FORMULA = "W_down·({act}(W_gate·x) ⊙ W_up·x)"
+
+
+def llama_hidden_dim(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
+    """LLaMA's SwiGLU sizing: int(2·4d/3), times the multiplier, rounded UP to multiple_of.
+
+    d_model 4096 → 11008; with multiplier 1.3 and multiple_of 1024 → 14336 (Llama 3 8B).
+    """
+    hidden = int(2 * 4 * d_model / 3)
+    if ffn_dim_multiplier is not None:
+        hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * math.ceil(hidden / multiple_of)
+
+
+def _chunk2(t: Any) -> Any:
+    return t.chunk(2, dim=-1)  # gate rows come first
+
+
+def _mul(a: Any, b: Any) -> Any:
+    return a * b
+
+
+class GatedVariant(SingleFFN):
+    """act(gate) ⊙ up; subclasses pick the activation, or override `combine`."""
+
+    family = Family.GATED
+    default_bias = False
+    d_ff_rule = "int(2·4d/3) × ffn_dim_multiplier, rounded up to multiple_of"
+    d_ff_rule_short = "⅔·4d ↑ multiple_of"
+
+    def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
+        return llama_hidden_dim(d_model, multiple_of, ffn_dim_multiplier)
+
+    def linears(self, spec: FFNSpec) -> tuple[LinearSpec, ...]:
+        down = LinearSpec("down_proj", "d", "f", SplitKind.ROW, SplitKind.REPLICATED)
+        if spec.fused_gate_up:
+            return (LinearSpec("gate_up_proj", "2f", "d", SplitKind.PAIRED, SplitKind.PAIRED, feeds_activation=True), down)
+        return (
+            LinearSpec("gate_proj", "f", "d", SplitKind.COLUMN, SplitKind.COLUMN, feeds_activation=True),
+            LinearSpec("up_proj", "f", "d", SplitKind.COLUMN, SplitKind.COLUMN),
+            down,
+        )
+
+    def matmul_per_token(self) -> str:
+        return "6·d·d_ff"
+
+    # --- forward ------------------------------------------------------------------------------
+
+    def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
+        if spec.fused_gate_up:
+            gate, up = w.step("split", _chunk2, w.linear("gate_up_proj", x))  # (…, d_ff) each
+        else:
+            gate, up = w.linear("gate_proj", x), w.linear("up_proj", x)  # (…, d_ff) each
+        h = self.combine(spec, w, gate, up)  # (…, d_ff)
+        return w.linear("down_proj", w.dropout(h))  # (…, d)
+
+    def combine(self, spec: FFNSpec, w: Weights, gate: Any, up: Any) -> Any:
+        activated = w.step("activation", self.act().torch, gate)
+        return w.step("multiply", _mul, activated, up)
+
+    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
+        from ffn_cli.variants.numpy_ops import linear
+
+        if spec.fused_gate_up:
+            gate_up = linear(x, weights, prefix + "gate_up_proj")
+            half = gate_up.shape[-1] // 2
+            gate, up = gate_up[..., :half], gate_up[..., half:]
+        else:
+            gate, up = linear(x, weights, prefix + "gate_proj"), linear(x, weights, prefix + "up_proj")
+        return linear(self.numpy_combine(gate, up), weights, prefix + "down_proj")
+
+    def numpy_combine(self, gate: Any, up: Any) -> Any:
+        return self.act().numpy(gate) * up
+
+    # --- accounting ---------------------------------------------------------------------------
+
+    def steps(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[FlopStep]:
+        d, f, b = spec.d_model, d_ff, 1 if spec.bias else 0
+        if spec.fused_gate_up:
+            steps = [FlopStep(prefix + "gate_up_proj", 4 * d * f, 2 * f * b, "x·W_gate_upᵀ")]
+        else:
+            steps = [
+                FlopStep(prefix + "gate_proj", 2 * d * f, f * b, "x·W_gateᵀ"),
+                FlopStep(prefix + "up_proj", 2 * d * f, f * b, "x·W_upᵀ"),
+            ]
+        steps += self.combine_steps(spec, f, prefix)
+        steps.append(FlopStep(prefix + "down_proj", 2 * d * f, d * b, "h·W_downᵀ" + (" + b_down" if b else "")))
+        return steps
+
+    def combine_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
+        act = self.act()
+        return [
+            FlopStep(prefix + "activation", 0, act.flops_per_element * d_ff, f"{act.name}(gate)"),
+            FlopStep(prefix + "multiply", 0, d_ff, f"{act.name}(gate) ⊙ up"),
+        ]
+
+    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+        """x, up and the activated gate (the multiply's operands), their product (down_proj's
+        input), and the gate before the activation when its backward needs it."""
+        kept = [SavedTensor("x", spec.d_model), SavedTensor("up", d_ff), SavedTensor("act(gate)", d_ff), SavedTensor("h", d_ff)]
+        if self.act().saves_input:
+            kept.append(SavedTensor("gate", d_ff))
+        return kept
+
+    # --- labels -------------------------------------------------------------------------------
+
+    def step_formula(self, spec: FFNSpec, step: str) -> str:
+        act, b = self.act(), " + b" if spec.bias else ""
+        gate = "g" if not act.runs_an_op else f"{act.name}(g)"
+        return {
+            "gate_proj": f"x·W_gateᵀ{b}",
+            "up_proj": f"x·W_upᵀ{b}",
+            "gate_up_proj": f"x·W_gate_upᵀ{b}",
+            "down_proj": f"h·W_downᵀ{b}",
+            "dropout": f"dropout(h), p = {spec.dropout:g}",
+            "split": "chunk into gate g, up u",
+            "multiply": f"h = {gate} ⊙ u",
+            "activation": f"{act.name}(g) = {act.formula.replace('z', 'g')}",
+        }.get(step, step)
+
+    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+        act = self.act().name
+        return {
+            "gate_up_proj": "x·W_gate_up[r]ᵀ",
+            "gate_proj": "x·W_gate[r]ᵀ",
+            "up_proj": "x·W_up[r]ᵀ",
+            "activation": f"{act}(gate)",
+            "multiply": f"{act}(gate) ⊙ up",
+            "down_proj": "h[r]·W_down[:, r]ᵀ" + (" + b_down" if down_bias and spec.bias else " (partial sum)"),
+        }.get(step)

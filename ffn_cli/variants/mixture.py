@@ -1,0 +1,120 @@
+"""Mixtures of experts: a router, E experts of one dense or gated variant, and how tokens
+reach them. `moe` (top-k routing) and `soft_moe` (every expert, softmax-weighted) subclass it.
+
+The expert is an ordinary single-FFN variant (`spec.expert_variant`), so every expert layout
+the registry knows is a valid expert.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, Variant, Width
+from ffn_cli.variants.single import SingleFFN
+
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["EXPERTS_STEP", "SOFTMAX_FLOPS_PER_ELEMENT", "MixtureVariant"]
+
+# Operations per element of the router's float32 softmax: exp, sum, divide.
+SOFTMAX_FLOPS_PER_ELEMENT = 3
+# Where the experts' own steps sit in a mixture's step order.
+EXPERTS_STEP = "experts"
+
+
+class MixtureVariant(Variant):
+    """What top-k and soft mixtures share: the router, E experts, the combine."""
+
+    family = Family.MOE
+    default_bias = False
+    is_single_ffn = False
+    # Whether each token reaches only some experts (so experts can live on other ranks).
+    is_routed: ClassVar[bool] = False
+    d_ff_rule = "per expert: the expert variant's rule"
+    d_ff_rule_short = "the expert's"
+    # The trace's steps, in this order; a step's ops are gathered wherever they ran.
+    step_order: ClassVar[tuple[str, ...]] = ()
+
+    def expert(self, spec: FFNSpec) -> SingleFFN:
+        from ffn_cli.variants import VARIANTS
+
+        expert = VARIANTS[spec.expert_variant]
+        assert isinstance(expert, SingleFFN)
+        return expert
+
+    def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
+        raise AssertionError("a mixture's d_ff is its expert variant's")
+
+    def header_parts(self, spec: FFNSpec) -> list[str]:
+        return [f"{spec.experts} experts of {spec.expert_variant}"]
+
+    def active_experts(self, spec: FFNSpec) -> int:
+        """Experts each token runs through."""
+        raise NotImplementedError
+
+    def shared_hidden(self, spec: FFNSpec) -> int:
+        """Width of the one FFN holding all shared experts (0: none)."""
+        return 0
+
+    # --- layout -------------------------------------------------------------------------------
+
+    def param_tensors(self, spec: FFNSpec) -> list[ParamTensor]:
+        expert = self.expert(spec)
+        tensors = [ParamTensor("router.weight", (spec.experts, spec.d_model))]
+        for i in range(spec.experts):
+            tensors += expert.tensors(spec, spec.hidden, f"experts.{i}.")
+        return tensors
+
+    def param_formula(self, spec: FFNSpec) -> str:
+        return f"E·d + E·({self.expert(spec).param_formula(spec)})"
+
+    def matmul_flops_formula(self, spec: FFNSpec) -> str:
+        k = "E" if self.active_experts(spec) == spec.experts and self.name == "soft_moe" else "k"
+        return f"2·d·E + {k}·{self.expert(spec).matmul_per_token()}"
+
+    # --- accounting ---------------------------------------------------------------------------
+
+    def router_steps(self, spec: FFNSpec) -> list[FlopStep]:
+        d, e = spec.d_model, spec.experts
+        return [
+            FlopStep("router", 2 * d * e, 0, "x·W_routerᵀ"),
+            FlopStep("softmax", 0, SOFTMAX_FLOPS_PER_ELEMENT * e, "softmax over E in float32"),
+        ]
+
+    def expert_steps(self, spec: FFNSpec) -> list[FlopStep]:
+        k = self.active_experts(spec)
+        steps = [s.times(k) for s in self.expert(spec).steps(spec, spec.hidden, "expert.")]
+        return [*steps, FlopStep("combine", 0, 2 * k * spec.d_model, "Σ_k g_k·y_k")]
+
+    def saved_expert_path(self, spec: FFNSpec) -> list[SavedTensor]:
+        """One expert's saved tensors, scaled to the tokens that reach it (k per token)."""
+        k = self.active_experts(spec)
+        return [SavedTensor(f"experts: {s.name}", k * s.per_token, s.width, s.fixed) for s in self.expert(spec).saved(spec, spec.hidden)]
+
+    def saved_router(self, spec: FFNSpec) -> list[SavedTensor]:
+        return [SavedTensor("x", spec.d_model), SavedTensor("router probabilities", spec.experts, Width.GATE)]
+
+    # --- labels -------------------------------------------------------------------------------
+
+    def step_formula(self, spec: FFNSpec, step: str) -> str:
+        return {
+            "flatten": "tokens: (B, T, d) → (B·T, d)",
+            "router": "x·W_routerᵀ",
+            "softmax": "g = softmax over E experts, float32",
+            "dispatch": "gather each expert's tokens",
+            "shared_experts": self.expert(spec).formula,
+            "unflatten": "(B·T, d) → (B, T, d)",
+        }.get(step, step)
+
+    # --- torch --------------------------------------------------------------------------------
+
+    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
+        raise NotImplementedError
+
+
+def gate_dtype(tokens: Any) -> Any:
+    """The router's softmax runs in float32 even under bf16 (as Mixtral); float64 stays float64."""
+    import torch
+
+    return torch.promote_types(tokens.dtype, torch.float32)

@@ -1,0 +1,140 @@
+"""One feed-forward network (not a mixture): the base of the dense, gated and sparse families.
+
+A subclass declares its linears and any other state; from those this class derives the
+parameter list, the torch module and the accounting. The forward is written once, against
+`Weights`, so the built module and a tensor-parallel shard run the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ffn_cli.variants.activations import ACTIVATIONS, Activation
+from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, SplitKind, TensorTemplate, Variant, Weights, linear_templates
+
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["LinearSpec", "SingleFFN"]
+
+
+@dataclass(frozen=True)
+class LinearSpec:
+    """One nn.Linear of a layout: its name, (out, in) dims as symbols, and how TP splits it."""
+
+    name: str
+    out_dim: str
+    in_dim: str
+    weight_split: SplitKind
+    bias_split: SplitKind
+    feeds_activation: bool = False  # init gives it the activation's gain
+
+
+class SingleFFN(Variant):
+    """What dense, gated and sparse variants share."""
+
+    def act(self) -> Activation:
+        return ACTIVATIONS[self.activation]
+
+    # --- layout ---------------------------------------------------------------------------
+
+    def linears(self, spec: FFNSpec) -> tuple[LinearSpec, ...]:
+        raise NotImplementedError
+
+    def extra_templates(self, spec: FFNSpec) -> tuple[TensorTemplate, ...]:
+        """Parameters beyond the linears (a learnable activation's scalars)."""
+        return ()
+
+    def layout(self, spec: FFNSpec) -> tuple[TensorTemplate, ...]:
+        out: tuple[TensorTemplate, ...] = ()
+        for lin in self.linears(spec):
+            out += linear_templates(lin.name, lin.out_dim, lin.in_dim, lin.weight_split, lin.bias_split)
+        return out + self.extra_templates(spec)
+
+    def tensors(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[ParamTensor]:
+        """Every parameter of one FFN of width d_ff, named as the module names it."""
+        dims = {"d": spec.d_model, "f": d_ff, "2f": 2 * d_ff}
+        return [ParamTensor(prefix + t.name, t.shape(dims)) for t in self.layout(spec) if spec.bias or not t.is_bias]
+
+    def param_tensors(self, spec: FFNSpec) -> list[ParamTensor]:
+        return self.tensors(spec, spec.hidden)
+
+    def tp_split(self, spec: FFNSpec, name: str) -> SplitKind:
+        """How tensor parallelism cuts the parameter or buffer `name` (unprefixed)."""
+        for t in self.layout(spec):
+            if t.name == name:
+                return t.split
+        for buffer, split in self.buffers(spec):
+            if buffer == name:
+                return split
+        raise KeyError(name)
+
+    def buffers(self, spec: FFNSpec) -> tuple[tuple[str, SplitKind], ...]:
+        """Non-parameter state the forward reads (the sparse mask), and how TP cuts it."""
+        return ()
+
+    # --- accounting ---------------------------------------------------------------------------
+
+    def steps(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[FlopStep]:
+        raise NotImplementedError
+
+    def flop_steps(self, spec: FFNSpec) -> list[FlopStep]:
+        return self.steps(spec, spec.hidden)
+
+    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+        raise NotImplementedError
+
+    def saved_tensors(self, spec: FFNSpec) -> list[SavedTensor]:
+        return self.saved(spec, spec.hidden)
+
+    def matmul_per_token(self) -> str:
+        """The closed form of one FFN's matmul FLOPs per token, in d and d_ff."""
+        raise NotImplementedError
+
+    def matmul_flops_formula(self, spec: FFNSpec) -> str:
+        return self.matmul_per_token()
+
+    def param_formula(self, spec: FFNSpec) -> str:
+        """The closed form of the count, derived from the layout: each template's dims multiplied."""
+        terms: dict[str, int] = {}
+        for t in self.layout(spec):
+            if t.is_bias and not spec.bias:
+                continue
+            factor = 1
+            symbols = []
+            for s in t.dims:
+                if s == "2f":
+                    factor, symbols = factor * 2, [*symbols, "d_ff"]
+                elif s in ("d", "f"):
+                    symbols.append("d" if s == "d" else "d_ff")
+                else:
+                    factor *= int(s)
+            key = "·".join(sorted(symbols, key=lambda x: x != "d")) or "1"
+            terms[key] = terms.get(key, 0) + factor
+        rank = {"d·d_ff": 0, "d_ff": 1, "d": 2, "1": 3}
+        order = sorted(terms, key=lambda k: rank.get(k, 0))
+        return " + ".join(_term(terms[k], k) for k in order)
+
+    # --- torch --------------------------------------------------------------------------------
+
+    def build(self, spec: FFNSpec, d_ff: int | None = None) -> Any:
+        from ffn_cli.modules import FFN
+
+        return FFN(spec, self, d_ff or spec.hidden)
+
+    def add_state(self, module: Any, spec: FFNSpec, d_ff: int) -> None:
+        """Register parameters and buffers beyond the linears on the built module."""
+
+    def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
+        raise NotImplementedError
+
+    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+        """The formula a tensor-parallel rank logs for `step`; None: not logged."""
+        return None
+
+
+def _term(count: int, symbols: str) -> str:
+    if symbols == "1":
+        return str(count)
+    return symbols if count == 1 else f"{count}·{symbols}"

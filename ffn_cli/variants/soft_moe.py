@@ -1,0 +1,55 @@
+"""`soft_moe`: the dense mixture, every expert on every token, softmax-weighted (Jacobs 1991)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ffn_cli.variants.base import FlopStep, SavedTensor, Width
+from ffn_cli.variants.mixture import MixtureVariant
+
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["SoftMoE"]
+
+
+class SoftMoE(MixtureVariant):
+    name = "soft_moe"
+    activation = "softmax"
+    formula = "Σ_{i=1..E} g_i·expert_i(x),  g = softmax(W_router·x)"
+    origin = "Jacobs et al. 1991, Adaptive Mixtures of Local Experts"
+    summary = "dense mixture: every expert runs, softmax-weighted"
+    step_order = ("flatten", "router", "softmax", "experts", "combine", "unflatten")
+
+    def active_experts(self, spec: FFNSpec) -> int:
+        return spec.experts
+
+    def header_formula(self, spec: FFNSpec) -> str:
+        return self.formula
+
+    def flop_steps(self, spec: FFNSpec) -> list[FlopStep]:
+        return self.router_steps(spec) + self.expert_steps(spec)
+
+    def saved_tensors(self, spec: FFNSpec) -> list[SavedTensor]:
+        """Every expert reads the tokens themselves (x, kept once) and its output is kept by
+        the weighting multiply, beside the gate column it multiplies by."""
+        e, d = spec.experts, spec.d_model
+        kept = [*self.saved_router(spec), SavedTensor("gates in the run's dtype", e, Width.CAST)]
+        expert = self.expert(spec).saved(spec, spec.hidden)
+        kept += [SavedTensor(f"experts: {s.name}", e * s.per_token, s.width, e * s.fixed) for s in expert if s.name != "x"]
+        return [*kept, SavedTensor("expert outputs", e * d)]
+
+    def step_formula(self, spec: FFNSpec, step: str) -> str:
+        return {"combine": "Σ_E g_e·expert_e(x)"}.get(step) or super().step_formula(spec, step)
+
+    def build(self, spec: FFNSpec) -> Any:
+        from ffn_cli.modules.mixture import SoftMoEFFN
+
+        return SoftMoEFFN(spec, self)
+
+    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
+        from ffn_cli.variants.numpy_ops import linear, softmax
+
+        expert = self.expert(spec)
+        gates = softmax(linear(x, weights, "router"))  # (N, E)
+        return sum(gates[:, e : e + 1] * expert.numpy_forward(spec, weights, x, f"experts.{e}.") for e in range(spec.experts))

@@ -1,0 +1,57 @@
+"""`sparse`: a fixed random mask over the hidden units, static activation sparsity."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
+from ffn_cli.variants.dense import DenseVariant
+
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["Sparse"]
+
+
+def _mul(a: Any, b: Any) -> Any:
+    return a * b
+
+
+class Sparse(DenseVariant):
+    name = "sparse"
+    family = Family.SPARSE
+    activation = "relu"
+    formula = "W_down·(m ⊙ relu(W_up·x + b_up)) + b_down,  m fixed, random"
+    origin = "static activation sparsity; cf. Li et al. 2023, The Lazy Neuron Phenomenon"
+    summary = "a fixed random mask over the hidden units"
+
+    def header_parts(self, spec: FFNSpec) -> list[str]:
+        return [f"sparsity {spec.sparsity:g}"]
+
+    def buffers(self, spec: FFNSpec) -> tuple[tuple[str, SplitKind], ...]:
+        return (("hidden_mask", SplitKind.COLUMN),)  # cut with the hidden units it masks
+
+    def add_state(self, module: Any, spec: FFNSpec, d_ff: int) -> None:
+        from ffn_cli.modules.ffn import sparsity_mask
+
+        module.register_buffer("hidden_mask", sparsity_mask(d_ff, spec.sparsity, spec.mask_seed))
+
+    def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
+        h = super().activate(spec, w, pre)
+        return w.step("mask", _mul, h, w.tensor("hidden_mask"))
+
+    def numpy_activate(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
+        return self.act().numpy(pre) * weights[prefix + "hidden_mask"]
+
+    def activation_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
+        return [*super().activation_steps(spec, d_ff, prefix), FlopStep(prefix + "mask", 0, d_ff, "m ⊙ h")]
+
+    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+        """relu's output is kept twice over (by relu and by the mask multiply): one tensor."""
+        return [SavedTensor("x", spec.d_model), SavedTensor("relu(h)", d_ff), SavedTensor("m ⊙ h", d_ff)]
+
+    def step_formula(self, spec: FFNSpec, step: str) -> str:
+        return "m ⊙ h, fixed mask" if step == "mask" else super().step_formula(spec, step)
+
+    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+        return "m[r] ⊙ h" if step == "mask" else super().tp_step_formula(spec, step, down_bias)

@@ -1,0 +1,56 @@
+"""Rewrite the output of every `$ ffn …` example in README.md and docs/ with what the command
+prints now, at the width tests/test_docs_examples.py renders that file at.
+
+Examples that elide lines with `…` are left alone (reported), since their elisions are by hand.
+Run: python scripts/update_docs_examples.py
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ffn_cli import device  # noqa: E402
+from ffn_cli.cli import app, common  # noqa: E402
+from tests.test_docs_examples import COLUMNS, ELLIPSIS, EXAMPLES, FREE_MEMORY_SHOWN, _stripped  # noqa: E402
+
+
+def _output(command: str, width: int) -> list[str]:
+    common.console._width = width
+    device.available_memory_bytes = lambda _device: FREE_MEMORY_SHOWN  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as folder:
+        cwd = Path.cwd()
+        import os
+
+        os.chdir(folder)
+        try:
+            result = CliRunner().invoke(app, shlex.split(command)[1:])
+        finally:
+            os.chdir(cwd)
+    return _stripped(result.stdout + result.stderr).rstrip("\n").splitlines()
+
+
+def main() -> None:
+    by_file: dict[str, list] = {}
+    for example in EXAMPLES:
+        by_file.setdefault(example.path, []).append(example)
+    for path, examples in by_file.items():
+        lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+        for example in sorted(examples, key=lambda e: e.line, reverse=True):
+            if any(line.strip() == ELLIPSIS for line in example.expected):
+                print(f"{example.id}: elided by hand, left alone")
+                continue
+            start = example.line  # the line after the prompt (1-based prompt line)
+            lines[start : start + len(example.expected)] = _output(example.command, COLUMNS[path])
+        (ROOT / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
