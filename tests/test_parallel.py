@@ -369,7 +369,8 @@ def test_ep_shard_holds_whole_owned_experts() -> None:
 def test_tp_ranks_hold_the_module_once_plus_replicas(variant: str, d_model: int, per_rank: int, tp: int, bias: bool) -> None:
     spec = FFNSpec(variant, d_model=d_model, d_ff=per_rank * tp, bias=bias)
     ranks = per_rank_params(spec, tp=tp)
-    replicated = d_model if bias else 0  # down_proj.bias on every rank
+    # down_proj.bias on every rank, and xIELU's two scalars (one activation for all hidden units)
+    replicated = (d_model if bias else 0) + (2 if variant == "xielu" else 0)
     assert sum(r.params for r in ranks) == total_params(spec) + (tp - 1) * replicated
     assert len({r.params for r in ranks}) == 1
 

@@ -15,13 +15,35 @@ measured peaks), `environment` (BenchEnv, threads), `calibrate` (this device's c
 
 from __future__ import annotations
 
-from ffn_cli.bench.config import CACHE_MODES, BenchConfig
-from ffn_cli.bench.implementations import COMPILE_MODES, IMPLS, Impl, impl_for, parse_impls
-from ffn_cli.bench.memory import estimate_memory_bytes, min_traffic_bytes
-from ffn_cli.bench.result import BenchEnv, BenchReport, BenchResult, Calibration, CheckpointDelta
-from ffn_cli.bench.run import ProgressFn, run_bench
-from ffn_cli.bench.stats import NOISY_REL_IQR, TimingStats, summarize
-from ffn_cli.bench.timing import COLD_INPUT_BUFFERS, CUDA_MIN_FLUSH_BYTES, MIN_AUTO_REPEATS
+import importlib
+from typing import Any
+
+# Loaded on first use: the result dataclasses stay importable without torch.
+_HOME = {
+    "BenchConfig": "config",
+    "BenchEnv": "result",
+    "BenchReport": "result",
+    "BenchResult": "result",
+    "CACHE_MODES": "config",
+    "COLD_INPUT_BUFFERS": "timing",
+    "COMPILE_MODES": "implementations",
+    "CUDA_MIN_FLUSH_BYTES": "timing",
+    "Calibration": "result",
+    "CheckpointDelta": "result",
+    "IMPLS": "implementations",
+    "Impl": "implementations",
+    "MIN_AUTO_REPEATS": "timing",
+    "NOISY_REL_IQR": "stats",
+    "ProgressFn": "run",
+    "TimingStats": "stats",
+    "estimate_memory_bytes": "memory",
+    "impl_for": "implementations",
+    "min_traffic_bytes": "memory",
+    "parse_impls": "implementations",
+    "run_bench": "run",
+    "summarize": "stats",
+}
+
 
 __all__ = [
     "CACHE_MODES",
@@ -47,3 +69,9 @@ __all__ = [
     "run_bench",
     "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

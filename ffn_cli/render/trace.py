@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
-from ffn_cli.trace import TensorStats, TraceResult, TraceStep
+from ffn_cli.trace.result import TensorStats, TraceResult, TraceStep
 
 __all__ = ["trace_data", "trace_view", "width_diagram"]
 

@@ -8,12 +8,29 @@ ties it together as `trace(...)`, which returns the dataclasses of `result`.
 
 from __future__ import annotations
 
-from ffn_cli.trace.check import CHECK_THRESHOLDS, check_failure
-from ffn_cli.trace.recorder import Recorder, Recording, record
-from ffn_cli.trace.result import CheckResult, OpRecord, ParamInfo, TensorStats, TraceResult, TraceStep
-from ffn_cli.trace.run import MODES, estimate_bytes, trace
-from ffn_cli.trace.stats import tensor_stats
-from ffn_cli.trace.steps import group_steps
+import importlib
+from typing import Any
+
+# Loaded on first use: the result dataclasses stay importable without torch.
+_HOME = {
+    "CHECK_THRESHOLDS": "check",
+    "CheckResult": "result",
+    "MODES": "run",
+    "OpRecord": "result",
+    "ParamInfo": "result",
+    "Recorder": "recorder",
+    "Recording": "recorder",
+    "TensorStats": "result",
+    "TraceResult": "result",
+    "TraceStep": "result",
+    "check_failure": "check",
+    "estimate_bytes": "run",
+    "group_steps": "steps",
+    "record": "recorder",
+    "tensor_stats": "stats",
+    "trace": "run",
+}
+
 
 __all__ = [
     "CHECK_THRESHOLDS",
@@ -33,3 +50,9 @@ __all__ = [
     "tensor_stats",
     "trace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

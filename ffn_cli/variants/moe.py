@@ -82,7 +82,7 @@ class RoutedMoE(MixtureVariant):
         one = self.expert(spec).matmul_per_token()
         text = f"2·d·E + k·{one}"
         if self.shared_hidden(spec):
-            text += " + " + one.replace("d_ff", "d_sh")
+            text += " + " + one.replace("d_ff", "d_sh") + (" + 2·d" if spec.shared_expert_gate else "")
         return text
 
     # --- accounting ---------------------------------------------------------------------------
