@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
-from ffn_cli.attention import AttentionSpec
+from ffn_cli.attention import AnyAttention
 from ffn_cli.models.count import ModelParams, TrainingMemory
 from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
@@ -68,8 +68,8 @@ def _ratio(value: float) -> str:
     return f"{value:.3f}×" if value < 10 else f"{value:.2f}×"
 
 
-def _attention_data(a: AttentionSpec) -> dict[str, Any]:
-    return {
+def _attention_data(a: AnyAttention) -> dict[str, Any]:
+    return a.shape_data() | {
         "n_heads": a.n_heads,
         "n_kv_heads": a.n_kv_heads,
         "head_dim": a.head_dim,
