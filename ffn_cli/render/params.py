@@ -267,6 +267,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
         "ffn_params": m.ffn_params,
         "ffn_active_params": m.ffn_active_params,
         "norm_params": m.norm_params,
+        "vision_params": m.vision_params,
+        "text_params": m.text_params,
         "ffn_share": m.ffn_share,
         "ffn_active_share": m.ffn_active_share,
         "ffn_attention_ratio": m.ffn_attention_ratio,
@@ -296,6 +298,9 @@ def _model_summary(m: ModelParams, dtype: str) -> Table:
     rows: list[Any] = []
     if m.spec.is_moe:
         rows.append(["active per token", fmt_count(m.active_params), f"{_pct(m.active_params, m.total_params)} of the total"])
+    if m.vision_params:
+        vision = f"included in the total ({_pct(m.vision_params, m.total_params)}); the text model alone has {fmt_count(m.text_params)}"
+        rows.append(["vision tower", fmt_count(m.vision_params), vision])
     rows.append(["non-embedding", fmt_count(m.non_embedding_params), "without token/position embeddings and an untied head"])
     rows.append(["attention", fmt_count(m.attention_params), _pct(m.attention_params, m.total_params) + " of the total"])
     ffn_how = _pct(m.ffn_params, m.total_params) + " of the total"
