@@ -370,7 +370,10 @@ def test_model_spec_rejects_inconsistent_layers() -> None:
         (json.dumps(_llama_like("llama4", text_config={"model_type": "t5"})), "text_config.model_type='t5' is invalid"),
         (json.dumps(_llama_like("llama4_text", moe_layers=[0, 9])), "moe_layers=[0, 9] is invalid"),
         (json.dumps(_llama_like("deepseek_v3", kv_lora_rank=0)), "kv_lora_rank=0 is invalid"),
-        (json.dumps(_llama_like("gpt_oss", num_key_value_heads=4, num_local_experts=2, num_experts_per_tok=4)), "num_experts_per_tok=4 is invalid"),
+        (
+            json.dumps(_llama_like("gpt_oss", num_key_value_heads=4, num_local_experts=2, num_experts_per_tok=4)),
+            "num_experts_per_tok=4 is invalid",
+        ),
         (json.dumps(_llama_like("qwen2_moe", mlp_only_layers="all")), "mlp_only_layers='all' is invalid"),
     ],
 )

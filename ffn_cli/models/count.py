@@ -243,7 +243,9 @@ def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     parts = [ModelPart("attention", "attention", _attention_detail(spec), spec.attention.params, spec.n_layers)]
     if spec.cross_attention:
-        parts.append(ModelPart("cross-attention", "attention", "q_attn + c_attn (d → 2d) + c_proj, biases", spec.attention.params, spec.n_layers))
+        parts.append(
+            ModelPart("cross-attention", "attention", "q_attn + c_attn (d → 2d) + c_proj, biases", spec.attention.params, spec.n_layers)
+        )
     for ffn, layers in _ffn_groups(spec):
         name = "MoE FFN" if ffn.is_moe else "FFN"
         active = ffn_params(spec, ffn, active=True) if ffn.is_moe else None

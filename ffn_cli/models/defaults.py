@@ -229,7 +229,12 @@ ALIASES: dict[str, dict[str, str]] = {
     "gpt_oss": {"num_local_experts": "num_experts"},
     "deepseek_v2": {"n_routed_experts": "num_experts"},
     "deepseek_v3": {"n_routed_experts": "num_local_experts"},
-    "gpt2": {"n_embd": "hidden_size", "n_positions": "max_position_embeddings", "n_head": "num_attention_heads", "n_layer": "num_hidden_layers"},
+    "gpt2": {
+        "n_embd": "hidden_size",
+        "n_positions": "max_position_embeddings",
+        "n_head": "num_attention_heads",
+        "n_layer": "num_hidden_layers",
+    },
 }
 
 # A multimodal config without text_config / vision_config gets these (transformers' sub-config

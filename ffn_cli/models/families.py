@@ -52,8 +52,8 @@ _STAND_IN = {"gated": "swiglu", "dense": "gelu"}
 class _Reader(ConfigReader):
     """A ConfigReader that knows its family's defaults and how the family names activations."""
 
-    def __init__(self, config: Mapping[str, Any], model_type: str, source: str) -> None:
-        super().__init__(config, model_type, source, ALIASES.get(model_type))
+    def __init__(self, config: Mapping[str, Any], model_type: str, source: str, prefix: str = "") -> None:
+        super().__init__(config, model_type, source, ALIASES.get(model_type), prefix)
         self.defaults = DEFAULTS.get(model_type, {})
         self.hidden_act = ""
 
@@ -71,7 +71,7 @@ class _Reader(ConfigReader):
         if name is None:
             name = next((self.defaults[k] for k in keys if k in self.defaults), "silu" if gated else "gelu")
         if not isinstance(name, str) or not name:
-            raise FFNError(keys[0], name, "must be an activation name such as silu or gelu")
+            raise FFNError(self.key(keys[0]), name, "must be an activation name such as silu or gelu")
         table = _GATED if gated else _DENSE
         act = _ACTIVATIONS.get(name)
         if act in table:
@@ -89,7 +89,7 @@ def _heads(r: _Reader, d: int, *, head_dim_key: bool = True) -> tuple[int, int, 
     head_dim = r.opt_integer("head_dim") if head_dim_key else None
     if head_dim is None and d % heads:
         hint = ", or the config must give head_dim" if head_dim_key else ""
-        raise FFNError("num_attention_heads", heads, f"must divide hidden_size ({d}){hint}")
+        raise FFNError(r.key("num_attention_heads"), heads, f"must divide hidden_size ({d}){hint}")
     return heads, kv, head_dim
 
 
@@ -107,7 +107,7 @@ def _attention(
 ) -> AttentionSpec:
     heads, kv, head_dim = _heads(r, d, head_dim_key=head_dim_key)
     if heads % (kv_heads or kv):
-        raise FFNError("num_key_value_heads", kv_heads or kv, f"must divide num_attention_heads ({heads})")
+        raise FFNError(r.key("num_key_value_heads"), kv_heads or kv, f"must divide num_attention_heads ({heads})")
     return AttentionSpec(
         d_model=d,
         n_heads=heads,
@@ -121,13 +121,34 @@ def _attention(
     )
 
 
-def _dense_ffn(r: _Reader, d: int, *, gated: bool = True, bias: bool = False, fused: bool = False, d_ff_key: str = "intermediate_size", act_keys: tuple[str, ...] = ("hidden_act",)) -> FFNSpec:
+def _dense_ffn(
+    r: _Reader,
+    d: int,
+    *,
+    gated: bool = True,
+    bias: bool = False,
+    fused: bool = False,
+    d_ff_key: str = "intermediate_size",
+    act_keys: tuple[str, ...] = ("hidden_act",),
+) -> FFNSpec:
     return FFNSpec(variant=r.variant(*act_keys, gated=gated), d_model=d, d_ff=r.integer(d_ff_key), bias=bias, fused_gate_up=fused)
 
 
-def _moe(r: _Reader, d: int, *, d_ff: int, experts: int, top_k: int, normalize: bool, shared: int = 0, bias: bool = False, expert_variant: str | None = None, **extra: Any) -> FFNSpec:
+def _moe(
+    r: _Reader,
+    d: int,
+    *,
+    d_ff: int,
+    experts: int,
+    top_k: int,
+    normalize: bool,
+    shared: int = 0,
+    bias: bool = False,
+    expert_variant: str | None = None,
+    **extra: Any,
+) -> FFNSpec:
     if top_k > experts:
-        raise FFNError("num_experts_per_tok", top_k, f"must be at most the number of experts ({experts})")
+        raise FFNError(r.key("num_experts_per_tok"), top_k, f"must be at most the number of experts ({experts})")
     return FFNSpec(
         variant="moe",
         d_model=d,
@@ -174,7 +195,9 @@ def _model(
     )
 
 
-def _llama_like(r: _Reader, name: str, *, qkv_bias: bool = False, o_bias: bool | None = None, mlp_bias: bool = False, fused: bool = False, **kw: Any) -> ModelSpec:
+def _llama_like(
+    r: _Reader, name: str, *, qkv_bias: bool = False, o_bias: bool | None = None, mlp_bias: bool = False, fused: bool = False, **kw: Any
+) -> ModelSpec:
     d = r.integer("hidden_size")
     attention = _attention(r, d, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=kw.pop("qk_norm", "none"))
     dense = _dense_ffn(r, d, bias=mlp_bias, fused=fused, act_keys=kw.pop("act_keys", ("hidden_act",)))
@@ -209,7 +232,9 @@ def _granite(r: _Reader, name: str) -> ModelSpec:
     return _llama_like(r, name, qkv_bias=bias, mlp_bias=r.flag("mlp_bias", False))
 
 
-def _mixtral_like(r: _Reader, name: str, *, attention_bias: bool = False, norm: NormKind = "rmsnorm", shared_key: str | None = None, **kw: Any) -> ModelSpec:
+def _mixtral_like(
+    r: _Reader, name: str, *, attention_bias: bool = False, norm: NormKind = "rmsnorm", shared_key: str | None = None, **kw: Any
+) -> ModelSpec:
     # Every layer routes: router Linear(d, E, bias=False) and E SwiGLU experts.
     d = r.integer("hidden_size")
     shared = r.integer(shared_key, minimum=0) if shared_key else 0
@@ -242,7 +267,9 @@ def _granitemoeshared(r: _Reader, name: str) -> ModelSpec:
 
 def _phimoe(r: _Reader, name: str) -> ModelSpec:
     # LayerNorms with bias; q, k, v, o biased with attention_bias; the head biased with lm_head_bias.
-    return _mixtral_like(r, name, attention_bias=r.flag("attention_bias", False), norm="layernorm", lm_head_bias=r.flag("lm_head_bias", False))
+    return _mixtral_like(
+        r, name, attention_bias=r.flag("attention_bias", False), norm="layernorm", lm_head_bias=r.flag("lm_head_bias", False)
+    )
 
 
 def _qwen2(r: _Reader, name: str) -> ModelSpec:
@@ -365,7 +392,9 @@ def _falcon(r: _Reader, name: str) -> ModelSpec:
     dense = FFNSpec(variant=r.variant("activation", gated=False), d_model=d, d_ff=d_ff, bias=bias)
     ln = r.opt_integer("num_ln_in_parallel_attn") or (2 if new else 1)
     norms = 2 if not parallel or ln == 2 else 1
-    return _model(r, name, attention=attention, dense=dense, norm="layernorm", norms_per_layer=norms, fused_qkv=True, parallel_block=parallel)
+    return _model(
+        r, name, attention=attention, dense=dense, norm="layernorm", norms_per_layer=norms, fused_qkv=True, parallel_block=parallel
+    )
 
 
 def _starcoder2(r: _Reader, name: str) -> ModelSpec:
@@ -430,10 +459,14 @@ def _deepseek_v3(r: _Reader, name: str) -> ModelSpec:
     scale = r.number("routed_scaling_factor", 1.0)
     if scale != 1.0:
         routing.append(f"weights × {scale:g}")
-    dense = _dense_ffn(r, d, bias=r.flag("mlp_bias", False)) if first > 0 else None
-    if moe is not None and r.flag("mlp_bias", False):
-        raise FFNError("mlp_bias", True, "biased shared experts beside unbiased routed ones cannot be counted yet")
-    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing=", ".join(routing))
+    # V2's mlp_bias biases the dense MLPs and the shared experts, never the routed ones (V3 ignores it).
+    mlp_bias = r.model_type == "deepseek_v2" and r.flag("mlp_bias", False)
+    dense = _dense_ffn(r, d, bias=mlp_bias) if first > 0 else None
+    extra: tuple[ParamTensor, ...] = ()
+    if moe is not None and mlp_bias and moe.shared_hidden:
+        sh = moe.shared_hidden
+        extra = tuple(ParamTensor(f"shared_experts.{n}.bias", (w,)) for n, w in (("gate_proj", sh), ("up_proj", sh), ("down_proj", d)))
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, routing=", ".join(routing))
 
 
 def _gpt_oss(r: _Reader, name: str) -> ModelSpec:
@@ -463,14 +496,16 @@ def _llama4_text(r: _Reader, name: str) -> ModelSpec:
     if r.has("moe_layers"):
         moe_layers = r.layer_list("moe_layers")
         if any(i >= layers for i in moe_layers):
-            raise FFNError("moe_layers", list(moe_layers), f"must be layer indices below num_hidden_layers ({layers})")
+            raise FFNError(r.key("moe_layers"), list(moe_layers), f"must be layer indices below num_hidden_layers ({layers})")
     else:
         step = r.integer("interleave_moe_layer_step")
         moe_layers = tuple(range(step - 1, layers, step))
     moe = None
     if moe_layers:
         width = r.integer("intermediate_size")
-        moe = _moe(r, d, d_ff=width, experts=r.integer("num_local_experts"), top_k=r.integer("num_experts_per_tok"), normalize=False, shared=1)
+        moe = _moe(
+            r, d, d_ff=width, experts=r.integer("num_local_experts"), top_k=r.integer("num_experts_per_tok"), normalize=False, shared=1
+        )
     dense = _dense_ffn(r, d, d_ff_key="intermediate_size_mlp") if len(set(moe_layers)) < layers else None
     attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False))
     return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing="sigmoid of the top-k logits")
@@ -510,7 +545,7 @@ def _bert(r: _Reader, name: str) -> ModelSpec:
     d = r.integer("hidden_size")
     heads = r.integer("num_attention_heads")
     if d % heads:
-        raise FFNError("num_attention_heads", heads, f"must divide hidden_size ({d})")
+        raise FFNError(r.key("num_attention_heads"), heads, f"must divide hidden_size ({d})")
     return ModelSpec(
         name=name,
         model_type=r.model_type,
@@ -537,11 +572,11 @@ def _bert(r: _Reader, name: str) -> ModelSpec:
 def _wrapped(r: _Reader, name: str, text_type: str, tower: Callable[[_Reader, int], VisionTower]) -> ModelSpec:
     text = r.nested("text_config", text_type, TEXT_DEFAULTS.get(r.model_type))
     if text.model_type not in _TEXT_READERS:
-        raise FFNError("text_config.model_type", text.model_type, "supported: " + ", ".join(_TEXT_READERS))
-    spec = _TEXT_READERS[text.model_type](_Reader(text.config, text.model_type, text.source), name)
+        raise FFNError(text.key("model_type"), text.model_type, "supported: " + ", ".join(_TEXT_READERS))
+    spec = _TEXT_READERS[text.model_type](_Reader(text.config, text.model_type, text.source, text.prefix), name)
     vision = r.nested("vision_config", "", VISION_DEFAULTS.get(r.model_type))
     tie = r.flag("tie_word_embeddings", DEFAULTS[r.model_type]["tie_word_embeddings"])
-    tower_spec = tower(_Reader(vision.config, vision.model_type, vision.source), spec.d_model)
+    tower_spec = tower(_Reader(vision.config, vision.model_type, vision.source, vision.prefix), spec.d_model)
     return replace(spec, model_type=r.model_type, tie_word_embeddings=tie, vision=tower_spec, source=r.source)
 
 

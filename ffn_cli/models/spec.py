@@ -58,7 +58,8 @@ class ModelSpec:
     parallel_block: bool = False  # attention and FFN read the same input (GPT-J, Falcon, Phi-2): no count change
     lm_head_bias: bool = False  # Phi's head carries a vocab-sized bias, tied weight or not
     # Tensors of each MoE layer beside its FFNSpec's, always active: gpt-oss's router bias,
-    # Qwen2-MoE's shared_expert_gate when the shared expert has width 0.
+    # Qwen2-MoE's shared_expert_gate when the shared expert has width 0, DeepSeek-V2's shared-expert
+    # biases under mlp_bias (its routed experts have none).
     moe_extra: tuple[ParamTensor, ...] = ()
     cross_attention: bool = False  # GPT-2 add_cross_attention: a second attention of the same shape per layer
     hidden_act: str = ""  # the config's activation name, when it differs from the variant's own

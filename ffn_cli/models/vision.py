@@ -48,7 +48,7 @@ def _linear(n_in: int, n_out: int, bias: bool) -> int:
 def _heads(r: ConfigReader, h: int) -> int:
     heads = r.integer("num_attention_heads")
     if h % heads:
-        raise FFNError("vision_config.num_attention_heads", heads, f"must divide the vision hidden_size ({h})")
+        raise FFNError(r.key("num_attention_heads"), heads, f"must divide the vision hidden_size ({h})")
     return heads
 
 
@@ -68,7 +68,12 @@ def siglip_tower(r: ConfigReader, text_d: int) -> VisionTower:
     parts = [
         VisionPart("patch embedding", f"Conv2d {channels}→{h:,}, {patch}×{patch}, bias", channels * patch * patch * h + h),
         VisionPart("position embeddings", f"({(image // patch) ** 2:,}, {h:,})", (image // patch) ** 2 * h),
-        VisionPart("vision layers", f"attention 4 × ({h:,}, {h:,}) + biases, MLP d_ff {f:,}, 2 LayerNorms", 4 * _linear(h, h, True) + mlp + 4 * h, layers),
+        VisionPart(
+            "vision layers",
+            f"attention 4 × ({h:,}, {h:,}) + biases, MLP d_ff {f:,}, 2 LayerNorms",
+            4 * _linear(h, h, True) + mlp + 4 * h,
+            layers,
+        ),
         VisionPart("post norm", "LayerNorm", 2 * h),
     ]
     if r.flag("vision_use_head", True):
@@ -94,7 +99,12 @@ def llama4_tower(r: ConfigReader, text_d: int) -> VisionTower:
         VisionPart("patch embedding", f"Linear {channels * patch * patch:,}→{h:,}", channels * patch * patch * h),
         VisionPart("class + position embeddings", f"{h:,} + ({positions:,}, {h:,})", h + positions * h),
         VisionPart("pre and post norms", "2 × LayerNorm", 4 * h),
-        VisionPart("vision layers", f"attention {heads} heads + biases, MLP d_ff {f:,}, 2 LayerNorms", attention + _linear(h, f, True) + _linear(f, h, True) + 4 * h, layers),
+        VisionPart(
+            "vision layers",
+            f"attention {heads} heads + biases, MLP d_ff {f:,}, 2 LayerNorms",
+            attention + _linear(h, f, True) + _linear(f, h, True) + 4 * h,
+            layers,
+        ),
         VisionPart("pixel-shuffle MLP", f"({f:,}→{p_in:,}), ({p_out:,}→{p_out:,})", f * p_in + p_out * p_out),
         VisionPart("projector", f"({out:,}, {text_d:,})", out * text_d),
     ]
@@ -110,7 +120,9 @@ def pixtral_tower(r: ConfigReader, text_d: int, *, merge: int, feature_layers: i
     parts = [
         VisionPart("patch embedding", f"Conv2d {channels}→{h:,}, {patch}×{patch}", channels * patch * patch * h),
         VisionPart("pre norm", "RMSNorm", h),
-        VisionPart("vision layers", f"attention 4 × ({h:,}, {h:,}), gated MLP d_ff {f:,}, 2 RMSNorms", 4 * h * h + 3 * h * f + 2 * h, layers),
+        VisionPart(
+            "vision layers", f"attention 4 × ({h:,}, {h:,}), gated MLP d_ff {f:,}, 2 RMSNorms", 4 * h * h + 3 * h * f + 2 * h, layers
+        ),
         VisionPart(
             "projector",
             f"RMSNorm, merger ({h * merge * merge:,}→{h:,}), ({h * feature_layers:,}→{text_d:,}), ({text_d:,}→{text_d:,})",
