@@ -372,7 +372,7 @@ def _gpt_neox(r: _Reader, name: str) -> ModelSpec:
     # Pythia: fused query_key_value, LayerNorms before attention and before the MLP (parallel residual by default).
     d = r.integer("hidden_size")
     bias = r.flag("attention_bias", True)
-    attention = _attention(r, d, qkv_bias=bias)
+    attention = _attention(r, d, qkv_bias=bias, head_dim_key=False)  # query_key_value is d → 3·d whatever head_dim says
     dense = _dense_ffn(r, d, gated=False, bias=True)
     parallel = r.flag("use_parallel_residual", True)
     return _model(r, name, attention=attention, dense=dense, norm="layernorm", fused_qkv=True, parallel_block=parallel)
