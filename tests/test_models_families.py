@@ -172,3 +172,40 @@ def test_phi_head_bias_survives_tying() -> None:
     config = _llama_like("phi", tie_word_embeddings=True)
     heads = [p for p in count_model(model_spec_from_config(config)).parts if p.kind == "head"]
     assert [p.params for p in heads] == [100]
+
+
+# --- through the CLI ---------------------------------------------------------------------------
+
+
+def test_cli_counts_a_multimodal_config_and_says_the_tower_is_included(runner: Any, tmp_path: Any) -> None:
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset("llama-4-scout")))
+    result = runner.invoke(app, ["params", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["total_params"] == 108_641_793_536
+    assert data["vision_params"] + data["text_params"] == data["total_params"]
+    table = runner.invoke(app, ["params", "--config", str(path)]).output
+    assert "vision tower" in table and "included in the total" in table
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"model_type": "llama4", "vision_config": {"hidden_size": -1}}, "vision_config.hidden_size=-1 is invalid"),
+        ({"model_type": "gemma3", "text_config": {"num_attention_heads": 7}}, "text_config.num_key_value_heads=4 is invalid"),
+        ({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 7}, "or the config must give head_dim"),
+        ({"model_type": "deepseek_v3", "q_lora_rank": "wide"}, "q_lora_rank='wide' is invalid"),
+    ],
+)
+def test_cli_bad_config_is_one_line_naming_the_key(runner: Any, tmp_path: Any, config: dict[str, Any], message: str) -> None:
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = runner.invoke(app, ["params", "--config", str(path)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and result.output.strip().count("\n") == 0
+    assert "--head-dim" not in result.output
