@@ -218,7 +218,7 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> str:
     if ffn.shared_hidden:
         text += f", shared d_ff {ffn.shared_hidden:,}" + (" gated" if ffn.shared_expert_gate else "")
     for t in spec.moe_extra:
-        text += f", {t.name}"
+        text += f", + {t.name}"
     if spec.routing:
         text += f", {spec.routing}"
     return text + where
