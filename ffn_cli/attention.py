@@ -1,21 +1,31 @@
-"""Multi-head (and grouped-query) attention accounting, pure Python: the FFN's neighbour.
+"""Attention accounting, pure Python: the FFN's neighbour.
 
-Attention holds W_Q, W_K, W_V, W_O; with n_kv_heads < n_heads (GQA) K and V shrink.
-The tutorials' check: d_model 512 with biases → 4·(512² + 512) = 1,050,624 parameters.
+`AttentionSpec` holds W_Q, W_K, W_V, W_O; with n_kv_heads < n_heads (GQA, or MQA at one KV
+head) K and V shrink. Optional extras as real models carry them: q/k norms per head (Qwen3,
+Gemma 3) or over the whole projection (OLMo-2), and one learned sink logit per head (gpt-oss).
+`LatentAttentionSpec` is DeepSeek-V2/V3's multi-head latent attention: q and kv pass through
+low-rank bottlenecks. The tutorials' check: d_model 512 with biases → 4·(512² + 512) =
+1,050,624 parameters.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import MAX_DIM, check_int
 
-__all__ = ["AttentionSpec"]
+__all__ = ["QK_NORMS", "AnyAttention", "AttentionSpec", "LatentAttentionSpec", "QKNorm"]
 
 # The default head width when --n-heads is not given (GPT-2, BERT, LLaMA all use 64 or 128).
 DEFAULT_HEAD_DIM = 64
+
+QKNorm = Literal["none", "head", "proj"]
+# Where q/k norms sit: none; one norm of head_dim shared by every head (Qwen3, Gemma 3); one over
+# the whole q and k projections (OLMo-2: q_dim and kv_dim weights).
+QK_NORMS: tuple[str, ...] = ("none", "head", "proj")
 
 
 @dataclass(frozen=True)
@@ -29,9 +39,14 @@ class AttentionSpec:
     head_dim: int | None = None
     qkv_bias: bool = True
     o_bias: bool = True
+    qk_norm: QKNorm = "none"
+    qk_norm_bias: bool = False  # LayerNorm q/k norms (Phi) carry a bias beside the weight
+    sinks: bool = False  # gpt-oss: one learned logit per head joins the softmax
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
+        if self.qk_norm not in QK_NORMS:
+            raise FFNError("qk_norm", self.qk_norm, "choose one of " + ", ".join(QK_NORMS))
         if self.n_heads is None:
             object.__setattr__(self, "n_heads", max(1, self.d_model // DEFAULT_HEAD_DIM))
         heads = check_int("n_heads", self.n_heads, maximum=MAX_DIM)
@@ -65,7 +80,23 @@ class AttentionSpec:
         out.append(ParamTensor(f"{prefix}o_proj.weight", (d, self.q_dim)))
         if self.o_bias:
             out.append(ParamTensor(f"{prefix}o_proj.bias", (d,)))
+        if self.qk_norm != "none":
+            widths = (self.head_dim, self.head_dim) if self.qk_norm == "head" else (self.q_dim, self.kv_dim)
+            for name, width in zip(("q_norm", "k_norm"), widths, strict=True):
+                out.append(ParamTensor(f"{prefix}{name}.weight", (int(width),)))  # type: ignore[arg-type]
+                if self.qk_norm_bias:
+                    out.append(ParamTensor(f"{prefix}{name}.bias", (int(width),)))  # type: ignore[arg-type]
+        if self.sinks:
+            out.append(ParamTensor(f"{prefix}sinks", (int(self.n_heads),)))  # type: ignore[arg-type]
         return out
+
+    @property
+    def kind(self) -> str:
+        """MHA, GQA or MQA, by how many KV heads serve the query heads."""
+        return "MHA" if self.n_kv_heads == self.n_heads else "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    def shape_data(self) -> dict[str, Any]:
+        return {"kind": self.kind, "qk_norm": self.qk_norm, "sinks": self.sinks}
 
     @property
     def params(self) -> int:
@@ -81,3 +112,122 @@ class AttentionSpec:
 
     def flops_per_token(self, seq_len: int) -> int:
         return self.projection_flops_per_token() + self.score_flops_per_token(seq_len)
+
+
+@dataclass(frozen=True)
+class LatentAttentionSpec:
+    """Multi-head latent attention (DeepSeek-V2/V3), named as transformers' DeepseekV3Attention.
+
+    q: d → q_lora_rank (q_a_proj, RMSNorm) → heads·(nope + rope) (q_b_proj), or one q_proj when
+    q_lora_rank is None (V2-Lite). kv: d → kv_lora_rank + rope (kv_a_proj_with_mqa, the rope
+    part a single shared key head), RMSNorm over kv_lora_rank, → heads·(nope + v) (kv_b_proj).
+    o: heads·v → d. `bias` (attention_bias) sits on q_a_proj, kv_a_proj_with_mqa and o_proj.
+    """
+
+    d_model: int
+    n_heads: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+    bias: bool = False
+
+    def __post_init__(self) -> None:
+        check_int("hidden_size", self.d_model)
+        check_int("num_attention_heads", self.n_heads, maximum=MAX_DIM)
+        check_int("kv_lora_rank", self.kv_lora_rank)
+        check_int("qk_nope_head_dim", self.qk_nope_head_dim, minimum=0)
+        check_int("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
+        check_int("v_head_dim", self.v_head_dim)
+        if self.q_lora_rank is not None:
+            check_int("q_lora_rank", self.q_lora_rank)
+        if self.qk_head_dim < 1:
+            raise FFNError("qk_nope_head_dim", self.qk_nope_head_dim, "plus qk_rope_head_dim must be at least 1")
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    # The names the rest of the accounting reads from any attention.
+    @property
+    def n_kv_heads(self) -> int:
+        return self.n_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.qk_head_dim
+
+    @property
+    def qkv_bias(self) -> bool:
+        return self.bias
+
+    @property
+    def o_bias(self) -> bool:
+        return self.bias
+
+    @property
+    def q_dim(self) -> int:
+        return self.n_heads * self.qk_head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.n_heads * self.qk_head_dim
+
+    @property
+    def kind(self) -> str:
+        return "MLA"
+
+    def _projections(self) -> list[tuple[str, int, int, bool]]:
+        """(name, out, in, bias) of each linear, in the order the forward runs them."""
+        h, d = self.n_heads, self.d_model
+        if self.q_lora_rank is None:
+            q = [("q_proj", h * self.qk_head_dim, d, False)]
+        else:
+            q = [("q_a_proj", self.q_lora_rank, d, self.bias), ("q_b_proj", h * self.qk_head_dim, self.q_lora_rank, False)]
+        kv = [
+            ("kv_a_proj_with_mqa", self.kv_lora_rank + self.qk_rope_head_dim, d, self.bias),
+            ("kv_b_proj", h * (self.qk_nope_head_dim + self.v_head_dim), self.kv_lora_rank, False),
+        ]
+        return [*q, *kv, ("o_proj", d, h * self.v_head_dim, self.bias)]
+
+    def tensors(self, prefix: str = "") -> list[ParamTensor]:
+        out = []
+        for name, rows, cols, bias in self._projections():
+            out.append(ParamTensor(f"{prefix}{name}.weight", (rows, cols)))
+            if bias:
+                out.append(ParamTensor(f"{prefix}{name}.bias", (rows,)))
+        if self.q_lora_rank is not None:
+            out.append(ParamTensor(f"{prefix}q_a_layernorm.weight", (self.q_lora_rank,)))
+        out.append(ParamTensor(f"{prefix}kv_a_layernorm.weight", (self.kv_lora_rank,)))
+        return out
+
+    @property
+    def params(self) -> int:
+        return sum(t.count for t in self.tensors())
+
+    def projection_flops_per_token(self) -> int:
+        """Matmul FLOPs of the projections for one token, latent kv expanded (no absorption)."""
+        return sum(2 * rows * cols for _, rows, cols, _ in self._projections())
+
+    def score_flops_per_token(self, seq_len: int) -> int:
+        """Q·Kᵀ over qk_head_dim and softmax(·)·V over v_head_dim, per query and key."""
+        return 2 * seq_len * self.n_heads * (self.qk_head_dim + self.v_head_dim)
+
+    def flops_per_token(self, seq_len: int) -> int:
+        return self.projection_flops_per_token() + self.score_flops_per_token(seq_len)
+
+    def shape_data(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "q_lora_rank": self.q_lora_rank,
+            "kv_lora_rank": self.kv_lora_rank,
+            "qk_nope_head_dim": self.qk_nope_head_dim,
+            "qk_rope_head_dim": self.qk_rope_head_dim,
+            "v_head_dim": self.v_head_dim,
+            "projections": {name: [rows, cols] for name, rows, cols, _ in self._projections()},
+        }
+
+
+# What a model's layer may hold; both answer params, tensors, FLOPs and shape_data alike.
+AnyAttention = AttentionSpec | LatentAttentionSpec

@@ -18,7 +18,7 @@ from ffn_cli.spec import FFNSpec
 
 __all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "training_memory"]
 
-PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler"]
+PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "vision"]
 
 # Adam keeps two float32 moments (m, v) per parameter, whatever the training dtype.
 ADAM_STATE_BYTES = 8
@@ -121,6 +121,15 @@ class ModelParams:
         return self._sum("norm")
 
     @property
+    def vision_params(self) -> int:
+        """The vision tower and its projector (0 for a text-only config)."""
+        return self._sum("vision")
+
+    @property
+    def text_params(self) -> int:
+        return self.total_params - self.vision_params
+
+    @property
     def non_embedding_params(self) -> int:
         """Everything but the token/position/type embeddings and an untied head (Kaplan et al.)."""
         return self.total_params - self.embedding_params - self._sum("head")
@@ -163,18 +172,26 @@ class ModelParams:
     @property
     def per_layer(self) -> list[dict[str, object]]:
         """Attention and FFN of each distinct layer kind (dense-first layers apart)."""
-        attention = self.spec.attention.params
+        spec = self.spec
+        attention = spec.attention.params * (2 if spec.cross_attention else 1)
         return [
             {
                 "layers": list(layers),
                 "ffn_variant": ffn.variant,
                 "attention_params": attention,
-                "ffn_params": total_params(ffn),
-                "ffn_active_params": active_params(ffn),
-                "ffn_attention_ratio": total_params(ffn) / attention,
+                "ffn_params": ffn_params(spec, ffn),
+                "ffn_active_params": ffn_params(spec, ffn, active=True),
+                "ffn_attention_ratio": ffn_params(spec, ffn) / attention,
             }
-            for ffn, layers in _ffn_groups(self.spec)
+            for ffn, layers in _ffn_groups(spec)
         ]
+
+
+def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:
+    """One layer's FFN as the model holds it: the FFNSpec's count, and for MoE the tensors
+    the spec does not hold (moe_extra), which every token touches."""
+    count = active_params(ffn) if active else total_params(ffn)
+    return count + (spec.moe_extra_params if ffn.is_moe else 0)
 
 
 def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
@@ -187,17 +204,23 @@ def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
 
 
 def _attention_detail(spec: ModelSpec) -> str:
-    return attention_summary(spec.attention) + (", fused qkv" if spec.fused_qkv else "")
+    text = attention_summary(spec.attention) + (", fused qkv" if spec.fused_qkv else "")
+    return text + (", parallel with the FFN" if spec.parallel_block else "")
 
 
-def _ffn_detail(ffn: FFNSpec, layers: tuple[int, ...], n_layers: int) -> str:
-    where = "" if len(layers) == n_layers else f" (layers {layer_ranges(layers)})"
+def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> str:
+    where = "" if len(layers) == spec.n_layers else f" (layers {layer_ranges(layers)})"
+    act = f" ({spec.hidden_act} counted as {ffn.ffn_variant.name})" if spec.hidden_act else ""
     if not ffn.is_moe:
         fused = ", fused gate_up" if ffn.fused_gate_up else ""
-        return f"{ffn.variant}, d_ff {ffn.hidden:,}{', biases' if ffn.bias else ''}{fused}{where}"
-    text = f"router + {ffn.experts} × {ffn.expert_variant} d_ff {ffn.hidden:,}, top-{ffn.top_k}"
+        return f"{ffn.variant}{act}, d_ff {ffn.hidden:,}{', biases' if ffn.bias else ''}{fused}{where}"
+    text = f"router + {ffn.experts} × {ffn.expert_variant}{act} d_ff {ffn.hidden:,}{', biases' if ffn.bias else ''}, top-{ffn.top_k}"
     if ffn.shared_hidden:
         text += f", shared d_ff {ffn.shared_hidden:,}" + (" gated" if ffn.shared_expert_gate else "")
+    for t in spec.moe_extra:
+        text += f", + {t.name}"
+    if spec.routing:
+        text += f", {spec.routing}"
     return text + where
 
 
@@ -219,10 +242,14 @@ def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
 
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     parts = [ModelPart("attention", "attention", _attention_detail(spec), spec.attention.params, spec.n_layers)]
+    if spec.cross_attention:
+        parts.append(
+            ModelPart("cross-attention", "attention", "q_attn + c_attn (d → 2d) + c_proj, biases", spec.attention.params, spec.n_layers)
+        )
     for ffn, layers in _ffn_groups(spec):
         name = "MoE FFN" if ffn.is_moe else "FFN"
-        active = active_params(ffn) if ffn.is_moe else None
-        parts.append(ModelPart(name, "ffn", _ffn_detail(ffn, layers, spec.n_layers), total_params(ffn), len(layers), active))
+        active = ffn_params(spec, ffn, active=True) if ffn.is_moe else None
+        parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), ffn_params(spec, ffn), len(layers), active))
     norms = f"{spec.norms_per_layer} × {_norm_name(spec)}"
     parts.append(ModelPart("layer norms", "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
     return parts
@@ -233,10 +260,12 @@ def _top_parts(spec: ModelSpec) -> list[ModelPart]:
     if spec.final_norm:
         parts.append(ModelPart("final norm", "norm", _norm_name(spec), spec.norm_params))
     if spec.lm_head:
+        bias = spec.vocab_size if spec.lm_head_bias else 0
         if spec.tie_word_embeddings:
-            parts.append(ModelPart("LM head", "head", "tied to the token embeddings", 0))
+            parts.append(ModelPart("LM head", "head", "tied to the token embeddings" + (", own bias" if bias else ""), bias))
         else:
-            parts.append(ModelPart("LM head", "head", f"({spec.vocab_size:,}, {d:,}), untied", spec.vocab_size * d))
+            detail = f"({spec.vocab_size:,}, {d:,}){' + bias' if bias else ''}, untied"
+            parts.append(ModelPart("LM head", "head", detail, spec.vocab_size * d + bias))
     if spec.pooler:
         parts.append(ModelPart("pooler", "pooler", f"dense ({d:,}, {d:,}) + bias, tanh", d * d + d))
     return parts
@@ -244,4 +273,10 @@ def _top_parts(spec: ModelSpec) -> list[ModelPart]:
 
 def count_model(spec: ModelSpec) -> ModelParams:
     """Every parameter of `spec`, part by part, in the order the model runs them."""
-    return ModelParams(spec, tuple(_embedding_parts(spec) + _layer_parts(spec) + _top_parts(spec)))
+    return ModelParams(spec, tuple(_embedding_parts(spec) + _layer_parts(spec) + _top_parts(spec) + _vision_parts(spec)))
+
+
+def _vision_parts(spec: ModelSpec) -> list[ModelPart]:
+    if spec.vision is None:
+        return []
+    return [ModelPart(f"vision: {p.name}", "vision", p.detail, p.params_each, p.copies) for p in spec.vision.parts]

@@ -1,25 +1,32 @@
 """Hugging Face config.json → ModelSpec, one reader per model_type.
 
 Each reader encodes its family's modelling code (transformers' modeling_<type>.py, DeepSeek's
-modeling_deepseek.py): which projections carry biases, head_dim, whether embeddings are tied
-by default, norms with or without affine weights, fused projections, which layers are MoE.
-Defaults are the family's config-class defaults, so a config that omits a key counts as
-Hugging Face would build it.
+modeling_deepseek.py for the first DeepSeek-MoE): which projections carry biases, head_dim,
+q/k norms, how many norms a layer holds, fused projections, which layers are MoE. A key a
+config leaves out takes its config class's default (ffn_cli.models.defaults), so a config that
+omits a key counts as transformers builds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from ffn_cli.attention import AttentionSpec
+from ffn_cli.accounting import ParamTensor
+from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
+from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
+from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.spec import ModelSpec, NormKind
-from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
+from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
+from ffn_cli.spec import FFNSpec
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "model_spec_from_config"]
+__all__ = ["GPT_OSS_EXPERT_VARIANT", "SUPPORTED_MODEL_TYPES", "model_spec_from_config"]
 
-_REQUIRED = object()
+# gpt-oss's experts: SwiGLU with biases, the gate clamped (α 1.702, limit 7). Same parameters
+# as a biased swiglu; the one place to name the clamped variant once the registry has it.
+GPT_OSS_EXPERT_VARIANT = "swiglu"
 
 # Hugging Face activation names → the registry's activation names.
 _ACTIVATIONS = {
@@ -37,275 +44,592 @@ _ACTIVATIONS = {
 # The registry variant a gated (GLU) or a plain two-layer MLP uses for an activation.
 _GATED = {"silu": "swiglu", "gelu": "geglu", "gelu_tanh": "geglu", "relu": "reglu", "sigmoid": "glu"}
 _DENSE = {"silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "relu": "relu", "relu2": "relu2"}
+# An activation the registry lacks (quick_gelu, mish, …) moves no parameter: it is counted
+# with a variant of the same layout and named in the model's detail.
+_STAND_IN = {"gated": "swiglu", "dense": "gelu"}
 
 
-class _Reader:
-    """Typed access to one config dict; every failure is an FFNError naming the key."""
+class _Reader(ConfigReader):
+    """A ConfigReader that knows its family's defaults and how the family names activations."""
 
-    def __init__(self, config: Mapping[str, Any], model_type: str, source: str) -> None:
-        self.config, self.model_type, self.source = config, model_type, source
+    def __init__(self, config: Mapping[str, Any], model_type: str, source: str, prefix: str = "") -> None:
+        super().__init__(config, model_type, source, ALIASES.get(model_type), prefix)
+        self.defaults = DEFAULTS.get(model_type, {})
+        self.hidden_act = ""
 
-    def _get(self, key: str, default: Any) -> Any:
-        value = self.config.get(key)
-        if value is None:
-            if default is _REQUIRED:
-                raise FFNError("config", self.source, f"missing key {key!r}, which model_type {self.model_type!r} needs")
-            return default
-        return value
+    def get(self, key: str, default: Any = REQUIRED) -> Any:
+        if default is REQUIRED and key in self.defaults:
+            default = self.defaults[key]
+        return super().get(key, default)
 
-    def integer(self, key: str, default: Any = _REQUIRED, *, minimum: int = 1) -> int:
-        return check_int(key, self._get(key, default), minimum=minimum, maximum=MAX_DIM)
+    def opt_integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int | None:
+        return super().opt_integer(key, default if default is not None else self.defaults.get(key), minimum=minimum)
 
-    def opt_integer(self, key: str, *, minimum: int = 1) -> int | None:
-        value = self.config.get(key)
-        return None if value is None else check_int(key, value, minimum=minimum, maximum=MAX_DIM)
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self._get(key, default)
-        if not isinstance(value, bool):
-            raise FFNError(key, value, "must be true or false")
-        return value
-
-    def layer_list(self, key: str) -> tuple[int, ...]:
-        value = self._get(key, [])
-        if not isinstance(value, list):
-            raise FFNError(key, value, "must be a list of layer indices")
-        return tuple(check_int(key, v, minimum=0, maximum=MAX_DIM) for v in value)
-
-    def activation(self, *keys: str, default: str) -> str:
-        name = next((self.config[k] for k in keys if self.config.get(k) is not None), default)
-        if not isinstance(name, str) or name not in _ACTIVATIONS:
-            raise FFNError(keys[0], name, "supported: " + ", ".join(_ACTIVATIONS))
-        return _ACTIVATIONS[name]
+    def variant(self, *keys: str, gated: bool) -> str:
+        """The registry variant for the config's activation; any string is accepted for counting."""
+        name = next((self.config[k] for k in keys if self.config.get(k) is not None), None)
+        if name is None:
+            name = next((self.defaults[k] for k in keys if k in self.defaults), "silu" if gated else "gelu")
+        if not isinstance(name, str) or not name:
+            raise FFNError(self.key(keys[0]), name, "must be an activation name such as silu or gelu")
+        table = _GATED if gated else _DENSE
+        act = _ACTIVATIONS.get(name)
+        if act in table:
+            return table[act]
+        self.hidden_act = name
+        return _STAND_IN["gated" if gated else "dense"]
 
 
-def _gated(act: str, key: str) -> str:
-    if act not in _GATED:
-        raise FFNError(key, act, "has no gated variant; supported: " + ", ".join(_GATED))
-    return _GATED[act]
+# --- shared pieces ----------------------------------------------------------------------------
 
 
-def _dense(act: str, key: str) -> str:
-    if act not in _DENSE:
-        raise FFNError(key, act, "has no dense variant; supported: " + ", ".join(_DENSE))
-    return _DENSE[act]
-
-
-def _attention(r: _Reader, d: int, *, qkv_bias: bool, o_bias: bool, head_dim_default: int | None = None) -> AttentionSpec:
+def _heads(r: _Reader, d: int, *, head_dim_key: bool = True) -> tuple[int, int, int | None]:
     heads = r.integer("num_attention_heads")
+    kv = r.opt_integer("num_key_value_heads") or heads
+    head_dim = r.opt_integer("head_dim") if head_dim_key else None
+    if head_dim is None and d % heads:
+        hint = ", or the config must give head_dim" if head_dim_key else ""
+        raise FFNError(r.key("num_attention_heads"), heads, f"must divide hidden_size ({d}){hint}")
+    return heads, kv, head_dim
+
+
+def _attention(
+    r: _Reader,
+    d: int,
+    *,
+    qkv_bias: bool = False,
+    o_bias: bool | None = None,
+    qk_norm: QKNorm = "none",
+    qk_norm_bias: bool = False,
+    sinks: bool = False,
+    kv_heads: int | None = None,
+    head_dim_key: bool = True,
+) -> AttentionSpec:
+    heads, kv, head_dim = _heads(r, d, head_dim_key=head_dim_key)
+    if heads % (kv_heads or kv):
+        raise FFNError(r.key("num_key_value_heads"), kv_heads or kv, f"must divide num_attention_heads ({heads})")
     return AttentionSpec(
         d_model=d,
         n_heads=heads,
-        n_kv_heads=r.opt_integer("num_key_value_heads") or heads,
-        head_dim=r.opt_integer("head_dim") or head_dim_default,
+        n_kv_heads=kv_heads or kv,
+        head_dim=head_dim,
         qkv_bias=qkv_bias,
-        o_bias=o_bias,
+        o_bias=qkv_bias if o_bias is None else o_bias,
+        qk_norm=qk_norm,
+        qk_norm_bias=qk_norm_bias,
+        sinks=sinks,
     )
 
 
-def _decoder(
+def _dense_ffn(
     r: _Reader,
-    name: str,
+    d: int,
     *,
-    qkv_bias: bool = False,
-    o_bias: bool = False,
-    mlp_bias: bool = False,
-    tie_default: bool = False,
-    head_dim_default: int | None = None,
-    norm: NormKind = "rmsnorm",
+    gated: bool = True,
+    bias: bool = False,
     fused: bool = False,
+    d_ff_key: str = "intermediate_size",
     act_keys: tuple[str, ...] = ("hidden_act",),
-    act_default: str = "silu",
-    moe: FFNSpec | None = None,
-    moe_layers: tuple[int, ...] = (),
-) -> ModelSpec:
-    """A LLaMA-shaped decoder: token embeddings, pre-norm layers (2 norms each), final norm, LM head."""
-    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
-    act = r.activation(*act_keys, default=act_default)
-    dense = None
-    if len(set(moe_layers)) < layers:
-        dense = FFNSpec(
-            variant=_gated(act, act_keys[0]), d_model=d, d_ff=r.integer("intermediate_size"), bias=mlp_bias, fused_gate_up=fused
-        )
-    return ModelSpec(
-        name=name,
-        model_type=r.model_type,
-        d_model=d,
-        n_layers=layers,
-        vocab_size=r.integer("vocab_size"),
-        attention=_attention(r, d, qkv_bias=qkv_bias, o_bias=o_bias, head_dim_default=head_dim_default),
-        dense_ffn=dense,
-        moe_ffn=moe,
-        moe_layers=moe_layers,
-        norm=norm,
-        tie_word_embeddings=r.flag("tie_word_embeddings", tie_default),
-        fused_qkv=fused,
-        source=r.source,
-    )
+) -> FFNSpec:
+    return FFNSpec(variant=r.variant(*act_keys, gated=gated), d_model=d, d_ff=r.integer(d_ff_key), bias=bias, fused_gate_up=fused)
 
 
-def _moe(r: _Reader, *, d_ff: int, experts: int, top_k: int, normalize: bool, shared: int = 0, **extra: Any) -> FFNSpec:
-    act = r.activation("hidden_act", default="silu")
+def _moe(
+    r: _Reader,
+    d: int,
+    *,
+    d_ff: int,
+    experts: int,
+    top_k: int,
+    normalize: bool,
+    shared: int = 0,
+    bias: bool = False,
+    expert_variant: str | None = None,
+    **extra: Any,
+) -> FFNSpec:
+    if top_k > experts:
+        raise FFNError(r.key("num_experts_per_tok"), top_k, f"must be at most the number of experts ({experts})")
     return FFNSpec(
         variant="moe",
-        d_model=r.integer("hidden_size"),
+        d_model=d,
         d_ff=d_ff,
         experts=experts,
         top_k=top_k,
-        expert_variant=_gated(act, "hidden_act"),
+        expert_variant=expert_variant or r.variant("hidden_act", gated=True),
         shared_experts=shared,
         normalize_top_k=normalize,
-        bias=False,
+        bias=bias,
         **extra,
     )
 
 
+def _model(
+    r: _Reader,
+    name: str,
+    *,
+    attention: AnyAttention,
+    dense: FFNSpec | None = None,
+    moe: FFNSpec | None = None,
+    moe_layers: tuple[int, ...] = (),
+    norm: NormKind = "rmsnorm",
+    norms_per_layer: int = 2,
+    **fields: Any,
+) -> ModelSpec:
+    """A decoder: token embeddings, layers, final norm, LM head (tied as the config says)."""
+    return ModelSpec(
+        name=name,
+        model_type=r.model_type,
+        d_model=attention.d_model,
+        n_layers=r.integer("num_hidden_layers"),
+        vocab_size=r.integer("vocab_size"),
+        attention=attention,
+        dense_ffn=dense,
+        moe_ffn=moe,
+        moe_layers=moe_layers,
+        norm=norm,
+        norms_per_layer=norms_per_layer,
+        tie_word_embeddings=r.flag("tie_word_embeddings", r.defaults.get("tie_word_embeddings", False)),
+        hidden_act=r.hidden_act,
+        source=r.source,
+        **fields,
+    )
+
+
+def _llama_like(
+    r: _Reader, name: str, *, qkv_bias: bool = False, o_bias: bool | None = None, mlp_bias: bool = False, fused: bool = False, **kw: Any
+) -> ModelSpec:
+    d = r.integer("hidden_size")
+    attention = _attention(r, d, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=kw.pop("qk_norm", "none"))
+    dense = _dense_ffn(r, d, bias=mlp_bias, fused=fused, act_keys=kw.pop("act_keys", ("hidden_act",)))
+    return _model(r, name, attention=attention, dense=dense, fused_qkv=fused, **kw)
+
+
+def _every_layer(r: _Reader) -> tuple[int, ...]:
+    return tuple(range(r.integer("num_hidden_layers")))
+
+
+def _sparse_step_layers(r: _Reader, experts: int) -> tuple[int, ...]:
+    """Qwen2/3-MoE: MoE where (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers."""
+    step, mlp_only = r.integer("decoder_sparse_step"), set(r.layer_list("mlp_only_layers"))
+    return tuple(i for i in _every_layer(r) if i not in mlp_only and experts > 0 and (i + 1) % step == 0)
+
+
+# --- readers ----------------------------------------------------------------------------------
+
+
 def _llama(r: _Reader, name: str) -> ModelSpec:
     bias = r.flag("attention_bias", False)
-    return _decoder(r, name, qkv_bias=bias, o_bias=bias, mlp_bias=r.flag("mlp_bias", False))
+    return _llama_like(r, name, qkv_bias=bias, mlp_bias=r.flag("mlp_bias", False))
 
 
 def _mistral(r: _Reader, name: str) -> ModelSpec:
-    return _decoder(r, name)  # no biases anywhere; GQA and head_dim come from the config
+    return _llama_like(r, name)  # no biases anywhere; GQA and head_dim come from the config
+
+
+def _granite(r: _Reader, name: str) -> ModelSpec:
+    # LLaMA's shape; its embedding, residual, attention and logit multipliers are scalars, not parameters.
+    bias = r.flag("attention_bias", False)
+    return _llama_like(r, name, qkv_bias=bias, mlp_bias=r.flag("mlp_bias", False))
+
+
+def _mixtral_like(
+    r: _Reader, name: str, *, attention_bias: bool = False, norm: NormKind = "rmsnorm", shared_key: str | None = None, **kw: Any
+) -> ModelSpec:
+    # Every layer routes: router Linear(d, E, bias=False) and E SwiGLU experts.
+    d = r.integer("hidden_size")
+    shared = r.integer(shared_key, minimum=0) if shared_key else 0
+    moe = _moe(
+        r,
+        d,
+        d_ff=r.integer("intermediate_size"),
+        experts=r.integer("num_local_experts"),
+        top_k=r.integer("num_experts_per_tok"),
+        normalize=True,
+        shared=1 if shared else 0,
+        shared_d_ff=shared or None,
+    )
+    attention = _attention(r, d, qkv_bias=attention_bias)
+    return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r), norm=norm, **kw)
 
 
 def _mixtral(r: _Reader, name: str) -> ModelSpec:
-    # Every layer's block_sparse_moe: router Linear(d, E, bias=False) and E SwiGLU experts (w1, w3, w2).
-    moe = _moe(
-        r,
-        d_ff=r.integer("intermediate_size"),
-        experts=r.integer("num_local_experts", 8),
-        top_k=r.integer("num_experts_per_tok", 2),
-        normalize=True,
+    return _mixtral_like(r, name)
+
+
+def _granitemoe(r: _Reader, name: str) -> ModelSpec:
+    return _mixtral_like(r, name, attention_bias=r.flag("attention_bias", False))
+
+
+def _granitemoeshared(r: _Reader, name: str) -> ModelSpec:
+    # A shared gated MLP (input_linear d → 2·shared, output_linear) beside the routed experts.
+    return _mixtral_like(r, name, attention_bias=r.flag("attention_bias", False), shared_key="shared_intermediate_size")
+
+
+def _phimoe(r: _Reader, name: str) -> ModelSpec:
+    # LayerNorms with bias; q, k, v, o biased with attention_bias; the head biased with lm_head_bias.
+    return _mixtral_like(
+        r, name, attention_bias=r.flag("attention_bias", False), norm="layernorm", lm_head_bias=r.flag("lm_head_bias", False)
     )
-    return _decoder(r, name, moe=moe, moe_layers=tuple(range(r.integer("num_hidden_layers"))))
 
 
 def _qwen2(r: _Reader, name: str) -> ModelSpec:
-    return _decoder(r, name, qkv_bias=True, o_bias=False)  # Qwen2Attention: q, k, v biased, o not
+    return _llama_like(r, name, qkv_bias=True, o_bias=False)  # Qwen2Attention: q, k, v biased, o not
 
 
 def _qwen2_moe(r: _Reader, name: str) -> ModelSpec:
-    layers, experts = r.integer("num_hidden_layers"), r.integer("num_experts", 60, minimum=0)
-    step, mlp_only = r.integer("decoder_sparse_step", 1), set(r.layer_list("mlp_only_layers"))
-    moe_layers = tuple(i for i in range(layers) if i not in mlp_only and experts > 0 and (i + 1) % step == 0)
+    d, experts = r.integer("hidden_size"), r.integer("num_experts", minimum=0)
+    moe_layers = _sparse_step_layers(r, experts)
     moe = None
     if moe_layers:
-        # One shared expert of its own width, scaled by sigmoid(shared_expert_gate(x)).
-        shared = r.integer("shared_expert_intermediate_size", 5632, minimum=0)
+        # One shared expert of its own width, scaled by sigmoid(shared_expert_gate(x)); the gate
+        # Linear(d, 1) is built even when the shared expert has width 0.
+        shared = r.integer("shared_expert_intermediate_size", minimum=0)
         moe = _moe(
             r,
-            d_ff=r.integer("moe_intermediate_size", 1408),
+            d,
+            d_ff=r.integer("moe_intermediate_size"),
             experts=experts,
-            top_k=r.integer("num_experts_per_tok", 4),
+            top_k=r.integer("num_experts_per_tok"),
             normalize=r.flag("norm_topk_prob", False),
             shared=1 if shared else 0,
             shared_d_ff=shared or None,
             shared_expert_gate=bool(shared),
         )
-    return _decoder(r, name, qkv_bias=r.flag("qkv_bias", True), o_bias=False, moe=moe, moe_layers=moe_layers)
+    bias = r.flag("qkv_bias", True)
+    dense = _dense_ffn(r, d) if len(moe_layers) < r.integer("num_hidden_layers") else None
+    # Width 0 leaves an empty shared expert, but its gate Linear(d, 1) is still built.
+    extra = (ParamTensor("shared_expert_gate.weight", (1, d)),) if moe is not None and not moe.shared_hidden else ()
+    attention = _attention(r, d, qkv_bias=bias, o_bias=False)
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra)
+
+
+def _qwen3(r: _Reader, name: str) -> ModelSpec:
+    bias = r.flag("attention_bias", False)
+    return _llama_like(r, name, qkv_bias=bias, qk_norm="head")  # q_norm, k_norm: RMSNorm(head_dim)
+
+
+def _qwen3_moe(r: _Reader, name: str) -> ModelSpec:
+    d, experts = r.integer("hidden_size"), r.integer("num_local_experts", minimum=0)
+    moe_layers = _sparse_step_layers(r, experts)
+    moe = None
+    if moe_layers:
+        moe = _moe(
+            r,
+            d,
+            d_ff=r.integer("moe_intermediate_size"),
+            experts=experts,
+            top_k=r.integer("num_experts_per_tok"),
+            normalize=r.flag("norm_topk_prob", False),
+        )
+    dense = _dense_ffn(r, d) if len(moe_layers) < r.integer("num_hidden_layers") else None
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False), qk_norm="head")
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers)
 
 
 def _gemma(r: _Reader, name: str) -> ModelSpec:
     # Tied embeddings and head_dim 256 by default; GemmaRMSNorm keeps one weight (applied as 1 + w).
     bias = r.flag("attention_bias", False)
-    return _decoder(
-        r,
-        name,
-        qkv_bias=bias,
-        o_bias=bias,
-        tie_default=True,
-        head_dim_default=256,
-        act_keys=("hidden_activation", "hidden_act"),
-        act_default="gelu_pytorch_tanh",
-    )
+    return _llama_like(r, name, qkv_bias=bias, act_keys=("hidden_activation", "hidden_act"))
+
+
+def _gemma2(r: _Reader, name: str) -> ModelSpec:
+    # Norms before and after both attention and FFN: 4 per layer. Soft-capping has no parameters.
+    bias = r.flag("attention_bias", False)
+    return _llama_like(r, name, qkv_bias=bias, act_keys=("hidden_activation", "hidden_act"), norms_per_layer=4)
+
+
+def _gemma3_text(r: _Reader, name: str) -> ModelSpec:
+    bias = r.flag("attention_bias", False)
+    return _llama_like(r, name, qkv_bias=bias, act_keys=("hidden_activation", "hidden_act"), norms_per_layer=4, qk_norm="head")
+
+
+def _olmo(r: _Reader, name: str) -> ModelSpec:
+    bias = r.flag("attention_bias", False)
+    return _llama_like(r, name, qkv_bias=bias, o_bias=bias, norm="layernorm_no_affine")  # OLMo-1: LayerNorm without weight or bias
+
+
+def _olmo2(r: _Reader, name: str) -> ModelSpec:
+    # Post-norms only (after attention, after the FFN) and q/k RMSNorms over the whole projections.
+    bias = r.flag("attention_bias", False)
+    return _llama_like(r, name, qkv_bias=bias, qk_norm="proj")
 
 
 def _phi3(r: _Reader, name: str) -> ModelSpec:
-    return _decoder(r, name, fused=True)  # one qkv_proj and one gate_up_proj (gate first), no biases
+    return _llama_like(r, name, fused=True)  # one qkv_proj and one gate_up_proj (gate first), no biases
+
+
+def _phi(r: _Reader, name: str) -> ModelSpec:
+    # Phi-1/2: one LayerNorm feeds attention and MLP in parallel; biases everywhere, a biased head;
+    # qk_layernorm adds LayerNorm(head_dim) on q and k.
+    d = r.integer("hidden_size")
+    qk: QKNorm = "head" if r.flag("qk_layernorm", False) else "none"
+    attention = _attention(r, d, qkv_bias=True, qk_norm=qk, qk_norm_bias=True)
+    dense = _dense_ffn(r, d, gated=False, bias=True)
+    return _model(r, name, attention=attention, dense=dense, norm="layernorm", norms_per_layer=1, parallel_block=True, lm_head_bias=True)
+
+
+def _gpt_neox(r: _Reader, name: str) -> ModelSpec:
+    # Pythia: fused query_key_value, LayerNorms before attention and before the MLP (parallel residual by default).
+    d = r.integer("hidden_size")
+    bias = r.flag("attention_bias", True)
+    attention = _attention(r, d, qkv_bias=bias, head_dim_key=False)  # query_key_value is d → 3·d whatever head_dim says
+    dense = _dense_ffn(r, d, gated=False, bias=True)
+    parallel = r.flag("use_parallel_residual", True)
+    return _model(r, name, attention=attention, dense=dense, norm="layernorm", fused_qkv=True, parallel_block=parallel)
+
+
+def _falcon(r: _Reader, name: str) -> ModelSpec:
+    # One fused query_key_value: multi-query (one KV head), or num_kv_heads under the new decoder
+    # architecture; `bias` on every Linear; 1 or 2 LayerNorms per layer.
+    d = r.integer("hidden_size")
+    new, multi_query, parallel = r.flag("new_decoder_architecture", False), r.flag("multi_query", True), r.flag("parallel_attn", True)
+    heads = r.integer("num_attention_heads")
+    kv = (r.opt_integer("num_kv_heads") or heads) if new or not multi_query else 1
+    bias = r.flag("bias", False)
+    attention = _attention(r, d, qkv_bias=bias, kv_heads=kv, head_dim_key=False)
+    ffn_key = "ffn_hidden_size" if r.has("ffn_hidden_size") else None
+    d_ff = r.integer(ffn_key) if ffn_key else 4 * d
+    dense = FFNSpec(variant=r.variant("activation", gated=False), d_model=d, d_ff=d_ff, bias=bias)
+    ln = r.opt_integer("num_ln_in_parallel_attn") or (2 if new else 1)
+    norms = 2 if not parallel or ln == 2 else 1
+    return _model(
+        r, name, attention=attention, dense=dense, norm="layernorm", norms_per_layer=norms, fused_qkv=True, parallel_block=parallel
+    )
+
+
+def _starcoder2(r: _Reader, name: str) -> ModelSpec:
+    # q, k, v, o and c_fc, c_proj all biased with use_bias; LayerNorms with bias; plain GELU MLP.
+    d = r.integer("hidden_size")
+    bias = r.flag("use_bias", True)
+    attention = _attention(r, d, qkv_bias=bias)
+    dense = _dense_ffn(r, d, gated=False, bias=bias)
+    return _model(r, name, attention=attention, dense=dense, norm="layernorm")
 
 
 def _deepseek(r: _Reader, name: str) -> ModelSpec:
-    layers, routed = r.integer("num_hidden_layers"), r.opt_integer("n_routed_experts")
+    # DeepSeek-MoE (remote code): MoE in layers i ≥ first_k_dense_replace with i % moe_layer_freq == 0.
+    d, layers, routed = r.integer("hidden_size"), r.integer("num_hidden_layers"), r.opt_integer("n_routed_experts")
     moe_layers: tuple[int, ...] = ()
     moe = None
     if routed:
         first, every = r.integer("first_k_dense_replace", 0, minimum=0), r.integer("moe_layer_freq", 1)
         moe_layers = tuple(i for i in range(layers) if i >= first and i % every == 0)
-        # Shared experts are one MLP of width moe_intermediate_size × n_shared_experts, ungated.
+        moe = _deepseek_moe(r, d, routed)
+    bias = r.flag("attention_bias", False)
+    dense = _dense_ffn(r, d) if len(moe_layers) < layers else None
+    return _model(r, name, attention=_attention(r, d, qkv_bias=bias), dense=dense, moe=moe, moe_layers=moe_layers)
+
+
+def _deepseek_moe(r: _Reader, d: int, routed: int) -> FFNSpec:
+    # Shared experts are one MLP of width moe_intermediate_size × n_shared_experts, ungated.
+    return _moe(
+        r,
+        d,
+        d_ff=r.integer("moe_intermediate_size"),
+        experts=routed,
+        top_k=r.integer("num_experts_per_tok"),
+        normalize=r.flag("norm_topk_prob", False),
+        shared=r.opt_integer("n_shared_experts", minimum=0) or 0,
+    )
+
+
+def _deepseek_v3(r: _Reader, name: str) -> ModelSpec:
+    # Multi-head latent attention; MoE in every layer from first_k_dense_replace on (transformers'
+    # DeepseekV2/V3 ignore moe_layer_freq); grouped routing and routed_scaling_factor move no parameter,
+    # and V3's e_score_correction_bias is a buffer.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    attention = LatentAttentionSpec(
+        d_model=d,
+        n_heads=r.integer("num_attention_heads"),
+        kv_lora_rank=r.integer("kv_lora_rank"),
+        qk_nope_head_dim=r.integer("qk_nope_head_dim", minimum=0),
+        qk_rope_head_dim=r.integer("qk_rope_head_dim", minimum=0),
+        v_head_dim=r.integer("v_head_dim"),
+        # An explicit null (V2-Lite) means one q_proj; a missing key takes the class default rank.
+        q_lora_rank=None if "q_lora_rank" in r.config and r.config["q_lora_rank"] is None else r.integer("q_lora_rank"),
+        bias=r.flag("attention_bias", False),
+    )
+    first = r.integer("first_k_dense_replace", minimum=0)
+    moe_layers = tuple(range(min(first, layers), layers))
+    moe = _deepseek_moe(r, d, r.integer("n_routed_experts")) if moe_layers else None
+    groups, topk_groups = r.opt_integer("n_group"), r.opt_integer("topk_group")
+    routing = []
+    if groups and groups > 1:
+        routing.append(f"grouped: top-{topk_groups} of {groups} groups")
+    scale = r.number("routed_scaling_factor", 1.0)
+    if scale != 1.0:
+        routing.append(f"weights × {scale:g}")
+    # V2's mlp_bias biases the dense MLPs and the shared experts, never the routed ones (V3 ignores it).
+    mlp_bias = r.model_type == "deepseek_v2" and r.flag("mlp_bias", False)
+    dense = _dense_ffn(r, d, bias=mlp_bias) if first > 0 else None
+    extra: tuple[ParamTensor, ...] = ()
+    if moe is not None and mlp_bias and moe.shared_hidden:
+        sh = moe.shared_hidden
+        extra = tuple(ParamTensor(f"shared_experts.{n}.bias", (w,)) for n, w in (("gate_proj", sh), ("up_proj", sh), ("down_proj", d)))
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, routing=", ".join(routing))
+
+
+def _gpt_oss(r: _Reader, name: str) -> ModelSpec:
+    # q, k, v, o biased, one sink logit per head; every layer routes: router Linear(d, E) with a
+    # bias, E SwiGLU experts with biases (gate_up_proj_bias, down_proj_bias), gate clamped.
+    d = r.integer("hidden_size")
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", True), sinks=True)
+    moe = _moe(
+        r,
+        d,
+        d_ff=r.integer("intermediate_size"),
+        experts=r.integer("num_local_experts"),
+        top_k=r.integer("num_experts_per_tok"),
+        normalize=True,
+        bias=True,
+        expert_variant=GPT_OSS_EXPERT_VARIANT,
+    )
+    router_bias = (ParamTensor("router.bias", (moe.experts,)),)
+    return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r), moe_extra=router_bias)
+
+
+def _llama4_text(r: _Reader, name: str) -> ModelSpec:
+    # MoE layers from moe_layers, else every interleave_moe_layer_step-th layer; each routes to
+    # top-k of E SwiGLU experts (width intermediate_size) beside one shared expert of the same
+    # width; the other layers are dense of intermediate_size_mlp. use_qk_norm is an L2 norm without weights.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    if r.has("moe_layers"):
+        moe_layers = r.layer_list("moe_layers")
+        if any(i >= layers for i in moe_layers):
+            raise FFNError(r.key("moe_layers"), list(moe_layers), f"must be layer indices below num_hidden_layers ({layers})")
+    else:
+        step = r.integer("interleave_moe_layer_step")
+        moe_layers = tuple(range(step - 1, layers, step))
+    moe = None
+    if moe_layers:
+        width = r.integer("intermediate_size")
         moe = _moe(
-            r,
-            d_ff=r.integer("moe_intermediate_size"),
-            experts=routed,
-            top_k=r.integer("num_experts_per_tok"),
-            normalize=r.flag("norm_topk_prob", False),
-            shared=r.opt_integer("n_shared_experts", minimum=0) or 0,
+            r, d, d_ff=width, experts=r.integer("num_local_experts"), top_k=r.integer("num_experts_per_tok"), normalize=False, shared=1
         )
-    bias = r.flag("attention_bias", False)
-    return _decoder(r, name, qkv_bias=bias, o_bias=bias, moe=moe, moe_layers=moe_layers)
-
-
-def _olmo(r: _Reader, name: str) -> ModelSpec:
-    bias = r.flag("attention_bias", False)
-    return _decoder(r, name, qkv_bias=bias, o_bias=bias, norm="layernorm_no_affine")  # OLMo-1: LayerNorm without weight or bias
+    dense = _dense_ffn(r, d, d_ff_key="intermediate_size_mlp") if len(set(moe_layers)) < layers else None
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False))
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing="sigmoid of the top-k logits")
 
 
 def _gpt2(r: _Reader, name: str) -> ModelSpec:
-    # Conv1D c_attn (d → 3d) and c_proj with biases, learned positions, LayerNorms, ln_f, head tied to wte.
+    # Conv1D c_attn (d → 3d) and c_proj with biases, learned positions, LayerNorms, ln_f, head tied
+    # to wte; add_cross_attention adds a cross-attention (q_attn, c_attn d → 2d, c_proj) and its LayerNorm.
     d = r.integer("n_embd")
-    act = r.activation("activation_function", default="gelu_new")
+    heads = r.integer("n_head")
+    if d % heads:
+        raise FFNError("n_head", heads, f"must divide n_embd ({d})")
+    cross = r.flag("add_cross_attention", False)
+    dense = FFNSpec(variant=r.variant("activation_function", gated=False), d_model=d, d_ff=r.opt_integer("n_inner") or 4 * d, bias=True)
     return ModelSpec(
         name=name,
         model_type="gpt2",
         d_model=d,
         n_layers=r.integer("n_layer"),
         vocab_size=r.integer("vocab_size"),
-        attention=AttentionSpec(d_model=d, n_heads=r.integer("n_head"), qkv_bias=True, o_bias=True),
-        dense_ffn=FFNSpec(variant=_dense(act, "activation_function"), d_model=d, d_ff=r.opt_integer("n_inner") or 4 * d, bias=True),
+        attention=AttentionSpec(d_model=d, n_heads=heads, qkv_bias=True, o_bias=True),
+        dense_ffn=dense,
         max_positions=r.integer("n_positions"),
         norm="layernorm",
+        norms_per_layer=3 if cross else 2,
+        cross_attention=cross,
         tie_word_embeddings=r.flag("tie_word_embeddings", True),
         fused_qkv=True,
+        hidden_act=r.hidden_act,
         source=r.source,
     )
 
 
 def _bert(r: _Reader, name: str) -> ModelSpec:
-    # BertModel: word + position + token-type embeddings and their LayerNorm, post-norm layers, pooler.
+    # BertModel (RoBERTa, XLM-R alike): word + position + token-type embeddings and their LayerNorm,
+    # post-norm layers, pooler. RoBERTa's padding-offset positions are rows of the same table.
     d = r.integer("hidden_size")
-    act = r.activation("hidden_act", default="gelu")
+    heads = r.integer("num_attention_heads")
+    if d % heads:
+        raise FFNError(r.key("num_attention_heads"), heads, f"must divide hidden_size ({d})")
     return ModelSpec(
         name=name,
-        model_type="bert",
+        model_type=r.model_type,
         d_model=d,
         n_layers=r.integer("num_hidden_layers"),
         vocab_size=r.integer("vocab_size"),
-        attention=AttentionSpec(d_model=d, n_heads=r.integer("num_attention_heads"), qkv_bias=True, o_bias=True),
-        dense_ffn=FFNSpec(variant=_dense(act, "hidden_act"), d_model=d, d_ff=r.integer("intermediate_size"), bias=True),
+        attention=AttentionSpec(d_model=d, n_heads=heads, qkv_bias=True, o_bias=True),
+        dense_ffn=_dense_ffn(r, d, gated=False, bias=True),
         max_positions=r.integer("max_position_embeddings"),
-        type_vocab_size=r.integer("type_vocab_size", 2, minimum=0),
+        type_vocab_size=r.integer("type_vocab_size", minimum=0),
         norm="layernorm",
         final_norm=False,
         embedding_norm=True,
         lm_head=False,
         pooler=True,
+        hidden_act=r.hidden_act,
         source=r.source,
     )
 
 
-_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
+# --- multimodal wrappers: the text model in text_config, a vision tower beside it ------------
+
+
+def _wrapped(r: _Reader, name: str, text_type: str, tower: Callable[[_Reader, int], VisionTower]) -> ModelSpec:
+    text = r.nested("text_config", text_type, TEXT_DEFAULTS.get(r.model_type))
+    if text.model_type not in _TEXT_READERS:
+        raise FFNError(text.key("model_type"), text.model_type, "supported: " + ", ".join(_TEXT_READERS))
+    spec = _TEXT_READERS[text.model_type](_Reader(text.config, text.model_type, text.source, text.prefix), name)
+    vision = r.nested("vision_config", "", VISION_DEFAULTS.get(r.model_type))
+    tie = r.flag("tie_word_embeddings", DEFAULTS[r.model_type]["tie_word_embeddings"])
+    tower_spec = tower(_Reader(vision.config, vision.model_type, vision.source, vision.prefix), spec.d_model)
+    return replace(spec, model_type=r.model_type, tie_word_embeddings=tie, vision=tower_spec, source=r.source)
+
+
+def _gemma3(r: _Reader, name: str) -> ModelSpec:
+    return _wrapped(r, name, "gemma3_text", siglip_tower)
+
+
+def _llama4(r: _Reader, name: str) -> ModelSpec:
+    return _wrapped(r, name, "llama4_text", llama4_tower)
+
+
+def _mistral3(r: _Reader, name: str) -> ModelSpec:
+    layer = r.get("vision_feature_layer", -1)
+    feature_layers = len(layer) if isinstance(layer, list) else 1
+    merge, bias = r.integer("spatial_merge_size", 2), r.flag("multimodal_projector_bias", False)
+    return _wrapped(r, name, "mistral", lambda v, d: pixtral_tower(v, d, merge=merge, feature_layers=feature_layers, projector_bias=bias))
+
+
+_TEXT_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
     "llama": _llama,
     "mistral": _mistral,
+    "ministral": _mistral,
     "mixtral": _mixtral,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
     "gemma": _gemma,
+    "gemma2": _gemma2,
+    "gemma3_text": _gemma3_text,
+    "olmo": _olmo,
+    "olmo2": _olmo2,
+    "olmo3": _olmo2,
+    "granite": _granite,
+    "granitemoe": _granitemoe,
+    "granitemoeshared": _granitemoeshared,
+    "phi": _phi,
     "phi3": _phi3,
+    "phimoe": _phimoe,
+    "gpt_neox": _gpt_neox,
+    "falcon": _falcon,
+    "starcoder2": _starcoder2,
+    "deepseek": _deepseek,
+    "deepseek_v2": _deepseek_v3,
+    "deepseek_v3": _deepseek_v3,
+    "gpt_oss": _gpt_oss,
+    "llama4_text": _llama4_text,
     "gpt2": _gpt2,
     "bert": _bert,
-    "deepseek": _deepseek,
-    "olmo": _olmo,
+    "roberta": _bert,
+    "xlm-roberta": _bert,
 }
+_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "gemma3": _gemma3, "llama4": _llama4, "mistral3": _mistral3}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)
 
 

@@ -19,7 +19,7 @@ from ffn_cli.accounting import (
     param_tensors,
     total_params,
 )
-from ffn_cli.attention import AttentionSpec
+from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import MAX_DIM, FFNSpec
 
@@ -121,24 +121,36 @@ class FFNReport:
         return self.total_params / (self.total_params + self.attention_params)
 
 
-def attention_formula(attention: AttentionSpec) -> str:
+def attention_formula(attention: AnyAttention) -> str:
     """The closed form of attention.params: '4·d² + 4·d' for plain multi-head attention with
     biases; with grouped-query heads or a head_dim ≠ d/heads, in q = heads·head_dim and kv."""
     a = attention
+    if isinstance(a, LatentAttentionSpec):
+        q = "d·r_q + r_q + r_q·h·(n + r)" if a.q_lora_rank is not None else "d·h·(n + r)"
+        return f"{q} + d·(r_kv + r) + r_kv + r_kv·h·(n + v) + h·v·d" + (" + biases" if a.bias else "")
     bias = {(True, True): ("4·d", "q + 2·kv + d"), (True, False): ("3·d", "q + 2·kv"), (False, True): ("d", "d")}
     plain = a.q_dim == a.d_model and a.kv_dim == a.d_model
     text = "4·d²" if plain else "2·d·q + 2·d·kv"
     if a.qkv_bias or a.o_bias:
         text += " + " + bias[(a.qkv_bias, a.o_bias)][0 if plain else 1]
+    if a.qk_norm != "none":
+        text += " + q/k norms"
+    if a.sinks:
+        text += " + heads"
     return text
 
 
-def attention_summary(attention: AttentionSpec) -> str:
+def attention_summary(attention: AnyAttention) -> str:
     """'32 heads × 128, 8 KV heads, no bias': the shape of an attention in words."""
     a = attention
+    if isinstance(a, LatentAttentionSpec):
+        q = f"q {a.d_model:,}→{a.q_lora_rank:,}→{a.q_dim:,}" if a.q_lora_rank is not None else f"q {a.d_model:,}→{a.q_dim:,}"
+        kv = f"kv {a.d_model:,}→{a.kv_lora_rank:,}+{a.qk_rope_head_dim}→{a.n_heads * (a.qk_nope_head_dim + a.v_head_dim):,}"
+        return f"MLA, {a.n_heads} heads × {a.qk_nope_head_dim}+{a.qk_rope_head_dim} (v {a.v_head_dim}), {q}, {kv}"
     text = f"{a.n_heads} heads × {a.head_dim}" + (f", {a.n_kv_heads} KV heads" if a.n_kv_heads != a.n_heads else "")
     bias = "biases" if a.qkv_bias and a.o_bias else "bias on q, k, v" if a.qkv_bias else "bias on o" if a.o_bias else "no bias"
-    return f"{text}, {bias}"
+    extras = {"head": ", q/k norms per head", "proj": ", q/k norms", "none": ""}[a.qk_norm] + (", sinks" if a.sinks else "")
+    return f"{text}, {bias}{extras}"
 
 
 def check_dtype(dtype: str) -> str:

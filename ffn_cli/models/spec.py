@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ffn_cli.attention import AttentionSpec
+from ffn_cli.accounting import ParamTensor
+from ffn_cli.attention import AnyAttention
 from ffn_cli.errors import FFNError
+from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["NORM_KINDS", "ModelSpec", "NormKind", "layer_ranges"]
@@ -30,7 +32,8 @@ class ModelSpec:
     """One model: shapes, which layers are MoE, and the conventions that change the count.
 
     `moe_layers` lists the layer indices whose FFN is `moe_ffn`; every other layer uses
-    `dense_ffn` (DeepSeek-MoE's dense first layer, Qwen2-MoE's mlp_only_layers).
+    `dense_ffn` (DeepSeek-MoE's dense first layer, Qwen2-MoE's mlp_only_layers, Llama 4's
+    interleaved layers). `vision` is a multimodal config's vision tower, counted as its own part.
     """
 
     name: str
@@ -38,7 +41,7 @@ class ModelSpec:
     d_model: int
     n_layers: int
     vocab_size: int
-    attention: AttentionSpec
+    attention: AnyAttention
     dense_ffn: FFNSpec | None = None
     moe_ffn: FFNSpec | None = None
     moe_layers: tuple[int, ...] = ()
@@ -52,6 +55,16 @@ class ModelSpec:
     tie_word_embeddings: bool = False
     pooler: bool = False
     fused_qkv: bool = False  # one qkv_proj (Phi-3) or c_attn (GPT-2): same count, one matmul
+    parallel_block: bool = False  # attention and FFN read the same input (GPT-J, Falcon, Phi-2): no count change
+    lm_head_bias: bool = False  # Phi's head carries a vocab-sized bias, tied weight or not
+    # Tensors of each MoE layer beside its FFNSpec's, always active: gpt-oss's router bias,
+    # Qwen2-MoE's shared_expert_gate when the shared expert has width 0, DeepSeek-V2's shared-expert
+    # biases under mlp_bias (its routed experts have none).
+    moe_extra: tuple[ParamTensor, ...] = ()
+    cross_attention: bool = False  # GPT-2 add_cross_attention: a second attention of the same shape per layer
+    hidden_act: str = ""  # the config's activation name, when it differs from the variant's own
+    routing: str = ""  # routing that moves no parameter (grouped top-k, scaling), in words
+    vision: VisionTower | None = None
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -89,6 +102,11 @@ class ModelSpec:
     @property
     def is_moe(self) -> bool:
         return bool(self.moe_layers)
+
+    @property
+    def moe_extra_params(self) -> int:
+        """Parameters of one MoE layer beside its FFNSpec's (moe_extra)."""
+        return sum(t.count for t in self.moe_extra)
 
     @property
     def norm_params(self) -> int:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
-from ffn_cli.attention import AttentionSpec
+from ffn_cli.attention import AnyAttention
 from ffn_cli.models.count import ModelParams, TrainingMemory
 from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
@@ -68,8 +68,8 @@ def _ratio(value: float) -> str:
     return f"{value:.3f}×" if value < 10 else f"{value:.2f}×"
 
 
-def _attention_data(a: AttentionSpec) -> dict[str, Any]:
-    return {
+def _attention_data(a: AnyAttention) -> dict[str, Any]:
+    return a.shape_data() | {
         "n_heads": a.n_heads,
         "n_kv_heads": a.n_kv_heads,
         "head_dim": a.head_dim,
@@ -269,6 +269,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
         "ffn_params": m.ffn_params,
         "ffn_active_params": m.ffn_active_params,
         "norm_params": m.norm_params,
+        "vision_params": m.vision_params,
+        "text_params": m.text_params,
         "ffn_share": m.ffn_share,
         "ffn_active_share": m.ffn_active_share,
         "ffn_attention_ratio": m.ffn_attention_ratio,
@@ -298,6 +300,9 @@ def _model_summary(m: ModelParams, dtype: str) -> Table:
     rows: list[Any] = []
     if m.spec.is_moe:
         rows.append(["active per token", fmt_count(m.active_params), f"{_pct(m.active_params, m.total_params)} of the total"])
+    if m.vision_params:
+        vision = f"included in the total ({_pct(m.vision_params, m.total_params)}); the text model alone has {fmt_count(m.text_params)}"
+        rows.append(["vision tower", fmt_count(m.vision_params), vision])
     rows.append(["non-embedding", fmt_count(m.non_embedding_params), "without token/position embeddings and an untied head"])
     rows.append(["attention", fmt_count(m.attention_params), _pct(m.attention_params, m.total_params) + " of the total"])
     ffn_how = _pct(m.ffn_params, m.total_params) + " of the total"

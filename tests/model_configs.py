@@ -1,0 +1,170 @@
+"""Small configs of every family, each switching a layout key: built by transformers in
+tests/test_models_transformers.py, mutated by the fuzz test in tests/test_models_families.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Families transformers cannot build: DeepSeek-MoE v1 is remote code (its preset keeps a published total).
+NOT_IN_TRANSFORMERS = {"deepseek"}
+ENCODERS = {"bert", "roberta", "xlm-roberta"}
+WRAPPERS = {"gemma3", "llama4", "mistral3"}
+
+_SMALL: dict[str, Any] = {
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 101,
+}
+_MOE = {"num_local_experts": 4, "num_experts_per_tok": 2}
+_MLA = {"kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 12, "v_head_dim": 10, "moe_intermediate_size": 24}
+
+# (model_type, keys over _SMALL): several per family where a key changes the layout.
+SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
+    ("llama", {}),
+    ("llama", {"attention_bias": True, "mlp_bias": True, "head_dim": 24, "tie_word_embeddings": True}),
+    ("mistral", {"head_dim": 32}),
+    ("ministral", {"head_dim": 16}),
+    ("mixtral", _MOE),
+    ("qwen2", {"tie_word_embeddings": True}),
+    (
+        "qwen2_moe",
+        {
+            "num_experts": 4,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 48,
+            "decoder_sparse_step": 2,
+            "mlp_only_layers": [2],
+        },
+    ),
+    ("qwen2_moe", {"num_experts": 4, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 0}),
+    ("qwen3", {"head_dim": 24}),
+    ("qwen3", {"attention_bias": True}),
+    ("qwen3_moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "head_dim": 32, "mlp_only_layers": [0]}),
+    ("gemma", {"head_dim": 32}),
+    ("gemma2", {"head_dim": 32, "hidden_activation": "gelu_pytorch_tanh"}),
+    ("gemma3_text", {"head_dim": 32}),
+    ("olmo", {"head_dim": 24}),
+    ("olmo2", {}),
+    ("olmo3", {}),
+    ("granite", {"tie_word_embeddings": True, "attention_bias": True}),
+    ("granitemoe", _MOE),
+    ("granitemoeshared", {**_MOE, "shared_intermediate_size": 40}),
+    ("phi", {"partial_rotary_factor": 0.5, "head_dim": 24}),
+    ("phi", {"qk_layernorm": True, "tie_word_embeddings": True}),
+    ("phi3", {"vocab_size": 32064, "hidden_size": 32, "intermediate_size": 48}),
+    ("phimoe", {**_MOE, "attention_bias": True, "lm_head_bias": True}),
+    ("gpt_neox", {"num_key_value_heads": None, "head_dim": 24}),
+    ("gpt_neox", {"num_key_value_heads": None, "attention_bias": False, "use_parallel_residual": False}),
+    ("falcon", {"num_key_value_heads": None}),
+    ("falcon", {"num_key_value_heads": None, "new_decoder_architecture": True, "num_kv_heads": 2, "bias": True}),
+    ("falcon", {"num_key_value_heads": None, "multi_query": False, "parallel_attn": False, "ffn_hidden_size": 80}),
+    ("falcon", {"num_key_value_heads": None, "new_decoder_architecture": True, "num_ln_in_parallel_attn": 1}),
+    ("starcoder2", {"head_dim": 24}),
+    ("starcoder2", {"use_bias": False, "tie_word_embeddings": False}),
+    (
+        "deepseek_v2",
+        {**_MLA, "n_routed_experts": 4, "n_shared_experts": 2, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "q_lora_rank": None},
+    ),
+    (
+        "deepseek_v2",
+        {
+            **_MLA,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 2,
+            "q_lora_rank": 20,
+            "attention_bias": True,
+            "mlp_bias": True,
+            "first_k_dense_replace": 1,
+        },
+    ),
+    (
+        "deepseek_v3",
+        {
+            **_MLA,
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "first_k_dense_replace": 1,
+            "q_lora_rank": 20,
+            "n_group": 4,
+            "topk_group": 2,
+        },
+    ),
+    ("gpt_oss", {**_MOE, "head_dim": 16}),
+    ("llama4_text", {**_MOE, "num_experts_per_tok": 1, "intermediate_size_mlp": 80, "interleave_moe_layer_step": 2, "head_dim": 16}),
+    ("llama4_text", {**_MOE, "moe_layers": [0, 2], "intermediate_size_mlp": 80, "head_dim": 16}),
+    ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "vocab_size": 101}),
+    ("gpt2", {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 32, "vocab_size": 101}),
+    ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "add_cross_attention": True, "n_inner": 80, "vocab_size": 101}),
+    ("bert", {"num_key_value_heads": None, "max_position_embeddings": 40}),
+    ("roberta", {"num_key_value_heads": None, "max_position_embeddings": 40, "type_vocab_size": 1}),
+    ("xlm-roberta", {"num_key_value_heads": None, "max_position_embeddings": 40}),
+    ("llama", {"hidden_act": "quick_gelu"}),
+    ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
+]
+_TEXT = {k: v for k, v in _SMALL.items()} | {"head_dim": 16}
+SMALL_WRAPPERS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "gemma3",
+        {
+            "text_config": {**_TEXT, "model_type": "gemma3_text"},
+            "vision_config": {
+                "model_type": "siglip_vision_model",
+                "hidden_size": 32,
+                "intermediate_size": 48,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "image_size": 32,
+                "patch_size": 8,
+                "vision_use_head": False,
+            },
+            "mm_tokens_per_image": 4,
+        },
+    ),
+    (
+        "llama4",
+        {
+            "text_config": {**_TEXT, **_MOE, "num_experts_per_tok": 1, "intermediate_size_mlp": 80, "interleave_moe_layer_step": 2},
+            "vision_config": {
+                "hidden_size": 32,
+                "intermediate_size": 48,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "image_size": 32,
+                "patch_size": 8,
+                "projector_input_dim": 40,
+                "projector_output_dim": 40,
+                "vision_output_dim": 40,
+            },
+        },
+    ),
+    (
+        "mistral3",
+        {
+            "text_config": {**_TEXT, "model_type": "mistral"},
+            "vision_config": {
+                "model_type": "pixtral",
+                "hidden_size": 32,
+                "intermediate_size": 48,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "head_dim": 8,
+                "image_size": 32,
+                "patch_size": 8,
+            },
+            "tie_word_embeddings": False,
+            "multimodal_projector_bias": True,
+        },
+    ),
+]
+
+
+def small_config(model_type: str, keys: dict[str, Any]) -> dict[str, Any]:
+    base = {} if model_type in WRAPPERS or model_type == "gpt2" else dict(_SMALL)
+    return {k: v for k, v in {**base, **keys, "model_type": model_type}.items() if v is not None}
+
+
+CASES = [*SMALL_CONFIGS, *SMALL_WRAPPERS]

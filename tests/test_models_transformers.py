@@ -1,0 +1,121 @@
+"""Every family `ffn params --config` reads, held against the model transformers builds from
+the same config on the meta device: the total, each part where module names allow, the MoE
+active count (from the built experts), and the config classes' defaults."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from ffn_cli.models import SUPPORTED_MODEL_TYPES, count_model, load_preset, model_spec_from_config, preset_names
+from ffn_cli.models.defaults import DEFAULTS
+from tests.model_configs import CASES, ENCODERS, NOT_IN_TRANSFORMERS, WRAPPERS, small_config
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+
+def _build(config: dict[str, Any]) -> Any:
+    cfg = transformers.AutoConfig.for_model(**config)
+    auto = (
+        transformers.AutoModel
+        if config["model_type"] in ENCODERS
+        else (transformers.AutoModelForImageTextToText if config["model_type"] in WRAPPERS else transformers.AutoModelForCausalLM)
+    )
+    with torch.device("meta"):
+        return auto.from_config(cfg)
+
+
+_KIND_RULES: list[tuple[str, str]] = [
+    (r"(vision_tower|vision_model|multi_modal_projector)\.", "vision"),
+    (r"(^|\.)(lm_head|embed_out)\.", "head"),
+    (r"(^|\.)pooler\.", "pooler"),
+    (r"(embed_tokens|embed_in|word_embeddings|position_embeddings|token_type_embeddings|wte|wpe)\.weight$", "embedding"),
+    (r"\.LayerNorm\.|(^|\.)(ln_\w+|ln_f|\w*layernorm|\w*layer_norm|norm)\.(weight|bias)$", "norm"),
+    (r"\.(self_attn|attn|crossattention|attention|self_attention)\.", "attention"),
+    (r"\.(mlp|feed_forward|block_sparse_moe|shared_mlp|intermediate|output)\.", "ffn"),
+]
+
+
+def _kind(name: str) -> str:
+    # A norm inside the attention module (q_norm, kv_a_layernorm) belongs to the attention.
+    if re.search(r"\.(self_attn|attention|self_attention)\.\w*(norm|layernorm)\.", name) and ".output.LayerNorm." not in name:
+        return "attention"
+    for pattern, kind in _KIND_RULES:
+        if re.search(pattern, name):
+            return kind
+    raise AssertionError(f"no part for {name}")
+
+
+def _parts(model: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, p in model.named_parameters():
+        kind = _kind(name)
+        out[kind] = out.get(kind, 0) + p.numel()
+    return out
+
+
+def _ours(model: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in model.parts:
+        if part.params:
+            out[part.kind] = out.get(part.kind, 0) + part.params
+    return out
+
+
+def _experts_active(model: Any, config: dict[str, Any], ours: Any) -> int:
+    """The active count from the built model: total minus the routed experts a token skips,
+    E − k of every MoE layer's experts module, its parameters split evenly over E."""
+    spec = ours.spec
+    skipped = 0
+    for name, module in model.named_modules():
+        if name.endswith(".experts") and not name.endswith("shared_experts"):
+            count = sum(p.numel() for p in module.parameters())
+            experts, k = spec.moe_ffn.experts, spec.moe_ffn.top_k
+            skipped += count // experts * (experts - k)
+    return sum(p.numel() for p in model.parameters()) - skipped
+
+
+def test_the_small_configs_cover_every_family() -> None:
+    assert {t for t, _ in CASES} == set(SUPPORTED_MODEL_TYPES) - NOT_IN_TRANSFORMERS
+
+
+@pytest.mark.parametrize(("model_type", "keys"), CASES, ids=[f"{t}-{i}" for i, (t, _) in enumerate(CASES)])
+def test_total_and_parts_equal_transformers(model_type: str, keys: dict[str, Any]) -> None:
+    config = small_config(model_type, keys)
+    model = _build(config)
+    ours = count_model(model_spec_from_config(config))
+    assert ours.total_params == sum(p.numel() for p in model.parameters())
+    assert _ours(ours) == _parts(model)
+    if ours.spec.is_moe:
+        assert ours.active_params == _experts_active(model, config, ours)
+
+
+@pytest.mark.parametrize("model_type", sorted(set(DEFAULTS) - NOT_IN_TRANSFORMERS))
+def test_defaults_are_the_config_class_defaults(model_type: str) -> None:
+    cfg = transformers.AutoConfig.for_model(model_type)
+    for key, value in DEFAULTS[model_type].items():
+        # A key the class lacks (Mistral's attention_bias) is one its modelling code never reads.
+        if key not in ("attention_bias", "mlp_bias", "hidden_act") or hasattr(cfg, key):
+            assert getattr(cfg, key) == value, key
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "gemma", "olmo", "gpt2", "bert", "phi"])
+def test_an_empty_config_counts_as_the_class_defaults(model_type: str) -> None:
+    model = _build({"model_type": model_type})
+    assert count_model(model_spec_from_config({"model_type": model_type})).total_params == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", preset_names())
+def test_every_full_size_preset_equals_transformers(name: str) -> None:
+    config = {k: v for k, v in load_preset(name).items() if not k.startswith("_")}
+    if config["model_type"] in NOT_IN_TRANSFORMERS:
+        pytest.skip("remote code")
+    model = _build(config)
+    ours = count_model(model_spec_from_config(config))
+    assert ours.total_params == sum(p.numel() for p in model.parameters())
+    if ours.spec.is_moe:
+        assert ours.active_params == _experts_active(model, config, ours)
