@@ -24,9 +24,8 @@ from ffn_cli.spec import FFNSpec
 
 __all__ = ["GPT_OSS_EXPERT_VARIANT", "SUPPORTED_MODEL_TYPES", "model_spec_from_config"]
 
-# gpt-oss's experts: SwiGLU with biases, the gate clamped (α 1.702, limit 7). Same parameters
-# as a biased swiglu; the one place to name the clamped variant once the registry has it.
-GPT_OSS_EXPERT_VARIANT = "swiglu"
+# gpt-oss's experts: the clamped SwiGLU (α 1.702, limit 7) with biases, the registry's swiglu_clamp.
+GPT_OSS_EXPERT_VARIANT = "swiglu_clamp"
 
 # Hugging Face activation names → the registry's activation names.
 _ACTIVATIONS = {
