@@ -232,6 +232,8 @@ def _fake_report() -> BenchReport:
             iqr_ms=0.1,
             tokens_per_s=8192 / (ms * 1e-3),
             tflops=2_886_218_022_912 / (ms * 1e-3) / 1e12,
+            hardware_flops=2_886_218_022_912,
+            hardware_tflops=2_886_218_022_912 / (ms * 1e-3) / 1e12,
             pct_peak=100 * 2_886_218_022_912 / (ms * 1e-3) / 1e12 / 790.0,
             fastest=fastest,
             **base,  # type: ignore[arg-type]

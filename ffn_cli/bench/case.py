@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.bench.config import BenchConfig
@@ -127,6 +128,23 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
     return _result(case, sweep, summarize(samples), warm, est, mem)
 
 
+def hardware_flops(spec: FFNSpec, tokens: int, *, recompute: bool) -> int | None:
+    """Matmul FLOPs the device runs for forward + backward with gradient checkpointing: the
+    model's 3× forward plus the part of the forward backward recomputes (torch stops the
+    recompute once it has every saved tensor back, so a dense FFN's down_proj is not redone).
+    Counted by FlopCounterMode on a meta copy: no memory, no values (MoE: balanced routing).
+    None without a recompute: the model FLOPs are the hardware FLOPs."""
+    if not recompute:
+        return None
+    module = build_ffn(spec, device="meta")
+    module.gradient_checkpointing = True
+    x = torch.empty(tokens, spec.d_model, device="meta", requires_grad=True)
+    with FlopCounterMode(display=False) as counter:
+        y = module(x)
+        y.backward(torch.empty_like(y))
+    return int(counter.get_total_flops())
+
+
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [""])[0]
 
@@ -135,6 +153,7 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
     backward = sweep.config.backward
     spec = case.spec
     flops = matmul_flops_per_token(spec) * case.tokens * (3 if backward else 1)
+    hardware = hardware_flops(spec, case.tokens, recompute=backward and case.checkpoint) or flops
     seconds = max(stats.median_ms, 1e-6) * 1e-3  # a timer tick, not zero: rates stay finite
     tflops = flops / seconds / 1e12
     peak, bandwidth, source = ceilings(sweep, case.dtype)
@@ -166,6 +185,8 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
         tokens_per_s=case.tokens / seconds,
         flops=flops,
         tflops=tflops,
+        hardware_flops=hardware,
+        hardware_tflops=hardware / seconds / 1e12,
         peak_tflops=peak,
         peak_source=source,
         pct_peak=100 * tflops / peak if peak else None,

@@ -79,8 +79,10 @@ class BenchResult:
     rel_iqr: float
     noisy: bool
     tokens_per_s: float
-    flops: int
+    flops: int  # model FLOPs: 3× forward with backward, as MFU counts them (checkpointing's recompute excluded)
     tflops: float
+    hardware_flops: int  # what the device ran: model FLOPs plus checkpointing's recompute
+    hardware_tflops: float
     peak_tflops: float | None
     peak_source: str | None
     pct_peak: float | None
@@ -113,6 +115,8 @@ class CheckpointDelta:
     ckpt_extra_mem_bytes: int | None
     mem_saved_bytes: int | None
     est_saved_bytes: int  # the activations it need not keep: all but the FFN's input
+    model_flops: int = 0  # per call, 3× forward
+    hardware_flops: int = 0  # per call, with the recompute
 
 
 @dataclass(frozen=True)

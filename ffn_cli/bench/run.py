@@ -141,6 +141,8 @@ def _checkpoint_deltas(pairs: Sequence[tuple[Case, BenchResult]]) -> list[Checkp
                 ckpt_extra_mem_bytes=r.extra_mem_bytes,
                 mem_saved_bytes=saved,
                 est_saved_bytes=kept,
+                model_flops=r.flops,
+                hardware_flops=r.hardware_flops,
             )
         )
     return deltas

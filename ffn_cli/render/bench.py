@@ -18,7 +18,7 @@ from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.render.format import fmt_bytes, fmt_si
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
-    from ffn_cli.bench import BenchReport, BenchResult
+    from ffn_cli.bench.result import BenchReport, BenchResult, CheckpointDelta
 
 __all__ = ["PLOT_FORMATS", "bars", "bench_json", "bench_view", "check_plot_target", "results_table", "write_plot"]
 
@@ -153,7 +153,8 @@ def _env_text(report: BenchReport) -> Text:
 def _checkpoint_table(report: BenchReport) -> Table:
     table = Table(title="gradient checkpointing: memory saved, time cost")
     table.add_column("case")
-    for name in ("ms without", "ms with", "time cost", "extra mem without", "extra mem with", "saved", "saved (estimate)"):
+    names = ("ms without", "ms with", "time cost", "extra mem without", "extra mem with", "saved", "saved (estimate)", "FLOPs model/hw")
+    for name in names:
         table.add_column(name, justify="right")
     for d in report.checkpoint:
 
@@ -169,8 +170,15 @@ def _checkpoint_table(report: BenchReport) -> Table:
             mem(d.ckpt_extra_mem_bytes),
             mem(d.mem_saved_bytes),
             fmt_bytes(d.est_saved_bytes),
+            f"{_times_forward(d.model_flops, d)} / {_times_forward(d.hardware_flops, d)}",
         )
+    table.caption = "FLOPs in multiples of one forward: model FLOPs (3×, what MFU counts) and the hardware FLOPs the recompute adds"
     return table
+
+
+def _times_forward(flops: int, d: CheckpointDelta) -> str:
+    forward = d.model_flops / 3
+    return f"{flops / forward:.3g}×" if forward else "—"
 
 
 def bench_view(report: BenchReport) -> RenderableType:

@@ -27,6 +27,7 @@ class MixtureVariant(Variant):
     """What top-k and soft mixtures share: the router, E experts, the combine."""
 
     family = Family.MOE
+    activation = "the expert's"  # a mixture has none of its own: its experts' (spec.activation)
     default_bias = False
     is_single_ffn = False
     # Whether each token reaches only some experts (so experts can live on other ranks).

@@ -15,7 +15,6 @@ __all__ = ["RoutedMoE"]
 
 class RoutedMoE(MixtureVariant):
     name = "moe"
-    activation = "softmax"
     formula = "Σ_{i∈top-k} ĝ_i·expert_i(x) + shared(x),  g = softmax(W_router·x)"
     origin = "Shazeer et al. 2017; Switch (Fedus et al. 2021, k=1); Mixtral 2024; DeepSeek-MoE 2024"
     summary = "top-k routed experts with optional shared experts"

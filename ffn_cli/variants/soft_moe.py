@@ -15,7 +15,6 @@ __all__ = ["SoftMoE"]
 
 class SoftMoE(MixtureVariant):
     name = "soft_moe"
-    activation = "softmax"
     formula = "Σ_{i=1..E} g_i·expert_i(x),  g = softmax(W_router·x)"
     origin = "Jacobs et al. 1991, Adaptive Mixtures of Local Experts"
     summary = "dense mixture: every expert runs, softmax-weighted"
