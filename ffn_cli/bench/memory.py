@@ -11,7 +11,7 @@ import ctypes
 
 import torch
 
-from ffn_cli.accounting import DTYPE_BYTES, activation_bytes, total_params
+from ffn_cli.accounting import DTYPE_BYTES, activation_bytes, param_tensors, total_params
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["PeakMemory", "estimate_memory_bytes", "min_traffic_bytes"]
@@ -36,6 +36,8 @@ def estimate_memory_bytes(spec: FFNSpec, *, dtype: str, tokens: int, backward: b
     b, p, d = DTYPE_BYTES[dtype], total_params(spec), spec.d_model
     acts = activation_bytes(spec, tokens, dtype)
     needed = p * b + (input_buffers + 2) * tokens * d * b + flush_bytes + acts
+    if dtype != "float32":
+        needed += 4 * max(t.count for t in param_tensors(spec))  # the float32 scratch weights are drawn in
     if backward:
         needed += p * b + input_buffers * tokens * d * b + 2 * acts  # grads, saved and transient activations
     return int(needed * 1.25)

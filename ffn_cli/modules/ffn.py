@@ -7,6 +7,7 @@ gate rows first, as Phi-3). The forward is the variant's own, run on this module
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -33,14 +34,43 @@ def linears_in(dtype: torch.dtype) -> Iterator[None]:
         yield
     finally:
         _LINEAR_DTYPE.reset(token)
+        release_scratch()
 
 
 def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
-    """nn.Linear drawn in float32, so every dtype starts from the same values, then cast on its
-    own: a half-precision build never holds a float32 copy of more than one linear."""
-    linear = nn.Linear(in_features, out_features, bias=bias)
+    """nn.Linear drawn in float32, so every dtype starts from the same values. In another
+    dtype the draws go through one float32 scratch buffer the size of the largest linear,
+    reused by every linear of the build, and are stored cast: the build never holds a float32
+    copy of the FFN, nor leaves freed float32 blocks behind in the process's heap."""
     dtype = _LINEAR_DTYPE.get()
-    return linear if dtype == torch.float32 else linear.to(dtype)
+    if dtype == torch.float32:
+        return nn.Linear(in_features, out_features, bias=bias)
+    linear = nn.Linear(in_features, out_features, bias=bias, device="meta", dtype=dtype)
+    device = torch.empty(0).device  # the device the build runs under
+    linear = linear.to_empty(device=device)
+    draw = _scratch(out_features * in_features, device)[: out_features * in_features].view(out_features, in_features)
+    nn.init.kaiming_uniform_(draw, a=math.sqrt(5))  # nn.Linear.reset_parameters, the same draws
+    with torch.no_grad():
+        linear.weight.copy_(draw)
+        if linear.bias is not None:
+            bound = 1 / math.sqrt(in_features) if in_features > 0 else 0
+            linear.bias.copy_(draw.new_empty(out_features).uniform_(-bound, bound))
+    return linear
+
+
+_SCRATCH: dict[torch.device, torch.Tensor] = {}
+
+
+def _scratch(numel: int, device: torch.device) -> torch.Tensor:
+    buffer = _SCRATCH.get(device)
+    if buffer is None or buffer.numel() < numel:
+        _SCRATCH[device] = buffer = torch.empty(numel, dtype=torch.float32, device=device)
+    return buffer
+
+
+def release_scratch() -> None:
+    """Free the float32 scratch of a finished build."""
+    _SCRATCH.clear()
 
 
 class ModuleWeights:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.accounting import DTYPE_BYTES, activation_bytes, activation_elements_per_token, total_params
+from ffn_cli.accounting import DTYPE_BYTES, activation_bytes, activation_elements_per_token, param_tensors, total_params
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNError
@@ -21,6 +21,8 @@ __all__ = ["MODES", "estimate_bytes", "trace"]
 
 MODES = ("eval", "train")
 MAX_VALUES = 64
+# BLAS packing buffers, thread workspaces and allocator slack a first run of new shapes adds.
+RUNTIME_BYTES = 32 * 2**20
 # A tensor's byte size must fit in int64 (torch checks numel × 8 bytes for float64), meta included.
 MAX_TENSOR_ELEMENTS = 1 << 60
 
@@ -59,8 +61,10 @@ def _largest_tensor_elements(spec: FFNSpec, block: BlockSpec | None, batch: int,
 
 
 def estimate_bytes(spec: FFNSpec, *, batch: int, seq_len: int, dtype: str, block: BlockSpec | None = None, check: bool = False) -> int:
-    """Peak bytes a trace allocates: weights, plus activations ×3 (autograd keeps them, the
-    recorder keeps every intermediate alive, statistics make float32 copies)."""
+    """Peak bytes a trace allocates: weights; outside float32, the float32 scratch the largest
+    linear is drawn in (`modules.ffn.make_linear`); activations ×3 (autograd keeps them, the
+    recorder keeps every intermediate alive, statistics make float32 copies); and the working
+    space of the math libraries and the allocator (RUNTIME_BYTES, measured a few MiB)."""
     width = DTYPE_BYTES[dtype]
     tokens = batch * seq_len
     params = total_params(spec)
@@ -69,7 +73,9 @@ def estimate_bytes(spec: FFNSpec, *, batch: int, seq_len: int, dtype: str, block
         a = block.attention
         params += a.params + 4 * spec.d_model
         elements += tokens * (2 * a.q_dim + 2 * a.kv_dim + 4 * spec.d_model) + 2 * batch * int(a.n_heads or 1) * seq_len * seq_len
-    needed = params * width + 3 * elements * max(width, 4)
+    needed = params * width + 3 * elements * max(width, 4) + RUNTIME_BYTES
+    if dtype != "float32":
+        needed += 4 * max(t.count for t in param_tensors(spec))
     if check:
         needed += 8 * (total_params(spec) + 2 * elements)
     return needed
