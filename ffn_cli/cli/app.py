@@ -11,6 +11,7 @@ from typer.core import TyperGroup
 from ffn_cli import __version__
 from ffn_cli.cli import bench_cmd, params_cmd, trace_cmd, variants_cmd
 from ffn_cli.cli.common import err_console, settings
+from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
 
 __all__ = ["app", "main"]
@@ -81,4 +82,8 @@ app.command("variants")(variants_cmd.variants)
 
 
 def main() -> None:
-    app()
+    handle_termination()
+    try:
+        app()
+    except Terminated as exc:  # every `finally` has run: ranks stopped, temp files gone
+        sys.exit(exc.exit_code)

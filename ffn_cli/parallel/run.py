@@ -29,6 +29,7 @@ from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import MoEFFN, build_ffn, resolve_dtype
 from ffn_cli.parallel.accounting import MAX_WORLD_SIZE, ShardTensor, check_parallel, ep_split, tp_split
 from ffn_cli.parallel.expert import ep_forward
+from ffn_cli.parallel.lifecycle import Launcher, watch_launcher
 from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, RankTiming, tolerance_for
 from ffn_cli.parallel.shard import shard_expert_parallel, shard_tensor_parallel
 from ffn_cli.parallel.steps import StepLog
@@ -319,8 +320,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _spawned_rank(job: _Job, rank: int, port: int, queue: Any) -> None:
+def _spawned_rank(job: _Job, rank: int, port: int, queue: Any, launcher: Launcher | None = None) -> None:
     """Entry of a spawned rank: the torchrun environment by hand, then report one message."""
+    if launcher is not None:
+        watch_launcher(launcher)  # never outlive the launcher, however it ends
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
@@ -405,7 +408,7 @@ def _spawn(job: _Job) -> list[Any]:
     ctx.set_forkserver_preload([__name__])  # torch is imported once, in the server, not per rank
     queue = ctx.SimpleQueue()
     port = _free_port()
-    procs = [ctx.Process(target=_spawned_rank, args=(job, r, port, queue), daemon=True) for r in range(job.world_size)]
+    procs = [ctx.Process(target=_spawned_rank, args=(job, r, port, queue, Launcher.current()), daemon=True) for r in range(job.world_size)]
     try:
         for p in procs:
             p.start()
