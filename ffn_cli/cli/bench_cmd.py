@@ -86,6 +86,10 @@ ThreadsOpt = Annotated[
 ]
 # The shared --device, less meta: timing needs real memory.
 BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.")]
+MaxCasesOpt = Annotated[
+    int,
+    typer.Option("--max-cases", help="Refuse a sweep of more cases than this (the product of the comma lists).", rich_help_panel=_TIMING),
+]
 PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the results to FILE.png (.svg, .pdf); needs matplotlib.")]
 
 
@@ -115,6 +119,7 @@ def bench(
     expert_variant: ExpertVariantOpt = "swiglu",
     seed: SeedOpt = 0,
     plot: PlotOpt = None,
+    max_cases: MaxCasesOpt = 1_000,
     tp: TPOpt = 1,
     ep: EPOpt = 1,
     json: JsonOpt = False,
@@ -175,6 +180,7 @@ def bench(
             impls=impls,
             config=config,
             on_progress=on_progress,
+            max_cases=max_cases,
         )
     )
     if plot is not None:
