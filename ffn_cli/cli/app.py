@@ -13,6 +13,7 @@ from ffn_cli.cli import bench_cmd, params_cmd, trace_cmd, variants_cmd
 from ffn_cli.cli.common import err_console, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
+from ffn_cli.render.literal import visible
 
 __all__ = ["app", "main"]
 
@@ -38,7 +39,7 @@ class OneLineErrors(TyperGroup):
                 raise
             message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
             command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
-            err_console.print(f"error: {message} (see `{command}`)", markup=False)
+            err_console.print(f"error: {visible(message)} (see `{command}`)", markup=False)
             sys.exit(USAGE_EXIT)
         except typer.Abort:
             if not standalone_mode:

@@ -28,6 +28,7 @@ from ffn_cli.cli.options import (
     parse_list,
 )
 from ffn_cli.errors import FFNError
+from ffn_cli.render.literal import visible
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ def bench(
         return
     console.print(bench_view(report))
     if plot is not None:
-        console.print(f"plot written to {plot}", markup=False, highlight=False)
+        console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
 
 
 def _bench_parallel(

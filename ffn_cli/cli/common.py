@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
+from ffn_cli.render.literal import visible
 
 __all__ = ["console", "emit_json", "err_console", "fail", "handles_errors", "refuse_unused", "settings"]
 
@@ -34,7 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(message: str, code: int) -> typer.Exit:
     """Print one line on stderr and return the Exit to raise."""
-    err_console.print(f"error: {message}", markup=False)
+    err_console.print(f"error: {visible(message)}", markup=False)
     return typer.Exit(code)
 
 
