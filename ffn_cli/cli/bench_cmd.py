@@ -184,14 +184,15 @@ def bench(
             max_cases=max_cases,
         )
     )
-    if plot is not None:
-        write_plot(report, plot)
+    # The results first: a plot that fails to write must not take the table with it.
     if json:
         emit_json(bench_json(report))
-        return
-    console.print(bench_view(report))
+    else:
+        console.print(bench_view(report))
     if plot is not None:
-        console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
+        write_plot(report, plot)
+        if not json:
+            console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
 
 
 def _bench_parallel(
