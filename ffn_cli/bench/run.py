@@ -19,6 +19,7 @@ from ffn_cli.bench.result import BenchReport, BenchResult, CheckpointDelta
 from ffn_cli.bench.stats import NOISY_REL_IQR
 from ffn_cli.bench.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
+from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec, check_int
 
@@ -63,10 +64,9 @@ def run_bench(
 
 
 def _check_device(name: str) -> None:
-    text = name.strip().lower()
-    if text == "meta":
+    if parse_device_name(name)[0] == "meta":
         raise FFNError("device", name, "bench runs real computation: use cpu, cuda or cuda:N")
-    if text.startswith("cuda") and not torch.cuda.is_available():
+    if parse_device_name(name)[0] == "cuda" and not torch.cuda.is_available():
         raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu")
 
 

@@ -10,6 +10,7 @@ from typer.core import TyperGroup
 
 from ffn_cli import __version__
 from ffn_cli.cli import bench_cmd, params_cmd, trace_cmd, variants_cmd
+from ffn_cli.cli.ascii_output import use_ascii_fallback
 from ffn_cli.cli.common import err_console, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
@@ -83,6 +84,10 @@ app.command("variants")(variants_cmd.variants)
 
 
 def main() -> None:
+    if sys.stdout is None:  # started with stdout closed (`ffn … >&-`): results would vanish
+        err_console.print("error: standard output is closed; ffn prints its results there", markup=False)
+        sys.exit(USAGE_EXIT)
+    use_ascii_fallback()
     handle_termination()
     try:
         app()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_temp_dir
 from ffn_cli.cli.options import (
     BatchOpt,
     DFFOpt,
@@ -126,6 +126,7 @@ def bench(
     json: JsonOpt = False,
 ) -> None:
     """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory."""
+    require_temp_dir()  # before torch is imported
     from ffn_cli.bench import BenchConfig, impl_for, parse_impls, run_bench
     from ffn_cli.render.bench import bench_json, bench_view, check_plot_target, write_plot
 

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from ffn_cli.accounting import DTYPE_BYTES, total_params
 from ffn_cli.device import preflight
+from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import MoEFFN, build_ffn, resolve_dtype
 from ffn_cli.parallel.accounting import MAX_WORLD_SIZE, ShardTensor, check_parallel, ep_split, tp_split
@@ -89,11 +90,9 @@ def make_input(batch: int, seq_len: int, d_model: int, *, seed: int, dtype: torc
 
 
 def _device_type(device: str, option: str) -> str:
-    text = device.strip().lower()
-    if text == "cpu":
-        return "cpu"
-    if text == "cuda" or text.startswith("cuda:"):
-        return "cuda"
+    kind = parse_device_name(device)[0]
+    if kind in ("cpu", "cuda"):
+        return kind
     raise FFNError("device", device, f"--{option} runs real ranks: use cpu (gloo) or cuda (NCCL, one device per rank)")
 
 
