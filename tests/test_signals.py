@@ -88,8 +88,8 @@ BENCH_TP = ["bench", "--tp", "2", "--d-model", "64", "--seq-len", "8", "--batch"
 
 @pytest.mark.parametrize(
     ("args", "sig"),
-    [(TRACE_TP, signal.SIGTERM), (TRACE_EP, signal.SIGHUP), (BENCH_TP, signal.SIGTERM)],
-    ids=["trace-tp-term", "trace-ep-hup", "bench-tp-term"],
+    [(TRACE_TP, signal.SIGTERM), (TRACE_EP, signal.SIGHUP), (BENCH_TP, signal.SIGTERM), (BENCH_TP, signal.SIGINT)],
+    ids=["trace-tp-term", "trace-ep-hup", "bench-tp-term", "bench-tp-int"],
 )
 def test_signal_stops_every_rank(args: list[str], sig: int, tmp_path: Path) -> None:
     code, stderr, left = _signal_run(args, sig, tmp_path)
