@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import ffn_cli.bench.run as bench_run
 from ffn_cli.bench import IMPLS
-from ffn_cli.bench.plan import SweepPlan
+from ffn_cli.bench.plan import DEFAULT_MAX_CASES, SweepPlan
 from ffn_cli.cli import app
 from ffn_cli.spec import FFNSpec
 
@@ -67,6 +67,14 @@ def test_every_case_is_preflighted_before_the_first_is_timed(runner: CliRunner, 
     assert result.exit_code == 1, result.output
     assert "16777216" in result.stderr and "free" in result.stderr
     assert timed == []
+
+
+def test_the_cli_default_cap_is_the_core_default() -> None:
+    import typer
+
+    bench = typer.main.get_command(app).commands["bench"]  # type: ignore[attr-defined]
+    (param,) = [p for p in bench.params if p.name == "max_cases"]
+    assert param.default == DEFAULT_MAX_CASES
 
 
 def test_the_plan_counts_what_it_generates() -> None:

@@ -120,7 +120,7 @@ def bench(
     expert_variant: ExpertVariantOpt = "swiglu",
     seed: SeedOpt = 0,
     plot: PlotOpt = None,
-    max_cases: MaxCasesOpt = 1_000,
+    max_cases: MaxCasesOpt = 1_000,  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch
     tp: TPOpt = 1,
     ep: EPOpt = 1,
     json: JsonOpt = False,
