@@ -9,7 +9,8 @@ import os
 
 import torch
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.device_name import parse_device_name
+from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.modules import resolve_dtype
 
 __all__ = ["available_memory_bytes", "preflight", "resolve_device", "resolve_device_dtype"]
@@ -20,20 +21,15 @@ HEADROOM = 0.85
 
 def resolve_device(name: str) -> torch.device:
     """'cpu', 'cuda', 'cuda:N' or 'meta' → a torch.device that exists here."""
-    text = name.strip().lower()
-    if text in ("cpu", "meta"):
-        return torch.device(text)
-    if text == "cuda" or text.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu (or --device meta for shapes only)")
-        index_text = text.partition(":")[2] or "0"
-        if not index_text.isdigit():
-            raise FFNError("device", name, "use cpu, cuda, cuda:N or meta")
-        index, count = int(index_text), torch.cuda.device_count()
-        if index >= count:
-            raise FFNRuntimeError(f"--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
-        return torch.device("cuda", index)
-    raise FFNError("device", name, "use cpu, cuda, cuda:N or meta")
+    kind, index = parse_device_name(name)
+    if kind != "cuda":
+        return torch.device(kind)
+    if not torch.cuda.is_available():
+        raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu (or --device meta for shapes only)")
+    index, count = index or 0, torch.cuda.device_count()
+    if index >= count:
+        raise FFNRuntimeError(f"--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    return torch.device("cuda", index)
 
 
 def resolve_device_dtype(device_name: str, dtype_name: str) -> tuple[torch.device, torch.dtype]:

@@ -1,8 +1,11 @@
 """Drive every command with random option combinations, valid and invalid.
 
-Whatever a user types, `ffn` answers with exit code 0, 1 or 2, never a traceback, and a
-non-zero exit always comes with a message. The fast profile runs in CI; the long one
-(`HYPOTHESIS_PROFILE=long pytest -m slow`) explores far more combinations.
+Whatever a user types, `ffn` answers with exit code 0, 1 or 2, never a traceback and never
+the catch-all ("run `ffn --debug`"): a non-zero exit always comes with its own message, and a
+value that is never valid (an empty string, a superscript digit, 5000 digits, a malformed
+device) is never accepted. Text from config files (markup, escape sequences) never reaches the
+output raw. The fast profile runs in CI; the long one (`pytest -m slow`, several thousand
+invocations) explores far more combinations.
 """
 
 from __future__ import annotations
@@ -22,13 +25,23 @@ from ffn_cli.variants import variant_names
 COMMAND = typer.main.get_command(app)
 # Options that start processes or write files are exercised by their own tests.
 SKIPPED = {"--tp", "--ep", "--plot", "--help", "--update-golden"}
-# Keep every timed run short: these are appended to each `ffn bench` call.
+# Keep every timed run short: these open each `ffn bench` call (a drawn value given later wins).
 BENCH_LIMITS = ["--repeats", "3", "--warmup-ms", "1"]
+
+HUGE = "9" * 5000
+# Never valid for any option that takes a value: accepting one is a bug.
+NEVER_VALID = ("", "²", "16,²", HUGE, "cuda:x", "cuda:-1", "[/]oops", "\x1b[2J")
+CATCH_ALL = "ffn --debug"
 
 _ints = st.one_of(st.integers(-2, 40), st.sampled_from([2**31, 2**62, 10**30]))
 _small = st.one_of(st.integers(-1, 6), st.sampled_from([2**40]))
 _floats = st.sampled_from(["-0.5", "0", "0.1", "0.5", "0.99", "1", "1.5", "nan", "inf", "abc"])
 _variants = st.sampled_from([*variant_names(), "relu,swiglu,moe", "all", "bogus", ",", "RELU"])
+_never_valid = st.sampled_from(NEVER_VALID)
+
+
+LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4}
+LLAMA["vocab_size"] = 100
 
 
 def _config_values(tmp: Path) -> list[str]:
@@ -38,6 +51,8 @@ def _config_values(tmp: Path) -> list[str]:
         "empty.json": "{}",
         "unknown.json": json.dumps({"model_type": "t9000", "hidden_size": 8}),
         "partial.json": json.dumps({"model_type": "llama", "hidden_size": 64}),
+        "markup.json": json.dumps({**LLAMA, "_name_or_path": "[/]oops [link=x]y[/link] \x1b[2J\x1b]0;t\x07"}),
+        "huge.json": '{"model_type": "llama", "hidden_size": ' + HUGE + "}",
         "negative.json": json.dumps(
             {
                 "model_type": "llama",
@@ -51,14 +66,21 @@ def _config_values(tmp: Path) -> list[str]:
     }
     for name, text in bad.items():
         (tmp / name).write_text(text)
-    return [str(tmp / n) for n in bad] + [str(tmp / "missing.json"), str(tmp)]
+    folder = tmp / "[blink]evil"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LLAMA))
+    return [str(tmp / n) for n in bad] + [str(tmp / "missing.json"), str(tmp), str(folder)]
 
 
 def _value_strategy(option: str, configs: list[str]) -> st.SearchStrategy[str]:
+    return st.one_of(_typical_value(option, configs), _never_valid) if option != "--config" else _typical_value(option, configs)
+
+
+def _typical_value(option: str, configs: list[str]) -> st.SearchStrategy[str]:
     if option in ("--variant", "--expert-variant"):
         return _variants
     if option == "--device":
-        return st.sampled_from(["cpu", "meta", "cuda", "cuda:7", "tpu", "", "cpu,meta"])
+        return st.sampled_from(["cpu", "meta", "cuda", "cuda:7", "tpu", "", "cpu,meta", "cuda:²", "cuda:99999"])
     if option == "--dtype":
         return st.sampled_from(["float32", "float64", "float16", "bfloat16", "int8", "float32,bfloat16"])
     if option == "--config":
@@ -87,13 +109,11 @@ def invocations(draw: st.DrawFn, configs: list[str]) -> list[str]:
     name = draw(st.sampled_from(sorted(COMMAND.commands)))
     options = _options(name)
     chosen = draw(st.lists(st.sampled_from(options), max_size=6, unique=True)) if options else []
-    args = [name]
+    args = [name, *(BENCH_LIMITS if name == "bench" else [])]
     for opt, is_flag in chosen:
         args.append(opt)
         if not is_flag:
             args.append(draw(_value_strategy(opt, configs)))
-    if name == "bench":
-        args += BENCH_LIMITS
     if draw(st.booleans()):
         args.append(draw(st.sampled_from(["--json", "--bogus-option", "extra-argument"])))
     return args
@@ -105,8 +125,13 @@ def _check(args: list[str]) -> None:
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), (args, repr(result.exception))
     assert result.exit_code in (0, 1, 2), (args, result.exit_code, shown)
     assert "Traceback" not in shown, (args, shown)
+    assert CATCH_ALL not in shown, (args, "an error reached the catch-all", shown)
+    assert "\x1b" not in shown and "\x07" not in shown, (args, "a control character reached the output")
     if result.exit_code != 0:
         assert result.stderr.strip(), (args, "non-zero exit without a message")
+    values = set(args[1:])
+    if values & set(NEVER_VALID):
+        assert result.exit_code != 0, (args, "a value that is never valid was accepted")
 
 
 def _fuzz(tmp_path_factory: pytest.TempPathFactory, examples: int) -> None:
@@ -126,4 +151,4 @@ def test_random_invocations_fast(tmp_path_factory: pytest.TempPathFactory) -> No
 
 @pytest.mark.slow
 def test_random_invocations_long(tmp_path_factory: pytest.TempPathFactory) -> None:
-    _fuzz(tmp_path_factory, examples=1500)
+    _fuzz(tmp_path_factory, examples=4000)

@@ -26,7 +26,7 @@ from ffn_cli.modules import build_ffn
 from ffn_cli.peaks import lookup_gpu, peak_dtype_key, ridge_flop_per_byte
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["Case", "Sweep", "bench_case", "ceilings"]
+__all__ = ["Case", "Sweep", "bench_case", "ceilings", "preflight_case"]
 
 
 @dataclass(frozen=True)
@@ -75,16 +75,31 @@ def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str 
     return entry.tflops_for(key), entry.bandwidth_gbps, f"{entry.name} datasheet, dense {key}"
 
 
+def _layout(case: Case) -> FFNSpec:
+    return case.spec.with_(fused_gate_up=True) if case.impl.fused else case.spec
+
+
+def preflight_case(case: Case, sweep: Sweep) -> int:
+    """The case's estimated memory, refused (FFNRuntimeError) if it will not fit on the device now."""
+    est = estimate_memory_bytes(
+        _layout(case),
+        dtype=case.dtype,
+        tokens=case.tokens,
+        backward=sweep.config.backward,
+        input_buffers=sweep.env.input_buffers,
+        flush_bytes=sweep.env.flush_bytes,
+    )
+    preflight(est, sweep.device, f"ffn bench {case.label}", meta_hint=False)
+    return est
+
+
 def bench_case(case: Case, sweep: Sweep) -> BenchResult:
     """Build the module and inputs, warm up (compiling, when asked), then time with memory tracked."""
     config, device = sweep.config, sweep.device
-    spec = case.spec.with_(fused_gate_up=True) if case.impl.fused else case.spec
+    spec = _layout(case)
     _, torch_dtype = resolve_device_dtype(str(device), case.dtype)
     n_bufs = sweep.env.input_buffers
-    est = estimate_memory_bytes(
-        spec, dtype=case.dtype, tokens=case.tokens, backward=config.backward, input_buffers=n_bufs, flush_bytes=sweep.env.flush_bytes
-    )
-    preflight(est, device, f"ffn bench {case.label}", meta_hint=False)
+    est = preflight_case(case, sweep)
     module = build_ffn(spec, device=device, dtype=torch_dtype, seed=config.seed)
     module.gradient_checkpointing = case.checkpoint
     module.train(config.backward)

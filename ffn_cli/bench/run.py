@@ -10,17 +10,18 @@ import torch
 
 from ffn_cli.accounting import DTYPE_BYTES, activation_bytes
 from ffn_cli.bench.calibrate import calibrate
-from ffn_cli.bench.case import Case, Sweep, bench_case, ceilings
+from ffn_cli.bench.case import Case, Sweep, bench_case, ceilings, preflight_case
 from ffn_cli.bench.config import BenchConfig
 from ffn_cli.bench.environment import capture_env, cpu_threads
 from ffn_cli.bench.implementations import IMPLS, Impl
+from ffn_cli.bench.plan import DEFAULT_MAX_CASES, SweepPlan
 from ffn_cli.bench.result import BenchReport, BenchResult, CheckpointDelta
 from ffn_cli.bench.stats import NOISY_REL_IQR
 from ffn_cli.bench.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
+from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec, check_int
-from ffn_cli.variants import Family
 
 __all__ = ["ProgressFn", "run_bench"]
 
@@ -36,10 +37,13 @@ def run_bench(
     impls: Sequence[Impl] = (IMPLS["eager"],),
     config: BenchConfig | None = None,
     on_progress: ProgressFn | None = None,
+    max_cases: int = DEFAULT_MAX_CASES,
 ) -> BenchReport:
     """Time every (dtype, spec, seq_len, impl[, checkpoint]) case; one report for the sweep.
 
     on_progress(done, total, what) is called between cases and phases, never while timing.
+    More than `max_cases` cases are refused before any is built; every case is checked against
+    the free memory before the first is timed.
     """
     config = config or BenchConfig()
     _check_device(config.device)
@@ -49,62 +53,47 @@ def run_bench(
     device, _ = resolve_device_dtype(config.device, dtypes[0] if dtypes else "float32")
     for dtype in dtypes:
         resolve_device_dtype(config.device, dtype)
-    cases, skipped = _cases(specs, impls, dtypes, batch, seq_lens, config.checkpoint)
-    if not cases:
-        raise FFNError("impl", ",".join(i.name for i in impls), "nothing to run: " + "; ".join(skipped))
+    plan = SweepPlan(specs, impls, dtypes, batch, seq_lens, config.checkpoint)
+    plan.check_size(max_cases)  # by arithmetic: no case exists yet
+    if plan.count == 0:
+        raise FFNError("impl", ",".join(i.name for i in impls), "nothing to run: " + "; ".join(plan.skipped))
     progress = on_progress or (lambda done, total, what: None)
     on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
     with cpu_threads(device, config.threads), on_device:
-        return _run_sweep(cases, skipped, device, config, dtypes, progress)
+        return _run_sweep(plan, device, config, progress)
 
 
 def _check_device(name: str) -> None:
-    text = name.strip().lower()
-    if text == "meta":
+    if parse_device_name(name)[0] == "meta":
         raise FFNError("device", name, "bench runs real computation: use cpu, cuda or cuda:N")
-    if text.startswith("cuda") and not torch.cuda.is_available():
+    if parse_device_name(name)[0] == "cuda" and not torch.cuda.is_available():
         raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu")
 
 
-def _cases(
-    specs: Sequence[FFNSpec], impls: Sequence[Impl], dtypes: Sequence[str], batch: int, seq_lens: Sequence[int], checkpoint: bool
-) -> tuple[list[Case], list[str]]:
-    cases, skipped = [], []
-    for dtype in dtypes:
-        for spec in specs:
-            for seq_len in seq_lens:
-                for impl in impls:
-                    if impl.fused and spec.ffn_variant.family != Family.GATED:
-                        skipped.append(f"{spec.variant} {impl.name}: the fused gate/up layout needs a gated variant")
-                        continue
-                    for ckpt in (False, True) if checkpoint else (False,):
-                        cases.append(Case(spec, impl, dtype, batch, seq_len, ckpt))
-    return cases, list(dict.fromkeys(skipped))
-
-
-def _run_sweep(
-    cases: list[Case], skipped: list[str], device: torch.device, config: BenchConfig, dtypes: Sequence[str], progress: ProgressFn
-) -> BenchReport:
+def _run_sweep(plan: SweepPlan, device: torch.device, config: BenchConfig, progress: ProgressFn) -> BenchReport:
     flush_bytes = cache_flush_bytes(device, config.cache)
     env = capture_env(device, config.cache, flush_bytes)
     flush = torch.empty(flush_bytes, dtype=torch.int8, device=device) if flush_bytes else None
     sweep = Sweep(config, device, env, flush, {})
+    total, dtypes = plan.count, plan.dtypes
+    for case in plan.cases():  # a case that cannot fit stops the sweep before anything is timed
+        preflight_case(case, sweep)
     if config.calibrate:
         for dtype in dtypes:
-            progress(0, len(cases), f"calibrating {dtype} GEMM and copy")
+            progress(0, total, f"calibrating {dtype} GEMM and copy")
             sweep.calibrations[dtype] = calibrate(device, resolve_device_dtype(str(device), dtype)[1], dtype, config)
     results = []
-    for i, case in enumerate(cases):
-        progress(i, len(cases), ("compiling and timing " if case.impl.compile_mode else "timing ") + case.label)
+    for i, case in enumerate(plan.cases()):
+        progress(i, total, ("compiling and timing " if case.impl.compile_mode else "timing ") + case.label)
         results.append(bench_case(case, sweep))
-    progress(len(cases), len(cases), "done")
+    progress(total, total, "done")
     results = _mark_fastest(results)
     return BenchReport(
         results=tuple(results),
         env=env,
         calibrations=tuple(sweep.calibrations.values()),
-        checkpoint=tuple(_checkpoint_deltas(list(zip(cases, results, strict=True)))),
-        skipped=tuple(skipped),
+        checkpoint=tuple(_checkpoint_deltas(list(zip(plan.cases(), results, strict=True)))),
+        skipped=tuple(plan.skipped),
         warnings=tuple(_warnings(results, sweep, dtypes)),
     )
 

@@ -10,8 +10,11 @@ from typer.core import TyperGroup
 
 from ffn_cli import __version__
 from ffn_cli.cli import bench_cmd, params_cmd, trace_cmd, variants_cmd
+from ffn_cli.cli.ascii_output import use_ascii_fallback
 from ffn_cli.cli.common import err_console, settings
+from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
+from ffn_cli.render.literal import visible
 
 __all__ = ["app", "main"]
 
@@ -37,7 +40,7 @@ class OneLineErrors(TyperGroup):
                 raise
             message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
             command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
-            err_console.print(f"error: {message} (see `{command}`)", markup=False)
+            err_console.print(f"error: {visible(message)} (see `{command}`)", markup=False)
             sys.exit(USAGE_EXIT)
         except typer.Abort:
             if not standalone_mode:
@@ -81,4 +84,12 @@ app.command("variants")(variants_cmd.variants)
 
 
 def main() -> None:
-    app()
+    if sys.stdout is None:  # started with stdout closed (`ffn … >&-`): results would vanish
+        err_console.print("error: standard output is closed; ffn prints its results there", markup=False)
+        sys.exit(USAGE_EXIT)
+    use_ascii_fallback()
+    handle_termination()
+    try:
+        app()
+    except Terminated as exc:  # every `finally` has run: ranks stopped, temp files gone
+        sys.exit(exc.exit_code)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_temp_dir
 from ffn_cli.cli.options import (
     BatchOpt,
     DFFOpt,
@@ -28,6 +28,7 @@ from ffn_cli.cli.options import (
     parse_list,
 )
 from ffn_cli.errors import FFNError
+from ffn_cli.render.literal import visible
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -86,6 +87,10 @@ ThreadsOpt = Annotated[
 ]
 # The shared --device, less meta: timing needs real memory.
 BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.")]
+MaxCasesOpt = Annotated[
+    int,
+    typer.Option("--max-cases", help="Refuse a sweep of more cases than this (the product of the comma lists).", rich_help_panel=_TIMING),
+]
 PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the results to FILE.png (.svg, .pdf); needs matplotlib.")]
 
 
@@ -115,11 +120,13 @@ def bench(
     expert_variant: ExpertVariantOpt = "swiglu",
     seed: SeedOpt = 0,
     plot: PlotOpt = None,
+    max_cases: MaxCasesOpt = 1_000,  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch
     tp: TPOpt = 1,
     ep: EPOpt = 1,
     json: JsonOpt = False,
 ) -> None:
     """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory."""
+    require_temp_dir()  # before torch is imported
     from ffn_cli.bench import BenchConfig, impl_for, parse_impls, run_bench
     from ffn_cli.render.bench import bench_json, bench_view, check_plot_target, write_plot
 
@@ -175,16 +182,18 @@ def bench(
             impls=impls,
             config=config,
             on_progress=on_progress,
+            max_cases=max_cases,
         )
     )
-    if plot is not None:
-        write_plot(report, plot)
+    # The results first: a plot that fails to write must not take the table with it.
     if json:
         emit_json(bench_json(report))
-        return
-    console.print(bench_view(report))
+    else:
+        console.print(bench_view(report))
     if plot is not None:
-        console.print(f"plot written to {plot}", markup=False, highlight=False)
+        write_plot(report, plot)
+        if not json:
+            console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
 
 
 def _bench_parallel(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -13,9 +14,20 @@ import typer
 from rich.console import Console
 
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
+from ffn_cli.render.literal import visible
 
-__all__ = ["console", "emit_json", "err_console", "fail", "handles_errors", "refuse_unused", "settings"]
+__all__ = ["console", "emit_json", "err_console", "fail", "handles_errors", "refuse_unused", "require_temp_dir", "settings"]
 
+
+def _drop_unusable_columns() -> None:
+    """COLUMNS=0 (or text rich would misread, such as '²') would make every table zero columns
+    wide, printing nothing at all: without it, rich measures the terminal or assumes 80."""
+    text = os.environ.get("COLUMNS")
+    if text is not None and not (text.isascii() and text.isdigit() and len(text) < 7 and int(text) > 0):
+        del os.environ["COLUMNS"]
+
+
+_drop_unusable_columns()
 # emoji=False: text the user typed (cuda:x, a path) must print as typed, not as ❌.
 console = Console(emoji=False)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
@@ -34,7 +46,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(message: str, code: int) -> typer.Exit:
     """Print one line on stderr and return the Exit to raise."""
-    err_console.print(f"error: {message}", markup=False)
+    err_console.print(f"error: {visible(message)}", markup=False)
     return typer.Exit(code)
 
 
@@ -69,6 +81,17 @@ def handles_errors(command: F) -> F:
             raise fail(message, RUNTIME_EXIT) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def require_temp_dir() -> None:
+    """torch writes caches and multiprocessing its sockets under the temp folder; with none
+    writable (/tmp read-only, TMPDIR unset) they fail deep inside an import. Say so first."""
+    import tempfile
+
+    try:
+        tempfile.gettempdir()
+    except OSError:
+        raise FFNRuntimeError("no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it") from None
 
 
 def refuse_unused(given: dict[str, Any], allowed: str) -> None:

@@ -167,8 +167,12 @@ def parse_int_list(option: str, text: str) -> list[int]:
 
     values = []
     for item in parse_list(option, text):
-        if not item.isdigit():
+        # isdigit() alone accepts '²', which int() refuses; no size has 20 digits, and int()
+        # refuses 4,300 with an error of its own.
+        if not (item.isascii() and item.isdigit()):
             raise FFNError(option, text, "an integer or a comma list of integers")
+        if len(item) > 19:
+            raise FFNError(option, f"{item[:10]}…({len(item)} digits)", "far too large for a size")
         values.append(check_int(option, int(item)))
     return values
 

@@ -3,6 +3,7 @@ by side, or of a whole model from its config.json. Pure Python: it never imports
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -143,13 +144,14 @@ def params(
     """Parameters per tensor, FLOPs and memory per token of an FFN beside its attention; several
     variants side by side; or a whole model from a config.json or a preset."""
     if list_presets:
+        _reject_given(ctx, [p for p in ctx.params if p not in ("list_presets", "json")], "--list-presets lists every preset alone")
         _print_presets(json)
         return
     if config is not None or preset is not None:
         _reject_ffn_options(ctx)
         unused = {"tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
         refuse_unused(unused, "per-rank counts are of one FFN: give its --variant and sizes instead of --config / --preset")
-        _print_model(config, preset, check_dtype(dtype or "bfloat16"), json)
+        _print_model(config, preset, check_dtype("bfloat16" if dtype is None else dtype), json)
         return
     specs = [
         make_spec(
@@ -166,16 +168,16 @@ def params(
             expert_variant=expert_variant,
             capacity_factor=capacity_factor,
         )
-        for name in _variant_names(variant or "relu")
+        for name in _variant_names("relu" if variant is None else variant)
     ]
     _check_fused(fused, specs)
     if tp != 1 or ep != 1:
-        _print_ranks(specs, tp, ep, check_dtype(dtype or "float32"), json)
+        _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
         return
     # One attention for the whole table; its biases follow the (first) FFN unless given.
     qkv_bias = bool(specs[0].bias) if attn_bias is None else attn_bias
     attention = AttentionSpec(d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, qkv_bias=qkv_bias, o_bias=qkv_bias)
-    _print_ffns(specs, attention, check_dtype(dtype or "float32"), match_params, multiple_of, json)
+    _print_ffns(specs, attention, check_dtype("float32" if dtype is None else dtype), match_params, multiple_of, json)
 
 
 def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, match_params: bool, multiple_of: int, json: bool) -> None:
@@ -235,10 +237,15 @@ def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:
 
 
 def _reject_ffn_options(ctx: typer.Context) -> None:
-    for name in _FFN_ONLY:
+    _reject_given(ctx, _FFN_ONLY, "sizes one FFN; --config and --preset read every size from the model")
+
+
+def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> None:
+    """Refuse the first of `names` given on the command line: the chosen path would ignore it."""
+    for name in names:
         source = ctx.get_parameter_source(name)
         if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
-            raise FFNError(name, ctx.params.get(name), "sizes one FFN; --config and --preset read every size from the model")
+            raise FFNError(name, ctx.params.get(name), allowed)
 
 
 def _print_model(config: str | None, preset: str | None, dtype: str, json: bool) -> None:

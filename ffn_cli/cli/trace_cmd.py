@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
+from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused, require_temp_dir
 from ffn_cli.cli.options import (
     VARIANT_HELP,
     BatchOpt,
@@ -40,7 +40,7 @@ from ffn_cli.cli.options import (
     ZeroInitOutputOpt,
     make_spec,
 )
-from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
 
 _SHOW = "What to show"
@@ -94,7 +94,8 @@ def trace(
 
     With no options it is the classic demo: relu, d_model 512, d_ff 2048, batch 2, seq_len 5.
     """
-    from ffn_cli.block import BlockSpec
+    require_temp_dir()  # before torch is imported
+    from ffn_cli.block import NORMS, BlockSpec
     from ffn_cli.render.trace import trace_data, trace_view
     from ffn_cli.trace import check_failure
     from ffn_cli.trace import trace as run_trace
@@ -118,6 +119,11 @@ def trace(
         normalize_top_k=normalize_top_k,
         sparsity=sparsity,
     )
+    if norm.strip().lower() not in NORMS:
+        raise FFNError("norm", norm, "choose one of " + ", ".join(NORMS))
+    if not block:  # the attention options shape the block; without it they would be ignored
+        attention = {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "norm": norm if norm.strip().lower() != "layernorm" else None}
+        refuse_unused({**attention, "pre_norm": pre_norm}, "shapes the Transformer block around the FFN: add --block, or drop it")
     if tp != 1 or ep != 1:
         unused = {"block": block, "mode": mode if mode.strip().lower() != "eval" else None, "values": values or None, "ops": ops}
         refuse_unused(unused, "--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it")

@@ -4,11 +4,14 @@ config is data, never code, so nothing here imports or executes what it reads.""
 from __future__ import annotations
 
 import json
+import os
+import select
+import time
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -17,6 +20,8 @@ __all__ = ["load_config", "load_preset", "parse_config", "preset_names"]
 
 # A config.json is a few kilobytes; anything this large is a weights file given by mistake.
 MAX_CONFIG_BYTES = 4 << 20
+# A local config.json reads in milliseconds; a file that keeps us waiting is no config.
+READ_TIMEOUT_S = 5.0
 
 
 def _preset_dir() -> Traversable:
@@ -39,7 +44,23 @@ def load_preset(name: str) -> dict[str, Any]:
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read a config.json (or the config.json inside a model directory) as a JSON object."""
     given = str(path)
-    file = Path(path).expanduser()
+    try:
+        file = _config_file(Path(path).expanduser(), given)
+        data = read_capped(file, MAX_CONFIG_BYTES, READ_TIMEOUT_S)
+    except OSError as exc:  # a folder we may not list, a file we may not read
+        raise FFNError("config", given, f"cannot be read: {exc.strerror or exc}") from None
+    except TimeoutError:
+        raise FFNError("config", given, f"gave no end of file within {READ_TIMEOUT_S:g} s; a config.json is a small file") from None
+    if data is None:
+        raise FFNError("config", given, f"is over {MAX_CONFIG_BYTES:,} bytes; a config.json is a small JSON file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FFNError("config", given, "is not UTF-8 text; a config.json is JSON") from None
+    return parse_config(text, given)
+
+
+def _config_file(file: Path, given: str) -> Path:
     if file.is_dir():
         if not (file / "config.json").is_file():
             raise FFNError("config", given, "is a directory without a config.json")
@@ -48,15 +69,33 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise FFNError("config", given, "no such file")
     if not file.is_file():
         raise FFNError("config", given, "is not a regular file")
+    return file
+
+
+def read_capped(file: Path, cap: int, timeout_s: float) -> bytes | None:
+    """The bytes of `file`, or None past `cap` bytes; TimeoutError if it is still going after
+    `timeout_s`. st_size is not trusted (files in /proc report 0), and a read that would block
+    (/proc/kmsg waits for the kernel's next message) is waited on only until the deadline."""
+    deadline = time.monotonic() + timeout_s
+    fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        if file.stat().st_size > MAX_CONFIG_BYTES:
-            raise FFNError("config", given, f"is {file.stat().st_size:,} bytes; a config.json is a small JSON file")
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise FFNError("config", given, "is not UTF-8 text; a config.json is JSON") from None
-    except OSError as exc:
-        raise FFNRuntimeError(f"cannot read config {given}: {exc.strerror or exc}") from None
-    return parse_config(text, given)
+        chunks, size = [], 0
+        while size <= cap:
+            try:
+                chunk = os.read(fd, min(1 << 16, cap + 1 - size))
+            except BlockingIOError:
+                if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                    raise TimeoutError from None
+                continue
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+            if time.monotonic() > deadline:
+                raise TimeoutError
+        return None
+    finally:
+        os.close(fd)
 
 
 def parse_config(text: str, source: str) -> dict[str, Any]:
@@ -64,6 +103,8 @@ def parse_config(text: str, source: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FFNError("config", source, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError:  # an integer past Python's 4,300-digit limit for int()
+        raise FFNError("config", source, "holds a number too long to be a size") from None
     except RecursionError:
         raise FFNError("config", source, "is nested too deeply to be a config.json") from None
     if not isinstance(data, dict):

@@ -25,10 +25,12 @@ from torch import Tensor
 
 from ffn_cli.accounting import DTYPE_BYTES, total_params
 from ffn_cli.device import preflight
+from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import MoEFFN, build_ffn, resolve_dtype
 from ffn_cli.parallel.accounting import MAX_WORLD_SIZE, ShardTensor, check_parallel, ep_split, tp_split
 from ffn_cli.parallel.expert import ep_forward
+from ffn_cli.parallel.lifecycle import Launcher, watch_launcher
 from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, RankTiming, tolerance_for
 from ffn_cli.parallel.shard import shard_expert_parallel, shard_tensor_parallel
 from ffn_cli.parallel.steps import StepLog
@@ -89,11 +91,9 @@ def make_input(batch: int, seq_len: int, d_model: int, *, seed: int, dtype: torc
 
 
 def _device_type(device: str, option: str) -> str:
-    text = device.strip().lower()
-    if text == "cpu":
-        return "cpu"
-    if text == "cuda" or text.startswith("cuda:"):
-        return "cuda"
+    kind = parse_device_name(device)[0]
+    if kind in ("cpu", "cuda"):
+        return kind
     raise FFNError("device", device, f"--{option} runs real ranks: use cpu (gloo) or cuda (NCCL, one device per rank)")
 
 
@@ -320,8 +320,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _spawned_rank(job: _Job, rank: int, port: int, queue: Any) -> None:
+def _spawned_rank(job: _Job, rank: int, port: int, queue: Any, launcher: Launcher | None = None) -> None:
     """Entry of a spawned rank: the torchrun environment by hand, then report one message."""
+    if launcher is not None:
+        watch_launcher(launcher)  # never outlive the launcher, however it ends
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(port),
@@ -406,7 +408,7 @@ def _spawn(job: _Job) -> list[Any]:
     ctx.set_forkserver_preload([__name__])  # torch is imported once, in the server, not per rank
     queue = ctx.SimpleQueue()
     port = _free_port()
-    procs = [ctx.Process(target=_spawned_rank, args=(job, r, port, queue), daemon=True) for r in range(job.world_size)]
+    procs = [ctx.Process(target=_spawned_rank, args=(job, r, port, queue, Launcher.current()), daemon=True) for r in range(job.world_size)]
     try:
         for p in procs:
             p.start()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +12,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.outputs import check_output_file, write_atomically
 from ffn_cli.render.format import fmt_bytes, fmt_si
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
@@ -214,22 +213,12 @@ def bench_json(report: BenchReport) -> dict[str, Any]:
 
 def check_plot_target(path: str) -> Path:
     """Refuse a plot file we could not write, before any timing starts."""
-    target = Path(path)
-    if target.suffix.lower() not in PLOT_FORMATS:
-        raise FFNError("plot", path, "a file name ending in " + ", ".join(PLOT_FORMATS))
-    if not target.parent.is_dir():
-        raise FFNError("plot", path, f"its folder {target.parent} does not exist")
+    target = check_output_file("plot", path, PLOT_FORMATS)
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]") from None
     return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_plot(report: BenchReport, path: str) -> Path:
@@ -251,13 +240,4 @@ def write_plot(report: BenchReport, path: str) -> Path:
     for i, r in enumerate(results):
         note = f" {r.median_ms:.3g} ms" + (f", {r.pct_peak:.0f} % of peak" if r.pct_peak is not None else "")
         ax.annotate(note, (r.tflops, i), va="center", fontsize=8)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=target.suffix.lstrip(".").lower())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it an ordinary file's mode
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower()))

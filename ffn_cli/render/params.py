@@ -15,6 +15,7 @@ from ffn_cli.attention import AnyAttention
 from ffn_cli.models.count import ModelParams, TrainingMemory
 from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
+from ffn_cli.render.literal import literal, visible
 
 __all__ = [
     "comparison_data",
@@ -33,7 +34,7 @@ _SHOWN_DTYPES = ("float32", "bfloat16", "float8")
 _NAME_WIDTH = 26
 
 
-def _table(title: str, columns: list[tuple[str, str]], rows: list[Any], **options: Any) -> Table:
+def _table(title: str | Text, columns: list[tuple[str, str]], rows: list[Any], **options: Any) -> Table:
     """A compact table (header rule, no vertical borders) that stays legible in 80 columns.
 
     Column kinds: "num" never wraps or truncates (it keeps its longest line's width), "name"
@@ -284,7 +285,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
 
 def _parts_table(m: ModelParams) -> Table:
     s = m.spec
-    title = f"{s.name} · {s.model_type} · {s.n_layers} layers · d_model {s.d_model:,} · vocab {s.vocab_size:,}"
+    # Text, not markup: the name comes from the config file or its folder.
+    title = Text(visible(f"{s.name} · {s.model_type} · {s.n_layers} layers · d_model {s.d_model:,} · vocab {s.vocab_size:,}"))
     columns = [("part", "name"), ("each", "num"), ("×", "num"), ("params", "num"), ("%", "num")]
     rows: list[Any] = []
     for p in m.parts:
@@ -354,7 +356,7 @@ def presets_table(models: list[tuple[str, ModelParams, str]]) -> Table:
     columns = [("preset", "name"), ("total", "num"), ("active", "num"), ("FFN/attn", "num")]
     rows = []
     for row in presets_data(models):
-        name = f"{row['name']}\n[dim]{row['model_type']} · {row['n_layers']} layers · d {row['d_model']:,}[/]"
+        name = f"{literal(row['name'])}\n[dim]{literal(row['model_type'])} · {row['n_layers']} layers · d {row['d_model']:,}[/]"
         active = fmt_count(row["active_params"]) if row["active_params"] != row["total_params"] else ""
         rows.append([name, fmt_count(row["total_params"]), active, _ratio(row["ffn_attention_ratio"])])
     return _table("presets: ffn params --preset NAME", columns, rows)

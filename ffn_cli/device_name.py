@@ -1,0 +1,30 @@
+"""`--device` text → (kind, index), checked as text before anything asks torch about devices.
+
+So `cuda:x` or `cuda:-1` is a usage error (exit 2) on every machine, not a question about
+CUDA that a machine without it answers first. Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+from ffn_cli.errors import FFNError
+
+__all__ = ["parse_device_name"]
+
+# More CUDA devices than any machine has: an index past this is a typo, not a device.
+MAX_DEVICE_INDEX = 4095
+
+
+def parse_device_name(name: str, kinds: tuple[str, ...] = ("cpu", "cuda", "meta")) -> tuple[str, int | None]:
+    """'cpu' → ('cpu', None); 'cuda:1' → ('cuda', 1); anything else is an FFNError naming `kinds`."""
+    text = name.strip().lower()
+    kind, colon, index_text = text.partition(":")
+    names = [k for k in kinds if k != "meta"] + ["cuda:N"] * ("cuda" in kinds) + ["meta"] * ("meta" in kinds)
+    usage = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    if kind not in kinds or (colon and kind != "cuda"):
+        raise FFNError("device", name, f"use {usage}")
+    if not colon:
+        return kind, None
+    # isdigit() alone accepts '²', which int() refuses; and a long string of digits is no index.
+    if not (index_text.isascii() and index_text.isdigit()) or len(index_text) > 4 or int(index_text) > MAX_DEVICE_INDEX:
+        raise FFNError("device", name, f"cuda:N takes a device number from 0 to {MAX_DEVICE_INDEX}; use {usage}")
+    return kind, int(index_text)

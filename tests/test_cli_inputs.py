@@ -1,0 +1,198 @@
+"""Inputs that used to be accepted silently, or refused through the catch-all (exit 1, "run
+`ffn --debug`"), now refused with one clear line and exit 2; odd environments still print."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.models.config import read_capped
+
+ROOT = Path(__file__).resolve().parent.parent
+CATCH_ALL = "ffn --debug"
+BENCH = ["bench", "--repeats", "3", "--warmup-ms", "0"]
+HUGE = "9" * 5000
+
+
+def _usage_error(runner: CliRunner, args: list[str], starts: str = "error: ") -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, (args, result.exit_code, result.output)
+    assert result.stderr.startswith(starts) and result.stderr.count("\n") == 1, result.stderr
+    assert CATCH_ALL not in result.stderr
+    return result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["--norm", "batchnorm"], "error: norm='batchnorm' is invalid: choose one of layernorm, rmsnorm"),
+        (["--n-kv-heads", "3"], "error: n_kv_heads=3 is invalid: shapes the Transformer block"),
+        (["--n-heads", "0", "--n-kv-heads", "9223372036854775808"], "error: n_heads=0 is invalid"),
+        (["--norm", "rmsnorm"], "error: norm='rmsnorm' is invalid: shapes the Transformer block"),
+        (["--pre-norm"], "error: pre_norm=True is invalid: shapes the Transformer block"),
+    ],
+)
+def test_trace_attention_options_need_the_block(runner: CliRunner, args: list[str], starts: str) -> None:
+    _usage_error(runner, ["trace", "--device", "meta", *args], starts)
+
+
+def test_trace_attention_options_with_the_block_still_run(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["trace", "--device", "meta", "-d", "64", "--block", "--n-heads", "4", "--n-kv-heads", "2", "--json"])
+    assert result.exit_code == 0, result.output
+
+
+def test_list_presets_takes_no_other_option(runner: CliRunner) -> None:
+    args = ["params", "--list-presets", "--d-model", "-5", "--variant", "nope", "--dtype", "int4", "--tp", "0"]
+    _usage_error(runner, args, "error: ")
+    for extra in (["--dtype", "int4"], ["--tp", "0"], ["--preset", "gpt2"]):
+        _usage_error(runner, ["params", "--list-presets", *extra], "error: ")
+    assert runner.invoke(app, ["params", "--list-presets", "--json"]).exit_code == 0
+
+
+@pytest.mark.parametrize("option", ["--dtype", "--variant"])
+def test_params_empty_values_are_refused(runner: CliRunner, option: str) -> None:
+    _usage_error(runner, ["params", option, ""], f"error: {option[2:]}='' is invalid")
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["--seq-len", "²"], "error: seq_len='²' is invalid"),
+        (["--d-model", "16,²"], "error: d_model='16,²' is invalid"),
+        (["--d-model", HUGE], "error: d_model='9999999999…(5000 digits)' is invalid"),
+        (["--seq-len", "8," + HUGE], "error: seq_len='9999999999…(5000 digits)' is invalid"),
+    ],
+)
+def test_bench_odd_integers_are_usage_errors(runner: CliRunner, args: list[str], starts: str) -> None:
+    _usage_error(runner, [*BENCH, *args], starts)
+
+
+@pytest.mark.parametrize("device", ["cuda:x", "cuda:-1", "cuda:²", "cuda:99999", "cpu:0", "cuda:"])
+@pytest.mark.parametrize(
+    "command", [["trace"], ["trace", "--tp", "2"], BENCH, [*BENCH, "--tp", "2"]], ids=["trace", "trace-tp", "bench", "bench-tp"]
+)
+def test_malformed_devices_are_usage_errors_before_cuda_is_asked(runner: CliRunner, device: str, command: list[str]) -> None:
+    _usage_error(runner, [*command, "--device", device], f"error: device={device!r} is invalid")
+
+
+def test_a_huge_integer_in_a_config_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text('{"model_type": "llama", "hidden_size": ' + HUGE + "}")
+    _usage_error(runner, ["params", "--config", str(config)], f"error: config={str(config)!r} is invalid: holds a number too long")
+
+
+def test_an_unreadable_model_folder_is_a_usage_error(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Root reads every folder, so the refusal the kernel gives others is simulated.
+    real_is_file = Path.is_file
+
+    def is_file(self: Path) -> bool:
+        if self.parent == tmp_path:
+            raise PermissionError(13, "Permission denied")
+        return real_is_file(self)
+
+    monkeypatch.setattr(Path, "is_file", is_file)
+    _usage_error(
+        runner, ["params", "--config", str(tmp_path)], f"error: config={str(tmp_path)!r} is invalid: cannot be read: Permission denied"
+    )
+
+
+def test_a_config_read_that_never_ends_times_out(tmp_path: Path) -> None:
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+    writer_ready = threading.Event()
+
+    def writer() -> None:  # opens, writes a little, and keeps the pipe open: like /proc/kmsg
+        with open(fifo, "wb") as f:
+            f.write(b'{"model_type": ')
+            f.flush()
+            writer_ready.set()
+            time.sleep(3)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    start = time.monotonic()
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open return
+    writer_ready.wait(5)
+    os.close(fd)
+    with pytest.raises(TimeoutError):
+        read_capped(fifo, 1 << 20, timeout_s=0.5)
+    assert time.monotonic() - start < 5
+    thread.join()
+
+
+def test_the_size_cap_does_not_trust_st_size(tmp_path: Path) -> None:
+    status = Path("/proc/self/status")
+    if not status.exists() or status.stat().st_size != 0:
+        pytest.skip("needs a /proc file that reports size 0")
+    assert read_capped(status, 10, timeout_s=5) is None  # st_size says 0; the content is longer
+    assert read_capped(status, 1 << 20, timeout_s=5).startswith(b"Name:")  # type: ignore[union-attr]
+
+
+# --- the environment: run as a user runs it ------------------------------------------------------
+
+
+def _run(args: list[str], env: dict[str, str] | None = None, shell_suffix: str = "") -> subprocess.CompletedProcess[bytes]:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    if shell_suffix:
+        command = " ".join([sys.executable, "-m", "ffn_cli", *args]) + shell_suffix
+        return subprocess.run(["sh", "-c", command], env=full_env, capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "ffn_cli", *args], env=full_env, capture_output=True, timeout=120)
+
+
+def test_closed_stdout_is_refused() -> None:
+    done = _run(["params"], shell_suffix=" >&-")
+    assert done.returncode == 2
+    assert done.stderr.decode() == "error: standard output is closed; ffn prints its results there\n"
+
+
+@pytest.mark.parametrize("args", [["params"], ["variants"], ["params", "--preset", "mixtral-8x7b"]])
+def test_an_ascii_terminal_gets_ascii_tables(args: list[str]) -> None:
+    done = _run(args, env={"PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr.decode()
+    text = done.stdout.decode("ascii")  # raises if anything but ASCII was written
+    assert "2,099,712" in text or "relu" in text or "46,702,792,704" in text
+    widths = {len(line) for line in text.splitlines() if "|" in line}
+    assert len(widths) <= 3  # the columns still line up: one character for each symbol
+
+
+def test_ascii_errors_stay_one_line() -> None:
+    done = _run(["bench", "--seq-len", "²"], env={"PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 2 and done.stderr.decode("ascii").count("\n") == 1
+
+
+@pytest.mark.parametrize("columns", ["0", "²", "abc", HUGE[:50]])
+def test_an_unusable_columns_value_still_prints(columns: str) -> None:
+    done = _run(["params", "--json"], env={"COLUMNS": columns})
+    assert done.returncode == 0 and json.loads(done.stdout)["total_params"] == 2_099_712
+    done = _run(["params"], env={"COLUMNS": columns})
+    assert done.returncode == 0 and "2,099,712" in done.stdout.decode()
+
+
+_NO_TEMP_DIR = """
+import sys, tempfile
+def gettempdir():
+    raise FileNotFoundError(2, "No usable temporary directory found in ['/tmp', '/var/tmp']")
+tempfile.gettempdir = gettempdir
+from ffn_cli.cli import main
+sys.argv = ["ffn", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("command", [["trace", "--device", "meta"], ["bench", "--repeats", "3"]])
+def test_no_writable_temp_folder_is_one_line(command: list[str]) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", _NO_TEMP_DIR, *command], env=env, capture_output=True, timeout=120)
+    assert done.returncode == 1
+    assert (
+        done.stderr.decode() == "error: no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it\n"
+    )
