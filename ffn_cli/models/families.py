@@ -17,7 +17,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "model_spec_from_config"]
+__all__ = ["SUPPORTED_MODEL_TYPES", "UnknownModelType", "model_spec_from_config"]
 
 _REQUIRED = object()
 
@@ -309,12 +309,21 @@ _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)
 
 
+class UnknownModelType(FFNError):
+    """No reader knows this model_type. It carries the config, so `ffn params` can count it by
+    building it with transformers instead (ffn_cli.models.fallback)."""
+
+    def __init__(self, config: Mapping[str, Any], name: str, source: str) -> None:
+        super().__init__("model_type", config.get("model_type"), "supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
+        self.config, self.name, self.source = config, name, source
+
+
 def model_spec_from_config(config: Mapping[str, Any], *, name: str | None = None, source: str = "config") -> ModelSpec:
     """The ModelSpec of a Hugging Face config dict; `name` defaults to its _name_or_path."""
     model_type = config.get("model_type")
     if model_type is None:
         raise FFNError("config", source, "has no 'model_type'; supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
     if not isinstance(model_type, str) or model_type not in _READERS:
-        raise FFNError("model_type", model_type, "supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
+        raise UnknownModelType(config, str(name or config.get("_name_or_path") or source), source)
     label = name or config.get("_name_or_path") or source
     return _READERS[model_type](_Reader(config, model_type, source), str(label))
