@@ -46,6 +46,8 @@ def _path(text: str) -> tuple[Owner, ...]:
         ("encoder.layer.0.output:BertOutput.LayerNorm:LayerNorm", "norm", "encoder.layer.*.output.LayerNorm"),
         # A mixture of attention heads is attention: attention is tried before FFN.
         ("model.layers.0.self_attention:JetMoeAttention.experts:JetMoeMoA.input_linear:X", "attention", "model.layers.*.self_attention"),
+        # A head's name inside a layer is not the head: Switch Transformers' router.
+        ("encoder.block.0.layer.1:SwitchLayerFF.mlp:SwitchSparseMLP.router:Router.classifier:Linear", "ffn", "encoder.block.*.layer.1"),
         # Unplaced parameters are named by the block inside the layer that holds them.
         ("backbone.layers.0.mixer:MambaMixer.conv1d:Conv1d", "other", "backbone.layers.*.mixer"),
         ("vision_tower.patch_conv:Conv2d", "other", "vision_tower.patch_conv"),

@@ -21,8 +21,8 @@ BuiltKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "
 RULES: tuple[tuple[BuiltKind, str], ...] = (
     ("norm", "held by a module whose class ends in Norm (LayerNorm, RMSNorm, …)"),
     ("embedding", "held by an nn.Embedding or an *Embedding(s) class; or under a module named *embed*"),
-    ("head", "under a module named lm_head / embed_out / head / cls / score / classifier"),
-    ("pooler", "under a module named pooler"),
+    ("head", "under a module named lm_head / embed_out / head / cls / score / classifier, outside the layers"),
+    ("pooler", "under a module named pooler, outside the layers"),
     ("attention", "under a module named *attn* / *attention*, or of class *Attention"),
     (
         "ffn",
@@ -54,10 +54,10 @@ class Owner:
 def _on_path(kind: BuiltKind, path: tuple[Owner, ...], depth: int) -> bool:
     """Whether module `depth` of `path` marks `kind` for everything under it."""
     module = path[depth]
-    if kind == "head":
-        return module.name in _HEAD_NAMES
-    if kind == "pooler":
-        return module.name == "pooler"
+    if kind in ("head", "pooler"):
+        # Outside the layer stack only: Switch Transformers' router is mlp.router.classifier.
+        outside = not any(_LAYER_INDEX.match(m.name) for m in path[:depth])
+        return outside and (module.name in _HEAD_NAMES if kind == "head" else module.name == "pooler")
     if kind == "embedding":
         return bool(_EMBEDDING_NAME.search(module.name))
     if kind == "attention":

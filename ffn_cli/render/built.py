@@ -117,21 +117,24 @@ def _rule_table(m: BuiltModel) -> Table:
 def _routed_line(r: RoutedExperts) -> list[str]:
     where = f"{r.containers} × {_modules(r.modules)}"
     if r.active_params is None:
-        return ["active per token", "unknown", f"{r.unknown_because}; routed experts in {where}"]
-    how = f"top-{r.top_k} ({r.top_k_key}) of {r.experts} experts in {where}"
-    return [f"active {PART_NAMES[r.kind]}", fmt_count(r.active_params), how]
+        return ["active experts", "unknown", f"{r.unknown_because}; routed experts in {where}"]
+    return [
+        "active experts",
+        fmt_count(r.active_params),
+        f"of {fmt_count(r.params)}: top-{r.top_k} ({r.top_k_key}) of {r.experts}, in {where}",
+    ]
 
 
 def _summary(m: BuiltModel, dtype: str) -> Table:
-    total, rows = m.total_params, []
-    for r in m.routed:
-        rows.append(_routed_line(r))
-    if m.routed and m.active_params is not None:
-        rows.append(["active per token", fmt_count(m.active_params), f"{_pct(m.active_params, total)} of the total"])
-    rows.append(["FFN", fmt_count(m.params_of("ffn")), _pct(m.params_of("ffn"), total) + " of the total"])
-    rows.append(["other", fmt_count(m.params_of("other")), _pct(m.params_of("other"), total) + " of the total: not placed by the rule"])
-    rows.append(None)
-    rows.append(["weights", fmt_bytes(total * DTYPE_BYTES[dtype]), " · ".join(f"{d} {fmt_bytes(total * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES)])
+    total = m.total_params
+    rows: list[Any] = [_routed_line(r) for r in m.routed]
+    if m.routed:
+        active = m.active_params
+        how = f"{_pct(active, total)} of the total" if active is not None else "needs the experts per token"
+        rows += [["active per token", fmt_count(active) if active is not None else "unknown", how], None]
+    rows.append(
+        ["weights", fmt_bytes(total * DTYPE_BYTES[dtype]), " · ".join(f"{d} {fmt_bytes(total * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES)]
+    )
     t = training_memory(total, dtype)
     parts = [f"weights {fmt_bytes(t.weights_bytes)}", f"grads {fmt_bytes(t.grads_bytes)}"]
     parts += [f"fp32 master {fmt_bytes(t.master_bytes)}"] if t.master_bytes else []
