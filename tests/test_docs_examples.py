@@ -1,8 +1,9 @@
 """The example outputs in README.md and docs/ are what the commands print today.
 
-Every console block line `$ ffn …` in those files is run through the CLI, in an empty working
-folder, at the width the file's examples were rendered at, and its output compared line by
-line; a line `…` in the expected text stands for any number of lines (an excerpt). The free
+Every console block line `$ ffn …` in those files is run through the CLI, in a working folder
+holding only the example configs of docs/examples, at the width the file's examples were
+rendered at, and its output compared line by line; a line `…` in the expected text stands for
+any number of lines (an excerpt). The free
 memory that the preflight check reports is pinned to what the examples show. Timings
 (`ffn bench`) and pipes are left out. The examples were rendered with the torch and rich that
 CI installs: other releases draw other dropout masks, round a last digit elsewhere or pad a
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -98,6 +100,8 @@ def test_example_output_is_current(example: Example, monkeypatch: pytest.MonkeyP
     # The private field, not the width property: undoing the property would pin the width.
     monkeypatch.setattr(common.console, "_width", COLUMNS[example.path])
     monkeypatch.setattr(device, "available_memory_bytes", lambda _device: FREE_MEMORY_SHOWN)
+    # The example configs the docs name (docs/examples/<model>/config.json) are in the folder.
+    shutil.copytree(ROOT / "docs" / "examples", tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, shlex.split(example.command)[1:])
     actual = _stripped(result.stdout + result.stderr)

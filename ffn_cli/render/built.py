@@ -24,8 +24,8 @@ _SHOWN_MODULES = 3
 def how_counted(m: BuiltModel) -> str:
     """The sentence that says plainly where the numbers come from."""
     return (
-        f"Counted by building {m.model_class} from the config with transformers {m.transformers_version} on the meta "
-        "device: no weights, no remote code. The total is what parameters() counts (tied weights once); "
+        f"Counted by building {m.model_class} from the config with transformers on the meta device: no weights, "
+        "no remote code. The total is what parameters() counts (tied weights once); "
         "the parts are attributed by module name and type, by this rule:"
     )
 
