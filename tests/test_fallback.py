@@ -198,6 +198,11 @@ def test_a_config_transformers_rejects_is_one_line(tmp_path: Path, runner: CliRu
     assert "transformers cannot" in result.output and "Traceback" not in result.output
 
 
+def test_absurd_depth_is_refused_before_building() -> None:
+    with pytest.raises(FFNError, match="num_hidden_layers=100000"):
+        _count("qwen3", num_hidden_layers=100_000, layer_types=None)
+
+
 def test_without_transformers_the_error_names_the_families_and_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fallback, "transformers_available", lambda: False)
     with pytest.raises(FFNError) as caught:
@@ -311,6 +316,19 @@ def test_the_ffn_module_of_a_layer_is_found(model_type: str, overrides: dict[str
     assert found is not None
     assert (found.path, type(found.module).__name__, found.layer) == (path, cls, 1)
     assert found.module is model.get_submodule(path)
+
+
+def test_the_found_ffn_runs_under_the_trace_recorder_on_meta() -> None:
+    from ffn_cli.trace.recorder import record
+
+    found = meta_build.find_ffn_module(_built("llama"), 0)
+    assert found is not None
+    out, rec = record(found.module, torch.empty(2, 3, 64, device="meta"))
+    assert tuple(out.shape) == (2, 3, 64)
+    by_module = {op.record.path for op in rec.ops if op.record.matmul_flops}
+    assert by_module == {"gate_proj", "up_proj", "down_proj"}
+    # Three (6 × 64)·(64 × 128)-sized matmuls: 2·m·n·k each, as FlopCounterMode counts.
+    assert sum(op.record.matmul_flops for op in rec.ops) == 3 * 2 * 6 * 64 * 128
 
 
 def test_no_single_ffn_module_is_said_plainly() -> None:

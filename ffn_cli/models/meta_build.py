@@ -23,6 +23,7 @@ from transformers.models.auto import configuration_auto, modeling_auto
 from ffn_cli.errors import FFNError
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.fallback import BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.models.spec import MAX_LAYERS
 
 __all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]
 
@@ -81,18 +82,24 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         try:
             hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
         except Exception as exc:
-            raise FFNError("config", source, f"transformers cannot read it as {model_type}: {_first_line(exc)}") from None
+            raise FFNError("config", source, f"transformers cannot read it as {model_type}: {_one_line(exc)}") from None
+        layers = _int_attr(hf_config.get_text_config(), "num_hidden_layers")
+        if layers is not None and layers > MAX_LAYERS:
+            # Meta tensors cost nothing, but a million modules still take minutes to build.
+            raise FFNError("num_hidden_layers", layers, f"must be at most {MAX_LAYERS:,}")
         auto = AutoModelForCausalLM if _is_decoder_only(model_type, hf_config) else AutoModel
         try:
             with torch.device("meta"):
                 model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
         except Exception as exc:
-            raise FFNError("config", source, f"transformers cannot build {model_type} from it: {_first_line(exc)}") from None
+            raise FFNError("config", source, f"transformers cannot build {model_type} from it: {_one_line(exc)}") from None
     return model, hf_config, tuple(notes)
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+def _one_line(exc: BaseException) -> str:
+    """The message in one line: transformers' validation errors put the reason on line two."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[:2]) or type(exc).__name__
 
 
 def count(config: Mapping[str, Any], *, name: str, source: str) -> BuiltModel:
