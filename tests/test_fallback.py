@@ -121,6 +121,15 @@ def test_active_is_unknown_when_no_key_names_the_experts_per_token() -> None:
     assert dense.routed == () and dense.active_params == dense.total_params
 
 
+def test_a_vision_language_model_keeps_its_lm_head() -> None:
+    config = transformers.AutoConfig.for_model("llava")  # defaults: CLIP ViT-L beside a LLaMA-7B
+    m = meta_build.count(config.to_dict(), name="llava", source="test")
+    text = config.get_text_config()
+    assert m.model_class == "LlavaForConditionalGeneration"
+    assert m.params_of("head") == text.vocab_size * text.hidden_size
+    assert m.params_of("other") < 0.01 * m.total_params  # the projector's two Linears
+
+
 def test_tied_weights_count_once_and_say_so() -> None:
     tied, untied = _count("cohere", tie_word_embeddings=True), _count("cohere", tie_word_embeddings=False)
     assert untied.total_params - tied.total_params == 64 * 256

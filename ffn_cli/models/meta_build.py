@@ -53,6 +53,18 @@ def _is_decoder_only(model_type: str, config: PretrainedConfig) -> bool:
     )
 
 
+def _auto_class(model_type: str, config: PretrainedConfig) -> Any:
+    """Generative models with their LM head (decoders, and vision-language models such as
+    Mistral 3, whose base class has none); everything else as its base model."""
+    if _is_decoder_only(model_type, config):
+        return AutoModelForCausalLM
+    image_text = getattr(modeling_auto, "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", {})
+    generative = model_type in image_text and not getattr(config, "is_encoder_decoder", False)
+    if generative and hasattr(transformers, "AutoModelForImageTextToText"):
+        return transformers.AutoModelForImageTextToText
+    return AutoModel
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """transformers' advice about weights and kernels is noise here: nothing is loaded or run."""
@@ -87,7 +99,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         if layers is not None and layers > MAX_LAYERS:
             # Meta tensors cost nothing, but a million modules still take minutes to build.
             raise FFNError("num_hidden_layers", layers, f"must be at most {MAX_LAYERS:,}")
-        auto = AutoModelForCausalLM if _is_decoder_only(model_type, hf_config) else AutoModel
+        auto = _auto_class(model_type, hf_config)
         try:
             with torch.device("meta"):
                 model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
