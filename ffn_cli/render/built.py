@@ -12,8 +12,8 @@ from rich.text import Text
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.models.count import training_memory
 from ffn_cli.models.fallback import PART_NAMES, BuiltModel, RoutedExperts
-from ffn_cli.render.format import fmt_bytes, fmt_count
-from ffn_cli.render.params import _SHOWN_DTYPES, _pct, _table, _training_data
+from ffn_cli.render.format import fmt_count
+from ffn_cli.render.params import _pct, _table, _training_data, memory_rows
 
 __all__ = ["built_data", "built_view", "how_counted"]
 
@@ -132,14 +132,7 @@ def _summary(m: BuiltModel, dtype: str) -> Table:
         active = m.active_params
         how = f"{_pct(active, total)} of the total" if active is not None else "needs the experts per token"
         rows += [["active per token", fmt_count(active) if active is not None else "unknown", how], None]
-    rows.append(
-        ["weights", fmt_bytes(total * DTYPE_BYTES[dtype]), " · ".join(f"{d} {fmt_bytes(total * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES)]
-    )
-    t = training_memory(total, dtype)
-    parts = [f"weights {fmt_bytes(t.weights_bytes)}", f"grads {fmt_bytes(t.grads_bytes)}"]
-    parts += [f"fp32 master {fmt_bytes(t.master_bytes)}"] if t.master_bytes else []
-    parts += [f"Adam m, v {fmt_bytes(t.optimizer_bytes)}"]
-    rows.append(["training memory", fmt_bytes(t.total_bytes), f"{dtype} with Adam: " + " + ".join(parts) + "; activations extra"])
+    rows += memory_rows(total, dtype)
     return _table("summary", [("what", "name"), ("value", "num"), ("how", "text")], rows, show_header=False)
 
 
