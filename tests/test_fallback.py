@@ -45,6 +45,8 @@ BASE_CLASSES = {
 
 
 def _count(model_type: str, **overrides: Any) -> fallback.BuiltModel:
+    if not meta_build.knows(model_type):
+        pytest.skip(f"transformers {transformers.__version__} has no {model_type}")
     return meta_build.count({**tiny_config(model_type), **overrides}, name=model_type, source="test")
 
 
@@ -117,7 +119,7 @@ def test_active_is_unknown_when_no_key_names_the_experts_per_token() -> None:
     assert "num_experts_per_tok" in (switch.routed[0].unknown_because or "")
     data = built_data(switch)
     assert data["active_params"] is None and data["routed_experts"][0]["unknown_because"]
-    dense = _count("qwen3")
+    dense = _count("stablelm")
     assert dense.routed == () and dense.active_params == dense.total_params
 
 
@@ -201,7 +203,7 @@ def test_unknown_to_ffn_and_transformers(tmp_path: Path, runner: CliRunner) -> N
 
 
 def test_a_config_transformers_rejects_is_one_line(tmp_path: Path, runner: CliRunner) -> None:
-    config = {**tiny_config("mamba2"), "num_heads": 3}  # hidden_size·expand must equal num_heads·head_dim
+    config = {**tiny_config("gpt_neox"), "num_attention_heads": 5}  # 64 does not split into 5 heads
     result = runner.invoke(app, ["params", "--config", _write(tmp_path, config)])
     assert result.exit_code == 2
     assert "transformers cannot" in result.output and "Traceback" not in result.output
@@ -209,7 +211,7 @@ def test_a_config_transformers_rejects_is_one_line(tmp_path: Path, runner: CliRu
 
 def test_absurd_depth_is_refused_before_building() -> None:
     with pytest.raises(FFNError, match="num_hidden_layers=100000"):
-        _count("qwen3", num_hidden_layers=100_000, layer_types=None)
+        _count("stablelm", num_hidden_layers=100_000)
 
 
 def test_without_transformers_the_error_names_the_families_and_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,7 +246,7 @@ def test_nothing_is_downloaded(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", offline)
     monkeypatch.setattr(socket, "create_connection", offline)
-    for model_type in ("jamba", "t5", "qwen3_moe"):
+    for model_type in ("jamba", "t5", "olmoe"):
         assert _count(model_type).total_params > 0
 
 
@@ -255,7 +257,7 @@ def _numbers(text: str) -> set[str]:
     return set(re.findall(r"\d[\d,]*", text))
 
 
-@pytest.mark.parametrize("model_type", ["qwen3_moe", "jamba", "switch_transformers"])
+@pytest.mark.parametrize("model_type", ["olmoe", "jamba", "switch_transformers"])
 def test_table_at_80_columns_shows_every_number_whole(model_type: str) -> None:
     m = _count(model_type)
     console = Console(width=80, file=__import__("io").StringIO(), color_system=None)
@@ -278,22 +280,22 @@ def test_table_at_80_columns_shows_every_number_whole(model_type: str) -> None:
 
 
 def test_cli_table_and_json_carry_the_same_counts(tmp_path: Path, runner: CliRunner) -> None:
-    path = _write(tmp_path, tiny_config("qwen3_moe"))
+    path = _write(tmp_path, tiny_config("olmoe"))
     table = runner.invoke(app, ["params", "--config", path])
     assert table.exit_code == 0, table.output
     result = runner.invoke(app, ["params", "--config", path, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    m = _count("qwen3_moe")
+    m = _count("olmoe")
     assert data["counted_by"] == "transformers" and data["device"] == "meta"
-    assert data["model_class"] == "Qwen3MoeForCausalLM" and data["model"] == "tiny-qwen3_moe"
+    assert data["model_class"] == "OlmoeForCausalLM" and data["model"] == "tiny-olmoe"
     assert data["total_params"] == m.total_params == sum(p["params"] for p in data["parts"])
     assert data["active_params"] == m.active_params
     assert [r["kind"] for r in data["rule"]] == [k for k, _ in m.rules]
     assert data["weight_bytes"]["bfloat16"] == 2 * m.total_params
     for part in data["parts"]:
         assert f"{part['params']:,}" in table.output
-    assert "Counted by building Qwen3MoeForCausalLM" in " ".join(table.output.split())
+    assert "Counted by building OlmoeForCausalLM" in " ".join(table.output.split())
 
 
 # --- the FFN module of one layer, for trace and bench -------------------------------------
@@ -323,6 +325,8 @@ def test_the_ffn_module_of_a_layer_is_found(model_type: str, overrides: dict[str
     model = _built(model_type, **overrides)
     found = meta_build.find_ffn_module(model, 1)
     assert found is not None
+    if found.path.endswith("block_sparse_moe"):  # transformers 4 named Mixtral's MoE block so
+        path = path.replace(".mlp", ".block_sparse_moe")
     assert (found.path, type(found.module).__name__, found.layer) == (path, cls, 1)
     assert found.module is model.get_submodule(path)
 

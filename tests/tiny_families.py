@@ -106,6 +106,6 @@ def tiny_config(model_type: str) -> dict[str, Any]:
     from transformers import AutoConfig
 
     overrides = {k: v for k, v in {**SMALL, **FAMILIES[model_type]}.items() if v is not None}
-    config = AutoConfig.for_model(model_type, **overrides).to_dict()
+    config = AutoConfig.for_model(model_type, **overrides).to_diff_dict()
     config["_name_or_path"] = f"tiny-{model_type}"
     return config
