@@ -323,7 +323,7 @@ def model_spec_from_config(config: Mapping[str, Any], *, name: str | None = None
     model_type = config.get("model_type")
     if model_type is None:
         raise FFNError("config", source, "has no 'model_type'; supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
-    if not isinstance(model_type, str) or model_type not in _READERS:
-        raise UnknownModelType(config, str(name or config.get("_name_or_path") or source), source)
     label = name or config.get("_name_or_path") or source
+    if not isinstance(model_type, str) or model_type not in _READERS:
+        raise UnknownModelType(config, str(label), source)
     return _READERS[model_type](_Reader(config, model_type, source), str(label))

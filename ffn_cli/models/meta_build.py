@@ -275,10 +275,11 @@ def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -
     if not 0 <= layer < len(blocks):
         raise FFNError("layer", layer, f"the model has layers 0 to {len(blocks) - 1}")
     block = blocks[layer]
-    for path, module in block.named_modules():
+    inside = dict(block.named_modules())
+    for path, module in inside.items():
         if not path:
             continue
-        owners = (Owner(str(layer), type(block).__name__), *_owners(dict(block.named_modules()), path))
+        owners = (Owner(str(layer), type(block).__name__), *_owners(inside, path))
         # A sentinel child that is no norm or embedding: the rule then decides by the path.
         kind, depth = attribute((*owners, Owner("", "")))
         if kind == "ffn" and depth == len(owners) and not path.endswith(("intermediate", "output")):
