@@ -123,6 +123,15 @@ def test_active_is_unknown_when_no_key_names_the_experts_per_token() -> None:
     assert dense.routed == () and dense.active_params == dense.total_params
 
 
+def test_jamba_matches_its_published_size() -> None:
+    # The docs' example: AI21 gives Jamba-v0.1 as 52B parameters, 12B of them active.
+    config = json.loads((Path(__file__).parents[1] / "docs/examples/jamba-v0.1/config.json").read_text())
+    if not meta_build.knows(config["model_type"]):
+        pytest.skip(f"transformers {transformers.__version__} has no jamba")
+    m = meta_build.count(config, name="jamba", source="test")
+    assert (round(m.total_params / 1e9), round((m.active_params or 0) / 1e9)) == (52, 12)
+
+
 def test_a_vision_language_model_keeps_its_lm_head() -> None:
     config = transformers.AutoConfig.for_model("llava")  # defaults: CLIP ViT-L beside a LLaMA-7B
     m = meta_build.count(config.to_dict(), name="llava", source="test")
