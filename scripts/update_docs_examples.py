@@ -7,34 +7,14 @@ Run: python scripts/update_docs_examples.py
 
 from __future__ import annotations
 
-import shlex
 import sys
 import tempfile
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ffn_cli import device  # noqa: E402
-from ffn_cli.cli import app, common  # noqa: E402
-from tests.test_docs_examples import COLUMNS, ELLIPSIS, EXAMPLES, FREE_MEMORY_SHOWN, _stripped  # noqa: E402
-
-
-def _output(command: str, width: int) -> list[str]:
-    common.console._width = width
-    device.available_memory_bytes = lambda _device: FREE_MEMORY_SHOWN  # type: ignore[assignment]
-    with tempfile.TemporaryDirectory() as folder:
-        cwd = Path.cwd()
-        import os
-
-        os.chdir(folder)
-        try:
-            result = CliRunner().invoke(app, shlex.split(command)[1:])
-        finally:
-            os.chdir(cwd)
-    return _stripped(result.stdout + result.stderr).rstrip("\n").splitlines()
+from tests.test_docs_examples import ELLIPSIS, EXAMPLES, run_example  # noqa: E402
 
 
 def main() -> None:
@@ -48,7 +28,8 @@ def main() -> None:
                 print(f"{example.id}: elided by hand, left alone")
                 continue
             start = example.line  # the line after the prompt (1-based prompt line)
-            lines[start : start + len(example.expected)] = _output(example.command, COLUMNS[path])
+            with tempfile.TemporaryDirectory() as folder:
+                lines[start : start + len(example.expected)] = run_example(example, Path(folder)).rstrip("\n").splitlines()
         (ROOT / path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -1,8 +1,9 @@
 """The example outputs in README.md and docs/ are what the commands print today.
 
-Every console block line `$ ffn …` in those files is run through the CLI, in an empty working
-folder, at the width the file's examples were rendered at, and its output compared line by
-line; a line `…` in the expected text stands for any number of lines (an excerpt). The free
+Every console block line `$ ffn …` in those files is run through the CLI, in a working folder
+holding only the example configs of docs/examples, at the width the file's examples were
+rendered at, and its output compared line by line; a line `…` in the expected text stands for
+any number of lines (an excerpt). The free
 memory that the preflight check reports is pinned to what the examples show. Timings
 (`ffn bench`) and pipes are left out. The examples were rendered with the torch and rich that
 CI installs: other releases draw other dropout masks, round a last digit elsewhere or pad a
@@ -11,8 +12,10 @@ column differently, so there the examples are skipped.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -92,15 +95,28 @@ def _other_releases() -> list[str]:
     return [f"{name} {version(name)}" for name, prefix in RENDERED_WITH.items() if not version(name).startswith(prefix)]
 
 
+def run_example(example: Example, folder: Path) -> str:
+    """What the example's command prints, run as the docs were rendered: at the file's width,
+    with the free memory the docs show, in `folder` holding the example configs the docs name
+    (docs/examples/<model>/config.json)."""
+    shutil.copytree(ROOT / "docs" / "examples", folder, dirs_exist_ok=True)
+    width, free, cwd = common.console._width, device.available_memory_bytes, Path.cwd()
+    # The private field, not the width property: undoing the property would pin the width.
+    common.console._width = COLUMNS[example.path]
+    device.available_memory_bytes = lambda _device: FREE_MEMORY_SHOWN  # type: ignore[assignment]
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(app, shlex.split(example.command)[1:])
+    finally:
+        os.chdir(cwd)
+        common.console._width, device.available_memory_bytes = width, free  # type: ignore[assignment]
+    return _stripped(result.stdout + result.stderr)
+
+
 @pytest.mark.skipif(bool(_other_releases()), reason=f"examples rendered with torch 2.13 and rich 15, not {', '.join(_other_releases())}")
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.id)
-def test_example_output_is_current(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # The private field, not the width property: undoing the property would pin the width.
-    monkeypatch.setattr(common.console, "_width", COLUMNS[example.path])
-    monkeypatch.setattr(device, "available_memory_bytes", lambda _device: FREE_MEMORY_SHOWN)
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, shlex.split(example.command)[1:])
-    actual = _stripped(result.stdout + result.stderr)
+def test_example_output_is_current(example: Example, tmp_path: Path) -> None:
+    actual = run_example(example, tmp_path)
     expected = _stripped("\n".join(example.expected))
     assert _pattern(tuple(expected.splitlines())).fullmatch(actual), (
         f"{example.id}: `{example.command}` at {COLUMNS[example.path]} columns prints\n{actual}\nbut the file shows\n{expected}"

@@ -44,7 +44,10 @@ from ffn_cli.models import (
     preset_model,
     preset_names,
 )
+from ffn_cli.models.fallback import count_by_building
+from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, UnknownModelType
 from ffn_cli.models.layer import check_dtype
+from ffn_cli.render.built import built_data, built_view
 from ffn_cli.render.params import (
     comparison_data,
     comparison_table,
@@ -251,12 +254,27 @@ def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> Non
 def _print_model(config: str | None, preset: str | None, dtype: str, json: bool) -> None:
     if config is not None and preset is not None:
         raise FFNError("preset", preset, "give --config or --preset, not both")
-    spec = config_model(config) if config is not None else preset_model(str(preset))
+    try:
+        spec = config_model(config) if config is not None else preset_model(str(preset))
+    except UnknownModelType as unknown:
+        _print_built(unknown, dtype, json)
+        return
     result = count_model(spec)
     if json:
         emit_json(model_data(result, dtype))
     else:
         console.print(model_view(result, dtype))
+
+
+def _print_built(unknown: UnknownModelType, dtype: str, json: bool) -> None:
+    """No reader knows the model_type: count it by building it with transformers on meta."""
+    if not isinstance(unknown.config.get("model_type"), str):
+        raise unknown
+    built = count_by_building(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    if json:
+        emit_json(built_data(built, dtype))
+    else:
+        console.print(built_view(built, dtype))
 
 
 def _print_presets(json: bool) -> None:

@@ -22,7 +22,7 @@ from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["GPT_OSS_EXPERT_VARIANT", "SUPPORTED_MODEL_TYPES", "model_spec_from_config"]
+__all__ = ["GPT_OSS_EXPERT_VARIANT", "SUPPORTED_MODEL_TYPES", "UnknownModelType", "model_spec_from_config"]
 
 # gpt-oss's experts: the clamped SwiGLU (α 1.702, limit 7) with biases, the registry's swiglu_clamp.
 GPT_OSS_EXPERT_VARIANT = "swiglu_clamp"
@@ -632,12 +632,21 @@ _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "ge
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)
 
 
+class UnknownModelType(FFNError):
+    """No reader knows this model_type. It carries the config, so `ffn params` can count it by
+    building it with transformers instead (ffn_cli.models.fallback)."""
+
+    def __init__(self, config: Mapping[str, Any], name: str, source: str) -> None:
+        super().__init__("model_type", config.get("model_type"), "supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
+        self.config, self.name, self.source = config, name, source
+
+
 def model_spec_from_config(config: Mapping[str, Any], *, name: str | None = None, source: str = "config") -> ModelSpec:
     """The ModelSpec of a Hugging Face config dict; `name` defaults to its _name_or_path."""
     model_type = config.get("model_type")
     if model_type is None:
         raise FFNError("config", source, "has no 'model_type'; supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
-    if not isinstance(model_type, str) or model_type not in _READERS:
-        raise FFNError("model_type", model_type, "supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
     label = name or config.get("_name_or_path") or source
+    if not isinstance(model_type, str) or model_type not in _READERS:
+        raise UnknownModelType(config, str(label), source)
     return _READERS[model_type](_Reader(config, model_type, source), str(label))

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.attention import AnyAttention
-from ffn_cli.models.count import ModelParams, TrainingMemory
+from ffn_cli.models.count import ModelParams, TrainingMemory, training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.render.literal import literal, visible
@@ -22,6 +22,7 @@ __all__ = [
     "comparison_table",
     "ffn_report_data",
     "ffn_report_view",
+    "memory_rows",
     "model_data",
     "model_view",
     "presets_data",
@@ -298,6 +299,19 @@ def _parts_table(m: ModelParams) -> Table:
     return _table(title, columns, rows)
 
 
+def memory_rows(params: int, dtype: str) -> list[list[str]]:
+    """The weights and training-memory rows of a model summary, from its parameter total."""
+    weights = [f"{d} {fmt_bytes(params * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES]
+    t = training_memory(params, dtype)
+    parts = [f"weights {fmt_bytes(t.weights_bytes)}", f"grads {fmt_bytes(t.grads_bytes)}"]
+    parts += [f"fp32 master {fmt_bytes(t.master_bytes)}"] if t.master_bytes else []
+    parts += [f"Adam m, v {fmt_bytes(t.optimizer_bytes)}"]
+    return [
+        ["weights", fmt_bytes(params * DTYPE_BYTES[dtype]), " · ".join(weights)],
+        ["training memory", fmt_bytes(t.total_bytes), f"{dtype} with Adam: " + " + ".join(parts) + "; activations extra"],
+    ]
+
+
 def _model_summary(m: ModelParams, dtype: str) -> Table:
     rows: list[Any] = []
     if m.spec.is_moe:
@@ -314,12 +328,7 @@ def _model_summary(m: ModelParams, dtype: str) -> Table:
     ratio = _ratio(m.ffn_attention_ratio) + (f" (active {_ratio(m.ffn_active_attention_ratio)})" if m.spec.is_moe else "")
     rows.append(["FFN / attention", ratio, "parameters, all layers"])
     rows.append(None)
-    rows.append(["weights", fmt_bytes(m.weight_bytes(dtype)), " · ".join(f"{d} {fmt_bytes(m.weight_bytes(d))}" for d in _SHOWN_DTYPES)])
-    t = m.training_memory(dtype)
-    parts = [f"weights {fmt_bytes(t.weights_bytes)}", f"grads {fmt_bytes(t.grads_bytes)}"]
-    parts += [f"fp32 master {fmt_bytes(t.master_bytes)}"] if t.master_bytes else []
-    parts += [f"Adam m, v {fmt_bytes(t.optimizer_bytes)}"]
-    rows.append(["training memory", fmt_bytes(t.total_bytes), f"{dtype} with Adam: " + " + ".join(parts) + "; activations extra"])
+    rows += memory_rows(m.total_params, dtype)
     flops = m.matmul_flops_per_token
     rows.append(
         ["forward FLOPs/token", fmt_flops(flops), "matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer"]

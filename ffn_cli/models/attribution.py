@@ -1,0 +1,123 @@
+"""Which part of a model a parameter belongs to, from module names and types alone.
+
+A model ffn has no reader for is counted from its built modules; this is the rule that sorts
+each parameter into embeddings, attention, FFN, norms, head, pooler or "other". Pure Python:
+it sees names and class names, never tensors, so the rule is testable without torch and the
+same rule is printed beside the counts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["RULES", "BuiltKind", "Owner", "attribute", "is_experts", "pattern"]
+
+BuiltKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "other"]
+
+# The rule, in the order it is applied: the first line that matches decides. The first two
+# look at the module holding the parameter; the others at every module on its path.
+RULES: tuple[tuple[BuiltKind, str], ...] = (
+    (
+        "norm",
+        "held by a module whose class ends in Norm (LayerNorm, RMSNorm, …); a q/k norm inside attention (q_norm, k_norm, "
+        "q_a_layernorm, kv_a_layernorm) is attention's, as the readers count it",
+    ),
+    ("embedding", "held by an nn.Embedding or an *Embedding(s) class; or under a module named *embed*"),
+    ("head", "under a module named lm_head / embed_out / head / cls / score / classifier, outside the layers"),
+    ("pooler", "under a module named pooler, outside the layers"),
+    ("attention", "under a module named *attn* / *attention*, or of class *Attention"),
+    (
+        "ffn",
+        "under a module named *mlp* / *ffn* / feed_forward / *expert* / moe / fc1 / fc2, or of class *MLP / *FeedForward / "
+        "*Experts / *MoeBlock / *LayerFF; BERT-style intermediate and the layer's output",
+    ),
+    ("other", "everything else, listed by module"),
+)
+
+_NORM_CLASS = re.compile(r"Norm(alization)?(Gated|1P|\dd)?$")
+_EMBEDDING_CLASS = re.compile(r"Embeddings?$")
+_HEAD_NAMES = frozenset({"lm_head", "embed_out", "head", "cls", "score", "classifier"})
+_EMBEDDING_NAME = re.compile(r"embed", re.IGNORECASE)
+_ATTENTION_NAME = re.compile(r"attn|attention", re.IGNORECASE)
+_ATTENTION_CLASS = re.compile(r"Attention$")
+_FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$", re.IGNORECASE)
+_FFN_CLASS = re.compile(r"(MLP|Mlp|FeedForward|FFN|Ffn|Experts|MoeBlock|MoE|SparseMoe|LayerFF|DenseReluDense)$")
+_LAYER_INDEX = re.compile(r"^\d+$")
+# Norms on the queries and keys (Qwen3, Gemma 3, OLMo 2, DeepSeek's MLA) belong to attention.
+_QK_NORM_NAME = re.compile(r"^(q|k|kv|q_a|kv_a|query|key)_?(norm|layernorm|layer_norm|ln)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """One module on the path from the model to a parameter: its attribute name and class."""
+
+    name: str
+    cls: str
+
+
+def _on_path(kind: BuiltKind, path: tuple[Owner, ...], depth: int) -> bool:
+    """Whether module `depth` of `path` marks `kind` for everything under it."""
+    module = path[depth]
+    if kind in ("head", "pooler"):
+        # Outside the layer stack only: Switch Transformers' router is mlp.router.classifier.
+        outside = not any(_LAYER_INDEX.match(m.name) for m in path[:depth])
+        return outside and (module.name in _HEAD_NAMES if kind == "head" else module.name == "pooler")
+    if kind == "embedding":
+        return bool(_EMBEDDING_NAME.search(module.name))
+    if kind == "attention":
+        return bool(_ATTENTION_NAME.search(module.name) or _ATTENTION_CLASS.search(module.cls))
+    if _FFN_NAME.search(module.name) or _FFN_CLASS.search(module.cls):
+        return True
+    # BERT and its descendants: layer.N.intermediate (up) and layer.N.output (down, and its
+    # LayerNorm, which the norm line takes first); attention.output is attention's.
+    return module.name == "intermediate" or (module.name == "output" and depth > 0 and bool(_LAYER_INDEX.match(path[depth - 1].name)))
+
+
+_BY_PATH: tuple[BuiltKind, ...] = ("head", "pooler", "embedding", "attention", "ffn")
+
+
+def attribute(path: tuple[Owner, ...], *, is_embedding: bool = False) -> tuple[BuiltKind, int]:
+    """The part a parameter belongs to, and how many modules of `path` name the row it goes
+    in: the holder for norms and embeddings, else the outermost module that matched (so
+    `mlp.experts` shows as `mlp`, GPT-2's `attn.c_attn` as `attn`).
+
+    `path` runs from the model's first child down to the module that holds the parameter;
+    `is_embedding` says that module is an nn.Embedding (a type test only torch can make).
+    A mixture of attention heads (JetMoE's self_attention.experts) is attention: attention
+    is tried before FFN.
+    """
+    owner = path[-1] if path else Owner("", "")
+    if _NORM_CLASS.search(owner.cls):
+        in_attention = any(_on_path("attention", path, d) for d in range(len(path) - 1))
+        if in_attention and _QK_NORM_NAME.match(owner.name):
+            return "attention", next(d for d in range(len(path)) if _on_path("attention", path, d)) + 1
+        return "norm", len(path)
+    if is_embedding or _EMBEDDING_CLASS.search(owner.cls):
+        return "embedding", len(path)
+    for kind in _BY_PATH:
+        depth = next((d for d in range(len(path)) if _on_path(kind, path, d)), None)
+        if depth is not None:
+            return kind, depth + 1
+    # Unplaced: named by the block inside the layer that holds it (model.layers.*.mamba).
+    first = next((i for i, m in enumerate(path) if _LAYER_INDEX.match(m.name)), None)
+    return "other", len(path) if first is None else min(len(path), first + 2)
+
+
+def is_experts(name: str, cls: str) -> bool:
+    """A routed experts container (`experts`, or a class ending in Experts), not a shared
+    expert, which every token runs."""
+    if "shared" in name.lower() or "shared" in cls.lower():
+        return False
+    return name == "experts" or cls.endswith("Experts")
+
+
+def pattern(path: tuple[Owner, ...]) -> str:
+    """The dotted module name with the layer index (the first index on the path) as *:
+    model.layers.*.mlp, encoder.block.*.layer.1 (T5's FFN sub-layer)."""
+    names = [m.name for m in path]
+    first = next((i for i, name in enumerate(names) if _LAYER_INDEX.match(name)), None)
+    if first is not None:
+        names[first] = "*"
+    return ".".join(names)

@@ -1,0 +1,287 @@
+"""Build a Hugging Face config with transformers on the meta device and count its modules.
+
+Only transformers' own classes are built: `auto_map` is dropped before the config object
+exists, so no code from a model repository can run, and nothing is downloaded (the config is
+read from the dict given, weights are never asked for). The meta device holds shapes without
+storage, so a 600B-parameter model builds in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import transformers
+from torch import nn
+from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
+from transformers.models.auto import configuration_auto, modeling_auto
+
+from ffn_cli.errors import FFNError
+from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
+from ffn_cli.models.fallback import BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.models.spec import MAX_LAYERS
+
+__all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]
+
+# Keys that name the experts a token visits, and the experts per MoE layer, across families.
+TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "moe_top_k", "moe_topk", "num_selected_experts", "experts_per_token", "moe_k")
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_routed_experts")
+_KIND_ORDER: tuple[BuiltKind, ...] = ("embedding", "attention", "ffn", "norm", "head", "pooler", "other")
+
+
+def version() -> str:
+    return str(transformers.__version__)
+
+
+def knows(model_type: str) -> bool:
+    """Whether the installed transformers has its own config class for `model_type`."""
+    return model_type in configuration_auto.CONFIG_MAPPING_NAMES
+
+
+def _is_decoder_only(model_type: str, config: PretrainedConfig) -> bool:
+    """A generative decoder gets its LM head (as the readers count it); encoders and
+    encoder-decoders are built as the base model, as BertModel is."""
+    return (
+        model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        and model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+        and model_type not in modeling_auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+        and not getattr(config, "is_encoder_decoder", False)
+    )
+
+
+def _auto_class(model_type: str, config: PretrainedConfig) -> Any:
+    """Generative models with their LM head (decoders, and vision-language models such as
+    Mistral 3, whose base class has none); everything else as its base model."""
+    if _is_decoder_only(model_type, config):
+        return AutoModelForCausalLM
+    image_text = getattr(modeling_auto, "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", {})
+    generative = model_type in image_text and not getattr(config, "is_encoder_decoder", False)
+    if generative and hasattr(transformers, "AutoModelForImageTextToText"):
+        return transformers.AutoModelForImageTextToText
+    return AutoModel
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """transformers' advice about weights and kernels is noise here: nothing is loaded or run."""
+    level = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        transformers.logging.set_verbosity(level)
+
+
+def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn.Module, PretrainedConfig, tuple[str, ...]]:
+    """The transformers model a config.json describes, on the meta device, with notes on what
+    of the config was set aside. Decoder-only families get their causal-LM class (head
+    included); the rest the base model."""
+    model_type = str(config.get("model_type"))
+    if not knows(model_type):
+        raise FFNError("model_type", model_type, f"transformers {version()} has no config class for it")
+    data, notes = dict(config), []
+    if data.pop("auto_map", None):
+        notes.append("auto_map ignored: built transformers' own class, never the repository's code")
+    if data.pop("quantization_config", None):
+        notes.append("quantization_config ignored: counted as the unquantized model")
+    with _quiet():
+        try:
+            hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
+        except Exception as exc:
+            raise FFNError("config", source, f"transformers cannot read it as {model_type}: {_one_line(exc)}") from None
+        layers = _int_attr(hf_config.get_text_config(), "num_hidden_layers")
+        if layers is not None and layers > MAX_LAYERS:
+            # Meta tensors cost nothing, but a million modules still take minutes to build.
+            raise FFNError("num_hidden_layers", layers, f"must be at most {MAX_LAYERS:,}")
+        auto = _auto_class(model_type, hf_config)
+        try:
+            with torch.device("meta"):
+                model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
+        except Exception as exc:
+            raise FFNError("config", source, f"transformers cannot build {model_type} from it: {_one_line(exc)}") from None
+    return model, hf_config, tuple(notes)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message in one line: transformers' validation errors put the reason on line two."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[:2]) or type(exc).__name__
+
+
+def count(config: Mapping[str, Any], *, name: str, source: str) -> BuiltModel:
+    """Build `config` on meta and count it (see count_module)."""
+    model, hf_config, notes = build_on_meta(config, source)
+    return count_module(model, hf_config, name=name, source=source, notes=notes)
+
+
+# --- counting -----------------------------------------------------------------------------
+
+
+def _owners(modules: Mapping[str, nn.Module], module_path: str) -> tuple[Owner, ...]:
+    owners, prefix = [], ""
+    for part in module_path.split(".") if module_path else []:
+        prefix = f"{prefix}.{part}" if prefix else part
+        owners.append(Owner(part, type(modules[prefix]).__name__))
+    return tuple(owners)
+
+
+def count_module(model: nn.Module, config: PretrainedConfig, *, name: str, source: str, notes: tuple[str, ...] = ()) -> BuiltModel:
+    """Every parameter of `model` once (named_parameters drops tied duplicates, as
+    parameters() does), sorted into parts by the attribution rule."""
+    modules = dict(model.named_modules())
+    params: dict[BuiltKind, int] = dict.fromkeys(_KIND_ORDER, 0)
+    where: dict[BuiltKind, dict[str, None]] = {kind: {} for kind in _KIND_ORDER}
+    for param_name, param in model.named_parameters():
+        module_path, _, leaf = param_name.rpartition(".")
+        owners = _owners(modules, module_path)
+        kind, depth = attribute(owners, is_embedding=isinstance(modules[module_path], nn.Embedding))
+        params[kind] += param.numel()
+        where[kind][pattern(owners[:depth]) or leaf] = None
+    routed = _routed_experts(modules, config)
+    parts = tuple(
+        BuiltPart(kind, params[kind], tuple(where[kind]), _inactive(routed, kind))
+        for kind in _KIND_ORDER
+        if params[kind] or kind == "other"
+    )
+    text = config.get_text_config()
+    return BuiltModel(
+        name=name,
+        model_type=str(config.model_type),
+        source=source,
+        model_class=type(model).__name__,
+        transformers_version=version(),
+        parts=parts,
+        routed=routed,
+        n_layers=_int_attr(text, "num_hidden_layers"),
+        d_model=_int_attr(text, "hidden_size"),
+        vocab_size=_int_attr(text, "vocab_size"),
+        notes=(*notes, *_tied(model)),
+    )
+
+
+def _int_attr(config: Any, key: str) -> int | None:
+    value = getattr(config, key, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _tied(model: nn.Module) -> list[str]:
+    """One note per tensor reachable under two names: parameters() counts it once."""
+    first: dict[int, str] = {}
+    notes = []
+    for param_name, param in model.named_parameters(remove_duplicate=False):
+        if id(param) in first:
+            notes.append(f"{param_name} is tied to {first[id(param)]}: counted once")
+        else:
+            first[id(param)] = param_name
+    return notes
+
+
+def _inactive(routed: tuple[RoutedExperts, ...], kind: BuiltKind) -> int:
+    return sum(r.params - r.active_params for r in routed if r.kind == kind and r.active_params is not None)
+
+
+def _config_int(config: PretrainedConfig, keys: tuple[str, ...]) -> tuple[str, int] | None:
+    """The first of `keys` set to a positive integer on the config, its text config, or a
+    nested config (DBRX keeps moe_top_k in ffn_config)."""
+    nested = [v for v in vars(config).values() if isinstance(v, (PretrainedConfig, dict))]
+    for holder in (config, config.get_text_config(), *nested):
+        for key in keys:
+            value = holder.get(key) if isinstance(holder, dict) else getattr(holder, key, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return key, value
+    return None
+
+
+def _expert_count(module: nn.Module, config: PretrainedConfig) -> int | None:
+    """E of one container: its length (a list of expert modules), or its num_experts (else the
+    config's) when every tensor under it splits into E equal slices along its first dimension
+    ([E, …] fused tensors, DBRX's [E·d_ff, d])."""
+    if isinstance(module, (nn.ModuleList, nn.ModuleDict)):
+        return len(module)
+    value = getattr(module, "num_experts", None)
+    if not isinstance(value, int):
+        found = _config_int(config, EXPERT_KEYS)
+        value = found[1] if found else None
+    tensors = list(module.parameters())
+    if value is None or value < 1 or not tensors or any(p.dim() < 2 or p.shape[0] % value for p in tensors):
+        return None
+    return value
+
+
+def _routed_experts(modules: Mapping[str, nn.Module], config: PretrainedConfig) -> tuple[RoutedExperts, ...]:
+    """The innermost experts containers (a fused [E, …] tensor module, or a list of expert
+    modules), grouped by the part they sit in: FFN, or attention for a mixture of attention
+    heads (JetMoE)."""
+    paths = [p for p, m in modules.items() if p and is_experts(p.rpartition(".")[2], type(m).__name__)]
+    innermost = [p for p in paths if not any(q.startswith(p + ".") for q in paths)]
+    top_k = _config_int(config, TOP_K_KEYS)
+    by_kind: dict[BuiltKind, list[str]] = {}
+    for path in innermost:
+        kind, _ = attribute((*_owners(modules, path), Owner("", "")))
+        by_kind.setdefault(kind, []).append(path)
+    routed = []
+    for kind, found in by_kind.items():
+        counts = {_expert_count(modules[p], config) for p in found}
+        routed.append(
+            RoutedExperts(
+                kind=kind,
+                modules=tuple(dict.fromkeys(pattern(_owners(modules, p)) for p in found)),
+                containers=len(found),
+                params=sum(sum(p.numel() for p in modules[path].parameters()) for path in found),
+                experts=counts.pop() if len(counts) == 1 else None,
+                top_k=top_k[1] if top_k else None,
+                top_k_key=top_k[0] if top_k else None,
+            )
+        )
+    return tuple(routed)
+
+
+# --- the FFN of one layer -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FFNModule:
+    """The model's own FFN module of one layer, for a trace or a benchmark to run."""
+
+    path: str
+    layer: int
+    module: nn.Module
+
+
+def _layer_stack(model: nn.Module, n_layers: int | None) -> tuple[str, nn.ModuleList] | None:
+    """The first ModuleList holding one block per layer (model.layers, transformer.h, …)."""
+    for path, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) > 0 and (n_layers is None or len(module) == n_layers):
+            return path, module
+    return None
+
+
+def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -> FFNModule | None:
+    """The outermost module the attribution rule calls FFN inside block `layer` of the layer
+    stack (model.layers[i].mlp, transformer.h[i].mlp, …); None when there is no such single
+    module (BERT splits its FFN into intermediate and output)."""
+    if n_layers is None and isinstance(getattr(model, "config", None), PretrainedConfig):
+        n_layers = _int_attr(model.config.get_text_config(), "num_hidden_layers")
+    stack = _layer_stack(model, n_layers)
+    if stack is None:
+        return None
+    stack_path, blocks = stack
+    if not 0 <= layer < len(blocks):
+        raise FFNError("layer", layer, f"the model has layers 0 to {len(blocks) - 1}")
+    block = blocks[layer]
+    inside = dict(block.named_modules())
+    for path, module in inside.items():
+        if not path:
+            continue
+        owners = (Owner(str(layer), type(block).__name__), *_owners(inside, path))
+        # A sentinel child that is no norm or embedding: the rule then decides by the path.
+        kind, depth = attribute((*owners, Owner("", "")))
+        if kind == "ffn" and depth == len(owners) and not path.endswith(("intermediate", "output")):
+            return FFNModule(f"{stack_path}.{layer}.{path}", layer, module)
+    return None

@@ -1,0 +1,371 @@
+"""Counting what no reader knows by building it with transformers on meta.
+
+Second paths: the same class built on the CPU and counted by storage (tied weights share
+one); hand counts of the routed experts from the config; and, for every family ffn reads,
+its reader, part by part.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("transformers")
+
+import torch
+import transformers
+from rich.console import Console
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.errors import FFNError
+from ffn_cli.models import SUPPORTED_MODEL_TYPES, count_model, fallback, load_preset, meta_build, preset_model, preset_names
+from ffn_cli.render.built import built_data, built_view
+from tests.model_configs import CASES
+from tests.tiny_families import DECODER_ONLY, FAMILIES, SMALL, tiny_config
+
+# Families this transformers can build and no reader knows: the fallback's territory.
+UNREAD = [t for t in FAMILIES if t not in SUPPORTED_MODEL_TYPES and meta_build.knows(t)]
+# What the fallback builds for the families that are not decoder-only (the base model).
+BASE_CLASSES = {
+    "bart": "BartModel",
+    "electra": "ElectraModel",
+    "modernbert": "ModernBertModel",
+    "mt5": "MT5Model",
+    "roberta": "RobertaModel",
+    "switch_transformers": "SwitchTransformersModel",
+    "t5": "T5Model",
+}
+
+
+def _count(model_type: str, **overrides: Any) -> fallback.BuiltModel:
+    if not meta_build.knows(model_type):
+        pytest.skip(f"transformers {transformers.__version__} has no {model_type}")
+    return meta_build.count({**tiny_config(model_type), **overrides}, name=model_type, source="test")
+
+
+def _stored_params(model: torch.nn.Module) -> int:
+    """Elements of every distinct parameter storage, walking each module's own parameters."""
+    storages = {p.data_ptr(): p.numel() for m in model.modules() for p in m._parameters.values() if p is not None}
+    return sum(storages.values())
+
+
+def test_at_least_thirty_families_without_a_reader() -> None:
+    assert len(UNREAD) >= 30, UNREAD
+
+
+@pytest.mark.parametrize("model_type", UNREAD)
+def test_total_is_exact_against_the_model_built_on_the_cpu(model_type: str, tmp_path: Path) -> None:
+    m = _count(model_type)
+    # transformers reads the same config.json from a local directory, as from_pretrained would.
+    (tmp_path / "config.json").write_text(json.dumps(tiny_config(model_type)))
+    hf_config = transformers.AutoConfig.from_pretrained(tmp_path)
+    expected_class = BASE_CLASSES.get(model_type)
+    assert m.model_class == expected_class if expected_class else m.model_class.endswith("ForCausalLM")
+    torch.manual_seed(0)
+    cpu_model = getattr(transformers, m.model_class)(hf_config)
+    assert m.total_params == _stored_params(cpu_model)
+    assert sum(p.params for p in m.parts) == m.total_params
+
+
+@pytest.mark.parametrize("model_type", [t for t in UNREAD if t in DECODER_ONLY])
+def test_decoder_only_transformers_leave_under_one_percent_other(model_type: str) -> None:
+    m = _count(model_type)
+    assert m.params_of("other") < 0.01 * m.total_params, m.part("other")
+    for kind in ("embedding", "attention", "ffn"):
+        assert m.params_of(kind) > 0, kind
+
+
+def _experts(n_layers: int, per_expert: int, experts: int = 4, top_k: int = 2) -> tuple[int, int]:
+    """(all routed-expert parameters, the share a token skips) over n_layers MoE layers."""
+    return n_layers * experts * per_expert, n_layers * (experts - top_k) * per_expert
+
+
+@pytest.mark.parametrize(
+    ("model_type", "moe_layers", "per_expert"),
+    [
+        ("qwen3_moe", 2, 3 * 64 * 32),  # SwiGLU experts of width moe_intermediate_size
+        ("olmoe", 2, 3 * 64 * 128),  # of width intermediate_size
+        ("gpt_oss", 2, 64 * 256 + 256 + 128 * 64 + 64),  # fused gate_up and down, with biases
+        ("dbrx", 2, 3 * 64 * 128),  # [E·d_ff, d] tensors in ffn_config
+        ("deepseek_v3", 1, 3 * 64 * 32),  # first_k_dense_replace=1: layer 0 dense
+        ("jamba", 1, 3 * 64 * 128),  # expert_layer_period=2, offset 1: layer 1 only
+    ],
+)
+def test_active_parameters_of_routed_experts_by_hand(model_type: str, moe_layers: int, per_expert: int) -> None:
+    m = _count(model_type)
+    (routed,) = m.routed
+    params, skipped = _experts(moe_layers, per_expert)
+    assert (routed.experts, routed.top_k, routed.containers, routed.params) == (4, 2, moe_layers, params)
+    assert m.active_params == m.total_params - skipped
+    assert m.part("ffn").active_params == m.params_of("ffn") - skipped  # type: ignore[union-attr]
+
+
+def test_a_mixture_of_attention_heads_counts_in_attention() -> None:
+    m = _count("jetmoe")
+    assert {r.kind for r in m.routed} == {"attention", "ffn"}
+    assert m.active_params == sum(p.active_params for p in m.parts) < m.total_params
+
+
+def test_active_is_unknown_when_no_key_names_the_experts_per_token() -> None:
+    switch = _count("switch_transformers")  # top-1 by design, but no config key says so
+    assert switch.active_params is None
+    assert "num_experts_per_tok" in (switch.routed[0].unknown_because or "")
+    data = built_data(switch)
+    assert data["active_params"] is None and data["routed_experts"][0]["unknown_because"]
+    dense = _count("stablelm")
+    assert dense.routed == () and dense.active_params == dense.total_params
+
+
+def test_jamba_matches_its_published_size() -> None:
+    # The docs' example: AI21 gives Jamba-v0.1 as 52B parameters, 12B of them active.
+    config = json.loads((Path(__file__).parents[1] / "docs/examples/jamba-v0.1/config.json").read_text())
+    if not meta_build.knows(config["model_type"]):
+        pytest.skip(f"transformers {transformers.__version__} has no jamba")
+    m = meta_build.count(config, name="jamba", source="test")
+    assert (round(m.total_params / 1e9), round((m.active_params or 0) / 1e9)) == (52, 12)
+
+
+def test_a_vision_language_model_keeps_its_lm_head() -> None:
+    config = transformers.AutoConfig.for_model("llava")  # defaults: CLIP ViT-L beside a LLaMA-7B
+    m = meta_build.count(config.to_dict(), name="llava", source="test")
+    text = config.get_text_config()
+    assert m.model_class == "LlavaForConditionalGeneration"
+    assert m.params_of("head") == text.vocab_size * text.hidden_size
+    assert m.params_of("other") < 0.01 * m.total_params  # the projector's two Linears
+
+
+def test_tied_weights_count_once_and_say_so() -> None:
+    tied, untied = _count("cohere", tie_word_embeddings=True), _count("cohere", tie_word_embeddings=False)
+    assert untied.total_params - tied.total_params == 64 * 256
+    assert tied.params_of("head") == 0 and untied.params_of("head") == 64 * 256
+    assert any("tied" in note and "counted once" in note for note in tied.notes)
+
+
+# --- the readers are a second path --------------------------------------------------------
+
+
+def _reader_kinds(name: str) -> dict[str, int]:
+    kinds: dict[str, int] = {}
+    for p in count_model(preset_model(name)).parts:
+        kinds[p.kind] = kinds.get(p.kind, 0) + p.params
+    return {k: v for k, v in kinds.items() if v}
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_fallback_agrees_with_the_reader_of_every_preset(name: str) -> None:
+    config = load_preset(name)
+    if not meta_build.knows(config["model_type"]) or config.get("auto_map"):
+        pytest.skip(f"model_type {config['model_type']!r} is not in transformers {transformers.__version__}")
+    built, read = meta_build.count(config, name=name, source=name), count_model(preset_model(name))
+    if read.vision_params:
+        # The reader keeps the vision tower apart; transformers builds it into the model (or,
+        # for a causal-LM class, leaves it out): totals are compared, with or without it.
+        assert built.total_params in (read.total_params, read.text_params)
+        return
+    assert built.total_params == read.total_params
+    assert built.active_params == read.active_params
+    assert {p.kind: p.params for p in built.parts if p.params} == _reader_kinds(name)
+
+
+def test_every_family_with_a_reader_is_checked_against_transformers() -> None:
+    covered = {load_preset(n)["model_type"] for n in preset_names() if meta_build.knows(load_preset(n)["model_type"])}
+    covered |= {model_type for model_type, *_ in CASES}  # tests/test_models_transformers.py builds these
+    # DeepSeek-MoE's model_type 'deepseek' is DeepSeek's own code, not a transformers class.
+    assert set(SUPPORTED_MODEL_TYPES) - covered <= {"deepseek"}
+
+
+# --- refusals and errors --------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, config: dict[str, Any]) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def test_remote_code_is_refused_with_one_line(tmp_path: Path, runner: CliRunner) -> None:
+    config = {"model_type": "internlm2", "auto_map": {"AutoModelForCausalLM": "modeling_internlm2.InternLM2ForCausalLM"}, "hidden_size": 64}
+    result = runner.invoke(app, ["params", "--config", _write(tmp_path, config)])
+    assert result.exit_code == 2
+    assert "this config needs trust_remote_code; ffn never runs a model's own code" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_auto_map_beside_a_transformers_class_builds_that_class_not_the_repository_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers.dynamic_module_utils as dynamic
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("remote code was asked for")
+
+    monkeypatch.setattr(dynamic, "get_class_from_dynamic_module", never)
+    config = {**tiny_config("cohere"), "auto_map": {"AutoModelForCausalLM": "modeling_cohere.CohereForCausalLM"}}
+    m = meta_build.count(config, name="cohere", source="test")
+    assert m.model_class == "CohereForCausalLM"
+    assert any("auto_map ignored" in note for note in m.notes)
+
+
+def test_unknown_to_ffn_and_transformers(tmp_path: Path, runner: CliRunner) -> None:
+    result = runner.invoke(app, ["params", "--config", _write(tmp_path, {"model_type": "no_such_family", "hidden_size": 8})])
+    assert result.exit_code == 2
+    assert "neither ffn" in result.output and "nor transformers" in result.output and "llama" in result.output
+
+
+def test_a_config_transformers_rejects_is_one_line(tmp_path: Path, runner: CliRunner) -> None:
+    config = {**tiny_config("stablelm"), "num_attention_heads": 5}  # 64 does not split into 5 heads
+    result = runner.invoke(app, ["params", "--config", _write(tmp_path, config)])
+    assert result.exit_code == 2
+    assert "transformers cannot" in result.output and "Traceback" not in result.output
+
+
+def test_absurd_depth_is_refused_before_building() -> None:
+    with pytest.raises(FFNError, match="num_hidden_layers=100000"):
+        _count("stablelm", num_hidden_layers=100_000)
+
+
+def test_without_transformers_the_error_names_the_families_and_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fallback, "transformers_available", lambda: False)
+    with pytest.raises(FFNError) as caught:
+        fallback.count_by_building({"model_type": "jamba"}, name="j", source="s", known=SUPPORTED_MODEL_TYPES)
+    message = str(caught.value)
+    assert all(t in message for t in SUPPORTED_MODEL_TYPES)
+    assert "ffn-cli[transformers]" in message and "any architecture transformers knows" in message
+
+
+def test_without_transformers_the_cli_fails_in_one_line_and_imports_no_torch(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"model_type": "jamba", "hidden_size": 64})
+    code = (
+        "import sys\n"
+        "sys.modules['transformers'] = None  # as if it were not installed\n"
+        "from typer.testing import CliRunner\n"
+        "from ffn_cli.cli import app\n"
+        f"result = CliRunner().invoke(app, ['params', '--config', {path!r}])\n"
+        "assert result.exit_code == 2, result.output\n"
+        "assert 'ffn-cli[transformers]' in result.output, result.output\n"
+        "assert result.output.count('error:') == 1 and 'Traceback' not in result.output\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_nothing_is_downloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    def offline(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a network connection was attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", offline)
+    monkeypatch.setattr(socket, "create_connection", offline)
+    for model_type in ("jamba", "t5", "olmoe"):
+        assert _count(model_type).total_params > 0
+
+
+# --- the CLI and the rendering ------------------------------------------------------------
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d[\d,]*", text))
+
+
+@pytest.mark.parametrize("model_type", ["olmoe", "jamba", "switch_transformers"])
+def test_table_at_80_columns_shows_every_number_whole(model_type: str) -> None:
+    m = _count(model_type)
+    console = Console(width=80, file=__import__("io").StringIO(), color_system=None)
+    console.print(built_view(m))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "Counted by building" in text and m.model_class in text and "meta device" in text
+    shown = _numbers(text)
+    for part in m.parts:
+        assert f"{part.params:,}" in shown, part
+        if part.inactive_params:
+            assert f"{part.active_params:,}" in shown, part
+    assert f"{m.total_params:,}" in shown
+    if m.active_params is not None:
+        assert f"{m.active_params:,}" in shown
+    else:
+        assert "unknown" in text
+    for _, rule in m.rules:
+        assert rule.split(" ")[0] in text
+
+
+def test_cli_table_and_json_carry_the_same_counts(tmp_path: Path, runner: CliRunner) -> None:
+    path = _write(tmp_path, tiny_config("olmoe"))
+    table = runner.invoke(app, ["params", "--config", path])
+    assert table.exit_code == 0, table.output
+    result = runner.invoke(app, ["params", "--config", path, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    m = _count("olmoe")
+    assert data["counted_by"] == "transformers" and data["device"] == "meta"
+    assert data["model_class"] == "OlmoeForCausalLM" and data["model"] == "tiny-olmoe"
+    assert data["total_params"] == m.total_params == sum(p["params"] for p in data["parts"])
+    assert data["active_params"] == m.active_params
+    assert [r["kind"] for r in data["rule"]] == [k for k, _ in m.rules]
+    assert data["weight_bytes"]["bfloat16"] == 2 * m.total_params
+    for part in data["parts"]:
+        assert f"{part['params']:,}" in table.output
+    assert "Counted by building OlmoeForCausalLM" in " ".join(table.output.split())
+
+
+# --- the FFN module of one layer, for trace and bench -------------------------------------
+
+
+def _built(model_type: str, **overrides: Any) -> torch.nn.Module:
+    config = transformers.AutoConfig.for_model(model_type, **{**SMALL, **overrides}).to_dict()
+    return meta_build.build_on_meta(config)[0]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "overrides", "path", "cls"),
+    [
+        ("llama", {}, "model.layers.1.mlp", "LlamaMLP"),
+        ("mixtral", {"num_local_experts": 4}, "model.layers.1.mlp", "MixtralSparseMoeBlock"),
+        ("gpt2", {}, "transformer.h.1.mlp", "GPT2MLP"),
+        (
+            "jamba",
+            {"num_experts": 4, "expert_layer_period": 2, "expert_layer_offset": 1},
+            "model.layers.1.feed_forward",
+            "JambaSparseMoeBlock",
+        ),
+        ("t5", {"d_ff": 128, "d_kv": 16}, "encoder.block.1.layer.1", "T5LayerFF"),
+    ],
+)
+def test_the_ffn_module_of_a_layer_is_found(model_type: str, overrides: dict[str, Any], path: str, cls: str) -> None:
+    model = _built(model_type, **overrides)
+    found = meta_build.find_ffn_module(model, 1)
+    assert found is not None
+    if found.path.endswith("block_sparse_moe"):  # transformers 4 named Mixtral's MoE block so
+        path = path.replace(".mlp", ".block_sparse_moe")
+    assert (found.path, type(found.module).__name__, found.layer) == (path, cls, 1)
+    assert found.module is model.get_submodule(path)
+
+
+def test_the_found_ffn_runs_under_the_trace_recorder_on_meta() -> None:
+    from ffn_cli.trace.recorder import record
+
+    found = meta_build.find_ffn_module(_built("llama"), 0)
+    assert found is not None
+    out, rec = record(found.module, torch.empty(2, 3, 64, device="meta"))
+    assert tuple(out.shape) == (2, 3, 64)
+    by_module = {op.record.path for op in rec.ops if op.record.matmul_flops}
+    assert by_module == {"gate_proj", "up_proj", "down_proj"}
+    # Three (6 × 64)·(64 × 128)-sized matmuls: 2·m·n·k each, as FlopCounterMode counts.
+    assert sum(op.record.matmul_flops for op in rec.ops) == 3 * 2 * 6 * 64 * 128
+
+
+def test_no_single_ffn_module_is_said_plainly() -> None:
+    # BERT splits its FFN into intermediate and the layer's output: no one module to trace.
+    assert meta_build.find_ffn_module(_built("bert"), 0) is None
+    assert meta_build.find_ffn_module(_built("mamba"), 0) is None
+
+
+def test_a_layer_out_of_range_is_refused() -> None:
+    with pytest.raises(FFNError, match="layers 0 to 1"):
+        meta_build.find_ffn_module(_built("llama"), 2)
