@@ -93,7 +93,7 @@ class BenchResult:
     est_mem_bytes: int
     first_call_s: float
     warmup_calls: int
-    fastest: bool = False  # the fastest implementation of its case, when several ran
+    fastest: bool = False  # the fastest implementation of its case (its only one, when one ran)
     samples_ms: tuple[float, ...] = field(default=(), repr=False)
 
     @property
