@@ -241,10 +241,11 @@ def _fake_report() -> BenchReport:
     return BenchReport(results=results, env=env)
 
 
-def test_rendered_view_matches_golden(golden) -> None:  # type: ignore[no-untyped-def]
-    console = Console(width=160, file=io.StringIO(), color_system=None)
+@pytest.mark.parametrize("width", [80, 120])
+def test_rendered_view_matches_golden(golden, width: int) -> None:  # type: ignore[no-untyped-def]
+    console = Console(width=width, file=io.StringIO(), color_system=None)
     console.print(bench_view(_fake_report()))
-    golden("bench_view.txt", console.file.getvalue())  # type: ignore[attr-defined]
+    golden(f"bench_view_{width}.txt", console.file.getvalue())  # type: ignore[attr-defined]
 
 
 def test_json_of_the_same_report() -> None:

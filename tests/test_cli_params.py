@@ -210,16 +210,19 @@ def _render(renderable: Any, width: int = 100) -> str:
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
-def test_golden_tutorial_ffn(golden: Any) -> None:
+@pytest.mark.parametrize("width", [80, 120])
+def test_golden_tutorial_ffn(golden: Any, width: int) -> None:
     report = ffn_report(FFNSpec(variant="relu", d_model=512), AttentionSpec(512))
-    golden("params_relu_512.txt", _render(ffn_report_view(report)))
+    golden(f"params_relu_512_{width}.txt", _render(ffn_report_view(report), width))
 
 
-def test_golden_comparison(golden: Any) -> None:
+@pytest.mark.parametrize("width", [80, 120])
+def test_golden_comparison(golden: Any, width: int) -> None:
     specs = [FFNSpec(variant=v, d_model=4096) for v in ("relu", "gelu", "swiglu", "moe")]
     comparison = compare_variants(specs, AttentionSpec(4096, qkv_bias=True, o_bias=True), match_params=True)
-    golden("params_match_4096.txt", _render(comparison_table(comparison)))
+    golden(f"params_match_4096_{width}.txt", _render(comparison_table(comparison), width))
 
 
-def test_golden_model(golden: Any) -> None:
-    golden("params_mixtral_8x7b.txt", _render(model_view(count_model(preset_model("mixtral-8x7b")))))
+@pytest.mark.parametrize("width", [80, 120])
+def test_golden_model(golden: Any, width: int) -> None:
+    golden(f"params_mixtral_8x7b_{width}.txt", _render(model_view(count_model(preset_model("mixtral-8x7b"))), width))

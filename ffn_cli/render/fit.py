@@ -85,40 +85,41 @@ class FitTable:
     def __post_init__(self) -> None:
         self._bounds = [self._column_bounds(i) for i in range(len(self.columns))]
 
-    def _column_bounds(self, i: int) -> tuple[int, int]:
-        """(narrowest, widest) the column can be drawn without breaking a number or a word."""
+    def _column_bounds(self, i: int) -> tuple[int, int, int]:
+        """(narrowest without breaking a number or a word, narrowest comfortable, widest)."""
         col = self.columns[i]
         body = [line for row in self.rows if row is not None for line in _lines(row[i])] + _lines(col.footer)
         header = col.header.split("\n") if self.show_header else []
         widest = max(_longest(body), _longest(header), 1)
-        words = _longest(body) if col.kind != "text" else max(_longest_word(body), min(TEXT_FLOOR, widest))
-        return max(words, _longest_word(header), 1), widest
+        hard = max(_longest(body) if col.kind != "text" else _longest_word(body), _longest_word(header), 1)
+        soft = max(hard, min(TEXT_FLOOR, widest)) if col.kind == "text" else hard
+        return hard, soft, widest
 
     def layout(self, width: int) -> tuple[list[int], list[int]]:
         """(the indices of the columns shown, the width of each), for a console `width` wide."""
         shown = list(range(len(self.columns)))
 
-        def needed() -> int:
-            return sum(self._bounds[i][0] for i in shown) + GAP * (len(shown) - 1)
+        def needed(bound: int) -> int:
+            return sum(self._bounds[i][bound] for i in shown) + GAP * (len(shown) - 1)
 
-        while needed() > width:
+        while needed(1) > width:
             droppable = [i for i in shown if self.columns[i].drop is not None]
             if not droppable:
                 break
             shown.remove(min(reversed(droppable), key=lambda i: self.columns[i].drop or 0))
         widths = [self._bounds[i][0] for i in shown]
-        spare = width - needed()
-        # Hand spare cells out one at a time, wrapped text first, so notes unfold before headers.
-        order = sorted(range(len(shown)), key=lambda k: self.columns[shown[k]].kind != "text")
-        while spare > 0:
-            grew = False
-            for k in order:
-                if spare and widths[k] < self._bounds[shown[k]][1]:
-                    widths[k] += 1
-                    spare -= 1
-                    grew = True
-            if not grew:
-                break
+        spare = width - needed(0)
+        # Hand spare cells out one at a time: wrapped text up to a comfortable width first,
+        # then every column towards its widest line, so notes unfold before headers do.
+        for bound, kinds in ((1, ("text",)), (2, ("text",)), (2, ("num", "fixed"))):
+            grew = True
+            while spare > 0 and grew:
+                grew = False
+                for k, i in enumerate(shown):
+                    if spare and self.columns[i].kind in kinds and widths[k] < self._bounds[i][bound]:
+                        widths[k] += 1
+                        spare -= 1
+                        grew = True
         return shown, widths
 
     def hidden(self, width: int) -> list[str]:

@@ -127,8 +127,9 @@ def _shard_table(title: str, held: Sequence[Sequence[ShardTensor]], extra: Seque
 
 
 def _step_cell(step: StepShape, named: bool) -> str:
-    inputs = ", ".join(fmt_shape(s) for s in step.input_shapes)
-    return (f"{step.name}: " if named else "") + f"{inputs} → {fmt_shape(step.output_shape)}"
+    """The step's name where ranks differ, its inputs, then its output marked →; a shape per line."""
+    lines = ([step.name] if named else []) + [fmt_shape(s) for s in step.input_shapes] + [f"→ {fmt_shape(step.output_shape)}"]
+    return "\n".join(lines)
 
 
 def _step_table(result: ParallelResult) -> FitTable:
@@ -137,7 +138,7 @@ def _step_table(result: ParallelResult) -> FitTable:
     ranks: Sequence[RankResult] = result.ranks[:1] if same_everywhere else result.ranks
     columns = [Col("step", "fixed"), Col("formula", "text", drop=len(ranks) + 1)]
     for k, r in enumerate(ranks):
-        columns.append(Col("every rank" if same_everywhere else f"rank {r.rank}", "text", drop=None if k == 0 else len(ranks) - k))
+        columns.append(Col("every rank" if same_everywhere else f"rank {r.rank}", "fixed", drop=None if k == 0 else len(ranks) - k))
     rows: list[Sequence[Cell] | None] = []
     for i, step in enumerate(result.ranks[0].steps):
         named = any(r.steps[i].name != step.name for r in ranks)
@@ -195,6 +196,7 @@ def _rank_json(r: RankResult) -> dict[str, Any]:
         allreduce_bytes=r.allreduce_bytes,
         alltoall_sent_bytes=r.alltoall_sent_bytes,
         alltoall_received_bytes=r.alltoall_received_bytes,
+        expert_params=_expert_params(r.shards),
     )
     return data
 
@@ -241,6 +243,15 @@ def render_rank_params(spec: FFNSpec, ranks: Sequence[RankParams]) -> Renderable
     return Group(header, table)
 
 
+def _expert_params(tensors: Sequence[ShardTensor]) -> dict[str, int]:
+    """Parameters per whole expert a rank holds, as the shards table shows them."""
+    counts: dict[str, int] = {}
+    for t in tensors:
+        if _group(t.name) != t.name:
+            counts[_group(t.name)] = counts.get(_group(t.name), 0) + t.count
+    return counts
+
+
 def rank_params_json(spec: FFNSpec, ranks: Sequence[RankParams]) -> dict[str, Any]:
     return {
         "spec": spec.as_dict(),
@@ -252,8 +263,10 @@ def rank_params_json(spec: FFNSpec, ranks: Sequence[RankParams]) -> dict[str, An
                 "params": r.params,
                 "param_bytes": r.param_bytes,
                 "tensors": [
-                    {"name": t.name, "shape": list(t.shape), "full_shape": list(t.full_shape), "split": t.split} for t in r.tensors
+                    {"name": t.name, "shape": list(t.shape), "full_shape": list(t.full_shape), "split": t.split, "count": t.count}
+                    for t in r.tensors
                 ],
+                "expert_params": _expert_params(r.tensors),
             }
             for r in ranks
         ],

@@ -38,6 +38,11 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "–"
 
 
+def _share(part: int, whole: int) -> float | None:
+    """part / whole, the fraction the tables print in percent."""
+    return part / whole if whole else None
+
+
 def _ratio(value: float) -> str:
     return f"{value:.3f}×" if value < 10 else f"{value:.2f}×"
 
@@ -64,7 +69,15 @@ def ffn_report_data(r: FFNReport) -> dict[str, Any]:
         "spec": r.spec.as_dict(),
         "dtype": r.dtype,
         "tensors": [
-            {"name": t.name, "shape": list(t.shape), "copies": t.copies, "count": t.count, "bytes": t.count * width} for t in r.tensors
+            {
+                "name": t.name,
+                "shape": list(t.shape),
+                "copies": t.copies,
+                "count": t.count,
+                "bytes": t.count * width,
+                "share": _share(t.count, r.total_params),
+            }
+            for t in r.tensors
         ],
         "total_params": r.total_params,
         "active_params": r.active_params,
@@ -229,6 +242,7 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
                 "copies": p.copies,
                 "params": p.params,
                 "active_params": p.active_params,
+                "share": _share(p.params, m.total_params),
             }
             for p in m.parts
         ],
