@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import math
 import sys
@@ -14,7 +15,7 @@ from rich.console import Console
 
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 
-__all__ = ["console", "emit_json", "err_console", "fail", "handles_errors", "refuse_unused", "settings"]
+__all__ = ["FIELD_OPTIONS", "console", "describe", "emit_json", "err_console", "fail", "handles_errors", "refuse_unused", "settings"]
 
 # emoji=False: text the user typed (cuda:x, a path) must print as typed, not as ❌.
 console = Console(emoji=False)
@@ -54,7 +55,11 @@ def handles_errors(command: F) -> F:
             return command(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
-        except (FFNError, FFNRuntimeError) as exc:
+        except FFNError as exc:
+            if settings.debug:
+                raise
+            raise fail(describe(exc), exc.exit_code) from None
+        except FFNRuntimeError as exc:
             if settings.debug:
                 raise
             raise fail(str(exc), exc.exit_code) from None
@@ -69,6 +74,35 @@ def handles_errors(command: F) -> F:
             raise fail(message, RUNTIME_EXIT) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# Fields whose option has another name; every other field `a_b` is the option `--a-b`.
+FIELD_OPTIONS = {"fused_gate_up": "fused", "min_time_ms": "min_time"}
+
+
+def _current_context() -> Any:
+    """Click's context of the running command (Typer vendors click in newer releases)."""
+    base = next(c for c in typer.Context.__mro__ if c.__name__ == "Context" and c is not typer.Context)
+    package = base.__module__.rsplit(".", 1)[0]  # click, or typer._click
+    return importlib.import_module(package + ".globals").get_current_context(silent=True)
+
+
+def describe(exc: FFNError) -> str:
+    """The error as the user typed it: `--d-model 0: must be …`, not the spec's field name;
+    a key read from a config file or preset is named as that file's key."""
+    ctx = _current_context()
+    params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
+    param = params.get(FIELD_OPTIONS.get(exc.option, exc.option))
+    if param is not None and param.opts:
+        flag = max(param.opts, key=len)
+        if exc.value is True and getattr(param, "is_flag", False):
+            return f"{flag}: {exc.allowed}"
+        value = exc.value if isinstance(exc.value, str) else repr(exc.value)
+        return f"{flag} {value}: {exc.allowed}"
+    source = (ctx.params.get("preset") and f"preset {ctx.params['preset']}") or ctx.params.get("config") if ctx is not None else None
+    if source:
+        return f"{source}: key {exc.option} = {exc.value!r}: {exc.allowed}"
+    return str(exc)
 
 
 def refuse_unused(given: dict[str, Any], allowed: str) -> None:

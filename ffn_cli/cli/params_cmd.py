@@ -10,6 +10,7 @@ import typer
 from ffn_cli.accounting import total_params
 from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
+from ffn_cli.cli.complete import complete_dtypes, complete_presets, complete_variants
 from ffn_cli.cli.options import (
     AttnBiasOpt,
     BiasOpt,
@@ -64,6 +65,7 @@ VariantsOpt = Annotated[
     typer.Option(
         "--variant",
         "-v",
+        autocompletion=complete_variants,
         help="FFN variant, or several comma-separated (relu,gelu,swiglu,moe), or all: " + ", ".join(VARIANTS) + ". \\[default: relu]",
         show_default=False,
     ),
@@ -76,6 +78,7 @@ ParamsDTypeOpt = Annotated[
     str | None,
     typer.Option(
         "--dtype",
+        autocompletion=complete_dtypes,
         help="Bytes per element: float32, bfloat16, float16, float8 or float64 (default: float32 for an FFN, bfloat16 for a model).",
         show_default=False,
     ),
@@ -84,7 +87,13 @@ ConfigOpt = Annotated[
     str | None, typer.Option("--config", help="A Hugging Face config.json, or a model directory holding one.", rich_help_panel=_MODEL)
 ]
 PresetOpt = Annotated[
-    str | None, typer.Option("--preset", help="A well-known model shipped with ffn (see --list-presets).", rich_help_panel=_MODEL)
+    str | None,
+    typer.Option(
+        "--preset",
+        help="A well-known model shipped with ffn (see --list-presets).",
+        rich_help_panel=_MODEL,
+        autocompletion=complete_presets,
+    ),
 ]
 ListPresetsOpt = Annotated[
     bool, typer.Option("--list-presets", help="List the presets with their parameter totals.", rich_help_panel=_MODEL)
