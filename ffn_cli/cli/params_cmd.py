@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from ffn_cli.accounting import total_params
 from ffn_cli.attention import AttentionSpec
@@ -45,6 +46,7 @@ from ffn_cli.models import (
     preset_names,
 )
 from ffn_cli.models.layer import check_dtype
+from ffn_cli.models.matching import match_misses
 from ffn_cli.render.params import (
     comparison_data,
     comparison_table,
@@ -199,10 +201,13 @@ def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, matc
     if match_params and len(specs) < 2:
         raise FFNError("match_params", True, "needs two or more variants, e.g. --variant relu,swiglu")
     comparison = compare_variants(specs, attention, dtype, match_params=match_params, multiple_of=multiple_of)
+    warnings = [miss.message(multiple_of) for miss in match_misses(comparison, multiple_of)]
     if json:
-        emit_json(comparison_data(comparison))
+        emit_json(comparison_data(comparison) | {"warnings": warnings})
     else:
         console.print(comparison_table(comparison))
+        for warning in warnings:
+            console.print(Text(f"warning: {warning}", style="yellow"))
 
 
 def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool) -> None:

@@ -92,7 +92,10 @@ def _header(result: TraceResult) -> Panel:
                 parts.append(f"capacity factor {spec.capacity_factor:g}")
     if spec.family == "sparse":
         parts.append(f"sparsity {spec.sparsity:g}")
-    lines = [f"[bold]{spec.info.formula}[/]", " · ".join(parts)]
+    formula = spec.info.formula
+    if spec.is_moe and not spec.shared_experts:  # the registry's formula names the optional shared experts
+        formula = formula.replace(" + shared(x)", "")
+    lines = [f"[bold]{escape(formula)}[/]", " · ".join(parts)]
     if result.block is not None:
         a, b = result.block.attention, result.block
         kv = f", {a.n_kv_heads} K/V heads (GQA)" if a.n_kv_heads != a.n_heads else ""
