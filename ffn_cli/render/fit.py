@@ -110,8 +110,8 @@ class FitTable:
         widths = [self._bounds[i][0] for i in shown]
         spare = width - needed(0)
         # Hand spare cells out one at a time: wrapped text up to a comfortable width first,
-        # then every column towards its widest line, so notes unfold before headers do.
-        for bound, kinds in ((1, ("text",)), (2, ("text",)), (2, ("num", "fixed"))):
+        # then wrapped headers of number columns (a few cells each), then the text to its widest.
+        for bound, kinds in ((1, ("text",)), (2, ("num", "fixed")), (2, ("text",))):
             grew = True
             while spare > 0 and grew:
                 grew = False
