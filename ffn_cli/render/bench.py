@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.render import plot
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_si
+from ffn_cli.render.plot import PLOT_FORMATS, check_plot_target
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
     from ffn_cli.bench import BenchReport, BenchResult
 
-__all__ = ["PLOT_FORMATS", "bars", "bench_json", "bench_view", "check_plot_target", "results_table", "write_plot"]
+__all__ = ["PLOT_FORMATS", "bars", "bench_json", "bench_view", "check_plot_target", "constant_parts", "results_table", "write_plot"]
 
-PLOT_FORMATS = (".png", ".svg", ".pdf")
 BAR_WIDTH = 40
 
 
@@ -213,53 +211,14 @@ def bench_json(report: BenchReport) -> dict[str, Any]:
 # --- plot file ---------------------------------------------------------------------------
 
 
-def check_plot_target(path: str) -> Path:
-    """Refuse a plot file we could not write, before any timing starts."""
-    target = Path(path)
-    if target.suffix.lower() not in PLOT_FORMATS:
-        raise FFNError("plot", path, "a file name ending in " + ", ".join(PLOT_FORMATS))
-    if not target.parent.is_dir():
-        raise FFNError("plot", path, f"its folder {target.parent} does not exist")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]") from None
-    return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def constant_parts(results: Sequence[BenchResult]) -> list[str]:
+    """What every case shares (dtype, pass, sizes): the table's and the plot's title."""
+    return _split_columns(results)[1]
 
 
 def write_plot(report: BenchReport, path: str) -> Path:
-    """Horizontal bars of TFLOP/s per result, written whole or not at all (temp file + rename)."""
-    target = check_plot_target(path)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    results = report.results
-    varying, constant = _split_columns(results)
-    starred = _starred(results)
-    labels = [_row_label(r, varying, i in starred) for i, r in enumerate(results)]
-    fig = Figure(figsize=(9, 1.2 + 0.4 * len(results)), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.barh(labels, [r.tflops for r in results], color=["tab:orange" if r.fastest else "tab:blue" for r in results])
-    ax.invert_yaxis()
-    ax.set_xlabel("achieved TFLOP/s (analytic matmul FLOPs / median time)")
-    ax.set_title(" · ".join([*constant, report.env.device_name, f"torch {report.env.torch_version}", f"cache {report.env.cache}"]))
-    for i, r in enumerate(results):
-        note = f" {r.median_ms:.3g} ms" + (f", {r.pct_peak:.0f} % of peak" if r.pct_peak is not None else "")
-        ax.annotate(note, (r.tflops, i), va="center", fontsize=8)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=target.suffix.lstrip(".").lower())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it an ordinary file's mode
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """The report drawn to `path` (bars with IQR whiskers, and the roofline); see render.plot."""
+    varying, _ = _split_columns(report.results)
+    starred = _starred(report.results)
+    labels = [_row_label(r, varying, i in starred) for i, r in enumerate(report.results)]
+    return plot.write_plot(report, path, labels)
