@@ -30,7 +30,8 @@ HtmlOpt = Annotated[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _targets(svg: str | None, html: str | None, json: bool) -> dict[str, Path]:
+def _targets(svg: str | None, html: str | None, plain: str | None) -> dict[str, Path]:
+    """The checked destinations; `plain` names an option given that prints without tables."""
     from ffn_cli.render.files import check_target
 
     targets = {}
@@ -38,14 +39,17 @@ def _targets(svg: str | None, html: str | None, json: bool) -> dict[str, Path]:
         targets["svg"] = check_target("svg", svg, (".svg",))
     if html is not None:
         targets["html"] = check_target("html", html, (".html", ".htm"))
-    if targets and json:
+    if targets and plain:
         option = "--svg" if svg is not None else "--html"
-        raise FFNError("json", True, f"{option} saves the tables as printed; drop --json (or redirect the JSON to a file)")
+        raise FFNError(plain, True, f"{option} saves the tables as printed; drop --{plain} (or redirect the output to a file)")
     return targets
 
 
 def _save(targets: dict[str, Path], title: str) -> None:
     from ffn_cli.render.files import write_atomically
+
+    if not console.export_text(clear=False).strip():
+        return  # this process printed nothing (a torchrun rank other than 0): rank 0 writes the file
 
     svg = console.export_svg(title=title, clear=False) if "svg" in targets else None
     html = console.export_html(clear=False) if "html" in targets else None
@@ -66,7 +70,8 @@ def with_export(name: str, command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, svg: str | None = None, html: str | None = None, **kwargs: Any) -> Any:
         try:
-            targets = _targets(svg, html, bool(kwargs.get("json")))
+            plain = next((name for name in ("json", "markdown") if kwargs.get(name)), None)
+            targets = _targets(svg, html, plain)
         except FFNError as exc:
             from ffn_cli.cli.common import describe
 

@@ -80,7 +80,7 @@ class FitTable:
     rows: Sequence[Sequence[Cell] | None]
     caption: Cell | None = None
     show_header: bool = True
-    _bounds: list[tuple[int, int]] = field(init=False, repr=False)
+    _bounds: list[tuple[int, int, int]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._bounds = [self._column_bounds(i) for i in range(len(self.columns))]
@@ -123,7 +123,10 @@ class FitTable:
         return shown, widths
 
     def hidden(self, width: int) -> list[str]:
-        shown, _ = self.layout(width)
+        """The headers of the columns that leave at this width."""
+        return self._left_out(self.layout(width)[0])
+
+    def _left_out(self, shown: Sequence[int]) -> list[str]:
         return [c.header.replace("\n", " ") for i, c in enumerate(self.columns) if i not in shown]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -159,7 +162,7 @@ class FitTable:
         yield table
         if self.caption:
             yield Text.assemble(_text(self.caption), style="table.caption")
-        hidden = [self.columns[i].header.replace("\n", " ") for i in range(len(self.columns)) if i not in shown]
+        hidden = self._left_out(shown)
         if hidden:
             yield Text(hidden_note(hidden, width), style="dim")
 
