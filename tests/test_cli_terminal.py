@@ -90,11 +90,12 @@ def test_completion_lists_every_implementation() -> None:
     assert set(complete_impls("")) == {*IMPLS, "all"}
 
 
-def test_completion_is_installable(runner: CliRunner) -> None:
+def test_completion_is_installable(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     result = runner.invoke(app, ["--help"])
     assert "--install-completion" in result.stdout and "--show-completion" in result.stdout
-    # Typer's own switch: the shell is named, not detected from the process tree.
-    shown = runner.invoke(app, ["--show-completion", "bash"], env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
+    # Typer's own switch, read when the command is built: the shell is named, not detected from the process tree.
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
+    shown = runner.invoke(app, ["--show-completion", "bash"])
     assert shown.exit_code == 0 and "complete -o default -F _ffn_completion ffn" in shown.stdout, shown.output
 
 
