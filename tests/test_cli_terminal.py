@@ -66,6 +66,11 @@ def test_a_config_error_names_the_files_key(runner: CliRunner, tmp_path: Path) -
     path.write_text(json.dumps(config))
     result = runner.invoke(app, ["params", "--config", str(path)])
     assert result.exit_code == 2 and result.stderr.startswith(f"error: {path}: key hidden_size = 0:"), result.stderr
+    # A field that is also an option (--n-kv-heads) but came from the file is named as the file's.
+    config["hidden_size"], config["num_key_value_heads"] = 4096, 3
+    path.write_text(json.dumps(config))
+    result = runner.invoke(app, ["params", "--config", str(path)])
+    assert result.exit_code == 2 and result.stderr.startswith(f"error: {path}: key n_kv_heads = 3:"), result.stderr
 
 
 # --- completion -------------------------------------------------------------------------------

@@ -87,19 +87,27 @@ def _current_context() -> Any:
     return importlib.import_module(package + ".globals").get_current_context(silent=True)
 
 
+def _source_name(ctx: Any, name: str) -> str:
+    """COMMANDLINE, DEFAULT, ENVIRONMENT…: where click took the parameter's value from."""
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", "")
+
+
 def describe(exc: FFNError) -> str:
     """The error as the user typed it: `--d-model 0: must be …`, not the spec's field name;
     a key read from a config file or preset is named as that file's key."""
     ctx = _current_context()
     params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
     param = params.get(FIELD_OPTIONS.get(exc.option, exc.option))
+    source = (ctx.params.get("preset") and f"preset {ctx.params['preset']}") or ctx.params.get("config") if ctx is not None else None
+    if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":
+        param = None  # a value the model's config set, not one the user typed
     if param is not None and param.opts:
         flag = max(param.opts, key=len)
         if exc.value is True and getattr(param, "is_flag", False):
             return f"{flag}: {exc.allowed}"
         value = exc.value if isinstance(exc.value, str) else repr(exc.value)
         return f"{flag} {value}: {exc.allowed}"
-    source = (ctx.params.get("preset") and f"preset {ctx.params['preset']}") or ctx.params.get("config") if ctx is not None else None
     if source:
         return f"{source}: key {exc.option} = {exc.value!r}: {exc.allowed}"
     return str(exc)
