@@ -58,7 +58,7 @@ def test_max_cases_raises_the_cap(runner: CliRunner) -> None:
 @pytest.mark.parametrize("value", ["0", "-1", "10000001"])
 def test_max_cases_must_be_a_sane_count(runner: CliRunner, value: str) -> None:
     result = runner.invoke(app, [*TINY, "--max-cases", value])
-    assert result.exit_code == 2 and result.stderr.startswith(f"error: max_cases={value}")
+    assert result.exit_code == 2 and result.stderr.startswith(f"error: --max-cases {value}")
 
 
 def test_every_case_is_preflighted_before_the_first_is_timed(runner: CliRunner, timed: list[str]) -> None:

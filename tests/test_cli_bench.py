@@ -121,18 +121,18 @@ def test_cuda_without_cuda_is_one_line(runner: CliRunner) -> None:
     ("args", "needle"),
     [
         (["--variant", "relu,nope"], "variant"),
-        (["--d-model", "8,x"], "d_model"),
-        (["--d-model", ","], "d_model"),
-        (["--seq-len", "0"], "seq_len"),
+        (["--d-model", "8,x"], "--d-model"),
+        (["--d-model", ","], "--d-model"),
+        (["--seq-len", "0"], "--seq-len"),
         (["--dtype", "float8"], "dtype"),
         (["--cache", "warm"], "cache"),
         (["--checkpoint"], "--backward"),
         (["--impl", "turbo"], "impl"),
         (["--impl", "eager", "--compile"], "impl"),
         (["--repeats", "3", "--min-time", "1"], "min-time"),
-        (["--compile", "--compile-mode", "fastest"], "compile_mode"),
+        (["--compile", "--compile-mode", "fastest"], "--compile-mode"),
         (["--compile-mode", "max-autotune", "--impl", "eager"], "impl"),
-        (["--min-time", "-1"], "min_time"),
+        (["--min-time", "-1"], "--min-time"),
         (["--variant", "relu", "--impl", "fused"], "gated"),
         (["--device", "meta"], "device"),
         (["--plot", "out.txt"], "plot"),
@@ -243,10 +243,11 @@ def _fake_report() -> BenchReport:
     return BenchReport(results=results, env=env)
 
 
-def test_rendered_view_matches_golden(golden) -> None:  # type: ignore[no-untyped-def]
-    console = Console(width=160, file=io.StringIO(), color_system=None)
+@pytest.mark.parametrize("width", [80, 120])
+def test_rendered_view_matches_golden(golden, width: int) -> None:  # type: ignore[no-untyped-def]
+    console = Console(width=width, file=io.StringIO(), color_system=None)
     console.print(bench_view(_fake_report()))
-    golden("bench_view.txt", console.file.getvalue())  # type: ignore[attr-defined]
+    golden(f"bench_view_{width}.txt", console.file.getvalue())  # type: ignore[attr-defined]
 
 
 def test_json_of_the_same_report() -> None:

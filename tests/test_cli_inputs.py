@@ -34,11 +34,11 @@ def _usage_error(runner: CliRunner, args: list[str], starts: str = "error: ") ->
 @pytest.mark.parametrize(
     ("args", "starts"),
     [
-        (["--norm", "batchnorm"], "error: norm='batchnorm' is invalid: choose one of layernorm, rmsnorm"),
-        (["--n-kv-heads", "3"], "error: n_kv_heads=3 is invalid: shapes the Transformer block"),
-        (["--n-heads", "0", "--n-kv-heads", "9223372036854775808"], "error: n_heads=0 is invalid"),
-        (["--norm", "rmsnorm"], "error: norm='rmsnorm' is invalid: shapes the Transformer block"),
-        (["--pre-norm"], "error: pre_norm=True is invalid: shapes the Transformer block"),
+        (["--norm", "batchnorm"], "error: --norm batchnorm: choose one of layernorm, rmsnorm"),
+        (["--n-kv-heads", "3"], "error: --n-kv-heads 3: shapes the Transformer block"),
+        (["--n-heads", "0", "--n-kv-heads", "9223372036854775808"], "error: --n-heads 0"),
+        (["--norm", "rmsnorm"], "error: --norm rmsnorm: shapes the Transformer block"),
+        (["--pre-norm"], "error: --pre-norm: shapes the Transformer block"),
     ],
 )
 def test_trace_attention_options_need_the_block(runner: CliRunner, args: list[str], starts: str) -> None:
@@ -60,16 +60,16 @@ def test_list_presets_takes_no_other_option(runner: CliRunner) -> None:
 
 @pytest.mark.parametrize("option", ["--dtype", "--variant"])
 def test_params_empty_values_are_refused(runner: CliRunner, option: str) -> None:
-    _usage_error(runner, ["params", option, ""], f"error: {option[2:]}='' is invalid")
+    _usage_error(runner, ["params", option, ""], f"error: {option} '':")
 
 
 @pytest.mark.parametrize(
     ("args", "starts"),
     [
-        (["--seq-len", "²"], "error: seq_len='²' is invalid"),
-        (["--d-model", "16,²"], "error: d_model='16,²' is invalid"),
-        (["--d-model", HUGE], "error: d_model='9999999999…(5000 digits)' is invalid"),
-        (["--seq-len", "8," + HUGE], "error: seq_len='9999999999…(5000 digits)' is invalid"),
+        (["--seq-len", "²"], "error: --seq-len ²:"),
+        (["--d-model", "16,²"], "error: --d-model 16,²:"),
+        (["--d-model", HUGE], "error: --d-model 9999999999…(5000 digits):"),
+        (["--seq-len", "8," + HUGE], "error: --seq-len 9999999999…(5000 digits):"),
     ],
 )
 def test_bench_odd_integers_are_usage_errors(runner: CliRunner, args: list[str], starts: str) -> None:
@@ -81,13 +81,13 @@ def test_bench_odd_integers_are_usage_errors(runner: CliRunner, args: list[str],
     "command", [["trace"], ["trace", "--tp", "2"], BENCH, [*BENCH, "--tp", "2"]], ids=["trace", "trace-tp", "bench", "bench-tp"]
 )
 def test_malformed_devices_are_usage_errors_before_cuda_is_asked(runner: CliRunner, device: str, command: list[str]) -> None:
-    _usage_error(runner, [*command, "--device", device], f"error: device={device!r} is invalid")
+    _usage_error(runner, [*command, "--device", device], f"error: --device {device}:")
 
 
 def test_a_huge_integer_in_a_config_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text('{"model_type": "llama", "hidden_size": ' + HUGE + "}")
-    _usage_error(runner, ["params", "--config", str(config)], f"error: config={str(config)!r} is invalid: holds a number too long")
+    _usage_error(runner, ["params", "--config", str(config)], f"error: --config {config}: holds a number too long")
 
 
 def test_an_unreadable_model_folder_is_a_usage_error(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,9 +100,7 @@ def test_an_unreadable_model_folder_is_a_usage_error(runner: CliRunner, tmp_path
         return real_is_file(self)
 
     monkeypatch.setattr(Path, "is_file", is_file)
-    _usage_error(
-        runner, ["params", "--config", str(tmp_path)], f"error: config={str(tmp_path)!r} is invalid: cannot be read: Permission denied"
-    )
+    _usage_error(runner, ["params", "--config", str(tmp_path)], f"error: --config {tmp_path}: cannot be read: Permission denied")
 
 
 def test_a_config_read_that_never_ends_times_out(tmp_path: Path) -> None:

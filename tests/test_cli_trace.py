@@ -24,36 +24,49 @@ def _run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _render(*, ops: bool = False, values: int = 0, **kwargs: object) -> str:
-    console = Console(width=120, file=io.StringIO(), color_system=None)
+def _render(*, ops: bool = False, values: int = 0, width: int = 120, **kwargs: object) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None)
     spec = kwargs.pop("spec", FFNSpec(dropout=0.1))
     console.print(trace_view(trace(spec, values=values, **kwargs), ops=ops, values=values))  # type: ignore[arg-type]
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
-# --- golden snapshots ------------------------------------------------------------------------
+# --- golden snapshots, at 80 and 120 columns ------------------------------------------------
+
+GOLDEN_WIDTHS = pytest.mark.parametrize("width", [80, 120])
 
 
-def test_golden_default(golden) -> None:
-    golden("trace_default.txt", _render(values=5))
+@GOLDEN_WIDTHS
+def test_golden_default(golden, width: int) -> None:
+    golden(f"trace_default_{width}.txt", _render(width=width, values=5))
 
 
-def test_golden_swiglu_70b_meta(golden) -> None:
-    golden("trace_swiglu_meta.txt", _render(spec=FFNSpec(variant="swiglu", d_model=8192, d_ff=28672), batch=8, seq_len=4096, device="meta"))
+@GOLDEN_WIDTHS
+def test_golden_swiglu_70b_meta(golden, width: int) -> None:
+    golden(
+        f"trace_swiglu_meta_{width}.txt",
+        _render(width=width, spec=FFNSpec(variant="swiglu", d_model=8192, d_ff=28672), batch=8, seq_len=4096, device="meta"),
+    )
 
 
-def test_golden_moe_meta(golden) -> None:
+@GOLDEN_WIDTHS
+def test_golden_moe_meta(golden, width: int) -> None:
     spec = FFNSpec(variant="moe", d_model=64, d_ff=128, experts=4, top_k=2, shared_experts=1)
-    golden("trace_moe_meta.txt", _render(spec=spec, device="meta"))
+    golden(f"trace_moe_meta_{width}.txt", _render(width=width, spec=spec, device="meta"))
 
 
-def test_golden_block_meta(golden) -> None:
+@GOLDEN_WIDTHS
+def test_golden_block_meta(golden, width: int) -> None:
     spec = FFNSpec(dropout=0.1)
-    golden("trace_block_meta.txt", _render(spec=spec, block=BlockSpec.around(spec, n_kv_heads=2), device="meta"))
+    golden(f"trace_block_meta_{width}.txt", _render(width=width, spec=spec, block=BlockSpec.around(spec, n_kv_heads=2), device="meta"))
 
 
-def test_golden_ops_meta(golden) -> None:
-    golden("trace_ops_meta.txt", _render(spec=FFNSpec(variant="geglu", d_model=64, fused_gate_up=True), device="meta", ops=True))
+@GOLDEN_WIDTHS
+def test_golden_ops_meta(golden, width: int) -> None:
+    golden(
+        f"trace_ops_meta_{width}.txt",
+        _render(width=width, spec=FFNSpec(variant="geglu", d_model=64, fused_gate_up=True), device="meta", ops=True),
+    )
 
 
 # --- the command -----------------------------------------------------------------------------

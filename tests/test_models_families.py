@@ -194,10 +194,10 @@ def test_cli_counts_a_multimodal_config_and_says_the_tower_is_included(runner: A
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"model_type": "llama4", "vision_config": {"hidden_size": -1}}, "vision_config.hidden_size=-1 is invalid"),
-        ({"model_type": "gemma3", "text_config": {"num_attention_heads": 7}}, "text_config.num_key_value_heads=4 is invalid"),
+        ({"model_type": "llama4", "vision_config": {"hidden_size": -1}}, "key vision_config.hidden_size = -1:"),
+        ({"model_type": "gemma3", "text_config": {"num_attention_heads": 7}}, "key text_config.num_key_value_heads = 4:"),
         ({"model_type": "llama", "hidden_size": 100, "num_attention_heads": 7}, "or the config must give head_dim"),
-        ({"model_type": "deepseek_v3", "q_lora_rank": "wide"}, "q_lora_rank='wide' is invalid"),
+        ({"model_type": "deepseek_v3", "q_lora_rank": "wide"}, "key q_lora_rank = 'wide':"),
     ],
 )
 def test_cli_bad_config_is_one_line_naming_the_key(runner: Any, tmp_path: Any, config: dict[str, Any], message: str) -> None:

@@ -50,7 +50,7 @@ def test_an_unwritable_plot_is_refused_before_any_timing(runner: CliRunner, tmp_
     path, message = _unwritable(tmp_path)[case]
     result = runner.invoke(app, [*TINY, "--plot", path])
     assert result.exit_code == 2, result.output
-    assert result.stderr.startswith("error: plot=") and message in result.stderr and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: --plot ") and message in result.stderr and result.stderr.count("\n") == 1
 
 
 def test_the_table_is_printed_before_the_plot_is_written(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,7 +38,7 @@ def test_help_and_params_do_not_import_torch() -> None:
 def test_bad_input_is_one_line_on_stderr() -> None:
     result = _run("-m", "ffn_cli", "params", "--d-model", "0")
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: d_model=0")
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: --d-model 0:")
     assert "Traceback" not in result.stderr
 
 

@@ -95,7 +95,7 @@ class BenchResult:
     est_mem_bytes: int
     first_call_s: float
     warmup_calls: int
-    fastest: bool = False  # the fastest implementation of its case, when several ran
+    fastest: bool = False  # the fastest implementation of its case (its only one, when one ran)
     samples_ms: tuple[float, ...] = field(default=(), repr=False)
 
     @property
@@ -117,6 +117,8 @@ class CheckpointDelta:
     est_saved_bytes: int  # the activations it need not keep: all but the FFN's input
     model_flops: int = 0  # per call, 3× forward
     hardware_flops: int = 0  # per call, with the recompute
+    model_forwards: float = 3.0  # model FLOPs in forwards
+    hardware_forwards: float = 0.0  # hardware FLOPs in forwards (≈ 3.67 for SwiGLU)
 
 
 @dataclass(frozen=True)

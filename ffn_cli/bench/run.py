@@ -104,9 +104,8 @@ def _mark_fastest(results: list[BenchResult]) -> list[BenchResult]:
         groups.setdefault((r.variant, r.d_model, r.d_ff, r.batch, r.seq_len, r.dtype, r.mode, r.checkpoint), []).append(i)
     out = list(results)
     for members in groups.values():
-        if len({results[i].impl for i in members}) > 1:
-            best = min(members, key=lambda i: results[i].median_ms)
-            out[best] = replace(out[best], fastest=True)
+        best = min(members, key=lambda i: results[i].median_ms)  # a case's only implementation is its fastest
+        out[best] = replace(out[best], fastest=True)
     return out
 
 
@@ -132,9 +131,17 @@ def _checkpoint_deltas(pairs: Sequence[tuple[Case, BenchResult]]) -> list[Checkp
                 est_saved_bytes=kept,
                 model_flops=r.flops,
                 hardware_flops=r.hardware_flops,
+                hardware_forwards=3 * r.hardware_flops / r.flops if r.flops else 0.0,
             )
         )
     return deltas
+
+
+def _some(labels: Sequence[str], shown: int = 3) -> str:
+    """A few cases by name and a count of the rest: a warning stays a line or two on a long sweep."""
+    more = len(labels) - shown
+    named = ", ".join(labels[:shown])
+    return f"{named} and {more} more of {len(labels)} (`--json` marks each: noisy)" if more > 0 else named
 
 
 def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str]) -> list[str]:
@@ -143,7 +150,7 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
     if noisy:
         notes.append(
             f"IQR over {NOISY_REL_IQR:.0%} of the median (busy machine or too few calls; close other programs or raise --min-time): "
-            + ", ".join(noisy)
+            + _some(noisy)
         )
     env = sweep.env
     cpu = sweep.device.type == "cpu"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -12,6 +14,7 @@ from ffn_cli import __version__
 from ffn_cli.cli import bench_cmd, params_cmd, trace_cmd, variants_cmd
 from ffn_cli.cli.ascii_output import use_ascii_fallback
 from ffn_cli.cli.common import err_console, settings
+from ffn_cli.cli.export import with_export
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
 from ffn_cli.render.literal import visible
@@ -29,12 +32,21 @@ _ClickException = _click_class("ClickException")
 _UsageError = _click_class("UsageError")
 
 
+def _pop_debug(args: list[str]) -> tuple[list[str], bool]:
+    """`--debug` may come anywhere before a `--`; FFN_DEBUG=1 sets it too."""
+    end = args.index("--") if "--" in args else len(args)
+    found = "--debug" in args[:end]
+    kept = [a for i, a in enumerate(args) if not (a == "--debug" and i < end)]
+    return kept, found or os.environ.get("FFN_DEBUG", "") not in ("", "0")
+
+
 class OneLineErrors(TyperGroup):
     """Usage errors (a mistyped option, a non-integer size) as one line on stderr, exit 2."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, *rest: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        argv, settings.debug = _pop_debug(list(sys.argv[1:] if args is None else args))
         try:
-            result = super().main(*args, standalone_mode=False, **kwargs)
+            result = super().main(argv, *rest, standalone_mode=False, **kwargs)
         except _ClickException as exc:
             if not standalone_mode:
                 raise
@@ -56,8 +68,8 @@ app = typer.Typer(
     cls=OneLineErrors,
     name="ffn",
     help="See what a Transformer's feed-forward network does: shapes, parameters, FLOPs, speed.",
-    no_args_is_help=True,
-    add_completion=False,
+    invoke_without_command=True,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
@@ -69,18 +81,32 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+TRY = """Try:
+  ffn trace                       the classic FFN, step by step: shapes, FLOPs
+  ffn params -v relu,swiglu,moe   parameters and FLOPs of variants side by side
+  ffn params --preset llama-2-7b  a whole model's parameters and memory
+  ffn bench -v relu,swiglu        how fast each runs here
+  ffn variants                    every variant, its formula and origin
+  ffn --install-completion        tab completion for your shell"""
+
+
 @app.callback()
 def root(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show Python tracebacks instead of one-line errors.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show Python tracebacks instead of one-line errors (anywhere on the line; or FFN_DEBUG=1).")
+    ] = False,
 ) -> None:
-    settings.debug = debug
+    settings.debug = settings.debug or debug
+    if ctx.invoked_subcommand is None:  # bare `ffn`: the help, and where to start
+        typer.echo(ctx.get_help())
+        typer.echo(TRY)
+        raise typer.Exit(0)
 
 
-app.command("trace")(trace_cmd.trace)
-app.command("params")(params_cmd.params)
-app.command("bench")(bench_cmd.bench)
-app.command("variants")(variants_cmd.variants)
+for _name, _module in (("trace", trace_cmd), ("params", params_cmd), ("bench", bench_cmd), ("variants", variants_cmd)):
+    app.command(_name)(with_export(_name, getattr(_module, _name)))
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_temp_dir
+from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.options import (
     BatchOpt,
     DFFOpt,
@@ -51,6 +52,7 @@ ImplOpt = Annotated[
     str | None,
     typer.Option(
         "--impl",
+        autocompletion=complete_impls,
         help="Compare implementations (a comma list, or all): eager, fused, compile, fused-compile, autotune, fused-autotune. "
         "Replaces --fused/--compile.",
         rich_help_panel=_IMPL,
@@ -86,7 +88,7 @@ ThreadsOpt = Annotated[
     int | None, typer.Option("--threads", help="CPU threads (torch.set_num_threads); default: torch's.", rich_help_panel=_TIMING)
 ]
 # The shared --device, less meta: timing needs real memory.
-BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.")]
+BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.", autocompletion=complete_devices)]
 MaxCasesOpt = Annotated[
     int,
     typer.Option("--max-cases", help="Refuse a sweep of more cases than this (the product of the comma lists).", rich_help_panel=_TIMING),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import math
 import os
@@ -16,7 +17,18 @@ from rich.console import Console
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.render.literal import visible
 
-__all__ = ["console", "emit_json", "err_console", "fail", "handles_errors", "refuse_unused", "require_temp_dir", "settings"]
+__all__ = [
+    "FIELD_OPTIONS",
+    "console",
+    "describe",
+    "emit_json",
+    "err_console",
+    "fail",
+    "handles_errors",
+    "refuse_unused",
+    "require_temp_dir",
+    "settings",
+]
 
 
 def _drop_unusable_columns() -> None:
@@ -66,7 +78,11 @@ def handles_errors(command: F) -> F:
             return command(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
-        except (FFNError, FFNRuntimeError) as exc:
+        except FFNError as exc:
+            if settings.debug:
+                raise
+            raise fail(describe(exc), exc.exit_code) from None
+        except FFNRuntimeError as exc:
             if settings.debug:
                 raise
             raise fail(str(exc), exc.exit_code) from None
@@ -92,6 +108,46 @@ def require_temp_dir() -> None:
         tempfile.gettempdir()
     except OSError:
         raise FFNRuntimeError("no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it") from None
+
+
+# Fields whose option has another name; every other field `a_b` is the option `--a-b`.
+FIELD_OPTIONS = {"fused_gate_up": "fused", "min_time_ms": "min_time"}
+
+
+def _current_context() -> Any:
+    """Click's context of the running command (Typer vendors click in newer releases)."""
+    base = next(c for c in typer.Context.__mro__ if c.__name__ == "Context" and c is not typer.Context)
+    package = base.__module__.rsplit(".", 1)[0]  # click, or typer._click
+    return importlib.import_module(package + ".globals").get_current_context(silent=True)
+
+
+def _source_name(ctx: Any, name: str) -> str:
+    """COMMANDLINE, DEFAULT, ENVIRONMENT…: where click took the parameter's value from."""
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", "")
+
+
+def describe(exc: FFNError) -> str:
+    """The error as the user typed it: `--d-model 0: must be …`, not the spec's field name;
+    a key read from a config file or preset is named as that file's key. An error that
+    words its whole message itself (no `allowed` part) is printed as it is."""
+    if not exc.allowed:
+        return str(exc)
+    ctx = _current_context()
+    params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
+    param = params.get(FIELD_OPTIONS.get(exc.option, exc.option))
+    source = (ctx.params.get("preset") and f"preset {ctx.params['preset']}") or ctx.params.get("config") if ctx is not None else None
+    if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":
+        param = None  # a value the model's config set, not one the user typed
+    if param is not None and param.opts:
+        flag = max(param.opts, key=len)
+        if exc.value is True and getattr(param, "is_flag", False):
+            return f"{flag}: {exc.allowed}"
+        value = exc.value if isinstance(exc.value, str) and exc.value.strip() else repr(exc.value)
+        return f"{flag} {value}: {exc.allowed}"
+    if source:
+        return f"{source}: key {exc.option} = {exc.value!r}: {exc.allowed}"
+    return str(exc)
 
 
 def refuse_unused(given: dict[str, Any], allowed: str) -> None:

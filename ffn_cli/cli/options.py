@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ffn_cli.cli.complete import complete_devices, complete_dtypes, complete_variants
 from ffn_cli.spec import INIT_SCHEMES, FFNSpec
 from ffn_cli.variants import variant_names
 
@@ -69,7 +70,9 @@ SparsityOpt = Annotated[float, typer.Option("--sparsity", help="Fraction of hidd
 ExpertsOpt = Annotated[int, typer.Option("--experts", "-E", help="Number of routed experts.", rich_help_panel=_MOE)]
 TopKOpt = Annotated[int, typer.Option("--top-k", "-k", help="Experts per token (1 = Switch).", rich_help_panel=_MOE)]
 SharedExpertsOpt = Annotated[int, typer.Option("--shared-experts", help="Always-on shared experts (DeepSeek-MoE).", rich_help_panel=_MOE)]
-ExpertVariantOpt = Annotated[str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE)]
+ExpertVariantOpt = Annotated[
+    str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE, autocompletion=complete_variants)
+]
 CapacityFactorOpt = Annotated[
     float | None, typer.Option("--capacity-factor", help="Expert capacity factor; overflow tokens are dropped.", rich_help_panel=_MOE)
 ]
@@ -79,8 +82,8 @@ NormalizeTopKOpt = Annotated[
 
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Batch size.")]
 SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", help="Sequence length.")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.")]
-DTypeOpt = Annotated[str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.", autocompletion=complete_devices)]
+DTypeOpt = Annotated[str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.", autocompletion=complete_dtypes)]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed for weights and input.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
@@ -142,12 +145,16 @@ AttnBiasOpt = Annotated[
 
 # --- comma lists: several values of one option make a sweep -------------------------------
 
-VariantListOpt = Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP + " A comma list makes a sweep.")]
+VariantListOpt = Annotated[
+    str, typer.Option("--variant", "-v", help=VARIANT_HELP + " A comma list makes a sweep.", autocompletion=complete_variants)
+]
 DModelListOpt = Annotated[
     str, typer.Option("--d-model", "-d", help="Model width d_model; a comma list makes a sweep.", rich_help_panel=_FFN)
 ]
 SeqLenListOpt = Annotated[str, typer.Option("--seq-len", "-s", help="Sequence length; a comma list makes a sweep.")]
-DTypeListOpt = Annotated[str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16; a comma list makes a sweep.")]
+DTypeListOpt = Annotated[
+    str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16; a comma list makes a sweep.", autocompletion=complete_dtypes)
+]
 
 
 def parse_list(option: str, text: str) -> list[str]:

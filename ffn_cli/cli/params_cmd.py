@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from ffn_cli.accounting import total_params
 from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
+from ffn_cli.cli.complete import complete_dtypes, complete_presets, complete_variants
 from ffn_cli.cli.options import (
     AttnBiasOpt,
     BiasOpt,
@@ -47,6 +49,7 @@ from ffn_cli.models import (
 from ffn_cli.models.fallback import count_by_building
 from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, UnknownModelType
 from ffn_cli.models.layer import check_dtype
+from ffn_cli.models.matching import match_misses
 from ffn_cli.render.built import built_data, built_view
 from ffn_cli.render.params import (
     comparison_data,
@@ -68,6 +71,7 @@ VariantsOpt = Annotated[
     typer.Option(
         "--variant",
         "-v",
+        autocompletion=complete_variants,
         help="FFN variant, or several comma-separated (relu,gelu,swiglu,moe), or all: " + ", ".join(VARIANTS) + ". \\[default: relu]",
         show_default=False,
     ),
@@ -80,6 +84,7 @@ ParamsDTypeOpt = Annotated[
     str | None,
     typer.Option(
         "--dtype",
+        autocompletion=complete_dtypes,
         help="Bytes per element: float32, bfloat16, float16, float8 or float64 (default: float32 for an FFN, bfloat16 for a model).",
         show_default=False,
     ),
@@ -88,7 +93,13 @@ ConfigOpt = Annotated[
     str | None, typer.Option("--config", help="A Hugging Face config.json, or a model directory holding one.", rich_help_panel=_MODEL)
 ]
 PresetOpt = Annotated[
-    str | None, typer.Option("--preset", help="A well-known model shipped with ffn (see --list-presets).", rich_help_panel=_MODEL)
+    str | None,
+    typer.Option(
+        "--preset",
+        help="A well-known model shipped with ffn (see --list-presets).",
+        rich_help_panel=_MODEL,
+        autocompletion=complete_presets,
+    ),
 ]
 ListPresetsOpt = Annotated[
     bool, typer.Option("--list-presets", help="List the presets with their parameter totals.", rich_help_panel=_MODEL)
@@ -195,10 +206,13 @@ def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, matc
     if match_params and len(specs) < 2:
         raise FFNError("match_params", True, "needs two or more variants, e.g. --variant relu,swiglu")
     comparison = compare_variants(specs, attention, dtype, match_params=match_params, multiple_of=multiple_of)
+    warnings = [miss.message(multiple_of) for miss in match_misses(comparison, multiple_of)]
     if json:
-        emit_json(comparison_data(comparison))
+        emit_json(comparison_data(comparison) | {"warnings": warnings})
     else:
         console.print(comparison_table(comparison))
+        for warning in warnings:
+            console.print(Text(f"warning: {warning}", style="yellow"))
 
 
 def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool) -> None:

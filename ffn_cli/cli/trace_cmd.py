@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused, require_temp_dir
+from ffn_cli.cli.complete import complete_variants
 from ffn_cli.cli.options import (
     VARIANT_HELP,
     BatchOpt,
@@ -55,7 +56,7 @@ BlockOpt = Annotated[bool, typer.Option("--block", help="Trace the FFN inside it
 
 @handles_errors
 def trace(
-    variant: Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP)] = "relu",
+    variant: Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP, autocompletion=complete_variants)] = "relu",
     d_model: DModelOpt = 512,
     d_ff: DFFOpt = None,
     batch: BatchOpt = 2,

@@ -7,31 +7,27 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.errors import FFNRuntimeError
-from ffn_cli.outputs import check_output_file, write_atomically
+from ffn_cli.render import plot
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_si
+from ffn_cli.render.plot import PLOT_FORMATS, check_plot_target
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
-    from ffn_cli.bench.result import BenchReport, BenchResult, CheckpointDelta
+    from ffn_cli.bench.result import BenchReport, BenchResult
 
-__all__ = ["PLOT_FORMATS", "bars", "bench_json", "bench_view", "check_plot_target", "results_table", "write_plot"]
+__all__ = ["PLOT_FORMATS", "bars", "bench_json", "bench_view", "check_plot_target", "constant_parts", "results_table", "write_plot"]
 
-PLOT_FORMATS = (".png", ".svg", ".pdf")
 BAR_WIDTH = 40
-_EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
 def _pass(r: BenchResult) -> str:
     return "fwd+bwd" if r.mode == "forward+backward" else "fwd"
 
 
-def _mem(r: BenchResult) -> str:
-    value = r.peak_mem_bytes if r.mem_source.startswith("cuda") else r.extra_mem_bytes
+def _bytes(value: int | None) -> str:
     return "—" if value is None else fmt_bytes(value)
 
 
@@ -63,64 +59,80 @@ def _split_columns(results: Sequence[BenchResult]) -> tuple[list[tuple[str, Call
     return varying, constant
 
 
-def _row_label(r: BenchResult, varying: Sequence[tuple[str, Callable[[BenchResult], str]]]) -> str:
-    return " ".join(_TITLE_FORMAT.get(name, "{}").format(get(r)) for name, get in varying) + (" ★" if r.fastest else "")
+def _case(r: BenchResult) -> tuple[object, ...]:
+    return (r.variant, r.d_model, r.d_ff, r.batch, r.seq_len, r.dtype, r.mode, r.checkpoint)
 
 
-def results_table(report: BenchReport) -> Table:
+def _starred(results: Sequence[BenchResult]) -> set[int]:
+    """Indices of the fastest results of cases where several implementations ran: ★ says something there only."""
+    impls: dict[tuple[object, ...], set[str]] = {}
+    for r in results:
+        impls.setdefault(_case(r), set()).add(r.impl)
+    return {i for i, r in enumerate(results) if r.fastest and len(impls[_case(r)]) > 1}
+
+
+def _row_label(r: BenchResult, varying: Sequence[tuple[str, Callable[[BenchResult], str]]], star: bool) -> str:
+    return " ".join(_TITLE_FORMAT.get(name, "{}").format(get(r)) for name, get in varying) + (" ★" if star else "")
+
+
+# How soon each measured column leaves a narrow terminal (1 first); None: it always stays.
+_MEASURED: tuple[tuple[str, int | None], ...] = (
+    ("median ms", None),
+    ("IQR ms", 6),
+    ("n", 1),
+    ("tokens/s", 3),
+    ("TFLOP/s", None),
+    ("% peak", 5),
+    ("peak mem", 2),
+    ("extra mem", 4),
+)
+_CASE_DROP = {"variant": None, "impl": None, "pass": 8, "dtype": 9, "d_model": 10, "d_ff": 10, "tokens": 10}
+MEMORY_NOTE = "peak mem: CUDA max allocated, or the process's peak RSS on CPU · extra mem: over what was allocated before the call"
+
+
+def results_table(report: BenchReport) -> FitTable:
     env = report.env
     varying, constant = _split_columns(report.results)
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        title=" · ".join([*constant, f"{env.device_name} ({env.device})", f"cache {env.cache}"]),
-        caption="★ fastest implementation of its case · IQR: spread of the middle half of the samples · "
-        "peak mem: CUDA max allocated, or RSS growth on CPU",
-    )
-    for name, _ in varying:
-        table.add_column(name, justify="right" if name in ("d_model", "d_ff", "tokens") else "left", no_wrap=True)
-    for name in ("median ms", "IQR ms", "n", "tokens/s", "TFLOP/s", "% peak", "peak mem"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("bound")
-    for r in report.results:
-        cells = [get(r) for _, get in varying]
-        if r.fastest:
-            cells[[n for n, _ in varying].index("impl")] += " ★"
-        table.add_row(
-            *cells,
+    starred = _starred(report.results)
+    columns = [Col(name, "num" if name in ("d_model", "d_ff", "tokens") else "fixed", drop=_CASE_DROP[name]) for name, _ in varying]
+    columns += [Col(name, drop=drop) for name, drop in _MEASURED]
+    columns.append(Col("bound", "fixed", drop=7))
+    rows: list[list[Cell]] = []
+    for i, r in enumerate(report.results):
+        cells: list[Cell] = [Text(get(r)) for _, get in varying]
+        if i in starred:
+            cells[[n for n, _ in varying].index("impl")] = Text(f"{r.impl} ★" + (" +ckpt" if r.checkpoint else ""))
+        cells += [
             f"{r.median_ms:.4g}",
             Text(f"{r.iqr_ms:.3g}", style="yellow" if r.noisy else ""),
             str(r.samples),
             fmt_si(r.tokens_per_s),
             f"{r.tflops:.3g}",
             _pct(r),
-            _mem(r),
+            _bytes(r.peak_mem_bytes),
+            _bytes(r.extra_mem_bytes),
             r.bound or "—",
-        )
-    return table
+        ]
+        rows.append(cells)
+    legend = ["★ fastest implementation of its case"] if starred else []
+    legend += ["IQR: spread of the middle half of the samples", MEMORY_NOTE]
+    title = " · ".join([*constant, f"{env.device_name} ({env.device})", f"cache {env.cache}"])
+    return FitTable(Text(title), columns, rows, caption=" · ".join(legend))
 
 
-def _bar(fraction: float) -> str:
-    eighths = round(max(0.0, min(1.0, fraction)) * BAR_WIDTH * 8)
-    return "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
-
-
-def bars(report: BenchReport) -> Table:
+def bars(report: BenchReport) -> BarChart:
     """One bar per result: % of peak when every result has one, else TFLOP/s against the best."""
     results = report.results
     by_peak = all(r.pct_peak is not None for r in results)
     top = max((r.tflops for r in results), default=0.0) or 1.0
     varying, _ = _split_columns(results)
-    table = Table.grid(padding=(0, 1))
-    table.add_column()
-    table.add_column(style="cyan", no_wrap=True)
-    table.add_column(justify="right")
-    for r in results:
+    starred = _starred(results)
+    rows = []
+    for i, r in enumerate(results):
         fraction = (r.pct_peak or 0.0) / 100 if by_peak else r.tflops / top
         value = f"{r.tflops:.3g} TFLOP/s" + (f" · {r.pct_peak:.1f} % of peak" if r.pct_peak is not None else "")
-        table.add_row(_row_label(r, varying), _bar(fraction), value)
-    return table
+        rows.append((_row_label(r, varying, i in starred), value, fraction))
+    return BarChart(rows, max_cells=BAR_WIDTH)
 
 
 def _plural(n: int, noun: str) -> str:
@@ -149,35 +161,33 @@ def _env_text(report: BenchReport) -> Text:
     return text
 
 
-def _checkpoint_table(report: BenchReport) -> Table:
-    table = Table(title="gradient checkpointing: memory saved, time cost")
-    table.add_column("case")
-    names = ("ms without", "ms with", "time cost", "extra mem without", "extra mem with", "saved", "saved (estimate)", "FLOPs model/hw")
-    for name in names:
-        table.add_column(name, justify="right")
-    for d in report.checkpoint:
-
-        def mem(v: int | None) -> str:
-            return "—" if v is None else fmt_bytes(v)
-
-        table.add_row(
-            d.label,
+def _checkpoint_table(report: BenchReport) -> FitTable:
+    columns = [Col("case", "text"), Col("ms without", drop=4), Col("ms with", drop=3), Col("time cost")]
+    columns += [
+        Col("extra mem without", drop=2),
+        Col("extra mem with", drop=1),
+        Col("saved"),
+        Col("saved (estimate)", drop=5),
+        Col("FLOPs model/hw", drop=6),
+    ]
+    rows: list[list[Cell]] = [
+        [
+            Text(d.label),
             f"{d.base_median_ms:.4g}",
             f"{d.ckpt_median_ms:.4g}",
             f"{d.time_cost_pct:+.1f} %",
-            mem(d.base_extra_mem_bytes),
-            mem(d.ckpt_extra_mem_bytes),
-            mem(d.mem_saved_bytes),
+            _bytes(d.base_extra_mem_bytes),
+            _bytes(d.ckpt_extra_mem_bytes),
+            _bytes(d.mem_saved_bytes),
             fmt_bytes(d.est_saved_bytes),
-            f"{_times_forward(d.model_flops, d)} / {_times_forward(d.hardware_flops, d)}",
-        )
-    table.caption = "FLOPs in multiples of one forward: model FLOPs (3×, what MFU counts) and the hardware FLOPs the recompute adds"
-    return table
+            f"{d.model_forwards:.3g}× / {d.hardware_forwards:.3g}×",
+        ]
+        for d in report.checkpoint
+    ]
+    return FitTable("gradient checkpointing: memory saved, time cost", columns, rows, caption=_FLOPS_CAPTION)
 
 
-def _times_forward(flops: int, d: CheckpointDelta) -> str:
-    forward = d.model_flops / 3
-    return f"{flops / forward:.3g}×" if forward else "—"
+_FLOPS_CAPTION = "FLOPs in forwards: model FLOPs (3×, what MFU counts) / hardware FLOPs, with the recompute"
 
 
 def bench_view(report: BenchReport) -> RenderableType:
@@ -211,33 +221,14 @@ def bench_json(report: BenchReport) -> dict[str, Any]:
 # --- plot file ---------------------------------------------------------------------------
 
 
-def check_plot_target(path: str) -> Path:
-    """Refuse a plot file we could not write, before any timing starts."""
-    target = check_output_file("plot", path, PLOT_FORMATS)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]") from None
-    return target
+def constant_parts(results: Sequence[BenchResult]) -> list[str]:
+    """What every case shares (dtype, pass, sizes): the table's and the plot's title."""
+    return _split_columns(results)[1]
 
 
 def write_plot(report: BenchReport, path: str) -> Path:
-    """Horizontal bars of TFLOP/s per result, written whole or not at all (temp file + rename)."""
-    target = check_plot_target(path)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    results = report.results
-    varying, constant = _split_columns(results)
-    labels = [_row_label(r, varying) for r in results]
-    fig = Figure(figsize=(9, 1.2 + 0.4 * len(results)), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.barh(labels, [r.tflops for r in results], color=["tab:orange" if r.fastest else "tab:blue" for r in results])
-    ax.invert_yaxis()
-    ax.set_xlabel("achieved TFLOP/s (analytic matmul FLOPs / median time)")
-    ax.set_title(" · ".join([*constant, report.env.device_name, f"torch {report.env.torch_version}", f"cache {report.env.cache}"]))
-    for i, r in enumerate(results):
-        note = f" {r.median_ms:.3g} ms" + (f", {r.pct_peak:.0f} % of peak" if r.pct_peak is not None else "")
-        ax.annotate(note, (r.tflops, i), va="center", fontsize=8)
-    return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower()))
+    """The report drawn to `path` (bars with IQR whiskers, and the roofline); see render.plot."""
+    varying, _ = _split_columns(report.results)
+    starred = _starred(report.results)
+    labels = [_row_label(r, varying, i in starred) for i, r in enumerate(report.results)]
+    return plot.write_plot(report, path, labels)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.models.count import training_memory
 from ffn_cli.models.fallback import PART_NAMES, BuiltModel, RoutedExperts
+from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.params import _pct, _table, _training_data, memory_rows
 
@@ -95,7 +95,7 @@ def _title(m: BuiltModel) -> str:
     return text
 
 
-def _parts_table(m: BuiltModel) -> Table:
+def _parts_table(m: BuiltModel) -> FitTable:
     total, active = m.total_params, m.active_params
     rows: list[Any] = []
     for p in m.parts:
@@ -105,13 +105,13 @@ def _parts_table(m: BuiltModel) -> Table:
     shown_active = f"\n[dim]active {fmt_count(active)}[/]" if active is not None and active != total else ""
     shown_active = "\n[dim]active unknown[/]" if active is None else shown_active
     rows.append(["[bold]total[/]", f"[bold]{fmt_count(total)}[/]{shown_active}", "100%", f"[dim]built as {m.model_class}[/]"])
-    columns = [("part", "name"), ("params", "num"), ("%", "num"), ("modules", "text")]
+    columns = [Col("part", "fixed"), Col("params"), Col("%", drop=2), Col("modules", "text", drop=1)]
     return _table(_title(m), columns, rows)
 
 
-def _rule_table(m: BuiltModel) -> Table:
+def _rule_table(m: BuiltModel) -> FitTable:
     rows = [[PART_NAMES[kind], f"[dim]{text}[/]"] for kind, text in m.rules]
-    return _table("", [("part", "name"), ("rule", "text")], rows, show_header=False)
+    return _table("", [Col("part", "fixed"), Col("rule", "text")], rows, show_header=False)
 
 
 def _routed_line(r: RoutedExperts) -> list[str]:
@@ -125,7 +125,7 @@ def _routed_line(r: RoutedExperts) -> list[str]:
     ]
 
 
-def _summary(m: BuiltModel, dtype: str) -> Table:
+def _summary(m: BuiltModel, dtype: str) -> FitTable:
     total = m.total_params
     rows: list[Any] = [_routed_line(r) for r in m.routed]
     if m.routed:
@@ -133,7 +133,7 @@ def _summary(m: BuiltModel, dtype: str) -> Table:
         how = f"{_pct(active, total)} of the total" if active is not None else "needs the experts per token"
         rows += [["active per token", fmt_count(active) if active is not None else "unknown", how], None]
     rows += memory_rows(total, dtype)
-    return _table("summary", [("what", "name"), ("value", "num"), ("how", "text")], rows, show_header=False)
+    return _table("summary", [Col("what", "fixed"), Col("value"), Col("how", "text")], rows, show_header=False)
 
 
 def built_view(m: BuiltModel, dtype: str = "bfloat16") -> RenderableType:

@@ -7,13 +7,12 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.accounting import total_params
 from ffn_cli.parallel.accounting import RankParams, ShardTensor
 from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, StepShape
+from ffn_cli.render.fit import Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_shape
 from ffn_cli.spec import FFNSpec
 
@@ -47,33 +46,29 @@ def _header(result: ParallelResult) -> Text:
     )
 
 
-def _rank_table(result: ParallelResult) -> Table:
+def _rank_table(result: ParallelResult) -> FitTable:
     ep = result.mode == "ep"
-    table = Table(title="per rank", title_justify="left")
-    table.add_column("rank", justify="right")
-    table.add_column("device")
-    table.add_column("input")
-    table.add_column("output")
-    table.add_column("params", justify="right")
-    table.add_column("weight memory", justify="right")
+    columns = [Col("rank"), Col("device", "fixed", drop=2), Col("input", "fixed", drop=3), Col("output", "fixed", drop=4)]
+    columns += [Col("params"), Col("weight memory", drop=5)]
     if ep:
-        for name in ("tokens", "experts", "a2a sent", "a2a received"):
-            table.add_column(name, justify="right")
+        columns += [Col("tokens"), Col("experts", "fixed"), Col("a2a sent", drop=6), Col("a2a received", drop=7)]
     else:
-        table.add_column("all-reduced", justify="right")
-    table.add_column("max |Δ|", justify="right")
+        columns.append(Col("all-reduced", drop=6))
+    columns.append(Col("max |Δ|", drop=1))
+    rows: list[list[Cell]] = []
     for r in result.ranks:
-        row = [str(r.rank), r.device, fmt_shape(r.input_shape), fmt_shape(r.output_shape), fmt_count(r.params), fmt_bytes(r.param_bytes)]
+        row: list[Cell] = [str(r.rank), Text(r.device), fmt_shape(r.input_shape), fmt_shape(r.output_shape)]
+        row += [fmt_count(r.params), fmt_bytes(r.param_bytes)]
         if ep:
             experts = f"{r.experts[0]}–{r.experts[-1]}" if len(r.experts) > 1 else str(r.experts[0])
             row += [fmt_count(r.tokens), experts, fmt_bytes(r.alltoall_sent_bytes), fmt_bytes(r.alltoall_received_bytes)]
         else:
             row.append(fmt_bytes(r.allreduce_bytes))
         row.append(f"{r.max_abs_diff:.3g}")
-        table.add_row(*row)
+        rows.append(row)
     total = sum(r.params for r in result.ranks)
-    table.caption = f"unsharded {fmt_count(result.unsharded_params)} params; all ranks hold {fmt_count(total)}"
-    return table
+    caption = f"unsharded {fmt_count(result.unsharded_params)} params; all ranks hold {fmt_count(total)}"
+    return FitTable("per rank", columns, rows, caption=caption)
 
 
 def _unsharded_order(name: str) -> tuple[int, int]:
@@ -120,54 +115,48 @@ def _shard_rows(held: Sequence[Sequence[ShardTensor]]) -> tuple[list[str], list[
     return [f"rank {r}" for r in range(world)], rows
 
 
-def _shard_table(title: str, held: Sequence[Sequence[ShardTensor]]) -> Table:
-    columns, rows = _shard_rows(held)
-    table = Table(title=title, title_justify="left")
-    table.add_column("tensor")
-    table.add_column("unsharded")
-    table.add_column("split")
-    for column in columns:
-        table.add_column(column, justify="right")
-    for row in rows:
-        table.add_row(*row)
-    return table
+def _shard_table(title: str, held: Sequence[Sequence[ShardTensor]], extra: Sequence[Sequence[Cell] | None] = ()) -> FitTable:
+    """The shards, and `extra` rows (totals) under them; in a narrow terminal the split leaves
+    first, then the unsharded size, then the ranks from the right end."""
+    rank_columns, rows = _shard_rows(held)
+    n = len(rank_columns)
+    columns = [Col("tensor", "text"), Col("unsharded", "fixed", drop=2), Col("split", "fixed", drop=1)]
+    columns += [Col(name, drop=None if k == 0 else 2 + n - k) for k, name in enumerate(rank_columns)]
+    body: list[Sequence[Cell] | None] = [[Text(c) for c in row] for row in rows]
+    return FitTable(title, columns, [*body, *extra])
 
 
 def _step_cell(step: StepShape, named: bool) -> str:
-    inputs = ", ".join(fmt_shape(s) for s in step.input_shapes)
-    return (f"{step.name}: " if named else "") + f"{inputs} → {fmt_shape(step.output_shape)}"
+    """The step's name where ranks differ, its inputs, then its output marked →; a shape per line."""
+    lines = ([step.name] if named else []) + [fmt_shape(s) for s in step.input_shapes] + [f"→ {fmt_shape(step.output_shape)}"]
+    return "\n".join(lines)
 
 
-def _step_table(result: ParallelResult) -> Table:
+def _step_table(result: ParallelResult) -> FitTable:
     """Steps aligned by position; a row whose step differs between ranks (their own experts) names it per cell."""
-    table = Table(title="shape flow", title_justify="left")
-    table.add_column("step")
-    table.add_column("formula")
     same_everywhere = all(r.steps == result.ranks[0].steps for r in result.ranks)
     ranks: Sequence[RankResult] = result.ranks[:1] if same_everywhere else result.ranks
-    for r in ranks:
-        table.add_column("every rank" if same_everywhere else f"rank {r.rank}")
+    columns = [Col("step", "fixed"), Col("formula", "text", drop=len(ranks) + 1)]
+    for k, r in enumerate(ranks):
+        columns.append(Col("every rank" if same_everywhere else f"rank {r.rank}", "fixed", drop=None if k == 0 else len(ranks) - k))
+    rows: list[Sequence[Cell] | None] = []
     for i, step in enumerate(result.ranks[0].steps):
         named = any(r.steps[i].name != step.name for r in ranks)
         label = "expert" if named else step.name
-        table.add_row(label, escape(step.formula), *[_step_cell(r.steps[i], named) for r in ranks])
-    return table
+        rows.append([Text(label), Text(step.formula), *[Text(_step_cell(r.steps[i], named)) for r in ranks]])
+    return FitTable("shape flow", columns, rows)
 
 
-def _expert_table(result: ParallelResult) -> Table:
-    table = Table(title="tokens per expert", title_justify="left")
-    table.add_column("expert", justify="right")
-    table.add_column("rank", justify="right")
-    table.add_column("sharded", justify="right")
-    table.add_column("unsharded", justify="right")
+def _expert_table(result: ParallelResult) -> FitTable:
+    columns = [Col("expert"), Col("rank"), Col("sharded"), Col("unsharded", drop=1)]
     owner = {e: r.rank for r in result.ranks for e in r.experts}
+    rows: list[Sequence[Cell] | None] = []
     for e, n in enumerate(result.tokens_per_expert):
         reference = result.unsharded_tokens_per_expert[e] if e < len(result.unsharded_tokens_per_expert) else None
-        table.add_row(str(e), str(owner[e]), fmt_count(n), "n/a" if reference is None else fmt_count(reference))
+        rows.append([str(e), str(owner[e]), fmt_count(n), "n/a" if reference is None else fmt_count(reference)])
     dropped = sum(r.dropped for r in result.ranks)
-    if dropped:
-        table.caption = f"{fmt_count(dropped)} rows over capacity dropped"
-    return table
+    caption = f"{fmt_count(dropped)} rows over capacity dropped" if dropped else None
+    return FitTable("tokens per expert", columns, rows, caption=caption)
 
 
 def _check_line(result: ParallelResult) -> Text:
@@ -207,6 +196,7 @@ def _rank_json(r: RankResult) -> dict[str, Any]:
         allreduce_bytes=r.allreduce_bytes,
         alltoall_sent_bytes=r.alltoall_sent_bytes,
         alltoall_received_bytes=r.alltoall_received_bytes,
+        expert_params=_expert_params(r.shards),
     )
     return data
 
@@ -238,16 +228,28 @@ def render_rank_params(spec: FFNSpec, ranks: Sequence[RankParams]) -> Renderable
     """Per-rank tensors, parameters and memory, from the spec alone."""
     kind = "expert" if any(t.name.startswith("experts.") for r in ranks for t in r.tensors) else "tensor"
     header = Text(f"{_spec_line(spec)}: {kind} parallel over {len(ranks)} ranks, {ranks[0].dtype}")
-    table = _shard_table("per rank", [r.tensors for r in ranks])
-    columns = len(table.columns) - 3
-    if columns == 1:
+    held = [r.tensors for r in ranks]
+    if len(_shard_rows(held)[0]) == 1:
         params, memory = [fmt_count(ranks[0].params)], [fmt_bytes(ranks[0].param_bytes)]
     else:
         params, memory = [fmt_count(r.params) for r in ranks], [fmt_bytes(r.param_bytes) for r in ranks]
-    table.add_row("[bold]params[/]", "", "", *[f"[bold]{p}[/]" for p in params], end_section=False)
-    table.add_row("[bold]weight memory[/]", "", "", *memory)
+    totals: list[Sequence[Cell] | None] = [
+        None,
+        ["[bold]params[/]", "", "", *[f"[bold]{p}[/]" for p in params]],
+        ["[bold]weight memory[/]", "", "", *memory],
+    ]
+    table = _shard_table("per rank", held, totals)
     table.caption = f"unsharded {fmt_count(total_params(spec))} params; all ranks hold {fmt_count(sum(r.params for r in ranks))}"
     return Group(header, table)
+
+
+def _expert_params(tensors: Sequence[ShardTensor]) -> dict[str, int]:
+    """Parameters per whole expert a rank holds, as the shards table shows them."""
+    counts: dict[str, int] = {}
+    for t in tensors:
+        if _group(t.name) != t.name:
+            counts[_group(t.name)] = counts.get(_group(t.name), 0) + t.count
+    return counts
 
 
 def rank_params_json(spec: FFNSpec, ranks: Sequence[RankParams]) -> dict[str, Any]:
@@ -261,8 +263,10 @@ def rank_params_json(spec: FFNSpec, ranks: Sequence[RankParams]) -> dict[str, An
                 "params": r.params,
                 "param_bytes": r.param_bytes,
                 "tensors": [
-                    {"name": t.name, "shape": list(t.shape), "full_shape": list(t.full_shape), "split": t.split} for t in r.tensors
+                    {"name": t.name, "shape": list(t.shape), "full_shape": list(t.full_shape), "split": t.split, "count": t.count}
+                    for t in r.tensors
                 ],
+                "expert_params": _expert_params(r.tensors),
             }
             for r in ranks
         ],
@@ -278,14 +282,11 @@ def render_parallel_timing(timing: ParallelTiming) -> RenderableType:
         f"{_MODE_NAMES[timing.mode]} × {timing.world_size} ({timing.backend} on {timing.device}): "
         f"{_spec_line(timing.spec)}, {timing.dtype}, input {shape}"
     )
-    table = Table()
-    table.add_column("rank", justify="right")
-    table.add_column("device")
-    table.add_column("median ms", justify="right")
-    table.add_column("min ms", justify="right")
-    table.add_column("calls", justify="right")
-    for r in timing.ranks:
-        table.add_row(str(r.rank), r.device, f"{r.median_ms:.3f}", f"{r.min_ms:.3f}", str(r.repeats))
+    columns = [Col("rank"), Col("device", "fixed", drop=1), Col("median ms"), Col("min ms", drop=2), Col("calls", drop=3)]
+    rows: list[Sequence[Cell] | None] = [
+        [str(r.rank), Text(r.device), f"{r.median_ms:.3f}", f"{r.min_ms:.3f}", str(r.repeats)] for r in timing.ranks
+    ]
+    table = FitTable(None, columns, rows)
     footer = Text(f"a step takes the slowest rank's {timing.median_ms:.3f} ms ({timing.timer}, collectives included)")
     return Group(header, table, footer)
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.attention import AnyAttention
 from ffn_cli.models.count import ModelParams, TrainingMemory, training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
+from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.render.literal import literal, visible
 
@@ -31,39 +30,20 @@ __all__ = [
 
 # Weight memory is shown for these; JSON carries every dtype the accounting knows.
 _SHOWN_DTYPES = ("float32", "bfloat16", "float8")
-# Name columns keep this much of a name unbroken; longer names fold in narrow terminals.
-_NAME_WIDTH = 26
 
 
-def _table(title: str | Text, columns: list[tuple[str, str]], rows: list[Any], **options: Any) -> Table:
-    """A compact table (header rule, no vertical borders) that stays legible in 80 columns.
-
-    Column kinds: "num" never wraps or truncates (it keeps its longest line's width), "name"
-    keeps up to _NAME_WIDTH characters of its first line whole, "text" wraps. A row of None
-    starts a new section.
-    """
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, **options)
-    for i, (name, kind) in enumerate(columns):
-        lines = [line for r in rows if r is not None for line in Text.from_markup(r[i]).plain.split("\n")]
-        if kind == "num":
-            width = max([Text(line).cell_len for line in lines] + [len(name)])
-            table.add_column(name, justify="right", no_wrap=True, min_width=width)
-        elif kind == "name":
-            firsts = [Text.from_markup(r[i]).plain.split("\n")[0] for r in rows if r is not None]
-            width = min(_NAME_WIDTH, max([Text(line).cell_len for line in firsts] + [len(name)]))
-            table.add_column(name, min_width=width, overflow="fold")
-        else:
-            table.add_column(name, overflow="fold")
-    for row in rows:
-        if row is None:
-            table.add_section()
-        else:
-            table.add_row(*row)
-    return table
+def _table(title: str, columns: list[Col], rows: list[Any], **options: Any) -> FitTable:
+    """A compact table (header rule, no vertical borders) fitted to the terminal's width."""
+    return FitTable(title, columns, rows, **options)
 
 
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "–"
+
+
+def _share(part: int, whole: int) -> float | None:
+    """part / whole, the fraction the tables print in percent."""
+    return part / whole if whole else None
 
 
 def _ratio(value: float) -> str:
@@ -92,7 +72,15 @@ def ffn_report_data(r: FFNReport) -> dict[str, Any]:
         "spec": r.spec.as_dict(),
         "dtype": r.dtype,
         "tensors": [
-            {"name": t.name, "shape": list(t.shape), "copies": t.copies, "count": t.count, "bytes": t.count * width} for t in r.tensors
+            {
+                "name": t.name,
+                "shape": list(t.shape),
+                "copies": t.copies,
+                "count": t.count,
+                "bytes": t.count * width,
+                "share": _share(t.count, r.total_params),
+            }
+            for t in r.tensors
         ],
         "total_params": r.total_params,
         "active_params": r.active_params,
@@ -131,15 +119,15 @@ def _spec_title(r: FFNReport) -> str:
     return text + f" · {'biases' if s.bias else 'no bias'} · {r.dtype}"
 
 
-def _tensor_table(r: FFNReport) -> Table:
+def _tensor_table(r: FFNReport) -> FitTable:
     copies = any(t.copies > 1 for t in r.tensors)
     columns = [
-        ("tensor", "name"),
-        ("shape", "text"),
-        *([("×", "num")] if copies else []),
-        ("params", "num"),
-        ("%", "num"),
-        ("bytes", "num"),
+        Col("tensor", "text"),
+        Col("shape", "fixed", drop=2),
+        *([Col("×")] if copies else []),
+        Col("params"),
+        Col("%", drop=1),
+        Col("bytes", drop=3),
     ]
     width = DTYPE_BYTES[r.dtype]
     rows: list[Any] = []
@@ -151,7 +139,7 @@ def _tensor_table(r: FFNReport) -> Table:
     return _table(_spec_title(r), columns, rows)
 
 
-def _summary_table(r: FFNReport) -> Table:
+def _summary_table(r: FFNReport) -> FitTable:
     rows: list[Any] = [["parameters", fmt_count(r.total_params), r.param_formula]]
     if r.spec.is_moe:
         shared = ", shared experts" if r.spec.shared_hidden else ""
@@ -173,7 +161,7 @@ def _summary_table(r: FFNReport) -> Table:
     ratio = _ratio(r.ffn_attention_ratio) + (f" (active {_ratio(r.ffn_active_attention_ratio)})" if r.spec.is_moe else "")
     rows.append(["FFN / attention", ratio, "parameters"])
     rows.append(["FFN share of block", _pct(r.total_params, r.total_params + r.attention_params), "FFN / (FFN + attention)"])
-    return _table("per token, and beside attention", [("what", "name"), ("value", "num"), ("how", "text")], rows, show_header=False)
+    return _table("per token, and beside attention", [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
 
 
 def ffn_report_view(r: FFNReport) -> RenderableType:
@@ -193,7 +181,7 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
     return {"dtype": c.reports[0].dtype, "match_params": c.target_params is not None, "target_params": c.target_params, "variants": rows}
 
 
-def comparison_table(c: Comparison) -> Table:
+def comparison_table(c: Comparison) -> FitTable:
     first = c.reports[0]
     attention = f"{fmt_count(first.attention_params)} ({attention_summary(first.attention)})"
     title = f"FFN variants · d_model {first.spec.d_model:,} · beside attention {attention}"
@@ -201,12 +189,12 @@ def comparison_table(c: Comparison) -> Table:
         title += f" · d_ff sized to {first.spec.variant}'s {fmt_count(c.target_params)} parameters"
     caption = f"FLOPs and activations per token, {first.dtype}; forward + backward ≈ {BACKWARD_FACTOR} × forward"
     moe = any(r.spec.is_moe for r in c.reports)
-    columns = [("variant", "name"), ("d_ff", "num"), ("params", "num"), *([("active", "num")] if moe else [])]
+    columns = [Col("variant", "text"), Col("d_ff"), Col("params"), *([Col("active", drop=4)] if moe else [])]
     columns += [
-        ("fwd FLOPs", "num"),
-        ("act. mem", "num"),
-        ("FFN/attn", "num"),
-        *([("Δ params", "num")] if c.target_params is not None else []),
+        Col("fwd FLOPs", drop=3),
+        Col("act. mem", drop=1),
+        Col("FFN/attn", drop=2),
+        *([Col("Δ params")] if c.target_params is not None else []),
     ]
     rows = []
     for r in c.reports:
@@ -216,7 +204,7 @@ def comparison_table(c: Comparison) -> Table:
         delta = c.delta(r)
         cells += [f"{100 * delta:+.2f}%"] if delta is not None else []
         rows.append(cells)
-    return _table(title, columns, rows, caption=caption, caption_justify="left")
+    return _table(title, columns, rows, caption=caption)
 
 
 # --- whole models -------------------------------------------------------------------------
@@ -259,6 +247,7 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
                 "copies": p.copies,
                 "params": p.params,
                 "active_params": p.active_params,
+                "share": _share(p.params, m.total_params),
             }
             for p in m.parts
         ],
@@ -284,11 +273,11 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
     }
 
 
-def _parts_table(m: ModelParams) -> Table:
+def _parts_table(m: ModelParams) -> FitTable:
     s = m.spec
     # Text, not markup: the name comes from the config file or its folder.
     title = Text(visible(f"{s.name} · {s.model_type} · {s.n_layers} layers · d_model {s.d_model:,} · vocab {s.vocab_size:,}"))
-    columns = [("part", "name"), ("each", "num"), ("×", "num"), ("params", "num"), ("%", "num")]
+    columns = [Col("part", "text"), Col("each", drop=2), Col("×", drop=3), Col("params"), Col("%", drop=1)]
     rows: list[Any] = []
     for p in m.parts:
         params = fmt_count(p.params) + (f"\n[dim]active {fmt_count(p.active_params)}[/]" if p.active_params != p.params else "")
@@ -312,7 +301,7 @@ def memory_rows(params: int, dtype: str) -> list[list[str]]:
     ]
 
 
-def _model_summary(m: ModelParams, dtype: str) -> Table:
+def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     rows: list[Any] = []
     if m.spec.is_moe:
         rows.append(["active per token", fmt_count(m.active_params), f"{_pct(m.active_params, m.total_params)} of the total"])
@@ -334,7 +323,7 @@ def _model_summary(m: ModelParams, dtype: str) -> Table:
         ["forward FLOPs/token", fmt_flops(flops), "matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer"]
     )
     rows.append(["forward + backward", fmt_flops(BACKWARD_FACTOR * flops), f"{BACKWARD_FACTOR} × forward"])
-    return _table("summary", [("what", "name"), ("value", "num"), ("how", "text")], rows, show_header=False)
+    return _table("summary", [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
 
 
 def model_view(m: ModelParams, dtype: str = "bfloat16") -> RenderableType:
@@ -361,8 +350,8 @@ def presets_data(models: list[tuple[str, ModelParams, str]]) -> list[dict[str, A
     ]
 
 
-def presets_table(models: list[tuple[str, ModelParams, str]]) -> Table:
-    columns = [("preset", "name"), ("total", "num"), ("active", "num"), ("FFN/attn", "num")]
+def presets_table(models: list[tuple[str, ModelParams, str]]) -> FitTable:
+    columns = [Col("preset", "text"), Col("total"), Col("active", drop=2), Col("FFN/attn", drop=1)]
     rows = []
     for row in presets_data(models):
         name = f"{literal(row['name'])}\n[dim]{literal(row['model_type'])} · {row['n_layers']} layers · d {row['d_model']:,}[/]"

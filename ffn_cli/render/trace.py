@@ -7,12 +7,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rich import box
 from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.result import TensorStats, TraceResult, TraceStep
 
@@ -22,13 +23,8 @@ __all__ = ["trace_data", "trace_view", "width_diagram"]
 DIAGRAM_CELLS = 48
 # Input / output cells list at most this many distinct shapes, then "+N more".
 MAX_SHAPES = 3
-_EIGHTHS = " ▏▎▍▌▋▊▉"
 # The steps table prints FLOPs exactly below this total, with SI prefixes above.
 EXACT_FLOPS_BELOW = 10**13
-
-
-def _table(title: str, **options: Any) -> Table:
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, **options)
 
 
 def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
@@ -70,9 +66,16 @@ def _num(value: float) -> str:
 # --- header and footer ---------------------------------------------------------------------
 
 
+def _dropout(p: float, mode: str) -> str:
+    """Dropout only acts in train mode; say so rather than print a rate that is not applied."""
+    if not p:
+        return "no dropout"
+    return f"dropout {p:g}" if mode == "train" else f"dropout {p:g} (off in {mode} mode)"
+
+
 def _header(result: TraceResult) -> Panel:
     spec = result.spec
-    parts = [f"d_model {spec.d_model}", f"d_ff {spec.d_ff}", "bias" if spec.bias else "no bias", f"dropout {spec.dropout:g}"]
+    parts = [f"d_model {spec.d_model}", f"d_ff {spec.d_ff}", "bias" if spec.bias else "no bias", _dropout(spec.dropout, result.mode)]
     if spec.init != "default":
         parts.append(f"init {spec.init}")
     if spec.zero_init_output:
@@ -80,7 +83,7 @@ def _header(result: TraceResult) -> Panel:
     if spec.fused_gate_up:
         parts.append("fused gate_up_proj")
     parts += spec.info.header_parts(spec)
-    lines = [f"[bold]{spec.info.header_formula(spec)}[/]", " · ".join(parts)]
+    lines = [f"[bold]{escape(spec.info.header_formula(spec))}[/]", " · ".join(parts)]
     if result.block is not None:
         a, b = result.block.attention, result.block
         kv = f", {a.n_kv_heads} K/V heads (GQA)" if a.n_kv_heads != a.n_heads else ""
@@ -136,18 +139,18 @@ def _block_ratio(result: TraceResult) -> str:
 # --- the tables --------------------------------------------------------------------------
 
 
-def _steps_table(result: TraceResult) -> Table:
-    table = _table("Shape flow, step by step", show_footer=True)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("step", no_wrap=True, footer="total")
-    # Numbers never wrap; the text columns give way on narrow terminals.
-    table.add_column("operation", overflow="fold", min_width=9)
-    table.add_column("input → output", overflow="fold", min_width=10)
-    table.add_column("parameters", overflow="fold", min_width=8)
-    table.add_column("params", justify="right", no_wrap=True, footer=fmt_count(sum(s.param_count for s in result.steps)))
-    table.add_column("FLOPs", justify="right", no_wrap=True, footer=_flops(result.total_flops, result))
-    for n, s in enumerate(result.steps, 1):
-        table.add_row(
+def _steps_table(result: TraceResult) -> FitTable:
+    columns = [
+        Col("#", drop=3),
+        Col("step", "fixed", footer="total"),
+        Col("operation", "text", drop=2),
+        Col("input → output", "fixed", drop=4),
+        Col("parameters", "fixed", drop=1),
+        Col("params", footer=fmt_count(sum(s.param_count for s in result.steps))),
+        Col("FLOPs", footer=_flops(result.total_flops, result)),
+    ]
+    rows = [
+        [
             str(n),
             s.name,
             s.op,
@@ -155,23 +158,31 @@ def _steps_table(result: TraceResult) -> Table:
             _params(s),
             fmt_count(s.param_count) if s.params else "",
             _flops(s.flops, result),
-        )
-    return table
+        ]
+        for n, s in enumerate(result.steps, 1)
+    ]
+    return FitTable("Shape flow, step by step", columns, _plain(rows))
 
 
-def _ops_table(result: TraceResult) -> Table:
+def _plain(rows: list[list[str]]) -> list[list[Text]]:
+    """Cells of names and shapes as plain text: `[2, 5]` is not markup."""
+    return [[Text(cell) for cell in row] for row in rows]
+
+
+def _ops_table(result: TraceResult) -> FitTable:
     step_of = {i: s.name for s in result.steps for i in s.op_indices}
-    table = _table("Raw aten ops, in execution order", show_footer=True)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("module", overflow="fold", footer="total")
-    table.add_column("aten op", no_wrap=True)
-    table.add_column("inputs", no_wrap=True)
-    table.add_column("outputs", no_wrap=True)
-    table.add_column("matmul", justify="right", no_wrap=True, footer=fmt_count(result.matmul_flops))
-    table.add_column("elementwise", justify="right", no_wrap=True, footer=fmt_count(result.elementwise_flops))
-    table.add_column("step", overflow="fold")
-    for op in result.ops:
-        table.add_row(
+    columns = [
+        Col("#"),
+        Col("module", "fixed", drop=3, footer="total"),
+        Col("aten op", "fixed"),
+        Col("inputs", "fixed", drop=2),
+        Col("outputs", "fixed", drop=4),
+        Col("matmul", footer=fmt_count(result.matmul_flops)),
+        Col("elementwise", footer=fmt_count(result.elementwise_flops)),
+        Col("step", "fixed", drop=1),
+    ]
+    rows = [
+        [
             str(op.index),
             op.path or "·",
             op.op,
@@ -180,8 +191,10 @@ def _ops_table(result: TraceResult) -> Table:
             fmt_count(op.matmul_flops) if op.matmul_flops else "",
             fmt_count(op.elementwise_flops) if op.elementwise_flops else "",
             step_of.get(op.index, ""),
-        )
-    return table
+        ]
+        for op in result.ops
+    ]
+    return FitTable("Raw aten ops, in execution order", columns, _plain(rows))
 
 
 def _stats_cells(stats: TensorStats | None) -> list[str]:
@@ -190,31 +203,22 @@ def _stats_cells(stats: TensorStats | None) -> list[str]:
     return [_num(stats.mean), _num(stats.std), _num(stats.min), _num(stats.max), f"{stats.zeros_pct:.1f}", fmt_count(stats.negatives)]
 
 
-def _stats_table(result: TraceResult) -> Table:
-    table = _table("Values at each step (computed on the device)")
-    table.add_column("step", no_wrap=True)
-    for name in ("mean", "std", "min", "max", "zeros %", "negatives"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("notes", overflow="fold")
-    table.add_row("input", *_stats_cells(result.input_stats), "")
+def _stats_table(result: TraceResult) -> FitTable:
+    columns = [Col("step", "fixed"), Col("mean"), Col("std", drop=3), Col("min", drop=2), Col("max", drop=2)]
+    columns += [Col("zeros %", drop=4), Col("negatives", drop=1), Col("notes", "text")]
+    rows: list[list[Cell]] = [[Text("input"), *_stats_cells(result.input_stats), ""]]
     for s in result.steps:
-        notes = [f"[bold red]{f}[/]" for f in s.flags] + ([s.note] if s.note else [])
-        table.add_row(s.name, *_stats_cells(s.stats), "; ".join(notes))
-    return table
+        notes = [f"[bold red]{escape(f)}[/]" for f in s.flags] + ([escape(s.note)] if s.note else [])
+        rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
+    return FitTable("Values at each step (computed on the device)", columns, rows)
 
 
-def _values_table(result: TraceResult, n: int) -> Table:
-    table = _table(f"First {n} values of token 0 at each step")
-    table.add_column("step", no_wrap=True)
-    table.add_column("values", overflow="fold")
-
+def _values_table(result: TraceResult, n: int) -> FitTable:
     def cells(values: tuple[float, ...] | None) -> str:
         return " ".join(f"{v: .4f}" for v in values) if values else "n/a"
 
-    table.add_row("input", cells(result.input_values))
-    for s in result.steps:
-        table.add_row(s.name, cells(s.values))
-    return table
+    rows = [[Text("input"), cells(result.input_values)]] + [[Text(s.name), cells(s.values)] for s in result.steps]
+    return FitTable(f"First {n} values of token 0 at each step", [Col("step", "fixed"), Col("values", "text")], rows)
 
 
 # --- the width diagram ---------------------------------------------------------------------
@@ -236,24 +240,13 @@ def _diagram_rows(result: TraceResult) -> tuple[list[tuple[str, int]], str]:
     return rows, note
 
 
-def _bar(width: int, widest: int) -> str:
-    eighths = max(1, round(8 * DIAGRAM_CELLS * width / widest))
-    full, rest = divmod(eighths, 8)
-    return "█" * full + (_EIGHTHS[rest] if rest else "")
-
-
 def width_diagram(result: TraceResult) -> RenderableType:
     """Each step's output width, to scale: small → big → small."""
     rows, note = _diagram_rows(result)
     widest = max(w for _, w in rows)
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True)
-    grid.add_column(justify="right", no_wrap=True)
-    grid.add_column(no_wrap=True, style="cyan")
-    for label, w in rows:
-        grid.add_row(label, fmt_count(w), _bar(w, widest))
+    chart = BarChart([(label, fmt_count(w), w / widest) for label, w in rows], max_cells=DIAGRAM_CELLS, value_first=True)
     title = Text("Width of each step's output (last dimension), to scale", style="bold")
-    return Group(title, grid, Text(note)) if note else Group(title, grid)
+    return Group(title, chart, Text(note)) if note else Group(title, chart)
 
 
 def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0) -> Group:

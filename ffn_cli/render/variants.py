@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich import box
-from rich.table import Table
+from rich.text import Text
 
 from ffn_cli.accounting import matmul_flops_formula, param_formula
+from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
 
@@ -36,20 +36,23 @@ def variants_data() -> list[dict[str, Any]]:
     return rows
 
 
-def variants_table() -> Table:
-    table = Table(title="FFN variants", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("name", style="bold", no_wrap=True)
-    table.add_column("family", no_wrap=True)
-    table.add_column("formula", overflow="fold", ratio=3)
-    table.add_column("params", no_wrap=True)
-    table.add_column("matmul FLOPs/token", no_wrap=True)
-    table.add_column("default d_ff", no_wrap=True)
-    table.add_column("origin", overflow="fold", ratio=2)
+def variants_table() -> FitTable:
+    columns = [
+        Col("name", "fixed", style="bold"),
+        Col("family", "fixed", drop=2),
+        Col("formula", "text"),
+        Col("params", "text", drop=4),
+        Col("matmul FLOPs/token", "text", drop=3),
+        Col("default d_ff", "text", drop=1),
+        Col("origin", "text", drop=5),
+    ]
+    rows = []
     for row in variants_data():
         rule = VARIANTS[row["name"]].d_ff_rule_short
-        table.add_row(row["name"], row["family"], row["formula"], row["param_formula"], row["matmul_flops_per_token"], rule, row["origin"])
-    table.caption = "d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules"
-    return table
+        cells = [row["name"], row["family"], row["formula"], row["param_formula"], row["matmul_flops_per_token"], rule, row["origin"]]
+        rows.append([Text(str(c)) for c in cells])
+    caption = "d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules"
+    return FitTable("FFN variants", columns, rows, caption=Text(caption))
 
 
 def variants_markdown() -> str:

@@ -1,0 +1,207 @@
+"""Tables and bar charts that fit the terminal they are printed in.
+
+The rule, shared by every table the tool prints: a number is printed whole or not at all.
+Number and shape cells never wrap or shrink; notes wrap at word boundaries. When the columns
+do not fit the width, whole columns leave, lowest `drop` first (the rightmost of equals
+first), and a one-line footnote under the table names each one that left:
+
+    2 columns hidden at 80 columns (formula, origin): widen the terminal, or --json
+
+Columns with `drop=None` (the row's name and its main numbers) always stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+__all__ = ["GAP", "BarChart", "Col", "FitTable", "hidden_note"]
+
+# Cells between two columns: one of padding, one of the (blank) divider.
+GAP = 2
+# A wrapped text column is never squeezed narrower than this (or its longest line, if shorter):
+# a column of two-word lines is harder to read than a column fewer.
+TEXT_FLOOR = 16
+Kind = Literal["num", "fixed", "text"]
+Cell = str | Text  # a str is rich markup
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column. kind: "num" (right-aligned, each line whole), "fixed" (left-aligned, each
+    line whole: names, shapes), "text" (wraps at word boundaries). drop: the order in which the
+    column leaves a narrow terminal (1 first); None keeps it."""
+
+    header: str
+    kind: Kind = "num"
+    drop: int | None = None
+    footer: Cell = ""
+    style: str = ""
+
+
+def _text(cell: Cell) -> Text:
+    return Text.from_markup(cell) if isinstance(cell, str) else cell
+
+
+def _lines(cell: Cell) -> list[str]:
+    return _text(cell).plain.split("\n")
+
+
+def _longest(lines: Sequence[str]) -> int:
+    return max((cell_len(line) for line in lines), default=0)
+
+
+def _longest_word(lines: Sequence[str]) -> int:
+    return max((cell_len(word) for line in lines for word in line.split()), default=0)
+
+
+def hidden_note(names: Sequence[str], width: int) -> str:
+    """The footnote under a table that lost columns."""
+    count = f"{len(names)} column{'s' if len(names) > 1 else ''}"
+    return f"{count} hidden at {width} columns ({', '.join(names)}): widen the terminal, or --json"
+
+
+@dataclass
+class FitTable:
+    """A table that picks its columns and their widths for the width it is rendered at.
+
+    rows: one list of cells per row, or None to draw a rule between sections.
+    """
+
+    title: Cell | None
+    columns: Sequence[Col]
+    rows: Sequence[Sequence[Cell] | None]
+    caption: Cell | None = None
+    show_header: bool = True
+    _bounds: list[tuple[int, int, int]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._bounds = [self._column_bounds(i) for i in range(len(self.columns))]
+
+    def _column_bounds(self, i: int) -> tuple[int, int, int]:
+        """(narrowest without breaking a number or a word, narrowest comfortable, widest)."""
+        col = self.columns[i]
+        body = [line for row in self.rows if row is not None for line in _lines(row[i])] + _lines(col.footer)
+        header = col.header.split("\n") if self.show_header else []
+        widest = max(_longest(body), _longest(header), 1)
+        hard = max(_longest(body) if col.kind != "text" else _longest_word(body), _longest_word(header), 1)
+        soft = max(hard, min(TEXT_FLOOR, widest)) if col.kind == "text" else hard
+        return hard, soft, widest
+
+    def layout(self, width: int) -> tuple[list[int], list[int]]:
+        """(the indices of the columns shown, the width of each), for a console `width` wide."""
+        shown = list(range(len(self.columns)))
+
+        def needed(bound: int) -> int:
+            return sum(self._bounds[i][bound] for i in shown) + GAP * (len(shown) - 1)
+
+        while needed(1) > width:
+            droppable = [i for i in shown if self.columns[i].drop is not None]
+            if not droppable:
+                break
+            shown.remove(min(reversed(droppable), key=lambda i: self.columns[i].drop or 0))
+        widths = [self._bounds[i][0] for i in shown]
+        spare = width - needed(0)
+        # Hand spare cells out one at a time: wrapped text up to a comfortable width first,
+        # then wrapped headers of number columns (a few cells each), then the text to its widest.
+        for bound, kinds in ((1, ("text",)), (2, ("num", "fixed")), (2, ("text",))):
+            grew = True
+            while spare > 0 and grew:
+                grew = False
+                for k, i in enumerate(shown):
+                    if spare and self.columns[i].kind in kinds and widths[k] < self._bounds[i][bound]:
+                        widths[k] += 1
+                        spare -= 1
+                        grew = True
+        return shown, widths
+
+    def hidden(self, width: int) -> list[str]:
+        """The headers of the columns that leave at this width."""
+        return self._left_out(self.layout(width)[0])
+
+    def _left_out(self, shown: Sequence[int]) -> list[str]:
+        return [c.header.replace("\n", " ") for i, c in enumerate(self.columns) if i not in shown]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        shown, widths = self.layout(width)
+        table = Table(
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,
+            show_header=self.show_header,
+            show_footer=any(_text(c.footer).plain for c in self.columns),
+        )
+        for i, w in zip(shown, widths, strict=True):
+            col = self.columns[i]
+            table.add_column(
+                Text(col.header, no_wrap=False),  # a header may wrap between its words, a number never
+                footer=_text(col.footer),
+                justify="right" if col.kind == "num" else "left",
+                width=w,
+                no_wrap=col.kind != "text",
+                overflow="fold",
+                style=col.style,
+            )
+        for row in self.rows:
+            if row is None:
+                if table.rows:
+                    table.rows[-1].end_section = True
+            else:
+                table.add_row(*[_text(row[i]) for i in shown])
+        if self.title:
+            yield Text.assemble(_text(self.title), style="table.title")
+        yield table
+        if self.caption:
+            yield Text.assemble(_text(self.caption), style="table.caption")
+        hidden = self._left_out(shown)
+        if hidden:
+            yield Text(hidden_note(hidden, width), style="dim")
+
+
+@dataclass
+class BarChart:
+    """Horizontal bars sized to the width: label, value and bar per row; the bar gives way
+    first (down to a short one), never the label or the value."""
+
+    rows: Sequence[tuple[str, str, float]]  # (label, value text, fraction of the longest bar)
+    max_cells: int = 48
+    value_first: bool = False
+    bar_style: str = "cyan"
+
+    _EIGHTHS = " ▏▎▍▌▋▊▉"
+
+    def _bar(self, fraction: float, cells: int) -> str:
+        eighths = max(1 if fraction > 0 else 0, round(max(0.0, min(1.0, fraction)) * cells * 8))
+        full, rest = divmod(eighths, 8)
+        return "█" * full + (self._EIGHTHS[rest] if rest else "")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        label_w = _longest([r[0] for r in self.rows])
+        value_w = _longest([r[1] for r in self.rows])
+        cells = min(self.max_cells, options.max_width - label_w - value_w - 2)
+        if cells < 8:  # too narrow for three columns: the label and value above each bar
+            for label, value, fraction in self.rows:
+                yield Text(f"{label}  {value}")
+                yield Text(self._bar(fraction, min(self.max_cells, options.max_width)), style=self.bar_style)
+            return
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        if self.value_first:
+            grid.add_column(justify="right", no_wrap=True)
+            grid.add_column(no_wrap=True, style=self.bar_style)
+        else:
+            grid.add_column(no_wrap=True, style=self.bar_style)
+            grid.add_column(justify="right", no_wrap=True)
+        for label, value, fraction in self.rows:
+            bar = self._bar(fraction, cells)
+            grid.add_row(label, value, bar) if self.value_first else grid.add_row(label, bar, value)
+        yield grid

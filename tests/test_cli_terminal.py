@@ -1,0 +1,168 @@
+"""What a newcomer meets first: bare `ffn`, `--debug` anywhere, errors that name the option
+typed, shell completion, `--svg` / `--html`, and the notes under a table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.cli.common import settings
+from ffn_cli.cli.complete import complete_devices, complete_dtypes, complete_impls, complete_presets, complete_variants
+from ffn_cli.errors import FFNError
+
+
+@pytest.fixture(autouse=True)
+def no_debug(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FFN_DEBUG", raising=False)
+    settings.debug = False
+
+
+def test_bare_ffn_prints_help_and_where_to_start(runner: CliRunner) -> None:
+    result = runner.invoke(app, [])
+    assert result.exit_code == 0, result.output
+    assert "Commands" in result.stdout and "Try:" in result.stdout and "ffn trace" in result.stdout
+    assert not result.stderr
+
+
+@pytest.mark.parametrize("args", [["trace", "--d-model", "0", "--debug"], ["--debug", "trace", "--d-model", "0"]])
+def test_debug_anywhere_shows_the_exception(runner: CliRunner, args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert isinstance(result.exception, FFNError)
+
+
+def test_debug_from_the_environment(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["params", "--d-model", "0"], env={"FFN_DEBUG": "1"})
+    assert isinstance(result.exception, FFNError)
+    plain = runner.invoke(app, ["params", "--d-model", "0"], env={"FFN_DEBUG": "0"})
+    assert plain.exit_code == 2 and plain.exception is not None and not isinstance(plain.exception, FFNError)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["params", "--d-model", "0"], "error: --d-model 0: must be an integer"),
+        (["params", "-d", "0"], "error: --d-model 0: must be an integer"),
+        (["params", "--variant", "relu", "--fused"], "error: --fused: needs a gated variant"),
+        (["params", "--variant", "relu", "--match-params"], "error: --match-params: needs two or more variants"),
+        (["trace", "--variant", "moe", "--experts", "2", "--top-k", "3"], "error: --top-k 3: must be at most experts (2)"),
+        (["trace", "--mode", "test"], "error: --mode test: choose one of eval, train"),
+        (["bench", "--warmup-ms", "nan", "--repeats", "1"], "error: --warmup-ms nan:"),
+    ],
+)
+def test_errors_name_the_option_typed(runner: CliRunner, args: list[str], message: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.stderr.startswith(message), result.stderr
+    assert "_" not in result.stderr.split(":")[1]  # no Python field names (d_model, top_k)
+
+
+def test_a_config_error_names_the_files_key(runner: CliRunner, tmp_path: Path) -> None:
+    config = json.loads((Path(__file__).parent / "data/configs/llama-2-7b.json").read_text())
+    config["hidden_size"] = 0
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = runner.invoke(app, ["params", "--config", str(path)])
+    assert result.exit_code == 2 and result.stderr.startswith(f"error: {path}: key hidden_size = 0:"), result.stderr
+    # A field that is also an option (--n-kv-heads) but came from the file is named as the file's.
+    config["hidden_size"], config["num_key_value_heads"] = 4096, 3
+    path.write_text(json.dumps(config))
+    result = runner.invoke(app, ["params", "--config", str(path)])
+    assert result.exit_code == 2 and result.stderr.startswith(f"error: {path}: key num_key_value_heads = 3:"), result.stderr
+
+
+# --- completion -------------------------------------------------------------------------------
+
+
+def test_completion_of_variants_presets_devices() -> None:
+    from ffn_cli.models.config import preset_names
+    from ffn_cli.variants import VARIANTS
+
+    assert complete_variants("sw") == ["swiglu", "swiglu_clamp"]
+    assert complete_variants("relu,xi") == ["relu,xielu"]
+    assert set(complete_variants("")) == {*VARIANTS, "all"}
+    assert "relu,relu" not in complete_variants("relu,")
+    assert complete_presets("mixtral") == [n for n in preset_names() if n.startswith("mixtral")] and complete_presets("mixtral")
+    assert {"cpu", "meta"} <= set(complete_devices(""))
+    assert complete_dtypes("bf") == ["bfloat16"]
+
+
+def test_completion_lists_every_implementation() -> None:
+    from ffn_cli.bench.implementations import IMPLS
+
+    assert set(complete_impls("")) == {*IMPLS, "all"}
+
+
+def test_completion_is_installable(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = runner.invoke(app, ["--help"])
+    assert "--install-completion" in result.stdout and "--show-completion" in result.stdout
+    # Typer's own switch, read when the command is built: the shell is named, not detected from the process tree.
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
+    shown = runner.invoke(app, ["--show-completion", "bash"])
+    assert shown.exit_code == 0 and "complete -o default -F _ffn_completion ffn" in shown.stdout, shown.output
+
+
+# --- --svg / --html ----------------------------------------------------------------------------
+
+
+def test_svg_and_html_hold_what_was_printed(runner: CliRunner, tmp_path: Path) -> None:
+    svg, html = tmp_path / "v.svg", tmp_path / "v.html"
+    result = runner.invoke(app, ["params", "-v", "swiglu", "-d", "4096", "--svg", str(svg), "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    assert svg.read_text().startswith("<svg") and "135,266,304" in svg.read_text().replace("&#160;", " ")
+    assert "135,266,304" in html.read_text() and "<html" in html.read_text().lower()
+    assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--svg", "{tmp}/no/such/folder/x.svg"], "error: --svg {tmp}/no/such/folder/x.svg: its folder"),
+        (["--html", "{tmp}/x.txt"], "error: --html {tmp}/x.txt: a file name ending in .html"),
+        (["--svg", "{tmp}/x.svg", "--json"], "error: --json: --svg saves the tables as printed; drop --json"),
+    ],
+)
+def test_a_bad_destination_is_refused_before_the_work(runner: CliRunner, tmp_path: Path, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["trace", *[a.format(tmp=tmp_path) for a in args]])
+    assert result.exit_code == 2 and result.stderr.startswith(message.format(tmp=tmp_path)), result.stderr
+    assert not result.stdout and not list(tmp_path.iterdir())
+
+
+# --- notes a table carries ---------------------------------------------------------------------
+
+
+def test_match_params_says_what_a_finer_multiple_reaches(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["params", "--variant", "relu,swiglu", "--match-params", "-d", "512"], env={"COLUMNS": "200"})
+    # By hand: relu holds 2·512·2048 + 2048 + 512 = 2,099,712; swiglu holds 3·512·d_ff, so at
+    # --multiple-of 256 d_ff is 1,280 (1,966,080, -6.36 %) and at 32 it is 1,376 (2,113,536, +0.66 %).
+    assert "swiglu is -6.36 % off the target with --multiple-of 256; --multiple-of 32 reaches +0.66 % (d_ff 1,376)" in result.stdout
+    data = json.loads(runner.invoke(app, ["params", "--variant", "relu,swiglu", "--match-params", "--json"]).stdout)
+    assert len(data["warnings"]) == 1 and "--multiple-of 32" in data["warnings"][0]
+
+
+def test_moe_header_shows_shared_experts_only_when_there_are_some(runner: CliRunner) -> None:
+    none = runner.invoke(app, ["trace", "-v", "moe", "--device", "meta"], env={"COLUMNS": "120"}).stdout
+    some = runner.invoke(app, ["trace", "-v", "moe", "--device", "meta", "--shared-experts", "1"], env={"COLUMNS": "120"}).stdout
+    assert "shared(x)" not in none and "+ shared(x)" in some
+
+
+def test_dropout_is_said_to_be_off_in_eval_mode(runner: CliRunner) -> None:
+    out = runner.invoke(app, ["trace", "--device", "meta"], env={"COLUMNS": "120"}).stdout
+    assert "dropout 0.1 (off in eval mode)" in out
+
+
+def test_iqr_warning_names_a_few_and_counts_the_rest() -> None:
+    from ffn_cli.bench.run import _some
+
+    assert _some(["a", "b"]) == "a, b"
+    assert _some([f"case{i}" for i in range(40)]).startswith("case0, case1, case2 and 37 more of 40")
+
+
+def test_one_implementation_gets_no_star(runner: CliRunner) -> None:
+    args = ["bench", "--variant", "relu", "-d", "16", "-s", "4", "--repeats", "3", "--warmup-ms", "1"]
+    out = runner.invoke(app, args, env={"COLUMNS": "200"}).stdout
+    assert "★" not in out and "peak mem" in out and "extra mem" in out
+    (result,) = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["results"]
+    assert result["fastest"] is True  # the only implementation of its case is its fastest

@@ -1,0 +1,240 @@
+"""A number is printed whole or not at all, at any width from 60 columns up.
+
+Each command runs once; what it printed is rendered again at 60, 80, 100 and 120 columns,
+and every table it holds is checked as it came out: each number in a shown number or name
+column parses to a value in the same command's `--json` (to the digits printed) and its lines
+stand whole in the output; each word of a wrapped note is printed unbroken; no line is wider
+than the terminal, nothing ends in `…`, and the footnote names exactly the columns left out.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.text import Text
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app, common
+from ffn_cli.render.fit import Col, FitTable, hidden_note
+
+WIDTHS = (60, 80, 100, 120)
+
+COMMANDS = [
+    "trace",
+    "trace --block",
+    "trace --ops",
+    "trace --variant moe --shared-experts 1 --values 4",
+    "trace --variant swiglu -d 4096 --device meta -b 8 -s 4096",
+    "params",
+    "params -v swiglu -d 4096",
+    "params --variant relu,gelu,swiglu,moe --match-params",
+    "params --variant moe -d 4096 --experts 64",
+    "params --preset mixtral-8x7b",
+    "params --preset deepseek-moe-16b",
+    "params --list-presets",
+    "params --variant swiglu --tp 4",
+    "params --variant moe --ep 4",
+    "variants",
+    "trace --variant moe --ep 2 -d 64 --d-ff 128 --experts 4",
+]
+
+# A number, with the unit or scale that follows it: 1,050,624 · 4.00 MiB · 12.9 GFLOP · 3.2× · 49.8 %
+_NUMBER = re.compile(
+    r"(?<![\w.·])([-+]?\d{1,3}(?:,\d{3})+|[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
+    r"(?:\s?(KiB|MiB|GiB|TiB|[kMGTP])(?:FLOP)?\b)?(?!\w|\.\d)"
+)
+_BINARY = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_SI = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+# A cropped thousands group (`1,050,6`) or a cell cut short.
+_CROPPED = re.compile(r"\d,\d{1,2}(?!\d)|\d{4},\d|…")
+
+
+def _leaves(data: Any) -> Iterator[float]:
+    if isinstance(data, bool):
+        return
+    if isinstance(data, (int, float)):
+        yield float(data)
+    elif isinstance(data, dict):
+        for v in data.values():
+            yield from _leaves(v)
+    elif isinstance(data, (list, tuple)):
+        for v in data:
+            yield from _leaves(v)
+    elif isinstance(data, str):  # a count inside a label or a formula is data too
+        for m in _NUMBER.finditer(data):
+            yield _parse(m)[0]
+
+
+def _parse(match: re.Match[str]) -> tuple[float, float]:
+    """(value, the half-unit of its last printed digit, scaled)."""
+    digits, unit = match.group(1), match.group(2)
+    scale = _BINARY.get(unit or "", 0) or _SI.get(unit or "", 1.0)
+    plain = digits.replace(",", "")
+    decimals = len(plain.split(".")[1].split("e")[0]) if "." in plain else 0
+    exponent = int(plain.split("e")[1]) if "e" in plain else 0
+    # Three significant digits (fmt_si) round more coarsely than the decimals show.
+    half = 0.5 * 10.0 ** (exponent - decimals) * scale
+    return float(plain) * scale, half
+
+
+def _matches(value: float, half: float, known: list[float]) -> bool:
+    for j in known:
+        for candidate in (j, 100 * j):  # a share printed in percent
+            if abs(candidate - value) <= max(half * 1.0001, 1e-12 * abs(value)):
+                return True
+    return False
+
+
+class _Recorder:
+    """Wraps FitTable.layout to note each table as it is drawn, with the columns it showed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.drawn: list[tuple[FitTable, int, list[int]]] = []
+        layout = FitTable.layout
+
+        def recording(table: FitTable, width: int) -> tuple[list[int], list[int]]:
+            shown, widths = layout(table, width)
+            self.drawn.append((table, width, shown))
+            return shown, widths
+
+        monkeypatch.setattr(FitTable, "layout", recording)
+
+
+def _printed(args: list[str], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What the command handed to console.print, to be drawn again at each width."""
+    printed: list[Any] = []
+    monkeypatch.setattr(common.console, "print", lambda *objects, **_: printed.extend(objects))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    monkeypatch.undo()
+    return printed
+
+
+def _draw(renderables: list[Any], width: int) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None, emoji=False)
+    for r in renderables:
+        console.print(r)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Iterator[None]:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_number_is_whole_at_every_width(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = command.split()
+    known = sorted(set(_leaves(json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout))))
+    renderables = _printed(args, monkeypatch)
+    for width in WIDTHS:
+        recorder = _Recorder(monkeypatch)
+        text = _draw(renderables, width)
+        monkeypatch.undo()
+        assert recorder.drawn, f"{command}: no table drawn"
+        assert not _CROPPED.search(text), f"{command} at {width}: a cropped number or …\n{text}"
+        assert all(len(line) <= width for line in text.splitlines()), f"{command} at {width}: a line is wider than the terminal"
+        for table, w, shown in recorder.drawn:
+            _check_table(command, table, w, shown, text, known)
+
+
+def _check_table(command: str, table: FitTable, width: int, shown: list[int], text: str, known: list[float]) -> None:
+    lines = text.splitlines()
+    words = set(text.split())
+    for row in table.rows:
+        if row is None:
+            continue
+        for i in shown:
+            cell = row[i] if isinstance(row[i], Text) else Text.from_markup(str(row[i]))
+            kind = table.columns[i].kind
+            if table.columns[i].header == "#":  # row numbers count rows, they are not data
+                continue
+            if kind == "text":  # prose: wrapped between words, never inside one
+                missing = [w for w in cell.plain.split() if w not in words]
+                assert not missing, f"{command} at {width}: {missing} broken in a wrapped cell"
+                continue
+            for cell_line in cell.plain.split("\n"):
+                if cell_line.strip():
+                    assert any(cell_line in line for line in lines), f"{command} at {width}: {cell_line!r} is not printed whole"
+                for m in _NUMBER.finditer(cell_line):
+                    value, half = _parse(m)
+                    assert _matches(value, half, known), f"{command} at {width}: {m.group(0)!r} is not a value in --json"
+    hidden = [table.columns[i].header.replace("\n", " ") for i in range(len(table.columns)) if i not in shown]
+    if hidden:
+        assert " ".join(hidden_note(hidden, width).split()) in " ".join(text.split()), f"{command} at {width}: no footnote for {hidden}"
+
+
+# --- the fitting rule on its own --------------------------------------------------------------
+
+_word = st.text(alphabet="abcdefgh", min_size=1, max_size=12)
+_number = st.integers(min_value=0, max_value=10**12).map(lambda n: f"{n:,}")
+
+
+@given(
+    names=st.lists(_word, min_size=1, max_size=8),
+    numbers=st.lists(st.lists(_number, min_size=4, max_size=4), min_size=1, max_size=6),
+    notes=st.lists(st.lists(_word, max_size=10).map(" ".join), min_size=6, max_size=6),
+    width=st.integers(min_value=60, max_value=160),
+)
+def test_fitted_table_keeps_numbers_whole(names: list[str], numbers: list[list[str]], notes: list[str], width: int) -> None:
+    columns = [Col("name", "fixed"), Col("a"), Col("b", drop=2), Col("c", drop=1), Col("d", drop=3), Col("notes", "text", drop=4)]
+    rows = [[names[k % len(names)], *nums, notes[k]] for k, nums in enumerate(numbers)]
+    table = FitTable("title", columns, rows)
+    text = _draw([table], width)
+    shown, _ = table.layout(width)
+    assert all(len(line) <= width for line in text.splitlines())
+    for row in rows:
+        for i in shown[1:]:
+            if table.columns[i].kind == "num":
+                assert row[i] in text
+    hidden = table.hidden(width)
+    assert (hidden_note(hidden, width) in " ".join(text.split())) if hidden else "hidden at" not in text
+    # Columns leave in their stated order: a column shown means every column that leaves after it is shown.
+    order = sorted((c.drop, -k) for k, c in enumerate(columns) if c.drop is not None)
+    gone = [k for k in range(len(columns)) if k not in shown]
+    assert [(-k) for _, k in order][: len(gone)] == sorted(gone, key=lambda k: [-kk for _, kk in order].index(k))
+
+
+def test_notes_wrap_at_word_boundaries() -> None:
+    table = FitTable(None, [Col("step", "fixed"), Col("mean"), Col("notes", "text")], [["activation", "0.2304", "negatives 10,193 → 0"]])
+    text = _draw([table], 60)
+    assert "10,193" in text and "negatives" in text
+
+
+BENCH = [
+    "bench --variant relu,swiglu -d 16,32 -s 4 --repeats 3 --warmup-ms 1 --impl eager,fused",
+    "bench --variant swiglu -d 16 -s 4 --repeats 3 --warmup-ms 1 --backward --checkpoint",
+]
+
+
+@pytest.mark.parametrize("command", BENCH)
+def test_bench_numbers_are_whole_at_every_width(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Timings differ run to run, so the JSON compared is that of the report the tables drew."""
+    from ffn_cli.render import bench as render_bench
+
+    reports: list[Any] = []
+    view = render_bench.bench_view
+    monkeypatch.setattr(render_bench, "bench_view", lambda report: reports.append(report) or view(report))
+    renderables = _printed(command.split(), monkeypatch)
+    known = sorted(set(_leaves(json.loads(json.dumps(render_bench.bench_json(reports[0]), default=list)))))
+    for width in WIDTHS:
+        recorder = _Recorder(monkeypatch)
+        text = _draw(renderables, width)
+        monkeypatch.undo()
+        assert not _CROPPED.search(text), f"{command} at {width}: a cropped number or …\n{text}"
+        assert all(len(line) <= width for line in text.splitlines())
+        for table, w, shown in recorder.drawn:
+            _check_table(command, table, w, shown, text, known)
