@@ -3,12 +3,10 @@ by side, or of a whole model from its config.json. Pure Python: it never imports
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.accounting import total_params
-from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.options import (
     AttnBiasOpt,
@@ -33,29 +31,14 @@ from ffn_cli.cli.options import (
     parse_list,
 )
 from ffn_cli.errors import FFNError
-from ffn_cli.models import (
-    compare_variants,
-    config_model,
-    count_model,
-    ffn_report,
-    load_preset,
-    model_spec_from_config,
-    preset_model,
-    preset_names,
-)
-from ffn_cli.models.layer import check_dtype
-from ffn_cli.render.params import (
-    comparison_data,
-    comparison_table,
-    ffn_report_data,
-    ffn_report_view,
-    model_data,
-    model_view,
-    presets_data,
-    presets_table,
-)
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
+
+if TYPE_CHECKING:
+    from ffn_cli.attention import AttentionSpec
+
+# The accounting, the model readers and the renderers load inside the command: `ffn --help` and
+# `ffn variants` register this command without paying for them.
 
 _MODEL = "Whole model"
 
@@ -142,6 +125,9 @@ def params(
 ) -> None:
     """Parameters per tensor, FLOPs and memory per token of an FFN beside its attention; several
     variants side by side; or a whole model from a config.json or a preset."""
+    from ffn_cli.attention import AttentionSpec
+    from ffn_cli.models.layer import check_dtype
+
     if list_presets:
         _print_presets(json)
         return
@@ -180,6 +166,9 @@ def params(
 
 def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, match_params: bool, multiple_of: int, json: bool) -> None:
     """One FFN's report, or the comparison table of several."""
+    from ffn_cli.models.layer import compare_variants, ffn_report
+    from ffn_cli.render.params import comparison_data, comparison_table, ffn_report_data, ffn_report_view
+
     if len(specs) == 1 and not match_params:
         report = ffn_report(specs[0], attention, dtype)
         if json:
@@ -198,6 +187,7 @@ def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, matc
 
 def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool) -> None:
     """What each of the tp or ep ranks holds, from the spec alone (no processes, no torch)."""
+    from ffn_cli.accounting import total_params
     from ffn_cli.parallel.accounting import check_parallel, per_rank_params
     from ffn_cli.render.parallel import rank_params_json, render_rank_params
 
@@ -244,6 +234,9 @@ def _reject_ffn_options(ctx: typer.Context) -> None:
 
 
 def _print_model(config: str | None, preset: str | None, dtype: str, json: bool) -> None:
+    from ffn_cli.models import config_model, count_model, preset_model
+    from ffn_cli.render.params import model_data, model_view
+
     if config is not None and preset is not None:
         raise FFNError("preset", preset, "give --config or --preset, not both")
     spec = config_model(config) if config is not None else preset_model(str(preset))
@@ -255,6 +248,9 @@ def _print_model(config: str | None, preset: str | None, dtype: str, json: bool)
 
 
 def _print_presets(json: bool) -> None:
+    from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
+    from ffn_cli.render.params import presets_data, presets_table
+
     models = []
     for name in preset_names():
         config = load_preset(name)
