@@ -21,7 +21,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_a_trace_imports_no_dynamo() -> None:
-    # In a fresh process: every variant, FFN and block, on cpu and on meta.
+    # In a fresh process: every variant, FFN and block, on cpu and on meta; and the meta
+    # kernels' wrappers are left as they were found.
     code = (
         "import sys\n"
         "from ffn_cli.block import BlockSpec\n"
@@ -33,6 +34,9 @@ def test_a_trace_imports_no_dynamo() -> None:
         "        trace(spec, device=device)\n"
         "        trace(spec, device=device, block=BlockSpec.around(spec))\n"
         "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"
+        "from ffn_cli.trace.nodynamo import _wrapped_kernels\n"
+        "assert _wrapped_kernels(), 'no wrapped meta kernel found'\n"
+        "assert not any(hasattr(f, '__dynamo_disable') for f in _wrapped_kernels()), 'left patched'\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]

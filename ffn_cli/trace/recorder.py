@@ -4,9 +4,10 @@
 activation, the gate multiply, MoE's top-k and index_add), and works on the meta device.
 Forward hooks keep a stack of module paths so each op is attributed to `up_proj`,
 `experts.3.gate_proj`, …; tensor storages link each op to the op that produced its inputs.
-Intermediates are freed as in a plain forward: storages are told apart by serial numbers
-(`StorageSerials`), which, unlike addresses, no later storage reuses, and autograd's saved
-tensors are measured, then dropped. Nothing is printed from inside a forward: shapes, FLOPs and statistics all come from here.
+Intermediates are freed where a plain forward frees them: storages are told apart by serial
+numbers (`StorageSerials`), which, unlike addresses, no later storage reuses, and autograd's
+saved tensors are measured, then dropped. Nothing is printed from inside a forward: shapes,
+FLOPs and statistics all come from here.
 """
 
 from __future__ import annotations
@@ -122,6 +123,10 @@ class StorageSerials:
         self._serials.clear()
 
 
+def _key(serial: int, t: Tensor) -> tuple[Any, ...]:
+    return (serial, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     """torch.float32 → "float32", as results and JSON name dtypes."""
     return str(dtype).removeprefix("torch.")
@@ -133,8 +138,8 @@ class Recorder(TorchDispatchMode):
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         # TorchDispatchMode wraps a subclass's __torch_dispatch__ in torch._dynamo.disable
-        # unless this says no: that wrapper imports all of Dynamo (over a second) on the first
-        # op and adds a frame to every op, for a forward that is never compiled.
+        # unless this says no: that wrapper imports all of Dynamo (about as long as importing
+        # torch) on the first op and adds a frame to every op, for a forward never compiled.
         return False
 
     def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0) -> None:
@@ -179,13 +184,13 @@ class Recorder(TorchDispatchMode):
 
     def _key(self, t: Tensor) -> tuple[Any, ...]:
         """Identity of a tensor's data: storage, offset, geometry (robust to autograd's wrappers)."""
-        return (self._serials.of(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+        return _key(self._serials.of(t), t)
 
     def _source(self, t: Tensor) -> tuple[Producer, Shape] | None:
         """Who produced t; None for parameters, buffers and tensors made outside the forward."""
         serial = self._serials.get(t)
-        key = (serial, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
-        return (self._producers[key], tuple(t.shape)) if serial is not None and key in self._producers else None
+        producer = None if serial is None else self._producers.get(_key(serial, t))
+        return None if producer is None else (producer, tuple(t.shape))
 
     def _record_op(self, packet: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)]

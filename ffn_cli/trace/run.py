@@ -59,8 +59,9 @@ def _largest_tensor_elements(spec: FFNSpec, block: BlockSpec | None, batch: int,
 
 
 def estimate_bytes(spec: FFNSpec, *, batch: int, seq_len: int, dtype: str, block: BlockSpec | None = None, check: bool = False) -> int:
-    """Peak bytes a trace allocates: weights, plus activations ×3 (autograd keeps them, the
-    recorder keeps every intermediate alive, statistics make float32 copies)."""
+    """Peak bytes a trace may allocate: weights, plus activations ×3, plus float64 copies for
+    --check. Generous on purpose (the recorder frees intermediates where a plain forward does):
+    the refusal it drives must never be too late."""
     width = DTYPE_BYTES[dtype]
     tokens = batch * seq_len
     params = total_params(spec)
