@@ -20,7 +20,7 @@ CHUNK = stats_module.CHUNK_ELEMENTS["cpu"]
 
 def _numpy_stats(t: torch.Tensor) -> dict[str, float]:
     """The same statistics from NumPy float64, each sum exactly rounded (math.fsum)."""
-    a = t.detach().to(torch.float64).numpy().ravel()
+    a = t.detach().cpu().to(torch.float64).numpy().ravel()
     finite = a[np.isfinite(a)]
     tiny = float(torch.finfo(t.dtype).tiny)
     mean = math.fsum(finite) / finite.size
@@ -96,3 +96,14 @@ def test_one_chunk_is_exactly_torch_std_mean_in_float64() -> None:
     std, mean = torch.std_mean(t.double(), correction=0)
     got = tensor_stats(t)
     assert got is not None and (got.mean, got.std) == (float(mean), float(std))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_stats_on_cuda_match_numpy(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small chunks, so that several are combined on the device, with NaN and Inf among them.
+    monkeypatch.setattr(stats_module, "DEVICE_CHUNK_ELEMENTS", 1 << 12)
+    t = _tensor(5 * (1 << 12) + 7, dtype, seed=6).cuda()
+    _assert_matches_numpy(t)
+    t[3], t[9000] = float("nan"), float("inf")
+    _assert_matches_numpy(t)
