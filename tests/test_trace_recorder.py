@@ -86,3 +86,20 @@ def test_storage_serials_are_never_reused() -> None:
     second = torch.empty(1000)  # may well land at the freed storage's address
     assert serials.get(second) is None
     assert serials.of(second) != s1
+
+
+class _InPlace(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * 2
+        h.add_(1)  # same storage, new values
+        return h.view(-1)
+
+
+def test_statistics_follow_in_place_writes() -> None:
+    # Views share statistics with the data they show, but never across an in-place write.
+    x = torch.randn(4, 8)
+    _, rec = record(_InPlace(), x)
+    by_op = {op.record.op: op.stats for op in rec.ops}
+    for name, values in (("aten.mul", x * 2), ("aten.add_", x * 2 + 1), ("aten.view", x * 2 + 1)):
+        stats = by_op[name]
+        assert stats is not None and stats.mean == pytest.approx(float(values.double().mean()), rel=1e-12), name

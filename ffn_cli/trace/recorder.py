@@ -153,6 +153,9 @@ class Recorder(TorchDispatchMode):
         self._paused = False
         self._producers: dict[tuple[Any, ...], Producer] = {}
         self._stats_by_key: dict[tuple[Any, ...], TensorStats | None] = {}
+        # Statistics by the data they describe: a contiguous view of an output (the view after
+        # each addmm, of x before it) holds the very same values, in the same order.
+        self._stats_by_data: dict[tuple[Any, ...], TensorStats | None] = {}
         self._serials = StorageSerials()
         self._params: dict[int, str] = {}
         self._saved: dict[int, int] = {}  # bytes per storage serial
@@ -173,6 +176,8 @@ class Recorder(TorchDispatchMode):
             if decomposed is not NotImplemented:
                 return decomposed
         out = func(*args, **kwargs)
+        if _writes(func):
+            self._stats_by_data.clear()  # an in-place op changed some values: measure afresh
         packet = func._overloadpacket
         if packet.__name__ not in SKIPPED_OPS:
             self._paused = True
@@ -181,6 +186,15 @@ class Recorder(TorchDispatchMode):
             finally:
                 self._paused = False
         return out
+
+    def _stats(self, t: Tensor) -> TensorStats | None:
+        """tensor_stats(t), once per contiguous run of values."""
+        if not t.is_contiguous():
+            return tensor_stats(t)
+        data = (self._serials.of(t), t.storage_offset(), t.numel(), t.dtype)
+        if data not in self._stats_by_data:
+            self._stats_by_data[data] = tensor_stats(t)
+        return self._stats_by_data[data]
 
     def _key(self, t: Tensor) -> tuple[Any, ...]:
         """Identity of a tensor's data: storage, offset, geometry (robust to autograd's wrappers)."""
@@ -205,7 +219,7 @@ class Recorder(TorchDispatchMode):
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
         is_weight = _storage_id(outputs[0]) in self._params
         meaningful = not is_weight and name not in UNINITIALISED_OPS
-        stats = tensor_stats(outputs[0]) if self.want_stats and meaningful else None
+        stats = self._stats(outputs[0]) if self.want_stats and meaningful else None
         op_record = OpRecord(
             index,
             self._path(),
@@ -256,7 +270,7 @@ class Recorder(TorchDispatchMode):
                 key = self._key(output)
                 call.output_shape, call.dtype = tuple(output.shape), dtype_name(output.dtype)
                 if self.want_stats:
-                    call.stats = self._stats_by_key[key] if key in self._stats_by_key else tensor_stats(output)
+                    call.stats = self._stats_by_key[key] if key in self._stats_by_key else self._stats(output)
                 call.values = first_values(output, self.values)
                 if isinstance(module, nn.Dropout) and self.want_stats and args and isinstance(args[0], Tensor):
                     before = args[0].detach()
@@ -281,7 +295,7 @@ class Recorder(TorchDispatchMode):
         """module(x) under the recorder; the output comes back detached (its graph saved nothing)."""
         self._producers[self._key(x)] = ("input", 0)
         if self.want_stats:
-            self.rec.input_stats = tensor_stats(x)
+            self.rec.input_stats = self._stats(x)
         self.rec.input_values = first_values(x, self.values)
         handles = []
         for path, module in self.root.named_modules():
@@ -297,6 +311,16 @@ class Recorder(TorchDispatchMode):
             self._serials.clear()
         self.rec.saved_bytes = sum(self._saved.values())
         return out.detach()
+
+
+_WRITES: dict[Any, bool] = {}
+
+
+def _writes(func: Any) -> bool:
+    """Whether an aten op writes into one of its arguments (in-place and out= variants)."""
+    if func not in _WRITES:
+        _WRITES[func] = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+    return _WRITES[func]
 
 
 def _pre_hook(recorder: Recorder, path: str) -> Callable[[nn.Module, tuple[Any, ...]], None]:
