@@ -4,13 +4,11 @@ by side, or of a whole model from its config.json. Pure Python: it never imports
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from ffn_cli.accounting import total_params
-from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.complete import complete_dtypes, complete_presets, complete_variants
 from ffn_cli.cli.options import (
@@ -36,33 +34,15 @@ from ffn_cli.cli.options import (
     parse_list,
 )
 from ffn_cli.errors import FFNError
-from ffn_cli.models import (
-    compare_variants,
-    config_model,
-    count_model,
-    ffn_report,
-    load_preset,
-    model_spec_from_config,
-    preset_model,
-    preset_names,
-)
-from ffn_cli.models.fallback import count_by_building
-from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, UnknownModelType
-from ffn_cli.models.layer import check_dtype
-from ffn_cli.models.matching import match_misses
-from ffn_cli.render.built import built_data, built_view
-from ffn_cli.render.params import (
-    comparison_data,
-    comparison_table,
-    ffn_report_data,
-    ffn_report_view,
-    model_data,
-    model_view,
-    presets_data,
-    presets_table,
-)
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS, Family
+
+if TYPE_CHECKING:
+    from ffn_cli.attention import AttentionSpec
+    from ffn_cli.models.families import UnknownModelType
+
+# The accounting, the model readers and the renderers load inside the command: `ffn --help` and
+# `ffn variants` register this command without paying for them.
 
 _MODEL = "Whole model"
 
@@ -157,6 +137,9 @@ def params(
 ) -> None:
     """Parameters per tensor, FLOPs and memory per token of an FFN beside its attention; several
     variants side by side; or a whole model from a config.json or a preset."""
+    from ffn_cli.attention import AttentionSpec
+    from ffn_cli.models.layer import check_dtype
+
     if list_presets:
         _reject_given(ctx, [p for p in ctx.params if p not in ("list_presets", "json")], "--list-presets lists every preset alone")
         _print_presets(json)
@@ -196,6 +179,10 @@ def params(
 
 def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, match_params: bool, multiple_of: int, json: bool) -> None:
     """One FFN's report, or the comparison table of several."""
+    from ffn_cli.models.layer import compare_variants, ffn_report
+    from ffn_cli.models.matching import match_misses
+    from ffn_cli.render.params import comparison_data, comparison_table, ffn_report_data, ffn_report_view
+
     if len(specs) == 1 and not match_params:
         report = ffn_report(specs[0], attention, dtype)
         if json:
@@ -217,6 +204,7 @@ def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, matc
 
 def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool) -> None:
     """What each of the tp or ep ranks holds, from the spec alone (no processes, no torch)."""
+    from ffn_cli.accounting import total_params
     from ffn_cli.parallel.accounting import check_parallel, per_rank_params
     from ffn_cli.render.parallel import rank_params_json, render_rank_params
 
@@ -266,6 +254,10 @@ def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> Non
 
 
 def _print_model(config: str | None, preset: str | None, dtype: str, json: bool) -> None:
+    from ffn_cli.models import config_model, count_model, preset_model
+    from ffn_cli.models.families import UnknownModelType
+    from ffn_cli.render.params import model_data, model_view
+
     if config is not None and preset is not None:
         raise FFNError("preset", preset, "give --config or --preset, not both")
     try:
@@ -281,6 +273,10 @@ def _print_model(config: str | None, preset: str | None, dtype: str, json: bool)
 
 
 def _print_built(unknown: UnknownModelType, dtype: str, json: bool) -> None:
+    from ffn_cli.models.fallback import count_by_building
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.render.built import built_data, built_view
+
     """No reader knows the model_type: count it by building it with transformers on meta."""
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
@@ -292,6 +288,9 @@ def _print_built(unknown: UnknownModelType, dtype: str, json: bool) -> None:
 
 
 def _print_presets(json: bool) -> None:
+    from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
+    from ffn_cli.render.params import presets_data, presets_table
+
     models = []
     for name in preset_names():
         config = load_preset(name)

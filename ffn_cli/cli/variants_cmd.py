@@ -9,7 +9,6 @@ import typer
 
 from ffn_cli.cli.common import console, emit_json, handles_errors
 from ffn_cli.cli.options import JsonOpt
-from ffn_cli.render.variants import variants_data, variants_markdown, variants_table
 
 
 @handles_errors
@@ -18,6 +17,8 @@ def variants(
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the table as Markdown (as in docs/variants.md).")] = False,
 ) -> None:
     """List every FFN variant with its formula, parameter and FLOP formulas and origin."""
+    from ffn_cli.render.variants import variants_data, variants_markdown, variants_table
+
     if json:
         emit_json(variants_data())
     elif markdown:

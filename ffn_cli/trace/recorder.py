@@ -4,11 +4,15 @@
 activation, the gate multiply, MoE's top-k and index_add), and works on the meta device.
 Forward hooks keep a stack of module paths so each op is attributed to `up_proj`,
 `experts.3.gate_proj`, …; tensor storages link each op to the op that produced its inputs.
-Nothing is printed from inside a forward: shapes, FLOPs and statistics all come from here.
+Intermediates are freed where a plain forward frees them: storages are told apart by serial
+numbers (`StorageSerials`), which, unlike addresses, no later storage reuses, and autograd's
+saved tensors are measured, then dropped. Nothing is printed from inside a forward: shapes,
+FLOPs and statistics all come from here.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +24,7 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
+from ffn_cli.trace.nodynamo import dynamo_left_out
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
@@ -76,12 +81,52 @@ class Recording:
 
 
 def _storage_id(t: Tensor) -> int:
+    """The address of t's storage: unique among live storages (parameters live throughout)."""
     return int(t.untyped_storage()._cdata)
 
 
-def _key(t: Tensor) -> tuple[Any, ...]:
-    """Identity of a tensor's data: storage, offset, geometry (robust to autograd's wrappers)."""
-    return (_storage_id(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+class StorageSerials:
+    """A serial number per live storage. A freed storage's address can be handed to the next
+    one; its serial is never reused, so a freed intermediate cannot be mistaken for a new one
+    and no tensor has to be kept alive to prevent it. The storage's Python object lives as
+    long as the storage itself (PyTorch preserves it), so a weak reference to it says when
+    the storage is freed."""
+
+    def __init__(self) -> None:
+        self._serials: dict[int, int] = {}
+        self._refs: dict[int, weakref.ref[Any]] = {}
+        self._count = 0
+
+    def get(self, t: Tensor) -> int | None:
+        """t's storage's serial; None for a storage never seen (or freed since)."""
+        return self._serials.get(_storage_id(t))
+
+    def of(self, t: Tensor) -> int:
+        """t's storage's serial, given now if it has none."""
+        storage = t.untyped_storage()
+        address = int(storage._cdata)
+        serial = self._serials.get(address)
+        if serial is None:
+            serial = self._serials[address] = self._count
+            self._count += 1
+            self._refs[address] = weakref.ref(storage, self._forget(address))
+        return serial
+
+    def _forget(self, address: int) -> Callable[[Any], None]:
+        def forget(ref: Any) -> None:
+            if self._refs.get(address) is ref:
+                del self._refs[address], self._serials[address]
+
+        return forget
+
+    def clear(self) -> None:
+        """Stop watching (the weak references go, and their callbacks with them)."""
+        self._refs.clear()
+        self._serials.clear()
+
+
+def _key(serial: int, t: Tensor) -> tuple[Any, ...]:
+    return (serial, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -91,6 +136,13 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 class Recorder(TorchDispatchMode):
     """Records every aten op of `root`'s forward with its module path, shapes, FLOPs and stats."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # TorchDispatchMode wraps a subclass's __torch_dispatch__ in torch._dynamo.disable
+        # unless this says no: that wrapper imports all of Dynamo (about as long as importing
+        # torch) on the first op and adds a frame to every op, for a forward never compiled.
+        return False
 
     def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0) -> None:
         super().__init__()
@@ -103,9 +155,12 @@ class Recorder(TorchDispatchMode):
         self._paused = False
         self._producers: dict[tuple[Any, ...], Producer] = {}
         self._stats_by_key: dict[tuple[Any, ...], TensorStats | None] = {}
-        self._keep: list[Tensor] = []  # alive until the end, so no storage id is reused mid-trace
+        # Statistics by the data they describe: a contiguous view of an output (the view after
+        # each addmm, of x before it) holds the very same values, in the same order.
+        self._stats_by_data: dict[tuple[Any, ...], TensorStats | None] = {}
+        self._serials = StorageSerials()
         self._params: dict[int, str] = {}
-        self._saved: dict[int, int] = {}
+        self._saved: dict[int, int] = {}  # bytes per storage serial
         for name, t in [*root.named_parameters(), *root.named_buffers()]:
             self._params[_storage_id(t)] = name
             self.rec.param_shapes[name] = tuple(t.shape)
@@ -123,6 +178,8 @@ class Recorder(TorchDispatchMode):
             if decomposed is not NotImplemented:
                 return decomposed
         out = func(*args, **kwargs)
+        if _writes(func):
+            self._stats_by_data.clear()  # an in-place op changed some values: measure afresh
         packet = func._overloadpacket
         if packet.__name__ not in SKIPPED_OPS:
             self._paused = True
@@ -132,10 +189,24 @@ class Recorder(TorchDispatchMode):
                 self._paused = False
         return out
 
+    def _stats(self, t: Tensor) -> TensorStats | None:
+        """tensor_stats(t), once per contiguous run of values."""
+        if not t.is_contiguous():
+            return tensor_stats(t)
+        data = (self._serials.of(t), t.storage_offset(), t.numel(), t.dtype)
+        if data not in self._stats_by_data:
+            self._stats_by_data[data] = tensor_stats(t)
+        return self._stats_by_data[data]
+
+    def _key(self, t: Tensor) -> tuple[Any, ...]:
+        """Identity of a tensor's data: storage, offset, geometry (robust to autograd's wrappers)."""
+        return _key(self._serials.of(t), t)
+
     def _source(self, t: Tensor) -> tuple[Producer, Shape] | None:
         """Who produced t; None for parameters, buffers and tensors made outside the forward."""
-        key = _key(t)
-        return (self._producers[key], tuple(t.shape)) if key in self._producers else None
+        serial = self._serials.get(t)
+        producer = None if serial is None else self._producers.get(_key(serial, t))
+        return None if producer is None else (producer, tuple(t.shape))
 
     def _record_op(self, packet: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)]
@@ -150,7 +221,7 @@ class Recorder(TorchDispatchMode):
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
         is_weight = _storage_id(outputs[0]) in self._params
         meaningful = not is_weight and name not in UNINITIALISED_OPS
-        stats = tensor_stats(outputs[0]) if self.want_stats and meaningful else None
+        stats = self._stats(outputs[0]) if self.want_stats and meaningful else None
         op_record = OpRecord(
             index,
             self._path(),
@@ -166,10 +237,10 @@ class Recorder(TorchDispatchMode):
         owner = self._stack[-1] if self._stack else -1
         self.rec.ops.append(RecordedOp(op_record, self._next_seq(), owner, sources, stats, values, regions.current()))
         for i, t in enumerate(outputs):
-            self._producers[_key(t)] = ("op", index)
+            key = self._key(t)
+            self._producers[key] = ("op", index)
             if i == 0:
-                self._stats_by_key[_key(t)] = stats
-        self._keep.extend(outputs)
+                self._stats_by_key[key] = stats
 
     # module calls -------------------------------------------------------------------------
 
@@ -198,50 +269,60 @@ class Recorder(TorchDispatchMode):
             call = self.rec.calls[self._stack.pop()]
             call.end_op = len(self.rec.ops)
             if isinstance(output, Tensor):
-                key = _key(output)
+                key = self._key(output)
                 call.output_shape, call.dtype = tuple(output.shape), dtype_name(output.dtype)
                 if self.want_stats:
-                    call.stats = self._stats_by_key[key] if key in self._stats_by_key else tensor_stats(output)
+                    call.stats = self._stats_by_key[key] if key in self._stats_by_key else self._stats(output)
                 call.values = first_values(output, self.values)
                 if isinstance(module, nn.Dropout) and self.want_stats and args and isinstance(args[0], Tensor):
                     before = args[0].detach()
-                    call.dropout_changed = int((output != before).sum())
-                    call.dropout_zeroed = int(((output == 0) & (before != 0)).sum())
+                    call.dropout_changed = int(torch.count_nonzero(output != before))
+                    call.dropout_zeroed = int(torch.count_nonzero((output == 0) & (before != 0)))
                 self._producers[key] = ("call", call.index)
                 self._stats_by_key[key] = call.stats
-                self._keep.append(output)
         finally:
             self._paused = False
 
     # autograd's saved tensors: what the backward pass would keep -----------------------------
 
-    def pack(self, t: Tensor) -> Tensor:
-        storage = _storage_id(t)
-        if storage not in self._params:
-            self._saved[storage] = t.untyped_storage().nbytes()
-        return t
+    def pack(self, t: Tensor) -> None:
+        """Count what autograd would keep for backward, then keep nothing: the trace never runs
+        backward, so the forward's intermediates are freed as soon as a plain forward frees them."""
+        if _storage_id(t) not in self._params:
+            self._saved[self._serials.of(t)] = t.untyped_storage().nbytes()
 
     # the run --------------------------------------------------------------------------------
 
     def run(self, x: Tensor) -> Tensor:
-        self._producers[_key(x)] = ("input", 0)
+        """module(x) under the recorder; the output comes back detached (its graph saved nothing)."""
+        self._producers[self._key(x)] = ("input", 0)
         if self.want_stats:
-            self.rec.input_stats = tensor_stats(x)
+            self.rec.input_stats = self._stats(x)
         self.rec.input_values = first_values(x, self.values)
         handles = []
         for path, module in self.root.named_modules():
             handles.append(module.register_forward_pre_hook(_pre_hook(self, path)))
             handles.append(module.register_forward_hook(self.exit))
         try:
-            with torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack), self:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack), dynamo_left_out(), self:
                 out = self.root(x)
         finally:
             for handle in handles:
                 handle.remove()
             self._stack.clear()
+            self._serials.clear()
         self.rec.saved_bytes = sum(self._saved.values())
-        self._keep.clear()
-        return out
+        return out.detach()
+
+
+_WRITES: dict[Any, bool] = {}
+
+
+def _writes(func: Any) -> bool:
+    """Whether an aten op writes into one of its arguments (in-place and out= variants)."""
+    if func not in _WRITES:
+        _WRITES[func] = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+    return _WRITES[func]
 
 
 def _pre_hook(recorder: Recorder, path: str) -> Callable[[nn.Module, tuple[Any, ...]], None]:
@@ -251,8 +332,8 @@ def _pre_hook(recorder: Recorder, path: str) -> Callable[[nn.Module, tuple[Any, 
     return hook
 
 
-def _unpack(t: Tensor) -> Tensor:
-    return t
+def _unpack(t: Any) -> Any:
+    raise RuntimeError("a traced forward saved nothing for backward")
 
 
 def record(module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0) -> tuple[Tensor, Recording]:

@@ -1,38 +1,126 @@
 """Value statistics of a tensor, and the flags they raise: NaN, Inf, and float16 / bfloat16
-overflow and underflow. Computed on the tensor's own device; meta tensors have none."""
+overflow and underflow. Computed on the tensor's own device; meta tensors have none.
+
+One pass over the tensor, a chunk at a time: each chunk is copied (exactly) into a reused
+float64 buffer, so a large tensor never gets a float64 copy of its own, and every sum is
+accumulated in float64. Chunks' means and squared deviations combine exactly as in Chan et
+al.'s parallel variance. A tensor of one chunk gets `torch.std_mean` on its float64 copy, so
+small tensors keep the very bits they always had; a larger one's mean and std can differ from
+that in the last digit or two of seventeen (as they always did between thread counts).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor
 
 from ffn_cli.trace.result import TensorStats
 
-__all__ = ["first_values", "tensor_stats", "value_flags"]
+__all__ = ["CHUNK_ELEMENTS", "first_values", "tensor_stats", "value_flags"]
 
-LOW_PRECISION = (torch.float16, torch.bfloat16)
+# Elements per chunk: a 2 MiB float64 buffer on CPU (it stays in cache); larger on GPUs,
+# where each chunk is a kernel launch.
+CHUNK_ELEMENTS = {"cpu": 1 << 18}
+DEVICE_CHUNK_ELEMENTS = 1 << 22
+
+# A chunk's partial results, one float64 row: kept on the device until one read at the end.
+_N, _SUM, _M2, _MIN, _MAX, _ZEROS, _NEG, _SMALL, _NAN, _INF = range(10)
 
 
 def tensor_stats(t: Tensor) -> TensorStats | None:
     """Stats of a real floating tensor, computed on its device; None for meta, integer or empty."""
     if t.is_meta or not t.is_floating_point() or t.numel() == 0:
         return None
-    x = t.detach()
-    xf = x.float() if x.dtype in LOW_PRECISION else x
-    nan, inf = int(torch.isnan(xf).sum()), int(torch.isinf(xf).sum())
-    finite = xf[torch.isfinite(xf)] if nan or inf else xf.reshape(-1)
-    tiny = torch.finfo(x.dtype).tiny
-    counts = torch.stack([(xf == 0).sum(), (xf < 0).sum(), ((xf != 0) & (xf.abs() < tiny)).sum()]).tolist()
+    flat = t.detach().reshape(-1)
+    size = CHUNK_ELEMENTS.get(flat.device.type, DEVICE_CHUNK_ELEMENTS)
+    buffer = torch.empty(min(size, flat.numel()), dtype=torch.float64, device=flat.device)
+    tiny = torch.finfo(t.dtype).tiny
+    if flat.numel() <= size:
+        # With the threads the caller runs with: a parallel reduction's bits depend on them.
+        return _one_chunk(flat, buffer, tiny)
+    with _one_thread(flat.device):
+        rows = torch.stack([_partial(c, buffer, tiny, careful=False) for c in flat.split(size)])
+        if not math.isfinite(float(rows[:, _SUM].sum())):
+            # NaN or Inf somewhere (or a float64 sum that overflowed): count them, skip them.
+            rows = torch.stack([_partial(c, buffer, tiny, careful=True) for c in flat.split(size)])
+    return _combine(flat.numel(), rows.tolist())
+
+
+@contextmanager
+def _one_thread(device: torch.device) -> Iterator[None]:
+    """CPU chunks are too small to split among threads: waking the pool for each of the
+    dozen ops per chunk costs more than the op, and far more on a busy machine."""
+    threads = torch.get_num_threads()
+    if device.type != "cpu" or threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _partial(chunk: Tensor, buffer: Tensor, tiny: float, *, careful: bool) -> Tensor:
+    """One chunk's row: finite count, sum, squared deviations from its own mean, min, max,
+    and the counts (zeros, negatives, |x| < tiny, NaN, Inf)."""
+    b = buffer[: chunk.numel()]
+    b.copy_(chunk)  # exact: every float16 / bfloat16 / float32 value is a float64 value
+    n_all = b.numel()
+    zeros = n_all - torch.count_nonzero(b)
+    counts = [zeros, torch.count_nonzero(b < 0), torch.count_nonzero(b.abs() < tiny)]
+    nan = inf = b.new_zeros(())
+    if careful:
+        nan, inf = torch.count_nonzero(torch.isnan(b)), torch.count_nonzero(torch.isinf(b))
+        b = b[torch.isfinite(b)]
+    if b.numel() == 0:
+        moments = [b.new_zeros(()), b.new_zeros(()), b.new_zeros(()), b.new_tensor(math.inf), b.new_tensor(-math.inf)]
+    else:
+        total = b.sum()
+        deviation = b - total / b.numel()
+        low, high = torch.aminmax(b)
+        moments = [b.new_tensor(float(b.numel())), total, torch.dot(deviation, deviation), low, high]
+    return torch.stack([*moments, *(c.to(torch.float64) for c in counts), nan.to(torch.float64), inf.to(torch.float64)])
+
+
+def _one_chunk(flat: Tensor, buffer: Tensor, tiny: float) -> TensorStats:
+    """A tensor that fits in one chunk: `torch.std_mean` on its float64 copy, as it always was."""
+    x = buffer
+    x.copy_(flat)
+    nan, inf = int(torch.count_nonzero(torch.isnan(x))), int(torch.count_nonzero(torch.isinf(x)))
+    finite = x[torch.isfinite(x)] if nan or inf else x
+    zeros, negatives, small = torch.stack([x == 0, x < 0, x.abs() < tiny]).count_nonzero(dim=1).tolist()
     if finite.numel():
-        std, mean = torch.std_mean(finite.double(), correction=0)
+        std, mean = torch.std_mean(finite, correction=0)
         low, high = torch.aminmax(finite)
         moments = [float(mean), float(std), float(low), float(high)]
     else:
         moments = [math.nan] * 4
-    return TensorStats(x.numel(), *moments, int(counts[0]), int(counts[1]), nan, inf, int(counts[2]))
+    return TensorStats(x.numel(), *moments, zeros, negatives, nan, inf, small - zeros)
+
+
+def _combine(numel: int, rows: list[list[float]]) -> TensorStats:
+    """The chunks' rows as one tensor's stats (Chan et al.: means and squared deviations add
+    up exactly, with a correction for the distance between the chunks' means)."""
+    n = mean = m2 = 0.0
+    low, high = math.inf, -math.inf
+    for row in rows:
+        count = row[_N]
+        if count == 0:
+            continue
+        chunk_mean, total = row[_SUM] / count, n + count
+        delta = chunk_mean - mean
+        mean += delta * count / total
+        m2 += row[_M2] + delta * delta * n * count / total
+        n = total
+        low, high = min(low, row[_MIN]), max(high, row[_MAX])
+    moments = [mean, math.sqrt(m2 / n), low, high] if n else [math.nan] * 4
+    zeros, negatives, small, nan, inf = (int(sum(row[i] for row in rows)) for i in (_ZEROS, _NEG, _SMALL, _NAN, _INF))
+    return TensorStats(numel, *moments, zeros, negatives, nan, inf, small - zeros)
 
 
 def first_values(t: Tensor, n: int) -> tuple[float, ...] | None:

@@ -33,8 +33,8 @@ class DenseVariant(SingleFFN):
     # --- forward ------------------------------------------------------------------------------
 
     def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
-        pre = w.linear("up_proj", x)  # (…, d_ff)
-        h = self.activate(spec, w, pre)  # (…, d_ff)
+        # No name for up_proj's output: a plain forward frees it once the activation has read it.
+        h = self.activate(spec, w, w.linear("up_proj", x))  # (…, d_ff)
         return w.linear("down_proj", w.dropout(h))  # (…, d)
 
     def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
