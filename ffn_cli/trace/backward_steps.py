@@ -107,7 +107,8 @@ class _Builder:
                         reads.setdefault(-i, SavedRead("input", shape, made.record.dtype, 0))
                 else:
                     grad_in[(source, shape)] = None
-        handed_on = [op for op in ops if op.record.index in self.consumed]
+        # What later steps read of this step's own values (a view of a weight is the weight).
+        handed_on = [op for op in ops if op.record.index in self.consumed and not (op.record.params and op.record.name in LAYOUT_OPS)]
         grad_out = tuple(dict.fromkeys(op.record.output_shapes[0] for op in handed_on))
         if n == self.input_group:
             grad_out += (self.rec.input_grad[2],)
