@@ -63,13 +63,13 @@ BackwardOpt = Annotated[
 LossOpt = Annotated[
     str | None,
     typer.Option(
-        "--loss", help="dL/dy for --backward: random (a seeded normal draw, the default), sum (all ones) or mse.", rich_help_panel=_BACKWARD
+        "--loss", help="dL/dy for --backward: random (seeded normal, the default), sum (all ones), mse.", rich_help_panel=_BACKWARD
     ),
 ]
 GradCheckpointOpt = Annotated[
     bool,
     typer.Option(
-        "--checkpoint", help="With --backward: checkpoint the FFN, so backward recomputes its activations.", rich_help_panel=_BACKWARD
+        "--checkpoint", help="With --backward: checkpoint the FFN; backward recomputes its activations.", rich_help_panel=_BACKWARD
     ),
 ]
 
