@@ -162,3 +162,15 @@ def test_peak_memory_bounds() -> None:
     assert b is not None and b.peak_bytes is not None and b.start_bytes is not None
     grads = sum(math.prod(p.shape) * 4 for p in b.params)
     assert b.start_bytes + grads <= b.peak_bytes
+
+
+def test_non_finite_gradients_are_flagged() -> None:
+    """An infinite dL/dy: every step after it and every parameter gradient carries the flags."""
+    from ffn_cli.trace.backward_steps import fold_backward
+
+    spec = FFNSpec(variant="relu", d_model=8, d_ff=16)
+    _, rec = record_backward(build_ffn(spec).eval(), torch.randn(2, 3, 8), lambda y: torch.full_like(y, math.inf))
+    steps, params = fold_backward(rec)
+    assert "Inf" in steps[0].flags
+    assert all(set(p.flags) & {"Inf", "NaN"} for p in params)
+    assert all(p.norm is not None and math.isnan(p.norm) for p in params)

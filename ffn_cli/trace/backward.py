@@ -6,7 +6,10 @@ forward ops recorded during that call; after it, each node's saved tensors (its 
 attributes, what the saved-tensor hooks packed) are named by the forward step that produced
 them. During the backward, each op the recorder sees runs inside one node
 (`torch._C._current_autograd_node()`), whose stamp says which forward step it belongs to; ops
-that run inside a module call or a forward region are a checkpoint's recomputation.
+that run with grad mode on are a checkpoint's recomputation (the engine turns it off).
+
+The subclass reads a few of the recorder's internals (its producers, parameters and kept
+tensors): it records the same ops, on into the backward.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from torch.utils._pytree import tree_leaves
 from ffn_cli.trace.backward_result import SavedRead
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, _key, _pre_hook, dtype_name
+from ffn_cli.trace.recorder import _storage_id as _storage
 from ffn_cli.trace.result import Shape, TensorStats, TraceStep
 from ffn_cli.trace.stats import tensor_stats
 from ffn_cli.trace.steps import group_steps
@@ -50,10 +54,6 @@ class BackwardRecording:
     input_grad: tuple[int | None, TensorStats | None, Shape] = (None, None, ())  # storage of dL/dx, its stats, shape
     output_grad: TensorStats | None = None
     packed: dict[int, int] = field(default_factory=dict)  # storage → bytes, as the pack hook saw them
-
-
-def _storage(t: Tensor) -> int:
-    return int(t.untyped_storage()._cdata)
 
 
 class _NodeStamper(TorchFunctionMode):
@@ -149,16 +149,17 @@ class _PassRecorder(Recorder):
 
     def name_saved(self, root: Any, checkpointed: bool) -> None:
         """Step names for every forward op; each node's saved tensors named by their producer.
-        Under checkpointing the saved tensors are recomputed on unpacking: they are not read."""
+        Under checkpointing, unpacking a saved tensor recomputes it: none are read here (in a
+        block, attention's neither), the backward steps list what they read recomputed."""
         for step in self.out.steps:
             for i in step.op_indices:
                 self._step_of_op[i] = step.name
         by_storage: dict[int, str] = {}
         for key, (kind, i) in self._producers.items():
             by_storage.setdefault(key[0], self._producer_step((kind, i)))
+        if checkpointed:
+            return
         for node in _graph(root):
-            if checkpointed:
-                continue
             reads = []
             for t in _saved_tensors(node):
                 storage = _storage(t)
@@ -193,8 +194,9 @@ class _PassRecorder(Recorder):
         return "input"
 
 
-def _forward_part(rec: Recording, ops: int, calls: int) -> Recording:
-    return Recording(rec.ops[:ops], rec.calls[:calls], rec.param_shapes, rec.input_stats, rec.input_values, rec.saved_bytes)
+def _snapshot(rec: Recording) -> Recording:
+    """The forward as recorded so far: its ops and calls, before the backward adds its own."""
+    return Recording(list(rec.ops), list(rec.calls), rec.param_shapes, rec.input_stats, rec.input_values, rec.saved_bytes)
 
 
 def record_backward(
@@ -206,7 +208,7 @@ def record_backward(
     with torch.enable_grad(), _NodeStamper(recorder.rec):
         out = recorder.run(x)
     result = recorder.out
-    result.forward = _forward_part(recorder.rec, len(recorder.rec.ops), len(recorder.rec.calls))
+    result.forward = _snapshot(recorder.rec)
     result.steps = group_steps(result.forward)
     recorder.name_saved(out.grad_fn, checkpointed)
     grad = make_grad(out.detach())

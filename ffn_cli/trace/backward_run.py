@@ -15,7 +15,7 @@ from ffn_cli.reference import reference_backward
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace.backward import record_backward
 from ffn_cli.trace.backward_result import BackwardResult
-from ffn_cli.trace.backward_steps import backward_steps, param_grads
+from ffn_cli.trace.backward_steps import fold_backward
 from ffn_cli.trace.check import CHECK_THRESHOLDS
 from ffn_cli.trace.memory import measure_backward_memory
 from ffn_cli.trace.recorder import Recording
@@ -58,14 +58,14 @@ def run_backward(
     make_grad = output_grad_maker(loss, seed)
     _checkpointed(module, checkpoint)
     out, rec = record_backward(module, x, make_grad, values=values, checkpointed=checkpoint)
-    steps = backward_steps(rec)
+    steps, params = fold_backward(rec)
     module.zero_grad(set_to_none=True)
     memory = measure_backward_memory(module, x, make_grad)
     saved = {storage: read.bytes_ for reads in rec.reads.values() for storage, read in reads}
     result = BackwardResult(
         loss=loss,
         steps=tuple(steps),
-        params=tuple(param_grads(rec, steps)),
+        params=tuple(params),
         output_grad=rec.output_grad,
         input_grad=rec.input_grad[1],
         checkpoint=checkpoint,

@@ -12,7 +12,7 @@ from ffn_cli.trace.recorder import Producer, RecordedOp
 from ffn_cli.trace.result import ParamInfo, Shape
 from ffn_cli.trace.stats import value_flags
 
-__all__ = ["backward_steps", "param_grads"]
+__all__ = ["fold_backward"]
 
 
 def _groups(rec: BackwardRecording) -> list[list[RecordedOp]]:
@@ -140,17 +140,15 @@ class _Builder:
         )
 
 
-def backward_steps(rec: BackwardRecording) -> list[BackwardStep]:
-    """The backward's steps, in the order autograd ran them."""
-    return _Builder(rec).build()
-
-
-def param_grads(rec: BackwardRecording, steps: list[BackwardStep]) -> list[ParamGrad]:
-    """Every parameter's gradient, in registration order, with the step that made it."""
+def fold_backward(rec: BackwardRecording) -> tuple[list[BackwardStep], list[ParamGrad]]:
+    """The backward's steps, in the order autograd ran them, and every parameter's gradient
+    (in registration order) with the step that made it."""
     builder = _Builder(rec)
-    out = []
+    steps = builder.build()
+    params = []
     for name, (shape, _, stats) in rec.param_grads.items():
-        dtype = steps[0].dtype if steps else "float32"
+        step = builder.param_step.get(name)
+        dtype = steps[step - 1].dtype if step else rec.forward.ops[0].record.dtype if rec.forward.ops else "float32"
         flags = value_flags([stats], dtype, None) if stats is not None else ()
-        out.append(ParamGrad(name, shape, stats, builder.param_step.get(name), flags))
-    return out
+        params.append(ParamGrad(name, shape, stats, step, flags))
+    return steps, params
