@@ -92,3 +92,15 @@ def test_tables_stay_whole_at_80_columns(case: str) -> None:
         for flops in (s.weight_grad_flops, s.input_grad_flops):
             if flops and result.backward.flops < 10**13:
                 assert fmt_count(flops) in numbers, (s.of, flops)
+
+
+def test_a_failed_gradient_check_is_an_error() -> None:
+    from dataclasses import replace
+
+    from ffn_cli.trace import CheckResult, check_failure
+
+    result = trace(FFNSpec(d_model=16, d_ff=32), backward=True, check=True)
+    assert result.backward is not None and check_failure(result) is None
+    failed = replace(result, backward=replace(result.backward, check=CheckResult(1.0, 1e-4, "float32")))
+    error = check_failure(failed)
+    assert error is not None and "gradient" in str(error)

@@ -179,13 +179,8 @@ def _totals(result: TraceResult, b: BackwardResult) -> Table:
         grid.add_row("saved tensors", f"{fmt_bytes(result.saved_bytes)} kept (the checkpoint's input); the rest recomputed")
     else:
         grid.add_row("saved tensors", f"{fmt_bytes(b.saved_bytes)} read by the steps above: everything autograd kept")
-    if result.is_meta:
-        pass  # no values, no norms
-    elif result.block is not None:
-        ffn, attn = b.grad_norm("ffn."), b.grad_norm("attn.")
-        grid.add_row("gradient norm", f"FFN {_num(ffn)} / attention {_num(attn)} = {f'{ffn / attn:.2f}×' if attn else 'n/a'}")
-    else:
-        grid.add_row("gradient norm", f"{_num(b.grad_norm())} over every parameter")
+    if not result.is_meta:  # meta tensors have no values, so no norms
+        grid.add_row("gradient norm", _norms(result, b))
     if b.check is not None:
         c = b.check
         verdict = "[green]✓[/]" if c.passed else "[red]✗ FAILED[/]"
@@ -195,6 +190,13 @@ def _totals(result: TraceResult, b: BackwardResult) -> Table:
             f"threshold {c.threshold:g} for {c.dtype} {verdict}",
         )
     return grid
+
+
+def _norms(result: TraceResult, b: BackwardResult) -> str:
+    if result.block is None:
+        return f"{_num(b.grad_norm())} over every parameter"
+    ffn, attn = b.grad_norm("ffn."), b.grad_norm("attn.")
+    return f"FFN {_num(ffn)} / attention {_num(attn)} = {f'{ffn / attn:.2f}×' if attn else 'n/a'}"
 
 
 def backward_sections(result: TraceResult) -> list[RenderableType]:
