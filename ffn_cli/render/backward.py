@@ -141,7 +141,7 @@ def _param_table(b: BackwardResult) -> Table:
     table.add_column("#", justify="right", no_wrap=True)
     for p in b.params:
         name = p.name + (" [bold red]" + ", ".join(p.flags) + "[/]" if p.flags else "")
-        cells = _stats_cells(p.stats) if p.stats is not None else ["no gradient", "", ""] if p.step is None else ["", "", ""]
+        cells = _stats_cells(p.stats) if p.stats is not None else ["no gradient", "", ""]  # an expert no token reached
         table.add_row(name, fmt_shape(p.shape), *cells, str(p.step) if p.step is not None else "")
     return table
 

@@ -85,9 +85,8 @@ class _Builder:
     def build(self) -> list[BackwardStep]:
         return [self._step(n, g) for n, g in enumerate(self.groups, 1)]
 
-    def _step(self, n: int, ops: list[RecordedOp]) -> BackwardStep:
-        first = ops[0].record.index
-        recompute = first in self.rec.recompute
+    def _inputs(self, n: int, ops: list[RecordedOp], recompute: bool) -> tuple[dict[tuple[int, Shape], None], dict[int, SavedRead]]:
+        """(the gradients step n reads, by source step and shape; the recomputed activations it reads)."""
         grad_in: dict[tuple[int, Shape], None] = {}
         reads: dict[int, SavedRead] = {}
         for op in ops:
@@ -98,15 +97,21 @@ class _Builder:
                 source = 0 if i is None else self.group_of[i]
                 if source == n:
                     continue
-                if source and i in self.rec.recompute and not recompute:
-                    # An activation the checkpoint recomputed, read where autograd would have kept it.
-                    made = self._origin(i)
-                    if made.record.name not in LAYOUT_OPS:
-                        reads.setdefault(-i, SavedRead(f"{_recomputed_step(made)} (recomputed)", shape, made.record.dtype, 0))
-                    elif not made.record.params:  # a view of what the checkpoint kept: its input
-                        reads.setdefault(-i, SavedRead("input", shape, made.record.dtype, 0))
-                else:
+                if i is None or i not in self.rec.recompute or recompute:
                     grad_in[(source, shape)] = None
+                    continue
+                # An activation the checkpoint recomputed, read where autograd would have kept it.
+                made = self._origin(i)
+                if made.record.name not in LAYOUT_OPS:
+                    reads.setdefault(-i, SavedRead(f"{_recomputed_step(made)} (recomputed)", shape, made.record.dtype, 0))
+                elif not made.record.params:  # a view of what the checkpoint kept: its input
+                    reads.setdefault(-i, SavedRead("input", shape, made.record.dtype, 0))
+        return grad_in, reads
+
+    def _step(self, n: int, ops: list[RecordedOp]) -> BackwardStep:
+        first = ops[0].record.index
+        recompute = first in self.rec.recompute
+        grad_in, reads = self._inputs(n, ops, recompute)
         # What later steps read of this step's own values (a view of a weight is the weight).
         handed_on = [op for op in ops if op.record.index in self.consumed and not (op.record.params and op.record.name in LAYOUT_OPS)]
         grad_out = tuple(dict.fromkeys(op.record.output_shapes[0] for op in handed_on))
