@@ -52,6 +52,27 @@ CheckOpt = Annotated[
     typer.Option("--check", help="Compare with the NumPy float64 reference on the same weights and input.", rich_help_panel=_SHOW),
 ]
 BlockOpt = Annotated[bool, typer.Option("--block", help="Trace the FFN inside its Transformer block.", rich_help_panel="Attention")]
+_BACKWARD = "Backward"
+BackwardOpt = Annotated[
+    bool,
+    typer.Option(
+        "--backward",
+        help="Then run the backward and show it step by step: gradients, FLOPs, saved tensors read.",
+        rich_help_panel=_BACKWARD,
+    ),
+]
+LossOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--loss", help="dL/dy for --backward: random (seeded normal, the default), sum (all ones), mse.", rich_help_panel=_BACKWARD
+    ),
+]
+GradCheckpointOpt = Annotated[
+    bool,
+    typer.Option(
+        "--checkpoint", help="With --backward: checkpoint the FFN; backward recomputes its activations.", rich_help_panel=_BACKWARD
+    ),
+]
 
 
 @handles_errors
@@ -83,6 +104,9 @@ def trace(
     ops: OpsOpt = False,
     check: CheckOpt = False,
     block: BlockOpt = False,
+    backward: BackwardOpt = False,
+    loss: LossOpt = None,
+    checkpoint: GradCheckpointOpt = False,
     n_heads: NHeadsOpt = None,
     n_kv_heads: NKVHeadsOpt = None,
     norm: NormOpt = "layernorm",
@@ -126,7 +150,15 @@ def trace(
         attention = {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "norm": norm if norm.strip().lower() != "layernorm" else None}
         refuse_unused({**attention, "pre_norm": pre_norm}, "shapes the Transformer block around the FFN: add --block, or drop it")
     if tp != 1 or ep != 1:
-        unused = {"block": block, "mode": mode if mode.strip().lower() != "eval" else None, "values": values or None, "ops": ops}
+        unused = {
+            "block": block,
+            "mode": mode if mode.strip().lower() != "eval" else None,
+            "values": values or None,
+            "ops": ops,
+            "backward": backward,
+            "loss": loss,
+            "checkpoint": checkpoint,
+        }
         refuse_unused(unused, "--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it")
         _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
         return
@@ -142,6 +174,9 @@ def trace(
         values=values,
         check=check,
         block=block_spec,
+        backward=backward,
+        loss=loss,
+        checkpoint=checkpoint,
     )
     if json:
         emit_json(trace_data(result, ops=ops))

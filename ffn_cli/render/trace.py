@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.result import TensorStats, TraceResult, TraceStep
@@ -267,7 +268,7 @@ def _sections(result: TraceResult, *, ops: bool, values: int) -> list[Renderable
         if values:
             out.append(_values_table(result, values))
     out += [_totals(result), width_diagram(result)]
-    return out
+    return out + backward_sections(result)
 
 
 # --- JSON ----------------------------------------------------------------------------------
@@ -356,6 +357,7 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
     }
     if result.block is not None:
         data["block_flops"] = {"attn": result.part_flops("attn"), "ffn": result.part_flops("ffn")}
+    data.update(backward_data(result))
     if ops:
         data["ops"] = [
             {

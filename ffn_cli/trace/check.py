@@ -55,11 +55,17 @@ def check_against_reference(spec: FFNSpec, module: nn.Module, x: Tensor, out: Te
 
 
 def check_failure(result: TraceResult) -> FFNRuntimeError | None:
-    """The one-line error for a failed --check, or None."""
+    """The one-line error for a failed --check (the forward's, then the gradients'), or None."""
     c = result.check
-    if c is None or c.passed:
-        return None
-    return FFNRuntimeError(
-        f"--check failed: max relative error {c.max_rel_error:.3g} exceeds {c.threshold:g} for {c.dtype} "
-        "(torch vs the NumPy float64 reference)"
-    )
+    if c is not None and not c.passed:
+        return FFNRuntimeError(
+            f"--check failed: max relative error {c.max_rel_error:.3g} exceeds {c.threshold:g} for {c.dtype} "
+            "(torch vs the NumPy float64 reference)"
+        )
+    g = result.backward.check if result.backward is not None else None
+    if g is not None and not g.passed:
+        return FFNRuntimeError(
+            f"--check failed: worst relative gradient error {g.max_rel_error:.3g} exceeds {g.threshold:g} for {g.dtype} "
+            "(torch vs the NumPy float64 backward)"
+        )
+    return None

@@ -28,6 +28,13 @@ ELEMENTWISE_FLOPS: dict[str, int] = {
     "_softmax": 3,  # exp, sum, divide (accounting.SOFTMAX_FLOPS_PER_ELEMENT)
     "native_dropout": 2,  # mask and rescale, as the CPU path's div_ + mul
     "native_layer_norm": 7,  # mean, centre, square, variance, normalise, scale, shift
+    # Backward kernels: the chain rule's work per element of the gradient they return.
+    "threshold_backward": ACTIVATIONS["relu"].flops_per_element,  # dy where the output was positive
+    "sigmoid_backward": 3,  # dy·σ·(1 − σ)
+    "gelu_backward": ACTIVATIONS["gelu"].flops_per_element,  # dy·(Φ(z) + z·φ(z))
+    "softplus_backward": 4,  # dy·σ(z)
+    "_softmax_backward_data": 4,  # p·(dp − Σ dp·p): mul, sum, sub, mul
+    "native_dropout_backward": 2,  # dy·mask·1/(1−p)
 }
 # Reductions cost one operation per input element.
 REDUCTION_OPS = ("sum", "mean")

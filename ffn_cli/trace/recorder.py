@@ -144,9 +144,13 @@ class Recorder(TorchDispatchMode):
         # torch) on the first op and adds a frame to every op, for a forward never compiled.
         return False
 
-    def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0) -> None:
+    def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0, keep_graph: bool = False) -> None:
         super().__init__()
         self.root = root
+        # keep_graph: a backward follows (`trace.backward`): autograd keeps its tensors, the output
+        # keeps its graph, and every output stays alive so no storage address is reused mid-trace.
+        self.keep_graph = keep_graph
+        self._keep: list[Tensor] = []
         self.rec = Recording()
         self.want_stats = stats
         self.values = values
@@ -241,6 +245,8 @@ class Recorder(TorchDispatchMode):
             self._producers[key] = ("op", index)
             if i == 0:
                 self._stats_by_key[key] = stats
+        if self.keep_graph:
+            self._keep.extend(outputs)
 
     # module calls -------------------------------------------------------------------------
 
@@ -285,11 +291,12 @@ class Recorder(TorchDispatchMode):
 
     # autograd's saved tensors: what the backward pass would keep -----------------------------
 
-    def pack(self, t: Tensor) -> None:
-        """Count what autograd would keep for backward, then keep nothing: the trace never runs
-        backward, so the forward's intermediates are freed as soon as a plain forward frees them."""
+    def pack(self, t: Tensor) -> Tensor | None:
+        """Count what autograd would keep for backward, then keep nothing unless a backward
+        follows: the forward's intermediates are freed as soon as a plain forward frees them."""
         if _storage_id(t) not in self._params:
             self._saved[self._serials.of(t)] = t.untyped_storage().nbytes()
+        return t if self.keep_graph else None
 
     # the run --------------------------------------------------------------------------------
 
@@ -310,9 +317,15 @@ class Recorder(TorchDispatchMode):
             for handle in handles:
                 handle.remove()
             self._stack.clear()
-            self._serials.clear()
+            if not self.keep_graph:
+                self._serials.clear()
         self.rec.saved_bytes = sum(self._saved.values())
-        return out.detach()
+        return out if self.keep_graph else out.detach()
+
+    def close(self) -> None:
+        """Let go of what keep_graph held."""
+        self._keep.clear()
+        self._serials.clear()
 
 
 _WRITES: dict[Any, bool] = {}
@@ -333,7 +346,9 @@ def _pre_hook(recorder: Recorder, path: str) -> Callable[[nn.Module, tuple[Any, 
 
 
 def _unpack(t: Any) -> Any:
-    raise RuntimeError("a traced forward saved nothing for backward")
+    if t is None:
+        raise RuntimeError("a traced forward saved nothing for backward")
+    return t
 
 
 def record(module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0) -> tuple[Tensor, Recording]:

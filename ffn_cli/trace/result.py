@@ -12,6 +12,7 @@ from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
     from ffn_cli.block import BlockSpec  # imports torch
+    from ffn_cli.trace.backward_result import BackwardResult
 
 __all__ = ["CheckResult", "OpRecord", "ParamInfo", "Shape", "TensorStats", "TraceResult", "TraceStep"]
 
@@ -143,6 +144,7 @@ class TraceResult:
     saved_bytes: int  # autograd's saved tensors in this run, parameters excluded
     activation_bytes_estimate: int  # accounting's per-token estimate × tokens × dtype bytes
     check: CheckResult | None = None
+    backward: BackwardResult | None = None  # with --backward
 
     @property
     def tokens(self) -> int:

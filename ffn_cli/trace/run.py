@@ -110,20 +110,36 @@ def trace(
     values: int = 0,
     check: bool = False,
     block: BlockSpec | None = None,
+    backward: bool = False,
+    loss: str | None = None,
+    checkpoint: bool = False,
 ) -> TraceResult:
     """Build the FFN (or its block), run it once on a random (batch, seq_len, d_model) input
-    under the Recorder, and return its steps. Refuses, before allocating, what will not fit."""
+    under the Recorder, and return its steps; with `backward`, then its backward from the
+    output gradient `loss` makes. Refuses, before allocating, what will not fit."""
     _validate_options(spec, block, batch=batch, seq_len=seq_len, seed=seed, mode=mode, values=values, check=check, device=device)
+    loss_name = _validate_backward(backward, loss, checkpoint)
     dev, dt = resolve_device_dtype(device, dtype)
     canonical_dtype = dtype_name(dt)
     if dev.type != "meta":
         need = estimate_bytes(spec, batch=batch, seq_len=seq_len, dtype=canonical_dtype, block=block, check=check)
-        preflight(need, dev, "this trace")
+        preflight(need * (2 if backward else 1), dev, "this trace")  # backward: a gradient beside each tensor
     module: nn.Module = build_block(block, device=dev, dtype=dt, seed=seed) if block else build_ffn(spec, device=dev, dtype=dt, seed=seed)
     module.train(mode == "train")
     x = _make_input((batch, seq_len, spec.d_model), dev, dt, seed)
     torch.manual_seed(seed)  # dropout masks in train mode
-    out, rec = record(module, x, values=values)
+    backward_result = None
+    if backward:
+        from ffn_cli.trace.backward_run import run_backward
+
+        kept = torch.get_rng_state()
+        out, rec, steps, backward_result = run_backward(
+            spec, module, x, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, check=check, dtype=canonical_dtype
+        )
+        torch.set_rng_state(kept)  # the forward check's own forward draws the same masks as the traced one
+    else:
+        out, rec = record(module, x, values=values)
+        steps = group_steps(rec)
     return TraceResult(
         spec=spec,
         block=block,
@@ -137,10 +153,27 @@ def trace(
         output_shape=tuple(out.shape),
         input_stats=rec.input_stats,
         input_values=rec.input_values,
-        steps=tuple(group_steps(rec)),
+        steps=tuple(steps),
         ops=tuple(op.record for op in rec.ops),
         param_groups=_param_groups(module),
         saved_bytes=rec.saved_bytes,
         activation_bytes_estimate=activation_bytes(spec, batch * seq_len, canonical_dtype),
         check=check_against_reference(spec, module, x, out, canonical_dtype) if check else None,
+        backward=backward_result,
     )
+
+
+def _validate_backward(backward: bool, loss: str | None, checkpoint: bool) -> str:
+    """The loss's name; --loss and --checkpoint only mean something for a backward."""
+    if not backward and loss is not None:
+        raise FFNError("loss", loss, "shapes the output gradient of a backward: add --backward")
+    if not backward and checkpoint:
+        raise FFNError("checkpoint", True, "recomputes activations during a backward: add --backward")
+    if loss is None:
+        return "random"
+    from ffn_cli.trace.backward_result import LOSSES
+
+    name = loss.strip().lower()
+    if name not in LOSSES:
+        raise FFNError("loss", loss, "choose one of " + ", ".join(LOSSES))
+    return name

@@ -213,3 +213,9 @@ class Variant:
     def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
         """The float64 forward on (N, d) tokens, from the module's state_dict as arrays."""
         raise NotImplementedError
+
+    def numpy_backward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, grad_out: Any) -> tuple[Any, dict[str, Any]]:
+        """The float64 backward on (N, d) tokens, differentiated by hand: given the output's
+        gradient, the input's gradient and every parameter's, named as the state_dict names it
+        (buffers, such as the sparse mask, have none)."""
+        raise NotImplementedError

@@ -9,6 +9,7 @@ from ffn_cli.variants.single import LinearSpec, SingleFFN
 
 if TYPE_CHECKING:
     from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants.numpy_ops import Gradients
 
 __all__ = ["DenseVariant"]
 
@@ -48,6 +49,22 @@ class DenseVariant(SingleFFN):
 
     def numpy_activate(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
         return self.act().numpy(pre)
+
+    def numpy_backward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
+        """Back through down_proj (dW_down = dyᵀ·h, dh = dy·W_down), the activation
+        (dpre = dh ⊙ act′(pre)) and up_proj (dW_up = dpreᵀ·x, dx = dpre·W_up)."""
+        from ffn_cli.variants.numpy_ops import linear, linear_backward
+
+        pre = linear(x, weights, prefix + "up_proj")  # (N, d_ff)
+        h = self.numpy_activate(spec, weights, pre, prefix)
+        grad_h, down = linear_backward(h, grad_out, weights, prefix + "down_proj")
+        grad_pre, own = self.numpy_activate_backward(spec, weights, pre, grad_h, prefix)
+        grad_x, up = linear_backward(x, grad_pre, weights, prefix + "up_proj")
+        return grad_x, {**up, **down, **own}
+
+    def numpy_activate_backward(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
+        """(d pre, gradients of the activation's own parameters)."""
+        return grad_h * self.act().numpy_derivative(pre), {}
 
     # --- accounting ---------------------------------------------------------------------------
 

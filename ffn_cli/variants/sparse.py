@@ -9,6 +9,7 @@ from ffn_cli.variants.dense import DenseVariant
 
 if TYPE_CHECKING:
     from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants.numpy_ops import Gradients
 
 __all__ = ["Sparse"]
 
@@ -42,6 +43,10 @@ class Sparse(DenseVariant):
 
     def numpy_activate(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
         return self.act().numpy(pre) * weights[prefix + "hidden_mask"]
+
+    def numpy_activate_backward(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
+        """The mask multiplies the gradient as it multiplied the activation: masked units learn nothing."""
+        return grad_h * weights[prefix + "hidden_mask"] * self.act().numpy_derivative(pre), {}
 
     def activation_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
         return [*super().activation_steps(spec, d_ff, prefix), FlopStep(prefix + "mask", 0, d_ff, "m ⊙ h")]

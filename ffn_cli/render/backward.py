@@ -1,0 +1,292 @@
+"""The backward part of `ffn trace --backward`: its steps, the saved tensors they read, the
+gradients' statistics and the totals, as rich renderables or JSON, from the same fields."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
+from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
+from ffn_cli.trace.result import TensorStats, TraceResult
+
+__all__ = ["backward_data", "backward_sections"]
+
+# As the forward's steps table: exact FLOPs below this total, SI prefixes above.
+EXACT_FLOPS_BELOW = 10**13
+
+
+def _table(title: str, **options: Any) -> Table:
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, **options)
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else "n/a" if math.isnan(value) else f"{value:.4g}"
+
+
+def _shapes(shapes: tuple[tuple[int, ...], ...], arrow: str = "") -> str:
+    return "\n".join(arrow + fmt_shape(s) for s in dict.fromkeys(shapes))
+
+
+def _step_label(s: BackwardStep) -> str:
+    return f"{s.of}\n(recompute)" if s.recompute else s.of
+
+
+def _weight_grads(s: BackwardStep) -> str:
+    """Parameter gradients the step made, named relative to its forward step's module."""
+    prefix = s.of + "."
+    lines = []
+    for p in s.weight_grads:
+        name = p.name.removeprefix(prefix)
+        name = name.removesuffix(".weight") if "." in name else name
+        lines.append(f"{name} {fmt_shape(p.shape)}")
+    return "\n".join(lines)
+
+
+def _count(flops: int, b: BackwardResult) -> str:
+    """Exact, as the forward table, unless the run is so large that the digits would crowd it."""
+    return fmt_count(flops) if b.flops + b.recompute_flops < EXACT_FLOPS_BELOW or not flops else fmt_si(flops)
+
+
+def _flops(s: BackwardStep, b: BackwardResult) -> str:
+    """dW and dx matmul FLOPs on their own lines; elementwise on a third when there are any."""
+    if s.recompute:
+        return _count(s.flops, b)  # forward work done again
+    lines = []
+    if s.weight_grad_flops:
+        lines.append(f"dW {_count(s.weight_grad_flops, b)}")
+    if s.input_grad_flops:
+        lines.append(f"dx {_count(s.input_grad_flops, b)}")
+    if s.elementwise_flops or not lines:
+        lines.append(f"{'ew ' if lines else ''}{_count(s.elementwise_flops, b)}")
+    return "\n".join(lines)
+
+
+def _steps_table(b: BackwardResult) -> Table:
+    title = "Backward, step by step, as autograd ran it (dL/dy: " + _loss_text(b.loss) + ")"
+    table = _table(title, show_footer=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("backward of", no_wrap=True, footer="total")
+    table.add_column("gradient in → out", no_wrap=True)
+    table.add_column("makes", overflow="fold", min_width=10)
+    table.add_column("from", overflow="fold", min_width=5)
+    footer = f"dW {_count(b.weight_grad_flops, b)}\ndx {_count(b.input_grad_flops, b)}"
+    table.add_column("FLOPs", justify="right", no_wrap=True, footer=footer)
+    for n, s in enumerate(b.steps, 1):
+        flow = _shapes(s.grad_in)
+        out = _shapes(s.grad_out, "→ ")
+        table.add_row(
+            str(n),
+            _step_label(s),
+            f"{flow}\n{out}" if flow and out else flow or out,
+            _weight_grads(s),
+            ", ".join("dL/dy" if i == 0 else f"#{i}" for i in s.inputs_from),
+            _flops(s, b),
+        )
+    return table
+
+
+def _loss_text(loss: str) -> str:
+    return {"random": "seeded normal", "sum": "L = Σy, all ones", "mse": "L = mean((y − t)²)"}[loss]
+
+
+def _reads_table(b: BackwardResult) -> Table:
+    table = _table("Saved tensors each backward step reads")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("backward of", overflow="fold", min_width=8)
+    table.add_column("reads", no_wrap=True)
+    table.add_column("dtype", no_wrap=True)
+    table.add_column("kept by", overflow="fold", min_width=8)
+    table.add_column("bytes", justify="right", no_wrap=True)
+    for n, s in enumerate(b.steps, 1):
+        for k, r in enumerate(s.reads):
+            first = k == 0
+            size = fmt_bytes(r.bytes_) if r.bytes_ else "recomputed" if r.saved_by.endswith("(recomputed)") else "kept"
+            table.add_row(str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, r.saved_by, size)
+    return table
+
+
+def _stats_cells(stats: TensorStats | None) -> list[str]:
+    if stats is None:
+        return ["", "", ""]
+    return [_num(grad_norm(stats)), _num(stats.mean), _num(max(abs(stats.min), abs(stats.max)))]
+
+
+def _grad_stats_table(result: TraceResult, b: BackwardResult) -> Table:
+    table = _table("Gradient each step hands on")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("backward of", no_wrap=True)
+    for name in ("norm", "mean", "max |g|"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("flags", overflow="fold")
+    table.add_row("", "dL/dy", *_stats_cells(b.output_grad), "")
+    for n, s in enumerate(b.steps, 1):
+        if not s.recompute:
+            table.add_row(str(n), s.of, *_stats_cells(s.stats), "[bold red]" + ", ".join(s.flags) + "[/]" if s.flags else "")
+    table.add_row("", "dL/dx", *_stats_cells(b.input_grad), "")
+    return table
+
+
+def _param_table(b: BackwardResult) -> Table:
+    table = _table("Parameter gradients")
+    table.add_column("parameter", overflow="fold", min_width=10)
+    table.add_column("shape", no_wrap=True)
+    for name in ("norm", "mean", "max |g|"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    for p in b.params:
+        name = p.name + (" [bold red]" + ", ".join(p.flags) + "[/]" if p.flags else "")
+        cells = _stats_cells(p.stats) if p.stats is not None else ["no gradient", "", ""]  # an expert no token reached
+        table.add_row(name, fmt_shape(p.shape), *cells, str(p.step) if p.step is not None else "")
+    return table
+
+
+def _ratio(a: int, b: int) -> str:
+    return f"{a / b:.2f}×" if b else "n/a"
+
+
+def _totals(result: TraceResult, b: BackwardResult) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    forward = result.total_flops
+    grid.add_row(
+        "backward FLOPs",
+        f"{fmt_count(b.flops)} ({fmt_flops(b.flops)}) = {fmt_count(b.weight_grad_flops)} dW + {fmt_count(b.input_grad_flops)} dx "
+        f"matmul + {fmt_count(b.flops - b.weight_grad_flops - b.input_grad_flops)} elementwise; {_ratio(b.flops, forward)} forward",
+    )
+    both = forward + b.flops
+    grid.add_row("forward + backward", f"{fmt_count(both)} ({fmt_flops(both)}): {_ratio(both, forward)} forward")
+    if b.checkpoint:
+        hardware = both + b.recompute_flops
+        grid.add_row(
+            "with recompute",
+            f"{fmt_count(b.recompute_flops)} recomputed; hardware FLOPs {fmt_count(hardware)} ({fmt_flops(hardware)}): "
+            f"{_ratio(hardware, forward)} forward, beside the model's {_ratio(both, forward)}",
+        )
+    if b.peak_bytes is not None and b.start_bytes is not None:
+        grid.add_row(
+            "peak memory",
+            f"{fmt_bytes(b.peak_bytes)} during backward; {fmt_bytes(b.start_bytes)} alive as it began "
+            "(weights, input, saved tensors, y, dL/dy)",
+        )
+    if b.checkpoint:
+        grid.add_row("saved tensors", f"{fmt_bytes(result.saved_bytes)} kept (the checkpoint's input); the rest recomputed")
+    else:
+        grid.add_row("saved tensors", f"{fmt_bytes(b.saved_bytes)} read by the steps above: everything autograd kept")
+    if not result.is_meta:  # meta tensors have no values, so no norms
+        grid.add_row("gradient norm", _norms(result, b))
+    if b.check is not None:
+        c = b.check
+        verdict = "[green]✓[/]" if c.passed else "[red]✗ FAILED[/]"
+        grid.add_row(
+            "check",
+            f"worst relative gradient error {c.max_rel_error:.3g} vs the NumPy float64 backward; "
+            f"threshold {c.threshold:g} for {c.dtype} {verdict}",
+        )
+    return grid
+
+
+def _norms(result: TraceResult, b: BackwardResult) -> str:
+    if result.block is None:
+        return f"{_num(b.grad_norm())} over every parameter"
+    ffn, attn = b.grad_norm("ffn."), b.grad_norm("attn.")
+    return f"FFN {_num(ffn)} / attention {_num(attn)} = {f'{ffn / attn:.2f}×' if attn else 'n/a'}"
+
+
+def backward_sections(result: TraceResult) -> list[RenderableType]:
+    """The backward's tables and totals, for after the forward's."""
+    b = result.backward
+    if b is None:
+        return []
+    out: list[RenderableType] = [_steps_table(b)]
+    if any(s.reads for s in b.steps):
+        out.append(_reads_table(b))
+    if result.is_meta:
+        out.append(Text("Gradients: n/a on the meta device (shapes and FLOPs only).", style="dim"))
+    else:
+        out += [_grad_stats_table(result, b), _param_table(b)]
+    out.append(_totals(result, b))
+    return out
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+def _stats(stats: TensorStats | None) -> dict[str, Any] | None:
+    if stats is None:
+        return None
+    finite = [v for v in (stats.mean, stats.min, stats.max) if math.isfinite(v)]
+    norm = grad_norm(stats)
+    return {
+        "norm": norm if norm is not None and math.isfinite(norm) else None,
+        "mean": stats.mean if math.isfinite(stats.mean) else None,
+        "max_abs": max(abs(stats.min), abs(stats.max)) if len(finite) == 3 else None,
+        "nan": stats.nan,
+        "inf": stats.inf,
+    }
+
+
+def _step(s: BackwardStep) -> dict[str, Any]:
+    return {
+        "of": s.of,
+        "recompute": s.recompute,
+        "grad_in": [list(x) for x in s.grad_in],
+        "grad_out": [list(x) for x in s.grad_out],
+        "inputs_from": list(s.inputs_from),
+        "weight_grads": [{"name": p.name, "shape": list(p.shape)} for p in s.weight_grads],
+        "params_read": list(s.params_read),
+        "saved_inputs": [{"saved_by": r.saved_by, "shape": list(r.shape), "dtype": r.dtype, "bytes": r.bytes_} for r in s.reads],
+        "weight_grad_flops": s.weight_grad_flops,
+        "input_grad_flops": s.input_grad_flops,
+        "elementwise_flops": s.elementwise_flops,
+        "flops": s.flops,
+        "dtype": s.dtype,
+        "aten_ops": list(s.aten_ops),
+        "grad_stats": _stats(s.stats),
+        "flags": list(s.flags),
+    }
+
+
+def _param(p: ParamGrad) -> dict[str, Any]:
+    return {"name": p.name, "shape": list(p.shape), "step": p.step, "grad_stats": _stats(p.stats), "flags": list(p.flags)}
+
+
+def backward_data(result: TraceResult) -> dict[str, Any]:
+    """The keys `--json` adds with --backward."""
+    b = result.backward
+    if b is None:
+        return {}
+    forward = result.total_flops
+    c = b.check
+    data: dict[str, Any] = {
+        "loss": b.loss,
+        "backward_steps": [_step(s) for s in b.steps],
+        "backward_flops": b.flops,
+        "backward_weight_grad_flops": b.weight_grad_flops,
+        "backward_input_grad_flops": b.input_grad_flops,
+        "recompute_flops": b.recompute_flops,
+        "forward_backward_flops": forward + b.flops,
+        "backward_to_forward": b.flops / forward if forward else None,
+        "forward_backward_to_forward": (forward + b.flops) / forward if forward else None,
+        "hardware_flops": forward + b.flops + b.recompute_flops,
+        "checkpoint": b.checkpoint,
+        "backward_peak_bytes": b.peak_bytes,
+        "backward_start_bytes": b.start_bytes,
+        "backward_saved_bytes_read": b.saved_bytes,
+        "grad_norms": {p.name: (p.norm if p.norm is not None and math.isfinite(p.norm) else None) for p in b.params},
+        "param_grads": [_param(p) for p in b.params],
+        "output_grad_stats": _stats(b.output_grad),
+        "input_grad_stats": _stats(b.input_grad),
+        "grad_max_rel_error": c.max_rel_error if c is not None else None,
+        "grad_check_threshold": c.threshold if c is not None else None,
+        "grad_check_passed": c.passed if c is not None else None,
+    }
+    if result.block is not None:
+        data["grad_norm_parts"] = {"ffn": b.grad_norm("ffn."), "attn": b.grad_norm("attn.")}
+    return data

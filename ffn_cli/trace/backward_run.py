@@ -1,0 +1,114 @@
+"""`ffn trace --backward`: the output gradient the chosen loss makes, the recorded backward
+folded into steps, the memory it peaks at, and its check against the NumPy backward."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from ffn_cli.block import TransformerBlock
+from ffn_cli.reference import reference_backward
+from ffn_cli.spec import FFNSpec
+from ffn_cli.trace.backward import record_backward
+from ffn_cli.trace.backward_result import BackwardResult
+from ffn_cli.trace.backward_steps import fold_backward
+from ffn_cli.trace.check import CHECK_THRESHOLDS
+from ffn_cli.trace.memory import measure_backward_memory
+from ffn_cli.trace.recorder import Recording
+from ffn_cli.trace.result import CheckResult, TraceStep
+
+__all__ = ["check_backward", "output_grad_maker", "run_backward"]
+
+
+def _seeded_normal(like: Tensor, seed: int) -> Tensor:
+    if like.is_meta:
+        return torch.empty_like(like)
+    generator = torch.Generator(device=like.device).manual_seed(seed)
+    return torch.randn(like.shape, generator=generator, device=like.device, dtype=torch.float32).to(like.dtype)
+
+
+def output_grad_maker(loss: str, seed: int) -> Callable[[Tensor], Tensor]:
+    """dL/dy for the output y: a seeded standard normal; L = Σy → 1; L = mean((y − t)²) with
+    a seeded standard-normal target t → 2·(y − t)/numel. The seed is the run's + 1, so dy
+    is not the input's draw."""
+
+    def make(y: Tensor) -> Tensor:
+        if loss == "sum":
+            return torch.ones_like(y)
+        if loss == "mse":
+            return 2.0 * (y - _seeded_normal(y, seed + 1)) / y.numel()
+        return _seeded_normal(y, seed + 1)
+
+    return make
+
+
+def _checkpointed(module: nn.Module, on: bool) -> None:
+    ffn = module.ffn if isinstance(module, TransformerBlock) else module
+    ffn.gradient_checkpointing = on  # type: ignore[assignment]
+
+
+def run_backward(
+    spec: FFNSpec, module: nn.Module, x: Tensor, *, loss: str, seed: int, values: int, checkpoint: bool, check: bool, dtype: str
+) -> tuple[Tensor, Recording, list[TraceStep], BackwardResult]:
+    """Forward and backward under one recorder: (output, the forward's recording and steps, the backward)."""
+    make_grad = output_grad_maker(loss, seed)
+    _checkpointed(module, checkpoint)
+    out, rec = record_backward(module, x, make_grad, values=values, checkpointed=checkpoint)
+    steps, params = fold_backward(rec)
+    module.zero_grad(set_to_none=True)
+    memory = measure_backward_memory(module, x, make_grad)
+    saved = {storage: read.bytes_ for reads in rec.reads.values() for storage, read in reads}
+    result = BackwardResult(
+        loss=loss,
+        steps=tuple(steps),
+        params=tuple(params),
+        output_grad=rec.output_grad,
+        input_grad=rec.input_grad[1],
+        checkpoint=checkpoint,
+        saved_bytes=sum(saved.values()),
+        peak_bytes=memory.peak_bytes,
+        start_bytes=memory.start_bytes,
+        check=check_backward(spec, module, x, make_grad, dtype) if check else None,
+    )
+    _checkpointed(module, False)
+    return out, rec.forward, rec.steps, result
+
+
+def _to_numpy(t: Tensor) -> np.ndarray:
+    return t.detach().to(device="cpu", dtype=torch.float64).numpy()
+
+
+def check_backward(spec: FFNSpec, module: nn.Module, x: Tensor, make_grad: Callable[[Tensor], Tensor], dtype: str) -> CheckResult:
+    """The FFN's input and parameter gradients against the NumPy backward, on its own weights,
+    input and output gradient (inside a block: what reached the FFN there); the worst relative
+    error over dL/dx and every parameter."""
+    ffn = module.ffn if isinstance(module, TransformerBlock) else module
+    seen: dict[str, Tensor] = {}
+
+    def forward_hook(_m: nn.Module, args: tuple[Any, ...], _out: Tensor) -> None:
+        seen["x"] = args[0].detach()
+
+    def backward_hook(_m: nn.Module, grad_in: Any, grad_out: Any) -> None:
+        seen["dx"], seen["dy"] = grad_in[0].detach(), grad_out[0].detach()
+
+    handles = [ffn.register_forward_hook(forward_hook), ffn.register_full_backward_hook(backward_hook)]
+    module.zero_grad(set_to_none=True)
+    try:
+        with torch.enable_grad():
+            out = module(x.detach().requires_grad_(True))
+            out.backward(make_grad(out.detach()))
+    finally:
+        for handle in handles:
+            handle.remove()
+    weights = {name: _to_numpy(t) for name, t in ffn.state_dict().items()}
+    grad_x, grads = reference_backward(spec, weights, _to_numpy(seen["x"]), _to_numpy(seen["dy"]))
+    pairs = [(_to_numpy(seen["dx"]), grad_x)]
+    for name, p in ffn.named_parameters():
+        pairs.append((np.zeros(p.shape) if p.grad is None else _to_numpy(p.grad), grads[name]))
+    module.zero_grad(set_to_none=True)
+    worst = max(float(np.abs(a - e).max() / max(float(np.abs(e).max()), np.finfo(np.float64).tiny)) for a, e in pairs)
+    return CheckResult(worst, CHECK_THRESHOLDS[dtype], dtype)

@@ -1,0 +1,159 @@
+"""Fold a recorded backward into steps: consecutive ops that ran for the same forward step (or
+recomputed it) make one step, in the order autograd ran them; each with the gradients flowing
+in and out, the parameter gradients it made, its matmul FLOPs split into weight-gradient and
+input-gradient, the saved tensors it read, and the gradient's statistics and flags."""
+
+from __future__ import annotations
+
+from ffn_cli.trace.backward import BackwardRecording
+from ffn_cli.trace.backward_result import BackwardStep, ParamGrad, SavedRead
+from ffn_cli.trace.ops import LAYOUT_OPS
+from ffn_cli.trace.recorder import Producer, RecordedOp
+from ffn_cli.trace.result import ParamInfo, Shape
+from ffn_cli.trace.stats import value_flags
+
+__all__ = ["fold_backward"]
+
+
+def _groups(rec: BackwardRecording) -> list[list[RecordedOp]]:
+    groups: list[list[RecordedOp]] = []
+    last: tuple[str, bool] | None = None
+    for op in rec.ops:
+        i = op.record.index
+        key = (_recomputed_step(op) if i in rec.recompute else rec.stamps.get(i, ""), i in rec.recompute)
+        if key != last:
+            groups.append([])
+            last = key
+        groups[-1].append(op)
+    return groups
+
+
+def _recomputed_step(op: RecordedOp) -> str:
+    """A recomputed op's forward step: its region, else the module it ran in."""
+    return op.region or op.record.path.rsplit(".", 1)[-1] or "forward"
+
+
+class _Builder:
+    def __init__(self, rec: BackwardRecording) -> None:
+        self.rec = rec
+        self.groups = _groups(rec)
+        self.by_index = {op.record.index: op for op in rec.ops}
+        self.group_of = {op.record.index: n for n, g in enumerate(self.groups, 1) for op in g}
+        # Storage of each parameter's gradient → parameter; what made dL/dx.
+        self.grad_param = {storage: name for name, (_, storage, _) in rec.param_grads.items() if storage is not None}
+        self.weight_ops = {rec.made_by[s] for s in self.grad_param if s in rec.made_by}
+        self.param_step = {name: self.group_of.get(rec.made_by.get(s, -1)) for s, name in self.grad_param.items()}
+        input_storage = rec.input_grad[0]
+        # dL/dx leaves the step of the last op that wrote its storage (AccumulateGrad's copy, if any).
+        writers = [i for i, storages in rec.writes.items() if input_storage is not None and input_storage in storages]
+        self.input_group = self.group_of[max(writers)] if writers else None
+        self.consumed: dict[int, int] = {}  # op → the last group that read its output
+        for n, g in enumerate(self.groups, 1):
+            for op in g:
+                for producer, _ in op.sources:
+                    i = self._op_of(producer)
+                    if i is not None and self.group_of[i] != n:
+                        self.consumed[i] = n
+
+    def _op_of(self, producer: Producer) -> int | None:
+        """The backward (or recomputed) op behind a producer; a recomputed module call's is its
+        last op, or, if it ran none (eval-mode dropout), its input's."""
+        for _ in range(len(self.rec.calls) + 1):
+            kind, i = producer
+            if kind == "op":
+                return i if i in self.by_index else None
+            if kind != "call":
+                return None
+            call = self.rec.calls[i]
+            if call.end_op > call.first_op:
+                return call.end_op - 1 if call.end_op - 1 in self.by_index else None
+            if not call.sources:
+                return None
+            producer = call.sources[0][0]
+        return None
+
+    def _origin(self, i: int) -> RecordedOp:
+        """The recomputed op whose values op i holds: through views and module calls."""
+        op = self.by_index[i]
+        for _ in range(len(self.by_index)):
+            source = self._op_of(op.sources[0][0]) if op.record.name in LAYOUT_OPS and op.sources else None
+            if source is None:
+                break
+            op = self.by_index[source]
+        return op
+
+    def build(self) -> list[BackwardStep]:
+        return [self._step(n, g) for n, g in enumerate(self.groups, 1)]
+
+    def _inputs(self, n: int, ops: list[RecordedOp], recompute: bool) -> tuple[dict[tuple[int, Shape], None], dict[int, SavedRead]]:
+        """(the gradients step n reads, by source step and shape; the recomputed activations it reads)."""
+        grad_in: dict[tuple[int, Shape], None] = {}
+        reads: dict[int, SavedRead] = {}
+        for op in ops:
+            for producer, shape in op.sources:
+                i = self._op_of(producer)
+                if producer[0] != "input" and i is None:
+                    continue  # a saved tensor, not a gradient
+                source = 0 if i is None else self.group_of[i]
+                if source == n:
+                    continue
+                if i is None or i not in self.rec.recompute or recompute:
+                    grad_in[(source, shape)] = None
+                    continue
+                # An activation the checkpoint recomputed, read where autograd would have kept it.
+                made = self._origin(i)
+                if made.record.name not in LAYOUT_OPS:
+                    reads.setdefault(-i, SavedRead(f"{_recomputed_step(made)} (recomputed)", shape, made.record.dtype, 0))
+                elif not made.record.params:  # a view of what the checkpoint kept: its input
+                    reads.setdefault(-i, SavedRead("input", shape, made.record.dtype, 0))
+        return grad_in, reads
+
+    def _step(self, n: int, ops: list[RecordedOp]) -> BackwardStep:
+        first = ops[0].record.index
+        recompute = first in self.rec.recompute
+        grad_in, reads = self._inputs(n, ops, recompute)
+        # What later steps read of this step's own values (a view of a weight is the weight).
+        handed_on = [op for op in ops if op.record.index in self.consumed and not (op.record.params and op.record.name in LAYOUT_OPS)]
+        grad_out = tuple(dict.fromkeys(op.record.output_shapes[0] for op in handed_on))
+        if n == self.input_group:
+            grad_out += (self.rec.input_grad[2],)
+        main = next((op for op in reversed(handed_on) if op.record.name not in LAYOUT_OPS), handed_on[-1] if handed_on else None)
+        weight = sum(op.record.matmul_flops for op in ops if op.record.index in self.weight_ops)
+        for op in ops:
+            for storage, read in self.rec.reads.get(op.record.index, ()):
+                reads.setdefault(storage, read)
+        made = [name for name, step in self.param_step.items() if step == n]
+        stats = [op.stats for op in ops if op.stats is not None and op.record.name not in LAYOUT_OPS]
+        dtype = ops[-1].record.dtype
+        return BackwardStep(
+            of=_recomputed_step(ops[0]) if recompute else self.rec.stamps.get(first, "") or "output",
+            recompute=recompute,
+            grad_in=tuple(shape for _, shape in grad_in),
+            grad_out=grad_out,
+            inputs_from=tuple(dict.fromkeys(source for source, _ in grad_in)),
+            weight_grads=tuple(ParamInfo(name, self.rec.param_grads[name][0]) for name in made),
+            params_read=tuple(dict.fromkeys(p for op in ops for p in op.record.params)),
+            reads=tuple(reads.values()),
+            weight_grad_flops=weight,
+            input_grad_flops=sum(op.record.matmul_flops for op in ops) - weight,
+            elementwise_flops=sum(op.record.elementwise_flops for op in ops),
+            aten_ops=tuple(op.record.op for op in ops),
+            op_indices=tuple(op.record.index for op in ops),
+            dtype=dtype,
+            stats=self.rec.input_grad[1] if n == self.input_group else main.stats if main is not None else None,
+            flags=value_flags(stats, dtype, None),
+        )
+
+
+def fold_backward(rec: BackwardRecording) -> tuple[list[BackwardStep], list[ParamGrad]]:
+    """The backward's steps, in the order autograd ran them, and every parameter's gradient
+    (in registration order) with the step that made it."""
+    builder = _Builder(rec)
+    steps = builder.build()
+    params = []
+    for name, (shape, _, stats) in rec.param_grads.items():
+        step = builder.param_step.get(name)
+        dtype = steps[step - 1].dtype if step else rec.forward.ops[0].record.dtype if rec.forward.ops else "float32"
+        flags = value_flags([stats], dtype, None) if stats is not None else ()
+        params.append(ParamGrad(name, shape, stats, step, flags))
+    return steps, params

@@ -1,0 +1,176 @@
+"""`trace(..., backward=True)` against second paths: FlopCounterMode over the same backward,
+the matmul FLOPs of each forward step counted twice over (dW and dx), the saved tensors the
+pack hook saw, the NumPy backward, the parameters' own gradients."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from ffn_cli import build_ffn
+from ffn_cli.block import BlockSpec, build_block
+from ffn_cli.spec import FFNSpec
+from ffn_cli.trace import trace
+from ffn_cli.trace.backward import record_backward
+from ffn_cli.trace.backward_run import output_grad_maker
+from tests.helpers import ALL_VARIANTS, small_spec
+
+
+def _spec(variant: str) -> FFNSpec:
+    return small_spec(variant, bias=True, shared_expert_gate=variant == "moe")
+
+
+def _flop_counter_backward(spec: FFNSpec, *, checkpoint: bool = False, device: str = "cpu", block: BlockSpec | None = None) -> int:
+    """FlopCounterMode's count over the backward alone, of the same module, input and dy."""
+    module = build_block(block, device=device) if block else build_ffn(spec, device=device)
+    module.eval()
+    (module.ffn if block else module).gradient_checkpointing = checkpoint
+    x = torch.randn(2, 5, spec.d_model, generator=torch.Generator().manual_seed(0)).to(device)
+    if device == "meta":
+        x = torch.empty(2, 5, spec.d_model, device="meta")
+    x.requires_grad_(True)
+    out = module(x)
+    dy = output_grad_maker("random", 0)(out.detach())
+    with FlopCounterMode(display=False) as counter:
+        out.backward(dy)
+    return int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_backward_flops_equal_flop_counter_mode(variant: str) -> None:
+    spec = _spec(variant)
+    result = trace(spec, backward=True)
+    assert result.backward is not None
+    assert result.backward.matmul_flops == _flop_counter_backward(spec)
+
+
+@pytest.mark.parametrize("variant", ["relu", "swiglu", "moe", "soft_moe"])
+def test_checkpointed_backward_flops_equal_flop_counter_mode(variant: str) -> None:
+    """With recomputation: FlopCounterMode counts it (hardware FLOPs); the model FLOPs stay 2× forward."""
+    spec = _spec(variant)
+    result = trace(spec, backward=True, checkpoint=True)
+    b = result.backward
+    assert b is not None and b.recompute_flops > 0
+    assert b.matmul_flops == _flop_counter_backward(spec, checkpoint=True)
+    assert b.weight_grad_flops + b.input_grad_flops == 2 * result.matmul_flops
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_each_step_pays_its_forward_matmuls_twice(variant: str) -> None:
+    """dW = dyᵀ·x and dx = dy·W each cost what y = x·Wᵀ cost: per forward step with a matmul,
+    the weight-gradient and the input-gradient FLOPs both equal its forward FLOPs."""
+    result = trace(_spec(variant), backward=True)
+    assert result.backward is not None
+    for step in result.steps:
+        if not step.matmul_flops:
+            continue
+        mine = [s for s in result.backward.steps if s.of == step.name]
+        assert sum(s.weight_grad_flops for s in mine) == step.matmul_flops, step.name
+        assert sum(s.input_grad_flops for s in mine) == step.matmul_flops, step.name
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_saved_reads_are_what_the_pack_hook_saw(variant: str) -> None:
+    spec = _spec(variant)
+    module = build_ffn(spec).eval()
+    x = torch.randn(2, 5, spec.d_model)
+    _, rec = record_backward(module, x, output_grad_maker("random", 0))
+    read = {storage: r.bytes_ for reads in rec.reads.values() for storage, r in reads}
+    assert read == rec.packed
+    assert sum(read.values()) == rec.forward.saved_bytes
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_parameter_gradients_are_the_modules(variant: str) -> None:
+    """Norms from the recorded statistics equal torch.linalg's on the module's own .grad."""
+    spec = _spec(variant)
+    result = trace(spec, backward=True)
+    module = build_ffn(spec).eval()
+    x = torch.randn(2, 5, spec.d_model, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
+    out = module(x)
+    out.backward(output_grad_maker("random", 0)(out.detach()))
+    assert result.backward is not None
+    norms = {p.name: p.norm for p in result.backward.params}
+    for name, p in module.named_parameters():
+        expected = 0.0 if p.grad is None else float(torch.linalg.vector_norm(p.grad.double()))
+        assert math.isclose(norms[name] or 0.0, expected, rel_tol=1e-5, abs_tol=1e-12), name
+    steps = {p.name: p.step for p in result.backward.params if p.norm}
+    assert all(s is not None for s in steps.values())
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_check_against_the_numpy_backward(variant: str) -> None:
+    result = trace(_spec(variant), backward=True, check=True, dtype="float64")
+    assert result.backward is not None and result.backward.check is not None
+    assert result.backward.check.max_rel_error < 1e-12
+
+
+def test_check_inside_a_block() -> None:
+    spec = FFNSpec(variant="swiglu", d_model=32, d_ff=48)
+    result = trace(spec, block=BlockSpec.around(spec, n_heads=4), backward=True, check=True, dtype="float64")
+    assert result.backward is not None and result.backward.check is not None
+    assert result.backward.check.max_rel_error < 1e-12
+
+
+def test_block_flops_and_norms() -> None:
+    spec = FFNSpec(variant="relu", d_model=32, d_ff=64)
+    block = BlockSpec.around(spec, n_heads=4)
+    result = trace(spec, block=block, backward=True)
+    b = result.backward
+    assert b is not None
+    assert b.matmul_flops == _flop_counter_backward(spec, block=block)
+    total = math.sqrt(b.grad_norm("ffn.") ** 2 + b.grad_norm("attn.") ** 2 + b.grad_norm("norm") ** 2)
+    assert math.isclose(total, b.grad_norm(), rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("variant", ["relu", "swiglu", "moe"])
+def test_meta_backward_has_shapes_and_flops_but_no_values(variant: str) -> None:
+    spec = _spec(variant)
+    result = trace(spec, backward=True, device="meta")
+    b = result.backward
+    assert b is not None
+    assert all(s.stats is None for s in b.steps)
+    assert b.matmul_flops == _flop_counter_backward(spec, device="meta")
+    assert b.peak_bytes is not None and b.peak_bytes > b.start_bytes
+
+
+def test_train_mode_dropout_backward_reads_the_mask() -> None:
+    spec = FFNSpec(variant="relu", d_model=16, d_ff=32, dropout=0.5)
+    b = trace(spec, backward=True, mode="train").backward
+    assert b is not None
+    dropout = [s for s in b.steps if s.of == "dropout"]
+    assert dropout and any(r.saved_by == "dropout" for s in dropout for r in s.reads)
+
+
+def test_losses_make_their_gradients() -> None:
+    spec = FFNSpec(variant="relu", d_model=16, d_ff=32)
+    ones = trace(spec, backward=True, loss="sum").backward
+    assert ones is not None and ones.output_grad is not None
+    assert ones.output_grad.mean == 1.0 and ones.output_grad.std == 0.0
+    mse = trace(spec, backward=True, loss="mse").backward
+    assert mse is not None and mse.output_grad is not None and abs(mse.output_grad.mean) < 1
+
+
+def test_peak_memory_bounds() -> None:
+    """At least what was alive when it began plus every parameter's gradient; at most that plus
+    everything the backward allocated."""
+    spec = FFNSpec(variant="relu", d_model=64, d_ff=256)
+    b = trace(spec, backward=True).backward
+    assert b is not None and b.peak_bytes is not None and b.start_bytes is not None
+    grads = sum(math.prod(p.shape) * 4 for p in b.params)
+    assert b.start_bytes + grads <= b.peak_bytes
+
+
+def test_non_finite_gradients_are_flagged() -> None:
+    """An infinite dL/dy: every step after it and every parameter gradient carries the flags."""
+    from ffn_cli.trace.backward_steps import fold_backward
+
+    spec = FFNSpec(variant="relu", d_model=8, d_ff=16)
+    _, rec = record_backward(build_ffn(spec).eval(), torch.randn(2, 3, 8), lambda y: torch.full_like(y, math.inf))
+    steps, params = fold_backward(rec)
+    assert "Inf" in steps[0].flags
+    assert all(set(p.flags) & {"Inf", "NaN"} for p in params)
+    assert all(p.norm is not None and math.isnan(p.norm) for p in params)
