@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
+from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.options import (
     VARIANT_HELP,
     BatchOpt,
@@ -55,6 +56,7 @@ BlockOpt = Annotated[bool, typer.Option("--block", help="Trace the FFN inside it
 
 @handles_errors
 def trace(
+    ctx: typer.Context,
     variant: Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP)] = "relu",
     d_model: DModelOpt = 512,
     d_ff: DFFOpt = None,
@@ -88,42 +90,58 @@ def trace(
     pre_norm: PreNormOpt = False,
     tp: TPOpt = 1,
     ep: EPOpt = 1,
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    revision: RevisionOpt = None,
+    layer: LayerOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Run the FFN once on a random (batch, seq_len, d_model) input and show every step: shapes, weights, FLOPs, values.
 
     With no options it is the classic demo: relu, d_model 512, d_ff 2048, batch 2, seq_len 5.
+    With --preset, --config or --model it is one layer of that model at its real sizes.
     """
     from ffn_cli.block import BlockSpec
     from ffn_cli.render.trace import trace_data, trace_view
     from ffn_cli.trace import check_failure
     from ffn_cli.trace import trace as run_trace
 
-    spec = make_spec(
-        variant,
-        d_model,
-        d_ff,
-        bias=bias,
-        dropout=dropout,
-        init=init,
-        zero_init_output=zero_init_output,
-        multiple_of=multiple_of,
-        ffn_dim_multiplier=ffn_dim_multiplier,
-        fused=fused,
-        experts=experts,
-        top_k=top_k,
-        shared_experts=shared_experts,
-        expert_variant=expert_variant,
-        capacity_factor=capacity_factor,
-        normalize_top_k=normalize_top_k,
-        sparsity=sparsity,
+    choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
+    spec = (
+        choice.ffn
+        if choice is not None
+        else make_spec(
+            variant,
+            d_model,
+            d_ff,
+            bias=bias,
+            dropout=dropout,
+            init=init,
+            zero_init_output=zero_init_output,
+            multiple_of=multiple_of,
+            ffn_dim_multiplier=ffn_dim_multiplier,
+            fused=fused,
+            experts=experts,
+            top_k=top_k,
+            shared_experts=shared_experts,
+            expert_variant=expert_variant,
+            capacity_factor=capacity_factor,
+            normalize_top_k=normalize_top_k,
+            sparsity=sparsity,
+        )
     )
+    if choice is not None:
+        dtype = choice.dtype
     if tp != 1 or ep != 1:
         unused = {"block": block, "mode": mode if mode.strip().lower() != "eval" else None, "values": values or None, "ops": ops}
         refuse_unused(unused, "--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it")
         _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
         return
-    block_spec = BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, norm=norm, pre_norm=pre_norm) if block else None
+    if choice is not None and choice.attention is not None:
+        block_spec: BlockSpec | None = BlockSpec(spec, choice.attention, choice.norm, choice.pre_norm, choice.eps)
+    else:
+        block_spec = BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, norm=norm, pre_norm=pre_norm) if block else None
     result = run_trace(
         spec,
         batch=batch,
@@ -137,8 +155,12 @@ def trace(
         block=block_spec,
     )
     if json:
-        emit_json(trace_data(result, ops=ops))
+        emit_json(trace_data(result, ops=ops) | ({"model": choice.data()} if choice is not None else {}))
     else:
+        if choice is not None:
+            from ffn_cli.render.model_layer import model_layer_view
+
+            console.print(model_layer_view(choice))
         console.print(trace_view(result, ops=ops, values=values))
     failure = check_failure(result)
     if failure is not None:

@@ -1,0 +1,85 @@
+"""A model's config.json from the Hugging Face Hub: the local cache first, then one request.
+
+Only config.json is ever read, never weights. huggingface_hub (the optional `hub` extra) does
+the work, so HF_HUB_OFFLINE, HF_HOME / HF_HUB_CACHE and HF_TOKEN mean what they mean to every
+other Hugging Face tool. Each failure becomes one line naming the model: not found, gated,
+offline and not cached, network down. The download is a single try with huggingface_hub's
+short metadata timeout (HF_HUB_ETAG_TIMEOUT), never a loop of retries.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.models.config import MAX_CONFIG_BYTES, parse_config
+
+__all__ = ["REPO_ID", "hub_config"]
+
+# ORG/NAME as the Hub spells repository ids: letters, digits, '-', '_', '.'.
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_TRUE = ("1", "on", "yes", "true")
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any], str]:
+    """(the parsed config.json, the local file it was read from) for `repo_id` at `revision`."""
+    name = repo_id.strip()
+    if not REPO_ID.match(name) or ".." in name:
+        raise FFNError("model", repo_id, "a Hugging Face model id, ORG/NAME (e.g. meta-llama/Meta-Llama-3-8B)")
+    if revision is not None and not revision.strip():
+        raise FFNError("revision", revision, "a branch, tag or commit hash")
+    path = _download(name, revision.strip() if revision else None)
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read(MAX_CONFIG_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FFNRuntimeError(f"--model {name}: cannot read the cached config.json ({exc})") from None
+    return parse_config(text, f"{name} config.json"), path
+
+
+def _download(name: str, revision: str | None) -> str:
+    try:
+        import huggingface_hub
+        from huggingface_hub import errors
+    except ImportError:
+        raise FFNRuntimeError("--model needs huggingface_hub: pip install 'ffn-cli[hub]' (or give --config)") from None
+    where = name + (f" at revision {revision}" if revision else "")
+    try:
+        # The cache answers without a request; only a name it lacks goes to the Hub.
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision, local_files_only=True))
+    except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
+        pass
+    except errors.HFValidationError as exc:
+        raise FFNError("model", name, f"not a valid model id or revision ({_first_line(exc)})") from None
+    if _offline():
+        raise FFNRuntimeError(f"--model {where}: not in the local cache and HF_HUB_OFFLINE is set; unset it to download config.json")
+    try:
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision))
+    except errors.GatedRepoError:
+        raise FFNRuntimeError(
+            f"--model {name}: a gated model; accept its terms on huggingface.co, then log in (hf auth login) or set HF_TOKEN"
+        ) from None
+    except errors.RepositoryNotFoundError:
+        raise FFNRuntimeError(f"--model {name}: no such model on the Hugging Face Hub (or it is private: log in or set HF_TOKEN)") from None
+    except errors.RevisionNotFoundError:
+        raise FFNRuntimeError(f"--model {name}: no revision {revision!r}") from None
+    except errors.RemoteEntryNotFoundError:
+        raise FFNRuntimeError(f"--model {where}: the repository has no config.json") from None
+    except errors.LocalEntryNotFoundError:  # the request failed (no network, timeout) and nothing is cached
+        raise FFNRuntimeError(f"--model {where}: cannot reach the Hugging Face Hub and it is not cached; check the network") from None
+    except errors.HfHubHTTPError as exc:
+        raise FFNRuntimeError(f"--model {where}: the Hub answered {_first_line(exc)}") from None
+    except errors.HFValidationError as exc:
+        raise FFNError("model", name, f"not a valid model id or revision ({_first_line(exc)})") from None
+    except (OSError, ConnectionError, TimeoutError) as exc:
+        raise FFNRuntimeError(f"--model {where}: cannot reach the Hugging Face Hub ({_first_line(exc)}) and it is not cached") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
