@@ -4,7 +4,7 @@ Only config.json is ever read, never weights. huggingface_hub (the optional `hub
 the work, so HF_HUB_OFFLINE, HF_HOME / HF_HUB_CACHE and HF_TOKEN mean what they mean to every
 other Hugging Face tool. Each failure becomes one line naming the model: not found, gated,
 offline and not cached, network down. The download is a single try with huggingface_hub's
-short metadata timeout (HF_HUB_ETAG_TIMEOUT), never a loop of retries.
+short metadata timeout (HF_HUB_ETAG_TIMEOUT, 10 s unless set), never a loop of retries.
 """
 
 from __future__ import annotations
@@ -60,6 +60,10 @@ def _download(name: str, revision: str | None) -> str:
     if _offline():
         raise FFNRuntimeError(f"--model {where}: not in the local cache and HF_HUB_OFFLINE is set; unset it to download config.json")
     try:
+        # One HEAD request, no retries, huggingface_hub's short metadata timeout: it tells a
+        # missing, gated or unreachable model apart before anything is downloaded.
+        url = huggingface_hub.hf_hub_url(name, "config.json", revision=revision)
+        huggingface_hub.get_hf_file_metadata(url, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
         return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision))
     except errors.GatedRepoError:
         raise FFNRuntimeError(
@@ -71,14 +75,21 @@ def _download(name: str, revision: str | None) -> str:
         raise FFNRuntimeError(f"--model {name}: no revision {revision!r}") from None
     except errors.RemoteEntryNotFoundError:
         raise FFNRuntimeError(f"--model {where}: the repository has no config.json") from None
-    except errors.LocalEntryNotFoundError:  # the request failed (no network, timeout) and nothing is cached
-        raise FFNRuntimeError(f"--model {where}: cannot reach the Hugging Face Hub and it is not cached; check the network") from None
     except errors.HfHubHTTPError as exc:
         raise FFNRuntimeError(f"--model {where}: the Hub answered {_first_line(exc)}") from None
     except errors.HFValidationError as exc:
         raise FFNError("model", name, f"not a valid model id or revision ({_first_line(exc)})") from None
-    except (OSError, ConnectionError, TimeoutError) as exc:
+    except Exception as exc:  # no network, a timeout, a proxy refusing: httpx's errors and OSErrors alike
+        if not _is_network_error(exc):
+            raise
         raise FFNRuntimeError(f"--model {where}: cannot reach the Hugging Face Hub ({_first_line(exc)}) and it is not cached") from None
+
+
+def _is_network_error(exc: BaseException) -> bool:
+    """OSErrors and the HTTP client's request errors (httpx's, whatever its package is named)."""
+    if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
+        return True
+    return any(c.__module__.split(".")[0].startswith("httpx") and c.__name__ == "RequestError" for c in type(exc).__mro__)
 
 
 def _first_line(exc: BaseException) -> str:
