@@ -277,8 +277,7 @@ def _print_models(models: list[LoadedModel], dtype: str, seq_lens: list[int], js
         return
     console.print(model_view(result, dtype))
     if rows:
-        scope = f"{result.spec.n_layers} layers (embeddings and LM head left out)"
-        console.print(Text(""), seq_flops_view(stack, rows, scope))
+        console.print(Text(""), seq_flops_view(stack, rows, f"{result.spec.n_layers} layers"))
 
 
 def _print_presets(json: bool) -> None:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from ffn_cli.accounting import matmul_flops_per_token
-from ffn_cli.attention import AnyAttention
+from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import mean_keys
@@ -38,6 +38,7 @@ class LayerStack:
     windows: tuple[int | None, ...]  # one per layer
     causal: bool = True
     attention_kind: str = "MHA"
+    attention_detail: str = ""  # the widths the scores run over, in words
 
     def score_flops(self, seq_len: int) -> Fraction:
         """Per-token score FLOPs at seq_len: every layer's keys read by all queries, over L."""
@@ -100,10 +101,20 @@ def _per_key(attention: AnyAttention) -> int:
     return attention.score_flops_per_token(1)
 
 
+def _detail(a: AnyAttention) -> str:
+    if isinstance(a, LatentAttentionSpec):
+        return (
+            f"{a.n_heads} heads, Q·Kᵀ over {a.qk_head_dim} ({a.qk_nope_head_dim} + {a.qk_rope_head_dim} rotary), "
+            f"V over {a.v_head_dim}, the latent kv expanded"
+        )
+    return f"{a.n_heads} query heads × {a.head_dim}"
+
+
 def single_layer(ffn: FFNSpec, attention: AnyAttention) -> LayerStack:
     """One decoder layer: the FFN beside its attention, causal, no window."""
+    flops = matmul_flops_per_token(ffn)
     return LayerStack(
-        matmul_flops_per_token(ffn), attention.projection_flops_per_token(), (_per_key(attention),), (None,), True, attention.kind
+        flops, attention.projection_flops_per_token(), (_per_key(attention),), (None,), True, attention.kind, _detail(attention)
     )
 
 
@@ -124,6 +135,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool)
         tuple(windows),
         causal,
         a.kind,
+        _detail(a),
     )
 
 

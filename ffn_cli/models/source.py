@@ -65,7 +65,7 @@ def load_model(
     given = {k: v for k, v in (("preset", preset), ("config", config), ("model", model)) if v is not None}
     if len(given) != 1:
         option = next(iter(given), "preset")
-        raise FFNError(option, given.get(option), "give exactly one of --preset, --config and --model")
+        raise FFNError(option, given.get(option), "give one of --preset, --config and --model, not both")
     if revision is not None and model is None:
         raise FFNError("revision", revision, "applies to --model (a Hub model id)")
     if preset is not None:

@@ -29,14 +29,16 @@ def _keys_text(stack: LayerStack) -> str:
 
 
 def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: str) -> Group:
-    """scope: what the counts cover, e.g. 'one layer' or '32 layers, embeddings and LM head left out'."""
+    """scope: the layers the counts cover, 'one layer' or '32 layers' (embeddings and LM head left out)."""
     columns = [("seq_len", "num"), ("FFN", "num"), ("attn proj", "num"), ("attn scores", "num"), ("FFN share", "num")]
     cells = [
         [fmt_count(r.seq_len), fmt_flops(r.ffn), fmt_flops(r.projections), fmt_flops(float(r.scores)), f"{100 * r.ffn_share:.1f}%"]
         for r in rows
     ]
     crossover = stack.crossover()
-    lines = [f"scores: Q·Kᵀ and softmax·V ({stack.attention_kind}); {_keys_text(stack)}"]
+    lines = [f"scores: Q·Kᵀ and softmax·V; {stack.attention_kind}, {stack.attention_detail}", _keys_text(stack)]
+    if len(stack.windows) > 1:
+        lines.append("all layers summed; embeddings and the LM head left out")
     windows = windows_text(stack)
     if windows:
         lines.append(windows + ": those layers read at most that many keys")
@@ -53,6 +55,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
     return {
         "causal": stack.causal,
         "attention_kind": stack.attention_kind,
+        "attention_detail": stack.attention_detail,
         "score_flops_per_key": list(stack.score_flops_per_key),
         "windows": list(stack.windows),
         "crossover_seq_len": stack.crossover(),
