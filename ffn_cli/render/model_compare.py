@@ -70,7 +70,7 @@ def model_comparison_view(models: list[ComparedModel]) -> RenderableType:
             ]
         )
     parts: list[RenderableType] = [_table("models side by side: parameters", columns, rows)]
-    notes = "FFN %: the FFN's share of all parameters · FFN/attn: FFN over attention parameters · d_ff/d: an expert's for MoE"
+    notes = "FFN %: share of all parameters · FFN/attn: over attention parameters · d_ff/d: an expert's for MoE"
     parts.append(Text(notes, style="dim"))
     if models[0][3]:
         parts += [Text(""), _flops_table(data, models)]
