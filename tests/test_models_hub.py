@@ -88,6 +88,29 @@ def test_models_side_by_side(hub_cache: Path) -> None:
     assert [m["total_params"] for m in rows] == [8_030_261_248, 46_702_792_704]  # Meta's and Mistral's published totals
 
 
+def test_cache_lookup_agrees_with_huggingface_hub(hub_cache: Path) -> None:
+    from huggingface_hub import try_to_load_from_cache
+
+    from ffn_cli.models.hub import cached_config
+
+    for revision in (None, "main", "v2", OTHER, COMMIT, "absent", "0" * 40):
+        expected = try_to_load_from_cache("test-org/tiny-llama", "config.json", revision=revision)
+        found = cached_config("test-org/tiny-llama", revision)
+        assert (str(found) if found else None) == (expected if isinstance(expected, str) else None), revision
+
+
+def test_hf_home_locates_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ffn_cli.models.hub import hub_cache_dir
+
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert hub_cache_dir() == tmp_path / "hf" / "hub"
+    _cache(tmp_path / "hf" / "hub", "test-org/home", {COMMIT: load_preset("gpt2")}, {"main": COMMIT})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _params_json("--model", "test-org/home")["total_params"] == 124_439_808  # GPT-2 small, as published
+
+
 def test_offline_and_not_cached(hub_cache: Path) -> None:
     result = CliRunner().invoke(app, ["params", "--model", "test-org/absent"])
     assert result.exit_code == 1
@@ -119,6 +142,7 @@ def test_params_model_never_imports_torch(hub_cache: Path) -> None:
         "assert result.exit_code == 0, result.output\n"
         "assert '8,030,261,248' in result.output, result.output\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "assert 'huggingface_hub' not in sys.modules, 'a cached config needs no client'\n"
     )
     env = os.environ | {"HF_HUB_CACHE": str(hub_cache), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)

@@ -1,25 +1,29 @@
 """A model's config.json from the Hugging Face Hub: the local cache first, then one request.
 
-Only config.json is ever read, never weights. huggingface_hub (the optional `hub` extra) does
-the work, so HF_HUB_OFFLINE, HF_HOME / HF_HUB_CACHE and HF_TOKEN mean what they mean to every
-other Hugging Face tool. Each failure becomes one line naming the model: not found, gated,
-offline and not cached, network down. The download is a single try with huggingface_hub's
-short metadata timeout (HF_HUB_ETAG_TIMEOUT, 10 s unless set), never a loop of retries.
+Only config.json is ever read, never weights. A cached file is found by the cache's own layout
+(models--org--name/refs/<branch>, snapshots/<commit>/config.json) without importing anything;
+otherwise huggingface_hub (the optional `hub` extra) does the work. HF_HUB_OFFLINE, HF_HOME /
+HF_HUB_CACHE and HF_TOKEN mean what they mean to every other Hugging Face tool. Each failure
+becomes one line naming the model: not found, gated, offline and not cached, network down. The
+download is a single try with huggingface_hub's short metadata timeout (HF_HUB_ETAG_TIMEOUT,
+10 s unless set), never a loop of retries.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.models.config import MAX_CONFIG_BYTES, parse_config
 
-__all__ = ["REPO_ID", "hub_config"]
+__all__ = ["REPO_ID", "cached_config", "hub_cache_dir", "hub_config"]
 
 # ORG/NAME as the Hub spells repository ids: letters, digits, '-', '_', '.'.
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _TRUE = ("1", "on", "yes", "true")
 
 
@@ -43,7 +47,35 @@ def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any
     return parse_config(text, f"{name} config.json"), path
 
 
+def hub_cache_dir() -> Path:
+    """Where huggingface_hub keeps its cache: HF_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub (~/.cache/huggingface/hub), as huggingface_hub.constants reads them."""
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE") or os.path.join(home, "hub")
+    return Path(cache).expanduser()
+
+
+def cached_config(name: str, revision: str | None) -> Path | None:
+    """The cached config.json of `name` at `revision` (a branch or tag through refs/, or a
+    commit hash), found without importing huggingface_hub (a tenth of a second), or None."""
+    folder = hub_cache_dir() / ("models--" + name.replace("/", "--"))
+    ref = revision or "main"
+    commit = ref if _COMMIT.match(ref) else None
+    if commit is None:
+        try:
+            commit = (folder / "refs" / ref).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+    if not _COMMIT.match(commit):
+        return None
+    file = folder / "snapshots" / commit / "config.json"
+    return file if file.is_file() else None
+
+
 def _download(name: str, revision: str | None) -> str:
+    cached = cached_config(name, revision)
+    if cached is not None:
+        return str(cached)
     try:
         import huggingface_hub
         from huggingface_hub import errors
