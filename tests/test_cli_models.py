@@ -14,6 +14,7 @@ from ffn_cli import device
 from ffn_cli.cli import app
 from ffn_cli.models import count_model, preset_model, preset_names
 from ffn_cli.models.count import ffn_params
+from tests.model_configs import CASES, small_config
 
 # A representative few for the default run: dense, MoE with shared experts and dense-first
 # layers, MLA, sinks and a router bias, multimodal, an encoder, interleaved MoE.
@@ -142,8 +143,39 @@ def test_trace_config_file(tmp_path: Any) -> None:
 
 def test_bench_times_the_models_layer(one_thread: None) -> None:
     data = _invoke(
-        "bench", "--preset", "qwen2-0.5b", "--seq-len", "4", "--batch", "1", "--repeats", "2", "--warmup-ms", "0", "--d-ff", "64", "--json"
+        "bench",
+        "--preset",
+        "qwen2-0.5b",
+        "--seq-len",
+        "4",
+        "--batch",
+        "1",
+        "--repeats",
+        "2",
+        "--warmup-ms",
+        "0",
+        "--d-ff",
+        "64",
+        "--fused",
+        "--json",
     )
-    assert data["model"]["name"] == "qwen2-0.5b" and data["model"]["overrides"] == ["--d-ff 64"]
+    assert data["model"]["name"] == "qwen2-0.5b" and data["model"]["overrides"] == ["--d-ff 64"]  # --fused is bench's, not the spec's
     (result,) = data["results"]
     assert result["d_model"] == 896 and result["d_ff"] == 64
+
+
+@pytest.mark.parametrize(("model_type", "keys"), CASES, ids=[f"{t}-{i}" for i, (t, _k) in enumerate(CASES)])
+def test_every_family_traces_and_checks(model_type: str, keys: dict[str, Any], tmp_path: Any, one_thread: None) -> None:
+    """Each family's small config: its default layer on CPU, checked against the NumPy
+    reference; and in its block on meta, or refused in one line where the block cannot build it."""
+    config = small_config(model_type, keys)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    data = _invoke("trace", "--config", str(path), "--check", "--dtype", "float64", "--json")
+    assert data["check_passed"] is True
+    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--block", "--device", "meta", "--json"])
+    if result.exit_code == 2:
+        assert "multi-head latent attention" in result.output
+    else:
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["param_groups"]["attn"] > 0

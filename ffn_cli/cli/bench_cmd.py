@@ -143,7 +143,7 @@ def bench(
     if plot is not None:
         check_plot_target(plot)
     impls = parse_impls(impl) if impl is not None else [impl_for(fused=fused, compile_mode=compile_mode if compile else None)]
-    choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer)
+    choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, not_spec=("fused",))
     if choice is not None:
         specs, dtype = [choice.ffn], choice.dtype
     else:

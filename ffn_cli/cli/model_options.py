@@ -57,12 +57,16 @@ def model_layer(
     layer: int | None,
     block: bool = False,
     default_dtype: str = "float32",
+    not_spec: tuple[str, ...] = (),
 ) -> LayerChoice | None:
-    """The layer a command builds from --preset / --config / --model, or None when none is given."""
+    """The layer a command builds from --preset / --config / --model, or None when none is given.
+    `not_spec`: the command's options that share a name with an FFN override but mean something
+    else there (bench's --fused picks an implementation)."""
     if preset is None and config is None and model is None:
         from ffn_cli.cli.common import refuse_unused
 
         refuse_unused({"layer": layer, "revision": revision}, "picks a layer of a model: give --preset, --config or --model")
         return None
     loaded = load_model(preset=preset, config=config, model=model, revision=revision)
-    return select_layer(loaded, layer, explicit(ctx, list(ctx.params)), block=block, default_dtype=default_dtype)
+    given = explicit(ctx, [name for name in ctx.params if name not in not_spec])
+    return select_layer(loaded, layer, given, block=block, default_dtype=default_dtype)
