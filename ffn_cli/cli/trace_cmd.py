@@ -108,10 +108,10 @@ def trace(
     from ffn_cli.trace import trace as run_trace
 
     choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
-    spec = (
-        choice.ffn
-        if choice is not None
-        else make_spec(
+    if choice is not None:
+        spec, dtype = choice.ffn, choice.dtype
+    else:
+        spec = make_spec(
             variant,
             d_model,
             d_ff,
@@ -130,9 +130,6 @@ def trace(
             normalize_top_k=normalize_top_k,
             sparsity=sparsity,
         )
-    )
-    if choice is not None:
-        dtype = choice.dtype
     if tp != 1 or ep != 1:
         unused = {"block": block, "mode": mode if mode.strip().lower() != "eval" else None, "values": values or None, "ops": ops}
         refuse_unused(unused, "--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it")
