@@ -146,3 +146,22 @@ def test_models_side_by_side_table() -> None:
     out = runner.invoke(app, ["params", "--preset", "llama-3-8b,mistral-7b,qwen3-8b", "--seq-len", "4096"]).output
     assert "32,767" in out and "never" in out  # Mistral's 4,096 window caps its scores
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 8])
+def test_chunked_mean_keys_against_brute_force(chunk: int) -> None:
+    for seq_len in range(1, 40):
+        keys = sum(1 for i in range(seq_len) for j in range(i + 1) if i // chunk == j // chunk)
+        assert mean_keys(seq_len, None, chunk=chunk) == (keys, seq_len)
+
+
+def test_llama4_chunks_match_transformers_layer_types() -> None:
+    transformers = pytest.importorskip("transformers")
+    from ffn_cli.models.windows import attention_chunks
+
+    raw = load_preset("llama-4-scout")
+    text = raw["text_config"]
+    config = transformers.Llama4TextConfig(**{k: v for k, v in text.items() if k not in ("architectures", "model_type")})
+    expected = tuple(config.attention_chunk_size if t == "chunked_attention" else None for t in config.layer_types)
+    assert attention_chunks(raw, config.num_hidden_layers) == expected
+    assert expected.count(8192) == 36

@@ -263,7 +263,7 @@ def _print_models(models: list[LoadedModel], dtype: str, seq_lens: list[int], js
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side."""
     compared = []
     for m in models:
-        stack = model_stack(m.spec, m.windows, causal=m.causal)
+        stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)
         compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
     if len(compared) > 1:
         if json:

@@ -65,6 +65,10 @@ class LayerChoice:
     def window(self) -> int | None:
         return self.model.windows[self.layer]
 
+    @property
+    def chunk(self) -> int | None:
+        return self.model.chunks[self.layer]
+
     def data(self) -> dict[str, Any]:
         """The choice as JSON: which model and layer, what was overridden, what is not built."""
         spec = self.model.spec
@@ -77,6 +81,7 @@ class LayerChoice:
             "layer_kind": self.kind,
             "moe_layers": list(spec.moe_layers),
             "sliding_window": self.window,
+            "attention_chunk": self.chunk,
             "dtype": self.dtype,
             "dtype_from": self.dtype_from,
             "overrides": list(self.overrides),
@@ -187,6 +192,8 @@ def _block_notes(choice: LayerChoice) -> list[str]:
     notes.append("the causal mask (the block attends both ways)" if choice.model.causal else "the attention mask")
     if choice.window is not None:
         notes.append(f"the sliding window of {choice.window:,}")
+    if choice.chunk is not None:
+        notes.append(f"attention in chunks of {choice.chunk:,}")
     if isinstance(a, AttentionSpec) and a.qk_norm != "none":
         notes.append("q/k norms")
     if isinstance(a, AttentionSpec) and a.sinks:

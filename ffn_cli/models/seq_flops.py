@@ -39,12 +39,14 @@ class LayerStack:
     causal: bool = True
     attention_kind: str = "MHA"
     attention_detail: str = ""  # the widths the scores run over, in words
+    chunks: tuple[int | None, ...] = ()  # one per layer where attention runs in chunks (Llama 4)
 
     def score_flops(self, seq_len: int) -> Fraction:
         """Per-token score FLOPs at seq_len: every layer's keys read by all queries, over L."""
         total = 0
-        for per_key, window in zip(self.score_flops_per_key, self.windows, strict=True):
-            keys, _ = mean_keys(seq_len, window, causal=self.causal)
+        chunks = self.chunks or (None,) * len(self.windows)
+        for per_key, window, chunk in zip(self.score_flops_per_key, self.windows, chunks, strict=True):
+            keys, _ = mean_keys(seq_len, window, causal=self.causal, chunk=chunk)
             total += per_key * keys
         return Fraction(total, seq_len)
 
@@ -118,9 +120,9 @@ def single_layer(ffn: FFNSpec, attention: AnyAttention) -> LayerStack:
     )
 
 
-def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool) -> LayerStack:
+def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool, chunks: Sequence[int | None] = ()) -> LayerStack:
     """Every layer of a model: its dense or MoE FFN (active experts only), its attention."""
-    if len(windows) != spec.n_layers:
+    if len(windows) != spec.n_layers or len(chunks) not in (0, spec.n_layers):
         raise FFNError("windows", len(windows), f"one per layer ({spec.n_layers})")
     ffn = 0
     for i in range(spec.n_layers):
@@ -136,6 +138,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool)
         causal,
         a.kind,
         _detail(a),
+        tuple(chunks),
     )
 
 

@@ -16,7 +16,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.models.config import load_config, load_preset
 from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.windows import attention_windows, is_causal
+from ffn_cli.models.windows import attention_chunks, attention_windows, is_causal
 
 __all__ = ["LoadedModel", "config_dtype", "load_model", "load_models"]
 
@@ -41,6 +41,11 @@ class LoadedModel:
     def windows(self) -> tuple[int | None, ...]:
         """Each layer's sliding attention window (None: the layer attends to every earlier key)."""
         return attention_windows(self.config, self.spec.n_layers)
+
+    @property
+    def chunks(self) -> tuple[int | None, ...]:
+        """Each layer's attention chunk (Llama 4), or None."""
+        return attention_chunks(self.config, self.spec.n_layers)
 
     @property
     def causal(self) -> bool:

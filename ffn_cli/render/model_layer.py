@@ -14,6 +14,7 @@ __all__ = ["model_layer_view"]
 def model_layer_view(choice: LayerChoice) -> Panel:
     spec = choice.model.spec
     kind = choice.kind + (f", sliding window {choice.window:,}" if choice.window is not None else "")
+    kind += f", attention in chunks of {choice.chunk:,}" if choice.chunk is not None else ""
     moe = f" · MoE layers {len(spec.moe_layers)} of {spec.n_layers}" if spec.moe_layers else ""
     dtype = choice.dtype + ("" if choice.dtype_from == "--dtype" else f" ({choice.dtype_from})")
     lines = [f"{choice.model.source} · {spec.model_type}{moe} · dtype {dtype}"]

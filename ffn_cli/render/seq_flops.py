@@ -17,9 +17,12 @@ __all__ = ["seq_flops_data", "seq_flops_view", "windows_text"]
 
 def windows_text(stack: LayerStack) -> str:
     """'sliding window 4,096 in 21 of 42 layers', or '' without windows."""
-    counts = Counter(w for w in stack.windows if w is not None)
     n = len(stack.windows)
-    return ", ".join(f"sliding window {w:,} in {c} of {n} layers" for w, c in sorted(counts.items()))
+    windows = Counter(w for w in stack.windows if w is not None)
+    chunks = Counter(c for c in stack.chunks if c is not None)
+    parts = [f"sliding window {w:,} in {c} of {n} layers" for w, c in sorted(windows.items())]
+    parts += [f"chunks of {w:,} in {c} of {n} layers" for w, c in sorted(chunks.items())]
+    return ", ".join(parts)
 
 
 def _keys_text(stack: LayerStack) -> str:
@@ -58,6 +61,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "attention_detail": stack.attention_detail,
         "score_flops_per_key": list(stack.score_flops_per_key),
         "windows": list(stack.windows),
+        "chunks": list(stack.chunks) or [None] * len(stack.windows),
         "crossover_seq_len": stack.crossover(),
         "rows": [r.data() for r in rows],
     }
