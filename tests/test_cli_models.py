@@ -179,3 +179,13 @@ def test_every_family_traces_and_checks(model_type: str, keys: dict[str, Any], t
     else:
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["param_groups"]["attn"] > 0
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b", "gpt-oss-20b", "olmo-2-7b", "gpt2", "phi-2", "gemma-3-4b", "falcon-7b"])
+def test_block_attention_is_the_models_less_what_is_named_not_built(name: str) -> None:
+    data = _invoke("trace", "--preset", name, "--device", "meta", "--block", "--json")
+    attention = preset_model(name).attention
+    left_out = {t.name.split(".")[0]: t.count for t in attention.tensors() if t.name.split(".")[0] in ("q_norm", "k_norm", "sinks")}
+    assert data["param_groups"]["attn"] == attention.params - sum(left_out.values())
+    notes = data["model"]["not_built"]
+    assert ("q/k norms" in notes) == ("q_norm" in left_out) and ("attention sinks" in notes) == ("sinks" in left_out)
