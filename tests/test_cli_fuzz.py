@@ -86,7 +86,8 @@ def _typical_value(option: str, configs: list[str]) -> st.SearchStrategy[str]:
     if option == "--config":
         return st.sampled_from(configs)
     if option == "--preset":
-        return st.sampled_from(["gpt2", "llama-2-7b", "nope", ""])
+        # Small models: trace and bench now run a preset's layer at its real size (and dtype).
+        return st.sampled_from(["gpt2", "qwen2-0.5b", "nope", ""])
     if option in ("--batch", "--seq-len", "--values", "--repeats", "--threads"):
         return _small.map(str)
     if option in ("--dropout", "--sparsity", "--capacity-factor", "--ffn-dim-multiplier", "--warmup-ms", "--min-time"):

@@ -9,6 +9,7 @@ import typer
 
 from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_temp_dir
 from ffn_cli.cli.complete import complete_devices, complete_impls
+from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.options import (
     BatchOpt,
     DFFOpt,
@@ -98,6 +99,7 @@ PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the resul
 
 @handles_errors
 def bench(
+    ctx: typer.Context,
     variant: VariantListOpt = "relu",
     d_model: DModelListOpt = "512",
     d_ff: DFFOpt = None,
@@ -125,9 +127,17 @@ def bench(
     max_cases: MaxCasesOpt = 1_000,  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch
     tp: TPOpt = 1,
     ep: EPOpt = 1,
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    revision: RevisionOpt = None,
+    layer: LayerOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory."""
+    """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory.
+
+    With --preset, --config or --model it times one layer's FFN of that model at its real sizes.
+    """
     require_temp_dir()  # before torch is imported
     from ffn_cli.bench import BenchConfig, impl_for, parse_impls, run_bench
     from ffn_cli.render.bench import bench_json, bench_view, check_plot_target, write_plot
@@ -142,11 +152,15 @@ def bench(
     if plot is not None:
         check_plot_target(plot)
     impls = parse_impls(impl) if impl is not None else [impl_for(fused=fused, compile_mode=compile_mode if compile else None)]
-    specs = [
-        make_spec(v, d, d_ff, experts=experts, top_k=top_k, expert_variant=expert_variant)
-        for v in parse_list("variant", variant)
-        for d in parse_int_list("d_model", d_model)
-    ]
+    choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, not_spec=("fused",))
+    if choice is not None:
+        specs, dtype = [choice.ffn], choice.dtype
+    else:
+        specs = [
+            make_spec(v, d, d_ff, experts=experts, top_k=top_k, expert_variant=expert_variant)
+            for v in parse_list("variant", variant)
+            for d in parse_int_list("d_model", d_model)
+        ]
     if tp != 1 or ep != 1:
         unused = {
             "backward": backward,
@@ -189,9 +203,13 @@ def bench(
     )
     # The results first: a plot that fails to write must not take the table with it.
     if json:
-        emit_json(bench_json(report))
-    else:
-        console.print(bench_view(report))
+        emit_json(bench_json(report) | ({"model": choice.data()} if choice is not None else {}))
+        return
+    if choice is not None:
+        from ffn_cli.render.model_layer import model_layer_view
+
+        console.print(model_layer_view(choice))
+    console.print(bench_view(report))
     if plot is not None:
         write_plot(report, plot)
         if not json:

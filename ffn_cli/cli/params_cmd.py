@@ -10,7 +10,8 @@ import typer
 from rich.text import Text
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
-from ffn_cli.cli.complete import complete_dtypes, complete_presets, complete_variants
+from ffn_cli.cli.complete import complete_dtypes, complete_variants
+from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.options import (
     AttnBiasOpt,
     BiasOpt,
@@ -31,6 +32,7 @@ from ffn_cli.cli.options import (
     TopKOpt,
     TPOpt,
     make_spec,
+    parse_int_list,
     parse_list,
 )
 from ffn_cli.errors import FFNError
@@ -40,11 +42,12 @@ from ffn_cli.variants import VARIANTS, Family
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
     from ffn_cli.models.families import UnknownModelType
+    from ffn_cli.models.source import LoadedModel
 
 # The accounting, the model readers and the renderers load inside the command: `ffn --help` and
 # `ffn variants` register this command without paying for them.
 
-_MODEL = "Whole model"
+_MODEL = "Real model"
 
 VariantsOpt = Annotated[
     str | None,
@@ -69,16 +72,14 @@ ParamsDTypeOpt = Annotated[
         show_default=False,
     ),
 ]
-ConfigOpt = Annotated[
-    str | None, typer.Option("--config", help="A Hugging Face config.json, or a model directory holding one.", rich_help_panel=_MODEL)
-]
-PresetOpt = Annotated[
+SeqLensOpt = Annotated[
     str | None,
     typer.Option(
-        "--preset",
-        help="A well-known model shipped with ffn (see --list-presets).",
-        rich_help_panel=_MODEL,
-        autocompletion=complete_presets,
+        "--seq-len",
+        "-s",
+        help="FLOPs per token of the FFN, the attention projections and scores at these lengths (a comma list), "
+        "the FFN's share and the crossover.",
+        show_default=False,
     ),
 ]
 ListPresetsOpt = Annotated[
@@ -129,14 +130,18 @@ def params(
     match_params: MatchParamsOpt = False,
     config: ConfigOpt = None,
     preset: PresetOpt = None,
+    model: ModelOpt = None,
+    revision: RevisionOpt = None,
     list_presets: ListPresetsOpt = False,
+    seq_len: SeqLensOpt = None,
     dtype: ParamsDTypeOpt = None,
     tp: TPOpt = 1,
     ep: EPOpt = 1,
     json: JsonOpt = False,
 ) -> None:
     """Parameters per tensor, FLOPs and memory per token of an FFN beside its attention; several
-    variants side by side; or a whole model from a config.json or a preset."""
+    variants side by side; or a whole model from a config.json, a preset or a Hub model id, or
+    several models side by side (--preset a,b or --model a,b)."""
     from ffn_cli.attention import AttentionSpec
     from ffn_cli.models.layer import check_dtype
 
@@ -144,12 +149,14 @@ def params(
         _reject_given(ctx, [p for p in ctx.params if p not in ("list_presets", "json")], "--list-presets lists every preset alone")
         _print_presets(json)
         return
-    if config is not None or preset is not None:
+    seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None else []
+    if config is not None or preset is not None or model is not None:
         _reject_ffn_options(ctx)
         unused = {"tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
-        refuse_unused(unused, "per-rank counts are of one FFN: give its --variant and sizes instead of --config / --preset")
-        _print_model(config, preset, check_dtype("bfloat16" if dtype is None else dtype), json)
+        refuse_unused(unused, "per-rank counts are of one FFN: give its --variant and sizes instead of --config / --preset / --model")
+        _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json)
         return
+    refuse_unused({"revision": revision}, "applies to --model (a Hub model id)")
     specs = [
         make_spec(
             name,
@@ -169,27 +176,37 @@ def params(
     ]
     _check_fused(fused, specs)
     if tp != 1 or ep != 1:
+        refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")
         _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
         return
     # One attention for the whole table; its biases follow the (first) FFN unless given.
     qkv_bias = bool(specs[0].bias) if attn_bias is None else attn_bias
     attention = AttentionSpec(d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, qkv_bias=qkv_bias, o_bias=qkv_bias)
-    _print_ffns(specs, attention, check_dtype("float32" if dtype is None else dtype), match_params, multiple_of, json)
+    _print_ffns(specs, attention, check_dtype("float32" if dtype is None else dtype), match_params, multiple_of, seq_lens, json)
 
 
-def _print_ffns(specs: list[FFNSpec], attention: AttentionSpec, dtype: str, match_params: bool, multiple_of: int, json: bool) -> None:
-    """One FFN's report, or the comparison table of several."""
+def _print_ffns(
+    specs: list[FFNSpec], attention: AttentionSpec, dtype: str, match_params: bool, multiple_of: int, seq_lens: list[int], json: bool
+) -> None:
+    """One FFN's report (with its FLOPs over --seq-len), or the comparison table of several."""
     from ffn_cli.models.layer import compare_variants, ffn_report
     from ffn_cli.models.matching import match_misses
+    from ffn_cli.models.seq_flops import flops_over_length, single_layer
     from ffn_cli.render.params import comparison_data, comparison_table, ffn_report_data, ffn_report_view
+    from ffn_cli.render.seq_flops import seq_flops_data, seq_flops_view
 
     if len(specs) == 1 and not match_params:
         report = ffn_report(specs[0], attention, dtype)
+        stack = single_layer(specs[0], attention)
+        rows = flops_over_length(stack, seq_lens)
         if json:
-            emit_json(ffn_report_data(report))
+            emit_json(ffn_report_data(report) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}))
         else:
             console.print(ffn_report_view(report))
+            if rows:
+                console.print(Text(""), seq_flops_view(stack, rows, "one layer"))
         return
+    refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length are of one FFN or of models: give one --variant")
     if match_params and len(specs) < 2:
         raise FFNError("match_params", True, "needs two or more variants, e.g. --variant relu,swiglu")
     comparison = compare_variants(specs, attention, dtype, match_params=match_params, multiple_of=multiple_of)
@@ -242,7 +259,7 @@ def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:
 
 
 def _reject_ffn_options(ctx: typer.Context) -> None:
-    _reject_given(ctx, _FFN_ONLY, "sizes one FFN; --config and --preset read every size from the model")
+    _reject_given(ctx, _FFN_ONLY, "sizes one FFN; --config, --preset and --model read every size from the model")
 
 
 def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> None:
@@ -253,31 +270,55 @@ def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> Non
             raise FFNError(name, ctx.params.get(name), allowed)
 
 
-def _print_model(config: str | None, preset: str | None, dtype: str, json: bool) -> None:
-    from ffn_cli.models import config_model, count_model, preset_model
+def _print_models(
+    preset: str | None, config: str | None, model: str | None, revision: str | None, dtype: str, seq_lens: list[int], json: bool
+) -> None:
+    """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
+    model_type no reader knows is counted by building it with transformers."""
     from ffn_cli.models.families import UnknownModelType
-    from ffn_cli.render.params import model_data, model_view
+    from ffn_cli.models.source import load_models
 
-    if config is not None and preset is not None:
-        raise FFNError("preset", preset, "give --config or --preset, not both")
     try:
-        spec = config_model(config) if config is not None else preset_model(str(preset))
+        models = load_models(preset=preset, config=config, model=model, revision=revision)
     except UnknownModelType as unknown:
+        refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length need a model ffn reads itself")
         _print_built(unknown, dtype, json)
         return
-    result = count_model(spec)
+    _print_loaded(models, dtype, seq_lens, json)
+
+
+def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool) -> None:
+    from ffn_cli.models import count_model
+    from ffn_cli.models.seq_flops import flops_over_length, model_stack
+    from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
+    from ffn_cli.render.params import model_data, model_view
+    from ffn_cli.render.seq_flops import seq_flops_data, seq_flops_view
+
+    compared = []
+    for m in models:
+        stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)
+        compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
+    if len(compared) > 1:
+        if json:
+            emit_json(model_comparison_data(compared))
+        else:
+            console.print(model_comparison_view(compared))
+        return
+    _name, result, stack, rows = compared[0]
     if json:
-        emit_json(model_data(result, dtype))
-    else:
-        console.print(model_view(result, dtype))
+        emit_json(model_data(result, dtype) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}))
+        return
+    console.print(model_view(result, dtype))
+    if rows:
+        console.print(Text(""), seq_flops_view(stack, rows, f"{result.spec.n_layers} layers"))
 
 
 def _print_built(unknown: UnknownModelType, dtype: str, json: bool) -> None:
+    """No reader knows the model_type: count it by building it with transformers on meta."""
     from ffn_cli.models.fallback import count_by_building
     from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.render.built import built_data, built_view
 
-    """No reader knows the model_type: count it by building it with transformers on meta."""
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
     built = count_by_building(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)

@@ -8,6 +8,7 @@ import typer
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused, require_temp_dir
 from ffn_cli.cli.complete import complete_variants
+from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.options import (
     VARIANT_HELP,
     BatchOpt,
@@ -77,6 +78,7 @@ GradCheckpointOpt = Annotated[
 
 @handles_errors
 def trace(
+    ctx: typer.Context,
     variant: Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP, autocompletion=complete_variants)] = "relu",
     d_model: DModelOpt = 512,
     d_ff: DFFOpt = None,
@@ -113,11 +115,17 @@ def trace(
     pre_norm: PreNormOpt = False,
     tp: TPOpt = 1,
     ep: EPOpt = 1,
+    preset: PresetOpt = None,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    revision: RevisionOpt = None,
+    layer: LayerOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Run the FFN once on a random (batch, seq_len, d_model) input and show every step: shapes, weights, FLOPs, values.
 
     With no options it is the classic demo: relu, d_model 512, d_ff 2048, batch 2, seq_len 5.
+    With --preset, --config or --model it is one layer of that model at its real sizes.
     """
     require_temp_dir()  # before torch is imported
     from ffn_cli.block import NORMS, BlockSpec
@@ -125,25 +133,29 @@ def trace(
     from ffn_cli.trace import check_failure
     from ffn_cli.trace import trace as run_trace
 
-    spec = make_spec(
-        variant,
-        d_model,
-        d_ff,
-        bias=bias,
-        dropout=dropout,
-        init=init,
-        zero_init_output=zero_init_output,
-        multiple_of=multiple_of,
-        ffn_dim_multiplier=ffn_dim_multiplier,
-        fused=fused,
-        experts=experts,
-        top_k=top_k,
-        shared_experts=shared_experts,
-        expert_variant=expert_variant,
-        capacity_factor=capacity_factor,
-        normalize_top_k=normalize_top_k,
-        sparsity=sparsity,
-    )
+    choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
+    if choice is not None:
+        spec, dtype = choice.ffn, choice.dtype
+    else:
+        spec = make_spec(
+            variant,
+            d_model,
+            d_ff,
+            bias=bias,
+            dropout=dropout,
+            init=init,
+            zero_init_output=zero_init_output,
+            multiple_of=multiple_of,
+            ffn_dim_multiplier=ffn_dim_multiplier,
+            fused=fused,
+            experts=experts,
+            top_k=top_k,
+            shared_experts=shared_experts,
+            expert_variant=expert_variant,
+            capacity_factor=capacity_factor,
+            normalize_top_k=normalize_top_k,
+            sparsity=sparsity,
+        )
     if norm.strip().lower() not in NORMS:
         raise FFNError("norm", norm, "choose one of " + ", ".join(NORMS))
     if not block:  # the attention options shape the block; without it they would be ignored
@@ -162,7 +174,10 @@ def trace(
         refuse_unused(unused, "--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it")
         _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
         return
-    block_spec = BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, norm=norm, pre_norm=pre_norm) if block else None
+    if choice is not None and choice.attention is not None:
+        block_spec: BlockSpec | None = BlockSpec(spec, choice.attention, choice.norm, choice.pre_norm, choice.eps)
+    else:
+        block_spec = BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, norm=norm, pre_norm=pre_norm) if block else None
     result = run_trace(
         spec,
         batch=batch,
@@ -179,8 +194,12 @@ def trace(
         checkpoint=checkpoint,
     )
     if json:
-        emit_json(trace_data(result, ops=ops))
+        emit_json(trace_data(result, ops=ops) | ({"model": choice.data()} if choice is not None else {}))
     else:
+        if choice is not None:
+            from ffn_cli.render.model_layer import model_layer_view
+
+            console.print(model_layer_view(choice))
         console.print(trace_view(result, ops=ops, values=values))
     failure = check_failure(result)
     if failure is not None:

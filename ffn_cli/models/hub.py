@@ -1,0 +1,128 @@
+"""A model's config.json from the Hugging Face Hub: the local cache first, then one request.
+
+Only config.json is ever read, never weights. A cached file is found by the cache's own layout
+(models--org--name/refs/<branch>, snapshots/<commit>/config.json) without importing anything;
+otherwise huggingface_hub (the optional `hub` extra) does the work. HF_HUB_OFFLINE, HF_HOME /
+HF_HUB_CACHE and HF_TOKEN mean what they mean to every other Hugging Face tool. Each failure
+becomes one line naming the model: not found, gated, offline and not cached, network down. The
+download is a single try with huggingface_hub's short metadata timeout (HF_HUB_ETAG_TIMEOUT,
+10 s unless set), never a loop of retries.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.models.config import MAX_CONFIG_BYTES, parse_config
+
+__all__ = ["REPO_ID", "cached_config", "hub_cache_dir", "hub_config"]
+
+# ORG/NAME as the Hub spells repository ids: letters, digits, '-', '_', '.'.
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_TRUE = ("1", "on", "yes", "true")
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+
+
+def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any], str]:
+    """(the parsed config.json, the local file it was read from) for `repo_id` at `revision`."""
+    name = repo_id.strip()
+    if not REPO_ID.match(name) or ".." in name:
+        raise FFNError("model", repo_id, "a Hugging Face model id, ORG/NAME (e.g. meta-llama/Meta-Llama-3-8B)")
+    if revision is not None and not revision.strip():
+        raise FFNError("revision", revision, "a branch, tag or commit hash")
+    path = _download(name, revision.strip() if revision else None)
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read(MAX_CONFIG_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FFNRuntimeError(f"--model {name}: cannot read the cached config.json ({exc})") from None
+    return parse_config(text, f"{name} config.json"), path
+
+
+def hub_cache_dir() -> Path:
+    """Where huggingface_hub keeps its cache: HF_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub (~/.cache/huggingface/hub), as huggingface_hub.constants reads them."""
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    cache = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE") or os.path.join(home, "hub")
+    return Path(cache).expanduser()
+
+
+def cached_config(name: str, revision: str | None) -> Path | None:
+    """The cached config.json of `name` at `revision` (a branch or tag through refs/, or a
+    commit hash), found without importing huggingface_hub (a tenth of a second), or None."""
+    folder = hub_cache_dir() / ("models--" + name.replace("/", "--"))
+    ref = revision or "main"
+    commit = ref if _COMMIT.match(ref) else None
+    if commit is None:
+        try:
+            commit = (folder / "refs" / ref).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+    if not _COMMIT.match(commit):
+        return None
+    file = folder / "snapshots" / commit / "config.json"
+    return file if file.is_file() else None
+
+
+def _download(name: str, revision: str | None) -> str:
+    cached = cached_config(name, revision)
+    if cached is not None:
+        return str(cached)
+    try:
+        import huggingface_hub
+        from huggingface_hub import errors
+    except ImportError:
+        raise FFNRuntimeError("--model needs huggingface_hub: pip install 'ffn-cli[hub]' (or give --config)") from None
+    where = name + (f" at revision {revision}" if revision else "")
+    try:
+        # The cache answers without a request; only a name it lacks goes to the Hub.
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision, local_files_only=True))
+    except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
+        pass
+    except errors.HFValidationError as exc:
+        raise FFNError("model", name, f"not a valid model id or revision ({_first_line(exc)})") from None
+    if _offline():
+        raise FFNRuntimeError(f"--model {where}: not in the local cache and HF_HUB_OFFLINE is set; unset it to download config.json")
+    try:
+        # One HEAD request, no retries, huggingface_hub's short metadata timeout: it tells a
+        # missing, gated or unreachable model apart before anything is downloaded.
+        url = huggingface_hub.hf_hub_url(name, "config.json", revision=revision)
+        huggingface_hub.get_hf_file_metadata(url, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision))
+    except errors.GatedRepoError:
+        raise FFNRuntimeError(
+            f"--model {name}: a gated model; accept its terms on huggingface.co, then log in (hf auth login) or set HF_TOKEN"
+        ) from None
+    except errors.RepositoryNotFoundError:
+        raise FFNRuntimeError(f"--model {name}: no such model on the Hugging Face Hub (or it is private: log in or set HF_TOKEN)") from None
+    except errors.RevisionNotFoundError:
+        raise FFNRuntimeError(f"--model {name}: no revision {revision!r}") from None
+    except errors.RemoteEntryNotFoundError:
+        raise FFNRuntimeError(f"--model {where}: the repository has no config.json") from None
+    except errors.HfHubHTTPError as exc:
+        raise FFNRuntimeError(f"--model {where}: the Hub answered {_first_line(exc)}") from None
+    except errors.HFValidationError as exc:
+        raise FFNError("model", name, f"not a valid model id or revision ({_first_line(exc)})") from None
+    except Exception as exc:  # no network, a timeout, a proxy refusing: httpx's errors and OSErrors alike
+        if not _is_network_error(exc):
+            raise
+        raise FFNRuntimeError(f"--model {where}: cannot reach the Hugging Face Hub ({_first_line(exc)}) and it is not cached") from None
+
+
+def _is_network_error(exc: BaseException) -> bool:
+    """OSErrors and the HTTP client's request errors (httpx's, whatever its package is named)."""
+    if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
+        return True
+    return any(c.__module__.split(".")[0].startswith("httpx") and c.__name__ == "RequestError" for c in type(exc).__mro__)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

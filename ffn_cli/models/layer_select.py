@@ -1,0 +1,221 @@
+"""One layer of a real model as `ffn trace` and `ffn bench` build it.
+
+(LoadedModel, layer, the options the user gave) → the layer's FFNSpec at its real sizes, the
+dtype to run in, and for `--block` the attention, norm and order the block can build. Options
+the user gave override the model's values and are listed, as is whatever of the real layer the
+built module leaves out, so a header can say plainly what runs. Pure Python (no torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
+from ffn_cli.errors import FFNError
+from ffn_cli.models.source import LoadedModel
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["FFN_OVERRIDES", "FIXED_BY_MODEL", "LayerChoice", "default_layer", "select_layer"]
+
+# CLI option → FFNSpec field, for the options that may override a model's FFN.
+FFN_OVERRIDES = {
+    "variant": "variant",
+    "d_ff": "d_ff",
+    "bias": "bias",
+    "dropout": "dropout",
+    "init": "init",
+    "zero_init_output": "zero_init_output",
+    "fused": "fused_gate_up",
+    "experts": "experts",
+    "top_k": "top_k",
+    "shared_experts": "shared_experts",
+    "expert_variant": "expert_variant",
+    "capacity_factor": "capacity_factor",
+    "normalize_top_k": "normalize_top_k",
+    "sparsity": "sparsity",
+}
+# Options that size an FFN from d_model: a model fixes them all.
+FIXED_BY_MODEL = ("d_model", "multiple_of", "ffn_dim_multiplier")
+_EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon")
+
+
+@dataclass(frozen=True)
+class LayerChoice:
+    """The layer to build: its FFN, dtype, block parts, and what differs from the real layer."""
+
+    model: LoadedModel
+    layer: int
+    ffn: FFNSpec
+    dtype: str
+    dtype_from: str  # "config", "--dtype" or "default: the config names none"
+    overrides: tuple[str, ...]  # the options given, as "--d-ff 1024"
+    attention: AttentionSpec | None = None  # the block's attention (None without --block)
+    norm: str = "rmsnorm"
+    pre_norm: bool = True
+    eps: float = 1e-5
+    not_built: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return "MoE" if self.layer in self.model.spec.moe_layers else "dense"
+
+    @property
+    def window(self) -> int | None:
+        return self.model.windows[self.layer]
+
+    @property
+    def chunk(self) -> int | None:
+        return self.model.chunks[self.layer]
+
+    def data(self) -> dict[str, Any]:
+        """The choice as JSON: which model and layer, what was overridden, what is not built."""
+        spec = self.model.spec
+        return {
+            "name": spec.name,
+            "model_type": spec.model_type,
+            "source": self.model.source,
+            "layer": self.layer,
+            "n_layers": spec.n_layers,
+            "layer_kind": self.kind,
+            "moe_layers": list(spec.moe_layers),
+            "sliding_window": self.window,
+            "attention_chunk": self.chunk,
+            "dtype": self.dtype,
+            "dtype_from": self.dtype_from,
+            "overrides": list(self.overrides),
+            "not_built": list(self.not_built),
+        }
+
+
+def default_layer(model: LoadedModel) -> int:
+    """The first MoE layer if the model has any (what a user times or traces it for), else 0."""
+    return model.spec.moe_layers[0] if model.spec.moe_layers else 0
+
+
+def _flag(option: str, value: Any) -> str:
+    name = "--" + option.replace("_", "-")
+    if isinstance(value, bool):
+        return name if value else "--no-" + option.replace("_", "-")
+    return f"{name} {value}"
+
+
+def select_layer(
+    model: LoadedModel,
+    layer: int | None,
+    given: Mapping[str, Any],
+    *,
+    block: bool = False,
+    default_dtype: str = "float32",
+) -> LayerChoice:
+    """The layer's FFN (and block parts) with the options in `given` applied over the model's.
+
+    `given` holds only the options the user set: FFN_OVERRIDES' keys, dtype, and with a block
+    n_heads, n_kv_heads, norm and pre_norm. FIXED_BY_MODEL options are refused.
+    """
+    spec = model.spec
+    for option in FIXED_BY_MODEL:
+        if option in given:
+            raise FFNError(option, given[option], f"{spec.name} fixes d_model ({spec.d_model:,}) and every width; give --d-ff to resize")
+    index = default_layer(model) if layer is None else layer
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < spec.n_layers:
+        raise FFNError("layer", layer, f"{spec.name} has layers 0 to {spec.n_layers - 1}")
+    ffn = spec.moe_ffn if index in spec.moe_layers else spec.dense_ffn
+    assert ffn is not None  # ModelSpec guarantees an FFN for every layer
+    changes = {FFN_OVERRIDES[k]: v for k, v in given.items() if k in FFN_OVERRIDES}
+    if isinstance(changes.get("variant"), str):
+        changes["variant"] = changes["variant"].strip()
+    ffn = ffn.with_(**changes)
+    overrides = [_flag(k, v) for k, v in given.items() if k in FFN_OVERRIDES or k == "dtype"]
+    dtype, dtype_from = _dtype(model, given, default_dtype)
+    notes = _ffn_notes(model, ffn, index, renamed="variant" in given or "expert_variant" in given)
+    choice = LayerChoice(model, index, ffn, dtype, dtype_from, tuple(overrides), not_built=tuple(notes))
+    return _with_block(choice, given) if block else choice
+
+
+def _dtype(model: LoadedModel, given: Mapping[str, Any], default: str) -> tuple[str, str]:
+    if "dtype" in given:
+        return str(given["dtype"]), "--dtype"
+    if model.dtype is not None:
+        return model.dtype, "config"
+    return default, "default: the config names none"
+
+
+def _ffn_notes(model: LoadedModel, ffn: FFNSpec, layer: int, *, renamed: bool) -> list[str]:
+    """What the model's FFN has that the built one lacks: an activation the registry has no
+    variant for, MoE tensors outside the FFNSpec (a router bias), routing rules."""
+    spec = model.spec
+    notes = []
+    if spec.hidden_act and not renamed:
+        notes.append(f"{spec.hidden_act} (run as {ffn.activation})")
+    if layer in spec.moe_layers and ffn.is_moe:
+        notes += [t.name for t in spec.moe_extra]
+        if spec.routing:
+            notes.append(spec.routing)
+    return notes
+
+
+def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
+    """The attention, norm and order of the model's block, as far as ffn_cli.block builds them."""
+    model, spec = choice.model, choice.model.spec
+    a = spec.attention
+    if isinstance(a, LatentAttentionSpec):
+        raise FFNError("block", True, f"{spec.name}'s multi-head latent attention (MLA) is not one the block can build; drop --block")
+    heads = given.get("n_heads", a.n_heads)
+    kv = given.get("n_kv_heads", a.n_kv_heads if "n_heads" not in given else None)
+    head_dim = a.head_dim if "n_heads" not in given else None
+    attention = AttentionSpec(spec.d_model, heads, kv, head_dim, qkv_bias=a.qkv_bias, o_bias=a.o_bias)
+    norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
+    pre_norm = bool(given.get("pre_norm", model.causal))
+    overrides = [*choice.overrides, *(_flag(k, given[k]) for k in ("n_heads", "n_kv_heads", "norm", "pre_norm") if k in given)]
+    notes = [*choice.not_built, *_block_notes(choice)]
+    return LayerChoice(
+        model,
+        choice.layer,
+        choice.ffn,
+        choice.dtype,
+        choice.dtype_from,
+        tuple(overrides),
+        attention,
+        norm,
+        pre_norm,
+        _eps(model),
+        tuple(notes),
+    )
+
+
+def _block_notes(choice: LayerChoice) -> list[str]:
+    """What the real block has that ffn_cli.block does not build."""
+    spec, a = choice.model.spec, choice.model.spec.attention
+    notes = ["rotary or learned positions"]
+    notes.append("the causal mask (the block attends both ways)" if choice.model.causal else "the attention mask")
+    if choice.window is not None:
+        notes.append(f"the sliding window of {choice.window:,}")
+    if choice.chunk is not None:
+        notes.append(f"attention in chunks of {choice.chunk:,}")
+    if isinstance(a, AttentionSpec) and a.qk_norm != "none":
+        notes.append("q/k norms")
+    if isinstance(a, AttentionSpec) and a.sinks:
+        notes.append("attention sinks")
+    if spec.parallel_block:
+        notes.append("attention beside the FFN (run one after the other)")
+    if spec.norm == "layernorm_no_affine":
+        notes.append("LayerNorm without weights (built with them)")
+    if spec.norms_per_layer != 2:
+        notes.append(f"{spec.norms_per_layer} norms per layer (built with 2)")
+    if spec.model_type == "olmo2":
+        notes.append("norms on the sublayer outputs (built pre-norm)")
+    if spec.cross_attention:
+        notes.append("cross-attention")
+    return notes
+
+
+def _eps(model: LoadedModel) -> float:
+    text = model.config.get("text_config")
+    for where in (text if isinstance(text, Mapping) else {}, model.config):
+        for key in _EPS_KEYS:
+            value = where.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
+                return float(value)
+    return 1e-5

@@ -1,0 +1,150 @@
+"""FFN against attention FLOPs as the context grows.
+
+The parameter ratio of FFN to attention is fixed; the FLOPs ratio is not. Per token, the FFN
+and the four attention projections cost the same at any length, but the scores (Q·Kᵀ, then
+softmax(·)·V) grow with the keys each query reads: (L + 1)/2 on average under a causal mask,
+L for an encoder, at most w under a sliding window of w. All counts are forward matmul FLOPs
+(2·m·n·k), summed over the layers; embeddings and the LM head are left out. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ffn_cli.accounting import matmul_flops_per_token
+from ffn_cli.attention import AnyAttention, LatentAttentionSpec
+from ffn_cli.errors import FFNError
+from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.windows import mean_keys
+from ffn_cli.spec import FFNSpec, check_int
+
+__all__ = ["MAX_SEQ_LEN", "FlopsAtLength", "LayerStack", "flops_over_length", "model_stack", "single_layer"]
+
+# Beyond any published context; a crossover further out than this is reported as none.
+MAX_SEQ_LEN = 1 << 30
+
+
+@dataclass(frozen=True)
+class LayerStack:
+    """What the FLOPs depend on: per-token FFN and projection FLOPs of all layers, and for each
+    layer its score FLOPs per query per key read and its window."""
+
+    ffn_flops: int
+    projection_flops: int
+    score_flops_per_key: tuple[int, ...]  # one per layer
+    windows: tuple[int | None, ...]  # one per layer
+    causal: bool = True
+    attention_kind: str = "MHA"
+    attention_detail: str = ""  # the widths the scores run over, in words
+    chunks: tuple[int | None, ...] = ()  # one per layer where attention runs in chunks (Llama 4)
+
+    def score_flops(self, seq_len: int) -> Fraction:
+        """Per-token score FLOPs at seq_len: every layer's keys read by all queries, over L."""
+        total = 0
+        chunks = self.chunks or (None,) * len(self.windows)
+        for per_key, window, chunk in zip(self.score_flops_per_key, self.windows, chunks, strict=True):
+            keys, _ = mean_keys(seq_len, window, causal=self.causal, chunk=chunk)
+            total += per_key * keys
+        return Fraction(total, seq_len)
+
+    def attention_flops(self, seq_len: int) -> Fraction:
+        return self.projection_flops + self.score_flops(seq_len)
+
+    def crossover(self) -> int | None:
+        """The shortest sequence at which attention's FLOPs per token reach the FFN's, or None
+        when they never do (windows cap the scores, or it lies past MAX_SEQ_LEN)."""
+        if self.attention_flops(MAX_SEQ_LEN) < self.ffn_flops:
+            return None
+        low, high = 1, MAX_SEQ_LEN  # attention_flops is non-decreasing in the length
+        while low < high:
+            mid = (low + high) // 2
+            if self.attention_flops(mid) >= self.ffn_flops:
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+
+@dataclass(frozen=True)
+class FlopsAtLength:
+    """Per-token forward matmul FLOPs at one sequence length."""
+
+    seq_len: int
+    ffn: int
+    projections: int
+    scores: Fraction
+
+    @property
+    def attention(self) -> Fraction:
+        return self.projections + self.scores
+
+    @property
+    def ffn_share(self) -> float:
+        """The FFN's share of the layer's (attention + FFN) FLOPs."""
+        return float(self.ffn / (self.ffn + self.attention))
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "seq_len": self.seq_len,
+            "ffn_flops": self.ffn,
+            "attention_projection_flops": self.projections,
+            "attention_score_flops": float(self.scores),
+            "ffn_share": self.ffn_share,
+            "ffn_attention_ratio": float(self.ffn / self.attention),
+        }
+
+
+def _per_key(attention: AnyAttention) -> int:
+    """Score FLOPs of one query against one key: Q·Kᵀ over the q/k head width and the weighted
+    sum of V over the v head width, 2 FLOPs a multiply-add, every head."""
+    return attention.score_flops_per_token(1)
+
+
+def _detail(a: AnyAttention) -> str:
+    if isinstance(a, LatentAttentionSpec):
+        return (
+            f"{a.n_heads} heads, Q·Kᵀ over {a.qk_head_dim} ({a.qk_nope_head_dim} + {a.qk_rope_head_dim} rotary), "
+            f"V over {a.v_head_dim}, the latent kv expanded"
+        )
+    return f"{a.n_heads} query heads × {a.head_dim}"
+
+
+def single_layer(ffn: FFNSpec, attention: AnyAttention) -> LayerStack:
+    """One decoder layer: the FFN beside its attention, causal, no window."""
+    flops = matmul_flops_per_token(ffn)
+    return LayerStack(
+        flops, attention.projection_flops_per_token(), (_per_key(attention),), (None,), True, attention.kind, _detail(attention)
+    )
+
+
+def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool, chunks: Sequence[int | None] = ()) -> LayerStack:
+    """Every layer of a model: its dense or MoE FFN (active experts only), its attention."""
+    if len(windows) != spec.n_layers or len(chunks) not in (0, spec.n_layers):
+        raise FFNError("windows", len(windows), f"one per layer ({spec.n_layers})")
+    ffn = 0
+    for i in range(spec.n_layers):
+        layer_ffn = spec.moe_ffn if i in spec.moe_layers else spec.dense_ffn
+        assert layer_ffn is not None
+        ffn += matmul_flops_per_token(layer_ffn)
+    a = spec.attention
+    return LayerStack(
+        ffn,
+        spec.n_layers * a.projection_flops_per_token(),
+        (_per_key(a),) * spec.n_layers,
+        tuple(windows),
+        causal,
+        a.kind,
+        _detail(a),
+        tuple(chunks),
+    )
+
+
+def flops_over_length(stack: LayerStack, seq_lens: Sequence[int]) -> tuple[FlopsAtLength, ...]:
+    rows = []
+    for seq_len in seq_lens:
+        check_int("seq_len", seq_len, maximum=MAX_SEQ_LEN)
+        rows.append(FlopsAtLength(seq_len, stack.ffn_flops, stack.projection_flops, stack.score_flops(seq_len)))
+    return tuple(rows)

@@ -1,0 +1,109 @@
+"""Where a model comes from: a shipped preset, a config.json on disk, or a Hub model id.
+
+Every command that takes a model (`params`, `trace`, `bench`) reads it here, so --preset,
+--config and --model mean the same everywhere. The raw config is kept beside the spec: the
+dtype it was saved in and its attention windows are read from it, not from the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ffn_cli.errors import FFNError
+from ffn_cli.models.config import load_config, load_preset
+from ffn_cli.models.families import model_spec_from_config
+from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.windows import attention_chunks, attention_windows, is_causal
+
+__all__ = ["LoadedModel", "config_dtype", "load_model", "load_models"]
+
+# The dtypes a config.json names (torch_dtype, or dtype since transformers 5) that we can run.
+_DTYPES = {"float32": "float32", "float": "float32", "bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float64": "float64"}
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model's spec, the config it was read from, and how the user named it."""
+
+    spec: ModelSpec
+    config: Mapping[str, Any]
+    source: str  # "preset llama-3-8b", "config path/config.json", "model org/name"
+
+    @property
+    def dtype(self) -> str | None:
+        """The dtype the checkpoint was saved in, or None when the config names none."""
+        return config_dtype(self.config)
+
+    @property
+    def windows(self) -> tuple[int | None, ...]:
+        """Each layer's sliding attention window (None: the layer attends to every earlier key)."""
+        return attention_windows(self.config, self.spec.n_layers)
+
+    @property
+    def chunks(self) -> tuple[int | None, ...]:
+        """Each layer's attention chunk (Llama 4), or None."""
+        return attention_chunks(self.config, self.spec.n_layers)
+
+    @property
+    def causal(self) -> bool:
+        return is_causal(self.spec.model_type)
+
+
+def config_dtype(config: Mapping[str, Any]) -> str | None:
+    """torch_dtype (or dtype), at the top level or in a multimodal config's text_config."""
+    text = config.get("text_config")
+    for where in (config, text if isinstance(text, Mapping) else {}):
+        for key in ("torch_dtype", "dtype"):
+            value = where.get(key)
+            if isinstance(value, str) and value.removeprefix("torch.") in _DTYPES:
+                return _DTYPES[value.removeprefix("torch.")]
+    return None
+
+
+def load_model(
+    *, preset: str | None = None, config: str | None = None, model: str | None = None, revision: str | None = None
+) -> LoadedModel:
+    """The one model named by exactly one of preset, config and model."""
+    given = {k: v for k, v in (("preset", preset), ("config", config), ("model", model)) if v is not None}
+    if len(given) != 1:
+        option = next(iter(given), "preset")
+        raise FFNError(option, given.get(option), "give one of --preset, --config and --model, not both")
+    if revision is not None and model is None:
+        raise FFNError("revision", revision, "applies to --model (a Hub model id)")
+    if preset is not None:
+        key = preset.strip().lower()
+        raw = load_preset(key)
+        return LoadedModel(model_spec_from_config(raw, name=key, source=f"preset {key}"), raw, f"preset {key}")
+    if config is not None:
+        raw, file = load_config(config), Path(config)
+        label = file.name if file.is_dir() else file.parent.name if file.name == "config.json" else file.stem
+        name = str(raw.get("_name_or_path") or label or config)
+        return LoadedModel(model_spec_from_config(raw, name=name, source=config), raw, f"config {config}")
+    from ffn_cli.models.hub import hub_config
+
+    name = str(model).strip()
+    raw, _path = hub_config(name, revision)
+    where = name + (f"@{revision.strip()}" if revision else "")
+    return LoadedModel(model_spec_from_config(raw, name=name, source=where), raw, f"model {where}")
+
+
+def load_models(
+    *, preset: str | None = None, config: str | None = None, model: str | None = None, revision: str | None = None
+) -> list[LoadedModel]:
+    """Several models from a comma list of presets or of model ids (a config path is one file)."""
+    if preset is not None and config is None and model is None:
+        return [load_model(preset=p) for p in _split("preset", preset)]
+    if model is not None and preset is None and config is None:
+        return [load_model(model=m, revision=revision) for m in _split("model", model)]
+    return [load_model(preset=preset, config=config, model=model, revision=revision)]
+
+
+def _split(option: str, text: str) -> list[str]:
+    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept."""
+    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not items:
+        raise FFNError(option, text, "one name or a comma list")
+    return items

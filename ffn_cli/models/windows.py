@@ -1,0 +1,102 @@
+"""Which keys each layer's attention reads: causal or not, and sliding windows.
+
+Read from the config as transformers reads it (Llama 4's chunked attention likewise): an explicit `layer_types` list wins; else the
+family's default pattern (Gemma 2 and gpt-oss alternate sliding and full layers starting with
+a sliding one, Gemma 3 makes every sixth layer full); Qwen2/Qwen3 slide only with
+use_sliding_window, from max_window_layers on; Mistral, Phi-3, Starcoder2 and Mixtral slide in
+every layer when sliding_window is set. A window of w lets a query read its w latest keys, itself
+included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ENCODERS", "attention_chunks", "attention_windows", "is_causal", "mean_keys"]
+
+# Bidirectional encoders: every query reads every key.
+ENCODERS = frozenset({"bert", "roberta", "xlm-roberta"})
+# Families whose default layer_types alternate, and the period of their full layers.
+_PATTERNS = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6, "gemma3": 6}
+# Families that slide in every layer whenever sliding_window is set.
+_EVERY_LAYER = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
+# Families whose config class defaults sliding_window when the key is absent.
+_DEFAULT_WINDOW = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "gemma3": 4096, "gpt_oss": 128}
+_QWEN = frozenset({"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})
+_CHUNKED = frozenset({"llama4", "llama4_text"})
+
+
+def is_causal(model_type: str) -> bool:
+    return model_type not in ENCODERS
+
+
+def _text(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    text = config.get("text_config")
+    model_type = str(config.get("model_type", ""))
+    if isinstance(text, Mapping):
+        return text, str(text.get("model_type") or model_type)
+    return config, model_type
+
+
+def attention_windows(config: Mapping[str, Any], n_layers: int) -> tuple[int | None, ...]:
+    """Each layer's sliding window in keys, or None for a layer that reads every earlier key."""
+    text, model_type = _text(config)
+    window = text.get("sliding_window", _DEFAULT_WINDOW.get(model_type))
+    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        return (None,) * n_layers
+    types = text.get("layer_types")
+    if isinstance(types, list) and len(types) == n_layers:
+        return tuple(window if t == "sliding_attention" else None for t in types)
+    if model_type in _PATTERNS:
+        period = text.get("sliding_window_pattern", _PATTERNS[model_type])
+        period = period if isinstance(period, int) and period > 0 else _PATTERNS[model_type]
+        return tuple(window if (i + 1) % period else None for i in range(n_layers))
+    if model_type in _QWEN:
+        if not text.get("use_sliding_window", False):
+            return (None,) * n_layers
+        start = text.get("max_window_layers", n_layers)
+        start = start if isinstance(start, int) else n_layers
+        return tuple(window if i >= start else None for i in range(n_layers))
+    if model_type in _EVERY_LAYER:
+        return (window,) * n_layers
+    return (None,) * n_layers
+
+
+def attention_chunks(config: Mapping[str, Any], n_layers: int) -> tuple[int | None, ...]:
+    """Each layer's attention chunk (Llama 4: a query reads only the keys of its own chunk of
+    attention_chunk_size tokens, in the layers that use rotary positions), or None."""
+    text, model_type = _text(config)
+    chunk = text.get("attention_chunk_size", 8192 if model_type in _CHUNKED else None)
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        return (None,) * n_layers
+    types = text.get("layer_types")
+    if isinstance(types, list) and len(types) == n_layers:
+        return tuple(chunk if t == "chunked_attention" else None for t in types)
+    if model_type not in _CHUNKED:
+        return (None,) * n_layers
+    no_rope = text.get("no_rope_layers")
+    if not (isinstance(no_rope, list) and len(no_rope) == n_layers):
+        interval = text.get("no_rope_layer_interval", 4)
+        interval = interval if isinstance(interval, int) and interval > 0 else 4
+        no_rope = [int((i + 1) % interval != 0) for i in range(n_layers)]
+    # transformers' flag is 1 where the layer keeps rotary positions, and those layers are chunked.
+    return tuple(chunk if flag else None for flag in no_rope)
+
+
+def mean_keys(seq_len: int, window: int | None, *, causal: bool = True, chunk: int | None = None) -> tuple[int, int]:
+    """(keys read by all seq_len queries together, seq_len): their ratio is the mean per query.
+
+    Causal: query i (from 0) reads min(i + 1, window) keys, so a full layer reads
+    L·(L + 1)/2 in all, (L + 1)/2 on average; in chunks of c, (i mod c) + 1;
+    bidirectional: L each, L² in all.
+    """
+    if chunk is not None and causal:
+        full, rest = divmod(seq_len, chunk)
+        return full * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2, seq_len
+    if not causal:
+        w = seq_len if window is None else min(window, seq_len)
+        return seq_len * w, seq_len
+    if window is None or seq_len <= window:
+        return seq_len * (seq_len + 1) // 2, seq_len
+    return window * (window + 1) // 2 + (seq_len - window) * window, seq_len

@@ -1,0 +1,98 @@
+"""Real models side by side: one row per model, as a table or JSON from the same fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ffn_cli.models.count import ModelParams
+from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
+from ffn_cli.render.fit import Col
+from ffn_cli.render.format import fmt_count, fmt_si
+from ffn_cli.render.params import _table
+
+__all__ = ["ComparedModel", "model_comparison_data", "model_comparison_view"]
+
+# (name, its accounting, its FLOPs stack, the FLOPs at each --seq-len, or () without one)
+ComparedModel = tuple[str, ModelParams, LayerStack, tuple[FlopsAtLength, ...]]
+
+
+def _d_ff_ratio(m: ModelParams) -> float:
+    """d_ff / d_model of the FFN most layers run: an expert's width for MoE models."""
+    s = m.spec
+    ffn = s.moe_ffn if s.moe_ffn is not None and len(s.moe_layers) * 2 >= s.n_layers else s.dense_ffn or s.moe_ffn
+    assert ffn is not None
+    return ffn.hidden / s.d_model
+
+
+def _row(name: str, m: ModelParams, stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[str, Any]:
+    data = {
+        "name": name,
+        "model_type": m.spec.model_type,
+        "total_params": m.total_params,
+        "active_params": m.active_params,
+        "ffn_share": m.ffn_share,
+        "ffn_attention_ratio": m.ffn_attention_ratio,
+        "d_ff_over_d_model": _d_ff_ratio(m),
+        "n_layers": m.spec.n_layers,
+        "d_model": m.spec.d_model,
+        "vocab_size": m.spec.vocab_size,
+    }
+    if rows:
+        data["crossover_seq_len"] = stack.crossover()
+        data["ffn_flops_share"] = {str(r.seq_len): r.ffn_share for r in rows}
+    return data
+
+
+def model_comparison_data(models: list[ComparedModel]) -> dict[str, Any]:
+    return {"models": [_row(*m) for m in models]}
+
+
+def model_comparison_view(models: list[ComparedModel]) -> RenderableType:
+    data = [_row(*m) for m in models]
+    columns = [Col("model", "fixed"), Col("total"), Col("active", drop=5), Col("FFN %"), Col("FFN/attn", drop=4)]
+    columns += [Col("d_ff/d", drop=3), Col("layers", drop=2), Col("vocab", drop=1)]
+    rows = []
+    for d in data:
+        active = fmt_si(d["active_params"], digits=3)
+        ratio = d["ffn_attention_ratio"]
+        rows.append(
+            [
+                d["name"],
+                fmt_si(d["total_params"], digits=3),
+                active,
+                f"{100 * d['ffn_share']:.1f}%",
+                f"{ratio:.2f}×",
+                f"{d['d_ff_over_d_model']:.2f}",
+                str(d["n_layers"]),
+                fmt_count(d["vocab_size"]),
+            ]
+        )
+    parts: list[RenderableType] = [_table("models side by side: parameters", columns, rows)]
+    notes = "FFN %: share of all parameters · FFN/attn: over attention parameters · d_ff/d: an expert's for MoE"
+    parts.append(Text(notes, style="dim"))
+    if models[0][3]:
+        parts += [Text(""), _flops_table(data, models)]
+    return Group(*parts)
+
+
+def _flops_table(data: list[dict[str, Any]], models: list[ComparedModel]) -> RenderableType:
+    lengths = [r.seq_len for r in models[0][3]]
+    columns = [Col("model", "fixed"), *(Col(_length(n)) for n in lengths), Col("crossover")]
+    rows = []
+    for d in data:
+        cross = d["crossover_seq_len"]
+        rows.append([d["name"], *(f"{100 * d['ffn_flops_share'][str(n)]:.1f}%" for n in lengths), fmt_count(cross) if cross else "never"])
+    note = Text(
+        "the FFN's share of forward matmul FLOPs per token at each seq_len (embeddings and LM head left out); "
+        "crossover: the seq_len at which attention's FLOPs overtake the FFN's",
+        style="dim",
+    )
+    return Group(_table("models side by side: FFN share of FLOPs", columns, rows), note)
+
+
+def _length(n: int) -> str:
+    """4096 → '4K', 131072 → '128K', 1000 → '1,000': context lengths as they are usually named."""
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else fmt_count(n)

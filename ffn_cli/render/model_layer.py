@@ -1,0 +1,26 @@
+"""The header of a trace or bench of one real model's layer: which layer, what kind, which
+options override the model, and what of the real layer is not built."""
+
+from __future__ import annotations
+
+from rich.panel import Panel
+from rich.text import Text
+
+from ffn_cli.models.layer_select import LayerChoice
+
+__all__ = ["model_layer_view"]
+
+
+def model_layer_view(choice: LayerChoice) -> Panel:
+    spec = choice.model.spec
+    kind = choice.kind + (f", sliding window {choice.window:,}" if choice.window is not None else "")
+    kind += f", attention in chunks of {choice.chunk:,}" if choice.chunk is not None else ""
+    moe = f" · MoE layers {len(spec.moe_layers)} of {spec.n_layers}" if spec.moe_layers else ""
+    dtype = choice.dtype + ("" if choice.dtype_from == "--dtype" else f" ({choice.dtype_from})")
+    lines = [f"{choice.model.source} · {spec.model_type}{moe} · dtype {dtype}"]
+    if choice.overrides:
+        lines.append("overridden: " + ", ".join(choice.overrides))
+    if choice.not_built:
+        lines.append("not built: " + ", ".join(choice.not_built))
+    title = f"{spec.name} · layer {choice.layer} of {spec.n_layers} ({kind})"
+    return Panel(Text("\n".join(lines)), title=title, title_align="left", expand=False)

@@ -1,0 +1,68 @@
+"""FFN against attention FLOPs per token at several sequence lengths, as a table or JSON."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+
+from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
+from ffn_cli.render.fit import Col
+from ffn_cli.render.format import fmt_count, fmt_flops
+from ffn_cli.render.params import _table
+
+__all__ = ["seq_flops_data", "seq_flops_view", "windows_text"]
+
+
+def windows_text(stack: LayerStack) -> str:
+    """'sliding window 4,096 in 21 of 42 layers', or '' without windows."""
+    n = len(stack.windows)
+    windows = Counter(w for w in stack.windows if w is not None)
+    chunks = Counter(c for c in stack.chunks if c is not None)
+    parts = [f"sliding window {w:,} in {c} of {n} layers" for w, c in sorted(windows.items())]
+    parts += [f"chunks of {w:,} in {c} of {n} layers" for w, c in sorted(chunks.items())]
+    return ", ".join(parts)
+
+
+def _keys_text(stack: LayerStack) -> str:
+    if not stack.causal:
+        return "bidirectional: every query reads all L keys"
+    return "causal: query i reads its i + 1 latest keys, (L + 1)/2 on average"
+
+
+def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: str) -> Group:
+    """scope: the layers the counts cover, 'one layer' or '32 layers' (embeddings and LM head left out)."""
+    columns = [Col("seq_len"), Col("FFN"), Col("attn proj", drop=1), Col("attn scores"), Col("FFN share")]
+    cells = [
+        [fmt_count(r.seq_len), fmt_flops(r.ffn), fmt_flops(r.projections), fmt_flops(float(r.scores)), f"{100 * r.ffn_share:.1f}%"]
+        for r in rows
+    ]
+    crossover = stack.crossover()
+    lines = [f"scores: Q·Kᵀ and softmax·V; {stack.attention_kind}, {stack.attention_detail}", _keys_text(stack)]
+    if len(stack.windows) > 1:
+        lines.append("all layers summed; embeddings and the LM head left out")
+    windows = windows_text(stack)
+    if windows:
+        lines.append(windows + ": those layers read at most that many keys")
+    lines.append(
+        f"attention FLOPs overtake the FFN's at seq_len {crossover:,}"
+        if crossover is not None
+        else "attention FLOPs never overtake the FFN's at any length"
+    )
+    title = f"forward matmul FLOPs per token, {scope}"
+    return Group(_table(title, columns, cells), Text("\n".join(lines), style="dim"))
+
+
+def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[str, Any]:
+    return {
+        "causal": stack.causal,
+        "attention_kind": stack.attention_kind,
+        "attention_detail": stack.attention_detail,
+        "score_flops_per_key": list(stack.score_flops_per_key),
+        "windows": list(stack.windows),
+        "chunks": list(stack.chunks) or [None] * len(stack.windows),
+        "crossover_seq_len": stack.crossover(),
+        "rows": [r.data() for r in rows],
+    }
