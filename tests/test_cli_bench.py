@@ -255,3 +255,17 @@ def test_json_of_the_same_report() -> None:
     assert [r["impl"] for r in data["results"]] == ["eager", "fused-compile"]
     assert data["env"]["device_name"] == "NVIDIA H200" and data["results"][1]["fastest"] is True
     json.dumps(data)  # plain JSON, no NaN or custom objects
+
+
+def test_bench_takes_every_moe_option(runner: CliRunner) -> None:
+    """--shared-experts and --capacity-factor, as trace and params take them: the shared
+    expert's matmuls are in the FLOPs, as FlopCounterMode counts them on the same module."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ffn_cli.modules import build_ffn
+
+    (r,) = _json(runner, "--variant", "moe", "--shared-experts", "1", "--capacity-factor", "4")["results"]
+    spec = FFNSpec(variant="moe", d_model=r["d_model"], d_ff=r["d_ff"], shared_experts=1, capacity_factor=4.0)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        build_ffn(spec)(torch.randn(r["tokens"], spec.d_model))
+    assert r["flops"] == counter.get_total_flops()

@@ -16,6 +16,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -29,17 +30,17 @@ from ffn_cli.modules import build_ffn
 from ffn_cli.parallel import (
     ParallelResult,
     check_parallel,
+    launch,
     per_rank_params,
-    run_expert_parallel,
-    run_tensor_parallel,
+    run_parallel,
     shard_expert_parallel,
     shard_layout,
     shard_tensor_parallel,
     time_parallel_forward,
     tp_allreduce_bytes,
 )
-from ffn_cli.parallel import run as run_module
 from ffn_cli.parallel.accounting import token_chunks
+from ffn_cli.parallel.job import ParallelJob
 from ffn_cli.parallel.tensor import local_ffn
 from ffn_cli.render.parallel import parallel_json, rank_params_json, render_parallel, render_rank_params
 from ffn_cli.spec import FFNSpec
@@ -55,6 +56,14 @@ MOE = FFNSpec("moe", d_model=16, d_ff=32, experts=4, top_k=2, shared_experts=1, 
 TP_VARIANTS = variant_names("dense") + variant_names("gated") + variant_names("sparse")
 
 
+def _tp(spec: FFNSpec, world_size: int, **kw: Any) -> ParallelResult:
+    return run_parallel(spec, world_size, mode="tp", **kw)
+
+
+def _ep(spec: FFNSpec, world_size: int, **kw: Any) -> ParallelResult:
+    return run_parallel(spec, world_size, mode="ep", **kw)
+
+
 def _text(renderable: object) -> str:
     console = Console(width=160, file=io.StringIO(), color_system=None)
     console.print(renderable)
@@ -66,12 +75,12 @@ def _text(renderable: object) -> str:
 
 @pytest.fixture(scope="module")
 def tp_results() -> dict[str, ParallelResult]:
-    return {name: run_tensor_parallel(spec, 2, batch=2, seq_len=5, timeout_s=TIMEOUT_S) for name, spec in TP_SPECS.items()}
+    return {name: _tp(spec, 2, batch=2, seq_len=5, timeout_s=TIMEOUT_S) for name, spec in TP_SPECS.items()}
 
 
 @pytest.fixture(scope="module")
 def ep_result() -> ParallelResult:
-    return run_expert_parallel(MOE, 2, batch=2, seq_len=7, timeout_s=TIMEOUT_S)
+    return _ep(MOE, 2, batch=2, seq_len=7, timeout_s=TIMEOUT_S)
 
 
 @pytest.mark.parametrize("name", list(TP_SPECS))
@@ -99,7 +108,7 @@ def test_tensor_parallel_shards_and_traffic(tp_results: dict[str, ParallelResult
 
 
 def test_tensor_parallel_float64_sparse_four_ranks() -> None:
-    result = run_tensor_parallel(FFNSpec("sparse", d_model=8, d_ff=32), 4, dtype="float64", timeout_s=TIMEOUT_S)
+    result = _tp(FFNSpec("sparse", d_model=8, d_ff=32), 4, dtype="float64", timeout_s=TIMEOUT_S)
     assert result.world_size == 4 and result.max_abs_diff_vs_unsharded < 1e-12
     assert [s.name for s in result.ranks[3].steps] == ["up_proj", "activation", "mask", "down_proj", "all_reduce", "down_proj.bias"]
 
@@ -129,7 +138,7 @@ def test_expert_parallel_float64_with_gate_and_dense_experts() -> None:
     spec = FFNSpec(
         "moe", d_model=8, d_ff=16, experts=4, top_k=2, expert_variant="gelu", bias=True, shared_experts=1, shared_expert_gate=True
     )
-    result = run_expert_parallel(spec, 2, batch=3, seq_len=3, dtype="float64", timeout_s=TIMEOUT_S)
+    result = _ep(spec, 2, batch=3, seq_len=3, dtype="float64", timeout_s=TIMEOUT_S)
     assert result.max_abs_diff_vs_unsharded < 1e-12
     assert result.tokens_per_expert == result.unsharded_tokens_per_expert
 
@@ -160,9 +169,9 @@ def test_torchrun_joins_the_group(tmp_path: Path) -> None:
         textwrap.dedent(
             """
             import json
-            from ffn_cli.parallel import is_primary_process, run_tensor_parallel
+            from ffn_cli.parallel import is_primary_process, run_parallel
             from ffn_cli.spec import FFNSpec
-            result = run_tensor_parallel(FFNSpec("relu", d_model=8, d_ff=16), 2, timeout_s=60)
+            result = run_parallel(FFNSpec("relu", d_model=8, d_ff=16), 2, mode="tp", timeout_s=60)
             if is_primary_process():
                 print(json.dumps({"launcher": result.launcher, "ranks": len(result.ranks), "diff": result.max_abs_diff_vs_unsharded}))
             """
@@ -181,10 +190,10 @@ def test_torchrun_joins_the_group(tmp_path: Path) -> None:
 @pytest.mark.cuda
 def test_nccl_ranks_on_cuda() -> None:
     world = min(2, torch.cuda.device_count())
-    tp = run_tensor_parallel(TP_SPECS["swiglu_fused"], world, device="cuda", timeout_s=TIMEOUT_S)
+    tp = _tp(TP_SPECS["swiglu_fused"], world, device="cuda", timeout_s=TIMEOUT_S)
     assert tp.backend == "nccl" and tp.passed and tp.ranks[-1].device == f"cuda:{world - 1}"
     assert all(r.peak_memory_bytes for r in tp.ranks)
-    ep = run_expert_parallel(MOE, world, device="cuda", timeout_s=TIMEOUT_S)
+    ep = _ep(MOE, world, device="cuda", timeout_s=TIMEOUT_S)
     assert ep.passed and ep.tokens_per_expert == ep.unsharded_tokens_per_expert
     timing = time_parallel_forward(TP_SPECS["relu"], world, device="cuda", warmup_ms=1, repeats=3, timeout_s=TIMEOUT_S)
     assert timing.timer == "cuda events" and all(r.median_ms > 0 for r in timing.ranks)
@@ -195,9 +204,9 @@ def test_nccl_ranks_on_cuda() -> None:
 
 def test_indivisible_sizes_are_usage_errors() -> None:
     with pytest.raises(FFNError, match=r"d_ff=64.*divides by 2, 4, 8"):
-        run_tensor_parallel(TP_SPECS["relu"], 3)
+        _tp(TP_SPECS["relu"], 3)
     with pytest.raises(FFNError, match=r"experts=4"):
-        run_expert_parallel(MOE, 3)
+        _ep(MOE, 3)
     with pytest.raises(FFNError, match="--ep"):
         check_parallel(MOE, tp=2)
     with pytest.raises(FFNError, match="--variant moe"):
@@ -205,7 +214,7 @@ def test_indivisible_sizes_are_usage_errors() -> None:
     with pytest.raises(FFNError, match="not both"):
         check_parallel(MOE, tp=2, ep=2)
     with pytest.raises(FFNError, match="use cpu"):
-        run_tensor_parallel(TP_SPECS["relu"], 2, device="meta")
+        _tp(TP_SPECS["relu"], 2, device="meta")
 
 
 def test_more_nccl_ranks_than_devices(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -213,7 +222,7 @@ def test_more_nccl_ranks_than_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
     with pytest.raises(FFNRuntimeError, match="1 are visible") as info:
-        run_tensor_parallel(TP_SPECS["relu"], 2, device="cuda")
+        _tp(TP_SPECS["relu"], 2, device="cuda")
     assert "\n" not in str(info.value)
 
 
@@ -221,7 +230,7 @@ def test_no_cuda_is_a_runtime_error() -> None:
     if torch.cuda.is_available():
         pytest.skip("CUDA is available here")
     with pytest.raises(FFNRuntimeError, match="--device cpu"):
-        run_expert_parallel(MOE, 2, device="cuda")
+        _ep(MOE, 2, device="cuda")
 
 
 def test_world_size_must_match_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,27 +238,27 @@ def test_world_size_must_match_torchrun(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "0")
     with pytest.raises(FFNError, match="WORLD_SIZE=4"):
-        run_tensor_parallel(TP_SPECS["relu"], 2)
+        _tp(TP_SPECS["relu"], 2)
 
 
 def _tracked_stop(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     stopped: list[object] = []
-    real_stop = run_module._stop
+    real_stop = launch._stop
 
     def stop(procs: list[object]) -> None:
         real_stop(procs)
         stopped.extend(procs)
 
-    monkeypatch.setattr(run_module, "_stop", stop)
+    monkeypatch.setattr(launch, "_stop", stop)
     return stopped
 
 
 def test_a_failing_rank_is_reported_and_every_rank_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     stopped = _tracked_stop(monkeypatch)
     # Skip the launcher's validation so the ranks themselves refuse to cut d_ff=31 in two.
-    job = run_module._Job("tp", FFNSpec("relu", d_model=8, d_ff=31), 2, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
+    job = ParallelJob("tp", FFNSpec("relu", d_model=8, d_ff=31), 2, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
     with pytest.raises(FFNError, match="d_ff=31"):
-        run_module._spawn(job)
+        launch._spawn(job)
     assert len(stopped) == 2 and all(p.exitcode is not None for p in stopped)  # type: ignore[attr-defined]
 
 
@@ -257,14 +266,14 @@ def test_the_deadline_stops_every_rank() -> None:
     ctx = torch.multiprocessing.get_context("forkserver")
     queue = ctx.SimpleQueue()
     hung = [ctx.Process(target=time.sleep, args=(60,), daemon=True) for _ in range(2)]  # ranks that never report
-    job = run_module._Job("tp", TP_SPECS["relu"], 2, 1, 2, "float32", "cpu", 0, timeout_s=0.5)
+    job = ParallelJob("tp", TP_SPECS["relu"], 2, 1, 2, "float32", "cpu", 0, timeout_s=0.5)
     try:
         for p in hung:
             p.start()
         with pytest.raises(FFNRuntimeError, match=r"did not finish within 0\.5 s"):
-            run_module._collect(job, hung, queue)
+            launch._collect(job, hung, queue)
     finally:
-        run_module._stop(hung)
+        launch._stop(hung)
         queue.close()
     assert all(p.exitcode is not None for p in hung)
 
@@ -290,12 +299,12 @@ def test_a_rank_reports_before_it_tears_its_group_down(monkeypatch: pytest.Monke
         def put(self, message: tuple[str, int, object]) -> None:
             events.append(message[0])
 
-    monkeypatch.setattr(run_module, "_process_group", group)
-    monkeypatch.setattr(run_module, "_rank_work", work)
-    monkeypatch.setattr(run_module.os, "environ", dict(os.environ))  # the rank's variables stay in the rank
-    monkeypatch.setattr(run_module.torch, "set_num_threads", lambda n: None)
-    job = run_module._Job("tp", TP_SPECS["relu"], 1, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
-    run_module._spawned_rank(job, 0, 0, Queue())
+    monkeypatch.setattr(launch, "process_group", group)
+    monkeypatch.setattr(launch, "rank_work", work)
+    monkeypatch.setattr(launch.os, "environ", dict(os.environ))  # the rank's variables stay in the rank
+    monkeypatch.setattr(launch.torch, "set_num_threads", lambda n: None)
+    job = ParallelJob("tp", TP_SPECS["relu"], 1, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
+    launch._spawned_rank(job, 0, 0, Queue())
     assert events == [outcome, "teardown"]
 
 
@@ -313,15 +322,15 @@ def test_a_rank_that_dies_after_reporting_is_not_blamed() -> None:
         def get(self) -> tuple[str, int, object]:
             return self.messages.pop(0)
 
-    job = run_module._Job("tp", TP_SPECS["relu"], 2, 1, 2, "float32", "cpu", 0, timeout_s=0.2)
+    job = ParallelJob("tp", TP_SPECS["relu"], 2, 1, 2, "float32", "cpu", 0, timeout_s=0.2)
     with pytest.raises(FFNRuntimeError, match=r"did not finish within"):  # rank 1 never reported; rank 0 died after
-        run_module._collect(job, [Dead(), type("Alive", (), {"exitcode": None})()], Queue())
+        launch._collect(job, [Dead(), type("Alive", (), {"exitcode": None})()], Queue())
 
 
 def test_stopping_ranks_that_never_started() -> None:
     ctx = torch.multiprocessing.get_context("forkserver")
     unstarted = ctx.Process(target=time.sleep, args=(60,), daemon=True)
-    run_module._stop([unstarted])  # a failed start leaves the later ranks unstarted
+    launch._stop([unstarted])  # a failed start leaves the later ranks unstarted
     assert unstarted.pid is None
 
 

@@ -12,6 +12,7 @@ from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.options import (
     BatchOpt,
+    CapacityFactorOpt,
     DFFOpt,
     DModelListOpt,
     DTypeListOpt,
@@ -22,6 +23,7 @@ from ffn_cli.cli.options import (
     JsonOpt,
     SeedOpt,
     SeqLenListOpt,
+    SharedExpertsOpt,
     TopKOpt,
     TPOpt,
     VariantListOpt,
@@ -122,6 +124,8 @@ def bench(
     experts: ExpertsOpt = 8,
     top_k: TopKOpt = 2,
     expert_variant: ExpertVariantOpt = "swiglu",
+    shared_experts: SharedExpertsOpt = 0,
+    capacity_factor: CapacityFactorOpt = None,
     seed: SeedOpt = 0,
     plot: PlotOpt = None,
     max_cases: MaxCasesOpt = 1_000,  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch
@@ -157,7 +161,16 @@ def bench(
         specs, dtype = [choice.ffn], choice.dtype
     else:
         specs = [
-            make_spec(v, d, d_ff, experts=experts, top_k=top_k, expert_variant=expert_variant)
+            make_spec(
+                v,
+                d,
+                d_ff,
+                experts=experts,
+                top_k=top_k,
+                expert_variant=expert_variant,
+                shared_experts=shared_experts,
+                capacity_factor=capacity_factor,
+            )
             for v in parse_list("variant", variant)
             for d in parse_int_list("d_model", d_model)
         ]

@@ -209,15 +209,15 @@ def trace(
 def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int, device: str, dtype: str, seed: int, json: bool) -> None:
     """Shard the FFN over tp or ep ranks (spawned, or joined under torchrun), run it, check it
     against the unsharded module on the same weights; only the primary process prints."""
-    from ffn_cli.parallel import check_parallel, is_primary_process, run_expert_parallel, run_tensor_parallel
+    from ffn_cli.parallel import check_parallel, is_primary_process, run_parallel
     from ffn_cli.render.parallel import parallel_json, render_parallel
     from ffn_cli.spec import check_int
 
     check_parallel(spec, tp=tp, ep=ep)
     check_int("batch", batch)
     check_int("seq_len", seq_len)
-    run = run_tensor_parallel if tp > 1 else run_expert_parallel
-    result = run(spec, max(tp, ep), batch=batch, seq_len=seq_len, dtype=dtype, device=device, seed=seed)
+    mode = "tp" if tp > 1 else "ep"
+    result = run_parallel(spec, max(tp, ep), mode=mode, batch=batch, seq_len=seq_len, dtype=dtype, device=device, seed=seed)
     if not is_primary_process():
         return
     if json:

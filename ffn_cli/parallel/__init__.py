@@ -1,7 +1,7 @@
 """Tensor and expert parallelism of the FFN on torch.distributed.
 
 `ffn_cli.parallel.accounting` and `.result` never import torch (for `ffn params --tp N`); the
-runners (`run_tensor_parallel`, …) and shard functions load torch on first use.
+runners (`run_parallel`, …) and shard functions load torch on first use.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ffn_cli.parallel.accounting import RankParams, ShardTensor, check_parallel,
 from ffn_cli.parallel.result import CommRecord, ParallelResult, ParallelTiming, RankResult, RankTiming, StepShape
 
 if TYPE_CHECKING:
-    from ffn_cli.parallel.run import is_primary_process, run_expert_parallel, run_tensor_parallel, time_parallel_forward, under_torchrun
+    from ffn_cli.parallel.run import is_primary_process, run_parallel, time_parallel_forward, under_torchrun
     from ffn_cli.parallel.shard import shard_expert_parallel, shard_tensor_parallel
 
 __all__ = [
@@ -27,8 +27,7 @@ __all__ = [
     "check_parallel",
     "is_primary_process",
     "per_rank_params",
-    "run_expert_parallel",
-    "run_tensor_parallel",
+    "run_parallel",
     "shard_expert_parallel",
     "shard_layout",
     "shard_tensor_parallel",
@@ -39,8 +38,7 @@ __all__ = [
 
 _LAZY = {
     "is_primary_process": "ffn_cli.parallel.run",
-    "run_expert_parallel": "ffn_cli.parallel.run",
-    "run_tensor_parallel": "ffn_cli.parallel.run",
+    "run_parallel": "ffn_cli.parallel.run",
     "time_parallel_forward": "ffn_cli.parallel.run",
     "under_torchrun": "ffn_cli.parallel.run",
     "shard_expert_parallel": "ffn_cli.parallel.shard",

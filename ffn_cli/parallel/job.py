@@ -1,0 +1,114 @@
+"""One parallel run as a value: its mode (tp or ep), spec, world size and device, validated
+before any process starts; the torchrun environment; the input every rank and the unsharded
+module see."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from ffn_cli.accounting import DTYPE_BYTES, total_params
+from ffn_cli.device import preflight
+from ffn_cli.device_name import parse_device_name
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.modules import resolve_dtype
+from ffn_cli.parallel.accounting import MAX_WORLD_SIZE, check_parallel
+from ffn_cli.spec import FFNSpec, check_int
+
+__all__ = ["MAX_CPU_RANKS", "Mode", "ParallelJob", "check_devices", "is_primary_process", "make_input", "make_job", "under_torchrun"]
+
+Mode = Literal["tp", "ep"]
+
+_TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+# Spawned CPU ranks beyond this only fight over cores: gloo ranks are processes on this machine.
+MAX_CPU_RANKS = 64
+
+
+@dataclass(frozen=True)
+class ParallelJob:
+    mode: Mode
+    spec: FFNSpec
+    world_size: int
+    batch: int
+    seq_len: int
+    dtype: str
+    device_type: str  # "cpu" or "cuda"
+    seed: int
+    timeout_s: float
+    warmup_ms: float = 0.0
+    repeats: int = 0  # > 0: time the forward instead of checking it
+
+    @property
+    def backend(self) -> str:
+        return "nccl" if self.device_type == "cuda" else "gloo"
+
+
+def under_torchrun() -> bool:
+    """True when torchrun (or any launcher setting RANK, WORLD_SIZE, LOCAL_RANK) started this process."""
+    return all(name in os.environ for name in _TORCHRUN_ENV)
+
+
+def is_primary_process() -> bool:
+    """Whether this process should print: always outside torchrun, rank 0 under it."""
+    return not under_torchrun() or os.environ.get("RANK") == "0"
+
+
+def make_input(batch: int, seq_len: int, d_model: int, *, seed: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """The (B, T, d) input every rank and the unsharded module see: drawn on the CPU from `seed`."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randn(batch, seq_len, d_model, generator=generator).to(device=device, dtype=dtype)
+
+
+def _device_type(device: str, option: str) -> str:
+    kind = parse_device_name(device)[0]
+    if kind in ("cpu", "cuda"):
+        return kind
+    raise FFNError("device", device, f"--{option} runs real ranks: use cpu (gloo) or cuda (NCCL, one device per rank)")
+
+
+def check_devices(world_size: int, device_type: str, option: str = "tp") -> None:
+    """Refuse what cannot run here: no CUDA, or more NCCL ranks than visible devices."""
+    if device_type == "cpu":
+        if world_size > MAX_CPU_RANKS:
+            raise FFNRuntimeError(f"--{option} {world_size}: at most {MAX_CPU_RANKS} gloo ranks on one machine")
+        return
+    if not torch.cuda.is_available() or not dist.is_nccl_available():
+        raise FFNRuntimeError(f"--{option} {world_size} --device cuda: CUDA with NCCL is not available here; use --device cpu (gloo)")
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size)) if under_torchrun() else world_size
+    count = torch.cuda.device_count()
+    if local > count:
+        message = f"--{option} {world_size}: NCCL needs one CUDA device per rank and {count} are visible; use --{option} {count} or fewer"
+        raise FFNRuntimeError(message)
+
+
+def make_job(mode: str, spec: FFNSpec, world_size: int, **kw: Any) -> ParallelJob:
+    check_int(mode, world_size, maximum=MAX_WORLD_SIZE)
+    check_parallel(spec, **{mode: world_size})
+    check_int("batch", kw["batch"])
+    check_int("seq_len", kw["seq_len"])
+    check_int("seed", kw["seed"], minimum=0, maximum=2**63 - 1)
+    resolve_dtype(kw["dtype"])
+    device_type = _device_type(kw.pop("device"), mode)
+    check_devices(world_size, device_type, mode)
+    _preflight(spec, world_size, device_type, kw["dtype"])
+    if under_torchrun() and int(os.environ["WORLD_SIZE"]) != world_size:
+        raise FFNError(mode, world_size, f"must equal WORLD_SIZE={os.environ['WORLD_SIZE']} set by torchrun (--nproc-per-node)")
+    return ParallelJob(mode, spec, world_size, device_type=device_type, **kw)
+
+
+def _preflight(spec: FFNSpec, world_size: int, device_type: str, dtype: str) -> None:
+    """Every rank builds the full module to cut its shard from: N copies on the CPU, one per GPU.
+
+    A launcher spawning CUDA ranks skips it, so that it never creates a CUDA context of its own.
+    """
+    if device_type == "cuda" and not under_torchrun():
+        return
+    copies = world_size if device_type == "cpu" and not under_torchrun() else 1
+    needed = 2 * copies * total_params(spec) * DTYPE_BYTES[dtype]  # the full weights and the shard, with margin
+    device = torch.device("cpu") if device_type == "cpu" else torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    preflight(needed, device, f"{world_size} ranks of {spec.variant} (each builds the full module)", meta_hint=False)
