@@ -11,6 +11,7 @@ from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, 
 from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.options import (
+    FFN_DEFAULTS,
     BatchOpt,
     CapacityFactorOpt,
     DFFOpt,
@@ -110,7 +111,7 @@ def bench(
     dtype: DTypeListOpt = "float32",
     device: BenchDeviceOpt = "cpu",
     backward: BackwardOpt = False,
-    fused: FusedOpt = False,
+    fused: FusedOpt = FFN_DEFAULTS.fused_gate_up,
     compile: CompileOpt = False,
     compile_mode: CompileModeOpt = "default",
     impl: ImplOpt = None,
@@ -121,11 +122,11 @@ def bench(
     repeats: RepeatsOpt = None,
     min_time: MinTimeOpt = None,
     threads: ThreadsOpt = None,
-    experts: ExpertsOpt = 8,
-    top_k: TopKOpt = 2,
-    expert_variant: ExpertVariantOpt = "swiglu",
-    shared_experts: SharedExpertsOpt = 0,
-    capacity_factor: CapacityFactorOpt = None,
+    experts: ExpertsOpt = FFN_DEFAULTS.experts,
+    top_k: TopKOpt = FFN_DEFAULTS.top_k,
+    expert_variant: ExpertVariantOpt = FFN_DEFAULTS.expert_variant,
+    shared_experts: SharedExpertsOpt = FFN_DEFAULTS.shared_experts,
+    capacity_factor: CapacityFactorOpt = FFN_DEFAULTS.capacity_factor,
     seed: SeedOpt = 0,
     plot: PlotOpt = None,
     max_cases: MaxCasesOpt = 1_000,  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch

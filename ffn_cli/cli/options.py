@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import fields
+from typing import Annotated, Any
 
 import typer
 
@@ -11,6 +12,7 @@ from ffn_cli.spec import INIT_SCHEMES, FFNSpec
 from ffn_cli.variants import variant_names
 
 __all__ = [
+    "FFN_DEFAULTS",
     "VARIANT_HELP",
     "BatchOpt",
     "BiasOpt",
@@ -41,6 +43,18 @@ __all__ = [
 ]
 
 _FFN = "FFN"
+
+
+class _FFNDefaults:
+    """FFNSpec's field defaults, read from the dataclass: every command's FFN options default to
+    these, so a default lives in FFNSpec alone."""
+
+    def __init__(self) -> None:
+        for f in fields(FFNSpec):
+            setattr(self, f.name, f.default)
+
+
+FFN_DEFAULTS: Any = _FFNDefaults()
 _MOE = "Mixture of experts"
 
 
@@ -98,20 +112,20 @@ def make_spec(
     d_model: int,
     d_ff: int | None = None,
     *,
-    bias: bool | None = None,
-    dropout: float = 0.0,
-    init: str = "default",
-    zero_init_output: bool = False,
-    multiple_of: int = 256,
-    ffn_dim_multiplier: float | None = None,
-    fused: bool = False,
-    experts: int = 8,
-    top_k: int = 2,
-    shared_experts: int = 0,
-    expert_variant: str = "swiglu",
-    capacity_factor: float | None = None,
-    normalize_top_k: bool = True,
-    sparsity: float = 0.5,
+    bias: bool | None = FFN_DEFAULTS.bias,
+    dropout: float = FFN_DEFAULTS.dropout,
+    init: str = FFN_DEFAULTS.init,
+    zero_init_output: bool = FFN_DEFAULTS.zero_init_output,
+    multiple_of: int = FFN_DEFAULTS.multiple_of,
+    ffn_dim_multiplier: float | None = FFN_DEFAULTS.ffn_dim_multiplier,
+    fused: bool = FFN_DEFAULTS.fused_gate_up,
+    experts: int = FFN_DEFAULTS.experts,
+    top_k: int = FFN_DEFAULTS.top_k,
+    shared_experts: int = FFN_DEFAULTS.shared_experts,
+    expert_variant: str = FFN_DEFAULTS.expert_variant,
+    capacity_factor: float | None = FFN_DEFAULTS.capacity_factor,
+    normalize_top_k: bool = FFN_DEFAULTS.normalize_top_k,
+    sparsity: float = FFN_DEFAULTS.sparsity,
 ) -> FFNSpec:
     """One FFNSpec from the shared options (validation happens in FFNSpec)."""
     return FFNSpec(
