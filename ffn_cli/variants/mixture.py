@@ -32,6 +32,8 @@ class MixtureVariant(Variant):
     is_single_ffn = False
     # Whether each token reaches only some experts (so experts can live on other ranks).
     is_routed: ClassVar[bool] = False
+    # The experts a token runs through, as the formulas write it: k of them, or all E.
+    active_symbol: ClassVar[str] = "E"
     d_ff_rule = "per expert: the expert variant's rule"
     d_ff_rule_short = "the expert's"
     # The trace's steps, in this order; a step's ops are gathered wherever they ran.
@@ -71,8 +73,7 @@ class MixtureVariant(Variant):
         return f"E·d + E·({self.expert(spec).param_formula(spec)})"
 
     def matmul_flops_formula(self, spec: FFNSpec) -> str:
-        k = "E" if self.active_experts(spec) == spec.experts and self.name == "soft_moe" else "k"
-        return f"2·d·E + {k}·{self.expert(spec).matmul_per_token()}"
+        return f"2·d·E + {self.active_symbol}·{self.expert(spec).matmul_per_token()}"
 
     # --- accounting ---------------------------------------------------------------------------
 

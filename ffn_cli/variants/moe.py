@@ -20,6 +20,7 @@ class RoutedMoE(MixtureVariant):
     origin = "Shazeer et al. 2017; Switch (Fedus et al. 2021, k=1); Mixtral 2024; DeepSeek-MoE 2024"
     summary = "top-k routed experts with optional shared experts"
     is_routed = True
+    active_symbol = "k"
     step_order = (
         "flatten",
         "router",
