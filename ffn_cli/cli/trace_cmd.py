@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -130,11 +130,16 @@ def trace(
     """
     require_temp_dir()  # before torch is imported
     from ffn_cli.block import NORMS, BlockSpec
+    from ffn_cli.models.families import UnknownModelType
     from ffn_cli.render.trace import trace_data, trace_view
     from ffn_cli.trace import check_failure
     from ffn_cli.trace import trace as run_trace
 
-    choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
+    try:
+        choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
+    except UnknownModelType as unknown:  # no reader: trace the model's own FFN module, built by transformers
+        _trace_foreign(unknown, layer=layer, batch=batch, seq_len=seq_len, json=json)
+        return
     if choice is not None:
         spec, dtype = choice.ffn, choice.dtype
     else:
@@ -227,3 +232,15 @@ def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int
         console.print(render_parallel(result))
     if not result.passed:
         raise FFNRuntimeError(f"sharded output differs from the unsharded module by {result.max_abs_diff_vs_unsharded:.3g}")
+
+
+def _trace_foreign(unknown: Any, *, layer: int | None, batch: int, seq_len: int, json: bool) -> None:
+    """A model_type no reader knows: its own FFN module, built by transformers on meta, traced."""
+    from ffn_cli.render.foreign import foreign_data, foreign_view
+    from ffn_cli.trace.foreign import trace_foreign
+
+    result = trace_foreign(unknown.config, name=unknown.name, source=unknown.source, layer=layer, batch=batch, seq_len=seq_len)
+    if json:
+        emit_json(foreign_data(result))
+    else:
+        console.print(foreign_view(result))
