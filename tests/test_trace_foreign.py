@@ -59,3 +59,9 @@ def test_a_routed_moe_layer_is_refused_not_undercounted(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["trace", "--config", _write(tmp_path, "jamba"), "--layer", "1"])
     assert result.exit_code == 1
     assert "routes tokens to experts by value" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_bench_says_what_it_cannot_time(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["bench", "--config", _write(tmp_path, "cohere")])
+    assert result.exit_code == 1
+    assert "ffn trace --config traces this model's own FFN module" in result.stderr and result.stderr.count("\n") == 1

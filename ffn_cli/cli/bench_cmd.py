@@ -32,7 +32,7 @@ from ffn_cli.cli.options import (
     parse_int_list,
     parse_list,
 )
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.render.literal import visible
 from ffn_cli.spec import FFNSpec
 
@@ -157,7 +157,15 @@ def bench(
     if plot is not None:
         check_plot_target(plot)
     impls = parse_impls(impl) if impl is not None else [impl_for(fused=fused, compile_mode=compile_mode if compile else None)]
-    choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, not_spec=("fused",))
+    from ffn_cli.models.families import UnknownModelType
+
+    try:
+        choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, not_spec=("fused",))
+    except UnknownModelType as unknown:
+        raise FFNRuntimeError(
+            f"model_type {unknown.value!r}: ffn bench times the FFNs it builds from the families it reads; "
+            "ffn trace --config traces this model's own FFN module, ffn params --config counts it"
+        ) from None
     if choice is not None:
         specs, dtype = [choice.ffn], choice.dtype
     else:
