@@ -149,8 +149,10 @@ def test_moe_header_shows_shared_experts_only_when_there_are_some(runner: CliRun
 
 
 def test_dropout_is_said_to_be_off_in_eval_mode(runner: CliRunner) -> None:
-    out = runner.invoke(app, ["trace", "--device", "meta"], env={"COLUMNS": "120"}).stdout
+    out = runner.invoke(app, ["trace", "--device", "meta", "--dropout", "0.1"], env={"COLUMNS": "120"}).stdout
     assert "dropout 0.1 (off in eval mode)" in out
+    default = runner.invoke(app, ["trace", "--device", "meta"], env={"COLUMNS": "120"}).stdout
+    assert "no dropout" in default and "dropout 0." not in default  # FFNSpec's default, 0
 
 
 def test_iqr_warning_names_a_few_and_counts_the_rest() -> None:

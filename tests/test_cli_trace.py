@@ -83,7 +83,7 @@ def test_default_is_the_tutorial_demo(runner: CliRunner) -> None:
 
 
 def test_train_mode_shows_dropout_changes(runner: CliRunner) -> None:
-    code, out, _ = _run(runner, "--mode", "train", "-d", "32")
+    code, out, _ = _run(runner, "--mode", "train", "--dropout", "0.1", "-d", "32")
     assert code == 0 and "train mode" in out and "zeroed" in out
 
 

@@ -9,29 +9,10 @@ import typer
 
 from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_temp_dir
 from ffn_cli.cli.complete import complete_devices, complete_impls
+from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
-from ffn_cli.cli.options import (
-    FFN_DEFAULTS,
-    BatchOpt,
-    CapacityFactorOpt,
-    DFFOpt,
-    DModelListOpt,
-    DTypeListOpt,
-    EPOpt,
-    ExpertsOpt,
-    ExpertVariantOpt,
-    FusedOpt,
-    JsonOpt,
-    SeedOpt,
-    SeqLenListOpt,
-    SharedExpertsOpt,
-    TopKOpt,
-    TPOpt,
-    VariantListOpt,
-    make_spec,
-    parse_int_list,
-    parse_list,
-)
+from ffn_cli.cli.option_groups import with_option_groups
+from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, parse_int_list, parse_list
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.render.literal import visible
 from ffn_cli.spec import FFNSpec
@@ -101,17 +82,15 @@ PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the resul
 
 
 @handles_errors
+@with_option_groups
 def bench(
     ctx: typer.Context,
-    variant: VariantListOpt = "relu",
-    d_model: DModelListOpt = "512",
-    d_ff: DFFOpt = None,
+    ffn: FFNOptions,
     batch: BatchOpt = 8,
     seq_len: SeqLenListOpt = "512",
     dtype: DTypeListOpt = "float32",
     device: BenchDeviceOpt = "cpu",
     backward: BackwardOpt = False,
-    fused: FusedOpt = FFN_DEFAULTS.fused_gate_up,
     compile: CompileOpt = False,
     compile_mode: CompileModeOpt = "default",
     impl: ImplOpt = None,
@@ -122,11 +101,6 @@ def bench(
     repeats: RepeatsOpt = None,
     min_time: MinTimeOpt = None,
     threads: ThreadsOpt = None,
-    experts: ExpertsOpt = FFN_DEFAULTS.experts,
-    top_k: TopKOpt = FFN_DEFAULTS.top_k,
-    expert_variant: ExpertVariantOpt = FFN_DEFAULTS.expert_variant,
-    shared_experts: SharedExpertsOpt = FFN_DEFAULTS.shared_experts,
-    capacity_factor: CapacityFactorOpt = FFN_DEFAULTS.capacity_factor,
     seed: SeedOpt = 0,
     plot: PlotOpt = None,
     max_cases: MaxCasesOpt = 1_000,  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch
@@ -152,11 +126,11 @@ def bench(
     if repeats is not None and min_time is not None:
         raise FFNError("repeats", repeats, "give --repeats or --min-time, not both")
     compile = compile or compile_mode != "default"  # naming a mode asks for compilation
-    if impl is not None and (fused or compile):
+    if impl is not None and (ffn.fused or compile):
         raise FFNError("impl", impl, "--impl replaces --fused, --compile and --compile-mode; give one or the other")
     if plot is not None:
         check_plot_target(plot)
-    impls = parse_impls(impl) if impl is not None else [impl_for(fused=fused, compile_mode=compile_mode if compile else None)]
+    impls = parse_impls(impl) if impl is not None else [impl_for(fused=ffn.fused, compile_mode=compile_mode if compile else None)]
     from ffn_cli.models.families import UnknownModelType
 
     try:
@@ -169,26 +143,13 @@ def bench(
     if choice is not None:
         specs, dtype = [choice.ffn], choice.dtype
     else:
-        specs = [
-            make_spec(
-                v,
-                d,
-                d_ff,
-                experts=experts,
-                top_k=top_k,
-                expert_variant=expert_variant,
-                shared_experts=shared_experts,
-                capacity_factor=capacity_factor,
-            )
-            for v in parse_list("variant", variant)
-            for d in parse_int_list("d_model", d_model)
-        ]
+        specs = ffn.specs(fused_gate_up=False)  # --fused picks the fused implementation instead
     if tp != 1 or ep != 1:
         unused = {
             "backward": backward,
             "checkpoint": checkpoint,
             "impl": impl,
-            "fused": fused,
+            "fused": ffn.fused,
             "compile": compile,
             "cache": cache if cache != "cold" else None,
             "calibrate": calibrate,

@@ -114,7 +114,7 @@ def require_temp_dir() -> None:
 FIELD_OPTIONS = {"fused_gate_up": "fused", "min_time_ms": "min_time"}
 
 
-def _current_context() -> Any:
+def current_context() -> Any:
     """Click's context of the running command (Typer vendors click in newer releases)."""
     base = next(c for c in typer.Context.__mro__ if c.__name__ == "Context" and c is not typer.Context)
     package = base.__module__.rsplit(".", 1)[0]  # click, or typer._click
@@ -133,7 +133,7 @@ def describe(exc: FFNError) -> str:
     words its whole message itself (no `allowed` part) is printed as it is."""
     if not exc.allowed:
         return str(exc)
-    ctx = _current_context()
+    ctx = current_context()
     params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
     param = params.get(FIELD_OPTIONS.get(exc.option, exc.option))
     source = (ctx.params.get("preset") and f"preset {ctx.params['preset']}") or ctx.params.get("config") if ctx is not None else None

@@ -10,32 +10,11 @@ import typer
 from rich.text import Text
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
-from ffn_cli.cli.complete import complete_dtypes, complete_variants
+from ffn_cli.cli.complete import complete_dtypes
+from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
-from ffn_cli.cli.options import (
-    FFN_DEFAULTS,
-    AttnBiasOpt,
-    BiasOpt,
-    CapacityFactorOpt,
-    DFFOpt,
-    DModelOpt,
-    EPOpt,
-    ExpertsOpt,
-    ExpertVariantOpt,
-    FfnDimMultiplierOpt,
-    FusedOpt,
-    HeadDimOpt,
-    JsonOpt,
-    MultipleOfOpt,
-    NHeadsOpt,
-    NKVHeadsOpt,
-    SharedExpertsOpt,
-    TopKOpt,
-    TPOpt,
-    make_spec,
-    parse_int_list,
-    parse_list,
-)
+from ffn_cli.cli.option_groups import with_option_groups
+from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, parse_int_list
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS, Family
@@ -50,16 +29,6 @@ if TYPE_CHECKING:
 
 _MODEL = "Real model"
 
-VariantsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--variant",
-        "-v",
-        autocompletion=complete_variants,
-        help="FFN variant, or several comma-separated (relu,gelu,swiglu,moe), or all: " + ", ".join(VARIANTS) + ". \\[default: relu]",
-        show_default=False,
-    ),
-]
 MatchParamsOpt = Annotated[
     bool,
     typer.Option("--match-params", help="Size each variant's d_ff so its parameters match the first's (rounded to --multiple-of)."),
@@ -87,43 +56,18 @@ ListPresetsOpt = Annotated[
     bool, typer.Option("--list-presets", help="List the presets with their parameter totals.", rich_help_panel=_MODEL)
 ]
 
-# Options that size one FFN: meaningless beside --config / --preset, which read every size.
-_FFN_ONLY = (
-    "variant",
-    "d_model",
-    "d_ff",
-    "bias",
-    "multiple_of",
-    "ffn_dim_multiplier",
-    "fused",
-    "experts",
-    "top_k",
-    "shared_experts",
-    "expert_variant",
-    "capacity_factor",
-    "n_heads",
-    "n_kv_heads",
-    "head_dim",
-    "attn_bias",
-    "match_params",
-)
+# Beside --config / --preset / --model every FFN option and these are refused: the model sets them.
+_ATTENTION_OPTIONS = ("n_heads", "n_kv_heads", "head_dim", "attn_bias", "match_params")
+_READS_EVERY_SIZE = "sizes one FFN; --config, --preset and --model read every size from the model"
+# FFN options that change the module's values but no count: params refuses them rather than ignore them.
+_NO_COUNT = ("dropout", "init", "zero_init_output")
 
 
 @handles_errors
+@with_option_groups
 def params(
     ctx: typer.Context,
-    variant: VariantsOpt = None,
-    d_model: DModelOpt = FFN_DEFAULTS.d_model,
-    d_ff: DFFOpt = None,
-    bias: BiasOpt = FFN_DEFAULTS.bias,
-    multiple_of: MultipleOfOpt = FFN_DEFAULTS.multiple_of,
-    ffn_dim_multiplier: FfnDimMultiplierOpt = FFN_DEFAULTS.ffn_dim_multiplier,
-    fused: FusedOpt = FFN_DEFAULTS.fused_gate_up,
-    experts: ExpertsOpt = FFN_DEFAULTS.experts,
-    top_k: TopKOpt = FFN_DEFAULTS.top_k,
-    shared_experts: SharedExpertsOpt = FFN_DEFAULTS.shared_experts,
-    expert_variant: ExpertVariantOpt = FFN_DEFAULTS.expert_variant,
-    capacity_factor: CapacityFactorOpt = FFN_DEFAULTS.capacity_factor,
+    ffn: FFNOptions,
     n_heads: NHeadsOpt = None,
     n_kv_heads: NKVHeadsOpt = None,
     head_dim: HeadDimOpt = None,
@@ -152,30 +96,20 @@ def params(
         return
     seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None else []
     if config is not None or preset is not None or model is not None:
-        _reject_ffn_options(ctx)
+        ffn.refuse(tuple(ffn.given), _READS_EVERY_SIZE)
+        _reject_given(ctx, _ATTENTION_OPTIONS, _READS_EVERY_SIZE)
         unused = {"tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
         refuse_unused(unused, "per-rank counts are of one FFN: give its --variant and sizes instead of --config / --preset / --model")
         _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json)
         return
     refuse_unused({"revision": revision}, "applies to --model (a Hub model id)")
-    specs = [
-        make_spec(
-            name,
-            d_model,
-            d_ff,
-            bias=bias,
-            multiple_of=multiple_of,
-            ffn_dim_multiplier=ffn_dim_multiplier,
-            fused=fused and _gated(name, expert_variant),
-            experts=experts,
-            top_k=top_k,
-            shared_experts=shared_experts,
-            expert_variant=expert_variant,
-            capacity_factor=capacity_factor,
-        )
-        for name in _variant_names("relu" if variant is None else variant)
-    ]
-    _check_fused(fused, specs)
+    ffn.refuse(_NO_COUNT, "changes the values, not one count or FLOP; ffn trace runs it")
+    widths = ffn.widths()
+    if len(widths) > 1:
+        raise FFNError("d_model", ffn.d_model, "ffn params compares variants at one width; give one --d-model (ffn bench sweeps)")
+    d_model = widths[0]
+    specs = [ffn.spec(name, d_model, fused_gate_up=ffn.fused and _gated(name, ffn.expert_variant)) for name in ffn.variants()]
+    _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
         refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")
         _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
@@ -183,7 +117,7 @@ def params(
     # One attention for the whole table; its biases follow the (first) FFN unless given.
     qkv_bias = bool(specs[0].bias) if attn_bias is None else attn_bias
     attention = AttentionSpec(d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, qkv_bias=qkv_bias, o_bias=qkv_bias)
-    _print_ffns(specs, attention, check_dtype("float32" if dtype is None else dtype), match_params, multiple_of, seq_lens, json)
+    _print_ffns(specs, attention, check_dtype("float32" if dtype is None else dtype), match_params, ffn.multiple_of, seq_lens, json)
 
 
 def _print_ffns(
@@ -236,17 +170,6 @@ def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool)
         console.print(render_rank_params(specs[0], ranks))
 
 
-def _variant_names(text: str) -> list[str]:
-    """'relu, swiglu' → ['relu', 'swiglu']; 'all' → every registry variant."""
-    names = parse_list("variant", text)
-    if names == ["all"]:
-        return list(VARIANTS)
-    for name in names:
-        if name not in VARIANTS:
-            raise FFNError("variant", name, "choose from " + ", ".join(VARIANTS) + ", or all alone")
-    return names
-
-
 def _gated(name: str, expert_variant: str) -> bool:
     variant = VARIANTS[name]
     single = VARIANTS.get(expert_variant) if variant.family == Family.MOE else variant
@@ -257,10 +180,6 @@ def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:
     # --fused is dropped for variants it cannot apply to in a comparison; alone it must apply.
     if fused and not any(s.fused_gate_up for s in specs):
         raise FFNError("fused_gate_up", True, "needs a gated variant or a gated expert variant")
-
-
-def _reject_ffn_options(ctx: typer.Context) -> None:
-    _reject_given(ctx, _FFN_ONLY, "sizes one FFN; --config, --preset and --model read every size from the model")
 
 
 def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> None:

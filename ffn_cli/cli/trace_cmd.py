@@ -7,41 +7,23 @@ from typing import Annotated, Any
 import typer
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused, require_temp_dir
-from ffn_cli.cli.complete import complete_variants
+from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
+from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import (
-    FFN_DEFAULTS,
-    VARIANT_HELP,
     BatchOpt,
-    BiasOpt,
-    CapacityFactorOpt,
     DeviceOpt,
-    DFFOpt,
-    DModelOpt,
-    DropoutOpt,
     DTypeOpt,
     EPOpt,
-    ExpertsOpt,
-    ExpertVariantOpt,
-    FfnDimMultiplierOpt,
-    FusedOpt,
-    InitOpt,
     JsonOpt,
     ModeOpt,
-    MultipleOfOpt,
     NHeadsOpt,
     NKVHeadsOpt,
-    NormalizeTopKOpt,
     NormOpt,
     PreNormOpt,
     SeedOpt,
     SeqLenOpt,
-    SharedExpertsOpt,
-    SparsityOpt,
-    TopKOpt,
     TPOpt,
-    ZeroInitOutputOpt,
-    make_spec,
 )
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
@@ -78,31 +60,16 @@ GradCheckpointOpt = Annotated[
 
 
 @handles_errors
+@with_option_groups
 def trace(
     ctx: typer.Context,
-    variant: Annotated[str, typer.Option("--variant", "-v", help=VARIANT_HELP, autocompletion=complete_variants)] = "relu",
-    d_model: DModelOpt = FFN_DEFAULTS.d_model,
-    d_ff: DFFOpt = None,
+    ffn: FFNOptions,
     batch: BatchOpt = 2,
     seq_len: SeqLenOpt = 5,
     device: DeviceOpt = "cpu",
     dtype: DTypeOpt = "float32",
     seed: SeedOpt = 0,
     mode: ModeOpt = "eval",
-    dropout: DropoutOpt = 0.1,
-    bias: BiasOpt = FFN_DEFAULTS.bias,
-    init: InitOpt = FFN_DEFAULTS.init,
-    zero_init_output: ZeroInitOutputOpt = FFN_DEFAULTS.zero_init_output,
-    multiple_of: MultipleOfOpt = FFN_DEFAULTS.multiple_of,
-    ffn_dim_multiplier: FfnDimMultiplierOpt = FFN_DEFAULTS.ffn_dim_multiplier,
-    fused: FusedOpt = FFN_DEFAULTS.fused_gate_up,
-    sparsity: SparsityOpt = FFN_DEFAULTS.sparsity,
-    experts: ExpertsOpt = FFN_DEFAULTS.experts,
-    top_k: TopKOpt = FFN_DEFAULTS.top_k,
-    shared_experts: SharedExpertsOpt = FFN_DEFAULTS.shared_experts,
-    expert_variant: ExpertVariantOpt = FFN_DEFAULTS.expert_variant,
-    capacity_factor: CapacityFactorOpt = FFN_DEFAULTS.capacity_factor,
-    normalize_top_k: NormalizeTopKOpt = FFN_DEFAULTS.normalize_top_k,
     values: ValuesOpt = 0,
     ops: OpsOpt = False,
     check: CheckOpt = False,
@@ -143,25 +110,7 @@ def trace(
     if choice is not None:
         spec, dtype = choice.ffn, choice.dtype
     else:
-        spec = make_spec(
-            variant,
-            d_model,
-            d_ff,
-            bias=bias,
-            dropout=dropout,
-            init=init,
-            zero_init_output=zero_init_output,
-            multiple_of=multiple_of,
-            ffn_dim_multiplier=ffn_dim_multiplier,
-            fused=fused,
-            experts=experts,
-            top_k=top_k,
-            shared_experts=shared_experts,
-            expert_variant=expert_variant,
-            capacity_factor=capacity_factor,
-            normalize_top_k=normalize_top_k,
-            sparsity=sparsity,
-        )
+        spec = ffn.one_spec("ffn trace runs one FFN: give one value (ffn params compares, ffn bench sweeps)")
     if norm.strip().lower() not in NORMS:
         raise FFNError("norm", norm, "choose one of " + ", ".join(NORMS))
     if not block:  # the attention options shape the block; without it they would be ignored

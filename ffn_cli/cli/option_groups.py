@@ -1,0 +1,76 @@
+"""Option groups: a frozen dataclass whose fields are command-line options, declared once and
+given to every command that takes it.
+
+A command names the group as one parameter (`ffn: FFNOptions`); `with_option_groups` replaces
+that parameter, in the signature Typer reads, by one option per field, and on each call hands
+the command one instance built from what click parsed, with `given` naming the options that
+were typed (not left at their defaults).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import fields, is_dataclass
+from typing import Any, TypeVar
+
+__all__ = ["with_option_groups"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The field every group carries beside its options: which of them the user typed.
+GIVEN = "given"
+
+
+def _is_group(annotation: Any) -> bool:
+    return isinstance(annotation, type) and is_dataclass(annotation) and GIVEN in {f.name for f in fields(annotation)}
+
+
+def _options(group: type) -> list[inspect.Parameter]:
+    """One keyword parameter per option field, with its Annotated declaration and default."""
+    hints = typing.get_type_hints(group, include_extras=True)
+    return [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+        for f in fields(group)
+        if f.name != GIVEN
+    ]
+
+
+def _typed(names: list[str]) -> frozenset[str]:
+    """The names among `names` whose value came from the command line or the environment."""
+    from ffn_cli.cli.common import current_context
+
+    ctx = current_context()
+    if ctx is None:
+        return frozenset()
+    sources = {name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") for name in names}
+    return frozenset(name for name, source in sources.items() if source not in ("DEFAULT", "DEFAULT_MAP"))
+
+
+def with_option_groups(command: F) -> F:
+    """The command with each group parameter expanded into the group's options."""
+    signature = inspect.signature(command, eval_str=True)
+    parameters: list[inspect.Parameter] = []
+    groups: dict[str, tuple[type, list[str]]] = {}
+    for parameter in signature.parameters.values():
+        if _is_group(parameter.annotation):
+            options = _options(parameter.annotation)
+            groups[parameter.name] = (parameter.annotation, [p.name for p in options])
+            parameters += options
+        else:
+            parameters.append(
+                parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY) if parameter.default is not parameter.empty else parameter
+            )
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for name, (group, names) in groups.items():
+            values = {option: kwargs.pop(option) for option in names if option in kwargs}
+            kwargs[name] = group(**values, **{GIVEN: _typed(names)})
+        return command(*args, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper  # type: ignore[return-value]

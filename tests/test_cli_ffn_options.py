@@ -1,0 +1,155 @@
+"""The FFN options: declared once, parsed once, the same in `trace`, `params` and `bench`.
+
+The declarations are read back from the click commands Typer builds, and the parsed values
+from what each command prints, against FFNSpec built directly in the test.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Annotated, Any
+
+import pytest
+import typer
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.cli.ffn_options import FFNOptions
+from ffn_cli.cli.option_groups import with_option_groups
+from ffn_cli.spec import FFNSpec
+
+COMMANDS = ("trace", "params", "bench")
+OPTION_NAMES = [f.name for f in fields(FFNOptions) if f.name != "given"]
+SPEC_FIELD = {"fused": "fused_gate_up"}
+MOE_ARGS = ("-v", "moe", "-d", "32", "-E", "4", "-k", "1", "--shared-experts", "1", "--capacity-factor", "1.5", "--expert-variant", "geglu")
+
+
+def _params(command: str) -> dict[str, Any]:
+    group = get_command(app)
+    return {p.name: p for p in group.commands[command].params}  # type: ignore[attr-defined]
+
+
+def test_every_command_takes_every_ffn_option_declared_alike() -> None:
+    declared = {command: _params(command) for command in COMMANDS}
+    for name in OPTION_NAMES:
+        first = declared["trace"][name]
+        for command in COMMANDS[1:]:
+            other = declared[command][name]
+            assert (other.opts, other.secondary_opts, other.default, other.help) == (
+                first.opts,
+                first.secondary_opts,
+                first.default,
+                first.help,
+            ), (command, name)
+
+
+def test_defaults_are_ffnspecs_own() -> None:
+    declared = {f.name: f.default for f in fields(FFNSpec)}  # before __post_init__ resolves d_ff and bias
+    for name, param in _params("trace").items():
+        if name in OPTION_NAMES:
+            expected = declared[SPEC_FIELD.get(name, name)]
+            assert param.default == (str(expected) if name == "d_model" else expected), name
+
+
+def _spec(runner: CliRunner, command: str, *args: str) -> dict[str, Any]:
+    result = runner.invoke(app, [command, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["spec"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fields_"),
+    [
+        ((), {}),
+        (
+            ("-v", "swiglu", "-d", "96", "--multiple-of", "32", "--ffn-dim-multiplier", "1.3", "--bias", "--fused"),
+            {"variant": "swiglu", "d_model": 96, "multiple_of": 32, "ffn_dim_multiplier": 1.3, "bias": True, "fused_gate_up": True},
+        ),
+        (
+            MOE_ARGS,
+            dict(variant="moe", d_model=32, experts=4, top_k=1, shared_experts=1, capacity_factor=1.5, expert_variant="geglu"),
+        ),
+    ],
+)
+def test_trace_and_params_parse_the_same_spec(runner: CliRunner, args: tuple[str, ...], fields_: dict[str, Any]) -> None:
+    expected = FFNSpec(**fields_).as_dict()
+    assert _spec(runner, "params", *args) == expected
+    assert _spec(runner, "trace", *args, "--device", "meta") == expected
+
+
+def test_bench_takes_the_options_it_once_lacked(runner: CliRunner) -> None:
+    tiny = ["bench", "-d", "16", "-b", "2", "-s", "4", "--repeats", "2", "--warmup-ms", "0", "--cache", "hot", "--threads", "1", "--json"]
+    args = ["-v", "moe", "-E", "4", "--shared-experts", "1", "--capacity-factor", "1.25", "--no-normalize-top-k", "--bias"]
+    result = runner.invoke(app, [*tiny, *args])
+    assert result.exit_code == 0, result.output
+    # LLaMA's rule, worked by hand: 2/3 · 4 · 96 = 256, · 1.3 = 332.8 → 332, up to a multiple of 32 → 352.
+    gated = runner.invoke(app, [*tiny, "-v", "swiglu", "-d", "96", "--multiple-of", "32", "--ffn-dim-multiplier", "1.3"])
+    assert gated.exit_code == 0, gated.output
+    assert json.loads(gated.stdout)["results"][0]["d_ff"] == 352
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["trace", "-v", "relu,gelu"], "--variant relu,gelu: ffn trace runs one FFN"),
+        (["trace", "-d", "64,128"], "--d-model 64,128: ffn trace runs one FFN"),
+        (["trace", "-v", ""], "--variant"),
+        (["params", "-d", "64,128"], "--d-model 64,128: ffn params compares variants at one width"),
+        (["params", "--dropout", "0.1"], "--dropout 0.1: changes the values, not one count"),
+        (["params", "--init", "xavier"], "--init xavier: changes the values"),
+        (["params", "--preset", "gpt2", "--sparsity", "0.3"], "--sparsity 0.3: sizes one FFN"),
+        (["bench", "-d", "16,x"], "--d-model 16,x"),
+    ],
+)
+def test_refusals_name_the_option(runner: CliRunner, args: list[str], message: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and "Traceback" not in result.output
+
+
+@dataclass(frozen=True)
+class _Group:
+    width: Annotated[int, typer.Option("--width")] = 3
+    name: Annotated[str, typer.Option("--name")] = "x"
+    given: frozenset[str] = frozenset()
+
+
+def test_a_group_parameter_becomes_its_options_and_arrives_parsed_once() -> None:
+    seen: list[_Group] = []
+    demo = typer.Typer()
+
+    @demo.command()
+    @with_option_groups
+    def run(group: _Group, other: Annotated[int, typer.Option("--other")] = 0) -> None:
+        seen.append(group)
+
+    runner = CliRunner()
+    assert runner.invoke(demo, ["--width", "5"]).exit_code == 0
+    assert runner.invoke(demo, ["--other", "1"]).exit_code == 0
+    assert seen == [_Group(5, "x", frozenset({"width"})), _Group(3, "x", frozenset())]
+    assert "--name" in runner.invoke(demo, ["--help"]).stdout
+
+
+def test_the_readme_table_lists_every_ffn_option_with_its_default() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| `--") and len(cells) == 3:
+            rows[cells[0].split("`")[1].split("/")[0]] = cells[1]
+    declared = {f.name: f.default for f in fields(FFNSpec)}
+    for name in OPTION_NAMES:
+        default = declared[SPEC_FIELD.get(name, name)]
+        shown = rows["--" + name.replace("_", "-")]
+        if isinstance(default, bool):
+            assert shown == ("on" if default else "off"), name
+        elif default is None:
+            assert shown in ("none", "the variant's", "the variant's rule"), name
+        elif isinstance(default, str):
+            assert shown == f"`{default}`", name
+        else:
+            assert shown == f"{default:g}", name
