@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, SelfAttention, build_attention
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
-from ffn_cli.models import count_model, preset_model
+from ffn_cli.models import count_model, load_preset, preset_model
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import trace
 from ffn_cli.trace.backward_run import output_grad_maker
@@ -249,3 +250,14 @@ def test_deepseek_v2_lite_block_on_cpu() -> None:
     assert data["block"]["attention"]["kind"] == "MLA" and data["block"]["attention"]["q_lora_rank"] is None
     softmax = next(s["stats"] for s in data["steps"] if s["name"] == "attn.softmax")
     assert softmax["mean"] == pytest.approx(1 / 3, abs=1e-12)  # each row of weights sums to 1 over 3 keys
+
+
+def test_yarn_mscale_is_named_not_built(tmp_path: Path) -> None:
+    """DeepSeek-V3's released config scales its scores by yarn's mscale²: a note says the block does not."""
+    config = {**load_preset("deepseek-v3"), "rope_scaling": {"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0}}
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", "--config", str(tmp_path), "--layer", "0", "--block", "--device", "meta", "--json"])
+    assert result.exit_code == 0, result.output
+    assert any("mscale" in note for note in json.loads(result.stdout)["model"]["not_built"])
+    plain = CliRunner().invoke(app, ["trace", "--preset", "deepseek-v3", "--layer", "0", "--block", "--device", "meta", "--json"])
+    assert not any("mscale" in note for note in json.loads(plain.stdout)["model"]["not_built"])
