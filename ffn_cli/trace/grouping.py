@@ -1,6 +1,7 @@
 """Name the logical steps of a recorded forward: walk its module calls and fold their ops into
 named groups with their formulas. An FFN's ops carry the region of its variant's forward they
-ran in, so its steps need no knowledge of the op order; attention and the block are grouped here.
+ran in, and attention's the region of its module's forward, so their steps need no knowledge of
+the op order; the block is grouped here.
 
 A group only says which ops and calls make up a step; `steps` fills in its numbers.
 """
