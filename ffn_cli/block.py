@@ -2,25 +2,26 @@
 
 Post-norm, as the original Transformer and the tutorial's encoder layer, by default; pre-norm
 (`x + f(norm(x))`, GPT-2 and LLaMA) and RMSNorm as options. Attention is bidirectional (an
-encoder layer, no causal mask) with grouped-query heads. Every forward uses functional ops,
-so the trace recorder sees each step.
+encoder layer, no causal mask), any kind `attention_modules` builds: grouped-query heads with
+q/k norms and sinks, or multi-head latent attention. Every forward uses functional ops, so the
+trace recorder sees each step.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
 from ffn_cli.accounting import ParamTensor, total_params
-from ffn_cli.attention import AttentionSpec
+from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
+from ffn_cli.attention_modules import LatentAttention, RMSNorm, SelfAttention, build_attention
 from ffn_cli.errors import FFNError
 from ffn_cli.modules import FFNModule, build_ffn, resolve_dtype
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["NORMS", "BlockSpec", "RMSNorm", "SelfAttention", "TransformerBlock", "build_block"]
+__all__ = ["NORMS", "BlockSpec", "LatentAttention", "RMSNorm", "SelfAttention", "TransformerBlock", "build_block"]
 
 NORMS = ("layernorm", "rmsnorm")
 
@@ -30,7 +31,7 @@ class BlockSpec:
     """One Transformer block around `ffn`; attention biases follow the FFN's bias setting."""
 
     ffn: FFNSpec
-    attention: AttentionSpec
+    attention: AnyAttention
     norm: str = "layernorm"
     pre_norm: bool = False
     eps: float = 1e-5
@@ -68,57 +69,30 @@ class BlockSpec:
 
     def as_dict(self) -> dict[str, object]:
         a = self.attention
-        return {"n_heads": a.n_heads, "n_kv_heads": a.n_kv_heads, "head_dim": a.head_dim, "norm": self.norm, "pre_norm": self.pre_norm}
+        return {
+            "n_heads": a.n_heads,
+            "n_kv_heads": a.n_kv_heads,
+            "head_dim": a.head_dim,
+            "norm": self.norm,
+            "pre_norm": self.pre_norm,
+            "attention": a.shape_data(),
+        }
+
+    def describe(self) -> str:
+        """'8 heads of 64, 2 K/V heads (GQA), post-norm LayerNorm': the block in words."""
+        norm = ("pre-norm " if self.pre_norm else "post-norm ") + ("LayerNorm" if self.norm == "layernorm" else "RMSNorm")
+        return f"{_attention_words(self.attention)}, {norm}"
 
 
-class RMSNorm(nn.Module):
-    """x / rms(x) · γ, written out so every op is visible (no fused kernel)."""
-
-    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
-
-
-class SelfAttention(nn.Module):
-    """Multi-head attention with grouped-query heads; q_proj … o_proj named as in LLaMA.
-
-    Projections run first, then the head arithmetic as explicit batched matmuls over
-    (B·H, T, d_head), so the recorder sees each of: heads, scores, softmax, context, merge.
-    """
-
-    def __init__(self, spec: AttentionSpec) -> None:
-        super().__init__()
-        d, q_dim, kv_dim = spec.d_model, spec.q_dim, spec.kv_dim
-        self.n_heads, self.n_kv_heads, self.head_dim = int(spec.n_heads or 1), int(spec.n_kv_heads or 1), int(spec.head_dim or 1)
-        self.q_proj = nn.Linear(d, q_dim, bias=spec.qkv_bias)
-        self.k_proj = nn.Linear(d, kv_dim, bias=spec.qkv_bias)
-        self.v_proj = nn.Linear(d, kv_dim, bias=spec.qkv_bias)
-        self.o_proj = nn.Linear(q_dim, d, bias=spec.o_bias)
-
-    def _heads(self, t: Tensor, heads: int) -> Tensor:
-        """(B, T, heads·d_h) → (B·H, T, d_h); K and V heads are repeated to H for GQA."""
-        b, n, _ = t.shape
-        t = t.view(b, n, heads, self.head_dim).transpose(1, 2)  # (B, heads, T, d_h)
-        groups = self.n_heads // heads
-        if groups > 1:
-            t = t[:, :, None].expand(b, heads, groups, n, self.head_dim)  # (B, Hkv, g, T, d_h)
-        return t.reshape(b * self.n_heads, n, self.head_dim)
-
-    def forward(self, x: Tensor) -> Tensor:
-        b, n, _ = x.shape
-        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, H·d_h), (B, T, Hkv·d_h) ×2
-        q = self._heads(q, self.n_heads)  # (B·H, T, d_h)
-        k_t = self._heads(k, self.n_kv_heads).transpose(1, 2)  # (B·H, d_h, T)
-        v = self._heads(v, self.n_kv_heads)  # (B·H, T, d_h)
-        scores = torch.bmm(q, k_t) * (1.0 / math.sqrt(self.head_dim))  # (B·H, T, T)
-        probs = torch.softmax(scores, dim=-1)
-        context = torch.bmm(probs, v)  # (B·H, T, d_h)
-        merged = context.view(b, self.n_heads, n, self.head_dim).transpose(1, 2).reshape(b, n, -1)  # (B, T, H·d_h)
-        return self.o_proj(merged)
+def _attention_words(a: AnyAttention) -> str:
+    if isinstance(a, LatentAttentionSpec):
+        q = f"q rank {a.q_lora_rank:,}, " if a.q_lora_rank is not None else ""
+        return f"MLA, {a.n_heads} heads of {a.qk_nope_head_dim}+{a.qk_rope_head_dim} (v {a.v_head_dim}), {q}kv rank {a.kv_lora_rank:,}"
+    text = f"{a.n_heads} heads of {a.head_dim}" + (f", {a.n_kv_heads} K/V heads (GQA)" if a.n_kv_heads != a.n_heads else "")
+    if a.qk_norm != "none":
+        norm = "LayerNorm" if a.qk_norm_bias else "RMSNorm"
+        text += f", q/k {norm} " + ("per head" if a.qk_norm == "head" else "over the projections")
+    return text + (", a sink logit per head" if a.sinks else "")
 
 
 class TransformerBlock(nn.Module):
@@ -128,7 +102,7 @@ class TransformerBlock(nn.Module):
         super().__init__()
         self.spec = spec
         d = spec.ffn.d_model
-        self.attn = SelfAttention(spec.attention)
+        self.attn = build_attention(spec.attention, spec.eps)
         self.norm1 = nn.LayerNorm(d, eps=spec.eps) if spec.norm == "layernorm" else RMSNorm(d, spec.eps)
         self.ffn = ffn
         self.norm2 = nn.LayerNorm(d, eps=spec.eps) if spec.norm == "layernorm" else RMSNorm(d, spec.eps)

@@ -14,6 +14,7 @@ from ffn_cli import device
 from ffn_cli.cli import app
 from ffn_cli.models import count_model, preset_model, preset_names
 from ffn_cli.models.count import ffn_params
+from ffn_cli.models.source import load_model
 from tests.model_configs import CASES, small_config
 
 # A representative few for the default run: dense, MoE with shared experts and dense-first
@@ -83,7 +84,8 @@ def test_layer_choice_and_kind() -> None:
 
 def test_block_has_the_models_heads() -> None:
     data = _invoke("trace", "--preset", "llama-3-8b", "--device", "meta", "--block", "--json")
-    assert data["block"] == {"n_heads": 32, "n_kv_heads": 8, "head_dim": 128, "norm": "rmsnorm", "pre_norm": True}
+    attention = {"kind": "GQA", "qk_norm": "none", "sinks": False}
+    assert data["block"] == {"n_heads": 32, "n_kv_heads": 8, "head_dim": 128, "norm": "rmsnorm", "pre_norm": True, "attention": attention}
     parts = {p.name: p.params_each for p in count_model(preset_model("llama-3-8b")).parts}
     assert data["param_groups"]["attn"] == parts["attention"]
     assert data["param_groups"]["norm1"] + data["param_groups"]["norm2"] == parts["layer norms"]
@@ -95,8 +97,16 @@ def test_block_has_the_models_heads() -> None:
     assert bert["param_groups"]["attn"] == bert_parts["attention"]
 
 
-def test_block_refuses_latent_attention() -> None:
-    assert "multi-head latent attention (MLA)" in _fails("trace", "--preset", "deepseek-v3", "--device", "meta", "--block")
+def test_block_builds_latent_attention() -> None:
+    """DeepSeek-V3's MLA in its block, counted as `ffn params` counts the layer's attention;
+    --n-heads resizes it, --n-kv-heads is refused (one latent serves every head)."""
+    data = _invoke("trace", "--preset", "deepseek-v3", "--device", "meta", "--block", "--json")
+    parts = {p.name: p.params_each for p in count_model(preset_model("deepseek-v3")).parts}
+    assert data["param_groups"]["attn"] == parts["attention"]
+    assert data["block"]["attention"]["kind"] == "MLA" and data["block"]["n_heads"] == 128
+    fewer = _invoke("trace", "--preset", "deepseek-v3", "--device", "meta", "--block", "--n-heads", "16", "--json")
+    assert fewer["block"]["n_heads"] == 16 and fewer["model"]["overrides"] == ["--n-heads 16"]
+    assert "drop --n-kv-heads" in _fails("trace", "--preset", "deepseek-v3", "--device", "meta", "--block", "--n-kv-heads", "8")
 
 
 def test_options_override_and_are_listed() -> None:
@@ -173,19 +183,14 @@ def test_every_family_traces_and_checks(model_type: str, keys: dict[str, Any], t
     path.write_text(json.dumps(config), encoding="utf-8")
     data = _invoke("trace", "--config", str(path), "--check", "--dtype", "float64", "--json")
     assert data["check_passed"] is True
-    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--block", "--device", "meta", "--json"])
-    if result.exit_code == 2:
-        assert "multi-head latent attention" in result.output
-    else:
-        assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout)["param_groups"]["attn"] > 0
+    block = _invoke("trace", "--config", str(path), "--block", "--device", "meta", "--json")
+    assert block["param_groups"]["attn"] == load_model(config=str(path)).spec.attention.params
 
 
 @pytest.mark.parametrize("name", ["qwen3-8b", "gpt-oss-20b", "olmo-2-7b", "gpt2", "phi-2", "gemma-3-4b", "falcon-7b"])
-def test_block_attention_is_the_models_less_what_is_named_not_built(name: str) -> None:
+def test_block_attention_is_the_models_whole(name: str) -> None:
+    """q/k norms and sinks are built: the block's attention is the model's, every tensor."""
     data = _invoke("trace", "--preset", name, "--device", "meta", "--block", "--json")
     attention = preset_model(name).attention
-    left_out = {t.name.split(".")[0]: t.count for t in attention.tensors() if t.name.split(".")[0] in ("q_norm", "k_norm", "sinks")}
-    assert data["param_groups"]["attn"] == attention.params - sum(left_out.values())
-    notes = data["model"]["not_built"]
-    assert ("q/k norms" in notes) == ("q_norm" in left_out) and ("attention sinks" in notes) == ("sinks" in left_out)
+    assert data["param_groups"]["attn"] == attention.params
+    assert not any("q/k norms" in note or "sinks" in note for note in data["model"]["not_built"])

@@ -1,7 +1,7 @@
 """FFN against attention FLOPs over sequence length, held to FlopCounterMode on real modules:
-ffn_cli.block's attention for MHA and GQA, transformers' DeepseekV3Attention for MLA (the block
-cannot build latent attention). Causal means and windows against a brute-force count; the
-windows against the layer_types transformers' own config classes derive."""
+ffn_cli.block's attention for MHA, GQA and MLA, and transformers' own DeepseekV3Attention for
+MLA. Causal means and windows against a brute-force count; the windows against the
+layer_types transformers' own config classes derive."""
 
 from __future__ import annotations
 
@@ -28,11 +28,19 @@ def _counts(module: torch.nn.Module, *args: object, **kwargs: object) -> dict[st
     return {name: {str(op): n for op, n in ops.items()} for name, ops in counter.get_flop_counts().items()}
 
 
-@pytest.mark.parametrize(("heads", "kv_heads", "head_dim"), [(4, 4, 16), (8, 2, 8), (4, 1, 24)], ids=["MHA", "GQA", "MQA-wide-heads"])
+_BLOCK_ATTENTIONS = {
+    "MHA": AttentionSpec(64, 4, 4, 16, qkv_bias=False, o_bias=False),
+    "GQA": AttentionSpec(64, 8, 2, 8, qkv_bias=False, o_bias=False),
+    "MQA-wide-heads": AttentionSpec(64, 4, 1, 24, qkv_bias=False, o_bias=False),
+    "MLA": LatentAttentionSpec(64, 4, kv_lora_rank=8, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6, q_lora_rank=16),
+}
+
+
+@pytest.mark.parametrize("kind", list(_BLOCK_ATTENTIONS))
 @pytest.mark.parametrize("seq_len", [1, 5, 33])
-def test_scores_and_projections_match_flop_counter_on_the_block(heads: int, kv_heads: int, head_dim: int, seq_len: int) -> None:
+def test_scores_and_projections_match_flop_counter_on_the_block(kind: str, seq_len: int) -> None:
     ffn = FFNSpec(variant="swiglu", d_model=64, d_ff=96)
-    attention = AttentionSpec(64, heads, kv_heads, head_dim, qkv_bias=False, o_bias=False)
+    attention = _BLOCK_ATTENTIONS[kind]
     block = build_block(BlockSpec(ffn, attention, "rmsnorm", True), device="meta")
     batch = 3
     counts = _counts(block, torch.empty(batch, seq_len, 64, device="meta"))

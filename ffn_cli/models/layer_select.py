@@ -9,13 +9,13 @@ built module leaves out, so a header can say plainly what runs. Pure Python (no 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
+from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.models.source import LoadedModel
-from ffn_cli.spec import FFNSpec
+from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
 __all__ = ["FFN_OVERRIDES", "FIXED_BY_MODEL", "LayerChoice", "default_layer", "select_layer"]
 
@@ -51,7 +51,7 @@ class LayerChoice:
     dtype: str
     dtype_from: str  # "config", "--dtype" or "default: the config names none"
     overrides: tuple[str, ...]  # the options given, as "--d-ff 1024"
-    attention: AttentionSpec | None = None  # the block's attention (None without --block)
+    attention: AnyAttention | None = None  # the block's attention (None without --block)
     norm: str = "rmsnorm"
     pre_norm: bool = True
     eps: float = 1e-5
@@ -159,13 +159,7 @@ def _ffn_notes(model: LoadedModel, ffn: FFNSpec, layer: int, *, renamed: bool) -
 def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
     """The attention, norm and order of the model's block, as far as ffn_cli.block builds them."""
     model, spec = choice.model, choice.model.spec
-    a = spec.attention
-    if isinstance(a, LatentAttentionSpec):
-        raise FFNError("block", True, f"{spec.name}'s multi-head latent attention (MLA) is not one the block can build; drop --block")
-    heads = given.get("n_heads", a.n_heads)
-    kv = given.get("n_kv_heads", a.n_kv_heads if "n_heads" not in given else None)
-    head_dim = a.head_dim if "n_heads" not in given else None
-    attention = AttentionSpec(spec.d_model, heads, kv, head_dim, qkv_bias=a.qkv_bias, o_bias=a.o_bias)
+    attention = _block_attention(spec.attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
     pre_norm = bool(given.get("pre_norm", model.causal))
     overrides = [*choice.overrides, *(_flag(k, given[k]) for k in ("n_heads", "n_kv_heads", "norm", "pre_norm") if k in given)]
@@ -185,6 +179,22 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
     )
 
 
+def _block_attention(a: AnyAttention, name: str, given: Mapping[str, Any]) -> AnyAttention:
+    """The model's attention with --n-heads / --n-kv-heads applied: a new head count takes the
+    width d_model / heads (MLA keeps its head widths); MLA has no K/V heads of its own to set."""
+    if isinstance(a, LatentAttentionSpec):
+        if "n_kv_heads" in given:
+            allowed = f"{name}'s multi-head latent attention expands one shared latent to every head; drop --n-kv-heads"
+            raise FFNError("n_kv_heads", given["n_kv_heads"], allowed)
+        return replace(a, n_heads=check_int("n_heads", given["n_heads"], maximum=MAX_DIM)) if "n_heads" in given else a
+    if "n_heads" not in given and "n_kv_heads" not in given:
+        return a
+    heads = given.get("n_heads", a.n_heads)
+    kv = given.get("n_kv_heads", a.n_kv_heads if "n_heads" not in given else None)
+    head_dim = a.head_dim if "n_heads" not in given else None
+    return replace(a, n_heads=heads, n_kv_heads=kv, head_dim=head_dim)
+
+
 def _block_notes(choice: LayerChoice) -> list[str]:
     """What the real block has that ffn_cli.block does not build."""
     spec, a = choice.model.spec, choice.model.spec.attention
@@ -194,10 +204,8 @@ def _block_notes(choice: LayerChoice) -> list[str]:
         notes.append(f"the sliding window of {choice.window:,}")
     if choice.chunk is not None:
         notes.append(f"attention in chunks of {choice.chunk:,}")
-    if isinstance(a, AttentionSpec) and a.qk_norm != "none":
-        notes.append("q/k norms")
-    if isinstance(a, AttentionSpec) and a.sinks:
-        notes.append("attention sinks")
+    if isinstance(a, LatentAttentionSpec) and _yarn_mscale(choice.model.config):
+        notes.append("yarn's mscale² on the score scale (values only, no FLOPs)")
     if spec.parallel_block:
         notes.append("attention beside the FFN (run one after the other)")
     if spec.norm == "layernorm_no_affine":
@@ -209,6 +217,15 @@ def _block_notes(choice: LayerChoice) -> list[str]:
     if spec.cross_attention:
         notes.append("cross-attention")
     return notes
+
+
+def _yarn_mscale(config: Mapping[str, Any]) -> bool:
+    """Whether transformers scales DeepSeek's attention scores by yarn's mscale² (rope_scaling
+    of type yarn with mscale_all_dim set)."""
+    rope = config.get("rope_scaling") or config.get("rope_parameters")
+    if not isinstance(rope, Mapping):
+        return False
+    return rope.get("rope_type", rope.get("type")) == "yarn" and bool(rope.get("mscale_all_dim"))
 
 
 def _eps(model: LoadedModel) -> float:

@@ -86,10 +86,7 @@ def _header(result: TraceResult) -> Panel:
     parts += spec.info.header_parts(spec)
     lines = [f"[bold]{escape(spec.info.header_formula(spec))}[/]", " · ".join(parts)]
     if result.block is not None:
-        a, b = result.block.attention, result.block
-        kv = f", {a.n_kv_heads} K/V heads (GQA)" if a.n_kv_heads != a.n_heads else ""
-        norm = ("pre-norm " if b.pre_norm else "post-norm ") + ("LayerNorm" if b.norm == "layernorm" else "RMSNorm")
-        lines.append(f"in a Transformer block: {a.n_heads} heads of {a.head_dim}{kv}, {norm}")
+        lines.append(f"in a Transformer block: {result.block.describe()}")
     run = f"input {fmt_shape(result.input_shape)} = batch {result.batch} × seq_len {result.seq_len} × d_model {spec.d_model}"
     lines.append(f"{run} · {result.device} · {result.dtype} · {result.mode} mode · seed {result.seed}")
     return Panel("\n".join(lines), title=f"ffn trace · {spec.variant}", title_align="left", expand=False)

@@ -1,6 +1,7 @@
 """Name the logical steps of a recorded forward: walk its module calls and fold their ops into
 named groups with their formulas. An FFN's ops carry the region of its variant's forward they
-ran in, so its steps need no knowledge of the op order; attention and the block are grouped here.
+ran in, and attention's the region of its module's forward, so their steps need no knowledge of
+the op order; the block is grouped here.
 
 A group only says which ops and calls make up a step; `steps` fills in its numbers.
 """
@@ -9,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ffn_cli.block import SelfAttention, TransformerBlock
+from ffn_cli.attention_modules import AttentionModule, LatentAttention, SelfAttention
+from ffn_cli.block import TransformerBlock
 from ffn_cli.modules import FFNModule
-from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Recording
 from ffn_cli.variants import MixtureVariant
 from ffn_cli.variants.mixture import EXPERTS_STEP
@@ -63,7 +64,7 @@ class _Grouper:
         module = self.rec.calls[call].module
         if isinstance(module, TransformerBlock):
             return self._block(call, prefix)
-        if isinstance(module, SelfAttention):
+        if isinstance(module, (SelfAttention, LatentAttention)):
             return self._attention(call, prefix, module)
         if isinstance(module, FFNModule):
             return self._ffn(call, prefix, module)
@@ -133,36 +134,15 @@ class _Grouper:
                 groups.append(self._call_group(i, prefix, norm))
         return groups
 
-    def _attention(self, call: int, prefix: str, module: SelfAttention) -> list[StepGroup]:
-        h, kv, dh = module.n_heads, module.n_kv_heads, module.head_dim
-        gqa = f"; K, V repeated {h // kv}× (GQA)" if kv < h else ""
-        heads = f"split into heads: (B, T, H·d_h) → (B·H, T, d_h), H={h}, d_h={dh}{gqa}"
-        formulas = {
-            "heads": heads,
-            "scores": "S = Q·Kᵀ/√d_h",
-            "softmax": "P = softmax(S) over keys",
-            "context": "P·V",
-            "merge": "concat heads: (B·H, T, d_h) → (B, T, H·d_h)",
-        }
-        proj = {"q_proj": "x·W_Qᵀ", "k_proj": "x·W_Kᵀ", "v_proj": "x·W_Vᵀ", "o_proj": "·W_Oᵀ"}
+    def _attention(self, call: int, prefix: str, module: AttentionModule) -> list[StepGroup]:
+        """Projections and norms are calls; the head arithmetic's ops carry their region."""
         groups: list[StepGroup] = []
-        bmm_seen = 0
-        phase = "heads"
         for kind, i in self.segments(call):
             if kind == "call":
-                leaf = self.leaf(i)
-                bias = " + b" if getattr(module, leaf).bias is not None else ""
-                groups.append(self._call_group(i, prefix, proj.get(leaf, leaf) + bias))
+                groups.append(self._call_group(i, prefix, module.step_formula(self.leaf(i))))
                 continue
-            op = self.op_name(i)
-            if op == "bmm":
-                bmm_seen += 1
-                phase = "scores" if bmm_seen == 1 else "context"
-            elif op == "_softmax":
-                phase = "softmax"
-            elif phase == "context" and op in LAYOUT_OPS:
-                phase = "merge"
-            _add_op(groups, prefix + phase, formulas[phase], i)
+            step = self.rec.ops[i].region or "forward"
+            _add_op(groups, prefix + step, module.step_formula(step), i)
         return groups
 
 
