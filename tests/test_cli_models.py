@@ -194,3 +194,20 @@ def test_block_attention_is_the_models_whole(name: str) -> None:
     attention = preset_model(name).attention
     assert data["param_groups"]["attn"] == attention.params
     assert not any("q/k norms" in note or "sinks" in note for note in data["model"]["not_built"])
+
+
+@pytest.mark.parametrize("name", ["gemma-2-9b", "gemma-3-4b", "llama-4-scout", "llama-3-8b"])
+def test_block_names_what_changes_values_at_the_same_shapes(name: str) -> None:
+    """Read from the preset's own config.json: Gemma's (1 + w) norms, a score scale that is not
+    head_dim^-½, soft-capped scores, Llama 4's L2 q/k norm; a plain Llama has none of them."""
+    from ffn_cli.models import load_preset
+
+    config = load_preset(name)
+    text = config.get("text_config", config)
+    notes = " · ".join(_invoke("trace", "--preset", name, "--device", "meta", "--block", "--json")["model"]["not_built"])
+    assert ("(1 + w)" in notes) == config["model_type"].startswith("gemma")
+    cap = text.get("attn_logit_softcapping")
+    assert (f"soft-capped at {cap:g}" in notes) if cap else "soft-capped" not in notes
+    scalar, head_dim = text.get("query_pre_attn_scalar"), text.get("head_dim")
+    assert ("^-½" in notes) == (scalar is not None and scalar != head_dim)
+    assert ("L2 q/k norm" in notes) == bool(text.get("use_qk_norm"))

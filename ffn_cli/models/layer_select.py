@@ -216,6 +216,23 @@ def _block_notes(choice: LayerChoice) -> list[str]:
         notes.append("norms on the sublayer outputs (built pre-norm)")
     if spec.cross_attention:
         notes.append("cross-attention")
+    return notes + _value_only_notes(choice.model)
+
+
+def _value_only_notes(model: LoadedModel) -> list[str]:
+    """What the real block computes differently at the same shapes, FLOPs and parameters."""
+    text = model.config.get("text_config")
+    config = text if isinstance(text, Mapping) else model.config
+    notes = []
+    if model.spec.model_type.startswith("gemma"):
+        notes.append("Gemma's norms scale by (1 + w), built as w (values only)")
+    scalar = config.get("query_pre_attn_scalar")
+    if isinstance(scalar, (int, float)) and scalar != model.spec.attention.head_dim:
+        notes.append(f"scores scaled by {config['query_pre_attn_scalar']:g}^-½, built as head_dim^-½ (values only)")
+    if config.get("attn_logit_softcapping"):
+        notes.append(f"scores soft-capped at {config['attn_logit_softcapping']:g} (values only)")
+    if model.spec.model_type.startswith("llama4") and config.get("use_qk_norm"):
+        notes.append("Llama 4's weightless L2 q/k norm (values only)")
     return notes
 
 
