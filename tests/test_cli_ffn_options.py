@@ -174,4 +174,3 @@ def test_trace_block_takes_head_dim_and_names_overrides_as_typed(runner: CliRunn
     flags = ["trace", "--preset", "llama-3-8b", "--block", "--post-norm", "--head-dim", "64", "--device", "meta", "--json"]
     model = json.loads(runner.invoke(app, flags).stdout)["model"]
     assert model["overrides"] == ["--head-dim 64", "--post-norm"]
-
