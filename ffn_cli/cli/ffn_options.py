@@ -104,6 +104,8 @@ class FFNOptions:
 
     def variants(self) -> list[str]:
         """'relu, swiglu' → ['relu', 'swiglu']; 'all' → every registry variant."""
+        if not self.variant.replace(",", "").strip():
+            raise FFNError("variant", self.variant, "choose from " + ", ".join(VARIANTS) + ", a comma list of them, or all")
         names = [name.lower() for name in parse_list("variant", self.variant)]  # SwiGLU is swiglu
         if names == ["all"]:
             return list(VARIANTS)
