@@ -221,9 +221,9 @@ def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], js
         compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
     if len(compared) > 1:
         if json:
-            emit_json(model_comparison_data(compared))
+            emit_json(model_comparison_data(compared, dtype))
         else:
-            console.print(model_comparison_view(compared))
+            console.print(model_comparison_view(compared, dtype))
         return
     _name, result, stack, rows = compared[0]
     if json:
