@@ -30,11 +30,11 @@ def _outcome(function: Any, *args: Any) -> Any:
 def _cases(name: str) -> list[tuple[Any, ...]]:
     plain_and_odd = [*_BOOLS, *_INTS, 1.5, None, "x"]
     if name in ("sym_and", "sym_or"):
-        return [(a,) for a in plain_and_odd] + [(a, b) for a in plain_and_odd for b in plain_and_odd] + [(True, True, False)]
+        return [(a,) for a in plain_and_odd] + [(a, b) for a in plain_and_odd for b in plain_and_odd] + [(True, True, False), ()]
     if name == "sym_eq":
         values = [*_INTS, *_SEQUENCES, 1.5]
-        return [(a, b) for a in values for b in values]
-    return [(a,) for a in [*plain_and_odd, *_SEQUENCES]]
+        return [(a, b) for a in values for b in values] + [(), (1,), (1, 1, 1)]
+    return [(a,) for a in [*plain_and_odd, *_SEQUENCES]] + [(), (True, 0), (True, 0, 0)]
 
 
 @pytest.mark.filterwarnings("ignore:guard_size_oblivious will be removed:FutureWarning")

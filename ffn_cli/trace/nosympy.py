@@ -41,12 +41,12 @@ _SHAPES = "torch.fx.experimental.symbolic_shapes"
 # symbolic_shapes on plain values --------------------------------------------------------------
 
 
-def _is_bool(a: Any, *_: Any, **__: Any) -> bool:
+def _is_bool(a: Any) -> bool:
     return type(a) is bool
 
 
-def _all_bools(*args: Any) -> bool:
-    return all(type(a) is bool for a in args)
+def _all_bools(x: Any, *others: Any) -> bool:
+    return all(type(a) is bool for a in (x, *others))
 
 
 def _comparable(x: Any, y: Any) -> bool:
@@ -70,25 +70,29 @@ def _not_symbolic(a: Any) -> bool:
     return not isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
-def _identity(a: Any, *_: Any, **__: Any) -> Any:
+def _identity(a: Any) -> Any:
     return a
 
 
-# name → (whether the arguments are plain, the answer then): as symbolic_shapes gives it.
+def _never(*args: Any, **kwargs: Any) -> bool:
+    return False
+
+
+# name → (whether the arguments are plain, the answer then), each with the real one's signature.
 _ANSWERS: dict[str, tuple[Callable[..., bool], Callable[..., Any]]] = {
-    "expect_true": (_is_bool, _identity),
+    "expect_true": (lambda a, skip=0: _is_bool(a), lambda a, skip=0: a),
     "guard_bool": (_is_bool, _identity),
     "guard_or_false": (_is_bool, _identity),
     "guard_or_true": (_is_bool, _identity),
-    # Deprecated: the real one warns when called. A forward only imports it (is_contiguous).
-    "guard_size_oblivious": (lambda *args, **kwargs: False, _identity),
     "statically_known_true": (_is_bool, _identity),
     "guarding_hint_or_throw": (lambda a: type(a) in (int, bool), _identity),
     "has_guarding_hint": (_not_symbolic, lambda a: True),
     "is_nested_int": (_not_symbolic, lambda s: False),
-    "sym_and": (_all_bools, lambda *args: functools.reduce(operator.and_, args)),
-    "sym_or": (_all_bools, lambda *args: functools.reduce(operator.or_, args)),
+    "sym_and": (_all_bools, lambda x, *others: functools.reduce(operator.and_, others, x)),
+    "sym_or": (_all_bools, lambda x, *others: functools.reduce(operator.or_, others, x)),
     "sym_eq": (_comparable, _sym_eq),
+    # Deprecated (it warns when called): a forward only imports it, in is_contiguous.
+    "guard_size_oblivious": (_never, _identity),
 }
 
 
