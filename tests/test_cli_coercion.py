@@ -38,6 +38,8 @@ TEXTS = [
     "abc",
     "",
     "١٢",  # Arabic-Indic digits: str.isdigit says yes
+    "caf\udce9",  # an undecodable argv byte, as Python hands it over
+    "x\x00y",
     "true",
     "no",
 ]
