@@ -174,3 +174,19 @@ def test_trace_block_takes_head_dim_and_names_overrides_as_typed(runner: CliRunn
     flags = ["trace", "--preset", "llama-3-8b", "--block", "--post-norm", "--head-dim", "64", "--device", "meta", "--json"]
     model = json.loads(runner.invoke(app, flags).stdout)["model"]
     assert model["overrides"] == ["--head-dim 64", "--post-norm"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["trace", "-s", "4,8"], "Invalid value for '--seq-len' / '-s': not an integer"),
+        (["trace", "--dropout", "abc"], "Invalid value for '--dropout': not a number"),
+        (["params", "--d-ff", "1e3x"], "Invalid value for '--d-ff': not an integer"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_said_plainly(args: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "ffn_cli", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and message in result.stderr and "Input should be" not in result.stderr
