@@ -11,6 +11,7 @@ from ffn_cli.models.count import ModelParams
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
 from ffn_cli.render.format import fmt_bytes, fmt_count
+from ffn_cli.render.literal import literal, visible
 from ffn_cli.render.params import _table
 
 __all__ = ["ComparedModel", "model_comparison_data", "model_comparison_view"]
@@ -81,7 +82,7 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
     for d, (_, m, _, _) in zip(data, models, strict=True):
         rows.append(
             [
-                d["name"],
+                literal(d["name"]),
                 _sig3(d["total_params"]) + ("*" if d["vision_params"] else ""),
                 _sig3(d["active_params"]),
                 fmt_bytes(d["weights_bytes"]),
@@ -100,7 +101,8 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
         "FFN %: share of all parameters · FFN/attn: over attention parameters · FLOPs/token: forward matmuls of one "
         "token's active path and the LM head, attention scores left out · heads: query/key-value · d_ff/d: an expert's for MoE"
     ]
-    notes += [f"* {d['name']}: the total includes its vision tower, {_sig3(d['vision_params'])}" for d in data if d["vision_params"]]
+    towers = [d for d in data if d["vision_params"]]
+    notes += [f"* {visible(d['name'])}: the total includes its vision tower, {_sig3(d['vision_params'])}" for d in towers]
     parts += [Text(note, style="dim") for note in notes]
     if models[0][3]:
         parts += [Text(""), _flops_table(data, models)]
@@ -113,7 +115,8 @@ def _flops_table(data: list[dict[str, Any]], models: list[ComparedModel]) -> Ren
     rows = []
     for d in data:
         cross = d["crossover_seq_len"]
-        rows.append([d["name"], *(f"{100 * d['ffn_flops_share'][str(n)]:.1f}%" for n in lengths), fmt_count(cross) if cross else "never"])
+        shares = [f"{100 * d['ffn_flops_share'][str(n)]:.1f}%" for n in lengths]
+        rows.append([literal(d["name"]), *shares, fmt_count(cross) if cross else "never"])
     note = Text(
         "the FFN's share of forward matmul FLOPs per token at each seq_len (embeddings and LM head left out); "
         "crossover: the seq_len at which attention's FLOPs overtake the FFN's",
