@@ -14,9 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.render.backward import backward_data, backward_sections
+from ffn_cli.render.experts import elided_label, elided_note, elided_operation, ops_note
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
-from ffn_cli.trace.result import TensorStats, TraceResult, TraceStep
+from ffn_cli.trace.expert_summary import ExpertSummary, elided_ops, summarise_experts
+from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
 
 __all__ = ["trace_data", "trace_view", "width_diagram"]
 
@@ -150,19 +152,23 @@ def _steps_table(result: TraceResult) -> FitTable:
         Col("params", footer=fmt_count(sum(s.param_count for s in result.steps))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
     ]
-    rows = [
-        [
-            str(n),
-            s.name,
-            s.op,
-            _flow(s.input_shapes, _outputs(s)),
-            _params(s),
-            fmt_count(s.param_count) if s.params else "",
-            _flops(s.flops, result),
-        ]
-        for n, s in enumerate(result.steps, 1)
-    ]
-    return FitTable("Shape flow, step by step", columns, _plain(rows))
+    summary = summarise_experts(result.steps)
+    rows: list[list[Text]] = []
+    for n, s in enumerate(result.steps, 1):
+        if summary is not None and summary.is_elided(n - 1):
+            if n - 1 == summary.elided_from:
+                rows.append(_elided_step_row(result, summary))
+            continue
+        cells = [str(n), s.name, s.op, _flow(s.input_shapes, _outputs(s)), _params(s)]
+        rows.append(_plain([[*cells, fmt_count(s.param_count) if s.params else "", _flops(s.flops, result)]])[0])
+    return FitTable("Shape flow, step by step", columns, rows)
+
+
+def _elided_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:
+    """One row for the experts between those shown: their count, tokens and summed columns."""
+    label = elided_label(summary, result.steps)
+    cells = ["…", label, elided_operation(summary), _shapes(summary.elided_shapes), ""]
+    return _plain([[*cells, fmt_count(summary.elided_params), _flops(summary.elided_flops, result)]])[0]
 
 
 def _plain(rows: list[list[str]]) -> list[list[Text]]:
@@ -182,20 +188,30 @@ def _ops_table(result: TraceResult) -> FitTable:
         Col("elementwise", footer=fmt_count(result.elementwise_flops)),
         Col("step", "fixed", drop=1),
     ]
-    rows = [
-        [
-            str(op.index),
-            op.path or "·",
-            op.op,
-            _shapes(op.input_shapes),
-            _shapes(op.output_shapes),
-            fmt_count(op.matmul_flops) if op.matmul_flops else "",
-            fmt_count(op.elementwise_flops) if op.elementwise_flops else "",
-            step_of.get(op.index, ""),
+    rows = [_op_row(op, step_of) for op in result.ops]
+    summary = summarise_experts(result.steps)
+    if summary is None:
+        return FitTable("Raw aten ops, in execution order", columns, _plain(rows))
+    label = elided_label(summary, result.steps)
+    spans = elided_ops(result.ops, result.steps, summary)
+    for span in reversed(spans):
+        rows[span.start : span.end] = [
+            ["…", label, f"{span.count:,} ops", "", "", fmt_count(span.matmul_flops), fmt_count(span.elementwise_flops), ""]
         ]
-        for op in result.ops
+    return FitTable("Raw aten ops, in execution order", columns, _plain(rows), caption=Text(ops_note(spans, label), style="dim"))
+
+
+def _op_row(op: OpRecord, step_of: dict[int, str]) -> list[str]:
+    return [
+        str(op.index),
+        op.path or "·",
+        op.op,
+        _shapes(op.input_shapes),
+        _shapes(op.output_shapes),
+        fmt_count(op.matmul_flops) if op.matmul_flops else "",
+        fmt_count(op.elementwise_flops) if op.elementwise_flops else "",
+        step_of.get(op.index, ""),
     ]
-    return FitTable("Raw aten ops, in execution order", columns, _plain(rows))
 
 
 def _stats_cells(stats: TensorStats | None) -> list[str]:
@@ -208,7 +224,23 @@ def _stats_table(result: TraceResult) -> FitTable:
     columns = [Col("step", "fixed"), Col("mean"), Col("std", drop=3), Col("min", drop=2), Col("max", drop=2)]
     columns += [Col("zeros %", drop=4), Col("negatives", drop=1), Col("notes", "text")]
     rows: list[list[Cell]] = [[Text("input"), *_stats_cells(result.input_stats), ""]]
-    for s in result.steps:
+    summary = summarise_experts(result.steps)
+    for n, s in enumerate(result.steps):
+        if summary is not None and summary.is_elided(n):
+            if n == summary.elided_from:
+                rows.append(
+                    [
+                        Text(elided_label(summary, result.steps)),
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        f"{summary.elided:,} experts elided; --json has each",
+                    ]
+                )
+            continue
         notes = [f"[bold red]{escape(f)}[/]" for f in s.flags] + ([escape(s.note)] if s.note else [])
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
     return FitTable("Values at each step (computed on the device)", columns, rows)
@@ -218,7 +250,14 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
     def cells(values: tuple[float, ...] | None) -> str:
         return " ".join(f"{v: .4f}" for v in values) if values else "n/a"
 
-    rows = [[Text("input"), cells(result.input_values)]] + [[Text(s.name), cells(s.values)] for s in result.steps]
+    summary = summarise_experts(result.steps)
+    rows: list[list[Cell]] = [[Text("input"), cells(result.input_values)]]
+    for n, s in enumerate(result.steps):
+        if summary is not None and summary.is_elided(n):
+            if n == summary.elided_from:
+                rows.append([Text(elided_label(summary, result.steps)), elided_note(summary)])
+            continue
+        rows.append([Text(s.name), cells(s.values)])
     return FitTable(f"First {n} values of token 0 at each step", [Col("step", "fixed"), Col("values", "text")], rows)
 
 
