@@ -252,9 +252,9 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
 
     summary = summarise_experts(result.steps)
     rows: list[list[Cell]] = [[Text("input"), cells(result.input_values)]]
-    for n, s in enumerate(result.steps):
-        if summary is not None and summary.is_elided(n):
-            if n == summary.elided_from:
+    for i, s in enumerate(result.steps):
+        if summary is not None and summary.is_elided(i):
+            if i == summary.elided_from:
                 rows.append([Text(elided_label(summary, result.steps)), elided_note(summary)])
             continue
         rows.append([Text(s.name), cells(s.values)])
