@@ -20,7 +20,6 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
@@ -125,8 +124,20 @@ class StorageSerials:
         self._serials.clear()
 
 
+def _tensors(obj: Any) -> list[Tensor]:
+    """The tensors in an op's arguments or result, in order (as pytree's leaves, for the tuples,
+    lists and dicts aten ops take and return, at a fraction of its cost per op)."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in _tensors(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in _tensors(o)]
+    return []
+
+
 def _key(serial: int, t: Tensor) -> tuple[Any, ...]:
-    return (serial, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+    return (serial, t.storage_offset(), t.shape, t.stride(), t.dtype)  # torch.Size is a tuple
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -213,8 +224,8 @@ class Recorder(TorchDispatchMode):
         return None if producer is None else (producer, tuple(t.shape))
 
     def _record_op(self, packet: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)]
-        outputs = [t for t in tree_leaves(out) if isinstance(t, Tensor)]
+        inputs = _tensors((args, kwargs))
+        outputs = _tensors(out)
         if not outputs:
             return
         name = packet.__name__
@@ -260,7 +271,7 @@ class Recorder(TorchDispatchMode):
     def enter(self, path: str, module: nn.Module, args: tuple[Any, ...]) -> None:
         self._paused = True
         try:
-            inputs = [t for t in tree_leaves(args) if isinstance(t, Tensor)]
+            inputs = _tensors(args)
             sources = [s for s in map(self._source, inputs) if s is not None]
             parent = self._stack[-1] if self._stack else None
             call = ModuleCall(len(self.rec.calls), path, module, parent, self._next_seq(), len(self.rec.ops), sources)
