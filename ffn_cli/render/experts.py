@@ -19,7 +19,7 @@ def elided_label(summary: ExpertSummary, steps: Sequence[TraceStep]) -> str:
 
 def elided_operation(summary: ExpertSummary) -> str:
     """The operation cell of the summary row."""
-    return f"{summary.elided:,} more experts. All {summary.experts:,}: {tokens_range(summary.tokens)}"
+    return f"{summary.elided:,} more experts; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
 
 
 def elided_note(summary: ExpertSummary) -> str:

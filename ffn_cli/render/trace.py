@@ -365,6 +365,21 @@ def _step_data(s: TraceStep) -> dict[str, Any]:
     return data
 
 
+def _summary_data(summary: ExpertSummary, result: TraceResult) -> dict[str, Any]:
+    """What the tables' summary row says; `steps` still holds every expert."""
+    return {
+        "experts": summary.experts,
+        "elided": summary.elided,
+        "elided_steps": elided_label(summary, result.steps),
+        "tokens_min": summary.tokens_min,
+        "tokens_median": summary.tokens_median,
+        "tokens_max": summary.tokens_max,
+        "experts_without_tokens": summary.idle,
+        "elided_params": summary.elided_params,
+        "elided_flops": summary.elided_flops,
+    }
+
+
 def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
     """Everything the tables show, as plain JSON types."""
     c = result.check
@@ -396,6 +411,9 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
     }
     if result.block is not None:
         data["block_flops"] = {"attn": result.part_flops("attn"), "ffn": result.part_flops("ffn")}
+    summary = summarise_experts(result.steps)
+    if summary is not None:
+        data["expert_summary"] = _summary_data(summary, result)
     data.update(backward_data(result))
     if ops:
         data["ops"] = [
