@@ -13,6 +13,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.trace.check import check_against_reference
+from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import dtype_name, record
 from ffn_cli.trace.result import Shape, TraceResult
 from ffn_cli.trace.steps import group_steps
@@ -98,6 +99,7 @@ def _param_groups(module: nn.Module) -> tuple[tuple[str, int], ...]:
     return tuple(groups.items())
 
 
+@gc_paused
 def trace(
     spec: FFNSpec,
     *,
