@@ -100,6 +100,10 @@ class StorageSerials:
         """t's storage's serial; None for a storage never seen (or freed since)."""
         return self._serials.get(_storage_id(t))
 
+    def get_address(self, address: int) -> int | None:
+        """The serial of the live storage at `address` (as `get`, for an address already read)."""
+        return self._serials.get(address)
+
     def of(self, t: Tensor) -> int:
         """t's storage's serial, given now if it has none."""
         storage = t.untyped_storage()
@@ -217,9 +221,10 @@ class Recorder(TorchDispatchMode):
         """Identity of a tensor's data: storage, offset, geometry (robust to autograd's wrappers)."""
         return _key(self._serials.of(t), t)
 
-    def _source(self, t: Tensor) -> tuple[Producer, Shape] | None:
-        """Who produced t; None for parameters, buffers and tensors made outside the forward."""
-        serial = self._serials.get(t)
+    def _source(self, t: Tensor, storage: int | None = None) -> tuple[Producer, Shape] | None:
+        """Who produced t (whose storage address is `storage`, if known); None for parameters,
+        buffers and tensors made outside the forward."""
+        serial = self._serials.get(t) if storage is None else self._serials.get_address(storage)
         producer = None if serial is None else self._producers.get(_key(serial, t))
         return None if producer is None else (producer, tuple(t.shape))
 
@@ -230,8 +235,9 @@ class Recorder(TorchDispatchMode):
             return
         name = packet.__name__
         matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else 0
-        params = tuple(dict.fromkeys(self._params[s] for s in map(_storage_id, inputs) if s in self._params))
-        sources = [s for s in map(self._source, inputs) if s is not None]
+        storages = [_storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
+        params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
+        sources = [s for s in map(self._source, inputs, storages) if s is not None]
         index = len(self.rec.ops)
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
         is_weight = _storage_id(outputs[0]) in self._params
