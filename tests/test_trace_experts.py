@@ -142,3 +142,27 @@ def test_soft_moe_summary_counts_every_token_per_expert() -> None:
     summary = summarise_experts(result.steps)
     assert summary is not None
     assert set(summary.tokens) == {result.tokens}
+
+
+def test_backward_tables_summarise_the_same_experts_and_add_up() -> None:
+    experts = 40
+    result = trace(_spec(experts), seed=2, batch=4, seq_len=8, backward=True)
+    assert result.backward is not None
+    b = result.backward
+    text = _render(result, width=120)
+    table = text.split("Backward, step by step", 1)[1].split("\n\n", 1)[0]
+    body, footer = table.split("total", 1)
+    # Each dW and dx in the rows (the summary row's included) adds up to the footer's.
+    for kind, total in (("dW", b.weight_grad_flops), ("dx", b.input_grad_flops)):
+        cells = [int(n.replace(",", "")) for n in re.findall(rf"{kind} ([\d,]+)", body)]
+        assert sum(cells) == total == int(re.search(rf"{kind} ([\d,]+)", footer).group(1).replace(",", ""))  # type: ignore[union-attr]
+    # The experts shown forward are shown backward; the others are one row, with their parameters.
+    summary = summarise_experts(result.steps)
+    assert summary is not None
+    shown = {f"experts.{e}" for e in (0, 1, experts - 1)}
+    assert shown <= set(re.findall(r"experts\.\d+\b(?!–)", body))
+    assert not set(re.findall(r"experts\.\d+\b(?!–)", body)) - shown
+    elided_params = 3 * (experts - SHOW_FIRST - SHOW_LAST)
+    assert f"{elided_params} parameters of experts.2–38" in text
+    # The result (and so --json) keeps every parameter.
+    assert len({p.name for p in b.params if p.name.startswith("experts.")}) == 3 * experts

@@ -13,16 +13,22 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ffn_cli.trace.result import OpRecord, Shape, TraceStep
+
+if TYPE_CHECKING:
+    from ffn_cli.trace.backward_result import BackwardStep
 
 __all__ = [
     "SHOW_ALL_UP_TO",
     "SHOW_FIRST",
     "SHOW_LAST",
+    "ElidedBackward",
     "ElidedOps",
     "ExpertSummary",
     "describe_tokens",
+    "elided_backward",
     "elided_ops",
     "expert_run",
     "summarise_experts",
@@ -204,3 +210,47 @@ def _periodic(ops: Sequence[OpRecord], in_step: list[bool], stop: int, experts: 
 def _span(ops: Sequence[OpRecord], start: int, end: int) -> ElidedOps:
     run = ops[start:end]
     return ElidedOps(start, end, sum(op.matmul_flops for op in run), sum(op.elementwise_flops for op in run))
+
+
+@dataclass(frozen=True)
+class ElidedBackward:
+    """The backward steps of the elided experts, [start, end) positions in
+    `BackwardResult.steps`, and the parameters whose gradients they made."""
+
+    start: int
+    end: int
+    weight_grad_flops: int
+    input_grad_flops: int
+    elementwise_flops: int
+    params: frozenset[str]
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+
+def elided_backward(backward: Sequence[BackwardStep], steps: Sequence[TraceStep], summary: ExpertSummary) -> ElidedBackward | None:
+    """The elided experts' backward steps. Autograd runs each expert's backward as one run, in
+    reverse: its combine, the expert, its dispatch; so the elided experts' runs form one span,
+    from the combine before the first elided expert met to the dispatch after the last."""
+    elided = {steps[i].name for i in range(summary.elided_from, summary.elided_to)}
+    positions = [p for p, s in enumerate(backward) if s.of in elided]
+    if not positions:
+        return None
+    end_of_run = summary.first + summary.experts
+    combine = steps[end_of_run].name if end_of_run < len(steps) else None
+    dispatch = steps[summary.first - 1].name if summary.first > 0 else None
+    start, end = positions[0], positions[-1] + 1
+    while start > 0 and backward[start - 1].of == combine:
+        start -= 1
+    while end < len(backward) and backward[end].of == dispatch:
+        end += 1
+    run = backward[start:end]
+    return ElidedBackward(
+        start,
+        end,
+        sum(s.weight_grad_flops for s in run),
+        sum(s.input_grad_flops for s in run),
+        sum(s.elementwise_flops for s in run),
+        frozenset(p.name for s in run for p in s.weight_grads),
+    )
