@@ -1,35 +1,29 @@
-"""Pause Python's cyclic garbage collector around a trace.
+"""Pause Python's cyclic garbage collector while a forward is recorded and grouped.
 
-A trace makes millions of small objects that live to its end (an op record, its shapes and
-dataflow per aten op; a module and its hooks per expert), and every collection rescans all of
-them: with thousands of experts that is a sixth of the run. Reference counting still frees
-every tensor the moment a plain forward would, so pausing changes no number the trace reports.
+A recording makes millions of small objects that live to its end (an op record, its shapes and
+dataflow per aten op; a call record per module), and every collection rescans all of them:
+with thousands of experts that is a sixth of the run. Reference counting still frees each
+tensor the moment a plain forward would, so the recording's numbers do not change. (Not around
+`--backward`: its peak memory counts what is alive, and garbage in a reference cycle is alive
+until a collection frees it.)
 """
 
 from __future__ import annotations
 
-import functools
 import gc
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = ["gc_paused"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
 
-
-def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
-    """fn, run with the cyclic collector off (and back on after, if it was on)."""
-
-    @functools.wraps(fn)
-    def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        was_on = gc.isenabled()
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if was_on:
-                gc.enable()
-
-    return run
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector off for the block (and back on after, if it was on)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()

@@ -99,7 +99,6 @@ def _param_groups(module: nn.Module) -> tuple[tuple[str, int], ...]:
     return tuple(groups.items())
 
 
-@gc_paused
 def trace(
     spec: FFNSpec,
     *,
@@ -140,8 +139,9 @@ def trace(
         )
         torch.set_rng_state(kept)  # the forward check's own forward draws the same masks as the traced one
     else:
-        out, rec = record(module, x, values=values)
-        steps = group_steps(rec)
+        with gc_paused():
+            out, rec = record(module, x, values=values)
+            steps = group_steps(rec)
     return TraceResult(
         spec=spec,
         block=block,
