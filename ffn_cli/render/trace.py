@@ -195,9 +195,8 @@ def _ops_table(result: TraceResult) -> FitTable:
     label = elided_label(summary, result.steps)
     spans = elided_ops(result.ops, result.steps, summary)
     for span in reversed(spans):
-        rows[span.start : span.end] = [
-            ["…", label, f"{span.count:,} ops", "", "", fmt_count(span.matmul_flops), fmt_count(span.elementwise_flops), ""]
-        ]
+        flops = [fmt_count(n) if n else "" for n in (span.matmul_flops, span.elementwise_flops)]
+        rows[span.start : span.end] = [["…", label, f"{span.count:,} ops", "", "", *flops, ""]]
     return FitTable("Raw aten ops, in execution order", columns, _plain(rows), caption=Text(ops_note(spans, label), style="dim"))
 
 
@@ -228,18 +227,7 @@ def _stats_table(result: TraceResult) -> FitTable:
     for n, s in enumerate(result.steps):
         if summary is not None and summary.is_elided(n):
             if n == summary.elided_from:
-                rows.append(
-                    [
-                        Text(elided_label(summary, result.steps)),
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        f"{summary.elided:,} experts elided; --json has each",
-                    ]
-                )
+                rows.append([Text(elided_label(summary, result.steps)), *[""] * 6, elided_note(summary)])
             continue
         notes = [f"[bold red]{escape(f)}[/]" for f in s.flags] + ([escape(s.note)] if s.note else [])
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
