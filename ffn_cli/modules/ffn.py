@@ -43,10 +43,12 @@ def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
     reused by every linear of the build, and are stored cast: the build never holds a float32
     copy of the FFN, nor leaves freed float32 blocks behind in the process's heap."""
     dtype = _LINEAR_DTYPE.get()
+    device = torch.empty(0).device  # the device the build runs under
+    if device.type == "meta":
+        return _meta_linear(in_features, out_features, bias, dtype)
     if dtype == torch.float32:
         return nn.Linear(in_features, out_features, bias=bias)
     linear = nn.Linear(in_features, out_features, bias=bias, device="meta", dtype=dtype)
-    device = torch.empty(0).device  # the device the build runs under
     linear = linear.to_empty(device=device)
     draw = _scratch(out_features * in_features, device)[: out_features * in_features].view(out_features, in_features)
     nn.init.kaiming_uniform_(draw, a=math.sqrt(5))  # nn.Linear.reset_parameters, the same draws
@@ -55,6 +57,17 @@ def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
         if linear.bias is not None:
             bound = 1 / math.sqrt(in_features) if in_features > 0 else 0
             linear.bias.copy_(draw.new_empty(out_features).uniform_(-bound, bound))
+    return linear
+
+
+def _meta_linear(in_features: int, out_features: int, bias: bool, dtype: torch.dtype) -> nn.Linear:
+    """nn.Linear on the meta device without its initialisation: meta tensors hold no values, so
+    the draws would be work for nothing (40% of building a mixture of thousands of experts)."""
+    linear = nn.Linear.__new__(nn.Linear)
+    nn.Module.__init__(linear)
+    linear.in_features, linear.out_features = in_features, out_features
+    linear.weight = nn.Parameter(torch.empty(out_features, in_features, device="meta", dtype=dtype))
+    linear.bias = nn.Parameter(torch.empty(out_features, device="meta", dtype=dtype)) if bias else None
     return linear
 
 

@@ -11,8 +11,10 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.render.experts import elided_label
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
+from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
 from ffn_cli.trace.result import TensorStats, TraceResult
 
 __all__ = ["backward_data", "backward_sections"]
@@ -67,7 +69,7 @@ def _flops(s: BackwardStep, b: BackwardResult) -> str:
     return "\n".join(lines)
 
 
-def _steps_table(b: BackwardResult) -> Table:
+def _steps_table(result: TraceResult, b: BackwardResult) -> Table:
     title = "Backward, step by step, as autograd ran it (dL/dy: " + _loss_text(b.loss) + ")"
     table = _table(title, show_footer=True)
     table.add_column("#", justify="right", no_wrap=True)
@@ -77,7 +79,12 @@ def _steps_table(b: BackwardResult) -> Table:
     table.add_column("from", overflow="fold", min_width=5)
     footer = f"dW {_count(b.weight_grad_flops, b)}\ndx {_count(b.input_grad_flops, b)}"
     table.add_column("FLOPs", justify="right", no_wrap=True, footer=footer)
+    span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
+        if span is not None and span.start < n <= span.end:
+            if n == span.start + 1:
+                table.add_row("…", _elided_label(result), "", f"{span.count:,} steps", "", _span_flops(span, b))
+            continue
         flow = _shapes(s.grad_in)
         out = _shapes(s.grad_out, "→ ")
         table.add_row(
@@ -91,11 +98,28 @@ def _steps_table(b: BackwardResult) -> Table:
     return table
 
 
+def _elided(result: TraceResult, b: BackwardResult) -> ElidedBackward | None:
+    """The backward steps of the experts the forward's tables elide, if any."""
+    summary = summarise_experts(result.steps)
+    return elided_backward(b.steps, result.steps, summary) if summary is not None else None
+
+
+def _elided_label(result: TraceResult) -> str:
+    """experts.2–4094, as the forward's tables name the elided experts."""
+    summary = summarise_experts(result.steps)
+    assert summary is not None
+    return elided_label(summary, result.steps)
+
+
+def _span_flops(span: ElidedBackward, b: BackwardResult) -> str:
+    return f"dW {_count(span.weight_grad_flops, b)}\ndx {_count(span.input_grad_flops, b)}\new {_count(span.elementwise_flops, b)}"
+
+
 def _loss_text(loss: str) -> str:
     return {"random": "seeded normal", "sum": "L = Σy, all ones", "mse": "L = mean((y − t)²)"}[loss]
 
 
-def _reads_table(b: BackwardResult) -> Table:
+def _reads_table(result: TraceResult, b: BackwardResult) -> Table:
     table = _table("Saved tensors each backward step reads")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("backward of", overflow="fold", min_width=8)
@@ -103,7 +127,13 @@ def _reads_table(b: BackwardResult) -> Table:
     table.add_column("dtype", no_wrap=True)
     table.add_column("kept by", overflow="fold", min_width=8)
     table.add_column("bytes", justify="right", no_wrap=True)
+    span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
+        if span is not None and span.start < n <= span.end:
+            if n == span.start + 1:
+                read = sum(r.bytes_ for s in b.steps[span.start : span.end] for r in s.reads)
+                table.add_row("…", _elided_label(result), "", "", f"{span.count:,} steps", fmt_bytes(read))
+            continue
         for k, r in enumerate(s.reads):
             first = k == 0
             size = fmt_bytes(r.bytes_) if r.bytes_ else "recomputed" if r.saved_by.endswith("(recomputed)") else "kept"
@@ -125,21 +155,32 @@ def _grad_stats_table(result: TraceResult, b: BackwardResult) -> Table:
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("flags", overflow="fold")
     table.add_row("", "dL/dy", *_stats_cells(b.output_grad), "")
+    span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
+        if span is not None and span.start < n <= span.end:
+            if n == span.start + 1:
+                table.add_row("…", _elided_label(result), "", "", "", f"{span.count:,} steps elided")
+            continue
         if not s.recompute:
             table.add_row(str(n), s.of, *_stats_cells(s.stats), "[bold red]" + ", ".join(s.flags) + "[/]" if s.flags else "")
     table.add_row("", "dL/dx", *_stats_cells(b.input_grad), "")
     return table
 
 
-def _param_table(b: BackwardResult) -> Table:
+def _param_table(result: TraceResult, b: BackwardResult) -> Table:
     table = _table("Parameter gradients")
     table.add_column("parameter", overflow="fold", min_width=10)
     table.add_column("shape", no_wrap=True)
     for name in ("norm", "mean", "max |g|"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("#", justify="right", no_wrap=True)
+    span = _elided(result, b)
+    elided = [p for p in b.params if span is not None and p.name in span.params]
     for p in b.params:
+        if elided and p is elided[0]:
+            table.add_row(f"{len(elided):,} parameters of {_elided_label(result)}", "", "", "", "", "…")
+        if elided and p.name in span.params:  # type: ignore[union-attr]
+            continue
         name = p.name + (" [bold red]" + ", ".join(p.flags) + "[/]" if p.flags else "")
         cells = _stats_cells(p.stats) if p.stats is not None else ["no gradient", "", ""]  # an expert no token reached
         table.add_row(name, fmt_shape(p.shape), *cells, str(p.step) if p.step is not None else "")
@@ -204,13 +245,13 @@ def backward_sections(result: TraceResult) -> list[RenderableType]:
     b = result.backward
     if b is None:
         return []
-    out: list[RenderableType] = [_steps_table(b)]
+    out: list[RenderableType] = [_steps_table(result, b)]
     if any(s.reads for s in b.steps):
-        out.append(_reads_table(b))
+        out.append(_reads_table(result, b))
     if result.is_meta:
         out.append(Text("Gradients: n/a on the meta device (shapes and FLOPs only).", style="dim"))
     else:
-        out += [_grad_stats_table(result, b), _param_table(b)]
+        out += [_grad_stats_table(result, b), _param_table(result, b)]
     out.append(_totals(result, b))
     return out
 

@@ -14,9 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.render.backward import backward_data, backward_sections
+from ffn_cli.render.experts import elided_label, elided_note, elided_operation, ops_note
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
-from ffn_cli.trace.result import TensorStats, TraceResult, TraceStep
+from ffn_cli.trace.expert_summary import ExpertSummary, elided_ops, summarise_experts
+from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
 
 __all__ = ["trace_data", "trace_view", "width_diagram"]
 
@@ -147,19 +149,23 @@ def _steps_table(result: TraceResult) -> FitTable:
         Col("params", footer=fmt_count(sum(s.param_count for s in result.steps))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
     ]
-    rows = [
-        [
-            str(n),
-            s.name,
-            s.op,
-            _flow(s.input_shapes, _outputs(s)),
-            _params(s),
-            fmt_count(s.param_count) if s.params else "",
-            _flops(s.flops, result),
-        ]
-        for n, s in enumerate(result.steps, 1)
-    ]
-    return FitTable("Shape flow, step by step", columns, _plain(rows))
+    summary = summarise_experts(result.steps)
+    rows: list[list[Text]] = []
+    for n, s in enumerate(result.steps, 1):
+        if summary is not None and summary.is_elided(n - 1):
+            if n - 1 == summary.elided_from:
+                rows.append(_elided_step_row(result, summary))
+            continue
+        cells = [str(n), s.name, s.op, _flow(s.input_shapes, _outputs(s)), _params(s)]
+        rows.append(_plain([[*cells, fmt_count(s.param_count) if s.params else "", _flops(s.flops, result)]])[0])
+    return FitTable("Shape flow, step by step", columns, rows)
+
+
+def _elided_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:
+    """One row for the experts between those shown: their count, tokens and summed columns."""
+    label = elided_label(summary, result.steps)
+    cells = ["…", label, elided_operation(summary), _shapes(summary.elided_shapes), ""]
+    return _plain([[*cells, fmt_count(summary.elided_params), _flops(summary.elided_flops, result)]])[0]
 
 
 def _plain(rows: list[list[str]]) -> list[list[Text]]:
@@ -179,20 +185,29 @@ def _ops_table(result: TraceResult) -> FitTable:
         Col("elementwise", footer=fmt_count(result.elementwise_flops)),
         Col("step", "fixed", drop=1),
     ]
-    rows = [
-        [
-            str(op.index),
-            op.path or "·",
-            op.op,
-            _shapes(op.input_shapes),
-            _shapes(op.output_shapes),
-            fmt_count(op.matmul_flops) if op.matmul_flops else "",
-            fmt_count(op.elementwise_flops) if op.elementwise_flops else "",
-            step_of.get(op.index, ""),
-        ]
-        for op in result.ops
+    rows = [_op_row(op, step_of) for op in result.ops]
+    summary = summarise_experts(result.steps)
+    if summary is None:
+        return FitTable("Raw aten ops, in execution order", columns, _plain(rows))
+    label = elided_label(summary, result.steps)
+    spans = elided_ops(result.ops, result.steps, summary)
+    for span in reversed(spans):
+        flops = [fmt_count(n) if n else "" for n in (span.matmul_flops, span.elementwise_flops)]
+        rows[span.start : span.end] = [["…", label, f"{span.count:,} ops", "", "", *flops, ""]]
+    return FitTable("Raw aten ops, in execution order", columns, _plain(rows), caption=Text(ops_note(spans, label), style="dim"))
+
+
+def _op_row(op: OpRecord, step_of: dict[int, str]) -> list[str]:
+    return [
+        str(op.index),
+        op.path or "·",
+        op.op,
+        _shapes(op.input_shapes),
+        _shapes(op.output_shapes),
+        fmt_count(op.matmul_flops) if op.matmul_flops else "",
+        fmt_count(op.elementwise_flops) if op.elementwise_flops else "",
+        step_of.get(op.index, ""),
     ]
-    return FitTable("Raw aten ops, in execution order", columns, _plain(rows))
 
 
 def _stats_cells(stats: TensorStats | None) -> list[str]:
@@ -205,7 +220,12 @@ def _stats_table(result: TraceResult) -> FitTable:
     columns = [Col("step", "fixed"), Col("mean"), Col("std", drop=3), Col("min", drop=2), Col("max", drop=2)]
     columns += [Col("zeros %", drop=4), Col("negatives", drop=1), Col("notes", "text")]
     rows: list[list[Cell]] = [[Text("input"), *_stats_cells(result.input_stats), ""]]
-    for s in result.steps:
+    summary = summarise_experts(result.steps)
+    for n, s in enumerate(result.steps):
+        if summary is not None and summary.is_elided(n):
+            if n == summary.elided_from:
+                rows.append([Text(elided_label(summary, result.steps)), *[""] * 6, elided_note(summary)])
+            continue
         notes = [f"[bold red]{escape(f)}[/]" for f in s.flags] + ([escape(s.note)] if s.note else [])
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
     return FitTable("Values at each step (computed on the device)", columns, rows)
@@ -215,7 +235,14 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
     def cells(values: tuple[float, ...] | None) -> str:
         return " ".join(f"{v: .4f}" for v in values) if values else "n/a"
 
-    rows = [[Text("input"), cells(result.input_values)]] + [[Text(s.name), cells(s.values)] for s in result.steps]
+    summary = summarise_experts(result.steps)
+    rows: list[list[Cell]] = [[Text("input"), cells(result.input_values)]]
+    for i, s in enumerate(result.steps):
+        if summary is not None and summary.is_elided(i):
+            if i == summary.elided_from:
+                rows.append([Text(elided_label(summary, result.steps)), elided_note(summary)])
+            continue
+        rows.append([Text(s.name), cells(s.values)])
     return FitTable(f"First {n} values of token 0 at each step", [Col("step", "fixed"), Col("values", "text")], rows)
 
 
@@ -323,6 +350,21 @@ def _step_data(s: TraceStep) -> dict[str, Any]:
     return data
 
 
+def _summary_data(summary: ExpertSummary, result: TraceResult) -> dict[str, Any]:
+    """What the tables' summary row says; `steps` still holds every expert."""
+    return {
+        "experts": summary.experts,
+        "elided": summary.elided,
+        "elided_steps": elided_label(summary, result.steps),
+        "tokens_min": summary.tokens_min,
+        "tokens_median": summary.tokens_median,
+        "tokens_max": summary.tokens_max,
+        "experts_without_tokens": summary.idle,
+        "elided_params": summary.elided_params,
+        "elided_flops": summary.elided_flops,
+    }
+
+
 def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
     """Everything the tables show, as plain JSON types."""
     c = result.check
@@ -354,6 +396,9 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
     }
     if result.block is not None:
         data["block_flops"] = {"attn": result.part_flops("attn"), "ffn": result.part_flops("ffn")}
+    summary = summarise_experts(result.steps)
+    if summary is not None:
+        data["expert_summary"] = _summary_data(summary, result)
     data.update(backward_data(result))
     if ops:
         data["ops"] = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from ffn_cli.trace.result import CheckResult, ParamInfo, Shape, TensorStats
 
@@ -100,28 +101,28 @@ class BackwardResult:
     start_bytes: int | None  # tensors alive when the backward began
     check: CheckResult | None = None
 
-    @property
+    @cached_property  # the totals are read once per table cell: a sum per read is quadratic in steps
     def model_steps(self) -> tuple[BackwardStep, ...]:
         return tuple(s for s in self.steps if not s.recompute)
 
-    @property
+    @cached_property
     def flops(self) -> int:
         """Model FLOPs: the backward proper, without recomputation."""
         return sum(s.flops for s in self.model_steps)
 
-    @property
+    @cached_property
     def weight_grad_flops(self) -> int:
         return sum(s.weight_grad_flops for s in self.model_steps)
 
-    @property
+    @cached_property
     def input_grad_flops(self) -> int:
         return sum(s.input_grad_flops for s in self.model_steps)
 
-    @property
+    @cached_property
     def recompute_flops(self) -> int:
         return sum(s.flops for s in self.steps if s.recompute)
 
-    @property
+    @cached_property
     def matmul_flops(self) -> int:
         """Every matmul the backward ran, recomputation included (what FlopCounterMode counts)."""
         return sum(s.matmul_flops for s in self.steps)

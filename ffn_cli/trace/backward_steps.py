@@ -43,6 +43,9 @@ class _Builder:
         self.grad_param = {storage: name for name, (_, storage, _) in rec.param_grads.items() if storage is not None}
         self.weight_ops = {rec.made_by[s] for s in self.grad_param if s in rec.made_by}
         self.param_step = {name: self.group_of.get(rec.made_by.get(s, -1)) for s, name in self.grad_param.items()}
+        self.step_params: dict[int | None, list[str]] = {}  # the inverse: one look-up per step, not a scan
+        for name, step in self.param_step.items():
+            self.step_params.setdefault(step, []).append(name)
         input_storage = rec.input_grad[0]
         # dL/dx leaves the step of the last op that wrote its storage (AccumulateGrad's copy, if any).
         writers = [i for i, storages in rec.writes.items() if input_storage is not None and input_storage in storages]
@@ -122,7 +125,7 @@ class _Builder:
         for op in ops:
             for storage, read in self.rec.reads.get(op.record.index, ()):
                 reads.setdefault(storage, read)
-        made = [name for name, step in self.param_step.items() if step == n]
+        made = self.step_params.get(n, [])
         stats = [op.stats for op in ops if op.stats is not None and op.record.name not in LAYOUT_OPS]
         dtype = ops[-1].record.dtype
         return BackwardStep(

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from ffn_cli.attention_modules import AttentionModule, LatentAttention, SelfAttention
 from ffn_cli.block import TransformerBlock
 from ffn_cli.modules import FFNModule
+from ffn_cli.trace.expert_summary import describe_tokens
+from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Recording
 from ffn_cli.variants import MixtureVariant
 from ffn_cli.variants.mixture import EXPERTS_STEP
@@ -155,7 +157,7 @@ def _add_op(groups: list[StepGroup], name: str, formula: str, op: int) -> None:
 
 
 def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> str:
-    note = "tokens per expert: " + ", ".join(str(t) for t in tokens)
+    note = describe_tokens(tokens)
     stats = getattr(module, "last_dispatch", None)
     if stats is not None and stats.dropped:
         note += f"; {stats.dropped} dropped over capacity {stats.capacity}"

@@ -6,13 +6,13 @@ Counts tensor bytes as torch sizes them, not an allocator's rounding or cache.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
@@ -26,20 +26,36 @@ class BackwardMemory:
 
 
 class _LiveBytes(TorchDispatchMode):
+    """The bytes of every watched storage still alive, kept as a running sum: a storage's weak
+    reference takes its bytes off when it is freed, so no op rescans the live set (a rescan
+    per op is quadratic in a mixture's thousands of expert weights)."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.live: dict[int, tuple[StorageWeakRef, int]] = {}
+        self.live: dict[int, weakref.ref[Any]] = {}
+        self.total = 0
         self.peak = 0
 
     def watch(self, tensors: Iterable[Tensor]) -> None:
         for t in tensors:
+            # The storage's Python object lives exactly as long as the storage (PyTorch preserves it).
             storage = t.untyped_storage()
-            self.live.setdefault(storage._cdata, (StorageWeakRef(storage), storage.nbytes()))
+            address = storage._cdata
+            if address not in self.live:
+                nbytes = storage.nbytes()
+                self.live[address] = weakref.ref(storage, self._freed(address, nbytes))
+                self.total += nbytes
+
+    def _freed(self, address: int, nbytes: int) -> Callable[[Any], None]:
+        def freed(ref: Any) -> None:
+            if self.live.get(address) is ref:
+                del self.live[address]
+                self.total -= nbytes
+
+        return freed
 
     def now(self) -> int:
-        for key in [k for k, (ref, _) in self.live.items() if ref.expired()]:
-            del self.live[key]
-        return sum(n for _, n in self.live.values())
+        return self.total
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         out = func(*args, **(kwargs or {}))

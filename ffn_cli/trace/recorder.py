@@ -20,7 +20,6 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
@@ -102,6 +101,10 @@ class StorageSerials:
         """t's storage's serial; None for a storage never seen (or freed since)."""
         return self._serials.get(_storage_id(t))
 
+    def get_address(self, address: int) -> int | None:
+        """The serial of the live storage at `address` (as `get`, for an address already read)."""
+        return self._serials.get(address)
+
     def of(self, t: Tensor) -> int:
         """t's storage's serial, given now if it has none."""
         storage = t.untyped_storage()
@@ -126,8 +129,20 @@ class StorageSerials:
         self._serials.clear()
 
 
+def _tensors(obj: Any) -> list[Tensor]:
+    """The tensors in an op's arguments or result, in order (as pytree's leaves, for the tuples,
+    lists and dicts aten ops take and return, at a fraction of its cost per op)."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in _tensors(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in _tensors(o)]
+    return []
+
+
 def _key(serial: int, t: Tensor) -> tuple[Any, ...]:
-    return (serial, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+    return (serial, t.storage_offset(), t.shape, t.stride(), t.dtype)  # torch.Size is a tuple
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -207,21 +222,23 @@ class Recorder(TorchDispatchMode):
         """Identity of a tensor's data: storage, offset, geometry (robust to autograd's wrappers)."""
         return _key(self._serials.of(t), t)
 
-    def _source(self, t: Tensor) -> tuple[Producer, Shape] | None:
-        """Who produced t; None for parameters, buffers and tensors made outside the forward."""
-        serial = self._serials.get(t)
+    def _source(self, t: Tensor, storage: int | None = None) -> tuple[Producer, Shape] | None:
+        """Who produced t (whose storage address is `storage`, if known); None for parameters,
+        buffers and tensors made outside the forward."""
+        serial = self._serials.get(t) if storage is None else self._serials.get_address(storage)
         producer = None if serial is None else self._producers.get(_key(serial, t))
         return None if producer is None else (producer, tuple(t.shape))
 
     def _record_op(self, packet: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)]
-        outputs = [t for t in tree_leaves(out) if isinstance(t, Tensor)]
+        inputs = _tensors((args, kwargs))
+        outputs = _tensors(out)
         if not outputs:
             return
         name = packet.__name__
         matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else 0
-        params = tuple(dict.fromkeys(self._params[s] for s in map(_storage_id, inputs) if s in self._params))
-        sources = [s for s in map(self._source, inputs) if s is not None]
+        storages = [_storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
+        params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
+        sources = [s for s in map(self._source, inputs, storages) if s is not None]
         index = len(self.rec.ops)
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
         is_weight = _storage_id(outputs[0]) in self._params
@@ -261,7 +278,7 @@ class Recorder(TorchDispatchMode):
     def enter(self, path: str, module: nn.Module, args: tuple[Any, ...]) -> None:
         self._paused = True
         try:
-            inputs = [t for t in tree_leaves(args) if isinstance(t, Tensor)]
+            inputs = _tensors(args)
             sources = [s for s in map(self._source, inputs) if s is not None]
             parent = self._stack[-1] if self._stack else None
             call = ModuleCall(len(self.rec.calls), path, module, parent, self._next_seq(), len(self.rec.ops), sources)

@@ -13,6 +13,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.trace.check import check_against_reference
+from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import dtype_name, record
 from ffn_cli.trace.result import Shape, TraceResult
 from ffn_cli.trace.steps import group_steps
@@ -138,8 +139,9 @@ def trace(
         )
         torch.set_rng_state(kept)  # the forward check's own forward draws the same masks as the traced one
     else:
-        out, rec = record(module, x, values=values)
-        steps = group_steps(rec)
+        with gc_paused():
+            out, rec = record(module, x, values=values)
+            steps = group_steps(rec)
     return TraceResult(
         spec=spec,
         block=block,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from torch import nn
@@ -62,14 +63,13 @@ class _StepBuilder:
         return None
 
     def build(self, fallback: _StepBuilder | None = None) -> list[TraceStep]:
-        steps = [self._step(g, fallback) for g in self.groups]
         consumed: dict[str, list[Shape]] = {}
-        for s, g in zip(steps, self.groups, strict=True):
+        for g in self.groups:
             for producer, shape in self._sources(g):
                 name = self.producer_step(producer)
-                if name and name != s.name:
+                if name and name != g.name:
                     consumed.setdefault(name, []).append(shape)
-        return [replace(s, output_shapes=tuple(dict.fromkeys(consumed.get(s.name, [s.output_shape])))) for s in steps]
+        return [self._step(g, fallback, consumed.get(g.name, ())) for g in self.groups]
 
     def _sources(self, g: StepGroup) -> list[tuple[Producer, Shape]]:
         out = [s for i in g.ops for s in self.rec.ops[i].sources]
@@ -83,7 +83,7 @@ class _StepBuilder:
             ops += range(call.first_op, call.end_op)
         return sorted(ops)
 
-    def _step(self, g: StepGroup, fallback: _StepBuilder | None) -> TraceStep:
+    def _step(self, g: StepGroup, fallback: _StepBuilder | None, consumed: Sequence[Shape]) -> TraceStep:
         ops = [self.rec.ops[i] for i in self._ops_of(g)]
         inputs: dict[tuple[str, Shape], None] = {}
         for producer, shape in self._sources(g):
@@ -94,12 +94,13 @@ class _StepBuilder:
         main = self._main(g)
         substeps = tuple(_StepBuilder(self.rec, g.substeps).build(fallback=self)) if g.substeps else ()
         input_stats = self._input_stats(g)
+        changed, zeroed, dropout_note = self._dropout(g, main[2])
         step = TraceStep(
             name=g.name,
             op=g.formula,
             input_shapes=tuple(shape for _, shape in inputs),
             output_shape=main[0],
-            output_shapes=(),
+            output_shapes=tuple(dict.fromkeys(consumed or [main[0]])),
             inputs_from=tuple(dict.fromkeys(name for name, _ in inputs)),
             params=tuple(ParamInfo(p, self.rec.param_shapes[p]) for p in params),
             matmul_flops=sum(op.record.matmul_flops for op in ops),
@@ -112,10 +113,12 @@ class _StepBuilder:
             values=main[3],
             tokens_per_expert=g.tokens_per_expert,
             substeps=substeps,
+            dropout_changed=changed,
+            dropout_zeroed=zeroed,
         )
-        changed, zeroed, note = self._dropout(g, step.stats)
-        step = replace(step, dropout_changed=changed, dropout_zeroed=zeroed)
-        return replace(step, flags=_flags(step, ops), note=g.note or note or _note(step))
+        note = g.note or dropout_note or _note(step)
+        flags = _flags(step, ops)
+        return replace(step, flags=flags, note=note) if flags or note else step
 
     def _main(self, g: StepGroup) -> tuple[Shape, str, TensorStats | None, tuple[float, ...] | None]:
         """The step's output: its last call's, or its last own op's, whichever ran last."""

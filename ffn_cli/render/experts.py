@@ -1,0 +1,33 @@
+"""The rows that stand for the elided experts of a large mixture in the trace's tables
+(`ffn_cli.trace.expert_summary` decides which, and adds them up)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ffn_cli.trace.expert_summary import ElidedOps, ExpertSummary, tokens_range
+from ffn_cli.trace.result import TraceStep
+
+__all__ = ["elided_label", "elided_note", "elided_operation", "ops_note"]
+
+
+def elided_label(summary: ExpertSummary, steps: Sequence[TraceStep]) -> str:
+    """experts.2–4094: the first elided step's name and the last one's index."""
+    last = steps[summary.elided_to - 1].name.rsplit(".", 1)[-1]
+    return f"{steps[summary.elided_from].name}–{last}"
+
+
+def elided_operation(summary: ExpertSummary) -> str:
+    """The operation cell of the summary row."""
+    return f"{summary.elided:,} more experts; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
+
+
+def elided_note(summary: ExpertSummary) -> str:
+    """The note of the summary row in the values tables (the statistics are per expert)."""
+    return f"{summary.elided:,} experts elided; --json has each"
+
+
+def ops_note(spans: Sequence[ElidedOps], label: str) -> str:
+    """The line under the ops table saying what its summary rows stand for."""
+    count = sum(s.count for s in spans)
+    return f"{count:,} ops of {label} (routing, dispatch, the experts, combine) are summarised; --json lists every op."
