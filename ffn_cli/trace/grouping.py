@@ -14,7 +14,6 @@ from ffn_cli.attention_modules import AttentionModule, LatentAttention, SelfAtte
 from ffn_cli.block import TransformerBlock
 from ffn_cli.modules import FFNModule
 from ffn_cli.trace.expert_summary import describe_tokens
-from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Recording
 from ffn_cli.variants import MixtureVariant
 from ffn_cli.variants.mixture import EXPERTS_STEP
