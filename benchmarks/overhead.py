@@ -8,9 +8,10 @@ yardstick first in even ones), so drift and other programs' load fall on both al
 the median wall time of each; the ratio, as the median of the per-round ratios (each round's
 two runs are next to each other in time, so they met the same load); the ratio of the fastest
 runs (the least disturbed); and the median peak resident set of each (from wait4's rusage:
-the child's own high-water mark). `ffn bench` is held against a bare timed loop
-by cpu_vs_bare_loop.py, in its own interleaved rounds. The table, with the date and the
-machine, replaces the overhead section of docs/benchmarks.md unless --no-write.
+the child's own high-water mark). Both run with Python's bytecode cache, as an installed
+package does. `ffn bench` is held against a bare timed loop by cpu_vs_bare_loop.py, in its
+own interleaved rounds. The table, with the date and the machine, replaces the overhead
+section of docs/benchmarks.md unless --no-write.
 """
 
 from __future__ import annotations
@@ -147,6 +148,10 @@ class Run:
 def run_once(command: list[str]) -> Run:
     """Run a whole process; its wall time and its own peak resident set (rusage via wait4)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
+    # Compiled bytecode cached for both sides, as an installed package has it (its libraries'
+    # caches were written at install): without this, ffn's own modules would be compiled from
+    # source on every run where the environment sets PYTHONDONTWRITEBYTECODE.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None

@@ -44,10 +44,17 @@ class BlockSpec:
 
     @classmethod
     def around(
-        cls, ffn: FFNSpec, *, n_heads: int | None = None, n_kv_heads: int | None = None, norm: str = "layernorm", pre_norm: bool = False
+        cls,
+        ffn: FFNSpec,
+        *,
+        n_heads: int | None = None,
+        n_kv_heads: int | None = None,
+        head_dim: int | None = None,
+        norm: str = "layernorm",
+        pre_norm: bool = False,
     ) -> BlockSpec:
         bias = bool(ffn.bias)
-        attention = AttentionSpec(ffn.d_model, n_heads, n_kv_heads, qkv_bias=bias, o_bias=bias)
+        attention = AttentionSpec(ffn.d_model, n_heads, n_kv_heads, head_dim, qkv_bias=bias, o_bias=bias)
         return cls(ffn, attention, norm.strip().lower(), pre_norm)
 
     def norm_tensors(self) -> list[ParamTensor]:

@@ -223,6 +223,7 @@ def _fake_report() -> BenchReport:
         "est_mem_bytes": 3 << 30,
         "first_call_s": 0.5,
         "warmup_calls": 70,
+        "settings": "no bias",
     }
     rows = [("eager", 5.0, False), ("fused-compile", 4.0, True)]  # made-up times, not measurements
     results = tuple(

@@ -84,6 +84,12 @@ def test_bench_takes_the_options_it_once_lacked(runner: CliRunner) -> None:
     args = ["-v", "moe", "-E", "4", "--shared-experts", "1", "--capacity-factor", "1.25", "--no-normalize-top-k", "--bias"]
     result = runner.invoke(app, [*tiny, *args])
     assert result.exit_code == 0, result.output
+    timed = json.loads(result.stdout)["results"][0]
+    expected = FFNSpec(variant="moe", d_model=16, experts=4, shared_experts=1, capacity_factor=1.25, normalize_top_k=False, bias=True)
+    assert timed["spec"] == expected.as_dict()
+    assert timed["settings"] == "bias · 4 experts of swiglu · top-2 · 1 shared · capacity factor 1.25"
+    table = runner.invoke(app, [*tiny[:-1], *args], env={"COLUMNS": "120"}).stdout
+    assert "4 experts of swiglu · top-2 · 1 shared" in table.replace("\n", " ")
     # LLaMA's rule, worked by hand: 2/3 · 4 · 96 = 256, · 1.3 = 332.8 → 332, up to a multiple of 32 → 352.
     gated = runner.invoke(app, [*tiny, "-v", "swiglu", "-d", "96", "--multiple-of", "32", "--ffn-dim-multiplier", "1.3"])
     assert gated.exit_code == 0, gated.output
@@ -153,3 +159,34 @@ def test_the_readme_table_lists_every_ffn_option_with_its_default() -> None:
             assert shown == f"`{default}`", name
         else:
             assert shown == f"{default:g}", name
+
+
+def test_what_changes_nothing_is_accepted_and_names_in_any_case(runner: CliRunner) -> None:
+    assert runner.invoke(app, ["params", "--dropout", "0", "--init", "default"]).exit_code == 0
+    assert _spec(runner, "params", "-v", "SwiGLU", "--expert-variant", "GeGLU")["variant"] == "swiglu"
+    assert _spec(runner, "trace", "-v", "MoE", "--expert-variant", "GeGLU", "--device", "meta")["expert_variant"] == "geglu"
+
+
+def test_trace_block_takes_head_dim_and_names_overrides_as_typed(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["trace", "--block", "--n-heads", "4", "--head-dim", "32", "-d", "64", "--device", "meta", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["block"]["head_dim"] == 32
+    flags = ["trace", "--preset", "llama-3-8b", "--block", "--post-norm", "--head-dim", "64", "--device", "meta", "--json"]
+    model = json.loads(runner.invoke(app, flags).stdout)["model"]
+    assert model["overrides"] == ["--head-dim 64", "--post-norm"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["trace", "-s", "4,8"], "Invalid value for '--seq-len' / '-s': not an integer"),
+        (["trace", "--dropout", "abc"], "Invalid value for '--dropout': not a number"),
+        (["params", "--d-ff", "1e3x"], "Invalid value for '--d-ff': not an integer"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_said_plainly(args: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "ffn_cli", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and message in result.stderr and "Input should be" not in result.stderr

@@ -102,6 +102,17 @@ def test_comparison_of_a_list_and_of_all(runner: CliRunner) -> None:
     assert [v["spec"]["variant"] for v in every["variants"]] == list(VARIANTS)
 
 
+def test_comparison_attention_does_not_depend_on_the_order(runner: CliRunner) -> None:
+    """One attention for every row: 4·d² without biases (swiglu has none), in either order."""
+    forward, backward = _json(runner, "-v", "relu,swiglu", "-d", "1024"), _json(runner, "-v", "swiglu,relu", "-d", "1024")
+    rows = [*forward["variants"], *backward["variants"]]
+    assert {v["attention_params"] for v in rows} == {4 * 1024 * 1024}
+    ratios = {v["spec"]["variant"]: v["ffn_attention_ratio"] for v in forward["variants"]}
+    assert ratios == {v["spec"]["variant"]: v["ffn_attention_ratio"] for v in backward["variants"]}
+    biased = _json(runner, "-v", "relu,gelu", "-d", "1024")["variants"]
+    assert {v["attention_params"] for v in biased} == {4 * 1024 * 1024 + 4 * 1024}
+
+
 def test_match_params_sizes_each_variant_to_the_first(runner: CliRunner) -> None:
     data = _json(runner, "-v", "relu,gelu,swiglu", "-d", "4096", "--match-params")
     relu, gelu, swiglu = data["variants"]

@@ -151,6 +151,8 @@ def test_deepseek_v3_first_dense_layers_and_routing_without_parameters() -> None
     s = preset_model("deepseek-v3")
     assert s.dense_layers == (0, 1, 2) and len(s.moe_layers) == 58
     assert "grouped: top-4 of 8 groups" in s.routing and "2.5" in s.routing
+    # transformers' DeepseekV3TopkRouter scores by sigmoid; DeepseekV2's router by softmax
+    assert s.routing.startswith("sigmoid") and "sigmoid" not in preset_model("deepseek-v2-lite").routing
     assert isinstance(s.attention, LatentAttentionSpec) and s.attention.q_lora_rank == 1536
     assert model_spec_from_config(load_preset("deepseek-v2-lite")).attention.q_lora_rank is None  # type: ignore[union-attr]
 

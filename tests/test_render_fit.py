@@ -291,3 +291,9 @@ def test_bench_numbers_are_whole_at_every_width(command: str, monkeypatch: pytes
         assert all(len(line) <= width for line in text.splitlines())
         for table, w, shown in recorder.drawn:
             _check_table(command, table, w, shown, text, known)
+
+
+def test_a_cell_never_turns_an_emoji_code_into_an_emoji() -> None:
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(FitTable(Text("t"), [Col("name", "fixed"), Col("n")], [["gpt:fire:2", "1"]]))
+    assert "gpt:fire:2" in console.file.getvalue()  # type: ignore[attr-defined]

@@ -156,6 +156,20 @@ def test_models_side_by_side_table() -> None:
     assert max(len(line) for line in out.splitlines()) <= 80
 
 
+def test_models_side_by_side_sizes_from_the_published_totals() -> None:
+    """Worked from each published total: a bias-free dense model with an untied head runs every
+    weight but the embedding and the norms once per token (2 FLOPs each); bfloat16 weights take
+    2 bytes a parameter; Gemma 3's vision tower is named."""
+    result = CliRunner().invoke(app, ["params", "--preset", "llama-3-8b,gemma-3-4b,deepseek-v3", "--json"])
+    llama, gemma, deepseek = json.loads(result.stdout)["models"]
+    norms = 32 * 2 * 4096 + 4096
+    assert llama["matmul_flops_per_token"] == 2 * (8_030_261_248 - 128_256 * 4096 - norms)
+    assert llama["weights_bytes"] == 2 * 8_030_261_248 and (llama["n_heads"], llama["n_kv_heads"]) == (32, 8)
+    assert gemma["vision_params"] > 0 == llama["vision_params"] and deepseek["attention_kind"] == "MLA"
+    out = CliRunner().invoke(app, ["params", "--preset", "llama-3-8b,gemma-3-4b,deepseek-v3"], env={"COLUMNS": "140"}).stdout
+    assert "* gemma-3-4b: the total includes its vision tower" in out and "128 MLA" in out and "32/8" in out
+
+
 @pytest.mark.parametrize("chunk", [1, 3, 8])
 def test_chunked_mean_keys_against_brute_force(chunk: int) -> None:
     for seq_len in range(1, 40):

@@ -234,9 +234,25 @@ def test_grouping_is_linear_in_the_number_of_module_calls(monkeypatch: pytest.Mo
 def test_meta_moe_assumes_balanced_routing() -> None:
     result = trace(small_spec("moe"), batch=2, seq_len=4, device="meta")
     dispatch = next(s for s in result.steps if s.name == "dispatch")
-    assert dispatch.tokens_per_expert == (4, 4, 4, 4)  # ceil(8 tokens · k 2 / 4 experts)
+    assert dispatch.tokens_per_expert == (4, 4, 4, 4)  # 8 tokens · k 2 over 4 experts
     assert "balanced" in dispatch.note
     _assert_flow(result)
+
+
+@pytest.mark.parametrize(("experts", "tokens"), [(8, 3), (64, 5), (6, 7)])
+def test_meta_moe_routes_exactly_n_k_pairs_as_a_real_run_does(experts: int, tokens: int) -> None:
+    """More experts than pairs, or pairs that do not divide: the meta trace's matmul FLOPs are
+    those FlopCounterMode counts on the real module routing real values on CPU."""
+
+    spec = small_spec("moe", experts=experts)
+    meta = trace(spec, batch=1, seq_len=tokens, device="meta")
+    dispatch = next(s for s in meta.steps if s.name == "dispatch")
+    assert sum(dispatch.tokens_per_expert) == tokens * spec.top_k
+    assert max(dispatch.tokens_per_expert) - min(dispatch.tokens_per_expert) <= 1
+    module = build_ffn(spec).eval()
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        module(torch.randn(1, tokens, spec.d_model))
+    assert meta.matmul_flops == counter.get_total_flops()
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])

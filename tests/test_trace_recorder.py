@@ -34,6 +34,7 @@ def test_a_trace_imports_no_dynamo() -> None:
         "        trace(spec, device=device)\n"
         "        trace(spec, device=device, block=BlockSpec.around(spec))\n"
         "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"
+        "assert 'sympy' not in sys.modules, 'sympy was imported'\n"
         "from ffn_cli.trace.nodynamo import _wrapped_kernels\n"
         "assert _wrapped_kernels(), 'no wrapped meta kernel found'\n"
         "assert not any(hasattr(f, '__dynamo_disable') for f in _wrapped_kernels()), 'left patched'\n"

@@ -113,3 +113,17 @@ def test_pure_modules_never_import_torch(module: str) -> None:
     code = f"import sys, {module}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
     assert out.stdout.strip() == "False", module
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_header_formula_names_exactly_the_biases_the_module_has(bias: bool) -> None:
+    """Read from the built module's own parameters: `b_up` in the formula iff `up_proj.bias` exists."""
+    for name, variant in VARIANTS.items():
+        if not isinstance(variant, SingleFFN):
+            continue
+        spec = FFNSpec(variant=name, d_model=8, bias=bias)
+        with torch.device("meta"):
+            module = build_ffn(spec, device="meta")
+        built = {n.removesuffix("_proj.bias") for n, _ in module.named_parameters() if n.endswith("_proj.bias")}
+        shown = set(re.findall(r"b_(\w+)", variant.header_formula(spec)))
+        assert shown == built, (name, bias)

@@ -17,7 +17,7 @@ from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.bench.config import BenchConfig
 from ffn_cli.bench.implementations import Impl, compile_module, keep_ieee_subnormals
 from ffn_cli.bench.memory import PeakMemory, estimate_memory_bytes, min_traffic_bytes
-from ffn_cli.bench.result import BenchEnv, BenchResult, Calibration, case_label
+from ffn_cli.bench.result import BenchEnv, BenchResult, Calibration, case_label, settings_text
 from ffn_cli.bench.stats import TimingStats, summarize
 from ffn_cli.bench.timing import WarmUp, repeats_for, time_calls, warm_up
 from ffn_cli.device import preflight, resolve_device_dtype
@@ -176,6 +176,8 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
     ridge = ridge_flop_per_byte(peak, bandwidth) if peak and bandwidth else None
     return BenchResult(
         variant=spec.variant,
+        settings=settings_text(spec, backward=backward),
+        spec=spec.as_dict(),
         impl=case.impl.name,
         fused=case.impl.fused,
         compile_mode=case.impl.compile_mode,

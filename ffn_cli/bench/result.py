@@ -6,8 +6,12 @@ Plain frozen dataclasses: the renderer reads the same fields for the table and f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["BenchEnv", "BenchReport", "BenchResult", "Calibration", "CheckpointDelta", "case_label"]
+if TYPE_CHECKING:
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["BenchEnv", "BenchReport", "BenchResult", "Calibration", "CheckpointDelta", "case_label", "settings_text"]
 
 
 def case_label(variant: str, d_model: int, d_ff: int, tokens: int, dtype: str, impl: str, checkpoint: bool) -> str:
@@ -50,6 +54,15 @@ class Calibration:
     gemm_samples: int
     copy_bytes: int
     copy_gbps: float
+
+
+def settings_text(spec: FFNSpec, *, backward: bool) -> str:
+    """The module's settings beyond its sizes, as the trace header words them: biases, the
+    variant's own options (experts, top-k, shared, capacity), and dropout where it acts."""
+    parts = ["bias" if spec.bias else "no bias", *spec.info.header_parts(spec)]
+    if spec.dropout and backward:  # the module trains (and drops) only when the backward is timed
+        parts.append(f"dropout {spec.dropout:g}")
+    return " · ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,8 @@ class BenchResult:
     warmup_calls: int
     fastest: bool = False  # the fastest implementation of its case (its only one, when one ran)
     samples_ms: tuple[float, ...] = field(default=(), repr=False)
+    settings: str = ""  # what else shapes the module: biases, experts, routing (settings_text)
+    spec: dict[str, Any] = field(default_factory=dict, repr=False)  # the FFNSpec timed, as FFNSpec.as_dict()
 
     @property
     def label(self) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import math
 import os
 import sys
@@ -161,6 +160,8 @@ def refuse_unused(given: dict[str, Any], allowed: str) -> None:
 def emit_json(data: Any) -> None:
     """Write `data` as JSON on stdout, plainly (no rich markup or wrapping). NaN and ±Inf,
     which JSON cannot hold (Python would write bare NaN / Infinity), become null."""
+    import json  # only --json prints it
+
     sys.stdout.write(json.dumps(_finite_floats(data), indent=2, default=_json_default, allow_nan=False) + "\n")
     sys.stdout.flush()
 

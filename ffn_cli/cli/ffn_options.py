@@ -49,7 +49,7 @@ class FFNOptions:
             "--variant",
             "-v",
             autocompletion=complete_variants,
-            help="FFN variant: " + ", ".join(variant_names()) + ". A comma list (or all) compares them in params, sweeps them in bench.",
+            help="FFN variant: " + ", ".join(variant_names()) + ". ffn params compares a comma list (or all), ffn bench sweeps one.",
         ),
     ] = FFN_DEFAULTS.variant
     d_model: Annotated[
@@ -104,7 +104,9 @@ class FFNOptions:
 
     def variants(self) -> list[str]:
         """'relu, swiglu' → ['relu', 'swiglu']; 'all' → every registry variant."""
-        names = parse_list("variant", self.variant)
+        if not self.variant.replace(",", "").strip():
+            raise FFNError("variant", self.variant, "choose from " + ", ".join(VARIANTS) + ", a comma list of them, or all")
+        names = [name.lower() for name in parse_list("variant", self.variant)]  # SwiGLU is swiglu
         if names == ["all"]:
             return list(VARIANTS)
         for name in names:
@@ -118,6 +120,7 @@ class FFNOptions:
     def spec(self, variant: str, d_model: int, **changes: Any) -> FFNSpec:
         """One FFNSpec from these options (FFNSpec validates); `changes` replace spec fields."""
         values = {_FIELDS.get(f.name, f.name): getattr(self, f.name) for f in fields(self) if f.name not in ("given", "variant", "d_model")}
+        values["expert_variant"] = self.expert_variant.strip().lower()
         return FFNSpec(**{**values, "variant": variant, "d_model": d_model, **changes})
 
     def specs(self, **changes: Any) -> list[FFNSpec]:
@@ -137,8 +140,10 @@ class FFNOptions:
         """The options the user typed (among `names`, if given), with their values."""
         return {name: getattr(self, name) for name in sorted(self.given) if names is None or name in names}
 
-    def refuse(self, names: tuple[str, ...], why: str) -> None:
-        """Refuse the first of `names` that was typed: the chosen path would ignore it."""
-        for name in [f.name for f in fields(self)]:
-            if name in names and name in self.given:
-                raise FFNError(name, getattr(self, name), why)
+    def refuse(self, names: tuple[str, ...], why: str, *, unless_default: bool = False) -> None:
+        """Refuse the first of `names` that was typed (and, with unless_default, set to other
+        than its default): the chosen path would ignore it."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in names and f.name in self.given and not (unless_default and value == f.default):
+                raise FFNError(f.name, value, why)

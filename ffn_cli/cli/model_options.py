@@ -4,13 +4,14 @@ from a command's options to the model layer it builds."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ffn_cli.cli.complete import complete_presets
-from ffn_cli.models.layer_select import LayerChoice, select_layer
-from ffn_cli.models.source import load_model
+
+if TYPE_CHECKING:
+    from ffn_cli.models.layer_select import LayerChoice
 
 __all__ = ["ConfigOpt", "LayerOpt", "ModelOpt", "PresetOpt", "RevisionOpt", "explicit", "model_layer"]
 
@@ -73,6 +74,9 @@ def model_layer(
 
         refuse_unused({"layer": layer, "revision": revision}, "picks a layer of a model: give --preset, --config or --model")
         return None
+    from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
+    from ffn_cli.models.source import load_model
+
     loaded = load_model(preset=preset, config=config, model=model, revision=revision)
     given = explicit(ctx, [name for name in ctx.params if name not in not_spec])
     return select_layer(loaded, layer, given, block=block, default_dtype=default_dtype)

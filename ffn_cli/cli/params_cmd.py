@@ -103,7 +103,7 @@ def params(
         _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json)
         return
     refuse_unused({"revision": revision}, "applies to --model (a Hub model id)")
-    ffn.refuse(_NO_COUNT, "changes the values, not one count or FLOP; ffn trace runs it")
+    ffn.refuse(_NO_COUNT, "changes the values, not one count or FLOP; ffn trace runs it", unless_default=True)
     widths = ffn.widths()
     if len(widths) > 1:
         raise FFNError("d_model", ffn.d_model, "ffn params compares variants at one width; give one --d-model (ffn bench sweeps)")
@@ -114,8 +114,9 @@ def params(
         refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")
         _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
         return
-    # One attention for the whole table; its biases follow the (first) FFN unless given.
-    qkv_bias = bool(specs[0].bias) if attn_bias is None else attn_bias
+    # One attention for the whole table, whatever the order of the list: biased when every FFN
+    # is (the tutorial's block), else not, unless --attn-bias says.
+    qkv_bias = all(bool(s.bias) for s in specs) if attn_bias is None else attn_bias
     attention = AttentionSpec(d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, qkv_bias=qkv_bias, o_bias=qkv_bias)
     _print_ffns(specs, attention, check_dtype("float32" if dtype is None else dtype), match_params, ffn.multiple_of, seq_lens, json)
 
@@ -220,9 +221,9 @@ def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], js
         compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
     if len(compared) > 1:
         if json:
-            emit_json(model_comparison_data(compared))
+            emit_json(model_comparison_data(compared, dtype))
         else:
-            console.print(model_comparison_view(compared))
+            console.print(model_comparison_view(compared, dtype))
         return
     _name, result, stack, rows = compared[0]
     if json:

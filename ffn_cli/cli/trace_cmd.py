@@ -15,6 +15,7 @@ from ffn_cli.cli.options import (
     DeviceOpt,
     DTypeOpt,
     EPOpt,
+    HeadDimOpt,
     JsonOpt,
     ModeOpt,
     NHeadsOpt,
@@ -79,6 +80,7 @@ def trace(
     checkpoint: GradCheckpointOpt = False,
     n_heads: NHeadsOpt = None,
     n_kv_heads: NKVHeadsOpt = None,
+    head_dim: HeadDimOpt = None,
     norm: NormOpt = "layernorm",
     pre_norm: PreNormOpt = False,
     tp: TPOpt = 1,
@@ -114,7 +116,12 @@ def trace(
     if norm.strip().lower() not in NORMS:
         raise FFNError("norm", norm, "choose one of " + ", ".join(NORMS))
     if not block:  # the attention options shape the block; without it they would be ignored
-        attention = {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "norm": norm if norm.strip().lower() != "layernorm" else None}
+        attention = {
+            "n_heads": n_heads,
+            "n_kv_heads": n_kv_heads,
+            "head_dim": head_dim,
+            "norm": norm if norm.strip().lower() != "layernorm" else None,
+        }
         refuse_unused({**attention, "pre_norm": pre_norm}, "shapes the Transformer block around the FFN: add --block, or drop it")
     if tp != 1 or ep != 1:
         unused = {
@@ -132,7 +139,11 @@ def trace(
     if choice is not None and choice.attention is not None:
         block_spec: BlockSpec | None = BlockSpec(spec, choice.attention, choice.norm, choice.pre_norm, choice.eps)
     else:
-        block_spec = BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, norm=norm, pre_norm=pre_norm) if block else None
+        block_spec = (
+            BlockSpec.around(spec, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, norm=norm, pre_norm=pre_norm)
+            if block
+            else None
+        )
     result = run_trace(
         spec,
         batch=batch,

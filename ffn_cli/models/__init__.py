@@ -6,13 +6,16 @@ attention → `ffn_report` / `compare_variants`.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ffn_cli.models.config import load_config, load_preset, parse_config, preset_names
-from ffn_cli.models.count import ModelParams, ModelPart, TrainingMemory, count_model, training_memory
-from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
-from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, TensorGroup, compare_variants, ffn_report, match_d_ff
-from ffn_cli.models.spec import ModelSpec
+if TYPE_CHECKING:
+    from ffn_cli.models.config import load_config, load_preset, parse_config, preset_names
+    from ffn_cli.models.count import ModelParams, ModelPart, TrainingMemory, count_model, training_memory
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
+    from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, TensorGroup, compare_variants, ffn_report, match_d_ff
+    from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
     "BACKWARD_FACTOR",
@@ -39,9 +42,30 @@ __all__ = [
 ]
 
 
+# Each name loads its module on first use: `ffn params` for one FFN reads none of the model
+# readers, and importing one submodule (models.layer) runs this file first.
+_MODULES = {
+    "config": ("load_config", "load_preset", "parse_config", "preset_names"),
+    "count": ("ModelParams", "ModelPart", "TrainingMemory", "count_model", "training_memory"),
+    "families": ("SUPPORTED_MODEL_TYPES", "model_spec_from_config"),
+    "layer": ("BACKWARD_FACTOR", "Comparison", "FFNReport", "TensorGroup", "compare_variants", "ffn_report", "match_d_ff"),
+    "spec": ("ModelSpec",),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"ffn_cli.models.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'ffn_cli.models' has no attribute {name!r}")
+
+
 def config_model(path: str) -> ModelSpec:
     """The ModelSpec of a config.json (or a model directory holding one), named after its
     `_name_or_path`, else its directory (for a config.json) or its file name."""
+    from ffn_cli.models.config import load_config
+    from ffn_cli.models.families import model_spec_from_config
+
     config, file = load_config(path), Path(path)
     label = file.name if file.is_dir() else file.parent.name if file.name == "config.json" else file.stem
     return model_spec_from_config(config, name=str(config.get("_name_or_path") or label or path), source=path)
@@ -49,5 +73,8 @@ def config_model(path: str) -> ModelSpec:
 
 def preset_model(name: str) -> ModelSpec:
     """The ModelSpec of a shipped preset, named after it."""
+    from ffn_cli.models.config import load_preset
+    from ffn_cli.models.families import model_spec_from_config
+
     key = name.strip().lower()
     return model_spec_from_config(load_preset(key), name=key, source=f"preset {key}")

@@ -452,7 +452,9 @@ def _deepseek_v3(r: _Reader, name: str) -> ModelSpec:
     moe_layers = tuple(range(min(first, layers), layers))
     moe = _deepseek_moe(r, d, r.integer("n_routed_experts")) if moe_layers else None
     groups, topk_groups = r.opt_integer("n_group"), r.opt_integer("topk_group")
-    routing = []
+    # V3 scores experts by sigmoid, choosing on scores plus its correction bias (transformers'
+    # DeepseekV3TopkRouter); V2 by softmax, as the built mixture does.
+    routing = ["sigmoid scores, chosen with a bias correction"] if r.model_type == "deepseek_v3" else []
     if groups and groups > 1:
         routing.append(f"grouped: top-{topk_groups} of {groups} groups")
     scale = r.number("routed_scaling_factor", 1.0)

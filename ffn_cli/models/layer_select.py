@@ -94,10 +94,14 @@ def default_layer(model: LoadedModel) -> int:
     return model.spec.moe_layers[0] if model.spec.moe_layers else 0
 
 
+# Flags whose off form is not --no-NAME.
+_OFF_FLAGS = {"pre_norm": "--post-norm"}
+
+
 def _flag(option: str, value: Any) -> str:
     name = "--" + option.replace("_", "-")
     if isinstance(value, bool):
-        return name if value else "--no-" + option.replace("_", "-")
+        return name if value else _OFF_FLAGS.get(option, "--no-" + option.replace("_", "-"))
     return f"{name} {value}"
 
 
@@ -124,8 +128,9 @@ def select_layer(
     ffn = spec.moe_ffn if index in spec.moe_layers else spec.dense_ffn
     assert ffn is not None  # ModelSpec guarantees an FFN for every layer
     changes = {FFN_OVERRIDES[k]: v for k, v in given.items() if k in FFN_OVERRIDES}
-    if isinstance(changes.get("variant"), str):
-        changes["variant"] = changes["variant"].strip()
+    for key in ("variant", "expert_variant"):
+        if isinstance(changes.get(key), str):
+            changes[key] = changes[key].strip().lower()
     ffn = ffn.with_(**changes)
     overrides = [_flag(k, v) for k, v in given.items() if k in FFN_OVERRIDES or k == "dtype"]
     dtype, dtype_from = _dtype(model, given, default_dtype)
@@ -162,7 +167,7 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
     attention = _block_attention(spec.attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
     pre_norm = bool(given.get("pre_norm", model.causal))
-    overrides = [*choice.overrides, *(_flag(k, given[k]) for k in ("n_heads", "n_kv_heads", "norm", "pre_norm") if k in given)]
+    overrides = [*choice.overrides, *(_flag(k, given[k]) for k in ("n_heads", "n_kv_heads", "head_dim", "norm", "pre_norm") if k in given)]
     notes = [*choice.not_built, *_block_notes(choice)]
     return LayerChoice(
         model,
@@ -180,18 +185,21 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
 
 
 def _block_attention(a: AnyAttention, name: str, given: Mapping[str, Any]) -> AnyAttention:
-    """The model's attention with --n-heads / --n-kv-heads applied: a new head count takes the
-    width d_model / heads (MLA keeps its head widths); MLA has no K/V heads of its own to set."""
+    """The model's attention with --n-heads / --n-kv-heads / --head-dim applied: a new head count
+    takes the width d_model / heads unless --head-dim says (MLA keeps its head widths); MLA has
+    no K/V heads or single head width of its own to set."""
     if isinstance(a, LatentAttentionSpec):
-        if "n_kv_heads" in given:
-            allowed = f"{name}'s multi-head latent attention expands one shared latent to every head; drop --n-kv-heads"
-            raise FFNError("n_kv_heads", given["n_kv_heads"], allowed)
+        why = {"n_kv_heads": "expands one shared latent to every head", "head_dim": "has separate q/k and v head widths"}
+        for option, reason in why.items():
+            if option in given:
+                allowed = f"{name}'s multi-head latent attention {reason}; drop --{option.replace('_', '-')}"
+                raise FFNError(option, given[option], allowed)
         return replace(a, n_heads=check_int("n_heads", given["n_heads"], maximum=MAX_DIM)) if "n_heads" in given else a
-    if "n_heads" not in given and "n_kv_heads" not in given:
+    if not {"n_heads", "n_kv_heads", "head_dim"} & set(given):
         return a
     heads = given.get("n_heads", a.n_heads)
     kv = given.get("n_kv_heads", a.n_kv_heads if "n_heads" not in given else None)
-    head_dim = a.head_dim if "n_heads" not in given else None
+    head_dim = given.get("head_dim", a.head_dim if "n_heads" not in given else None)
     return replace(a, n_heads=heads, n_kv_heads=kv, head_dim=head_dim)
 
 

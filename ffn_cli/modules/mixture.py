@@ -4,7 +4,6 @@ labels it by where it ran, whichever order the dispatch takes."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -40,9 +39,15 @@ def _unflatten(out: Tensor, shape: torch.Size) -> Tensor:
     return out.reshape(shape)
 
 
-def _balanced(chosen: Tensor, experts: int) -> tuple[Tensor, Tensor]:
-    """Meta tensors have no values to route by: each expert gets an equal share of the rows."""
-    n = math.ceil(chosen.numel() / experts)
+def balanced_share(pairs: int, experts: int, expert: int) -> int:
+    """Meta tensors have no values to route by: the N·k (token, expert) pairs are spread as
+    evenly as they go, the first pairs mod E experts taking one more, so the shares sum to N·k."""
+    share, extra = divmod(pairs, experts)
+    return share + (1 if expert < extra else 0)
+
+
+def _balanced(chosen: Tensor, experts: int, expert: int) -> tuple[Tensor, Tensor]:
+    n = balanced_share(chosen.numel(), experts, expert)
     return torch.arange(n, device=chosen.device), torch.zeros(n, dtype=torch.long, device=chosen.device)
 
 
@@ -100,7 +105,7 @@ class MoEFFN(_Mixture):
         """Each expert's (token rows, slot), in token order, after capacity."""
         experts = self.spec.experts
         if chosen.is_meta:
-            pairs = [w.step("dispatch", _balanced, chosen, experts)] * experts
+            pairs = [w.step("dispatch", _balanced, chosen, experts, e) for e in range(experts)]
         elif self.dispatch == "sorted":
             token_idx, slot, counts = w.step("dispatch", sort_by_expert, chosen, experts)
             ends = counts.cumsum(0).tolist()

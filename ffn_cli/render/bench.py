@@ -38,6 +38,7 @@ def _pct(r: BenchResult) -> str:
 # The columns that say which case a row is; those with one value in the whole report move to the title.
 _CASE_COLUMNS: tuple[tuple[str, Callable[[BenchResult], str]], ...] = (
     ("variant", lambda r: r.variant),
+    ("settings", lambda r: r.settings),
     ("impl", lambda r: r.impl + (" +ckpt" if r.checkpoint else "")),
     ("pass", _pass),
     ("dtype", lambda r: r.dtype),
@@ -54,7 +55,7 @@ def _split_columns(results: Sequence[BenchResult]) -> tuple[list[tuple[str, Call
         values = list(dict.fromkeys(get(r) for r in results))
         if len(values) > 1 or name == "impl":
             varying.append((name, get))
-        elif values:
+        elif values and values[0]:
             constant.append(_TITLE_FORMAT.get(name, "{}").format(values[0]))
     return varying, constant
 
@@ -72,7 +73,9 @@ def _starred(results: Sequence[BenchResult]) -> set[int]:
 
 
 def _row_label(r: BenchResult, varying: Sequence[tuple[str, Callable[[BenchResult], str]]], star: bool) -> str:
-    return " ".join(_TITLE_FORMAT.get(name, "{}").format(get(r)) for name, get in varying) + (" ★" if star else "")
+    """A bar's label: the case columns that vary (settings vary only with the variant, named already)."""
+    names = [_TITLE_FORMAT.get(name, "{}").format(get(r)) for name, get in varying if name != "settings"]
+    return " ".join(names) + (" ★" if star else "")
 
 
 # How soon each measured column leaves a narrow terminal (1 first); None: it always stays.
@@ -86,7 +89,8 @@ _MEASURED: tuple[tuple[str, int | None], ...] = (
     ("peak mem", 2),
     ("extra mem", 4),
 )
-_CASE_DROP = {"variant": None, "impl": None, "pass": 8, "dtype": 9, "d_model": 10, "d_ff": 10, "tokens": 10}
+_CASE_KIND = {"d_model": "num", "d_ff": "num", "tokens": "num", "settings": "text"}
+_CASE_DROP = {"variant": None, "settings": 9, "impl": None, "pass": 8, "dtype": 9, "d_model": 10, "d_ff": 10, "tokens": 10}
 MEMORY_NOTE = "peak mem: CUDA max allocated, or the process's peak RSS on CPU · extra mem: over what was allocated before the call"
 
 
@@ -94,7 +98,7 @@ def results_table(report: BenchReport) -> FitTable:
     env = report.env
     varying, constant = _split_columns(report.results)
     starred = _starred(report.results)
-    columns = [Col(name, "num" if name in ("d_model", "d_ff", "tokens") else "fixed", drop=_CASE_DROP[name]) for name, _ in varying]
+    columns = [Col(name, _CASE_KIND.get(name, "fixed"), drop=_CASE_DROP[name]) for name, _ in varying]
     columns += [Col(name, drop=drop) for name, drop in _MEASURED]
     columns.append(Col("bound", "fixed", drop=7))
     rows: list[list[Cell]] = []

@@ -56,7 +56,8 @@ class Col:
 
 
 def _text(cell: Cell) -> Text:
-    return Text.from_markup(cell) if isinstance(cell, str) else cell
+    # Markup the tool wrote, but never emoji codes: a ':name:' in a model's name stays as typed.
+    return Text.from_markup(cell, emoji=False) if isinstance(cell, str) else cell
 
 
 def _lines(cell: Cell) -> list[str]:

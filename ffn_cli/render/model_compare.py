@@ -10,7 +10,8 @@ from rich.text import Text
 from ffn_cli.models.count import ModelParams
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
-from ffn_cli.render.format import fmt_count, fmt_si
+from ffn_cli.render.format import fmt_bytes, fmt_count
+from ffn_cli.render.literal import literal, visible
 from ffn_cli.render.params import _table
 
 __all__ = ["ComparedModel", "model_comparison_data", "model_comparison_view"]
@@ -27,17 +28,39 @@ def _d_ff_ratio(m: ModelParams) -> float:
     return ffn.hidden / s.d_model
 
 
-def _row(name: str, m: ModelParams, stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[str, Any]:
+def _heads(m: ModelParams) -> str:
+    """Query / key-value heads, or MLA's heads over one shared latent."""
+    a = m.spec.attention
+    return f"{a.n_heads} MLA" if a.kind == "MLA" else f"{a.n_heads}/{a.n_kv_heads}"
+
+
+def _sig3(value: float) -> str:
+    """Three significant digits, trailing zeros kept (4.30 G beside 8.03 G)."""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:#.3g}".rstrip(".") + f" {prefix}"
+    return f"{value:#.3g}".rstrip(".")
+
+
+def _row(name: str, m: ModelParams, stack: LayerStack, rows: tuple[FlopsAtLength, ...], dtype: str) -> dict[str, Any]:
+    a = m.spec.attention
     data = {
         "name": name,
         "model_type": m.spec.model_type,
         "total_params": m.total_params,
         "active_params": m.active_params,
+        "vision_params": m.vision_params,
+        "weights_bytes": m.weight_bytes(dtype),
+        "dtype": dtype,
+        "matmul_flops_per_token": m.matmul_flops_per_token,
         "ffn_share": m.ffn_share,
         "ffn_attention_ratio": m.ffn_attention_ratio,
         "d_ff_over_d_model": _d_ff_ratio(m),
         "n_layers": m.spec.n_layers,
         "d_model": m.spec.d_model,
+        "attention_kind": a.kind,
+        "n_heads": a.n_heads,
+        "n_kv_heads": a.n_kv_heads,
         "vocab_size": m.spec.vocab_size,
     }
     if rows:
@@ -46,33 +69,41 @@ def _row(name: str, m: ModelParams, stack: LayerStack, rows: tuple[FlopsAtLength
     return data
 
 
-def model_comparison_data(models: list[ComparedModel]) -> dict[str, Any]:
-    return {"models": [_row(*m) for m in models]}
+def model_comparison_data(models: list[ComparedModel], dtype: str) -> dict[str, Any]:
+    return {"models": [_row(*m, dtype) for m in models]}
 
 
-def model_comparison_view(models: list[ComparedModel]) -> RenderableType:
-    data = [_row(*m) for m in models]
-    columns = [Col("model", "fixed"), Col("total"), Col("active", drop=5), Col("FFN %"), Col("FFN/attn", drop=4)]
+def model_comparison_view(models: list[ComparedModel], dtype: str) -> RenderableType:
+    data = [_row(*m, dtype) for m in models]
+    columns = [Col("model", "fixed"), Col("total"), Col("active", drop=8), Col(f"weights {dtype}", drop=6), Col("FFN %")]
+    columns += [Col("FFN/attn", drop=7), Col("FLOPs/token", drop=9), Col("d_model", drop=5), Col("heads", "fixed", drop=4)]
     columns += [Col("d_ff/d", drop=3), Col("layers", drop=2), Col("vocab", drop=1)]
     rows = []
-    for d in data:
-        active = fmt_si(d["active_params"], digits=3)
-        ratio = d["ffn_attention_ratio"]
+    for d, (_, m, _, _) in zip(data, models, strict=True):
         rows.append(
             [
-                d["name"],
-                fmt_si(d["total_params"], digits=3),
-                active,
+                literal(d["name"]),
+                _sig3(d["total_params"]) + ("*" if d["vision_params"] else ""),
+                _sig3(d["active_params"]),
+                fmt_bytes(d["weights_bytes"]),
                 f"{100 * d['ffn_share']:.1f}%",
-                f"{ratio:.2f}×",
+                f"{d['ffn_attention_ratio']:.2f}×",
+                _sig3(d["matmul_flops_per_token"]),
+                fmt_count(d["d_model"]),
+                _heads(m),
                 f"{d['d_ff_over_d_model']:.2f}",
                 str(d["n_layers"]),
                 fmt_count(d["vocab_size"]),
             ]
         )
     parts: list[RenderableType] = [_table("models side by side: parameters", columns, rows)]
-    notes = "FFN %: share of all parameters · FFN/attn: over attention parameters · d_ff/d: an expert's for MoE"
-    parts.append(Text(notes, style="dim"))
+    notes = [
+        "FFN %: share of all parameters · FFN/attn: over attention parameters · FLOPs/token: forward matmuls of one "
+        "token's active path and the LM head, attention scores left out · heads: query/key-value · d_ff/d: an expert's for MoE"
+    ]
+    towers = [d for d in data if d["vision_params"]]
+    notes += [f"* {visible(d['name'])}: the total includes its vision tower, {_sig3(d['vision_params'])}" for d in towers]
+    parts += [Text(note, style="dim") for note in notes]
     if models[0][3]:
         parts += [Text(""), _flops_table(data, models)]
     return Group(*parts)
@@ -84,7 +115,8 @@ def _flops_table(data: list[dict[str, Any]], models: list[ComparedModel]) -> Ren
     rows = []
     for d in data:
         cross = d["crossover_seq_len"]
-        rows.append([d["name"], *(f"{100 * d['ffn_flops_share'][str(n)]:.1f}%" for n in lengths), fmt_count(cross) if cross else "never"])
+        shares = [f"{100 * d['ffn_flops_share'][str(n)]:.1f}%" for n in lengths]
+        rows.append([literal(d["name"]), *shares, fmt_count(cross) if cross else "never"])
     note = Text(
         "the FFN's share of forward matmul FLOPs per token at each seq_len (embeddings and LM head left out); "
         "crossover: the seq_len at which attention's FLOPs overtake the FFN's",

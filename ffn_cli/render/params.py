@@ -3,18 +3,20 @@ table and `--json` cannot disagree."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.attention import AnyAttention
-from ffn_cli.models.count import ModelParams, TrainingMemory, training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.render.literal import literal, visible
+
+if TYPE_CHECKING:
+    from ffn_cli.models.count import ModelParams, TrainingMemory
 
 __all__ = [
     "comparison_data",
@@ -290,6 +292,8 @@ def _parts_table(m: ModelParams) -> FitTable:
 
 def memory_rows(params: int, dtype: str) -> list[list[str]]:
     """The weights and training-memory rows of a model summary, from its parameter total."""
+    from ffn_cli.models.count import training_memory  # loaded with a model, not for one FFN
+
     weights = [f"{d} {fmt_bytes(params * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES]
     t = training_memory(params, dtype)
     parts = [f"weights {fmt_bytes(t.weights_bytes)}", f"grads {fmt_bytes(t.grads_bytes)}"]

@@ -25,6 +25,7 @@ from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
 from ffn_cli.trace.nodynamo import dynamo_left_out
+from ffn_cli.trace.nosympy import sympy_left_out
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
@@ -311,7 +312,7 @@ class Recorder(TorchDispatchMode):
             handles.append(module.register_forward_pre_hook(_pre_hook(self, path)))
             handles.append(module.register_forward_hook(self.exit))
         try:
-            with torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack), dynamo_left_out(), self:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack), dynamo_left_out(), sympy_left_out(), self:
                 out = self.root(x)
         finally:
             for handle in handles:

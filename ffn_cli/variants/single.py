@@ -7,6 +7,7 @@ parameter list, the torch module and the accounting. The forward is written once
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,10 @@ class SingleFFN(Variant):
         return ACTIVATIONS[self.activation]
 
     # --- layout ---------------------------------------------------------------------------
+
+    def header_formula(self, spec: FFNSpec) -> str:
+        """The formula with a bias term for each projection exactly when the spec has biases."""
+        return with_biases(self.formula, bool(spec.bias))
 
     def linears(self, spec: FFNSpec) -> tuple[LinearSpec, ...]:
         raise NotImplementedError
@@ -138,3 +143,20 @@ def _term(count: int, symbols: str) -> str:
     if symbols == "1":
         return str(count)
     return symbols if count == 1 else f"{count}·{symbols}"
+
+
+def with_biases(formula: str, bias: bool) -> str:
+    """`formula` with `+ b_name` beside every `W_name·x` and after `W_down·…`, or with none.
+
+    A projection that is a function's whole argument gets its bias inside the call
+    (`silu(W_gate·x + b_gate)`); elsewhere it is bracketed (`⊙ (W_up·x + b_up)`).
+    """
+    bare = re.sub(r" \+ b_\w+", "", formula)
+    if not bias:
+        return bare
+    body, _, rest = bare.partition(",  ")
+    body = re.sub(r"(?<=\()W_(\w+)·x(?=[),])", r"W_\1·x + b_\1", body)
+    body = re.sub(r"W_(\w+)·x(?![\w ]\+|\w)", r"(W_\1·x + b_\1)", body)
+    rest = re.sub(r"(?<=\()W_(\w+)·x(?=[),])", r"W_\1·x + b_\1", rest)
+    body += " + b_down"
+    return f"{body},  {rest}" if rest else body
