@@ -180,6 +180,29 @@ def _check_table(command: str, table: FitTable, width: int, shown: list[int], te
     hidden = [table.columns[i].header.replace("\n", " ") for i in range(len(table.columns)) if i not in shown]
     if hidden:
         assert " ".join(hidden_note(hidden, width).split()) in " ".join(text.split()), f"{command} at {width}: no footnote for {hidden}"
+    _check_order(f"{command} at {width}", table, shown)
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+
+
+def _check_order(where: str, table: FitTable, shown: list[int]) -> None:
+    """A column with nothing in it (all blank or `—`) leaves before one that holds something;
+    columns that share a `drop` are shown or hidden together."""
+    droppable = [i for i, c in enumerate(table.columns) if c.drop is not None]
+    rows = [row for row in table.rows if row is not None]
+
+    def empty(i: int) -> bool:
+        return all(_plain(row[i]).strip() in ("", "—") for row in rows)
+
+    gone = [i for i in droppable if i not in shown]
+    if any(not empty(i) for i in gone):
+        kept_empty = [table.columns[i].header for i in droppable if i in shown and empty(i)]
+        assert not kept_empty, f"{where}: {kept_empty} hold nothing yet stayed while a column with data left"
+    for i in droppable:
+        partners = [k for k in droppable if table.columns[k].drop == table.columns[i].drop]
+        assert len({k in shown for k in partners}) == 1, f"{where}: {[table.columns[k].header for k in partners]} split"
 
 
 # --- the fitting rule on its own --------------------------------------------------------------
@@ -297,3 +320,42 @@ def test_a_cell_never_turns_an_emoji_code_into_an_emoji() -> None:
     console = Console(width=80, file=io.StringIO(), color_system=None)
     console.print(FitTable(Text("t"), [Col("name", "fixed"), Col("n")], [["gpt:fire:2", "1"]]))
     assert "gpt:fire:2" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+# --- which columns a reader keeps ------------------------------------------------------------
+
+
+def _layouts(command: str, width: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[list[str], list[str]]]:
+    """Each table the command draws at `width`, by title: (headers shown, headers hidden)."""
+    renderables = _printed(command.split(), monkeypatch)
+    recorder = _Recorder(monkeypatch)
+    _draw(renderables, width)
+    monkeypatch.undo()
+    out = {}
+    for table, _, shown in recorder.drawn:
+        title = table.title.plain if isinstance(table.title, Text) else str(table.title)
+        headers = [c.header for c in table.columns]
+        out[title] = ([headers[i] for i in shown], [h for i, h in enumerate(headers) if i not in shown])
+    return out
+
+
+@pytest.mark.parametrize(
+    "command", ["trace --preset qwen3-8b --block --device meta", "trace --preset deepseek-v2-lite --block --layer 0 --device meta"]
+)
+def test_a_block_keeps_its_operation_at_80_columns(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operation is the only text that says what `attn.kv_a_proj_with_mqa` does: it wraps,
+    and the parameter shapes leave first."""
+    shown, hidden = _layouts(command, 80, monkeypatch)["Shape flow, step by step"]
+    assert "operation" in shown and "parameters" in hidden
+
+
+def test_variants_at_80_columns_keep_the_counts_and_let_the_papers_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown, hidden = _layouts("variants", 80, monkeypatch)["FFN variants"]
+    assert {"params", "matmul FLOPs/token"} <= set(shown) and "origin" in hidden
+
+
+def test_the_backward_at_80_columns_keeps_names_shapes_and_flops(monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = _layouts("trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward", 80, monkeypatch)
+    steps = tables["Backward, step by step, as autograd ran it (dL/dy: seeded normal)"][0]
+    assert {"backward of", "gradient in → out", "FLOPs"} <= set(steps)
+    assert {"parameter", "shape", "norm"} <= set(tables["Parameter gradients"][0])
