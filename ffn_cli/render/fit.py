@@ -118,9 +118,13 @@ class FitTable:
     caption: Cell | None = None
     show_header: bool = True
     _bounds: list[tuple[int, int, int]] = field(init=False, repr=False)
+    _empty: list[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._bounds = [self._column_bounds(i) for i in range(len(self.columns))]
+        # A droppable column with nothing in it (every cell blank or `—`) goes before any other.
+        rows = [row for row in self.rows if row is not None]
+        self._empty = [i for i, c in enumerate(self.columns) if c.drop is not None and all(_empty(row[i]) for row in rows)]
 
     def _column_bounds(self, i: int) -> tuple[int, int, int]:
         """(narrowest without breaking a number or a word, narrowest comfortable, widest)."""
@@ -138,10 +142,6 @@ class FitTable:
         soft = max(hard, min(col.floor, widest)) if col.kind in ("text", "terms") else hard
         return hard, soft, widest
 
-    def _leaves_first(self, i: int) -> bool:
-        """A droppable column with nothing in it (every cell blank or `—`) goes before any other."""
-        return self.columns[i].drop is not None and all(row is None or _empty(row[i]) for row in self.rows)
-
     def layout(self, width: int) -> tuple[list[int], list[int]]:
         """(the indices of the columns shown, the width of each), for a console `width` wide."""
         shown = list(range(len(self.columns)))
@@ -153,7 +153,7 @@ class FitTable:
             droppable = [i for i in shown if self.columns[i].drop is not None]
             if not droppable:
                 break
-            empty = [i for i in droppable if self._leaves_first(i)]
+            empty = [i for i in droppable if i in self._empty]
             if empty:
                 shown.remove(empty[-1])
                 continue
