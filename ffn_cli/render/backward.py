@@ -137,14 +137,15 @@ def _flags(flags: tuple[str, ...]) -> Text:
 
 
 def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:
-    # Flags (nan, inf, vanishing) outlast every statistic; with none raised there is no column.
-    flagged = any(s.flags for s in b.steps if not s.recompute)
-    columns = [Col("#", drop=1), Col("backward of", "fixed"), *_STATS_COLUMNS, *([Col("flags", "text", drop=4)] if flagged else [])]
-    rows: list[list[Cell]] = [[Text(""), Text("dL/dy"), *_stats_cells(b.output_grad), *([Text("")] if flagged else [])]]
+    columns = [Col("#", drop=1), Col("backward of", "fixed"), *_STATS_COLUMNS, Col("flags", "text", drop=4)]
+    rows: list[list[Cell]] = [[Text(""), Text("dL/dy"), *_stats_cells(b.output_grad), Text("")]]
     for n, s in enumerate(b.steps, 1):
         if not s.recompute:
-            rows.append([Text(str(n)), Text(s.of), *_stats_cells(s.stats), *([_flags(s.flags)] if flagged else [])])
-    rows.append([Text(""), Text("dL/dx"), *_stats_cells(b.input_grad), *([Text("")] if flagged else [])])
+            rows.append([Text(str(n)), Text(s.of), *_stats_cells(s.stats), _flags(s.flags)])
+    rows.append([Text(""), Text("dL/dx"), *_stats_cells(b.input_grad), Text("")])
+    # Flags (nan, inf, vanishing) outlast every statistic; with none raised there is no column.
+    if not any(s.flags for s in b.steps if not s.recompute):
+        columns, rows = columns[:-1], [row[:-1] for row in rows]
     return FitTable("Gradient each step hands on", columns, rows)
 
 
