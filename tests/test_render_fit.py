@@ -23,7 +23,7 @@ from rich.text import Text
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app, common
-from ffn_cli.render.fit import Col, FitTable, hidden_note
+from ffn_cli.render.fit import TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
 
 WIDTHS = (60, 80, 100, 120)
 
@@ -44,6 +44,9 @@ COMMANDS = [
     "params --variant moe --ep 4",
     "variants",
     "trace --variant moe --ep 2 -d 64 --d-ff 128 --experts 4",
+    # The backward's four tables, of a block whose names are long (MLA) and of a checkpointed FFN.
+    "trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward",
+    "trace --variant swiglu --backward --checkpoint",
 ]
 
 # A number, with the unit or scale that follows it: 1,050,624 · 4.00 MiB · 12.9 GFLOP · 3.2× · 49.8 %
@@ -166,7 +169,9 @@ def _check_table(command: str, table: FitTable, width: int, shown: list[int], te
                 missing = [w for w in cell.plain.split() if w not in words]
                 assert not missing, f"{command} at {width}: {missing} broken in a wrapped cell"
                 continue
-            for cell_line in cell.plain.split("\n"):
+            # A sum is wrapped between its terms: each term is checked as a line of its own.
+            pieces = [t for line in cell.plain.split("\n") for t in line.split(TERM_JOIN)] if kind == "terms" else cell.plain.split("\n")
+            for cell_line in pieces:
                 if cell_line.strip():
                     assert any(cell_line in line for line in lines), f"{command} at {width}: {cell_line!r} is not printed whole"
                 for m in _NUMBER.finditer(cell_line):
@@ -175,6 +180,29 @@ def _check_table(command: str, table: FitTable, width: int, shown: list[int], te
     hidden = [table.columns[i].header.replace("\n", " ") for i in range(len(table.columns)) if i not in shown]
     if hidden:
         assert " ".join(hidden_note(hidden, width).split()) in " ".join(text.split()), f"{command} at {width}: no footnote for {hidden}"
+    _check_order(f"{command} at {width}", table, shown)
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+
+
+def _check_order(where: str, table: FitTable, shown: list[int]) -> None:
+    """A column with nothing in it (all blank or `—`) leaves before one that holds something;
+    columns that share a `drop` are shown or hidden together."""
+    droppable = [i for i, c in enumerate(table.columns) if c.drop is not None]
+    rows = [row for row in table.rows if row is not None]
+
+    def empty(i: int) -> bool:
+        return all(_plain(row[i]).strip() in ("", "—") for row in rows)
+
+    gone = [i for i in droppable if i not in shown]
+    if any(not empty(i) for i in gone):
+        kept_empty = [table.columns[i].header for i in droppable if i in shown and empty(i)]
+        assert not kept_empty, f"{where}: {kept_empty} hold nothing yet stayed while a column with data left"
+    for i in droppable:
+        partners = [k for k in droppable if table.columns[k].drop == table.columns[i].drop]
+        assert len({k in shown for k in partners}) == 1, f"{where}: {[table.columns[k].header for k in partners]} split"
 
 
 # --- the fitting rule on its own --------------------------------------------------------------
@@ -202,10 +230,58 @@ def test_fitted_table_keeps_numbers_whole(names: list[str], numbers: list[list[s
                 assert row[i] in text
     hidden = table.hidden(width)
     assert (hidden_note(hidden, width) in " ".join(text.split())) if hidden else "hidden at" not in text
-    # Columns leave in their stated order: a column shown means every column that leaves after it is shown.
-    order = sorted((c.drop, -k) for k, c in enumerate(columns) if c.drop is not None)
+    # Columns leave in their stated order (a column with nothing in it before any): a column
+    # shown means every column that leaves after it is shown.
+    empty = [k for k, c in enumerate(columns) if c.drop is not None and all(not row[k].strip() for row in rows)]
+    ranked = sorted((c.drop, k) for k, c in enumerate(columns) if c.drop is not None and k not in empty)
+    order = [*reversed(empty), *(k for _, k in ranked)]
     gone = [k for k in range(len(columns)) if k not in shown]
-    assert [(-k) for _, k in order][: len(gone)] == sorted(gone, key=lambda k: [-kk for _, kk in order].index(k))
+    assert sorted(gone, key=order.index) == order[: len(gone)]
+
+
+def _table(columns: list[Col], rows: list[list[str]]) -> FitTable:
+    return FitTable(None, columns, [[Text(c) for c in row] for row in rows])
+
+
+def test_columns_that_share_a_drop_leave_together() -> None:
+    """min and max are read as a pair: the width that has no room for both shows neither."""
+    columns = [Col("step", "fixed"), Col("mean"), Col("min", drop=1), Col("max", drop=1), Col("std", drop=2)]
+    table = _table(columns, [["activation", "0.2304", "-0.1700", "4.2050", "0.5803"]])
+    # Widths 10 + 6 + 7 + 6 + 6 and four gaps of 2: 43 with every column, 26 without min and max.
+    assert table.hidden(43) == []
+    assert table.hidden(42) == ["min", "max"]
+    assert table.hidden(26) == ["min", "max"] and table.hidden(25) == ["min", "max", "std"]
+
+
+def test_a_column_with_nothing_in_it_leaves_first() -> None:
+    """A column of `—` (no peak known on this device) goes before any that holds a number."""
+    columns = [Col("case", "fixed"), Col("ms"), Col("n", drop=1), Col("% peak", drop=5), Col("bound", "fixed", drop=6)]
+    table = _table(columns, [["relu", "0.61", "3", "—", "—"], ["swiglu", "0.72", "3", "", "—"]])
+    # Widths 6 + 4 + 1 + 4 (`% peak` wraps its header) + 5 and four gaps: 28; without bound 21,
+    # then without % peak 15, then without n 12.
+    assert table.hidden(28) == []
+    assert table.hidden(27) == ["bound"] and table.hidden(21) == ["bound"]
+    assert table.hidden(20) == ["% peak", "bound"] and table.hidden(15) == ["% peak", "bound"]
+    assert table.hidden(14) == ["n", "% peak", "bound"]
+
+
+def test_a_sum_wraps_only_between_its_terms() -> None:
+    assert wrap_terms("2·d·d_ff + d_ff + d", 19) == "2·d·d_ff + d_ff + d"
+    assert wrap_terms("2·d·d_ff + d_ff + d", 15) == "2·d·d_ff + d_ff\n+ d"
+    assert wrap_terms("2·d·d_ff + d_ff + d", 8) == "2·d·d_ff\n+ d_ff\n+ d"
+    assert wrap_terms("E·d + E·(3·d·d_ff)", 4) == "E·d\n+ E·(3·d·d_ff)"  # a term wider than the column stands whole
+    table = _table([Col("name", "fixed"), Col("params", "terms", floor=8)], [["relu", "2·d·d_ff + d_ff + d"]])
+    # The narrowest the column goes is its widest term with its `+ `: `+ d_ff`, 6; the floor asks for 8.
+    assert table._bounds[1] == (8, 8, 19)
+    assert [line.rstrip() for line in _draw([table], 14).splitlines()[2:]] == ["relu  2·d·d_ff", "      + d_ff", "      + d"]
+    assert [line.rstrip() for line in _draw([table], 21).splitlines()[2:]] == ["relu  2·d·d_ff + d_ff", "      + d"]
+
+
+def test_a_text_column_narrows_to_its_own_floor() -> None:
+    columns = [Col("name", "fixed"), Col("rule", "text", drop=1, floor=6), Col("origin", "text", drop=2)]
+    table = _table(columns, [["glu", "⅔·4d ↑ multiple_of", "Shazeer 2020, GLU Variants Improve Transformer"]])
+    assert table._bounds[1][:2] == (11, 11)  # its longest word, `multiple_of`, above the floor of 6
+    assert table._bounds[2][:2] == (11, 16)  # the default floor, 16
 
 
 def test_notes_wrap_at_word_boundaries() -> None:
@@ -244,3 +320,42 @@ def test_a_cell_never_turns_an_emoji_code_into_an_emoji() -> None:
     console = Console(width=80, file=io.StringIO(), color_system=None)
     console.print(FitTable(Text("t"), [Col("name", "fixed"), Col("n")], [["gpt:fire:2", "1"]]))
     assert "gpt:fire:2" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+# --- which columns a reader keeps ------------------------------------------------------------
+
+
+def _layouts(command: str, width: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[list[str], list[str]]]:
+    """Each table the command draws at `width`, by title: (headers shown, headers hidden)."""
+    renderables = _printed(command.split(), monkeypatch)
+    recorder = _Recorder(monkeypatch)
+    _draw(renderables, width)
+    monkeypatch.undo()
+    out = {}
+    for table, _, shown in recorder.drawn:
+        title = table.title.plain if isinstance(table.title, Text) else str(table.title)
+        headers = [c.header for c in table.columns]
+        out[title] = ([headers[i] for i in shown], [h for i, h in enumerate(headers) if i not in shown])
+    return out
+
+
+@pytest.mark.parametrize(
+    "command", ["trace --preset qwen3-8b --block --device meta", "trace --preset deepseek-v2-lite --block --layer 0 --device meta"]
+)
+def test_a_block_keeps_its_operation_at_80_columns(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operation is the only text that says what `attn.kv_a_proj_with_mqa` does: it wraps,
+    and the parameter shapes leave first."""
+    shown, hidden = _layouts(command, 80, monkeypatch)["Shape flow, step by step"]
+    assert "operation" in shown and "parameters" in hidden
+
+
+def test_variants_at_80_columns_keep_the_counts_and_let_the_papers_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown, hidden = _layouts("variants", 80, monkeypatch)["FFN variants"]
+    assert {"params", "matmul FLOPs/token"} <= set(shown) and "origin" in hidden
+
+
+def test_the_backward_at_80_columns_keeps_names_shapes_and_flops(monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = _layouts("trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward", 80, monkeypatch)
+    steps = tables["Backward, step by step, as autograd ran it (dL/dy: seeded normal)"][0]
+    assert {"backward of", "gradient in → out", "FLOPs"} <= set(steps)
+    assert {"parameter", "shape", "norm"} <= set(tables["Parameter gradients"][0])

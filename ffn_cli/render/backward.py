@@ -1,17 +1,20 @@
 """The backward part of `ffn trace --backward`: its steps, the saved tensors they read, the
-gradients' statistics and the totals, as rich renderables or JSON, from the same fields."""
+gradients' statistics and the totals, as rich renderables or JSON, from the same fields.
+
+Every table is a FitTable: names, shapes and FLOPs stand whole, and when the terminal is
+narrow the columns leave in each table's stated order (see render/fit.py)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from rich import box
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.render.experts import elided_label
+from ffn_cli.render.fit import Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
@@ -21,10 +24,6 @@ __all__ = ["backward_data", "backward_sections"]
 
 # As the forward's steps table: exact FLOPs below this total, SI prefixes above.
 EXACT_FLOPS_BELOW = 10**13
-
-
-def _table(title: str, **options: Any) -> Table:
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, **options)
 
 
 def _num(value: float | None) -> str:
@@ -69,33 +68,38 @@ def _flops(s: BackwardStep, b: BackwardResult) -> str:
     return "\n".join(lines)
 
 
-def _steps_table(result: TraceResult, b: BackwardResult) -> Table:
+def _steps_table(result: TraceResult, b: BackwardResult) -> FitTable:
     title = "Backward, step by step, as autograd ran it (dL/dy: " + _loss_text(b.loss) + ")"
-    table = _table(title, show_footer=True)
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("backward of", no_wrap=True, footer="total")
-    table.add_column("gradient in → out", no_wrap=True)
-    table.add_column("makes", overflow="fold", min_width=10)
-    table.add_column("from", overflow="fold", min_width=5)
     footer = f"dW {_count(b.weight_grad_flops, b)}\ndx {_count(b.input_grad_flops, b)}"
-    table.add_column("FLOPs", justify="right", no_wrap=True, footer=footer)
+    # The FLOPs cell's lines (`dW …`, `dx …`) are numbers: each stands whole, right-aligned.
+    columns = [
+        Col("#", drop=3),
+        Col("backward of", "fixed", footer="total"),
+        Col("gradient in → out", "fixed", drop=4),
+        Col("makes", "fixed", drop=1),
+        Col("from", "fixed", drop=2),
+        Col("FLOPs", footer=footer),
+    ]
+    rows = []
     span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
         if span is not None and span.start < n <= span.end:
             if n == span.start + 1:
-                table.add_row("…", _elided_label(result), "", f"{span.count:,} steps", "", _span_flops(span, b))
+                rows.append(["…", _elided_label(result), "", f"{span.count:,} steps", "", _span_flops(span, b)])
             continue
         flow = _shapes(s.grad_in)
         out = _shapes(s.grad_out, "→ ")
-        table.add_row(
-            str(n),
-            _step_label(s),
-            f"{flow}\n{out}" if flow and out else flow or out,
-            _weight_grads(s),
-            ", ".join("dL/dy" if i == 0 else f"#{i}" for i in s.inputs_from),
-            _flops(s, b),
+        rows.append(
+            [
+                str(n),
+                _step_label(s),
+                f"{flow}\n{out}" if flow and out else flow or out,
+                _weight_grads(s),
+                ", ".join("dL/dy" if i == 0 else f"#{i}" for i in s.inputs_from),
+                _flops(s, b),
+            ]
         )
-    return table
+    return FitTable(title, columns, _plain(rows))
 
 
 def _elided(result: TraceResult, b: BackwardResult) -> ElidedBackward | None:
@@ -115,30 +119,37 @@ def _span_flops(span: ElidedBackward, b: BackwardResult) -> str:
     return f"dW {_count(span.weight_grad_flops, b)}\ndx {_count(span.input_grad_flops, b)}\new {_count(span.elementwise_flops, b)}"
 
 
+def _plain(rows: list[list[str]]) -> list[list[Cell]]:
+    """Names and shapes as plain text: `[2, 5]` is not markup."""
+    return [[Text(cell) for cell in row] for row in rows]
+
+
 def _loss_text(loss: str) -> str:
     return {"random": "seeded normal", "sum": "L = Σy, all ones", "mse": "L = mean((y − t)²)"}[loss]
 
 
-def _reads_table(result: TraceResult, b: BackwardResult) -> Table:
-    table = _table("Saved tensors each backward step reads")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("backward of", overflow="fold", min_width=8)
-    table.add_column("reads", no_wrap=True)
-    table.add_column("dtype", no_wrap=True)
-    table.add_column("kept by", overflow="fold", min_width=8)
-    table.add_column("bytes", justify="right", no_wrap=True)
+def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
+    columns = [
+        Col("#", drop=2),
+        Col("backward of", "fixed"),
+        Col("reads", "fixed"),
+        Col("dtype", "fixed", drop=1),
+        Col("kept by", "fixed", drop=3),
+        Col("bytes"),
+    ]
+    rows = []
     span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
         if span is not None and span.start < n <= span.end:
             if n == span.start + 1:
                 read = sum(r.bytes_ for s in b.steps[span.start : span.end] for r in s.reads)
-                table.add_row("…", _elided_label(result), "", "", f"{span.count:,} steps", fmt_bytes(read))
+                rows.append(["…", _elided_label(result), "", "", f"{span.count:,} steps", fmt_bytes(read)])
             continue
         for k, r in enumerate(s.reads):
             first = k == 0
             size = fmt_bytes(r.bytes_) if r.bytes_ else "recomputed" if r.saved_by.endswith("(recomputed)") else "kept"
-            table.add_row(str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, r.saved_by, size)
-    return table
+            rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, r.saved_by, size])
+    return FitTable("Saved tensors each backward step reads", columns, _plain(rows))
 
 
 def _stats_cells(stats: TensorStats | None) -> list[str]:
@@ -147,44 +158,48 @@ def _stats_cells(stats: TensorStats | None) -> list[str]:
     return [_num(grad_norm(stats)), _num(stats.mean), _num(max(abs(stats.min), abs(stats.max)))]
 
 
-def _grad_stats_table(result: TraceResult, b: BackwardResult) -> Table:
-    table = _table("Gradient each step hands on")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("backward of", no_wrap=True)
-    for name in ("norm", "mean", "max |g|"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("flags", overflow="fold")
-    table.add_row("", "dL/dy", *_stats_cells(b.output_grad), "")
+# The norm says most about a gradient; its mean, then its largest entry, leave first.
+_STATS_COLUMNS = (Col("norm"), Col("mean", drop=2), Col("max |g|", drop=3))
+
+
+def _flags(flags: tuple[str, ...]) -> Text:
+    return Text(", ".join(flags), style="bold red")
+
+
+def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:
+    columns = [Col("#", drop=1), Col("backward of", "fixed"), *_STATS_COLUMNS, Col("flags", "text", drop=4)]
+    rows: list[list[Cell]] = [[Text(""), Text("dL/dy"), *_stats_cells(b.output_grad), Text("")]]
     span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
         if span is not None and span.start < n <= span.end:
             if n == span.start + 1:
-                table.add_row("…", _elided_label(result), "", "", "", f"{span.count:,} steps elided")
+                rows.append([Text("…"), Text(_elided_label(result)), "", "", "", Text(f"{span.count:,} steps elided")])
             continue
         if not s.recompute:
-            table.add_row(str(n), s.of, *_stats_cells(s.stats), "[bold red]" + ", ".join(s.flags) + "[/]" if s.flags else "")
-    table.add_row("", "dL/dx", *_stats_cells(b.input_grad), "")
-    return table
+            rows.append([Text(str(n)), Text(s.of), *_stats_cells(s.stats), _flags(s.flags)])
+    rows.append([Text(""), Text("dL/dx"), *_stats_cells(b.input_grad), Text("")])
+    # Flags (nan, inf, vanishing) outlast every statistic; with none raised there is no column.
+    if span is None and not any(s.flags for s in b.steps if not s.recompute):
+        columns, rows = columns[:-1], [row[:-1] for row in rows]
+    return FitTable("Gradient each step hands on", columns, rows)
 
 
-def _param_table(result: TraceResult, b: BackwardResult) -> Table:
-    table = _table("Parameter gradients")
-    table.add_column("parameter", overflow="fold", min_width=10)
-    table.add_column("shape", no_wrap=True)
-    for name in ("norm", "mean", "max |g|"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("#", justify="right", no_wrap=True)
+def _param_table(result: TraceResult, b: BackwardResult) -> FitTable:
+    columns = [Col("parameter", "fixed"), Col("shape", "fixed", drop=4), *_STATS_COLUMNS, Col("#", drop=1)]
+    rows: list[list[Cell]] = []
     span = _elided(result, b)
     elided = [p for p in b.params if span is not None and p.name in span.params]
     for p in b.params:
         if elided and p is elided[0]:
-            table.add_row(f"{len(elided):,} parameters of {_elided_label(result)}", "", "", "", "", "…")
+            rows.append([Text(f"{len(elided):,} parameters of {_elided_label(result)}"), Text(""), "", "", "", "…"])
         if elided and p.name in span.params:  # type: ignore[union-attr]
             continue
-        name = p.name + (" [bold red]" + ", ".join(p.flags) + "[/]" if p.flags else "")
+        name = Text(p.name)
+        if p.flags:
+            name.append(" ").append_text(_flags(p.flags))
         cells = _stats_cells(p.stats) if p.stats is not None else ["no gradient", "", ""]  # an expert no token reached
-        table.add_row(name, fmt_shape(p.shape), *cells, str(p.step) if p.step is not None else "")
-    return table
+        rows.append([name, Text(fmt_shape(p.shape)), *cells, str(p.step) if p.step is not None else ""])
+    return FitTable("Parameter gradients", columns, rows)
 
 
 def _ratio(a: int, b: int) -> str:

@@ -1,9 +1,11 @@
 """Tables and bar charts that fit the terminal they are printed in.
 
 The rule, shared by every table the tool prints: a number is printed whole or not at all.
-Number and shape cells never wrap or shrink; notes wrap at word boundaries. When the columns
-do not fit the width, whole columns leave, lowest `drop` first (the rightmost of equals
-first), and a one-line footnote under the table names each one that left:
+Number and shape cells never wrap or shrink; notes wrap at word boundaries, sums of terms
+between their terms. When the columns do not fit the width, whole columns leave: first any
+that hold nothing (every cell blank or `—`), then lowest `drop` first, columns that share a
+`drop` together (a pair read together, such as min and max, leaves as one). A one-line
+footnote under the table names each one that left:
 
     2 columns hidden at 80 columns (formula, origin): widen the terminal, or --json
 
@@ -22,28 +24,35 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["GAP", "BarChart", "Col", "FitTable", "hidden_note"]
+__all__ = ["GAP", "BarChart", "Col", "FitTable", "hidden_note", "wrap_terms"]
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
 # A wrapped text column is never squeezed narrower than this (or its longest line, if shorter):
 # a column of two-word lines is harder to read than a column fewer.
 TEXT_FLOOR = 16
-Kind = Literal["num", "fixed", "text"]
+# A "terms" cell (a sum such as `2·d·d_ff + d_ff + d`) breaks only here; its next line starts `+ `.
+TERM_JOIN = " + "
+# Cells that say "nothing here": a column of only these is the first to leave.
+EMPTY_CELLS = ("", "—")
+Kind = Literal["num", "fixed", "text", "terms"]
 Cell = str | Text  # a str is rich markup
 
 
 @dataclass(frozen=True)
 class Col:
     """One column. kind: "num" (right-aligned, each line whole), "fixed" (left-aligned, each
-    line whole: names, shapes), "text" (wraps at word boundaries). drop: the order in which the
-    column leaves a narrow terminal (1 first); None keeps it."""
+    line whole: names, shapes), "text" (wraps at word boundaries), "terms" (a sum, wrapped only
+    before a ` + `, each term whole). drop: the order in which the column leaves a narrow
+    terminal (1 first; equal values leave together); None keeps it. floor: the narrowest a
+    "text" or "terms" column is squeezed to before a column leaves (or its widest line)."""
 
     header: str
     kind: Kind = "num"
     drop: int | None = None
     footer: Cell = ""
     style: str = ""
+    floor: int = TEXT_FLOOR
 
 
 def _text(cell: Cell) -> Text:
@@ -61,6 +70,33 @@ def _longest(lines: Sequence[str]) -> int:
 
 def _longest_word(lines: Sequence[str]) -> int:
     return max((cell_len(word) for line in lines for word in line.split()), default=0)
+
+
+def _terms(line: str) -> list[str]:
+    """A sum's terms as they can stand on a line: the first bare, the rest after `+ `."""
+    first, *rest = line.split(TERM_JOIN)
+    return [first, *("+ " + t for t in rest)]
+
+
+def wrap_terms(text: str, width: int) -> str:
+    """Each line of `text` broken before its ` + `s so that no line is wider than `width`
+    (a term wider than that stands alone on its line, whole)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        current = ""
+        for term in _terms(line):
+            joined = f"{current} {term}" if current else term
+            if current and cell_len(joined) > width:
+                out.append(current)
+                current = term
+            else:
+                current = joined
+        out.append(current)
+    return "\n".join(out)
+
+
+def _empty(cell: Cell) -> bool:
+    return _text(cell).plain.strip() in EMPTY_CELLS
 
 
 def hidden_note(names: Sequence[str], width: int) -> str:
@@ -82,9 +118,13 @@ class FitTable:
     caption: Cell | None = None
     show_header: bool = True
     _bounds: list[tuple[int, int, int]] = field(init=False, repr=False)
+    _empty: list[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._bounds = [self._column_bounds(i) for i in range(len(self.columns))]
+        # A droppable column with nothing in it (every cell blank or `—`) goes before any other.
+        rows = [row for row in self.rows if row is not None]
+        self._empty = [i for i, c in enumerate(self.columns) if c.drop is not None and all(_empty(row[i]) for row in rows)]
 
     def _column_bounds(self, i: int) -> tuple[int, int, int]:
         """(narrowest without breaking a number or a word, narrowest comfortable, widest)."""
@@ -92,8 +132,14 @@ class FitTable:
         body = [line for row in self.rows if row is not None for line in _lines(row[i])] + _lines(col.footer)
         header = col.header.split("\n") if self.show_header else []
         widest = max(_longest(body), _longest(header), 1)
-        hard = max(_longest(body) if col.kind != "text" else _longest_word(body), _longest_word(header), 1)
-        soft = max(hard, min(TEXT_FLOOR, widest)) if col.kind == "text" else hard
+        if col.kind == "text":
+            unbroken = _longest_word(body)
+        elif col.kind == "terms":
+            unbroken = _longest([term for line in body for term in _terms(line)])
+        else:
+            unbroken = _longest(body)
+        hard = max(unbroken, _longest_word(header), 1)
+        soft = max(hard, min(col.floor, widest)) if col.kind in ("text", "terms") else hard
         return hard, soft, widest
 
     def layout(self, width: int) -> tuple[list[int], list[int]]:
@@ -107,12 +153,17 @@ class FitTable:
             droppable = [i for i in shown if self.columns[i].drop is not None]
             if not droppable:
                 break
-            shown.remove(min(reversed(droppable), key=lambda i: self.columns[i].drop or 0))
+            empty = [i for i in droppable if i in self._empty]
+            if empty:
+                shown.remove(empty[-1])
+                continue
+            first = min(self.columns[i].drop or 0 for i in droppable)
+            shown = [i for i in shown if self.columns[i].drop != first]
         widths = [self._bounds[i][0] for i in shown]
         spare = width - needed(0)
         # Hand spare cells out one at a time: wrapped text up to a comfortable width first,
         # then wrapped headers of number columns (a few cells each), then the text to its widest.
-        for bound, kinds in ((1, ("text",)), (2, ("num", "fixed")), (2, ("text",))):
+        for bound, kinds in ((1, ("text", "terms")), (2, ("num", "fixed")), (2, ("text", "terms"))):
             grew = True
             while spare > 0 and grew:
                 grew = False
@@ -129,6 +180,13 @@ class FitTable:
 
     def _left_out(self, shown: Sequence[int]) -> list[str]:
         return [c.header.replace("\n", " ") for i, c in enumerate(self.columns) if i not in shown]
+
+    @staticmethod
+    def _cell(cell: Cell, col: Col, width: int) -> Text:
+        text = _text(cell)
+        if col.kind != "terms":
+            return text
+        return Text(wrap_terms(text.plain, width), style=text.style)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
@@ -148,7 +206,7 @@ class FitTable:
                 footer=_text(col.footer),
                 justify="right" if col.kind == "num" else "left",
                 width=w,
-                no_wrap=col.kind != "text",
+                no_wrap=col.kind != "text",  # "terms" cells come wrapped already
                 overflow="fold",
                 style=col.style,
             )
@@ -157,7 +215,7 @@ class FitTable:
                 if table.rows:
                     table.rows[-1].end_section = True
             else:
-                table.add_row(*[_text(row[i]) for i in shown])
+                table.add_row(*[self._cell(row[i], self.columns[i], w) for i, w in zip(shown, widths, strict=True)])
         if self.title:
             yield Text.assemble(_text(self.title), style="table.title")
         yield table

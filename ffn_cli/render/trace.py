@@ -141,10 +141,10 @@ def _block_ratio(result: TraceResult) -> str:
 
 def _steps_table(result: TraceResult) -> FitTable:
     columns = [
-        Col("#", drop=3),
+        Col("#", drop=2),
         Col("step", "fixed", footer="total"),
-        Col("operation", "text", drop=2),
-        Col("input → output", "fixed", drop=4),
+        Col("operation", "text", drop=4),  # the only words that say what a step does: it wraps before it leaves
+        Col("input → output", "fixed", drop=3),
         Col("parameters", "fixed", drop=1),
         Col("params", footer=fmt_count(sum(s.param_count for s in result.steps))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
