@@ -253,6 +253,7 @@ def test_meta_moe_routes_exactly_n_k_pairs_as_a_real_run_does(experts: int, toke
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         module(torch.randn(1, tokens, spec.d_model))
     assert meta.matmul_flops == counter.get_total_flops()
+    assert meta.saved_bytes == trace(spec, batch=1, seq_len=tokens).saved_bytes  # each expert's own index rows, as on CPU
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])

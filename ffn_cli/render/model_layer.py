@@ -7,6 +7,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ffn_cli.models.layer_select import LayerChoice
+from ffn_cli.render.literal import visible
 
 __all__ = ["model_layer_view"]
 
@@ -23,4 +24,5 @@ def model_layer_view(choice: LayerChoice) -> Panel:
     if choice.not_built:
         lines.append("not built: " + ", ".join(choice.not_built))
     title = f"{spec.name} · layer {choice.layer} of {spec.n_layers} ({kind})"
-    return Panel(Text("\n".join(lines)), title=title, title_align="left", expand=False)
+    # The name comes from the config's _name_or_path or the path typed: a title, never markup.
+    return Panel(Text("\n".join(lines)), title=Text(visible(title)), title_align="left", expand=False)
