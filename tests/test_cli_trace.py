@@ -192,3 +192,16 @@ def test_zero_init_output_gives_a_zero_output(runner: CliRunner) -> None:
     last = data["steps"][-1]
     assert last["stats"]["max"] == 0 and last["stats"]["min"] == 0
     assert data["spec"]["zero_init_output"] is True
+
+
+def test_kept_for_backward_says_what_the_estimate_leaves_out(runner: CliRunner) -> None:
+    """Train mode keeps the dropout mask (one element per hidden unit and token: a bool, or the
+    float noise on CPU) beyond the eval-mode estimate; a block keeps more than its FFN."""
+    spec = FFNSpec(variant="swiglu", d_model=64, dropout=0.1)
+    result = trace(spec, mode="train")
+    extra = result.saved_bytes - result.activation_bytes_estimate
+    assert extra in (result.tokens * spec.hidden * size for size in (1, 4))
+    _, out, _ = _run(runner, "-v", "swiglu", "-d", "64", "--dropout", "0.1", "--mode", "train")
+    assert "without the dropout mask train mode keeps" in " ".join(out.split())
+    _, block, _ = _run(runner, "--block", "-d", "64", "--device", "meta")
+    assert "(the whole block: attention, norms and FFN)" in " ".join(block.split()) and "for the FFN alone" in block

@@ -84,9 +84,12 @@ def params(
     ep: EPOpt = 1,
     json: JsonOpt = False,
 ) -> None:
-    """Parameters per tensor, FLOPs and memory per token of an FFN beside its attention; several
-    variants side by side; or a whole model from a config.json, a preset or a Hub model id, or
-    several models side by side (--preset a,b or --model a,b)."""
+    """Parameters, FLOPs and memory of an FFN beside its attention, of variants side by side, or of whole models.
+
+    One FFN: every tensor, its FLOPs and activation memory per token. A comma list of variants:
+    one comparison table. With --preset, --config or --model: a whole model, exact to the
+    parameter; a comma list compares models.
+    """
     from ffn_cli.attention import AttentionSpec
     from ffn_cli.models.layer import check_dtype
 

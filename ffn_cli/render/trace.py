@@ -106,9 +106,12 @@ def _totals(result: TraceResult) -> Table:
         f"{fmt_count(result.total_flops)} ({fmt_flops(result.total_flops)}) = {fmt_count(result.matmul_flops)} matmul (2·m·n·k) "
         f"+ {fmt_count(result.elementwise_flops)} elementwise; {fmt_flops(result.total_flops / result.tokens)} per token",
     )
-    grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run, weights excluded")
+    whole = " (the whole block: attention, norms and FFN)" if result.block is not None else ""
+    grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run{whole}, weights excluded")
     estimate = fmt_bytes(result.activation_bytes_estimate)
-    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN (its saved tensors × tokens, eval mode)")
+    alone = " alone" if result.block is not None else ""
+    mask = "; without the dropout mask train mode keeps" if result.mode == "train" and result.spec.dropout else ""
+    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN{alone} (its saved tensors × tokens, eval mode{mask})")
     same = "= input shape ✓" if result.output_shape == result.input_shape else "≠ input shape ✗"
     grid.add_row("shape", f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: output shape {same}")
     if result.check is not None:
