@@ -59,7 +59,7 @@ def with_option_groups(command: F) -> F:
             options = _options(parameter.annotation)
             groups[parameter.name] = (parameter.annotation, [p.name for p in options])
             parameters += options
-        else:
+        else:  # keyword-only, as the group's options are, so the signature stays in a valid order
             parameters.append(
                 parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY) if parameter.default is not parameter.empty else parameter
             )
