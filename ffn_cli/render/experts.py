@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ffn_cli.trace.expert_summary import ElidedOps, ExpertSummary, tokens_range
 from ffn_cli.trace.result import TraceStep
 
-__all__ = ["elided_label", "elided_note", "elided_operation", "ops_note"]
+__all__ = ["elided_label", "elided_note", "elided_operation", "idle_label", "idle_operation", "ops_note"]
 
 
 def elided_label(summary: ExpertSummary, steps: Sequence[TraceStep]) -> str:
@@ -19,7 +19,18 @@ def elided_label(summary: ExpertSummary, steps: Sequence[TraceStep]) -> str:
 
 def elided_operation(summary: ExpertSummary) -> str:
     """The operation cell of the summary row."""
-    return f"{summary.elided:,} more experts; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
+    ran = f" (of {summary.ran:,} that ran)" if summary.idle else ""
+    return f"{summary.elided:,} more experts{ran}; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
+
+
+def idle_label(summary: ExpertSummary) -> str:
+    """4,076 idle experts: the step cell of the row for the experts that did not run."""
+    return f"{summary.idle:,} idle expert{'s' if summary.idle != 1 else ''}"
+
+
+def idle_operation(summary: ExpertSummary) -> str:
+    """The operation cell (or note) of that row."""
+    return "no token chose them: they did not run" if summary.idle != 1 else "no token chose it: it did not run"
 
 
 def elided_note(summary: ExpertSummary) -> str:
