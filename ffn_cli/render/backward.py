@@ -136,7 +136,7 @@ def _expert_of(name: str) -> str:
 def _idle_label(result: TraceResult) -> str:
     summary = summarise_experts(result.steps)
     assert summary is not None
-    return idle_label(summary)
+    return f"{summary.idle:,} {idle_label(summary)}"
 
 
 def _span_flops(span: ElidedBackward, b: BackwardResult) -> str:

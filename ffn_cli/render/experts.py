@@ -23,19 +23,19 @@ def elided_operation(summary: ExpertSummary) -> str:
     return f"{summary.elided:,} more experts{ran}; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
 
 
-def idle_label(summary: ExpertSummary) -> str:
-    """4,076 idle experts: the step cell of the row for the experts that did not run."""
-    return f"{summary.idle:,} idle expert{'s' if summary.idle != 1 else ''}"
-
-
-def idle_operation(summary: ExpertSummary) -> str:
-    """The operation cell (or note) of that row."""
-    return "no token chose them: they did not run" if summary.idle != 1 else "no token chose it: it did not run"
-
-
 def elided_note(summary: ExpertSummary) -> str:
     """The note of the summary row in the values tables (the statistics are per expert)."""
     return f"{summary.elided:,} experts elided; --json has each"
+
+
+def idle_label(summary: ExpertSummary) -> str:
+    """The step cell of the row for the experts that did not run."""
+    return "idle experts" if summary.idle != 1 else "idle expert"
+
+
+def idle_operation(summary: ExpertSummary) -> str:
+    """The operation cell (or note) of that row: how many, and why they have no step."""
+    return f"{summary.idle:,} got no token and did not run"
 
 
 def ops_note(spans: Sequence[ElidedOps], label: str) -> str:
