@@ -127,6 +127,9 @@ def test_a_few_experts_with_idle_ones_show_every_one_that_ran_and_one_idle_row()
     total = re.search(r"total\s+([\d,]+)\s+[\d,]+\s*$", steps_table, re.M)
     assert total is not None and int(total.group(1).replace(",", "")) == result.total_params
     assert summary.idle_params == summary.idle * 3 * D * F
+    stats_table = text.split("Values at each step", 1)[1].split("\n\n", 1)[0]
+    assert re.search(rf"^{label}\s.*{summary.idle} got no token and did not run", stats_table, re.M)
+    assert set(re.findall(r"^experts\.(\d+)\s", stats_table, re.M)) == named
     # Their parameters got no gradient: one row in the backward's parameter table.
     assert f"{3 * summary.idle} parameters of {idle}" in text
     assert result.backward is not None

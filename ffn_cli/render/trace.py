@@ -250,6 +250,8 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
     summary = summarise_experts(result.steps)
     rows: list[list[Cell]] = [[Text("input"), cells(result.input_values)]]
     for i, s in enumerate(result.steps):
+        if summary is not None and i == summary.end and summary.idle:
+            rows.append([Text(idle_label(summary)), idle_operation(summary)])
         if summary is not None and summary.is_elided(i):
             if i == summary.elided_from:
                 rows.append([Text(elided_label(summary, result.steps)), elided_note(summary)])
