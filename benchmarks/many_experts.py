@@ -5,7 +5,7 @@
 Runs, as whole processes, alternating within each round so that other jobs' load falls on
 all alike: `python -c "import torch"`; the bare work (build the same MoE with `build_ffn` on
 meta and run one forward with autograd on, as the trace does, with no recorder); `ffn trace`,
-`ffn trace --ops` and `ffn trace --json`. Prints the median wall time of each and the bytes
+`ffn trace --ops`, `ffn trace --json` and `ffn trace --backward`. Prints the median wall time of each and the bytes
 each `ffn` command printed.
 """
 
@@ -45,6 +45,7 @@ def main() -> None:
         "ffn trace": trace,
         "ffn trace --ops": [*trace, "--ops"],
         "ffn trace --json": [*trace, "--json"],
+        "ffn trace --backward": [*trace, "--backward"],
     }
     times: dict[str, list[float]] = {name: [] for name in cases}
     sizes: dict[str, int] = {}

@@ -50,16 +50,21 @@ def test_summary_against_the_routing_and_flop_counter() -> None:
     logits = x.reshape(-1, D) @ module.router.weight.T
     chosen = torch.topk(torch.softmax(logits, dim=-1), 2, dim=-1).indices
     tokens = torch.bincount(chosen.reshape(-1), minlength=experts).tolist()
+    hit = [e for e, n in enumerate(tokens) if n]
     assert list(summary.tokens) == tokens
     assert (summary.tokens_min, summary.tokens_max) == (min(tokens), max(tokens))
     assert summary.tokens_median == statistics.median(tokens)
-    assert summary.idle == tokens.count(0)
-    assert summary.elided == experts - SHOW_FIRST - SHOW_LAST
+    assert summary.idle == tokens.count(0) > 0
+    # Only the experts some token chose ran: they are the expert steps, in expert order.
+    assert [s.name for s in steps if s.substeps] == [f"experts.{e}" for e in hit]
+    assert summary.ran == len(hit) and summary.idle_experts == tuple(e for e, n in enumerate(tokens) if not n)
+    assert summary.elided == len(hit) - SHOW_FIRST - SHOW_LAST
 
     # Each SwiGLU expert does three (n_e × d × f) matmuls: 2·n_e·3·d·f FLOPs.
-    elided = range(SHOW_FIRST, experts - SHOW_LAST)
+    elided = hit[SHOW_FIRST:-SHOW_LAST]
     assert summary.elided_matmul_flops == sum(2 * tokens[e] * 3 * D * F for e in elided)
     assert summary.elided_params == len(elided) * 3 * D * F
+    assert summary.idle_params == sum(p.numel() for e in summary.idle_experts for p in module.experts[e].parameters())
     with FlopCounterMode(display=False) as counter:
         module(x)
     assert sum(s.matmul_flops for s in steps) == counter.get_total_flops()
@@ -79,18 +84,38 @@ def _flops_column(text: str) -> tuple[list[int], int]:
     return cells, total
 
 
+def _params_column(text: str) -> tuple[list[int], int]:
+    """The steps table's params cells (the column before FLOPs) and its total."""
+    table = text.split("Shape flow, step by step", 1)[1].split("\n\n", 1)[0]
+    cells, total = [], None
+    for line in table.splitlines():
+        number = re.search(r"([\d,]+)\s+[\d,]+\s*$", line)
+        if re.match(r"\s*(\d+|…)\s+\S", line) and number:
+            cells.append(int(number.group(1).replace(",", "")))
+        elif line.strip().startswith("total") and number:
+            total = int(number.group(1).replace(",", ""))
+    assert total is not None
+    return cells, total
+
+
 def test_many_experts_render_small_and_add_up_at_80_columns() -> None:
     result = trace(_spec(512), device="meta")
     text = _render(result)
     summary = summarise_experts(result.steps)
     assert summary is not None
+    # Meta routing is balanced: 2 × 5 tokens × top-2 = 20 pairs, one each for experts 0–19.
+    assert summary.ran == 20 and summary.idle == 492
     assert len(text.splitlines()) < 120
-    assert "experts.2–510" in text and "experts.511" in text and "experts.3 " not in text
-    assert f"{summary.elided:,} more experts" in text
+    assert "experts.2–18" in text and "experts.19" in text and "experts.3 " not in text and "experts.20" not in text
+    assert f"{summary.elided:,} more experts (of 20" in text
+    assert re.search(rf"idle experts\s+492 got no token and did not\s+{fmt_count(summary.idle_params)}\s+0\s*$", text, re.M)
     # The summary row's numbers are printed whole, and the FLOPs column still adds up to its total.
     assert re.search(rf"{fmt_count(summary.elided_params)}\s+{fmt_count(summary.elided_flops)}\s*$", text, re.M)
     cells, total = _flops_column(text)
     assert sum(cells) == total == result.total_flops
+    # The params column adds up to the module's count: the idle experts' row carries theirs.
+    params, params_total = _params_column(text)
+    assert sum(params) == params_total == result.total_params == sum(p.numel() for p in build_ffn(_spec(512), device="meta").parameters())
 
 
 def test_ops_table_elides_the_expert_runs_and_keeps_the_totals() -> None:
@@ -103,7 +128,8 @@ def test_ops_table_elides_the_expert_runs_and_keeps_the_totals() -> None:
     shown = [line for line in text.splitlines() if re.match(r"\s*\d+\s+\S+\s+aten\.", line)]
     elided = sum(s.count for s in spans)
     assert len(shown) == len(result.ops) - elided
-    assert f"{elided:,} ops of experts.2–38" in text
+    ran = [s.name for s in result.steps if s.substeps]
+    assert f"{elided:,} ops of {ran[SHOW_FIRST]}–{ran[-SHOW_LAST - 1].split('.')[1]}" in text
     kept = [op for p, op in enumerate(result.ops) if not any(s.start <= p < s.end for s in spans)]
     assert sum(op.matmul_flops for op in kept) + sum(s.matmul_flops for s in spans) == result.matmul_flops
     # No op of a shown expert is elided, and every op of an elided one is.
@@ -114,18 +140,25 @@ def test_ops_table_elides_the_expert_runs_and_keeps_the_totals() -> None:
             assert inside == {summary.is_elided(n)}, step.name
 
 
-def test_json_keeps_every_expert(runner: CliRunner) -> None:
-    out = runner.invoke(app, ["trace", "-v", "moe", "-d", str(D), "--d-ff", str(F), "--experts", "40", "--json"])
+def test_json_keeps_every_expert_that_ran(runner: CliRunner) -> None:
+    out = runner.invoke(app, ["trace", "-v", "moe", "-d", str(D), "--d-ff", str(F), "--experts", "40", "-b", "4", "-s", "8", "--json"])
     assert out.exit_code == 0, out.stderr
     data = json.loads(out.stdout)
     experts = [s for s in data["steps"] if s["name"].startswith("experts.")]
-    assert [s["name"] for s in experts] == [f"experts.{e}" for e in range(40)]
     dispatch = next(s for s in data["steps"] if s["name"] == "dispatch")
-    assert len(dispatch["tokens_per_expert"]) == 40
-    assert sum(dispatch["tokens_per_expert"]) == 2 * 5 * 2  # tokens × top-2
+    tokens = dispatch["tokens_per_expert"]
+    assert len(tokens) == 40
+    assert sum(tokens) == 4 * 8 * 2  # tokens × top-2
+    assert 0 in tokens and len(tokens) - tokens.count(0) > SHOW_ALL_UP_TO
+    assert [s["name"] for s in experts] == [f"experts.{e}" for e, n in enumerate(tokens) if n]
     summary = data["expert_summary"]
-    assert summary["elided"] == 40 - SHOW_FIRST - SHOW_LAST
+    assert summary["experts"] == 40 and summary["experts_ran"] == len(experts)
+    assert summary["idle_experts"] == [e for e, n in enumerate(tokens) if not n]
+    assert summary["elided"] == len(experts) - SHOW_FIRST - SHOW_LAST
     assert summary["elided_flops"] == sum(s["flops"] for s in experts[SHOW_FIRST:-SHOW_LAST])
+    # Every parameter is in a step or in the idle experts' count.
+    assert sum(s["param_count"] for s in data["steps"]) + summary["idle_params"] == data["total_params"]
+    assert dispatch["idle_params"] == summary["idle_params"] == len(summary["idle_experts"]) * 3 * D * F
 
 
 @pytest.mark.parametrize("variant", ["moe", "soft_moe"])
@@ -159,10 +192,13 @@ def test_backward_tables_summarise_the_same_experts_and_add_up() -> None:
     # The experts shown forward are shown backward; the others are one row, with their parameters.
     summary = summarise_experts(result.steps)
     assert summary is not None
-    shown = {f"experts.{e}" for e in (0, 1, experts - 1)}
+    ran = [s.name for s in result.steps if s.substeps]
+    shown = {*ran[:SHOW_FIRST], *ran[-SHOW_LAST:]}
     assert shown <= set(re.findall(r"experts\.\d+\b(?!–)", body))
     assert not set(re.findall(r"experts\.\d+\b(?!–)", body)) - shown
-    elided_params = 3 * (experts - SHOW_FIRST - SHOW_LAST)
-    assert f"{elided_params} parameters of experts.2–38" in text
+    elided_params = 3 * (len(ran) - SHOW_FIRST - SHOW_LAST)
+    assert f"{elided_params} parameters of {ran[SHOW_FIRST]}–{ran[-SHOW_LAST - 1].split('.')[1]}" in text
+    # The idle experts' parameters got no gradient: one row says how many.
+    assert f"{3 * summary.idle} parameters of {summary.idle} idle experts" in text
     # The result (and so --json) keeps every parameter.
     assert len({p.name for p in b.params if p.name.startswith("experts.")}) == 3 * experts

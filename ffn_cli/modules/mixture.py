@@ -4,6 +4,7 @@ labels it by where it ran, whichever order the dispatch takes."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -56,6 +57,10 @@ def _rows_of(chosen: Tensor, expert: int) -> tuple[Tensor, Tensor]:
     return rows, slot
 
 
+def _counts(chosen: Tensor, experts: int) -> Tensor:
+    return torch.bincount(chosen.flatten(), minlength=experts)  # (E,): pairs per expert
+
+
 def _gather(tokens: Tensor, rows: Tensor) -> Tensor:
     return tokens[rows]  # (n_e, d)
 
@@ -95,33 +100,42 @@ class MoEFFN(_Mixture):
         weights, chosen = route(self.spec, probs, tokens.dtype, w.step)  # (N, k) each
         stats = DispatchStats(tokens=tokens.shape[0], capacity=capacity(self.spec, tokens.shape[0]), assumed_balanced=x.is_meta)
         out = w.step("combine", torch.zeros_like, tokens)
-        for e, (rows, slot) in enumerate(self._assignments(w, chosen, stats)):
+        for e, (rows, slot) in self._assignments(w, chosen, stats).items():
             expert_out = w.call(f"experts.{e}", w.step("dispatch", _gather, tokens, rows))  # (n_e, d)
             out = w.step("combine", _weighted_add, out, rows, expert_out, weights, slot)
         self.last_dispatch = stats
         return w.step("unflatten", _unflatten, self._add_shared(w, tokens, out), x.shape)
 
-    def _assignments(self, w: ModuleWeights, chosen: Tensor, stats: DispatchStats) -> list[tuple[Tensor, Tensor]]:
-        """Each expert's (token rows, slot), in token order, after capacity."""
+    def _assignments(self, w: ModuleWeights, chosen: Tensor, stats: DispatchStats) -> dict[int, tuple[Tensor, Tensor]]:
+        """The (token rows, slot) of each expert that has tokens after capacity, in token order.
+        The counts come first, in one step: as in transformers' MoE blocks, an expert no token
+        chose is not looked up and does not run. `stats` keeps every expert's count, zeros too."""
         experts = self.spec.experts
         if chosen.is_meta:
-            pairs = [w.step("dispatch", _balanced, chosen, experts, e) for e in range(experts)]
+            counts = [balanced_share(chosen.numel(), experts, e) for e in range(experts)]
         elif self.dispatch == "sorted":
-            token_idx, slot, counts = w.step("dispatch", sort_by_expert, chosen, experts)
-            ends = counts.cumsum(0).tolist()
-            starts = [0, *ends[:-1]]
-            pairs = [(token_idx[a:b], slot[a:b]) for a, b in zip(starts, ends, strict=True)]
+            token_idx, slot, counted = w.step("dispatch", sort_by_expert, chosen, experts)
+            counts = counted.tolist()
         else:
-            pairs = [w.step("dispatch", _rows_of, chosen, e) for e in range(experts)]
-        return [self._cap(rows, slot, stats) for rows, slot in pairs]
+            counts = w.step("dispatch", _counts, chosen, experts).tolist()
+        kept = [self._cap(n, stats) for n in counts]
+        stats.tokens_per_expert = kept
+        hit = [e for e, n in enumerate(kept) if n]
+        if chosen.is_meta:
+            return {e: w.step("dispatch", _balanced, chosen, experts, e) for e in hit}
+        if self.dispatch == "sorted":
+            starts = [0, *itertools.accumulate(counts)]
+            return {e: (token_idx[starts[e] : starts[e] + kept[e]], slot[starts[e] : starts[e] + kept[e]]) for e in hit}
+        pairs = {e: w.step("dispatch", _rows_of, chosen, e) for e in hit}
+        return {e: (rows[: kept[e]], slot[: kept[e]]) if kept[e] < counts[e] else (rows, slot) for e, (rows, slot) in pairs.items()}
 
     @staticmethod
-    def _cap(rows: Tensor, slot: Tensor, stats: DispatchStats) -> tuple[Tensor, Tensor]:
-        if stats.capacity is not None and rows.shape[0] > stats.capacity:
-            stats.dropped += rows.shape[0] - stats.capacity
-            rows, slot = rows[: stats.capacity], slot[: stats.capacity]
-        stats.tokens_per_expert.append(int(rows.shape[0]))
-        return rows, slot
+    def _cap(n: int, stats: DispatchStats) -> int:
+        """The rows an expert keeps of the n routed to it; the rest are dropped (Switch)."""
+        if stats.capacity is not None and n > stats.capacity:
+            stats.dropped += n - stats.capacity
+            return stats.capacity
+        return n
 
     def _add_shared(self, w: ModuleWeights, tokens: Tensor, routed: Tensor) -> Tensor:
         if self.shared_experts is None:

@@ -13,7 +13,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.render.experts import elided_label
+from ffn_cli.render.experts import elided_label, idle_label
 from ffn_cli.render.fit import Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
@@ -115,6 +115,30 @@ def _elided_label(result: TraceResult) -> str:
     return elided_label(summary, result.steps)
 
 
+def _idle_params(result: TraceResult, b: BackwardResult) -> list[ParamGrad]:
+    """The parameters of the experts no token chose: no backward step made their gradient."""
+    summary = summarise_experts(result.steps)
+    if summary is None or not summary.idle:
+        return []
+    idle = {f"experts.{e}" for e in summary.idle_experts}
+    return [p for p in b.params if p.step is None and _expert_of(p.name) in idle]
+
+
+def _expert_of(name: str) -> str:
+    """experts.7 of ffn.experts.7.up.weight; "" for a parameter of no expert."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1):
+        if parts[i] == "experts" and parts[i + 1].isdigit():
+            return f"experts.{parts[i + 1]}"
+    return ""
+
+
+def _idle_label(result: TraceResult) -> str:
+    summary = summarise_experts(result.steps)
+    assert summary is not None
+    return f"{summary.idle:,} {idle_label(summary)}"
+
+
 def _span_flops(span: ElidedBackward, b: BackwardResult) -> str:
     return f"dW {_count(span.weight_grad_flops, b)}\ndx {_count(span.input_grad_flops, b)}\new {_count(span.elementwise_flops, b)}"
 
@@ -189,10 +213,13 @@ def _param_table(result: TraceResult, b: BackwardResult) -> FitTable:
     rows: list[list[Cell]] = []
     span = _elided(result, b)
     elided = [p for p in b.params if span is not None and p.name in span.params]
+    idle = _idle_params(result, b)
     for p in b.params:
         if elided and p is elided[0]:
             rows.append([Text(f"{len(elided):,} parameters of {_elided_label(result)}"), Text(""), "", "", "", "…"])
-        if elided and p.name in span.params:  # type: ignore[union-attr]
+        if idle and p is idle[0]:
+            rows.append([Text(f"{len(idle):,} parameters of {_idle_label(result)}"), Text(""), "no gradient", "", "", ""])
+        if (elided and p.name in span.params) or p in idle:  # type: ignore[union-attr]
             continue
         name = Text(p.name)
         if p.flags:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ffn_cli.trace.expert_summary import ElidedOps, ExpertSummary, tokens_range
 from ffn_cli.trace.result import TraceStep
 
-__all__ = ["elided_label", "elided_note", "elided_operation", "ops_note"]
+__all__ = ["elided_label", "elided_note", "elided_operation", "idle_label", "idle_operation", "ops_note"]
 
 
 def elided_label(summary: ExpertSummary, steps: Sequence[TraceStep]) -> str:
@@ -19,12 +19,23 @@ def elided_label(summary: ExpertSummary, steps: Sequence[TraceStep]) -> str:
 
 def elided_operation(summary: ExpertSummary) -> str:
     """The operation cell of the summary row."""
-    return f"{summary.elided:,} more experts; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
+    ran = f" (of {summary.ran:,} that ran)" if summary.idle else ""
+    return f"{summary.elided:,} more experts{ran}; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
 
 
 def elided_note(summary: ExpertSummary) -> str:
     """The note of the summary row in the values tables (the statistics are per expert)."""
     return f"{summary.elided:,} experts elided; --json has each"
+
+
+def idle_label(summary: ExpertSummary) -> str:
+    """The step cell of the row for the experts that did not run."""
+    return "idle experts" if summary.idle != 1 else "idle expert"
+
+
+def idle_operation(summary: ExpertSummary) -> str:
+    """The operation cell (or note) of that row: how many, and why they have no step."""
+    return f"{summary.idle:,} got no token and did not run"
 
 
 def ops_note(spans: Sequence[ElidedOps], label: str) -> str:

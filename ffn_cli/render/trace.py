@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.render.backward import backward_data, backward_sections
-from ffn_cli.render.experts import elided_label, elided_note, elided_operation, ops_note
+from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.expert_summary import ExpertSummary, elided_ops, summarise_experts
@@ -149,19 +149,29 @@ def _steps_table(result: TraceResult) -> FitTable:
         Col("operation", "text", drop=4),  # the only words that say what a step does: it wraps before it leaves
         Col("input → output", "fixed", drop=3),
         Col("parameters", "fixed", drop=1),
-        Col("params", footer=fmt_count(sum(s.param_count for s in result.steps))),
+        Col("params", footer=fmt_count(sum(s.param_count + s.idle_params for s in result.steps))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
     ]
     summary = summarise_experts(result.steps)
     rows: list[list[Text]] = []
     for n, s in enumerate(result.steps, 1):
+        if summary is not None and n - 1 == summary.end and summary.idle:
+            rows.append(_idle_step_row(result, summary))
         if summary is not None and summary.is_elided(n - 1):
             if n - 1 == summary.elided_from:
                 rows.append(_elided_step_row(result, summary))
             continue
         cells = [str(n), s.name, s.op, _flow(s.input_shapes, _outputs(s)), _params(s)]
         rows.append(_plain([[*cells, fmt_count(s.param_count) if s.params else "", _flops(s.flops, result)]])[0])
+    if summary is not None and summary.end == len(result.steps) and summary.idle:
+        rows.append(_idle_step_row(result, summary))
     return FitTable("Shape flow, step by step", columns, rows)
+
+
+def _idle_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:
+    """One row for the experts no token chose: no step ran, but their parameters count."""
+    cells = ["…", idle_label(summary), idle_operation(summary), "", ""]
+    return _plain([[*cells, fmt_count(summary.idle_params), _flops(0, result)]])[0]
 
 
 def _elided_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:
@@ -190,7 +200,7 @@ def _ops_table(result: TraceResult) -> FitTable:
     ]
     rows = [_op_row(op, step_of) for op in result.ops]
     summary = summarise_experts(result.steps)
-    if summary is None:
+    if summary is None or not summary.elided:
         return FitTable("Raw aten ops, in execution order", columns, _plain(rows))
     label = elided_label(summary, result.steps)
     spans = elided_ops(result.ops, result.steps, summary)
@@ -225,6 +235,8 @@ def _stats_table(result: TraceResult) -> FitTable:
     rows: list[list[Cell]] = [[Text("input"), *_stats_cells(result.input_stats), ""]]
     summary = summarise_experts(result.steps)
     for n, s in enumerate(result.steps):
+        if summary is not None and n == summary.end and summary.idle:
+            rows.append([Text(idle_label(summary)), *[""] * 6, idle_operation(summary)])
         if summary is not None and summary.is_elided(n):
             if n == summary.elided_from:
                 rows.append([Text(elided_label(summary, result.steps)), *[""] * 6, elided_note(summary)])
@@ -241,6 +253,8 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
     summary = summarise_experts(result.steps)
     rows: list[list[Cell]] = [[Text("input"), cells(result.input_values)]]
     for i, s in enumerate(result.steps):
+        if summary is not None and i == summary.end and summary.idle:
+            rows.append([Text(idle_label(summary)), idle_operation(summary)])
         if summary is not None and summary.is_elided(i):
             if i == summary.elided_from:
                 rows.append([Text(elided_label(summary, result.steps)), elided_note(summary)])
@@ -348,6 +362,7 @@ def _step_data(s: TraceStep) -> dict[str, Any]:
         data.update(dropout_changed=s.dropout_changed, dropout_zeroed=s.dropout_zeroed)
     if s.tokens_per_expert is not None:
         data["tokens_per_expert"] = list(s.tokens_per_expert)
+        data["idle_params"] = s.idle_params
     if s.substeps:
         data["substeps"] = [_step_data(sub) for sub in s.substeps]
     return data
@@ -358,13 +373,16 @@ def _summary_data(summary: ExpertSummary, result: TraceResult) -> dict[str, Any]
     return {
         "experts": summary.experts,
         "elided": summary.elided,
-        "elided_steps": elided_label(summary, result.steps),
+        "elided_steps": elided_label(summary, result.steps) if summary.elided else None,
         "tokens_min": summary.tokens_min,
         "tokens_median": summary.tokens_median,
         "tokens_max": summary.tokens_max,
         "experts_without_tokens": summary.idle,
         "elided_params": summary.elided_params,
         "elided_flops": summary.elided_flops,
+        "experts_ran": summary.ran,
+        "idle_experts": list(summary.idle_experts),
+        "idle_params": summary.idle_params,
     }
 
 

@@ -1,11 +1,13 @@
 """Which experts a trace shows in full, and what the rest add up to.
 
 A mixture with thousands of experts would print thousands of identical rows. Up to
-`SHOW_ALL_UP_TO` experts (Mixtral's 8, the default's 8, a 16-expert layer) every expert is
+`SHOW_ALL_UP_TO` experts that ran (Mixtral's 8, the default's 8, a 16-expert layer) every one is
 shown; beyond, the first `SHOW_FIRST` and the last `SHOW_LAST`, and one summary of those between:
-how many, how many tokens each received, and their summed parameters and FLOPs, so that the
-table's columns still add up to its total. The data itself (`TraceResult.steps`, `--json`)
-keeps every expert; this is only what a table shows. Pure Python: no torch.
+how many, how many tokens each received, and their summed parameters and FLOPs. An expert no
+token chose does not run, so it has no step: the idle ones are one more row, with their
+parameters and no FLOPs, so that the table's columns still add up to its total. The data itself
+(`TraceResult.steps`, `--json`) keeps every expert that ran; this is only what a table shows.
+Pure Python: no torch.
 """
 
 from __future__ import annotations
@@ -48,19 +50,30 @@ class ExpertSummary:
     elided, and the elided ones' totals."""
 
     first: int  # index in `steps` of the first expert step
-    experts: int  # how many expert steps, all of them
+    ran: int  # how many expert steps: the experts that ran, all of them
     elided_from: int  # index in `steps` of the first elided expert step
-    elided_to: int  # one past the last elided expert step
-    tokens: tuple[int, ...]  # rows each expert received, every expert, in expert order
+    elided_to: int  # one past the last elided expert step (== elided_from: none elided)
+    tokens: tuple[int, ...]  # rows each expert received, every expert (idle ones too), in expert order
     elided_params: int
     elided_flops: int
     elided_matmul_flops: int
     elided_elementwise_flops: int
     elided_shapes: tuple[Shape, ...]  # distinct input shapes of the elided experts
+    idle_params: int = 0  # parameters of the experts that got no token and did not run
+
+    @property
+    def experts(self) -> int:
+        """Every expert of the mixture, those that did not run included."""
+        return len(self.tokens)
 
     @property
     def elided(self) -> int:
         return self.elided_to - self.elided_from
+
+    @property
+    def end(self) -> int:
+        """One past the last expert step in `steps`."""
+        return self.first + self.ran
 
     @property
     def tokens_min(self) -> int:
@@ -76,8 +89,12 @@ class ExpertSummary:
 
     @property
     def idle(self) -> int:
-        """Experts that received no token."""
+        """Experts that received no token: they did not run."""
         return sum(1 for t in self.tokens if t == 0)
+
+    @property
+    def idle_experts(self) -> tuple[int, ...]:
+        return tuple(e for e, t in enumerate(self.tokens) if t == 0)
 
     def is_elided(self, step_index: int) -> bool:
         return self.elided_from <= step_index < self.elided_to
@@ -111,32 +128,42 @@ def expert_run(steps: Sequence[TraceStep]) -> tuple[int, int] | None:
 
 
 def _tokens(steps: Sequence[TraceStep], first: int, end: int) -> tuple[int, ...]:
-    """Rows per expert: the dispatch step's count where the mixture routes, else each expert's
-    input rows (soft MoE: every token)."""
+    """Rows per expert, every expert: the dispatch step's count where the mixture routes (the
+    experts that did not run included), else each expert's input rows (soft MoE: every token)."""
     dispatch = next((s.tokens_per_expert for s in steps if s.tokens_per_expert is not None), None)
-    if dispatch is not None and len(dispatch) == end - first:
+    if dispatch is not None:
         return tuple(dispatch)
     return tuple(s.input_shapes[0][0] if s.input_shapes and s.input_shapes[0] else 0 for s in steps[first:end])
 
 
 def summarise_experts(steps: Sequence[TraceStep]) -> ExpertSummary | None:
-    """The summary of a trace with more than SHOW_ALL_UP_TO experts; None when all are shown."""
+    """The summary of a trace with more than SHOW_ALL_UP_TO experts that ran, or with experts
+    that did not; None when every expert ran and all are shown."""
     run = expert_run(steps)
-    if run is None or run[1] - run[0] <= SHOW_ALL_UP_TO:
+    if run is None:
         return None
     first, end = run
-    elided = steps[first + SHOW_FIRST : end - SHOW_LAST]
+    tokens = _tokens(steps, first, end)
+    idle_params = next((s.idle_params for s in steps if s.tokens_per_expert is not None), 0)
+    if end - first <= SHOW_ALL_UP_TO:
+        if 0 not in tokens:
+            return None
+        elided_from = elided_to = end
+    else:
+        elided_from, elided_to = first + SHOW_FIRST, end - SHOW_LAST
+    elided = steps[elided_from:elided_to]
     return ExpertSummary(
         first=first,
-        experts=end - first,
-        elided_from=first + SHOW_FIRST,
-        elided_to=end - SHOW_LAST,
-        tokens=_tokens(steps, first, end),
+        ran=end - first,
+        elided_from=elided_from,
+        elided_to=elided_to,
+        tokens=tokens,
         elided_params=sum(s.param_count for s in elided),
         elided_flops=sum(s.flops for s in elided),
         elided_matmul_flops=sum(s.matmul_flops for s in elided),
         elided_elementwise_flops=sum(s.elementwise_flops for s in elided),
         elided_shapes=tuple(dict.fromkeys(shape for s in elided for shape in s.input_shapes)),
+        idle_params=idle_params,
     )
 
 
@@ -164,6 +191,8 @@ def elided_ops(ops: Sequence[OpRecord], steps: Sequence[TraceStep], summary: Exp
     its dispatch. A routing that looks each expert up in turn before any runs (on cpu and cuda:
     `eq`, `nonzero`, `unbind` per expert) is a second span, cut at its period.
     """
+    if not summary.elided:
+        return ()
     step_of = {i: s.name for s in steps for i in s.op_indices}
     position = {op.index: p for p, op in enumerate(ops)}
 
@@ -173,7 +202,7 @@ def elided_ops(ops: Sequence[OpRecord], steps: Sequence[TraceStep], summary: Exp
     def step_at(p: int) -> str | None:
         return step_of.get(ops[p].index)
 
-    end_of_run = summary.first + summary.experts
+    end_of_run = summary.end
     after = steps[end_of_run].name if end_of_run < len(steps) else None
     before = steps[summary.first - 1].name if summary.first > 0 else None
     start = max(position[i] for i in steps[summary.elided_from - 1].op_indices) + 1
@@ -187,7 +216,7 @@ def elided_ops(ops: Sequence[OpRecord], steps: Sequence[TraceStep], summary: Exp
     gather = 0
     while gather < second and step_at(second - 1 - gather) == before:
         gather += 1
-    routing = _periodic(ops, [step_at(p) == before for p in range(len(ops))], first_op(steps[summary.first]) - gather, summary.experts)
+    routing = _periodic(ops, [step_at(p) == before for p in range(len(ops))], first_op(steps[summary.first]) - gather, summary.ran)
     spans = [_span(ops, start, end)]
     return tuple([routing, *spans] if routing else spans)
 
@@ -237,7 +266,7 @@ def elided_backward(backward: Sequence[BackwardStep], steps: Sequence[TraceStep]
     positions = [p for p, s in enumerate(backward) if s.of in elided]
     if not positions:
         return None
-    end_of_run = summary.first + summary.experts
+    end_of_run = summary.end
     combine = steps[end_of_run].name if end_of_run < len(steps) else None
     dispatch = steps[summary.first - 1].name if summary.first > 0 else None
     start, end = positions[0], positions[-1] + 1

@@ -32,6 +32,7 @@ class StepGroup:
     substeps: list[StepGroup] = field(default_factory=list)
     note: str = ""
     tokens_per_expert: tuple[int, ...] | None = None
+    idle_params: int = 0  # the dispatch step: parameters of the experts that did not run
 
 
 class _Grouper:
@@ -108,13 +109,18 @@ class _Grouper:
             into.ops += g.ops
             into.calls += g.calls
         if "dispatch" in merged:
-            tokens = tuple(self.rec.calls[g.calls[0]].sources[0][1][0] if self.rec.calls[g.calls[0]].sources else 0 for g in experts)
+            tokens = _routed(module) or tuple(self._rows(g) for g in experts)
             merged["dispatch"].tokens_per_expert = tokens
             merged["dispatch"].note = _dispatch_note(module, tokens)
+            merged["dispatch"].idle_params = _idle_params(module, tokens)
         ordered: list[StepGroup] = []
         for step in variant.step_order:
             ordered += experts if step == EXPERTS_STEP else [merged.pop(step)] if step in merged else []
         return ordered + list(merged.values())
+
+    def _rows(self, g: StepGroup) -> int:
+        sources = self.rec.calls[g.calls[0]].sources
+        return sources[0][1][0] if sources else 0
 
     # the block --------------------------------------------------------------------------------
 
@@ -153,6 +159,20 @@ def _add_op(groups: list[StepGroup], name: str, formula: str, op: int) -> None:
         groups[-1].ops.append(op)
     else:
         groups.append(StepGroup(name, formula, ops=[op]))
+
+
+def _routed(module: FFNModule) -> tuple[int, ...] | None:
+    """Every expert's rows after capacity, those no token chose too (they have no step)."""
+    stats = getattr(module, "last_dispatch", None)
+    return tuple(stats.tokens_per_expert) if stats is not None and stats.tokens_per_expert else None
+
+
+def _idle_params(module: FFNModule, tokens: tuple[int, ...]) -> int:
+    """The parameters of the experts that got no token and did not run: no step reads them."""
+    experts = getattr(module, "experts", None)
+    if experts is None or len(tokens) != len(experts):
+        return 0
+    return sum(p.numel() for e, n in enumerate(tokens) if n == 0 for p in experts[e].parameters())
 
 
 def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> str:

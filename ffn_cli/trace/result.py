@@ -97,7 +97,8 @@ class TraceStep:
     note: str = ""
     dropout_changed: int | None = None
     dropout_zeroed: int | None = None
-    tokens_per_expert: tuple[int, ...] | None = None
+    tokens_per_expert: tuple[int, ...] | None = None  # a mixture's dispatch: every expert's rows
+    idle_params: int = 0  # a mixture's dispatch: parameters of the experts no token reached (no step)
     substeps: tuple[TraceStep, ...] = ()
 
     @property

@@ -112,6 +112,7 @@ class _StepBuilder:
             input_stats=input_stats,
             values=main[3],
             tokens_per_expert=g.tokens_per_expert,
+            idle_params=g.idle_params,
             substeps=substeps,
             dropout_changed=changed,
             dropout_zeroed=zeroed,
