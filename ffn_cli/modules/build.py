@@ -7,6 +7,8 @@ its cast, so the build never holds a float32 copy of the whole FFN.
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -74,4 +76,9 @@ def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch
     with torch.device(device), linears_in(linear_dtype):
         module: FFNModule = spec.info.build(spec)
         apply_init(module, spec)
-    return module.to(device=device, dtype=dtype)  # the small rest: masks, scalar parameters
+    # The small rest (masks, scalar parameters) moves; a module already all in place is not
+    # walked again (thousands of experts on meta).
+    tensors = itertools.chain(module.parameters(), module.buffers())
+    if any(t.device != device or (t.is_floating_point() and t.dtype != dtype) for t in tensors):
+        module = module.to(device=device, dtype=dtype)
+    return module

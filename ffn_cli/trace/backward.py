@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_leaves
 
 from ffn_cli.trace.backward_result import SavedRead
 from ffn_cli.trace.ops import LAYOUT_OPS
-from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, _pre_hook, dtype_name
+from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, dtype_name, tracking_modules
 from ffn_cli.trace.recorder import _storage_id as _storage
 from ffn_cli.trace.result import Shape, TensorStats, TraceStep
 from ffn_cli.trace.stats import tensor_stats
@@ -216,16 +216,8 @@ def record_backward(
     recorder._producers = {}  # from here on, only gradients: dL/dy, then what backward ops make
     recorder._producers[recorder._key(grad)] = ("input", 0)
     recorder.backward_from = len(recorder.rec.ops)
-    handles = []
-    for path, sub in module.named_modules():  # recomputation calls the modules again
-        handles.append(sub.register_forward_pre_hook(_pre_hook(recorder, path)))
-        handles.append(sub.register_forward_hook(recorder.exit))
-    try:
-        with recorder:
-            out.backward(grad)
-    finally:
-        for handle in handles:
-            handle.remove()
+    with tracking_modules(recorder, module), recorder:  # recomputation calls the modules again
+        out.backward(grad)
     result.ops = recorder.rec.ops[recorder.backward_from :]
     result.calls = recorder.rec.calls
     for name, p in module.named_parameters():

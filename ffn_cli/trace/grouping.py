@@ -172,7 +172,10 @@ def _idle_params(module: FFNModule, tokens: tuple[int, ...]) -> int:
     experts = getattr(module, "experts", None)
     if experts is None or len(tokens) != len(experts):
         return 0
-    return sum(p.numel() for e, n in enumerate(tokens) if n == 0 for p in experts[e].parameters())
+    # Every expert is built from one spec, so each holds what the first holds: thousands of
+    # idle experts are counted without walking each one's modules.
+    per_expert = sum(p.numel() for p in experts[0].parameters())
+    return per_expert * sum(1 for n in tokens if n == 0)
 
 
 def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> str:

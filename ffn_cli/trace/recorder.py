@@ -13,7 +13,8 @@ FLOPs and statistics all come from here.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -324,16 +325,11 @@ class Recorder(TorchDispatchMode):
         if self.want_stats:
             self.rec.input_stats = self._stats(x)
         self.rec.input_values = first_values(x, self.values)
-        handles = []
-        for path, module in self.root.named_modules():
-            handles.append(module.register_forward_pre_hook(_pre_hook(self, path)))
-            handles.append(module.register_forward_hook(self.exit))
         try:
-            with torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack), dynamo_left_out(), sympy_left_out(), self:
+            saving = torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack)
+            with tracking_modules(self, self.root), saving, dynamo_left_out(), sympy_left_out(), self:
                 out = self.root(x)
         finally:
-            for handle in handles:
-                handle.remove()
             self._stack.clear()
             if not self.keep_graph:
                 self._serials.clear()
@@ -356,11 +352,28 @@ def _writes(func: Any) -> bool:
     return _WRITES[func]
 
 
-def _pre_hook(recorder: Recorder, path: str) -> Callable[[nn.Module, tuple[Any, ...]], None]:
-    def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
-        recorder.enter(path, module, args)
+@contextmanager
+def tracking_modules(recorder: Recorder, root: nn.Module) -> Iterator[None]:
+    """Tell `recorder` when each of root's modules is entered and left. Two global hooks, not
+    two per module: a mixture of thousands of experts has tens of thousands of modules, most of
+    which (the idle experts) never run."""
+    paths = {id(module): path for path, module in root.named_modules()}
 
-    return hook
+    def enter(module: nn.Module, args: tuple[Any, ...]) -> None:
+        path = paths.get(id(module))
+        if path is not None:  # one of root's modules, not one run elsewhere meanwhile
+            recorder.enter(path, module, args)
+
+    def leave(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        if id(module) in paths:
+            recorder.exit(module, args, output)
+
+    handles = [nn.modules.module.register_module_forward_pre_hook(enter), nn.modules.module.register_module_forward_hook(leave)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _unpack(t: Any) -> Any:
