@@ -49,6 +49,8 @@ def _init_linear(linear: nn.Linear, spec: FFNSpec, gain_name: str) -> None:
 def apply_init(module: nn.Module, spec: FFNSpec) -> None:
     """Apply spec.init to every projection: layers feeding the activation get its gain, the
     others a linear gain; zero_init_output zeroes down_proj (as GPT-style residual init)."""
+    if spec.init == "default" and not spec.zero_init_output:
+        return  # torch's own init stands: no need to walk every module (thousands of experts)
     feeding = {lin.name for lin in spec.ffn_variant.linears(spec) if lin.feeds_activation}
     gain = spec.ffn_variant.act().init_gain
     for name, sub in module.named_modules():

@@ -216,7 +216,7 @@ def record_backward(
     recorder._producers = {}  # from here on, only gradients: dL/dy, then what backward ops make
     recorder._producers[recorder._key(grad)] = ("input", 0)
     recorder.backward_from = len(recorder.rec.ops)
-    with tracking_modules(recorder, module), recorder:  # recomputation calls the modules again
+    with tracking_modules(recorder), recorder:  # recomputation calls the modules again
         out.backward(grad)
     result.ops = recorder.rec.ops[recorder.backward_from :]
     result.calls = recorder.rec.calls

@@ -182,9 +182,20 @@ class Recorder(TorchDispatchMode):
         self._serials = StorageSerials()
         self._params: dict[int, str] = {}
         self._saved: dict[int, int] = {}  # bytes per storage serial
-        for name, t in [*root.named_parameters(), *root.named_buffers()]:
-            self._params[_storage_id(t)] = name
-            self.rec.param_shapes[name] = tuple(t.shape)
+        # One walk over the modules for their paths, parameters and buffers (tens of thousands
+        # of modules in a large mixture), in named_parameters' then named_buffers' order.
+        named = list(root.named_modules())
+        self.module_paths = {id(module): path for path, module in named}
+        for table in ("_parameters", "_buffers"):
+            seen: set[int] = set()  # a tensor registered twice (tied) is named once, as torch does
+            for path, module in named:
+                for leaf, t in getattr(module, table).items():
+                    if t is None or id(t) in seen:
+                        continue
+                    seen.add(id(t))
+                    name = f"{path}.{leaf}" if path else leaf
+                    self._params[_storage_id(t)] = name
+                    self.rec.param_shapes[name] = tuple(t.shape)
 
     # dispatch ---------------------------------------------------------------------------
 
@@ -327,7 +338,7 @@ class Recorder(TorchDispatchMode):
         self.rec.input_values = first_values(x, self.values)
         try:
             saving = torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack)
-            with tracking_modules(self, self.root), saving, dynamo_left_out(), sympy_left_out(), self:
+            with tracking_modules(self), saving, dynamo_left_out(), sympy_left_out(), self:
                 out = self.root(x)
         finally:
             self._stack.clear()
@@ -353,11 +364,11 @@ def _writes(func: Any) -> bool:
 
 
 @contextmanager
-def tracking_modules(recorder: Recorder, root: nn.Module) -> Iterator[None]:
-    """Tell `recorder` when each of root's modules is entered and left. Two global hooks, not
-    two per module: a mixture of thousands of experts has tens of thousands of modules, most of
-    which (the idle experts) never run."""
-    paths = {id(module): path for path, module in root.named_modules()}
+def tracking_modules(recorder: Recorder) -> Iterator[None]:
+    """Tell `recorder` when each of its root's modules is entered and left. Two global hooks,
+    not two per module: a mixture of thousands of experts has tens of thousands of modules,
+    most of which (the idle experts) never run."""
+    paths = recorder.module_paths
 
     def enter(module: nn.Module, args: tuple[Any, ...]) -> None:
         path = paths.get(id(module))
