@@ -205,3 +205,13 @@ def test_kept_for_backward_says_what_the_estimate_leaves_out(runner: CliRunner) 
     assert "without the dropout mask train mode keeps" in " ".join(out.split())
     _, block, _ = _run(runner, "--block", "-d", "64", "--device", "meta")
     assert "(the whole block: attention, norms and FFN)" in " ".join(block.split()) and "for the FFN alone" in block
+
+
+def test_meta_moe_says_how_the_tokens_were_spread(runner: CliRunner) -> None:
+    """2 × 5 tokens, top-2 of 8: 20 pairs, 3 for the first 4 experts and 2 for the others."""
+    _, out, _ = _run(runner, "-v", "moe", "--device", "meta")
+    text = " ".join(out.split())
+    assert "the 20 (token, expert) pairs are spread as evenly as they go" in text
+    assert "tokens per expert: 3, 3, 3, 3, 2, 2, 2, 2." in text
+    _, dense, _ = _run(runner, "-v", "swiglu", "--device", "meta")
+    assert "Routing" not in dense

@@ -17,7 +17,7 @@ from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
-from ffn_cli.trace.expert_summary import ExpertSummary, elided_ops, summarise_experts
+from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
 
 __all__ = ["trace_data", "trace_view", "width_diagram"]
@@ -300,10 +300,21 @@ def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0) -> Gr
     return Group(*spaced[:-1])
 
 
+def _meta_routing(result: TraceResult) -> str:
+    """On meta a router has no scores to choose by either: say how the tokens were spread."""
+    tokens = next((s.tokens_per_expert for s in result.steps if s.tokens_per_expert is not None), None)
+    if tokens is None:
+        return ""
+    uneven = ", the first experts taking one more" if max(tokens) != min(tokens) else ""
+    spread = f"the {sum(tokens):,} (token, expert) pairs are spread as evenly as they go{uneven}"
+    return f" Routing has no values to choose by either: {spread}; {describe_tokens(tokens)}."
+
+
 def _sections(result: TraceResult, *, ops: bool, values: int) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
     if result.is_meta:
-        out.append(Text("Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated.", style="dim"))
+        meta = "Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated."
+        out.append(Text(meta + _meta_routing(result), style="dim"))
     else:
         out.append(_stats_table(result))
         if values:
