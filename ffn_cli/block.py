@@ -19,6 +19,7 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, RMSNorm, SelfAttention, build_attention
 from ffn_cli.errors import FFNError
 from ffn_cli.modules import FFNModule, build_ffn, resolve_dtype
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["NORMS", "BlockSpec", "LatentAttention", "RMSNorm", "SelfAttention", "TransformerBlock", "build_block"]
@@ -133,7 +134,7 @@ def build_block(
     if isinstance(dtype, str):
         dtype = resolve_dtype(dtype)
     ffn = build_ffn(spec.ffn, device=device, dtype=dtype, seed=seed)
-    torch.manual_seed(seed + 1)
+    torch.manual_seed(stream_seed(seed, Stream.ATTENTION_WEIGHTS))
     with torch.device(device):
         block = TransformerBlock(spec, ffn)
     return block.to(device=device, dtype=dtype)

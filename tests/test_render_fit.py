@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from ffn_cli.cli import app, common
 from ffn_cli.render.fit import TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
+from ffn_cli.render.format import TIE_TOLERANCE
 
 WIDTHS = (60, 80, 100, 120)
 
@@ -57,7 +58,8 @@ _NUMBER = re.compile(
 _BINARY = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _SI = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 # A cropped thousands group (`1,050,6`) or a cell cut short.
-_CROPPED = re.compile(r"\d,\d{1,2}(?!\d)|\d{4},\d|…")
+# A "…" that starts a line is the row number of elided or idle experts, not a cropped cell.
+_CROPPED = re.compile(r"\d,\d{1,2}(?!\d)|\d{4},\d|(?<!^)(?<!^ )…(?!  )", re.MULTILINE)
 
 
 def _leaves(data: Any) -> Iterator[float]:
@@ -91,7 +93,8 @@ def _parse(match: re.Match[str]) -> tuple[float, float]:
 def _matches(value: float, half: float, known: list[float]) -> bool:
     for j in known:
         for candidate in (j, 100 * j):  # a share printed in percent
-            if abs(candidate - value) <= max(half * 1.0001, 1e-12 * abs(value)):
+            # A near-tie is rounded as the tie (render/format.py): up to TIE_TOLERANCE past the half.
+            if abs(candidate - value) <= max(half * 1.0001 + TIE_TOLERANCE * abs(value), 1e-12 * abs(value)):
                 return True
     return False
 

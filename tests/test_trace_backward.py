@@ -12,6 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ffn_cli import build_ffn
 from ffn_cli.block import BlockSpec, build_block
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import trace
 from ffn_cli.trace.backward import record_backward
@@ -89,7 +90,7 @@ def test_parameter_gradients_are_the_modules(variant: str) -> None:
     spec = _spec(variant)
     result = trace(spec, backward=True)
     module = build_ffn(spec).eval()
-    x = torch.randn(2, 5, spec.d_model, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
+    x = torch.randn(2, 5, spec.d_model, generator=torch.Generator().manual_seed(stream_seed(0, Stream.INPUT))).requires_grad_(True)
     out = module(x)
     out.backward(output_grad_maker("random", 0)(out.detach()))
     assert result.backward is not None

@@ -24,6 +24,7 @@ from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.modules import build_ffn
 from ffn_cli.peaks import lookup_gpu, peak_dtype_key, ridge_flop_per_byte
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["Case", "Sweep", "bench_case", "ceilings", "preflight_case"]
@@ -103,10 +104,13 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
     module = build_ffn(spec, device=device, dtype=torch_dtype, seed=config.seed)
     module.gradient_checkpointing = case.checkpoint
     module.train(config.backward)
-    torch.manual_seed(config.seed + 1)
     shape = (case.batch, case.seq_len, spec.d_model)
-    inputs = [torch.randn(shape, device=device, dtype=torch_dtype, requires_grad=config.backward) for _ in range(n_bufs)]
-    grad_out = torch.randn(shape, device=device, dtype=torch_dtype)
+    input_stream = torch.Generator(device=device).manual_seed(stream_seed(config.seed, Stream.INPUT))
+    grad_stream = torch.Generator(device=device).manual_seed(stream_seed(config.seed, Stream.OUTPUT_GRAD))
+    inputs = [
+        torch.randn(shape, generator=input_stream, device=device, dtype=torch_dtype, requires_grad=config.backward) for _ in range(n_bufs)
+    ]
+    grad_out = torch.randn(shape, generator=grad_stream, device=device, dtype=torch_dtype)
     fn: Callable[[torch.Tensor], torch.Tensor] = compile_module(module, case.impl.compile_mode) if case.impl.compile_mode else module
 
     def reset_grads() -> None:

@@ -14,6 +14,7 @@ from torch import nn
 
 from ffn_cli.errors import FFNError
 from ffn_cli.modules.ffn import FFNModule, linears_in
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["DTYPES", "apply_init", "build_ffn", "resolve_dtype"]
@@ -68,12 +69,12 @@ def apply_init(module: nn.Module, spec: FFNSpec) -> None:
 def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | str = torch.float32, seed: int = 0) -> FFNModule:
     """Build the module for `spec` on `device` (cpu, cuda, cuda:N or meta) in `dtype`.
 
-    Weights are drawn from `seed`, so two builds of one spec on one device are identical.
+    Weights are drawn from `seed`'s weights stream, so two builds of one spec on one device are identical.
     """
     if isinstance(dtype, str):
         dtype = resolve_dtype(dtype)
     device = torch.device(device)
-    torch.manual_seed(seed)
+    torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))
     linear_dtype = torch.float32 if device.type == "meta" else dtype
     with torch.device(device), linears_in(linear_dtype):
         module: FFNModule = spec.info.build(spec)

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ffn_cli.regions import region
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import SingleFFN, Variant
 
@@ -162,7 +163,7 @@ class ScalarParameters(nn.Module):
 
 def sparsity_mask(d_ff: int, sparsity: float, seed: int) -> Tensor:
     """1 for kept hidden units, 0 for round(sparsity·d_ff) units drawn once from `seed`."""
-    generator = torch.Generator(device="cpu").manual_seed(seed)
+    generator = torch.Generator(device="cpu").manual_seed(stream_seed(seed, Stream.MASK))
     dropped = torch.randperm(d_ff, generator=generator, device="cpu")[: round(sparsity * d_ff)]
     mask = torch.ones(d_ff, device="cpu")
     mask[dropped] = 0.0

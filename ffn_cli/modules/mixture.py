@@ -125,9 +125,12 @@ class MoEFFN(_Mixture):
             return {e: w.step("dispatch", _balanced, chosen, experts, e) for e in hit}
         if self.dispatch == "sorted":
             starts = [0, *itertools.accumulate(counts)]
-            return {e: (token_idx[starts[e] : starts[e] + kept[e]], slot[starts[e] : starts[e] + kept[e]]) for e in hit}
+            return {e: w.step("dispatch", _kept_rows, token_idx, slot, starts[e], kept[e]) for e in hit}
         pairs = {e: w.step("dispatch", _rows_of, chosen, e) for e in hit}
-        return {e: (rows[: kept[e]], slot[: kept[e]]) if kept[e] < counts[e] else (rows, slot) for e, (rows, slot) in pairs.items()}
+        return {
+            e: w.step("dispatch", _kept_rows, rows, slot, 0, kept[e]) if kept[e] < counts[e] else (rows, slot)
+            for e, (rows, slot) in pairs.items()
+        }
 
     @staticmethod
     def _cap(n: int, stats: DispatchStats) -> int:
@@ -145,6 +148,11 @@ class MoEFFN(_Mixture):
             gate = w.linear("shared_expert_gate", tokens)
             return w.step("shared_expert_gate", _gated_add, gate, shared, routed)  # Qwen2-MoE
         return w.step("shared_add", torch.add, routed, shared)
+
+
+def _kept_rows(rows: Tensor, slot: Tensor, start: int, n: int) -> tuple[Tensor, Tensor]:
+    """The n (token row, slot) pairs from `start` that an expert keeps under its capacity."""
+    return rows[start : start + n], slot[start : start + n]
 
 
 def _gated_add(gate: Tensor, shared: Tensor, routed: Tensor) -> Tensor:

@@ -18,6 +18,7 @@ from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import resolve_dtype
 from ffn_cli.parallel.accounting import MAX_WORLD_SIZE, check_parallel
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["MAX_CPU_RANKS", "Mode", "ParallelJob", "check_devices", "is_primary_process", "make_input", "make_job", "under_torchrun"]
@@ -60,7 +61,7 @@ def is_primary_process() -> bool:
 
 def make_input(batch: int, seq_len: int, d_model: int, *, seed: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """The (B, T, d) input every rank and the unsharded module see: drawn on the CPU from `seed`."""
-    generator = torch.Generator(device="cpu").manual_seed(seed)
+    generator = torch.Generator(device="cpu").manual_seed(stream_seed(seed, Stream.INPUT))
     return torch.randn(batch, seq_len, d_model, generator=generator).to(device=device, dtype=dtype)
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ffn_cli.render.experts import elided_label, idle_label
 from ffn_cli.render.fit import Cell, Col, FitTable
-from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
 from ffn_cli.trace.result import TensorStats, TraceResult
@@ -27,7 +27,7 @@ EXACT_FLOPS_BELOW = 10**13
 
 
 def _num(value: float | None) -> str:
-    return "" if value is None else "n/a" if math.isnan(value) else f"{value:.4g}"
+    return "" if value is None else "n/a" if math.isnan(value) else fmt_value(value)
 
 
 def _shapes(shapes: tuple[tuple[int, ...], ...], arrow: str = "") -> str:

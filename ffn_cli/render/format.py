@@ -2,9 +2,40 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-__all__ = ["fmt_bytes", "fmt_count", "fmt_flops", "fmt_shape", "fmt_si"]
+__all__ = ["fmt_bytes", "fmt_count", "fmt_fixed", "fmt_flops", "fmt_shape", "fmt_si", "fmt_value"]
+
+# A statistic summed in float32 lands a few parts in 10⁷ either side of an exact value (the mean
+# of a softmax over 64 experts is 1/64 = 0.015625), and which side depends on the machine's
+# summation order. A value this close to a rounding tie is rounded as the tie itself would be
+# (half to even), so the printed digits are the same on every machine.
+TIE_TOLERANCE = 5e-7
+
+
+def _tie_broken(scaled: float) -> float:
+    """`scaled`, moved onto the even neighbour when it lies within TIE_TOLERANCE of a .5 tie."""
+    below = math.floor(scaled)
+    if abs(scaled - (below + 0.5)) > TIE_TOLERANCE * max(abs(scaled), 1.0):
+        return scaled
+    return float(below if below % 2 == 0 else below + 1)
+
+
+def fmt_value(value: float, digits: int = 4) -> str:
+    """A tensor statistic to `digits` significant digits (as `:.4g`), near-ties broken one way."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:.{digits}g}"
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{_tie_broken(value * scale) / scale:.{digits}g}"
+
+
+def fmt_fixed(value: float, decimals: int = 4) -> str:
+    """A value to `decimals` places, sign column kept (as `: .4f`), near-ties broken one way."""
+    if not math.isfinite(value):
+        return f"{value: .{decimals}f}"
+    scale = 10.0**decimals
+    return f"{_tie_broken(value * scale) / scale: .{decimals}f}"
 
 
 def fmt_count(n: int) -> str:

@@ -16,7 +16,7 @@ from rich.text import Text
 from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
-from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
 
@@ -63,7 +63,7 @@ def _flops(flops: int, result: TraceResult) -> str:
 
 
 def _num(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.4g}"
+    return "n/a" if math.isnan(value) else fmt_value(value)
 
 
 # --- header and footer ---------------------------------------------------------------------
@@ -248,7 +248,7 @@ def _stats_table(result: TraceResult) -> FitTable:
 
 def _values_table(result: TraceResult, n: int) -> FitTable:
     def cells(values: tuple[float, ...] | None) -> str:
-        return " ".join(f"{v: .4f}" for v in values) if values else "n/a"
+        return " ".join(fmt_fixed(v) for v in values) if values else "n/a"
 
     summary = summarise_experts(result.steps)
     rows: list[list[Cell]] = [[Text("input"), cells(result.input_values)]]

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from ffn_cli.block import TransformerBlock
 from ffn_cli.reference import reference_backward
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace.backward import record_backward
 from ffn_cli.trace.backward_result import BackwardResult
@@ -24,24 +25,24 @@ from ffn_cli.trace.result import CheckResult, TraceStep
 __all__ = ["check_backward", "output_grad_maker", "run_backward"]
 
 
-def _seeded_normal(like: Tensor, seed: int) -> Tensor:
+def _seeded_normal(like: Tensor, seed: int, stream: Stream) -> Tensor:
     if like.is_meta:
         return torch.empty_like(like)
-    generator = torch.Generator(device=like.device).manual_seed(seed)
+    generator = torch.Generator(device=like.device).manual_seed(stream_seed(seed, stream))
     return torch.randn(like.shape, generator=generator, device=like.device, dtype=torch.float32).to(like.dtype)
 
 
 def output_grad_maker(loss: str, seed: int) -> Callable[[Tensor], Tensor]:
     """dL/dy for the output y: a seeded standard normal; L = Σy → 1; L = mean((y − t)²) with
-    a seeded standard-normal target t → 2·(y − t)/numel. The seed is the run's + 1, so dy
-    is not the input's draw."""
+    a seeded standard-normal target t → 2·(y − t)/numel. dL/dy and t draw from streams of their
+    own, independent of the input's and the weights'."""
 
     def make(y: Tensor) -> Tensor:
         if loss == "sum":
             return torch.ones_like(y)
         if loss == "mse":
-            return 2.0 * (y - _seeded_normal(y, seed + 1)) / y.numel()
-        return _seeded_normal(y, seed + 1)
+            return 2.0 * (y - _seeded_normal(y, seed, Stream.TARGET)) / y.numel()
+        return _seeded_normal(y, seed, Stream.OUTPUT_GRAD)
 
     return make
 

@@ -11,6 +11,7 @@ from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNError
 from ffn_cli.modules import build_ffn
+from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.trace.check import check_against_reference
 from ffn_cli.trace.gc_pause import gc_paused
@@ -86,7 +87,7 @@ def _make_input(shape: Shape, device: torch.device, dtype: torch.dtype, seed: in
     """A seeded standard-normal input, drawn in float32 so every dtype starts from the same values."""
     if device.type == "meta":
         return torch.empty(shape, device=device, dtype=dtype)
-    generator = torch.Generator(device=device).manual_seed(seed)
+    generator = torch.Generator(device=device).manual_seed(stream_seed(seed, Stream.INPUT))
     return torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dtype)
 
 
@@ -128,7 +129,7 @@ def trace(
     module: nn.Module = build_block(block, device=dev, dtype=dt, seed=seed) if block else build_ffn(spec, device=dev, dtype=dt, seed=seed)
     module.train(mode == "train")
     x = _make_input((batch, seq_len, spec.d_model), dev, dt, seed)
-    torch.manual_seed(seed)  # dropout masks in train mode
+    torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
     backward_result = None
     if backward:
         from ffn_cli.trace.backward_run import run_backward
