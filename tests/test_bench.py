@@ -17,7 +17,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from ffn_cli import bench
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.bench import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
+from ffn_cli.bench import calibrate as calibrate_module
 from ffn_cli.bench import case as bench_case
+from ffn_cli.bench import run as bench_run
 from ffn_cli.bench.case import Case, Sweep, _result
 from ffn_cli.bench.implementations import keep_ieee_subnormals, subnormals_flushed
 from ffn_cli.bench.result import Calibration
@@ -25,6 +27,7 @@ from ffn_cli.bench.timing import WarmUp
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn
 from ffn_cli.peaks import GPU_PEAKS, lookup_gpu, peak_dtype_key, ridge_flop_per_byte
+from ffn_cli.render import bench as render_bench_module
 from ffn_cli.spec import FFNSpec
 
 # Hot cache: no 64 MiB flush per call; one thread: no waiting for a busy second core.
@@ -176,7 +179,7 @@ def test_rates_of_a_hand_computed_case() -> None:
     spec = FFNSpec(variant="relu", d_model=64, d_ff=256)
     config = BenchConfig(**FAST)  # type: ignore[arg-type]
     env = _run().env
-    cal = Calibration("float32", 1024, 0.001, 5, 1 << 20, 0.1)
+    cal = Calibration("float32", (1024, 1024, 1024), 0.001, 5, 3, 1 << 20, 0.1)
     sweep = Sweep(config, torch.device("cpu"), env, None, {"float32": cal})
     case = Case(spec, parse_impls("eager")[0], "float32", 2, 4, False)
     r = _result(case, sweep, summarize([2.0] * 5), WarmUp(0.1, 1, 2.0), 0, (None, None, "n/a"))
@@ -314,7 +317,8 @@ def test_checkpoint_compares_with_and_without() -> None:
 def test_calibration_gives_peak_and_bound() -> None:
     report = _run(calibrate=True)
     (cal,) = report.calibrations
-    assert cal.gemm_tflops > 0 and cal.copy_gbps > 0 and cal.gemm_n == 1024
+    assert cal.gemm_tflops > 0 and cal.copy_gbps > 0 and cal.gemm_shapes == 3
+    assert cal.gemm_shape in {(1024, 1024, 1024), (1024, 512, 2048), (2048, 2048, 256)}
     (r,) = report.results
     assert r.peak_tflops == cal.gemm_tflops and r.pct_peak is not None and r.pct_peak > 0
     assert r.bound in ("compute", "memory") and "measured here" in (r.peak_source or "")
@@ -411,10 +415,36 @@ def test_cuda_run_records_events_memory_and_peak() -> None:
     assert report.env.flush_bytes >= bench.CUDA_MIN_FLUSH_BYTES
 
 
+def test_calibration_shapes_share_one_flop_count() -> None:
+    """2·m·k·n is 2·n³ for each, so the best is the fastest, not the biggest."""
+    assert [m * k * n for m, k, n in calibrate_module.calibration_shapes(1024)] == [1024**3] * 3
+
+
+def test_the_calibrated_peak_is_the_best_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    rates = {(1024, 1024, 1024): 0.02, (1024, 512, 2048): 0.05, (2048, 2048, 256): 0.03}
+    monkeypatch.setattr(calibrate_module, "_gemm_best", lambda device, dtype, shape, config: (rates[shape], 4))
+    cal = calibrate_module.calibrate(torch.device("cpu"), torch.float32, "float32", BenchConfig(**FAST))
+    assert (cal.gemm_tflops, cal.gemm_shape, cal.gemm_samples) == (0.05, (1024, 512, 2048), 12)
+
+
+def test_a_case_faster_than_its_peak_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peak below what a case achieved is no upper bound: no "% of peak" over 100, a note instead."""
+
+    def low(device: torch.device, dtype: torch.dtype, name: str, config: BenchConfig) -> Calibration:
+        return Calibration(name, (8, 8, 8), 1e-9, 1, 1, 1, 1e-9)
+
+    monkeypatch.setattr(bench_run, "calibrate", low)
+    report = _run(calibrate=True)
+    (r,) = report.results
+    assert r.tflops > r.peak_tflops and r.above_peak and r.pct_peak is None
+    assert any("no upper bound" in w and r.label in w for w in report.warnings)
+    assert render_bench_module._pct(r) == "> peak"
+
+
 @pytest.mark.cuda
 def test_cuda_calibration() -> None:
     (cal,) = _run(device="cuda", calibrate=True, dtypes=("float16",)).calibrations
-    assert cal.gemm_n == 8192 and cal.gemm_tflops > 0 and cal.copy_gbps > 0
+    assert cal.gemm_shape[0] * cal.gemm_shape[1] * cal.gemm_shape[2] == 8192**3 and cal.gemm_tflops > 0 and cal.copy_gbps > 0
 
 
 @pytest.mark.cuda

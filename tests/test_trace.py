@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import resource
 import time
 
@@ -12,6 +13,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from ffn_cli import build_ffn
 from ffn_cli.accounting import flop_steps, matmul_flops_per_token
 from ffn_cli.block import BlockSpec, build_block
+from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import TraceResult, check_failure, estimate_bytes, group_steps, record, tensor_stats, trace
@@ -358,3 +360,47 @@ def test_cuda_moe_trace_checks_and_has_stats() -> None:
     result = trace(small_spec("moe"), device="cuda", dtype="float32", check=True, values=2)
     assert result.check is not None and result.check.passed
     assert all(s.stats is not None for s in result.steps)
+
+
+def test_a_mask_buffer_is_shown_apart_and_never_counted_as_a_parameter(runner) -> None:
+    """`sparse`'s hidden_mask is a buffer: the table's total, the footer and --json all give
+    the module's parameters() count, and the mask is listed as fixed state."""
+    spec = FFNSpec(variant="sparse", d_model=512, d_ff=2048, bias=True, sparsity=0.5)
+    module = build_ffn(spec)
+    params = sum(p.numel() for p in module.parameters())
+    assert params == 2 * 512 * 2048 + 2048 + 512  # by hand: two weights and two biases
+    result = trace(spec)
+    assert sum(s.param_count for s in result.steps) == params == result.total_params
+    assert [p.name for s in result.steps for p in s.buffers] == ["hidden_mask"]
+    out = runner.invoke(app, ["trace", "-v", "sparse"], env={"COLUMNS": "120"}).stdout
+    assert f"total {params:,}" in " ".join(out.split()) and "2,101,760" not in out
+    assert "hidden_mask (2048,): 2,048 values of fixed state, not parameters" in " ".join(out.split())
+    data = json.loads(runner.invoke(app, ["trace", "-v", "sparse", "--json"]).stdout)
+    assert data["total_params"] == params and data["buffers"] == {"hidden_mask": [2048]}
+
+
+def test_a_masked_ffn_says_it_still_does_every_flop() -> None:
+    """The mask is applied after W_up: the matmul FLOPs equal the dense FFN's, counted by
+    FlopCounterMode, and the note names what pruning the masked units would cost instead."""
+    spec = FFNSpec(variant="sparse", d_model=64, d_ff=256, sparsity=0.25)
+    dense = build_ffn(FFNSpec(variant="relu", d_model=64, d_ff=256))
+    x = torch.randn(1, 1, 64)
+    counted = {}
+    for name, module in (("sparse", build_ffn(spec)), ("dense", dense)):
+        with FlopCounterMode(display=False) as counter:
+            module(x)
+        counted[name] = counter.get_total_flops()
+    assert counted["sparse"] == counted["dense"] == 4 * 64 * 256
+    note = spec.info.compute_note(spec)
+    assert note is not None and f"{counted['dense']:,} matmul FLOPs per token" in note
+    assert f"d_ff {256 - 64:,}) gives the same output for {4 * 64 * (256 - 64):,}" in note
+    # …and it does: the pruned FFN, built by hand from the kept units, gives the masked output.
+    masked = build_ffn(spec)
+    kept = masked.hidden_mask.bool()
+    pruned = torch.nn.Sequential(torch.nn.Linear(64, int(kept.sum())), torch.nn.ReLU(), torch.nn.Linear(int(kept.sum()), 64))
+    with torch.no_grad():
+        pruned[0].weight.copy_(masked.up_proj.weight[kept])
+        pruned[0].bias.copy_(masked.up_proj.bias[kept])
+        pruned[2].weight.copy_(masked.down_proj.weight[:, kept])
+        pruned[2].bias.copy_(masked.down_proj.bias)
+    torch.testing.assert_close(pruned(x), masked.eval()(x))

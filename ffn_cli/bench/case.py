@@ -66,7 +66,8 @@ def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str 
     """(peak TFLOP/s, bandwidth GB/s, where they come from) for this device and dtype."""
     cal = sweep.calibrations.get(dtype)
     if cal is not None:
-        return cal.gemm_tflops, cal.copy_gbps, f"measured here: {dtype} GEMM {cal.gemm_n}³ and copy"
+        m, k, n = cal.gemm_shape
+        return cal.gemm_tflops, cal.copy_gbps, f"measured here: the best {dtype} GEMM ({m}×{k}·{k}×{n}) and copy"
     if sweep.device.type != "cuda":
         return None, None, None
     entry = lookup_gpu(sweep.env.device_name)
@@ -210,7 +211,8 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
         hardware_tflops=hardware / seconds / 1e12,
         peak_tflops=peak,
         peak_source=source,
-        pct_peak=100 * tflops / peak if peak else None,
+        pct_peak=100 * tflops / peak if peak and tflops <= peak else None,
+        above_peak=bool(peak) and tflops > peak,
         intensity_flop_per_byte=intensity,
         ridge_flop_per_byte=ridge,
         bound=None if ridge is None else ("compute" if intensity >= ridge else "memory"),

@@ -46,12 +46,14 @@ class BenchEnv:
 
 @dataclass(frozen=True)
 class Calibration:
-    """This device's own ceilings, measured in the same run: GEMM rate and copy bandwidth."""
+    """This device's own ceilings, measured in the same run: the best GEMM call over
+    `gemm_shapes` shapes (`gemm_shape` = (m, k, n) of the best) and the best copy."""
 
     dtype: str
-    gemm_n: int
+    gemm_shape: tuple[int, int, int]
     gemm_tflops: float
     gemm_samples: int
+    gemm_shapes: int
     copy_bytes: int
     copy_gbps: float
 
@@ -98,7 +100,7 @@ class BenchResult:
     hardware_tflops: float
     peak_tflops: float | None
     peak_source: str | None
-    pct_peak: float | None
+    pct_peak: float | None  # None when no peak is known, or when this case ran above it (above_peak)
     intensity_flop_per_byte: float
     ridge_flop_per_byte: float | None
     bound: str | None  # "compute", "memory", or None when no ceiling is known
@@ -112,6 +114,7 @@ class BenchResult:
     samples_ms: tuple[float, ...] = field(default=(), repr=False)
     settings: str = ""  # what else shapes the module: biases, experts, routing (settings_text)
     spec: dict[str, Any] = field(default_factory=dict, repr=False)  # the FFNSpec timed, as FFNSpec.as_dict()
+    above_peak: bool = False  # faster than the peak it is measured against: that peak is no upper bound here
 
     @property
     def label(self) -> str:

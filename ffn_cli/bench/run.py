@@ -137,11 +137,11 @@ def _checkpoint_deltas(pairs: Sequence[tuple[Case, BenchResult]]) -> list[Checkp
     return deltas
 
 
-def _some(labels: Sequence[str], shown: int = 3) -> str:
+def _some(labels: Sequence[str], shown: int = 3, marked: str = "noisy") -> str:
     """A few cases by name and a count of the rest: a warning stays a line or two on a long sweep."""
     more = len(labels) - shown
     named = ", ".join(labels[:shown])
-    return f"{named} and {more} more of {len(labels)} (`--json` marks each: noisy)" if more > 0 else named
+    return f"{named} and {more} more of {len(labels)} (`--json` marks each: {marked})" if more > 0 else named
 
 
 def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str]) -> list[str]:
@@ -159,6 +159,13 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
     if cpu and env.load_avg_1m is not None and env.load_avg_1m > env.cpu_count:
         notes.append(
             f"the machine is busy (load average {env.load_avg_1m:.1f} on {env.cpu_count} CPUs): CPU times include waiting for a core"
+        )
+    above = [r for r in results if r.above_peak]
+    if above:
+        notes.append(
+            "faster than the peak it is measured against, so that peak is no upper bound here "
+            "(a datasheet peak too low, or a calibration the machine's load held back: --calibrate again, or raise --min-time): "
+            + _some([r.label for r in above], marked="above_peak")
         )
     for dtype in dtypes:
         if ceilings(sweep, dtype)[0] is None:

@@ -32,6 +32,8 @@ def _bytes(value: int | None) -> str:
 
 
 def _pct(r: BenchResult) -> str:
+    if r.above_peak:
+        return "> peak"
     return "—" if r.pct_peak is None else f"{r.pct_peak:.1f} %"
 
 
@@ -158,7 +160,9 @@ def _env_text(report: BenchReport) -> Text:
     )
     for cal in report.calibrations:
         text.append(
-            f"\ncalibrated {cal.dtype}: GEMM {cal.gemm_n}³ {cal.gemm_tflops:.3g} TFLOP/s, copy {cal.copy_gbps:.4g} GB/s (read + write)"
+            f"\ncalibrated {cal.dtype}: GEMM {cal.gemm_tflops:.3g} TFLOP/s (the best of {cal.gemm_samples} calls over "
+            f"{cal.gemm_shapes} shapes, at {cal.gemm_shape[0]}×{cal.gemm_shape[1]}·{cal.gemm_shape[1]}×{cal.gemm_shape[2]}), "
+            f"copy {cal.copy_gbps:.4g} GB/s (read + write, the best call)"
         )
     sources = sorted({r.peak_source for r in report.results if r.peak_source})
     if sources:

@@ -54,7 +54,7 @@ def _params(step: TraceStep) -> str:
     names = [p.name.removeprefix(prefix) for p in step.params]
     # Inside a whole sub-FFN (an expert) the layer name says more than ".weight".
     names = [n.removesuffix(".weight") if "." in n else n for n in names]
-    return "\n".join(f"{n} {fmt_shape(p.shape)}" for n, p in zip(names, step.params, strict=True))
+    return "\n".join(f"{n} {fmt_shape(p.shape)}" + (" buffer" if p.buffer else "") for n, p in zip(names, step.params, strict=True))
 
 
 def _flops(flops: int, result: TraceResult) -> str:
@@ -101,11 +101,18 @@ def _totals(result: TraceResult) -> Table:
     parts = " + ".join(f"{name} {fmt_count(n)}" for name, n in result.param_groups)
     total = fmt_count(result.total_params)
     grid.add_row("parameters", f"{total} = {parts}" if len(result.param_groups) > 1 else total)
+    buffers = {p.name: p for s in result.steps for p in s.buffers}
+    if buffers:
+        listed = ", ".join(f"{p.name} {fmt_shape(p.shape)}" for p in buffers.values())
+        grid.add_row("buffers", f"{listed}: {fmt_count(sum(p.count for p in buffers.values()))} values of fixed state, not parameters")
     grid.add_row(
         "FLOPs",
         f"{fmt_count(result.total_flops)} ({fmt_flops(result.total_flops)}) = {fmt_count(result.matmul_flops)} matmul (2·m·n·k) "
         f"+ {fmt_count(result.elementwise_flops)} elementwise; {fmt_flops(result.total_flops / result.tokens)} per token",
     )
+    note = result.spec.info.compute_note(result.spec)
+    if note:
+        grid.add_row("compute", note)
     whole = " (the whole block: attention, norms and FFN)" if result.block is not None else ""
     grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run{whole}, weights excluded")
     estimate = fmt_bytes(result.activation_bytes_estimate)
@@ -162,7 +169,8 @@ def _steps_table(result: TraceResult) -> FitTable:
                 rows.append(_elided_step_row(result, summary))
             continue
         cells = [str(n), s.name, s.op, _flow(s.input_shapes, _outputs(s)), _params(s)]
-        rows.append(_plain([[*cells, fmt_count(s.param_count) if s.params else "", _flops(s.flops, result)]])[0])
+        counted = fmt_count(s.param_count) if s.param_count or len(s.buffers) < len(s.params) else ""
+        rows.append(_plain([[*cells, counted, _flops(s.flops, result)]])[0])
     if summary is not None and summary.end == len(result.steps) and summary.idle:
         rows.append(_idle_step_row(result, summary))
     return FitTable("Shape flow, step by step", columns, rows)
@@ -356,7 +364,7 @@ def _step_data(s: TraceStep) -> dict[str, Any]:
         "output_shape": list(s.output_shape),
         "output_shapes": [list(x) for x in s.output_shapes],
         "inputs_from": list(s.inputs_from),
-        "params": [{"name": p.name, "shape": list(p.shape), "count": p.count} for p in s.params],
+        "params": [{"name": p.name, "shape": list(p.shape), "count": p.count, "buffer": p.buffer} for p in s.params],
         "param_count": s.param_count,
         "flops": s.flops,
         "matmul_flops": s.matmul_flops,
@@ -416,6 +424,8 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
         "output_shape": list(result.output_shape),
         "total_params": result.total_params,
         "param_groups": dict(result.param_groups),
+        "buffers": {p.name: list(p.shape) for st in result.steps for p in st.buffers},
+        "compute_note": result.spec.info.compute_note(result.spec),
         "total_flops": result.total_flops,
         "matmul_flops": result.matmul_flops,
         "elementwise_flops": result.elementwise_flops,

@@ -14,6 +14,7 @@ tensors): it records the same ops, on into the backward.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -196,7 +197,7 @@ class _PassRecorder(Recorder):
 
 def _snapshot(rec: Recording) -> Recording:
     """The forward as recorded so far: its ops and calls, before the backward adds its own."""
-    return Recording(list(rec.ops), list(rec.calls), rec.param_shapes, rec.input_stats, rec.input_values, rec.saved_bytes)
+    return dataclasses.replace(rec, ops=list(rec.ops), calls=list(rec.calls))
 
 
 def record_backward(

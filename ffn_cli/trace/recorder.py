@@ -76,6 +76,7 @@ class Recording:
     ops: list[RecordedOp] = field(default_factory=list)
     calls: list[ModuleCall] = field(default_factory=list)
     param_shapes: dict[str, Shape] = field(default_factory=dict)
+    buffer_names: set[str] = field(default_factory=set)  # of param_shapes' names, those that are buffers
     input_stats: TensorStats | None = None
     input_values: tuple[float, ...] | None = None
     saved_bytes: int = 0
@@ -196,6 +197,8 @@ class Recorder(TorchDispatchMode):
                     name = f"{path}.{leaf}" if path else leaf
                     self._params[_storage_id(t)] = name
                     self.rec.param_shapes[name] = tuple(t.shape)
+                    if table == "_buffers":
+                        self.rec.buffer_names.add(name)
 
     # dispatch ---------------------------------------------------------------------------
 

@@ -64,10 +64,12 @@ class OpRecord:
 
 @dataclass(frozen=True)
 class ParamInfo:
-    """A parameter (or buffer) a step read, by its name in the module's state_dict."""
+    """A parameter (or buffer) a step read, by its name in the module's state_dict. A buffer
+    (a fixed mask, a running statistic) is state, not a parameter: it is never counted as one."""
 
     name: str
     shape: Shape
+    buffer: bool = False
 
     @property
     def count(self) -> int:
@@ -107,7 +109,11 @@ class TraceStep:
 
     @property
     def param_count(self) -> int:
-        return sum(p.count for p in self.params)
+        return sum(p.count for p in self.params if not p.buffer)
+
+    @property
+    def buffers(self) -> tuple[ParamInfo, ...]:
+        return tuple(p for p in self.params if p.buffer)
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ class _StepBuilder:
             output_shape=main[0],
             output_shapes=tuple(dict.fromkeys(consumed or [main[0]])),
             inputs_from=tuple(dict.fromkeys(name for name, _ in inputs)),
-            params=tuple(ParamInfo(p, self.rec.param_shapes[p]) for p in params),
+            params=tuple(ParamInfo(p, self.rec.param_shapes[p], buffer=p in self.rec.buffer_names) for p in params),
             matmul_flops=sum(op.record.matmul_flops for op in ops),
             elementwise_flops=sum(op.record.elementwise_flops for op in ops),
             aten_ops=tuple(op.record.op for op in ops),

@@ -206,6 +206,10 @@ class Variant:
         """What the trace shows beside one of this variant's steps."""
         return step
 
+    def compute_note(self, spec: FFNSpec) -> str | None:
+        """What a trace should say about where this variant's compute goes, if anything."""
+        return None
+
     def build(self, spec: FFNSpec) -> Any:
         """The torch module (torch is imported here, not at import time)."""
         raise NotImplementedError

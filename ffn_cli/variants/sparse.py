@@ -29,6 +29,17 @@ class Sparse(DenseVariant):
     def header_parts(self, spec: FFNSpec) -> list[str]:
         return [f"sparsity {spec.sparsity:g}"]
 
+    def compute_note(self, spec: FFNSpec) -> str | None:
+        """A mask applied after the up-projection saves no FLOP: the matmuls run at full size."""
+        d_ff = spec.hidden
+        masked = round(spec.sparsity * d_ff)
+        dense, pruned = 4 * spec.d_model * d_ff, 4 * spec.d_model * (d_ff - masked)
+        return (
+            f"the mask zeroes {masked:,} of {d_ff:,} hidden units after W_up computed them, so every matmul still runs "
+            f"at full size: {dense:,} matmul FLOPs per token. Removing those rows of W_up and columns of W_down "
+            f"(d_ff {d_ff - masked:,}) gives the same output for {pruned:,}; a mask saves compute only in a kernel that skips them"
+        )
+
     def buffers(self, spec: FFNSpec) -> tuple[tuple[str, SplitKind], ...]:
         return (("hidden_mask", SplitKind.COLUMN),)  # cut with the hidden units it masks
 
