@@ -163,7 +163,7 @@ def test_the_readme_table_lists_every_ffn_option_with_its_default() -> None:
 
 def test_what_changes_nothing_is_accepted_and_names_in_any_case(runner: CliRunner) -> None:
     assert runner.invoke(app, ["params", "--dropout", "0", "--init", "default"]).exit_code == 0
-    assert _spec(runner, "params", "-v", "SwiGLU", "--expert-variant", "GeGLU")["variant"] == "swiglu"
+    assert _spec(runner, "params", "-v", "SwiGLU", "--multiple-of", "256")["variant"] == "swiglu"
     assert _spec(runner, "trace", "-v", "MoE", "--expert-variant", "GeGLU", "--device", "meta")["expert_variant"] == "geglu"
 
 
@@ -190,3 +190,30 @@ def test_a_value_of_the_wrong_type_is_said_plainly(args: list[str], message: str
 
     result = subprocess.run([sys.executable, "-m", "ffn_cli", *args], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and message in result.stderr and "Input should be" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["trace", "params", "bench"])
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["-v", "relu", "--experts", "4", "--top-k", "3", "--sparsity", "0.9"], "--experts"),
+        (["-v", "relu", "--top-k", "3"], "--top-k"),
+        (["-v", "swiglu", "--sparsity", "0.3"], "--sparsity"),
+        (["-v", "soft_moe", "--top-k", "1"], "--top-k"),
+        (["-v", "swiglu", "--expert-variant", "geglu"], "--expert-variant"),
+        (["-v", "relu", "--multiple-of", "128"], "--multiple-of"),
+        (["-v", "moe", "--expert-variant", "relu", "--fused"], "--fused"),
+    ],
+)
+def test_an_option_the_variant_does_not_use_is_refused(runner: CliRunner, command: str, args: list[str], option: str) -> None:
+    """Each variant declares the options it reads; one it does not read is one error line naming it."""
+    result = runner.invoke(app, [command, *args, "-d", "16", *(["--repeats", "2"] if command == "bench" else [])])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith((f"error: {option} ", f"error: {option}:")), line
+    assert "does not use it" in line or "needs a gated variant" in line, line
+
+
+def test_an_option_one_variant_of_a_list_uses_is_accepted(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["params", "-v", "relu,swiglu", "--multiple-of", "128", "--json"])
+    assert result.exit_code == 0, result.output

@@ -198,3 +198,40 @@ def test_missing_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     result = CliRunner().invoke(app, ["params", "--model", "org/name"])
     assert result.exit_code == 1
     assert "pip install 'ffn-cli[hub]'" in result.output
+
+
+def _one_error_line(*args: str) -> str:
+    result = CliRunner().invoke(app, ["params", *args])
+    assert result.exit_code != 0, result.output
+    (line,) = result.output.strip().splitlines()
+    return line
+
+
+def test_a_named_pipe_in_the_cache_is_refused_at_once(hub_cache: Path) -> None:
+    """A FIFO where config.json should be would block a read forever; --config refuses one, so does --model."""
+    config = hub_cache / "models--test-org--tiny-llama" / "snapshots" / COMMIT / "config.json"
+    config.unlink()
+    os.mkfifo(config)
+    assert "not a regular file" in _one_error_line("--model", "test-org/tiny-llama")
+    ref = hub_cache / "models--test-org--tiny-mixtral" / "refs" / "main"
+    ref.unlink()
+    os.mkfifo(ref)
+    assert "refs/main is not a regular file" in _one_error_line("--model", "test-org/tiny-mixtral")
+
+
+@pytest.mark.parametrize("revision", ["../../etc", "/etc/passwd", "a//b", "v1/", "main\\x", "x/../y", "re v"])
+def test_a_revision_that_could_leave_the_cache_is_refused(hub_cache: Path, revision: str) -> None:
+    assert _one_error_line("--model", "test-org/tiny-llama", "--revision", revision).startswith("error: --revision")
+
+
+def test_a_branch_with_slashes_is_still_a_revision(hub_cache: Path) -> None:
+    refs = hub_cache / "models--test-org--tiny-llama" / "refs" / "refs" / "pr"
+    refs.mkdir(parents=True)
+    (refs / "1").write_text(OTHER, encoding="utf-8")
+    assert _params_json("--model", "test-org/tiny-llama", "--revision", "refs/pr/1")["total_params"] == 7_241_732_096
+
+
+def test_a_ref_that_holds_a_path_is_not_followed(hub_cache: Path) -> None:
+    (hub_cache / "models--test-org--tiny-llama" / "refs" / "main").write_text("../../../../etc/passwd", encoding="utf-8")
+    line = _one_error_line("--model", "test-org/tiny-llama")
+    assert "refs/main holds no commit hash" in line and "passwd" not in line.split("(")[0]

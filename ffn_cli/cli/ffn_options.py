@@ -125,7 +125,21 @@ class FFNOptions:
 
     def specs(self, **changes: Any) -> list[FFNSpec]:
         """Every variant at every width, variants outermost."""
-        return [self.spec(v, d, **changes) for v in self.variants() for d in self.widths()]
+        specs = [self.spec(v, d, **changes) for v in self.variants() for d in self.widths()]
+        self.check_used(specs)
+        return specs
+
+    def check_used(self, specs: list[FFNSpec]) -> None:
+        """Refuse an option the user typed that none of `specs`' variants reads (each variant
+        declares the options it uses): `-v relu --top-k 3` would otherwise run and ignore it."""
+        spec_fields = {f.name for f in fields(FFNSpec)}
+        for name in sorted(self.given):
+            field = _FIELDS.get(name, name)
+            if field not in spec_fields or any(field in s.info.options_used(s) for s in specs):
+                continue
+            chosen = ", ".join(dict.fromkeys(s.variant for s in specs))
+            users = [v for v, variant in VARIANTS.items() if field in variant.own_options]
+            raise FFNError(name, getattr(self, name), f"{chosen} does not use it (it applies to {', '.join(users)})")
 
     def one_spec(self, why: str, **changes: Any) -> FFNSpec:
         """The single FFN these options describe; a comma list is refused with `why`."""
@@ -134,7 +148,9 @@ class FFNOptions:
             raise FFNError("variant", self.variant, why)
         if len(widths) > 1:
             raise FFNError("d_model", self.d_model, why)
-        return self.spec(variants[0], widths[0], **changes)
+        spec = self.spec(variants[0], widths[0], **changes)
+        self.check_used([spec])
+        return spec
 
     def typed(self, names: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The options the user typed (among `names`, if given), with their values."""

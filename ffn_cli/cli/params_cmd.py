@@ -112,6 +112,7 @@ def params(
         raise FFNError("d_model", ffn.d_model, "ffn params compares variants at one width; give one --d-model (ffn bench sweeps)")
     d_model = widths[0]
     specs = [ffn.spec(name, d_model, fused_gate_up=ffn.fused and _gated(name, ffn.expert_variant)) for name in ffn.variants()]
+    ffn.check_used(specs)
     _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
         refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")

@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.models.config import MAX_CONFIG_BYTES, parse_config
+from ffn_cli.models.config import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
 
 __all__ = ["REPO_ID", "cached_config", "hub_cache_dir", "hub_config"]
 
 # ORG/NAME as the Hub spells repository ids: letters, digits, '-', '_', '.'.
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+# A branch, tag or commit as git names them (refs/pr/1 included): no "..", no leading or
+# doubled "/", nothing that could walk out of the cache's refs/ folder.
+_REVISION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
 _TRUE = ("1", "on", "yes", "true")
 
 
@@ -36,15 +39,29 @@ def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any
     name = repo_id.strip()
     if not REPO_ID.match(name) or ".." in name:
         raise FFNError("model", repo_id, "a Hugging Face model id, ORG/NAME (e.g. meta-llama/Meta-Llama-3-8B)")
-    if revision is not None and not revision.strip():
-        raise FFNError("revision", revision, "a branch, tag or commit hash")
+    if revision is not None and (not _REVISION.match(revision.strip()) or ".." in revision or revision.strip().endswith(".lock")):
+        raise FFNError("revision", revision, "a branch, tag or commit hash (letters, digits, '.', '_', '-', and '/' between parts)")
     path = _download(name, revision.strip() if revision else None)
+    return parse_config(_read_cached(Path(path), name, "config.json"), f"{name} config.json"), path
+
+
+def _read_cached(file: Path, name: str, what: str) -> str:
+    """A small text file of the cache, read as --config reads one: a regular file (a named
+    pipe would block forever), within READ_TIMEOUT_S, at most MAX_CONFIG_BYTES."""
     try:
-        with open(path, encoding="utf-8") as file:
-            text = file.read(MAX_CONFIG_BYTES + 1)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FFNRuntimeError(f"--model {name}: cannot read the cached config.json ({exc})") from None
-    return parse_config(text, f"{name} config.json"), path
+        if not file.is_file():
+            raise FFNRuntimeError(f"--model {name}: the cached {what} is not a regular file ({file})")
+        data = read_capped(file, MAX_CONFIG_BYTES, READ_TIMEOUT_S)
+    except OSError as exc:
+        raise FFNRuntimeError(f"--model {name}: cannot read the cached {what} ({exc.strerror or exc})") from None
+    except TimeoutError:
+        raise FFNRuntimeError(f"--model {name}: the cached {what} gave no end of file within {READ_TIMEOUT_S:g} s") from None
+    if data is None:
+        raise FFNRuntimeError(f"--model {name}: the cached {what} is over {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FFNRuntimeError(f"--model {name}: the cached {what} is not UTF-8 text") from None
 
 
 def hub_cache_dir() -> Path:
@@ -62,14 +79,15 @@ def cached_config(name: str, revision: str | None) -> Path | None:
     ref = revision or "main"
     commit = ref if _COMMIT.match(ref) else None
     if commit is None:
-        try:
-            commit = (folder / "refs" / ref).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
+        ref_file = folder / "refs" / ref
+        if not ref_file.exists():
             return None
-    if not _COMMIT.match(commit):
-        return None
+        commit = _read_cached(ref_file, name, f"refs/{ref}").strip()
+        if not _COMMIT.match(commit):
+            # huggingface_hub would follow it as a path: say what is wrong instead.
+            raise FFNRuntimeError(f"--model {name}: the cache's refs/{ref} holds no commit hash ({ref_file}); remove it to download again")
     file = folder / "snapshots" / commit / "config.json"
-    return file if file.is_file() else None
+    return file if file.exists() else None
 
 
 def _download(name: str, revision: str | None) -> str:

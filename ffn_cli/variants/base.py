@@ -149,6 +149,9 @@ class Weights(Protocol):
     def dropout(self, h: Any) -> Any: ...
 
 
+COMMON_OPTIONS = frozenset({"variant", "d_model", "d_ff", "bias", "dropout", "init", "zero_init_output"})
+
+
 class Variant:
     """A registry entry: the description every table shows, plus the behaviour of its family.
 
@@ -167,6 +170,13 @@ class Variant:
     d_ff_rule_short: ClassVar[str] = "4·d"
     # Whether it can be the expert of a mixture (one FFN, not a mixture itself).
     is_single_ffn: ClassVar[bool] = True
+    # The FFNSpec fields, beyond d_model and those every FFN reads (COMMON_OPTIONS), that this
+    # variant reads: an option it does not read is refused rather than silently ignored.
+    own_options: ClassVar[frozenset[str]] = frozenset()
+
+    def options_used(self, spec: FFNSpec) -> frozenset[str]:
+        """Every FFNSpec field that changes what this variant builds."""
+        return COMMON_OPTIONS | self.own_options
 
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         return 4 * d_model

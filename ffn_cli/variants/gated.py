@@ -47,6 +47,7 @@ class GatedVariant(SingleFFN):
     default_bias = False
     d_ff_rule = "int(2·4d/3) × ffn_dim_multiplier, rounded up to multiple_of"
     d_ff_rule_short = "⅔·4d ↑ multiple_of"
+    own_options = frozenset({"fused_gate_up", "multiple_of", "ffn_dim_multiplier"})
 
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         return llama_hidden_dim(d_model, multiple_of, ffn_dim_multiplier)

@@ -39,6 +39,12 @@ class MixtureVariant(Variant):
     # The trace's steps, in this order; a step's ops are gathered wherever they ran.
     step_order: ClassVar[tuple[str, ...]] = ()
 
+    own_options = frozenset({"experts", "expert_variant"})
+
+    def options_used(self, spec: FFNSpec) -> frozenset[str]:
+        """The mixture's own options and those of the FFN each expert is."""
+        return self.own_options | self.expert(spec).options_used(spec)
+
     def expert(self, spec: FFNSpec) -> SingleFFN:
         from ffn_cli.variants import VARIANTS
 

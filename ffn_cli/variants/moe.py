@@ -20,6 +20,14 @@ class RoutedMoE(MixtureVariant):
     origin = "Shazeer et al. 2017; Switch (Fedus et al. 2021, k=1); Mixtral 2024; DeepSeek-MoE 2024"
     summary = "top-k routed experts with optional shared experts"
     is_routed = True
+    own_options = MixtureVariant.own_options | {
+        "top_k",
+        "shared_experts",
+        "shared_d_ff",
+        "shared_expert_gate",
+        "capacity_factor",
+        "normalize_top_k",
+    }
     active_symbol = "k"
     step_order = (
         "flatten",

@@ -25,6 +25,7 @@ class Sparse(DenseVariant):
     formula = "W_down·(m ⊙ relu(W_up·x + b_up)) + b_down,  m fixed, random"
     origin = "static activation sparsity; cf. Li et al. 2023, The Lazy Neuron Phenomenon"
     summary = "a fixed random mask over the hidden units"
+    own_options = frozenset({"sparsity", "mask_seed"})
 
     def header_parts(self, spec: FFNSpec) -> list[str]:
         return [f"sparsity {spec.sparsity:g}"]
