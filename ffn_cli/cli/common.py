@@ -166,6 +166,13 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def json_ready(data: Any) -> Any:
+    """`data` exactly as emit_json prints it, read back: plain dicts, lists, numbers, None."""
+    import json
+
+    return json.loads(json.dumps(_finite_floats(data), default=_json_default, allow_nan=False))
+
+
 def _finite_floats(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
