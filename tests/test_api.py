@@ -61,7 +61,7 @@ def test_a_result_reads_through_and_renders() -> None:
     torch.manual_seed(0)
     module = articles.TransformerFFN(512, 2048)
     r = ffn_cli.trace(module)
-    assert r.total_params == sum(p.numel() for p in module.parameters()) and [s.name for s in r.steps][0] == "linear1"
+    assert r.total_params == sum(p.numel() for p in module.parameters()) and r.steps[0].name == "linear1"
     out = io.StringIO()
     rich.print(r, file=out)
     assert "1,050,624" in out.getvalue() and "linear2" in out.getvalue()
