@@ -52,12 +52,12 @@ class Result:
         return console
 
     def _repr_html_(self) -> str:
-        return self._console().export_html(inline_styles=True, code_format="<pre style=\"font-family:monospace\">{code}</pre>")
+        return self._console().export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         console = self._console()
         text = console.export_text(clear=False)
-        html = console.export_html(inline_styles=True, code_format="<pre style=\"font-family:monospace\">{code}</pre>")
+        html = console.export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
         return {"text/plain": text, "text/html": html}
 
     def __repr__(self) -> str:
