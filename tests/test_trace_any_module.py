@@ -273,3 +273,11 @@ def test_cli_options_any_module_takes() -> None:
 def test_bad_depth_is_refused() -> None:
     with pytest.raises(FFNError, match="depth"):
         trace_module(articles.FFN(8, 16), depth=0)
+
+
+def test_cli_svg_and_depth(tmp_path: Any) -> None:
+    target = tmp_path / "moe.svg"
+    result = _run("--module", f"{ARTICLES_FILE}:MoEFFN(16, 32)", "--depth", "2", "--svg", str(target))
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    assert text.startswith("<svg") and "experts.0.linear1" in text.replace("&#160;", " ")
