@@ -1,6 +1,11 @@
 """ffn: see what a Transformer's feed-forward network does, from shapes to FLOPs to speed.
 
 `import ffn_cli` stays light: `build_ffn` (and torch with it) loads on first use.
+
+    import ffn_cli
+    r = ffn_cli.trace(my_module)          # any nn.Module, an FFNSpec, a preset, "FILE.py:NAME(args)"
+    rich.print(r); r.to_dict()            # the table ffn trace prints; its --json
+    ffn_cli.params("llama-2-7b")          # no torch
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from ffn_cli.variants import VARIANTS
 if TYPE_CHECKING:
     from ffn_cli.modules import build_ffn
 
-__all__ = ["VARIANTS", "FFNError", "FFNRuntimeError", "FFNSpec", "__version__", "build_ffn"]
+__all__ = ["VARIANTS", "FFNError", "FFNRuntimeError", "FFNSpec", "Result", "__version__", "build_ffn", "params", "trace"]
 __version__ = "0.1.0"
 
 
@@ -23,4 +28,12 @@ def __getattr__(name: str) -> Any:
         from ffn_cli.modules import build_ffn
 
         return build_ffn
+    if name == "trace":  # the trace package, callable: ffn_cli.trace(module_or_spec, …)
+        import ffn_cli.trace
+
+        return ffn_cli.trace
+    if name in ("params", "Result"):
+        from ffn_cli import api
+
+        return getattr(api, name)
     raise AttributeError(f"module 'ffn_cli' has no attribute {name!r}")

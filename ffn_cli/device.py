@@ -5,12 +5,11 @@ Imports torch: use it from commands that run modules, never from `ffn params`.
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.host_memory import host_memory_room
 from ffn_cli.modules import resolve_dtype
 
 __all__ = ["available_memory_bytes", "preflight", "resolve_device", "resolve_device_dtype"]
@@ -49,7 +48,8 @@ def _computes_bf16(device: torch.device) -> bool:
 
 
 def available_memory_bytes(device: torch.device) -> int | None:
-    """Free memory we may use on `device`: free CUDA memory, or available RAM; None for meta."""
+    """Free memory we may use on `device`: free CUDA memory, or the RAM this process may still
+    allocate (the least of MemAvailable, its memory cgroup's room and RLIMIT_AS); None for meta."""
     if device.type == "meta":
         return None
     if device.type == "cuda":
@@ -57,15 +57,7 @@ def available_memory_bytes(device: torch.device) -> int | None:
         # Blocks PyTorch's caching allocator holds but no tensor uses are free to us, not to the driver.
         cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         return int(free + cached)
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    pages, page_size = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    return int(pages * page_size)
+    return host_memory_room().bytes_
 
 
 def preflight(needed_bytes: int, device: torch.device, what: str, *, meta_hint: bool = True) -> None:

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 
 __all__ = ["check_output_file", "write_atomically"]
 
@@ -59,14 +59,21 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(target: Path, write: Callable[[str], None]) -> Path:
-    """Call write(temp_path) for a temp file beside `target`, then rename it over `target`."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+def write_atomically(target: Path, write: Callable[[str], None], *, option: str) -> Path:
+    """Call write(temp_path) for a temp file beside `target`, then rename it over `target`.
+    A write that fails (a full disk, the folder removed meanwhile) is one error naming `option`."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+    except OSError as exc:
+        raise FFNRuntimeError(f"--{option} {target}: cannot be written: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it an ordinary file's mode
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise FFNRuntimeError(f"--{option} {target}: cannot be written: {exc.strerror or exc}") from None
     except BaseException:  # a failure, Ctrl-C or a termination signal: no partial file stays
         Path(tmp).unlink(missing_ok=True)
         raise

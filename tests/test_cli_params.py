@@ -179,7 +179,7 @@ def test_list_presets(runner: CliRunner) -> None:
         (["--variant", "relu,wat"], "--variant wat: choose from"),
         (["--variant", "relu,all"], "--variant all: choose from"),
         (["--dtype", "int3"], "--dtype int3: choose one of"),
-        (["--variant", "relu", "--fused"], "--fused: needs a gated variant"),
+        (["--variant", "relu", "--fused"], "--fused: relu does not use it"),
         (["--d-model", "512", "--n-heads", "7"], "--n-heads 7: must divide d_model"),
     ],
 )

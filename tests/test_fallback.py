@@ -369,3 +369,31 @@ def test_no_single_ffn_module_is_said_plainly() -> None:
 def test_a_layer_out_of_range_is_refused() -> None:
     with pytest.raises(FFNError, match="layers 0 to 1"):
         meta_build.find_ffn_module(_built("llama"), 2)
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"model_type": "t5", "num_layers": 2, "num_decoder_layers": 100_000}, "num_decoder_layers"),
+        (
+            {"model_type": "llava", "vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 100_000}},
+            "vision_config.num_hidden_layers",
+        ),
+        ({"model_type": "switch_transformers", "num_experts": 100_000}, "num_experts"),
+        ({"model_type": "switch_transformers", "num_experts": 4096, "num_layers": 4096, "num_sparse_encoder_layers": 4096}, "config"),
+    ],
+    ids=["t5-decoder", "llava-vision", "switch-experts", "experts-times-layers"],
+)
+def test_every_count_a_built_model_has_is_bounded_before_building(runner, tmp_path: Path, config: dict, named: str) -> None:
+    """Not only the text config's num_hidden_layers: a decoder stack, a vision tower, the experts,
+    and experts summed over layers are refused in one line, in seconds, before a module is built."""
+    import time
+
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    started = time.monotonic()
+    result = runner.invoke(app, ["params", "--config", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: --config {tmp_path}") or line.startswith(f"error: {named}") or named in line, line
+    assert "at most" in line
+    assert time.monotonic() - started < 60  # a 100,000-layer build would take many minutes

@@ -56,3 +56,44 @@ def test_the_helper_by_hand() -> None:
     assert visible("a\tb\x00c\x9bd") == "a\\tb\\x00c\\x9bd"
     for text in ("[b]x[/b]", "[/]", "\x1b[1m", "a\\[link=x]y", "[@click]"):
         assert Text.from_markup(literal(text)).plain == visible(text)
+
+
+PAYLOAD = "\x1b[2Jevil[bold red]x[/]"
+# Every view a config reaches: its counts, the FFN share over lengths, a comparison, its layer
+# traced alone and in its block, and the picture of it.
+VIEWS = [
+    ["params"],
+    ["params", "--seq-len", "512,4096"],
+    ["params", "--json"],
+    ["trace", "--device", "meta"],
+    ["trace", "--block", "--device", "meta"],
+    ["bench", "--repeats", "2", "--warmup-ms", "1", "-b", "1", "-s", "2", "--d-ff", "32"],
+]
+
+
+def _poisoned(config: dict[str, object]) -> dict[str, object]:
+    """Every string of the config but model_type, with markup and a terminal escape appended."""
+    return {k: (v + PAYLOAD if isinstance(v, str) and k != "model_type" else v) for k, v in config.items()}
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=lambda v: " ".join(v[:2]))
+@pytest.mark.parametrize("field", ["hidden_act", "_name_or_path", "torch_dtype"])
+def test_every_string_of_a_config_prints_literally_in_every_view(runner: CliRunner, tmp_path: Path, view: list[str], field: str) -> None:
+    """An unknown activation, a name, a dtype: whatever a view prints of them is spelled out, never
+    interpreted, and an svg of it is valid XML."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(_poisoned({**CONFIG, "vocab_size": 100, "hidden_act": "silu", "torch_dtype": "float32", field: PAYLOAD})))
+    svg = tmp_path / "view.svg"
+    result = runner.invoke(
+        app, [*view, "--config", str(config), *(["--svg", str(svg)] if view[0] == "trace" else [])], env={"COLUMNS": "200"}
+    )
+    out = result.stdout + result.stderr
+    assert "\x1b" not in out, out
+    if "evil" in out:
+        assert "\\x1b[2Jevil[bold red]x[/]" in out or "\\u001b[2Jevil[bold red]x[/]" in out, out
+    if result.exit_code != 0:
+        assert len(out.strip().splitlines()) == 1, out
+    elif svg.exists():
+        import xml.etree.ElementTree as ET
+
+        ET.parse(svg)

@@ -73,9 +73,9 @@ def test_write_atomically_leaves_nothing_on_failure(tmp_path: Path) -> None:
         raise RuntimeError("disk gone")
 
     with pytest.raises(RuntimeError):
-        write_atomically(target, half)
+        write_atomically(target, half, option="svg")
     assert list(tmp_path.iterdir()) == []
-    write_atomically(target, lambda tmp: Path(tmp).write_text("whole"))
+    write_atomically(target, lambda tmp: Path(tmp).write_text("whole"), option="svg")
     assert [p.name for p in tmp_path.iterdir()] == ["out.svg"] and target.read_text() == "whole"
 
 
@@ -113,3 +113,34 @@ def test_sigterm_while_writing_the_plot_leaves_no_temp_file(tmp_path: Path) -> N
     done = subprocess.run(args, env=env, capture_output=True, timeout=120)
     assert done.returncode == 128 + signal.SIGTERM, done.stderr.decode()
     assert list(out.iterdir()) == []
+
+
+def test_a_failed_export_write_is_one_line_naming_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder checked before the work is gone when the file is written: one line, no traceback."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app, export
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    real = export._save
+
+    def save_after_removing(targets, title):
+        shutil.rmtree(folder)
+        return real(targets, title)
+
+    monkeypatch.setattr(export, "_save", save_after_removing)
+    result = CliRunner().invoke(app, ["params", "--svg", str(folder / "x.svg")])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == f"error: --svg {folder / 'x.svg'}: cannot be written: No such file or directory"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["params", "--json"], ["params"], ["variants"]])
+def test_standard_output_on_a_full_disk_is_one_line(args: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "ffn_cli", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == ["error: cannot write to standard output: No space left on device"]

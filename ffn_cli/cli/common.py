@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import math
@@ -65,6 +66,14 @@ def _is_out_of_memory(exc: BaseException) -> bool:
     return type(exc).__name__ in ("OutOfMemoryError", "MemoryError") or "out of memory" in str(exc).lower()
 
 
+# Writing stdout can fail on its own: a full disk (`> /dev/full`), a quota, a closed pipe.
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EIO, errno.EFBIG}
+
+
+def _is_output_error(exc: OSError) -> bool:
+    return exc.errno in _OUTPUT_ERRNOS and exc.filename is None
+
+
 def handles_errors(command: F) -> F:
     """Turn the tool's errors (and any other exception) into one stderr line and an exit code.
 
@@ -88,7 +97,9 @@ def handles_errors(command: F) -> F:
         except Exception as exc:
             if settings.debug:
                 raise
-            if _is_out_of_memory(exc):
+            if isinstance(exc, OSError) and _is_output_error(exc):
+                message = f"cannot write to standard output: {exc.strerror or exc}"
+            elif _is_out_of_memory(exc):
                 message = "out of memory while running; try smaller sizes or --device meta"
             else:
                 first_line = (str(exc).strip().splitlines() or [""])[0]
@@ -164,6 +175,13 @@ def emit_json(data: Any) -> None:
 
     sys.stdout.write(json.dumps(_finite_floats(data), indent=2, default=_json_default, allow_nan=False) + "\n")
     sys.stdout.flush()
+
+
+def json_ready(data: Any) -> Any:
+    """`data` exactly as emit_json prints it, read back: plain dicts, lists, numbers, None."""
+    import json
+
+    return json.loads(json.dumps(_finite_floats(data), default=_json_default, allow_nan=False))
 
 
 def _finite_floats(value: Any) -> Any:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ffn_cli.cli.common import console, err_console, fail
-from ffn_cli.errors import USAGE_EXIT, FFNError
+from ffn_cli.errors import USAGE_EXIT, FFNError, FFNRuntimeError
 
 __all__ = ["HtmlOpt", "SvgOpt", "with_export"]
 
@@ -55,7 +55,7 @@ def _save(targets: dict[str, Path], title: str) -> None:
     html = console.export_html(clear=False) if "html" in targets else None
     for kind, text in (("svg", svg), ("html", html)):
         if text is not None:
-            write_atomically(targets[kind], lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"))
+            write_atomically(targets[kind], lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"), option=kind)
             err_console.print(f"wrote {targets[kind]}", markup=False)
 
 
@@ -83,6 +83,8 @@ def with_export(name: str, command: F) -> F:
         try:
             result = command(*args, **kwargs)
             _save(targets, f"ffn {name}")
+        except FFNRuntimeError as exc:  # the write itself failed: a full disk, the folder gone
+            raise fail(str(exc), exc.exit_code) from None
         finally:
             console.export_text(clear=True)
             console.record = False

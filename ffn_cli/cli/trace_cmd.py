@@ -37,6 +37,23 @@ CheckOpt = Annotated[
     typer.Option("--check", help="Compare with the NumPy float64 reference on the same weights and input.", rich_help_panel=_SHOW),
 ]
 BlockOpt = Annotated[bool, typer.Option("--block", help="Trace the FFN inside its Transformer block.", rich_help_panel="Attention")]
+ModuleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--module",
+        help="Trace your own module: FILE.py:NAME(args) or package.module:NAME(args), NAME a class, a function or an instance; "
+        "literal args only. Runs your code.",
+        rich_help_panel="Your module",
+    ),
+]
+DepthOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--depth",
+        help="With --module or a model's own FFN module: submodules this many levels deep become steps (default 1).",
+        rich_help_panel="Your module",
+    ),
+]
 _BACKWARD = "Backward"
 BackwardOpt = Annotated[
     bool,
@@ -90,12 +107,15 @@ def trace(
     model: ModelOpt = None,
     revision: RevisionOpt = None,
     layer: LayerOpt = None,
+    module: ModuleOpt = None,
+    depth: DepthOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Run the FFN once on a random (batch, seq_len, d_model) input and show every step: shapes, weights, FLOPs, values.
 
     With no options it is the classic demo: relu, d_model 512, d_ff 2048, batch 2, seq_len 5.
     With --preset, --config or --model it is one layer of that model at its real sizes.
+    With --module it is your own nn.Module, step by step.
     """
     require_temp_dir()  # before torch is imported
     from ffn_cli.block import NORMS, BlockSpec
@@ -104,11 +124,25 @@ def trace(
     from ffn_cli.trace import check_failure
     from ffn_cli.trace import trace as run_trace
 
+    run = {"batch": batch, "seq_len": seq_len, "device": device, "dtype": dtype, "seed": seed, "mode": mode.strip().lower()}
+    run |= {"values": values, "depth": depth or 1, "backward": backward, "loss": loss, "checkpoint": checkpoint}
+    if module is not None:
+        registry_only = {"check": check, "block": block, "tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
+        registry_only |= {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim, "pre_norm": pre_norm}
+        registry_only |= {"norm": norm if norm.strip().lower() != "layernorm" else None}
+        registry_only |= {"preset": preset, "config": config, "model": model, "layer": layer, "revision": revision}
+        refuse_unused(registry_only, "works on a registry variant or a model's layer, not with --module: drop it")
+        ffn.refuse(tuple(n for n in ffn.given if n != "d_model"), "sizes a registry variant; --module traces your module as it is: drop it")
+        _trace_user_module(module, d_model=ffn.widths()[0] if "d_model" in ffn.given else None, ops=ops, json=json, **run)
+        return
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
     except UnknownModelType as unknown:  # no reader: trace the model's own FFN module, built by transformers
-        _trace_foreign(unknown, layer=layer, batch=batch, seq_len=seq_len, json=json)
+        refuse_unused({"check": check}, "compares a registry variant with its NumPy reference; a model's own module has none")
+        _trace_model_module(unknown, layer=layer, ops=ops, json=json, **run)
         return
+    if depth is not None:
+        raise FFNError("depth", depth, "groups the steps of --module or of a model's own FFN module; a registry variant has its own steps")
     if choice is not None:
         spec, dtype = choice.ffn, choice.dtype
     else:
@@ -194,13 +228,31 @@ def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int
         raise FFNRuntimeError(f"sharded output differs from the unsharded module by {result.max_abs_diff_vs_unsharded:.3g}")
 
 
-def _trace_foreign(unknown: Any, *, layer: int | None, batch: int, seq_len: int, json: bool) -> None:
-    """A model_type no reader knows: its own FFN module, built by transformers on meta, traced."""
-    from ffn_cli.render.foreign import foreign_data, foreign_view
-    from ffn_cli.trace.foreign import trace_foreign
+def _show(result: Any, *, ops: bool, values: int, json: bool) -> None:
+    from ffn_cli.render.trace import trace_data, trace_view
 
-    result = trace_foreign(unknown.config, name=unknown.name, source=unknown.source, layer=layer, batch=batch, seq_len=seq_len)
     if json:
-        emit_json(foreign_data(result))
+        emit_json(trace_data(result, ops=ops))
     else:
-        console.print(foreign_view(result))
+        console.print(trace_view(result, ops=ops, values=values))
+
+
+def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, json: bool, **run: Any) -> None:
+    """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
+    from ffn_cli.trace.model_module import trace_model_module
+
+    result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, **run)
+    _show(result, ops=ops, values=run["values"], json=json)
+
+
+def _trace_user_module(text: str, *, d_model: int | None, ops: bool, json: bool, **run: Any) -> None:
+    """--module FILE.py:NAME(args): build the user's module on the device, trace it."""
+    from ffn_cli.device import resolve_device_dtype
+    from ffn_cli.modules.user import build_user_module, parse_module_ref
+    from ffn_cli.trace.any_module import trace_module
+
+    ref = parse_module_ref(text)
+    dev, _ = resolve_device_dtype(run["device"], run["dtype"])
+    built = build_user_module(ref, device=dev, seed=run["seed"])
+    result = trace_module(built, d_model=d_model, d_model_from="--d-model", origin=ref.describe(), **run)
+    _show(result, ops=ops, values=run["values"], json=json)

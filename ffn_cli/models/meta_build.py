@@ -24,6 +24,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.fallback import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
+from ffn_cli.spec import MAX_EXPERTS
 
 __all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]
 
@@ -95,10 +96,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
             hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
         except Exception as exc:
             raise FFNError("config", source, f"transformers cannot read it as {model_type}: {_one_line(exc)}") from None
-        layers = _int_attr(hf_config.get_text_config(), "num_hidden_layers")
-        if layers is not None and layers > MAX_LAYERS:
-            # Meta tensors cost nothing, but a million modules still take minutes to build.
-            raise FFNError("num_hidden_layers", layers, f"must be at most {MAX_LAYERS:,}")
+        check_build_size(hf_config.to_dict())
         auto = _auto_class(model_type, hf_config)
         try:
             with torch.device("meta"):
@@ -106,6 +104,43 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         except Exception as exc:
             raise FFNError("config", source, f"transformers cannot build {model_type} from it: {_one_line(exc)}") from None
     return model, hf_config, tuple(notes)
+
+
+# Meta tensors cost nothing, but every module is a Python object: a million of them take minutes
+# and gigabytes to build. Each count a config gives (layers of any stack, a vision tower's,
+# experts) is bounded, and so is the number of experts summed over the layers.
+MAX_EXPERT_MODULES = 1 << 18
+
+
+def _counts(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, int]]:
+    """(key path, "layers" or "experts", value) of every count a module stack is built from,
+    in sub-configs too (text_config, vision_config, …)."""
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _counts(value, path + ".")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            name = key.lower()
+            if "expert" in name and "per_tok" not in name and "topk" not in name and "top_k" not in name:
+                yield path, "experts", value
+            elif name.endswith(("layers", "layer", "blocks")) and name.startswith(("num_", "n_", "encoder_", "decoder_")):
+                yield path, "layers", value
+
+
+def check_build_size(data: Mapping[str, Any]) -> None:
+    """Refuse, before building, a config whose module count would take minutes and gigabytes."""
+    most = {"layers": 1, "experts": 1}
+    for path, kind, value in _counts(data):
+        limit = MAX_LAYERS if kind == "layers" else MAX_EXPERTS
+        if value > limit:
+            raise FFNError(path, value, f"must be at most {limit:,} ({kind} of a model built to be counted)")
+        most[kind] = max(most[kind], value)
+    if most["layers"] * most["experts"] > MAX_EXPERT_MODULES:
+        raise FFNError(
+            "config",
+            f"{most['layers']:,} layers × {most['experts']:,} experts",
+            f"at most {MAX_EXPERT_MODULES:,} expert modules can be built to be counted",
+        )
 
 
 def _one_line(exc: BaseException) -> str:

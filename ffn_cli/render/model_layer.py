@@ -25,4 +25,5 @@ def model_layer_view(choice: LayerChoice) -> Panel:
         lines.append("not built: " + ", ".join(choice.not_built))
     title = f"{spec.name} · layer {choice.layer} of {spec.n_layers} ({kind})"
     # The name comes from the config's _name_or_path or the path typed: a title, never markup.
-    return Panel(Text("\n".join(lines)), title=Text(visible(title)), title_align="left", expand=False)
+    # Names, activations and paths in the lines come from the config too: printed as written.
+    return Panel(Text("\n".join(visible(line) for line in lines)), title=Text(visible(title)), title_align="left", expand=False)

@@ -283,7 +283,15 @@ def _parts_table(m: ModelParams) -> FitTable:
     rows: list[Any] = []
     for p in m.parts:
         params = fmt_count(p.params) + (f"\n[dim]active {fmt_count(p.active_params)}[/]" if p.active_params != p.params else "")
-        rows.append([f"{p.name}\n[dim]{p.detail}[/]", fmt_count(p.params_each), str(p.copies), params, _pct(p.params, m.total_params)])
+        rows.append(
+            [
+                f"{literal(p.name)}\n[dim]{literal(p.detail)}[/]",
+                fmt_count(p.params_each),
+                str(p.copies),
+                params,
+                _pct(p.params, m.total_params),
+            ]
+        )
     rows.append(None)
     total = f"[bold]{fmt_count(m.total_params)}[/]" + (f"\n[dim]active {fmt_count(m.active_params)}[/]" if s.is_moe else "")
     rows.append(["[bold]total[/]\n[dim]parameters only, buffers excluded[/]", "", "", total, "100%"])

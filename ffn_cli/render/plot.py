@@ -142,7 +142,7 @@ def write_plot(report: BenchReport, path: str, labels: Sequence[str]) -> Path:
     _bars(top, report, labels, colours)
     _roofline(bottom, report, colours, [label.endswith("★") for label in labels])
     fig.suptitle(title, fontsize=10)
-    return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130))
+    return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")
 
 
 def _constant_parts(report: BenchReport) -> list[str]:

@@ -49,12 +49,18 @@ def _outputs(step: TraceStep) -> tuple[tuple[int, ...], ...]:
 
 
 def _params(step: TraceStep) -> str:
-    """weight (2048, 512) / bias (2048,): names relative to the step's own module."""
+    """weight (2048, 512) / bias (2048,): names relative to the step's own module; a parameter an
+    earlier step read marked `again` (counted there), a tensor attribute marked `constant`."""
     prefix = step.name + "."
     names = [p.name.removeprefix(prefix) for p in step.params]
     # Inside a whole sub-FFN (an expert) the layer name says more than ".weight".
     names = [n.removesuffix(".weight") if "." in n else n for n in names]
-    return "\n".join(f"{n} {fmt_shape(p.shape)}" + (" buffer" if p.buffer else "") for n, p in zip(names, step.params, strict=True))
+    lines = [
+        f"{n} {fmt_shape(p.shape)}" + (" buffer" if p.buffer else "") + (" again" if p.reused else "")
+        for n, p in zip(names, step.params, strict=True)
+    ]
+    lines += [f"{c.name.removeprefix(prefix)} {fmt_shape(c.shape)} constant" for c in step.constants]
+    return "\n".join(lines)
 
 
 def _flops(flops: int, result: TraceResult) -> str:
@@ -78,6 +84,8 @@ def _dropout(p: float, mode: str) -> str:
 
 def _header(result: TraceResult) -> Panel:
     spec = result.spec
+    if spec is None:
+        return _module_header(result)
     parts = [f"d_model {spec.d_model}", f"d_ff {spec.d_ff}", "bias" if spec.bias else "no bias", _dropout(spec.dropout, result.mode)]
     if spec.init != "default":
         parts.append(f"init {spec.init}")
@@ -92,6 +100,19 @@ def _header(result: TraceResult) -> Panel:
     run = f"input {fmt_shape(result.input_shape)} = batch {result.batch} × seq_len {result.seq_len} × d_model {spec.d_model}"
     lines.append(f"{run} · {result.device} · {result.dtype} · {result.mode} mode · seed {result.seed}")
     return Panel("\n".join(lines), title=f"ffn trace · {spec.variant}", title_align="left", expand=False)
+
+
+def _module_header(result: TraceResult) -> Panel:
+    """A module not built from a spec: what it is, where it came from, where d_model was read."""
+    m = result.module
+    built = {"module": "your module", "transformers": "built by transformers"}.get(m.source, m.source)
+    lines = [f"[bold]{escape(m.class_name)}[/]" + (f" · {escape(m.origin)}" if m.origin else "") + f" · {built}"]
+    depth = f" · submodules {m.depth} levels deep as steps" if m.depth > 1 else ""
+    lines.append(f"d_model {m.d_model} (from {escape(m.d_model_from)}){depth}")
+    run = f"input {fmt_shape(result.input_shape)} = batch {result.batch} × seq_len {result.seq_len} × d_model {m.d_model}"
+    lines.append(f"{run} · {result.device} · {result.dtype} · {result.mode} mode · seed {result.seed}")
+    lines += [f"[dim]note: {escape(n)}[/]" for n in m.notes]
+    return Panel("\n".join(lines), title=f"ffn trace · {escape(m.name)}", title_align="left", expand=False)
 
 
 def _totals(result: TraceResult) -> Table:
@@ -110,15 +131,16 @@ def _totals(result: TraceResult) -> Table:
         f"{fmt_count(result.total_flops)} ({fmt_flops(result.total_flops)}) = {fmt_count(result.matmul_flops)} matmul (2·m·n·k) "
         f"+ {fmt_count(result.elementwise_flops)} elementwise; {fmt_flops(result.total_flops / result.tokens)} per token",
     )
-    note = result.spec.info.compute_note(result.spec)
+    note = result.spec.info.compute_note(result.spec) if result.spec is not None else None
     if note:
         grid.add_row("compute", note)
     whole = " (the whole block: attention, norms and FFN)" if result.block is not None else ""
     grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run{whole}, weights excluded")
-    estimate = fmt_bytes(result.activation_bytes_estimate)
-    alone = " alone" if result.block is not None else ""
-    mask = "; without the dropout mask train mode keeps" if result.mode == "train" and result.spec.dropout else ""
-    grid.add_row("", f"{estimate}: the accounting's estimate for the FFN{alone} (its saved tensors × tokens, eval mode{mask})")
+    if result.activation_bytes_estimate is not None and result.spec is not None:
+        estimate = fmt_bytes(result.activation_bytes_estimate)
+        alone = " alone" if result.block is not None else ""
+        mask = "; without the dropout mask train mode keeps" if result.mode == "train" and result.spec.dropout else ""
+        grid.add_row("", f"{estimate}: the accounting's estimate for the FFN{alone} (its saved tensors × tokens, eval mode{mask})")
     same = "= input shape ✓" if result.output_shape == result.input_shape else "≠ input shape ✗"
     grid.add_row("shape", f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: output shape {same}")
     if result.check is not None:
@@ -169,7 +191,7 @@ def _steps_table(result: TraceResult) -> FitTable:
                 rows.append(_elided_step_row(result, summary))
             continue
         cells = [str(n), s.name, s.op, _flow(s.input_shapes, _outputs(s)), _params(s)]
-        counted = fmt_count(s.param_count) if s.param_count or len(s.buffers) < len(s.params) else ""
+        counted = fmt_count(s.param_count) if s.params and len(s.buffers) < len(s.params) else ""
         rows.append(_plain([[*cells, counted, _flops(s.flops, result)]])[0])
     if summary is not None and summary.end == len(result.steps) and summary.idle:
         rows.append(_idle_step_row(result, summary))
@@ -364,7 +386,9 @@ def _step_data(s: TraceStep) -> dict[str, Any]:
         "output_shape": list(s.output_shape),
         "output_shapes": [list(x) for x in s.output_shapes],
         "inputs_from": list(s.inputs_from),
-        "params": [{"name": p.name, "shape": list(p.shape), "count": p.count, "buffer": p.buffer} for p in s.params],
+        "params": [{"name": p.name, "shape": list(p.shape), "count": p.count, "buffer": p.buffer, "reused": p.reused} for p in s.params],
+        "constants": [{"name": c.name, "shape": list(c.shape), "count": c.count} for c in s.constants],
+        "module_class": s.module_class,
         "param_count": s.param_count,
         "flops": s.flops,
         "matmul_flops": s.matmul_flops,
@@ -409,7 +433,8 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
     """Everything the tables show, as plain JSON types."""
     c = result.check
     data: dict[str, Any] = {
-        "spec": result.spec.as_dict(),
+        "module": result.module.as_dict(),
+        "spec": result.spec.as_dict() if result.spec is not None else None,
         "block": result.block.as_dict() if result.block is not None else None,
         "batch": result.batch,
         "seq_len": result.seq_len,
@@ -425,7 +450,7 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
         "total_params": result.total_params,
         "param_groups": dict(result.param_groups),
         "buffers": {p.name: list(p.shape) for st in result.steps for p in st.buffers},
-        "compute_note": result.spec.info.compute_note(result.spec),
+        "compute_note": result.spec.info.compute_note(result.spec) if result.spec is not None else None,
         "total_flops": result.total_flops,
         "matmul_flops": result.matmul_flops,
         "elementwise_flops": result.elementwise_flops,
@@ -454,6 +479,8 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
                 "matmul_flops": op.matmul_flops,
                 "elementwise_flops": op.elementwise_flops,
                 "params": list(op.params),
+                "constants": list(op.constants),
+                "function": op.function,
             }
             for op in result.ops
         ]

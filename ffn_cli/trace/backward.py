@@ -14,9 +14,8 @@ tensors): it records the same ops, on into the backward.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -112,8 +111,8 @@ class _PassRecorder(Recorder):
     """The forward recorder, told when the backward starts; from then on every op it records is
     tied to the autograd node it ran in."""
 
-    def __init__(self, root: nn.Module, *, stats: bool, values: int) -> None:
-        super().__init__(root, stats=stats, values=values, keep_graph=True)
+    def __init__(self, root: nn.Module, *, stats: bool, values: int, functions: bool = False) -> None:
+        super().__init__(root, stats=stats, values=values, keep_graph=True, functions=functions)
         self.backward_from: int | None = None
         self.out = BackwardRecording(Recording(), [])
         self._step_of_op: dict[int, str] = {}
@@ -197,20 +196,30 @@ class _PassRecorder(Recorder):
 
 def _snapshot(rec: Recording) -> Recording:
     """The forward as recorded so far: its ops and calls, before the backward adds its own."""
-    return dataclasses.replace(rec, ops=list(rec.ops), calls=list(rec.calls))
+    return replace(rec, ops=list(rec.ops), calls=list(rec.calls))
 
 
 def record_backward(
-    module: nn.Module, x: Tensor, make_grad: Callable[[Tensor], Tensor], *, stats: bool = True, values: int = 0, checkpointed: bool = False
+    module: nn.Module,
+    x: Tensor,
+    make_grad: Callable[[Tensor], Tensor],
+    *,
+    stats: bool = True,
+    values: int = 0,
+    checkpointed: bool = False,
+    functions: bool = False,
+    depth: int = 1,
+    call: Callable[[Tensor], Any] | None = None,
 ) -> tuple[Tensor, BackwardRecording]:
-    """Run module(x) and then backward from make_grad(output), both under one recorder."""
-    recorder = _PassRecorder(module, stats=stats and not x.is_meta, values=values)
+    """Run module(x) (or call(x), which runs it) and then backward from make_grad(output), both
+    under one recorder; `functions` and `depth` as for `record` and `group_steps`."""
+    recorder = _PassRecorder(module, stats=stats and not x.is_meta, values=values, functions=functions)
     x = x.detach().requires_grad_(True)  # dL/dx is what flows on to the layer below
     with torch.enable_grad(), _NodeStamper(recorder.rec):
-        out = recorder.run(x)
+        out = recorder.run(x, call)
     result = recorder.out
     result.forward = _snapshot(recorder.rec)
-    result.steps = group_steps(result.forward)
+    result.steps = group_steps(result.forward, depth)
     recorder.name_saved(out.grad_fn, checkpointed)
     grad = make_grad(out.detach())
     result.output_grad = tensor_stats(grad) if recorder.want_stats else None

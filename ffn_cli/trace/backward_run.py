@@ -53,15 +53,29 @@ def _checkpointed(module: nn.Module, on: bool) -> None:
 
 
 def run_backward(
-    spec: FFNSpec, module: nn.Module, x: Tensor, *, loss: str, seed: int, values: int, checkpoint: bool, check: bool, dtype: str
+    spec: FFNSpec | None,
+    module: nn.Module,
+    x: Tensor,
+    *,
+    loss: str,
+    seed: int,
+    values: int,
+    checkpoint: bool,
+    check: bool,
+    dtype: str,
+    depth: int = 1,
 ) -> tuple[Tensor, Recording, list[TraceStep], BackwardResult]:
-    """Forward and backward under one recorder: (output, the forward's recording and steps, the backward)."""
+    """Forward and backward under one recorder: (output, the forward's recording and steps, the
+    backward). A module with no spec (not built here) is checkpointed whole, its steps grouped
+    by its structure (`depth`), and has no NumPy backward to check against."""
     make_grad = output_grad_maker(loss, seed)
-    _checkpointed(module, checkpoint)
-    out, rec = record_backward(module, x, make_grad, values=values, checkpointed=checkpoint)
+    call = None if spec is not None else _whole_module_call(module, checkpoint)
+    if spec is not None:
+        _checkpointed(module, checkpoint)
+    out, rec = record_backward(module, x, make_grad, values=values, checkpointed=checkpoint, functions=spec is None, depth=depth, call=call)
     steps, params = fold_backward(rec)
     module.zero_grad(set_to_none=True)
-    memory = measure_backward_memory(module, x, make_grad)
+    memory = measure_backward_memory(module, x, make_grad, call)
     saved = {storage: read.bytes_ for reads in rec.reads.values() for storage, read in reads}
     result = BackwardResult(
         loss=loss,
@@ -73,10 +87,23 @@ def run_backward(
         saved_bytes=sum(saved.values()),
         peak_bytes=memory.peak_bytes,
         start_bytes=memory.start_bytes,
-        check=check_backward(spec, module, x, make_grad, dtype) if check else None,
+        check=check_backward(spec, module, x, make_grad, dtype) if check and spec is not None else None,
     )
-    _checkpointed(module, False)
+    if spec is not None:
+        _checkpointed(module, False)
     return out, rec.forward, rec.steps, result
+
+
+def _whole_module_call(module: nn.Module, checkpoint: bool) -> Callable[[Tensor], Tensor]:
+    """module(x)'s output tensor; with `checkpoint`, under torch.utils.checkpoint (the backward
+    recomputes the whole module's activations)."""
+    from torch.utils.checkpoint import checkpoint as checkpointed
+
+    from ffn_cli.trace.recorder import first_tensor
+
+    if checkpoint:
+        return lambda x: first_tensor(checkpointed(module, x, use_reentrant=False))
+    return lambda x: first_tensor(module(x))
 
 
 def _to_numpy(t: Tensor) -> np.ndarray:

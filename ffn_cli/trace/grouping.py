@@ -3,17 +3,25 @@ named groups with their formulas. An FFN's ops carry the region of its variant's
 ran in, and attention's the region of its module's forward, so their steps need no knowledge of
 the op order; the block is grouped here.
 
+Any other module (the user's own, transformers' MLP) is grouped by its structure: each call of
+its children (of their children too, `depth` deep) is a step, and each torch call of its own
+between them (`F.gelu`, `x * mask`, `einsum`) is a step named after the call.
+
 A group only says which ops and calls make up a step; `steps` fills in its numbers.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+
+from torch import nn
 
 from ffn_cli.attention_modules import AttentionModule, LatentAttention, SelfAttention
 from ffn_cli.block import TransformerBlock
 from ffn_cli.modules import FFNModule
 from ffn_cli.trace.expert_summary import describe_tokens
+from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Recording
 from ffn_cli.variants import MixtureVariant
 from ffn_cli.variants.mixture import EXPERTS_STEP
@@ -33,13 +41,15 @@ class StepGroup:
     note: str = ""
     tokens_per_expert: tuple[int, ...] | None = None
     idle_params: int = 0  # the dispatch step: parameters of the experts that did not run
+    serial: int | None = None  # the torch call a group of a module's own ops ran in
 
 
 class _Grouper:
     """Walks the call tree and names the steps of each known module family."""
 
-    def __init__(self, rec: Recording) -> None:
+    def __init__(self, rec: Recording, depth: int = 1) -> None:
         self.rec = rec
+        self.depth = depth
         self._children: dict[int, list[int]] = {}
         self._own: dict[int, list[int]] = {}
         for c in rec.calls:
@@ -70,7 +80,39 @@ class _Grouper:
             return self._attention(call, prefix, module)
         if isinstance(module, FFNModule):
             return self._ffn(call, prefix, module)
-        return [StepGroup(prefix + "forward", type(module).__name__, calls=[call])]
+        return _unique(self._generic(call, self.depth))
+
+    # any other module: its children's calls and its own torch calls between them ------------
+
+    def _generic(self, call: int, depth: int) -> list[StepGroup]:
+        path = self.rec.calls[call].path
+        prefix = path + "." if path else ""
+        groups: list[StepGroup] = []
+        for kind, i in self.segments(call):
+            if kind == "call":
+                child = self.rec.calls[i]
+                if depth > 1 and self._children.get(i):
+                    groups += self._generic(i, depth - 1)
+                else:
+                    groups.append(StepGroup(child.path, module_formula(child.module), calls=[i]))
+                continue
+            op = self.rec.ops[i]
+            serial, name, formula = op.function or (None, op.record.name, op.record.op)
+            last = groups[-1] if groups else None
+            if last is not None and not last.calls and last.serial == serial and (serial is not None or last.name == prefix + name):
+                last.ops.append(i)
+            elif last is not None and not last.calls and self._weight_view(last):
+                # w.t() before F.linear(h, w.t()): a view of a parameter is part of the step that reads it
+                last.name, last.formula, last.serial = prefix + name, formula, serial
+                last.ops.append(i)
+            else:
+                groups.append(StepGroup(prefix + name, formula, ops=[i], serial=serial))
+        return groups
+
+    def _weight_view(self, g: StepGroup) -> bool:
+        """A group that only reshapes parameters: layout ops, no activation among their inputs."""
+        ops = [self.rec.ops[i] for i in g.ops]
+        return all(op.record.name in LAYOUT_OPS and not op.sources and op.record.params for op in ops)
 
     def _call_group(self, call: int, prefix: str, formula: str) -> StepGroup:
         return StepGroup(prefix + self.leaf(call), formula, calls=[call])
@@ -188,6 +230,32 @@ def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> str:
     return note
 
 
-def group_calls(rec: Recording, call: int) -> list[StepGroup]:
-    """The named groups of one recorded call (any module this package did not build is one group)."""
-    return _Grouper(rec).group(call, "")
+def _unique(groups: list[StepGroup]) -> list[StepGroup]:
+    """Steps named apart: a module called twice, or a second `mul`, becomes `mul#2`."""
+    seen: Counter[str] = Counter()
+    for g in groups:
+        seen[g.name] += 1
+        if seen[g.name] > 1:
+            g.name = f"{g.name}#{seen[g.name]}"
+    return groups
+
+
+def module_formula(module: nn.Module) -> str:
+    """What a submodule computes, for torch's own layers; any other module by its class."""
+    if isinstance(module, nn.Linear):
+        return "x·Wᵀ + b" if module.bias is not None else "x·Wᵀ"
+    if isinstance(module, nn.Dropout):
+        return f"dropout (p = {module.p:g})"
+    if isinstance(module, nn.GELU):
+        return "GELU(x), tanh approximation" if module.approximate == "tanh" else "GELU(x) = x·Φ(x)"
+    simple = {nn.ReLU: "max(x, 0)", nn.SiLU: "x·σ(x)", nn.Sigmoid: "σ(x)", nn.Tanh: "tanh(x)", nn.Identity: "x"}
+    for kind, text in simple.items():
+        if isinstance(module, kind):
+            return text
+    return type(module).__name__
+
+
+def group_calls(rec: Recording, call: int, depth: int = 1) -> list[StepGroup]:
+    """The named groups of one recorded call; a module this package did not build is grouped by
+    its children (`depth` levels deep) and its own torch calls."""
+    return _Grouper(rec, depth).group(call, "")

@@ -64,13 +64,16 @@ class _LiveBytes(TorchDispatchMode):
         return out
 
 
-def measure_backward_memory(module: nn.Module, x: Tensor, make_grad: Callable[[Tensor], Tensor]) -> BackwardMemory:
-    """One more forward and backward of `module`, watching every tensor it makes."""
+def measure_backward_memory(
+    module: nn.Module, x: Tensor, make_grad: Callable[[Tensor], Tensor], call: Callable[[Tensor], Tensor] | None = None
+) -> BackwardMemory:
+    """One more forward and backward of `module` (through `call`, which runs it, if given),
+    watching every tensor it makes."""
     watcher = _LiveBytes()
     x = x.detach().requires_grad_(True)
     watcher.watch([x, *module.parameters(), *module.buffers()])
     with torch.enable_grad(), watcher:
-        out = module(x)
+        out = (call or module)(x)
     grad = make_grad(out.detach())
     watcher.watch([grad])
     start = watcher.now()

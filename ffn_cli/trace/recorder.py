@@ -24,13 +24,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
+from ffn_cli.trace.calls import CallLabels
 from ffn_cli.trace.nodynamo import dynamo_left_out
 from ffn_cli.trace.nosympy import sympy_left_out
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
 
-__all__ = ["ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
+__all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
 
 # Who produced a tensor: ("op", i), ("call", i) or ("input", 0).
 Producer = tuple[str, int]
@@ -47,6 +48,7 @@ class RecordedOp:
     stats: TensorStats | None
     values: tuple[float, ...] | None
     region: str | None = None  # the named step of the forward it ran in (`ffn_cli.regions`)
+    function: tuple[int, str, str] | None = None  # the torch call it ran in: (serial, name, formula)
 
 
 @dataclass
@@ -77,9 +79,19 @@ class Recording:
     calls: list[ModuleCall] = field(default_factory=list)
     param_shapes: dict[str, Shape] = field(default_factory=dict)
     buffer_names: set[str] = field(default_factory=set)  # of param_shapes' names, those that are buffers
+    constant_shapes: dict[str, Shape] = field(default_factory=dict)  # tensor attributes, not registered
     input_stats: TensorStats | None = None
     input_values: tuple[float, ...] | None = None
     saved_bytes: int = 0
+
+
+class ForwardError(Exception):
+    """A forward not built here raised: where (the module path and class, the torch call) and what."""
+
+    def __init__(self, path: str, class_name: str, call: str, error: BaseException) -> None:
+        first = (str(error).strip().splitlines() or [""])[0]
+        super().__init__(f"{type(error).__name__}: {first}")
+        self.path, self.class_name, self.call, self.error = path, class_name, call, error
 
 
 def _storage_id(t: Tensor) -> int:
@@ -162,7 +174,7 @@ class Recorder(TorchDispatchMode):
         # torch) on the first op and adds a frame to every op, for a forward never compiled.
         return False
 
-    def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0, keep_graph: bool = False) -> None:
+    def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0, keep_graph: bool = False, functions: bool = False) -> None:
         super().__init__()
         self.root = root
         # keep_graph: a backward follows (`trace.backward`): autograd keeps its tensors, the output
@@ -199,6 +211,25 @@ class Recorder(TorchDispatchMode):
                     self.rec.param_shapes[name] = tuple(t.shape)
                     if table == "_buffers":
                         self.rec.buffer_names.add(name)
+        # functions: name each op's torch call (a module not built here is grouped by them), and
+        # read the tensors its modules hold as plain attributes (a fixed mask) as constants.
+        self.labels = CallLabels(self._tensor_name) if functions else None
+        self._constants: dict[int, str] = {}
+        for path, module in named if functions else ():
+            for leaf, t in vars(module).items():
+                if isinstance(t, Tensor) and not isinstance(t, nn.Parameter) and _storage_id(t) not in self._params:
+                    name = f"{path}.{leaf}" if path else leaf
+                    self._constants.setdefault(_storage_id(t), name)
+                    self.rec.constant_shapes.setdefault(name, tuple(t.shape))
+
+    def _tensor_name(self, t: Tensor) -> str | None:
+        """A parameter's, buffer's or constant's name, for the formula of a call that reads it."""
+        storage = _storage_id(t)
+        name = self._params.get(storage) or self._constants.get(storage)
+        shape = self.rec.param_shapes.get(name or "")
+        if name is not None and shape is not None and t.dim() == 2 and tuple(t.shape) == shape[::-1] != shape:
+            return name + "ᵀ"  # a transposed view of it (w.t())
+        return name
 
     # dispatch ---------------------------------------------------------------------------
 
@@ -250,9 +281,11 @@ class Recorder(TorchDispatchMode):
         if not outputs:
             return
         name = packet.__name__
-        matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else 0
+        matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else _grouped_mm_flops(name, inputs)
         storages = [_storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
         params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
+        constants = tuple(dict.fromkeys(self._constants[s] for s in storages if s in self._constants)) if self._constants else ()
+        function = self.labels.current if self.labels is not None else None
         sources = [s for s in map(self._source, inputs, storages) if s is not None]
         index = len(self.rec.ops)
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
@@ -269,10 +302,12 @@ class Recorder(TorchDispatchMode):
             matmul,
             elementwise_flops(name, kwargs, inputs, outputs),
             params,
+            constants,
+            function[2] if function is not None else "",
         )
         values = first_values(outputs[0], self.values) if meaningful else None
         owner = self._stack[-1] if self._stack else -1
-        self.rec.ops.append(RecordedOp(op_record, self._next_seq(), owner, sources, stats, values, regions.current()))
+        self.rec.ops.append(RecordedOp(op_record, self._next_seq(), owner, sources, stats, values, regions.current(), function))
         for i, t in enumerate(outputs):
             key = self._key(t)
             self._producers[key] = ("op", index)
@@ -319,6 +354,9 @@ class Recorder(TorchDispatchMode):
                     call.dropout_zeroed = int(torch.count_nonzero((output == 0) & (before != 0)))
                 self._producers[key] = ("call", call.index)
                 self._stats_by_key[key] = call.stats
+            elif _tensors(output):  # a tuple (a router's logits, weights and choices): its first tensor's shape
+                first = _tensors(output)[0]
+                call.output_shape, call.dtype = tuple(first.shape), dtype_name(first.dtype)
         finally:
             self._paused = False
 
@@ -333,16 +371,26 @@ class Recorder(TorchDispatchMode):
 
     # the run --------------------------------------------------------------------------------
 
-    def run(self, x: Tensor) -> Tensor:
-        """module(x) under the recorder; the output comes back detached (its graph saved nothing)."""
+    def run(self, x: Tensor, call: Callable[[Tensor], Any] | None = None) -> Tensor:
+        """module(x) (or call(x), which runs it) under the recorder; the output comes back
+        detached (its graph saved nothing). A module returning a tuple (a MoE block's hidden
+        states and router logits) hands on its first tensor."""
         self._producers[self._key(x)] = ("input", 0)
         if self.want_stats:
             self.rec.input_stats = self._stats(x)
         self.rec.input_values = first_values(x, self.values)
         try:
             saving = torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack)
-            with tracking_modules(self), saving, dynamo_left_out(), sympy_left_out(), self:
-                out = self.root(x)
+            labels = self.labels if self.labels is not None else _nothing()
+            with tracking_modules(self), saving, dynamo_left_out(), sympy_left_out(), self, labels:
+                out = first_tensor((call or self.root)(x))
+        except (MemoryError, torch.OutOfMemoryError):
+            raise
+        except Exception as exc:
+            if self.labels is None:  # the modules built here: their errors are ours, as they are
+                raise
+            module = self.rec.calls[self._stack[-1]].module if self._stack else self.root
+            raise ForwardError(self._path(), type(module).__name__, self._call(), exc) from exc
         finally:
             self._stack.clear()
             if not self.keep_graph:
@@ -350,10 +398,38 @@ class Recorder(TorchDispatchMode):
         self.rec.saved_bytes = sum(self._saved.values())
         return out if self.keep_graph else out.detach()
 
+    def _call(self) -> str:
+        current = (self.labels.failed or self.labels.current) if self.labels is not None else None
+        return current[2] if current is not None else ""
+
     def close(self) -> None:
         """Let go of what keep_graph held."""
         self._keep.clear()
         self._serials.clear()
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def first_tensor(out: Any) -> Tensor:
+    """A module's output tensor: itself, or the first tensor of the tuple / dict / model output it returned."""
+    if isinstance(out, Tensor):
+        return out
+    found = _tensors(tuple(out.values()) if isinstance(out, dict) else out)
+    if not found:
+        raise TypeError(f"the forward returned {type(out).__name__}, not a tensor")
+    return found[0]
+
+
+def _grouped_mm_flops(name: str, inputs: list[Tensor]) -> int:
+    """aten._grouped_mm (transformers' fused experts), which torch's FLOP table lacks: rows of a
+    (m, k) matrix, each group of them times its own (k, n) matrix of a stack, 2·m·k·n in all."""
+    if name != "_grouped_mm" or len(inputs) < 2 or inputs[0].dim() != 2 or inputs[1].dim() != 3:
+        return 0
+    m, k = inputs[0].shape
+    return 2 * int(m) * int(k) * int(inputs[1].shape[-1])
 
 
 _WRITES: dict[Any, bool] = {}
@@ -396,9 +472,10 @@ def _unpack(t: Any) -> Any:
     return t
 
 
-def record(module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0) -> tuple[Tensor, Recording]:
-    """Run module(x) under a Recorder (with autograd on, to see what it saves for backward)."""
-    recorder = Recorder(module, stats=stats and not x.is_meta, values=values)
+def record(module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0, functions: bool = False) -> tuple[Tensor, Recording]:
+    """Run module(x) under a Recorder (with autograd on, to see what it saves for backward);
+    `functions`: name each op's torch call too, and read tensor attributes as constants."""
+    recorder = Recorder(module, stats=stats and not x.is_meta, values=values, functions=functions)
     with torch.enable_grad():
         out = recorder.run(x)
     return out, recorder.rec

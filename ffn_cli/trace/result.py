@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ffn_cli.block import BlockSpec  # imports torch
     from ffn_cli.trace.backward_result import BackwardResult
 
-__all__ = ["CheckResult", "OpRecord", "ParamInfo", "Shape", "TensorStats", "TraceResult", "TraceStep"]
+__all__ = ["CheckResult", "OpRecord", "ParamInfo", "Shape", "TensorStats", "TraceResult", "TraceStep", "TracedModule"]
 
 Shape = tuple[int, ...]
 
@@ -52,6 +52,8 @@ class OpRecord:
     matmul_flops: int
     elementwise_flops: int
     params: tuple[str, ...]  # parameter / buffer names this op read
+    constants: tuple[str, ...] = ()  # tensor attributes (neither parameter nor buffer) it read
+    function: str = ""  # the torch function call it ran in (`F.gelu`, `x * mask`), when recorded
 
     @property
     def flops(self) -> int:
@@ -70,6 +72,7 @@ class ParamInfo:
     name: str
     shape: Shape
     buffer: bool = False
+    reused: bool = False  # an earlier step read it too: counted there, not again here
 
     @property
     def count(self) -> int:
@@ -102,6 +105,8 @@ class TraceStep:
     tokens_per_expert: tuple[int, ...] | None = None  # a mixture's dispatch: every expert's rows
     idle_params: int = 0  # a mixture's dispatch: parameters of the experts no token reached (no step)
     substeps: tuple[TraceStep, ...] = ()
+    constants: tuple[ParamInfo, ...] = ()  # tensor attributes the step read that are not parameters
+    module_class: str = ""  # the class of the submodule this step called, when it is one call
 
     @property
     def flops(self) -> int:
@@ -109,7 +114,9 @@ class TraceStep:
 
     @property
     def param_count(self) -> int:
-        return sum(p.count for p in self.params if not p.buffer)
+        """Parameters this step is the first to read (one read again is counted where first read);
+        buffers are state, not parameters."""
+        return sum(p.count for p in self.params if not p.reused and not p.buffer)
 
     @property
     def buffers(self) -> tuple[ParamInfo, ...]:
@@ -130,10 +137,39 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
-class TraceResult:
-    """One traced forward: the run's settings, its steps and raw ops, and the totals."""
+class TracedModule:
+    """What was traced, whatever built it: a registry variant, the user's own module, or
+    transformers' own FFN module of a model."""
 
-    spec: FFNSpec
+    source: str  # "variant", "module" or "transformers"
+    name: str  # the variant, the class, or the model's module path
+    class_name: str
+    d_model: int
+    d_model_from: str  # where the input width came from: "the spec", "--d-model", "linear1.in_features"
+    origin: str = ""  # how it was named: "my_ffn.py:TransformerFFN(512, 2048)", "cohere · layer 0"
+    notes: tuple[str, ...] = ()
+    depth: int = 1  # how deep its submodules became steps
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "name": self.name,
+            "class": self.class_name,
+            "d_model": self.d_model,
+            "d_model_from": self.d_model_from,
+            "origin": self.origin,
+            "notes": list(self.notes),
+            "depth": self.depth,
+        }
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    """One traced forward of any module: the run's settings, its steps and raw ops, and the
+    totals. `spec` is there when a registry variant was traced (for its formulas and checks)."""
+
+    module: TracedModule
+    spec: FFNSpec | None
     block: BlockSpec | None
     batch: int
     seq_len: int
@@ -149,7 +185,7 @@ class TraceResult:
     ops: tuple[OpRecord, ...]
     param_groups: tuple[tuple[str, int], ...]  # parameters by top-level part: up_proj, experts, attn…
     saved_bytes: int  # autograd's saved tensors in this run, parameters excluded
-    activation_bytes_estimate: int  # accounting's per-token estimate × tokens × dtype bytes
+    activation_bytes_estimate: int | None  # accounting's per-token estimate × tokens × dtype bytes (a spec's)
     check: CheckResult | None = None
     backward: BackwardResult | None = None  # with --backward
 

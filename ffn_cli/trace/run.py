@@ -16,7 +16,7 @@ from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.trace.check import check_against_reference
 from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import dtype_name, record
-from ffn_cli.trace.result import Shape, TraceResult
+from ffn_cli.trace.result import Shape, TracedModule, TraceResult
 from ffn_cli.trace.steps import group_steps
 
 __all__ = ["MODES", "estimate_bytes", "trace"]
@@ -143,7 +143,9 @@ def trace(
         with gc_paused():
             out, rec = record(module, x, values=values)
             steps = group_steps(rec)
+    origin = "" if block is None else "in a Transformer block"
     return TraceResult(
+        module=TracedModule("variant", spec.variant, type(module).__name__, spec.d_model, "the spec", origin),
         spec=spec,
         block=block,
         batch=batch,

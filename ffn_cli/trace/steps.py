@@ -63,6 +63,7 @@ class _StepBuilder:
         return None
 
     def build(self, fallback: _StepBuilder | None = None) -> list[TraceStep]:
+        self._read: set[str] = set()  # parameters an earlier step read
         consumed: dict[str, list[Shape]] = {}
         for g in self.groups:
             for producer, shape in self._sources(g):
@@ -91,6 +92,10 @@ class _StepBuilder:
             if name != g.name:
                 inputs[(name, shape)] = None
         params = tuple(dict.fromkeys(p for op in ops for p in op.record.params))
+        constants = tuple(dict.fromkeys(c for op in ops for c in op.record.constants))
+        reused = {p for p in params if p in self._read}
+        self._read.update(params)
+        module_class = type(self.rec.calls[g.calls[0]].module).__name__ if len(g.calls) == 1 and not g.ops else ""
         main = self._main(g)
         substeps = tuple(_StepBuilder(self.rec, g.substeps).build(fallback=self)) if g.substeps else ()
         input_stats = self._input_stats(g)
@@ -102,7 +107,9 @@ class _StepBuilder:
             output_shape=main[0],
             output_shapes=tuple(dict.fromkeys(consumed or [main[0]])),
             inputs_from=tuple(dict.fromkeys(name for name, _ in inputs)),
-            params=tuple(ParamInfo(p, self.rec.param_shapes[p], buffer=p in self.rec.buffer_names) for p in params),
+            params=tuple(ParamInfo(p, self.rec.param_shapes[p], buffer=p in self.rec.buffer_names, reused=p in reused) for p in params),
+            constants=tuple(ParamInfo(c, self.rec.constant_shapes[c]) for c in constants),
+            module_class=module_class,
             matmul_flops=sum(op.record.matmul_flops for op in ops),
             elementwise_flops=sum(op.record.elementwise_flops for op in ops),
             aten_ops=tuple(op.record.op for op in ops),
@@ -172,10 +179,10 @@ def _note(step: TraceStep) -> str:
     return ""
 
 
-def group_steps(rec: Recording) -> list[TraceStep]:
-    """The logical steps of a recorded forward of an FFN or block built by this package
-    (any other module is one step)."""
+def group_steps(rec: Recording, depth: int = 1) -> list[TraceStep]:
+    """The logical steps of a recorded forward: an FFN or block built by this package by its
+    variant's steps, any other module by its children (`depth` levels deep) and its own calls."""
     root = next((c.index for c in rec.calls if c.parent is None), None)
     if root is None:
         return []
-    return _StepBuilder(rec, group_calls(rec, root)).build()
+    return _StepBuilder(rec, group_calls(rec, root, depth)).build()

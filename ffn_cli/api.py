@@ -1,0 +1,164 @@
+"""The Python API: `ffn_cli.trace(...)` and `ffn_cli.params(...)`, the same core functions the
+commands call, returning results that print with rich, show in Jupyter, and give `to_dict()`
+equal to the command's `--json`. Kept small: what `__all__` names is the stable surface."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ffn_cli.errors import FFNError
+from ffn_cli.spec import FFNSpec
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from torch import Tensor, nn
+
+__all__ = ["Result", "params", "trace"]
+
+NOTEBOOK_WIDTH = 100  # columns a notebook cell renders the tables at
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """A result (`value`: a TraceResult, an FFNReport, a ModelParams) with its views: rich
+    (`rich.print(r)`), Jupyter (HTML and text), and `to_dict()`, the command's `--json`.
+    Its fields read through: `r.steps`, `r.total_params`."""
+
+    value: Any
+    view: Callable[[], RenderableType]
+    data: Callable[[], dict[str, Any]]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.value, name)
+
+    def __rich__(self) -> RenderableType:
+        return self.view()
+
+    def to_dict(self) -> dict[str, Any]:
+        from ffn_cli.cli.common import json_ready
+
+        return json_ready(self.data())
+
+    def _console(self) -> Any:
+        from rich.console import Console
+
+        console = Console(record=True, width=NOTEBOOK_WIDTH, file=io.StringIO(), color_system="truecolor", force_jupyter=False)
+        console.print(self.view())
+        return console
+
+    def _repr_html_(self) -> str:
+        return self._console().export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        console = self._console()
+        text = console.export_text(clear=False)
+        html = console.export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
+        return {"text/plain": text, "text/html": html}
+
+    def __repr__(self) -> str:
+        return f"<ffn {type(self.value).__name__}: print it, or .to_dict()>"
+
+    def __str__(self) -> str:
+        return self._console().export_text()
+
+
+def _model_name(text: str) -> dict[str, str]:
+    """A preset name, or a config.json path (a file or its folder)."""
+    from pathlib import Path
+
+    return {"config": text} if Path(text).expanduser().exists() or text.endswith(".json") else {"preset": text}
+
+
+def trace(
+    module_or_spec: nn.Module | FFNSpec | str,
+    x: Tensor | None = None,
+    *,
+    batch: int = 2,
+    seq_len: int = 5,
+    d_model: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    seed: int = 0,
+    mode: str = "eval",
+    values: int = 0,
+    depth: int = 1,
+    backward: bool = False,
+    loss: str | None = None,
+    checkpoint: bool = False,
+    check: bool = False,
+    layer: int | None = None,
+    ops: bool = False,
+) -> Result:
+    """Run a module once and show every step: shapes, parameters, FLOPs, values.
+
+    `module_or_spec`: any nn.Module (traced where its parameters are, unless `device` / `dtype`
+    say otherwise; the module is moved there), an FFNSpec, a preset name or config.json path
+    (its layer `layer`'s FFN), or `"FILE.py:NAME(args)"` as `--module` takes. `x`: the input, for
+    a module; else a seeded normal (batch, seq_len, d_model). `ops`: `to_dict()` lists the aten ops.
+    """
+    from ffn_cli.render.trace import trace_data, trace_view
+
+    extra: dict[str, Any] = {}
+    origin = ""
+    if isinstance(module_or_spec, str) and ":" in module_or_spec:
+        from ffn_cli.device import resolve_device_dtype
+        from ffn_cli.modules.user import build_user_module, parse_module_ref
+
+        ref = parse_module_ref(module_or_spec)
+        dev, _ = resolve_device_dtype(device or "cpu", dtype or "float32")
+        module_or_spec, origin = build_user_module(ref, device=dev, seed=seed), ref.describe()
+    if isinstance(module_or_spec, (FFNSpec, str)):
+        if x is not None or d_model is not None or depth != 1:
+            raise FFNError("x", "given", "a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth")
+        spec = module_or_spec
+        if isinstance(spec, str):
+            from ffn_cli.models.layer_select import select_layer
+            from ffn_cli.models.source import load_model
+
+            choice = select_layer(load_model(**_model_name(spec)), layer, {}, default_dtype="float32")
+            spec, dtype = choice.ffn, dtype or choice.dtype
+            extra = {"model": choice.data()}
+        from ffn_cli.trace.run import trace as trace_spec
+
+        result = trace_spec(
+            spec, batch=batch, seq_len=seq_len, device=device or "cpu", dtype=dtype or "float32", seed=seed, mode=mode,
+            values=values, check=check, backward=backward, loss=loss, checkpoint=checkpoint,
+        )  # fmt: skip
+    else:
+        if check:
+            raise FFNError("check", True, "compares a registry variant with its NumPy reference; a module of your own has none")
+        from ffn_cli.trace.any_module import trace_module
+
+        result = trace_module(
+            module_or_spec, x, batch=batch, seq_len=seq_len, d_model=d_model, device=device, dtype=dtype, seed=seed, mode=mode,
+            values=values, depth=depth, backward=backward, loss=loss, checkpoint=checkpoint, origin=origin,
+            d_model_from="d_model",
+        )  # fmt: skip
+    return Result(result, lambda: trace_view(result, ops=ops, values=values), lambda: trace_data(result, ops=ops) | extra)
+
+
+def params(spec_or_model: FFNSpec | str, *, dtype: str | None = None) -> Result:
+    """Parameters, FLOPs and memory without torch: an FFNSpec (beside an attention of its
+    width, as `ffn params` does; bytes in float32 by default), or a preset name or config.json
+    path (the whole model; bfloat16 by default), as `ffn params` prints them."""
+    if isinstance(spec_or_model, FFNSpec):
+        from ffn_cli.attention import AttentionSpec
+        from ffn_cli.models.layer import ffn_report
+        from ffn_cli.render.params import ffn_report_data, ffn_report_view
+
+        spec = spec_or_model
+        bias = bool(spec.bias)
+        report = ffn_report(spec, AttentionSpec(spec.d_model, qkv_bias=bias, o_bias=bias), dtype or "float32")
+        return Result(report, lambda: ffn_report_view(report), lambda: ffn_report_data(report))
+    from ffn_cli.models import count_model
+    from ffn_cli.models.source import load_model
+    from ffn_cli.render.params import model_data, model_view
+
+    counted = count_model(load_model(**_model_name(spec_or_model)).spec)
+    model_dtype = dtype or "bfloat16"
+    return Result(counted, lambda: model_view(counted, model_dtype), lambda: model_data(counted, model_dtype))

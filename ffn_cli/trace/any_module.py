@@ -1,0 +1,171 @@
+"""`trace_module(...)`: any nn.Module (the user's own, transformers' MLP) run once under the
+same recorder as the registry's variants, its steps grouped by its structure, into the same
+TraceResult. Nothing is known of it but what the run shows: no formulas beyond torch's own
+layers, no reference to check against."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ffn_cli.device import resolve_device_dtype
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.seeds import Stream, stream_seed
+from ffn_cli.spec import check_int
+from ffn_cli.trace.gc_pause import gc_paused
+from ffn_cli.trace.recorder import ForwardError, dtype_name, record
+from ffn_cli.trace.result import TracedModule, TraceResult
+from ffn_cli.trace.run import MAX_VALUES, MODES, _make_input, _param_groups, _validate_backward
+from ffn_cli.trace.steps import group_steps
+
+__all__ = ["MAX_DEPTH", "infer_d_model", "trace_module"]
+
+MAX_DEPTH = 16
+
+
+def infer_d_model(module: nn.Module) -> tuple[int, str]:
+    """The input width the module expects, and where it was read: the first linear's
+    in_features, a norm's width, or the width of the first matrix the module holds itself that
+    a one-token trial run accepts (F.linear reads a weight as (out, in), x·W as (in, out))."""
+    for path, sub in module.named_modules():
+        where = f"{path}." if path else ""
+        if isinstance(sub, nn.Linear):
+            return sub.in_features, f"{where}in_features"
+        if isinstance(sub, (nn.LayerNorm, nn.RMSNorm)) and sub.normalized_shape:
+            return int(sub.normalized_shape[-1]), f"{where}normalized_shape"
+        for leaf, p in sub.named_parameters(recurse=False):
+            if p.dim() in (2, 3):  # a matrix, or stacked experts' matrices (E, ·, ·)
+                dims = (p.dim() - 1, p.dim() - 2)
+                for dim in dims if p.shape[dims[0]] != p.shape[dims[1]] else dims[:1]:
+                    if len(dims) == 1 or _accepts(module, int(p.shape[dim]), p):
+                        return int(p.shape[dim]), f"{where}{leaf} {tuple(p.shape)}, dim {dim}"
+                raise FFNError("d_model", None, f"neither width of {where}{leaf} {tuple(p.shape)} runs the module: give --d-model")
+    raise FFNError("d_model", None, "could not be read from the module (no linear layer or weight matrix): give --d-model")
+
+
+def _accepts(module: nn.Module, width: int, like: Tensor) -> bool:
+    """Whether the module runs on one token of this width (no gradient, random state restored)."""
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            module(torch.zeros(1, 1, width, device=like.device, dtype=like.dtype))
+    except Exception:
+        return False
+    return True
+
+
+def _place(module: nn.Module, device: str | None, dtype: str | None) -> tuple[torch.device, torch.dtype]:
+    """Where the module runs: as asked (moving it there), or where its parameters already are."""
+    first = next(iter(module.parameters()), None)
+    here_device = first.device if first is not None else torch.device("cpu")
+    here_dtype = first.dtype if first is not None and first.is_floating_point() else torch.float32
+    dev, dt = resolve_device_dtype(device or str(here_device), dtype or dtype_name(here_dtype))
+    if first is not None and (first.device.type != dev.type or (first.is_floating_point() and first.dtype != dt)):
+        if first.is_meta and dev.type != "meta":
+            raise FFNError("device", str(dev), "the module's parameters are on meta (they hold no values): build it on that device")
+        module.to(device=dev, dtype=dt)
+    return dev, dt
+
+
+def trace_module(
+    module: nn.Module,
+    x: Tensor | None = None,
+    *,
+    batch: int = 2,
+    seq_len: int = 5,
+    d_model: int | None = None,
+    d_model_from: str = "d_model",
+    device: str | None = None,
+    dtype: str | None = None,
+    seed: int = 0,
+    mode: str = "eval",
+    values: int = 0,
+    depth: int = 1,
+    backward: bool = False,
+    loss: str | None = None,
+    checkpoint: bool = False,
+    source: str = "module",
+    name: str | None = None,
+    origin: str = "",
+    notes: Sequence[str] = (),
+) -> TraceResult:
+    """Run `module` once on `x` (or a seeded (batch, seq_len, d_model) normal input) under the
+    recorder and return its steps: its children's calls (`depth` levels deep) and its own torch
+    calls between them; with `backward`, then its backward from the gradient `loss` makes."""
+    check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    check_int("values", values, minimum=0, maximum=MAX_VALUES)
+    check_int("depth", depth, minimum=1, maximum=MAX_DEPTH)
+    if mode not in MODES:
+        raise FFNError("mode", mode, "choose one of " + ", ".join(MODES))
+    loss_name = _validate_backward(backward, loss, checkpoint)
+    dev, dt = _place(module, device, dtype)
+    if x is not None:
+        if x.dim() < 1:
+            raise FFNError("x", tuple(x.shape), "needs at least one dimension, the model width last")
+        x = x.to(device=dev, dtype=dt)
+        width, width_from = int(x.shape[-1]), "the input given"
+        batch, seq_len = (int(x.shape[0]), int(x.shape[1])) if x.dim() == 3 else (1, int(x.shape[:-1].numel()))
+    else:
+        check_int("batch", batch)
+        check_int("seq_len", seq_len)
+        if d_model is not None:
+            check_int("d_model", d_model)
+            width, width_from = d_model, d_model_from
+        else:
+            width, width_from = infer_d_model(module)
+        x = _make_input((batch, seq_len, width), dev, dt, seed)
+    module.train(mode == "train")
+    torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
+    backward_result = None
+    try:
+        if backward:
+            from ffn_cli.trace.backward_run import run_backward
+
+            out, rec, steps, backward_result = run_backward(
+                None,
+                module,
+                x,
+                loss=loss_name,
+                seed=seed,
+                values=values,
+                checkpoint=checkpoint,
+                check=False,
+                dtype=dtype_name(dt),
+                depth=depth,
+            )
+        else:
+            with gc_paused():
+                out, rec = record(module, x, values=values, functions=True)
+                steps = group_steps(rec, depth)
+    except ForwardError as failed:
+        raise _forward_failed(module, failed) from None
+    return TraceResult(
+        module=TracedModule(source, name or type(module).__name__, type(module).__name__, width, width_from, origin, tuple(notes), depth),
+        spec=None,
+        block=None,
+        batch=batch,
+        seq_len=seq_len,
+        device=str(dev),
+        dtype=dtype_name(dt),
+        mode=mode,
+        seed=seed,
+        input_shape=tuple(x.shape),
+        output_shape=tuple(out.shape),
+        input_stats=rec.input_stats,
+        input_values=rec.input_values,
+        steps=tuple(steps),
+        ops=tuple(op.record for op in rec.ops),
+        param_groups=_param_groups(module),
+        saved_bytes=rec.saved_bytes,
+        activation_bytes_estimate=None,
+        backward=backward_result,
+    )
+
+
+def _forward_failed(module: nn.Module, failed: ForwardError) -> FFNRuntimeError:
+    """One line: which module's forward, in which step (its submodule, or its own call), what."""
+    where = f"in step {failed.path} ({failed.class_name})" if failed.path else "in its own code"
+    call = f" at `{failed.call}`" if failed.call else ""
+    meta = " (meta tensors hold no values to compute with)" if "meta" in str(failed).lower() else ""
+    return FFNRuntimeError(f"{type(module).__name__}.forward raised {where}{call}: {failed}{meta}")
