@@ -38,6 +38,7 @@ def _routed_data(r: RoutedExperts) -> dict[str, Any]:
         "experts": r.experts,
         "top_k": r.top_k,
         "top_k_key": r.top_k_key,
+        "layer_top_k": list(r.layer_top_k) or None,
         "params": r.params,
         "active_params": r.active_params,
         "unknown_because": r.unknown_because,
@@ -121,7 +122,7 @@ def _routed_line(r: RoutedExperts) -> list[str]:
     return [
         "active experts",
         fmt_count(r.active_params),
-        f"of {fmt_count(r.params)}: top-{r.top_k} ({r.top_k_key}) of {r.experts}, in {where}",
+        f"of {fmt_count(r.params)}: {r.top_k_text} ({r.top_k_key}) of {r.experts}, in {where}",
     ]
 
 
