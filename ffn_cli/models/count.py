@@ -224,8 +224,16 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> str:
     return text + where
 
 
+_NORM_NAMES = {
+    "rmsnorm": "RMSNorm",
+    "layernorm": "LayerNorm",
+    "layernorm_no_affine": "LayerNorm without weights",
+    "layernorm_no_bias": "LayerNorm without bias",
+}
+
+
 def _norm_name(spec: ModelSpec) -> str:
-    return {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm", "layernorm_no_affine": "LayerNorm without weights"}[spec.norm]
+    return _NORM_NAMES[spec.norm]
 
 
 def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:

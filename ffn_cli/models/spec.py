@@ -18,10 +18,10 @@ from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["NORM_KINDS", "ModelSpec", "NormKind", "layer_ranges"]
 
-NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine"]
+NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine", "layernorm_no_bias"]
 # Parameters of one norm over d_model, in units of d: RMSNorm a weight, LayerNorm weight and
-# bias, OLMo-1's LayerNorm neither.
-NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine": 0}
+# bias, OLMo-1's LayerNorm neither, Cohere's LayerNorm a weight only.
+NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine": 0, "layernorm_no_bias": 1}
 # Deeper than any published model by far; beyond it a config is a typo.
 MAX_LAYERS = 4096
 MAX_VOCAB = 1 << 24
