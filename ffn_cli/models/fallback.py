@@ -130,6 +130,7 @@ class BuiltModel:
     d_model: int | None = None
     vocab_size: int | None = None
     notes: tuple[str, ...] = ()
+    cached_from: str = ""  # the cache file these counts were read from (ffn_cli.models.built_cache)
 
     @property
     def total_params(self) -> int:

@@ -23,9 +23,15 @@ _SHOWN_MODULES = 3
 
 def how_counted(m: BuiltModel) -> str:
     """The sentence that says plainly where the numbers come from."""
+    cached = (
+        f" These counts are transformers {m.transformers_version}'s build of this config, read back from ffn's cache "
+        "(--no-cache builds it again)."
+        if m.cached_from
+        else ""
+    )
     return (
         f"Counted by building {m.model_class} from the config with transformers on the meta device: no weights, "
-        "no remote code. The total is what parameters() counts (tied weights once); "
+        f"no remote code.{cached} The total is what parameters() counts (tied weights once); "
         "the parts are attributed by module name and type, by this rule:"
     )
 
@@ -52,6 +58,7 @@ def built_data(m: BuiltModel, dtype: str = "bfloat16") -> dict[str, Any]:
         "model_type": m.model_type,
         "source": m.source,
         "counted_by": "transformers",
+        "cached_from": m.cached_from or None,
         "model_class": m.model_class,
         "transformers_version": m.transformers_version,
         "device": "meta",
