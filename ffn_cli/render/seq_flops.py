@@ -8,12 +8,13 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
+from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
 from ffn_cli.render.format import fmt_count, fmt_flops
 from ffn_cli.render.params import _table
 
-__all__ = ["seq_flops_data", "seq_flops_view", "windows_text"]
+__all__ = ["pattern_text", "seq_flops_data", "seq_flops_view", "windows_text"]
 
 
 def windows_text(stack: LayerStack) -> str:
@@ -24,6 +25,17 @@ def windows_text(stack: LayerStack) -> str:
     parts = [f"sliding window {w:,} in {c} of {n} layers" for w, c in sorted(windows.items())]
     parts += [f"chunks of {w:,} in {c} of {n} layers" for w, c in sorted(chunks.items())]
     return ", ".join(parts)
+
+
+def pattern_text(stack: LayerStack) -> str:
+    """The layers' attention kinds in a few words ('5 × sliding 1,024 + 1 × full, × 10'), or ''
+    when every layer is the same."""
+    chunks = stack.chunks or (None,) * len(stack.windows)
+    labels = [
+        f"sliding {w:,}" if w is not None else f"chunked {c:,}" if c is not None else "full"
+        for w, c in zip(stack.windows, chunks, strict=True)
+    ]
+    return layer_pattern(labels) if len(set(labels)) > 1 else ""
 
 
 def _keys_text(stack: LayerStack) -> str:
@@ -46,6 +58,9 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     windows = windows_text(stack)
     if windows:
         lines.append(windows + ": those layers read at most that many keys")
+    pattern = pattern_text(stack)
+    if pattern:
+        lines.append(f"layers: {pattern}")
     lines.append(
         f"attention FLOPs overtake the FFN's at seq_len {crossover:,}"
         if crossover is not None
@@ -63,6 +78,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "score_flops_per_key": list(stack.score_flops_per_key),
         "windows": list(stack.windows),
         "chunks": list(stack.chunks) or [None] * len(stack.windows),
+        "layer_pattern": pattern_text(stack) or None,
         "crossover_seq_len": stack.crossover(),
         "rows": [r.data() for r in rows],
     }
