@@ -162,6 +162,39 @@ SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("hunyuan_v1_moe", {"num_experts": 4, "moe_topk": [2, 2, 2], "head_dim": 24}),
     ("minimax_m2", {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 24}),
     ("minimax_m2", {"num_local_experts": 4, "num_experts_per_tok": 1, "head_dim": 16, "tie_word_embeddings": True}),
+    (
+        "qwen3_next",
+        {
+            "num_hidden_layers": 4,
+            "head_dim": 16,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 24,
+            "shared_expert_intermediate_size": 40,
+            "linear_num_key_heads": 2,
+            "linear_key_head_dim": 16,
+            "linear_num_value_heads": 4,
+            "linear_value_head_dim": 8,
+            "linear_conv_kernel_dim": 3,
+        },
+    ),
+    (
+        "qwen3_next",
+        {
+            "layer_types": ["full_attention", "linear_attention", "linear_attention"],
+            "head_dim": 24,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 24,
+            "shared_expert_intermediate_size": 0,
+            "mlp_only_layers": [1],
+            "attention_bias": True,
+            "linear_num_key_heads": 2,
+            "linear_key_head_dim": 8,
+            "linear_num_value_heads": 2,
+            "linear_value_head_dim": 8,
+        },
+    ),
     ("llama", {"hidden_act": "quick_gelu"}),
     ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
 ]
@@ -225,6 +258,7 @@ SMALL_WRAPPERS: list[tuple[str, dict[str, Any]]] = [
 # Their config classes' special token ids lie beyond a small vocabulary: pinned inside it.
 _TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 NEW_FAMILIES = {
+    "qwen3_next",
     "smollm3",
     "seed_oss",
     "exaone4",

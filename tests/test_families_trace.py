@@ -24,11 +24,20 @@ from tests.model_configs import CASES, NEW_FAMILIES, small_config
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-MOE_FAMILIES = ("glm4_moe", "dots1", "ernie4_5_moe", "hunyuan_v1_moe", "minimax_m2")
+MOE_FAMILIES = ("glm4_moe", "dots1", "ernie4_5_moe", "hunyuan_v1_moe", "minimax_m2", "qwen3_next")
 DENSE_FAMILIES = tuple(sorted(NEW_FAMILIES - set(MOE_FAMILIES)))
 # The first small config of each family (tests/model_configs.py).
 FIRST = {t: keys for t, keys in reversed(CASES) if t in NEW_FAMILIES}
-MOE_PRESETS = ("glm-4.5-air", "dots.llm1", "ernie-4.5-21b-a3b", "hunyuan-a13b", "minimax-m2", "qwen3-235b-a22b", "kimi-k2")
+MOE_PRESETS = (
+    "qwen3-next-80b-a3b",
+    "glm-4.5-air",
+    "dots.llm1",
+    "ernie-4.5-21b-a3b",
+    "hunyuan-a13b",
+    "minimax-m2",
+    "qwen3-235b-a22b",
+    "kimi-k2",
+)
 
 
 def _invoke(*args: str) -> Any:

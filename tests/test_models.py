@@ -114,6 +114,7 @@ STATED: dict[str, tuple[float, float | None, str]] = {
     "dots.llm1": (142, 14, "142B total, 14B activated"),
     "ernie-4.5-21b-a3b": (21.8, 3, "21B total, 3B activated"),
     "hunyuan-a13b": (80, 13, "80B total, 13B active"),
+    "qwen3-next-80b-a3b": (80, 3, "80B total, 3B activated: active without the embedding and head"),
     "minimax-m2": (229, 10, "230B total, 10B active: active without the embedding and head"),
 }
 
@@ -215,7 +216,11 @@ def test_parts_sum_to_the_totals_and_ffn_parts_come_from_the_accounting(name: st
     # gpt-oss's router bias is the one MoE tensor beside the FFNSpec's: E per layer.
     expected += len(s.moe_layers) * (total_params(s.moe_ffn) + sum(t.count for t in s.moe_extra) if s.moe_ffn else 0)
     assert m.ffn_params == expected
-    assert m.attention_params == s.n_layers * s.attention.params
+    # A hybrid's mixer layers (Qwen3-Next's Gated DeltaNet) replace attention in theirs.
+    mixer = s.mixer
+    mixed = len(mixer.layers) if mixer else 0
+    extra = sum(t.count for t in s.attention_extra)
+    assert m.attention_params == (s.n_layers - mixed) * (s.attention.params + extra) + (mixed * mixer.params if mixer else 0)
 
 
 def test_dense_forward_flops_are_twice_the_matmul_parameters() -> None:

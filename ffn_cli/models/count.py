@@ -162,7 +162,9 @@ class ModelParams:
         and the LM head. Attention scores (4·seq·heads·head_dim per layer) depend on the
         sequence length and are left out."""
         spec = self.spec
-        flops = spec.n_layers * spec.attention.projection_flops_per_token()
+        flops = len(spec.attention_layers) * spec.attention_layer_flops
+        if spec.mixer is not None:
+            flops += len(spec.mixer.layers) * spec.mixer.projection_flops
         for ffn, layers in _ffn_groups(spec):
             flops += len(layers) * matmul_flops_per_token(ffn)
         if spec.lm_head:
@@ -173,7 +175,7 @@ class ModelParams:
     def per_layer(self) -> list[dict[str, object]]:
         """Attention and FFN of each distinct layer kind (dense-first layers apart)."""
         spec = self.spec
-        attention = spec.attention.params * (2 if spec.cross_attention else 1)
+        attention = spec.attention_layer_params * (2 if spec.cross_attention else 1)
         return [
             {
                 "layers": list(layers),
@@ -249,7 +251,14 @@ def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
 
 
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
-    parts = [ModelPart("attention", "attention", _attention_detail(spec), spec.attention.params, spec.n_layers)]
+    attention_layers = spec.attention_layers
+    detail = _attention_detail(spec) + "".join(f", + {t.name}" for t in spec.attention_extra)
+    if spec.mixer is not None:
+        detail += f" (layers {layer_ranges(attention_layers)})"
+    parts = [ModelPart("attention", "attention", detail, spec.attention_layer_params, len(attention_layers))]
+    if spec.mixer is not None:
+        m = spec.mixer
+        parts.append(ModelPart(m.kind, "attention", f"{m.detail} (layers {layer_ranges(m.layers)})", m.params, len(m.layers)))
     if spec.cross_attention:
         parts.append(
             ModelPart("cross-attention", "attention", "q_attn + c_attn (d → 2d) + c_proj, biases", spec.attention.params, spec.n_layers)
@@ -260,6 +269,9 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
         parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), ffn_params(spec, ffn), len(layers), active))
     norms = f"{spec.norms_per_layer} × {_norm_name(spec)}"
     parts.append(ModelPart("layer norms", "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
+    if spec.mixer is not None and spec.mixer.norm_params:
+        m = spec.mixer
+        parts.append(ModelPart(f"{m.kind} norms", "norm", f"gated RMSNorm over {m.norm_params:,}", m.norm_params, len(m.layers)))
     return parts
 
 

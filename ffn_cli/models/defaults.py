@@ -242,6 +242,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     | {"vocab_size": 152064, "moe_intermediate_size": 1408, "first_k_dense_replace": 0, "norm_topk_prob": False, "n_group": 1}
     | {"topk_group": 1},
     "hunyuan_v1_moe": {**_LLAMA, "num_key_value_heads": 32, "vocab_size": 290943, "num_experts": 1, "moe_topk": 1},
+    "qwen3_next": {**_LLAMA, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 48, "num_attention_heads": 16}
+    | {"num_key_value_heads": 2, "head_dim": 256, "vocab_size": 151936, "num_experts": 512, "num_experts_per_tok": 10}
+    | {"moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "decoder_sparse_step": 1, "norm_topk_prob": True}
+    | {"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16}
+    | {"linear_num_value_heads": 32},
     "minimax_m2": {**_LLAMA, "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62, "num_attention_heads": 48}
     | {"num_key_value_heads": 8, "head_dim": 128, "vocab_size": 200064, "num_local_experts": 256, "num_experts_per_tok": 8},
 }

@@ -17,6 +17,7 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
 from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
+from ffn_cli.models.mixers import gated_delta_net
 from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
@@ -715,6 +716,55 @@ def _minimax_m2(r: _Reader, name: str) -> ModelSpec:
     return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r), routing=routing)
 
 
+def _qwen3_next(r: _Reader, name: str) -> ModelSpec:
+    # A hybrid: layer_types (else every full_attention_interval-th layer full) mixes tokens with a
+    # Gated DeltaNet, the rest with attention whose q_proj is twice as wide (the second half gates
+    # the output), q/k RMSNorm per head. Qwen2-MoE's FFN: routed experts, a shared expert scaled by
+    # sigmoid(shared_expert_gate(x)), dense layers where mlp_only_layers or decoder_sparse_step say.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = r.get("layer_types", None)
+    if types is None:
+        interval = r.integer("full_attention_interval", 4)
+        types = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(t not in ("linear_attention", "full_attention") for t in types):
+        raise FFNError(r.key("layer_types"), types, f"must list linear_attention or full_attention for each of {layers} layers")
+    mixer = gated_delta_net(
+        d,
+        key_heads=r.integer("linear_num_key_heads"),
+        key_dim=r.integer("linear_key_head_dim"),
+        value_heads=r.integer("linear_num_value_heads"),
+        value_dim=r.integer("linear_value_head_dim"),
+        conv_kernel=r.integer("linear_conv_kernel_dim"),
+        layers=tuple(i for i, t in enumerate(types) if t == "linear_attention"),
+    )
+    experts = r.integer("num_experts", minimum=0)
+    moe_layers = _sparse_step_layers(r, experts)
+    moe = None
+    if moe_layers:
+        shared = r.integer("shared_expert_intermediate_size", minimum=0)
+        moe = _moe(
+            r,
+            d,
+            d_ff=r.integer("moe_intermediate_size"),
+            experts=experts,
+            top_k=r.integer("num_experts_per_tok"),
+            normalize=r.flag("norm_topk_prob", True),
+            shared=1 if shared else 0,
+            shared_d_ff=shared or None,
+            shared_expert_gate=bool(shared),
+        )
+    extra = (ParamTensor("shared_expert_gate.weight", (1, d)),) if moe is not None and not moe.shared_hidden else ()
+    dense = _dense_ffn(r, d) if len(moe_layers) < layers else None
+    bias = r.flag("attention_bias", False)
+    attention = _attention(r, d, qkv_bias=bias, qk_norm="head")
+    gate = (ParamTensor("q_proj.weight (output gate half)", (attention.q_dim, d)),)
+    if bias:
+        gate += (ParamTensor("q_proj.bias (output gate half)", (attention.q_dim,)),)
+    return _model(
+        r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, mixer=mixer, attention_extra=gate
+    )
+
+
 # --- multimodal wrappers: the text model in text_config, a vision tower beside it ------------
 
 
@@ -788,6 +838,7 @@ _TEXT_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
     "ernie4_5_moe": _ernie4_5_moe,
     "hunyuan_v1_moe": _hunyuan_v1_moe,
     "minimax_m2": _minimax_m2,
+    "qwen3_next": _qwen3_next,
 }
 _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "gemma3": _gemma3, "llama4": _llama4, "mistral3": _mistral3}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)

@@ -31,10 +31,13 @@ def pattern_text(stack: LayerStack) -> str:
     """The layers' attention kinds in a few words ('5 × sliding 1,024 + 1 × full, × 10'), or ''
     when every layer is the same."""
     chunks = stack.chunks or (None,) * len(stack.windows)
+    mixers = stack.mixers or (None,) * len(stack.windows)
     labels = [
-        f"sliding {w:,}" if w is not None else f"chunked {c:,}" if c is not None else "full"
-        for w, c in zip(stack.windows, chunks, strict=True)
+        m if m is not None else f"sliding {w:,}" if w is not None else f"chunked {c:,}" if c is not None else "full"
+        for w, c, m in zip(stack.windows, chunks, mixers, strict=True)
     ]
+    if stack.mixers:  # a hybrid: its attention layers are attention, whatever their keys
+        labels = [label if label in stack.mixers else f"attention{label[4:] if label == 'full' else ' ' + label}" for label in labels]
     return layer_pattern(labels) if len(set(labels)) > 1 else ""
 
 
@@ -61,6 +64,13 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     pattern = pattern_text(stack)
     if pattern:
         lines.append(f"layers: {pattern}")
+    if stack.mixers:
+        kind = next(m for m in stack.mixers if m is not None)
+        count = sum(m is not None for m in stack.mixers)
+        lines.append(
+            f"{kind} in {count} of {len(stack.mixers)} layers: {fmt_flops(stack.mixer_projection_flops)} of the attn proj, "
+            "no scores over the keys (its state update, a cost per token that does not grow with the length, is left out)"
+        )
     lines.append(
         f"attention FLOPs overtake the FFN's at seq_len {crossover:,}"
         if crossover is not None
@@ -79,6 +89,8 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "windows": list(stack.windows),
         "chunks": list(stack.chunks) or [None] * len(stack.windows),
         "layer_pattern": pattern_text(stack) or None,
+        "mixers": list(stack.mixers) or None,
+        "mixer_projection_flops": stack.mixer_projection_flops,
         "crossover_seq_len": stack.crossover(),
         "rows": [r.data() for r in rows],
     }
