@@ -13,6 +13,7 @@ from typing import Literal
 from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
 from ffn_cli.errors import FFNError
 from ffn_cli.models.layer import attention_summary
+from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.spec import ModelSpec, layer_ranges
 from ffn_cli.spec import FFNSpec
 
@@ -254,11 +255,12 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     attention_layers = spec.attention_layers
     detail = _attention_detail(spec) + "".join(f", + {t.name}" for t in spec.attention_extra)
     if spec.mixer is not None:
-        detail += f" (layers {layer_ranges(attention_layers)})"
+        labels = ["attention" if i in set(attention_layers) else spec.mixer.kind for i in range(spec.n_layers)]
+        detail += f" (layers: {layer_pattern(labels)})"
     parts = [ModelPart("attention", "attention", detail, spec.attention_layer_params, len(attention_layers))]
     if spec.mixer is not None:
         m = spec.mixer
-        parts.append(ModelPart(m.kind, "attention", f"{m.detail} (layers {layer_ranges(m.layers)})", m.params, len(m.layers)))
+        parts.append(ModelPart(m.kind, "attention", m.detail, m.params, len(m.layers)))
     if spec.cross_attention:
         parts.append(
             ModelPart("cross-attention", "attention", "q_attn + c_attn (d → 2d) + c_proj, biases", spec.attention.params, spec.n_layers)
