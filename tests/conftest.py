@@ -38,6 +38,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
 
 
+@pytest.fixture(autouse=True)
+def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test its own $XDG_CACHE_HOME: the fallback's cached counts (ffn_cli.models.built_cache)
+    never carry from one test, or from the user's own runs, into another."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))

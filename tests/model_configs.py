@@ -102,6 +102,99 @@ SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("bert", {"num_key_value_heads": None, "max_position_embeddings": 40}),
     ("roberta", {"num_key_value_heads": None, "max_position_embeddings": 40, "type_vocab_size": 1}),
     ("xlm-roberta", {"num_key_value_heads": None, "max_position_embeddings": 40}),
+    # The families of 2025.
+    ("smollm3", {"head_dim": 24}),
+    ("smollm3", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": False}),
+    ("seed_oss", {"head_dim": 24}),
+    ("seed_oss", {"head_dim": 16, "attention_bias": False, "attention_out_bias": True, "mlp_bias": True}),
+    ("exaone4", {"head_dim": 24}),
+    ("exaone4", {"tie_word_embeddings": True, "sliding_window": 8, "sliding_window_pattern": 2}),
+    ("glm4", {"head_dim": 24}),
+    ("glm4", {"attention_bias": False, "tie_word_embeddings": True}),
+    ("apertus", {"head_dim": 24}),
+    ("apertus", {"attention_bias": True, "hidden_act": "silu"}),
+    ("cohere2", {"head_dim": 24}),
+    ("cohere2", {"attention_bias": True, "tie_word_embeddings": False}),
+    ("glm4_moe", {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24, "head_dim": 24}),
+    (
+        "glm4_moe",
+        {
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 24,
+            "n_shared_experts": 2,
+            "first_k_dense_replace": 0,
+            "use_qk_norm": True,
+            "attention_bias": True,
+            "n_group": 2,
+            "topk_group": 1,
+            "routed_scaling_factor": 2.5,
+        },
+    ),
+    (
+        "dots1",
+        {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24, "n_shared_experts": 1, "first_k_dense_replace": 1},
+    ),
+    (
+        "dots1",
+        {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24, "n_shared_experts": 2, "attention_bias": True},
+    ),
+    ("ernie4_5_moe", {"moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 24, "moe_layer_end_index": 2}),
+    (
+        "ernie4_5_moe",
+        {
+            "moe_num_experts": 4,
+            "moe_k": 2,
+            "moe_intermediate_size": 24,
+            "moe_num_shared_experts": 1,
+            "moe_layer_start_index": 0,
+            "moe_layer_end_index": 2,
+            "moe_layer_interval": 2,
+            "use_bias": True,
+            "tie_word_embeddings": False,
+        },
+    ),
+    (
+        "ernie4_5_moe",
+        {"moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 24, "moe_num_shared_experts": 0, "moe_layer_end_index": 2},
+    ),
+    ("hunyuan_v1_moe", {"num_experts": 4, "moe_topk": 2, "head_dim": 16}),
+    ("hunyuan_v1_moe", {"num_experts": 4, "moe_topk": [2, 2, 2], "head_dim": 24}),
+    ("minimax_m2", {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 24}),
+    ("minimax_m2", {"num_local_experts": 4, "num_experts_per_tok": 1, "head_dim": 16, "tie_word_embeddings": True}),
+    (
+        "qwen3_next",
+        {
+            "num_hidden_layers": 4,
+            "head_dim": 16,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 24,
+            "shared_expert_intermediate_size": 40,
+            "linear_num_key_heads": 2,
+            "linear_key_head_dim": 16,
+            "linear_num_value_heads": 4,
+            "linear_value_head_dim": 8,
+            "linear_conv_kernel_dim": 3,
+        },
+    ),
+    (
+        "qwen3_next",
+        {
+            "layer_types": ["full_attention", "linear_attention", "linear_attention"],
+            "head_dim": 24,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 24,
+            "shared_expert_intermediate_size": 0,
+            "mlp_only_layers": [1],
+            "attention_bias": True,
+            "linear_num_key_heads": 2,
+            "linear_key_head_dim": 8,
+            "linear_num_value_heads": 2,
+            "linear_value_head_dim": 8,
+        },
+    ),
     ("llama", {"hidden_act": "quick_gelu"}),
     ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
 ]
@@ -162,8 +255,28 @@ SMALL_WRAPPERS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+# Their config classes' special token ids lie beyond a small vocabulary: pinned inside it.
+_TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+NEW_FAMILIES = {
+    "qwen3_next",
+    "smollm3",
+    "seed_oss",
+    "exaone4",
+    "glm4",
+    "apertus",
+    "cohere2",
+    "glm4_moe",
+    "dots1",
+    "ernie4_5_moe",
+    "hunyuan_v1_moe",
+    "minimax_m2",
+}
+
+
 def small_config(model_type: str, keys: dict[str, Any]) -> dict[str, Any]:
     base = {} if model_type in WRAPPERS or model_type == "gpt2" else dict(_SMALL)
+    if model_type in NEW_FAMILIES:
+        base |= _TOKEN_IDS
     return {k: v for k, v in {**base, **keys, "model_type": model_type}.items() if v is not None}
 
 

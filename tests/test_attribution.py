@@ -29,6 +29,9 @@ def _path(text: str) -> tuple[Owner, ...]:
         ("embed_out:Linear", "head", "embed_out"),
         ("pooler:BertPooler.dense:Linear", "pooler", "pooler"),
         ("embeddings_project:Linear", "embedding", "embeddings_project"),
+        # Whole name parts: Gemma 3n's altup_unembed_projections are no embeddings.
+        ("model.language_model.altup_unembed_projections.0:Linear", "other", "model.language_model.altup_unembed_projections.*"),
+        ("model.embed_tokens_per_layer:Gemma3nTextScaledWordEmbedding", "embedding", "model.embed_tokens_per_layer"),
         # Experts inside mlp are FFN, and the row names the outermost FFN block.
         ("model.layers.3.mlp:MixtralSparseMoeBlock.experts:MixtralExperts", "ffn", "model.layers.*.mlp"),
         ("model.layers.3.mlp:Qwen2MoeSparseMoeBlock.shared_expert_gate:Linear", "ffn", "model.layers.*.mlp"),

@@ -106,7 +106,8 @@ def run_example(example: Example, folder: Path) -> str:
     device.available_memory_bytes = lambda _device: FREE_MEMORY_SHOWN  # type: ignore[assignment]
     os.chdir(folder)
     try:
-        result = CliRunner().invoke(app, shlex.split(example.command)[1:])
+        # A cache of its own: an example that builds with transformers shows the build, never a read-back.
+        result = CliRunner().invoke(app, shlex.split(example.command)[1:], env={"XDG_CACHE_HOME": str(folder / ".cache")})
     finally:
         os.chdir(cwd)
         common.console._width, device.available_memory_bytes = width, free  # type: ignore[assignment]

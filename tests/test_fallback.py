@@ -108,6 +108,31 @@ def test_active_parameters_of_routed_experts_by_hand(model_type: str, moe_layers
     assert m.part("ffn").active_params == m.params_of("ffn") - skipped  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(("per_layer", "skipped_experts"), [([2, 2], 2 + 2), ([1, 3], 3 + 1)])
+def test_experts_per_token_given_per_layer(per_layer: list[int], skipped_experts: int) -> None:
+    # Hunyuan names k per layer (moe_topk: [8] * 32); the active count then sums layer by layer.
+    m = _count_hunyuan(moe_topk=per_layer)
+    (routed,) = m.routed
+    per_expert = 3 * 64 * 32  # a SwiGLU expert of width intermediate_size
+    assert routed.unknown_because is None
+    assert m.active_params == m.total_params - skipped_experts * per_expert
+    assert (routed.top_k, routed.layer_top_k) == ((2, ()) if per_layer == [2, 2] else (None, (1, 3)))
+
+
+def test_a_present_top_k_key_is_never_called_missing() -> None:
+    m = _count_hunyuan(moe_topk=[0, 2])  # present, but 0 experts per token is no routing
+    (routed,) = m.routed
+    assert m.active_params is None
+    assert "no config key" not in (routed.unknown_because or "") and "moe_topk is [0, 2]" in (routed.unknown_because or "")
+
+
+def _count_hunyuan(**keys: Any) -> fallback.BuiltModel:
+    if not meta_build.knows("hunyuan_v1_moe"):
+        pytest.skip(f"transformers {transformers.__version__} has no hunyuan_v1_moe")
+    config = {**SMALL, "model_type": "hunyuan_v1_moe", "intermediate_size": 32, "num_experts": 4, **keys}
+    return meta_build.count(config, name="hunyuan", source="test")
+
+
 def test_a_mixture_of_attention_heads_counts_in_attention() -> None:
     m = _count("jetmoe")
     assert {r.kind for r in m.routed} == {"attention", "ffn"}

@@ -115,7 +115,15 @@ def test_llama_3_8b_by_hand() -> None:
 
 @pytest.mark.parametrize(
     ("preset", "config_class"),
-    [("gemma-2-9b", "Gemma2Config"), ("gpt-oss-20b", "GptOssConfig"), ("gemma-3-1b", "Gemma3TextConfig"), ("qwen2-7b", "Qwen2Config")],
+    [
+        ("gemma-2-9b", "Gemma2Config"),
+        ("gpt-oss-20b", "GptOssConfig"),
+        ("gemma-3-1b", "Gemma3TextConfig"),
+        ("qwen2-7b", "Qwen2Config"),
+        ("command-r7b", "Cohere2Config"),
+        ("exaone-4.0-32b", "Exaone4Config"),
+        ("smollm3-3b", "SmolLM3Config"),
+    ],
 )
 def test_windows_match_transformers_layer_types(preset: str, config_class: str) -> None:
     transformers = pytest.importorskip("transformers")
@@ -124,6 +132,26 @@ def test_windows_match_transformers_layer_types(preset: str, config_class: str) 
     n = config.num_hidden_layers
     expected = tuple(raw.get("sliding_window", config.sliding_window) if t == "sliding_attention" else None for t in config.layer_types)
     assert attention_windows(raw, n) == expected
+
+
+@pytest.mark.parametrize(
+    ("model_type", "keys"),
+    [
+        ("cohere2", {}),  # every fourth layer full by the class's default pattern
+        ("cohere2", {"sliding_window_pattern": 2}),
+        ("exaone4", {"sliding_window_pattern": 3}),
+        ("exaone4", {}),
+        ("smollm3", {"use_sliding_window": True, "sliding_window": 64, "layer_types": ["sliding_attention", "full_attention"] * 4}),
+        ("smollm3", {"use_sliding_window": False, "sliding_window": 64, "layer_types": ["sliding_attention", "full_attention"] * 4}),
+    ],
+)
+def test_windows_of_the_2025_families_match_their_config_classes(model_type: str, keys: dict[str, object]) -> None:
+    transformers = pytest.importorskip("transformers")
+    raw = {"model_type": model_type, "num_hidden_layers": 8, **keys}
+    config = transformers.AutoConfig.for_model(**raw)
+    window = config.sliding_window if getattr(config, "use_sliding_window", True) else None
+    expected = tuple(window if t == "sliding_attention" else None for t in config.layer_types)
+    assert attention_windows(raw, 8) == expected
 
 
 def test_qwen2_slides_only_when_asked() -> None:

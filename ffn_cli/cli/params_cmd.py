@@ -52,6 +52,14 @@ SeqLensOpt = Annotated[
         show_default=False,
     ),
 ]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Build a model no reader knows with transformers again, rather than read its counts from ffn's cache.",
+        rich_help_panel=_MODEL,
+    ),
+]
 ListPresetsOpt = Annotated[
     bool, typer.Option("--list-presets", help="List the presets with their parameter totals.", rich_help_panel=_MODEL)
 ]
@@ -78,6 +86,7 @@ def params(
     model: ModelOpt = None,
     revision: RevisionOpt = None,
     list_presets: ListPresetsOpt = False,
+    no_cache: NoCacheOpt = False,
     seq_len: SeqLensOpt = None,
     dtype: ParamsDTypeOpt = None,
     tp: TPOpt = 1,
@@ -103,9 +112,10 @@ def params(
         _reject_given(ctx, _ATTENTION_OPTIONS, _READS_EVERY_SIZE)
         unused = {"tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
         refuse_unused(unused, "per-rank counts are of one FFN: give its --variant and sizes instead of --config / --preset / --model")
-        _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json)
+        _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json, no_cache)
         return
     refuse_unused({"revision": revision}, "applies to --model (a Hub model id)")
+    refuse_unused({"no_cache": no_cache or None}, "applies to --config, --preset and --model")
     ffn.refuse(_NO_COUNT, "changes the values, not one count or FLOP; ffn trace runs it", unless_default=True)
     widths = ffn.widths()
     if len(widths) > 1:
@@ -196,7 +206,14 @@ def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> Non
 
 
 def _print_models(
-    preset: str | None, config: str | None, model: str | None, revision: str | None, dtype: str, seq_lens: list[int], json: bool
+    preset: str | None,
+    config: str | None,
+    model: str | None,
+    revision: str | None,
+    dtype: str,
+    seq_lens: list[int],
+    json: bool,
+    no_cache: bool = False,
 ) -> None:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is counted by building it with transformers."""
@@ -207,7 +224,7 @@ def _print_models(
         models = load_models(preset=preset, config=config, model=model, revision=revision)
     except UnknownModelType as unknown:
         refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length need a model ffn reads itself")
-        _print_built(unknown, dtype, json)
+        _print_built(unknown, dtype, json, use_cache=not no_cache)
         return
     _print_loaded(models, dtype, seq_lens, json)
 
@@ -238,15 +255,16 @@ def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], js
         console.print(Text(""), seq_flops_view(stack, rows, f"{result.spec.n_layers} layers"))
 
 
-def _print_built(unknown: UnknownModelType, dtype: str, json: bool) -> None:
-    """No reader knows the model_type: count it by building it with transformers on meta."""
-    from ffn_cli.models.fallback import count_by_building
+def _print_built(unknown: UnknownModelType, dtype: str, json: bool, *, use_cache: bool = True) -> None:
+    """No reader knows the model_type: count it by building it with transformers on meta (or
+    read the counts of an earlier build of the same config from the cache)."""
+    from ffn_cli.models.built_cache import count_cached
     from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.render.built import built_data, built_view
 
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
-    built = count_by_building(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    built = count_cached(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=use_cache)
     if json:
         emit_json(built_data(built, dtype))
     else:

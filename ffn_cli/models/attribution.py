@@ -24,7 +24,11 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
         "held by a module whose class ends in Norm (LayerNorm, RMSNorm, …); a q/k norm inside attention (q_norm, k_norm, "
         "q_a_layernorm, kv_a_layernorm) is attention's, as the readers count it",
     ),
-    ("embedding", "held by an nn.Embedding or an *Embedding(s) class; or under a module named *embed*"),
+    (
+        "embedding",
+        "held by an nn.Embedding or an *Embedding(s) class; or under a module whose name has a part beginning embed "
+        "(embed_tokens, word_embeddings; not unembed)",
+    ),
     ("head", "under a module named lm_head / embed_out / head / cls / score / classifier, outside the layers"),
     ("pooler", "under a module named pooler, outside the layers"),
     ("attention", "under a module named *attn* / *attention*, or of class *Attention"),
@@ -39,7 +43,9 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
 _NORM_CLASS = re.compile(r"Norm(alization)?(Gated|1P|\dd)?$")
 _EMBEDDING_CLASS = re.compile(r"Embeddings?$")
 _HEAD_NAMES = frozenset({"lm_head", "embed_out", "head", "cls", "score", "classifier"})
-_EMBEDDING_NAME = re.compile(r"embed", re.IGNORECASE)
+# A whole part of the name (split at _ and .) that is or begins "embed": embed_tokens,
+# word_embeddings, embeddings_project; never "embed" inside another word (altup_unembed_projections).
+_EMBEDDING_PART = re.compile(r"^embed", re.IGNORECASE)
 _ATTENTION_NAME = re.compile(r"attn|attention", re.IGNORECASE)
 _ATTENTION_CLASS = re.compile(r"Attention$")
 _FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$", re.IGNORECASE)
@@ -65,7 +71,7 @@ def _on_path(kind: BuiltKind, path: tuple[Owner, ...], depth: int) -> bool:
         outside = not any(_LAYER_INDEX.match(m.name) for m in path[:depth])
         return outside and (module.name in _HEAD_NAMES if kind == "head" else module.name == "pooler")
     if kind == "embedding":
-        return bool(_EMBEDDING_NAME.search(module.name))
+        return any(_EMBEDDING_PART.match(part) for part in re.split(r"[_.]", module.name))
     if kind == "attention":
         return bool(_ATTENTION_NAME.search(module.name) or _ATTENTION_CLASS.search(module.cls))
     if _FFN_NAME.search(module.name) or _FFN_CLASS.search(module.cls):

@@ -13,6 +13,7 @@ from typing import Literal
 from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
 from ffn_cli.errors import FFNError
 from ffn_cli.models.layer import attention_summary
+from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.spec import ModelSpec, layer_ranges
 from ffn_cli.spec import FFNSpec
 
@@ -162,7 +163,9 @@ class ModelParams:
         and the LM head. Attention scores (4·seq·heads·head_dim per layer) depend on the
         sequence length and are left out."""
         spec = self.spec
-        flops = spec.n_layers * spec.attention.projection_flops_per_token()
+        flops = len(spec.attention_layers) * spec.attention_layer_flops
+        if spec.mixer is not None:
+            flops += len(spec.mixer.layers) * spec.mixer.projection_flops
         for ffn, layers in _ffn_groups(spec):
             flops += len(layers) * matmul_flops_per_token(ffn)
         if spec.lm_head:
@@ -173,7 +176,7 @@ class ModelParams:
     def per_layer(self) -> list[dict[str, object]]:
         """Attention and FFN of each distinct layer kind (dense-first layers apart)."""
         spec = self.spec
-        attention = spec.attention.params * (2 if spec.cross_attention else 1)
+        attention = spec.attention_layer_params * (2 if spec.cross_attention else 1)
         return [
             {
                 "layers": list(layers),
@@ -224,8 +227,16 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> str:
     return text + where
 
 
+_NORM_NAMES = {
+    "rmsnorm": "RMSNorm",
+    "layernorm": "LayerNorm",
+    "layernorm_no_affine": "LayerNorm without weights",
+    "layernorm_no_bias": "LayerNorm without bias",
+}
+
+
 def _norm_name(spec: ModelSpec) -> str:
-    return {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm", "layernorm_no_affine": "LayerNorm without weights"}[spec.norm]
+    return _NORM_NAMES[spec.norm]
 
 
 def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
@@ -241,7 +252,15 @@ def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
 
 
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
-    parts = [ModelPart("attention", "attention", _attention_detail(spec), spec.attention.params, spec.n_layers)]
+    attention_layers = spec.attention_layers
+    detail = _attention_detail(spec) + "".join(f", + {t.name}" for t in spec.attention_extra)
+    if spec.mixer is not None:
+        labels = ["attention" if i in set(attention_layers) else spec.mixer.kind for i in range(spec.n_layers)]
+        detail += f" (layers: {layer_pattern(labels)})"
+    parts = [ModelPart("attention", "attention", detail, spec.attention_layer_params, len(attention_layers))]
+    if spec.mixer is not None:
+        m = spec.mixer
+        parts.append(ModelPart(m.kind, "attention", m.detail, m.params, len(m.layers)))
     if spec.cross_attention:
         parts.append(
             ModelPart("cross-attention", "attention", "q_attn + c_attn (d → 2d) + c_proj, biases", spec.attention.params, spec.n_layers)
@@ -252,6 +271,9 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
         parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), ffn_params(spec, ffn), len(layers), active))
     norms = f"{spec.norms_per_layer} × {_norm_name(spec)}"
     parts.append(ModelPart("layer norms", "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
+    if spec.mixer is not None and spec.mixer.norm_params:
+        m = spec.mixer
+        parts.append(ModelPart(f"{m.kind} norms", "norm", f"gated RMSNorm over {m.norm_params:,}", m.norm_params, len(m.layers)))
     return parts
 
 

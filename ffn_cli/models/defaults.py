@@ -220,6 +220,35 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3": {"tie_word_embeddings": True},
     "llama4": {"tie_word_embeddings": False},
     "mistral3": {"tie_word_embeddings": True},
+    # The families of 2025: dense, then mixtures of experts.
+    "smollm3": {**_LLAMA, "hidden_size": 2048, "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4}
+    | {"vocab_size": 128256, "tie_word_embeddings": True},
+    "seed_oss": {**_LLAMA, "intermediate_size": 27648, "num_hidden_layers": 64, "num_attention_heads": 80, "num_key_value_heads": 8}
+    | {"head_dim": 128, "vocab_size": 155136, "attention_bias": True, "attention_out_bias": False},
+    "exaone4": {**_LLAMA, "intermediate_size": 16384, "num_key_value_heads": 32, "vocab_size": 102400},
+    "glm4": {**_LLAMA, "intermediate_size": 13696, "num_hidden_layers": 40, "num_key_value_heads": 2, "head_dim": 128}
+    | {"vocab_size": 151552, "attention_bias": True},
+    "apertus": {**_LLAMA, "intermediate_size": 14336, "vocab_size": 131072, "hidden_act": "xielu"},
+    "cohere2": {**_LLAMA, "hidden_size": 8192, "intermediate_size": 22528, "num_hidden_layers": 40, "num_attention_heads": 64}
+    | {"num_key_value_heads": 64, "vocab_size": 256000, "tie_word_embeddings": True},
+    "glm4_moe": {**_LLAMA, "intermediate_size": 10944, "num_hidden_layers": 46, "num_attention_heads": 96, "num_key_value_heads": 8}
+    | {"vocab_size": 151552, "use_qk_norm": False, "moe_intermediate_size": 1408, "n_routed_experts": 128, "num_experts_per_tok": 8}
+    | {"n_shared_experts": 1, "first_k_dense_replace": 1, "norm_topk_prob": True, "n_group": 1, "topk_group": 1},
+    "ernie4_5_moe": {**_LLAMA, "hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 28, "num_attention_heads": 20}
+    | {"num_key_value_heads": 4, "vocab_size": 103424, "tie_word_embeddings": True, "use_bias": False, "moe_intermediate_size": 1536}
+    | {"moe_num_experts": 64, "moe_k": 6, "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": 27}
+    | {"moe_layer_interval": 1},
+    "dots1": {**_LLAMA, "hidden_size": 4608, "intermediate_size": 10944, "num_hidden_layers": 62, "num_key_value_heads": 32}
+    | {"vocab_size": 152064, "moe_intermediate_size": 1408, "first_k_dense_replace": 0, "norm_topk_prob": False, "n_group": 1}
+    | {"topk_group": 1},
+    "hunyuan_v1_moe": {**_LLAMA, "num_key_value_heads": 32, "vocab_size": 290943, "num_experts": 1, "moe_topk": 1},
+    "qwen3_next": {**_LLAMA, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 48, "num_attention_heads": 16}
+    | {"num_key_value_heads": 2, "head_dim": 256, "vocab_size": 151936, "num_experts": 512, "num_experts_per_tok": 10}
+    | {"moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "decoder_sparse_step": 1, "norm_topk_prob": True}
+    | {"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16}
+    | {"linear_num_value_heads": 32},
+    "minimax_m2": {**_LLAMA, "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62, "num_attention_heads": 48}
+    | {"num_key_value_heads": 8, "head_dim": 128, "vocab_size": 200064, "num_local_experts": 256, "num_experts_per_tok": 8},
 }
 
 # transformers' attribute_map: a config may spell these keys either way.
@@ -229,6 +258,11 @@ ALIASES: dict[str, dict[str, str]] = {
     "gpt_oss": {"num_local_experts": "num_experts"},
     "deepseek_v2": {"n_routed_experts": "num_experts"},
     "deepseek_v3": {"n_routed_experts": "num_local_experts"},
+    "glm4_moe": {"n_routed_experts": "num_local_experts"},
+    "dots1": {"n_routed_experts": "num_local_experts"},
+    "ernie4_5_moe": {"moe_num_experts": "num_experts", "moe_k": "num_experts_per_tok"},
+    "hunyuan_v1_moe": {"moe_topk": "num_experts_per_tok", "num_experts": "num_local_experts"},
+    "minimax_m2": {"num_local_experts": "num_experts"},
     "gpt2": {
         "n_embd": "hidden_size",
         "n_positions": "max_position_embeddings",

@@ -64,7 +64,10 @@ class RoutedExperts:
     token.
 
     `experts` is None when the containers disagree or their tensors do not show the count;
-    `top_k` is None when no config key names it. Either makes the active count unknown.
+    `top_k` is None when no config key names it. Either makes the active count unknown. A
+    config that names the experts per token per layer (Hunyuan's `moe_topk: [8, 8, …]`) gives
+    `layer_top_k`, one value per container in layer order, when the values differ; `top_k_problem`
+    says why a key that is present could not be used.
     """
 
     kind: BuiltKind
@@ -74,22 +77,41 @@ class RoutedExperts:
     experts: int | None
     top_k: int | None
     top_k_key: str | None
+    layer_top_k: tuple[int, ...] = ()
+    top_k_problem: str | None = None
 
     @property
     def active_params(self) -> int | None:
-        """What one token touches: k of E equal experts, when both are known."""
-        if self.experts is None or self.top_k is None or self.params % self.experts or self.top_k > self.experts:
+        """What one token touches: k of E equal experts, when both are known (summed per
+        container when k differs by layer)."""
+        if self.experts is None or self.params % self.experts:
+            return None
+        if self.layer_top_k:
+            each, rest = divmod(self.params, self.containers)
+            if rest or len(self.layer_top_k) != self.containers or each % self.experts or max(self.layer_top_k) > self.experts:
+                return None
+            return sum(each // self.experts * k for k in self.layer_top_k)
+        if self.top_k is None or self.top_k > self.experts:
             return None
         return self.params // self.experts * self.top_k
+
+    @property
+    def top_k_text(self) -> str:
+        """top-8, or top-2–8 by layer."""
+        if self.layer_top_k:
+            return f"top-{min(self.layer_top_k)}–{max(self.layer_top_k)} by layer"
+        return f"top-{self.top_k}"
 
     @property
     def unknown_because(self) -> str | None:
         if self.experts is None:
             return "the number of experts per container cannot be read from the built modules"
-        if self.top_k is None:
+        if self.top_k_problem is not None:
+            return self.top_k_problem
+        if self.top_k is None and not self.layer_top_k:
             return "no config key names the experts per token (num_experts_per_tok, moe_top_k, …)"
         if self.active_params is None:
-            return f"{self.params:,} parameters do not split into {self.experts} equal experts with top-{self.top_k}"
+            return f"{self.params:,} parameters do not split into {self.experts} equal experts with {self.top_k_text}"
         return None
 
 
@@ -108,6 +130,7 @@ class BuiltModel:
     d_model: int | None = None
     vocab_size: int | None = None
     notes: tuple[str, ...] = ()
+    cached_from: str = ""  # the cache file these counts were read from (ffn_cli.models.built_cache)
 
     @property
     def total_params(self) -> int:

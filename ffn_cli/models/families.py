@@ -17,10 +17,11 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
 from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
+from ffn_cli.models.mixers import gated_delta_net
 from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
-from ffn_cli.spec import FFNSpec
+from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
 __all__ = ["GPT_OSS_EXPERT_VARIANT", "SUPPORTED_MODEL_TYPES", "UnknownModelType", "model_spec_from_config"]
 
@@ -39,10 +40,11 @@ _ACTIVATIONS = {
     "relu": "relu",
     "relu2": "relu2",
     "sigmoid": "sigmoid",
+    "xielu": "xielu",
 }
 # The registry variant a gated (GLU) or a plain two-layer MLP uses for an activation.
 _GATED = {"silu": "swiglu", "gelu": "geglu", "gelu_tanh": "geglu", "relu": "reglu", "sigmoid": "glu"}
-_DENSE = {"silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "relu": "relu", "relu2": "relu2"}
+_DENSE = {"silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "relu": "relu", "relu2": "relu2", "xielu": "xielu"}
 # An activation the registry lacks (quick_gelu, mish, …) moves no parameter: it is counted
 # with a variant of the same layout and named in the model's detail.
 _STAND_IN = {"gated": "swiglu", "dense": "gelu"}
@@ -567,6 +569,202 @@ def _bert(r: _Reader, name: str) -> ModelSpec:
     )
 
 
+# --- the families of 2025 ----------------------------------------------------------------------
+
+
+def _smollm3(r: _Reader, name: str) -> ModelSpec:
+    # LLaMA's layout; no_rope_layers and the sliding window move no parameter.
+    return _llama_like(r, name, qkv_bias=r.flag("attention_bias", False), mlp_bias=r.flag("mlp_bias", False))
+
+
+def _seed_oss(r: _Reader, name: str) -> ModelSpec:
+    # q, k, v biased with attention_bias, o with its own attention_out_bias.
+    bias = r.flag("attention_bias", True)
+    return _llama_like(r, name, qkv_bias=bias, o_bias=r.flag("attention_out_bias", False), mlp_bias=r.flag("mlp_bias", False))
+
+
+def _exaone4(r: _Reader, name: str) -> ModelSpec:
+    # No biases; q/k RMSNorm per head; norms after attention and after the FFN only (2 per layer).
+    return _llama_like(r, name, qk_norm="head")
+
+
+def _glm4(r: _Reader, name: str) -> ModelSpec:
+    # One gate_up_proj (gate first); q, k, v biased with attention_bias, o never; 4 norms per
+    # layer (before and after attention and FFN).
+    d = r.integer("hidden_size")
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", True), o_bias=False)
+    return _model(r, name, attention=attention, dense=_dense_ffn(r, d, fused=True), norms_per_layer=4)
+
+
+def _apertus(r: _Reader, name: str) -> ModelSpec:
+    # An ungated MLP (up, xIELU with its two learnable scalars, down); q/k RMSNorm per head.
+    d = r.integer("hidden_size")
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False), qk_norm="head")
+    return _model(r, name, attention=attention, dense=_dense_ffn(r, d, gated=False))
+
+
+def _cohere2(r: _Reader, name: str) -> ModelSpec:
+    # Command R7B: one LayerNorm (weight, no bias) feeds attention and the gated MLP in parallel;
+    # tied head; logit_scale is a scalar of the forward, not a parameter. head_dim is
+    # hidden_size / heads unless the config gives one (the class has no default of its own).
+    d = r.integer("hidden_size")
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False))
+    return _model(r, name, attention=attention, dense=_dense_ffn(r, d), norm="layernorm_no_bias", norms_per_layer=1, parallel_block=True)
+
+
+def _first_dense_moe(r: _Reader, name: str, attention: AttentionSpec) -> ModelSpec:
+    """GLM-4.5 and dots.llm1: DeepSeek-V3's MoE on grouped-query attention. Layers from
+    first_k_dense_replace route: router weight (E, d), a bias-correction buffer (no parameter),
+    E SwiGLU experts of moe_intermediate_size and one shared MLP of n_shared × that width."""
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    first = r.integer("first_k_dense_replace", minimum=0)
+    moe_layers = tuple(range(min(first, layers), layers))
+    moe = None
+    if moe_layers:
+        moe = _moe(
+            r,
+            d,
+            d_ff=r.integer("moe_intermediate_size"),
+            experts=r.integer("n_routed_experts"),
+            top_k=r.integer("num_experts_per_tok"),
+            normalize=r.flag("norm_topk_prob", False),
+            shared=r.integer("n_shared_experts", minimum=0),
+        )
+    routing = ["sigmoid scores, chosen with a bias correction"]
+    groups, topk_groups = r.opt_integer("n_group"), r.opt_integer("topk_group")
+    if groups and groups > 1:
+        routing.append(f"grouped: top-{topk_groups} of {groups} groups")
+    scale = r.number("routed_scaling_factor", 1.0)
+    if scale != 1.0:
+        routing.append(f"weights × {scale:g}")
+    dense = _dense_ffn(r, d) if first > 0 else None
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing=", ".join(routing))
+
+
+def _glm4_moe(r: _Reader, name: str) -> ModelSpec:
+    # GLM-4.5: q, k, v biased with attention_bias, o never; use_qk_norm adds RMSNorm(head_dim) on
+    # q and k. The multi-token-prediction layers (num_nextn_predict_layers) are not built.
+    d = r.integer("hidden_size")
+    qk: QKNorm = "head" if r.flag("use_qk_norm", False) else "none"
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False), o_bias=False, qk_norm=qk)
+    return _first_dense_moe(r, name, attention)
+
+
+def _dots1(r: _Reader, name: str) -> ModelSpec:
+    # dots.llm1: q, k, v, o biased with attention_bias; q/k RMSNorm per head.
+    d = r.integer("hidden_size")
+    return _first_dense_moe(r, name, _attention(r, d, qkv_bias=r.flag("attention_bias", False), qk_norm="head"))
+
+
+def _ernie4_5_moe(r: _Reader, name: str) -> ModelSpec:
+    # ERNIE 4.5: use_bias on q, k, v, o, the dense and shared MLPs and the LM head (never the routed
+    # experts); MoE where (i + 1) % moe_layer_interval == 0 within [moe_layer_start_index,
+    # moe_layer_end_index]; the router's e_score_correction_bias (1, E) is a parameter (frozen).
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    every = r.integer("moe_layer_interval")
+    start, end = r.integer("moe_layer_start_index", minimum=0), r.integer("moe_layer_end_index", minimum=0)
+    experts = r.integer("moe_num_experts")
+    moe_layers = tuple(i for i in range(layers) if (i + 1) % every == 0 and start <= i <= end)
+    bias = r.flag("use_bias", False)
+    moe, extra = None, ()
+    if moe_layers:
+        shared = r.integer("moe_num_shared_experts", minimum=0)
+        moe = _moe(r, d, d_ff=r.integer("moe_intermediate_size"), experts=experts, top_k=r.integer("moe_k"), normalize=True, shared=shared)
+        extra = (ParamTensor("gate.moe_statics.e_score_correction_bias", (1, experts)),)
+        if bias and moe.shared_hidden:
+            sh = moe.shared_hidden
+            extra += tuple(ParamTensor(f"shared_experts.{n}.bias", (w,)) for n, w in (("gate_proj", sh), ("up_proj", sh), ("down_proj", d)))
+    dense = _dense_ffn(r, d, bias=bias) if len(moe_layers) < layers else None
+    attention = _attention(r, d, qkv_bias=bias)
+    routing = "chosen with a bias correction"
+    return _model(
+        r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, lm_head_bias=bias, routing=routing
+    )
+
+
+def _hunyuan_v1_moe(r: _Reader, name: str) -> ModelSpec:
+    # Hunyuan-A13B as transformers builds it: every layer routes top-k of E SwiGLU experts of
+    # intermediate_size (router wg, no bias) beside one shared MLP of the same width; q/k RMSNorm
+    # per head (query_layernorm, key_layernorm). moe_topk may be a per-layer list.
+    d = r.integer("hidden_size")
+    top_k = r.get("moe_topk")
+    if isinstance(top_k, list) and top_k:
+        if len(set(map(str, top_k))) != 1:
+            raise FFNError(r.key("moe_topk"), top_k, "differs by layer; ffn reads one number of experts per token for every layer")
+        top_k = top_k[0]
+    k = check_int(r.key("moe_topk"), top_k, maximum=MAX_DIM)
+    experts = r.get("num_experts")
+    if isinstance(experts, list) and experts:
+        if len(set(map(str, experts))) != 1:
+            raise FFNError(r.key("num_experts"), experts, "differs by layer; ffn reads one number of experts for every layer")
+        experts = experts[0]
+    e = check_int(r.key("num_experts"), experts, maximum=MAX_DIM)
+    width = r.integer("intermediate_size")
+    moe = _moe(r, d, d_ff=width, experts=e, top_k=k, normalize=True, shared=1)
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False), qk_norm="head")
+    return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r))
+
+
+def _minimax_m2(r: _Reader, name: str) -> ModelSpec:
+    # Every layer routes top-k of E SwiGLU experts of intermediate_size by sigmoid scores with a
+    # bias-correction buffer; q/k RMSNorm over the whole projections; no biases.
+    d = r.integer("hidden_size")
+    experts, top_k = r.integer("num_local_experts"), r.integer("num_experts_per_tok")
+    moe = _moe(r, d, d_ff=r.integer("intermediate_size"), experts=experts, top_k=top_k, normalize=True)
+    attention = _attention(r, d, qk_norm="proj")
+    routing = "sigmoid scores, chosen with a bias correction"
+    return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r), routing=routing)
+
+
+def _qwen3_next(r: _Reader, name: str) -> ModelSpec:
+    # A hybrid: layer_types (else every full_attention_interval-th layer full) mixes tokens with a
+    # Gated DeltaNet, the rest with attention whose q_proj is twice as wide (the second half gates
+    # the output), q/k RMSNorm per head. Qwen2-MoE's FFN: routed experts, a shared expert scaled by
+    # sigmoid(shared_expert_gate(x)), dense layers where mlp_only_layers or decoder_sparse_step say.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = r.get("layer_types", None)
+    if types is None:
+        interval = r.integer("full_attention_interval", 4)
+        types = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(t not in ("linear_attention", "full_attention") for t in types):
+        raise FFNError(r.key("layer_types"), types, f"must list linear_attention or full_attention for each of {layers} layers")
+    mixer = gated_delta_net(
+        d,
+        key_heads=r.integer("linear_num_key_heads"),
+        key_dim=r.integer("linear_key_head_dim"),
+        value_heads=r.integer("linear_num_value_heads"),
+        value_dim=r.integer("linear_value_head_dim"),
+        conv_kernel=r.integer("linear_conv_kernel_dim"),
+        layers=tuple(i for i, t in enumerate(types) if t == "linear_attention"),
+    )
+    experts = r.integer("num_experts", minimum=0)
+    moe_layers = _sparse_step_layers(r, experts)
+    moe = None
+    if moe_layers:
+        shared = r.integer("shared_expert_intermediate_size", minimum=0)
+        moe = _moe(
+            r,
+            d,
+            d_ff=r.integer("moe_intermediate_size"),
+            experts=experts,
+            top_k=r.integer("num_experts_per_tok"),
+            normalize=r.flag("norm_topk_prob", True),
+            shared=1 if shared else 0,
+            shared_d_ff=shared or None,
+            shared_expert_gate=bool(shared),
+        )
+    extra = (ParamTensor("shared_expert_gate.weight", (1, d)),) if moe is not None and not moe.shared_hidden else ()
+    dense = _dense_ffn(r, d) if len(moe_layers) < layers else None
+    bias = r.flag("attention_bias", False)
+    attention = _attention(r, d, qkv_bias=bias, qk_norm="head")
+    gate = (ParamTensor("q_proj.weight (output gate half)", (attention.q_dim, d)),)
+    if bias:
+        gate += (ParamTensor("q_proj.bias (output gate half)", (attention.q_dim,)),)
+    return _model(
+        r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, mixer=mixer, attention_extra=gate
+    )
+
+
 # --- multimodal wrappers: the text model in text_config, a vision tower beside it ------------
 
 
@@ -629,6 +827,18 @@ _TEXT_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
     "bert": _bert,
     "roberta": _bert,
     "xlm-roberta": _bert,
+    "smollm3": _smollm3,
+    "seed_oss": _seed_oss,
+    "exaone4": _exaone4,
+    "glm4": _glm4,
+    "apertus": _apertus,
+    "cohere2": _cohere2,
+    "glm4_moe": _glm4_moe,
+    "dots1": _dots1,
+    "ernie4_5_moe": _ernie4_5_moe,
+    "hunyuan_v1_moe": _hunyuan_v1_moe,
+    "minimax_m2": _minimax_m2,
+    "qwen3_next": _qwen3_next,
 }
 _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "gemma3": _gemma3, "llama4": _llama4, "mistral3": _mistral3}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)

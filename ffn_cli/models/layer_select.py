@@ -164,6 +164,16 @@ def _ffn_notes(model: LoadedModel, ffn: FFNSpec, layer: int, *, renamed: bool) -
 def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
     """The attention, norm and order of the model's block, as far as ffn_cli.block builds them."""
     model, spec = choice.model, choice.model.spec
+    if spec.mixer is not None and choice.layer in spec.mixer.layers:
+        raise FFNError(
+            "block",
+            True,
+            f"layer {choice.layer} of {spec.name} mixes tokens with a {spec.mixer.kind}, not built here; drop --block to trace its FFN",
+        )
+    if spec.attention_extra:
+        raise FFNError(
+            "block", True, f"{spec.name}'s attention has an output gate, which ffn does not build; drop --block to trace its FFN"
+        )
     attention = _block_attention(spec.attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
     pre_norm = bool(given.get("pre_norm", model.causal))

@@ -233,6 +233,48 @@ def _config_int(config: PretrainedConfig, keys: tuple[str, ...]) -> tuple[str, i
     return None
 
 
+@dataclass(frozen=True)
+class _TopK:
+    """What the config says about the experts per token: one k, or one per layer."""
+
+    key: str | None = None
+    value: int | None = None
+    per_layer: tuple[int, ...] = ()
+    problem: str | None = None
+
+
+def _config_top_k(config: PretrainedConfig) -> _TopK:
+    """The first of TOP_K_KEYS the config sets: a positive integer, or a per-layer list of them
+    (Hunyuan's moe_topk), which collapses to one k when every layer agrees. A key that is set to
+    anything else is named as unusable, never reported as missing."""
+    found = _config_int(config, TOP_K_KEYS)
+    if found is not None:
+        return _TopK(found[0], found[1])
+    nested = [v for v in vars(config).values() if isinstance(v, (PretrainedConfig, dict))]
+    for holder in (config, config.get_text_config(), *nested):
+        for key in TOP_K_KEYS:
+            value = holder.get(key) if isinstance(holder, dict) else getattr(holder, key, None)
+            if value is None:
+                continue
+            # The name the config.json uses (transformers maps num_experts_per_tok onto Hunyuan's moe_topk).
+            key = key if isinstance(holder, dict) else getattr(holder, "attribute_map", {}).get(key, key)
+            if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+                ks = tuple(value)
+                return _TopK(key, ks[0]) if len(set(ks)) == 1 else _TopK(key, None, ks)
+            return _TopK(key, problem=f"{key} is {_short(value)}, not a positive integer or a per-layer list of them")
+    return _TopK()
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "…"
+
+
+def _layer_of(path: str) -> int | None:
+    """The first index on a module path: model.layers.7.mlp.experts → 7."""
+    return next((int(p) for p in path.split(".") if p.isdigit()), None)
+
+
 def _expert_count(module: nn.Module, config: PretrainedConfig) -> int | None:
     """E of one container: its length (a list of expert modules), or its num_experts (else the
     config's) when every tensor under it splits into E equal slices along its first dimension
@@ -255,7 +297,7 @@ def _routed_experts(modules: Mapping[str, nn.Module], config: PretrainedConfig) 
     heads (JetMoE)."""
     paths = [p for p, m in modules.items() if p and is_experts(p.rpartition(".")[2], type(m).__name__)]
     innermost = [p for p in paths if not any(q.startswith(p + ".") for q in paths)]
-    top_k = _config_int(config, TOP_K_KEYS)
+    top_k = _config_top_k(config)
     by_kind: dict[BuiltKind, list[str]] = {}
     for path in innermost:
         kind, _ = attribute((*_owners(modules, path), Owner("", "")))
@@ -270,11 +312,29 @@ def _routed_experts(modules: Mapping[str, nn.Module], config: PretrainedConfig) 
                 containers=len(found),
                 params=sum(sum(p.numel() for p in modules[path].parameters()) for path in found),
                 experts=counts.pop() if len(counts) == 1 else None,
-                top_k=top_k[1] if top_k else None,
-                top_k_key=top_k[0] if top_k else None,
+                top_k=top_k.value,
+                top_k_key=top_k.key,
+                layer_top_k=_per_container(top_k, found),
+                top_k_problem=top_k.problem or _per_layer_problem(top_k, found),
             )
         )
     return tuple(routed)
+
+
+def _per_container(top_k: _TopK, containers: list[str]) -> tuple[int, ...]:
+    """k of each container, by its layer index, when the config gives k per layer."""
+    if not top_k.per_layer:
+        return ()
+    layers = [_layer_of(p) for p in containers]
+    if any(i is None or i >= len(top_k.per_layer) for i in layers):
+        return ()
+    return tuple(top_k.per_layer[i] for i in layers if i is not None)
+
+
+def _per_layer_problem(top_k: _TopK, containers: list[str]) -> str | None:
+    if top_k.per_layer and not _per_container(top_k, containers):
+        return f"{top_k.key} lists {len(top_k.per_layer)} values, which do not cover the layers holding experts"
+    return None
 
 
 # --- the FFN of one layer -----------------------------------------------------------------

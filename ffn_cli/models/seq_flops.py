@@ -40,6 +40,10 @@ class LayerStack:
     attention_kind: str = "MHA"
     attention_detail: str = ""  # the widths the scores run over, in words
     chunks: tuple[int | None, ...] = ()  # one per layer where attention runs in chunks (Llama 4)
+    # A hybrid's layers that mix tokens without attention: their kind (Gated DeltaNet), or None
+    # per attention layer; with their projection FLOPs of all such layers together.
+    mixers: tuple[str | None, ...] = ()
+    mixer_projection_flops: int = 0
 
     def score_flops(self, seq_len: int) -> Fraction:
         """Per-token score FLOPs at seq_len: every layer's keys read by all queries, over L."""
@@ -130,15 +134,20 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         assert layer_ffn is not None
         ffn += matmul_flops_per_token(layer_ffn)
     a = spec.attention
+    mixed = set(spec.mixer.layers) if spec.mixer is not None else set()
+    mixer_flops = len(mixed) * spec.mixer.projection_flops if spec.mixer is not None else 0
+    kind = spec.mixer.kind if spec.mixer is not None else None
     return LayerStack(
         ffn,
-        spec.n_layers * a.projection_flops_per_token(),
-        (_per_key(a),) * spec.n_layers,
-        tuple(windows),
+        len(spec.attention_layers) * spec.attention_layer_flops + mixer_flops,
+        tuple(0 if i in mixed else _per_key(a) for i in range(spec.n_layers)),
+        tuple(None if i in mixed else w for i, w in enumerate(windows)),
         causal,
         a.kind,
         _detail(a),
-        tuple(chunks),
+        tuple(None if i in mixed else c for i, c in enumerate(chunks)),
+        tuple(kind if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
+        mixer_flops,
     )
 
 

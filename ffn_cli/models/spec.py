@@ -13,15 +13,16 @@ from typing import Literal
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention
 from ffn_cli.errors import FFNError
+from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["NORM_KINDS", "ModelSpec", "NormKind", "layer_ranges"]
 
-NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine"]
+NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine", "layernorm_no_bias"]
 # Parameters of one norm over d_model, in units of d: RMSNorm a weight, LayerNorm weight and
-# bias, OLMo-1's LayerNorm neither.
-NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine": 0}
+# bias, OLMo-1's LayerNorm neither, Cohere's LayerNorm a weight only.
+NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine": 0, "layernorm_no_bias": 1}
 # Deeper than any published model by far; beyond it a config is a typo.
 MAX_LAYERS = 4096
 MAX_VOCAB = 1 << 24
@@ -66,6 +67,12 @@ class ModelSpec:
     routing: str = ""  # routing that moves no parameter (grouped top-k, scaling), in words
     vision: VisionTower | None = None
     source: str = ""
+    # A hybrid's layers that mix tokens without softmax attention (Qwen3-Next's Gated DeltaNet);
+    # the other layers use `attention`.
+    mixer: LinearMixer | None = None
+    # Tensors of each attention layer beside its AttentionSpec's, each a Linear weight run once per
+    # token: Qwen3-Next's output gate, the second half of a q_proj twice as wide.
+    attention_extra: tuple[ParamTensor, ...] = ()
 
     def __post_init__(self) -> None:
         check_int("hidden_size", self.d_model)
@@ -81,6 +88,8 @@ class ModelSpec:
         if any(not 0 <= i < self.n_layers for i in layers):
             raise FFNError("moe_layers", self.moe_layers, f"must be layer indices in [0, {self.n_layers})")
         object.__setattr__(self, "moe_layers", layers)
+        if self.mixer is not None and any(not 0 <= i < self.n_layers for i in self.mixer.layers):
+            raise FFNError("layer_types", self.mixer.layers, f"must be layer indices in [0, {self.n_layers})")
         self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)
         self._check_ffn("dense_ffn", self.dense_ffn, needed=len(layers) < self.n_layers, moe=False)
 
@@ -98,6 +107,24 @@ class ModelSpec:
     def dense_layers(self) -> tuple[int, ...]:
         moe = set(self.moe_layers)
         return tuple(i for i in range(self.n_layers) if i not in moe)
+
+    @property
+    def attention_layers(self) -> tuple[int, ...]:
+        """The layers that use `attention` (every layer but a hybrid's mixer layers)."""
+        mixed = set(self.mixer.layers) if self.mixer is not None else set()
+        return tuple(i for i in range(self.n_layers) if i not in mixed)
+
+    @property
+    def attention_layer_params(self) -> int:
+        """One attention layer's parameters: the AttentionSpec's and attention_extra."""
+        return self.attention.params + sum(t.count for t in self.attention_extra)
+
+    @property
+    def attention_layer_flops(self) -> int:
+        """One attention layer's projection FLOPs per token, attention_extra's Linear weights included."""
+        weights = sum(t.count for t in self.attention_extra if ".weight" in t.name)
+        biases = sum(t.count for t in self.attention_extra if ".bias" in t.name)
+        return self.attention.projection_flops_per_token() + 2 * weights + biases
 
     @property
     def is_moe(self) -> bool:

@@ -2,7 +2,8 @@
 
 Read from the config as transformers reads it (Llama 4's chunked attention likewise): an explicit `layer_types` list wins; else the
 family's default pattern (Gemma 2 and gpt-oss alternate sliding and full layers starting with
-a sliding one, Gemma 3 makes every sixth layer full); Qwen2/Qwen3 slide only with
+a sliding one, Gemma 3 makes every sixth layer full, Command R7B and EXAONE 4 every fourth;
+SmolLM3 slides only with use_sliding_window); Qwen2/Qwen3 slide only with
 use_sliding_window, from max_window_layers on; Mistral, Phi-3, Starcoder2 and Mixtral slide in
 every layer when sliding_window is set. A window of w lets a query read its w latest keys, itself
 included.
@@ -18,11 +19,21 @@ __all__ = ["ENCODERS", "attention_chunks", "attention_windows", "is_causal", "me
 # Bidirectional encoders: every query reads every key.
 ENCODERS = frozenset({"bert", "roberta", "xlm-roberta"})
 # Families whose default layer_types alternate, and the period of their full layers.
-_PATTERNS = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6, "gemma3": 6}
+_PATTERNS = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4, "exaone4": 4}
 # Families that slide in every layer whenever sliding_window is set.
 _EVERY_LAYER = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
 # Families whose config class defaults sliding_window when the key is absent.
-_DEFAULT_WINDOW = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "gemma3": 4096, "gpt_oss": 128}
+_DEFAULT_WINDOW = {
+    "mistral": 4096,
+    "gemma2": 4096,
+    "gemma3_text": 4096,
+    "gemma3": 4096,
+    "gpt_oss": 128,
+    "cohere2": 4096,
+    "exaone4": 4096,
+}
+# Families whose layers slide only when use_sliding_window says so, whatever layer_types holds.
+_FLAGGED = frozenset({"smollm3"})
 _QWEN = frozenset({"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})
 _CHUNKED = frozenset({"llama4", "llama4_text"})
 
@@ -44,6 +55,8 @@ def attention_windows(config: Mapping[str, Any], n_layers: int) -> tuple[int | N
     text, model_type = _text(config)
     window = text.get("sliding_window", _DEFAULT_WINDOW.get(model_type))
     if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        return (None,) * n_layers
+    if model_type in _FLAGGED and not text.get("use_sliding_window", False):
         return (None,) * n_layers
     types = text.get("layer_types")
     if isinstance(types, list) and len(types) == n_layers:

@@ -23,9 +23,15 @@ _SHOWN_MODULES = 3
 
 def how_counted(m: BuiltModel) -> str:
     """The sentence that says plainly where the numbers come from."""
+    cached = (
+        f" These counts are transformers {m.transformers_version}'s build of this config, read back from ffn's cache "
+        "(--no-cache builds it again)."
+        if m.cached_from
+        else ""
+    )
     return (
         f"Counted by building {m.model_class} from the config with transformers on the meta device: no weights, "
-        "no remote code. The total is what parameters() counts (tied weights once); "
+        f"no remote code.{cached} The total is what parameters() counts (tied weights once); "
         "the parts are attributed by module name and type, by this rule:"
     )
 
@@ -38,6 +44,7 @@ def _routed_data(r: RoutedExperts) -> dict[str, Any]:
         "experts": r.experts,
         "top_k": r.top_k,
         "top_k_key": r.top_k_key,
+        "layer_top_k": list(r.layer_top_k) or None,
         "params": r.params,
         "active_params": r.active_params,
         "unknown_because": r.unknown_because,
@@ -51,6 +58,7 @@ def built_data(m: BuiltModel, dtype: str = "bfloat16") -> dict[str, Any]:
         "model_type": m.model_type,
         "source": m.source,
         "counted_by": "transformers",
+        "cached_from": m.cached_from or None,
         "model_class": m.model_class,
         "transformers_version": m.transformers_version,
         "device": "meta",
@@ -121,7 +129,7 @@ def _routed_line(r: RoutedExperts) -> list[str]:
     return [
         "active experts",
         fmt_count(r.active_params),
-        f"of {fmt_count(r.params)}: top-{r.top_k} ({r.top_k_key}) of {r.experts}, in {where}",
+        f"of {fmt_count(r.params)}: {r.top_k_text} ({r.top_k_key}) of {r.experts}, in {where}",
     ]
 
 

@@ -8,12 +8,13 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
+from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
 from ffn_cli.render.format import fmt_count, fmt_flops
 from ffn_cli.render.params import _table
 
-__all__ = ["seq_flops_data", "seq_flops_view", "windows_text"]
+__all__ = ["pattern_text", "seq_flops_data", "seq_flops_view", "windows_text"]
 
 
 def windows_text(stack: LayerStack) -> str:
@@ -24,6 +25,20 @@ def windows_text(stack: LayerStack) -> str:
     parts = [f"sliding window {w:,} in {c} of {n} layers" for w, c in sorted(windows.items())]
     parts += [f"chunks of {w:,} in {c} of {n} layers" for w, c in sorted(chunks.items())]
     return ", ".join(parts)
+
+
+def pattern_text(stack: LayerStack) -> str:
+    """The layers' attention kinds in a few words ('5 × sliding 1,024 + 1 × full, × 10'), or ''
+    when every layer is the same."""
+    chunks = stack.chunks or (None,) * len(stack.windows)
+    mixers = stack.mixers or (None,) * len(stack.windows)
+    labels = [
+        m if m is not None else f"sliding {w:,}" if w is not None else f"chunked {c:,}" if c is not None else "full"
+        for w, c, m in zip(stack.windows, chunks, mixers, strict=True)
+    ]
+    if stack.mixers:  # a hybrid: its attention layers are attention, whatever their keys
+        labels = [label if label in stack.mixers else f"attention{label[4:] if label == 'full' else ' ' + label}" for label in labels]
+    return layer_pattern(labels) if len(set(labels)) > 1 else ""
 
 
 def _keys_text(stack: LayerStack) -> str:
@@ -46,6 +61,16 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     windows = windows_text(stack)
     if windows:
         lines.append(windows + ": those layers read at most that many keys")
+    pattern = pattern_text(stack)
+    if pattern:
+        lines.append(f"layers: {pattern}")
+    if stack.mixers:
+        kind = next(m for m in stack.mixers if m is not None)
+        count = sum(m is not None for m in stack.mixers)
+        lines.append(
+            f"{kind} in {count} of {len(stack.mixers)} layers: {fmt_flops(stack.mixer_projection_flops)} of the attn proj, "
+            "no scores over the keys (its state update, a cost per token that does not grow with the length, is left out)"
+        )
     lines.append(
         f"attention FLOPs overtake the FFN's at seq_len {crossover:,}"
         if crossover is not None
@@ -63,6 +88,9 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "score_flops_per_key": list(stack.score_flops_per_key),
         "windows": list(stack.windows),
         "chunks": list(stack.chunks) or [None] * len(stack.windows),
+        "layer_pattern": pattern_text(stack) or None,
+        "mixers": list(stack.mixers) or None,
+        "mixer_projection_flops": stack.mixer_projection_flops,
         "crossover_seq_len": stack.crossover(),
         "rows": [r.data() for r in rows],
     }

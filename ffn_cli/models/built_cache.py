@@ -1,0 +1,166 @@
+"""The fallback's counts, kept on disk so a second call answers without building the model.
+
+Building a model with transformers costs seconds (importing torch and transformers, then the
+build on meta); the counts it yields depend only on the config's content and the transformers
+version. They are stored as JSON under the user's cache directory ($XDG_CACHE_HOME/ffn/built,
+else ~/.cache/ffn/built), one file per key. The cache is a convenience, never a requirement: a
+directory that cannot be made, read or written, or a file that does not parse, is skipped and the
+model is built as without it. Torch-free: reading a hit imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from ffn_cli.models.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts, count_by_building
+
+__all__ = ["FORMAT", "cache_dir", "cache_key", "count_cached", "load", "store"]
+
+# Bumped whenever what is stored, or how the fallback counts, changes: older entries then miss.
+FORMAT = 1
+# A stored entry is a few kilobytes; anything much larger is not ours.
+_MAX_BYTES = 1 << 20
+
+
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/ffn/built, or ~/.cache/ffn/built when XDG_CACHE_HOME is unset or empty."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ffn" / "built"
+
+
+def _transformers_version() -> str | None:
+    try:
+        return importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cache_key(config: Mapping[str, Any]) -> str | None:
+    """The hash of the config's content (key order and whitespace aside), the transformers
+    version and the format; None when the config does not serialise or transformers is absent."""
+    version = _transformers_version()
+    if version is None:
+        return None
+    try:
+        text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(f"{FORMAT}\n{version}\n{text}".encode()).hexdigest()
+
+
+def _path(key: str) -> Path:
+    return cache_dir() / f"{key}.json"
+
+
+def load(config: Mapping[str, Any], *, name: str, source: str) -> tuple[BuiltModel, Path] | None:
+    """The stored counts of `config`, named for this call, and the file they came from; None on
+    a miss or on anything that is not a well-formed entry."""
+    key = cache_key(config)
+    if key is None:
+        return None
+    path = _path(key)
+    try:
+        if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") != key:
+            return None
+        return _from_data(data["model"], name=name, source=source), path
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def store(config: Mapping[str, Any], built: BuiltModel) -> Path | None:
+    """Write the counts of `config` (atomically: a reader never sees half a file); the path, or
+    None when the cache could not be written, which is never an error."""
+    key = cache_key(config)
+    if key is None:
+        return None
+    path = _path(key)
+    text = json.dumps({"key": key, "model": asdict(replace(built, cached_from=""))}, sort_keys=True)
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+        return path
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return None
+
+
+def count_cached(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...], use_cache: bool = True) -> BuiltModel:
+    """count_by_building, answered from the cache when it holds this config's counts, and
+    stored there after a build."""
+    if use_cache:
+        hit = load(config, name=name, source=source)
+        if hit is not None:
+            return replace(hit[0], cached_from=str(hit[1]))
+    built = count_by_building(config, name=name, source=source, known=known)
+    if use_cache:
+        store(config, built)
+    return built
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise TypeError("not a list of integers")
+    return tuple(values)
+
+
+def _strs(values: Any) -> tuple[str, ...]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise TypeError("not a list of strings")
+    return tuple(values)
+
+
+def _kind(value: Any) -> Any:
+    if value not in PART_NAMES:
+        raise KeyError(value)
+    return value
+
+
+def _from_data(data: Mapping[str, Any], *, name: str, source: str) -> BuiltModel:
+    parts = tuple(
+        BuiltPart(kind=_kind(p["kind"]), params=int(p["params"]), modules=_strs(p["modules"]), inactive_params=int(p["inactive_params"]))
+        for p in data["parts"]
+    )
+    routed = tuple(
+        RoutedExperts(
+            kind=_kind(r["kind"]),
+            modules=_strs(r["modules"]),
+            containers=int(r["containers"]),
+            params=int(r["params"]),
+            experts=None if r["experts"] is None else int(r["experts"]),
+            top_k=None if r["top_k"] is None else int(r["top_k"]),
+            top_k_key=None if r["top_k_key"] is None else str(r["top_k_key"]),
+            layer_top_k=_ints(r["layer_top_k"]),
+            top_k_problem=None if r["top_k_problem"] is None else str(r["top_k_problem"]),
+        )
+        for r in data["routed"]
+    )
+    optional = {k: None if data[k] is None else int(data[k]) for k in ("n_layers", "d_model", "vocab_size")}
+    return BuiltModel(
+        name=name,
+        model_type=str(data["model_type"]),
+        source=source,
+        model_class=str(data["model_class"]),
+        transformers_version=str(data["transformers_version"]),
+        parts=parts,
+        routed=routed,
+        notes=_strs(data["notes"]),
+        **optional,
+    )

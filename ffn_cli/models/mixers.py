@@ -1,0 +1,72 @@
+"""Token mixers that are not softmax attention, for the layers of a hybrid that use them.
+
+Qwen3-Next mixes tokens in three of every four layers with a Gated DeltaNet (Yang et al. 2024):
+a linear attention whose state (one key-width × value-width matrix per value head) is updated
+once per token, so its cost per token does not grow with the context. Its parameters, and the
+matmul FLOPs of its projections per token, are a handful of widths. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ffn_cli.accounting import ParamTensor
+from ffn_cli.spec import check_int
+
+__all__ = ["LinearMixer", "gated_delta_net"]
+
+
+@dataclass(frozen=True)
+class LinearMixer:
+    """One kind of mixer, and the layers that use it in place of attention.
+
+    `tensors` are one layer's parameters but its norms, `norm_tensors` its norms (counted with
+    the norms, as the module types sort them); `projection_flops` the forward matmul FLOPs per
+    token of its Linear projections; `state_bytes_per_layer` what decoding keeps per sequence,
+    in elements (the recurrent state and the convolution's window)."""
+
+    kind: str
+    detail: str
+    tensors: tuple[ParamTensor, ...]
+    norm_tensors: tuple[ParamTensor, ...]
+    projection_flops: int
+    state_elements: int
+    layers: tuple[int, ...]
+
+    @property
+    def params(self) -> int:
+        return sum(t.count for t in self.tensors)
+
+    @property
+    def norm_params(self) -> int:
+        return sum(t.count for t in self.norm_tensors)
+
+
+def gated_delta_net(
+    d_model: int, *, key_heads: int, key_dim: int, value_heads: int, value_dim: int, conv_kernel: int, layers: tuple[int, ...]
+) -> LinearMixer:
+    """transformers' Qwen3NextGatedDeltaNet: in_proj_qkvz (d → 2·K + 2·V), in_proj_ba (d → 2 per
+    value head), a depthwise causal conv over q, k, v (2·K + V channels, no bias), dt_bias and
+    A_log per value head, a gated RMSNorm over the value head width, out_proj (V → d); K and V
+    are the key and value widths over all heads."""
+    for name, value in (("linear_num_key_heads", key_heads), ("linear_key_head_dim", key_dim), ("linear_num_value_heads", value_heads)):
+        check_int(name, value)
+    check_int("linear_value_head_dim", value_dim)
+    check_int("linear_conv_kernel_dim", conv_kernel)
+    k, v = key_heads * key_dim, value_heads * value_dim
+    conv = 2 * k + v
+    tensors = (
+        ParamTensor("in_proj_qkvz.weight", (2 * k + 2 * v, d_model)),
+        ParamTensor("in_proj_ba.weight", (2 * value_heads, d_model)),
+        ParamTensor("conv1d.weight", (conv, 1, conv_kernel)),
+        ParamTensor("dt_bias", (value_heads,)),
+        ParamTensor("A_log", (value_heads,)),
+        ParamTensor("out_proj.weight", (d_model, v)),
+    )
+    flops = 2 * d_model * (2 * k + 2 * v) + 2 * d_model * 2 * value_heads + 2 * v * d_model
+    detail = (
+        f"{key_heads} key heads × {key_dim}, {value_heads} value heads × {value_dim}, conv {conv_kernel}; "
+        "state per token O(1), no scores over the keys"
+    )
+    state = value_heads * key_dim * value_dim + conv * (conv_kernel - 1)
+    return LinearMixer("Gated DeltaNet", detail, tensors, (ParamTensor("norm.weight", (value_dim,)),), flops, state, layers)

@@ -1,0 +1,135 @@
+"""The fallback's counts cached on disk: the same numbers as a build, read back without torch
+or transformers, keyed by the config's content, skipped on any trouble with the directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("transformers")
+
+from ffn_cli.cli import app
+from ffn_cli.models import SUPPORTED_MODEL_TYPES, built_cache, meta_build
+from tests.tiny_families import tiny_config
+
+KNOWN = SUPPORTED_MODEL_TYPES
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home
+
+
+def _params(*args: str) -> Any:
+    result = CliRunner().invoke(app, ["params", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout) if "--json" in args else result.output
+
+
+@pytest.mark.parametrize("model_type", ["olmoe", "jamba", "t5"])
+def test_a_hit_equals_a_fresh_build(model_type: str, cache_home: Path) -> None:
+    config = tiny_config(model_type)
+    built = meta_build.count(config, name="first", source="test")
+    assert built_cache.load(config, name="x", source="y") is None
+    first = built_cache.count_cached(config, name="first", source="test", known=KNOWN)
+    assert first == built and not first.cached_from
+    again = built_cache.count_cached(config, name="second", source="other", known=KNOWN)
+    assert again.cached_from.startswith(str(cache_home / "ffn" / "built"))
+    # Everything but the names of this call and where it came from is the build's.
+    assert (again.parts, again.routed, again.notes, again.total_params, again.active_params) == (
+        built.parts,
+        built.routed,
+        built.notes,
+        built.total_params,
+        built.active_params,
+    )
+    assert (again.name, again.source) == ("second", "other")
+
+
+def test_the_key_is_the_content_not_its_spelling() -> None:
+    config = tiny_config("olmoe")
+    reordered = dict(reversed(list(config.items())))
+    assert built_cache.cache_key(config) == built_cache.cache_key(reordered)
+    assert built_cache.cache_key(config) != built_cache.cache_key({**config, "num_hidden_layers": 3})
+
+
+def test_the_cli_says_the_counts_are_transformers_build_read_back(cache_home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny_config("olmoe")))
+    built = _params("--config", str(path), "--json")
+    assert built["cached_from"] is None and built["counted_by"] == "transformers"
+    cached = _params("--config", str(path), "--json")
+    assert cached["cached_from"] and cached["total_params"] == built["total_params"]
+    assert cached["parts"] == built["parts"] and cached["active_params"] == built["active_params"]
+    shown = " ".join(_params("--config", str(path)).split())
+    assert "read back from ffn's cache" in shown and "Counted by building OlmoeForCausalLM" in shown
+    fresh = _params("--config", str(path), "--no-cache", "--json")
+    assert fresh["cached_from"] is None and fresh["total_params"] == built["total_params"]
+
+
+def test_a_hit_loads_neither_torch_nor_transformers(cache_home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny_config("olmoe")))
+    _params("--config", str(path))  # stores the entry
+    code = (
+        "import sys\n"
+        f"sys.argv = ['ffn', 'params', '--config', {str(path)!r}]\n"
+        "from ffn_cli.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+        "print('loaded:' + ','.join(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "read back from ffn's cache" in " ".join(result.stdout.split())
+    assert result.stdout.strip().splitlines()[-1] == "loaded:"
+
+
+@pytest.mark.parametrize("where", ["/dev/null", "file", "readonly"])
+def test_a_bad_cache_directory_is_skipped(where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if where == "file":
+        target = tmp_path / "a-file"
+        target.write_text("not a directory")
+    elif where == "readonly":
+        target = tmp_path / "ro"
+        target.mkdir()
+        target.chmod(0o500)
+    else:
+        target = Path(where)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(target))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny_config("olmoe")))
+    expected = meta_build.count(tiny_config("olmoe"), name="x", source="y").total_params
+    for _ in range(2):
+        assert _params("--config", str(path), "--json")["total_params"] == expected
+
+
+@pytest.mark.parametrize("damage", ["not json", '{"key": "other", "model": {}}', '{"key": "KEY", "model": {"parts": 3}}', ""])
+def test_a_damaged_entry_is_a_miss_and_is_rewritten(damage: str, cache_home: Path) -> None:
+    config = tiny_config("olmoe")
+    key = built_cache.cache_key(config)
+    assert key is not None
+    entry = built_cache.cache_dir() / f"{key}.json"
+    entry.parent.mkdir(parents=True)
+    entry.write_text(damage.replace("KEY", key))
+    assert built_cache.load(config, name="x", source="y") is None
+    built = built_cache.count_cached(config, name="x", source="y", known=KNOWN)
+    assert built_cache.load(config, name="x", source="y") is not None
+    assert built.total_params == meta_build.count(config, name="x", source="y").total_params
+
+
+def test_no_cache_is_refused_for_one_ffn() -> None:
+    result = CliRunner().invoke(app, ["params", "--variant", "swiglu", "--no-cache"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "--config" in result.output

@@ -1,0 +1,84 @@
+"""Layers that differ within one model: Qwen3-Next's Gated DeltaNet and attention layers, each
+held to FlopCounterMode on transformers' own module at several lengths on the CPU, and the
+FLOPs over length that keep them apart."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.models import count_model, model_spec_from_config, preset_model
+from ffn_cli.models.seq_flops import flops_over_length, model_stack
+from tests.model_configs import CASES, small_config
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+KEYS = next(keys for model_type, keys in CASES if model_type == "qwen3_next")
+
+
+def _global_counts(module: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        module(*args, **kwargs)
+    return {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+
+
+@pytest.mark.parametrize("seq_len", [5, 17, 70])
+def test_each_layer_kind_against_flop_counter_on_transformers_modules(seq_len: int) -> None:
+    from transformers.models.qwen3_next import modeling_qwen3_next as qn
+
+    config_dict = small_config("qwen3_next", KEYS)
+    config = transformers.AutoConfig.for_model(**config_dict)
+    config._attn_implementation = "eager"
+    spec = model_spec_from_config(config_dict)
+    assert spec.mixer is not None
+    torch.manual_seed(0)
+    batch = 2
+    tokens = batch * seq_len
+    x = torch.randn(batch, seq_len, config.hidden_size)
+    # Gated DeltaNet (layer 0): its projections, per token, at every length.
+    delta = _global_counts(qn.Qwen3NextGatedDeltaNet(config, layer_idx=0), x)
+    assert delta["aten.mm"] == spec.mixer.projection_flops * tokens
+    # Attention (layer 3): projections with the output gate, and scores over every key
+    # (no mask given: every query reads all seq_len keys).
+    rotary = qn.Qwen3NextRotaryEmbedding(config)
+    position = rotary(x, torch.arange(seq_len)[None].expand(batch, seq_len))
+    attention = _global_counts(qn.Qwen3NextAttention(config, layer_idx=3), x, position_embeddings=position, attention_mask=None)
+    assert attention["aten.mm"] == spec.attention_layer_flops * tokens
+    assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens
+
+
+def test_only_the_attention_layers_pay_for_the_length() -> None:
+    spec = preset_model("qwen3-next-80b-a3b")
+    assert spec.mixer is not None and len(spec.mixer.layers) == 36 and len(spec.attention_layers) == 12
+    stack = model_stack(spec, (None,) * spec.n_layers, causal=True)
+    short, long = flops_over_length(stack, [4096, 131072])
+    # Causal: (L + 1) / 2 keys per query on average, in the 12 attention layers only.
+    per_key = spec.attention.score_flops_per_token(1)
+    assert short.scores == 12 * per_key * (4096 + 1) / 2 and long.scores == 12 * per_key * (131072 + 1) / 2
+    assert short.projections == long.projections == 12 * spec.attention_layer_flops + 36 * spec.mixer.projection_flops
+    assert count_model(spec).matmul_flops_per_token - 2 * spec.d_model * spec.vocab_size == short.ffn + short.projections
+
+
+def test_params_shows_the_layer_kinds_apart() -> None:
+    result = CliRunner().invoke(app, ["params", "--preset", "qwen3-next-80b-a3b", "--seq-len", "4096,131072"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "layers: 3 × Gated DeltaNet + 1 × attention, × 12" in text
+    assert "Gated DeltaNet in 36 of 48 layers" in text
+    data = json.loads(CliRunner().invoke(app, ["params", "--preset", "qwen3-next-80b-a3b", "--seq-len", "4096", "--json"]).stdout)
+    parts = {p["name"]: p for p in data["parts"]}
+    assert parts["Gated DeltaNet"]["copies"] == 36 and parts["attention"]["copies"] == 12
+    assert data["flops_over_seq_len"]["mixers"].count("Gated DeltaNet") == 36
+
+
+@pytest.mark.parametrize("layer", ["0", "3"])
+def test_block_is_refused_in_one_line(layer: str) -> None:
+    result = CliRunner().invoke(app, ["trace", "--preset", "qwen3-next-80b-a3b", "--device", "meta", "--block", "--layer", layer])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "drop --block" in result.output
