@@ -18,7 +18,8 @@ import torch
 import torch.multiprocessing as mp
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.parallel.job import ParallelJob, under_torchrun
+from ffn_cli.parallel.environment import torchrun_env
+from ffn_cli.parallel.job import ParallelJob
 from ffn_cli.parallel.lifecycle import Launcher, watch_launcher
 from ffn_cli.parallel.rank import in_group, process_group, rank_device, rank_work
 
@@ -131,6 +132,7 @@ def _spawn(job: ParallelJob) -> list[Any]:
 
 def run_job(job: ParallelJob) -> list[Any]:
     """Every rank's result, in rank order: spawned here, or this process as one rank of torchrun's."""
-    if under_torchrun():
-        return in_group(job, int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]))
+    env = torchrun_env()
+    if env is not None:
+        return in_group(job, env.rank, env.local_rank)
     return _spawn(job)
