@@ -194,3 +194,20 @@ def test_no_writable_temp_folder_is_one_line(command: list[str]) -> None:
     assert (
         done.stderr.decode() == "error: no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["params", "--tp", "2", "--n-heads", "0"], "error: --n-heads 0: per-rank counts are of the FFN alone"),
+        (["params", "--ep", "2", "-v", "moe", "--attn-bias"], "error: --attn-bias: per-rank counts are of the FFN alone"),
+        (["params", "--variant", "relu,"], "error: --variant relu,: an empty item in the comma list"),
+        (["params", "--d-model=64,,"], "error: --d-model 64,,: an empty item in the comma list"),
+        (["params", "-v", "relu", "-s", "128,,256"], "error: --seq-len 128,,256: an empty item"),
+        (["params", "--preset", "llama-2-7b,"], "error: --preset llama-2-7b,: an empty item"),
+        ([*BENCH, "--impl", "eager,"], "error: --impl eager,: an empty item"),
+        ([*BENCH, "--dtype", ",float32"], "error: --dtype ,float32: an empty item"),
+    ],
+)
+def test_values_once_accepted_with_exit_0_are_refused(runner: CliRunner, args: list[str], starts: str) -> None:
+    _usage_error(runner, args, starts)

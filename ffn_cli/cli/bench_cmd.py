@@ -67,7 +67,11 @@ RepeatsOpt = Annotated[
 ]
 MinTimeOpt = Annotated[
     float | None,
-    typer.Option("--min-time", help="Seconds of timed calls per case (default 0.5, at least 10 calls).", rich_help_panel=_TIMING),
+    typer.Option(
+        "--min-time",
+        help="Seconds of timed calls per case (default 0.5; at least 10 calls, at most 10,000: a warning says when that cuts it short).",
+        rich_help_panel=_TIMING,
+    ),
 ]
 ThreadsOpt = Annotated[
     int | None, typer.Option("--threads", help="CPU threads (torch.set_num_threads); default: torch's.", rich_help_panel=_TIMING)

@@ -61,13 +61,16 @@ DTypeListOpt = Annotated[
 
 
 def parse_list(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty is refused."""
+    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty, or an empty item
+    ('relu,', '64,,128'), is refused: a stray comma is a typo, not a shorter list."""
     from ffn_cli.errors import FFNError
 
-    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-    if not items:
+    parts = [t.strip() for t in text.split(",")]
+    if not any(parts):
         raise FFNError(option, text, "one value or a comma list")
-    return items
+    if not all(parts):
+        raise FFNError(option, text, "an empty item in the comma list: remove the extra comma")
+    return list(dict.fromkeys(parts))
 
 
 def parse_int_list(option: str, text: str) -> list[int]:

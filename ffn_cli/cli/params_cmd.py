@@ -115,6 +115,7 @@ def params(
     _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
         refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")
+        _reject_given(ctx, _ATTENTION_OPTIONS, "per-rank counts are of the FFN alone; drop it or --tp / --ep")
         _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
         return
     # One attention for the whole table, whatever the order of the list: biased when every FFN

@@ -102,8 +102,10 @@ def load_models(
 
 
 def _split(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept."""
-    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-    if not items:
+    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; an empty item is refused."""
+    parts = [t.strip() for t in text.split(",")]
+    if not any(parts):
         raise FFNError(option, text, "one name or a comma list")
-    return items
+    if not all(parts):
+        raise FFNError(option, text, "an empty item in the comma list: remove the extra comma")
+    return list(dict.fromkeys(parts))
