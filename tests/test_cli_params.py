@@ -171,13 +171,13 @@ def test_list_presets(runner: CliRunner) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--preset", "gpt5"], "--preset gpt5: choose one of"),
+        (["--preset", "gpt5"], "--preset gpt5: no such preset; did you mean"),
         (["--config", "/nonexistent/config.json"], "no such file"),
         (["--preset", "gpt2", "--d-model", "1024"], "--d-model 1024: sizes one FFN"),
         (["--preset", "gpt2", "--variant", "swiglu"], "--variant swiglu: sizes one FFN"),
         (["--preset", "gpt2", "--config", "x.json"], "not both"),
-        (["--variant", "relu,wat"], "--variant wat: choose from"),
-        (["--variant", "relu,all"], "--variant all: choose from"),
+        (["--variant", "relu,wat"], "--variant wat: no such variant"),
+        (["--variant", "relu,all"], "--variant all: no such variant"),
         (["--dtype", "int3"], "--dtype int3: choose one of"),
         (["--variant", "relu", "--fused"], "--fused: needs a gated variant"),
         (["--d-model", "512", "--n-heads", "7"], "--n-heads 7: must divide d_model"),

@@ -16,6 +16,7 @@ import typer
 from ffn_cli.cli.complete import complete_variants
 from ffn_cli.cli.options import parse_int_list, parse_list
 from ffn_cli.errors import FFNError
+from ffn_cli.names import unknown_name
 from ffn_cli.spec import INIT_SCHEMES, FFNSpec
 from ffn_cli.variants import VARIANTS, variant_names
 
@@ -111,7 +112,8 @@ class FFNOptions:
             return list(VARIANTS)
         for name in names:
             if name not in VARIANTS:
-                raise FFNError("variant", name, "choose from " + ", ".join(VARIANTS) + ", or all alone")
+                every = "; all alone takes every one"
+                raise unknown_name("variant", name, list(VARIANTS), what="variant", listed_by="ffn variants", extra=every)
         return names
 
     def widths(self) -> list[int]:
