@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ffn_cli.cli.complete import complete_variants
+from ffn_cli.cli.complete import complete_expert_variants, complete_variants
 from ffn_cli.cli.options import parse_int_list, parse_list
 from ffn_cli.errors import FFNError
 from ffn_cli.names import unknown_name
@@ -93,7 +93,7 @@ class FFNOptions:
         int, typer.Option("--shared-experts", help="Always-on shared experts (DeepSeek-MoE).", rich_help_panel=_MOE)
     ] = FFN_DEFAULTS.shared_experts
     expert_variant: Annotated[
-        str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE, autocompletion=complete_variants)
+        str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE, autocompletion=complete_expert_variants)
     ] = FFN_DEFAULTS.expert_variant
     capacity_factor: Annotated[
         float | None, typer.Option("--capacity-factor", help="Expert capacity factor; overflow tokens are dropped.", rich_help_panel=_MOE)
