@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -449,3 +450,17 @@ def test_rank_params_render_and_json_agree() -> None:
 def test_accounting_and_rendering_never_import_torch() -> None:
     code = "import sys, ffn_cli.parallel, ffn_cli.render.parallel; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_killed_rank_is_the_one_blamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rank 1 SIGKILLed mid-run: its peers fail on their next collective and used to be blamed first.
+    real_collect = launch._collect
+
+    def collect(job: ParallelJob, procs: list[Any], queue: Any) -> list[Any]:
+        time.sleep(8)  # the ranks are up and timing
+        os.kill(procs[1].pid, signal.SIGKILL)
+        return real_collect(job, procs, queue)
+
+    monkeypatch.setattr(launch, "_collect", collect)
+    with pytest.raises(FFNRuntimeError, match=r"^rank 1 was killed by SIGKILL before reporting$"):
+        time_parallel_forward(FFNSpec("relu", d_model=64, d_ff=258), 3, warmup_ms=0, repeats=100_000, timeout_s=TIMEOUT_S)

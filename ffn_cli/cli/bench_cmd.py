@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_temp_dir
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_cache_dirs, require_temp_dir
 from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.option_groups import with_option_groups
-from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, parse_int_list, parse_list
+from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name, parse_int_list, parse_list
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.render.literal import visible
 from ffn_cli.spec import FFNSpec
@@ -52,7 +52,10 @@ CheckpointOpt = Annotated[
 CacheOpt = Annotated[
     str,
     typer.Option(
-        "--cache", help="cold: rotate inputs and flush the cache between calls; hot: one input, no flush.", rich_help_panel=_TIMING
+        "--cache",
+        help="cold: rotate inputs and flush the cache between calls; hot: one input, no flush.",
+        rich_help_panel=_TIMING,
+        callback=as_name,
     ),
 ]
 CalibrateOpt = Annotated[
@@ -77,7 +80,7 @@ ThreadsOpt = Annotated[
     int | None, typer.Option("--threads", help="CPU threads (torch.set_num_threads); default: torch's.", rich_help_panel=_TIMING)
 ]
 # The shared --device, less meta: timing needs real memory.
-BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.", autocompletion=complete_devices)]
+BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.", autocompletion=complete_devices, callback=as_name)]
 MaxCasesOpt = Annotated[
     int,
     typer.Option("--max-cases", help="Refuse a sweep of more cases than this (the product of the comma lists).", rich_help_panel=_TIMING),
@@ -135,6 +138,8 @@ def bench(
     if plot is not None:
         check_plot_target(plot)
     impls = parse_impls(impl) if impl is not None else [impl_for(fused=ffn.fused, compile_mode=compile_mode if compile else None)]
+    if any(i.compile_mode for i in impls):
+        require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), "torch.compile writes its kernels there")
     from ffn_cli.models.families import UnknownModelType
 
     try:

@@ -27,14 +27,25 @@ __all__ = [
     "SeqLenListOpt",
     "SeqLenOpt",
     "TPOpt",
+    "as_name",
     "parse_int_list",
     "parse_list",
 ]
 
+
+def as_name(value: str | None) -> str | None:
+    """A name option's value as it is matched: ' BFloat16 ' is bfloat16, for every such option alike."""
+    from ffn_cli.names import normalise
+
+    return None if value is None else normalise(value)
+
+
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Batch size.")]
 SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", help="Sequence length.")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.", autocompletion=complete_devices)]
-DTypeOpt = Annotated[str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.", autocompletion=complete_dtypes)]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.", autocompletion=complete_devices, callback=as_name)]
+DTypeOpt = Annotated[
+    str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.", autocompletion=complete_dtypes, callback=as_name)
+]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed for weights and input.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
@@ -56,7 +67,13 @@ AttnBiasOpt = Annotated[
 
 SeqLenListOpt = Annotated[str, typer.Option("--seq-len", "-s", help="Sequence length; a comma list makes a sweep.")]
 DTypeListOpt = Annotated[
-    str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16; a comma list makes a sweep.", autocompletion=complete_dtypes)
+    str,
+    typer.Option(
+        "--dtype",
+        help="float32, float64, float16 or bfloat16; a comma list makes a sweep.",
+        autocompletion=complete_dtypes,
+        callback=as_name,
+    ),
 ]
 
 
@@ -92,8 +109,8 @@ def parse_int_list(option: str, text: str) -> list[int]:
 
 # --- running a module: train/eval mode and the Transformer block around the FFN ----------------
 
-ModeOpt = Annotated[str, typer.Option("--mode", help="eval (dropout off) or train (dropout on).")]
-NormOpt = Annotated[str, typer.Option("--norm", help="Block norm: layernorm or rmsnorm.", rich_help_panel=_ATTN)]
+ModeOpt = Annotated[str, typer.Option("--mode", help="eval (dropout off) or train (dropout on).", callback=as_name)]
+NormOpt = Annotated[str, typer.Option("--norm", help="Block norm: layernorm or rmsnorm.", rich_help_panel=_ATTN, callback=as_name)]
 PreNormOpt = Annotated[
     bool, typer.Option("--pre-norm/--post-norm", help="x + f(norm(x)) (GPT-2, LLaMA) instead of norm(x + f(x)).", rich_help_panel=_ATTN)
 ]

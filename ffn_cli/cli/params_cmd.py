@@ -14,7 +14,7 @@ from ffn_cli.cli.complete import complete_dtypes
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import with_option_groups
-from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, parse_int_list
+from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS, Family
@@ -38,6 +38,7 @@ ParamsDTypeOpt = Annotated[
     typer.Option(
         "--dtype",
         autocompletion=complete_dtypes,
+        callback=as_name,
         help="Bytes per element: float32, bfloat16, float16, float8 or float64 (default: float32 for an FFN, bfloat16 for a model).",
         show_default=False,
     ),

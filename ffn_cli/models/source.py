@@ -83,9 +83,17 @@ def load_model(
         name = str(raw.get("_name_or_path") or label or config)
         return LoadedModel(model_spec_from_config(raw, name=name, source=config), raw, f"config {config}")
     from ffn_cli.models.hub import hub_config
+    from ffn_cli.models.hub_env import check_hub_environment
 
     name = str(model).strip()
-    raw, _path = hub_config(name, revision)
+    check_hub_environment()
+    try:
+        raw, _path = hub_config(name, revision)
+    except FFNError as exc:
+        if exc.option != "config":
+            raise
+        # The file came from the Hub for --model, not from a --config the user gave.
+        raise FFNError("model", name, f"its config.json {exc.allowed}") from None
     where = name + (f"@{revision.strip()}" if revision else "")
     return LoadedModel(model_spec_from_config(raw, name=name, source=where), raw, f"model {where}")
 

@@ -10,6 +10,7 @@ stopped before the launcher returns.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from typing import Any
@@ -82,6 +83,40 @@ def _raise_from(kind: str, rank: int, payload: Any) -> None:
     raise FFNRuntimeError(f"rank {rank} failed: {payload}")
 
 
+# How long a crash report waits for the rank whose death may have caused it to be seen dead.
+_BLAME_GRACE_S = 1.0
+
+
+def _dead(procs: list[Any], results: dict[int, Any]) -> list[tuple[int, int]]:
+    """(rank, exit code) of the ranks that died without reporting, those killed by a signal first."""
+    dead = [(i, p.exitcode) for i, p in enumerate(procs) if i not in results and p.exitcode not in (None, 0)]
+    return sorted(dead, key=lambda d: (d[1] >= 0, d[0]))
+
+
+def _died(rank: int, code: int) -> FFNRuntimeError:
+    if code < 0:
+        return FFNRuntimeError(f"rank {rank} was killed by {_signal_name(-code)} before reporting")
+    return FFNRuntimeError(f"rank {rank} exited with code {code} before reporting")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _killed_peer(procs: list[Any], results: dict[int, Any]) -> tuple[int, int] | None:
+    """A rank killed by a signal, seen within the grace period: when one rank is killed, its
+    peers fail on their next collective and may report before its death is seen."""
+    until = time.monotonic() + _BLAME_GRACE_S
+    while True:
+        killed = [d for d in _dead(procs, results) if d[1] < 0]
+        if killed or time.monotonic() > until:
+            return killed[0] if killed else None
+        time.sleep(0.02)
+
+
 def _collect(job: ParallelJob, procs: list[Any], queue: Any) -> list[Any]:
     """One message per rank, in rank order; the first error, a dead rank or the deadline stops all."""
     deadline = time.monotonic() + job.timeout_s
@@ -89,14 +124,18 @@ def _collect(job: ParallelJob, procs: list[Any], queue: Any) -> list[Any]:
     while len(results) < job.world_size:
         if not queue.empty():
             kind, rank, payload = queue.get()
+            if kind == "crash":  # a broken connection may be a peer's death: blame the dead rank
+                killed = _killed_peer(procs, {**results, rank: None})
+                if killed is not None:
+                    raise _died(*killed)
             if kind != "ok":
                 _raise_from(kind, rank, payload)
             results[rank] = payload
             continue
         # A rank that has reported may still die in its teardown: only silent ranks count.
-        dead = [(i, p.exitcode) for i, p in enumerate(procs) if i not in results and p.exitcode not in (None, 0)]
+        dead = _dead(procs, results)
         if dead and queue.empty():
-            raise FFNRuntimeError(f"rank {dead[0][0]} exited with code {dead[0][1]} before reporting")
+            raise _died(*dead[0])
         if time.monotonic() > deadline:
             raise FFNRuntimeError(f"the {job.world_size} ranks did not finish within {job.timeout_s:g} s")
         time.sleep(0.02)
