@@ -202,3 +202,42 @@ def test_one_implementation_gets_no_star(runner: CliRunner) -> None:
     assert "★" not in out and "peak mem" in out and "extra mem" in out
     (result,) = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["results"]
     assert result["fastest"] is True  # the only implementation of its case is its fastest
+
+
+# --- help ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["trace", "params", "bench", "variants"])
+def test_help_reads_at_80_columns(runner: CliRunner, command: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "<bool>" not in text  # flags are flags: --json, not --json <bool>
+    assert all(len(line) <= 80 for line in text.splitlines())
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    examples = lines[lines.index("Examples") + 1 :]  # the help ends with its examples
+    assert 2 <= len(examples) <= 3 and all(line.startswith(f"ffn {command}") for line in examples), examples
+    # Descriptions get the width: a description is never cut into a column of a few words.
+    json_row = next(line for line in text.splitlines() if "--json" in line)
+    assert "Print JSON instead of tables." in json_row
+
+
+def test_long_flags_leave_their_descriptions_the_width(runner: CliRunner) -> None:
+    text = runner.invoke(app, ["params", "--help"], env={"COLUMNS": "80"}).stdout
+    # Typer's own table put --normalize-top-k's description in ~25 columns ("[default:\n normalize-top-k]").
+    row = next(line for line in text.splitlines() if "--normalize-top-k" in line)
+    assert "Renormalise the top-k weights (Mixtral)." in row
+    assert "[default: normalize-top-k]" in text
+    trace = " ".join(runner.invoke(app, ["trace", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "ffn bench sweeps one" not in trace and "ffn bench times each; ffn trace runs one" in trace
+
+
+@pytest.mark.parametrize("args", [["--version", "true"], ["--version", "trace"], ["--version", "--", "x"]])
+def test_version_takes_no_value(runner: CliRunner, args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.stdout == "" and "--version takes no value" in result.stderr
+
+
+def test_root_help_shows_flags_as_flags(runner: CliRunner) -> None:
+    text = runner.invoke(app, ["--help"], env={"COLUMNS": "80"}).stdout
+    assert "--version" in text and "<bool>" not in text

@@ -88,6 +88,13 @@ MaxCasesOpt = Annotated[
 PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the results to FILE.png (.svg, .pdf); needs matplotlib.")]
 
 
+EXAMPLES = """[bold]Examples[/]
+
+  ffn bench -v relu,swiglu               how fast each runs here
+  ffn bench -s 128,512 --dtype bfloat16  a sweep over sequence lengths
+  ffn bench --impl all --device cuda     eager, fused and compiled on a GPU"""
+
+
 @handles_errors
 @with_option_groups
 def bench(

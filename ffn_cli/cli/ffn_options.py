@@ -50,7 +50,9 @@ class FFNOptions:
             "--variant",
             "-v",
             autocompletion=complete_variants,
-            help="FFN variant: " + ", ".join(variant_names()) + ". ffn params compares a comma list (or all), ffn bench sweeps one.",
+            help="FFN variant: "
+            + ", ".join(variant_names())
+            + ". A comma list (or all): ffn params compares them, ffn bench times each; ffn trace runs one.",
         ),
     ] = FFN_DEFAULTS.variant
     d_model: Annotated[

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from ffn_cli.models.families import UnknownModelType
     from ffn_cli.models.source import LoadedModel
 
+EXAMPLES = """[bold]Examples[/]
+
+  ffn params -v relu,swiglu,moe           variants side by side
+  ffn params --preset llama-3.1-8b        a whole model: parameters, memory
+  ffn params --config config.json --json  any config.json, as JSON"""
+
 # The accounting, the model readers and the renderers load inside the command: `ffn --help` and
 # `ffn variants` register this command without paying for them.
 
