@@ -213,10 +213,18 @@ def _print_models(
     try:
         models = load_models(preset=preset, config=config, model=model, revision=revision)
     except UnknownModelType as unknown:
+        if len(_named_models(preset, config, model)) > 1:  # counted by building it: alone, not in a comparison
+            option = "config" if config is not None and unknown.source in config else "model"
+            why = f"model_type {unknown.value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison"
+            raise FFNError(option, unknown.source, why) from None
         refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length need a model ffn reads itself")
         _print_built(unknown, dtype, json)
         return
     _print_loaded(models, dtype, seq_lens, json)
+
+
+def _named_models(*lists: str | None) -> list[str]:
+    return [item for text in lists if text for item in text.split(",") if item.strip()]
 
 
 def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool) -> None:

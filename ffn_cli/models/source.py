@@ -101,12 +101,21 @@ def load_model(
 def load_models(
     *, preset: str | None = None, config: str | None = None, model: str | None = None, revision: str | None = None
 ) -> list[LoadedModel]:
-    """Several models from a comma list of presets or of model ids (a config path is one file)."""
-    if preset is not None and config is None and model is None:
-        return [load_model(preset=p) for p in _split("preset", preset)]
-    if model is not None and preset is None and config is None:
-        return [load_model(model=m, revision=revision) for m in _split("model", model)]
-    return [load_model(preset=preset, config=config, model=model, revision=revision)]
+    """Every model named by the three options together, each a comma list: presets, then
+    config files, then model ids, side by side. A config path that exists as typed is one file,
+    commas and all."""
+    if preset is None and config is None and model is None:
+        raise FFNError("preset", None, "give --preset, --config or --model (each a comma list, in any mix)")
+    if revision is not None and model is None:
+        raise FFNError("revision", revision, "applies to --model (a Hub model id)")
+    loaded = [load_model(preset=p) for p in (_split("preset", preset) if preset is not None else [])]
+    loaded += [load_model(config=c) for c in (_config_paths(config) if config is not None else [])]
+    loaded += [load_model(model=m, revision=revision) for m in (_split("model", model) if model is not None else [])]
+    return loaded
+
+
+def _config_paths(text: str) -> list[str]:
+    return [text] if "," not in text or Path(text).expanduser().exists() else _split("config", text)
 
 
 def _split(option: str, text: str) -> list[str]:
