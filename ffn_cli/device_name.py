@@ -6,12 +6,16 @@ CUDA that a machine without it answers first. Pure Python: no torch.
 
 from __future__ import annotations
 
+import difflib
+
 from ffn_cli.errors import FFNError
 
 __all__ = ["parse_device_name"]
 
 # More CUDA devices than any machine has: an index past this is a typo, not a device.
 MAX_DEVICE_INDEX = 4095
+# What people call a CUDA device; spelled near "cpu", so a close match alone would suggest that.
+_SAYS_CUDA = ("gpu", "nvidia", "cuda0", "cuda1")
 
 
 def parse_device_name(name: str, kinds: tuple[str, ...] = ("cpu", "cuda", "meta")) -> tuple[str, int | None]:
@@ -21,7 +25,8 @@ def parse_device_name(name: str, kinds: tuple[str, ...] = ("cpu", "cuda", "meta"
     names = [k for k in kinds if k != "meta"] + ["cuda:N"] * ("cuda" in kinds) + ["meta"] * ("meta" in kinds)
     usage = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
     if kind not in kinds or (colon and kind != "cuda"):
-        raise FFNError("device", name, f"use {usage}")
+        close = ["cuda"] if kind in _SAYS_CUDA and "cuda" in kinds else difflib.get_close_matches(kind, kinds, n=1, cutoff=0.5)
+        raise FFNError("device", name, (f"did you mean {close[0]}? " if close and not colon else "") + f"use {usage}")
     if not colon:
         return kind, None
     # isdigit() alone accepts '²', which int() refuses; and a long string of digits is no index.

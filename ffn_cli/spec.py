@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.names import unknown_name
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant, variant_names
 from ffn_cli.variants.gated import llama_hidden_dim
 
@@ -64,7 +65,7 @@ class FFNSpec:
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
-            raise FFNError("variant", self.variant, "choose one of " + ", ".join(variant_names()))
+            raise unknown_name("variant", self.variant, variant_names(), what="variant", listed_by="ffn variants")
         check_int("d_model", self.d_model)
         check_int("multiple_of", self.multiple_of)
         if self.ffn_dim_multiplier is not None and (
@@ -98,7 +99,7 @@ class FFNSpec:
         expert = VARIANTS.get(self.expert_variant)
         if expert is None or expert.family not in (Family.DENSE, Family.GATED):
             allowed = variant_names(Family.DENSE) + variant_names(Family.GATED)
-            raise FFNError("expert_variant", self.expert_variant, "choose a dense or gated variant: " + ", ".join(allowed))
+            raise unknown_name("expert_variant", self.expert_variant, allowed, what="dense or gated variant")
         if self.capacity_factor is not None and (
             isinstance(self.capacity_factor, bool)
             or not isinstance(self.capacity_factor, (int, float))

@@ -288,6 +288,18 @@ def test_min_time_sets_the_sample_count() -> None:
     assert report.results[0].samples >= bench.MIN_AUTO_REPEATS
 
 
+def test_a_min_time_beyond_the_call_cap_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    # --min-time 120 on a fast case used to stop at the cap silently: the run took seconds, not minutes.
+    from ffn_cli.bench import run as bench_run
+    from ffn_cli.bench import timing
+
+    monkeypatch.setattr(timing, "MAX_REPEATS", 20)
+    monkeypatch.setattr(bench_run, "MAX_REPEATS", 20)
+    (capped,) = [w for w in _run(repeats=None, min_time_ms=3_600_000.0, cache="hot").warnings if w.startswith("--min-time")]
+    assert capped.startswith("--min-time 3600 s: swiglu d16") and "stopped at the 20 timed calls" in capped
+    assert not [w for w in _run(repeats=None, min_time_ms=1.0, cache="hot").warnings if w.startswith("--min-time")]
+
+
 def test_sweep_is_a_product_in_order() -> None:
     specs = [_spec("relu", d_model=8, d_ff=None), _spec("swiglu", d_model=8, d_ff=None)]
     report = _run(specs, seq_lens=(2, 3), dtypes=("float32", "float64"), impls=parse_impls("eager,fused"))

@@ -41,7 +41,7 @@ def test_a_huge_sweep_is_refused_at_once_with_its_count(runner: CliRunner, timed
     assert result.exit_code == 2, result.output
     count = 4 * 100 * 1000 * 4
     assert result.stderr == (
-        f"error: the sweep has {count:,} cases (400 variant × d_model × 1,000 seq_len × 4 dtype), more than the cap of 1,000: "
+        f"error: the sweep has {count:,} cases (4 variant × 100 d_model × 1,000 seq_len × 4 dtype), more than the cap of 1,000: "
         "shorten the comma lists, or raise the cap with --max-cases\n"
     )
     assert timed == []

@@ -89,3 +89,29 @@ def test_unexpected_exceptions_are_one_line_and_debug_shows_them(runner: CliRunn
     assert _one_line(result.stderr) and "KeyError" in result.stderr and "--debug" in result.stderr
     debug = runner.invoke(app, ["--debug", "trace"])
     assert isinstance(debug.exception, KeyError)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["params", "--preset", "llama-3-70b"], "--preset llama-3-70b: no such preset; did you mean llama-3.1-70b"),
+        (["params", "--preset", "LLAMA-2-7", "--json"], "did you mean llama-2-7b"),
+        (["params", "--variant", "swiglue"], "--variant swiglue: no such variant; did you mean swiglu"),
+        (["params", "-v", "moe", "--expert-variant", "gelu-tanh"], "--expert-variant gelu-tanh: did you mean gelu_tanh"),
+        (["trace", "--dtype", "bf16"], "--dtype bf16: did you mean bfloat16? choose one of"),
+        (["params", "--dtype", "flaot8"], "--dtype flaot8: did you mean float8?"),
+        (["trace", "--device", "cdua"], "--device cdua: did you mean cuda?"),
+        (["trace", "--device", "gpu"], "--device gpu: did you mean cuda?"),
+    ],
+)
+def test_a_wrong_name_gets_the_closest_names_in_one_short_line(runner: CliRunner, args: list[str], said: str) -> None:
+    # A wrong preset used to list all 50 presets on one ~1,300-character line.
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and _one_line(result.stderr), result.output
+    assert said in result.stderr and len(result.stderr) < 200, result.stderr
+
+
+def test_a_preset_no_name_is_near_points_to_the_list(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["params", "--preset", "zzz"])
+    assert result.exit_code == 2 and "did you mean" not in result.stderr
+    assert "`ffn params --list-presets` lists all" in result.stderr and len(result.stderr) < 120

@@ -194,3 +194,91 @@ def test_no_writable_temp_folder_is_one_line(command: list[str]) -> None:
     assert (
         done.stderr.decode() == "error: no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["params", "--tp", "2", "--n-heads", "0"], "error: --n-heads 0: per-rank counts are of the FFN alone"),
+        (["params", "--ep", "2", "-v", "moe", "--attn-bias"], "error: --attn-bias: per-rank counts are of the FFN alone"),
+        (["params", "--variant", "relu,"], "error: --variant relu,: an empty item in the comma list"),
+        (["params", "--d-model=64,,"], "error: --d-model 64,,: an empty item in the comma list"),
+        (["params", "-v", "relu", "-s", "128,,256"], "error: --seq-len 128,,256: an empty item"),
+        (["params", "--preset", "llama-2-7b,"], "error: --preset llama-2-7b,: an empty item"),
+        ([*BENCH, "--impl", "eager,"], "error: --impl eager,: an empty item"),
+        ([*BENCH, "--dtype", ",float32"], "error: --dtype ,float32: an empty item"),
+    ],
+)
+def test_values_once_accepted_with_exit_0_are_refused(runner: CliRunner, args: list[str], starts: str) -> None:
+    _usage_error(runner, args, starts)
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({"HF_HUB_ETAG_TIMEOUT": "abc"}, "error: HF_HUB_ETAG_TIMEOUT='abc' is not a whole number of seconds"),
+        ({"HF_ENDPOINT": "http://[::1"}, "error: HF_ENDPOINT='http://[::1' is not a URL"),
+        ({"HF_ENDPOINT": "ftp://example.org"}, "error: HF_ENDPOINT='ftp://example.org' is not an http(s) URL"),
+        ({"XDG_CACHE_HOME": "/dev/null"}, "error: XDG_CACHE_HOME='/dev/null' puts the Hugging Face cache under /dev/null"),
+        ({"HF_HOME": "/dev/null/hf"}, "error: HF_HOME='/dev/null/hf' puts the Hugging Face cache under /dev/null"),
+    ],
+)
+def test_hugging_face_variables_that_cannot_work_are_named(environ: dict[str, str], said: str, tmp_path: Path) -> None:
+    # They failed inside huggingface_hub's import: a catch-all, and a line printed on stdout.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "XDG_"))} | {"HF_HUB_OFFLINE": "1"} | environ
+    if "XDG_CACHE_HOME" not in env:
+        env.setdefault("HF_HOME", str(tmp_path))
+    command = [sys.executable, "-m", "ffn_cli", "params", "--model", "evil/remote"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.startswith(said) and done.stderr.count("\n") == 1 and CATCH_ALL not in done.stderr
+
+
+def test_a_bad_config_json_from_the_hub_is_named_as_the_model(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    commit = "0" * 40
+    repo = tmp_path / "hub" / "models--evil--remote"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text("{bad")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    said = _usage_error(runner, ["params", "--model", "evil/remote"])
+    assert said.startswith("error: --model evil/remote: its config.json is not valid JSON"), said
+
+
+def test_a_compile_cache_that_is_a_file_is_named(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/dev/null")
+    result = runner.invoke(app, [*BENCH, "--compile", "-d", "8", "--d-ff", "16"])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and CATCH_ALL not in result.stderr
+    assert result.stderr.startswith("error: TORCHINDUCTOR_CACHE_DIR='/dev/null' is not a folder"), result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["params", "--preset", "gpt2", "--no-attn-bias"], "error: --no-attn-bias: sizes one FFN"),
+        (["params", "--preset", "gpt2", "--no-bias"], "error: --no-bias: sizes one FFN"),
+        ([*BENCH, "-v", "relu", "-d", "64,128,256,512", "--max-cases", "2"], "error: the sweep has 4 cases (4 d_model), more"),
+        (
+            [*BENCH, "-v", "relu,gelu,swiglu", "-d", "8,16", "--impl", "eager,fused", "--max-cases", "2"],
+            "error: the sweep has 8 cases (3 variant × 2 d_model × 2 impl, less 4 the fused layout skips)",
+        ),
+    ],
+)
+def test_messages_say_what_was_typed(runner: CliRunner, args: list[str], said: str) -> None:
+    assert _usage_error(runner, args).startswith(said)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["trace", "--dtype", " BFLOAT16 ", "--device", " CPU ", "--mode", " Eval ", "-d", "8", "--d-ff", "16"],
+        ["params", "--dtype", " BFloat16 ", "-v", " SwiGLU "],
+        [*BENCH, "--dtype", " FLOAT32 , Float64", "--device", "CPU", "--cache", " HOT ", "-d", "8", "--d-ff", "16", "-b", "1", "-s", "1"],
+    ],
+)
+def test_names_are_read_without_case_and_spaces_everywhere(runner: CliRunner, args: list[str]) -> None:
+    # --device ' CPU ' was accepted while --dtype ' BFLOAT16 ' was refused.
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    json.loads(result.stdout)

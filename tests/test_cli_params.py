@@ -171,13 +171,13 @@ def test_list_presets(runner: CliRunner) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--preset", "gpt5"], "--preset gpt5: choose one of"),
+        (["--preset", "gpt5"], "--preset gpt5: no such preset; did you mean"),
         (["--config", "/nonexistent/config.json"], "no such file"),
         (["--preset", "gpt2", "--d-model", "1024"], "--d-model 1024: sizes one FFN"),
         (["--preset", "gpt2", "--variant", "swiglu"], "--variant swiglu: sizes one FFN"),
-        (["--preset", "gpt2", "--config", "x.json"], "not both"),
-        (["--variant", "relu,wat"], "--variant wat: choose from"),
-        (["--variant", "relu,all"], "--variant all: choose from"),
+        (["--preset", "gpt2", "--config", "x.json"], "--config x.json: no such file"),
+        (["--variant", "relu,wat"], "--variant wat: no such variant"),
+        (["--variant", "relu,all"], "--variant all: no such variant"),
         (["--dtype", "int3"], "--dtype int3: choose one of"),
         (["--variant", "relu", "--fused"], "--fused: relu does not use it"),
         (["--d-model", "512", "--n-heads", "7"], "--n-heads 7: must divide d_model"),
@@ -237,3 +237,24 @@ def test_golden_comparison(golden: Any, width: int) -> None:
 @pytest.mark.parametrize("width", [80, 120])
 def test_golden_model(golden: Any, width: int) -> None:
     golden(f"params_mixtral_8x7b_{width}.txt", _render(model_view(count_model(preset_model("mixtral-8x7b"))), width))
+
+
+def test_presets_configs_and_models_compare_in_one_table(runner: CliRunner, tmp_path: Path) -> None:
+    # --config a.json,b.json was refused, and a preset could not stand beside a config.
+    from ffn_cli.models.config import load_preset
+
+    (tmp_path / "a.json").write_text(json.dumps(load_preset("qwen2-0.5b")))
+    (tmp_path / "b.json").write_text(json.dumps(load_preset("gpt2")))
+    configs = f"{tmp_path / 'a.json'},{tmp_path / 'b.json'}"
+    result = runner.invoke(app, ["params", "--preset", "llama-2-7b", "--config", configs, "--json"])
+    assert result.exit_code == 0, result.output
+    totals = [m["total_params"] for m in json.loads(result.stdout)["models"]]
+    assert totals == [6_738_415_616, 494_032_768, 124_439_808]  # published totals, in the order given: presets, configs
+    table = runner.invoke(app, ["params", "--preset", "llama-2-7b", "--config", configs], env={"COLUMNS": "80"}).stdout
+    assert "models side by side" in table and "Qwen/Qwen2-0.5B" in table and "6.74 G" in table
+
+
+def test_a_model_only_building_counts_is_refused_in_a_comparison(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "u.json").write_text(json.dumps({"model_type": "no_such_family", "hidden_size": 8}))
+    output = _fails(runner, "--preset", "gpt2", "--config", str(tmp_path / "u.json"))
+    assert f"--config {tmp_path / 'u.json'}: model_type 'no_such_family' has no reader" in output and "alone" in output

@@ -4,6 +4,9 @@ typed, shell completion, `--svg` / `--html`, and the notes under a table."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,13 +83,44 @@ def test_completion_of_variants_presets_devices() -> None:
     from ffn_cli.models.config import preset_names
     from ffn_cli.variants import VARIANTS
 
-    assert complete_variants("sw") == ["swiglu", "swiglu_clamp"]
-    assert complete_variants("relu,xi") == ["relu,xielu"]
-    assert set(complete_variants("")) == {*VARIANTS, "all"}
-    assert "relu,relu" not in complete_variants("relu,")
-    assert complete_presets("mixtral") == [n for n in preset_names() if n.startswith("mixtral")] and complete_presets("mixtral")
-    assert {"cpu", "meta"} <= set(complete_devices(""))
-    assert complete_dtypes("bf") == ["bfloat16"]
+    assert complete_variants(None, "sw") == ["swiglu", "swiglu_clamp"]  # type: ignore[arg-type]
+    assert complete_variants(None, "relu,xi") == ["relu,xielu"]  # type: ignore[arg-type]
+    assert set(complete_variants(None, "")) == {*VARIANTS, "all"}  # type: ignore[arg-type]
+    assert "relu,relu" not in complete_variants(None, "relu,")  # type: ignore[arg-type]
+    presets = complete_presets(None, "mixtral")  # type: ignore[arg-type]
+    assert presets == [n for n in preset_names() if n.startswith("mixtral")] and presets
+    assert {"cpu", "meta"} <= set(complete_devices(None, ""))  # type: ignore[arg-type]
+    assert complete_dtypes(None, "bf") == ["bfloat16"]  # type: ignore[arg-type]
+
+
+def _completed(words: str) -> list[str]:
+    """What bash completion offers for `words` (the last word being completed), as the shell asks."""
+    env = {**os.environ, "_FFN_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split(" ")) - 1)}
+    code = "import sys; sys.argv = ['ffn']; from ffn_cli.cli import main; main()"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("words", "offered", "not_offered"),
+    [
+        ("ffn bench --device ", {"cpu"}, {"meta"}),  # bench refuses meta: it times real computation
+        ("ffn trace --device ", {"cpu", "meta"}, set()),
+        ("ffn trace --dtype ", {"float32", "bfloat16"}, {"float8"}),  # only params counts float8
+        ("ffn params --dtype f", {"float8"}, set()),
+        ("ffn bench --dtype float32,", {"float32,bfloat16"}, {"float32,float32", "float32,float8"}),
+        ("ffn trace --dtype float32,", set(), {"float32,bfloat16"}),  # trace runs one dtype
+        ("ffn trace -v ", {"swiglu", "moe"}, {"all"}),
+        ("ffn params -v relu,", {"relu,swiglu"}, {"relu,all", "relu,relu"}),
+        ("ffn params --preset llama-2-7b,gpt", {"llama-2-7b,gpt2"}, set()),
+        ("ffn trace --preset llama-2-7b,gpt", set(), {"llama-2-7b,gpt2"}),
+        ("ffn params -v moe --expert-variant ", {"swiglu", "relu"}, {"moe", "soft_moe", "sparse"}),
+    ],
+)
+def test_completion_offers_only_what_the_command_takes(words: str, offered: set[str], not_offered: set[str]) -> None:
+    got = set(_completed(words))
+    assert offered <= got and not (not_offered & got), got
 
 
 def test_completion_lists_every_implementation() -> None:
@@ -168,3 +202,42 @@ def test_one_implementation_gets_no_star(runner: CliRunner) -> None:
     assert "★" not in out and "peak mem" in out and "extra mem" in out
     (result,) = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["results"]
     assert result["fastest"] is True  # the only implementation of its case is its fastest
+
+
+# --- help ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["trace", "params", "bench", "variants"])
+def test_help_reads_at_80_columns(runner: CliRunner, command: str) -> None:
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "<bool>" not in text  # flags are flags: --json, not --json <bool>
+    assert all(len(line) <= 80 for line in text.splitlines())
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    examples = lines[lines.index("Examples") + 1 :]  # the help ends with its examples
+    assert 2 <= len(examples) <= 3 and all(line.startswith(f"ffn {command}") for line in examples), examples
+    # Descriptions get the width: a description is never cut into a column of a few words.
+    json_row = next(line for line in text.splitlines() if "--json" in line)
+    assert "Print JSON instead of tables." in json_row
+
+
+def test_long_flags_leave_their_descriptions_the_width(runner: CliRunner) -> None:
+    text = runner.invoke(app, ["params", "--help"], env={"COLUMNS": "80"}).stdout
+    # Typer's own table put --normalize-top-k's description in ~25 columns ("[default:\n normalize-top-k]").
+    row = next(line for line in text.splitlines() if "--normalize-top-k" in line)
+    assert "Renormalise the top-k weights (Mixtral)." in row
+    assert "[default: normalize-top-k]" in text
+    trace = " ".join(runner.invoke(app, ["trace", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "ffn bench sweeps one" not in trace and "ffn bench times each; ffn trace runs one" in trace
+
+
+@pytest.mark.parametrize("args", [["--version", "true"], ["--version", "trace"], ["--version", "--", "x"]])
+def test_version_takes_no_value(runner: CliRunner, args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.stdout == "" and "--version takes no value" in result.stderr
+
+
+def test_root_help_shows_flags_as_flags(runner: CliRunner) -> None:
+    text = runner.invoke(app, ["--help"], env={"COLUMNS": "80"}).stdout
+    assert "--version" in text and "<bool>" not in text

@@ -432,7 +432,7 @@ def test_missing_file_directory_and_unknown_preset(tmp_path: Path) -> None:
         load_config(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps(_read("gpt2")))
     assert load_config(tmp_path)["model_type"] == "gpt2"  # a model directory works
-    with pytest.raises(FFNError, match="choose one of"):
+    with pytest.raises(FFNError, match="no such preset; did you mean gpt2"):
         load_preset("gpt5")
     (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(FFNError, match="not UTF-8"):

@@ -10,6 +10,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,8 +25,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
+from typer.testing import CliRunner
 
 from ffn_cli.accounting import param_tensors, total_params
+from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn
 from ffn_cli.parallel import (
@@ -40,6 +44,7 @@ from ffn_cli.parallel import (
     tp_allreduce_bytes,
 )
 from ffn_cli.parallel.accounting import token_chunks
+from ffn_cli.parallel.environment import torchrun_env
 from ffn_cli.parallel.job import ParallelJob
 from ffn_cli.parallel.tensor import local_ffn
 from ffn_cli.render.parallel import parallel_json, rank_params_json, render_parallel, render_rank_params
@@ -234,11 +239,51 @@ def test_no_cuda_is_a_runtime_error() -> None:
 
 
 def test_world_size_must_match_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "4")
-    monkeypatch.setenv("LOCAL_RANK", "0")
+    for name, value in {"RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
+        monkeypatch.setenv(name, value)
     with pytest.raises(FFNError, match="WORLD_SIZE=4"):
         _tp(TP_SPECS["relu"], 2)
+
+
+_COMPLETE = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({"RANK": "0", "WORLD_SIZE": "2"}, "RANK=0 WORLD_SIZE=2 set but LOCAL_RANK not"),
+        ({"LOCAL_RANK": "1"}, "LOCAL_RANK=1 set but RANK and WORLD_SIZE not"),
+        ({**_COMPLETE, "RANK": "abc"}, "RANK='abc' is not a whole number"),
+        ({**_COMPLETE, "WORLD_SIZE": "0"}, "WORLD_SIZE='0' is not a whole number ≥ 1"),
+        ({**_COMPLETE, "RANK": "2"}, "RANK=2 is not below WORLD_SIZE=2"),
+        ({**_COMPLETE, "LOCAL_RANK": "1"}, "LOCAL_RANK=1 is not below"),
+        ({**_COMPLETE, "LOCAL_WORLD_SIZE": "3"}, "LOCAL_WORLD_SIZE=3 exceeds WORLD_SIZE=2"),
+        ({k: v for k, v in _COMPLETE.items() if k != "MASTER_ADDR"}, "MASTER_ADDR not"),
+        ({**_COMPLETE, "MASTER_PORT": "99999"}, "MASTER_PORT='99999' is not a TCP port"),
+    ],
+)
+def test_a_half_set_or_inconsistent_torchrun_environment_is_refused_at_once(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], said: str
+) -> None:
+    # Left in a shell by an earlier torchrun, these sent ffn into a rendezvous (or int()) that failed with a catch-all.
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(FFNError, match=re.escape(said)):
+        torchrun_env()
+    result = runner.invoke(app, ["trace", "--tp", "2", "-d", "8", "--d-ff", "16"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert said in result.stderr and "unset RANK, WORLD_SIZE and LOCAL_RANK" in result.stderr and "debug" not in result.stderr
+
+
+def test_ranks_that_never_come_are_said_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A complete but stale environment: rank 0 of 2 waits for a rank 1 that no one started.
+    for name, value in {**_COMPLETE, "MASTER_PORT": str(launch._free_port())}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(FFNRuntimeError, match=r"rank 0 of 2: the ranks did not meet at 127\.0\.0\.1:\d+ within 2 s .*unset them") as info:
+        _tp(TP_SPECS["relu"], 2, timeout_s=2)
+    assert "\n" not in str(info.value)
 
 
 def _tracked_stop(monkeypatch: pytest.MonkeyPatch) -> list[object]:
@@ -405,3 +450,17 @@ def test_rank_params_render_and_json_agree() -> None:
 def test_accounting_and_rendering_never_import_torch() -> None:
     code = "import sys, ffn_cli.parallel, ffn_cli.render.parallel; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_killed_rank_is_the_one_blamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rank 1 SIGKILLed mid-run: its peers fail on their next collective and used to be blamed first.
+    real_collect = launch._collect
+
+    def collect(job: ParallelJob, procs: list[Any], queue: Any) -> list[Any]:
+        time.sleep(8)  # the ranks are up and timing
+        os.kill(procs[1].pid, signal.SIGKILL)
+        return real_collect(job, procs, queue)
+
+    monkeypatch.setattr(launch, "_collect", collect)
+    with pytest.raises(FFNRuntimeError, match=r"^rank 1 was killed by SIGKILL before reporting$"):
+        time_parallel_forward(FFNSpec("relu", d_model=64, d_ff=258), 3, warmup_ms=0, repeats=100_000, timeout_s=TIMEOUT_S)

@@ -103,3 +103,32 @@ def test_ranks_end_when_the_launcher_is_killed(tmp_path: Path) -> None:
     code, _stderr, left = _signal_run(BENCH_TP, signal.SIGKILL, tmp_path)
     assert code == -signal.SIGKILL
     assert not left, f"still running after SIGKILL: {left}"
+
+
+@pytest.mark.parametrize(
+    ("sig", "up"),
+    [(signal.SIGTERM, 1), (signal.SIGINT, 3), (signal.SIGKILL, 3)],
+    ids=["term-as-the-server-starts", "int-as-the-ranks-start", "kill-as-the-ranks-start"],
+)
+def test_a_signal_while_the_ranks_start_is_quiet(sig: int, up: int, tmp_path: Path) -> None:
+    """A rank started as its launcher unwinds printed a 14-line FileNotFoundError from
+    multiprocessing's semaphores; after SIGKILL the resource tracker warned of leaked ones."""
+    proc, tag = _start(["trace", "--tp", "2", "--d-model", "64"], tmp_path / "stderr")
+    try:
+        deadline = time.monotonic() + 120
+        while len([p for p in _tagged(tag) if p != proc.pid]) < up:  # the forkserver, then the ranks
+            assert proc.poll() is None and time.monotonic() < deadline, "ffn ended before its ranks started"
+            time.sleep(0.01)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        left = _survivors(tag, within_s=60)  # the forkserver may still be importing torch
+        stderr = (tmp_path / "stderr").read_text()
+        assert proc.returncode == (-sig if sig == signal.SIGKILL else 128 + sig), stderr
+        assert "Traceback" not in stderr and "leaked" not in stderr and "Error" not in stderr, stderr
+        assert not left, f"still running: {left}"
+    finally:
+        for pid in _tagged(tag):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -52,7 +52,9 @@ def impl_for(*, fused: bool, compile_mode: str | None) -> Impl:
 
 def parse_impls(text: str) -> list[Impl]:
     """'eager,fused-compile' → Impls; 'all' → every one."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = [n.strip() for n in text.split(",")]
+    if len(names) > 1 and not all(names):
+        raise FFNError("impl", text, "an empty item in the comma list: remove the extra comma")
     if names == ["all"]:
         return list(IMPLS.values())
     unknown = [n for n in names if n not in IMPLS]

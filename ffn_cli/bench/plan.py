@@ -72,15 +72,21 @@ class SweepPlan:
         check_int("max_cases", max_cases, maximum=MAX_CASES_LIMIT)
         count = self.count
         if count > max_cases:
-            axes = [
-                (len(self.specs), "variant × d_model"),
-                (len(self.seq_lens), "seq_len"),
-                (len(self.dtypes), "dtype"),
-                (len(self.impls), "impl"),
-                (2 if self.checkpoint else 1, "checkpoint"),
-            ]
-            breakdown = " × ".join(f"{n:,} {what}" for n, what in axes if n > 1) or "1"
-            raise SweepTooLarge(count, breakdown, max_cases)
+            raise SweepTooLarge(count, self._breakdown(count), max_cases)
+
+    def _breakdown(self, count: int) -> str:
+        """'1 variant × 4 d_model': each list's length, and the pairs that do not run."""
+        variants, widths = len({s.variant for s in self.specs}), len({s.d_model for s in self.specs})
+        ffns = [(variants, "variant"), (widths, "d_model")] if variants * widths == len(self.specs) else [(len(self.specs), "FFN")]
+        axes = [*ffns, (len(self.seq_lens), "seq_len"), (len(self.dtypes), "dtype"), (len(self.impls), "impl")]
+        axes.append((2 if self.checkpoint else 1, "checkpoint"))
+        text = " × ".join(f"{n:,} {what}" for n, what in axes if n > 1) or "1"
+        product = 1
+        for n, _what in axes:
+            product *= n
+        if product != count:
+            text += f", less {product - count:,} the fused layout skips"
+        return text
 
     def cases(self) -> Iterator[Case]:
         for dtype in self.dtypes:

@@ -11,7 +11,7 @@ import torch
 from ffn_cli.accounting import DTYPE_BYTES, activation_bytes
 from ffn_cli.bench.calibrate import calibrate
 from ffn_cli.bench.case import Case, Sweep, bench_case, ceilings, preflight_case
-from ffn_cli.bench.config import BenchConfig
+from ffn_cli.bench.config import MAX_REPEATS, BenchConfig
 from ffn_cli.bench.environment import capture_env, cpu_threads
 from ffn_cli.bench.implementations import IMPLS, Impl
 from ffn_cli.bench.plan import DEFAULT_MAX_CASES, SweepPlan
@@ -144,6 +144,11 @@ def _some(labels: Sequence[str], shown: int = 3, marked: str = "noisy") -> str:
     return f"{named} and {more} more of {len(labels)} (`--json` marks each: {marked})" if more > 0 else named
 
 
+def _named(labels: Sequence[str], shown: int = 3) -> str:
+    more = len(labels) - shown
+    return ", ".join(labels[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str]) -> list[str]:
     notes = []
     noisy = [r.label for r in results if r.noisy]
@@ -151,6 +156,12 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
         notes.append(
             f"IQR over {NOISY_REL_IQR:.0%} of the median (busy machine or too few calls; close other programs or raise --min-time): "
             + _some(noisy)
+        )
+    capped = [r.label for r in results if sweep.config.repeats is None and r.samples >= MAX_REPEATS]
+    if capped:
+        notes.append(
+            f"--min-time {sweep.config.min_time_ms / 1e3:g} s: {_named(capped)} stopped at the {MAX_REPEATS:,} timed calls"
+            f" ffn makes per case, in less time than asked"
         )
     env = sweep.env
     cpu = sweep.device.type == "cpu"

@@ -13,7 +13,7 @@ from typer.core import TyperGroup
 from ffn_cli import __version__
 from ffn_cli.cli.ascii_output import use_ascii_fallback
 from ffn_cli.cli.coercion import convert_plainly
-from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command
+from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command, flags_take_no_value
 from ffn_cli.cli.common import err_console, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
@@ -64,7 +64,16 @@ class OneLineErrors(TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         convert_plainly(self, ctx)
+        end = args.index("--") if "--" in args else len(args)
+        if "--version" in args[:end] and len(args) > 1:  # a flag takes no value, and --version nothing else
+            others = " ".join(a for a in args if a != "--version")
+            raise _UsageError(f"--version takes no value and no command (got {others})", ctx=ctx)
         return super().parse_args(ctx, args)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        flags_take_no_value(params)
+        return params
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         argv, settings.debug = _pop_debug(list(sys.argv[1:] if args is None else args))

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_temp_dir
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_cache_dirs, require_temp_dir
 from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.option_groups import with_option_groups
-from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, parse_int_list, parse_list
+from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name, parse_int_list, parse_list
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.render.literal import visible
 from ffn_cli.spec import FFNSpec
@@ -52,7 +52,10 @@ CheckpointOpt = Annotated[
 CacheOpt = Annotated[
     str,
     typer.Option(
-        "--cache", help="cold: rotate inputs and flush the cache between calls; hot: one input, no flush.", rich_help_panel=_TIMING
+        "--cache",
+        help="cold: rotate inputs and flush the cache between calls; hot: one input, no flush.",
+        rich_help_panel=_TIMING,
+        callback=as_name,
     ),
 ]
 CalibrateOpt = Annotated[
@@ -67,18 +70,29 @@ RepeatsOpt = Annotated[
 ]
 MinTimeOpt = Annotated[
     float | None,
-    typer.Option("--min-time", help="Seconds of timed calls per case (default 0.5, at least 10 calls).", rich_help_panel=_TIMING),
+    typer.Option(
+        "--min-time",
+        help="Seconds of timed calls per case (default 0.5; at least 10 calls, at most 10,000: a warning says when that cuts it short).",
+        rich_help_panel=_TIMING,
+    ),
 ]
 ThreadsOpt = Annotated[
     int | None, typer.Option("--threads", help="CPU threads (torch.set_num_threads); default: torch's.", rich_help_panel=_TIMING)
 ]
 # The shared --device, less meta: timing needs real memory.
-BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.", autocompletion=complete_devices)]
+BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.", autocompletion=complete_devices, callback=as_name)]
 MaxCasesOpt = Annotated[
     int,
     typer.Option("--max-cases", help="Refuse a sweep of more cases than this (the product of the comma lists).", rich_help_panel=_TIMING),
 ]
 PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the results to FILE.png (.svg, .pdf); needs matplotlib.")]
+
+
+EXAMPLES = """[bold]Examples[/]
+
+  ffn bench -v relu,swiglu               how fast each runs here
+  ffn bench -s 128,512 --dtype bfloat16  a sweep over sequence lengths
+  ffn bench --impl all --device cuda     eager, fused and compiled on a GPU"""
 
 
 @handles_errors
@@ -131,6 +145,8 @@ def bench(
     if plot is not None:
         check_plot_target(plot)
     impls = parse_impls(impl) if impl is not None else [impl_for(fused=ffn.fused, compile_mode=compile_mode if compile else None)]
+    if any(i.compile_mode for i in impls):
+        require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), "torch.compile writes its kernels there")
     from ffn_cli.models.families import UnknownModelType
 
     try:

@@ -26,19 +26,38 @@ __all__ = ["COMMANDS", "LazyCommands", "build_command"]
 COMMANDS = ("trace", "params", "bench", "variants")
 
 
+def flags_take_no_value(params: Any) -> None:
+    """A flag (--json, --help, --bias/--no-bias) is shown in the help with no value type: an
+    empty metavar is what the help prints in the type column."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+
+
 class FFNCommand(TyperCommand):
-    """A Typer command whose plain option values skip pydantic (cli/coercion.py)."""
+    """A Typer command whose plain option values skip pydantic (cli/coercion.py), and whose
+    flags show no value type in the help."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         convert_plainly(self, ctx)
         return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from ffn_cli.cli.help_format import print_help
+
+        print_help(self, ctx)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        flags_take_no_value(params)
+        return params  # type: ignore[no-any-return]
 
 
 def build_command(name: str, app: typer.Typer) -> Any:
     """The click command of `ffn NAME`, as Typer builds it for a command registered on `app`."""
     module = importlib.import_module(f"ffn_cli.cli.{name}_cmd")
     registrar = typer.Typer()  # registered as app.command(name) would be: the same defaults
-    registrar.command(name, cls=FFNCommand)(with_export(name, getattr(module, name)))
+    registrar.command(name, cls=FFNCommand, epilog=getattr(module, "EXAMPLES", None))(with_export(name, getattr(module, name)))
     return typer.main.get_command_from_info(
         registrar.registered_commands[0],
         pretty_exceptions_short=app.pretty_exceptions_short,

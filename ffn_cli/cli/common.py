@@ -26,6 +26,7 @@ __all__ = [
     "fail",
     "handles_errors",
     "refuse_unused",
+    "require_cache_dirs",
     "require_temp_dir",
     "settings",
 ]
@@ -120,6 +121,22 @@ def require_temp_dir() -> None:
         raise FFNRuntimeError("no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it") from None
 
 
+def require_cache_dirs(names: tuple[str, ...], why: str) -> None:
+    """Each variable of `names` that is set must name a folder, or one that can be made there: a
+    file (/dev/null) fails deep inside torch with a bare FileExistsError."""
+    from pathlib import Path
+
+    for name in names:
+        value = os.environ.get(name)
+        if not value:
+            continue
+        path = Path(value).expanduser()
+        existing = next((p for p in [path, *path.parents] if p.exists()), None)
+        if existing is not None and not existing.is_dir():
+            where = "is not a folder" if existing == path else f"is under {existing}, which is not a folder"
+            raise FFNRuntimeError(f"{name}={value!r} {where}; {why}: point it at a folder or unset it")
+
+
 # Fields whose option has another name; every other field `a_b` is the option `--a-b`.
 FIELD_OPTIONS = {"fused_gate_up": "fused", "min_time_ms": "min_time"}
 
@@ -151,8 +168,10 @@ def describe(exc: FFNError) -> str:
         param = None  # a value the model's config set, not one the user typed
     if param is not None and param.opts:
         flag = max(param.opts, key=len)
-        if exc.value is True and getattr(param, "is_flag", False):
-            return f"{flag}: {exc.allowed}"
+        if isinstance(exc.value, bool) and getattr(param, "is_flag", False):
+            # --no-attn-bias is typed as such, not as `--attn-bias False`.
+            typed = flag if exc.value or not param.secondary_opts else max(param.secondary_opts, key=len)
+            return f"{typed}: {exc.allowed}"
         value = exc.value if isinstance(exc.value, str) and exc.value.strip() else repr(exc.value)
         return f"{flag} {value}: {exc.allowed}"
     if source:

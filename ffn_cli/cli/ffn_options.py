@@ -13,9 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ffn_cli.cli.complete import complete_variants
+from ffn_cli.cli.complete import complete_expert_variants, complete_variants
 from ffn_cli.cli.options import parse_int_list, parse_list
 from ffn_cli.errors import FFNError
+from ffn_cli.names import unknown_name
 from ffn_cli.spec import INIT_SCHEMES, FFNSpec
 from ffn_cli.variants import VARIANTS, variant_names
 
@@ -49,7 +50,9 @@ class FFNOptions:
             "--variant",
             "-v",
             autocompletion=complete_variants,
-            help="FFN variant: " + ", ".join(variant_names()) + ". ffn params compares a comma list (or all), ffn bench sweeps one.",
+            help="FFN variant: "
+            + ", ".join(variant_names())
+            + ". A comma list (or all): ffn params compares them, ffn bench times each; ffn trace runs one.",
         ),
     ] = FFN_DEFAULTS.variant
     d_model: Annotated[
@@ -92,7 +95,7 @@ class FFNOptions:
         int, typer.Option("--shared-experts", help="Always-on shared experts (DeepSeek-MoE).", rich_help_panel=_MOE)
     ] = FFN_DEFAULTS.shared_experts
     expert_variant: Annotated[
-        str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE, autocompletion=complete_variants)
+        str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE, autocompletion=complete_expert_variants)
     ] = FFN_DEFAULTS.expert_variant
     capacity_factor: Annotated[
         float | None, typer.Option("--capacity-factor", help="Expert capacity factor; overflow tokens are dropped.", rich_help_panel=_MOE)
@@ -111,7 +114,8 @@ class FFNOptions:
             return list(VARIANTS)
         for name in names:
             if name not in VARIANTS:
-                raise FFNError("variant", name, "choose from " + ", ".join(VARIANTS) + ", or all alone")
+                every = "; all alone takes every one"
+                raise unknown_name("variant", name, list(VARIANTS), what="variant", listed_by="ffn variants", extra=every)
         return names
 
     def widths(self) -> list[int]:

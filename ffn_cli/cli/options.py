@@ -27,14 +27,25 @@ __all__ = [
     "SeqLenListOpt",
     "SeqLenOpt",
     "TPOpt",
+    "as_name",
     "parse_int_list",
     "parse_list",
 ]
 
+
+def as_name(value: str | None) -> str | None:
+    """A name option's value as it is matched: ' BFloat16 ' is bfloat16, for every such option alike."""
+    from ffn_cli.names import normalise
+
+    return None if value is None else normalise(value)
+
+
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Batch size.")]
 SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", help="Sequence length.")]
-DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.", autocompletion=complete_devices)]
-DTypeOpt = Annotated[str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.", autocompletion=complete_dtypes)]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.", autocompletion=complete_devices, callback=as_name)]
+DTypeOpt = Annotated[
+    str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.", autocompletion=complete_dtypes, callback=as_name)
+]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed for weights and input.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
@@ -56,18 +67,27 @@ AttnBiasOpt = Annotated[
 
 SeqLenListOpt = Annotated[str, typer.Option("--seq-len", "-s", help="Sequence length; a comma list makes a sweep.")]
 DTypeListOpt = Annotated[
-    str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16; a comma list makes a sweep.", autocompletion=complete_dtypes)
+    str,
+    typer.Option(
+        "--dtype",
+        help="float32, float64, float16 or bfloat16; a comma list makes a sweep.",
+        autocompletion=complete_dtypes,
+        callback=as_name,
+    ),
 ]
 
 
 def parse_list(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty is refused."""
+    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty, or an empty item
+    ('relu,', '64,,128'), is refused: a stray comma is a typo, not a shorter list."""
     from ffn_cli.errors import FFNError
 
-    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-    if not items:
+    parts = [t.strip() for t in text.split(",")]
+    if not any(parts):
         raise FFNError(option, text, "one value or a comma list")
-    return items
+    if not all(parts):
+        raise FFNError(option, text, "an empty item in the comma list: remove the extra comma")
+    return list(dict.fromkeys(parts))
 
 
 def parse_int_list(option: str, text: str) -> list[int]:
@@ -89,8 +109,8 @@ def parse_int_list(option: str, text: str) -> list[int]:
 
 # --- running a module: train/eval mode and the Transformer block around the FFN ----------------
 
-ModeOpt = Annotated[str, typer.Option("--mode", help="eval (dropout off) or train (dropout on).")]
-NormOpt = Annotated[str, typer.Option("--norm", help="Block norm: layernorm or rmsnorm.", rich_help_panel=_ATTN)]
+ModeOpt = Annotated[str, typer.Option("--mode", help="eval (dropout off) or train (dropout on).", callback=as_name)]
+NormOpt = Annotated[str, typer.Option("--norm", help="Block norm: layernorm or rmsnorm.", rich_help_panel=_ATTN, callback=as_name)]
 PreNormOpt = Annotated[
     bool, typer.Option("--pre-norm/--post-norm", help="x + f(norm(x)) (GPT-2, LLaMA) instead of norm(x + f(x)).", rich_help_panel=_ATTN)
 ]

@@ -14,7 +14,7 @@ from ffn_cli.cli.complete import complete_dtypes
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import with_option_groups
-from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, parse_int_list
+from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS, Family
@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
     from ffn_cli.models.families import UnknownModelType
     from ffn_cli.models.source import LoadedModel
+
+EXAMPLES = """[bold]Examples[/]
+
+  ffn params -v relu,swiglu,moe           variants side by side
+  ffn params --preset llama-3.1-8b        a whole model: parameters, memory
+  ffn params --config config.json --json  any config.json, as JSON"""
 
 # The accounting, the model readers and the renderers load inside the command: `ffn --help` and
 # `ffn variants` register this command without paying for them.
@@ -38,6 +44,7 @@ ParamsDTypeOpt = Annotated[
     typer.Option(
         "--dtype",
         autocompletion=complete_dtypes,
+        callback=as_name,
         help="Bytes per element: float32, bfloat16, float16, float8 or float64 (default: float32 for an FFN, bfloat16 for a model).",
         show_default=False,
     ),
@@ -126,6 +133,7 @@ def params(
     _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
         refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")
+        _reject_given(ctx, _ATTENTION_OPTIONS, "per-rank counts are of the FFN alone; drop it or --tp / --ep")
         _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
         return
     # One attention for the whole table, whatever the order of the list: biased when every FFN
@@ -223,10 +231,18 @@ def _print_models(
     try:
         models = load_models(preset=preset, config=config, model=model, revision=revision)
     except UnknownModelType as unknown:
+        if len(_named_models(preset, config, model)) > 1:  # counted by building it: alone, not in a comparison
+            option = "config" if config is not None and unknown.source in config else "model"
+            why = f"model_type {unknown.value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison"
+            raise FFNError(option, unknown.source, why) from None
         refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length need a model ffn reads itself")
         _print_built(unknown, dtype, json, use_cache=not no_cache)
         return
     _print_loaded(models, dtype, seq_lens, json)
+
+
+def _named_models(*lists: str | None) -> list[str]:
+    return [item for text in lists if text for item in text.split(",") if item.strip()]
 
 
 def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool) -> None:

@@ -77,6 +77,13 @@ GradCheckpointOpt = Annotated[
 ]
 
 
+EXAMPLES = """[bold]Examples[/]
+
+  ffn trace                                      the classic FFN, step by step
+  ffn trace -v swiglu --backward                 SwiGLU, and its backward pass
+  ffn trace --preset llama-3.1-8b --device meta  one layer of a real model"""
+
+
 @handles_errors
 @with_option_groups
 def trace(

@@ -10,6 +10,12 @@ import typer
 from ffn_cli.cli.common import console, emit_json, handles_errors
 from ffn_cli.cli.options import JsonOpt
 
+EXAMPLES = """[bold]Examples[/]
+
+  ffn variants             every variant, its formula and origin
+  ffn variants --markdown  the same table as Markdown
+  ffn variants --json      as JSON"""
+
 
 @handles_errors
 def variants(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.names import unknown_name
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -37,7 +38,7 @@ def load_preset(name: str) -> dict[str, Any]:
     key = name.strip().lower()
     names = preset_names()
     if key not in names:
-        raise FFNError("preset", name, "choose one of " + ", ".join(names))
+        raise unknown_name("preset", name, names, what="preset", listed_by="ffn params --list-presets")
     return parse_config(_preset_dir().joinpath(key + ".json").read_text(encoding="utf-8"), f"preset {key}")
 
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
-from ffn_cli.errors import FFNError
 from ffn_cli.models.layer import attention_summary
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.spec import ModelSpec, layer_ranges
+from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "training_memory"]
@@ -79,7 +79,7 @@ class TrainingMemory:
 
 def training_memory(params: int, dtype: str = "bfloat16") -> TrainingMemory:
     if dtype not in DTYPE_BYTES:
-        raise FFNError("dtype", dtype, "choose one of " + ", ".join(DTYPE_BYTES))
+        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what="dtype")
     return TrainingMemory(params, dtype)
 
 

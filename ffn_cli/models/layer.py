@@ -21,6 +21,7 @@ from ffn_cli.accounting import (
 )
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.errors import FFNError
+from ffn_cli.names import unknown_name
 from ffn_cli.spec import MAX_DIM, FFNSpec
 
 __all__ = [
@@ -155,7 +156,7 @@ def attention_summary(attention: AnyAttention) -> str:
 
 def check_dtype(dtype: str) -> str:
     if dtype not in DTYPE_BYTES:
-        raise FFNError("dtype", dtype, "choose one of " + ", ".join(DTYPE_BYTES))
+        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what="dtype")
     return dtype
 
 

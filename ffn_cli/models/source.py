@@ -83,9 +83,17 @@ def load_model(
         name = str(raw.get("_name_or_path") or label or config)
         return LoadedModel(model_spec_from_config(raw, name=name, source=config), raw, f"config {config}")
     from ffn_cli.models.hub import hub_config
+    from ffn_cli.models.hub_env import check_hub_environment
 
     name = str(model).strip()
-    raw, _path = hub_config(name, revision)
+    check_hub_environment()
+    try:
+        raw, _path = hub_config(name, revision)
+    except FFNError as exc:
+        if exc.option != "config":
+            raise
+        # The file came from the Hub for --model, not from a --config the user gave.
+        raise FFNError("model", name, f"its config.json {exc.allowed}") from None
     where = name + (f"@{revision.strip()}" if revision else "")
     return LoadedModel(model_spec_from_config(raw, name=name, source=where), raw, f"model {where}")
 
@@ -93,17 +101,28 @@ def load_model(
 def load_models(
     *, preset: str | None = None, config: str | None = None, model: str | None = None, revision: str | None = None
 ) -> list[LoadedModel]:
-    """Several models from a comma list of presets or of model ids (a config path is one file)."""
-    if preset is not None and config is None and model is None:
-        return [load_model(preset=p) for p in _split("preset", preset)]
-    if model is not None and preset is None and config is None:
-        return [load_model(model=m, revision=revision) for m in _split("model", model)]
-    return [load_model(preset=preset, config=config, model=model, revision=revision)]
+    """Every model named by the three options together, each a comma list: presets, then
+    config files, then model ids, side by side. A config path that exists as typed is one file,
+    commas and all."""
+    if preset is None and config is None and model is None:
+        raise FFNError("preset", None, "give --preset, --config or --model (each a comma list, in any mix)")
+    if revision is not None and model is None:
+        raise FFNError("revision", revision, "applies to --model (a Hub model id)")
+    loaded = [load_model(preset=p) for p in (_split("preset", preset) if preset is not None else [])]
+    loaded += [load_model(config=c) for c in (_config_paths(config) if config is not None else [])]
+    loaded += [load_model(model=m, revision=revision) for m in (_split("model", model) if model is not None else [])]
+    return loaded
+
+
+def _config_paths(text: str) -> list[str]:
+    return [text] if "," not in text or Path(text).expanduser().exists() else _split("config", text)
 
 
 def _split(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept."""
-    items = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-    if not items:
+    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; an empty item is refused."""
+    parts = [t.strip() for t in text.split(",")]
+    if not any(parts):
         raise FFNError(option, text, "one name or a comma list")
-    return items
+    if not all(parts):
+        raise FFNError(option, text, "an empty item in the comma list: remove the extra comma")
+    return list(dict.fromkeys(parts))

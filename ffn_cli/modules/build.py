@@ -12,8 +12,8 @@ import itertools
 import torch
 from torch import nn
 
-from ffn_cli.errors import FFNError
 from ffn_cli.modules.ffn import FFNModule, linears_in
+from ffn_cli.names import unknown_name
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
@@ -29,7 +29,7 @@ DTYPES = {
 
 def resolve_dtype(name: str) -> torch.dtype:
     if name not in DTYPES:
-        raise FFNError("dtype", name, "choose one of " + ", ".join(DTYPES))
+        raise unknown_name("dtype", name, list(DTYPES), what="dtype")
     return DTYPES[name]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ffn_cli.accounting import DTYPE_BYTES, ParamTensor, param_tensors
 from ffn_cli.errors import FFNError
+from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.variants import SplitKind
 
@@ -149,7 +150,7 @@ def shard_layout(spec: FFNSpec, rank: int, *, tp: int = 1, ep: int = 1) -> list[
 def per_rank_params(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str = "float32") -> list[RankParams]:
     """Each rank's tensors, parameter count and bytes, for `ffn params --tp N` / `--ep N`."""
     if dtype not in DTYPE_BYTES:
-        raise FFNError("dtype", dtype, "choose one of " + ", ".join(DTYPE_BYTES))
+        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what="dtype")
     world = max(tp, ep)
     return [RankParams(r, tuple(shard_layout(spec, r, tp=tp, ep=ep)), dtype) for r in range(world)]
 

@@ -4,7 +4,6 @@ module see."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +17,7 @@ from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import resolve_dtype
 from ffn_cli.parallel.accounting import MAX_WORLD_SIZE, check_parallel
+from ffn_cli.parallel.environment import torchrun_env
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec, check_int
 
@@ -25,7 +25,6 @@ __all__ = ["MAX_CPU_RANKS", "Mode", "ParallelJob", "check_devices", "is_primary_
 
 Mode = Literal["tp", "ep"]
 
-_TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 # Spawned CPU ranks beyond this only fight over cores: gloo ranks are processes on this machine.
 MAX_CPU_RANKS = 64
 
@@ -50,13 +49,15 @@ class ParallelJob:
 
 
 def under_torchrun() -> bool:
-    """True when torchrun (or any launcher setting RANK, WORLD_SIZE, LOCAL_RANK) started this process."""
-    return all(name in os.environ for name in _TORCHRUN_ENV)
+    """True when torchrun (or any launcher setting RANK, WORLD_SIZE, LOCAL_RANK) started this
+    process; a half-set or inconsistent set of them is refused (parallel/environment.py)."""
+    return torchrun_env() is not None
 
 
 def is_primary_process() -> bool:
     """Whether this process should print: always outside torchrun, rank 0 under it."""
-    return not under_torchrun() or os.environ.get("RANK") == "0"
+    env = torchrun_env()
+    return env is None or env.rank == 0
 
 
 def make_input(batch: int, seq_len: int, d_model: int, *, seed: int, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -80,7 +81,8 @@ def check_devices(world_size: int, device_type: str, option: str = "tp") -> None
         return
     if not torch.cuda.is_available() or not dist.is_nccl_available():
         raise FFNRuntimeError(f"--{option} {world_size} --device cuda: CUDA with NCCL is not available here; use --device cpu (gloo)")
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size)) if under_torchrun() else world_size
+    env = torchrun_env()
+    local = env.local_world_size if env is not None else world_size
     count = torch.cuda.device_count()
     if local > count:
         message = f"--{option} {world_size}: NCCL needs one CUDA device per rank and {count} are visible; use --{option} {count} or fewer"
@@ -88,6 +90,7 @@ def check_devices(world_size: int, device_type: str, option: str = "tp") -> None
 
 
 def make_job(mode: str, spec: FFNSpec, world_size: int, **kw: Any) -> ParallelJob:
+    env = torchrun_env()  # a stale or half-set torchrun environment is refused before anything runs
     check_int(mode, world_size, maximum=MAX_WORLD_SIZE)
     check_parallel(spec, **{mode: world_size})
     check_int("batch", kw["batch"])
@@ -97,8 +100,8 @@ def make_job(mode: str, spec: FFNSpec, world_size: int, **kw: Any) -> ParallelJo
     device_type = _device_type(kw.pop("device"), mode)
     check_devices(world_size, device_type, mode)
     _preflight(spec, world_size, device_type, kw["dtype"])
-    if under_torchrun() and int(os.environ["WORLD_SIZE"]) != world_size:
-        raise FFNError(mode, world_size, f"must equal WORLD_SIZE={os.environ['WORLD_SIZE']} set by torchrun (--nproc-per-node)")
+    if env is not None and env.world_size != world_size:
+        raise FFNError(mode, world_size, f"must equal WORLD_SIZE={env.world_size} set by torchrun (--nproc-per-node)")
     return ParallelJob(mode, spec, world_size, device_type=device_type, **kw)
 
 
@@ -111,5 +114,6 @@ def _preflight(spec: FFNSpec, world_size: int, device_type: str, dtype: str) -> 
         return
     copies = world_size if device_type == "cpu" and not under_torchrun() else 1
     needed = 2 * copies * total_params(spec) * DTYPE_BYTES[dtype]  # the full weights and the shard, with margin
-    device = torch.device("cpu") if device_type == "cpu" else torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    env = torchrun_env()
+    device = torch.device("cpu") if device_type == "cpu" or env is None else torch.device("cuda", env.local_rank)
     preflight(needed, device, f"{world_size} ranks of {spec.variant} (each builds the full module)", meta_hint=False)

@@ -2,23 +2,29 @@
 first error, a dead rank or the deadline, which stops them all.
 
 Spawned ranks fork from a forkserver that has imported torch once, talk over gloo (CPU) or
-NCCL (CUDA, one device per rank) on a free localhost port, report back through a queue before
-they tear their group down, and watch the launcher's pid (`lifecycle`); they are always
+NCCL (CUDA, one device per rank) on a free localhost port, report back through a pipe of their
+own (no lock, so no named semaphore to leak) before they tear their group down, and watch the launcher's pid (`lifecycle`); they are always
 stopped before the launcher returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import time
+from collections.abc import Iterator
+from multiprocessing import forkserver
+from multiprocessing.connection import wait
 from typing import Any
 
 import torch
 import torch.multiprocessing as mp
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.parallel.job import ParallelJob, under_torchrun
+from ffn_cli.parallel.environment import torchrun_env
+from ffn_cli.parallel.job import ParallelJob
 from ffn_cli.parallel.lifecycle import Launcher, watch_launcher
 from ffn_cli.parallel.rank import in_group, process_group, rank_device, rank_work
 
@@ -31,8 +37,66 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The launcher's own signals: it stops the ranks itself, so a rank never acts on them.
+_LAUNCHER_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+class Outbox:
+    """A rank's end of its own pipe to the launcher: one message, no lock (a lock is a named
+    semaphore, which a launcher killed with SIGKILL leaves behind for the resource tracker to
+    warn about, and which a rank started as the launcher unwinds can no longer open)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def put(self, message: tuple[str, int, Any]) -> None:
+        with contextlib.suppress(OSError):  # the launcher is gone (its watchdog ends this rank): no one to tell
+            self.connection.send(message)
+
+
+class Inbox:
+    """The launcher's ends of the ranks' pipes, read as one queue of messages."""
+
+    def __init__(self, readers: list[Any]) -> None:
+        self._readers, self._messages = list(readers), list[tuple[str, int, Any]]()
+
+    def _fill(self) -> None:
+        for reader in wait(self._readers, timeout=0):
+            with contextlib.suppress(EOFError, OSError):  # a rank that ended without a word: its exit code tells
+                self._messages.append(reader.recv())
+            self._readers.remove(reader)  # one message per rank
+            reader.close()
+
+    def empty(self) -> bool:
+        self._fill()
+        return not self._messages
+
+    def get(self) -> tuple[str, int, Any]:
+        self._fill()
+        return self._messages.pop(0)
+
+    def close(self) -> None:
+        for reader in self._readers:
+            reader.close()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """The launcher's signals wait while the ranks are started: a start cut short leaves a rank
+    reading half its arguments, which it reports with a traceback. They are acted on after."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _LAUNCHER_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def _spawned_rank(job: ParallelJob, rank: int, port: int, queue: Any, launcher: Launcher | None = None) -> None:
     """Entry of a spawned rank: the torchrun environment by hand, then report one message."""
+    # The launcher stops its ranks itself (SIGTERM, which ends a rank silently): a Ctrl-C sent to
+    # the whole process group is for the launcher alone. Signals held while it started us go.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _LAUNCHER_SIGNALS)
     if launcher is not None:
         watch_launcher(launcher)  # never outlive the launcher, however it ends
     os.environ.update(
@@ -81,6 +145,40 @@ def _raise_from(kind: str, rank: int, payload: Any) -> None:
     raise FFNRuntimeError(f"rank {rank} failed: {payload}")
 
 
+# How long a crash report waits for the rank whose death may have caused it to be seen dead.
+_BLAME_GRACE_S = 1.0
+
+
+def _dead(procs: list[Any], results: dict[int, Any]) -> list[tuple[int, int]]:
+    """(rank, exit code) of the ranks that died without reporting, those killed by a signal first."""
+    dead = [(i, p.exitcode) for i, p in enumerate(procs) if i not in results and p.exitcode not in (None, 0)]
+    return sorted(dead, key=lambda d: (d[1] >= 0, d[0]))
+
+
+def _died(rank: int, code: int) -> FFNRuntimeError:
+    if code < 0:
+        return FFNRuntimeError(f"rank {rank} was killed by {_signal_name(-code)} before reporting")
+    return FFNRuntimeError(f"rank {rank} exited with code {code} before reporting")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _killed_peer(procs: list[Any], results: dict[int, Any]) -> tuple[int, int] | None:
+    """A rank killed by a signal, seen within the grace period: when one rank is killed, its
+    peers fail on their next collective and may report before its death is seen."""
+    until = time.monotonic() + _BLAME_GRACE_S
+    while True:
+        killed = [d for d in _dead(procs, results) if d[1] < 0]
+        if killed or time.monotonic() > until:
+            return killed[0] if killed else None
+        time.sleep(0.02)
+
+
 def _collect(job: ParallelJob, procs: list[Any], queue: Any) -> list[Any]:
     """One message per rank, in rank order; the first error, a dead rank or the deadline stops all."""
     deadline = time.monotonic() + job.timeout_s
@@ -88,14 +186,18 @@ def _collect(job: ParallelJob, procs: list[Any], queue: Any) -> list[Any]:
     while len(results) < job.world_size:
         if not queue.empty():
             kind, rank, payload = queue.get()
+            if kind == "crash":  # a broken connection may be a peer's death: blame the dead rank
+                killed = _killed_peer(procs, {**results, rank: None})
+                if killed is not None:
+                    raise _died(*killed)
             if kind != "ok":
                 _raise_from(kind, rank, payload)
             results[rank] = payload
             continue
         # A rank that has reported may still die in its teardown: only silent ranks count.
-        dead = [(i, p.exitcode) for i, p in enumerate(procs) if i not in results and p.exitcode not in (None, 0)]
+        dead = _dead(procs, results)
         if dead and queue.empty():
-            raise FFNRuntimeError(f"rank {dead[0][0]} exited with code {dead[0][1]} before reporting")
+            raise _died(*dead[0])
         if time.monotonic() > deadline:
             raise FFNRuntimeError(f"the {job.world_size} ranks did not finish within {job.timeout_s:g} s")
         time.sleep(0.02)
@@ -117,20 +219,26 @@ def _stop(procs: list[Any]) -> None:
 def _spawn(job: ParallelJob) -> list[Any]:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload([__name__])  # torch is imported once, in the server, not per rank
-    queue = ctx.SimpleQueue()
-    port = _free_port()
-    procs = [ctx.Process(target=_spawned_rank, args=(job, r, port, queue, Launcher.current()), daemon=True) for r in range(job.world_size)]
+    forkserver.ensure_running()  # started before the signals are held, so that it does not inherit that
+    pipes = [ctx.Pipe(duplex=False) for _ in range(job.world_size)]  # (reader, writer) per rank
+    port, launcher = _free_port(), Launcher.current()
+    procs = [ctx.Process(target=_spawned_rank, args=(job, r, port, Outbox(w), launcher), daemon=True) for r, (_, w) in enumerate(pipes)]
+    inbox = Inbox([reader for reader, _ in pipes])
     try:
-        for p in procs:
-            p.start()
-        return _collect(job, procs, queue)
+        with _signals_held():
+            for p in procs:
+                p.start()
+            for _, writer in pipes:
+                writer.close()  # each rank holds its own
+        return _collect(job, procs, inbox)
     finally:
         _stop(procs)
-        queue.close()
+        inbox.close()
 
 
 def run_job(job: ParallelJob) -> list[Any]:
     """Every rank's result, in rank order: spawned here, or this process as one rank of torchrun's."""
-    if under_torchrun():
-        return in_group(job, int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]))
+    env = torchrun_env()
+    if env is not None:
+        return in_group(job, env.rank, env.local_rank)
     return _spawn(job)

@@ -4,6 +4,7 @@ sharded forward (checked against the unsharded output, or timed), inside its pro
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import MoEFFN, build_ffn, resolve_dtype
 from ffn_cli.parallel.accounting import ShardTensor, ep_split, tp_split
 from ffn_cli.parallel.expert import ep_forward
@@ -171,8 +172,7 @@ def process_group(job: ParallelJob, device: torch.device) -> Iterator[None]:
         torch.cuda.set_device(device)
     created = not dist.is_initialized()
     if created:
-        init: dict[str, Any] = {"device_id": device} if device.type == "cuda" else {}
-        dist.init_process_group(job.backend, timeout=timedelta(seconds=job.timeout_s), **init)
+        _init_group(job, device)
     try:
         if dist.get_world_size() != job.world_size:
             raise FFNError(job.mode, job.world_size, f"must equal the process group's world size ({dist.get_world_size()})")
@@ -182,6 +182,21 @@ def process_group(job: ParallelJob, device: torch.device) -> Iterator[None]:
     finally:
         if created:
             dist.destroy_process_group()
+
+
+def _init_group(job: ParallelJob, device: torch.device) -> None:
+    """Join the group; a rendezvous that never completes (ranks that never come, as with a
+    RANK and WORLD_SIZE left in the shell by an earlier torchrun) is said in one line."""
+    init: dict[str, Any] = {"device_id": device} if device.type == "cuda" else {}
+    try:
+        dist.init_process_group(job.backend, timeout=timedelta(seconds=job.timeout_s), **init)
+    except (dist.DistStoreError, dist.DistNetworkError) as exc:
+        where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+        first_line = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise FFNRuntimeError(
+            f"rank {os.environ.get('RANK')} of {os.environ.get('WORLD_SIZE')}: the ranks did not meet at {where} within {job.timeout_s:g} s"
+            f" ({type(exc).__name__}: {first_line}); if RANK and WORLD_SIZE are left from an earlier torchrun, unset them"
+        ) from None
 
 
 def rank_device(job: ParallelJob, local_rank: int) -> torch.device:

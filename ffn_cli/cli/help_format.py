@@ -1,0 +1,100 @@
+"""A command's --help as a reader needs it at 80 columns: the names in one narrow column (a
+flag's negative form under it, not in a column of its own), the description in the rest; flags
+with no value type; the command's examples at the end.
+
+Drawn with rich from click's public parameter attributes (opts, secondary_opts, help, default,
+metavar) and Typer's help panels, through click's `Command.format_help`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+__all__ = ["print_help"]
+
+_DEFAULT_PANEL = "Options"
+
+
+def _names(param: Any, ctx: Any) -> Text:
+    """'--variant, -v <str>'; a flag pair on two lines, the negative form under the positive."""
+    longs = [o for o in param.opts if o.startswith("--")]
+    shorts = [o for o in param.opts if not o.startswith("--")]
+    text = Text(", ".join(longs + shorts), style="bold cyan")
+    value = _value_type(param, ctx)
+    if value:
+        text.append(" " + value, style="yellow")
+    for negative in param.secondary_opts:
+        text.append("\n" + negative, style="bold magenta")
+    return text
+
+
+def _value_type(param: Any, ctx: Any) -> str:
+    if getattr(param, "is_flag", False):
+        return ""
+    if param.metavar is not None:
+        return str(param.metavar)
+    shown = getattr(param, "display_type_rich", None)
+    return str(shown(ctx) or "") if shown is not None else param.make_metavar(ctx)
+
+
+def _default(param: Any) -> str | None:
+    if param.show_default is False or param.required:
+        return None
+    if isinstance(param.show_default, str):
+        return param.show_default
+    if getattr(param, "is_flag", False):
+        if not param.secondary_opts or param.default is None:
+            return None
+        return (param.opts if param.default else param.secondary_opts)[0].lstrip("-")
+    if param.default is None or callable(param.default):
+        return None
+    return str(param.default)
+
+
+def _description(param: Any) -> Text:
+    text = Text.from_markup(inspect.cleandoc(param.help or ""))
+    default = _default(param)
+    if default is not None:
+        text.append((" " if text else "") + f"[default: {default}]", style="dim")
+    return text
+
+
+def _panels(params: list[Any], ctx: Any) -> list[RenderableType]:
+    groups: dict[str, list[Any]] = {}
+    for param in params:
+        if getattr(param, "hidden", False) or not getattr(param, "opts", None):
+            continue
+        groups.setdefault(getattr(param, "rich_help_panel", None) or _DEFAULT_PANEL, []).append(param)
+    panels: list[RenderableType] = []
+    for title, members in groups.items():
+        table = Table.grid(padding=(0, 2), expand=True)
+        table.add_column(no_wrap=True)
+        table.add_column(ratio=1)
+        for param in members:
+            table.add_row(_names(param, ctx), _description(param))
+        panels.append(Panel(table, title=title, title_align="left", border_style="dim"))
+    return panels
+
+
+def _paragraphs(text: str) -> str:
+    """A docstring's paragraphs, each one flowing line (the terminal wraps it), a blank line between."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))
+
+
+def print_help(command: Any, ctx: Any) -> None:
+    """Usage, the command's text, its options panel by panel, then its examples."""
+    usage = Text("Usage: ", style="yellow")
+    usage.append(" ".join([ctx.command_path, *command.collect_usage_pieces(ctx)]), style="bold")
+    parts: list[RenderableType] = [Text(""), usage, Text("")]
+    if command.help:
+        parts += [Text.from_markup(_paragraphs(command.help)), Text("")]
+    parts += _panels(command.get_params(ctx), ctx)
+    if command.epilog:
+        parts += [Text(""), Text.from_markup(command.epilog)]
+    Console(highlight=False).print(Group(*parts))

@@ -1,0 +1,44 @@
+"""Names people type (a preset, a variant, a device, a dtype): read one way everywhere, and a
+wrong one answered with the closest right ones, in one short line. Pure Python."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+from ffn_cli.errors import FFNError
+
+__all__ = ["normalise", "unknown_name"]
+
+# A list this long is printed whole in the error; a longer one is named by the command that lists it.
+_SHOWN_WHOLE = 8
+
+
+def normalise(text: str) -> str:
+    """' BFloat16 ' → 'bfloat16': names are matched without case and surrounding spaces."""
+    return text.strip().lower()
+
+
+def _closest(value: str, names: Sequence[str]) -> list[str]:
+    key = normalise(value)
+    close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
+    # 'llama-3-70b' for 'llama-3.1-70b', 'qwen3' for 'qwen3-32b': a name that starts alike counts too.
+    head = key.split("-")[0]
+    alike = [n for n in names if len(head) >= 3 and n.startswith(head) and n not in close]
+    return (close + alike)[:3]
+
+
+def _either(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def unknown_name(option: str, value: str, names: Sequence[str], *, what: str, listed_by: str | None = None, extra: str = "") -> FFNError:
+    """The error for a `value` that is none of `names`: the closest names first, then the whole
+    list when short, or else the command that prints it (`listed_by`). `extra` names what else
+    the option takes ('or all')."""
+    whole = len(names) <= _SHOWN_WHOLE or listed_by is None
+    close = _closest(value, names)[: 1 if len(names) <= _SHOWN_WHOLE else 3]  # among a few, the one nearest
+    guess = f"did you mean {_either(close)}? " if close else ""
+    if whole:
+        return FFNError(option, value, f"{guess}choose one of {', '.join(names)}{extra}")
+    return FFNError(option, value, f"no such {what}; {guess}`{listed_by}` lists all {len(names)}{extra}")
