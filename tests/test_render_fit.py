@@ -43,6 +43,7 @@ COMMANDS = [
     "params --variant swiglu --tp 4",
     "params --variant moe --ep 4",
     "variants",
+    "hardware",
     "trace --variant moe --ep 2 -d 64 --d-ff 128 --experts 4",
     # The backward's four tables, of a block whose names are long (MLA) and of a checkpointed FFN.
     "trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward",

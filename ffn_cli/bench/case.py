@@ -22,8 +22,9 @@ from ffn_cli.bench.stats import TimingStats, summarize
 from ffn_cli.bench.timing import WarmUp, repeats_for, time_calls, warm_up
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.hardware import gpu_for_device_name, ridge_flop_per_byte
+from ffn_cli.hardware.dtypes import peak_dtype_key
 from ffn_cli.modules import build_ffn
-from ffn_cli.peaks import lookup_gpu, peak_dtype_key, ridge_flop_per_byte
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["Case", "Sweep", "bench_case", "ceilings", "preflight_case"]
@@ -68,7 +69,7 @@ def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str 
         return cal.gemm_tflops, cal.copy_gbps, f"measured here: {dtype} GEMM {cal.gemm_n}³ and copy"
     if sweep.device.type != "cuda":
         return None, None, None
-    entry = lookup_gpu(sweep.env.device_name)
+    entry = gpu_for_device_name(sweep.env.device_name)
     key = peak_dtype_key(dtype, sweep.env.tf32_matmul)
     if entry is None or entry.tflops_for(key) is None:
         return None, None, None
