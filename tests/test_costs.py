@@ -256,3 +256,16 @@ def test_the_worked_example_in_the_docs_is_what_ffn_prints() -> None:
     ]
     assert one["bound"] == "memory" and big["bound"] == "compute"
     assert f"{int(big['flops']):,}" in example and f"{int(big['bytes']):,}" in example
+
+
+def test_a_moe_trace_shows_the_real_routers_distinct_experts_beside_the_formula() -> None:
+    data = _json("trace", "-v", "moe", "-d", "64", "--d-ff", "32", "--experts", "8", "-b", "2", "-s", "3")
+    touched = data["experts_touched"]
+    # The experts that ran, as the recorder saw them (a step per expert that got a token).
+    ran = {s["name"].split(".")[1] for s in data["steps"] if s["name"].startswith("experts.")}
+    assert touched["touched"] == len(ran)
+    assert touched["tokens"] == 6 and touched["uniform_expected"] == pytest.approx(8 * (1 - (6 / 8) ** 6))
+    text = runner.invoke(app, ["trace", "-v", "moe", "-d", "64", "--d-ff", "32", "--experts", "8", "-b", "2", "-s", "3"]).stdout
+    assert f"experts touched: {len(ran)} of 8 by 6 tokens" in " ".join(text.split())
+    meta = _json("trace", "-v", "moe", "-d", "64", "--d-ff", "32", "--experts", "8", "--device", "meta")
+    assert "experts_touched" not in meta  # on meta the spread is assumed, not routed

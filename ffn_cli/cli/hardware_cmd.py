@@ -25,9 +25,12 @@ def hardware(gpu: GPUOpt = None, measure_cpu: MeasureCPUOpt = False, dtype: CPUD
 
     --gpu NAME shows one; --measure-cpu adds this machine's CPU as measured.
     """
+    from ffn_cli.errors import FFNError
     from ffn_cli.hardware import GPUS
     from ffn_cli.render.hardware import hardware_data, hardware_view
 
+    if dtype not in ("float32", "bfloat16"):
+        raise FFNError("dtype", dtype, "the CPU GEMM is measured in float32 or bfloat16")
     gpus = [resolve_gpu(gpu)] if gpu is not None else list(GPUS)
     cpu = _measure_cpu(dtype) if measure_cpu else None
     if json:
@@ -43,11 +46,8 @@ def _measure_cpu(dtype: str) -> MeasuredCPU:
     from ffn_cli.bench.calibrate import calibrate
     from ffn_cli.bench.config import BenchConfig
     from ffn_cli.device import resolve_device_dtype
-    from ffn_cli.errors import FFNError
     from ffn_cli.hardware.cpu import cpu_memory_bytes, cpu_name
 
-    if dtype not in ("float32", "bfloat16"):
-        raise FFNError("dtype", dtype, "the CPU GEMM is measured in float32 or bfloat16")
     device, torch_dtype = resolve_device_dtype("cpu", dtype)
     cal = calibrate(device, torch_dtype, dtype, BenchConfig())
     short = {"float32": "fp32", "bfloat16": "bf16"}[dtype]
