@@ -269,3 +269,59 @@ def test_a_moe_trace_shows_the_real_routers_distinct_experts_beside_the_formula(
     assert f"experts touched: {len(ran)} of 8 by 6 tokens" in " ".join(text.split())
     meta = _json("trace", "-v", "moe", "-d", "64", "--d-ff", "32", "--experts", "8", "--device", "meta")
     assert "experts_touched" not in meta  # on meta the spread is assumed, not routed
+
+
+# --- ffn bench beside the bound -------------------------------------------------------------------
+
+
+def test_bench_with_a_named_gpu_shows_the_bound_by_hand() -> None:
+    # swiglu d 64, d_ff 128, 8 tokens, float32: 2·3·64·128·8 FLOPs over the least traffic, the
+    # weights (3·64·128) and the input and output (2·8·64) once in 4 bytes; H100's fp32 ceiling.
+    args = [
+        "bench",
+        "-v",
+        "swiglu",
+        "-d",
+        "64",
+        "--d-ff",
+        "128",
+        "-b",
+        "1",
+        "-s",
+        "8",
+        "--gpu",
+        "h100",
+        "--repeats",
+        "3",
+        "--warmup-ms",
+        "0",
+    ]
+    (r,) = _json(*args)["results"]
+    flops, traffic = 2 * 3 * 64 * 128 * 8, (3 * 64 * 128 + 2 * 8 * 64) * 4
+    assert r["flops"] == flops and r["peak_tflops"] == 67 and "--gpu h100" in r["peak_source"]
+    bound_ms = max(flops / 67e12, traffic / 3.35e12) * 1e3
+    assert r["bound_ms"] == pytest.approx(bound_ms) and r["bound"] == "memory"
+    assert r["pct_of_bound"] == pytest.approx(100 * bound_ms / r["median_ms"])
+    text = runner.invoke(app, args).stdout
+    assert "bound ≥" in text and "% of the bound" in text
+
+
+def test_bench_without_a_known_ceiling_has_no_bound() -> None:
+    (r,) = _json("bench", "-v", "swiglu", "-d", "64", "--d-ff", "128", "-b", "1", "-s", "8", "--repeats", "3", "--warmup-ms", "0")[
+        "results"
+    ]
+    assert r["bound_ms"] is None and r["pct_of_bound"] is None
+
+
+@pytest.mark.cuda
+def test_cuda_bench_on_a_known_gpu_is_slower_than_its_bound() -> None:
+    import torch
+
+    from ffn_cli.hardware import gpu_for_device_name
+
+    if gpu_for_device_name(torch.cuda.get_device_name()) is None:
+        pytest.skip("this GPU is not in the table")
+    args = ["bench", "-v", "swiglu", "-d", "4096", "--d-ff", "11008", "-b", "8", "-s", "512", "--dtype", "bfloat16", "--device", "cuda"]
+    (r,) = _json(*args)["results"]
+    assert r["bound_ms"] is not None and r["median_ms"] >= r["bound_ms"]  # no run beats the bound
+    assert 0 < r["pct_of_bound"] <= 100

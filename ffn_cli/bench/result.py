@@ -112,6 +112,8 @@ class BenchResult:
     samples_ms: tuple[float, ...] = field(default=(), repr=False)
     settings: str = ""  # what else shapes the module: biases, experts, routing (settings_text)
     spec: dict[str, Any] = field(default_factory=dict, repr=False)  # the FFNSpec timed, as FFNSpec.as_dict()
+    bound_ms: float | None = None  # the roofline's lower bound, max(FLOPs / peak, least traffic / bandwidth)
+    pct_of_bound: float | None = None  # bound / measured: how close the run came to it
 
     @property
     def label(self) -> str:
