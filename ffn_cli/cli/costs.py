@@ -70,8 +70,9 @@ def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
         raise FFNError("seq_len", opts.seq_len, "with --gpu, one length: the tokens per sequence (prefill) or the context (decode)")
     seq_len = seq_lens[0]
     if opts.tokens is not None:
-        if opts.tokens < 1:
-            raise FFNError("tokens", opts.tokens, "must be at least 1")
+        from ffn_cli.spec import check_int
+
+        check_int("tokens", opts.tokens, maximum=1 << 40)
         return [
             PassCase(opts.phase, 1, opts.tokens, act_bytes)
             if opts.phase == "prefill"
