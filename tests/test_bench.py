@@ -1,4 +1,4 @@
-"""ffn_cli.bench and ffn_cli.peaks: statistics, FLOP accounting, the timing loop and its errors.
+"""ffn_cli.bench: statistics, FLOP accounting, the timing loop and its errors.
 
 Tiny sizes on CPU; nothing here asserts how fast anything runs.
 """
@@ -26,7 +26,6 @@ from ffn_cli.bench.result import Calibration
 from ffn_cli.bench.timing import WarmUp
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn
-from ffn_cli.peaks import GPU_PEAKS, lookup_gpu, peak_dtype_key, ridge_flop_per_byte
 from ffn_cli.render import bench as render_bench_module
 from ffn_cli.spec import FFNSpec
 
@@ -81,56 +80,6 @@ def test_summary_is_ordered(samples: list[float]) -> None:
 def test_noise_threshold_is_ten_percent() -> None:
     assert not summarize([10.0, 10.0, 11.0, 11.0, 11.0]).noisy  # IQR 1 of median 11: 9 %
     assert summarize([9.0, 9.0, 10.0, 11.0, 11.0]).noisy  # IQR 2 of median 10: 20 %
-
-
-# --- peaks ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("device_name", "expected"),
-    [
-        ("NVIDIA H200", "NVIDIA H200 SXM"),
-        ("NVIDIA H200 NVL", "NVIDIA H200 NVL"),
-        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
-        ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
-        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 SXM4 80GB"),
-        ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 SXM4 40GB"),
-        ("NVIDIA A100 80GB PCIe", "NVIDIA A100 PCIe 80GB"),
-        ("NVIDIA A100-PCIE-40GB", "NVIDIA A100 PCIe 40GB"),
-        ("NVIDIA A10", "NVIDIA A10"),
-        ("NVIDIA L4", "NVIDIA L4"),
-        ("NVIDIA L40", "NVIDIA L40"),
-        ("NVIDIA L40S", "NVIDIA L40S"),
-        ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"),
-        ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2"),
-        ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
-        ("Tesla T4", "NVIDIA T4"),
-    ],
-)
-def test_lookup_gpu_by_device_name(device_name: str, expected: str) -> None:
-    entry = lookup_gpu(device_name)
-    assert entry is not None and entry.name == expected
-
-
-def test_unknown_gpus_have_no_peak() -> None:
-    assert lookup_gpu("NVIDIA A10G") is None and lookup_gpu("AMD Instinct MI300X") is None
-
-
-def test_peak_table_is_sane() -> None:
-    for entry in GPU_PEAKS:
-        assert entry.bandwidth_gbps > 0 and entry.source
-        rates = entry.tflops
-        assert rates["float32"] > 0
-        # tensor-core half precision is never slower than plain float32
-        assert rates.get("bfloat16", rates["float16"]) >= rates["float32"]
-
-
-def test_h200_ridge_point_and_tf32_column() -> None:
-    h200 = lookup_gpu("NVIDIA H200")
-    assert h200 is not None
-    assert ridge_flop_per_byte(h200.tflops["bfloat16"], h200.bandwidth_gbps) == pytest.approx(206, abs=1)
-    assert peak_dtype_key("float32", tf32=True) == "tf32" and peak_dtype_key("float32", tf32=False) == "float32"
-    assert peak_dtype_key("bfloat16", tf32=True) == "bfloat16"
 
 
 # --- implementations --------------------------------------------------------------------------

@@ -28,7 +28,14 @@ from ffn_cli.cli import app, common
 
 ROOT = Path(__file__).parents[1]
 # Console width each file's examples were rendered at: 100 columns or less, as a reader's terminal is.
-COLUMNS = {"README.md": 100, "docs/params.md": 100, "docs/trace.md": 100, "docs/parallel.md": 100, "docs/own-module.md": 100}
+COLUMNS = {
+    "README.md": 100,
+    "docs/params.md": 100,
+    "docs/trace.md": 100,
+    "docs/parallel.md": 100,
+    "docs/own-module.md": 100,
+    "docs/hardware.md": 80,
+}
 DOCUMENTS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
 FREE_MEMORY_SHOWN = int(22.17 * 2**30)  # docs/trace.md's refused trace: "cpu has 22.17 GiB free"
 ELLIPSIS = "…"

@@ -44,6 +44,10 @@ COMMANDS = [
     "params --variant swiglu --tp 4",
     "params --variant moe --ep 4",
     "variants",
+    "hardware",
+    "params --preset gpt-oss-120b",
+    "params --preset llama-3.1-70b --gpu h100 --phase decode --batch 1,8,64,512",
+    "params --preset gpt-oss-120b --gpu h200 --phase decode --batch 1,64 --ep 8",
     "trace --variant moe --ep 2 -d 64 --d-ff 128 --experts 4",
     # The backward's four tables, of a block whose names are long (MLA) and of a checkpointed FFN.
     "trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward",

@@ -22,8 +22,10 @@ from ffn_cli.bench.stats import TimingStats, summarize
 from ffn_cli.bench.timing import WarmUp, repeats_for, time_calls, warm_up
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte
+from ffn_cli.hardware.dtypes import peak_dtype_key
+from ffn_cli.hardware.roofline import Roofline
 from ffn_cli.modules import build_ffn
-from ffn_cli.peaks import lookup_gpu, peak_dtype_key, ridge_flop_per_byte
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
@@ -68,13 +70,14 @@ def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str 
     if cal is not None:
         m, k, n = cal.gemm_shape
         return cal.gemm_tflops, cal.copy_gbps, f"measured here: the best {dtype} GEMM ({m}×{k}·{k}×{n}) and copy"
-    if sweep.device.type != "cuda":
+    named = sweep.config.gpu
+    if sweep.device.type != "cuda" and named is None:
         return None, None, None
-    entry = lookup_gpu(sweep.env.device_name)
+    entry = find_gpu(named) if named is not None else gpu_for_device_name(sweep.env.device_name)
     key = peak_dtype_key(dtype, sweep.env.tf32_matmul)
     if entry is None or entry.tflops_for(key) is None:
         return None, None, None
-    return entry.tflops_for(key), entry.bandwidth_gbps, f"{entry.name} datasheet, dense {key}"
+    return entry.tflops_for(key), entry.bandwidth_gbps, f"{entry.name} datasheet, dense {key}" + (f" (--gpu {named})" if named else "")
 
 
 def _layout(case: Case) -> FFNSpec:
@@ -177,8 +180,11 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
     seconds = max(stats.median_ms, 1e-6) * 1e-3  # a timer tick, not zero: rates stay finite
     tflops = flops / seconds / 1e12
     peak, bandwidth, source = ceilings(sweep, case.dtype)
-    intensity = flops / min_traffic_bytes(spec, dtype=case.dtype, tokens=case.tokens, backward=backward)
+    traffic = min_traffic_bytes(spec, dtype=case.dtype, tokens=case.tokens, backward=backward)
+    intensity = flops / traffic
     ridge = ridge_flop_per_byte(peak, bandwidth) if peak and bandwidth else None
+    # The roofline's lower bound for the same case: the least traffic and the model FLOPs at the ceilings.
+    bound_ms = Roofline(flops, traffic, peak, bandwidth).time_s * 1e3 if peak and bandwidth else None
     return BenchResult(
         variant=spec.variant,
         settings=settings_text(spec, backward=backward),
@@ -215,6 +221,8 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
         above_peak=bool(peak) and tflops > peak,
         intensity_flop_per_byte=intensity,
         ridge_flop_per_byte=ridge,
+        bound_ms=bound_ms,
+        pct_of_bound=100 * bound_ms / stats.median_ms if bound_ms and stats.median_ms > 0 else None,
         bound=None if ridge is None else ("compute" if intensity >= ridge else "memory"),
         peak_mem_bytes=mem[0],
         extra_mem_bytes=mem[1],

@@ -27,6 +27,7 @@ class BenchConfig:
     threads: int | None = None  # CPU: torch.set_num_threads; None keeps torch's count
     calibrate: bool = False
     seed: int = 0
+    gpu: str | None = None  # a key of ffn_cli/hardware's table: its ceilings instead of the device's own row
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:

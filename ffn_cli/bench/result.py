@@ -115,6 +115,8 @@ class BenchResult:
     settings: str = ""  # what else shapes the module: biases, experts, routing (settings_text)
     spec: dict[str, Any] = field(default_factory=dict, repr=False)  # the FFNSpec timed, as FFNSpec.as_dict()
     above_peak: bool = False  # faster than the peak it is measured against: that peak is no upper bound here
+    bound_ms: float | None = None  # the roofline's lower bound, max(FLOPs / peak, least traffic / bandwidth)
+    pct_of_bound: float | None = None  # bound / measured: how close the run came to it
 
     @property
     def label(self) -> str:

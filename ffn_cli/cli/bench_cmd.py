@@ -10,6 +10,7 @@ import typer
 from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_cache_dirs, require_temp_dir
 from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.ffn_options import FFNOptions
+from ffn_cli.cli.hardware_options import GPUOpt, resolve_gpu
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name, parse_int_list, parse_list
@@ -125,6 +126,7 @@ def bench(
     model: ModelOpt = None,
     revision: RevisionOpt = None,
     layer: LayerOpt = None,
+    gpu: GPUOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory.
@@ -187,6 +189,7 @@ def bench(
         threads=threads,
         calibrate=calibrate,
         seed=seed,
+        gpu=None if gpu is None else resolve_gpu(gpu).key,
     )
     report = _run_with_progress(
         lambda on_progress: run_bench(

@@ -23,7 +23,7 @@ from ffn_cli.cli.export import with_export
 __all__ = ["COMMANDS", "LazyCommands", "build_command"]
 
 # In the order `ffn --help` lists them; each is the function of that name in ffn_cli/cli/NAME_cmd.py.
-COMMANDS = ("trace", "params", "bench", "variants")
+COMMANDS = ("trace", "params", "bench", "variants", "hardware")
 
 
 def flags_take_no_value(params: Any) -> None:

@@ -11,7 +11,9 @@ from rich.text import Text
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.complete import complete_dtypes
+from ffn_cli.cli.costs import CostOptions
 from ffn_cli.cli.ffn_options import FFNOptions
+from ffn_cli.cli.hardware_options import BatchListOpt, GPUOpt, PhaseOpt, QuantizeOpt, TokensOpt, WeightsOpt
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
@@ -98,6 +100,12 @@ def params(
     dtype: ParamsDTypeOpt = None,
     tp: TPOpt = 1,
     ep: EPOpt = 1,
+    weights: WeightsOpt = None,
+    quantize: QuantizeOpt = None,
+    gpu: GPUOpt = None,
+    batch: BatchListOpt = None,
+    tokens: TokensOpt = None,
+    phase: PhaseOpt = "prefill",
     json: JsonOpt = False,
 ) -> None:
     """Parameters, FLOPs and memory of an FFN beside its attention, of variants side by side, or of whole models.
@@ -113,14 +121,17 @@ def params(
         _reject_given(ctx, [p for p in ctx.params if p not in ("list_presets", "json")], "--list-presets lists every preset alone")
         _print_presets(json)
         return
-    seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None else []
+    # With --gpu, --seq-len sizes the roofline's pass instead of listing lengths to count FLOPs at.
+    seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None and gpu is None else []
+    costs = CostOptions(weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep)
     if config is not None or preset is not None or model is not None:
         ffn.refuse(tuple(ffn.given), _READS_EVERY_SIZE)
         _reject_given(ctx, _ATTENTION_OPTIONS, _READS_EVERY_SIZE)
-        unused = {"tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
-        refuse_unused(unused, "per-rank counts are of one FFN: give its --variant and sizes instead of --config / --preset / --model")
-        _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json, no_cache)
+        _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json, costs, no_cache)
         return
+    _whole_model = "applies to a whole model: give --preset, --config or --model"
+    refuse_unused({"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens}, _whole_model)
+    _reject_given(ctx, ("phase",), _whole_model)
     refuse_unused({"revision": revision}, "applies to --model (a Hub model id)")
     refuse_unused({"no_cache": no_cache or None}, "applies to --config, --preset and --model")
     ffn.refuse(_NO_COUNT, "changes the values, not one count or FLOP; ffn trace runs it", unless_default=True)
@@ -221,6 +232,7 @@ def _print_models(
     dtype: str,
     seq_lens: list[int],
     json: bool,
+    costs: CostOptions | None = None,
     no_cache: bool = False,
 ) -> None:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
@@ -236,16 +248,26 @@ def _print_models(
             why = f"model_type {unknown.value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison"
             raise FFNError(option, unknown.source, why) from None
         refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length need a model ffn reads itself")
+        _refuse_costs(costs, "needs a model ffn reads itself")
         _print_built(unknown, dtype, json, use_cache=not no_cache)
         return
-    _print_loaded(models, dtype, seq_lens, json)
+    if len(models) > 1:
+        _refuse_costs(costs, "is asked of one model: name one")
+    _print_loaded(models, dtype, seq_lens, json, costs)
 
 
 def _named_models(*lists: str | None) -> list[str]:
     return [item for text in lists if text for item in text.split(",") if item.strip()]
 
 
-def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool) -> None:
+def _refuse_costs(costs: CostOptions | None, allowed: str) -> None:
+    if costs is not None and costs.asked:
+        given = {"weights": costs.weights, "quantize": costs.quantize, "gpu": costs.gpu, "batch": costs.batch, "tokens": costs.tokens}
+        refuse_unused(given | {"tp": costs.tp if costs.tp != 1 else None, "ep": costs.ep if costs.ep != 1 else None}, allowed)
+
+
+def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool, costs: CostOptions | None = None) -> None:
+    from ffn_cli.cli.costs import model_costs
     from ffn_cli.models import count_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
@@ -263,12 +285,15 @@ def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], js
             console.print(model_comparison_view(compared, dtype))
         return
     _name, result, stack, rows = compared[0]
+    shown, cost_data = model_costs(models[0], dtype, costs or CostOptions())
     if json:
-        emit_json(model_data(result, dtype) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}))
+        emit_json(model_data(result, dtype) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}) | cost_data)
         return
     console.print(model_view(result, dtype))
     if rows:
         console.print(Text(""), seq_flops_view(stack, rows, f"{result.spec.n_layers} layers"))
+    for table in shown:
+        console.print(Text(""), table)
 
 
 def _print_built(unknown: UnknownModelType, dtype: str, json: bool, *, use_cache: bool = True) -> None:

@@ -199,11 +199,25 @@ def _checkpoint_table(report: BenchReport) -> FitTable:
 _FLOPS_CAPTION = "FLOPs in forwards: model FLOPs (3×, what MFU counts) / hardware FLOPs, with the recompute"
 
 
+def bound_lines(results: Sequence[BenchResult]) -> list[Text]:
+    """Each case's measured median beside the roofline's lower bound for it, where a ceiling is known."""
+    lines = [
+        f"{r.label}: measured {r.median_ms:.4g} ms, bound ≥ {r.bound_ms:.4g} ms ({r.bound} ceiling), {r.pct_of_bound:.1f} % of the bound"
+        for r in results
+        if r.bound_ms is not None and r.pct_of_bound is not None
+    ]
+    if not lines:
+        return []
+    head = "roofline: time ≥ max(FLOPs / peak, least bytes / bandwidth), a lower bound, not a forecast"
+    return [Text(head, style="dim"), *(Text(line, style="dim") for line in lines)]
+
+
 def bench_view(report: BenchReport) -> RenderableType:
     """Everything the terminal shows: the table, the bars, the environment, notes."""
     parts: list[RenderableType] = [results_table(report), bars(report), _env_text(report)]
     if report.checkpoint:
         parts.append(_checkpoint_table(report))
+    parts += bound_lines(report.results)
     parts += [Text(f"skipped: {s}", style="dim") for s in report.skipped]
     parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
     return Group(*parts)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
+from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
@@ -340,6 +341,11 @@ def _meta_routing(result: TraceResult) -> str:
     return f" Routing has no values to choose by either: {spread}; {describe_tokens(tokens)}."
 
 
+def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
+    tokens = next((s.tokens_per_expert for s in result.steps if s.tokens_per_expert is not None), None)
+    return experts_touched_data(result.spec, tokens, result.tokens)
+
+
 def _sections(result: TraceResult, *, ops: bool, values: int) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
     if result.is_meta:
@@ -347,6 +353,9 @@ def _sections(result: TraceResult, *, ops: bool, values: int) -> list[Renderable
         out.append(Text(meta + _meta_routing(result), style="dim"))
     else:
         out.append(_stats_table(result))
+        touched = _experts_touched(result)
+        if touched is not None:
+            out.append(experts_touched_note(touched))
         if values:
             out.append(_values_table(result, values))
     out += [_totals(result), width_diagram(result)]
@@ -461,6 +470,9 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
         "check_threshold": c.threshold if c is not None else None,
         "check_passed": c.passed if c is not None else None,
     }
+    touched = None if result.is_meta else _experts_touched(result)
+    if touched is not None:
+        data["experts_touched"] = touched
     if result.block is not None:
         data["block_flops"] = {"attn": result.part_flops("attn"), "ffn": result.part_flops("ffn")}
     summary = summarise_experts(result.steps)

@@ -1,0 +1,124 @@
+"""What `ffn params` adds for a whole model when asked what it costs: the weights as stored
+(--weights, --quantize, or the checkpoint's quantization_config), per-GPU memory under
+--tp / --ep, and the roofline of a forward pass on --gpu. Pure Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import RenderableType
+
+from ffn_cli.cli.hardware_options import resolve_gpu
+from ffn_cli.cli.options import parse_int_list
+from ffn_cli.errors import FFNError
+
+__all__ = ["CostOptions", "model_costs"]
+
+DEFAULT_SEQ_LEN = 4096
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    weights: str | None = None
+    quantize: str | None = None
+    gpu: str | None = None
+    batch: str | None = None
+    tokens: int | None = None
+    phase: str = "prefill"
+    seq_len: str | None = None
+    tp: int = 1
+    ep: int = 1
+
+    @property
+    def asked(self) -> bool:
+        return any(v is not None for v in (self.weights, self.quantize, self.gpu, self.batch, self.tokens)) or self.tp != 1 or self.ep != 1
+
+    def refuse_without_gpu(self) -> None:
+        if self.gpu is None:
+            for option, value in (("batch", self.batch), ("tokens", self.tokens)):
+                if value is not None:
+                    raise FFNError(option, value, "sizes the roofline's pass: add --gpu NAME")
+            if self.phase != "prefill":
+                raise FFNError("phase", self.phase, "chooses the roofline's pass: add --gpu NAME")
+
+
+def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
+    from ffn_cli.hardware.dtypes import TABLE_DTYPE
+    from ffn_cli.models.weights import plan_from_config, plan_from_options
+
+    rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
+    if opts.weights is not None:
+        return plan_from_options(opts.weights, opts.quantize, rest), ""
+    if opts.quantize is not None:
+        raise FFNError("quantize", opts.quantize, "chooses where --weights FORMAT goes: give --weights too")
+    plan, note = plan_from_config(loaded.config)
+    if plan is None:
+        from dataclasses import replace
+
+        plan = replace(plan_from_options(rest, None, rest), origin=f"{rest} everywhere (--dtype)")
+    return plan, note
+
+
+def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
+    from ffn_cli.models.roofline import PassCase
+
+    if opts.tokens is not None and opts.batch is not None:
+        raise FFNError("tokens", opts.tokens, "is the pass's size itself: give --tokens or --batch, not both")
+    seq_lens = parse_int_list("seq_len", opts.seq_len) if opts.seq_len is not None else [DEFAULT_SEQ_LEN]
+    if len(seq_lens) != 1:
+        raise FFNError("seq_len", opts.seq_len, "with --gpu, one length: the tokens per sequence (prefill) or the context (decode)")
+    seq_len = seq_lens[0]
+    if opts.tokens is not None:
+        from ffn_cli.spec import check_int
+
+        check_int("tokens", opts.tokens, maximum=1 << 40)
+        return [
+            PassCase(opts.phase, 1, opts.tokens, act_bytes)
+            if opts.phase == "prefill"
+            else PassCase(opts.phase, opts.tokens, seq_len, act_bytes)
+        ]  # type: ignore[arg-type]
+    batches = parse_int_list("batch", opts.batch) if opts.batch is not None else [1]
+    return [PassCase(opts.phase, b, seq_len, act_bytes) for b in batches]  # type: ignore[arg-type]
+
+
+def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[RenderableType], dict[str, Any]]:
+    """The tables and the JSON fields the cost options ask for (none when none is asked and the
+    checkpoint stores its weights as --dtype)."""
+    from ffn_cli.accounting import DTYPE_BYTES
+    from ffn_cli.hardware.dtypes import TABLE_DTYPE
+    from ffn_cli.models.seq_flops import model_stack
+    from ffn_cli.models.weights import checkpoint, plan_from_options
+    from ffn_cli.render.weights import checkpoint_data, checkpoint_view
+
+    opts.refuse_without_gpu()
+    plan, note = _plan(loaded, opts, dtype)
+    spec = loaded.spec
+    shown: list[RenderableType] = []
+    data: dict[str, Any] = {}
+    quantized = opts.weights is not None or loaded.config.get("quantization_config") is not None
+    stored = checkpoint(spec, plan)
+    if quantized or note:
+        bf16 = checkpoint(spec, plan_from_options("bf16", None)).bytes_
+        shown.append(checkpoint_view(stored, bf16, note))
+        data["checkpoint"] = checkpoint_data(stored, bf16, note)
+    gpu = resolve_gpu(opts.gpu) if opts.gpu is not None else None
+    if opts.tp != 1 or opts.ep != 1:
+        from ffn_cli.models.rank_memory import rank_memory
+        from ffn_cli.render.rank_memory import rank_memory_data, rank_memory_view
+
+        ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
+        shown.append(rank_memory_view(ranks, gpu))
+        data["per_gpu_memory"] = rank_memory_data(ranks, gpu)
+    if gpu is not None:
+        from ffn_cli.models.roofline import pass_cost
+        from ffn_cli.render.roofline import roofline_data, roofline_view
+
+        column = TABLE_DTYPE.get(dtype, dtype)
+        if gpu.tflops_for(column) is None:
+            raise FFNError("gpu", opts.gpu, f"{gpu.name} has no dense {column} rate in the table: choose another --dtype or GPU")
+        stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
+        costs = [pass_cost(spec, stack, plan, case) for case in _cases(opts, DTYPE_BYTES[dtype])]
+        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers))
+        data["roofline"] = roofline_data(costs, gpu, column, plan.origin)
+    return shown, data

@@ -1,0 +1,71 @@
+"""Options for what a model costs on real hardware: --gpu (a row of ffn_cli/hardware's table),
+and turning their text into table rows, with did-you-mean on a wrong name."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ffn_cli.errors import FFNError
+from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
+
+__all__ = ["BatchListOpt", "GPUOpt", "PhaseOpt", "QuantizeOpt", "TokensOpt", "WeightsOpt", "resolve_gpu"]
+
+_HARDWARE = "Hardware"
+
+GPUOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="A GPU of `ffn hardware` (h100, h200, b200, mi300x, …): its dense peak and bandwidth.",
+        rich_help_panel=_HARDWARE,
+        show_default=False,
+    ),
+]
+
+
+def resolve_gpu(name: str) -> GPU:
+    """The table's row for --gpu NAME, or a usage error naming the closest keys."""
+    try:
+        return find_gpu(name)
+    except UnknownGPU as unknown:
+        hint = f"did you mean {' or '.join(unknown.suggestions)}? " if unknown.suggestions else ""
+        raise FFNError("gpu", name, f"{hint}known: {', '.join(gpu_keys())} (ffn hardware lists them)") from None
+
+
+WeightsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--weights",
+        help="Storage format of the weights: fp32, bf16, fp16, fp8, fp8-block, int8, int4[-gN][-SCALE], mxfp4, nvfp4 "
+        "(default: the checkpoint's quantization_config, else --dtype).",
+        rich_help_panel=_HARDWARE,
+        show_default=False,
+    ),
+]
+QuantizeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--quantize",
+        help="Which tensors --weights stores: experts, ffn, linears (default for a quantized format) or all.",
+        rich_help_panel=_HARDWARE,
+        show_default=False,
+    ),
+]
+PhaseOpt = Annotated[
+    str,
+    typer.Option(
+        "--phase", help="With --gpu: prefill (batch × seq-len tokens) or decode (one token per sequence).", rich_help_panel=_HARDWARE
+    ),
+]
+BatchListOpt = Annotated[
+    str | None,
+    typer.Option("--batch", "-b", help="With --gpu: sequences in the pass; a comma list sweeps (1,8,64,512).", rich_help_panel=_HARDWARE),
+]
+TokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tokens", help="With --gpu: tokens in the pass (prefill: one sequence of T; decode: T sequences).", rich_help_panel=_HARDWARE
+    ),
+]

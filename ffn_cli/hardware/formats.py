@@ -1,0 +1,116 @@
+"""Weight storage formats: how many bits a weight matrix takes, its scales included.
+
+A format stores each element in `element_bits` and, for quantized formats, one scale per
+group of weights: a group of `group` consecutive weights along a row (the input dimension of
+an (out, in) weight, as MXFP4, NVFP4 and GPTQ-style int4 group them), or a `block` of
+rows × columns (DeepSeek-V3's 128×128 FP8 blocks), or one scale per row (`per_row`), plus
+`tensor_scale_bits` once per tensor (NVFP4's and per-tensor FP8's float32 scale). Exact: a
+group that does not fill gets its own scale too (the ceiling), as the checkpoints store them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from math import ceil, prod
+
+__all__ = ["FORMATS", "WeightFormat", "parse_format"]
+
+SCALE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "e8m0": 8, "e4m3": 8}
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    name: str
+    element_bits: int
+    element: str  # the element's own type: bf16, e4m3, e2m1, int4, …
+    group: int = 0  # one scale per `group` weights along a row; 0: none
+    block: tuple[int, int] | None = None  # one scale per rows × cols block
+    per_row: bool = False  # one scale per output row
+    scale: str = ""  # the scale's type (a key of SCALE_BITS)
+    tensor_scale_bits: int = 0  # once per tensor
+    compute_dtype: str = ""  # the matmul dtype its rate is read at in the GPU table
+
+    @property
+    def scale_bits(self) -> int:
+        return SCALE_BITS[self.scale] if self.scale else 0
+
+    @property
+    def quantized(self) -> bool:
+        return bool(self.scale or self.tensor_scale_bits)
+
+    def scales(self, shape: tuple[int, ...]) -> int:
+        """How many group/block/row scales a tensor of `shape` carries (not the per-tensor one)."""
+        rows, cols = (prod(shape[:-1]), shape[-1]) if len(shape) > 1 else (1, shape[0])
+        if self.group:
+            return rows * ceil(cols / self.group)
+        if self.block is not None:
+            return ceil(rows / self.block[0]) * ceil(cols / self.block[1])
+        return rows if self.per_row else 0
+
+    def tensor_bits(self, shape: tuple[int, ...]) -> int:
+        """Bits to store one tensor of `shape` in this format, every scale included."""
+        return prod(shape) * self.element_bits + self.scales(shape) * self.scale_bits + self.tensor_scale_bits
+
+    def bits_per_weight(self, shape: tuple[int, ...] | None = None) -> Fraction:
+        """Exact bits per weight: of a tensor of `shape`, or of an unbounded one (full groups, no per-tensor share)."""
+        if shape is not None:
+            return Fraction(self.tensor_bits(shape), prod(shape))
+        per_group = self.group or (self.block[0] * self.block[1] if self.block else 0)
+        return Fraction(self.element_bits) + (Fraction(self.scale_bits, per_group) if per_group else 0)
+
+    def describe(self) -> str:
+        """In words, e.g. 'mxfp4: e2m1 + an e8m0 scale per 32 = 4.25 bits/weight'."""
+        parts = [self.element]
+        if self.group:
+            parts.append(f"one {self.scale} scale per {self.group}")
+        elif self.block is not None:
+            parts.append(f"one {self.scale} scale per {self.block[0]}×{self.block[1]} block")
+        elif self.per_row:
+            parts.append(f"one {self.scale} scale per row")
+        if self.tensor_scale_bits:
+            parts.append("one fp32 scale per tensor")
+        bits = self.bits_per_weight()
+        exact = f"{float(bits):.6g}"
+        tail = " (+ the per-row scales)" if self.per_row else ""
+        return f"{self.name}: {' + '.join(parts)} = {exact} bits/weight{tail}"
+
+
+def _int(bits: int, group: int, scale: str) -> WeightFormat:
+    name = f"int{bits}" + (f"-g{group}" if group else "") + f"-{scale}"
+    return WeightFormat(
+        name, bits, f"int{bits}", group=group, per_row=not group, scale=scale, compute_dtype=f"int{bits}" if bits == 8 else ""
+    )
+
+
+FORMATS: dict[str, WeightFormat] = {
+    "fp32": WeightFormat("fp32", 32, "fp32", compute_dtype="fp32"),
+    "bf16": WeightFormat("bf16", 16, "bf16", compute_dtype="bf16"),
+    "fp16": WeightFormat("fp16", 16, "fp16", compute_dtype="fp16"),
+    "fp8": WeightFormat("fp8", 8, "e4m3", tensor_scale_bits=32, compute_dtype="fp8"),
+    "fp8-block": WeightFormat("fp8-block", 8, "e4m3", block=(128, 128), scale="fp32", compute_dtype="fp8"),
+    "int8": _int(8, 0, "bf16"),
+    "int4": _int(4, 128, "bf16"),
+    "mxfp4": WeightFormat("mxfp4", 4, "e2m1", group=32, scale="e8m0", compute_dtype="fp4"),
+    "nvfp4": WeightFormat("nvfp4", 4, "e2m1", group=16, scale="e4m3", tensor_scale_bits=32, compute_dtype="fp4"),
+}
+ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8": "fp8", "fp8-e4m3": "fp8", "e4m3": "fp8"}
+SYNTAX = "fp32, bf16, fp16, fp8, fp8-block[-N], int8[-gN][-SCALE], int4[-gN][-SCALE], mxfp4, nvfp4 (SCALE: bf16, fp16, fp32)"
+
+
+def parse_format(text: str) -> WeightFormat:
+    """'int4-g64-fp16' → int4 with one fp16 scale per 64 weights; ValueError on anything else."""
+    t = ALIASES.get(text.strip().lower(), text.strip().lower())
+    if t in FORMATS:
+        return FORMATS[t]
+    m = re.fullmatch(r"fp8-block-(\d+)", t)
+    if m and int(m.group(1)) > 0:
+        n = int(m.group(1))
+        return WeightFormat(f"fp8-block-{n}", 8, "e4m3", block=(n, n), scale="fp32", compute_dtype="fp8")
+    m = re.fullmatch(r"int(4|8)(?:-g(\d+))?(?:-(bf16|fp16|fp32))?", t)
+    if m and (m.group(2) is None or int(m.group(2)) > 0):
+        bits = int(m.group(1))
+        group = int(m.group(2)) if m.group(2) else (128 if bits == 4 else 0)
+        return _int(bits, group, m.group(3) or "bf16")
+    raise ValueError(f"choose {SYNTAX}")

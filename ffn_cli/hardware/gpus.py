@@ -1,0 +1,212 @@
+"""The GPU table: memory, memory bandwidth and dense peak rate per dtype of each known GPU.
+
+Pure data, no torch and nothing else of ours. Every number is a vendor's datasheet or
+whitepaper figure (docs/hardware.md cites each source by its `source` key). Peaks are DENSE:
+where a vendor prints only the "with sparsity" figure (2:4 structured sparsity, which a dense
+GEMM never uses), the table holds half of it. A dtype the chip has no tensor-core rate for, or
+whose rate the sources do not give, is absent: it is never guessed.
+
+Units: memory in GB (10⁹ bytes, as vendors state it), bandwidth in GB/s, rates in TFLOP/s
+(TOP/s for int8). bf16/fp16 rates are with float32 accumulation, as PyTorch's GEMMs run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["DTYPES", "GPU", "GPUS", "SOURCES", "gpu_for_device_name", "ridge_flop_per_byte"]
+
+# Table columns, in the order `ffn hardware` prints them.
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One row of the table. `key` is what --gpu takes; `aliases` are other names for it;
+    `pattern` is searched (case-insensitive) in torch.cuda.get_device_name()."""
+
+    key: str
+    name: str
+    pattern: str
+    memory_gb: float
+    bandwidth_gbps: float
+    tflops: dict[str, float]
+    source: str  # a key of SOURCES
+    aliases: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())  # what the sources leave out, in words
+
+    def tflops_for(self, dtype: str) -> float | None:
+        return self.tflops.get(dtype)
+
+    def ridge(self, dtype: str) -> float | None:
+        """FLOP per byte where compute time equals memory time for this dtype's peak."""
+        peak = self.tflops.get(dtype)
+        return None if peak is None else ridge_flop_per_byte(peak, self.bandwidth_gbps)
+
+
+def ridge_flop_per_byte(tflops: float, bandwidth_gbps: float) -> float:
+    """FLOP per byte at which compute time equals memory time: below it a run is memory-bound."""
+    return tflops * 1e12 / (bandwidth_gbps * 1e9)
+
+
+def _r(**rates: float | None) -> dict[str, float]:
+    return {k: v for k, v in rates.items() if v is not None}
+
+
+# source key → (document, where it is published). docs/hardware.md cites each one.
+SOURCES: dict[str, tuple[str, str]] = {
+    "nvidia-h100": ("NVIDIA H100 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/h100/"),
+    "nvidia-h200": ("NVIDIA H200 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/h200/"),
+    "nvidia-h20": ("NVIDIA H20 product brief (figures as NVIDIA's partners publish them)", "NVIDIA HGX H20 product brief"),
+    "nvidia-a100": ("NVIDIA A100 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/a100/"),
+    "nvidia-b200": ("NVIDIA HGX B200 datasheet (8 GPUs; per GPU = ÷ 8)", "https://www.nvidia.com/en-us/data-center/hgx/"),
+    "nvidia-l4": ("NVIDIA L4 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/l4/"),
+    "nvidia-l40s": ("NVIDIA L40S GPU datasheet", "https://www.nvidia.com/en-us/data-center/l40s/"),
+    "nvidia-l40": ("NVIDIA L40 GPU datasheet", "https://www.nvidia.com/en-us/data-center/l40/"),
+    "nvidia-a10": ("NVIDIA A10 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/products/a10-gpu/"),
+    "aws-g5": ("Amazon EC2 G5 instances (A10G: memory and bandwidth only)", "https://aws.amazon.com/ec2/instance-types/g5/"),
+    "nvidia-ada": ("NVIDIA Ada GPU Architecture whitepaper, appendix (GeForce RTX 4090)", "NVIDIA ADA GPU ARCHITECTURE, v2.01"),
+    "nvidia-rtx-blackwell": (
+        "NVIDIA RTX Blackwell GPU Architecture whitepaper (GeForce RTX 5090)",
+        "https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf",
+    ),
+    "nvidia-ga102": ("NVIDIA Ampere GA102 GPU Architecture whitepaper (GeForce RTX 3090)", "NVIDIA AMPERE GA102 GPU ARCHITECTURE"),
+    "nvidia-v100": ("NVIDIA V100 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/v100/"),
+    "nvidia-t4": ("NVIDIA T4 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/tesla-t4/"),
+    "amd-mi300x": ("AMD Instinct MI300X accelerator datasheet", "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"),
+    "amd-mi325x": ("AMD Instinct MI325X accelerator datasheet", "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"),
+}
+
+_SPARSE_ONLY = "the datasheet prints int8/fp8/bf16/tf32 with sparsity: halved here"
+_HOPPER = _r(fp64=67, fp32=67, tf32=494.5, bf16=989.5, fp16=989.5, fp8=1979, int8=1979)
+_MI300 = _r(fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9, int8=2614.9)
+_A100 = _r(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624)
+
+# Most specific pattern first: the first that matches a CUDA device name wins ("H100 PCIe" before "H100").
+GPUS: tuple[GPU, ...] = (
+    GPU(
+        "h200-nvl",
+        "NVIDIA H200 NVL",
+        r"H200.*NVL",
+        141,
+        4800,
+        _r(fp64=60, fp32=60, tf32=417.5, bf16=835.5, fp16=835.5, fp8=1670.5, int8=1670.5),
+        "nvidia-h200",
+        notes=(_SPARSE_ONLY,),
+    ),
+    GPU("h200", "NVIDIA H200 SXM", r"H200", 141, 4800, _HOPPER, "nvidia-h200", ("h200-sxm",), (_SPARSE_ONLY,)),
+    GPU(
+        "h100-pcie",
+        "NVIDIA H100 PCIe",
+        r"H100.*PCIe",
+        80,
+        2000,
+        _r(fp64=51, fp32=51, tf32=378, bf16=756.5, fp16=756.5, fp8=1513, int8=1513),
+        "nvidia-h100",
+        notes=(_SPARSE_ONLY,),
+    ),
+    GPU(
+        "h100-nvl",
+        "NVIDIA H100 NVL",
+        r"H100.*NVL",
+        94,
+        3900,
+        _r(fp64=60, fp32=60, tf32=417.5, bf16=835.5, fp16=835.5, fp8=1670.5, int8=1670.5),
+        "nvidia-h100",
+        notes=(_SPARSE_ONLY,),
+    ),
+    GPU("h100", "NVIDIA H100 SXM", r"H100", 80, 3350, _HOPPER, "nvidia-h100", ("h100-sxm", "h100-sxm5"), (_SPARSE_ONLY,)),
+    GPU(
+        "h20",
+        "NVIDIA H20",
+        r"\bH20\b",
+        96,
+        4000,
+        _r(fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
+        "nvidia-h20",
+        notes=("no fp64 tensor rate given",),
+    ),
+    GPU(
+        "b200",
+        "NVIDIA B200 (HGX)",
+        r"B200",
+        180,
+        8000,
+        _r(fp64=37, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, fp4=9000, int8=4500),
+        "nvidia-b200",
+        notes=("HGX B200 at 1,000 W per GPU; the datasheet prints fp4…tf32 with sparsity: halved here",),
+    ),
+    GPU("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", r"A100.*PCIe.*80GB|A100 80GB PCIe", 80, 1935, _A100, "nvidia-a100"),
+    GPU("a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", r"A100.*PCIe", 40, 1555, _A100, "nvidia-a100"),
+    GPU("a100-40gb", "NVIDIA A100 SXM4 40GB", r"A100.*40GB", 40, 1555, _A100, "nvidia-a100", ("a100-sxm4-40gb",)),
+    GPU("a100-80gb", "NVIDIA A100 SXM4 80GB", r"A100", 80, 2039, _A100, "nvidia-a100", ("a100", "a100-sxm4-80gb")),
+    GPU("a10g", "NVIDIA A10G", r"\bA10G\b", 24, 600, {}, "aws-g5", notes=("no vendor datasheet gives the A10G's peak rates: left empty",)),
+    GPU("a10", "NVIDIA A10", r"\bA10\b", 24, 600, _r(fp32=31.2, tf32=62.5, bf16=125, fp16=125, int8=250), "nvidia-a10"),
+    GPU("l40s", "NVIDIA L40S", r"\bL40S\b", 48, 864, _r(fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733, int8=733), "nvidia-l40s"),
+    GPU("l40", "NVIDIA L40", r"\bL40\b", 48, 864, _r(fp32=90.5, tf32=90.5, bf16=181.05, fp16=181.05, fp8=362, int8=362), "nvidia-l40"),
+    GPU("l4", "NVIDIA L4", r"\bL4\b", 24, 300, _r(fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5, int8=242.5), "nvidia-l4"),
+    GPU(
+        "rtx-5090",
+        "NVIDIA GeForce RTX 5090",
+        r"RTX 5090",
+        32,
+        1792,
+        _r(fp32=104.8, tf32=104.8, bf16=209.5, fp16=209.5, fp8=419, fp4=1676),
+        "nvidia-rtx-blackwell",
+        ("5090",),
+        ("bf16/fp8 with fp32 accumulation; fp4 is NVIDIA's 3,352 AI TOPS (with sparsity) halved; int8 not found in the sources",),
+    ),
+    GPU(
+        "rtx-4090",
+        "NVIDIA GeForce RTX 4090",
+        r"RTX 4090",
+        24,
+        1008,
+        _r(fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3, int8=660.6),
+        "nvidia-ada",
+        ("4090",),
+        ("bf16/fp8 with fp32 accumulation (double with fp16 accumulation)",),
+    ),
+    GPU(
+        "rtx-3090",
+        "NVIDIA GeForce RTX 3090",
+        r"RTX 3090(?! Ti)",
+        24,
+        936,
+        _r(fp32=35.6, tf32=35.6, bf16=71, fp16=71, int8=284),
+        "nvidia-ga102",
+        ("3090",),
+    ),
+    GPU("v100-pcie", "NVIDIA V100 PCIe", r"V100.*PCIe", 32, 900, _r(fp64=7, fp32=14, fp16=112), "nvidia-v100", notes=("no bf16",)),
+    GPU("v100", "NVIDIA V100 SXM2", r"V100", 32, 900, _r(fp64=7.8, fp32=15.7, fp16=125), "nvidia-v100", ("v100-sxm2",), ("no bf16",)),
+    GPU("t4", "NVIDIA T4", r"\bT4\b", 16, 320, _r(fp32=8.1, fp16=65, int8=130), "nvidia-t4", notes=("no bf16",)),
+    GPU(
+        "mi325x",
+        "AMD Instinct MI325X",
+        r"MI325X",
+        256,
+        6000,
+        _MI300,
+        "amd-mi325x",
+        notes=("AMD prints dense rates; sparsity doubles fp8, bf16, tf32",),
+    ),
+    GPU(
+        "mi300x",
+        "AMD Instinct MI300X",
+        r"MI300X",
+        192,
+        5300,
+        _MI300,
+        "amd-mi300x",
+        notes=("AMD prints dense rates; sparsity doubles fp8, bf16, tf32",),
+    ),
+)
+
+
+def gpu_for_device_name(device_name: str) -> GPU | None:
+    """The row for a CUDA device name such as 'NVIDIA H100 80GB HBM3', or None."""
+    for gpu in GPUS:
+        if re.search(gpu.pattern, device_name, flags=re.IGNORECASE):
+            return gpu
+    return None

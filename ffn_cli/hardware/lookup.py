@@ -1,0 +1,44 @@
+"""`--gpu NAME` → a row of the table, forgiving case, spaces and the vendor's prefix, and
+naming the closest keys when nothing matches (difflib)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from ffn_cli.hardware.gpus import GPU, GPUS
+
+__all__ = ["UnknownGPU", "closest", "find_gpu", "gpu_keys"]
+
+
+class UnknownGPU(LookupError):
+    """No row is called `name`; `suggestions` are the closest keys."""
+
+    def __init__(self, name: str, suggestions: list[str]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.suggestions = suggestions
+
+
+def gpu_keys() -> list[str]:
+    return [g.key for g in GPUS]
+
+
+def _norm(text: str) -> str:
+    text = re.sub(r"^(nvidia|amd)\s+|\b(geforce|instinct)\s+", "", text.strip().lower())
+    return re.sub(r"[\s_]+", "-", text)
+
+
+def closest(word: str, choices: list[str], n: int = 3) -> list[str]:
+    """The choices nearest to `word`, best first (difflib's ratio, cutoff 0.5)."""
+    return difflib.get_close_matches(word, choices, n=n, cutoff=0.5)
+
+
+def find_gpu(name: str) -> GPU:
+    """The row whose key, alias or full name is `name` (case, spaces and an 'NVIDIA ' prefix aside)."""
+    wanted = _norm(name)
+    for gpu in GPUS:
+        if wanted in (gpu.key, *gpu.aliases, _norm(gpu.name)):
+            return gpu
+    names = {k: g.key for g in GPUS for k in (g.key, *g.aliases)}
+    raise UnknownGPU(name, list(dict.fromkeys(names[m] for m in closest(wanted, list(names)))))

@@ -1,0 +1,163 @@
+"""What one forward pass of a model moves and computes, for the roofline: one layer's FFN,
+one layer's attention (the mean over layers) and the whole model, at a batch and length.
+
+Counted, all as lower bounds:
+- FLOPs: matmuls only (2·m·n·k), the active path (a MoE token runs top-k experts); attention
+  scores read the keys each query sees (causal, sliding windows, chunks as the config says).
+- Bytes: every weight read once in its stored format (a MoE layer reads only the experts its
+  tokens touch: E·(1 − (1 − k/E)^T) of them in expectation under uniform routing), each part's
+  input and output activations once in the compute dtype (intermediates assumed to stay on
+  chip), and the KV cache: in prefill written and read once, in decode the context read and the
+  new token's keys and values written (MLA caches its compressed kv_lora_rank + rope width).
+Not counted: elementwise work (norms, activations, softmax), launch overheads, communication.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ffn_cli.accounting import matmul_flops_per_token, param_tensors
+from ffn_cli.attention import LatentAttentionSpec
+from ffn_cli.errors import FFNError
+from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
+from ffn_cli.models.seq_flops import LayerStack
+from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.weights import StoragePlan, WeightTensor, ffn_role
+from ffn_cli.models.windows import mean_keys
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["PartCost", "PassCase", "PassCost", "kv_width", "pass_cost"]
+
+Phase = Literal["prefill", "decode"]
+
+
+@dataclass(frozen=True)
+class PassCase:
+    """prefill: `batch` sequences of `seq_len` tokens in one pass; decode: one new token for
+    each of `batch` sequences, each with `seq_len` tokens already in its KV cache."""
+
+    phase: Phase
+    batch: int
+    seq_len: int
+    act_bytes: int = 2  # the compute dtype's bytes per element (activations, KV cache)
+
+    def __post_init__(self) -> None:
+        if self.phase not in ("prefill", "decode"):
+            raise FFNError("phase", self.phase, "choose prefill or decode")
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq_len if self.phase == "prefill" else self.batch
+
+
+@dataclass(frozen=True)
+class PartCost:
+    name: str
+    flops: float
+    weight_bytes: float
+    activation_bytes: float
+    kv_bytes: float = 0.0
+    experts: int = 0  # a MoE layer: how many it has
+    experts_touched: float = 0.0  # … and how many this pass reads, in expectation
+
+    @property
+    def bytes_(self) -> float:
+        return self.weight_bytes + self.activation_bytes + self.kv_bytes
+
+    def roofline(self, peak_tflops: float, bandwidth_gbps: float) -> Roofline:
+        return Roofline(self.flops, self.bytes_, peak_tflops, bandwidth_gbps)
+
+
+@dataclass(frozen=True)
+class PassCost:
+    case: PassCase
+    ffn: PartCost  # one layer's FFN (the MoE one in a MoE model)
+    attention: PartCost  # one layer's attention: the mean over the layers
+    model: PartCost  # every layer, the embeddings and the LM head
+
+
+def _bytes(plan: StoragePlan, role: str, shape: tuple[int, ...]) -> float:
+    t = WeightTensor("vector" if len(shape) < 2 else role, shape, 1)  # type: ignore[arg-type]
+    return plan.format_of(t).tensor_bits(shape) / 8
+
+
+def _ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+    tokens = case.tokens
+    fixed = expert = 0.0  # bytes of what every pass reads, and of one routed expert
+    for t in param_tensors(ffn):
+        role = ffn_role(t.name)
+        if role == "experts":
+            if t.name.startswith("experts.0."):
+                expert += _bytes(plan, role, t.shape)
+        else:
+            fixed += _bytes(plan, role, t.shape)
+    if ffn.is_moe:
+        fixed += sum(_bytes(plan, "router", t.shape) for t in spec.moe_extra)
+        touched = expected_distinct_experts(ffn.experts, ffn.top_k, tokens)
+        weights, experts = fixed + touched * expert, ffn.experts
+    else:
+        weights, touched, experts = fixed, 0.0, 0
+    io = 2 * tokens * spec.d_model * case.act_bytes
+    name = "MoE FFN" if ffn.is_moe else "FFN"
+    return PartCost(name, tokens * matmul_flops_per_token(ffn), weights, io, 0.0, experts, touched)
+
+
+def kv_width(spec: ModelSpec) -> int:
+    """Elements the KV cache holds per token per layer."""
+    a = spec.attention
+    if isinstance(a, LatentAttentionSpec):
+        return a.kv_lora_rank + a.qk_rope_head_dim
+    return 2 * int(a.n_kv_heads) * int(a.head_dim)
+
+
+def _keys(case: PassCase, window: int | None, chunk: int | None, causal: bool) -> int:
+    """Keys read by all the queries of one sequence in this pass."""
+    if case.phase == "prefill":
+        return mean_keys(case.seq_len, window, causal=causal, chunk=chunk)[0]
+    seen = case.seq_len + 1  # the new token reads its context and itself
+    if chunk:
+        seen = case.seq_len % chunk + 1
+    return min(seen, window) if window else seen
+
+
+def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase) -> PartCost:
+    a = spec.attention
+    chunk = stack.chunks[layer] if stack.chunks else None
+    keys = case.batch * _keys(case, stack.windows[layer], chunk, stack.causal)
+    flops = case.tokens * a.projection_flops_per_token() + keys * stack.score_flops_per_key[layer]
+    weights = sum(_bytes(plan, "attention", t.shape) for t in a.tensors())
+    width = kv_width(spec) * case.act_bytes
+    # prefill: K, V written, then read once; decode: the keys read, the new token's written
+    kv = 2 * case.tokens * width if case.phase == "prefill" else (keys + case.tokens) * width
+    return PartCost("attention", flops, weights, 2 * case.tokens * spec.d_model * case.act_bytes, kv)
+
+
+def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase) -> PassCost:
+    """One forward pass: its FFN and attention per layer, and the whole model."""
+    ffn_of = {i: (spec.moe_ffn if i in spec.moe_layers else spec.dense_ffn) for i in range(spec.n_layers)}
+    ffn_costs = {id(f): _ffn_cost(spec, f, plan, case) for f in {id(f): f for f in ffn_of.values() if f}.values()}  # type: ignore[union-attr]
+    attention = [_attention_cost(spec, stack, i, plan, case) for i in range(spec.n_layers)]
+    layers = [ffn_costs[id(ffn_of[i])] for i in range(spec.n_layers)]
+    d, v, t = spec.d_model, spec.vocab_size, case.tokens
+    head_role = "embedding" if spec.tie_word_embeddings else "head"
+    head = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), t * d * case.act_bytes + t * v * case.act_bytes)
+    embed = PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes)
+    parts = [*layers, *attention, head, embed]
+    model = PartCost(
+        "model",
+        sum(p.flops for p in parts),
+        sum(p.weight_bytes for p in parts),
+        sum(p.activation_bytes for p in parts),
+        sum(p.kv_bytes for p in parts),
+    )
+    one_ffn = ffn_costs[id(spec.moe_ffn)] if spec.moe_ffn is not None and spec.moe_layers else layers[0]
+    n = spec.n_layers
+    mean_attention = PartCost(
+        "attention",
+        sum(p.flops for p in attention) / n,
+        attention[0].weight_bytes,
+        attention[0].activation_bytes,
+        sum(p.kv_bytes for p in attention) / n,
+    )
+    return PassCost(case, one_ffn, mean_attention, model)

@@ -1,0 +1,242 @@
+"""A whole model's weights as stored: every tensor by its role, which of them a format
+quantizes, and the bytes of the checkpoint that results.
+
+The roles are what quantizers choose by: gpt-oss stores only its routed experts in MXFP4 and
+keeps attention, router, embeddings and norms in bf16; DeepSeek-V3 stores every linear layer
+in FP8 with 128×128 block scales but its router, embeddings and head in bf16. `--quantize`
+picks a set of roles, and a config.json's `quantization_config` is read into one.
+1-D tensors (biases, norms, sinks) are never quantized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import ceil, prod
+from typing import Any, Literal
+
+from ffn_cli.accounting import param_tensors
+from ffn_cli.errors import FFNError
+from ffn_cli.hardware.formats import FORMATS, WeightFormat, parse_format
+from ffn_cli.models.spec import ModelSpec
+
+__all__ = [
+    "QUANTIZE_SCOPES",
+    "Checkpoint",
+    "StoragePlan",
+    "WeightTensor",
+    "checkpoint",
+    "ffn_role",
+    "plan_from_config",
+    "plan_from_options",
+    "weight_tensors",
+]
+
+Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "dense_ffn", "vector", "vision"]
+
+_FFN = frozenset({"experts", "shared", "dense_ffn"})
+_LINEARS = _FFN | {"attention"}
+QUANTIZE_SCOPES: dict[str, frozenset[str]] = {
+    "experts": frozenset({"experts"}),
+    "ffn": _FFN,
+    "linears": _LINEARS,
+    "all": _LINEARS | {"router", "embedding", "head"},
+}
+ROLE_WORDS = {
+    "experts": "routed experts",
+    "shared": "shared experts",
+    "dense_ffn": "dense FFNs",
+    "attention": "attention projections",
+    "router": "routers",
+    "embedding": "embeddings",
+    "head": "LM head",
+    "vector": "biases and norms",
+    "vision": "vision tower",
+}
+
+
+@dataclass(frozen=True)
+class WeightTensor:
+    """`count` tensors of one role and shape across the model."""
+
+    role: Role
+    shape: tuple[int, ...]
+    count: int
+
+    @property
+    def params(self) -> int:
+        return prod(self.shape) * self.count
+
+
+def ffn_role(name: str) -> Role:
+    head = name.split(".")[0]
+    if head == "experts":
+        return "experts"
+    if head.startswith("shared_expert"):
+        return "router" if head == "shared_expert_gate" else "shared"
+    return "router" if head == "router" else "dense_ffn"
+
+
+def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
+    """Every parameter tensor of the model, merged by (role, shape); they sum to its total."""
+    found: dict[tuple[Role, tuple[int, ...]], int] = {}
+
+    def add(role: Role, shape: tuple[int, ...], count: int) -> None:
+        role = "vector" if len(shape) < 2 else role
+        if count and prod(shape):
+            found[role, shape] = found.get((role, shape), 0) + count
+
+    d = spec.d_model
+    add("embedding", (spec.vocab_size, d), 1)
+    add("embedding", (spec.max_positions, d), 1)
+    add("embedding", (spec.type_vocab_size, d), 1)
+    if spec.embedding_norm:
+        add("vector", (spec.norm_params,), 1)
+    attention_copies = spec.n_layers * (2 if spec.cross_attention else 1)
+    for t in spec.attention.tensors():
+        add("attention", t.shape, attention_copies)
+    for ffn, layers in ((spec.dense_ffn, spec.dense_layers), (spec.moe_ffn, spec.moe_layers)):
+        if ffn is None or not layers:
+            continue
+        for t in param_tensors(ffn):
+            add(ffn_role(t.name), t.shape, len(layers))
+        if ffn.is_moe:
+            for t in spec.moe_extra:
+                add("router", t.shape, len(layers))
+    add("vector", (spec.norm_params,), spec.norms_per_layer * spec.n_layers + (1 if spec.final_norm else 0))
+    if spec.lm_head:
+        if not spec.tie_word_embeddings:
+            add("head", (spec.vocab_size, d), 1)
+        if spec.lm_head_bias:
+            add("vector", (spec.vocab_size,), 1)
+    if spec.pooler:
+        add("head", (d, d), 1)
+        add("vector", (d,), 1)
+    tensors = [WeightTensor(role, shape, count) for (role, shape), count in found.items()]
+    if spec.vision is not None:  # counted by part, not by tensor: kept in the rest's format
+        tensors.append(WeightTensor("vision", (sum(p.params_each * p.copies for p in spec.vision.parts),), 1))
+    return tensors
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """Which roles are stored in `fmt`; everything else in `rest`. `origin` says who chose."""
+
+    fmt: WeightFormat
+    roles: frozenset[str]
+    rest: WeightFormat
+    origin: str
+
+    def format_of(self, t: WeightTensor) -> WeightFormat:
+        return self.fmt if t.role in self.roles else self.rest
+
+
+def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf16") -> StoragePlan:
+    """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor, a quantized one the linears by default."""
+    try:
+        fmt = parse_format(weights)
+    except ValueError as exc:
+        raise FFNError("weights", weights, str(exc)) from None
+    rest = parse_format(rest_dtype)
+    if quantize is None:
+        scope = "all" if not fmt.quantized and fmt.element_bits >= 16 else "linears"
+    elif quantize in QUANTIZE_SCOPES:
+        scope = quantize
+    else:
+        raise FFNError("quantize", quantize, f"choose {', '.join(QUANTIZE_SCOPES)}")
+    roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if scope == "all" and not fmt.quantized else set())
+    return StoragePlan(fmt, frozenset(roles), rest, f"--weights {fmt.name} --quantize {scope}")
+
+
+# A module path in modules_to_not_convert → the roles it names (by the words transformers' names use).
+_MODULE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("shared_expert_gate", ("router",)),
+    ("shared_expert", ("shared",)),
+    ("self_attn", ("attention",)),
+    ("attn", ("attention",)),
+    ("router", ("router",)),
+    ("mlp.gate", ("router",)),
+    ("experts", ("experts",)),
+    ("embed", ("embedding",)),
+    ("lm_head", ("head",)),
+    ("mlp", tuple(_FFN | {"router"})),
+)
+
+
+def _not_converted(modules: list[str]) -> tuple[frozenset[str], list[str]]:
+    """The roles `modules_to_not_convert` keeps out, and the entries no role matched."""
+    roles: set[str] = set()
+    unread = []
+    for module in modules:
+        words = str(module).replace("*", "")
+        hit = next((r for w, r in _MODULE_WORDS if w in words and not (w == "mlp.gate" and "gate_" in words)), None)
+        if hit is None:
+            unread.append(str(module))
+        else:
+            roles.update(hit)
+    return frozenset(roles), unread
+
+
+def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str]:
+    """The checkpoint's own storage from config.json's quantization_config, and a note:
+    (None, why) when there is none or its method is not one ffn reads."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return None, ""
+    method = str(qc.get("quant_method", "")).lower()
+    excluded, unread = _not_converted(list(qc.get("modules_to_not_convert") or []))
+    if method == "mxfp4":
+        fmt, scope = FORMATS["mxfp4"], QUANTIZE_SCOPES["all"]
+    elif method == "fp8":
+        block = qc.get("weight_block_size")
+        if block is None:
+            fmt = FORMATS["fp8"]
+        elif isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
+            fmt = WeightFormat(f"fp8-block-{block[0]}x{block[1]}", 8, "e4m3", block=(block[0], block[1]), scale="fp32", compute_dtype="fp8")
+        else:
+            return None, f"quantization_config weight_block_size {block!r} not read"
+        # transformers' FP8 replaces nn.Linear layers: MoE routers, embeddings and the head are not ones.
+        scope = _LINEARS
+    else:
+        return None, f"quantization_config quant_method {method or '(none)'!r} is not read by ffn: the checkpoint size is not shown"
+    roles = frozenset(scope - excluded)
+    note = f"; modules_to_not_convert not matched: {', '.join(unread)}" if unread else ""
+    kept = ", ".join(ROLE_WORDS[r] for r in sorted(excluded)) or "none"
+    return StoragePlan(fmt, roles, FORMATS["bf16"], f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The bytes of every tensor under a plan, by role and format."""
+
+    plan: StoragePlan
+    tensors: tuple[WeightTensor, ...]
+
+    def bits_of(self, t: WeightTensor) -> int:
+        return self.plan.format_of(t).tensor_bits(t.shape) * t.count
+
+    @property
+    def bytes_(self) -> int:
+        return ceil(sum(self.bits_of(t) for t in self.tensors) / 8)
+
+    @property
+    def quantized_params(self) -> int:
+        return sum(t.params for t in self.tensors if t.role in self.plan.roles)
+
+    @property
+    def rest_params(self) -> int:
+        return sum(t.params for t in self.tensors if t.role not in self.plan.roles)
+
+    @property
+    def total_params(self) -> int:
+        return sum(t.params for t in self.tensors)
+
+    def role_bytes(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tensors:
+            out[t.role] = out.get(t.role, 0) + self.bits_of(t)
+        return {role: ceil(bits / 8) for role, bits in out.items()}
+
+
+def checkpoint(spec: ModelSpec, plan: StoragePlan) -> Checkpoint:
+    return Checkpoint(plan, tuple(weight_tensors(spec)))

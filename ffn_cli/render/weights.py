@@ -1,0 +1,62 @@
+"""A model's weights as stored: each role's format, exact bits per weight and bytes, beside the
+same model in bf16 everywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from ffn_cli.models.weights import ROLE_WORDS, Checkpoint
+from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.format import fmt_bytes, fmt_count
+
+__all__ = ["checkpoint_data", "checkpoint_view"]
+
+NOT_COUNTED = "weights only: the KV cache, activations, optimizer state and runtime buffers are not counted"
+
+
+def _rows(c: Checkpoint) -> list[dict[str, Any]]:
+    """One row per (role, format), in the order the roles first appear."""
+    grouped: dict[str, dict[str, Any]] = {}
+    for t in c.tensors:
+        fmt = c.plan.format_of(t)
+        row = grouped.setdefault(t.role, {"role": t.role, "what": ROLE_WORDS[t.role], "format": fmt.name, "params": 0, "bits": 0})
+        row["params"] += t.params
+        row["bits"] += c.bits_of(t)
+    for row in grouped.values():
+        row["bits_per_weight"] = row["bits"] / row["params"]
+        row["bytes"] = -(-row.pop("bits") // 8)
+    return list(grouped.values())
+
+
+def checkpoint_data(c: Checkpoint, bf16_bytes: int, note: str = "") -> dict[str, Any]:
+    fmt = c.plan.fmt
+    return {
+        "origin": c.plan.origin,
+        "format": {"name": fmt.name, "bits_per_weight": float(fmt.bits_per_weight()), "description": fmt.describe()},
+        "rest_format": c.plan.rest.name,
+        "quantized_roles": sorted({t.role for t in c.tensors if t.role in c.plan.roles}),
+        "quantized_params": c.quantized_params,
+        "rest_params": c.rest_params,
+        "bytes": c.bytes_,
+        "bits_per_weight": 8 * c.bytes_ / c.total_params,
+        "bf16_bytes": bf16_bytes,
+        "roles": _rows(c),
+        "not_counted": NOT_COUNTED,
+        "note": note,
+    }
+
+
+def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
+    columns = [Col("stored", "text"), Col("params"), Col("format", "fixed", drop=2), Col("bits/weight", drop=1), Col("bytes")]
+    rows: list[Any] = []
+    for r in _rows(c):
+        rows.append([r["what"], fmt_count(r["params"]), r["format"], f"{r['bits_per_weight']:.6g}", fmt_bytes(r["bytes"])])
+    rows.append(None)
+    rows.append(
+        ["[bold]checkpoint[/]", fmt_count(c.total_params), "", f"{8 * c.bytes_ / c.total_params:.4g}", f"[bold]{fmt_bytes(c.bytes_)}[/]"]
+    )
+    rows.append(["bf16 everywhere", fmt_count(c.total_params), "bf16", "16", fmt_bytes(bf16_bytes)])
+    caption = f"{c.plan.origin}. {c.plan.fmt.describe()}. {NOT_COUNTED}; 1 GiB = 2³⁰ bytes." + (f" {note}." if note else "")
+    return FitTable(Text(f"weights as stored: {fmt_bytes(c.bytes_)}"), columns, rows, caption=Text(caption, style="dim"))
