@@ -15,9 +15,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 import typer
-from typer.core import TyperCommand
 
-from ffn_cli.cli.coercion import convert_plainly
 from ffn_cli.cli.export import with_export
 
 __all__ = ["COMMANDS", "LazyCommands", "build_command"]
@@ -26,19 +24,11 @@ __all__ = ["COMMANDS", "LazyCommands", "build_command"]
 COMMANDS = ("trace", "params", "bench", "variants")
 
 
-class FFNCommand(TyperCommand):
-    """A Typer command whose plain option values skip pydantic (cli/coercion.py)."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        convert_plainly(self, ctx)
-        return super().parse_args(ctx, args)  # type: ignore[no-any-return]
-
-
 def build_command(name: str, app: typer.Typer) -> Any:
     """The click command of `ffn NAME`, as Typer builds it for a command registered on `app`."""
     module = importlib.import_module(f"ffn_cli.cli.{name}_cmd")
     registrar = typer.Typer()  # registered as app.command(name) would be: the same defaults
-    registrar.command(name, cls=FFNCommand)(with_export(name, getattr(module, name)))
+    registrar.command(name)(with_export(name, getattr(module, name)))
     return typer.main.get_command_from_info(
         registrar.registered_commands[0],
         pretty_exceptions_short=app.pretty_exceptions_short,

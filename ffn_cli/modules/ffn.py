@@ -44,8 +44,8 @@ def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
     copy of the FFN, nor leaves freed float32 blocks behind in the process's heap."""
     dtype = _LINEAR_DTYPE.get()
     device = torch.empty(0).device  # the device the build runs under
-    if device.type == "meta":
-        return _meta_linear(in_features, out_features, bias, dtype)
+    if device.type == "meta":  # shapes only: the draws on meta tensors compute nothing
+        return nn.Linear(in_features, out_features, bias=bias, device="meta", dtype=dtype)
     if dtype == torch.float32:
         return nn.Linear(in_features, out_features, bias=bias)
     linear = nn.Linear(in_features, out_features, bias=bias, device="meta", dtype=dtype)
@@ -57,19 +57,6 @@ def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
         if linear.bias is not None:
             bound = 1 / math.sqrt(in_features) if in_features > 0 else 0
             linear.bias.copy_(draw.new_empty(out_features).uniform_(-bound, bound))
-    return linear
-
-
-def _meta_linear(in_features: int, out_features: int, bias: bool, dtype: torch.dtype) -> nn.Linear:
-    """nn.Linear on the meta device without its initialisation: meta tensors hold no values, so
-    the draws would be work for nothing (40% of building a mixture of thousands of experts)."""
-    linear = nn.Linear.__new__(nn.Linear)
-    nn.Module.__init__(linear)
-    # Straight into the registries: nn.Module.__setattr__'s checks, 4 per linear, were a fifth
-    # of building thousands of experts.
-    linear.__dict__.update(in_features=in_features, out_features=out_features)
-    linear._parameters["weight"] = nn.Parameter(torch.empty(out_features, in_features, device="meta", dtype=dtype))
-    linear._parameters["bias"] = nn.Parameter(torch.empty(out_features, device="meta", dtype=dtype)) if bias else None
     return linear
 
 
