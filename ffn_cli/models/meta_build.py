@@ -22,7 +22,7 @@ from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.errors import FFNError
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
-from ffn_cli.models.fallback import BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
 
 __all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]

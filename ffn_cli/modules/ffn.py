@@ -20,6 +20,8 @@ from torch.utils.checkpoint import checkpoint
 from ffn_cli.regions import region
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import SingleFFN, Variant
+from ffn_cli.variants.sparse import Sparse
+from ffn_cli.variants.xielu import ALPHA_N_INIT, ALPHA_P_INIT, BETA, XIELU, inverse_softplus
 
 __all__ = ["FFN", "FFNModule", "ModuleWeights", "ScalarParameters", "linears_in", "make_linear", "sparsity_mask"]
 
@@ -132,7 +134,7 @@ class FFN(FFNModule):
         for lin in variant.linears(spec):
             setattr(self, lin.name, make_linear(dims[lin.in_dim], dims[lin.out_dim], bool(spec.bias)))
         self.dropout = nn.Dropout(spec.dropout)
-        variant.add_state(self, spec, d_ff)
+        add_state(self, variant, spec, d_ff)
 
     def _forward(self, x: Tensor) -> Tensor:
         return self.single.forward(self.spec, ModuleWeights(self), x)  # type: ignore[no-any-return]
@@ -154,3 +156,28 @@ def sparsity_mask(d_ff: int, sparsity: float, seed: int) -> Tensor:
     mask = torch.ones(d_ff, device="cpu")
     mask[dropped] = 0.0
     return mask
+
+
+def _hidden_mask(module: nn.Module, spec: FFNSpec, d_ff: int) -> None:
+    module.register_buffer("hidden_mask", sparsity_mask(d_ff, spec.sparsity, spec.mask_seed))
+
+
+def _xielu_scalars(module: nn.Module, spec: FFNSpec, d_ff: int) -> None:
+    module.act_fn = ScalarParameters(alpha_p=inverse_softplus(ALPHA_P_INIT), alpha_n=inverse_softplus(ALPHA_N_INIT - BETA))
+
+
+# The state beyond the linears that a variant's forward reads (`w.tensor(name)`), by variant
+# class; a subclass inherits its base's entry.
+_STATE: dict[type[Variant], Callable[[nn.Module, FFNSpec, int], None]] = {
+    Sparse: _hidden_mask,  # the fixed random mask over the hidden units
+    XIELU: _xielu_scalars,  # the learnable α_p, α_n
+}
+
+
+def add_state(module: nn.Module, variant: Variant, spec: FFNSpec, d_ff: int) -> None:
+    """Register the parameters and buffers beyond the linears that `variant` needs, found
+    along its class hierarchy; most variants need none."""
+    for cls in type(variant).__mro__:
+        if cls in _STATE:
+            _STATE[cls](module, spec, d_ff)
+            return

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ffn_cli.sizes import fmt_bytes
+
 __all__ = ["fmt_bytes", "fmt_count", "fmt_flops", "fmt_shape", "fmt_si"]
 
 
@@ -22,14 +24,6 @@ def fmt_si(value: float, unit: str = "", digits: int = 3) -> str:
 
 def fmt_flops(flops: float) -> str:
     return fmt_si(flops, "FLOP")
-
-
-def fmt_bytes(n: float) -> str:
-    """Binary units, as memory is sized: 4.00 MiB."""
-    for factor, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if abs(n) >= factor:
-            return f"{n / factor:.2f} {unit}"
-    return f"{int(n)} B"
 
 
 def fmt_shape(shape: Sequence[int]) -> str:
