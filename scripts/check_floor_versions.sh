@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite on every torch the project supports beyond CI's pinned one: the floor
-# pyproject.toml declares (Python 3.10, torch 2.5.1, NumPy 1.24, typer 0.16, rich 14.3; no
+# pyproject.toml declares (Python 3.10, torch 2.6.0, NumPy 1.24, typer 0.16, rich 14.3.4; no
 # transformers, whose 5.x needs a newer torch: its tests skip with their reason) and the newest
 # releases PyPI serves (torch, NumPy, typer, rich, transformers). Each in its own virtual
 # environment, installed once and reused; the results are recorded in docs/benchmarks.md.
@@ -18,7 +18,7 @@ ROOT=$(realpath -m "${2:-$(dirname "$0")/../.venvs}")  # relative to where it wa
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-FLOOR=("torch==2.5.1" "numpy==1.24.4" "typer==0.16.0" "rich==14.3.0")
+FLOOR=("torch==2.6.0" "numpy==1.24.4" "typer==0.16.0" "rich==14.3.4")
 NEWEST=("torch" "numpy" "typer" "rich" "transformers>=5.0" "huggingface_hub>=1.0")
 TOOLS=("pytest>=8" "hypothesis>=6.100" "matplotlib>=3.7" "import-linter>=2.1")
 
