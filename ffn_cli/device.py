@@ -11,6 +11,7 @@ from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.host_memory import host_memory_room
 from ffn_cli.modules import resolve_dtype
+from ffn_cli.sizes import fmt_bytes
 
 __all__ = ["available_memory_bytes", "preflight", "resolve_device", "resolve_device_dtype"]
 
@@ -68,7 +69,5 @@ def preflight(needed_bytes: int, device: torch.device, what: str, *, meta_hint: 
     free = available_memory_bytes(device)
     if free is None or needed_bytes <= HEADROOM * free:
         return
-    from ffn_cli.render.format import fmt_bytes
-
     hint = "use --device meta to see shapes and FLOPs without allocating, or smaller sizes" if meta_hint else "use smaller sizes"
     raise FFNRuntimeError(f"{what} needs about {fmt_bytes(needed_bytes)} but {device} has {fmt_bytes(free)} free; {hint}")

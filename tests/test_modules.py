@@ -33,6 +33,19 @@ def test_parameter_names_are_the_documented_ones(variant: str) -> None:
     assert names == [t.name for t in param_tensors(spec)]
 
 
+@pytest.mark.parametrize(
+    ("variant", "names"),
+    [  # as Hugging Face checkpoints name them, written out by hand
+        ("relu", ["up_proj.weight", "up_proj.bias", "down_proj.weight", "down_proj.bias"]),
+        ("swiglu", ["gate_proj.weight", "up_proj.weight", "down_proj.weight"]),
+        ("xielu", ["up_proj.weight", "down_proj.weight", "act_fn.alpha_p", "act_fn.alpha_n"]),
+    ],
+)
+def test_parameter_names_are_written_out(variant: str, names: list[str]) -> None:
+    spec = FFNSpec(variant=variant, d_model=8, d_ff=16, bias=variant == "relu")
+    assert sorted(n for n, _ in build_ffn(spec).named_parameters()) == sorted(names)
+
+
 def test_hugging_face_names() -> None:
     gated = dict(build_ffn(FFNSpec(variant="swiglu", d_model=8, d_ff=16)).named_parameters())
     assert set(gated) == {"gate_proj.weight", "up_proj.weight", "down_proj.weight"}

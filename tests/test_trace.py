@@ -404,3 +404,27 @@ def test_a_masked_ffn_says_it_still_does_every_flop() -> None:
         pruned[2].weight.copy_(masked.down_proj.weight[:, kept])
         pruned[2].bias.copy_(masked.down_proj.bias)
     torch.testing.assert_close(pruned(x), masked.eval()(x))
+
+
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [
+        # d = 16, d_ff = 64, biases, 2 × 3 = 6 tokens; per token a matmul (d_in → d_out) is
+        # 2·d_in·d_out, a bias one add per output, relu 1 FLOP per element, silu 5, the product 1.
+        ("relu", {"up_proj": (2 * 16 * 64, 64), "activation": (0, 64), "down_proj": (2 * 64 * 16, 16)}),
+        (
+            "swiglu",
+            {
+                "gate_proj": (2 * 16 * 64, 64),
+                "up_proj": (2 * 16 * 64, 64),
+                "activation": (0, 5 * 64),
+                "multiply": (0, 64),
+                "down_proj": (2 * 64 * 16, 16),
+            },
+        ),
+    ],
+)
+def test_steps_are_the_hand_counted_ones(variant: str, expected: dict[str, tuple[int, int]]) -> None:
+    result = trace(FFNSpec(variant=variant, d_model=16, d_ff=64, bias=True), batch=2, seq_len=3)
+    got = {s.name: (s.matmul_flops, s.elementwise_flops) for s in result.steps if s.flops}
+    assert got == {name: (6 * m, 6 * e) for name, (m, e) in expected.items()}

@@ -4,8 +4,6 @@ plain forward frees them, and what autograd would save measured without keeping 
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
 import weakref
 
 import pytest
@@ -18,29 +16,6 @@ from ffn_cli.trace.recorder import StorageSerials
 from tests.helpers import ALL_VARIANTS, small_spec
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def test_a_trace_imports_no_dynamo() -> None:
-    # In a fresh process: every variant, FFN and block, on cpu and on meta; and the meta
-    # kernels' wrappers are left as they were found.
-    code = (
-        "import sys\n"
-        "from ffn_cli.block import BlockSpec\n"
-        "from ffn_cli.trace import trace\n"
-        "from tests.helpers import ALL_VARIANTS, small_spec\n"
-        "for v in ALL_VARIANTS:\n"
-        "    spec = small_spec(v)\n"
-        "    for device in ('cpu', 'meta'):\n"
-        "        trace(spec, device=device)\n"
-        "        trace(spec, device=device, block=BlockSpec.around(spec))\n"
-        "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"
-        "assert 'sympy' not in sys.modules, 'sympy was imported'\n"
-        "from ffn_cli.trace.nodynamo import _wrapped_kernels\n"
-        "assert _wrapped_kernels(), 'no wrapped meta kernel found'\n"
-        "assert not any(hasattr(f, '__dynamo_disable') for f in _wrapped_kernels()), 'left patched'\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_intermediates_are_freed_during_the_forward() -> None:

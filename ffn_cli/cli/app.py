@@ -12,7 +12,6 @@ from typer.core import TyperGroup
 
 from ffn_cli import __version__
 from ffn_cli.cli.ascii_output import use_ascii_fallback
-from ffn_cli.cli.coercion import convert_plainly
 from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command, flags_take_no_value
 from ffn_cli.cli.common import err_console, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
@@ -40,20 +39,6 @@ def _pop_debug(args: list[str]) -> tuple[list[str], bool]:
     return kept, found or os.environ.get("FFN_DEBUG", "") not in ("", "0")
 
 
-# pydantic's wording of a failed conversion, as Typer passes it on, in the tool's words.
-_CONVERSION_WORDS = {
-    "Input should be a valid integer, unable to parse string as an integer": "not an integer",
-    "Input should be a valid number, unable to parse string as a number": "not a number",
-    "Input should be a valid boolean, unable to interpret input": "not a boolean",
-}
-
-
-def _plain_words(message: str) -> str:
-    for theirs, ours in _CONVERSION_WORDS.items():
-        message = message.replace(theirs, ours)
-    return message
-
-
 class OneLineErrors(TyperGroup):
     """Usage errors (a mistyped option, a non-integer size) as one line on stderr, exit 2.
     Each subcommand is built when first asked for (cli/commands.py)."""
@@ -63,7 +48,6 @@ class OneLineErrors(TyperGroup):
         self.commands = LazyCommands(COMMANDS, lambda name: build_command(name, app), built=commands)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        convert_plainly(self, ctx)
         end = args.index("--") if "--" in args else len(args)
         if "--version" in args[:end] and len(args) > 1:  # a flag takes no value, and --version nothing else
             others = " ".join(a for a in args if a != "--version")
@@ -82,7 +66,7 @@ class OneLineErrors(TyperGroup):
         except _ClickException as exc:
             if not standalone_mode:
                 raise
-            message = _plain_words(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
+            message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
             command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
             err_console.print(f"error: {visible(message)} (see `{command}`)", markup=False)
             sys.exit(USAGE_EXIT)

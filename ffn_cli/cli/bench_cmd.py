@@ -12,6 +12,7 @@ from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.hardware_options import GPUOpt, resolve_gpu
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
+from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name, parse_int_list, parse_list
 from ffn_cli.errors import FFNError, FFNRuntimeError
@@ -65,26 +66,36 @@ CalibrateOpt = Annotated[
         "--calibrate", help="First measure this device's GEMM peak and copy bandwidth; % of peak uses them.", rich_help_panel=_TIMING
     ),
 ]
-WarmupOpt = Annotated[float, typer.Option("--warmup-ms", help="Warm-up time after the first call, in ms.", rich_help_panel=_TIMING)]
+WarmupOpt = Annotated[
+    float, typer.Option("--warmup-ms", parser=parse_float, help="Warm-up time after the first call, in ms.", rich_help_panel=_TIMING)
+]
 RepeatsOpt = Annotated[
-    int | None, typer.Option("--repeats", "-n", help="Timed calls per case (instead of --min-time).", rich_help_panel=_TIMING)
+    int | None,
+    typer.Option("--repeats", "-n", parser=parse_int, help="Timed calls per case (instead of --min-time).", rich_help_panel=_TIMING),
 ]
 MinTimeOpt = Annotated[
     float | None,
     typer.Option(
         "--min-time",
+        parser=parse_float,
         help="Seconds of timed calls per case (default 0.5; at least 10 calls, at most 10,000: a warning says when that cuts it short).",
         rich_help_panel=_TIMING,
     ),
 ]
 ThreadsOpt = Annotated[
-    int | None, typer.Option("--threads", help="CPU threads (torch.set_num_threads); default: torch's.", rich_help_panel=_TIMING)
+    int | None,
+    typer.Option("--threads", parser=parse_int, help="CPU threads (torch.set_num_threads); default: torch's.", rich_help_panel=_TIMING),
 ]
 # The shared --device, less meta: timing needs real memory.
 BenchDeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N.", autocompletion=complete_devices, callback=as_name)]
 MaxCasesOpt = Annotated[
     int,
-    typer.Option("--max-cases", help="Refuse a sweep of more cases than this (the product of the comma lists).", rich_help_panel=_TIMING),
+    typer.Option(
+        "--max-cases",
+        parser=parse_int,
+        help="Refuse a sweep of more cases than this (the product of the comma lists).",
+        rich_help_panel=_TIMING,
+    ),
 ]
 PlotOpt = Annotated[str | None, typer.Option("--plot", help="Also draw the results to FILE.png (.svg, .pdf); needs matplotlib.")]
 

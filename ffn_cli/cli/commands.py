@@ -17,7 +17,6 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from ffn_cli.cli.coercion import convert_plainly
 from ffn_cli.cli.export import with_export
 
 __all__ = ["COMMANDS", "LazyCommands", "build_command"]
@@ -35,12 +34,8 @@ def flags_take_no_value(params: Any) -> None:
 
 
 class FFNCommand(TyperCommand):
-    """A Typer command whose plain option values skip pydantic (cli/coercion.py), and whose
-    flags show no value type in the help."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        convert_plainly(self, ctx)
-        return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+    """A Typer command whose flags show no value type in the help, and whose help is drawn by
+    cli/help_format.py."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from ffn_cli.cli.help_format import print_help

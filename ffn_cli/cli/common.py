@@ -32,15 +32,6 @@ __all__ = [
 ]
 
 
-def _drop_unusable_columns() -> None:
-    """COLUMNS=0 (or text rich would misread, such as '²') would make every table zero columns
-    wide, printing nothing at all: without it, rich measures the terminal or assumes 80."""
-    text = os.environ.get("COLUMNS")
-    if text is not None and not (text.isascii() and text.isdigit() and len(text) < 7 and int(text) > 0):
-        del os.environ["COLUMNS"]
-
-
-_drop_unusable_columns()
 # emoji=False: text the user typed (cuda:x, a path) must print as typed, not as ❌.
 console = Console(emoji=False)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ffn_cli.cli.complete import complete_expert_variants, complete_variants
+from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.options import parse_int_list, parse_list
 from ffn_cli.errors import FFNError
 from ffn_cli.names import unknown_name
@@ -60,7 +61,12 @@ class FFNOptions:
     ] = str(FFN_DEFAULTS.d_model)
     d_ff: Annotated[
         int | None,
-        typer.Option("--d-ff", help="Hidden width d_ff (default: 4·d, or LLaMA's 2/3 rule for gated variants).", rich_help_panel=_FFN),
+        typer.Option(
+            "--d-ff",
+            parser=parse_int,
+            help="Hidden width d_ff (default: 4·d, or LLaMA's 2/3 rule for gated variants).",
+            rich_help_panel=_FFN,
+        ),
     ] = FFN_DEFAULTS.d_ff
     bias: Annotated[
         bool | None,
@@ -68,37 +74,45 @@ class FFNOptions:
             "--bias/--no-bias", help="Biases on the projections (default: the variant's).", rich_help_panel=_FFN, show_default=False
         ),
     ] = FFN_DEFAULTS.bias
-    dropout: Annotated[float, typer.Option("--dropout", help="Dropout after the activation, in [0, 1).", rich_help_panel=_FFN)] = (
-        FFN_DEFAULTS.dropout
-    )
+    dropout: Annotated[
+        float, typer.Option("--dropout", parser=parse_float, help="Dropout after the activation, in [0, 1).", rich_help_panel=_FFN)
+    ] = FFN_DEFAULTS.dropout
     init: Annotated[str, typer.Option("--init", help="Weight init: " + ", ".join(INIT_SCHEMES) + ".", rich_help_panel=_FFN)] = (
         FFN_DEFAULTS.init
     )
     zero_init_output: Annotated[
         bool, typer.Option("--zero-init-output", help="Start down_proj at zero (the block starts as its residual).", rich_help_panel=_FFN)
     ] = FFN_DEFAULTS.zero_init_output
-    multiple_of: Annotated[int, typer.Option("--multiple-of", help="Round the gated d_ff up to this multiple.", rich_help_panel=_FFN)] = (
-        FFN_DEFAULTS.multiple_of
-    )
+    multiple_of: Annotated[
+        int, typer.Option("--multiple-of", parser=parse_int, help="Round the gated d_ff up to this multiple.", rich_help_panel=_FFN)
+    ] = FFN_DEFAULTS.multiple_of
     ffn_dim_multiplier: Annotated[
-        float | None, typer.Option("--ffn-dim-multiplier", help="LLaMA's multiplier on the 2/3 rule.", rich_help_panel=_FFN)
+        float | None,
+        typer.Option("--ffn-dim-multiplier", parser=parse_float, help="LLaMA's multiplier on the 2/3 rule.", rich_help_panel=_FFN),
     ] = FFN_DEFAULTS.ffn_dim_multiplier
     fused: Annotated[bool, typer.Option("--fused/--no-fused", help="One fused gate_up_proj for gated variants.", rich_help_panel=_FFN)] = (
         FFN_DEFAULTS.fused_gate_up
     )
-    sparsity: Annotated[float, typer.Option("--sparsity", help="Fraction of hidden units masked (sparse).", rich_help_panel=_FFN)] = (
-        FFN_DEFAULTS.sparsity
+    sparsity: Annotated[
+        float, typer.Option("--sparsity", parser=parse_float, help="Fraction of hidden units masked (sparse).", rich_help_panel=_FFN)
+    ] = FFN_DEFAULTS.sparsity
+    experts: Annotated[int, typer.Option("--experts", "-E", parser=parse_int, help="Number of routed experts.", rich_help_panel=_MOE)] = (
+        FFN_DEFAULTS.experts
     )
-    experts: Annotated[int, typer.Option("--experts", "-E", help="Number of routed experts.", rich_help_panel=_MOE)] = FFN_DEFAULTS.experts
-    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Experts per token (1 = Switch).", rich_help_panel=_MOE)] = FFN_DEFAULTS.top_k
+    top_k: Annotated[int, typer.Option("--top-k", "-k", parser=parse_int, help="Experts per token (1 = Switch).", rich_help_panel=_MOE)] = (
+        FFN_DEFAULTS.top_k
+    )
     shared_experts: Annotated[
-        int, typer.Option("--shared-experts", help="Always-on shared experts (DeepSeek-MoE).", rich_help_panel=_MOE)
+        int, typer.Option("--shared-experts", parser=parse_int, help="Always-on shared experts (DeepSeek-MoE).", rich_help_panel=_MOE)
     ] = FFN_DEFAULTS.shared_experts
     expert_variant: Annotated[
         str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE, autocompletion=complete_expert_variants)
     ] = FFN_DEFAULTS.expert_variant
     capacity_factor: Annotated[
-        float | None, typer.Option("--capacity-factor", help="Expert capacity factor; overflow tokens are dropped.", rich_help_panel=_MOE)
+        float | None,
+        typer.Option(
+            "--capacity-factor", parser=parse_float, help="Expert capacity factor; overflow tokens are dropped.", rich_help_panel=_MOE
+        ),
     ] = FFN_DEFAULTS.capacity_factor
     normalize_top_k: Annotated[
         bool, typer.Option("--normalize-top-k/--no-normalize-top-k", help="Renormalise the top-k weights (Mixtral).", rich_help_panel=_MOE)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ffn_cli.cli.complete import complete_presets
+from ffn_cli.cli.numbers import parse_int
 
 if TYPE_CHECKING:
     from ffn_cli.models.layer_select import LayerChoice
@@ -40,7 +41,9 @@ ModelOpt = Annotated[
 RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Branch, tag or commit of --model.", rich_help_panel=_MODEL)]
 LayerOpt = Annotated[
     int | None,
-    typer.Option("--layer", help="Which layer of the model (default: the first MoE layer, else 0).", rich_help_panel=_MODEL),
+    typer.Option(
+        "--layer", parser=parse_int, help="Which layer of the model (default: the first MoE layer, else 0).", rich_help_panel=_MODEL
+    ),
 ]
 
 

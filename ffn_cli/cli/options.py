@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ffn_cli.cli.complete import complete_devices, complete_dtypes
+from ffn_cli.cli.numbers import parse_int
 
 __all__ = [
     "AttnBiasOpt",
@@ -40,19 +41,25 @@ def as_name(value: str | None) -> str | None:
     return None if value is None else normalise(value)
 
 
-BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Batch size.")]
-SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", help="Sequence length.")]
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", parser=parse_int, help="Batch size.")]
+SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", parser=parse_int, help="Sequence length.")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or meta.", autocompletion=complete_devices, callback=as_name)]
 DTypeOpt = Annotated[
     str, typer.Option("--dtype", help="float32, float64, float16 or bfloat16.", autocompletion=complete_dtypes, callback=as_name)
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed for weights and input.")]
+SeedOpt = Annotated[int, typer.Option("--seed", parser=parse_int, help="Random seed for weights and input.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 _ATTN = "Attention"
-NHeadsOpt = Annotated[int | None, typer.Option("--n-heads", help="Attention heads (default: d_model/64).", rich_help_panel=_ATTN)]
-NKVHeadsOpt = Annotated[int | None, typer.Option("--n-kv-heads", help="Key/value heads (grouped-query).", rich_help_panel=_ATTN)]
-HeadDimOpt = Annotated[int | None, typer.Option("--head-dim", help="Per-head width (default: d_model/heads).", rich_help_panel=_ATTN)]
+NHeadsOpt = Annotated[
+    int | None, typer.Option("--n-heads", parser=parse_int, help="Attention heads (default: d_model/64).", rich_help_panel=_ATTN)
+]
+NKVHeadsOpt = Annotated[
+    int | None, typer.Option("--n-kv-heads", parser=parse_int, help="Key/value heads (grouped-query).", rich_help_panel=_ATTN)
+]
+HeadDimOpt = Annotated[
+    int | None, typer.Option("--head-dim", parser=parse_int, help="Per-head width (default: d_model/heads).", rich_help_panel=_ATTN)
+]
 
 
 AttnBiasOpt = Annotated[
@@ -119,5 +126,9 @@ PreNormOpt = Annotated[
 # --- parallelism: how many ranks share one FFN ---------------------------------------------------
 
 _PAR = "Parallelism"
-TPOpt = Annotated[int, typer.Option("--tp", help="Tensor-parallel ranks: d_ff split across N (Megatron).", rich_help_panel=_PAR)]
-EPOpt = Annotated[int, typer.Option("--ep", help="Expert-parallel ranks: experts split across N (moe).", rich_help_panel=_PAR)]
+TPOpt = Annotated[
+    int, typer.Option("--tp", parser=parse_int, help="Tensor-parallel ranks: d_ff split across N (Megatron).", rich_help_panel=_PAR)
+]
+EPOpt = Annotated[
+    int, typer.Option("--ep", parser=parse_int, help="Expert-parallel ranks: experts split across N (moe).", rich_help_panel=_PAR)
+]

@@ -9,6 +9,7 @@ import typer
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused, require_temp_dir
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
+from ffn_cli.cli.numbers import parse_int
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import (
     BatchOpt,
@@ -30,7 +31,9 @@ from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
 
 _SHOW = "What to show"
-ValuesOpt = Annotated[int, typer.Option("--values", help="First N values of token 0 at every step (0-64).", rich_help_panel=_SHOW)]
+ValuesOpt = Annotated[
+    int, typer.Option("--values", parser=parse_int, help="First N values of token 0 at every step (0-64).", rich_help_panel=_SHOW)
+]
 OpsOpt = Annotated[bool, typer.Option("--ops", help="Show the raw aten ops instead of the grouped steps.", rich_help_panel=_SHOW)]
 CheckOpt = Annotated[
     bool,

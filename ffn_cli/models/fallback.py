@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ffn_cli.errors import FFNError
-from ffn_cli.models.attribution import RULES, BuiltKind
+from ffn_cli.models.built import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts
 
 __all__ = [
     "EXTRA",
@@ -29,131 +28,6 @@ __all__ = [
 
 REMOTE_CODE = "this config needs trust_remote_code; ffn never runs a model's own code"
 EXTRA = "pip install 'ffn-cli[transformers]'"
-PART_NAMES: dict[BuiltKind, str] = {
-    "embedding": "embeddings",
-    "attention": "attention",
-    "ffn": "FFN",
-    "norm": "norms",
-    "head": "head",
-    "pooler": "pooler",
-    "other": "other",
-}
-
-
-@dataclass(frozen=True)
-class BuiltPart:
-    """Every parameter the rule put in one kind, and the modules (layer indices as *) it came from."""
-
-    kind: BuiltKind
-    params: int
-    modules: tuple[str, ...]
-    inactive_params: int = 0  # routed experts a token does not visit
-
-    @property
-    def name(self) -> str:
-        return PART_NAMES[self.kind]
-
-    @property
-    def active_params(self) -> int:
-        return self.params - self.inactive_params
-
-
-@dataclass(frozen=True)
-class RoutedExperts:
-    """The routed experts containers of one part (one or two per MoE layer), and what routes a
-    token.
-
-    `experts` is None when the containers disagree or their tensors do not show the count;
-    `top_k` is None when no config key names it. Either makes the active count unknown. A
-    config that names the experts per token per layer (Hunyuan's `moe_topk: [8, 8, …]`) gives
-    `layer_top_k`, one value per container in layer order, when the values differ; `top_k_problem`
-    says why a key that is present could not be used.
-    """
-
-    kind: BuiltKind
-    modules: tuple[str, ...]
-    containers: int
-    params: int
-    experts: int | None
-    top_k: int | None
-    top_k_key: str | None
-    layer_top_k: tuple[int, ...] = ()
-    top_k_problem: str | None = None
-
-    @property
-    def active_params(self) -> int | None:
-        """What one token touches: k of E equal experts, when both are known (summed per
-        container when k differs by layer)."""
-        if self.experts is None or self.params % self.experts:
-            return None
-        if self.layer_top_k:
-            each, rest = divmod(self.params, self.containers)
-            if rest or len(self.layer_top_k) != self.containers or each % self.experts or max(self.layer_top_k) > self.experts:
-                return None
-            return sum(each // self.experts * k for k in self.layer_top_k)
-        if self.top_k is None or self.top_k > self.experts:
-            return None
-        return self.params // self.experts * self.top_k
-
-    @property
-    def top_k_text(self) -> str:
-        """top-8, or top-2–8 by layer."""
-        if self.layer_top_k:
-            return f"top-{min(self.layer_top_k)}–{max(self.layer_top_k)} by layer"
-        return f"top-{self.top_k}"
-
-    @property
-    def unknown_because(self) -> str | None:
-        if self.experts is None:
-            return "the number of experts per container cannot be read from the built modules"
-        if self.top_k_problem is not None:
-            return self.top_k_problem
-        if self.top_k is None and not self.layer_top_k:
-            return "no config key names the experts per token (num_experts_per_tok, moe_top_k, …)"
-        if self.active_params is None:
-            return f"{self.params:,} parameters do not split into {self.experts} equal experts with {self.top_k_text}"
-        return None
-
-
-@dataclass(frozen=True)
-class BuiltModel:
-    """A model counted from its modules: the exact total, the parts by the rule, the routing."""
-
-    name: str
-    model_type: str
-    source: str
-    model_class: str
-    transformers_version: str
-    parts: tuple[BuiltPart, ...]
-    routed: tuple[RoutedExperts, ...] = ()  # one per part that holds routed experts
-    n_layers: int | None = None
-    d_model: int | None = None
-    vocab_size: int | None = None
-    notes: tuple[str, ...] = ()
-    cached_from: str = ""  # the cache file these counts were read from (ffn_cli.models.built_cache)
-
-    @property
-    def total_params(self) -> int:
-        return sum(p.params for p in self.parts)
-
-    @property
-    def active_params(self) -> int | None:
-        """Parameters one token touches; None when routed experts were found but their routing
-        cannot be read; the total when there are none."""
-        if any(r.active_params is None for r in self.routed):
-            return None
-        return sum(p.active_params for p in self.parts)
-
-    def part(self, kind: BuiltKind) -> BuiltPart | None:
-        return next((p for p in self.parts if p.kind == kind), None)
-
-    def params_of(self, kind: BuiltKind) -> int:
-        part = self.part(kind)
-        return part.params if part is not None else 0
-
-    @property
-    def rules(self) -> tuple[tuple[BuiltKind, str], ...]:
-        return RULES
 
 
 def transformers_available() -> bool:

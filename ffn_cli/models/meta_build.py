@@ -22,7 +22,7 @@ from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.errors import FFNError
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
-from ffn_cli.models.fallback import BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
 from ffn_cli.spec import MAX_EXPERTS
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ffn_cli.modules.ffn import FFNModule, linears_in
+from ffn_cli.modules.table import module_for
 from ffn_cli.names import unknown_name
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
@@ -77,7 +78,7 @@ def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch
     torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))
     linear_dtype = torch.float32 if device.type == "meta" else dtype
     with torch.device(device), linears_in(linear_dtype):
-        module: FFNModule = spec.info.build(spec)
+        module = module_for(spec)
         apply_init(module, spec)
     # The small rest (masks, scalar parameters) moves; a module already all in place is not
     # walked again (thousands of experts on meta).

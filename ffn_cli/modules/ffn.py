@@ -21,6 +21,8 @@ from ffn_cli.regions import region
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import SingleFFN, Variant
+from ffn_cli.variants.sparse import Sparse
+from ffn_cli.variants.xielu import ALPHA_N_INIT, ALPHA_P_INIT, BETA, XIELU, inverse_softplus
 
 __all__ = ["FFN", "FFNModule", "ModuleWeights", "ScalarParameters", "linears_in", "make_linear", "sparsity_mask"]
 
@@ -45,8 +47,8 @@ def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
     copy of the FFN, nor leaves freed float32 blocks behind in the process's heap."""
     dtype = _LINEAR_DTYPE.get()
     device = torch.empty(0).device  # the device the build runs under
-    if device.type == "meta":
-        return _meta_linear(in_features, out_features, bias, dtype)
+    if device.type == "meta":  # shapes only: the draws on meta tensors compute nothing
+        return nn.Linear(in_features, out_features, bias=bias, device="meta", dtype=dtype)
     if dtype == torch.float32:
         return nn.Linear(in_features, out_features, bias=bias)
     linear = nn.Linear(in_features, out_features, bias=bias, device="meta", dtype=dtype)
@@ -58,19 +60,6 @@ def make_linear(in_features: int, out_features: int, bias: bool) -> nn.Linear:
         if linear.bias is not None:
             bound = 1 / math.sqrt(in_features) if in_features > 0 else 0
             linear.bias.copy_(draw.new_empty(out_features).uniform_(-bound, bound))
-    return linear
-
-
-def _meta_linear(in_features: int, out_features: int, bias: bool, dtype: torch.dtype) -> nn.Linear:
-    """nn.Linear on the meta device without its initialisation: meta tensors hold no values, so
-    the draws would be work for nothing (40% of building a mixture of thousands of experts)."""
-    linear = nn.Linear.__new__(nn.Linear)
-    nn.Module.__init__(linear)
-    # Straight into the registries: nn.Module.__setattr__'s checks, 4 per linear, were a fifth
-    # of building thousands of experts.
-    linear.__dict__.update(in_features=in_features, out_features=out_features)
-    linear._parameters["weight"] = nn.Parameter(torch.empty(out_features, in_features, device="meta", dtype=dtype))
-    linear._parameters["bias"] = nn.Parameter(torch.empty(out_features, device="meta", dtype=dtype)) if bias else None
     return linear
 
 
@@ -146,7 +135,7 @@ class FFN(FFNModule):
         for lin in variant.linears(spec):
             setattr(self, lin.name, make_linear(dims[lin.in_dim], dims[lin.out_dim], bool(spec.bias)))
         self.dropout = nn.Dropout(spec.dropout)
-        variant.add_state(self, spec, d_ff)
+        add_state(self, variant, spec, d_ff)
 
     def _forward(self, x: Tensor) -> Tensor:
         return self.single.forward(self.spec, ModuleWeights(self), x)  # type: ignore[no-any-return]
@@ -168,3 +157,28 @@ def sparsity_mask(d_ff: int, sparsity: float, seed: int) -> Tensor:
     mask = torch.ones(d_ff, device="cpu")
     mask[dropped] = 0.0
     return mask
+
+
+def _hidden_mask(module: nn.Module, spec: FFNSpec, d_ff: int) -> None:
+    module.register_buffer("hidden_mask", sparsity_mask(d_ff, spec.sparsity, spec.mask_seed))
+
+
+def _xielu_scalars(module: nn.Module, spec: FFNSpec, d_ff: int) -> None:
+    module.act_fn = ScalarParameters(alpha_p=inverse_softplus(ALPHA_P_INIT), alpha_n=inverse_softplus(ALPHA_N_INIT - BETA))
+
+
+# The state beyond the linears that a variant's forward reads (`w.tensor(name)`), by variant
+# class; a subclass inherits its base's entry.
+_STATE: dict[type[Variant], Callable[[nn.Module, FFNSpec, int], None]] = {
+    Sparse: _hidden_mask,  # the fixed random mask over the hidden units
+    XIELU: _xielu_scalars,  # the learnable α_p, α_n
+}
+
+
+def add_state(module: nn.Module, variant: Variant, spec: FFNSpec, d_ff: int) -> None:
+    """Register the parameters and buffers beyond the linears that `variant` needs, found
+    along its class hierarchy; most variants need none."""
+    for cls in type(variant).__mro__:
+        if cls in _STATE:
+            _STATE[cls](module, spec, d_ff)
+            return

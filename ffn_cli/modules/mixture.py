@@ -11,7 +11,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.modules.ffn import FFNModule, ModuleWeights, make_linear
+from ffn_cli.modules.ffn import FFN, FFNModule, ModuleWeights, make_linear
 from ffn_cli.modules.routing import capacity, route, router_probs, sort_by_expert
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import MixtureVariant
@@ -77,7 +77,7 @@ class _Mixture(FFNModule):
         self.mixture = variant
         expert = variant.expert(spec)
         self.router = make_linear(spec.d_model, spec.experts, False)
-        self.experts = nn.ModuleList(expert.build(spec, spec.hidden) for _ in range(spec.experts))
+        self.experts = nn.ModuleList(FFN(spec, expert, spec.hidden) for _ in range(spec.experts))
 
 
 class MoEFFN(_Mixture):
@@ -88,7 +88,7 @@ class MoEFFN(_Mixture):
         super().__init__(spec, variant)
         shared = variant.shared_hidden(spec)
         expert = variant.expert(spec)
-        self.shared_experts = expert.build(spec, shared) if shared else None
+        self.shared_experts = FFN(spec, expert, shared) if shared else None
         self.shared_expert_gate = make_linear(spec.d_model, 1, False) if shared and spec.shared_expert_gate else None
         self.dispatch = dispatch
         self.last_dispatch: DispatchStats | None = None

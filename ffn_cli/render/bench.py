@@ -251,7 +251,7 @@ def constant_parts(results: Sequence[BenchResult]) -> list[str]:
 
 def write_plot(report: BenchReport, path: str) -> Path:
     """The report drawn to `path` (bars with IQR whiskers, and the roofline); see render.plot."""
-    varying, _ = _split_columns(report.results)
+    varying, shared = _split_columns(report.results)
     starred = _starred(report.results)
     labels = [_row_label(r, varying, i in starred) for i, r in enumerate(report.results)]
-    return plot.write_plot(report, path, labels)
+    return plot.write_plot(report, path, labels, shared)

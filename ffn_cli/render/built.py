@@ -9,8 +9,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.models.built import PART_NAMES, BuiltModel, RoutedExperts
 from ffn_cli.models.count import training_memory
-from ffn_cli.models.fallback import PART_NAMES, BuiltModel, RoutedExperts
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.params import _pct, _table, _training_data, memory_rows

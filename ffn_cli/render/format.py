@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ffn_cli.sizes import fmt_bytes
+
 __all__ = ["fmt_bytes", "fmt_count", "fmt_fixed", "fmt_flops", "fmt_shape", "fmt_si", "fmt_value"]
 
 # A statistic summed in float32 lands a few parts in 10⁷ either side of an exact value (the mean
@@ -53,14 +55,6 @@ def fmt_si(value: float, unit: str = "", digits: int = 3) -> str:
 
 def fmt_flops(flops: float) -> str:
     return fmt_si(flops, "FLOP")
-
-
-def fmt_bytes(n: float) -> str:
-    """Binary units, as memory is sized: 4.00 MiB."""
-    for factor, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if abs(n) >= factor:
-            return f"{n / factor:.2f} {unit}"
-    return f"{int(n)} B"
 
 
 def fmt_shape(shape: Sequence[int]) -> str:

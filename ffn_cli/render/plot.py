@@ -125,7 +125,7 @@ def _roofline(ax: Any, report: BenchReport, colours: dict[str, Any], starred: Se
     ax.grid(True, which="both", alpha=0.25)
 
 
-def write_plot(report: BenchReport, path: str, labels: Sequence[str]) -> Path:
+def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Sequence[str]) -> Path:
     """The bars and the roofline in one picture, written whole or not at all."""
     target = check_plot_target(path)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -134,7 +134,7 @@ def write_plot(report: BenchReport, path: str, labels: Sequence[str]) -> Path:
     n = len(report.results)
     bars_in = max(1.4, 0.3 * n + 0.9)
     env = report.env
-    title = _title([*_constant_parts(report), env.device_name, f"torch {env.torch_version}", f"cache {env.cache}"])
+    title = _title([*shared, env.device_name, f"torch {env.torch_version}", f"cache {env.cache}"])
     fig = Figure(figsize=(WIDTH_IN, bars_in + ROOFLINE_IN + 0.4 * (title.count("\n") + 1)), layout="constrained")
     FigureCanvasAgg(fig)
     top, bottom = fig.subplots(2, 1, height_ratios=[bars_in, ROOFLINE_IN])

@@ -25,8 +25,6 @@ from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
 from ffn_cli.trace.calls import CallLabels
-from ffn_cli.trace.nodynamo import dynamo_left_out
-from ffn_cli.trace.nosympy import sympy_left_out
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
@@ -166,13 +164,6 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 class Recorder(TorchDispatchMode):
     """Records every aten op of `root`'s forward with its module path, shapes, FLOPs and stats."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        # TorchDispatchMode wraps a subclass's __torch_dispatch__ in torch._dynamo.disable
-        # unless this says no: that wrapper imports all of Dynamo (about as long as importing
-        # torch) on the first op and adds a frame to every op, for a forward never compiled.
-        return False
 
     def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0, keep_graph: bool = False, functions: bool = False) -> None:
         super().__init__()
@@ -382,7 +373,7 @@ class Recorder(TorchDispatchMode):
         try:
             saving = torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack)
             labels = self.labels if self.labels is not None else _nothing()
-            with tracking_modules(self), saving, dynamo_left_out(), sympy_left_out(), self, labels:
+            with tracking_modules(self), saving, self, labels:
                 out = first_tensor((call or self.root)(x))
         except (MemoryError, torch.OutOfMemoryError):
             raise

@@ -152,11 +152,6 @@ class RoutedMoE(MixtureVariant):
 
     # --- torch and NumPy ----------------------------------------------------------------------
 
-    def build(self, spec: FFNSpec) -> Any:
-        from ffn_cli.modules.mixture import MoEFFN
-
-        return MoEFFN(spec, self)
-
     def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
         import numpy as np
 

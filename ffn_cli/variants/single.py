@@ -123,14 +123,6 @@ class SingleFFN(Variant):
 
     # --- torch --------------------------------------------------------------------------------
 
-    def build(self, spec: FFNSpec, d_ff: int | None = None) -> Any:
-        from ffn_cli.modules import FFN
-
-        return FFN(spec, self, d_ff or spec.hidden)
-
-    def add_state(self, module: Any, spec: FFNSpec, d_ff: int) -> None:
-        """Register parameters and buffers beyond the linears on the built module."""
-
     def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
         raise NotImplementedError
 

@@ -42,11 +42,6 @@ class SoftMoE(MixtureVariant):
     def step_formula(self, spec: FFNSpec, step: str) -> str:
         return {"combine": "Σ_E g_e·expert_e(x)"}.get(step) or super().step_formula(spec, step)
 
-    def build(self, spec: FFNSpec) -> Any:
-        from ffn_cli.modules.mixture import SoftMoEFFN
-
-        return SoftMoEFFN(spec, self)
-
     def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
         from ffn_cli.variants.numpy_ops import linear, softmax
 

@@ -44,11 +44,6 @@ class Sparse(DenseVariant):
     def buffers(self, spec: FFNSpec) -> tuple[tuple[str, SplitKind], ...]:
         return (("hidden_mask", SplitKind.COLUMN),)  # cut with the hidden units it masks
 
-    def add_state(self, module: Any, spec: FFNSpec, d_ff: int) -> None:
-        from ffn_cli.modules.ffn import sparsity_mask
-
-        module.register_buffer("hidden_mask", sparsity_mask(d_ff, spec.sparsity, spec.mask_seed))
-
     def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
         h = super().activate(spec, w, pre)
         return w.step("mask", _mul, h, w.tensor("hidden_mask"))

@@ -61,14 +61,6 @@ class XIELU(DenseVariant):
             TensorTemplate("act_fn.alpha_n", ("1",), split=SplitKind.REPLICATED),
         )
 
-    def add_state(self, module: Any, spec: FFNSpec, d_ff: int) -> None:
-        from ffn_cli.modules.ffn import ScalarParameters
-
-        module.act_fn = ScalarParameters(
-            alpha_p=inverse_softplus(ALPHA_P_INIT),
-            alpha_n=inverse_softplus(ALPHA_N_INIT - BETA),
-        )
-
     def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
         return w.step("activation", _xielu, pre, w.tensor("act_fn.alpha_p"), w.tensor("act_fn.alpha_n"))
 
