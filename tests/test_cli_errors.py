@@ -94,7 +94,7 @@ def test_unexpected_exceptions_are_one_line_and_debug_shows_them(runner: CliRunn
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["params", "--preset", "llama-3-70b"], "--preset llama-3-70b: no such preset; did you mean llama-3.1-70b"),
+        (["params", "--preset", "llama-3-70b"], "--preset llama-3-70b: no such preset; did you mean llama-3.3-70b, llama-3.1-70b"),
         (["params", "--preset", "LLAMA-2-7", "--json"], "did you mean llama-2-7b"),
         (["params", "--variant", "swiglue"], "--variant swiglue: no such variant; did you mean swiglu"),
         (["params", "-v", "moe", "--expert-variant", "gelu-tanh"], "--expert-variant gelu-tanh: did you mean gelu_tanh"),

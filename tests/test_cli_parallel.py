@@ -58,7 +58,6 @@ def test_indivisible_split_is_one_line_exit_2(runner: CliRunner) -> None:
         (["bench", "--tp", "2", "--impl", "fused"], "--impl fused:"),
         (["bench", "--tp", "2", "--warmup-ms", "nan"], "--warmup-ms nan:"),
         (["bench", "--tp", "2", "--repeats", "0"], "--repeats 0:"),
-        (["params", "--preset", "gpt2", "--tp", "2"], "--tp 2:"),
     ],
 )
 def test_what_a_sharded_run_would_ignore_is_refused(runner: CliRunner, args: list[str], message: str) -> None:

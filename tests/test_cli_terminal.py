@@ -49,7 +49,7 @@ def test_debug_from_the_environment(runner: CliRunner) -> None:
     [
         (["params", "--d-model", "0"], "error: --d-model 0: must be an integer"),
         (["params", "-d", "0"], "error: --d-model 0: must be an integer"),
-        (["params", "--variant", "relu", "--fused"], "error: --fused: needs a gated variant"),
+        (["params", "--variant", "relu", "--fused"], "error: --fused: relu does not use it"),
         (["params", "--variant", "relu", "--match-params"], "error: --match-params: needs two or more variants"),
         (["trace", "--variant", "moe", "--experts", "2", "--top-k", "3"], "error: --top-k 3: must be at most experts (2)"),
         (["trace", "--mode", "test"], "error: --mode test: choose one of eval, train"),

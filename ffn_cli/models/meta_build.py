@@ -24,7 +24,6 @@ from ffn_cli.errors import FFNError
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
-from ffn_cli.spec import MAX_EXPERTS
 
 __all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]
 
@@ -109,7 +108,8 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
 # Meta tensors cost nothing, but every module is a Python object: a million of them take minutes
 # and gigabytes to build. Each count a config gives (layers of any stack, a vision tower's,
 # experts) is bounded, and so is the number of experts summed over the layers.
-MAX_EXPERT_MODULES = 1 << 18
+MAX_EXPERT_MODULES = 1 << 21
+MAX_BUILT_EXPERTS = 1 << 16  # Doge's experts are 16,384 rows of one table; a hundred thousand is no model
 
 
 def _counts(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, int]]:
@@ -121,7 +121,7 @@ def _counts(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, st
             yield from _counts(value, path + ".")
         elif isinstance(value, int) and not isinstance(value, bool):
             name = key.lower()
-            if "expert" in name and "per_tok" not in name and "topk" not in name and "top_k" not in name:
+            if name.endswith("experts") and name.startswith(("num_", "n_", "moe_num_")):
                 yield path, "experts", value
             elif name.endswith(("layers", "layer", "blocks")) and name.startswith(("num_", "n_", "encoder_", "decoder_")):
                 yield path, "layers", value
@@ -131,7 +131,7 @@ def check_build_size(data: Mapping[str, Any]) -> None:
     """Refuse, before building, a config whose module count would take minutes and gigabytes."""
     most = {"layers": 1, "experts": 1}
     for path, kind, value in _counts(data):
-        limit = MAX_LAYERS if kind == "layers" else MAX_EXPERTS
+        limit = MAX_LAYERS if kind == "layers" else MAX_BUILT_EXPERTS
         if value > limit:
             raise FFNError(path, value, f"must be at most {limit:,} ({kind} of a model built to be counted)")
         most[kind] = max(most[kind], value)

@@ -144,8 +144,3 @@ def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Se
     fig.suptitle(title, fontsize=10)
     return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")
 
-
-def _constant_parts(report: BenchReport) -> list[str]:
-    from ffn_cli.render.bench import constant_parts
-
-    return constant_parts(report.results)
