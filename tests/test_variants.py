@@ -51,9 +51,38 @@ def test_qwen_moe_shared_expert_width_survives_json() -> None:
     assert sum(p.numel() for p in build_ffn(again, device="meta").parameters()) == 553_773_056
 
 
-def test_every_variant_is_a_single_ffn_or_a_mixture() -> None:
-    for v in VARIANTS.values():
-        assert isinstance(v, SingleFFN | MixtureVariant), v.name
+def _built_params(spec: FFNSpec) -> int:
+    return sum(p.numel() for p in build_ffn(spec, device="meta").parameters())
+
+
+# One expert at d = 16, d_ff = 24, worked by hand: relu's up and down with their biases (a dense
+# FFN's default), swiglu's gate, up and down without. A mixture adds one d-wide router row (or
+# soft MoE's one slot) per expert beside it.
+_ONE_EXPERT = {"relu": 2 * 16 * 24 + 24 + 16, "swiglu": 3 * 16 * 24}
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_a_mixture_grows_by_whole_experts_and_a_single_ffn_maps_each_token_alone(variant: str) -> None:
+    """Read from the built module: one more expert adds one expert's tensors and a router row to
+    a mixture; a single FFN's output for a token does not move when another token changes."""
+    if isinstance(VARIANTS[variant], MixtureVariant):
+        for expert, one in _ONE_EXPERT.items():
+            sizes = [
+                _built_params(FFNSpec(variant=variant, d_model=16, d_ff=24, experts=e, top_k=1, expert_variant=expert)) for e in (2, 3)
+            ]
+            assert sizes[1] - sizes[0] == one + 16, (variant, expert)
+        return
+    assert isinstance(VARIANTS[variant], SingleFFN)
+    module = build_ffn(small_spec(variant)).eval()
+    x = torch.randn(1, 3, 16, generator=torch.Generator().manual_seed(2))
+    moved = x.clone()
+    moved[0, 1:] += 1.0
+    with torch.no_grad():
+        torch.testing.assert_close(module(moved)[0, 0], module(x)[0, 0])
+        assert not torch.allclose(module(moved)[0, 1], module(x)[0, 1])
+
+
+# --- nothing outside the registry branches on what kind of FFN it holds ------------------
 
 
 def _terminal_name(node: ast.AST) -> str:
