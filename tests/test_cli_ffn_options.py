@@ -1,7 +1,7 @@
 """The FFN options: declared once, parsed once, the same in `trace`, `params` and `bench`.
 
-The declarations are read back from the click commands Typer builds, and the parsed values
-from what each command prints, against FFNSpec built directly in the test.
+The parsed values are read from what each command prints, against fields and defaults written
+out by hand in the test (and against FFNSpec built directly, for the spec's own resolution).
 """
 
 from __future__ import annotations
@@ -31,32 +31,100 @@ def _params(command: str) -> dict[str, Any]:
     return {p.name: p for p in group.commands[command].params}  # type: ignore[attr-defined]
 
 
-def test_every_command_takes_every_ffn_option_declared_alike() -> None:
-    declared = {command: _params(command) for command in COMMANDS}
-    for name in OPTION_NAMES:
-        first = declared["trace"][name]
-        for command in COMMANDS[1:]:
-            other = declared[command][name]
-            assert (other.opts, other.secondary_opts, other.default, other.help) == (
-                first.opts,
-                first.secondary_opts,
-                first.default,
-                first.help,
-            ), (command, name)
-
-
-def test_defaults_are_ffnspecs_own() -> None:
-    declared = {f.name: f.default for f in fields(FFNSpec)}  # before __post_init__ resolves d_ff and bias
-    for name, param in _params("trace").items():
-        if name in OPTION_NAMES:
-            expected = declared[SPEC_FIELD.get(name, name)]
-            assert param.default == (str(expected) if name == "d_model" else expected), name
-
-
 def _spec(runner: CliRunner, command: str, *args: str) -> dict[str, Any]:
     result = runner.invoke(app, [command, *args, "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)["spec"]
+
+
+# Every FFN option at a value other than its default, in three runs a command can take whole,
+# with the spec fields each run must give, written out by hand. d_ff in the first is LLaMA's
+# rule: 2/3 · 4 · 96 = 256, · 1.3 = 332.8 → 332, up to a multiple of 32 → 352.
+OPTION_RUNS: list[tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]] = [
+    (
+        ("-v", "swiglu", "-d", "96", "--multiple-of", "32", "--ffn-dim-multiplier", "1.3", "--bias", "--fused"),
+        ("--dropout", "0.25"),
+        {
+            "variant": "swiglu",
+            "d_model": 96,
+            "d_ff": 352,
+            "multiple_of": 32,
+            "ffn_dim_multiplier": 1.3,
+            "bias": True,
+            "fused_gate_up": True,
+        },
+    ),
+    (("-v", "relu", "-d", "32", "--d-ff", "48"), ("--init", "xavier_normal", "--zero-init-output"), {"d_ff": 48}),
+    (
+        ("-v", "sparse", "-d", "32", "--d-ff", "48", "--sparsity", "0.25", "--no-bias"),
+        (),
+        {"variant": "sparse", "sparsity": 0.25, "bias": False},
+    ),
+    (
+        (*MOE_ARGS, "--no-normalize-top-k"),
+        (),
+        {"experts": 4, "top_k": 1, "shared_experts": 1, "capacity_factor": 1.5, "expert_variant": "geglu", "normalize_top_k": False},
+    ),
+]
+# The options of the middle column change only the values: `ffn params` refuses them, and the
+# other two show them as these fields.
+VALUE_FIELDS = {"--dropout": ("dropout", 0.25), "--init": ("init", "xavier_normal"), "--zero-init-output": ("zero_init_output", True)}
+BENCH = ("bench", "-b", "2", "-s", "4", "--repeats", "2", "--warmup-ms", "0", "--cache", "hot", "--threads", "1", "--json")
+
+
+def test_every_ffn_option_is_in_a_run_below() -> None:
+    """A new FFN option is not covered until a run gives it a value other than its default."""
+    given = {token for args, values, _ in OPTION_RUNS for token in (*args, *values) if token.startswith("-")}
+    for name in OPTION_NAMES:
+        flags = {*_params("trace")[name].opts, *_params("trace")[name].secondary_opts}
+        assert flags & given, f"no run in OPTION_RUNS gives {name} ({', '.join(sorted(flags))})"
+
+
+@pytest.mark.parametrize(("args", "values", "expected"), OPTION_RUNS)
+def test_trace_params_and_bench_parse_every_ffn_option_alike(
+    runner: CliRunner, args: tuple[str, ...], values: tuple[str, ...], expected: dict[str, Any]
+) -> None:
+    """Each command, given the same options, shows the spec worked out by hand in its JSON."""
+    counted = _spec(runner, "params", *args)
+    assert {k: counted[k] for k in expected} == expected
+    value_fields = dict(VALUE_FIELDS[v] for v in values if v in VALUE_FIELDS)
+    traced = _spec(runner, "trace", *args, *values, "--device", "meta")
+    assert traced == {**counted, **value_fields}
+    result = runner.invoke(app, [*BENCH, *args, *values])
+    assert result.exit_code == 0, result.output
+    timed = json.loads(result.stdout)["results"][0]
+    # bench times the layout --fused names (its `fused` field) on the spec as given.
+    assert timed["fused"] is expected.get("fused_gate_up", False)
+    assert timed["spec"] == {**traced, "fused_gate_up": False}
+
+
+def test_defaults_are_the_documented_ones(runner: CliRunner) -> None:
+    """No options: a ReLU FFN at d_model 512 with 4·512 = 2048 hidden units and biases (the
+    original Transformer's), written out here, not read from FFNSpec."""
+    spec = _spec(runner, "params")
+    assert spec == {
+        "variant": "relu",
+        "d_model": 512,
+        "d_ff": 2048,
+        "bias": True,
+        "dropout": 0.0,
+        "init": "default",
+        "zero_init_output": False,
+        "multiple_of": 256,
+        "ffn_dim_multiplier": None,
+        "fused_gate_up": False,
+        "experts": 8,
+        "top_k": 2,
+        "shared_experts": 0,
+        "shared_d_ff": None,
+        "shared_expert_gate": False,
+        "expert_variant": "swiglu",
+        "capacity_factor": None,
+        "normalize_top_k": True,
+        "sparsity": 0.5,
+        "mask_seed": 0,
+    }
+    assert _spec(runner, "trace", "--device", "meta") == spec
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import TraceResult, check_failure, estimate_bytes, group_steps, record, tensor_stats, trace
-from ffn_cli.variants import variant_names
+from ffn_cli.variants import VARIANTS, Family, variant_names
 from tests.helpers import ALL_VARIANTS, small_spec, specs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -71,17 +71,57 @@ def test_matmul_flops_equal_the_accounting(variant: str) -> None:
     assert result.matmul_flops == matmul_flops_per_token(spec) * result.tokens
 
 
+# Operations per element of each activation, counted by hand from its formula (the project's
+# convention: one per add, multiply, divide, exp, tanh; comparisons and clamps are free).
+HAND_ACTIVATION_FLOPS = {
+    "relu": 1,  # max(z, 0)
+    "relu2": 2,  # relu, then square
+    "gelu": 8,  # 0.5·z·(1 + erf(z/√2)): divide, erf (4, a rational approximation), add one, two multiplies
+    "gelu_tanh": 9,  # 0.5·z·(1 + tanh(√(2/π)·(z + 0.044715·z³))): z³ 2, scale 1, add 1, scale 1, tanh 1, add 1, two multiplies
+    "silu": 5,  # z·σ(z): negate, exp, add one, divide, multiply
+    "sigmoid": 4,  # σ(z): negate, exp, add one, divide
+    "xielu": 8,  # both branches run, then one is selected: α_p·z² + β·z (4) and α_n·(expm1(min(z, ε)) − z) (4)
+    "swish_1.702": 6,  # gate·σ(1.702·gate): scale, σ (4), multiply
+    "identity": 0,
+}
+# The product of the two branches: one multiply; gpt-oss's (up + 1)·glu adds one more.
+HAND_MULTIPLY_FLOPS = {"swiglu_clamp": 2}
+
+
+def _hand_elementwise(spec: FFNSpec) -> dict[str, int]:
+    """Elementwise FLOPs per token of each step, worked from the shapes: a bias add is one per
+    output, an activation its hand count per hidden element, the product and the mask one."""
+    d, f = spec.d_model, spec.d_ff
+    info = VARIANTS[spec.variant]
+    steps: dict[str, int] = {}
+    if info.family == Family.GATED:
+        steps.update({"gate_up_proj": 2 * f} if spec.fused_gate_up else {"gate_proj": f, "up_proj": f})
+    else:
+        steps["up_proj"] = f
+    steps["activation"] = HAND_ACTIVATION_FLOPS[info.activation] * f
+    if info.family == Family.GATED:
+        steps["multiply"] = HAND_MULTIPLY_FLOPS.get(spec.variant, 1) * f
+    if info.family == Family.SPARSE:
+        steps["mask"] = f
+    steps["down_proj"] = d
+    return {name: flops for name, flops in steps.items() if flops}
+
+
 @pytest.mark.parametrize(("variant", "fused"), [(v, False) for v in DENSE_AND_GATED] + [(v, True) for v in variant_names("gated")])
-def test_every_step_equals_its_accounting_step(variant: str, fused: bool) -> None:
-    """Matmul and elementwise FLOPs per step, by the same conventions, from both paths."""
+def test_every_step_equals_its_accounting_step_and_the_hand_count(variant: str, fused: bool) -> None:
+    """Matmul FLOPs per step from the trace and the accounting; elementwise FLOPs per step from
+    both, against the count worked by hand above (the two share ACTIVATIONS' constants)."""
     spec = small_spec(variant, bias=True, fused_gate_up=fused)
     result = trace(spec, batch=2, seq_len=3)
     steps = {s.name: s for s in result.steps}
-    for expected in flop_steps(spec):
+    analytic = flop_steps(spec)
+    for expected in analytic:
         if expected.flops == 0 and expected.name not in steps:
             continue  # identity activation (bilinear): no op runs
-        got = steps[expected.name]
-        assert (got.matmul_flops, got.elementwise_flops) == (expected.matmul_flops * 6, expected.elementwise_flops * 6), expected.name
+        assert steps[expected.name].matmul_flops == expected.matmul_flops * 6, expected.name
+    hand = _hand_elementwise(spec)
+    assert {s.name: s.elementwise_flops for s in result.steps if s.elementwise_flops} == {n: 6 * e for n, e in hand.items()}
+    assert {s.name: s.elementwise_flops for s in analytic if s.elementwise_flops} == hand
 
 
 def test_moe_steps_equal_the_accounting() -> None:

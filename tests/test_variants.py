@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,10 +15,11 @@ import torch
 from ffn_cli import build_ffn
 from ffn_cli.models import preset_model, preset_names
 from ffn_cli.modules import MoEFFN
+from ffn_cli.modules.ffn import FFNModule
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import record
 from ffn_cli.trace.steps import group_steps
-from ffn_cli.variants import VARIANTS, MixtureVariant, SingleFFN
+from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant
 from tests.helpers import ALL_VARIANTS, small_spec
 
 PACKAGE = Path(__file__).parents[1] / "ffn_cli"
@@ -48,21 +51,234 @@ def test_qwen_moe_shared_expert_width_survives_json() -> None:
     assert sum(p.numel() for p in build_ffn(again, device="meta").parameters()) == 553_773_056
 
 
-def test_every_variant_is_a_single_ffn_or_a_mixture() -> None:
-    for v in VARIANTS.values():
-        assert isinstance(v, SingleFFN | MixtureVariant), v.name
+def _built_params(spec: FFNSpec) -> int:
+    return sum(p.numel() for p in build_ffn(spec, device="meta").parameters())
 
 
-def test_no_module_outside_the_registry_compares_variant_names() -> None:
-    pattern = re.compile(r"""(variant|family)\s*[!=]=\s*["'](moe|soft_moe|sparse|gated|dense|relu|swiglu)["']""")
-    offenders = [
-        f"{path.relative_to(PACKAGE)}:{n}"
-        for path in PACKAGE.rglob("*.py")
-        if "variants" not in path.parts
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if pattern.search(line)
-    ]
-    assert offenders == []
+# One expert at d = 16, d_ff = 24, worked by hand: relu's up and down with their biases (a dense
+# FFN's default), swiglu's gate, up and down without. A mixture adds one d-wide router row (or
+# soft MoE's one slot) per expert beside it.
+_ONE_EXPERT = {"relu": 2 * 16 * 24 + 24 + 16, "swiglu": 3 * 16 * 24}
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_a_mixture_grows_by_whole_experts_and_a_single_ffn_maps_each_token_alone(variant: str) -> None:
+    """Read from the built module: one more expert adds one expert's tensors and a router row to
+    a mixture; a single FFN's output for a token does not move when another token changes."""
+    if isinstance(VARIANTS[variant], MixtureVariant):
+        for expert, one in _ONE_EXPERT.items():
+            sizes = [
+                _built_params(FFNSpec(variant=variant, d_model=16, d_ff=24, experts=e, top_k=1, expert_variant=expert)) for e in (2, 3)
+            ]
+            assert sizes[1] - sizes[0] == one + 16, (variant, expert)
+        return
+    assert isinstance(VARIANTS[variant], SingleFFN)
+    module = build_ffn(small_spec(variant)).eval()
+    x = torch.randn(1, 3, 16, generator=torch.Generator().manual_seed(2))
+    moved = x.clone()
+    moved[0, 1:] += 1.0
+    with torch.no_grad():
+        torch.testing.assert_close(module(moved)[0, 0], module(x)[0, 0])
+        assert not torch.allclose(module(moved)[0, 1], module(x)[0, 1])
+
+
+# --- nothing outside the registry branches on what kind of FFN it holds ------------------
+
+
+def _terminal_name(node: ast.AST) -> str:
+    """`spec.info.family` → 'family', `variant` → 'variant', anything else → ''."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _names_family(node: ast.AST) -> bool:
+    """`Family.MOE`, `variants.Family.GATED`, or a tuple/set/list holding one."""
+    if isinstance(node, ast.Attribute) and _terminal_name(node.value) == "Family":
+        return True
+    return isinstance(node, ast.Tuple | ast.List | ast.Set) and any(_names_family(e) for e in node.elts)
+
+
+def _kind_strings(node: ast.AST) -> bool:
+    """A string constant that names a variant or a family, or a tuple/set/list of them."""
+    if isinstance(node, ast.Constant):
+        return node.value in KIND_NAMES
+    return isinstance(node, ast.Tuple | ast.List | ast.Set) and any(_kind_strings(e) for e in node.elts)
+
+
+def _class_names(node: ast.AST) -> list[str]:
+    """The classes an isinstance/issubclass second argument names: `C`, `m.C`, `(A, B)`, `A | B`."""
+    if isinstance(node, ast.Tuple):
+        return [n for e in node.elts for n in _class_names(e)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _class_names(node.left) + _class_names(node.right)
+    if isinstance(node, ast.Name):
+        return [node.id]
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    # `nn.GELU` is torch's class, not the registry's GELU; `modules.MoEFFN` is ours.
+    return [node.attr] if isinstance(node, ast.Attribute) and _terminal_name(root) not in ("nn", "torch") else []
+
+
+def kind_branches(source: str, kind_classes: frozenset[str]) -> list[tuple[int, str]]:
+    """Every place `source` branches on the kind of FFN: (line, what it does).
+
+    A comparison with a `Family` member (or with a variant or family name, against something
+    called variant or family), an isinstance/issubclass against a variant class or an FFN
+    module class, and a read of `.is_moe` or `.is_routed`.
+    """
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_names_family(o) for o in operands):
+                found.append((node.lineno, "compares a Family member"))
+            elif any(_kind_strings(o) for o in operands) and any(
+                re.search("variant|family", _terminal_name(o)) for o in operands if not _kind_strings(o)
+            ):
+                found.append((node.lineno, "compares a variant or family name"))
+        elif isinstance(node, ast.Call) and _terminal_name(node.func) in ("isinstance", "issubclass") and len(node.args) == 2:
+            hit = sorted(set(_class_names(node.args[1])) & kind_classes)
+            if hit:
+                found.append((node.lineno, f"{_terminal_name(node.func)} against {', '.join(hit)}"))
+        elif isinstance(node, ast.Attribute) and node.attr in ("is_moe", "is_routed") and isinstance(node.ctx, ast.Load):
+            found.append((node.lineno, f"reads .{node.attr}"))
+    return sorted(found)
+
+
+def _subclasses(cls: type) -> set[type]:
+    return {cls} | {s for sub in cls.__subclasses__() for s in _subclasses(sub)}
+
+
+def _kind_classes() -> frozenset[str]:
+    """Every variant class of the registry and every FFN module class, by name."""
+    return frozenset(c.__name__ for c in _subclasses(Variant) | _subclasses(FFNModule))
+
+
+KIND_NAMES = frozenset(VARIANTS) | frozenset(f.value for f in Family)
+
+# The branches on variant kind that stand outside ffn_cli/variants/, each with the reason it
+# stands: (file, the line's text, reason), a line as often as it occurs. A branch not listed
+# fails the test below, and so does a listed one that is gone, so the list only shrinks.
+_SPEC = "FFNSpec is the registry's one typed view of a spec: it narrows to the mixture or the single FFN for everyone else"
+_VALIDATE = "FFNSpec validation: an option the variant's family cannot use is refused here, before any variant method runs"
+_MODEL = "a model's layers are dense or MoE by its config (dense_layers / moe_layers): the model split, not an FFN behaviour"
+_MODEL_ACTIVE = "a model's active count exists only for MoE layers; to become a variant property with the models/ split"
+_REPORT = "the params report shows active counts and routed columns only for a mixture; to move with render/params.py's split by result"
+_PARALLEL = "expert parallelism cuts experts, tensor parallelism cuts d_ff: the split kind per tensor is not yet a variant method"
+_FUSED = "--fused applies to gated FFNs only; to become the variant's options_used"
+_GROUPING = "grouping recognises our FFN modules inside any torch module, and a mixture's dispatch regions: to be asked of the variant"
+_DISPATCH = "only a routed mixture records which tokens went to which expert; the tensor-parallel check compares it"
+
+ALLOWED_KIND_BRANCHES: list[tuple[str, str, str]] = [
+    ("ffn_cli/bench/plan.py", "return not impl.fused or spec.ffn_variant.family == Family.GATED", _FUSED),
+    ("ffn_cli/cli/params_cmd.py", "single = VARIANTS.get(expert_variant) if variant.family == Family.MOE else variant", _FUSED),
+    ("ffn_cli/cli/params_cmd.py", "return single is not None and single.family == Family.GATED", _FUSED),
+    ("ffn_cli/models/count.py", "return count + (spec.moe_extra_params if ffn.is_moe else 0)", _MODEL),
+    ("ffn_cli/models/count.py", "if not ffn.is_moe:", _MODEL_ACTIVE),
+    ("ffn_cli/models/count.py", 'name = "MoE FFN" if ffn.is_moe else "FFN"', _MODEL),
+    ("ffn_cli/models/count.py", "active = ffn_params(spec, ffn, active=True) if ffn.is_moe else None", _MODEL_ACTIVE),
+    ("ffn_cli/models/layer.py", "if spec.mixture is not None and spec.mixture.is_routed:", _MODEL),
+    ("ffn_cli/models/layer_select.py", "if layer in spec.moe_layers and ffn.is_moe:", _MODEL),
+    ("ffn_cli/models/roofline.py", "if ffn.is_moe:", _MODEL_ACTIVE),
+    ("ffn_cli/models/roofline.py", 'name = "MoE FFN" if ffn.is_moe else "FFN"', _MODEL),
+    ("ffn_cli/models/spec.py", "if spec.is_moe != moe:", _MODEL),
+    ("ffn_cli/models/weights.py", "if ffn.is_moe:", _MODEL_ACTIVE),
+    ("ffn_cli/parallel/accounting.py", "if spec.is_moe:", _PARALLEL),
+    ("ffn_cli/parallel/accounting.py", "return spec.mixture is not None and spec.mixture.is_routed", _PARALLEL),
+    ("ffn_cli/parallel/accounting.py", "if ep > 1 or spec.is_moe:", _PARALLEL),
+    ("ffn_cli/parallel/rank.py", "dispatch = module.last_dispatch if isinstance(module, MoEFFN) else None", _DISPATCH),
+    ("ffn_cli/render/parallel.py", "if spec.is_moe:", _PARALLEL),
+    ("ffn_cli/render/params.py", "if r.spec.is_moe:", _REPORT),
+    ("ffn_cli/render/params.py", "if r.spec.is_moe:", _REPORT),
+    ("ffn_cli/render/params.py", "if s.is_moe:", _REPORT),
+    ("ffn_cli/render/params.py", "routed = s.mixture is not None and s.mixture.is_routed", _REPORT),
+    ("ffn_cli/render/params.py", "routed = r.spec.mixture is not None and r.spec.mixture.is_routed", _REPORT),
+    (
+        "ffn_cli/render/params.py",
+        'ratio = _ratio(r.ffn_attention_ratio) + (f" (active {_ratio(r.ffn_active_attention_ratio)})" if r.spec.is_moe else "")',
+        _REPORT,
+    ),
+    ("ffn_cli/render/params.py", "moe = any(r.spec.is_moe for r in c.reports)", _REPORT),
+    (
+        "ffn_cli/render/params.py",
+        'total = f"[bold]{fmt_count(m.total_params)}[/]" + (f"\\n[dim]active {fmt_count(m.active_params)}[/]" if s.is_moe else "")',
+        _REPORT,
+    ),
+    ("ffn_cli/render/params.py", "if m.spec.is_moe:", _REPORT),
+    ("ffn_cli/render/params.py", "if m.spec.is_moe:", _REPORT),
+    (
+        "ffn_cli/render/params.py",
+        'ratio = _ratio(m.ffn_attention_ratio) + (f" (active {_ratio(m.ffn_active_attention_ratio)})" if m.spec.is_moe else "")',
+        _REPORT,
+    ),
+    ("ffn_cli/spec.py", "if self.fused_gate_up and self.ffn_variant.family != Family.GATED:", _VALIDATE),
+    ("ffn_cli/spec.py", "if expert is None or expert.family not in (Family.DENSE, Family.GATED):", _VALIDATE),
+    ("ffn_cli/spec.py", "return info if isinstance(info, MixtureVariant) else None", _SPEC),
+    ("ffn_cli/spec.py", "variant = VARIANTS[self.expert_variant] if self.is_moe else self.info", _SPEC),
+    ("ffn_cli/spec.py", "assert isinstance(variant, SingleFFN)", _SPEC),
+    ("ffn_cli/trace/grouping.py", "if isinstance(module, FFNModule):", _GROUPING),
+    ("ffn_cli/trace/grouping.py", "if isinstance(variant, MixtureVariant):", _GROUPING),
+]
+
+
+def _package_kind_branches() -> list[tuple[str, str, str]]:
+    classes = _kind_classes()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).as_posix()
+        if relative.startswith("ffn_cli/variants/"):
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for line, what in kind_branches(source, classes):
+            found.append((relative, lines[line - 1].strip(), what))
+    return found
+
+
+def test_no_module_outside_the_registry_branches_on_variant_kind() -> None:
+    found = Counter((path, line) for path, line, _ in _package_kind_branches())
+    allowed = Counter((path, line) for path, line, _ in ALLOWED_KIND_BRANCHES)
+    new = [f"{path}: {line}" for path, line in (found - allowed).elements()]
+    gone = [f"{path}: {line}" for path, line in (allowed - found).elements()]
+    assert new == [], "branches on the kind of FFN outside ffn_cli/variants/: make them variant methods, or allow one with a reason"
+    assert gone == [], "allowed branches that are no longer there: drop them from ALLOWED_KIND_BRANCHES"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('if spec.variant == "moe":\n    pass', "compares a variant or family name"),
+        ('ok = "gated" != info.family', "compares a variant or family name"),
+        ("ok = v.family in (Family.DENSE, Family.GATED)", "compares a Family member"),
+        ("ok = variants.Family.MOE is family", "compares a Family member"),
+        ("ok = isinstance(v, SingleFFN | MixtureVariant)", "isinstance against MixtureVariant, SingleFFN"),
+        ("ok = isinstance(m, (nn.Linear, modules.MoEFFN))", "isinstance against MoEFFN"),
+        ("ok = issubclass(type(v), RoutedMoE)", "issubclass against RoutedMoE"),
+        ("ok = spec.is_moe", "reads .is_moe"),
+        ("ok = [s for s in specs if s.mixture.is_routed]", "reads .is_routed"),
+    ],
+)
+def test_the_kind_check_catches_a_new_branch(source: str, expected: str) -> None:
+    assert kind_branches(source, _kind_classes()) == [(1, expected)]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'ok = spec.activation == "relu"',  # an activation name, not the variant's
+        "ok = isinstance(m, nn.GELU)",  # torch's GELU, not the registry's
+        "ok = isinstance(m, nn.Linear)",
+        "ok = v.family.value",  # showing the family is fine; branching on it is not
+        "def is_moe(self) -> bool: ...",
+        'ok = name == "relu"',
+    ],
+)
+def test_the_kind_check_passes_what_is_no_branch(source: str) -> None:
+    assert kind_branches(source, _kind_classes()) == []
 
 
 def _steps(module: torch.nn.Module) -> list[tuple[str, int, tuple[int, ...]]]:
