@@ -152,9 +152,11 @@ class FitTable:
         return self._fit(width)
 
     def fits(self, width: int) -> bool:
-        """Whether every column stays at this width (a column of nothing in it may still go)."""
-        shown = self._fit(width)[0]
-        return all(i in shown or i in self._empty for i in range(len(self.columns)))
+        """Whether every column stays at this width (a column of nothing in it may still go) and
+        the table is no wider than it."""
+        shown, widths = self._fit(width)
+        whole = sum(widths) + GAP * (len(shown) - 1) <= width
+        return whole and all(i in shown or i in self._empty for i in range(len(self.columns)))
 
     def _fit(self, width: int) -> tuple[list[int], list[int]]:
         shown = list(range(len(self.columns)))

@@ -178,8 +178,9 @@ STEPS_TITLE = "Shape flow, step by step"
 
 def _steps_table(result: TraceResult) -> Layouts:
     """The shape flow, laid out for the width. Wide: one row per step with every column. Narrower:
-    the weight shapes move to a table of their own, then the operations join them there; a
-    step's name, its input → output shapes and its weight shapes are never left out."""
+    the weight shapes move to a table of their own, then the operations join them there, and
+    at the narrowest the parameter counts go with the weights and the operations stand apart.
+    A step's name, its input → output shapes and its weight shapes are never left out."""
     columns = [
         Col("#", drop=2),
         Col("step", "fixed", footer="total"),
@@ -207,7 +208,17 @@ def _steps_table(result: TraceResult) -> Layouts:
         pick(STEPS_TITLE, essential, [0, 1, 3, 5, 6]),
         pick("What each step computes, and its weights", [num, named, operation, Col("weights", "fixed")], [0, 1, 2, 4]),
     ]
-    return Layouts([[wide], moved, both_moved])
+    # Narrowest: the shape flow alone with its FLOPs; the weights with their count, and the operations, apart.
+    apart = [
+        pick(STEPS_TITLE, [num, step, replace(flow, drop=None), flops], [0, 1, 3, 6]),
+        FitTable(
+            "Weights each step uses",
+            [num, step, Col("weights", "fixed"), params],
+            [[r[i] for i in (0, 1, 4, 5)] for r in rows if r[4].plain or r[5].plain],
+        ),
+        pick("What each step computes", [num, named, operation], [0, 1, 2]),
+    ]
+    return Layouts([[wide], moved, both_moved, apart])
 
 
 def _step_rows(result: TraceResult) -> list[list[Text]]:
