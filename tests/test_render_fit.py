@@ -417,6 +417,12 @@ def test_the_values_keep_negatives_at_60_columns(monkeypatch: pytest.MonkeyPatch
     assert {"step", "mean", "negatives", "notes"} <= set(shown)
 
 
+def test_the_values_at_80_columns_keep_every_statistic_and_move_the_notes(monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = _layouts("trace", 80, monkeypatch)
+    assert tables["Values at each step (computed on the device)"] == (["step", "mean", "std", "min", "max", "zeros %", "negatives"], [])
+    assert tables["Notes on the values"] == (["step", "notes"], [])
+
+
 @pytest.mark.parametrize("width", [60, 80])
 def test_variants_at_narrow_widths_keep_the_counts_and_the_papers(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     tables = _layouts("variants", width, monkeypatch)

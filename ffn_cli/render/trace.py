@@ -300,7 +300,7 @@ def _stats_cells(stats: TensorStats | None) -> list[str]:
     return [_num(stats.mean), _num(stats.std), _num(stats.min), _num(stats.max), f"{stats.zeros_pct:.1f}", fmt_count(stats.negatives)]
 
 
-def _stats_table(result: TraceResult) -> FitTable:
+def _stats_table(result: TraceResult) -> Layouts:
     # `negatives` stays at any width: how many a ReLU turns to zero is the lesson of the table.
     columns = [Col("step", "fixed"), Col("mean"), Col("std", drop=1), Col("min", drop=2), Col("max", drop=2)]
     columns += [Col("zeros %", drop=3), Col("negatives"), Col("notes", "text")]
@@ -315,7 +315,14 @@ def _stats_table(result: TraceResult) -> FitTable:
             continue
         notes = [f"[bold red]{escape(f)}[/]" for f in s.flags] + ([escape(s.note)] if s.note else [])
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
-    return FitTable("Values at each step (computed on the device)", columns, rows)
+    title = "Values at each step (computed on the device)"
+    whole = FitTable(title, columns, rows)
+    # Where every statistic would fit but for the notes, the notes move below, listed per step.
+    apart = [
+        FitTable(title, columns[:-1], [row[:-1] for row in rows]),
+        FitTable("Notes on the values", [columns[0], columns[-1]], [[row[0], row[-1]] for row in rows if Text.from_markup(row[-1]).plain]),
+    ]
+    return Layouts([[whole], apart, [whole]])
 
 
 def _values_table(result: TraceResult, n: int) -> FitTable:
