@@ -52,6 +52,8 @@ COMMANDS = [
     # The backward's four tables, of a block whose names are long (MLA) and of a checkpointed FFN.
     "trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward",
     "trace --variant swiglu --backward --checkpoint",
+    # A real MoE model: 256 experts, most folded into one row, the rest with their weights.
+    "trace --preset deepseek-v3 --device meta",
 ]
 
 # A number, with the unit or scale that follows it: 1,050,624 · 4.00 MiB · 12.9 GFLOP · 3.2× · 49.8 %
@@ -148,7 +150,8 @@ def _one_thread() -> Iterator[None]:
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_number_is_whole_at_every_width(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
     args = command.split()
-    known = sorted(set(_leaves(json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout))))
+    data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    known = sorted(set(_leaves(data)))
     renderables = _printed(args, monkeypatch)
     for width in WIDTHS:
         recorder = _Recorder(monkeypatch)
@@ -159,6 +162,48 @@ def test_every_number_is_whole_at_every_width(command: str, monkeypatch: pytest.
         assert all(len(line) <= width for line in text.splitlines()), f"{command} at {width}: a line is wider than the terminal"
         for table, w, shown in recorder.drawn:
             _check_table(command, table, w, shown, text, known)
+        if args[0] == "trace" and "steps" in data and "--ops" not in args and width in NARROW:
+            _check_steps_shown(f"{command} at {width}", data, recorder.drawn)
+
+
+# The widths at which a trace must still show each step's shapes and the shapes of its weights.
+NARROW = (60, 80)
+
+
+def _shape(shape: list[int]) -> str:
+    """A shape as the tutorials write it: (2, 5, 512), (2048,)."""
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _check_steps_shown(where: str, data: dict[str, Any], drawn: list[tuple[FitTable, int, list[int]]]) -> None:
+    """Every step the --json lists has a row, among the tables drawn, whose shown cells hold its
+    input and output shapes and the shape of each weight it reads; only the experts the tables
+    fold into one `…` row are absent, as many as the --json says were folded."""
+    shown_cells: dict[str, list[str]] = {}
+    for table, _, shown in drawn:
+        headers = [c.header for c in table.columns]
+        if "step" not in headers:
+            continue
+        name = headers.index("step")
+        for row in table.rows:
+            if row is not None and name in shown:
+                shown_cells.setdefault(_plain(row[name]), []).extend(_plain(row[i]) for i in shown)
+    absent = []
+    for step in data["steps"]:
+        cells = shown_cells.get(step["name"])
+        if cells is None:
+            absent.append(step["name"])
+            continue
+        printed = "\n".join(cells)
+        inputs = list(dict.fromkeys(map(tuple, step["input_shapes"])))
+        outputs = list(dict.fromkeys(map(tuple, step["output_shapes"] if len(step["output_shapes"]) > 1 else [step["output_shape"]])))
+        # A cell lists three distinct shapes, then `+N more`.
+        wanted = [_shape(list(x)) for x in inputs[:3]] + ["→ " + _shape(list(x)) for x in outputs[:3]]
+        wanted += [_shape(p["shape"]) for p in step["params"]]
+        missing = [w for w in wanted if w not in printed]
+        assert not missing, f"{where}: {step['name']} shows no {missing}"
+    folded = (data.get("expert_summary") or {}).get("elided", 0)
+    assert len(absent) == folded, f"{where}: no row for {absent}"
 
 
 def _check_table(command: str, table: FitTable, width: int, shown: list[int], text: str, known: list[float]) -> None:
@@ -349,20 +394,47 @@ def _layouts(command: str, width: int, monkeypatch: pytest.MonkeyPatch) -> dict[
 @pytest.mark.parametrize(
     "command", ["trace --preset qwen3-8b --block --device meta", "trace --preset deepseek-v2-lite --block --layer 0 --device meta"]
 )
-def test_a_block_keeps_its_operation_at_80_columns(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The operation is the only text that says what `attn.kv_a_proj_with_mqa` does: it wraps,
-    and the parameter shapes leave first."""
-    shown, hidden = _layouts(command, 80, monkeypatch)["Shape flow, step by step"]
-    assert "operation" in shown and "parameters" in hidden
+def test_a_block_keeps_its_operation_and_weights_at_80_columns(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operation is the only text that says what `attn.kv_a_proj_with_mqa` does, the weight
+    shapes are what the tutorials print: at 80 columns both stay, in a table of their own
+    beside the shape flow, which keeps every column it has."""
+    tables = _layouts(command, 80, monkeypatch)
+    shown, hidden = tables["Shape flow, step by step"]
+    assert {"step", "input → output", "params", "FLOPs"} <= set(shown) and not hidden
+    assert tables["What each step computes, and its weights"] == (["#", "step", "operation", "weights"], [])
 
 
-def test_variants_at_80_columns_keep_the_counts_and_let_the_papers_go(monkeypatch: pytest.MonkeyPatch) -> None:
-    shown, hidden = _layouts("variants", 80, monkeypatch)["FFN variants"]
-    assert {"params", "matmul FLOPs/token"} <= set(shown) and "origin" in hidden
+def test_the_wide_trace_is_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _layouts("trace", 80, monkeypatch)["Weights each step uses"] == (["#", "step", "weights"], [])
+    tables = _layouts("trace", 100, monkeypatch)
+    assert tables["Shape flow, step by step"] == (["#", "step", "operation", "input → output", "parameters", "params", "FLOPs"], [])
+    assert "Weights each step uses" not in tables
 
 
-def test_the_backward_at_80_columns_keeps_names_shapes_and_flops(monkeypatch: pytest.MonkeyPatch) -> None:
-    tables = _layouts("trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward", 80, monkeypatch)
+def test_the_values_keep_negatives_at_60_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """How many values a ReLU turns to zero is what the values table is for."""
+    shown, _ = _layouts("trace", 60, monkeypatch)["Values at each step (computed on the device)"]
+    assert {"step", "mean", "negatives", "notes"} <= set(shown)
+
+
+def test_the_values_at_80_columns_keep_every_statistic_and_move_the_notes(monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = _layouts("trace", 80, monkeypatch)
+    assert tables["Values at each step (computed on the device)"] == (["step", "mean", "std", "min", "max", "zeros %", "negatives"], [])
+    assert tables["Notes on the values"] == (["step", "notes"], [])
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_variants_at_narrow_widths_keep_the_counts_and_the_papers(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = _layouts("variants", width, monkeypatch)
+    counts, _ = tables["FFN variants: what each costs"]
+    assert {"name", "params", "matmul FLOPs/token", "default d_ff"} <= set(counts)
+    assert tables["FFN variants: what each computes, and where it comes from"] == (["name", "formula", "origin"], [])
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_the_backward_at_narrow_widths_keeps_names_shapes_and_flops(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = _layouts("trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward", width, monkeypatch)
     steps = tables["Backward, step by step, as autograd ran it (dL/dy: seeded normal)"][0]
     assert {"backward of", "gradient in → out", "FLOPs"} <= set(steps)
+    assert {"backward of", "weight gradients"} <= set(tables["Weight gradients each backward step makes"][0])
     assert {"parameter", "shape", "norm"} <= set(tables["Parameter gradients"][0])

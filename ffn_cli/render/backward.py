@@ -7,6 +7,7 @@ narrow the columns leave in each table's stated order (see render/fit.py)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from rich.console import RenderableType
@@ -14,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.render.experts import elided_label, idle_label
-from ffn_cli.render.fit import Cell, Col, FitTable
+from ffn_cli.render.fit import Cell, Col, FitTable, Layouts
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
@@ -68,7 +69,9 @@ def _flops(s: BackwardStep, b: BackwardResult) -> str:
     return "\n".join(lines)
 
 
-def _steps_table(result: TraceResult, b: BackwardResult) -> FitTable:
+def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
+    """Wide: one row per backward step with every column. Narrower: the weight gradients each
+    step makes move to a table of their own, so that no step loses its shapes."""
     title = "Backward, step by step, as autograd ran it (dL/dy: " + _loss_text(b.loss) + ")"
     footer = f"dW {_count(b.weight_grad_flops, b)}\ndx {_count(b.input_grad_flops, b)}"
     # The FLOPs cell's lines (`dW …`, `dx …`) are numbers: each stands whole, right-aligned.
@@ -99,7 +102,17 @@ def _steps_table(result: TraceResult, b: BackwardResult) -> FitTable:
                 _flops(s, b),
             ]
         )
-    return FitTable(title, columns, _plain(rows))
+    cells = _plain(rows)
+    num, step, flow, makes, source, flops = columns
+    moved = [
+        FitTable(title, [num, step, replace(flow, drop=None), source, flops], [[row[i] for i in (0, 1, 2, 4, 5)] for row in cells]),
+        FitTable(
+            "Weight gradients each backward step makes",
+            [num, replace(step, footer=""), replace(makes, header="weight gradients", drop=None)],
+            [[row[i] for i in (0, 1, 3)] for row in cells if row[3].plain],
+        ),
+    ]
+    return Layouts([[FitTable(title, columns, cells)], moved])
 
 
 def _elided(result: TraceResult, b: BackwardResult) -> ElidedBackward | None:

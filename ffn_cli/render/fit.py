@@ -10,6 +10,11 @@ footnote under the table names each one that left:
     2 columns hidden at 80 columns (formula, origin): widen the terminal, or --json
 
 Columns with `drop=None` (the row's name and its main numbers) always stay.
+
+Where a column is too wide to stay but too important to leave (the weight shapes of a trace),
+the renderer offers the same data laid out more than one way, widest first (`Layouts`): at each
+width the first layout whose tables keep every column is drawn, so at a narrow width the wide
+column moves to a table of its own instead of leaving.
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ from typing import Literal
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["GAP", "BarChart", "Col", "FitTable", "hidden_note", "wrap_terms"]
+__all__ = ["GAP", "BarChart", "Col", "FitTable", "Layouts", "hidden_note", "wrap_terms"]
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
@@ -144,6 +149,16 @@ class FitTable:
 
     def layout(self, width: int) -> tuple[list[int], list[int]]:
         """(the indices of the columns shown, the width of each), for a console `width` wide."""
+        return self._fit(width)
+
+    def fits(self, width: int) -> bool:
+        """Whether every column stays at this width (a column of nothing in it may still go) and
+        the table is no wider than it."""
+        shown, widths = self._fit(width)
+        whole = sum(widths) + GAP * (len(shown) - 1) <= width
+        return whole and all(i in shown or i in self._empty for i in range(len(self.columns)))
+
+    def _fit(self, width: int) -> tuple[list[int], list[int]]:
         shown = list(range(len(self.columns)))
 
         def needed(bound: int) -> int:
@@ -224,6 +239,27 @@ class FitTable:
         hidden = self._left_out(shown)
         if hidden:
             yield Text(hidden_note(hidden, width), style="dim")
+
+
+@dataclass
+class Layouts:
+    """The same data laid out more than one way, widest first. At each width the first layout
+    in which every table keeps all its columns is drawn; if none does, the last, whose tables
+    then let columns go by their `drop`. The tables of one layout are drawn a blank line apart."""
+
+    options: Sequence[Sequence[RenderableType]]
+
+    def choose(self, width: int) -> Sequence[RenderableType]:
+        for option in self.options[:-1]:
+            if all(r.fits(width) for r in option if isinstance(r, FitTable)):
+                return option
+        return self.options[-1]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for k, renderable in enumerate(self.choose(options.max_width)):
+            if k:
+                yield Text("")
+            yield renderable
 
 
 @dataclass

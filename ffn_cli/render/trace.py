@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -16,7 +17,7 @@ from rich.text import Text
 from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
-from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
@@ -172,7 +173,14 @@ def _block_ratio(result: TraceResult) -> str:
 # --- the tables --------------------------------------------------------------------------
 
 
-def _steps_table(result: TraceResult) -> FitTable:
+STEPS_TITLE = "Shape flow, step by step"
+
+
+def _steps_table(result: TraceResult) -> Layouts:
+    """The shape flow, laid out for the width. Wide: one row per step with every column. Narrower:
+    the weight shapes move to a table of their own, then the operations join them there, and
+    at the narrowest the parameter counts go with the weights and the operations stand apart.
+    A step's name, its input → output shapes and its weight shapes are never left out."""
     columns = [
         Col("#", drop=2),
         Col("step", "fixed", footer="total"),
@@ -182,6 +190,38 @@ def _steps_table(result: TraceResult) -> FitTable:
         Col("params", footer=fmt_count(sum(s.param_count + s.idle_params for s in result.steps))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
     ]
+    rows = _step_rows(result)
+    wide = FitTable(STEPS_TITLE, columns, rows)
+    num, step, operation, flow, _, params, flops = columns
+    named = replace(step, footer="")
+    essential = [num, step, replace(flow, drop=None), params, flops]
+
+    def pick(title: str, cols: list[Col], keep: list[int], with_weights: bool = False) -> FitTable:
+        picked = [[row[i] for i in keep] for row in rows if not with_weights or row[4].plain]
+        return FitTable(title, cols, picked)
+
+    moved = [
+        pick(STEPS_TITLE, [num, step, operation, *essential[2:]], [0, 1, 2, 3, 5, 6]),
+        pick("Weights each step uses", [num, named, Col("weights", "fixed")], [0, 1, 4], with_weights=True),
+    ]
+    both_moved = [
+        pick(STEPS_TITLE, essential, [0, 1, 3, 5, 6]),
+        pick("What each step computes, and its weights", [num, named, operation, Col("weights", "fixed")], [0, 1, 2, 4]),
+    ]
+    # Narrowest: the shape flow alone with its FLOPs; the weights with their count, and the operations, apart.
+    apart = [
+        pick(STEPS_TITLE, [num, step, replace(flow, drop=None), flops], [0, 1, 3, 6]),
+        FitTable(
+            "Weights each step uses",
+            [num, step, Col("weights", "fixed"), params],
+            [[r[i] for i in (0, 1, 4, 5)] for r in rows if r[4].plain or r[5].plain],
+        ),
+        pick("What each step computes", [num, named, operation], [0, 1, 2]),
+    ]
+    return Layouts([[wide], moved, both_moved, apart])
+
+
+def _step_rows(result: TraceResult) -> list[list[Text]]:
     summary = summarise_experts(result.steps)
     rows: list[list[Text]] = []
     for n, s in enumerate(result.steps, 1):
@@ -196,7 +236,7 @@ def _steps_table(result: TraceResult) -> FitTable:
         rows.append(_plain([[*cells, counted, _flops(s.flops, result)]])[0])
     if summary is not None and summary.end == len(result.steps) and summary.idle:
         rows.append(_idle_step_row(result, summary))
-    return FitTable("Shape flow, step by step", columns, rows)
+    return rows
 
 
 def _idle_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:
@@ -260,9 +300,10 @@ def _stats_cells(stats: TensorStats | None) -> list[str]:
     return [_num(stats.mean), _num(stats.std), _num(stats.min), _num(stats.max), f"{stats.zeros_pct:.1f}", fmt_count(stats.negatives)]
 
 
-def _stats_table(result: TraceResult) -> FitTable:
-    columns = [Col("step", "fixed"), Col("mean"), Col("std", drop=3), Col("min", drop=2), Col("max", drop=2)]
-    columns += [Col("zeros %", drop=4), Col("negatives", drop=1), Col("notes", "text")]
+def _stats_table(result: TraceResult) -> Layouts:
+    # `negatives` stays at any width: how many a ReLU turns to zero is the lesson of the table.
+    columns = [Col("step", "fixed"), Col("mean"), Col("std", drop=1), Col("min", drop=2), Col("max", drop=2)]
+    columns += [Col("zeros %", drop=3), Col("negatives"), Col("notes", "text")]
     rows: list[list[Cell]] = [[Text("input"), *_stats_cells(result.input_stats), ""]]
     summary = summarise_experts(result.steps)
     for n, s in enumerate(result.steps):
@@ -274,7 +315,14 @@ def _stats_table(result: TraceResult) -> FitTable:
             continue
         notes = [f"[bold red]{escape(f)}[/]" for f in s.flags] + ([escape(s.note)] if s.note else [])
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
-    return FitTable("Values at each step (computed on the device)", columns, rows)
+    title = "Values at each step (computed on the device)"
+    whole = FitTable(title, columns, rows)
+    # Where every statistic would fit but for the notes, the notes move below, listed per step.
+    apart = [
+        FitTable(title, columns[:-1], [row[:-1] for row in rows]),
+        FitTable("Notes on the values", [columns[0], columns[-1]], [[row[0], row[-1]] for row in rows if Text.from_markup(row[-1]).plain]),
+    ]
+    return Layouts([[whole], apart, [whole]])
 
 
 def _values_table(result: TraceResult, n: int) -> FitTable:

@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.accounting import matmul_flops_formula, param_formula
-from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.fit import Col, FitTable, Layouts
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
 
@@ -39,9 +39,10 @@ def variants_data() -> list[dict[str, Any]]:
     return rows
 
 
-def variants_table() -> FitTable:
-    # The counts are what the table is for; the papers' titles are the first thing a narrow
-    # terminal can do without. Counts are sums, broken only between their terms.
+def variants_table() -> Layouts:
+    """Wide: one row per variant. Narrower: the counts in one table, the formula and the paper
+    it comes from in a second, so that no column is left out. Counts are sums, broken only
+    between their terms; the formulas and origins wrap between words."""
     columns = [
         Col("name", "fixed", style="bold"),
         Col("family", "fixed", drop=2),
@@ -56,8 +57,15 @@ def variants_table() -> FitTable:
         rule = VARIANTS[row["name"]].d_ff_rule_short
         cells = [row["name"], row["family"], row["formula"], row["param_formula"], row["matmul_flops_per_token"], rule, row["origin"]]
         rows.append([Text(str(c)) for c in cells])
-    caption = "d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules"
-    return FitTable("FFN variants", columns, rows, caption=Text(caption))
+    caption = Text("d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules")
+
+    def pick(title: str, keep: list[int], **options: Any) -> FitTable:
+        return FitTable(title, [columns[i] for i in keep], [[row[i] for i in keep] for row in rows], **options)
+
+    wide = FitTable("FFN variants", columns, rows, caption=caption)
+    counts = pick("FFN variants: what each costs", [0, 1, 3, 4, 5], caption=caption)
+    words = pick("FFN variants: what each computes, and where it comes from", [0, 2, 6])
+    return Layouts([[wide], [counts, words]])
 
 
 def variants_markdown() -> str:
