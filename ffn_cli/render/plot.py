@@ -143,4 +143,3 @@ def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Se
     _roofline(bottom, report, colours, [label.endswith("★") for label in labels])
     fig.suptitle(title, fontsize=10)
     return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")
-
