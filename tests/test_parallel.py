@@ -349,7 +349,13 @@ def test_a_rank_reports_before_it_tears_its_group_down(monkeypatch: pytest.Monke
     monkeypatch.setattr(launch.os, "environ", dict(os.environ))  # the rank's variables stay in the rank
     monkeypatch.setattr(launch.torch, "set_num_threads", lambda n: None)
     job = ParallelJob("tp", TP_SPECS["relu"], 1, 1, 2, "float32", "cpu", 0, TIMEOUT_S)
-    launch._spawned_rank(job, 0, 0, Queue())
+    # A rank ignores SIGINT (it is the launcher's): run in this process, that must not outlast the
+    # test, or every later subprocess would inherit a Ctrl-C it cannot see.
+    interrupt = signal.getsignal(signal.SIGINT)
+    try:
+        launch._spawned_rank(job, 0, 0, Queue())
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
     assert events == [outcome, "teardown"]
 
 
