@@ -195,6 +195,21 @@ SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
             "linear_value_head_dim": 8,
         },
     ),
+    ("lfm2", {"layer_types": ["conv", "full_attention", "conv"]}),
+    (
+        "lfm2",
+        {
+            "full_attn_idxs": [1],
+            "head_dim": 24,
+            "conv_bias": True,
+            "conv_L_cache": 4,
+            "tie_embedding": False,
+            "block_ff_dim": 200,
+            "block_ffn_dim_multiplier": 1.5,
+            "block_multiple_of": 32,
+        },
+    ),
+    ("lfm2", {"block_auto_adjust_ff_dim": False, "num_hidden_layers": 2}),
     ("llama", {"hidden_act": "quick_gelu"}),
     ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
 ]
@@ -270,6 +285,7 @@ NEW_FAMILIES = {
     "ernie4_5_moe",
     "hunyuan_v1_moe",
     "minimax_m2",
+    "lfm2",
 }
 
 

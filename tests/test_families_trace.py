@@ -60,7 +60,8 @@ def _transformers_block_flops(config: dict[str, Any], layer: int, shape: list[in
 
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config), experts_implementation="eager")
-    block = model.model.layers[layer].mlp
+    decoder = model.model.layers[layer]
+    block = decoder.feed_forward if hasattr(decoder, "feed_forward") else decoder.mlp  # LFM2 calls it feed_forward
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         block(torch.randn(*shape))
     return int(counter.get_total_flops())

@@ -82,3 +82,49 @@ def test_params_shows_the_layer_kinds_apart() -> None:
 def test_block_is_refused_in_one_line(layer: str) -> None:
     result = CliRunner().invoke(app, ["trace", "--preset", "qwen3-next-80b-a3b", "--device", "meta", "--block", "--layer", layer])
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "drop --block" in result.output
+
+
+LFM2_KEYS = next(keys for model_type, keys in CASES if model_type == "lfm2" and "conv_bias" in keys)
+
+
+@pytest.mark.parametrize("seq_len", [5, 17, 70])
+def test_lfm2_layer_kinds_against_flop_counter_on_transformers_modules(seq_len: int) -> None:
+    from transformers.models.lfm2 import modeling_lfm2 as lm
+
+    config_dict = small_config("lfm2", LFM2_KEYS)
+    config = transformers.AutoConfig.for_model(**config_dict)
+    config._attn_implementation = "eager"
+    spec = model_spec_from_config(config_dict)
+    assert spec.mixer is not None and spec.mixer.kind == "short conv" and spec.mixer.layers == (0, 2)
+    torch.manual_seed(0)
+    batch = 2
+    tokens = batch * seq_len
+    x = torch.randn(batch, seq_len, config.hidden_size)
+    # Short convolution (layer 0): its two projections per token, and the depthwise conv at
+    # every output position; transformers' reference conv pads by kernel - 1 on both sides and
+    # drops the kernel - 1 positions past the end, so it computes seq_len + kernel - 1 of them.
+    conv = _global_counts(lm.Lfm2ShortConv(config, layer_idx=0), x)
+    kernel = config.conv_L_cache
+    # conv_bias: the projections are addmm, whose count is the matmul's alone.
+    assert conv.get("aten.mm", 0) + conv.get("aten.addmm", 0) == spec.mixer.projection_flops * tokens
+    assert conv["aten.convolution"] == spec.mixer.conv_flops * batch * (seq_len + kernel - 1)
+    assert spec.mixer.params == sum(p.numel() for p in lm.Lfm2ShortConv(config, layer_idx=0).parameters())
+    # Attention (layer 1): projections, and scores over every key (no mask given).
+    rotary = lm.Lfm2RotaryEmbedding(config)
+    position = rotary(x, torch.arange(seq_len)[None].expand(batch, seq_len))
+    attention = _global_counts(lm.Lfm2Attention(config, layer_idx=1), x, position_embeddings=position, attention_mask=None)
+    assert attention["aten.mm"] == spec.attention_layer_flops * tokens
+    assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens
+
+
+def test_lfm2_only_its_attention_layers_pay_for_the_length() -> None:
+    spec = preset_model("lfm2-1.2b")
+    assert spec.mixer is not None and spec.attention_layers == (2, 5, 8, 10, 12, 14)
+    stack = model_stack(spec, (None,) * spec.n_layers, causal=True)
+    short, long = flops_over_length(stack, [4096, 32768, 131072])[::2]
+    per_key = spec.attention.score_flops_per_token(1)
+    assert short.scores == 6 * per_key * (4096 + 1) / 2 and long.scores == 6 * per_key * (131072 + 1) / 2
+    assert short.projections == 6 * spec.attention_layer_flops + 10 * spec.mixer.projection_flops
+    result = CliRunner().invoke(app, ["params", "--preset", "lfm2-1.2b", "--seq-len", "4096,131072"])
+    assert result.exit_code == 0, result.output
+    assert "layers: 10 × short conv + 6 × attention" in " ".join(result.output.split())

@@ -31,7 +31,7 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
     ),
     ("head", "under a module named lm_head / embed_out / head / cls / score / classifier, outside the layers"),
     ("pooler", "under a module named pooler, outside the layers"),
-    ("attention", "under a module named *attn* / *attention*, or of class *Attention"),
+    ("attention", "under a module named *attn* / *attention*, or of class *Attention or *ShortConv (LFM2's mixer in attention's place)"),
     (
         "ffn",
         "under a module named *mlp* / *ffn* / feed_forward / *expert* / moe / fc1 / fc2, or of class *MLP / *FeedForward / "
@@ -47,7 +47,8 @@ _HEAD_NAMES = frozenset({"lm_head", "embed_out", "head", "cls", "score", "classi
 # word_embeddings, embeddings_project; never "embed" inside another word (altup_unembed_projections).
 _EMBEDDING_PART = re.compile(r"^embed", re.IGNORECASE)
 _ATTENTION_NAME = re.compile(r"attn|attention", re.IGNORECASE)
-_ATTENTION_CLASS = re.compile(r"Attention$")
+# A short convolution mixes tokens where other layers attend; the readers count it with attention.
+_ATTENTION_CLASS = re.compile(r"(Attention|ShortConv)$")
 _FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$", re.IGNORECASE)
 _FFN_CLASS = re.compile(r"(MLP|Mlp|FeedForward|FFN|Ffn|Experts|MoeBlock|MoE|SparseMoe|LayerFF|DenseReluDense)$")
 _LAYER_INDEX = re.compile(r"^\d+$")

@@ -247,6 +247,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     | {"moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "decoder_sparse_step": 1, "norm_topk_prob": True}
     | {"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16}
     | {"linear_num_value_heads": 32},
+    "lfm2": {"hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
+    | {"vocab_size": 65536, "tie_word_embeddings": True, "conv_bias": False, "conv_L_cache": 3, "block_multiple_of": 256}
+    | {"block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": True},
     "minimax_m2": {**_LLAMA, "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62, "num_attention_heads": 48}
     | {"num_key_value_heads": 8, "head_dim": 128, "vocab_size": 200064, "num_local_experts": 256, "num_experts_per_tok": 8},
 }

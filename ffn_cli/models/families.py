@@ -17,7 +17,7 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
 from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
-from ffn_cli.models.mixers import gated_delta_net
+from ffn_cli.models.mixers import gated_delta_net, short_conv
 from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
@@ -765,6 +765,45 @@ def _qwen3_next(r: _Reader, name: str) -> ModelSpec:
     )
 
 
+def _lfm2_width(r: _Reader) -> int:
+    """Lfm2MLP's width: block_ff_dim (else intermediate_size); under block_auto_adjust_ff_dim
+    cut to 2/3, scaled by block_ffn_dim_multiplier and rounded up to a multiple of block_multiple_of."""
+    width = r.integer("block_ff_dim") if r.has("block_ff_dim") else r.integer("intermediate_size")
+    if r.flag("block_auto_adjust_ff_dim", r.defaults["block_auto_adjust_ff_dim"]):
+        width = int(2 * width / 3)
+        multiple = r.integer("block_multiple_of")
+        width = int(r.number("block_ffn_dim_multiplier") * width)
+        width = multiple * ((width + multiple - 1) // multiple)
+    return check_int(r.key("intermediate_size"), width, maximum=MAX_DIM)
+
+
+def _lfm2_types(r: _Reader, layers: int) -> list[str]:
+    """layer_types, else attention in full_attn_idxs (every layer when absent) and conv elsewhere."""
+    types = r.get("layer_types", None)
+    if types is None:
+        full = set(r.layer_list("full_attn_idxs")) if r.get("full_attn_idxs", None) is not None else set(range(layers))
+        types = ["full_attention" if i in full else "conv" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(not isinstance(t, str) for t in types):
+        raise FFNError(r.key("layer_types"), types, f"must name conv or an attention kind for each of {layers} layers")
+    return types
+
+
+def _lfm2(r: _Reader, name: str) -> ModelSpec:
+    # LFM2: a short convolution (Lfm2ShortConv) in the layers layer_types calls conv, attention
+    # elsewhere (no biases, q/k RMSNorm per head, out_proj); every layer a SwiGLU MLP (w1, w3, w2)
+    # of the width _lfm2_width gives; operator_norm and ffn_norm; the final norm is called
+    # embedding_norm. tie_embedding and block_ff_dim win over tie_word_embeddings and intermediate_size.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = _lfm2_types(r, layers)
+    conv = tuple(i for i, t in enumerate(types) if t == "conv")
+    bias = r.flag("conv_bias", r.defaults["conv_bias"])
+    mixer = short_conv(d, kernel=r.integer("conv_L_cache"), bias=bias, layers=conv) if conv else None
+    attention = _attention(r, d, qk_norm="head")
+    dense = FFNSpec(variant="swiglu", d_model=d, d_ff=_lfm2_width(r))
+    spec = _model(r, name, attention=attention, dense=dense, mixer=mixer)
+    return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
+
+
 # --- multimodal wrappers: the text model in text_config, a vision tower beside it ------------
 
 
@@ -839,6 +878,7 @@ _TEXT_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
     "hunyuan_v1_moe": _hunyuan_v1_moe,
     "minimax_m2": _minimax_m2,
     "qwen3_next": _qwen3_next,
+    "lfm2": _lfm2,
 }
 _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "gemma3": _gemma3, "llama4": _llama4, "mistral3": _mistral3}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)
