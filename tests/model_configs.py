@@ -210,6 +210,31 @@ SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("lfm2", {"block_auto_adjust_ff_dim": False, "num_hidden_layers": 2}),
+    (
+        "lfm2_moe",
+        {
+            "layer_types": ["conv", "full_attention", "conv"],
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 24,
+            "num_dense_layers": 1,
+        },
+    ),
+    (
+        "lfm2_moe",
+        {
+            "layer_types": ["full_attention", "conv", "conv"],
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 24,
+            "num_dense_layers": 0,
+            "use_expert_bias": False,
+            "conv_bias": True,
+            "tie_embedding": False,
+            "head_dim": 24,
+            "routed_scaling_factor": 2.0,
+        },
+    ),
     ("llama", {"hidden_act": "quick_gelu"}),
     ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
 ]
@@ -286,6 +311,7 @@ NEW_FAMILIES = {
     "hunyuan_v1_moe",
     "minimax_m2",
     "lfm2",
+    "lfm2_moe",
 }
 
 

@@ -24,7 +24,7 @@ from tests.model_configs import CASES, NEW_FAMILIES, small_config
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-MOE_FAMILIES = ("glm4_moe", "dots1", "ernie4_5_moe", "hunyuan_v1_moe", "minimax_m2", "qwen3_next")
+MOE_FAMILIES = ("glm4_moe", "dots1", "ernie4_5_moe", "hunyuan_v1_moe", "minimax_m2", "qwen3_next", "lfm2_moe")
 DENSE_FAMILIES = tuple(sorted(NEW_FAMILIES - set(MOE_FAMILIES)))
 # The first small config of each family (tests/model_configs.py).
 FIRST = {t: keys for t, keys in reversed(CASES) if t in NEW_FAMILIES}

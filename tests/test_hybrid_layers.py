@@ -84,35 +84,43 @@ def test_block_is_refused_in_one_line(layer: str) -> None:
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "drop --block" in result.output
 
 
-LFM2_KEYS = next(keys for model_type, keys in CASES if model_type == "lfm2" and "conv_bias" in keys)
+# The small LFM2 and LFM2-MoE configs with the short conv's biases, and transformers' module names.
+LFM2_FAMILIES = {"lfm2": "Lfm2", "lfm2_moe": "Lfm2Moe"}
+LFM2_KEYS = {t: next(keys for model_type, keys in CASES if model_type == t and "conv_bias" in keys) for t in LFM2_FAMILIES}
 
 
+@pytest.mark.parametrize("model_type", sorted(LFM2_FAMILIES))
 @pytest.mark.parametrize("seq_len", [5, 17, 70])
-def test_lfm2_layer_kinds_against_flop_counter_on_transformers_modules(seq_len: int) -> None:
-    from transformers.models.lfm2 import modeling_lfm2 as lm
+def test_lfm2_layer_kinds_against_flop_counter_on_transformers_modules(model_type: str, seq_len: int) -> None:
+    import importlib
 
-    config_dict = small_config("lfm2", LFM2_KEYS)
+    lm = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    prefix = LFM2_FAMILIES[model_type]
+    config_dict = small_config(model_type, LFM2_KEYS[model_type])
     config = transformers.AutoConfig.for_model(**config_dict)
     config._attn_implementation = "eager"
     spec = model_spec_from_config(config_dict)
-    assert spec.mixer is not None and spec.mixer.kind == "short conv" and spec.mixer.layers == (0, 2)
+    assert spec.mixer is not None and spec.mixer.kind == "short conv"
+    conv_layer, attention_layer = spec.mixer.layers[0], spec.attention_layers[0]
     torch.manual_seed(0)
     batch = 2
     tokens = batch * seq_len
     x = torch.randn(batch, seq_len, config.hidden_size)
-    # Short convolution (layer 0): its two projections per token, and the depthwise conv at
-    # every output position; transformers' reference conv pads by kernel - 1 on both sides and
-    # drops the kernel - 1 positions past the end, so it computes seq_len + kernel - 1 of them.
-    conv = _global_counts(lm.Lfm2ShortConv(config, layer_idx=0), x)
+    # Short convolution: its two projections per token, and the depthwise conv at every output
+    # position; transformers' reference conv pads by kernel - 1 on both sides and drops the
+    # kernel - 1 positions past the end, so it computes seq_len + kernel - 1 of them.
+    module = getattr(lm, f"{prefix}ShortConv")(config, layer_idx=conv_layer)
+    conv = _global_counts(module, x)
     kernel = config.conv_L_cache
     # conv_bias: the projections are addmm, whose count is the matmul's alone.
     assert conv.get("aten.mm", 0) + conv.get("aten.addmm", 0) == spec.mixer.projection_flops * tokens
     assert conv["aten.convolution"] == spec.mixer.conv_flops * batch * (seq_len + kernel - 1)
-    assert spec.mixer.params == sum(p.numel() for p in lm.Lfm2ShortConv(config, layer_idx=0).parameters())
-    # Attention (layer 1): projections, and scores over every key (no mask given).
-    rotary = lm.Lfm2RotaryEmbedding(config)
+    assert spec.mixer.params == sum(p.numel() for p in module.parameters())
+    # Attention: projections, and scores over every key (no mask given).
+    rotary = getattr(lm, f"{prefix}RotaryEmbedding")(config)
     position = rotary(x, torch.arange(seq_len)[None].expand(batch, seq_len))
-    attention = _global_counts(lm.Lfm2Attention(config, layer_idx=1), x, position_embeddings=position, attention_mask=None)
+    attention_module = getattr(lm, f"{prefix}Attention")(config, layer_idx=attention_layer)
+    attention = _global_counts(attention_module, x, position_embeddings=position, attention_mask=None)
     assert attention["aten.mm"] == spec.attention_layer_flops * tokens
     assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens
 

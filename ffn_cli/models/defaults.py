@@ -250,6 +250,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "lfm2": {"hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
     | {"vocab_size": 65536, "tie_word_embeddings": True, "conv_bias": False, "conv_L_cache": 3, "block_multiple_of": 256}
     | {"block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": True},
+    "lfm2_moe": {"hidden_size": 2048, "intermediate_size": 7168, "moe_intermediate_size": 1792, "num_hidden_layers": 32}
+    | {"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536, "tie_word_embeddings": True, "conv_bias": False}
+    | {"conv_L_cache": 3, "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32, "use_expert_bias": True}
+    | {"routed_scaling_factor": 1.0, "norm_topk_prob": True},
     "minimax_m2": {**_LLAMA, "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62, "num_attention_heads": 48}
     | {"num_key_value_heads": 8, "head_dim": 128, "vocab_size": 200064, "num_local_experts": 256, "num_experts_per_tok": 8},
 }

@@ -778,8 +778,9 @@ def _lfm2_width(r: _Reader) -> int:
 
 
 def _lfm2_types(r: _Reader, layers: int) -> list[str]:
-    """layer_types, else attention in full_attn_idxs (every layer when absent) and conv elsewhere."""
-    types = r.get("layer_types", None)
+    """layer_types, else (LFM2; LFM2-MoE needs the list) attention in full_attn_idxs (every
+    layer when absent) and conv elsewhere."""
+    types = r.get("layer_types", None if r.model_type == "lfm2" else REQUIRED)
     if types is None:
         full = set(r.layer_list("full_attn_idxs")) if r.get("full_attn_idxs", None) is not None else set(range(layers))
         types = ["full_attention" if i in full else "conv" for i in range(layers)]
@@ -801,6 +802,39 @@ def _lfm2(r: _Reader, name: str) -> ModelSpec:
     attention = _attention(r, d, qk_norm="head")
     dense = FFNSpec(variant="swiglu", d_model=d, d_ff=_lfm2_width(r))
     spec = _model(r, name, attention=attention, dense=dense, mixer=mixer)
+    return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
+
+
+def _lfm2_moe(r: _Reader, name: str) -> ModelSpec:
+    # LFM2-MoE: LFM2's layers (short conv or attention, as layer_types says); the first
+    # num_dense_layers keep a SwiGLU MLP of intermediate_size (no width adjustment), the rest
+    # route top-k of num_experts SwiGLU experts of moe_intermediate_size by sigmoid scores: a
+    # router weight (E, d) without bias, use_expert_bias adding a bias-correction buffer (no parameter).
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = _lfm2_types(r, layers)
+    conv = tuple(i for i, t in enumerate(types) if t == "conv")
+    bias = r.flag("conv_bias", r.defaults["conv_bias"])
+    mixer = short_conv(d, kernel=r.integer("conv_L_cache"), bias=bias, layers=conv) if conv else None
+    first = r.integer("num_dense_layers", minimum=0)
+    moe_layers = tuple(range(min(first, layers), layers))
+    moe = None
+    if moe_layers:
+        moe = _moe(
+            r,
+            d,
+            d_ff=r.integer("moe_intermediate_size"),
+            experts=r.integer("num_experts"),
+            top_k=r.integer("num_experts_per_tok"),
+            normalize=r.flag("norm_topk_prob", r.defaults["norm_topk_prob"]),
+            expert_variant="swiglu",
+        )
+    routing = ["sigmoid scores" + (", chosen with a bias correction" if r.flag("use_expert_bias", r.defaults["use_expert_bias"]) else "")]
+    scale = r.number("routed_scaling_factor")
+    if scale != 1.0:
+        routing.append(f"weights × {scale:g}")
+    dense = FFNSpec(variant="swiglu", d_model=d, d_ff=r.integer("intermediate_size")) if first > 0 else None
+    attention = _attention(r, d, qk_norm="head")
+    spec = _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, mixer=mixer, routing=", ".join(routing))
     return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
 
 
@@ -879,6 +913,7 @@ _TEXT_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
     "minimax_m2": _minimax_m2,
     "qwen3_next": _qwen3_next,
     "lfm2": _lfm2,
+    "lfm2_moe": _lfm2_moe,
 }
 _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "gemma3": _gemma3, "llama4": _llama4, "mistral3": _mistral3}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)
