@@ -235,6 +235,35 @@ SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
             "routed_scaling_factor": 2.0,
         },
     ),
+    (
+        "granitemoehybrid",
+        {
+            "layer_types": ["mamba", "attention", "mamba"],
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "shared_intermediate_size": 40,
+            "mamba_n_heads": 8,
+            "mamba_d_state": 16,
+            "mamba_n_groups": 2,
+            "mamba_chunk_size": 8,
+        },
+    ),
+    (
+        "granitemoehybrid",
+        {
+            "layers_block_type": ["attention", "mamba", "mamba"],
+            "num_local_experts": 0,
+            "shared_intermediate_size": 80,
+            "mamba_n_heads": 4,
+            "mamba_d_head": 32,
+            "mamba_d_state": 8,
+            "mamba_d_conv": 3,
+            "mamba_conv_bias": False,
+            "mamba_proj_bias": True,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+    ),
     ("llama", {"hidden_act": "quick_gelu"}),
     ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
 ]
@@ -312,6 +341,7 @@ NEW_FAMILIES = {
     "minimax_m2",
     "lfm2",
     "lfm2_moe",
+    "granitemoehybrid",
 }
 
 

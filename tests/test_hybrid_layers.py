@@ -136,3 +136,35 @@ def test_lfm2_only_its_attention_layers_pay_for_the_length() -> None:
     result = CliRunner().invoke(app, ["params", "--preset", "lfm2-1.2b", "--seq-len", "4096,131072"])
     assert result.exit_code == 0, result.output
     assert "layers: 10 × short conv + 6 × attention" in " ".join(result.output.split())
+
+
+GRANITE_CASES = [keys for model_type, keys in CASES if model_type == "granitemoehybrid"]
+
+
+@pytest.mark.parametrize("case", range(len(GRANITE_CASES)))
+@pytest.mark.parametrize("seq_len", [5, 17, 70])
+def test_mamba2_and_attention_against_flop_counter_on_transformers_modules(case: int, seq_len: int) -> None:
+    from transformers.models.granitemoehybrid import modeling_granitemoehybrid as gm
+
+    config_dict = small_config("granitemoehybrid", GRANITE_CASES[case])
+    config = transformers.AutoConfig.for_model(**config_dict)
+    config._attn_implementation = "eager"
+    spec = model_spec_from_config(config_dict)
+    assert spec.mixer is not None and spec.mixer.kind == "Mamba-2"
+    torch.manual_seed(0)
+    batch = 2
+    tokens = batch * seq_len
+    x = torch.randn(batch, seq_len, config.hidden_size)
+    # Mamba-2: in_proj and out_proj per token; the depthwise conv over x, B and C at every
+    # output position (the reference pads kernel - 1 on both sides and drops the positions past
+    # the end). The chunked state-space scan (bmm) is the part left out of the count.
+    module = gm.GraniteMoeHybridMambaLayer(config, layer_idx=spec.mixer.layers[0])
+    mamba = _global_counts(module, x)
+    assert mamba.get("aten.mm", 0) + mamba.get("aten.addmm", 0) == spec.mixer.projection_flops * tokens
+    assert mamba["aten.convolution"] == spec.mixer.conv_flops * batch * (seq_len + config.mamba_d_conv - 1)
+    params = {n: p.numel() for n, p in module.named_parameters()}
+    assert spec.mixer.params == sum(params.values()) - params["norm.weight"] and spec.mixer.norm_params == params["norm.weight"]
+    # Attention (no rotary in these configs): projections, and scores over every key.
+    attention = _global_counts(gm.GraniteMoeHybridAttention(config, layer_idx=spec.attention_layers[0]), x, attention_mask=None)
+    assert attention.get("aten.mm", 0) + attention.get("aten.addmm", 0) == spec.attention_layer_flops * tokens
+    assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens

@@ -17,7 +17,7 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
 from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
-from ffn_cli.models.mixers import gated_delta_net, short_conv
+from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
 from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
@@ -838,6 +838,57 @@ def _lfm2_moe(r: _Reader, name: str) -> ModelSpec:
     return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
 
 
+def _granitemoehybrid(r: _Reader, name: str) -> ModelSpec:
+    # Granite-4.0-H: Mamba-2 in the layers layer_types (alias layers_block_type) calls mamba or
+    # linear_attention (every layer when absent), Granite's attention elsewhere; every layer
+    # routes top-k of num_local_experts SwiGLU experts of intermediate_size (router weight, no
+    # bias) beside a shared SwiGLU of shared_intermediate_size, or with no experts runs that
+    # shared MLP alone. mamba_d_head "auto" is mamba_expand · hidden_size / mamba_n_heads.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = r.get("layer_types", ["mamba"] * layers)
+    if not isinstance(types, list) or len(types) != layers or any(not isinstance(t, str) for t in types):
+        raise FFNError(r.key("layer_types"), types, f"must name mamba or attention for each of {layers} layers")
+    mamba_layers = tuple(i for i, t in enumerate(types) if t in ("mamba", "linear_attention"))
+    mixer = None
+    if mamba_layers:
+        heads, inner = r.integer("mamba_n_heads"), r.integer("mamba_expand") * d
+        head_dim = r.get("mamba_d_head", "auto")  # the class resolves "auto" on construction
+        if head_dim == "auto":
+            if inner % heads:
+                raise FFNError(r.key("mamba_n_heads"), heads, f"must divide mamba_expand × hidden_size ({inner})")
+            head_dim = inner // heads
+        head_dim = check_int(r.key("mamba_d_head"), head_dim, maximum=MAX_DIM)
+        if head_dim * heads != inner:
+            raise FFNError(r.key("mamba_d_head"), head_dim, f"× mamba_n_heads ({heads}) must equal mamba_expand × hidden_size ({inner})")
+        mixer = mamba2(
+            d,
+            heads=heads,
+            head_dim=head_dim,
+            groups=r.integer("mamba_n_groups"),
+            state=r.integer("mamba_d_state"),
+            conv_kernel=r.integer("mamba_d_conv"),
+            conv_bias=r.flag("mamba_conv_bias", r.defaults["mamba_conv_bias"]),
+            proj_bias=r.flag("mamba_proj_bias", r.defaults["mamba_proj_bias"]),
+            layers=mamba_layers,
+        )
+    experts, shared = r.integer("num_local_experts", minimum=0), r.integer("shared_intermediate_size", minimum=0)
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False))
+    if not experts:
+        dense = FFNSpec(variant=r.variant("hidden_act", gated=True), d_model=d, d_ff=check_int(r.key("shared_intermediate_size"), shared))
+        return _model(r, name, attention=attention, dense=dense, mixer=mixer)
+    moe = _moe(
+        r,
+        d,
+        d_ff=r.integer("intermediate_size"),
+        experts=experts,
+        top_k=r.integer("num_experts_per_tok"),
+        normalize=True,
+        shared=1 if shared else 0,
+        shared_d_ff=shared or None,
+    )
+    return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r), mixer=mixer)
+
+
 # --- multimodal wrappers: the text model in text_config, a vision tower beside it ------------
 
 
@@ -914,6 +965,7 @@ _TEXT_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
     "qwen3_next": _qwen3_next,
     "lfm2": _lfm2,
     "lfm2_moe": _lfm2_moe,
+    "granitemoehybrid": _granitemoehybrid,
 }
 _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "gemma3": _gemma3, "llama4": _llama4, "mistral3": _mistral3}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)
