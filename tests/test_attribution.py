@@ -52,7 +52,9 @@ def _path(text: str) -> tuple[Owner, ...]:
         # A head's name inside a layer is not the head: Switch Transformers' router.
         ("encoder.block.0.layer.1:SwitchLayerFF.mlp:SwitchSparseMLP.router:Router.classifier:Linear", "ffn", "encoder.block.*.layer.1"),
         # Unplaced parameters are named by the block inside the layer that holds them.
-        ("backbone.layers.0.mixer:MambaMixer.conv1d:Conv1d", "other", "backbone.layers.*.mixer"),
+        ("backbone.layers.0.mixer:MambaMixer.conv1d:Conv1d", "attention", "backbone.layers.*.mixer"),
+        ("model.layers.0.mamba:GraniteMoeHybridMambaLayer.in_proj:Linear", "attention", "model.layers.*.mamba"),
+        ("model.layers.0.rwkv:Rwkv7TimeMix.key:Linear", "other", "model.layers.*.rwkv"),
         ("vision_tower.patch_conv:Conv2d", "other", "vision_tower.patch_conv"),
     ],
 )

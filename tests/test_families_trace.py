@@ -24,7 +24,7 @@ from tests.model_configs import CASES, NEW_FAMILIES, small_config
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-MOE_FAMILIES = ("glm4_moe", "dots1", "ernie4_5_moe", "hunyuan_v1_moe", "minimax_m2", "qwen3_next")
+MOE_FAMILIES = ("glm4_moe", "dots1", "ernie4_5_moe", "hunyuan_v1_moe", "minimax_m2", "qwen3_next", "lfm2_moe", "granitemoehybrid")
 DENSE_FAMILIES = tuple(sorted(NEW_FAMILIES - set(MOE_FAMILIES)))
 # The first small config of each family (tests/model_configs.py).
 FIRST = {t: keys for t, keys in reversed(CASES) if t in NEW_FAMILIES}
@@ -60,9 +60,15 @@ def _transformers_block_flops(config: dict[str, Any], layer: int, shape: list[in
 
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config), experts_implementation="eager")
-    block = model.model.layers[layer].mlp
+    decoder = model.model.layers[layer]
+    if hasattr(decoder, "block_sparse_moe"):  # Granite-4.0-H runs its shared MLP beside the routed block, not in it
+        blocks = [decoder.block_sparse_moe, decoder.shared_mlp]
+    else:
+        blocks = [decoder.feed_forward if hasattr(decoder, "feed_forward") else decoder.mlp]  # LFM2 calls it feed_forward
+    x = torch.randn(*shape)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        block(torch.randn(*shape))
+        for block in blocks:
+            block(x)
     return int(counter.get_total_flops())
 
 

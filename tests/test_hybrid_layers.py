@@ -82,3 +82,89 @@ def test_params_shows_the_layer_kinds_apart() -> None:
 def test_block_is_refused_in_one_line(layer: str) -> None:
     result = CliRunner().invoke(app, ["trace", "--preset", "qwen3-next-80b-a3b", "--device", "meta", "--block", "--layer", layer])
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "drop --block" in result.output
+
+
+# The small LFM2 and LFM2-MoE configs with the short conv's biases, and transformers' module names.
+LFM2_FAMILIES = {"lfm2": "Lfm2", "lfm2_moe": "Lfm2Moe"}
+LFM2_KEYS = {t: next(keys for model_type, keys in CASES if model_type == t and "conv_bias" in keys) for t in LFM2_FAMILIES}
+
+
+@pytest.mark.parametrize("model_type", sorted(LFM2_FAMILIES))
+@pytest.mark.parametrize("seq_len", [5, 17, 70])
+def test_lfm2_layer_kinds_against_flop_counter_on_transformers_modules(model_type: str, seq_len: int) -> None:
+    import importlib
+
+    lm = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    prefix = LFM2_FAMILIES[model_type]
+    config_dict = small_config(model_type, LFM2_KEYS[model_type])
+    config = transformers.AutoConfig.for_model(**config_dict)
+    config._attn_implementation = "eager"
+    spec = model_spec_from_config(config_dict)
+    assert spec.mixer is not None and spec.mixer.kind == "short conv"
+    conv_layer, attention_layer = spec.mixer.layers[0], spec.attention_layers[0]
+    torch.manual_seed(0)
+    batch = 2
+    tokens = batch * seq_len
+    x = torch.randn(batch, seq_len, config.hidden_size)
+    # Short convolution: its two projections per token, and the depthwise conv at every output
+    # position; transformers' reference conv pads by kernel - 1 on both sides and drops the
+    # kernel - 1 positions past the end, so it computes seq_len + kernel - 1 of them.
+    module = getattr(lm, f"{prefix}ShortConv")(config, layer_idx=conv_layer)
+    conv = _global_counts(module, x)
+    kernel = config.conv_L_cache
+    # conv_bias: the projections are addmm, whose count is the matmul's alone.
+    assert conv.get("aten.mm", 0) + conv.get("aten.addmm", 0) == spec.mixer.projection_flops * tokens
+    assert conv["aten.convolution"] == spec.mixer.conv_flops * batch * (seq_len + kernel - 1)
+    assert spec.mixer.params == sum(p.numel() for p in module.parameters())
+    # Attention: projections, and scores over every key (no mask given).
+    rotary = getattr(lm, f"{prefix}RotaryEmbedding")(config)
+    position = rotary(x, torch.arange(seq_len)[None].expand(batch, seq_len))
+    attention_module = getattr(lm, f"{prefix}Attention")(config, layer_idx=attention_layer)
+    attention = _global_counts(attention_module, x, position_embeddings=position, attention_mask=None)
+    assert attention["aten.mm"] == spec.attention_layer_flops * tokens
+    assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens
+
+
+def test_lfm2_only_its_attention_layers_pay_for_the_length() -> None:
+    spec = preset_model("lfm2-1.2b")
+    assert spec.mixer is not None and spec.attention_layers == (2, 5, 8, 10, 12, 14)
+    stack = model_stack(spec, (None,) * spec.n_layers, causal=True)
+    short, long = flops_over_length(stack, [4096, 32768, 131072])[::2]
+    per_key = spec.attention.score_flops_per_token(1)
+    assert short.scores == 6 * per_key * (4096 + 1) / 2 and long.scores == 6 * per_key * (131072 + 1) / 2
+    assert short.projections == 6 * spec.attention_layer_flops + 10 * spec.mixer.projection_flops
+    result = CliRunner().invoke(app, ["params", "--preset", "lfm2-1.2b", "--seq-len", "4096,131072"])
+    assert result.exit_code == 0, result.output
+    assert "layers: 10 × short conv + 6 × attention" in " ".join(result.output.split())
+
+
+GRANITE_CASES = [keys for model_type, keys in CASES if model_type == "granitemoehybrid"]
+
+
+@pytest.mark.parametrize("case", range(len(GRANITE_CASES)))
+@pytest.mark.parametrize("seq_len", [5, 17, 70])
+def test_mamba2_and_attention_against_flop_counter_on_transformers_modules(case: int, seq_len: int) -> None:
+    from transformers.models.granitemoehybrid import modeling_granitemoehybrid as gm
+
+    config_dict = small_config("granitemoehybrid", GRANITE_CASES[case])
+    config = transformers.AutoConfig.for_model(**config_dict)
+    config._attn_implementation = "eager"
+    spec = model_spec_from_config(config_dict)
+    assert spec.mixer is not None and spec.mixer.kind == "Mamba-2"
+    torch.manual_seed(0)
+    batch = 2
+    tokens = batch * seq_len
+    x = torch.randn(batch, seq_len, config.hidden_size)
+    # Mamba-2: in_proj and out_proj per token; the depthwise conv over x, B and C at every
+    # output position (the reference pads kernel - 1 on both sides and drops the positions past
+    # the end). The chunked state-space scan (bmm) is the part left out of the count.
+    module = gm.GraniteMoeHybridMambaLayer(config, layer_idx=spec.mixer.layers[0])
+    mamba = _global_counts(module, x)
+    assert mamba.get("aten.mm", 0) + mamba.get("aten.addmm", 0) == spec.mixer.projection_flops * tokens
+    assert mamba["aten.convolution"] == spec.mixer.conv_flops * batch * (seq_len + config.mamba_d_conv - 1)
+    params = {n: p.numel() for n, p in module.named_parameters()}
+    assert spec.mixer.params == sum(params.values()) - params["norm.weight"] and spec.mixer.norm_params == params["norm.weight"]
+    # Attention (no rotary in these configs): projections, and scores over every key.
+    attention = _global_counts(gm.GraniteMoeHybridAttention(config, layer_idx=spec.attention_layers[0]), x, attention_mask=None)
+    assert attention.get("aten.mm", 0) + attention.get("aten.addmm", 0) == spec.attention_layer_flops * tokens
+    assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens

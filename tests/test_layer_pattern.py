@@ -29,6 +29,7 @@ def _expand(text: str) -> list[str]:
         ((["sliding"] * 5 + ["full"]) * 10 + ["sliding"] * 2, "5 × sliding + 1 × full, × 10, then 2 × sliding"),
         (["full"] * 32, "32 × full"),
         (["DeltaNet"] * 3 + ["attention"], "3 × DeltaNet + 1 × attention"),
+        (["conv", "attention", "conv"], "1 × conv + 1 × attention + 1 × conv"),
     ],
 )
 def test_hand_cases(labels: list[str], text: str) -> None:

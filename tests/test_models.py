@@ -170,9 +170,14 @@ def test_presets_copy_the_reference_configs() -> None:
 # --- every preset --------------------------------------------------------------------------
 
 
+# Presets with no published total on hand: their counts are held against transformers' meta
+# build alone (tests/test_models_transformers.py, tests/test_fallback.py).
+META_ONLY = {"lfm2-1.2b", "lfm2-8b-a1b", "granite-4.0-h-tiny"}
+
+
 def test_every_preset_has_a_published_total() -> None:
-    assert set(preset_names()) == set(PUBLISHED) | set(STATED)
-    assert not set(PUBLISHED) & set(STATED)
+    assert set(preset_names()) == set(PUBLISHED) | set(STATED) | META_ONLY
+    assert not set(PUBLISHED) & set(STATED) and not (set(PUBLISHED) | set(STATED)) & META_ONLY
 
 
 @pytest.mark.parametrize("name", sorted(STATED))

@@ -33,8 +33,8 @@ _KIND_RULES: list[tuple[str, str]] = [
     (r"(^|\.)(lm_head|embed_out)\.", "head"),
     (r"(^|\.)pooler\.", "pooler"),
     (r"(embed_tokens|embed_in|word_embeddings|position_embeddings|token_type_embeddings|wte|wpe)\.weight$", "embedding"),
-    (r"\.LayerNorm\.|(^|\.)(ln_\w+|ln_f|\w*layernorm|\w*layer_norm|norm)\.(weight|bias)$", "norm"),
-    (r"\.(self_attn|attn|crossattention|attention|self_attention|linear_attn)\.", "attention"),
+    (r"\.LayerNorm\.|(^|\.)(ln_\w+|ln_f|\w*layernorm|\w*layer_norm|norm|\w+_norm)\.(weight|bias)$", "norm"),
+    (r"\.(self_attn|attn|crossattention|attention|self_attention|linear_attn|conv|mamba)\.", "attention"),
     (r"\.(mlp|feed_forward|block_sparse_moe|shared_mlp|intermediate|output)\.", "ffn"),
 ]
 

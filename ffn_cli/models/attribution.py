@@ -31,7 +31,11 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
     ),
     ("head", "under a module named lm_head / embed_out / head / cls / score / classifier, outside the layers"),
     ("pooler", "under a module named pooler, outside the layers"),
-    ("attention", "under a module named *attn* / *attention*, or of class *Attention"),
+    (
+        "attention",
+        "under a module named *attn* / *attention*, or of class *Attention; a token mixer in attention's place, of class "
+        "*Mixer / *MambaLayer (Mamba) or *ShortConv (LFM2)",
+    ),
     (
         "ffn",
         "under a module named *mlp* / *ffn* / feed_forward / *expert* / moe / fc1 / fc2, or of class *MLP / *FeedForward / "
@@ -47,7 +51,9 @@ _HEAD_NAMES = frozenset({"lm_head", "embed_out", "head", "cls", "score", "classi
 # word_embeddings, embeddings_project; never "embed" inside another word (altup_unembed_projections).
 _EMBEDDING_PART = re.compile(r"^embed", re.IGNORECASE)
 _ATTENTION_NAME = re.compile(r"attn|attention", re.IGNORECASE)
-_ATTENTION_CLASS = re.compile(r"Attention$")
+# Mamba mixers and short convolutions mix tokens where other layers attend; the readers count
+# them with attention.
+_ATTENTION_CLASS = re.compile(r"(Attention|Mixer|MambaLayer|ShortConv)$")
 _FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$", re.IGNORECASE)
 _FFN_CLASS = re.compile(r"(MLP|Mlp|FeedForward|FFN|Ffn|Experts|MoeBlock|MoE|SparseMoe|LayerFF|DenseReluDense)$")
 _LAYER_INDEX = re.compile(r"^\d+$")
@@ -106,7 +112,7 @@ def attribute(path: tuple[Owner, ...], *, is_embedding: bool = False) -> tuple[B
         depth = next((d for d in range(len(path)) if _on_path(kind, path, d)), None)
         if depth is not None:
             return kind, depth + 1
-    # Unplaced: named by the block inside the layer that holds it (model.layers.*.mamba).
+    # Unplaced: named by the block inside the layer that holds it (model.layers.*.rwkv).
     first = next((i for i, m in enumerate(path) if _LAYER_INDEX.match(m.name)), None)
     return "other", len(path) if first is None else min(len(path), first + 2)
 

@@ -247,6 +247,16 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     | {"moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "decoder_sparse_step": 1, "norm_topk_prob": True}
     | {"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16}
     | {"linear_num_value_heads": 32},
+    "lfm2": {"hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8}
+    | {"vocab_size": 65536, "tie_word_embeddings": True, "conv_bias": False, "conv_L_cache": 3, "block_multiple_of": 256}
+    | {"block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": True},
+    "lfm2_moe": {"hidden_size": 2048, "intermediate_size": 7168, "moe_intermediate_size": 1792, "num_hidden_layers": 32}
+    | {"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 65536, "tie_word_embeddings": True, "conv_bias": False}
+    | {"conv_L_cache": 3, "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32, "use_expert_bias": True}
+    | {"routed_scaling_factor": 1.0, "norm_topk_prob": True},
+    "granitemoehybrid": {**_LLAMA, "num_local_experts": 8, "num_experts_per_tok": 2, "shared_intermediate_size": 1024}
+    | {"mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4}
+    | {"mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False},
     "minimax_m2": {**_LLAMA, "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62, "num_attention_heads": 48}
     | {"num_key_value_heads": 8, "head_dim": 128, "vocab_size": 200064, "num_local_experts": 256, "num_experts_per_tok": 8},
 }
@@ -263,6 +273,7 @@ ALIASES: dict[str, dict[str, str]] = {
     "ernie4_5_moe": {"moe_num_experts": "num_experts", "moe_k": "num_experts_per_tok"},
     "hunyuan_v1_moe": {"moe_topk": "num_experts_per_tok", "num_experts": "num_local_experts"},
     "minimax_m2": {"num_local_experts": "num_experts"},
+    "granitemoehybrid": {"layer_types": "layers_block_type"},
     "gpt2": {
         "n_embd": "hidden_size",
         "n_positions": "max_position_embeddings",

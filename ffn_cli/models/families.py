@@ -17,7 +17,7 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
 from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
-from ffn_cli.models.mixers import gated_delta_net
+from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
 from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
@@ -765,6 +765,130 @@ def _qwen3_next(r: _Reader, name: str) -> ModelSpec:
     )
 
 
+def _lfm2_width(r: _Reader) -> int:
+    """Lfm2MLP's width: block_ff_dim (else intermediate_size); under block_auto_adjust_ff_dim
+    cut to 2/3, scaled by block_ffn_dim_multiplier and rounded up to a multiple of block_multiple_of."""
+    width = r.integer("block_ff_dim") if r.has("block_ff_dim") else r.integer("intermediate_size")
+    if r.flag("block_auto_adjust_ff_dim", r.defaults["block_auto_adjust_ff_dim"]):
+        width = int(2 * width / 3)
+        multiple = r.integer("block_multiple_of")
+        width = int(r.number("block_ffn_dim_multiplier") * width)
+        width = multiple * ((width + multiple - 1) // multiple)
+    return check_int(r.key("intermediate_size"), width, maximum=MAX_DIM)
+
+
+def _lfm2_types(r: _Reader, layers: int) -> list[str]:
+    """layer_types, else (LFM2; LFM2-MoE needs the list) attention in full_attn_idxs (every
+    layer when absent) and conv elsewhere."""
+    types = r.get("layer_types", None if r.model_type == "lfm2" else REQUIRED)
+    if types is None:
+        full = set(r.layer_list("full_attn_idxs")) if r.get("full_attn_idxs", None) is not None else set(range(layers))
+        types = ["full_attention" if i in full else "conv" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or any(not isinstance(t, str) for t in types):
+        raise FFNError(r.key("layer_types"), types, f"must name conv or an attention kind for each of {layers} layers")
+    return types
+
+
+def _lfm2(r: _Reader, name: str) -> ModelSpec:
+    # LFM2: a short convolution (Lfm2ShortConv) in the layers layer_types calls conv, attention
+    # elsewhere (no biases, q/k RMSNorm per head, out_proj); every layer a SwiGLU MLP (w1, w3, w2)
+    # of the width _lfm2_width gives; operator_norm and ffn_norm; the final norm is called
+    # embedding_norm. tie_embedding and block_ff_dim win over tie_word_embeddings and intermediate_size.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = _lfm2_types(r, layers)
+    conv = tuple(i for i, t in enumerate(types) if t == "conv")
+    bias = r.flag("conv_bias", r.defaults["conv_bias"])
+    mixer = short_conv(d, kernel=r.integer("conv_L_cache"), bias=bias, layers=conv) if conv else None
+    attention = _attention(r, d, qk_norm="head")
+    dense = FFNSpec(variant="swiglu", d_model=d, d_ff=_lfm2_width(r))
+    spec = _model(r, name, attention=attention, dense=dense, mixer=mixer)
+    return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
+
+
+def _lfm2_moe(r: _Reader, name: str) -> ModelSpec:
+    # LFM2-MoE: LFM2's layers (short conv or attention, as layer_types says); the first
+    # num_dense_layers keep a SwiGLU MLP of intermediate_size (no width adjustment), the rest
+    # route top-k of num_experts SwiGLU experts of moe_intermediate_size by sigmoid scores: a
+    # router weight (E, d) without bias, use_expert_bias adding a bias-correction buffer (no parameter).
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = _lfm2_types(r, layers)
+    conv = tuple(i for i, t in enumerate(types) if t == "conv")
+    bias = r.flag("conv_bias", r.defaults["conv_bias"])
+    mixer = short_conv(d, kernel=r.integer("conv_L_cache"), bias=bias, layers=conv) if conv else None
+    first = r.integer("num_dense_layers", minimum=0)
+    moe_layers = tuple(range(min(first, layers), layers))
+    moe = None
+    if moe_layers:
+        moe = _moe(
+            r,
+            d,
+            d_ff=r.integer("moe_intermediate_size"),
+            experts=r.integer("num_experts"),
+            top_k=r.integer("num_experts_per_tok"),
+            normalize=r.flag("norm_topk_prob", r.defaults["norm_topk_prob"]),
+            expert_variant="swiglu",
+        )
+    routing = ["sigmoid scores" + (", chosen with a bias correction" if r.flag("use_expert_bias", r.defaults["use_expert_bias"]) else "")]
+    scale = r.number("routed_scaling_factor")
+    if scale != 1.0:
+        routing.append(f"weights × {scale:g}")
+    dense = FFNSpec(variant="swiglu", d_model=d, d_ff=r.integer("intermediate_size")) if first > 0 else None
+    attention = _attention(r, d, qk_norm="head")
+    spec = _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, mixer=mixer, routing=", ".join(routing))
+    return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
+
+
+def _granitemoehybrid(r: _Reader, name: str) -> ModelSpec:
+    # Granite-4.0-H: Mamba-2 in the layers layer_types (alias layers_block_type) calls mamba or
+    # linear_attention (every layer when absent), Granite's attention elsewhere; every layer
+    # routes top-k of num_local_experts SwiGLU experts of intermediate_size (router weight, no
+    # bias) beside a shared SwiGLU of shared_intermediate_size, or with no experts runs that
+    # shared MLP alone. mamba_d_head "auto" is mamba_expand · hidden_size / mamba_n_heads.
+    d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
+    types = r.get("layer_types", ["mamba"] * layers)
+    if not isinstance(types, list) or len(types) != layers or any(not isinstance(t, str) for t in types):
+        raise FFNError(r.key("layer_types"), types, f"must name mamba or attention for each of {layers} layers")
+    mamba_layers = tuple(i for i, t in enumerate(types) if t in ("mamba", "linear_attention"))
+    mixer = None
+    if mamba_layers:
+        heads, inner = r.integer("mamba_n_heads"), r.integer("mamba_expand") * d
+        head_dim = r.get("mamba_d_head", "auto")  # the class resolves "auto" on construction
+        if head_dim == "auto":
+            if inner % heads:
+                raise FFNError(r.key("mamba_n_heads"), heads, f"must divide mamba_expand × hidden_size ({inner})")
+            head_dim = inner // heads
+        head_dim = check_int(r.key("mamba_d_head"), head_dim, maximum=MAX_DIM)
+        if head_dim * heads != inner:
+            raise FFNError(r.key("mamba_d_head"), head_dim, f"× mamba_n_heads ({heads}) must equal mamba_expand × hidden_size ({inner})")
+        mixer = mamba2(
+            d,
+            heads=heads,
+            head_dim=head_dim,
+            groups=r.integer("mamba_n_groups"),
+            state=r.integer("mamba_d_state"),
+            conv_kernel=r.integer("mamba_d_conv"),
+            conv_bias=r.flag("mamba_conv_bias", r.defaults["mamba_conv_bias"]),
+            proj_bias=r.flag("mamba_proj_bias", r.defaults["mamba_proj_bias"]),
+            layers=mamba_layers,
+        )
+    experts, shared = r.integer("num_local_experts", minimum=0), r.integer("shared_intermediate_size", minimum=0)
+    attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False))
+    if not experts:
+        dense = FFNSpec(variant=r.variant("hidden_act", gated=True), d_model=d, d_ff=check_int(r.key("shared_intermediate_size"), shared))
+        return _model(r, name, attention=attention, dense=dense, mixer=mixer)
+    moe = _moe(
+        r,
+        d,
+        d_ff=r.integer("intermediate_size"),
+        experts=experts,
+        top_k=r.integer("num_experts_per_tok"),
+        normalize=True,
+        shared=1 if shared else 0,
+        shared_d_ff=shared or None,
+    )
+    return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r), mixer=mixer)
+
+
 # --- multimodal wrappers: the text model in text_config, a vision tower beside it ------------
 
 
@@ -839,6 +963,9 @@ _TEXT_READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {
     "hunyuan_v1_moe": _hunyuan_v1_moe,
     "minimax_m2": _minimax_m2,
     "qwen3_next": _qwen3_next,
+    "lfm2": _lfm2,
+    "lfm2_moe": _lfm2_moe,
+    "granitemoehybrid": _granitemoehybrid,
 }
 _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "gemma3": _gemma3, "llama4": _llama4, "mistral3": _mistral3}
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)

@@ -2,8 +2,11 @@
 
 Qwen3-Next mixes tokens in three of every four layers with a Gated DeltaNet (Yang et al. 2024):
 a linear attention whose state (one key-width × value-width matrix per value head) is updated
-once per token, so its cost per token does not grow with the context. Its parameters, and the
-matmul FLOPs of its projections per token, are a handful of widths. Pure Python.
+once per token, so its cost per token does not grow with the context. LFM2 mixes most of its
+layers with a short convolution: a gated depthwise causal convolution over a few tokens.
+Granite-4.0-H mixes most of its layers with Mamba-2 (Dao & Gu 2024): a selective state space
+whose state (one head-width × state-size matrix per head) is updated once per token. Their
+parameters, and the FLOPs of their projections per token, are a handful of widths. Pure Python.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.spec import check_int
 
-__all__ = ["LinearMixer", "gated_delta_net"]
+__all__ = ["LinearMixer", "gated_delta_net", "mamba2", "short_conv"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +26,9 @@ class LinearMixer:
     `tensors` are one layer's parameters but its norms, `norm_tensors` its norms (counted with
     the norms, as the module types sort them); `projection_flops` the forward matmul FLOPs per
     token of its Linear projections; `state_bytes_per_layer` what decoding keeps per sequence,
-    in elements (the recurrent state and the convolution's window)."""
+    in elements (the recurrent state and the convolution's window); `conv_flops` the FLOPs per
+    token of its depthwise convolution (2 · channels · kernel; no matmul, so apart from
+    `projection_flops`), the same at any sequence length."""
 
     kind: str
     detail: str
@@ -32,6 +37,7 @@ class LinearMixer:
     projection_flops: int
     state_elements: int
     layers: tuple[int, ...]
+    conv_flops: int = 0
 
     @property
     def params(self) -> int:
@@ -70,3 +76,61 @@ def gated_delta_net(
     )
     state = value_heads * key_dim * value_dim + conv * (conv_kernel - 1)
     return LinearMixer("Gated DeltaNet", detail, tensors, (ParamTensor("norm.weight", (value_dim,)),), flops, state, layers)
+
+
+def short_conv(d_model: int, *, kernel: int, bias: bool, layers: tuple[int, ...]) -> LinearMixer:
+    """transformers' Lfm2ShortConv: in_proj (d → 3·d: the gates B and C and the input x), a
+    depthwise causal Conv1d over B·x (d channels, `kernel` taps), C times its output, out_proj
+    (d → d); conv_bias puts a bias on all three. Nothing in it reads more than `kernel` tokens."""
+    check_int("conv_L_cache", kernel)
+    tensors = [ParamTensor("in_proj.weight", (3 * d_model, d_model)), ParamTensor("conv.weight", (d_model, 1, kernel))]
+    tensors.append(ParamTensor("out_proj.weight", (d_model, d_model)))
+    if bias:
+        tensors += [ParamTensor(f"{n}.bias", (w,)) for n, w in (("in_proj", 3 * d_model), ("conv", d_model), ("out_proj", d_model))]
+    flops = 2 * d_model * 3 * d_model + 2 * d_model * d_model
+    detail = f"in_proj d → 3·d, depthwise conv {kernel} taps, out_proj{', biases' if bias else ''}; reads the {kernel} latest tokens"
+    state = d_model * (kernel - 1)
+    return LinearMixer("short conv", detail, tuple(tensors), (), flops, state, layers, conv_flops=2 * d_model * kernel)
+
+
+def mamba2(
+    d_model: int,
+    *,
+    heads: int,
+    head_dim: int,
+    groups: int,
+    state: int,
+    conv_kernel: int,
+    conv_bias: bool,
+    proj_bias: bool,
+    layers: tuple[int, ...],
+) -> LinearMixer:
+    """transformers' Mamba-2 mixer (GraniteMoeHybridMambaLayer): in_proj (d → I + C + H: the gate
+    z, the conv's input x, B, C and dt), a depthwise causal Conv1d over x, B and C (C = I + 2·G·N
+    channels, conv_bias), dt_bias, A_log and D per head, a gated RMSNorm over I, out_proj
+    (I → d); proj_bias on both projections. I = heads × head_dim, G groups, N the state size."""
+    for key, value in (("mamba_n_heads", heads), ("mamba_d_head", head_dim), ("mamba_n_groups", groups), ("mamba_d_state", state)):
+        check_int(key, value)
+    check_int("mamba_d_conv", conv_kernel)
+    inner = heads * head_dim
+    conv = inner + 2 * groups * state
+    projection = inner + conv + heads
+    tensors = [
+        ParamTensor("in_proj.weight", (projection, d_model)),
+        ParamTensor("conv1d.weight", (conv, 1, conv_kernel)),
+        ParamTensor("dt_bias", (heads,)),
+        ParamTensor("A_log", (heads,)),
+        ParamTensor("D", (heads,)),
+        ParamTensor("out_proj.weight", (d_model, inner)),
+    ]
+    if conv_bias:
+        tensors.append(ParamTensor("conv1d.bias", (conv,)))
+    if proj_bias:
+        tensors += [ParamTensor("in_proj.bias", (projection,)), ParamTensor("out_proj.bias", (d_model,))]
+    flops = 2 * d_model * projection + 2 * inner * d_model
+    detail = (
+        f"{heads} heads × {head_dim}, state {state}, {groups} group{'s' if groups > 1 else ''}, conv {conv_kernel}; state per token O(1)"
+    )
+    state_elements = heads * head_dim * state + conv * (conv_kernel - 1)
+    norm = (ParamTensor("norm.weight", (inner,)),)
+    return LinearMixer("Mamba-2", detail, tuple(tensors), norm, flops, state_elements, layers, conv_flops=2 * conv * conv_kernel)

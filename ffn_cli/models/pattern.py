@@ -44,8 +44,8 @@ def layer_pattern(labels: Sequence[str]) -> str:
             counts[label] = counts.get(label, 0) + 1
         return " + ".join(f"{c} × {label}" for label, c in counts.items())
     repeats, rest = divmod(n, period)
-    if repeats == 1 and not rest:
-        return _text(unit)
+    if repeats == 1:  # no unit repeats: the runs themselves ('1 × a + 2 × b', not '…, × 1, then …')
+        return _text(_runs(labels))
     if len(unit) == 1:
         return f"{n} × {unit[0][1]}"
     text = f"{_text(unit)}, × {repeats}"
