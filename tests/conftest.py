@@ -87,3 +87,15 @@ def golden(update_golden: bool):
         assert text == expected, message
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def _english_unless_asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test speaks English whatever the machine's locale; a test of the Chinese output
+    asks with --lang zh (or removes FFN_LANG to test the locale)."""
+    from ffn_cli.i18n import set_language
+
+    monkeypatch.setenv("FFN_LANG", "en")
+    set_language("en")
+    yield
+    set_language("en")

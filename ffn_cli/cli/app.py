@@ -16,6 +16,7 @@ from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command, flags_ta
 from ffn_cli.cli.common import err_console, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
+from ffn_cli.i18n import LANGUAGES, _, set_language
 from ffn_cli.render.literal import visible
 
 __all__ = ["app", "main"]
@@ -29,6 +30,37 @@ def _click_class(name: str) -> type[Exception]:
 
 _ClickException = _click_class("ClickException")
 _UsageError = _click_class("UsageError")
+
+
+def _pop_lang(args: list[str]) -> tuple[list[str], str | None]:
+    """`--lang zh` / `--lang=zh` may come anywhere before a `--`, as `--debug` may; the last wins."""
+    end = args.index("--") if "--" in args else len(args)
+    kept: list[str] = []
+    chosen: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if i < end and arg == "--lang":
+            if i + 1 >= end:
+                raise _UsageError(_("--lang needs a value: {choices}").format(choices=", ".join(LANGUAGES)))
+            chosen = args[i + 1]
+            i += 2
+            continue
+        if i < end and arg.startswith("--lang="):
+            chosen = arg.split("=", 1)[1]
+        else:
+            kept.append(arg)
+        i += 1
+    return kept, chosen
+
+
+def _choose_language(chosen: str | None) -> None:
+    """--lang, else FFN_LANG, else the locale; a language ffn does not speak is a usage error."""
+    try:
+        set_language(chosen)
+    except ValueError as exc:
+        set_language("en")
+        raise _UsageError(str(exc)) from None
 
 
 def _pop_debug(args: list[str]) -> tuple[list[str], bool]:
@@ -62,6 +94,8 @@ class OneLineErrors(TyperGroup):
     def main(self, args: Sequence[str] | None = None, *rest: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         argv, settings.debug = _pop_debug(list(sys.argv[1:] if args is None else args))
         try:
+            argv, chosen = _pop_lang(argv)
+            _choose_language(chosen)
             result = super().main(argv, *rest, standalone_mode=False, **kwargs)
         except _ClickException as exc:
             if not standalone_mode:
@@ -113,6 +147,14 @@ def root(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show Python tracebacks instead of one-line errors (anywhere on the line; or FFN_DEBUG=1).")
     ] = False,
+    lang: Annotated[
+        str | None,
+        typer.Option(
+            "--lang",
+            metavar="en|zh",
+            help="The language of the output: en or zh (anywhere on the line; or FFN_LANG; else the locale, as gettext reads it).",
+        ),
+    ] = None,
 ) -> None:
     settings.debug = settings.debug or debug
     if ctx.invoked_subcommand is None:  # bare `ffn`: the help, and where to start

@@ -16,7 +16,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["print_help"]
+from ffn_cli.i18n import _
+
+__all__ = ["help_messages", "print_help"]
 
 _DEFAULT_PANEL = "Options"
 
@@ -58,10 +60,10 @@ def _default(param: Any) -> str | None:
 
 
 def _description(param: Any) -> Text:
-    text = Text.from_markup(inspect.cleandoc(param.help or ""))
+    text = Text.from_markup(_(inspect.cleandoc(param.help)) if param.help else "")
     default = _default(param)
     if default is not None:
-        text.append((" " if text else "") + f"[default: {default}]", style="dim")
+        text.append((" " if text else "") + "[" + _("default: {value}").format(value=default) + "]", style="dim")
     return text
 
 
@@ -78,23 +80,36 @@ def _panels(params: list[Any], ctx: Any) -> list[RenderableType]:
         table.add_column(ratio=1)
         for param in members:
             table.add_row(_names(param, ctx), _description(param))
-        panels.append(Panel(table, title=title, title_align="left", border_style="dim"))
+        panels.append(Panel(table, title=_(title), title_align="left", border_style="dim"))
     return panels
 
 
-def _paragraphs(text: str) -> str:
-    """A docstring's paragraphs, each one flowing line (the terminal wraps it), a blank line between."""
-    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))
+def _paragraphs(text: str) -> list[str]:
+    """A docstring's paragraphs, each one flowing line (the terminal wraps it)."""
+    return [" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n")]
+
+
+def help_messages(command: Any, ctx: Any) -> list[str]:
+    """Every English text a command's --help shows, as the message ids `print_help` translates."""
+    messages = [*_paragraphs(command.help or ""), _DEFAULT_PANEL, "Usage: ", "default: {value}"]
+    if command.epilog:
+        messages.append(command.epilog)
+    for param in command.get_params(ctx):
+        if param.help:
+            messages.append(inspect.cleandoc(param.help))
+        if getattr(param, "rich_help_panel", None):
+            messages.append(param.rich_help_panel)
+    return [m for m in messages if m]
 
 
 def print_help(command: Any, ctx: Any) -> None:
     """Usage, the command's text, its options panel by panel, then its examples."""
-    usage = Text("Usage: ", style="yellow")
+    usage = Text(_("Usage: "), style="yellow")
     usage.append(" ".join([ctx.command_path, *command.collect_usage_pieces(ctx)]), style="bold")
     parts: list[RenderableType] = [Text(""), usage, Text("")]
     if command.help:
-        parts += [Text.from_markup(_paragraphs(command.help)), Text("")]
+        parts += [Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help))), Text("")]
     parts += _panels(command.get_params(ctx), ctx)
     if command.epilog:
-        parts += [Text(""), Text.from_markup(command.epilog)]
+        parts += [Text(""), Text.from_markup(_(command.epilog))]
     Console(highlight=False).print(Group(*parts))

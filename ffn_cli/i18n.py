@@ -1,0 +1,123 @@
+"""The language ffn speaks: English, or Chinese through the standard `gettext` machinery.
+
+Every user-visible string is an English message id passed to `_()` when it is shown, never when
+a module is imported, so the language can be chosen once per run (`--lang`, `FFN_LANG`, then the
+locale as gettext reads it) and a notebook can switch it with `set_language`. Strings kept at
+module level are marked with `N_()` (a no-op the extractor sees) and translated where used.
+
+The catalog is `ffn_cli/locale/zh/LC_MESSAGES/ffn.po`; the install compiles it to `ffn.mo`
+(setup.py), and a source checkout, which has no `.mo`, compiles the `.po` in memory on first use.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+import os
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+__all__ = [
+    "DOMAIN",
+    "LANGUAGES",
+    "LOCALE_DIR",
+    "N_",
+    "_",
+    "language",
+    "language_from_environment",
+    "ngettext",
+    "parse_language",
+    "set_language",
+]
+
+DOMAIN = "ffn"
+LANGUAGES = ("en", "zh")
+LOCALE_DIR = Path(__file__).parent / "locale"
+# The locale variables gettext reads, in its order; LANGUAGE may list several, colon-separated.
+_LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
+
+
+class _State:
+    # None until first asked: then what the environment says (a notebook follows its locale too).
+    translations: gettext.NullTranslations | None = None
+    language = "en"
+
+
+def _current() -> gettext.NullTranslations:
+    if _State.translations is None:
+        try:
+            set_language(None)
+        except ValueError:  # a bad FFN_LANG: the CLI says so; the API speaks English
+            set_language("en")
+    assert _State.translations is not None
+    return _State.translations
+
+
+def parse_language(text: str, source: str = "--lang") -> str:
+    """'zh', 'zh_CN.UTF-8', 'zh-Hans', 'EN' → a language ffn speaks; anything else is refused."""
+    code = text.strip().replace("-", "_").split(".")[0].split("_")[0].lower()
+    if code not in LANGUAGES:
+        raise ValueError(f"{source} {text!r}: expected one of {', '.join(LANGUAGES)}")
+    return code
+
+
+def _from_locale_name(name: str) -> str:
+    return "zh" if name.lower().startswith("zh") else "en"
+
+
+def language_from_environment(environ: Mapping[str, str] | None = None) -> str:
+    """FFN_LANG if set; otherwise the locale, as GNU gettext reads it: the first of LC_ALL,
+    LC_MESSAGES, LANG that is set names the locale, `C`/`POSIX` means English (LANGUAGE is
+    ignored there, as gettext does), else LANGUAGE's first entry if set, else that locale."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("FFN_LANG", "").strip()
+    if chosen:
+        return parse_language(chosen, "FFN_LANG")
+    locale_name = next((env[v] for v in _LOCALE_VARIABLES if env.get(v, "").strip()), "")
+    if locale_name.split(".")[0] in ("C", "POSIX"):
+        return "en"
+    listed = [p for p in env.get("LANGUAGE", "").split(":") if p.strip()]
+    if listed:
+        return _from_locale_name(listed[0])
+    return _from_locale_name(locale_name)
+
+
+@cache
+def _translations(lang: str) -> gettext.NullTranslations:
+    if lang == "en":
+        return gettext.NullTranslations()
+    compiled = LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
+    if compiled.exists():
+        return gettext.translation(DOMAIN, localedir=LOCALE_DIR, languages=[lang])
+    from ffn_cli.catalog import mo_bytes, read_po  # a source checkout: compile the .po now
+
+    source = compiled.with_suffix(".po")
+    return gettext.GNUTranslations(io.BytesIO(mo_bytes(read_po(source.read_text(encoding="utf-8"), str(source)))))
+
+
+def set_language(lang: str | None = None) -> str:
+    """Speak `lang` ('en', 'zh', or a locale name) from now on; None: what the environment says."""
+    code = language_from_environment() if lang is None else parse_language(lang)
+    _State.translations = _translations(code)
+    _State.language = code
+    return code
+
+
+def language() -> str:
+    _current()
+    return _State.language
+
+
+def _(message: str) -> str:
+    """The message in the current language (the English id itself where no translation exists)."""
+    return _current().gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return _current().ngettext(singular, plural, n)
+
+
+def N_(message: str) -> str:
+    """Marks a message for the catalog without translating it: `_()` translates it where shown."""
+    return message
