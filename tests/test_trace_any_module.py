@@ -147,6 +147,14 @@ def test_functional_ops_are_steps_named_after_the_call() -> None:
     assert names == ["gate_up", "chunk", "silu", "mul", "down"]
 
 
+def test_f_glu_costs_its_sigmoid_and_multiply() -> None:
+    """F.glu(x) = a·σ(b): 0 FLOPs once, as if gating were free. By hand: the sigmoid's 4
+    operations (exp, add, divide, negate) and one multiply per output element."""
+    glu = next(s for s in trace_module(articles.GLUFFN(16, 32)).steps if s.name == "glu")
+    assert glu.output_shape == (2, 5, 32)
+    assert glu.elementwise_flops == (4 + 1) * 2 * 5 * 32
+
+
 def test_depth_opens_the_submodules() -> None:
     result = trace_module(articles.MoEFFN(16, 32), depth=2)
     assert "experts.0.linear1" in [s.name for s in result.steps] and "experts.0.gelu" in [s.name for s in result.steps]

@@ -25,6 +25,12 @@ ELEMENTWISE_FLOPS: dict[str, int] = {
     "relu": ACTIVATIONS["relu"].flops_per_element,
     "silu": ACTIVATIONS["silu"].flops_per_element,
     "sigmoid": ACTIVATIONS["sigmoid"].flops_per_element,
+    # F.glu(x) = a·σ(b) over the two halves of x: the sigmoid and one multiply per output element.
+    "glu": ACTIVATIONS["sigmoid"].flops_per_element + 1,
+    "leaky_relu": ACTIVATIONS["relu"].flops_per_element,  # a compare and a select, as relu's
+    "clamp": 1,
+    "erf": 1,
+    "reciprocal": 1,
     "_softmax": 3,  # exp, sum, divide (accounting.SOFTMAX_FLOPS_PER_ELEMENT)
     "native_dropout": 2,  # mask and rescale, as the CPU path's div_ + mul
     "native_layer_norm": 7,  # mean, centre, square, variance, normalise, scale, shift
@@ -35,6 +41,8 @@ ELEMENTWISE_FLOPS: dict[str, int] = {
     "softplus_backward": 4,  # dy·σ(z)
     "_softmax_backward_data": 4,  # p·(dp − Σ dp·p): mul, sum, sub, mul
     "native_dropout_backward": 2,  # dy·mask·1/(1−p)
+    # Per element of the gradient (both halves): dy·σ(b) for a, dy·a·σ(b)·(1 − σ(b)) for b.
+    "glu_backward": 3,
 }
 # Reductions cost one operation per input element.
 REDUCTION_OPS = ("sum", "mean")
