@@ -47,7 +47,7 @@ def _chosen(arguments: list[str]) -> list[str]:
         path = Path(argument).resolve()
         relative = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else argument
         if relative not in DOCUMENTS:
-            sys.exit(f"error: {argument}: not a file with examples; those are {', '.join(DOCUMENTS)}")
+            sys.exit(f"error: {argument}: not a page tests/test_docs_examples.py reads; it reads {', '.join(DOCUMENTS)}")
         chosen.append(relative)
     return chosen
 
