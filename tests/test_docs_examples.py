@@ -1,9 +1,10 @@
-"""The example outputs in README.md and docs/ are what the commands print today.
+"""The example outputs in README.md, README.zh-CN.md and docs/ (docs/zh/ too) are what the commands print today.
 
 Every console block line `$ ffn …` in those files is run through the CLI, in a working folder
 holding only the example configs of docs/examples, at the width the file's examples were
-rendered at, and its output compared line by line; a line `…` in the expected text stands for
-any number of lines (an excerpt). The free
+rendered at (80 columns for the Chinese pages), in English unless the command says `--lang zh`
+(every example on a Chinese page does), and its output compared line by line; a line `…` in
+the expected text stands for any number of lines (an excerpt). The free
 memory that the preflight check reports is pinned to what the examples show. Timings
 (`ffn bench`) and pipes are left out. The examples were rendered with the torch and rich that
 CI installs: other releases draw other dropout masks, round a last digit elsewhere or pad a
@@ -27,7 +28,10 @@ from ffn_cli import device
 from ffn_cli.cli import app, common
 
 ROOT = Path(__file__).parents[1]
-# Console width each file's examples were rendered at: 100 columns or less, as a reader's terminal is.
+# The Chinese pages: the README's translation and the learner's path under docs/zh/.
+CHINESE = ["README.zh-CN.md", *sorted(f"docs/zh/{p.name}" for p in (ROOT / "docs" / "zh").glob("*.md"))]
+# Console width each file's examples were rendered at: 100 columns or less, as a reader's terminal is;
+# the Chinese pages at 80, the terminal a learner following the tutorials has.
 COLUMNS = {
     "README.md": 100,
     "docs/params.md": 100,
@@ -35,8 +39,9 @@ COLUMNS = {
     "docs/parallel.md": 100,
     "docs/own-module.md": 100,
     "docs/hardware.md": 80,
+    **dict.fromkeys(CHINESE, 80),
 }
-DOCUMENTS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
+DOCUMENTS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")), *CHINESE]
 FREE_MEMORY_SHOWN = int(22.17 * 2**30)  # docs/trace.md's refused trace: "cpu has 22.17 GiB free"
 ELLIPSIS = "…"
 RENDERED_WITH = {"torch": "2.13.", "rich": "15."}  # version prefixes
@@ -79,8 +84,14 @@ def _examples(relative: str) -> list[Example]:
     return found
 
 
+def _runs_the_same(example: Example) -> bool:
+    """Not a timing (`ffn bench`) and not a pipe: what it prints is the same on every run."""
+    return "bench" not in shlex.split(example.command) and "|" not in example.command
+
+
 def _runnable(example: Example) -> bool:
-    return bool(example.expected) and "bench" not in shlex.split(example.command) and "|" not in example.command
+    # A prompt with no output under it yet is new: scripts/update_docs_examples.py fills it in.
+    return bool(example.expected) and _runs_the_same(example)
 
 
 EXAMPLES = [e for path in DOCUMENTS for e in _examples(path) if _runnable(e)]
@@ -96,6 +107,13 @@ def _stripped(text: str) -> str:
 
 def test_every_file_with_examples_has_a_width() -> None:
     assert {e.path for e in EXAMPLES} == set(COLUMNS)
+
+
+def test_zh_pages_say_lang_zh() -> None:
+    """The tests speak English (FFN_LANG=en): a Chinese page's example says `--lang zh` itself,
+    as a reader whose locale is English types it."""
+    english = [e.id for path in CHINESE for e in _examples(path) if e.command.split()[1:3] != ["--lang", "zh"]]
+    assert CHINESE and not english, f"examples on Chinese pages without `ffn --lang zh …`: {english}"
 
 
 def _other_releases() -> list[str]:
@@ -114,7 +132,9 @@ def run_example(example: Example, folder: Path) -> str:
     os.chdir(folder)
     try:
         # A cache of its own: an example that builds with transformers shows the build, never a read-back.
-        result = CliRunner().invoke(app, shlex.split(example.command)[1:], env={"XDG_CACHE_HOME": str(folder / ".cache")})
+        # English unless the example asks otherwise, whatever the locale it is run in.
+        env = {"XDG_CACHE_HOME": str(folder / ".cache"), "FFN_LANG": "en"}
+        result = CliRunner().invoke(app, shlex.split(example.command)[1:], env=env)
     finally:
         os.chdir(cwd)
         common.console._width, device.available_memory_bytes = width, free  # type: ignore[assignment]
