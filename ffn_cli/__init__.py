@@ -6,6 +6,7 @@
     r = ffn_cli.trace(my_module)          # any nn.Module, an FFNSpec, a preset, "FILE.py:NAME(args)"
     rich.print(r); r.to_dict()            # the table ffn trace prints; its --json
     ffn_cli.params("llama-2-7b")          # no torch
+    ffn_cli.set_language("zh")            # 中文 (default: FFN_LANG, else the locale)
 """
 
 from __future__ import annotations
@@ -13,13 +14,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import set_language
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
 
 if TYPE_CHECKING:
     from ffn_cli.modules import build_ffn
 
-__all__ = ["VARIANTS", "FFNError", "FFNRuntimeError", "FFNSpec", "Result", "__version__", "build_ffn", "params", "trace"]
+__all__ = [
+    "VARIANTS",
+    "FFNError",
+    "FFNRuntimeError",
+    "FFNSpec",
+    "Result",
+    "__version__",
+    "build_ffn",
+    "params",
+    "set_language",
+    "trace",
+]
 __version__ = "0.1.0"
 
 
