@@ -4,9 +4,10 @@ the forward step whose graph node it ran in.
 While the forward runs, a TorchFunctionMode stamps every autograd node a call creates with the
 forward ops recorded during that call; after it, each node's saved tensors (its `_saved_*`
 attributes, what the saved-tensor hooks packed) are named by the forward step that produced
-them. During the backward, each op the recorder sees runs inside one node
-(`torch._C._current_autograd_node()`), whose stamp says which forward step it belongs to; ops
-that run with grad mode on are a checkpoint's recomputation (the engine turns it off).
+them. During the backward, each op the recorder sees runs inside one node (the
+one whose pre-hook ran last and whose hook has not yet, on that thread: public `Node` hooks),
+whose stamp says which forward step it belongs to; ops that run with grad mode on are a
+checkpoint's recomputation (the engine turns it off).
 
 The subclass reads a few of the recorder's internals (its producers, parameters and kept
 tensors): it records the same ops, on into the backward.
@@ -14,6 +15,7 @@ tensors): it records the same ops, on into the backward.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,9 +23,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_leaves
 
 from ffn_cli.trace.backward_result import SavedRead
+from ffn_cli.trace.leaves import tensor_leaves
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, dtype_name, tracking_modules
 from ffn_cli.trace.recorder import _storage_id as _storage
@@ -67,8 +69,8 @@ class _NodeStamper(TorchFunctionMode):
         first = len(self.rec.ops)
         out = func(*args, **(kwargs or {}))
         ops = tuple(range(first, len(self.rec.ops))) or ((first - 1,) if first else ())
-        for t in tree_leaves(out):
-            if isinstance(t, Tensor) and t.grad_fn is not None:
+        for t in tensor_leaves(out):
+            if t.grad_fn is not None:
                 _stamp(t.grad_fn, ops)
         return out
 
@@ -96,6 +98,37 @@ def _graph(root: Any) -> list[Any]:
     return list(seen.values())
 
 
+class _RunningNodes:
+    """Which autograd node the engine is running now, on this thread: a pre-hook on every node
+    of the graph pushes it, its hook pops it. Nodes run one at a time on a device's thread."""
+
+    def __init__(self, nodes: list[Any]) -> None:
+        self._local = threading.local()
+        self._handles = []
+        for node in nodes:
+            self._handles.append(node.register_prehook(lambda _grads, node=node: self._stack().append(node)))
+            self._handles.append(node.register_hook(lambda _inputs, _outputs: self._pop()))
+
+    def _stack(self) -> list[Any]:
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack  # type: ignore[no-any-return]
+
+    def _pop(self) -> None:
+        stack = self._stack()
+        if stack:
+            stack.pop()
+
+    @property
+    def current(self) -> Any:
+        stack = self._stack()
+        return stack[-1] if stack else None
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
 def _saved_tensors(node: Any) -> list[Tensor]:
     """The tensors a node keeps for its backward: its `_saved_*` attributes (unpacking them)
     that are saved variables (those with a `_raw_saved_*` twin; a saved Scalar has none)."""
@@ -114,6 +147,7 @@ class _PassRecorder(Recorder):
     def __init__(self, root: nn.Module, *, stats: bool, values: int, functions: bool = False) -> None:
         super().__init__(root, stats=stats, values=values, keep_graph=True, functions=functions)
         self.backward_from: int | None = None
+        self.running: _RunningNodes | None = None
         self.out = BackwardRecording(Recording(), [])
         self._step_of_op: dict[int, str] = {}
 
@@ -122,13 +156,13 @@ class _PassRecorder(Recorder):
         out = super().__torch_dispatch__(func, types, args, kwargs)
         if self.backward_from is None or len(self.rec.ops) == before:
             return out
-        node = torch._C._current_autograd_node()
+        node = self.running.current if self.running is not None else None
         stamp = node.metadata.get(STAMP, ()) if node is not None else ()
         step = next((self._step_of_op[i] for i in reversed(stamp) if i in self._step_of_op), "")
         reads = node.metadata.get(READS, ()) if node is not None else ()
         # The engine runs nodes with grad mode off; a checkpoint turns it on to recompute its forward.
         recompute = torch.is_grad_enabled()
-        storages = tuple(_storage(t) for t in tree_leaves(out) if isinstance(t, Tensor))
+        storages = tuple(_storage(t) for t in tensor_leaves(out))
         for i in range(before, len(self.rec.ops)):
             self.out.stamps[i] = step
             self.out.reads[i] = reads
@@ -137,7 +171,7 @@ class _PassRecorder(Recorder):
                 self.out.recompute.add(i)
         for storage in storages:
             self.out.made_by.setdefault(storage, before)
-        if func._overloadpacket.__name__ == "copy_":  # AccumulateGrad's copy: the values' author is the source's
+        if func.overloadpacket.__name__ == "copy_":  # AccumulateGrad's copy: the values' author is the source's
             source = _storage(args[1])
             self.out.made_by[_storage(args[0])] = self.out.made_by.get(source, before)
         return out
@@ -226,8 +260,12 @@ def record_backward(
     recorder._producers = {}  # from here on, only gradients: dL/dy, then what backward ops make
     recorder._producers[recorder._key(grad)] = ("input", 0)
     recorder.backward_from = len(recorder.rec.ops)
-    with tracking_modules(recorder), recorder:  # recomputation calls the modules again
-        out.backward(grad)
+    recorder.running = _RunningNodes(_graph(out.grad_fn))
+    try:
+        with tracking_modules(recorder), recorder:  # recomputation calls the modules again
+            out.backward(grad)
+    finally:
+        recorder.running.remove()
     result.ops = recorder.rec.ops[recorder.backward_from :]
     result.calls = recorder.rec.calls
     for name, p in module.named_parameters():

@@ -14,7 +14,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+
+from ffn_cli.trace.leaves import tensor_leaves
 
 __all__ = ["BackwardMemory", "measure_backward_memory"]
 
@@ -59,7 +60,7 @@ class _LiveBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        self.watch(t for t in tree_leaves(out) if isinstance(t, Tensor))
+        self.watch(tensor_leaves(out))
         self.peak = max(self.peak, self.now())
         return out
 

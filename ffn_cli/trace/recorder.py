@@ -237,7 +237,7 @@ class Recorder(TorchDispatchMode):
         out = func(*args, **kwargs)
         if _writes(func):
             self._stats_by_data.clear()  # an in-place op changed some values: measure afresh
-        packet = func._overloadpacket
+        packet = func.overloadpacket
         if packet.__name__ not in SKIPPED_OPS:
             self._paused = True
             try:
