@@ -19,6 +19,7 @@ column moves to a table of its own instead of leaving.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -73,8 +74,12 @@ def _longest(lines: Sequence[str]) -> int:
     return max((cell_len(line) for line in lines), default=0)
 
 
+# Chinese breaks between any two ideographs (or full-width marks), as rich wraps it: each is a word.
+_CJK = re.compile(r"([\u3000-\u303f\u3400-\u9fff\uff00-\uffef])")
+
+
 def _longest_word(lines: Sequence[str]) -> int:
-    return max((cell_len(word) for line in lines for word in line.split()), default=0)
+    return max((cell_len(part) for line in lines for word in line.split() for part in _CJK.split(word)), default=0)
 
 
 def _terms(line: str) -> list[str]:
