@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ffn_cli.i18n import N_, _, ngettext
+from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.render import plot
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_si
@@ -26,7 +26,7 @@ BAR_WIDTH = 40
 
 
 def _pass(r: BenchResult) -> str:
-    return "fwd+bwd" if r.mode == "forward+backward" else "fwd"
+    return _("fwd+bwd") if r.mode == "forward+backward" else _("fwd")
 
 
 def _bytes(value: int | None) -> str:
@@ -42,7 +42,7 @@ def _pct(r: BenchResult) -> str:
 # The columns that say which case a row is; those with one value in the whole report move to the title.
 _CASE_COLUMNS: tuple[tuple[str, Callable[[BenchResult], str]], ...] = (
     ("variant", lambda r: r.variant),
-    ("settings", lambda r: r.settings),
+    ("settings", lambda r: " · ".join(_(part) for part in r.settings.split(" · "))),  # words settings_text marked
     ("impl", lambda r: r.impl + (" +ckpt" if r.checkpoint else "")),
     ("pass", _pass),
     ("dtype", lambda r: r.dtype),
@@ -148,7 +148,7 @@ def bars(report: BenchReport) -> BarChart:
     results = report.results
     by_peak = all(r.pct_peak is not None for r in results)
     top = max((r.tflops for r in results), default=0.0) or 1.0
-    varying, _ = _split_columns(results)
+    varying = _split_columns(results)[0]
     starred = _starred(results)
     rows = []
     for i, r in enumerate(results):
@@ -185,7 +185,7 @@ def _env_text(report: BenchReport) -> Text:
         text.append("\n" + filled)
     sources = sorted({r.peak_source for r in report.results if r.peak_source})
     if sources:
-        text.append("\n" + _("peak: {sources}").format(sources="; ".join(sources)))
+        text.append("\n" + _("peak: {sources}").format(sources=_("; ").join(shown(s) for s in sources)))
     return text
 
 
@@ -277,7 +277,9 @@ def constant_parts(results: Sequence[BenchResult]) -> list[str]:
 
 def write_plot(report: BenchReport, path: str) -> Path:
     """The report drawn to `path` (bars with IQR whiskers, and the roofline); see render.plot."""
-    varying, shared = _split_columns(report.results)
-    starred = _starred(report.results)
-    labels = [_row_label(r, varying, i in starred) for i, r in enumerate(report.results)]
-    return plot.write_plot(report, path, labels, shared)
+    check_plot_target(path)
+    with plot.picture_language():
+        varying, shared = _split_columns(report.results)
+        starred = _starred(report.results)
+        labels = [_row_label(r, varying, i in starred) for i, r in enumerate(report.results)]
+        return plot.write_plot(report, path, labels, shared)
