@@ -218,9 +218,9 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
     biases = Message(N_(", biases")) if ffn.bias else ""
     if not ffn.is_moe:
         fused = Message(N_(", fused gate_up")) if ffn.fused_gate_up else ""
-        return Message.join(ffn.variant, act, f", d_ff {ffn.hidden:,}", biases, fused, where)
+        return Message.join(ffn.variant, act, Message(N_(", d_ff {d_ff}"), d_ff=f"{ffn.hidden:,}"), biases, fused, where)
     routed = Message(N_("router + {experts} × {variant}"), experts=ffn.experts, variant=ffn.expert_variant)
-    parts: list[str] = [routed, act, f" d_ff {ffn.hidden:,}", biases, f", top-{ffn.top_k}"]
+    parts: list[str] = [routed, act, f" d_ff {ffn.hidden:,}", biases, Message(N_(", top-{k}"), k=ffn.top_k)]
     if ffn.shared_hidden:
         parts.append(Message(N_(", shared d_ff {d_ff}"), d_ff=f"{ffn.shared_hidden:,}"))
         parts.append(Message(N_(" gated")) if ffn.shared_expert_gate else "")
@@ -259,7 +259,10 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     detail = Message.join(_attention_detail(spec), *(f", + {t.name}" for t in spec.attention_extra))
     if spec.mixer is not None:
         labels = ["attention" if i in set(attention_layers) else spec.mixer.kind for i in range(spec.n_layers)]
-        detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=layer_pattern(labels)))
+        # "attention" is a word of the pattern, the mixer's kind a name: only the word is translated.
+        pieces = layer_pattern(labels).split("attention")
+        words = [piece for k, text in enumerate(pieces) for piece in ((Message(N_("attention")),) if k else ()) + (text,)]
+        detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
     parts = [ModelPart(N_("attention"), "attention", detail, spec.attention_layer_params, len(attention_layers))]
     if spec.mixer is not None:
         m = spec.mixer
@@ -313,4 +316,7 @@ def count_model(spec: ModelSpec) -> ModelParams:
 def _vision_parts(spec: ModelSpec) -> list[ModelPart]:
     if spec.vision is None:
         return []
-    return [ModelPart(Message(N_("vision: {part}"), part=p.name), "vision", p.detail, p.params_each, p.copies) for p in spec.vision.parts]
+    return [
+        ModelPart(Message(N_("vision: {part}"), part=Message(p.name)), "vision", p.detail, p.params_each, p.copies)
+        for p in spec.vision.parts
+    ]
