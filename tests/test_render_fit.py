@@ -24,7 +24,7 @@ from rich.text import Text
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app, common
-from ffn_cli.render.fit import TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
+from ffn_cli.render.fit import GAP, TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
 from ffn_cli.render.format import TIE_TOLERANCE
 
 WIDTHS = (60, 80, 100, 120)
@@ -472,3 +472,16 @@ def test_the_backward_at_narrow_widths_keeps_names_shapes_and_flops(width: int, 
     assert {"backward of", "gradient in → out", "FLOPs"} <= set(steps)
     assert {"backward of", "weight gradients"} <= set(tables["Weight gradients each backward step makes"][0])
     assert {"parameter", "shape", "norm"} <= set(tables["Parameter gradients"][0])
+
+
+def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> None:
+    # A run of CJK characters has no spaces: it wraps between any two (as rich draws it), so a
+    # long Chinese note narrows to fit instead of pushing a column out; a header stays whole.
+    note = "激活路径上的矩阵乘；注意力分数每层另加" * 3
+    table = FitTable(None, [Col("名称", "fixed"), Col("数值"), Col("说明", "text", drop=1)], [["前向 FLOPs/token", "15 GFLOP", note]])
+    shown, widths = table.layout(60)
+    assert shown == [0, 1, 2] and sum(widths) + GAP * 2 <= 60
+    text = _draw([table], 60)
+    assert all(cell_len(line) <= 60 for line in text.splitlines()) and "".join(text.split()).count(note) == 1
+    header = FitTable(None, [Col("模型", "fixed"), Col("FFN/注意力")], [["llama-3-8b", "4.20×"]])
+    assert header.layout(80)[1][1] == cell_len("FFN/注意力")
