@@ -59,6 +59,8 @@ def test_explain_a_gated_gqa_model(lang: str) -> None:
     assert f"3 · {d:,} · {d_ff:,} = {3 * d * d_ff:,}" in text
     assert f"{ffn:,}" in text and f"{attention:,}" in text and f"{ffn / attention:.3f}×" in text
     assert f"{kv:,}" in text and f"{q:,}" in text
+    # Against the classic block's FFN at this width, 8·d².
+    assert f"{8 * d * d:,}" in text and f"{3 * d * d_ff / (8 * d * d):.3g}" in text
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

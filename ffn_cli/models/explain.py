@@ -60,6 +60,16 @@ class BlockExplain:
         return self.ffn_active_params / (self.ffn_active_params + self.attention_params)
 
     @property
+    def classic_ffn(self) -> int:
+        """The classic block's FFN at this d_model: 2·d·4d = 8·d²."""
+        return 8 * self.d_model**2
+
+    @property
+    def over_classic(self) -> float:
+        """This FFN's (one expert's) weight matrices over the classic 8·d²."""
+        return self.ffn_weights / self.classic_ffn
+
+    @property
     def grouped(self) -> bool:
         """Whether K and V are narrower than Q (grouped-query or multi-query attention)."""
         a = self.attention
@@ -73,6 +83,8 @@ class BlockExplain:
             "d_ff": self.d_ff,
             "ffn_matrices": self.matrices,
             "ffn_weight_params": self.ffn_weights,
+            "classic_ffn_params": self.classic_ffn,
+            "ffn_weights_over_classic": self.over_classic,
             "one_ffn_params": self.ffn_one,
             "experts": self.experts,
             "active_experts": self.active_experts,

@@ -20,9 +20,10 @@ def _ffn_line(e: BlockExplain) -> str:
     if e.ffn_one != e.ffn_weights:
         weights += _(" + {n} biases = {total}").format(n=fmt_count(e.ffn_one - e.ffn_weights), total=fmt_count(e.ffn_one))
     kind = {2: _("up and down"), 3: _("gate, up and down")}.get(e.matrices) or _("{m} matrices").format(m=e.matrices)
+    against = _(", {times}× the classic 8·d² = {classic}").format(times=f"{e.over_classic:.3g}", classic=fmt_count(e.classic_ffn))
     if e.experts:
-        return _("here, each expert ({kind}): {weights}").format(kind=kind, weights=weights)
-    return _("here, the FFN ({kind}): {weights}").format(kind=kind, weights=weights)
+        return _("here, each expert ({kind}): {weights}").format(kind=kind, weights=weights) + against
+    return _("here, the FFN ({kind}): {weights}").format(kind=kind, weights=weights) + against
 
 
 def _attention_line(e: BlockExplain) -> str:
