@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ffn_cli.accounting import param_tensors
 from ffn_cli.attention import AnyAttention, AttentionSpec
 from ffn_cli.models.count import ModelParams
-from ffn_cli.models.layer import FFNReport, attention_formula
+from ffn_cli.models.layer import FFNReport, attention_formula, group_tensors
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["CLASSIC_RATIO", "BlockExplain", "explain_ffn", "explain_model"]
@@ -100,26 +100,27 @@ class BlockExplain:
         }
 
 
-def _one_ffn(spec: FFNSpec) -> FFNSpec:
-    """The FFN a token runs through once: the spec itself, or one expert of a mixture."""
-    if not spec.is_moe:
-        return spec
-    return FFNSpec(variant=spec.expert_variant, d_model=spec.d_model, d_ff=spec.hidden, bias=spec.bias)
-
-
 def _parts(spec: FFNSpec) -> tuple[int, int, int]:
-    """(matrices, their elements, one FFN's parameters) from the accounting's tensors."""
-    one = _one_ffn(spec)
+    """(matrices, their elements, the parameters of one FFN) from the accounting's tensors of
+    the FFN a token runs through once: the spec's own, or one expert of a mixture."""
+    one = FFNSpec(variant=spec.ffn_variant.name, d_model=spec.d_model, d_ff=spec.hidden, bias=spec.bias)
     tensors = param_tensors(one)
     weights = sum(t.count for t in tensors if len(t.shape) == 2)
     return weights // (one.d_model * one.hidden), weights, sum(t.count for t in tensors)
+
+
+def _experts(spec: FFNSpec) -> int:
+    """The experts of a mixture, as the tensor table counts them (the copies of `experts.*`), or
+    0 for one FFN."""
+    copies = max(g.copies for g in group_tensors(param_tensors(spec)))
+    return copies if copies > 1 else 0
 
 
 def explain_ffn(r: FFNReport) -> BlockExplain:
     s = r.spec
     matrices, weights, one = _parts(s)
     return BlockExplain(
-        s.d_model, s.hidden, matrices, weights, one, s.experts if s.is_moe else 0, s.active_experts,
+        s.d_model, s.hidden, matrices, weights, one, _experts(s), s.active_experts,
         r.attention, attention_formula(r.attention), 1, r.total_params, r.active_params, r.attention_params,
     )  # fmt: skip
 
@@ -132,6 +133,6 @@ def explain_model(m: ModelParams) -> BlockExplain:
     assert ffn is not None
     matrices, weights, one = _parts(ffn)
     return BlockExplain(
-        s.d_model, ffn.hidden, matrices, weights, one, ffn.experts if ffn.is_moe else 0, ffn.active_experts,
+        s.d_model, ffn.hidden, matrices, weights, one, _experts(ffn), ffn.active_experts,
         s.attention, attention_formula(s.attention), s.n_layers, m.ffn_params, m.ffn_active_params, m.attention_params,
     )  # fmt: skip

@@ -314,7 +314,9 @@ def _parts_table(m: ModelParams) -> FitTable:
             ]
         )
     rows.append(None)
-    total = f"[bold]{fmt_count(m.total_params)}[/]" + (f"\n[dim]{active.format(n=fmt_count(m.active_params))}[/]" if s.is_moe else "")
+    total = f"[bold]{fmt_count(m.total_params)}[/]"
+    if s.is_moe:
+        total += f"\n[dim]{active.format(n=fmt_count(m.active_params))}[/]"
     rows.append([f"[bold]{_('total')}[/]\n[dim]{_('parameters only, buffers excluded')}[/]", "", "", total, "100%"])
     return _table(title, columns, rows)
 
