@@ -23,12 +23,14 @@ __all__ = [
     "LANGUAGES",
     "LOCALE_DIR",
     "N_",
+    "Message",
     "_",
     "language",
     "language_from_environment",
     "ngettext",
     "parse_language",
     "set_language",
+    "shown",
 ]
 
 DOMAIN = "ffn"
@@ -121,3 +123,42 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 def N_(message: str) -> str:
     """Marks a message for the catalog without translating it: `_()` translates it where shown."""
     return message
+
+
+class Message(str):
+    """A text built now and shown later. As a str it is the English (what `--json` carries, what
+    `in` and `==` see); `shown()` is the current language. The id is marked with N_() where it is
+    written; arguments that are Messages are shown in the same language, and `Message.join`
+    concatenates parts (a part's id carries its own leading punctuation, ', fused qkv', so each
+    language punctuates its own way)."""
+
+    msgid: str
+    parts: tuple[str, ...]
+    args: dict[str, object]
+
+    def __new__(cls, msgid: str = "", /, *, parts: tuple[str, ...] = (), **args: object) -> Message:
+        self = super().__new__(cls, _fill(msgid, parts, args, translate=False))
+        self.msgid, self.parts, self.args = msgid, parts, args
+        return self
+
+    @classmethod
+    def join(cls, *parts: str) -> Message:
+        return cls(parts=tuple(p for p in parts if p))
+
+    def shown(self) -> str:
+        return _fill(self.msgid, self.parts, self.args, translate=True)
+
+
+def _fill(msgid: str, parts: tuple[str, ...], args: dict[str, object], *, translate: bool) -> str:
+    def one(value: object) -> object:
+        return (value.shown() if translate else str.__str__(value)) if isinstance(value, Message) else value
+
+    if parts:
+        return "".join(str(one(p)) for p in parts)
+    text = _(msgid) if translate else msgid
+    return text.format(**{k: one(v) for k, v in args.items()}) if args else text
+
+
+def shown(text: str) -> str:
+    """A Message in the current language; a plain string (data: a name, a shape) as it is."""
+    return text.shown() if isinstance(text, Message) else text

@@ -205,6 +205,7 @@ def test_params_never_imports_torch() -> None:
         "from ffn_cli.cli import app\n"
         "runs = (['-v', 'moe', '--shared-experts', '1'], ['-v', 'relu,gelu,swiglu,moe', '--match-params'],\n"
         "        ['--preset', 'mixtral-8x7b'], ['--preset', 'deepseek-moe-16b', '--json'], ['--list-presets'],\n"
+        "        ['--lang', 'zh', '--preset', 'llama-3.1-8b', '--explain'], ['-v', 'moe', '--explain'],\n"
         f"        ['--config', {str(CONFIGS / 'gpt2.json')!r}])\n"
         "for args in runs:\n"
         "    result = CliRunner().invoke(app, ['params', *args])\n"

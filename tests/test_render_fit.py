@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app, common
-from ffn_cli.render.fit import TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
+from ffn_cli.render.fit import GAP, TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
 from ffn_cli.render.format import TIE_TOLERANCE
 
 WIDTHS = (60, 80, 100, 120)
@@ -147,9 +148,35 @@ def _one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+# The tables of ffn params, variants and hardware in Chinese: CJK characters are two cells wide,
+# and a run of them may break between any two characters (Chinese has no spaces between words).
+ZH_COMMANDS = [
+    "params",
+    "params -v swiglu -d 4096",
+    "params --variant relu,gelu,swiglu,moe --match-params",
+    "params --variant moe -d 4096 --experts 64 --shared-experts 1 --explain",
+    "params --preset llama-3.1-8b --explain",
+    "params --preset deepseek-v3 --gpu h100 --weights fp8",
+    "params --preset mixtral-8x7b,llama-3-8b -s 4096,32768",
+    "params --preset gemma-2-9b -s 4096,131072",
+    "params --list-presets",
+    "variants",
+    "hardware",
+]
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_number_is_whole_at_every_width(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    args = command.split()
+    _check_command(command, monkeypatch)
+
+
+@pytest.mark.parametrize("command", ZH_COMMANDS)
+def test_every_number_is_whole_at_every_width_in_chinese(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_command(command, monkeypatch, lang="zh")
+
+
+def _check_command(command: str, monkeypatch: pytest.MonkeyPatch, lang: str = "en") -> None:
+    args = ["--lang", lang, *command.split()] if lang != "en" else command.split()
     data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     known = sorted(set(_leaves(data)))
     renderables = _printed(args, monkeypatch)
@@ -159,9 +186,9 @@ def test_every_number_is_whole_at_every_width(command: str, monkeypatch: pytest.
         monkeypatch.undo()
         assert recorder.drawn, f"{command}: no table drawn"
         assert not _CROPPED.search(text), f"{command} at {width}: a cropped number or …\n{text}"
-        assert all(len(line) <= width for line in text.splitlines()), f"{command} at {width}: a line is wider than the terminal"
+        assert all(cell_len(line) <= width for line in text.splitlines()), f"{command} at {width}: a line is wider than the terminal"
         for table, w, shown in recorder.drawn:
-            _check_table(command, table, w, shown, text, known)
+            _check_table(command, table, w, shown, text, known, cjk=lang == "zh")
         if args[0] == "trace" and "steps" in data and "--ops" not in args and width in NARROW:
             _check_steps_shown(f"{command} at {width}", data, recorder.drawn)
 
@@ -206,7 +233,11 @@ def _check_steps_shown(where: str, data: dict[str, Any], drawn: list[tuple[FitTa
     assert len(absent) == folded, f"{where}: no row for {absent}"
 
 
-def _check_table(command: str, table: FitTable, width: int, shown: list[int], text: str, known: list[float]) -> None:
+# Characters a Chinese line may break after or before: CJK ideographs and full-width punctuation.
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")
+
+
+def _check_table(command: str, table: FitTable, width: int, shown: list[int], text: str, known: list[float], cjk: bool = False) -> None:
     lines = text.splitlines()
     words = set(text.split())
     for row in table.rows:
@@ -218,7 +249,10 @@ def _check_table(command: str, table: FitTable, width: int, shown: list[int], te
             if table.columns[i].header == "#":  # row numbers count rows, they are not data
                 continue
             if kind == "text":  # prose: wrapped between words, never inside one
-                missing = [w for w in cell.plain.split() if w not in words]
+                plain = cell.plain.split()
+                # In Chinese a word is whole when each run of it between CJK characters is.
+                pieces = [p for w in plain for p in _CJK.split(w) if p] if cjk else plain
+                missing = [w for w in pieces if (w not in text if cjk else w not in words)]
                 assert not missing, f"{command} at {width}: {missing} broken in a wrapped cell"
                 continue
             # A sum is wrapped between its terms: each term is checked as a line of its own.
@@ -438,3 +472,16 @@ def test_the_backward_at_narrow_widths_keeps_names_shapes_and_flops(width: int, 
     assert {"backward of", "gradient in → out", "FLOPs"} <= set(steps)
     assert {"backward of", "weight gradients"} <= set(tables["Weight gradients each backward step makes"][0])
     assert {"parameter", "shape", "norm"} <= set(tables["Parameter gradients"][0])
+
+
+def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> None:
+    # A run of CJK characters has no spaces: it wraps between any two (as rich draws it), so a
+    # long Chinese note narrows to fit instead of pushing a column out; a header stays whole.
+    note = "激活路径上的矩阵乘；注意力分数每层另加" * 3
+    table = FitTable(None, [Col("名称", "fixed"), Col("数值"), Col("说明", "text", drop=1)], [["前向 FLOPs/token", "15 GFLOP", note]])
+    shown, widths = table.layout(60)
+    assert shown == [0, 1, 2] and sum(widths) + GAP * 2 <= 60
+    text = _draw([table], 60)
+    assert all(cell_len(line) <= 60 for line in text.splitlines()) and "".join(text.split()).count(note) == 1
+    header = FitTable(None, [Col("模型", "fixed"), Col("FFN/注意力")], [["llama-3-8b", "4.20×"]])
+    assert header.layout(80)[1][1] == cell_len("FFN/注意力")

@@ -25,6 +25,7 @@ from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte
 from ffn_cli.hardware.dtypes import peak_dtype_key
 from ffn_cli.hardware.roofline import Roofline
+from ffn_cli.i18n import N_, Message
 from ffn_cli.modules import build_ffn
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
@@ -69,7 +70,8 @@ def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str 
     cal = sweep.calibrations.get(dtype)
     if cal is not None:
         m, k, n = cal.gemm_shape
-        return cal.gemm_tflops, cal.copy_gbps, f"measured here: the best {dtype} GEMM ({m}×{k}·{k}×{n}) and copy"
+        measured = Message(N_("measured here: the best {dtype} GEMM ({shape}) and copy"), dtype=dtype, shape=f"{m}×{k}·{k}×{n}")
+        return cal.gemm_tflops, cal.copy_gbps, measured
     named = sweep.config.gpu
     if sweep.device.type != "cuda" and named is None:
         return None, None, None
@@ -77,7 +79,8 @@ def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str 
     key = peak_dtype_key(dtype, sweep.env.tf32_matmul)
     if entry is None or entry.tflops_for(key) is None:
         return None, None, None
-    return entry.tflops_for(key), entry.bandwidth_gbps, f"{entry.name} datasheet, dense {key}" + (f" (--gpu {named})" if named else "")
+    datasheet = Message(N_("{gpu} datasheet, dense {dtype}"), gpu=entry.name, dtype=key)
+    return entry.tflops_for(key), entry.bandwidth_gbps, Message.join(datasheet, f" (--gpu {named})" if named else "")
 
 
 def _layout(case: Case) -> FFNSpec:

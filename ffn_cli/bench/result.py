@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_
+
 if TYPE_CHECKING:
     from ffn_cli.spec import FFNSpec
 
@@ -61,7 +63,7 @@ class Calibration:
 def settings_text(spec: FFNSpec, *, backward: bool) -> str:
     """The module's settings beyond its sizes, as the trace header words them: biases, the
     variant's own options (experts, top-k, shared, capacity), and dropout where it acts."""
-    parts = ["bias" if spec.bias else "no bias", *spec.info.header_parts(spec)]
+    parts = [N_("bias") if spec.bias else N_("no bias"), *spec.info.header_parts(spec)]
     if spec.dropout and backward:  # the module trains (and drops) only when the backward is timed
         parts.append(f"dropout {spec.dropout:g}")
     return " · ".join(parts)

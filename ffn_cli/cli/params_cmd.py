@@ -18,11 +18,13 @@ from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOp
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS, Family
 
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
+    from ffn_cli.models.explain import BlockExplain
     from ffn_cli.models.families import UnknownModelType
     from ffn_cli.models.source import LoadedModel
 
@@ -69,6 +71,10 @@ NoCacheOpt = Annotated[
         rich_help_panel=_MODEL,
     ),
 ]
+ExplainOpt = Annotated[
+    bool,
+    typer.Option("--explain", help="Say why the FFN is about two thirds of a layer, and what the ratio is here (one FFN or one model)."),
+]
 ListPresetsOpt = Annotated[
     bool, typer.Option("--list-presets", help="List the presets with their parameter totals.", rich_help_panel=_MODEL)
 ]
@@ -106,6 +112,7 @@ def params(
     batch: BatchListOpt = None,
     tokens: TokensOpt = None,
     phase: PhaseOpt = "prefill",
+    explain: ExplainOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Parameters, FLOPs and memory of an FFN beside its attention, of variants side by side, or of whole models.
@@ -127,7 +134,8 @@ def params(
     if config is not None or preset is not None or model is not None:
         ffn.refuse(tuple(ffn.given), _READS_EVERY_SIZE)
         _reject_given(ctx, _ATTENTION_OPTIONS, _READS_EVERY_SIZE)
-        _print_models(preset, config, model, revision, check_dtype("bfloat16" if dtype is None else dtype), seq_lens, json, costs, no_cache)
+        model_dtype = check_dtype("bfloat16" if dtype is None else dtype)
+        _print_models(preset, config, model, revision, model_dtype, seq_lens, json, costs, no_cache, explain=explain)
         return
     _whole_model = "applies to a whole model: give --preset, --config or --model"
     refuse_unused({"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens}, _whole_model)
@@ -143,6 +151,7 @@ def params(
     ffn.check_used(specs)
     _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
+        refuse_unused({"explain": explain or None}, _EXPLAINS_ONE)
         refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")
         _reject_given(ctx, _ATTENTION_OPTIONS, "per-rank counts are of the FFN alone; drop it or --tp / --ep")
         _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
@@ -151,13 +160,26 @@ def params(
     # is (the tutorial's block), else not, unless --attn-bias says.
     qkv_bias = all(bool(s.bias) for s in specs) if attn_bias is None else attn_bias
     attention = AttentionSpec(d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, qkv_bias=qkv_bias, o_bias=qkv_bias)
-    _print_ffns(specs, attention, check_dtype("float32" if dtype is None else dtype), match_params, ffn.multiple_of, seq_lens, json)
+    ffn_dtype = check_dtype("float32" if dtype is None else dtype)
+    _print_ffns(specs, attention, ffn_dtype, match_params, ffn.multiple_of, seq_lens, json, explain=explain)
+
+
+_EXPLAINS_ONE = "explains one FFN or one model: give one --variant, or one model"
 
 
 def _print_ffns(
-    specs: list[FFNSpec], attention: AttentionSpec, dtype: str, match_params: bool, multiple_of: int, seq_lens: list[int], json: bool
+    specs: list[FFNSpec],
+    attention: AttentionSpec,
+    dtype: str,
+    match_params: bool,
+    multiple_of: int,
+    seq_lens: list[int],
+    json: bool,
+    *,
+    explain: bool = False,
 ) -> None:
     """One FFN's report (with its FLOPs over --seq-len), or the comparison table of several."""
+    from ffn_cli.models.explain import explain_ffn
     from ffn_cli.models.layer import compare_variants, ffn_report
     from ffn_cli.models.matching import match_misses
     from ffn_cli.models.seq_flops import flops_over_length, single_layer
@@ -168,13 +190,17 @@ def _print_ffns(
         report = ffn_report(specs[0], attention, dtype)
         stack = single_layer(specs[0], attention)
         rows = flops_over_length(stack, seq_lens)
+        block = explain_ffn(report) if explain else None
         if json:
-            emit_json(ffn_report_data(report) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}))
+            explained = {"explain": block.data()} if block else {}
+            emit_json(ffn_report_data(report) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}) | explained)
         else:
             console.print(ffn_report_view(report))
             if rows:
-                console.print(Text(""), seq_flops_view(stack, rows, "one layer"))
+                console.print(Text(""), seq_flops_view(stack, rows, _("one layer")))
+            _explain(block)
         return
+    refuse_unused({"explain": explain or None}, _EXPLAINS_ONE)
     refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length are of one FFN or of models: give one --variant")
     if match_params and len(specs) < 2:
         raise FFNError("match_params", True, "needs two or more variants, e.g. --variant relu,swiglu")
@@ -234,6 +260,8 @@ def _print_models(
     json: bool,
     costs: CostOptions | None = None,
     no_cache: bool = False,
+    *,
+    explain: bool = False,
 ) -> None:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is counted by building it with transformers."""
@@ -249,11 +277,13 @@ def _print_models(
             raise FFNError(option, unknown.source, why) from None
         refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length need a model ffn reads itself")
         _refuse_costs(costs, "needs a model ffn reads itself")
+        refuse_unused({"explain": explain or None}, "needs a model ffn reads itself")
         _print_built(unknown, dtype, json, use_cache=not no_cache)
         return
     if len(models) > 1:
         _refuse_costs(costs, "is asked of one model: name one")
-    _print_loaded(models, dtype, seq_lens, json, costs)
+        refuse_unused({"explain": explain or None}, _EXPLAINS_ONE)
+    _print_loaded(models, dtype, seq_lens, json, costs, explain=explain)
 
 
 def _named_models(*lists: str | None) -> list[str]:
@@ -266,9 +296,20 @@ def _refuse_costs(costs: CostOptions | None, allowed: str) -> None:
         refuse_unused(given | {"tp": costs.tp if costs.tp != 1 else None, "ep": costs.ep if costs.ep != 1 else None}, allowed)
 
 
-def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool, costs: CostOptions | None = None) -> None:
+def _explain(block: BlockExplain | None) -> None:
+    """--explain: the block under the tables."""
+    if block is not None:
+        from ffn_cli.render.explain import explain_view
+
+        console.print(Text(""), explain_view(block))
+
+
+def _print_loaded(
+    models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool, costs: CostOptions | None = None, *, explain: bool = False
+) -> None:
     from ffn_cli.cli.costs import model_costs
     from ffn_cli.models import count_model
+    from ffn_cli.models.explain import explain_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
     from ffn_cli.render.params import model_data, model_view
@@ -286,14 +327,17 @@ def _print_loaded(models: list[LoadedModel], dtype: str, seq_lens: list[int], js
         return
     _name, result, stack, rows = compared[0]
     shown, cost_data = model_costs(models[0], dtype, costs or CostOptions())
+    block = explain_model(result) if explain else None
+    explained = {"explain": block.data()} if block else {}
     if json:
-        emit_json(model_data(result, dtype) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}) | cost_data)
+        emit_json(model_data(result, dtype) | ({"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}) | cost_data | explained)
         return
     console.print(model_view(result, dtype))
     if rows:
-        console.print(Text(""), seq_flops_view(stack, rows, f"{result.spec.n_layers} layers"))
+        console.print(Text(""), seq_flops_view(stack, rows, _("{n} layers").format(n=result.spec.n_layers)))
     for table in shown:
         console.print(Text(""), table)
+    _explain(block)
 
 
 def _print_built(unknown: UnknownModelType, dtype: str, json: bool, *, use_cache: bool = True) -> None:

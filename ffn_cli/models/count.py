@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
+from ffn_cli.i18n import N_, Message
 from ffn_cli.models.layer import attention_summary
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.spec import ModelSpec, layer_ranges
@@ -206,90 +207,104 @@ def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
     return groups
 
 
-def _attention_detail(spec: ModelSpec) -> str:
-    text = attention_summary(spec.attention) + (", fused qkv" if spec.fused_qkv else "")
-    return text + (", parallel with the FFN" if spec.parallel_block else "")
+def _attention_detail(spec: ModelSpec) -> Message:
+    fused = Message(N_(", fused qkv")) if spec.fused_qkv else ""
+    return Message.join(attention_summary(spec.attention), fused, Message(N_(", parallel with the FFN")) if spec.parallel_block else "")
 
 
-def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> str:
-    where = "" if len(layers) == spec.n_layers else f" (layers {layer_ranges(layers)})"
-    act = f" ({spec.hidden_act} counted as {ffn.ffn_variant.name})" if spec.hidden_act else ""
+def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Message:
+    where = "" if len(layers) == spec.n_layers else Message(N_(" (layers {layers})"), layers=layer_ranges(layers))
+    act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
+    biases = Message(N_(", biases")) if ffn.bias else ""
     if not ffn.is_moe:
-        fused = ", fused gate_up" if ffn.fused_gate_up else ""
-        return f"{ffn.variant}{act}, d_ff {ffn.hidden:,}{', biases' if ffn.bias else ''}{fused}{where}"
-    text = f"router + {ffn.experts} × {ffn.expert_variant}{act} d_ff {ffn.hidden:,}{', biases' if ffn.bias else ''}, top-{ffn.top_k}"
+        fused = Message(N_(", fused gate_up")) if ffn.fused_gate_up else ""
+        return Message.join(ffn.variant, act, Message(N_(", d_ff {d_ff}"), d_ff=f"{ffn.hidden:,}"), biases, fused, where)
+    routed = Message(N_("router + {experts} × {variant}"), experts=ffn.experts, variant=ffn.expert_variant)
+    parts: list[str] = [routed, act, f" d_ff {ffn.hidden:,}", biases, Message(N_(", top-{k}"), k=ffn.top_k)]
     if ffn.shared_hidden:
-        text += f", shared d_ff {ffn.shared_hidden:,}" + (" gated" if ffn.shared_expert_gate else "")
-    for t in spec.moe_extra:
-        text += f", + {t.name}"
+        parts.append(Message(N_(", shared d_ff {d_ff}"), d_ff=f"{ffn.shared_hidden:,}"))
+        parts.append(Message(N_(" gated")) if ffn.shared_expert_gate else "")
+    parts += [f", + {t.name}" for t in spec.moe_extra]
     if spec.routing:
-        text += f", {spec.routing}"
-    return text + where
+        parts.append(Message.join(", ", spec.routing))
+    return Message.join(*parts, where)
 
 
 _NORM_NAMES = {
     "rmsnorm": "RMSNorm",
     "layernorm": "LayerNorm",
-    "layernorm_no_affine": "LayerNorm without weights",
-    "layernorm_no_bias": "LayerNorm without bias",
+    "layernorm_no_affine": N_("LayerNorm without weights"),
+    "layernorm_no_bias": N_("LayerNorm without bias"),
 }
 
 
-def _norm_name(spec: ModelSpec) -> str:
-    return _NORM_NAMES[spec.norm]
+def _norm_name(spec: ModelSpec) -> Message:
+    return Message(_NORM_NAMES[spec.norm])
 
 
 def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
     d = spec.d_model
-    parts = [ModelPart("token embeddings", "embedding", f"({spec.vocab_size:,}, {d:,})", spec.vocab_size * d)]
+    parts = [ModelPart(N_("token embeddings"), "embedding", f"({spec.vocab_size:,}, {d:,})", spec.vocab_size * d)]
     if spec.max_positions:
-        parts.append(ModelPart("position embeddings", "embedding", f"({spec.max_positions:,}, {d:,})", spec.max_positions * d))
+        parts.append(ModelPart(N_("position embeddings"), "embedding", f"({spec.max_positions:,}, {d:,})", spec.max_positions * d))
     if spec.type_vocab_size:
-        parts.append(ModelPart("token-type embeddings", "embedding", f"({spec.type_vocab_size:,}, {d:,})", spec.type_vocab_size * d))
+        parts.append(ModelPart(N_("token-type embeddings"), "embedding", f"({spec.type_vocab_size:,}, {d:,})", spec.type_vocab_size * d))
     if spec.embedding_norm:
-        parts.append(ModelPart("embedding norm", "norm", _norm_name(spec), spec.norm_params))
+        parts.append(ModelPart(N_("embedding norm"), "norm", _norm_name(spec), spec.norm_params))
     return parts
 
 
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     attention_layers = spec.attention_layers
-    detail = _attention_detail(spec) + "".join(f", + {t.name}" for t in spec.attention_extra)
+    detail = Message.join(_attention_detail(spec), *(f", + {t.name}" for t in spec.attention_extra))
     if spec.mixer is not None:
         labels = ["attention" if i in set(attention_layers) else spec.mixer.kind for i in range(spec.n_layers)]
-        detail += f" (layers: {layer_pattern(labels)})"
-    parts = [ModelPart("attention", "attention", detail, spec.attention_layer_params, len(attention_layers))]
+        # "attention" is a word of the pattern, the mixer's kind a name: only the word is translated.
+        pieces = layer_pattern(labels).split("attention")
+        words = [piece for k, text in enumerate(pieces) for piece in ((Message(N_("attention")),) if k else ()) + (text,)]
+        detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
+    parts = [ModelPart(N_("attention"), "attention", detail, spec.attention_layer_params, len(attention_layers))]
     if spec.mixer is not None:
         m = spec.mixer
         parts.append(ModelPart(m.kind, "attention", m.detail, m.params, len(m.layers)))
     if spec.cross_attention:
         parts.append(
-            ModelPart("cross-attention", "attention", "q_attn + c_attn (d → 2d) + c_proj, biases", spec.attention.params, spec.n_layers)
+            ModelPart(
+                N_("cross-attention"),
+                "attention",
+                Message(N_("q_attn + c_attn (d → 2d) + c_proj, biases")),
+                spec.attention.params,
+                spec.n_layers,
+            )
         )
     for ffn, layers in _ffn_groups(spec):
-        name = "MoE FFN" if ffn.is_moe else "FFN"
+        name = N_("MoE FFN") if ffn.is_moe else "FFN"
         active = ffn_params(spec, ffn, active=True) if ffn.is_moe else None
         parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), ffn_params(spec, ffn), len(layers), active))
-    norms = f"{spec.norms_per_layer} × {_norm_name(spec)}"
-    parts.append(ModelPart("layer norms", "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
+    norms = Message(N_("{n} × {norm}"), n=spec.norms_per_layer, norm=_norm_name(spec))
+    parts.append(ModelPart(N_("layer norms"), "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
     if spec.mixer is not None and spec.mixer.norm_params:
         m = spec.mixer
-        parts.append(ModelPart(f"{m.kind} norms", "norm", f"gated RMSNorm over {m.norm_params:,}", m.norm_params, len(m.layers)))
+        name = Message(N_("{kind} norms"), kind=m.kind)
+        over = Message(N_("gated RMSNorm over {n}"), n=f"{m.norm_params:,}")
+        parts.append(ModelPart(name, "norm", over, m.norm_params, len(m.layers)))
     return parts
 
 
 def _top_parts(spec: ModelSpec) -> list[ModelPart]:
     d, parts = spec.d_model, []
     if spec.final_norm:
-        parts.append(ModelPart("final norm", "norm", _norm_name(spec), spec.norm_params))
+        parts.append(ModelPart(N_("final norm"), "norm", _norm_name(spec), spec.norm_params))
     if spec.lm_head:
         bias = spec.vocab_size if spec.lm_head_bias else 0
         if spec.tie_word_embeddings:
-            parts.append(ModelPart("LM head", "head", "tied to the token embeddings" + (", own bias" if bias else ""), bias))
+            tied = Message.join(Message(N_("tied to the token embeddings")), Message(N_(", own bias")) if bias else "")
+            parts.append(ModelPart(N_("LM head"), "head", tied, bias))
         else:
-            detail = f"({spec.vocab_size:,}, {d:,}){' + bias' if bias else ''}, untied"
-            parts.append(ModelPart("LM head", "head", detail, spec.vocab_size * d + bias))
+            detail = Message.join(f"({spec.vocab_size:,}, {d:,})", Message(N_(" + bias")) if bias else "", Message(N_(", untied")))
+            parts.append(ModelPart(N_("LM head"), "head", detail, spec.vocab_size * d + bias))
     if spec.pooler:
-        parts.append(ModelPart("pooler", "pooler", f"dense ({d:,}, {d:,}) + bias, tanh", d * d + d))
+        parts.append(ModelPart(N_("pooler"), "pooler", Message(N_("dense ({d}, {d}) + bias, tanh"), d=f"{d:,}"), d * d + d))
     return parts
 
 
@@ -301,4 +316,7 @@ def count_model(spec: ModelSpec) -> ModelParams:
 def _vision_parts(spec: ModelSpec) -> list[ModelPart]:
     if spec.vision is None:
         return []
-    return [ModelPart(f"vision: {p.name}", "vision", p.detail, p.params_each, p.copies) for p in spec.vision.parts]
+    return [
+        ModelPart(Message(N_("vision: {part}"), part=Message(p.name)), "vision", p.detail, p.params_each, p.copies)
+        for p in spec.vision.parts
+    ]

@@ -21,6 +21,7 @@ from ffn_cli.accounting import (
 )
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, Message
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import MAX_DIM, FFNSpec
 
@@ -141,17 +142,27 @@ def attention_formula(attention: AnyAttention) -> str:
     return text
 
 
-def attention_summary(attention: AnyAttention) -> str:
+def attention_summary(attention: AnyAttention) -> Message:
     """'32 heads × 128, 8 KV heads, no bias': the shape of an attention in words."""
     a = attention
     if isinstance(a, LatentAttentionSpec):
         q = f"q {a.d_model:,}→{a.q_lora_rank:,}→{a.q_dim:,}" if a.q_lora_rank is not None else f"q {a.d_model:,}→{a.q_dim:,}"
         kv = f"kv {a.d_model:,}→{a.kv_lora_rank:,}+{a.qk_rope_head_dim}→{a.n_heads * (a.qk_nope_head_dim + a.v_head_dim):,}"
-        return f"MLA, {a.n_heads} heads × {a.qk_nope_head_dim}+{a.qk_rope_head_dim} (v {a.v_head_dim}), {q}, {kv}"
-    text = f"{a.n_heads} heads × {a.head_dim}" + (f", {a.n_kv_heads} KV heads" if a.n_kv_heads != a.n_heads else "")
-    bias = "biases" if a.qkv_bias and a.o_bias else "bias on q, k, v" if a.qkv_bias else "bias on o" if a.o_bias else "no bias"
-    extras = {"head": ", q/k norms per head", "proj": ", q/k norms", "none": ""}[a.qk_norm] + (", sinks" if a.sinks else "")
-    return f"{text}, {bias}{extras}"
+        heads = f"{a.qk_nope_head_dim}+{a.qk_rope_head_dim}"
+        return Message(N_("MLA, {heads} heads × {dim} (v {v}), {q}, {kv}"), heads=a.n_heads, dim=heads, v=a.v_head_dim, q=q, kv=kv)
+    text = Message(N_("{heads} heads × {dim}"), heads=a.n_heads, dim=a.head_dim)
+    kv_heads = Message(N_(", {kv} KV heads"), kv=a.n_kv_heads) if a.n_kv_heads != a.n_heads else ""
+    bias = (
+        N_(", biases")
+        if a.qkv_bias and a.o_bias
+        else N_(", bias on q, k, v")
+        if a.qkv_bias
+        else N_(", bias on o")
+        if a.o_bias
+        else N_(", no bias")
+    )
+    norms = {"head": N_(", q/k norms per head"), "proj": N_(", q/k norms"), "none": ""}[a.qk_norm]
+    return Message.join(text, kv_heads, Message(bias), Message(norms) if norms else "", Message(N_(", sinks")) if a.sinks else "")
 
 
 def check_dtype(dtype: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffn_cli.accounting import ParamTensor
+from ffn_cli.i18n import N_, Message
 from ffn_cli.spec import check_int
 
 __all__ = ["LinearMixer", "gated_delta_net", "mamba2", "short_conv"]
@@ -70,9 +71,16 @@ def gated_delta_net(
         ParamTensor("out_proj.weight", (d_model, v)),
     )
     flops = 2 * d_model * (2 * k + 2 * v) + 2 * d_model * 2 * value_heads + 2 * v * d_model
-    detail = (
-        f"{key_heads} key heads × {key_dim}, {value_heads} value heads × {value_dim}, conv {conv_kernel}; "
-        "state per token O(1), no scores over the keys"
+    detail = Message(
+        N_(
+            "{key_heads} key heads × {key_dim}, {value_heads} value heads × {value_dim}, conv {conv}; "
+            "state per token O(1), no scores over the keys"
+        ),
+        key_heads=key_heads,
+        key_dim=key_dim,
+        value_heads=value_heads,
+        value_dim=value_dim,
+        conv=conv_kernel,
     )
     state = value_heads * key_dim * value_dim + conv * (conv_kernel - 1)
     return LinearMixer("Gated DeltaNet", detail, tensors, (ParamTensor("norm.weight", (value_dim,)),), flops, state, layers)
@@ -88,7 +96,12 @@ def short_conv(d_model: int, *, kernel: int, bias: bool, layers: tuple[int, ...]
     if bias:
         tensors += [ParamTensor(f"{n}.bias", (w,)) for n, w in (("in_proj", 3 * d_model), ("conv", d_model), ("out_proj", d_model))]
     flops = 2 * d_model * 3 * d_model + 2 * d_model * d_model
-    detail = f"in_proj d → 3·d, depthwise conv {kernel} taps, out_proj{', biases' if bias else ''}; reads the {kernel} latest tokens"
+    biases = Message(N_(", biases")) if bias else ""
+    detail = Message(
+        N_("in_proj d → 3·d, depthwise conv {kernel} taps, out_proj{biases}; reads the {kernel} latest tokens"),
+        kernel=kernel,
+        biases=biases,
+    )
     state = d_model * (kernel - 1)
     return LinearMixer("short conv", detail, tuple(tensors), (), flops, state, layers, conv_flops=2 * d_model * kernel)
 
@@ -128,8 +141,14 @@ def mamba2(
     if proj_bias:
         tensors += [ParamTensor("in_proj.bias", (projection,)), ParamTensor("out_proj.bias", (d_model,))]
     flops = 2 * d_model * projection + 2 * inner * d_model
-    detail = (
-        f"{heads} heads × {head_dim}, state {state}, {groups} group{'s' if groups > 1 else ''}, conv {conv_kernel}; state per token O(1)"
+    groups_text = Message(N_("{n} groups") if groups > 1 else N_("{n} group"), n=groups)
+    detail = Message(
+        N_("{heads} heads × {head_dim}, state {state}, {groups}, conv {conv}; state per token O(1)"),
+        heads=heads,
+        head_dim=head_dim,
+        state=state,
+        groups=groups_text,
+        conv=conv_kernel,
     )
     state_elements = heads * head_dim * state + conv * (conv_kernel - 1)
     norm = (ParamTensor("norm.weight", (inner,)),)

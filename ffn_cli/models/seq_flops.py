@@ -17,6 +17,7 @@ from typing import Any
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, Message
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec, check_int
@@ -107,13 +108,17 @@ def _per_key(attention: AnyAttention) -> int:
     return attention.score_flops_per_token(1)
 
 
-def _detail(a: AnyAttention) -> str:
+def _detail(a: AnyAttention) -> Message:
     if isinstance(a, LatentAttentionSpec):
-        return (
-            f"{a.n_heads} heads, Q·Kᵀ over {a.qk_head_dim} ({a.qk_nope_head_dim} + {a.qk_rope_head_dim} rotary), "
-            f"V over {a.v_head_dim}, the latent kv expanded"
+        return Message(
+            N_("{heads} heads, Q·Kᵀ over {qk} ({nope} + {rope} rotary), V over {v}, the latent kv expanded"),
+            heads=a.n_heads,
+            qk=a.qk_head_dim,
+            nope=a.qk_nope_head_dim,
+            rope=a.qk_rope_head_dim,
+            v=a.v_head_dim,
         )
-    return f"{a.n_heads} query heads × {a.head_dim}"
+    return Message(N_("{heads} query heads × {dim}"), heads=a.n_heads, dim=a.head_dim)
 
 
 def single_layer(ffn: FFNSpec, attention: AnyAttention) -> LayerStack:

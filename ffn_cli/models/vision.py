@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_
 from ffn_cli.models.reader import ConfigReader
 
 __all__ = ["VisionPart", "VisionTower", "llama4_tower", "pixtral_tower", "siglip_tower"]
@@ -66,20 +67,20 @@ def siglip_tower(r: ConfigReader, text_d: int) -> VisionTower:
     image, patch = _image_grid(r, 224, 16)
     mlp = _linear(h, f, True) + _linear(f, h, True)
     parts = [
-        VisionPart("patch embedding", f"Conv2d {channels}→{h:,}, {patch}×{patch}, bias", channels * patch * patch * h + h),
-        VisionPart("position embeddings", f"({(image // patch) ** 2:,}, {h:,})", (image // patch) ** 2 * h),
+        VisionPart(N_("patch embedding"), f"Conv2d {channels}→{h:,}, {patch}×{patch}, bias", channels * patch * patch * h + h),
+        VisionPart(N_("position embeddings"), f"({(image // patch) ** 2:,}, {h:,})", (image // patch) ** 2 * h),
         VisionPart(
-            "vision layers",
+            N_("vision layers"),
             f"attention 4 × ({h:,}, {h:,}) + biases, MLP d_ff {f:,}, 2 LayerNorms",
             4 * _linear(h, h, True) + mlp + 4 * h,
             layers,
         ),
-        VisionPart("post norm", "LayerNorm", 2 * h),
+        VisionPart(N_("post norm"), "LayerNorm", 2 * h),
     ]
     if r.flag("vision_use_head", True):
         head = h + 3 * h * h + 3 * h + _linear(h, h, True) + 2 * h + mlp
-        parts.append(VisionPart("pooling head", "probe + attention + LayerNorm + MLP", head))
-    parts.append(VisionPart("projector", f"RMSNorm + ({h:,}, {text_d:,})", h + h * text_d))
+        parts.append(VisionPart(N_("pooling head"), "probe + attention + LayerNorm + MLP", head))
+    parts.append(VisionPart(N_("projector"), f"RMSNorm + ({h:,}, {text_d:,})", h + h * text_d))
     return VisionTower(f"SigLIP, {layers} layers, d {h:,}", tuple(parts))
 
 
@@ -96,17 +97,17 @@ def llama4_tower(r: ConfigReader, text_d: int) -> VisionTower:
     out = r.integer("vision_output_dim", 7680)
     attention = 3 * _linear(h, q, True) + _linear(q, h, True)
     parts = [
-        VisionPart("patch embedding", f"Linear {channels * patch * patch:,}→{h:,}", channels * patch * patch * h),
-        VisionPart("class + position embeddings", f"{h:,} + ({positions:,}, {h:,})", h + positions * h),
-        VisionPart("pre and post norms", "2 × LayerNorm", 4 * h),
+        VisionPart(N_("patch embedding"), f"Linear {channels * patch * patch:,}→{h:,}", channels * patch * patch * h),
+        VisionPart(N_("class + position embeddings"), f"{h:,} + ({positions:,}, {h:,})", h + positions * h),
+        VisionPart(N_("pre and post norms"), "2 × LayerNorm", 4 * h),
         VisionPart(
-            "vision layers",
+            N_("vision layers"),
             f"attention {heads} heads + biases, MLP d_ff {f:,}, 2 LayerNorms",
             attention + _linear(h, f, True) + _linear(f, h, True) + 4 * h,
             layers,
         ),
-        VisionPart("pixel-shuffle MLP", f"({f:,}→{p_in:,}), ({p_out:,}→{p_out:,})", f * p_in + p_out * p_out),
-        VisionPart("projector", f"({out:,}, {text_d:,})", out * text_d),
+        VisionPart(N_("pixel-shuffle MLP"), f"({f:,}→{p_in:,}), ({p_out:,}→{p_out:,})", f * p_in + p_out * p_out),
+        VisionPart(N_("projector"), f"({out:,}, {text_d:,})", out * text_d),
     ]
     return VisionTower(f"Llama 4 vision, {layers} layers, d {h:,}", tuple(parts))
 
@@ -118,13 +119,13 @@ def pixtral_tower(r: ConfigReader, text_d: int, *, merge: int, feature_layers: i
     _heads(r, h)
     channels, patch = r.integer("num_channels", 3), r.integer("patch_size", 16)
     parts = [
-        VisionPart("patch embedding", f"Conv2d {channels}→{h:,}, {patch}×{patch}", channels * patch * patch * h),
-        VisionPart("pre norm", "RMSNorm", h),
+        VisionPart(N_("patch embedding"), f"Conv2d {channels}→{h:,}, {patch}×{patch}", channels * patch * patch * h),
+        VisionPart(N_("pre norm"), "RMSNorm", h),
         VisionPart(
-            "vision layers", f"attention 4 × ({h:,}, {h:,}), gated MLP d_ff {f:,}, 2 RMSNorms", 4 * h * h + 3 * h * f + 2 * h, layers
+            N_("vision layers"), f"attention 4 × ({h:,}, {h:,}), gated MLP d_ff {f:,}, 2 RMSNorms", 4 * h * h + 3 * h * f + 2 * h, layers
         ),
         VisionPart(
-            "projector",
+            N_("projector"),
             f"RMSNorm, merger ({h * merge * merge:,}→{h:,}), ({h * feature_layers:,}→{text_d:,}), ({text_d:,}→{text_d:,})",
             h + h * merge * merge * h + _linear(h * feature_layers, text_d, projector_bias) + _linear(text_d, text_d, projector_bias),
         ),

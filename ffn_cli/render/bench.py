@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.render import plot
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_si
 from ffn_cli.render.plot import PLOT_FORMATS, check_plot_target
+from ffn_cli.render.roofline import bound_word
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
     from ffn_cli.bench.result import BenchReport, BenchResult
@@ -24,7 +26,7 @@ BAR_WIDTH = 40
 
 
 def _pass(r: BenchResult) -> str:
-    return "fwd+bwd" if r.mode == "forward+backward" else "fwd"
+    return _("fwd+bwd") if r.mode == "forward+backward" else _("fwd")
 
 
 def _bytes(value: int | None) -> str:
@@ -33,14 +35,14 @@ def _bytes(value: int | None) -> str:
 
 def _pct(r: BenchResult) -> str:
     if r.above_peak:
-        return "> peak"
+        return _("> peak")
     return "—" if r.pct_peak is None else f"{r.pct_peak:.1f} %"
 
 
 # The columns that say which case a row is; those with one value in the whole report move to the title.
 _CASE_COLUMNS: tuple[tuple[str, Callable[[BenchResult], str]], ...] = (
     ("variant", lambda r: r.variant),
-    ("settings", lambda r: r.settings),
+    ("settings", lambda r: " · ".join(_(part) for part in r.settings.split(" · "))),  # words settings_text marked
     ("impl", lambda r: r.impl + (" +ckpt" if r.checkpoint else "")),
     ("pass", _pass),
     ("dtype", lambda r: r.dtype),
@@ -48,7 +50,20 @@ _CASE_COLUMNS: tuple[tuple[str, Callable[[BenchResult], str]], ...] = (
     ("d_ff", lambda r: str(r.d_ff)),
     ("tokens", lambda r: str(r.tokens)),
 )
-_TITLE_FORMAT = {"d_model": "d_model {}", "d_ff": "d_ff {}", "tokens": "{} tokens"}
+# The headers of those columns, as shown (the names above are keys).
+_CASE_HEADERS = {
+    "variant": N_("variant"),
+    "settings": N_("settings"),
+    "impl": N_("impl"),
+    "pass": N_("pass"),
+    "tokens": N_("tokens"),
+}
+_TITLE_FORMAT = {"d_model": "d_model {value}", "d_ff": "d_ff {value}", "tokens": N_("{value} tokens")}
+
+
+def _titled(name: str, value: str) -> str:
+    """A case value as a title or a bar label says it: 'd_model 512', '4096 tokens'."""
+    return _(_TITLE_FORMAT.get(name, "{value}")).format(value=value)
 
 
 def _split_columns(results: Sequence[BenchResult]) -> tuple[list[tuple[str, Callable[[BenchResult], str]]], list[str]]:
@@ -58,7 +73,7 @@ def _split_columns(results: Sequence[BenchResult]) -> tuple[list[tuple[str, Call
         if len(values) > 1 or name == "impl":
             varying.append((name, get))
         elif values and values[0]:
-            constant.append(_TITLE_FORMAT.get(name, "{}").format(values[0]))
+            constant.append(_titled(name, values[0]))
     return varying, constant
 
 
@@ -76,39 +91,40 @@ def _starred(results: Sequence[BenchResult]) -> set[int]:
 
 def _row_label(r: BenchResult, varying: Sequence[tuple[str, Callable[[BenchResult], str]]], star: bool) -> str:
     """A bar's label: the case columns that vary (settings vary only with the variant, named already)."""
-    names = [_TITLE_FORMAT.get(name, "{}").format(get(r)) for name, get in varying if name != "settings"]
+    names = [_titled(name, get(r)) for name, get in varying if name != "settings"]
     return " ".join(names) + (" ★" if star else "")
 
 
 # How soon each measured column leaves a narrow terminal (1 first); None: it always stays.
 _MEASURED: tuple[tuple[str, int | None], ...] = (
-    ("median ms", None),
-    ("IQR ms", 6),
+    (N_("median ms"), None),
+    (N_("IQR ms"), 6),
     ("n", 1),
-    ("tokens/s", 3),
+    (N_("tokens/s"), 3),
     ("TFLOP/s", None),
-    ("% peak", 5),
-    ("peak mem", 2),
-    ("extra mem", 4),
+    (N_("% peak"), 5),
+    (N_("peak mem"), 2),
+    (N_("extra mem"), 4),
 )
 _CASE_KIND = {"d_model": "num", "d_ff": "num", "tokens": "num", "settings": "text"}
 # Distinct: columns that share a drop leave together, and each of these says something alone.
 _CASE_DROP = {"variant": None, "settings": 10, "impl": None, "pass": 8, "dtype": 9, "d_model": 13, "d_ff": 12, "tokens": 11}
-MEMORY_NOTE = "peak mem: CUDA max allocated, or the process's peak RSS on CPU · extra mem: over what was allocated before the call"
+MEMORY_NOTE = N_("peak mem: CUDA max allocated, or the process's peak RSS on CPU · extra mem: over what was allocated before the call")
 
 
 def results_table(report: BenchReport) -> FitTable:
     env = report.env
     varying, constant = _split_columns(report.results)
     starred = _starred(report.results)
-    columns = [Col(name, _CASE_KIND.get(name, "fixed"), drop=_CASE_DROP[name]) for name, _ in varying]
-    columns += [Col(name, drop=drop) for name, drop in _MEASURED]
-    columns.append(Col("bound", "fixed", drop=7))
+    columns = [Col(_(_CASE_HEADERS.get(name, name)), _CASE_KIND.get(name, "fixed"), drop=_CASE_DROP[name]) for name, _get in varying]
+    columns += [Col(_(name), drop=drop) for name, drop in _MEASURED]
+    columns.append(Col(_("bound"), "fixed", drop=7))
     rows: list[list[Cell]] = []
+    names = [name for name, _get in varying]
     for i, r in enumerate(report.results):
-        cells: list[Cell] = [Text(get(r)) for _, get in varying]
+        cells: list[Cell] = [Text(get(r)) for _name, get in varying]
         if i in starred:
-            cells[[n for n, _ in varying].index("impl")] = Text(f"{r.impl} ★" + (" +ckpt" if r.checkpoint else ""))
+            cells[names.index("impl")] = Text(f"{r.impl} ★" + (" +ckpt" if r.checkpoint else ""))
         cells += [
             f"{r.median_ms:.4g}",
             Text(f"{r.iqr_ms:.3g}", style="yellow" if r.noisy else ""),
@@ -118,12 +134,12 @@ def results_table(report: BenchReport) -> FitTable:
             _pct(r),
             _bytes(r.peak_mem_bytes),
             _bytes(r.extra_mem_bytes),
-            r.bound or "—",
+            bound_word(r.bound) if r.bound else "—",
         ]
         rows.append(cells)
-    legend = ["★ fastest implementation of its case"] if starred else []
-    legend += ["IQR: spread of the middle half of the samples", MEMORY_NOTE]
-    title = " · ".join([*constant, f"{env.device_name} ({env.device})", f"cache {env.cache}"])
+    legend = [_("★ fastest implementation of its case")] if starred else []
+    legend += [_("IQR: spread of the middle half of the samples"), _(MEMORY_NOTE)]
+    title = " · ".join([*constant, f"{env.device_name} ({env.device})", _("cache {cache}").format(cache=env.cache)])
     return FitTable(Text(title), columns, rows, caption=" · ".join(legend))
 
 
@@ -132,52 +148,55 @@ def bars(report: BenchReport) -> BarChart:
     results = report.results
     by_peak = all(r.pct_peak is not None for r in results)
     top = max((r.tflops for r in results), default=0.0) or 1.0
-    varying, _ = _split_columns(results)
+    varying = _split_columns(results)[0]
     starred = _starred(results)
     rows = []
     for i, r in enumerate(results):
         fraction = (r.pct_peak or 0.0) / 100 if by_peak else r.tflops / top
-        value = f"{r.tflops:.3g} TFLOP/s" + (f" · {r.pct_peak:.1f} % of peak" if r.pct_peak is not None else "")
+        of_peak = _(" · {pct} % of peak").format(pct=f"{r.pct_peak:.1f}") if r.pct_peak is not None else ""
+        value = f"{r.tflops:.3g} TFLOP/s" + of_peak
         rows.append((_row_label(r, varying, i in starred), value, fraction))
     return BarChart(rows, max_cells=BAR_WIDTH)
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
 def _env_text(report: BenchReport) -> Text:
     env = report.env
-    tf32 = "on" if env.tf32_matmul else "off"
+    tf32 = _("on") if env.tf32_matmul else _("off")
+    threads = ngettext("{n} thread", "{n} threads", env.threads).format(n=env.threads)
+    buffers = ngettext("{n} input buffer", "{n} input buffers", env.input_buffers).format(n=env.input_buffers)
+    flush = _(", {bytes} flushed between calls").format(bytes=fmt_bytes(env.flush_bytes)) if env.flush_bytes else _(", no flush")
     text = Text.assemble(
-        ("env ", "bold"),
+        (_("env") + " ", "bold"),
         f"torch {env.torch_version}",
         f" · CUDA {env.cuda_version}" if env.cuda_version else "",
-        f" · {_plural(env.threads, 'thread')} · TF32 matmul {tf32} · timer {env.timer}",
-        f" · cache {env.cache}: {_plural(env.input_buffers, 'input buffer')}",
-        f", {fmt_bytes(env.flush_bytes)} flushed between calls" if env.flush_bytes else ", no flush",
+        _(" · {threads} · TF32 matmul {tf32} · timer {timer}").format(threads=threads, tf32=tf32, timer=env.timer),
+        _(" · cache {cache}: {buffers}").format(cache=env.cache, buffers=buffers),
+        flush,
         f" · {env.date_utc}",
     )
+    calibrated = _(
+        "calibrated {dtype}: GEMM {tflops} TFLOP/s (the best of {samples} calls over {shapes} shapes, at {shape}), "
+        "copy {gbps} GB/s (read + write, the best call)"
+    )
     for cal in report.calibrations:
-        text.append(
-            f"\ncalibrated {cal.dtype}: GEMM {cal.gemm_tflops:.3g} TFLOP/s (the best of {cal.gemm_samples} calls over "
-            f"{cal.gemm_shapes} shapes, at {cal.gemm_shape[0]}×{cal.gemm_shape[1]}·{cal.gemm_shape[1]}×{cal.gemm_shape[2]}), "
-            f"copy {cal.copy_gbps:.4g} GB/s (read + write, the best call)"
-        )
+        shape = f"{cal.gemm_shape[0]}×{cal.gemm_shape[1]}·{cal.gemm_shape[1]}×{cal.gemm_shape[2]}"
+        numbers = {"tflops": f"{cal.gemm_tflops:.3g}", "gbps": f"{cal.copy_gbps:.4g}"}
+        filled = calibrated.format(dtype=cal.dtype, samples=cal.gemm_samples, shapes=cal.gemm_shapes, shape=shape, **numbers)
+        text.append("\n" + filled)
     sources = sorted({r.peak_source for r in report.results if r.peak_source})
     if sources:
-        text.append("\npeak: " + "; ".join(sources))
+        text.append("\n" + _("peak: {sources}").format(sources=_("; ").join(shown(s) for s in sources)))
     return text
 
 
 def _checkpoint_table(report: BenchReport) -> FitTable:
-    columns = [Col("case", "text"), Col("ms without", drop=4), Col("ms with", drop=3), Col("time cost")]
+    columns = [Col(_("case"), "text"), Col(_("ms without"), drop=4), Col(_("ms with"), drop=3), Col(_("time cost"))]
     columns += [
-        Col("extra mem without", drop=2),
-        Col("extra mem with", drop=1),
-        Col("saved"),
-        Col("saved (estimate)", drop=5),
-        Col("FLOPs model/hw", drop=6),
+        Col(_("extra mem without"), drop=2),
+        Col(_("extra mem with"), drop=1),
+        Col(_("saved")),
+        Col(_("saved (estimate)"), drop=5),
+        Col(_("FLOPs model/hw"), drop=6),
     ]
     rows: list[list[Cell]] = [
         [
@@ -193,22 +212,29 @@ def _checkpoint_table(report: BenchReport) -> FitTable:
         ]
         for d in report.checkpoint
     ]
-    return FitTable("gradient checkpointing: memory saved, time cost", columns, rows, caption=_FLOPS_CAPTION)
+    return FitTable(_("gradient checkpointing: memory saved, time cost"), columns, rows, caption=_(_FLOPS_CAPTION))
 
 
-_FLOPS_CAPTION = "FLOPs in forwards: model FLOPs (3×, what MFU counts) / hardware FLOPs, with the recompute"
+_FLOPS_CAPTION = N_("FLOPs in forwards: model FLOPs (3×, what MFU counts) / hardware FLOPs, with the recompute")
 
 
 def bound_lines(results: Sequence[BenchResult]) -> list[Text]:
     """Each case's measured median beside the roofline's lower bound for it, where a ceiling is known."""
+    line = _("{label}: measured {median} ms, bound ≥ {bound} ms ({ceiling} ceiling), {pct} % of the bound")
     lines = [
-        f"{r.label}: measured {r.median_ms:.4g} ms, bound ≥ {r.bound_ms:.4g} ms ({r.bound} ceiling), {r.pct_of_bound:.1f} % of the bound"
+        line.format(
+            label=r.label,
+            median=f"{r.median_ms:.4g}",
+            bound=f"{r.bound_ms:.4g}",
+            ceiling=bound_word(r.bound or ""),
+            pct=f"{r.pct_of_bound:.1f}",
+        )
         for r in results
         if r.bound_ms is not None and r.pct_of_bound is not None
     ]
     if not lines:
         return []
-    head = "roofline: time ≥ max(FLOPs / peak, least bytes / bandwidth), a lower bound, not a forecast"
+    head = _("roofline: time ≥ max(FLOPs / peak, least bytes / bandwidth), a lower bound, not a forecast")
     return [Text(head, style="dim"), *(Text(line, style="dim") for line in lines)]
 
 
@@ -218,8 +244,8 @@ def bench_view(report: BenchReport) -> RenderableType:
     if report.checkpoint:
         parts.append(_checkpoint_table(report))
     parts += bound_lines(report.results)
-    parts += [Text(f"skipped: {s}", style="dim") for s in report.skipped]
-    parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
+    parts += [Text(_("skipped: {reason}").format(reason=s), style="dim") for s in report.skipped]
+    parts += [Text(_("warning: {warning}").format(warning=w), style="yellow") for w in report.warnings]
     return Group(*parts)
 
 
@@ -251,7 +277,9 @@ def constant_parts(results: Sequence[BenchResult]) -> list[str]:
 
 def write_plot(report: BenchReport, path: str) -> Path:
     """The report drawn to `path` (bars with IQR whiskers, and the roofline); see render.plot."""
-    varying, shared = _split_columns(report.results)
-    starred = _starred(report.results)
-    labels = [_row_label(r, varying, i in starred) for i, r in enumerate(report.results)]
-    return plot.write_plot(report, path, labels, shared)
+    check_plot_target(path)
+    with plot.picture_language():
+        varying, shared = _split_columns(report.results)
+        starred = _starred(report.results)
+        labels = [_row_label(r, varying, i in starred) for i, r in enumerate(report.results)]
+        return plot.write_plot(report, path, labels, shared)

@@ -19,6 +19,7 @@ column moves to a table of its own instead of leaving.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -73,8 +74,15 @@ def _longest(lines: Sequence[str]) -> int:
     return max((cell_len(line) for line in lines), default=0)
 
 
-def _longest_word(lines: Sequence[str]) -> int:
-    return max((cell_len(word) for line in lines for word in line.split()), default=0)
+# Chinese breaks between any two ideographs (or full-width marks), as rich wraps it: each is a word.
+_CJK = re.compile(r"([\u3000-\u303f\u3400-\u9fff\uff00-\uffef])")
+
+
+def _longest_word(lines: Sequence[str], *, cjk_breaks: bool = True) -> int:
+    """The widest word; with cjk_breaks, a run of CJK characters breaks between any two (a header
+    does not: it wraps between its words only)."""
+    words = [word for line in lines for word in line.split()]
+    return max((cell_len(part) for word in words for part in (_CJK.split(word) if cjk_breaks else [word])), default=0)
 
 
 def _terms(line: str) -> list[str]:
@@ -143,7 +151,7 @@ class FitTable:
             unbroken = _longest([term for line in body for term in _terms(line)])
         else:
             unbroken = _longest(body)
-        hard = max(unbroken, _longest_word(header), 1)
+        hard = max(unbroken, _longest_word(header, cjk_breaks=False), 1)
         soft = max(hard, min(col.floor, widest)) if col.kind in ("text", "terms") else hard
         return hard, soft, widest
 

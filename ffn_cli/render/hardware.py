@@ -9,13 +9,14 @@ from rich.text import Text
 
 from ffn_cli.hardware import DTYPES, GPU, SOURCES
 from ffn_cli.hardware.cpu import MeasuredCPU
+from ffn_cli.i18n import N_, _
 from ffn_cli.render.fit import Col, FitTable
 
 __all__ = ["cpu_data", "gpu_data", "hardware_data", "hardware_view"]
 
 # Columns that leave a narrow terminal first: fp64, then fp16 (bf16's twin but on V100/T4), then tf32.
 _DROP = {"fp64": 1, "fp16": 2, "tf32": 3, "int8": 4}
-NOTE = (
+NOTE = N_(
     "TFLOP/s (int8: TOP/s), DENSE: a datasheet's 'with sparsity' figure is 2:4 structured sparsity, "
     "which a dense GEMM never uses, so it is halved; — where the source gives no rate. memory GB and "
     "bandwidth GB/s are 10⁹ bytes. Sources: docs/hardware.md."
@@ -61,26 +62,28 @@ def hardware_data(gpus: list[GPU], cpu: MeasuredCPU | None) -> dict[str, Any]:
 
 
 def _gpu_table(gpus: list[GPU]) -> FitTable:
-    columns = [Col("gpu", "text", floor=14), Col("GB"), Col("GB/s")]
+    columns = [Col(_("gpu"), "text", floor=14), Col("GB"), Col("GB/s")]
     columns += [Col(d, drop=_DROP.get(d)) for d in DTYPES]
     rows: list[Any] = []
     for g in gpus:
         rows.append(
             [f"{g.key}\n[dim]{g.name}[/]", f"{g.memory_gb:,.0f}", f"{g.bandwidth_gbps:,.0f}", *(_rate(g.tflops.get(d)) for d in DTYPES)]
         )
-    return FitTable("GPUs: dense peak TFLOP/s per dtype (--gpu KEY)", columns, rows, caption=Text(NOTE, style="dim"))
+    return FitTable(_("GPUs: dense peak TFLOP/s per dtype (--gpu KEY)"), columns, rows, caption=Text(_(NOTE), style="dim"))
 
 
 def _cpu_table(cpu: MeasuredCPU) -> FitTable:
     memory = "—" if cpu.memory_bytes is None else f"{cpu.memory_bytes / 1e9:,.0f}"
-    rows = [[f"{cpu.name}\n[dim]{cpu.threads} threads[/]", memory, f"{cpu.copy_gbps:,.3g}", cpu.dtype, f"{cpu.gemm_tflops:.3g}"]]
-    columns = [Col("this CPU", "text"), Col("GB"), Col("GB/s"), Col("dtype", "fixed"), Col("TFLOP/s")]
+    threads = _("{n} threads").format(n=cpu.threads)
+    rows = [[f"{cpu.name}\n[dim]{threads}[/]", memory, f"{cpu.copy_gbps:,.3g}", cpu.dtype, f"{cpu.gemm_tflops:.3g}"]]
+    columns = [Col(_("this CPU"), "text"), Col("GB"), Col("GB/s"), Col("dtype", "fixed"), Col("TFLOP/s")]
     caption = Text(
-        f"measured here: the best {cpu.dtype} GEMM call over three shapes of {cpu.gemm_n}³ multiply-adds, "
-        "and the best float32 copy (read + write)",
+        _(
+            "measured here: the best {dtype} GEMM call over three shapes of {n}³ multiply-adds, and the best float32 copy (read + write)"
+        ).format(dtype=cpu.dtype, n=cpu.gemm_n),
         style="dim",
     )
-    return FitTable("this machine, as measured", columns, rows, caption=caption)
+    return FitTable(_("this machine, as measured"), columns, rows, caption=caption)
 
 
 def hardware_view(gpus: list[GPU], cpu: MeasuredCPU | None) -> RenderableType:
@@ -88,7 +91,7 @@ def hardware_view(gpus: list[GPU], cpu: MeasuredCPU | None) -> RenderableType:
     if cpu is not None:
         parts += [Text(""), _cpu_table(cpu)]
     else:
-        parts.append(Text("this CPU: ffn hardware --measure-cpu measures its GEMM rate and copy bandwidth", style="dim"))
+        parts.append(Text(_("this CPU: ffn hardware --measure-cpu measures its GEMM rate and copy bandwidth"), style="dim"))
     return Group(*parts)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ffn_cli.i18n import _
 from ffn_cli.models.count import ModelParams
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
@@ -75,11 +76,12 @@ def model_comparison_data(models: list[ComparedModel], dtype: str) -> dict[str, 
 
 def model_comparison_view(models: list[ComparedModel], dtype: str) -> RenderableType:
     data = [_row(*m, dtype) for m in models]
-    columns = [Col("model", "fixed"), Col("total"), Col("active", drop=8), Col(f"weights {dtype}", drop=6), Col("FFN %")]
-    columns += [Col("FFN/attn", drop=7), Col("FLOPs/token", drop=9), Col("d_model", drop=5), Col("heads", "fixed", drop=4)]
-    columns += [Col("d_ff/d", drop=3), Col("layers", drop=2), Col("vocab", drop=1)]
+    columns = [Col(_("model"), "fixed"), Col(_("total")), Col(_("active"), drop=8)]
+    columns += [Col(_("weights {dtype}").format(dtype=dtype), drop=6), Col(_("FFN %"))]
+    columns += [Col(_("FFN/attn"), drop=7), Col(_("FLOPs/token"), drop=9), Col("d_model", drop=5), Col(_("heads"), "fixed", drop=4)]
+    columns += [Col("d_ff/d", drop=3), Col(_("layers"), drop=2), Col(_("vocab"), drop=1)]
     rows = []
-    for d, (_, m, _, _) in zip(data, models, strict=True):
+    for d, (_name, m, _stack, _rows) in zip(data, models, strict=True):
         rows.append(
             [
                 literal(d["name"]),
@@ -96,13 +98,16 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
                 fmt_count(d["vocab_size"]),
             ]
         )
-    parts: list[RenderableType] = [_table("models side by side: parameters", columns, rows)]
+    parts: list[RenderableType] = [_table(_("models side by side: parameters"), columns, rows)]
     notes = [
-        "FFN %: share of all parameters · FFN/attn: over attention parameters · FLOPs/token: forward matmuls of one "
-        "token's active path and the LM head, attention scores left out · heads: query/key-value · d_ff/d: an expert's for MoE"
+        _(
+            "FFN %: share of all parameters · FFN/attn: over attention parameters · FLOPs/token: forward matmuls of one "
+            "token's active path and the LM head, attention scores left out · heads: query/key-value · d_ff/d: an expert's for MoE"
+        )
     ]
     towers = [d for d in data if d["vision_params"]]
-    notes += [f"* {visible(d['name'])}: the total includes its vision tower, {_sig3(d['vision_params'])}" for d in towers]
+    tower = _("* {name}: the total includes its vision tower, {params}")
+    notes += [tower.format(name=visible(d["name"]), params=_sig3(d["vision_params"])) for d in towers]
     parts += [Text(note, style="dim") for note in notes]
     if models[0][3]:
         parts += [Text(""), _flops_table(data, models)]
@@ -111,18 +116,20 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
 
 def _flops_table(data: list[dict[str, Any]], models: list[ComparedModel]) -> RenderableType:
     lengths = [r.seq_len for r in models[0][3]]
-    columns = [Col("model", "fixed"), *(Col(_length(n)) for n in lengths), Col("crossover")]
+    columns = [Col(_("model"), "fixed"), *(Col(_length(n)) for n in lengths), Col(_("crossover"))]
     rows = []
     for d in data:
         cross = d["crossover_seq_len"]
         shares = [f"{100 * d['ffn_flops_share'][str(n)]:.1f}%" for n in lengths]
-        rows.append([literal(d["name"]), *shares, fmt_count(cross) if cross else "never"])
+        rows.append([literal(d["name"]), *shares, fmt_count(cross) if cross else _("never")])
     note = Text(
-        "the FFN's share of forward matmul FLOPs per token at each seq_len (embeddings and LM head left out); "
-        "crossover: the seq_len at which attention's FLOPs overtake the FFN's",
+        _(
+            "the FFN's share of forward matmul FLOPs per token at each seq_len (embeddings and LM head left out); "
+            "crossover: the seq_len at which attention's FLOPs overtake the FFN's"
+        ),
         style="dim",
     )
-    return Group(_table("models side by side: FFN share of FLOPs", columns, rows), note)
+    return Group(_table(_("models side by side: FFN share of FLOPs"), columns, rows), note)
 
 
 def _length(n: int) -> str:

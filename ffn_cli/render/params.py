@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.attention import AnyAttention
+from ffn_cli.i18n import Message, _, shown
 from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, attention_formula, attention_summary
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
@@ -110,6 +111,11 @@ def ffn_report_data(r: FFNReport) -> dict[str, Any]:
     return data
 
 
+def _word(text: str) -> str:
+    """A name the accounting marked with N_() (or built as a Message), in the current language."""
+    return shown(text) if isinstance(text, Message) else _(text)
+
+
 def _spec_title(r: FFNReport) -> str:
     s = r.spec
     text = f"{s.variant} FFN · d_model {s.d_model:,} · d_ff {s.hidden:,}"
@@ -117,19 +123,19 @@ def _spec_title(r: FFNReport) -> str:
         routed = s.mixture is not None and s.mixture.is_routed
         text += f" · {s.experts} × {s.expert_variant}, top-{s.top_k}" if routed else f" · {s.experts} × {s.expert_variant}"
         if s.shared_hidden:
-            text += f" + shared {s.shared_hidden:,}"
-    return text + f" · {'biases' if s.bias else 'no bias'} · {r.dtype}"
+            text += _(" + shared {d_ff}").format(d_ff=f"{s.shared_hidden:,}")
+    return text + f" · {_('biases') if s.bias else _('no bias')} · {r.dtype}"
 
 
 def _tensor_table(r: FFNReport) -> FitTable:
     copies = any(t.copies > 1 for t in r.tensors)
     columns = [
-        Col("tensor", "text"),
-        Col("shape", "fixed", drop=2),
+        Col(_("tensor"), "text"),
+        Col(_("shape"), "fixed", drop=2),
         *([Col("×")] if copies else []),
-        Col("params"),
+        Col(_("params")),
         Col("%", drop=1),
-        Col("bytes", drop=3),
+        Col(_("bytes"), drop=3),
     ]
     width = DTYPE_BYTES[r.dtype]
     rows: list[Any] = []
@@ -137,33 +143,41 @@ def _tensor_table(r: FFNReport) -> FitTable:
         cells = [t.name, fmt_shape(t.shape), *([str(t.copies)] if copies else [])]
         rows.append([*cells, fmt_count(t.count), _pct(t.count, r.total_params), fmt_bytes(t.count * width)])
     rows.append(None)
-    rows.append(["[bold]total[/]", "", *([""] if copies else []), f"[bold]{fmt_count(r.total_params)}[/]", "100%", fmt_bytes(r.bytes)])
+    total = f"[bold]{_('total')}[/]"
+    rows.append([total, "", *([""] if copies else []), f"[bold]{fmt_count(r.total_params)}[/]", "100%", fmt_bytes(r.bytes)])
     return _table(_spec_title(r), columns, rows)
 
 
 def _summary_table(r: FFNReport) -> FitTable:
-    rows: list[Any] = [["parameters", fmt_count(r.total_params), r.param_formula]]
+    rows: list[Any] = [[_("parameters"), fmt_count(r.total_params), r.param_formula]]
     if r.spec.is_moe:
-        shared = ", shared experts" if r.spec.shared_hidden else ""
         routed = r.spec.mixture is not None and r.spec.mixture.is_routed
-        active = f"router, k experts{shared}" if routed else "every expert runs"
-        rows.append(["active per token", fmt_count(r.active_params), f"{_pct(r.active_params, r.total_params)}: {active}"])
-    elementwise = f"matmul {fmt_count(r.matmul_flops)} ({r.matmul_formula}) + elementwise {fmt_count(r.elementwise_flops)}"
-    rows.append(["forward FLOPs", fmt_count(r.forward_flops), elementwise])
-    rows.append(["forward + backward", fmt_count(r.training_flops), f"{BACKWARD_FACTOR} × forward ({fmt_flops(r.training_flops)})"])
-    if r.all_experts_flops is not None:
-        rows.append(
-            ["if every expert ran", fmt_count(r.all_experts_flops), f"{r.all_experts_flops / r.forward_flops:.2f} × the routed forward"]
-        )
-    rows.append(
-        ["activations kept", fmt_bytes(r.activation_bytes), f"{fmt_count(r.activation_elements)} elements in {r.dtype}, for backward"]
+        if routed:
+            active = _("router, k experts, shared experts") if r.spec.shared_hidden else _("router, k experts")
+        else:
+            active = _("every expert runs")
+        rows.append([_("active per token"), fmt_count(r.active_params), f"{_pct(r.active_params, r.total_params)}: {active}"])
+    elementwise = _("matmul {matmul} ({formula}) + elementwise {elementwise}").format(
+        matmul=fmt_count(r.matmul_flops), formula=r.matmul_formula, elementwise=fmt_count(r.elementwise_flops)
     )
+    rows.append([_("forward FLOPs"), fmt_count(r.forward_flops), elementwise])
+    backward = _("{factor} × forward ({flops})").format(factor=BACKWARD_FACTOR, flops=fmt_flops(r.training_flops))
+    rows.append([_("forward + backward"), fmt_count(r.training_flops), backward])
+    if r.all_experts_flops is not None:
+        times = _("{times} × the routed forward").format(times=f"{r.all_experts_flops / r.forward_flops:.2f}")
+        rows.append([_("if every expert ran"), fmt_count(r.all_experts_flops), times])
+    kept = _("{n} elements in {dtype}, for backward").format(n=fmt_count(r.activation_elements), dtype=r.dtype)
+    rows.append([_("activations kept"), fmt_bytes(r.activation_bytes), kept])
     rows.append(None)
-    rows.append(["attention", fmt_count(r.attention_params), f"{attention_formula(r.attention)}; {attention_summary(r.attention)}"])
-    ratio = _ratio(r.ffn_attention_ratio) + (f" (active {_ratio(r.ffn_active_attention_ratio)})" if r.spec.is_moe else "")
-    rows.append(["FFN / attention", ratio, "parameters"])
-    rows.append(["FFN share of block", _pct(r.total_params, r.total_params + r.attention_params), "FFN / (FFN + attention)"])
-    return _table("per token, and beside attention", [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
+    attention = f"{attention_formula(r.attention)}{_('; ')}{shown(attention_summary(r.attention))}"
+    rows.append([_("attention"), fmt_count(r.attention_params), attention])
+    ratio = _ratio(r.ffn_attention_ratio) + (
+        _(" (active {ratio})").format(ratio=_ratio(r.ffn_active_attention_ratio)) if r.spec.is_moe else ""
+    )
+    rows.append([_("FFN / attention"), ratio, _("parameters")])
+    rows.append([_("FFN share of block"), _pct(r.total_params, r.total_params + r.attention_params), _("FFN / (FFN + attention)")])
+    columns = [Col("what", "text"), Col("value"), Col("how", "text")]
+    return _table(_("per token, and beside attention"), columns, rows, show_header=False)
 
 
 def ffn_report_view(r: FFNReport) -> RenderableType:
@@ -185,18 +199,22 @@ def comparison_data(c: Comparison) -> dict[str, Any]:
 
 def comparison_table(c: Comparison) -> FitTable:
     first = c.reports[0]
-    attention = f"{fmt_count(first.attention_params)} ({attention_summary(first.attention)})"
-    title = f"FFN variants · d_model {first.spec.d_model:,} · beside attention {attention}"
+    attention = f"{fmt_count(first.attention_params)} ({shown(attention_summary(first.attention))})"
+    title = _("FFN variants · d_model {d_model} · beside attention {attention}").format(
+        d_model=f"{first.spec.d_model:,}", attention=attention
+    )
     if c.target_params is not None:
-        title += f" · d_ff sized to {first.spec.variant}'s {fmt_count(c.target_params)} parameters"
-    caption = f"FLOPs and activations per token, {first.dtype}; forward + backward ≈ {BACKWARD_FACTOR} × forward"
+        title += _(" · d_ff sized to {variant}'s {params} parameters").format(variant=first.spec.variant, params=fmt_count(c.target_params))
+    caption = _("FLOPs and activations per token, {dtype}; forward + backward ≈ {factor} × forward").format(
+        dtype=first.dtype, factor=BACKWARD_FACTOR
+    )
     moe = any(r.spec.is_moe for r in c.reports)
-    columns = [Col("variant", "text"), Col("d_ff"), Col("params"), *([Col("active", drop=4)] if moe else [])]
+    columns = [Col(_("variant"), "text"), Col("d_ff"), Col(_("params")), *([Col(_("active"), drop=4)] if moe else [])]
     columns += [
-        Col("fwd FLOPs", drop=3),
-        Col("act. mem", drop=1),
-        Col("FFN/attn", drop=2),
-        *([Col("Δ params")] if c.target_params is not None else []),
+        Col(_("fwd FLOPs"), drop=3),
+        Col(_("act. mem"), drop=1),
+        Col(_("FFN/attn"), drop=2),
+        *([Col(_("Δ params"))] if c.target_params is not None else []),
     ]
     rows = []
     for r in c.reports:
@@ -278,14 +296,17 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
 def _parts_table(m: ModelParams) -> FitTable:
     s = m.spec
     # Text, not markup: the name comes from the config file or its folder.
-    title = Text(visible(f"{s.name} · {s.model_type} · {s.n_layers} layers · d_model {s.d_model:,} · vocab {s.vocab_size:,}"))
-    columns = [Col("part", "text"), Col("each", drop=2), Col("×", drop=3), Col("params"), Col("%", drop=1)]
+    layers = _("{n} layers").format(n=s.n_layers)
+    vocab = _("vocab {n}").format(n=f"{s.vocab_size:,}")
+    title = Text(visible(f"{s.name} · {s.model_type} · {layers} · d_model {s.d_model:,} · {vocab}"))
+    columns = [Col(_("part"), "text"), Col(_("each"), drop=2), Col("×", drop=3), Col(_("params")), Col("%", drop=1)]
     rows: list[Any] = []
+    active = _("active {n}")
     for p in m.parts:
-        params = fmt_count(p.params) + (f"\n[dim]active {fmt_count(p.active_params)}[/]" if p.active_params != p.params else "")
+        params = fmt_count(p.params) + (f"\n[dim]{active.format(n=fmt_count(p.active_params))}[/]" if p.active_params != p.params else "")
         rows.append(
             [
-                f"{literal(p.name)}\n[dim]{literal(p.detail)}[/]",
+                f"{literal(_word(p.name))}\n[dim]{literal(_word(p.detail))}[/]",
                 fmt_count(p.params_each),
                 str(p.copies),
                 params,
@@ -293,8 +314,10 @@ def _parts_table(m: ModelParams) -> FitTable:
             ]
         )
     rows.append(None)
-    total = f"[bold]{fmt_count(m.total_params)}[/]" + (f"\n[dim]active {fmt_count(m.active_params)}[/]" if s.is_moe else "")
-    rows.append(["[bold]total[/]\n[dim]parameters only, buffers excluded[/]", "", "", total, "100%"])
+    total = f"[bold]{fmt_count(m.total_params)}[/]"
+    if s.is_moe:
+        total += f"\n[dim]{active.format(n=fmt_count(m.active_params))}[/]"
+    rows.append([f"[bold]{_('total')}[/]\n[dim]{_('parameters only, buffers excluded')}[/]", "", "", total, "100%"])
     return _table(title, columns, rows)
 
 
@@ -304,38 +327,45 @@ def memory_rows(params: int, dtype: str) -> list[list[str]]:
 
     weights = [f"{d} {fmt_bytes(params * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES]
     t = training_memory(params, dtype)
-    parts = [f"weights {fmt_bytes(t.weights_bytes)}", f"grads {fmt_bytes(t.grads_bytes)}"]
-    parts += [f"fp32 master {fmt_bytes(t.master_bytes)}"] if t.master_bytes else []
-    parts += [f"Adam m, v {fmt_bytes(t.optimizer_bytes)}"]
+    parts = [_("weights {bytes}").format(bytes=fmt_bytes(t.weights_bytes)), _("grads {bytes}").format(bytes=fmt_bytes(t.grads_bytes))]
+    parts += [_("fp32 master {bytes}").format(bytes=fmt_bytes(t.master_bytes))] if t.master_bytes else []
+    parts += [_("Adam m, v {bytes}").format(bytes=fmt_bytes(t.optimizer_bytes))]
+    how = _("{dtype} with Adam: {parts}; activations extra").format(dtype=dtype, parts=" + ".join(parts))
     return [
-        ["weights", fmt_bytes(params * DTYPE_BYTES[dtype]), " · ".join(weights)],
-        ["training memory", fmt_bytes(t.total_bytes), f"{dtype} with Adam: " + " + ".join(parts) + "; activations extra"],
+        [_("weights"), fmt_bytes(params * DTYPE_BYTES[dtype]), " · ".join(weights)],
+        [_("training memory"), fmt_bytes(t.total_bytes), how],
     ]
 
 
 def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     rows: list[Any] = []
+    of_total = _("{pct} of the total")
     if m.spec.is_moe:
-        rows.append(["active per token", fmt_count(m.active_params), f"{_pct(m.active_params, m.total_params)} of the total"])
+        rows.append([_("active per token"), fmt_count(m.active_params), of_total.format(pct=_pct(m.active_params, m.total_params))])
     if m.vision_params:
-        vision = f"included in the total ({_pct(m.vision_params, m.total_params)}); the text model alone has {fmt_count(m.text_params)}"
-        rows.append(["vision tower", fmt_count(m.vision_params), vision])
-    rows.append(["non-embedding", fmt_count(m.non_embedding_params), "without token/position embeddings and an untied head"])
-    rows.append(["attention", fmt_count(m.attention_params), _pct(m.attention_params, m.total_params) + " of the total"])
-    ffn_how = _pct(m.ffn_params, m.total_params) + " of the total"
+        vision = _("included in the total ({pct}); the text model alone has {n}").format(
+            pct=_pct(m.vision_params, m.total_params), n=fmt_count(m.text_params)
+        )
+        rows.append([_("vision tower"), fmt_count(m.vision_params), vision])
+    rows.append([_("non-embedding"), fmt_count(m.non_embedding_params), _("without token/position embeddings and an untied head")])
+    rows.append([_("attention"), fmt_count(m.attention_params), of_total.format(pct=_pct(m.attention_params, m.total_params))])
+    ffn_how = of_total.format(pct=_pct(m.ffn_params, m.total_params))
     if m.spec.is_moe:
-        ffn_how += f"; active {fmt_count(m.ffn_active_params)} ({_pct(m.ffn_active_params, m.active_params)} of active)"
+        ffn_how += _("; active {n} ({pct} of active)").format(
+            n=fmt_count(m.ffn_active_params), pct=_pct(m.ffn_active_params, m.active_params)
+        )
     rows.append(["FFN", fmt_count(m.ffn_params), ffn_how])
-    ratio = _ratio(m.ffn_attention_ratio) + (f" (active {_ratio(m.ffn_active_attention_ratio)})" if m.spec.is_moe else "")
-    rows.append(["FFN / attention", ratio, "parameters, all layers"])
+    ratio = _ratio(m.ffn_attention_ratio) + (
+        _(" (active {ratio})").format(ratio=_ratio(m.ffn_active_attention_ratio)) if m.spec.is_moe else ""
+    )
+    rows.append([_("FFN / attention"), ratio, _("parameters, all layers")])
     rows.append(None)
     rows += memory_rows(m.total_params, dtype)
     flops = m.matmul_flops_per_token
-    rows.append(
-        ["forward FLOPs/token", fmt_flops(flops), "matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer"]
-    )
-    rows.append(["forward + backward", fmt_flops(BACKWARD_FACTOR * flops), f"{BACKWARD_FACTOR} × forward"])
-    return _table("summary", [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
+    scores = _("matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer")
+    rows.append([_("forward FLOPs/token"), fmt_flops(flops), scores])
+    rows.append([_("forward + backward"), fmt_flops(BACKWARD_FACTOR * flops), _("{factor} × forward").format(factor=BACKWARD_FACTOR)])
+    return _table(_("summary"), [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
 
 
 def model_view(m: ModelParams, dtype: str = "bfloat16") -> RenderableType:
@@ -363,10 +393,11 @@ def presets_data(models: list[tuple[str, ModelParams, str]]) -> list[dict[str, A
 
 
 def presets_table(models: list[tuple[str, ModelParams, str]]) -> FitTable:
-    columns = [Col("preset", "text"), Col("total"), Col("active", drop=2), Col("FFN/attn", drop=1)]
+    columns = [Col(_("preset"), "text"), Col(_("total")), Col(_("active"), drop=2), Col(_("FFN/attn"), drop=1)]
     rows = []
     for row in presets_data(models):
-        name = f"{literal(row['name'])}\n[dim]{literal(row['model_type'])} · {row['n_layers']} layers · d {row['d_model']:,}[/]"
+        layers = _("{n} layers").format(n=row["n_layers"])
+        name = f"{literal(row['name'])}\n[dim]{literal(row['model_type'])} · {layers} · d {row['d_model']:,}[/]"
         active = fmt_count(row["active_params"]) if row["active_params"] != row["total_params"] else ""
         rows.append([name, fmt_count(row["total_params"]), active, _ratio(row["ffn_attention_ratio"])])
-    return _table("presets: ffn params --preset NAME", columns, rows)
+    return _table(_("presets: ffn params --preset NAME"), columns, rows)

@@ -9,16 +9,25 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.hardware import GPU
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.roofline import PartCost, PassCost
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops
 
-__all__ = ["fmt_time", "roofline_data", "roofline_view"]
+__all__ = ["bound_word", "fmt_time", "roofline_data", "roofline_view"]
 
-BOUND_NOTE = (
+# The ceiling that binds, as the tables name it (--json keeps "compute" / "memory").
+_BOUND_WORDS = {"compute": N_("compute"), "memory": N_("memory")}
+
+BOUND_NOTE = N_(
     "time ≥ max(FLOPs / peak, bytes / bandwidth): a lower bound, not a forecast. FLOPs: matmuls of the "
     "active path; bytes: weights once in their stored format, each part's input and output once, the KV cache"
 )
+
+
+def bound_word(bound: str) -> str:
+    """'compute' or 'memory' in the current language."""
+    return _(_BOUND_WORDS.get(bound, bound))
 
 
 def fmt_time(seconds: float) -> str:
@@ -73,32 +82,39 @@ def roofline_view(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, n_la
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     moe = any(c.ffn.experts for c in costs)
     columns = [
-        Col("batch"),
-        Col("part", "fixed"),
+        Col(_("batch")),
+        Col(_("part"), "fixed"),
         Col("FLOPs"),
-        Col("bytes", drop=3),
+        Col(_("bytes"), drop=3),
         Col("FLOP/B"),
-        Col("bound", "fixed"),
-        Col("time ≥"),
+        Col(_("bound"), "fixed"),
+        Col(_("time ≥")),
     ]
     if moe:
-        columns.append(Col("experts", drop=2))
+        columns.append(Col(_("experts"), drop=2))
     rows: list[Any] = []
     for c in costs:
         if rows:
             rows.append(None)
-        for label, p in (("FFN ×1", c.ffn), ("attn ×1", c.attention), (f"model ×{n_layers}", c.model)):
+        for label, p in ((_("FFN ×1"), c.ffn), (_("attn ×1"), c.attention), (_("model ×{n}").format(n=n_layers), c.model)):
             r = p.roofline(peak, bandwidth)
-            bound = f"[bold]{r.bound}[/]" if r.bound == "compute" else r.bound
+            bound = f"[bold]{bound_word(r.bound)}[/]" if r.bound == "compute" else bound_word(r.bound)
             cells = [f"{c.case.batch:,}" if p is c.ffn else "", label, fmt_flops(p.flops), fmt_bytes(p.bytes_)]
             cells += [f"{r.intensity:.3g}", bound, fmt_time(r.time_s)]
             if moe:
-                cells.append(f"{p.experts_touched:.3g} of {p.experts}" if p.experts else "")
+                cells.append(_("{touched} of {experts}").format(touched=f"{p.experts_touched:.3g}", experts=p.experts) if p.experts else "")
             rows.append(cells)
     case = costs[0].case
-    what = f"{case.phase}, context {case.seq_len:,}" if case.phase == "decode" else f"prefill, {case.seq_len:,} tokens per sequence"
-    title = Text(f"roofline on {gpu.name} ({dtype} {peak:g} TFLOP/s, {bandwidth:,.0f} GB/s, ridge {gpu.ridge(dtype):.4g} FLOP/B): {what}")
-    caption = f"{BOUND_NOTE}. weights: {origin}. attn ×1: the mean layer."
+    if case.phase == "decode":
+        what = _("decode, context {n}").format(n=f"{case.seq_len:,}")
+    else:
+        what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
+    title = Text(
+        _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
+            gpu=gpu.name, dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
+        )
+    )
+    caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=origin)
     if moe:
-        caption += " experts: read by the pass, E·(1 − (1 − k/E)^T) in expectation under uniform routing (real routers touch fewer)."
+        caption += _(" experts: read by the pass, E·(1 − (1 − k/E)^T) in expectation under uniform routing (real routers touch fewer).")
     return FitTable(title, columns, rows, caption=Text(caption, style="dim"))

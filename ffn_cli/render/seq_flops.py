@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
+from ffn_cli.i18n import N_, _, shown
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
@@ -22,61 +23,76 @@ def windows_text(stack: LayerStack) -> str:
     n = len(stack.windows)
     windows = Counter(w for w in stack.windows if w is not None)
     chunks = Counter(c for c in stack.chunks if c is not None)
-    parts = [f"sliding window {w:,} in {c} of {n} layers" for w, c in sorted(windows.items())]
-    parts += [f"chunks of {w:,} in {c} of {n} layers" for w, c in sorted(chunks.items())]
-    return ", ".join(parts)
+    sliding, chunked = _("sliding window {window} in {count} of {n} layers"), _("chunks of {window} in {count} of {n} layers")
+    parts = [sliding.format(window=f"{w:,}", count=c, n=n) for w, c in sorted(windows.items())]
+    parts += [chunked.format(window=f"{w:,}", count=c, n=n) for w, c in sorted(chunks.items())]
+    return _(", ").join(parts)
 
 
-def pattern_text(stack: LayerStack) -> str:
+def pattern_text(stack: LayerStack, *, translate: bool = False) -> str:
     """The layers' attention kinds in a few words ('5 × sliding 1,024 + 1 × full, × 10'), or ''
-    when every layer is the same."""
+    when every layer is the same; in the current language with `translate` (--json keeps English)."""
+
+    def say(message: str) -> str:
+        return _(message) if translate else message
+
     chunks = stack.chunks or (None,) * len(stack.windows)
     mixers = stack.mixers or (None,) * len(stack.windows)
     labels = [
-        m if m is not None else f"sliding {w:,}" if w is not None else f"chunked {c:,}" if c is not None else "full"
+        m
+        if m is not None
+        else say(N_("sliding {window}")).format(window=f"{w:,}")
+        if w is not None
+        else say(N_("chunked {chunk}")).format(chunk=f"{c:,}")
+        if c is not None
+        else say(N_("full"))
         for w, c, m in zip(stack.windows, chunks, mixers, strict=True)
     ]
     if stack.mixers:  # a hybrid: its attention layers are attention, whatever their keys
-        labels = [label if label in stack.mixers else f"attention{label[4:] if label == 'full' else ' ' + label}" for label in labels]
+        full = say(N_("full"))
+        attention = [say(N_("attention")) if label == full else say(N_("attention {keys}")).format(keys=label) for label in labels]
+        labels = [label if label in stack.mixers else a for label, a in zip(labels, attention, strict=True)]
     return layer_pattern(labels) if len(set(labels)) > 1 else ""
 
 
 def _keys_text(stack: LayerStack) -> str:
     if not stack.causal:
-        return "bidirectional: every query reads all L keys"
-    return "causal: query i reads its i + 1 latest keys, (L + 1)/2 on average"
+        return _("bidirectional: every query reads all L keys")
+    return _("causal: query i reads its i + 1 latest keys, (L + 1)/2 on average")
 
 
 def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: str) -> Group:
     """scope: the layers the counts cover, 'one layer' or '32 layers' (embeddings and LM head left out)."""
-    columns = [Col("seq_len"), Col("FFN"), Col("attn proj", drop=1), Col("attn scores"), Col("FFN share")]
+    columns = [Col("seq_len"), Col("FFN"), Col(_("attn proj"), drop=1), Col(_("attn scores")), Col(_("FFN share"))]
     cells = [
         [fmt_count(r.seq_len), fmt_flops(r.ffn), fmt_flops(r.projections), fmt_flops(float(r.scores)), f"{100 * r.ffn_share:.1f}%"]
         for r in rows
     ]
     crossover = stack.crossover()
-    lines = [f"scores: Q·Kᵀ and softmax·V; {stack.attention_kind}, {stack.attention_detail}", _keys_text(stack)]
+    scores = _("scores: Q·Kᵀ and softmax·V; {kind}, {detail}").format(kind=stack.attention_kind, detail=shown(stack.attention_detail))
+    lines = [scores, _keys_text(stack)]
     if len(stack.windows) > 1:
-        lines.append("all layers summed; embeddings and the LM head left out")
+        lines.append(_("all layers summed; embeddings and the LM head left out"))
     windows = windows_text(stack)
     if windows:
-        lines.append(windows + ": those layers read at most that many keys")
-    pattern = pattern_text(stack)
+        lines.append(_("{windows}: those layers read at most that many keys").format(windows=windows))
+    pattern = pattern_text(stack, translate=True)
     if pattern:
-        lines.append(f"layers: {pattern}")
+        lines.append(_("layers: {pattern}").format(pattern=pattern))
     if stack.mixers:
         kind = next(m for m in stack.mixers if m is not None)
         count = sum(m is not None for m in stack.mixers)
-        lines.append(
-            f"{kind} in {count} of {len(stack.mixers)} layers: {fmt_flops(stack.mixer_projection_flops)} of the attn proj, "
-            "no scores over the keys (its state update, a cost per token that does not grow with the length, is left out)"
+        mixer = _(
+            "{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys (its state update, "
+            "a cost per token that does not grow with the length, is left out)"
         )
+        lines.append(mixer.format(kind=kind, count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops)))
     lines.append(
-        f"attention FLOPs overtake the FFN's at seq_len {crossover:,}"
+        _("attention FLOPs overtake the FFN's at seq_len {n}").format(n=f"{crossover:,}")
         if crossover is not None
-        else "attention FLOPs never overtake the FFN's at any length"
+        else _("attention FLOPs never overtake the FFN's at any length")
     )
-    title = f"forward matmul FLOPs per token, {scope}"
+    title = _("forward matmul FLOPs per token, {scope}").format(scope=scope)
     return Group(_table(title, columns, cells), Text("\n".join(lines), style="dim"))
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.accounting import matmul_flops_formula, param_formula
+from ffn_cli.i18n import _
 from ffn_cli.render.fit import Col, FitTable, Layouts
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
@@ -44,27 +45,27 @@ def variants_table() -> Layouts:
     it comes from in a second, so that no column is left out. Counts are sums, broken only
     between their terms; the formulas and origins wrap between words."""
     columns = [
-        Col("name", "fixed", style="bold"),
-        Col("family", "fixed", drop=2),
-        Col("formula", "text"),
-        Col("params", "terms", drop=5, floor=COUNT_FLOOR),
-        Col("matmul FLOPs/token", "terms", drop=4, floor=COUNT_FLOOR),
-        Col("default d_ff", "text", drop=3, floor=COUNT_FLOOR),
-        Col("origin", "text", drop=1),
+        Col(_("name"), "fixed", style="bold"),
+        Col(_("family"), "fixed", drop=2),
+        Col(_("formula"), "text"),
+        Col(_("params"), "terms", drop=5, floor=COUNT_FLOOR),
+        Col(_("matmul FLOPs/token"), "terms", drop=4, floor=COUNT_FLOOR),
+        Col(_("default d_ff"), "text", drop=3, floor=COUNT_FLOOR),
+        Col(_("origin"), "text", drop=1),
     ]
     rows = []
     for row in variants_data():
-        rule = VARIANTS[row["name"]].d_ff_rule_short
-        cells = [row["name"], row["family"], row["formula"], row["param_formula"], row["matmul_flops_per_token"], rule, row["origin"]]
+        rule = _(VARIANTS[row["name"]].d_ff_rule_short)
+        cells = [row["name"], row["family"], row["formula"], row["param_formula"], row["matmul_flops_per_token"], rule, _(row["origin"])]
         rows.append([Text(str(c)) for c in cells])
-    caption = Text("d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules")
+    caption = Text(_("d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules"))
 
     def pick(title: str, keep: list[int], **options: Any) -> FitTable:
         return FitTable(title, [columns[i] for i in keep], [[row[i] for i in keep] for row in rows], **options)
 
-    wide = FitTable("FFN variants", columns, rows, caption=caption)
-    counts = pick("FFN variants: what each costs", [0, 1, 3, 4, 5], caption=caption)
-    words = pick("FFN variants: what each computes, and where it comes from", [0, 2, 6])
+    wide = FitTable(_("FFN variants"), columns, rows, caption=caption)
+    counts = pick(_("FFN variants: what each costs"), [0, 1, 3, 4, 5], caption=caption)
+    words = pick(_("FFN variants: what each computes, and where it comes from"), [0, 2, 6])
     return Layouts([[wide], [counts, words]])
 
 

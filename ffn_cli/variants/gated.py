@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_
 from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
@@ -46,7 +47,7 @@ class GatedVariant(SingleFFN):
     family = Family.GATED
     default_bias = False
     d_ff_rule = "int(2·4d/3) × ffn_dim_multiplier, rounded up to multiple_of"
-    d_ff_rule_short = "⅔·4d ↑ multiple_of"
+    d_ff_rule_short = N_("⅔·4d ↑ multiple_of")
     own_options = frozenset({"fused_gate_up", "multiple_of", "ffn_dim_multiplier"})
 
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:

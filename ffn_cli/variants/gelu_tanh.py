@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ffn_cli.i18n import N_
 from ffn_cli.variants.dense import DenseVariant
 
 __all__ = ["GELUTanh"]
@@ -11,5 +12,5 @@ class GELUTanh(DenseVariant):
     name = "gelu_tanh"
     activation = "gelu_tanh"
     formula = "W_down·gelu_tanh(W_up·x + b_up) + b_down"
-    origin = "GPT-2 (Radford et al. 2019); Google's BERT"
+    origin = N_("GPT-2 (Radford et al. 2019); Google's BERT")
     summary = "tanh-approximated GELU, as GPT-2"

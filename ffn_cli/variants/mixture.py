@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ffn_cli.i18n import N_
 from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, Variant, Width
 from ffn_cli.variants.single import SingleFFN
 
@@ -35,7 +36,7 @@ class MixtureVariant(Variant):
     # The experts a token runs through, as the formulas write it: k of them, or all E.
     active_symbol: ClassVar[str] = "E"
     d_ff_rule = "per expert: the expert variant's rule"
-    d_ff_rule_short = "the expert's"
+    d_ff_rule_short = N_("the expert's")
     # The trace's steps, in this order; a step's ops are gathered wherever they ran.
     step_order: ClassVar[tuple[str, ...]] = ()
 

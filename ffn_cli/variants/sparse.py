@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_
 from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.dense import DenseVariant
 
@@ -23,7 +24,7 @@ class Sparse(DenseVariant):
     family = Family.SPARSE
     activation = "relu"
     formula = "W_down·(m ⊙ relu(W_up·x + b_up)) + b_down,  m fixed, random"
-    origin = "static activation sparsity; cf. Li et al. 2023, The Lazy Neuron Phenomenon"
+    origin = N_("static activation sparsity; cf. Li et al. 2023, The Lazy Neuron Phenomenon")
     summary = "a fixed random mask over the hidden units"
     own_options = frozenset({"sparsity", "mask_seed"})
 

@@ -1,0 +1,138 @@
+"""Why the FFN holds about two thirds of a layer's parameters, and what it holds here.
+
+The classic block (d_ff = 4·d, plain multi-head attention): the FFN's two matrices hold
+2·d·4d = 8·d², attention's W_Q, W_K, W_V, W_O 4·d², a ratio of 2 and a share of 8/12. A gated FFN
+has three matrices (3·d·d_ff), grouped-query attention shrinks K and V to kv = kv_heads·head_dim,
+and a mixture holds E experts of which a token runs k. The numbers come from the accounting the
+tables print; this module only takes them apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ffn_cli.accounting import param_tensors
+from ffn_cli.attention import AnyAttention, AttentionSpec
+from ffn_cli.models.count import ModelParams
+from ffn_cli.models.layer import FFNReport, attention_formula, group_tensors
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["CLASSIC_RATIO", "BlockExplain", "explain_ffn", "explain_model"]
+
+# FFN 2·d·4d = 8·d² over attention 4·d²: the ratio of the classic block.
+CLASSIC_RATIO = 2.0
+
+
+@dataclass(frozen=True)
+class BlockExplain:
+    """One FFN (an expert's, for a mixture) taken apart, beside its attention, and the totals the
+    ratio is of: one layer for an FFN, every layer for a model."""
+
+    d_model: int
+    d_ff: int
+    matrices: int  # weight matrices of d·d_ff elements in one FFN: 2 dense, 3 gated
+    ffn_weights: int  # matrices · d · d_ff
+    ffn_one: int  # one FFN's parameters, biases included
+    experts: int  # 0 without a mixture
+    active_experts: int
+    attention: AnyAttention
+    attention_formula: str
+    layers: int  # the layers the totals cover
+    ffn_params: int
+    ffn_active_params: int
+    attention_params: int
+
+    @property
+    def ratio(self) -> float:
+        return self.ffn_params / self.attention_params
+
+    @property
+    def active_ratio(self) -> float:
+        return self.ffn_active_params / self.attention_params
+
+    @property
+    def share(self) -> float:
+        """The FFN's share of FFN + attention."""
+        return self.ffn_params / (self.ffn_params + self.attention_params)
+
+    @property
+    def active_share(self) -> float:
+        return self.ffn_active_params / (self.ffn_active_params + self.attention_params)
+
+    @property
+    def classic_ffn(self) -> int:
+        """The classic block's FFN at this d_model: 2·d·4d = 8·d²."""
+        return 8 * self.d_model**2
+
+    @property
+    def over_classic(self) -> float:
+        """This FFN's (one expert's) weight matrices over the classic 8·d²."""
+        return self.ffn_weights / self.classic_ffn
+
+    @property
+    def grouped(self) -> bool:
+        """Whether K and V are narrower than Q (grouped-query or multi-query attention)."""
+        a = self.attention
+        return isinstance(a, AttentionSpec) and a.kv_dim < a.q_dim
+
+    def data(self) -> dict[str, object]:
+        return {
+            "classic_ratio": CLASSIC_RATIO,
+            "classic_share": CLASSIC_RATIO / (CLASSIC_RATIO + 1),
+            "d_model": self.d_model,
+            "d_ff": self.d_ff,
+            "ffn_matrices": self.matrices,
+            "ffn_weight_params": self.ffn_weights,
+            "classic_ffn_params": self.classic_ffn,
+            "ffn_weights_over_classic": self.over_classic,
+            "one_ffn_params": self.ffn_one,
+            "experts": self.experts,
+            "active_experts": self.active_experts,
+            "attention_formula": self.attention_formula,
+            "layers": self.layers,
+            "ffn_params": self.ffn_params,
+            "ffn_active_params": self.ffn_active_params,
+            "attention_params": self.attention_params,
+            "ffn_attention_ratio": self.ratio,
+            "ffn_active_attention_ratio": self.active_ratio,
+            "ffn_share": self.share,
+            "ffn_active_share": self.active_share,
+        }
+
+
+def _parts(spec: FFNSpec) -> tuple[int, int, int]:
+    """(matrices, their elements, the parameters of one FFN) from the accounting's tensors of
+    the FFN a token runs through once: the spec's own, or one expert of a mixture."""
+    one = FFNSpec(variant=spec.ffn_variant.name, d_model=spec.d_model, d_ff=spec.hidden, bias=spec.bias)
+    tensors = param_tensors(one)
+    weights = sum(t.count for t in tensors if len(t.shape) == 2)
+    return weights // (one.d_model * one.hidden), weights, sum(t.count for t in tensors)
+
+
+def _experts(spec: FFNSpec) -> int:
+    """The experts of a mixture, as the tensor table counts them (the copies of `experts.*`), or
+    0 for one FFN."""
+    copies = max(g.copies for g in group_tensors(param_tensors(spec)))
+    return copies if copies > 1 else 0
+
+
+def explain_ffn(r: FFNReport) -> BlockExplain:
+    s = r.spec
+    matrices, weights, one = _parts(s)
+    return BlockExplain(
+        s.d_model, s.hidden, matrices, weights, one, _experts(s), s.active_experts,
+        r.attention, attention_formula(r.attention), 1, r.total_params, r.active_params, r.attention_params,
+    )  # fmt: skip
+
+
+def explain_model(m: ModelParams) -> BlockExplain:
+    """The model's main FFN (the one most layers run) taken apart; the totals of every layer."""
+    s = m.spec
+    moe = s.moe_ffn is not None and len(s.moe_layers) * 2 >= s.n_layers
+    ffn = s.moe_ffn if moe else s.dense_ffn or s.moe_ffn
+    assert ffn is not None
+    matrices, weights, one = _parts(ffn)
+    return BlockExplain(
+        s.d_model, ffn.hidden, matrices, weights, one, _experts(ffn), ffn.active_experts,
+        s.attention, attention_formula(s.attention), s.n_layers, m.ffn_params, m.ffn_active_params, m.attention_params,
+    )  # fmt: skip

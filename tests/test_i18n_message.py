@@ -1,0 +1,29 @@
+"""`Message`: a text built now and shown later, English as a str (what --json carries), the
+current language when shown."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+from ffn_cli.attention import AttentionSpec
+from ffn_cli.i18n import N_, Message, set_language, shown
+from ffn_cli.models.layer import attention_summary
+
+
+def test_a_message_is_english_as_a_str_and_translated_when_shown() -> None:
+    detail = Message.join(Message(N_("{heads} heads × {dim}"), heads=32, dim=128), Message(N_(", {kv} KV heads"), kv=8), ", x")
+    set_language("zh")
+    assert detail == "32 heads × 128, 8 KV heads, x" and json.dumps(detail) == json.dumps("32 heads × 128, 8 KV heads, x")
+    assert detail.shown() == "32 头 × 128，8 个 KV 头, x"
+    assert shown("plain data") == "plain data"
+    set_language("en")
+    assert detail.shown() == str(detail)
+
+
+def test_a_message_survives_a_copy_and_a_pickle() -> None:
+    detail = attention_summary(AttentionSpec(4096, n_heads=32, n_kv_heads=8, qkv_bias=False, o_bias=False))
+    set_language("zh")
+    for again in (copy.deepcopy(detail), pickle.loads(pickle.dumps(detail))):
+        assert again == detail and again.shown() == detail.shown() == "32 头 × 128，8 个 KV 头，无偏置"

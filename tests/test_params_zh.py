@@ -1,0 +1,105 @@
+"""`ffn params` in Chinese, and `--explain` in both languages: goldens at 80 and 120 columns, the
+explanation's ratios held to hand formulas from the config, and --json the same in both."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.models import load_preset
+
+
+def _run(*args: str, width: int = 100) -> str:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_golden_params_in_chinese(golden: Any, width: int) -> None:
+    golden(f"params_zh_relu_512_{width}.txt", _run("--lang", "zh", "params", width=width))
+    golden(f"params_zh_llama_3_1_8b_{width}.txt", _run("--lang", "zh", "params", "--preset", "llama-3.1-8b", width=width))
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_golden_explain(golden: Any, width: int) -> None:
+    golden(f"params_explain_moe_{width}.txt", _run("params", "-v", "moe", "--shared-experts", "1", "--explain", width=width))
+    zh = _run("--lang", "zh", "params", "-v", "moe", "--shared-experts", "1", "--explain", width=width)
+    golden(f"params_zh_explain_moe_{width}.txt", zh)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_explain_the_tutorial_ffn(lang: str) -> None:
+    # The tutorials' numbers: FFN 2·512·2048 + 2048 + 512, attention 4·512² + 4·512.
+    ffn, attention = 2 * 512 * 2048 + 2048 + 512, 4 * 512 * 512 + 4 * 512
+    assert (ffn, attention) == (2_099_712, 1_050_624)
+    text = _flat(_run("--lang", lang, "params", "--variant", "relu", "--d-model", "512", "--explain", width=120))
+    assert f"{ffn:,}" in text and f"{attention:,}" in text
+    assert f"{ffn / attention:.3f}×" in text and f"{100 * ffn / (ffn + attention):.1f}%" in text
+    assert f"2 · 512 · 2,048 = {2 * 512 * 2048:,}" in text
+    assert ("two thirds" if lang == "en" else "三分之二") in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_explain_a_gated_gqa_model(lang: str) -> None:
+    c = load_preset("llama-3.1-8b")
+    d, d_ff, layers = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"]
+    head_dim = d // c["num_attention_heads"]
+    q, kv = c["num_attention_heads"] * head_dim, c["num_key_value_heads"] * head_dim
+    ffn, attention = layers * 3 * d * d_ff, layers * (2 * d * q + 2 * d * kv)
+    text = _flat(_run("--lang", lang, "params", "--preset", "llama-3.1-8b", "--explain", width=120))
+    assert f"3 · {d:,} · {d_ff:,} = {3 * d * d_ff:,}" in text
+    assert f"{ffn:,}" in text and f"{attention:,}" in text and f"{ffn / attention:.3f}×" in text
+    assert f"{kv:,}" in text and f"{q:,}" in text
+    # Against the classic block's FFN at this width, 8·d².
+    assert f"{8 * d * d:,}" in text and f"{3 * d * d_ff / (8 * d * d):.3g}" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_explain_a_mixture_total_and_active(lang: str) -> None:
+    # 8 swiglu experts of d_ff 1,536 at d 512, a router of 8·512, top-2; attention 4·512².
+    d, d_ff, experts, k = 512, 1536, 8, 2
+    expert = 3 * d * d_ff
+    total, active, attention = experts * d + experts * expert, experts * d + k * expert, 4 * d * d
+    text = _flat(_run("--lang", lang, "params", "--variant", "moe", "--explain", width=120))
+    assert f"{total:,}" in text and f"{active:,}" in text
+    ratios = (total / attention, active / attention)
+    assert all((f"{r:.3f}×" if r < 10 else f"{r:.2f}×") in text for r in ratios)
+
+
+def test_explain_json_carries_the_numbers() -> None:
+    data = json.loads(_run("params", "--preset", "mixtral-8x7b", "--explain", "--json"))
+    c = load_preset("mixtral-8x7b")
+    explain = data["explain"]
+    assert explain["ffn_matrices"] == 3 and explain["experts"] == c["num_local_experts"]
+    assert explain["ffn_attention_ratio"] == pytest.approx(data["ffn_params"] / data["attention_params"])
+
+
+def test_explain_refuses_a_comparison() -> None:
+    result = CliRunner().invoke(app, ["params", "-v", "relu,gelu", "--explain"])
+    assert result.exit_code != 0 and "--explain" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["params"],
+        ["params", "-v", "relu,swiglu,moe"],
+        ["params", "--preset", "deepseek-v3", "--gpu", "h100", "--weights", "fp8"],
+        ["params", "--preset", "gemma-2-9b", "-s", "4096,131072"],
+        ["params", "--preset", "llama-3-8b,mixtral-8x7b", "-s", "4096"],
+        ["params", "--preset", "llama-3.1-8b", "--explain"],
+        ["variants"],
+        ["hardware"],
+    ],
+)
+def test_json_is_the_same_in_both_languages(args: list[str]) -> None:
+    assert _run("--lang", "zh", *args, "--json") == _run("--lang", "en", *args, "--json")
