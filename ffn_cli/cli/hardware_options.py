@@ -9,6 +9,7 @@ import typer
 
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
+from ffn_cli.i18n import _
 
 __all__ = ["BatchListOpt", "GPUOpt", "PhaseOpt", "QuantizeOpt", "TokensOpt", "WeightsOpt", "resolve_gpu"]
 
@@ -30,8 +31,10 @@ def resolve_gpu(name: str) -> GPU:
     try:
         return find_gpu(name)
     except UnknownGPU as unknown:
-        hint = f"did you mean {' or '.join(unknown.suggestions)}? " if unknown.suggestions else ""
-        raise FFNError("gpu", name, f"{hint}known: {', '.join(gpu_keys())} (ffn hardware lists them)") from None
+        hint = _("did you mean {names}? ").format(names=" or ".join(unknown.suggestions)) if unknown.suggestions else ""
+        raise FFNError(
+            "gpu", name, _("{guess}known: {gpus} (ffn hardware lists them)").format(guess=hint, gpus=", ".join(gpu_keys()))
+        ) from None
 
 
 WeightsOpt = Annotated[

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
+from ffn_cli.i18n import N_
 from ffn_cli.models.layer import attention_summary
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.spec import ModelSpec, layer_ranges
@@ -79,7 +80,7 @@ class TrainingMemory:
 
 def training_memory(params: int, dtype: str = "bfloat16") -> TrainingMemory:
     if dtype not in DTYPE_BYTES:
-        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what="dtype")
+        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what=N_("dtype"))
     return TrainingMemory(params, dtype)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ffn_cli.accounting import param_tensors
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import FORMATS, WeightFormat, parse_format
+from ffn_cli.i18n import _
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
@@ -143,7 +144,7 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
     elif quantize in QUANTIZE_SCOPES:
         scope = quantize
     else:
-        raise FFNError("quantize", quantize, f"choose {', '.join(QUANTIZE_SCOPES)}")
+        raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
     roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if scope == "all" and not fmt.quantized else set())
     return StoragePlan(fmt, frozenset(roles), rest, f"--weights {fmt.name} --quantize {scope}")
 
