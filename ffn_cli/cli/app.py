@@ -69,8 +69,9 @@ def _choose_language(chosen: str | None) -> None:
             _("{source} {value}: expected one of {choices}").format(source=source, value=repr(value), choices=", ".join(LANGUAGES))
         ) from None
     if language() != "en" and not can_show_chinese(sys.stdout, sys.stderr):
-        set_language("en")
-        err_console.print("note: the output cannot encode Chinese (its encoding is ASCII); ffn speaks English here", markup=False)
+        set_language("en")  # the note in English: this stream shows no Chinese
+        encoding = next(getattr(s, "encoding", None) for s in (sys.stdout, sys.stderr) if not can_show_chinese(s))
+        err_console.print(f"note: the output's encoding ({encoding}) cannot show Chinese; ffn speaks English here", markup=False)
 
 
 def _fall_back_language(ignoring: str | None) -> None:

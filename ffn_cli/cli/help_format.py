@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.i18n import _
+from ffn_cli.render.wrap import wrapping
 
 __all__ = ["help_messages", "print_help"]
 
@@ -66,7 +67,7 @@ def _description(param: Any) -> Text:
     default = _default(param)
     if default is not None:
         text.append((" " if text else "") + "[" + _("default: {value}").format(value=default) + "]", style="dim")
-    return text
+    return wrapping(text)
 
 
 def _panels(params: list[Any], ctx: Any) -> list[RenderableType]:
@@ -104,7 +105,7 @@ def _commands_panel(commands: list[tuple[str, str]]) -> RenderableType:
     table.add_column(no_wrap=True, style="bold cyan")
     table.add_column(ratio=1)
     for name, summary in commands:
-        table.add_row(name, Text.from_markup(_(summary)) if summary else Text(""))
+        table.add_row(name, wrapping(Text.from_markup(_(summary))) if summary else Text(""))
     return Panel(table, title=_(_COMMANDS_PANEL), title_align="left", border_style="dim")
 
 
@@ -129,11 +130,11 @@ def print_help(command: Any, ctx: Any) -> None:
     usage.append(" ".join([ctx.command_path, *command.collect_usage_pieces(ctx)]), style="bold")
     parts: list[RenderableType] = [Text(""), usage, Text("")]
     if command.help:
-        parts += [Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help))), Text("")]
+        parts += [wrapping(Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help)))), Text("")]
     parts += _panels(command.get_params(ctx), ctx)
     commands = _subcommands(command, ctx)
     if commands:
         parts.append(_commands_panel(commands))
     if command.epilog:
-        parts += [Text(""), Text.from_markup(_(command.epilog))]
+        parts += [Text(""), wrapping(Text.from_markup(_(command.epilog)))]
     Console(highlight=False).print(Group(*parts))
