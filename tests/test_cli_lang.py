@@ -76,7 +76,9 @@ def test_lang_beats_ffn_lang_and_the_locale(where: str) -> None:
     assert _language(_run(["--lang", "zh", *_BAD_BATCH], FFN_LANG="en", LANG="C")) == "zh"
 
 
-@pytest.mark.parametrize(("args", "env", "named"), [(["--lang", "fr", "trace"], {}, "--lang 'fr'"), (["trace"], {"FFN_LANG": "fr"}, "FFN_LANG 'fr'")])
+@pytest.mark.parametrize(
+    ("args", "env", "named"), [(["--lang", "fr", "trace"], {}, "--lang 'fr'"), (["trace"], {"FFN_LANG": "fr"}, "FFN_LANG 'fr'")]
+)
 def test_a_language_ffn_does_not_speak_is_one_line(args: list[str], env: dict[str, str], named: str) -> None:
     result = _run(args, **env)
     assert result.returncode == 2 and result.stdout == ""
@@ -161,9 +163,15 @@ def test_the_chinese_help_is_whole(runner: CliRunner, args: list[str], width: in
     assert all(cell_len(line) <= width for line in output.splitlines()), max(output.splitlines(), key=cell_len)
     group = typer.main.get_command(app)
     root = click.Context(group, info_name="ffn")
-    command, ctx = (group, root) if args == ["--help"] else (group.commands["trace"], click.Context(group.commands["trace"], info_name="trace", parent=root))
+    command, ctx = (
+        (group, root)
+        if args == ["--help"]
+        else (group.commands["trace"], click.Context(group.commands["trace"], info_name="trace", parent=root))
+    )
     set_language("zh")
-    names = [o for p in command.get_params(ctx) if not getattr(p, "hidden", False) for o in [*p.opts, *p.secondary_opts] if o.startswith("--")]
+    names = [
+        o for p in command.get_params(ctx) if not getattr(p, "hidden", False) for o in [*p.opts, *p.secondary_opts] if o.startswith("--")
+    ]
     assert all(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", output) for n in names)
     shown = "".join(_panel_texts(output))
     missing = [text for text in _expected(command, ctx) if text not in shown]

@@ -3,6 +3,7 @@ and turning their text into table rows, with did-you-mean on a wrong name."""
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 import typer
@@ -31,7 +32,9 @@ def resolve_gpu(name: str) -> GPU:
     try:
         return find_gpu(name)
     except UnknownGPU as unknown:
-        hint = _("did you mean {names}? ").format(names=" or ".join(unknown.suggestions)) if unknown.suggestions else ""
+        close = unknown.suggestions
+        either = functools.reduce(lambda names, last: _("{names} or {last}").format(names=names, last=last), close) if close else ""
+        hint = _("did you mean {names}? ").format(names=either) if close else ""
         raise FFNError(
             "gpu", name, _("{guess}known: {gpus} (ffn hardware lists them)").format(guess=hint, gpus=", ".join(gpu_keys()))
         ) from None
