@@ -131,4 +131,9 @@ def _preflight(spec: FFNSpec, world_size: int, device_type: str, dtype: str) -> 
     needed = 2 * copies * total_params(spec) * DTYPE_BYTES[dtype]  # the full weights and the shard, with margin
     env = torchrun_env()
     device = torch.device("cpu") if device_type == "cpu" or env is None else torch.device("cuda", env.local_rank)
-    preflight(needed, device, f"{world_size} ranks of {spec.variant} (each builds the full module)", meta_hint=False)
+    preflight(
+        needed,
+        device,
+        _("{count} ranks of {variant} (each builds the full module)").format(count=world_size, variant=spec.variant),
+        meta_hint=False,
+    )

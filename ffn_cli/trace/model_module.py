@@ -99,7 +99,7 @@ def trace_model_module(
         # Weights in float32 while drawn, then the run's activations (a few widths of the
         # largest tensor a FFN makes, d_ff or experts × tokens at most 8·d_model per token, kept thrice).
         need = params * max(width, 4) + 3 * tokens * 8 * d_model * max(width, 4) + RUNTIME_BYTES
-        preflight(need, dev, "this trace")
+        preflight(need, dev, _("this trace"))
         std = float(getattr(text, "initializer_range", DEFAULT_INIT_STD) or DEFAULT_INIT_STD)
         _materialise(module, dev, dt, std, seed)
         described += (f"weights: seeded random N(0, {std:g}²), not a checkpoint's; the routing follows them",)

@@ -128,7 +128,7 @@ def trace(
     canonical_dtype = dtype_name(dt)
     if dev.type != "meta":
         need = estimate_bytes(spec, batch=batch, seq_len=seq_len, dtype=canonical_dtype, block=block, check=check)
-        preflight(need * (2 if backward else 1), dev, "this trace")  # backward: a gradient beside each tensor
+        preflight(need * (2 if backward else 1), dev, _("this trace"))  # backward: a gradient beside each tensor
     module: nn.Module = build_block(block, device=dev, dtype=dt, seed=seed) if block else build_ffn(spec, device=dev, dtype=dt, seed=seed)
     module.train(mode == "train")
     x = _make_input((batch, seq_len, spec.d_model), dev, dt, seed)
