@@ -61,7 +61,7 @@ def _save(targets: dict[str, Path], title: str) -> None:
     for kind, text in (("svg", svg), ("html", html)):
         if text is not None:
             write_atomically(targets[kind], lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"), option=kind)
-            err_console.print(f"wrote {targets[kind]}", markup=False)
+            err_console.print(_("wrote {file}").format(file=targets[kind]), markup=False)
 
 
 def with_export(name: str, command: F) -> F:
