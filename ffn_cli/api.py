@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -110,11 +111,11 @@ def trace(
         from ffn_cli.modules.user import build_user_module, parse_module_ref
 
         ref = parse_module_ref(module_or_spec)
-        dev, _ = resolve_device_dtype(device or "cpu", dtype or "float32")
+        dev, _dtype = resolve_device_dtype(device or "cpu", dtype or "float32")
         module_or_spec, origin = build_user_module(ref, device=dev, seed=seed), ref.describe()
     if isinstance(module_or_spec, (FFNSpec, str)):
         if x is not None or d_model is not None or depth != 1:
-            raise FFNError("x", "given", "a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth")
+            raise FFNError("x", "given", _("a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth"))
         spec = module_or_spec
         if isinstance(spec, str):
             from ffn_cli.models.layer_select import select_layer
@@ -131,7 +132,7 @@ def trace(
         )  # fmt: skip
     else:
         if check:
-            raise FFNError("check", True, "compares a registry variant with its NumPy reference; a module of your own has none")
+            raise FFNError("check", True, _("compares a registry variant with its NumPy reference; a module of your own has none"))
         from ffn_cli.trace.any_module import trace_module
 
         result = trace_module(

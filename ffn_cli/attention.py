@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.spec import MAX_DIM, check_int
 
 __all__ = ["QK_NORMS", "AnyAttention", "AttentionSpec", "LatentAttentionSpec", "QKNorm"]
@@ -46,20 +47,20 @@ class AttentionSpec:
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
         if self.qk_norm not in QK_NORMS:
-            raise FFNError("qk_norm", self.qk_norm, "choose one of " + ", ".join(QK_NORMS))
+            raise FFNError("qk_norm", self.qk_norm, _("choose one of {qk_norms}").format(qk_norms=", ".join(QK_NORMS)))
         if self.n_heads is None:
             object.__setattr__(self, "n_heads", max(1, self.d_model // DEFAULT_HEAD_DIM))
         heads = check_int("n_heads", self.n_heads, maximum=MAX_DIM)
         if self.head_dim is None:
             if self.d_model % heads:
-                raise FFNError("n_heads", heads, f"must divide d_model ({self.d_model}), or give --head-dim")
+                raise FFNError("n_heads", heads, _("must divide d_model ({d_model}), or give --head-dim").format(d_model=self.d_model))
             object.__setattr__(self, "head_dim", self.d_model // heads)
         check_int("head_dim", self.head_dim)
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", heads)
         kv = check_int("n_kv_heads", self.n_kv_heads, maximum=MAX_DIM)
         if heads % kv:
-            raise FFNError("n_kv_heads", kv, f"must divide n_heads ({heads})")
+            raise FFNError("n_kv_heads", kv, _("must divide n_heads ({heads})").format(heads=heads))
 
     @property
     def q_dim(self) -> int:
@@ -143,7 +144,7 @@ class LatentAttentionSpec:
         if self.q_lora_rank is not None:
             check_int("q_lora_rank", self.q_lora_rank)
         if self.qk_head_dim < 1:
-            raise FFNError("qk_nope_head_dim", self.qk_nope_head_dim, "plus qk_rope_head_dim must be at least 1")
+            raise FFNError("qk_nope_head_dim", self.qk_nope_head_dim, _("plus qk_rope_head_dim must be at least 1"))
 
     @property
     def qk_head_dim(self) -> int:

@@ -18,6 +18,7 @@ from ffn_cli.accounting import ParamTensor, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, RMSNorm, SelfAttention, build_attention
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.modules import FFNModule, build_ffn, resolve_dtype
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
@@ -39,9 +40,11 @@ class BlockSpec:
 
     def __post_init__(self) -> None:
         if self.norm not in NORMS:
-            raise FFNError("norm", self.norm, "choose one of " + ", ".join(NORMS))
+            raise FFNError("norm", self.norm, _("choose one of {norms}").format(norms=", ".join(NORMS)))
         if self.attention.d_model != self.ffn.d_model:
-            raise FFNError("d_model", self.attention.d_model, f"attention and FFN must share d_model ({self.ffn.d_model})")
+            raise FFNError(
+                "d_model", self.attention.d_model, _("attention and FFN must share d_model ({d_model})").format(d_model=self.ffn.d_model)
+            )
 
     @classmethod
     def around(

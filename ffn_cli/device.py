@@ -10,6 +10,7 @@ import torch
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.host_memory import host_memory_room
+from ffn_cli.i18n import _
 from ffn_cli.modules import resolve_dtype
 from ffn_cli.sizes import fmt_bytes
 
@@ -25,10 +26,16 @@ def resolve_device(name: str) -> torch.device:
     if kind != "cuda":
         return torch.device(kind)
     if not torch.cuda.is_available():
-        raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu (or --device meta for shapes only)")
+        raise FFNRuntimeError(
+            _("--device {name}: CUDA is not available here; use --device cpu (or --device meta for shapes only)").format(name=name)
+        )
     index, count = index or 0, torch.cuda.device_count()
     if index >= count:
-        raise FFNRuntimeError(f"--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+        raise FFNRuntimeError(
+            _("--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{last}").format(
+                name=name, count=count, last=count - 1
+            )
+        )
     return torch.device("cuda", index)
 
 
@@ -37,7 +44,9 @@ def resolve_device_dtype(device_name: str, dtype_name: str) -> tuple[torch.devic
     device = resolve_device(device_name)
     dtype = resolve_dtype(dtype_name)
     if device.type == "cuda" and dtype == torch.bfloat16 and not _computes_bf16(device):
-        raise FFNRuntimeError(f"--dtype bfloat16: {torch.cuda.get_device_name(device)} cannot compute in bfloat16; use float16 or float32")
+        raise FFNRuntimeError(
+            _("--dtype bfloat16: {gpu} cannot compute in bfloat16; use float16 or float32").format(gpu=torch.cuda.get_device_name(device))
+        )
     return device, dtype
 
 
@@ -69,5 +78,9 @@ def preflight(needed_bytes: int, device: torch.device, what: str, *, meta_hint: 
     free = available_memory_bytes(device)
     if free is None or needed_bytes <= HEADROOM * free:
         return
-    hint = "use --device meta to see shapes and FLOPs without allocating, or smaller sizes" if meta_hint else "use smaller sizes"
-    raise FFNRuntimeError(f"{what} needs about {fmt_bytes(needed_bytes)} but {device} has {fmt_bytes(free)} free; {hint}")
+    hint = _("use --device meta to see shapes and FLOPs without allocating, or smaller sizes") if meta_hint else _("use smaller sizes")
+    raise FFNRuntimeError(
+        _("{what} needs about {needed} but {device} has {free} free; {hint}").format(
+            what=what, needed=fmt_bytes(needed_bytes), device=device, free=fmt_bytes(free), hint=hint
+        )
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 
 __all__ = ["parse_device_name"]
 
@@ -23,13 +24,18 @@ def parse_device_name(name: str, kinds: tuple[str, ...] = ("cpu", "cuda", "meta"
     text = name.strip().lower()
     kind, colon, index_text = text.partition(":")
     names = [k for k in kinds if k != "meta"] + ["cuda:N"] * ("cuda" in kinds) + ["meta"] * ("meta" in kinds)
-    usage = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    usage = _("{names} or {last}").format(names=", ".join(names[:-1]), last=names[-1]) if len(names) > 1 else names[0]
     if kind not in kinds or (colon and kind != "cuda"):
         close = ["cuda"] if kind in _SAYS_CUDA and "cuda" in kinds else difflib.get_close_matches(kind, kinds, n=1, cutoff=0.5)
-        raise FFNError("device", name, (f"did you mean {close[0]}? " if close and not colon else "") + f"use {usage}")
+        guess = _("did you mean {names}? ").format(names=close[0]) if close and not colon else ""
+        raise FFNError("device", name, _("{guess}use {usage}").format(guess=guess, usage=usage))
     if not colon:
         return kind, None
     # isdigit() alone accepts '²', which int() refuses; and a long string of digits is no index.
     if not (index_text.isascii() and index_text.isdigit()) or len(index_text) > 4 or int(index_text) > MAX_DEVICE_INDEX:
-        raise FFNError("device", name, f"cuda:N takes a device number from 0 to {MAX_DEVICE_INDEX}; use {usage}")
+        raise FFNError(
+            "device",
+            name,
+            _("cuda:N takes a device number from 0 to {last}; use {usage}").format(last=MAX_DEVICE_INDEX, usage=usage),
+        )
     return kind, int(index_text)

@@ -5,6 +5,8 @@ The CLI turns either into a single line on stderr: usage errors exit 2, runtime 
 
 from __future__ import annotations
 
+from ffn_cli.i18n import _
+
 __all__ = ["RUNTIME_EXIT", "USAGE_EXIT", "FFNError", "FFNRuntimeError"]
 
 USAGE_EXIT = 2
@@ -12,7 +14,8 @@ RUNTIME_EXIT = 1
 
 
 class FFNError(ValueError):
-    """Bad input: the message names the option, the value and what is allowed."""
+    """Bad input: the message names the option, the value and what is allowed (`allowed`, in
+    the language of the run: the raiser translates it, as this sentence is translated here)."""
 
     exit_code = USAGE_EXIT
 
@@ -20,7 +23,7 @@ class FFNError(ValueError):
         self.option = option
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{option}={value!r} is invalid: {allowed}")
+        super().__init__(_("{option}={value} is invalid: {allowed}").format(option=option, value=repr(value), allowed=allowed))
 
 
 class FFNRuntimeError(RuntimeError):

@@ -7,6 +7,7 @@ import difflib
 from collections.abc import Sequence
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 
 __all__ = ["normalise", "unknown_name"]
 
@@ -29,16 +30,23 @@ def _closest(value: str, names: Sequence[str]) -> list[str]:
 
 
 def _either(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    return names[0] if len(names) == 1 else _("{names} or {last}").format(names=", ".join(names[:-1]), last=names[-1])
 
 
 def unknown_name(option: str, value: str, names: Sequence[str], *, what: str, listed_by: str | None = None, extra: str = "") -> FFNError:
     """The error for a `value` that is none of `names`: the closest names first, then the whole
     list when short, or else the command that prints it (`listed_by`). `extra` names what else
-    the option takes ('or all')."""
+    the option takes (', or all', translated by the caller); `what` is a message id marked with
+    N_ by the caller ('preset'), translated here."""
     whole = len(names) <= _SHOWN_WHOLE or listed_by is None
     close = _closest(value, names)[: 1 if len(names) <= _SHOWN_WHOLE else 3]  # among a few, the one nearest
-    guess = f"did you mean {_either(close)}? " if close else ""
+    guess = _("did you mean {names}? ").format(names=_either(close)) if close else ""
     if whole:
-        return FFNError(option, value, f"{guess}choose one of {', '.join(names)}{extra}")
-    return FFNError(option, value, f"no such {what}; {guess}`{listed_by}` lists all {len(names)}{extra}")
+        return FFNError(option, value, _("{guess}choose one of {names}{extra}").format(guess=guess, names=", ".join(names), extra=extra))
+    return FFNError(
+        option,
+        value,
+        _("no such {what}; {guess}`{listed_by}` lists all {count}{extra}").format(
+            what=_(what), guess=guess, listed_by=listed_by, count=len(names), extra=extra
+        ),
+    )

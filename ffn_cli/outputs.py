@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 
 __all__ = ["check_output_file", "write_atomically"]
 
@@ -24,20 +25,20 @@ def check_output_file(option: str, path: str, suffixes: Sequence[str]) -> Path:
     """`path` as a Path, or FFNError (exit 2) naming `option` if a file could not be written there."""
     target = Path(path).expanduser()
     if target.suffix.lower() not in suffixes:
-        raise FFNError(option, path, "a file name ending in " + ", ".join(suffixes))
+        raise FFNError(option, path, _("a file name ending in {suffixes}").format(suffixes=", ".join(suffixes)))
     try:
         mode = target.stat().st_mode
     except FileNotFoundError:
         mode = None
     except OSError as exc:
-        raise FFNError(option, path, f"cannot be inspected: {exc.strerror or exc}") from None
+        raise FFNError(option, path, _("cannot be inspected: {reason}").format(reason=exc.strerror or exc)) from None
     if mode is not None and stat.S_ISDIR(mode):
-        raise FFNError(option, path, "is a directory; give a file name in it")
+        raise FFNError(option, path, _("is a directory; give a file name in it"))
     if mode is not None and not stat.S_ISREG(mode):
-        raise FFNError(option, path, "is not a regular file (a device, a pipe or a socket)")
+        raise FFNError(option, path, _("is not a regular file (a device, a pipe or a socket)"))
     folder = target.parent
     if not folder.is_dir():
-        raise FFNError(option, path, f"its folder {folder} does not exist")
+        raise FFNError(option, path, _("its folder {folder} does not exist").format(folder=folder))
     _probe(option, path, folder)
     return target
 
@@ -48,7 +49,9 @@ def _probe(option: str, path: str, folder: Path) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".ffn-write-check.", dir=folder)
     except OSError as exc:
-        raise FFNError(option, path, f"cannot write in its folder {folder}: {exc.strerror or exc}") from None
+        raise FFNError(
+            option, path, _("cannot write in its folder {folder}: {reason}").format(folder=folder, reason=exc.strerror or exc)
+        ) from None
     os.close(fd)
     os.unlink(probe)
 
@@ -65,7 +68,9 @@ def write_atomically(target: Path, write: Callable[[str], None], *, option: str)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
     except OSError as exc:
-        raise FFNRuntimeError(f"--{option} {target}: cannot be written: {exc.strerror or exc}") from None
+        raise FFNRuntimeError(
+            _("--{option} {target}: cannot be written: {reason}").format(option=option, target=target, reason=exc.strerror or exc)
+        ) from None
     os.close(fd)
     try:
         write(tmp)
@@ -73,7 +78,9 @@ def write_atomically(target: Path, write: Callable[[str], None], *, option: str)
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise FFNRuntimeError(f"--{option} {target}: cannot be written: {exc.strerror or exc}") from None
+        raise FFNRuntimeError(
+            _("--{option} {target}: cannot be written: {reason}").format(option=option, target=target, reason=exc.strerror or exc)
+        ) from None
     except BaseException:  # a failure, Ctrl-C or a termination signal: no partial file stays
         Path(tmp).unlink(missing_ok=True)
         raise

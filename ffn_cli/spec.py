@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant, variant_names
 from ffn_cli.variants.gated import llama_hidden_dim
@@ -21,15 +22,15 @@ MAX_EXPERTS = 4096
 def check_int(option: str, value: object, *, minimum: int = 1, maximum: int = MAX_DIM) -> int:
     """Validate an integer option (bools and floats are rejected, not coerced)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FFNError(option, value, f"must be an integer in [{minimum}, {maximum:,}]")
+        raise FFNError(option, value, _("must be an integer in [{minimum}, {maximum:,}]").format(minimum=minimum, maximum=maximum))
     if not minimum <= value <= maximum:
-        raise FFNError(option, value, f"must be an integer in [{minimum}, {maximum:,}]")
+        raise FFNError(option, value, _("must be an integer in [{minimum}, {maximum:,}]").format(minimum=minimum, maximum=maximum))
     return value
 
 
 def _check_fraction(option: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise FFNError(option, value, "must be a number in [0, 1)")
+        raise FFNError(option, value, _("must be a number in [0, 1)"))
     return float(value)
 
 
@@ -65,7 +66,7 @@ class FFNSpec:
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
-            raise unknown_name("variant", self.variant, variant_names(), what="variant", listed_by="ffn variants")
+            raise unknown_name("variant", self.variant, variant_names(), what=N_("variant"), listed_by="ffn variants")
         check_int("d_model", self.d_model)
         check_int("multiple_of", self.multiple_of)
         if self.ffn_dim_multiplier is not None and (
@@ -73,7 +74,7 @@ class FFNSpec:
             or not isinstance(self.ffn_dim_multiplier, (int, float))
             or not 0 < self.ffn_dim_multiplier <= 64
         ):
-            raise FFNError("ffn_dim_multiplier", self.ffn_dim_multiplier, "must be a number in (0, 64]")
+            raise FFNError("ffn_dim_multiplier", self.ffn_dim_multiplier, _("must be a number in (0, 64]"))
         self._check_moe()
         if self.d_ff is None:
             object.__setattr__(self, "d_ff", self.ffn_variant.default_d_ff(self.d_model, self.multiple_of, self.ffn_dim_multiplier))
@@ -85,27 +86,31 @@ class FFNSpec:
         _check_fraction("dropout", self.dropout)
         _check_fraction("sparsity", self.sparsity)
         if self.init not in INIT_SCHEMES:
-            raise FFNError("init", self.init, "choose one of " + ", ".join(INIT_SCHEMES))
+            raise FFNError("init", self.init, _("choose one of {init_schemes}").format(init_schemes=", ".join(INIT_SCHEMES)))
         if self.fused_gate_up and self.ffn_variant.family != Family.GATED:
-            raise FFNError("fused_gate_up", True, f"needs a gated variant ({', '.join(variant_names(Family.GATED))})")
+            raise FFNError(
+                "fused_gate_up",
+                True,
+                _("needs a gated variant ({variant_names})").format(variant_names=", ".join(variant_names(Family.GATED))),
+            )
         check_int("mask_seed", self.mask_seed, minimum=0, maximum=2**63 - 1)
 
     def _check_moe(self) -> None:
         check_int("experts", self.experts, maximum=MAX_EXPERTS)
         check_int("top_k", self.top_k, maximum=MAX_EXPERTS)
         if self.top_k > self.experts:
-            raise FFNError("top_k", self.top_k, f"must be at most experts ({self.experts})")
+            raise FFNError("top_k", self.top_k, _("must be at most experts ({experts})").format(experts=self.experts))
         check_int("shared_experts", self.shared_experts, minimum=0, maximum=MAX_EXPERTS)
         expert = VARIANTS.get(self.expert_variant)
         if expert is None or expert.family not in (Family.DENSE, Family.GATED):
             allowed = variant_names(Family.DENSE) + variant_names(Family.GATED)
-            raise unknown_name("expert_variant", self.expert_variant, allowed, what="dense or gated variant")
+            raise unknown_name("expert_variant", self.expert_variant, allowed, what=N_("dense or gated variant"))
         if self.capacity_factor is not None and (
             isinstance(self.capacity_factor, bool)
             or not isinstance(self.capacity_factor, (int, float))
             or not 0 < self.capacity_factor <= 1024
         ):
-            raise FFNError("capacity_factor", self.capacity_factor, "must be a number in (0, 1024]")
+            raise FFNError("capacity_factor", self.capacity_factor, _("must be a number in (0, 1024]"))
 
     # --- derived views -------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte
 from ffn_cli.hardware.dtypes import peak_dtype_key
 from ffn_cli.hardware.roofline import Roofline
-from ffn_cli.i18n import N_, Message
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.modules import build_ffn
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
@@ -105,7 +105,7 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
     """Build the module and inputs, warm up (compiling, when asked), then time with memory tracked."""
     config, device = sweep.config, sweep.device
     spec = _layout(case)
-    _, torch_dtype = resolve_device_dtype(str(device), case.dtype)
+    _device, torch_dtype = resolve_device_dtype(str(device), case.dtype)
     n_bufs = sweep.env.input_buffers
     est = preflight_case(case, sweep)
     module = build_ffn(spec, device=device, dtype=torch_dtype, seed=config.seed)
@@ -145,7 +145,9 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
             if case.impl.compile_mode is None or type(exc).__name__ == "OutOfMemoryError":
                 raise
             raise FFNRuntimeError(
-                f"torch.compile (mode={case.impl.compile_mode}) failed for {case.label}: {type(exc).__name__}: {_first_line(exc)}"
+                _("torch.compile (mode={compile_mode}) failed for {label}: {name}: {first_line}").format(
+                    compile_mode=case.impl.compile_mode, label=case.label, name=type(exc).__name__, first_line=_first_line(exc)
+                )
             ) from exc
         reset_grads()
         memory.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.spec import check_int
 
 __all__ = ["CACHE_MODES", "MAX_REPEATS", "BenchConfig"]
@@ -31,15 +32,15 @@ class BenchConfig:
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
-            raise FFNError("cache", self.cache, "choose cold or hot")
+            raise FFNError("cache", self.cache, _("choose cold or hot"))
         if self.checkpoint and not self.backward:
-            raise FFNError("checkpoint", True, "checkpointing changes only the backward pass: add --backward")
+            raise FFNError("checkpoint", True, _("checkpointing changes only the backward pass: add --backward"))
         if isinstance(self.warmup_ms, bool) or not isinstance(self.warmup_ms, (int, float)) or not 0 <= self.warmup_ms <= 600_000:
-            raise FFNError("warmup_ms", self.warmup_ms, "must be a number of milliseconds in [0, 600000]")
+            raise FFNError("warmup_ms", self.warmup_ms, _("must be a number of milliseconds in [0, 600000]"))
         if self.repeats is not None:
             check_int("repeats", self.repeats, maximum=MAX_REPEATS)
         if isinstance(self.min_time_ms, bool) or not isinstance(self.min_time_ms, (int, float)) or not 0 < self.min_time_ms <= 3_600_000:
-            raise FFNError("min_time", self.min_time_ms, "must be a positive time of at most an hour")
+            raise FFNError("min_time", self.min_time_ms, _("must be a positive time of at most an hour"))
         if self.threads is not None:
             check_int("threads", self.threads, maximum=1024)
         check_int("seed", self.seed, minimum=0, maximum=2**63 - 1)

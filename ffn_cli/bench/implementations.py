@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 
 __all__ = ["COMPILE_MODES", "IMPLS", "Impl", "compile_module", "impl_for", "keep_ieee_subnormals", "parse_impls", "subnormals_flushed"]
 
@@ -42,7 +43,7 @@ IMPLS: dict[str, Impl] = {
 def impl_for(*, fused: bool, compile_mode: str | None) -> Impl:
     """The implementation that `--fused` / `--compile` / `--compile-mode` name."""
     if compile_mode is not None and compile_mode not in COMPILE_MODES:
-        raise FFNError("compile_mode", compile_mode, "choose one of " + ", ".join(COMPILE_MODES))
+        raise FFNError("compile_mode", compile_mode, _("choose one of {compile_modes}").format(compile_modes=", ".join(COMPILE_MODES)))
     for impl in IMPLS.values():
         if impl.fused == fused and impl.compile_mode == compile_mode:
             return impl
@@ -54,12 +55,12 @@ def parse_impls(text: str) -> list[Impl]:
     """'eager,fused-compile' → Impls; 'all' → every one."""
     names = [n.strip() for n in text.split(",")]
     if len(names) > 1 and not all(names):
-        raise FFNError("impl", text, "an empty item in the comma list: remove the extra comma")
+        raise FFNError("impl", text, _("an empty item in the comma list: remove the extra comma"))
     if names == ["all"]:
         return list(IMPLS.values())
     unknown = [n for n in names if n not in IMPLS]
     if not names or unknown:
-        raise FFNError("impl", text, "a comma list of " + ", ".join(IMPLS) + ", or all")
+        raise FFNError("impl", text, _("a comma list of {impls}, or all").format(impls=", ".join(IMPLS)))
     return [IMPLS[n] for n in dict.fromkeys(names)]
 
 

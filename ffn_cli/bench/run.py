@@ -21,6 +21,7 @@ from ffn_cli.bench.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["ProgressFn", "run_bench"]
@@ -50,13 +51,13 @@ def run_bench(
     check_int("batch", batch)
     for s in seq_lens:
         check_int("seq_len", s)
-    device, _ = resolve_device_dtype(config.device, dtypes[0] if dtypes else "float32")
+    device, _dtype = resolve_device_dtype(config.device, dtypes[0] if dtypes else "float32")
     for dtype in dtypes:
         resolve_device_dtype(config.device, dtype)
     plan = SweepPlan(specs, impls, dtypes, batch, seq_lens, config.checkpoint)
     plan.check_size(max_cases)  # by arithmetic: no case exists yet
     if plan.count == 0:
-        raise FFNError("impl", ",".join(i.name for i in impls), "nothing to run: " + "; ".join(plan.skipped))
+        raise FFNError("impl", ",".join(i.name for i in impls), _("nothing to run: {skipped}").format(skipped="; ".join(plan.skipped)))
     progress = on_progress or (lambda done, total, what: None)
     on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
     with cpu_threads(device, config.threads), on_device:
@@ -65,9 +66,9 @@ def run_bench(
 
 def _check_device(name: str) -> None:
     if parse_device_name(name)[0] == "meta":
-        raise FFNError("device", name, "bench runs real computation: use cpu, cuda or cuda:N")
+        raise FFNError("device", name, _("bench runs real computation: use cpu, cuda or cuda:N"))
     if parse_device_name(name)[0] == "cuda" and not torch.cuda.is_available():
-        raise FFNRuntimeError(f"--device {name}: CUDA is not available here; use --device cpu")
+        raise FFNRuntimeError(_("--device {name}: CUDA is not available here; use --device cpu").format(name=name))
 
 
 def _run_sweep(plan: SweepPlan, device: torch.device, config: BenchConfig, progress: ProgressFn) -> BenchReport:

@@ -11,12 +11,13 @@ import typer
 from typer.core import TyperGroup
 
 from ffn_cli import __version__
-from ffn_cli.cli.ascii_output import use_ascii_fallback
+from ffn_cli.cli.ascii_output import can_show_chinese, use_ascii_fallback
+from ffn_cli.cli.click_messages import translate_usage_error
 from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command, flags_take_no_value
 from ffn_cli.cli.common import err_console, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
-from ffn_cli.i18n import LANGUAGES, _, set_language
+from ffn_cli.i18n import LANGUAGES, N_, _, language, language_from_environment, set_language
 from ffn_cli.render.literal import visible
 
 __all__ = ["app", "main"]
@@ -55,12 +56,33 @@ def _pop_lang(args: list[str]) -> tuple[list[str], str | None]:
 
 
 def _choose_language(chosen: str | None) -> None:
-    """--lang, else FFN_LANG, else the locale; a language ffn does not speak is a usage error."""
+    """--lang, else FFN_LANG, else the locale; a language ffn does not speak is a usage error,
+    said in the language the rest of the line would give (English where none does). Chinese on
+    a stream that cannot encode it (PYTHONIOENCODING=ascii, an ASCII terminal) falls back to
+    English, with a note on stderr."""
     try:
         set_language(chosen)
-    except ValueError as exc:
+    except ValueError:
+        source, value = ("--lang", chosen) if chosen is not None else ("FFN_LANG", os.environ.get("FFN_LANG", ""))
+        _fall_back_language(ignoring="FFN_LANG" if chosen is None else None)
+        raise _UsageError(
+            _("{source} {value}: expected one of {choices}").format(source=source, value=repr(value), choices=", ".join(LANGUAGES))
+        ) from None
+    if language() != "en" and not can_show_chinese(sys.stdout, sys.stderr):
+        set_language("en")  # the note in English: this stream shows no Chinese
+        encoding = next(getattr(s, "encoding", None) for s in (sys.stdout, sys.stderr) if not can_show_chinese(s))
+        err_console.print(f"note: the output's encoding ({encoding}) cannot show Chinese; ffn speaks English here", markup=False)
+
+
+def _fall_back_language(ignoring: str | None) -> None:
+    """The language of the environment without the variable that failed; English if none."""
+    try:
+        env = {k: v for k, v in os.environ.items() if k != ignoring}
+        set_language(language_from_environment(env))
+    except ValueError:
         set_language("en")
-        raise _UsageError(str(exc)) from None
+    if language() != "en" and not can_show_chinese(sys.stdout, sys.stderr):
+        set_language("en")
 
 
 def _pop_debug(args: list[str]) -> tuple[list[str], bool]:
@@ -83,13 +105,19 @@ class OneLineErrors(TyperGroup):
         end = args.index("--") if "--" in args else len(args)
         if "--version" in args[:end] and len(args) > 1:  # a flag takes no value, and --version nothing else
             others = " ".join(a for a in args if a != "--version")
-            raise _UsageError(f"--version takes no value and no command (got {others})", ctx=ctx)
+            raise _UsageError(_("--version takes no value and no command (got {others})").format(others=others), ctx=ctx)
         return super().parse_args(ctx, args)
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
         flags_take_no_value(params)
         return params
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """`ffn --help` drawn as each command's is (cli/help_format.py), in the chosen language."""
+        from ffn_cli.cli.help_format import print_help
+
+        print_help(self, ctx)
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         argv, settings.debug = _pop_debug(list(sys.argv[1:] if args is None else args))
@@ -100,14 +128,14 @@ class OneLineErrors(TyperGroup):
         except _ClickException as exc:
             if not standalone_mode:
                 raise
-            message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+            message = translate_usage_error(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
             command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
-            err_console.print(f"error: {visible(message)} (see `{command}`)", markup=False)
+            err_console.print(_("error: {message} (see `{command}`)").format(message=visible(message), command=command), markup=False)
             sys.exit(USAGE_EXIT)
         except typer.Abort:
             if not standalone_mode:
                 raise
-            err_console.print("error: aborted", markup=False)
+            err_console.print(_("error: {message}").format(message=_("aborted")), markup=False)
             sys.exit(1)
         if not standalone_mode:
             return result
@@ -131,13 +159,13 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-TRY = """Try:
+TRY = N_("""Try:
   ffn trace                       the classic FFN, step by step: shapes, FLOPs
   ffn params -v relu,swiglu,moe   parameters and FLOPs of variants side by side
   ffn params --preset llama-2-7b  a whole model's parameters and memory
   ffn bench -v relu,swiglu        how fast each runs here
   ffn variants                    every variant, its formula and origin
-  ffn --install-completion        tab completion for your shell"""
+  ffn --install-completion        tab completion for your shell""")
 
 
 @app.callback()
@@ -158,14 +186,15 @@ def root(
 ) -> None:
     settings.debug = settings.debug or debug
     if ctx.invoked_subcommand is None:  # bare `ffn`: the help, and where to start
-        typer.echo(ctx.get_help())
-        typer.echo(TRY)
+        ctx.get_help()  # drawn on stdout by print_help
+        typer.echo("\n" + _(TRY))
         raise typer.Exit(0)
 
 
 def main() -> None:
     if sys.stdout is None:  # started with stdout closed (`ffn … >&-`): results would vanish
-        err_console.print("error: standard output is closed; ffn prints its results there", markup=False)
+        message = _("standard output is closed; ffn prints its results there")
+        err_console.print(_("error: {message}").format(message=message), markup=False)
         sys.exit(USAGE_EXIT)
     use_ascii_fallback()
     handle_termination()

@@ -11,7 +11,7 @@ import codecs
 import sys
 import unicodedata
 
-__all__ = ["ERROR_HANDLER", "to_ascii", "use_ascii_fallback"]
+__all__ = ["ERROR_HANDLER", "can_show_chinese", "to_ascii", "use_ascii_fallback"]
 
 ERROR_HANDLER = "ffn-ascii"
 # Enough of a box-drawing sample to tell whether the stream can show our tables.
@@ -54,6 +54,20 @@ def _cannot_show(stream: object) -> bool:
     except (UnicodeEncodeError, LookupError):
         return True
     return False
+
+
+def can_show_chinese(*streams: object) -> bool:
+    """Whether every stream (None: a closed one, which shows nothing) can encode Chinese text:
+    `--lang zh` on an ASCII terminal or under PYTHONIOENCODING=ascii speaks English instead."""
+    for stream in streams:
+        if stream is None:
+            continue
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            "中文，：".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            return False
+    return True
 
 
 def use_ascii_fallback() -> None:

@@ -16,6 +16,7 @@ from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name, parse_int_list, parse_list
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
 from ffn_cli.spec import FFNSpec
 
@@ -149,25 +150,27 @@ def bench(
     from ffn_cli.render.bench import bench_json, bench_view, check_plot_target, write_plot
 
     if min_time is not None and not 0 < min_time <= 3600:
-        raise FFNError("min_time", min_time, "seconds in (0, 3600]")
+        raise FFNError("min_time", min_time, _("seconds in (0, 3600]"))
     if repeats is not None and min_time is not None:
-        raise FFNError("repeats", repeats, "give --repeats or --min-time, not both")
+        raise FFNError("repeats", repeats, _("give --repeats or --min-time, not both"))
     compile = compile or compile_mode != "default"  # naming a mode asks for compilation
     if impl is not None and (ffn.fused or compile):
-        raise FFNError("impl", impl, "--impl replaces --fused, --compile and --compile-mode; give one or the other")
+        raise FFNError("impl", impl, _("--impl replaces --fused, --compile and --compile-mode; give one or the other"))
     if plot is not None:
         check_plot_target(plot)
     impls = parse_impls(impl) if impl is not None else [impl_for(fused=ffn.fused, compile_mode=compile_mode if compile else None)]
     if any(i.compile_mode for i in impls):
-        require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), "torch.compile writes its kernels there")
+        require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), _("torch.compile writes its kernels there"))
     from ffn_cli.models.families import UnknownModelType
 
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, not_spec=("fused",))
     except UnknownModelType as unknown:
         raise FFNRuntimeError(
-            f"model_type {unknown.value!r}: ffn bench times the FFNs it builds from the families it reads; "
-            "ffn trace --config traces this model's own FFN module, ffn params --config counts it"
+            _(
+                "model_type {value!r}: ffn bench times the FFNs it builds from the families it reads; ffn "
+                "trace --config traces this model's own FFN module, ffn params --config counts it"
+            ).format(value=unknown.value)
         ) from None
     if choice is not None:
         specs, dtype = [choice.ffn], choice.dtype
@@ -186,7 +189,7 @@ def bench(
             "threads": threads,
             "plot": plot,
         }
-        refuse_unused(unused, "--tp / --ep time the eager sharded forward alone (--repeats, --warmup-ms); drop it")
+        refuse_unused(unused, _("--tp / --ep time the eager sharded forward alone (--repeats, --warmup-ms); drop it"))
         _bench_parallel(specs, tp, ep, batch, seq_len, dtype, device, seed, warmup_ms, repeats, json)
         return
     config = BenchConfig(
@@ -248,7 +251,7 @@ def _bench_parallel(
 
     seq_lens, dtypes = parse_int_list("seq_len", seq_len), parse_list("dtype", dtype)
     if len(specs) != 1 or len(seq_lens) != 1 or len(dtypes) != 1:
-        raise FFNError("tp" if tp != 1 else "ep", max(tp, ep), "times one case: give one variant, d_model, seq_len and dtype")
+        raise FFNError("tp" if tp != 1 else "ep", max(tp, ep), _("times one case: give one variant, d_model, seq_len and dtype"))
     check_parallel(specs[0], tp=tp, ep=ep)
     timing = time_parallel_forward(
         specs[0],

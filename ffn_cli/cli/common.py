@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
 
 __all__ = [
@@ -50,7 +51,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(message: str, code: int) -> typer.Exit:
     """Print one line on stderr and return the Exit to raise."""
-    err_console.print(f"error: {visible(message)}", markup=False)
+    err_console.print(_("error: {message}").format(message=visible(message)), markup=False)
     return typer.Exit(code)
 
 
@@ -90,12 +91,14 @@ def handles_errors(command: F) -> F:
             if settings.debug:
                 raise
             if isinstance(exc, OSError) and _is_output_error(exc):
-                message = f"cannot write to standard output: {exc.strerror or exc}"
+                message = _("cannot write to standard output: {reason}").format(reason=exc.strerror or exc)
             elif _is_out_of_memory(exc):
-                message = "out of memory while running; try smaller sizes or --device meta"
+                message = _("out of memory while running; try smaller sizes or --device meta")
             else:
                 first_line = (str(exc).strip().splitlines() or [""])[0]
-                message = f"{type(exc).__name__}: {first_line} (run `ffn --debug …` for the traceback)"
+                message = _("{kind}: {first_line} (run `ffn --debug …` for the traceback)").format(
+                    kind=type(exc).__name__, first_line=first_line
+                )
             raise fail(message, RUNTIME_EXIT) from None
 
     return wrapper  # type: ignore[return-value]
@@ -109,7 +112,9 @@ def require_temp_dir() -> None:
     try:
         tempfile.gettempdir()
     except OSError:
-        raise FFNRuntimeError("no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it") from None
+        raise FFNRuntimeError(
+            _("no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it")
+        ) from None
 
 
 def require_cache_dirs(names: tuple[str, ...], why: str) -> None:
@@ -124,8 +129,10 @@ def require_cache_dirs(names: tuple[str, ...], why: str) -> None:
         path = Path(value).expanduser()
         existing = next((p for p in [path, *path.parents] if p.exists()), None)
         if existing is not None and not existing.is_dir():
-            where = "is not a folder" if existing == path else f"is under {existing}, which is not a folder"
-            raise FFNRuntimeError(f"{name}={value!r} {where}; {why}: point it at a folder or unset it")
+            where = _("is not a folder") if existing == path else _("is under {existing}, which is not a folder").format(existing=existing)
+            raise FFNRuntimeError(
+                _("{name}={value!r} {where}; {why}: point it at a folder or unset it").format(name=name, value=value, where=where, why=why)
+            )
 
 
 # Fields whose option has another name; every other field `a_b` is the option `--a-b`.
@@ -154,7 +161,8 @@ def describe(exc: FFNError) -> str:
     ctx = current_context()
     params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
     param = params.get(FIELD_OPTIONS.get(exc.option, exc.option))
-    source = (ctx.params.get("preset") and f"preset {ctx.params['preset']}") or ctx.params.get("config") if ctx is not None else None
+    preset = ctx.params.get("preset") if ctx is not None else None
+    source = (preset and _("preset {name}").format(name=preset)) or ctx.params.get("config") if ctx is not None else None
     if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":
         param = None  # a value the model's config set, not one the user typed
     if param is not None and param.opts:
@@ -166,7 +174,9 @@ def describe(exc: FFNError) -> str:
         value = exc.value if isinstance(exc.value, str) and exc.value.strip() else repr(exc.value)
         return f"{flag} {value}: {exc.allowed}"
     if source:
-        return f"{source}: key {exc.option} = {exc.value!r}: {exc.allowed}"
+        return _("{source}: key {key} = {value}: {allowed}").format(
+            source=source, key=exc.option, value=repr(exc.value), allowed=exc.allowed
+        )
     return str(exc)
 
 

@@ -12,6 +12,7 @@ from rich.console import RenderableType
 from ffn_cli.cli.hardware_options import resolve_gpu
 from ffn_cli.cli.options import parse_int_list
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 
 __all__ = ["CostOptions", "model_costs"]
 
@@ -38,9 +39,9 @@ class CostOptions:
         if self.gpu is None:
             for option, value in (("batch", self.batch), ("tokens", self.tokens)):
                 if value is not None:
-                    raise FFNError(option, value, "sizes the roofline's pass: add --gpu NAME")
+                    raise FFNError(option, value, _("sizes the roofline's pass: add --gpu NAME"))
             if self.phase != "prefill":
-                raise FFNError("phase", self.phase, "chooses the roofline's pass: add --gpu NAME")
+                raise FFNError("phase", self.phase, _("chooses the roofline's pass: add --gpu NAME"))
 
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
@@ -51,7 +52,7 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     if opts.weights is not None:
         return plan_from_options(opts.weights, opts.quantize, rest), ""
     if opts.quantize is not None:
-        raise FFNError("quantize", opts.quantize, "chooses where --weights FORMAT goes: give --weights too")
+        raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
     if plan is None:
         from dataclasses import replace
@@ -64,10 +65,10 @@ def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     from ffn_cli.models.roofline import PassCase
 
     if opts.tokens is not None and opts.batch is not None:
-        raise FFNError("tokens", opts.tokens, "is the pass's size itself: give --tokens or --batch, not both")
+        raise FFNError("tokens", opts.tokens, _("is the pass's size itself: give --tokens or --batch, not both"))
     seq_lens = parse_int_list("seq_len", opts.seq_len) if opts.seq_len is not None else [DEFAULT_SEQ_LEN]
     if len(seq_lens) != 1:
-        raise FFNError("seq_len", opts.seq_len, "with --gpu, one length: the tokens per sequence (prefill) or the context (decode)")
+        raise FFNError("seq_len", opts.seq_len, _("with --gpu, one length: the tokens per sequence (prefill) or the context (decode)"))
     seq_len = seq_lens[0]
     if opts.tokens is not None:
         from ffn_cli.spec import check_int
@@ -116,7 +117,11 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
 
         column = TABLE_DTYPE.get(dtype, dtype)
         if gpu.tflops_for(column) is None:
-            raise FFNError("gpu", opts.gpu, f"{gpu.name} has no dense {column} rate in the table: choose another --dtype or GPU")
+            raise FFNError(
+                "gpu",
+                opts.gpu,
+                _("{name} has no dense {column} rate in the table: choose another --dtype or GPU").format(name=gpu.name, column=column),
+            )
         stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
         costs = [pass_cost(spec, stack, plan, case) for case in _cases(opts, DTYPE_BYTES[dtype])]
         shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers))

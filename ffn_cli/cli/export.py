@@ -16,6 +16,7 @@ import typer
 
 from ffn_cli.cli.common import console, err_console, fail
 from ffn_cli.errors import USAGE_EXIT, FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 
 __all__ = ["HtmlOpt", "SvgOpt", "with_export"]
 
@@ -41,7 +42,11 @@ def _targets(svg: str | None, html: str | None, plain: str | None) -> dict[str, 
         targets["html"] = check_output_file("html", html, (".html", ".htm"))
     if targets and plain:
         option = "--svg" if svg is not None else "--html"
-        raise FFNError(plain, True, f"{option} saves the tables as printed; drop --{plain} (or redirect the output to a file)")
+        raise FFNError(
+            plain,
+            True,
+            _("{option} saves the tables as printed; drop --{plain} (or redirect the output to a file)").format(option=option, plain=plain),
+        )
     return targets
 
 
@@ -56,7 +61,7 @@ def _save(targets: dict[str, Path], title: str) -> None:
     for kind, text in (("svg", svg), ("html", html)):
         if text is not None:
             write_atomically(targets[kind], lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"), option=kind)
-            err_console.print(f"wrote {targets[kind]}", markup=False)
+            err_console.print(_("wrote {file}").format(file=targets[kind]), markup=False)
 
 
 def with_export(name: str, command: F) -> F:

@@ -17,6 +17,7 @@ from ffn_cli.cli.complete import complete_expert_variants, complete_variants
 from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.options import parse_int_list, parse_list
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import INIT_SCHEMES, FFNSpec
 from ffn_cli.variants import VARIANTS, variant_names
@@ -122,14 +123,16 @@ class FFNOptions:
     def variants(self) -> list[str]:
         """'relu, swiglu' → ['relu', 'swiglu']; 'all' → every registry variant."""
         if not self.variant.replace(",", "").strip():
-            raise FFNError("variant", self.variant, "choose from " + ", ".join(VARIANTS) + ", a comma list of them, or all")
+            raise FFNError(
+                "variant", self.variant, _("choose from {variants}, a comma list of them, or all").format(variants=", ".join(VARIANTS))
+            )
         names = [name.lower() for name in parse_list("variant", self.variant)]  # SwiGLU is swiglu
         if names == ["all"]:
             return list(VARIANTS)
         for name in names:
             if name not in VARIANTS:
-                every = "; all alone takes every one"
-                raise unknown_name("variant", name, list(VARIANTS), what="variant", listed_by="ffn variants", extra=every)
+                every = _("; all alone takes every one")
+                raise unknown_name("variant", name, list(VARIANTS), what=N_("variant"), listed_by="ffn variants", extra=every)
         return names
 
     def widths(self) -> list[int]:
@@ -157,7 +160,11 @@ class FFNOptions:
                 continue
             chosen = ", ".join(dict.fromkeys(s.variant for s in specs))
             users = [v for v, variant in VARIANTS.items() if field in variant.own_options]
-            raise FFNError(name, getattr(self, name), f"{chosen} does not use it (it applies to {', '.join(users)})")
+            raise FFNError(
+                name,
+                getattr(self, name),
+                _("{chosen} does not use it (it applies to {users})").format(chosen=chosen, users=", ".join(users)),
+            )
 
     def one_spec(self, why: str, **changes: Any) -> FFNSpec:
         """The single FFN these options describe; a comma list is refused with `why`."""

@@ -12,6 +12,7 @@ from ffn_cli.cli.common import console, emit_json, handles_errors
 from ffn_cli.cli.hardware_options import GPUOpt, resolve_gpu
 from ffn_cli.cli.options import JsonOpt
 from ffn_cli.hardware.cpu import MeasuredCPU
+from ffn_cli.i18n import _
 
 MeasureCPUOpt = Annotated[
     bool,
@@ -31,7 +32,7 @@ def hardware(gpu: GPUOpt = None, measure_cpu: MeasureCPUOpt = False, dtype: CPUD
     from ffn_cli.render.hardware import hardware_data, hardware_view
 
     if dtype not in ("float32", "bfloat16"):
-        raise FFNError("dtype", dtype, "the CPU GEMM is measured in float32 or bfloat16")
+        raise FFNError("dtype", dtype, _("the CPU GEMM is measured in float32 or bfloat16"))
     gpus = [resolve_gpu(gpu)] if gpu is not None else list(GPUS)
     cpu = _measure_cpu(dtype) if measure_cpu else None
     if json:

@@ -3,12 +3,14 @@ and turning their text into table rows, with did-you-mean on a wrong name."""
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 import typer
 
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
+from ffn_cli.i18n import _
 
 __all__ = ["BatchListOpt", "GPUOpt", "PhaseOpt", "QuantizeOpt", "TokensOpt", "WeightsOpt", "resolve_gpu"]
 
@@ -30,8 +32,12 @@ def resolve_gpu(name: str) -> GPU:
     try:
         return find_gpu(name)
     except UnknownGPU as unknown:
-        hint = f"did you mean {' or '.join(unknown.suggestions)}? " if unknown.suggestions else ""
-        raise FFNError("gpu", name, f"{hint}known: {', '.join(gpu_keys())} (ffn hardware lists them)") from None
+        close = unknown.suggestions
+        either = functools.reduce(lambda names, last: _("{names} or {last}").format(names=names, last=last), close) if close else ""
+        hint = _("did you mean {names}? ").format(names=either) if close else ""
+        raise FFNError(
+            "gpu", name, _("{guess}known: {gpus} (ffn hardware lists them)").format(guess=hint, gpus=", ".join(gpu_keys()))
+        ) from None
 
 
 WeightsOpt = Annotated[

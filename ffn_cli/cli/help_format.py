@@ -3,7 +3,8 @@ flag's negative form under it, not in a column of its own), the description in t
 with no value type; the command's examples at the end.
 
 Drawn with rich from click's public parameter attributes (opts, secondary_opts, help, default,
-metavar) and Typer's help panels, through click's `Command.format_help`.
+metavar) and Typer's help panels, through click's `Command.format_help`; a group (`ffn --help`)
+adds its commands as a panel, each with the first paragraph of its own help.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.i18n import _
+from ffn_cli.render.wrap import wrapping
 
 __all__ = ["help_messages", "print_help"]
 
 _DEFAULT_PANEL = "Options"
+_COMMANDS_PANEL = "Commands"
 
 
 def _names(param: Any, ctx: Any) -> Text:
@@ -64,7 +67,7 @@ def _description(param: Any) -> Text:
     default = _default(param)
     if default is not None:
         text.append((" " if text else "") + "[" + _("default: {value}").format(value=default) + "]", style="dim")
-    return text
+    return wrapping(text)
 
 
 def _panels(params: list[Any], ctx: Any) -> list[RenderableType]:
@@ -89,11 +92,30 @@ def _paragraphs(text: str) -> list[str]:
     return [" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n")]
 
 
+def _subcommands(command: Any, ctx: Any) -> list[tuple[str, str]]:
+    """A group's commands and the first paragraph of each one's help; none for a command."""
+    if not hasattr(command, "list_commands"):
+        return []
+    found = [(name, command.get_command(ctx, name)) for name in command.list_commands(ctx)]
+    return [(name, _paragraphs(sub.help or "")[0]) for name, sub in found if sub is not None and not sub.hidden]
+
+
+def _commands_panel(commands: list[tuple[str, str]]) -> RenderableType:
+    table = Table.grid(padding=(0, 2), expand=True)
+    table.add_column(no_wrap=True, style="bold cyan")
+    table.add_column(ratio=1)
+    for name, summary in commands:
+        table.add_row(name, wrapping(Text.from_markup(_(summary))) if summary else Text(""))
+    return Panel(table, title=_(_COMMANDS_PANEL), title_align="left", border_style="dim")
+
+
 def help_messages(command: Any, ctx: Any) -> list[str]:
     """Every English text a command's --help shows, as the message ids `print_help` translates."""
     messages = [*_paragraphs(command.help or ""), _DEFAULT_PANEL, "Usage: ", "default: {value}"]
     if command.epilog:
         messages.append(command.epilog)
+    if _subcommands(command, ctx):
+        messages.append(_COMMANDS_PANEL)
     for param in command.get_params(ctx):
         if param.help:
             messages.append(inspect.cleandoc(param.help))
@@ -108,8 +130,11 @@ def print_help(command: Any, ctx: Any) -> None:
     usage.append(" ".join([ctx.command_path, *command.collect_usage_pieces(ctx)]), style="bold")
     parts: list[RenderableType] = [Text(""), usage, Text("")]
     if command.help:
-        parts += [Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help))), Text("")]
+        parts += [wrapping(Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help)))), Text("")]
     parts += _panels(command.get_params(ctx), ctx)
+    commands = _subcommands(command, ctx)
+    if commands:
+        parts.append(_commands_panel(commands))
     if command.epilog:
-        parts += [Text(""), Text.from_markup(_(command.epilog))]
+        parts += [Text(""), wrapping(Text.from_markup(_(command.epilog)))]
     Console(highlight=False).print(Group(*parts))

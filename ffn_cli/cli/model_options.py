@@ -10,6 +10,7 @@ import typer
 
 from ffn_cli.cli.complete import complete_presets
 from ffn_cli.cli.numbers import parse_int
+from ffn_cli.i18n import _
 
 if TYPE_CHECKING:
     from ffn_cli.models.layer_select import LayerChoice
@@ -75,7 +76,7 @@ def model_layer(
     if preset is None and config is None and model is None:
         from ffn_cli.cli.common import refuse_unused
 
-        refuse_unused({"layer": layer, "revision": revision}, "picks a layer of a model: give --preset, --config or --model")
+        refuse_unused({"layer": layer, "revision": revision}, _("picks a layer of a model: give --preset, --config or --model"))
         return None
     from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
     from ffn_cli.models.source import load_model

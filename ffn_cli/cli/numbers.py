@@ -13,6 +13,8 @@ from typing import Any
 
 import typer
 
+from ffn_cli.i18n import _
+
 __all__ = ["parse_float", "parse_int"]
 
 
@@ -27,7 +29,7 @@ def parse_int(value: Any) -> int:
             return int(whole)
         return int(text)
     except ValueError:
-        raise typer.BadParameter("not an integer") from None
+        raise typer.BadParameter(_("not an integer")) from None
 
 
 def parse_float(value: Any) -> float:
@@ -39,7 +41,7 @@ def parse_float(value: Any) -> float:
     try:
         return float(str(value).strip())
     except ValueError:
-        raise typer.BadParameter("not a number") from None
+        raise typer.BadParameter(_("not a number")) from None
 
 
 # Typer releases before the pydantic conversion show a parser's name as the option's metavar:

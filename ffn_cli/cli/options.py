@@ -9,6 +9,7 @@ import typer
 
 from ffn_cli.cli.complete import complete_devices, complete_dtypes
 from ffn_cli.cli.numbers import parse_int
+from ffn_cli.i18n import _
 
 __all__ = [
     "AttnBiasOpt",
@@ -91,9 +92,9 @@ def parse_list(option: str, text: str) -> list[str]:
 
     parts = [t.strip() for t in text.split(",")]
     if not any(parts):
-        raise FFNError(option, text, "one value or a comma list")
+        raise FFNError(option, text, _("one value or a comma list"))
     if not all(parts):
-        raise FFNError(option, text, "an empty item in the comma list: remove the extra comma")
+        raise FFNError(option, text, _("an empty item in the comma list: remove the extra comma"))
     return list(dict.fromkeys(parts))
 
 
@@ -107,9 +108,9 @@ def parse_int_list(option: str, text: str) -> list[int]:
         # isdigit() alone accepts '²', which int() refuses; no size has 20 digits, and int()
         # refuses 4,300 with an error of its own.
         if not (item.isascii() and item.isdigit()):
-            raise FFNError(option, text, "an integer or a comma list of integers")
+            raise FFNError(option, text, _("an integer or a comma list of integers"))
         if len(item) > 19:
-            raise FFNError(option, f"{item[:10]}…({len(item)} digits)", "far too large for a size")
+            raise FFNError(option, f"{item[:10]}…({len(item)} digits)", _("far too large for a size"))
         values.append(check_int(option, int(item)))
     return values
 

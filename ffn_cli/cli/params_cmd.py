@@ -18,7 +18,7 @@ from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOp
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS, Family
 
@@ -81,7 +81,7 @@ ListPresetsOpt = Annotated[
 
 # Beside --config / --preset / --model every FFN option and these are refused: the model sets them.
 _ATTENTION_OPTIONS = ("n_heads", "n_kv_heads", "head_dim", "attn_bias", "match_params")
-_READS_EVERY_SIZE = "sizes one FFN; --config, --preset and --model read every size from the model"
+_READS_EVERY_SIZE = N_("sizes one FFN; --config, --preset and --model read every size from the model")
 # FFN options that change the module's values but no count: params refuses them rather than ignore them.
 _NO_COUNT = ("dropout", "init", "zero_init_output")
 
@@ -125,35 +125,35 @@ def params(
     from ffn_cli.models.layer import check_dtype
 
     if list_presets:
-        _reject_given(ctx, [p for p in ctx.params if p not in ("list_presets", "json")], "--list-presets lists every preset alone")
+        _reject_given(ctx, [p for p in ctx.params if p not in ("list_presets", "json")], _("--list-presets lists every preset alone"))
         _print_presets(json)
         return
     # With --gpu, --seq-len sizes the roofline's pass instead of listing lengths to count FLOPs at.
     seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None and gpu is None else []
     costs = CostOptions(weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep)
     if config is not None or preset is not None or model is not None:
-        ffn.refuse(tuple(ffn.given), _READS_EVERY_SIZE)
-        _reject_given(ctx, _ATTENTION_OPTIONS, _READS_EVERY_SIZE)
+        ffn.refuse(tuple(ffn.given), _(_READS_EVERY_SIZE))
+        _reject_given(ctx, _ATTENTION_OPTIONS, _(_READS_EVERY_SIZE))
         model_dtype = check_dtype("bfloat16" if dtype is None else dtype)
         _print_models(preset, config, model, revision, model_dtype, seq_lens, json, costs, no_cache, explain=explain)
         return
-    _whole_model = "applies to a whole model: give --preset, --config or --model"
+    _whole_model = _("applies to a whole model: give --preset, --config or --model")
     refuse_unused({"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens}, _whole_model)
     _reject_given(ctx, ("phase",), _whole_model)
-    refuse_unused({"revision": revision}, "applies to --model (a Hub model id)")
-    refuse_unused({"no_cache": no_cache or None}, "applies to --config, --preset and --model")
+    refuse_unused({"revision": revision}, _("applies to --model (a Hub model id)"))
+    refuse_unused({"no_cache": no_cache or None}, _("applies to --config, --preset and --model"))
     ffn.refuse(_NO_COUNT, "changes the values, not one count or FLOP; ffn trace runs it", unless_default=True)
     widths = ffn.widths()
     if len(widths) > 1:
-        raise FFNError("d_model", ffn.d_model, "ffn params compares variants at one width; give one --d-model (ffn bench sweeps)")
+        raise FFNError("d_model", ffn.d_model, _("ffn params compares variants at one width; give one --d-model (ffn bench sweeps)"))
     d_model = widths[0]
     specs = [ffn.spec(name, d_model, fused_gate_up=ffn.fused and _gated(name, ffn.expert_variant)) for name in ffn.variants()]
     ffn.check_used(specs)
     _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
-        refuse_unused({"explain": explain or None}, _EXPLAINS_ONE)
-        refuse_unused({"seq_len": seq_len}, "per-rank counts hold no sequence; drop it or --tp / --ep")
-        _reject_given(ctx, _ATTENTION_OPTIONS, "per-rank counts are of the FFN alone; drop it or --tp / --ep")
+        refuse_unused({"explain": explain or None}, _(_EXPLAINS_ONE))
+        refuse_unused({"seq_len": seq_len}, _("per-rank counts hold no sequence; drop it or --tp / --ep"))
+        _reject_given(ctx, _ATTENTION_OPTIONS, _("per-rank counts are of the FFN alone; drop it or --tp / --ep"))
         _print_ranks(specs, tp, ep, check_dtype("float32" if dtype is None else dtype), json)
         return
     # One attention for the whole table, whatever the order of the list: biased when every FFN
@@ -164,7 +164,7 @@ def params(
     _print_ffns(specs, attention, ffn_dtype, match_params, ffn.multiple_of, seq_lens, json, explain=explain)
 
 
-_EXPLAINS_ONE = "explains one FFN or one model: give one --variant, or one model"
+_EXPLAINS_ONE = N_("explains one FFN or one model: give one --variant, or one model")
 
 
 def _print_ffns(
@@ -200,10 +200,10 @@ def _print_ffns(
                 console.print(Text(""), seq_flops_view(stack, rows, _("one layer")))
             _explain(block)
         return
-    refuse_unused({"explain": explain or None}, _EXPLAINS_ONE)
-    refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length are of one FFN or of models: give one --variant")
+    refuse_unused({"explain": explain or None}, _(_EXPLAINS_ONE))
+    refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, _("FLOPs over length are of one FFN or of models: give one --variant"))
     if match_params and len(specs) < 2:
-        raise FFNError("match_params", True, "needs two or more variants, e.g. --variant relu,swiglu")
+        raise FFNError("match_params", True, _("needs two or more variants, e.g. --variant relu,swiglu"))
     comparison = compare_variants(specs, attention, dtype, match_params=match_params, multiple_of=multiple_of)
     warnings = [miss.message(multiple_of) for miss in match_misses(comparison, multiple_of)]
     if json:
@@ -221,7 +221,7 @@ def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool)
     from ffn_cli.render.parallel import rank_params_json, render_rank_params
 
     if len(specs) != 1:
-        raise FFNError("tp" if tp != 1 else "ep", tp if tp != 1 else ep, "splits one FFN: give a single --variant")
+        raise FFNError("tp" if tp != 1 else "ep", tp if tp != 1 else ep, _("splits one FFN: give a single --variant"))
     check_parallel(specs[0], tp=tp, ep=ep)
     ranks = per_rank_params(specs[0], tp=tp, ep=ep, dtype=dtype)
     if json:
@@ -239,7 +239,7 @@ def _gated(name: str, expert_variant: str) -> bool:
 def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:
     # --fused is dropped for variants it cannot apply to in a comparison; alone it must apply.
     if fused and not any(s.fused_gate_up for s in specs):
-        raise FFNError("fused_gate_up", True, "needs a gated variant or a gated expert variant")
+        raise FFNError("fused_gate_up", True, _("needs a gated variant or a gated expert variant"))
 
 
 def _reject_given(ctx: typer.Context, names: Sequence[str], allowed: str) -> None:
@@ -273,16 +273,18 @@ def _print_models(
     except UnknownModelType as unknown:
         if len(_named_models(preset, config, model)) > 1:  # counted by building it: alone, not in a comparison
             option = "config" if config is not None and unknown.source in config else "model"
-            why = f"model_type {unknown.value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison"
+            why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison").format(
+                value=unknown.value
+            )
             raise FFNError(option, unknown.source, why) from None
-        refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, "FLOPs over length need a model ffn reads itself")
-        _refuse_costs(costs, "needs a model ffn reads itself")
-        refuse_unused({"explain": explain or None}, "needs a model ffn reads itself")
+        refuse_unused({"seq_len": ",".join(map(str, seq_lens)) or None}, _("FLOPs over length need a model ffn reads itself"))
+        _refuse_costs(costs, _("needs a model ffn reads itself"))
+        refuse_unused({"explain": explain or None}, _("needs a model ffn reads itself"))
         _print_built(unknown, dtype, json, use_cache=not no_cache)
         return
     if len(models) > 1:
-        _refuse_costs(costs, "is asked of one model: name one")
-        refuse_unused({"explain": explain or None}, _EXPLAINS_ONE)
+        _refuse_costs(costs, _("is asked of one model: name one"))
+        refuse_unused({"explain": explain or None}, _(_EXPLAINS_ONE))
     _print_loaded(models, dtype, seq_lens, json, costs, explain=explain)
 
 

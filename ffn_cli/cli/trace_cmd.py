@@ -28,6 +28,7 @@ from ffn_cli.cli.options import (
     TPOpt,
 )
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.spec import FFNSpec
 
 _SHOW = "What to show"
@@ -141,24 +142,26 @@ def trace(
         registry_only |= {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim, "pre_norm": pre_norm}
         registry_only |= {"norm": norm if norm.strip().lower() != "layernorm" else None}
         registry_only |= {"preset": preset, "config": config, "model": model, "layer": layer, "revision": revision}
-        refuse_unused(registry_only, "works on a registry variant or a model's layer, not with --module: drop it")
+        refuse_unused(registry_only, _("works on a registry variant or a model's layer, not with --module: drop it"))
         ffn.refuse(tuple(n for n in ffn.given if n != "d_model"), "sizes a registry variant; --module traces your module as it is: drop it")
         _trace_user_module(module, d_model=ffn.widths()[0] if "d_model" in ffn.given else None, ops=ops, json=json, **run)
         return
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
     except UnknownModelType as unknown:  # no reader: trace the model's own FFN module, built by transformers
-        refuse_unused({"check": check}, "compares a registry variant with its NumPy reference; a model's own module has none")
+        refuse_unused({"check": check}, _("compares a registry variant with its NumPy reference; a model's own module has none"))
         _trace_model_module(unknown, layer=layer, ops=ops, json=json, **run)
         return
     if depth is not None:
-        raise FFNError("depth", depth, "groups the steps of --module or of a model's own FFN module; a registry variant has its own steps")
+        raise FFNError(
+            "depth", depth, _("groups the steps of --module or of a model's own FFN module; a registry variant has its own steps")
+        )
     if choice is not None:
         spec, dtype = choice.ffn, choice.dtype
     else:
-        spec = ffn.one_spec("ffn trace runs one FFN: give one value (ffn params compares, ffn bench sweeps)")
+        spec = ffn.one_spec(_("ffn trace runs one FFN: give one value (ffn params compares, ffn bench sweeps)"))
     if norm.strip().lower() not in NORMS:
-        raise FFNError("norm", norm, "choose one of " + ", ".join(NORMS))
+        raise FFNError("norm", norm, _("choose one of {norms}").format(norms=", ".join(NORMS)))
     if not block:  # the attention options shape the block; without it they would be ignored
         attention = {
             "n_heads": n_heads,
@@ -166,7 +169,7 @@ def trace(
             "head_dim": head_dim,
             "norm": norm if norm.strip().lower() != "layernorm" else None,
         }
-        refuse_unused({**attention, "pre_norm": pre_norm}, "shapes the Transformer block around the FFN: add --block, or drop it")
+        refuse_unused({**attention, "pre_norm": pre_norm}, _("shapes the Transformer block around the FFN: add --block, or drop it"))
     if tp != 1 or ep != 1:
         unused = {
             "block": block,
@@ -177,7 +180,7 @@ def trace(
             "loss": loss,
             "checkpoint": checkpoint,
         }
-        refuse_unused(unused, "--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it")
+        refuse_unused(unused, _("--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it"))
         _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
         return
     if choice is not None and choice.attention is not None:
@@ -235,7 +238,9 @@ def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int
     else:
         console.print(render_parallel(result))
     if not result.passed:
-        raise FFNRuntimeError(f"sharded output differs from the unsharded module by {result.max_abs_diff_vs_unsharded:.3g}")
+        raise FFNRuntimeError(
+            _("sharded output differs from the unsharded module by {diff:.3g}").format(diff=result.max_abs_diff_vs_unsharded)
+        )
 
 
 def _show(result: Any, *, ops: bool, values: int, json: bool) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def load_preset(name: str) -> dict[str, Any]:
     key = name.strip().lower()
     names = preset_names()
     if key not in names:
-        raise unknown_name("preset", name, names, what="preset", listed_by="ffn params --list-presets")
+        raise unknown_name("preset", name, names, what=N_("preset"), listed_by="ffn params --list-presets")
     return parse_config(_preset_dir().joinpath(key + ".json").read_text(encoding="utf-8"), f"preset {key}")
 
 
@@ -49,27 +50,35 @@ def load_config(path: str | Path) -> dict[str, Any]:
         file = _config_file(Path(path).expanduser(), given)
         data = read_capped(file, MAX_CONFIG_BYTES, READ_TIMEOUT_S)
     except OSError as exc:  # a folder we may not list, a file we may not read
-        raise FFNError("config", given, f"cannot be read: {exc.strerror or exc}") from None
+        raise FFNError("config", given, _("cannot be read: {reason}").format(reason=exc.strerror or exc)) from None
     except TimeoutError:
-        raise FFNError("config", given, f"gave no end of file within {READ_TIMEOUT_S:g} s; a config.json is a small file") from None
+        raise FFNError(
+            "config",
+            given,
+            _("gave no end of file within {read_timeout_s:g} s; a config.json is a small file").format(read_timeout_s=READ_TIMEOUT_S),
+        ) from None
     if data is None:
-        raise FFNError("config", given, f"is over {MAX_CONFIG_BYTES:,} bytes; a config.json is a small JSON file")
+        raise FFNError(
+            "config",
+            given,
+            _("is over {max_config_bytes:,} bytes; a config.json is a small JSON file").format(max_config_bytes=MAX_CONFIG_BYTES),
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise FFNError("config", given, "is not UTF-8 text; a config.json is JSON") from None
+        raise FFNError("config", given, _("is not UTF-8 text; a config.json is JSON")) from None
     return parse_config(text, given)
 
 
 def _config_file(file: Path, given: str) -> Path:
     if file.is_dir():
         if not (file / "config.json").is_file():
-            raise FFNError("config", given, "is a directory without a config.json")
+            raise FFNError("config", given, _("is a directory without a config.json"))
         file = file / "config.json"
     if not file.exists():
-        raise FFNError("config", given, "no such file")
+        raise FFNError("config", given, _("no such file"))
     if not file.is_file():
-        raise FFNError("config", given, "is not a regular file")
+        raise FFNError("config", given, _("is not a regular file"))
     return file
 
 
@@ -103,11 +112,17 @@ def parse_config(text: str, source: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FFNError("config", source, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        raise FFNError(
+            "config",
+            source,
+            _("is not valid JSON (line {lineno}, column {colno}: {msg})").format(lineno=exc.lineno, colno=exc.colno, msg=exc.msg),
+        ) from None
     except ValueError:  # an integer past Python's 4,300-digit limit for int()
-        raise FFNError("config", source, "holds a number too long to be a size") from None
+        raise FFNError("config", source, _("holds a number too long to be a size")) from None
     except RecursionError:
-        raise FFNError("config", source, "is nested too deeply to be a config.json") from None
+        raise FFNError("config", source, _("is nested too deeply to be a config.json")) from None
     if not isinstance(data, dict):
-        raise FFNError("config", source, f"must be a JSON object (a Hugging Face config.json), not a {type(data).__name__}")
+        raise FFNError(
+            "config", source, _("must be a JSON object (a Hugging Face config.json), not a {name}").format(name=type(data).__name__)
+        )
     return data

@@ -80,7 +80,7 @@ class TrainingMemory:
 
 def training_memory(params: int, dtype: str = "bfloat16") -> TrainingMemory:
     if dtype not in DTYPE_BYTES:
-        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what="dtype")
+        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what=N_("dtype"))
     return TrainingMemory(params, dtype)
 
 

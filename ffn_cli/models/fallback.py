@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.built import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
     "transformers_available",
 ]
 
-REMOTE_CODE = "this config needs trust_remote_code; ffn never runs a model's own code"
+REMOTE_CODE = N_("this config needs trust_remote_code; ffn never runs a model's own code")
 EXTRA = "pip install 'ffn-cli[transformers]'"
 
 
@@ -42,16 +43,18 @@ def count_by_building(config: Mapping[str, Any], *, name: str, source: str, know
         raise FFNError(
             "model_type",
             model_type,
-            f"ffn reads {', '.join(known)} itself; {EXTRA} counts any architecture transformers knows",
+            _("ffn reads {known} itself; {extra} counts any architecture transformers knows").format(known=", ".join(known), extra=EXTRA),
         )
     from ffn_cli.models import meta_build  # torch and transformers: only on this path
 
     if not meta_build.knows(str(model_type)):
         if config.get("auto_map"):
-            raise FFNError("config", source, REMOTE_CODE)
+            raise FFNError("config", source, _(REMOTE_CODE))
         raise FFNError(
             "model_type",
             model_type,
-            f"neither ffn (which reads {', '.join(known)}) nor transformers {meta_build.version()} knows it",
+            _("neither ffn (which reads {known}) nor transformers {version} knows it").format(
+                known=", ".join(known), version=meta_build.version()
+            ),
         )
     return meta_build.count(config, name=name, source=source)

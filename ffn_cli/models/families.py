@@ -16,6 +16,7 @@ from typing import Any
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
 from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
 from ffn_cli.models.reader import REQUIRED, ConfigReader
@@ -72,7 +73,7 @@ class _Reader(ConfigReader):
         if name is None:
             name = next((self.defaults[k] for k in keys if k in self.defaults), "silu" if gated else "gelu")
         if not isinstance(name, str) or not name:
-            raise FFNError(self.key(keys[0]), name, "must be an activation name such as silu or gelu")
+            raise FFNError(self.key(keys[0]), name, _("must be an activation name such as silu or gelu"))
         table = _GATED if gated else _DENSE
         act = _ACTIVATIONS.get(name)
         if act in table:
@@ -89,8 +90,8 @@ def _heads(r: _Reader, d: int, *, head_dim_key: bool = True) -> tuple[int, int, 
     kv = r.opt_integer("num_key_value_heads") or heads
     head_dim = r.opt_integer("head_dim") if head_dim_key else None
     if head_dim is None and d % heads:
-        hint = ", or the config must give head_dim" if head_dim_key else ""
-        raise FFNError(r.key("num_attention_heads"), heads, f"must divide hidden_size ({d}){hint}")
+        hint = _(", or the config must give head_dim") if head_dim_key else ""
+        raise FFNError(r.key("num_attention_heads"), heads, _("must divide hidden_size ({d}){hint}").format(d=d, hint=hint))
     return heads, kv, head_dim
 
 
@@ -108,7 +109,7 @@ def _attention(
 ) -> AttentionSpec:
     heads, kv, head_dim = _heads(r, d, head_dim_key=head_dim_key)
     if heads % (kv_heads or kv):
-        raise FFNError(r.key("num_key_value_heads"), kv_heads or kv, f"must divide num_attention_heads ({heads})")
+        raise FFNError(r.key("num_key_value_heads"), kv_heads or kv, _("must divide num_attention_heads ({heads})").format(heads=heads))
     return AttentionSpec(
         d_model=d,
         n_heads=heads,
@@ -149,7 +150,7 @@ def _moe(
     **extra: Any,
 ) -> FFNSpec:
     if top_k > experts:
-        raise FFNError(r.key("num_experts_per_tok"), top_k, f"must be at most the number of experts ({experts})")
+        raise FFNError(r.key("num_experts_per_tok"), top_k, _("must be at most the number of experts ({experts})").format(experts=experts))
     return FFNSpec(
         variant="moe",
         d_model=d,
@@ -499,7 +500,9 @@ def _llama4_text(r: _Reader, name: str) -> ModelSpec:
     if r.has("moe_layers"):
         moe_layers = r.layer_list("moe_layers")
         if any(i >= layers for i in moe_layers):
-            raise FFNError(r.key("moe_layers"), list(moe_layers), f"must be layer indices below num_hidden_layers ({layers})")
+            raise FFNError(
+                r.key("moe_layers"), list(moe_layers), _("must be layer indices below num_hidden_layers ({layers})").format(layers=layers)
+            )
     else:
         step = r.integer("interleave_moe_layer_step")
         moe_layers = tuple(range(step - 1, layers, step))
@@ -520,7 +523,7 @@ def _gpt2(r: _Reader, name: str) -> ModelSpec:
     d = r.integer("n_embd")
     heads = r.integer("n_head")
     if d % heads:
-        raise FFNError("n_head", heads, f"must divide n_embd ({d})")
+        raise FFNError("n_head", heads, _("must divide n_embd ({d})").format(d=d))
     cross = r.flag("add_cross_attention", False)
     dense = FFNSpec(variant=r.variant("activation_function", gated=False), d_model=d, d_ff=r.opt_integer("n_inner") or 4 * d, bias=True)
     return ModelSpec(
@@ -548,7 +551,7 @@ def _bert(r: _Reader, name: str) -> ModelSpec:
     d = r.integer("hidden_size")
     heads = r.integer("num_attention_heads")
     if d % heads:
-        raise FFNError(r.key("num_attention_heads"), heads, f"must divide hidden_size ({d})")
+        raise FFNError(r.key("num_attention_heads"), heads, _("must divide hidden_size ({d})").format(d=d))
     return ModelSpec(
         name=name,
         model_type=r.model_type,
@@ -690,13 +693,13 @@ def _hunyuan_v1_moe(r: _Reader, name: str) -> ModelSpec:
     top_k = r.get("moe_topk")
     if isinstance(top_k, list) and top_k:
         if len(set(map(str, top_k))) != 1:
-            raise FFNError(r.key("moe_topk"), top_k, "differs by layer; ffn reads one number of experts per token for every layer")
+            raise FFNError(r.key("moe_topk"), top_k, _("differs by layer; ffn reads one number of experts per token for every layer"))
         top_k = top_k[0]
     k = check_int(r.key("moe_topk"), top_k, maximum=MAX_DIM)
     experts = r.get("num_experts")
     if isinstance(experts, list) and experts:
         if len(set(map(str, experts))) != 1:
-            raise FFNError(r.key("num_experts"), experts, "differs by layer; ffn reads one number of experts for every layer")
+            raise FFNError(r.key("num_experts"), experts, _("differs by layer; ffn reads one number of experts for every layer"))
         experts = experts[0]
     e = check_int(r.key("num_experts"), experts, maximum=MAX_DIM)
     width = r.integer("intermediate_size")
@@ -727,7 +730,9 @@ def _qwen3_next(r: _Reader, name: str) -> ModelSpec:
         interval = r.integer("full_attention_interval", 4)
         types = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)]
     if not isinstance(types, list) or len(types) != layers or any(t not in ("linear_attention", "full_attention") for t in types):
-        raise FFNError(r.key("layer_types"), types, f"must list linear_attention or full_attention for each of {layers} layers")
+        raise FFNError(
+            r.key("layer_types"), types, _("must list linear_attention or full_attention for each of {layers} layers").format(layers=layers)
+        )
     mixer = gated_delta_net(
         d,
         key_heads=r.integer("linear_num_key_heads"),
@@ -785,7 +790,9 @@ def _lfm2_types(r: _Reader, layers: int) -> list[str]:
         full = set(r.layer_list("full_attn_idxs")) if r.get("full_attn_idxs", None) is not None else set(range(layers))
         types = ["full_attention" if i in full else "conv" for i in range(layers)]
     if not isinstance(types, list) or len(types) != layers or any(not isinstance(t, str) for t in types):
-        raise FFNError(r.key("layer_types"), types, f"must name conv or an attention kind for each of {layers} layers")
+        raise FFNError(
+            r.key("layer_types"), types, _("must name conv or an attention kind for each of {layers} layers").format(layers=layers)
+        )
     return types
 
 
@@ -847,7 +854,7 @@ def _granitemoehybrid(r: _Reader, name: str) -> ModelSpec:
     d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
     types = r.get("layer_types", ["mamba"] * layers)
     if not isinstance(types, list) or len(types) != layers or any(not isinstance(t, str) for t in types):
-        raise FFNError(r.key("layer_types"), types, f"must name mamba or attention for each of {layers} layers")
+        raise FFNError(r.key("layer_types"), types, _("must name mamba or attention for each of {layers} layers").format(layers=layers))
     mamba_layers = tuple(i for i, t in enumerate(types) if t in ("mamba", "linear_attention"))
     mixer = None
     if mamba_layers:
@@ -855,11 +862,15 @@ def _granitemoehybrid(r: _Reader, name: str) -> ModelSpec:
         head_dim = r.get("mamba_d_head", "auto")  # the class resolves "auto" on construction
         if head_dim == "auto":
             if inner % heads:
-                raise FFNError(r.key("mamba_n_heads"), heads, f"must divide mamba_expand × hidden_size ({inner})")
+                raise FFNError(r.key("mamba_n_heads"), heads, _("must divide mamba_expand × hidden_size ({inner})").format(inner=inner))
             head_dim = inner // heads
         head_dim = check_int(r.key("mamba_d_head"), head_dim, maximum=MAX_DIM)
         if head_dim * heads != inner:
-            raise FFNError(r.key("mamba_d_head"), head_dim, f"× mamba_n_heads ({heads}) must equal mamba_expand × hidden_size ({inner})")
+            raise FFNError(
+                r.key("mamba_d_head"),
+                head_dim,
+                _("× mamba_n_heads ({heads}) must equal mamba_expand × hidden_size ({inner})").format(heads=heads, inner=inner),
+            )
         mixer = mamba2(
             d,
             heads=heads,
@@ -895,7 +906,9 @@ def _granitemoehybrid(r: _Reader, name: str) -> ModelSpec:
 def _wrapped(r: _Reader, name: str, text_type: str, tower: Callable[[_Reader, int], VisionTower]) -> ModelSpec:
     text = r.nested("text_config", text_type, TEXT_DEFAULTS.get(r.model_type))
     if text.model_type not in _TEXT_READERS:
-        raise FFNError(text.key("model_type"), text.model_type, "supported: " + ", ".join(_TEXT_READERS))
+        raise FFNError(
+            text.key("model_type"), text.model_type, _("supported: {text_readers}").format(text_readers=", ".join(_TEXT_READERS))
+        )
     spec = _TEXT_READERS[text.model_type](_Reader(text.config, text.model_type, text.source, text.prefix), name)
     vision = r.nested("vision_config", "", VISION_DEFAULTS.get(r.model_type))
     tie = r.flag("tie_word_embeddings", DEFAULTS[r.model_type]["tie_word_embeddings"])
@@ -984,7 +997,11 @@ def model_spec_from_config(config: Mapping[str, Any], *, name: str | None = None
     """The ModelSpec of a Hugging Face config dict; `name` defaults to its _name_or_path."""
     model_type = config.get("model_type")
     if model_type is None:
-        raise FFNError("config", source, "has no 'model_type'; supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
+        raise FFNError(
+            "config",
+            source,
+            _("has no 'model_type'; supported: {supported_model_types}").format(supported_model_types=", ".join(SUPPORTED_MODEL_TYPES)),
+        )
     label = name or config.get("_name_or_path") or source
     if not isinstance(model_type, str) or model_type not in _READERS:
         raise UnknownModelType(config, str(label), source)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.models.config import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
 
 __all__ = ["REPO_ID", "cached_config", "hub_cache_dir", "hub_config"]
@@ -38,9 +39,9 @@ def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any
     """(the parsed config.json, the local file it was read from) for `repo_id` at `revision`."""
     name = repo_id.strip()
     if not REPO_ID.match(name) or ".." in name:
-        raise FFNError("model", repo_id, "a Hugging Face model id, ORG/NAME (e.g. meta-llama/Meta-Llama-3-8B)")
+        raise FFNError("model", repo_id, _("a Hugging Face model id, ORG/NAME (e.g. meta-llama/Meta-Llama-3-8B)"))
     if revision is not None and (not _REVISION.match(revision.strip()) or ".." in revision or revision.strip().endswith(".lock")):
-        raise FFNError("revision", revision, "a branch, tag or commit hash (letters, digits, '.', '_', '-', and '/' between parts)")
+        raise FFNError("revision", revision, _("a branch, tag or commit hash (letters, digits, '.', '_', '-', and '/' between parts)"))
     path = _download(name, revision.strip() if revision else None)
     return parse_config(_read_cached(Path(path), name, "config.json"), f"{name} config.json"), path
 
@@ -50,18 +51,30 @@ def _read_cached(file: Path, name: str, what: str) -> str:
     pipe would block forever), within READ_TIMEOUT_S, at most MAX_CONFIG_BYTES."""
     try:
         if not file.is_file():
-            raise FFNRuntimeError(f"--model {name}: the cached {what} is not a regular file ({file})")
+            raise FFNRuntimeError(
+                _("--model {name}: the cached {what} is not a regular file ({file})").format(name=name, what=what, file=file)
+            )
         data = read_capped(file, MAX_CONFIG_BYTES, READ_TIMEOUT_S)
     except OSError as exc:
-        raise FFNRuntimeError(f"--model {name}: cannot read the cached {what} ({exc.strerror or exc})") from None
+        raise FFNRuntimeError(
+            _("--model {name}: cannot read the cached {what} ({reason})").format(name=name, what=what, reason=exc.strerror or exc)
+        ) from None
     except TimeoutError:
-        raise FFNRuntimeError(f"--model {name}: the cached {what} gave no end of file within {READ_TIMEOUT_S:g} s") from None
+        raise FFNRuntimeError(
+            _("--model {name}: the cached {what} gave no end of file within {read_timeout_s:g} s").format(
+                name=name, what=what, read_timeout_s=READ_TIMEOUT_S
+            )
+        ) from None
     if data is None:
-        raise FFNRuntimeError(f"--model {name}: the cached {what} is over {MAX_CONFIG_BYTES:,} bytes")
+        raise FFNRuntimeError(
+            _("--model {name}: the cached {what} is over {max_config_bytes:,} bytes").format(
+                name=name, what=what, max_config_bytes=MAX_CONFIG_BYTES
+            )
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise FFNRuntimeError(f"--model {name}: the cached {what} is not UTF-8 text") from None
+        raise FFNRuntimeError(_("--model {name}: the cached {what} is not UTF-8 text").format(name=name, what=what)) from None
 
 
 def hub_cache_dir() -> Path:
@@ -85,7 +98,11 @@ def cached_config(name: str, revision: str | None) -> Path | None:
         commit = _read_cached(ref_file, name, f"refs/{ref}").strip()
         if not _COMMIT.match(commit):
             # huggingface_hub would follow it as a path: say what is wrong instead.
-            raise FFNRuntimeError(f"--model {name}: the cache's refs/{ref} holds no commit hash ({ref_file}); remove it to download again")
+            raise FFNRuntimeError(
+                _("--model {name}: the cache's refs/{ref} holds no commit hash ({ref_file}); remove it to download again").format(
+                    name=name, ref=ref, ref_file=ref_file
+                )
+            )
     file = folder / "snapshots" / commit / "config.json"
     return file if file.exists() else None
 
@@ -98,7 +115,7 @@ def _download(name: str, revision: str | None) -> str:
         import huggingface_hub
         from huggingface_hub import errors
     except ImportError:
-        raise FFNRuntimeError("--model needs huggingface_hub: pip install 'ffn-cli[hub]' (or give --config)") from None
+        raise FFNRuntimeError(_("--model needs huggingface_hub: pip install 'ffn-cli[hub]' (or give --config)")) from None
     where = name + (f" at revision {revision}" if revision else "")
     try:
         # The cache answers without a request; only a name it lacks goes to the Hub.
@@ -106,9 +123,11 @@ def _download(name: str, revision: str | None) -> str:
     except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
         pass
     except errors.HFValidationError as exc:
-        raise FFNError("model", name, f"not a valid model id or revision ({_first_line(exc)})") from None
+        raise FFNError("model", name, _("not a valid model id or revision ({first_line})").format(first_line=_first_line(exc))) from None
     if _offline():
-        raise FFNRuntimeError(f"--model {where}: not in the local cache and HF_HUB_OFFLINE is set; unset it to download config.json")
+        raise FFNRuntimeError(
+            _("--model {where}: not in the local cache and HF_HUB_OFFLINE is set; unset it to download config.json").format(where=where)
+        )
     try:
         # One HEAD request, no retries, huggingface_hub's short metadata timeout: it tells a
         # missing, gated or unreachable model apart before anything is downloaded.
@@ -117,22 +136,32 @@ def _download(name: str, revision: str | None) -> str:
         return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision))
     except errors.GatedRepoError:
         raise FFNRuntimeError(
-            f"--model {name}: a gated model; accept its terms on huggingface.co, then log in (hf auth login) or set HF_TOKEN"
+            _("--model {name}: a gated model; accept its terms on huggingface.co, then log in (hf auth login) or set HF_TOKEN").format(
+                name=name
+            )
         ) from None
     except errors.RepositoryNotFoundError:
-        raise FFNRuntimeError(f"--model {name}: no such model on the Hugging Face Hub (or it is private: log in or set HF_TOKEN)") from None
+        raise FFNRuntimeError(
+            _("--model {name}: no such model on the Hugging Face Hub (or it is private: log in or set HF_TOKEN)").format(name=name)
+        ) from None
     except errors.RevisionNotFoundError:
-        raise FFNRuntimeError(f"--model {name}: no revision {revision!r}") from None
+        raise FFNRuntimeError(_("--model {name}: no revision {revision!r}").format(name=name, revision=revision)) from None
     except errors.RemoteEntryNotFoundError:
-        raise FFNRuntimeError(f"--model {where}: the repository has no config.json") from None
+        raise FFNRuntimeError(_("--model {where}: the repository has no config.json").format(where=where)) from None
     except errors.HfHubHTTPError as exc:
-        raise FFNRuntimeError(f"--model {where}: the Hub answered {_first_line(exc)}") from None
+        raise FFNRuntimeError(
+            _("--model {where}: the Hub answered {first_line}").format(where=where, first_line=_first_line(exc))
+        ) from None
     except errors.HFValidationError as exc:
-        raise FFNError("model", name, f"not a valid model id or revision ({_first_line(exc)})") from None
+        raise FFNError("model", name, _("not a valid model id or revision ({first_line})").format(first_line=_first_line(exc))) from None
     except Exception as exc:  # no network, a timeout, a proxy refusing: httpx's errors and OSErrors alike
         if not _is_network_error(exc):
             raise
-        raise FFNRuntimeError(f"--model {where}: cannot reach the Hugging Face Hub ({_first_line(exc)}) and it is not cached") from None
+        raise FFNRuntimeError(
+            _("--model {where}: cannot reach the Hugging Face Hub ({first_line}) and it is not cached").format(
+                where=where, first_line=_first_line(exc)
+            )
+        ) from None
 
 
 def _is_network_error(exc: BaseException) -> bool:

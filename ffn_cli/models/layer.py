@@ -21,7 +21,7 @@ from ffn_cli.accounting import (
 )
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, Message
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import MAX_DIM, FFNSpec
 
@@ -167,13 +167,15 @@ def attention_summary(attention: AnyAttention) -> Message:
 
 def check_dtype(dtype: str) -> str:
     if dtype not in DTYPE_BYTES:
-        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what="dtype")
+        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what=N_("dtype"))
     return dtype
 
 
 def ffn_report(spec: FFNSpec, attention: AttentionSpec, dtype: str = "float32") -> FFNReport:
     if attention.d_model != spec.d_model:
-        raise FFNError("d_model", attention.d_model, f"the attention must have the FFN's d_model ({spec.d_model})")
+        raise FFNError(
+            "d_model", attention.d_model, _("the attention must have the FFN's d_model ({d_model})").format(d_model=spec.d_model)
+        )
     all_experts = None
     if spec.mixture is not None and spec.mixture.is_routed:
         all_experts = sum(s.flops for s in flop_steps(spec.with_(top_k=spec.experts)))
@@ -205,7 +207,11 @@ def match_d_ff(spec: FFNSpec, target_params: int, multiple_of: int) -> FFNSpec:
     exact = (target_params - fixed) / slope
     d_ff = max(multiple_of, int(exact / multiple_of + 0.5) * multiple_of)
     if d_ff > MAX_DIM:
-        raise FFNError("match_params", target_params, f"needs d_ff {d_ff:,} for {spec.variant}, above the limit {MAX_DIM:,}")
+        raise FFNError(
+            "match_params",
+            target_params,
+            _("needs d_ff {d_ff:,} for {variant}, above the limit {max_dim:,}").format(d_ff=d_ff, variant=spec.variant, max_dim=MAX_DIM),
+        )
     return spec.with_(d_ff=d_ff)
 
 
@@ -228,7 +234,7 @@ def compare_variants(
 ) -> Comparison:
     """One report per spec; with match_params every spec after the first is resized to the first's count."""
     if not specs:
-        raise FFNError("variant", "", "give at least one variant")
+        raise FFNError("variant", "", _("give at least one variant"))
     target = total_params(specs[0]) if match_params else None
     sized = [specs[0], *(match_d_ff(s, target, multiple_of) for s in specs[1:])] if target is not None else list(specs)
     return Comparison(tuple(ffn_report(s, attention, dtype) for s in sized), target)

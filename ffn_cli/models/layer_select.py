@@ -14,6 +14,7 @@ from typing import Any
 
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.models.source import LoadedModel
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
@@ -121,10 +122,14 @@ def select_layer(
     spec = model.spec
     for option in FIXED_BY_MODEL:
         if option in given:
-            raise FFNError(option, given[option], f"{spec.name} fixes d_model ({spec.d_model:,}) and every width; give --d-ff to resize")
+            raise FFNError(
+                option,
+                given[option],
+                _("{name} fixes d_model ({d_model:,}) and every width; give --d-ff to resize").format(name=spec.name, d_model=spec.d_model),
+            )
     index = default_layer(model) if layer is None else layer
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < spec.n_layers:
-        raise FFNError("layer", layer, f"{spec.name} has layers 0 to {spec.n_layers - 1}")
+        raise FFNError("layer", layer, _("{name} has layers 0 to {last}").format(name=spec.name, last=spec.n_layers - 1))
     ffn = spec.moe_ffn if index in spec.moe_layers else spec.dense_ffn
     assert ffn is not None  # ModelSpec guarantees an FFN for every layer
     changes = {FFN_OVERRIDES[k]: v for k, v in given.items() if k in FFN_OVERRIDES}
@@ -168,11 +173,15 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
         raise FFNError(
             "block",
             True,
-            f"layer {choice.layer} of {spec.name} mixes tokens with a {spec.mixer.kind}, not built here; drop --block to trace its FFN",
+            _("layer {layer} of {name} mixes tokens with a {kind}, not built here; drop --block to trace its FFN").format(
+                layer=choice.layer, name=spec.name, kind=spec.mixer.kind
+            ),
         )
     if spec.attention_extra:
         raise FFNError(
-            "block", True, f"{spec.name}'s attention has an output gate, which ffn does not build; drop --block to trace its FFN"
+            "block",
+            True,
+            _("{name}'s attention has an output gate, which ffn does not build; drop --block to trace its FFN").format(name=spec.name),
         )
     attention = _block_attention(spec.attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
@@ -199,10 +208,12 @@ def _block_attention(a: AnyAttention, name: str, given: Mapping[str, Any]) -> An
     takes the width d_model / heads unless --head-dim says (MLA keeps its head widths); MLA has
     no K/V heads or single head width of its own to set."""
     if isinstance(a, LatentAttentionSpec):
-        why = {"n_kv_heads": "expands one shared latent to every head", "head_dim": "has separate q/k and v head widths"}
+        why = {"n_kv_heads": _("expands one shared latent to every head"), "head_dim": _("has separate q/k and v head widths")}
         for option, reason in why.items():
             if option in given:
-                allowed = f"{name}'s multi-head latent attention {reason}; drop --{option.replace('_', '-')}"
+                allowed = _("{name}'s multi-head latent attention {reason}; drop --{option}").format(
+                    name=name, reason=reason, option=option.replace("_", "-")
+                )
                 raise FFNError(option, given[option], allowed)
         return replace(a, n_heads=check_int("n_heads", given["n_heads"], maximum=MAX_DIM)) if "n_heads" in given else a
     if not {"n_heads", "n_kv_heads", "head_dim"} & set(given):

@@ -21,6 +21,7 @@ from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
@@ -84,7 +85,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
     included); the rest the base model."""
     model_type = str(config.get("model_type"))
     if not knows(model_type):
-        raise FFNError("model_type", model_type, f"transformers {version()} has no config class for it")
+        raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))
     data, notes = dict(config), []
     if data.pop("auto_map", None):
         notes.append("auto_map ignored: built transformers' own class, never the repository's code")
@@ -94,14 +95,22 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         try:
             hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
         except Exception as exc:
-            raise FFNError("config", source, f"transformers cannot read it as {model_type}: {_one_line(exc)}") from None
+            raise FFNError(
+                "config",
+                source,
+                _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=_one_line(exc)),
+            ) from None
         check_build_size(hf_config.to_dict())
         auto = _auto_class(model_type, hf_config)
         try:
             with torch.device("meta"):
                 model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
         except Exception as exc:
-            raise FFNError("config", source, f"transformers cannot build {model_type} from it: {_one_line(exc)}") from None
+            raise FFNError(
+                "config",
+                source,
+                _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=_one_line(exc)),
+            ) from None
     return model, hf_config, tuple(notes)
 
 
@@ -133,13 +142,15 @@ def check_build_size(data: Mapping[str, Any]) -> None:
     for path, kind, value in _counts(data):
         limit = MAX_LAYERS if kind == "layers" else MAX_BUILT_EXPERTS
         if value > limit:
-            raise FFNError(path, value, f"must be at most {limit:,} ({kind} of a model built to be counted)")
+            raise FFNError(
+                path, value, _("must be at most {limit:,} ({kind} of a model built to be counted)").format(limit=limit, kind=kind)
+            )
         most[kind] = max(most[kind], value)
     if most["layers"] * most["experts"] > MAX_EXPERT_MODULES:
         raise FFNError(
             "config",
             f"{most['layers']:,} layers × {most['experts']:,} experts",
-            f"at most {MAX_EXPERT_MODULES:,} expert modules can be built to be counted",
+            _("at most {max_expert_modules:,} expert modules can be built to be counted").format(max_expert_modules=MAX_EXPERT_MODULES),
         )
 
 
@@ -368,7 +379,7 @@ def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -
         return None
     stack_path, blocks = stack
     if not 0 <= layer < len(blocks):
-        raise FFNError("layer", layer, f"the model has layers 0 to {len(blocks) - 1}")
+        raise FFNError("layer", layer, _("the model has layers 0 to {last}").format(last=len(blocks) - 1))
     block = blocks[layer]
     inside = dict(block.named_modules())
     for path, module in inside.items():

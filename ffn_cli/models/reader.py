@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.spec import MAX_DIM, check_int
 
 __all__ = ["REQUIRED", "ConfigReader"]
@@ -42,7 +43,11 @@ class ConfigReader:
         value = self._raw(key)
         if value is None:
             if default is REQUIRED:
-                raise FFNError("config", self.source, f"missing key {self.key(key)!r}, which model_type {self.model_type!r} needs")
+                raise FFNError(
+                    "config",
+                    self.source,
+                    _("missing key {key!r}, which model_type {model_type!r} needs").format(key=self.key(key), model_type=self.model_type),
+                )
             return default
         return value
 
@@ -58,25 +63,25 @@ class ConfigReader:
     def number(self, key: str, default: Any = REQUIRED) -> float:
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise FFNError(self.key(key), value, "must be a number")
+            raise FFNError(self.key(key), value, _("must be a number"))
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
         value = self.get(key, default)
         if not isinstance(value, bool):
-            raise FFNError(self.key(key), value, "must be true or false")
+            raise FFNError(self.key(key), value, _("must be true or false"))
         return value
 
     def text(self, key: str, default: Any = REQUIRED) -> str:
         value = self.get(key, default)
         if not isinstance(value, str) or not value:
-            raise FFNError(self.key(key), value, "must be a non-empty string")
+            raise FFNError(self.key(key), value, _("must be a non-empty string"))
         return value
 
     def layer_list(self, key: str, default: list[int] | None = None) -> tuple[int, ...]:
         value = self.get(key, default if default is not None else [])
         if not isinstance(value, list):
-            raise FFNError(self.key(key), value, "must be a list of layer indices")
+            raise FFNError(self.key(key), value, _("must be a list of layer indices"))
         return tuple(check_int(self.key(key), v, minimum=0, maximum=MAX_DIM) for v in value)
 
     def mapping(self, key: str) -> Mapping[str, Any] | None:
@@ -85,7 +90,7 @@ class ConfigReader:
         if value is None:
             return None
         if not isinstance(value, Mapping):
-            raise FFNError(self.key(key), value, "must be a JSON object (a nested config)")
+            raise FFNError(self.key(key), value, _("must be a JSON object (a nested config)"))
         return value
 
     def nested(self, key: str, model_type: str, defaults: Mapping[str, Any] | None = None) -> ConfigReader:

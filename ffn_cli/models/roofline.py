@@ -21,6 +21,7 @@ from ffn_cli.accounting import matmul_flops_per_token, param_tensors
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
+from ffn_cli.i18n import _
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.weights import StoragePlan, WeightTensor, ffn_role
@@ -44,7 +45,7 @@ class PassCase:
 
     def __post_init__(self) -> None:
         if self.phase not in ("prefill", "decode"):
-            raise FFNError("phase", self.phase, "choose prefill or decode")
+            raise FFNError("phase", self.phase, _("choose prefill or decode"))
 
     @property
     def tokens(self) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, Message
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec, check_int
@@ -132,7 +132,7 @@ def single_layer(ffn: FFNSpec, attention: AnyAttention) -> LayerStack:
 def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool, chunks: Sequence[int | None] = ()) -> LayerStack:
     """Every layer of a model: its dense or MoE FFN (active experts only), its attention."""
     if len(windows) != spec.n_layers or len(chunks) not in (0, spec.n_layers):
-        raise FFNError("windows", len(windows), f"one per layer ({spec.n_layers})")
+        raise FFNError("windows", len(windows), _("one per layer ({n_layers})").format(n_layers=spec.n_layers))
     ffn = 0
     for i in range(spec.n_layers):
         layer_ffn = spec.moe_ffn if i in spec.moe_layers else spec.dense_ffn

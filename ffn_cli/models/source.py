@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.models.config import load_config, load_preset
 from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.spec import ModelSpec
@@ -70,9 +71,9 @@ def load_model(
     given = {k: v for k, v in (("preset", preset), ("config", config), ("model", model)) if v is not None}
     if len(given) != 1:
         option = next(iter(given), "preset")
-        raise FFNError(option, given.get(option), "give one of --preset, --config and --model, not both")
+        raise FFNError(option, given.get(option), _("give one of --preset, --config and --model, not both"))
     if revision is not None and model is None:
-        raise FFNError("revision", revision, "applies to --model (a Hub model id)")
+        raise FFNError("revision", revision, _("applies to --model (a Hub model id)"))
     if preset is not None:
         key = preset.strip().lower()
         raw = load_preset(key)
@@ -93,7 +94,7 @@ def load_model(
         if exc.option != "config":
             raise
         # The file came from the Hub for --model, not from a --config the user gave.
-        raise FFNError("model", name, f"its config.json {exc.allowed}") from None
+        raise FFNError("model", name, _("its config.json {allowed}").format(allowed=exc.allowed)) from None
     where = name + (f"@{revision.strip()}" if revision else "")
     return LoadedModel(model_spec_from_config(raw, name=name, source=where), raw, f"model {where}")
 
@@ -105,9 +106,9 @@ def load_models(
     config files, then model ids, side by side. A config path that exists as typed is one file,
     commas and all."""
     if preset is None and config is None and model is None:
-        raise FFNError("preset", None, "give --preset, --config or --model (each a comma list, in any mix)")
+        raise FFNError("preset", None, _("give --preset, --config or --model (each a comma list, in any mix)"))
     if revision is not None and model is None:
-        raise FFNError("revision", revision, "applies to --model (a Hub model id)")
+        raise FFNError("revision", revision, _("applies to --model (a Hub model id)"))
     loaded = [load_model(preset=p) for p in (_split("preset", preset) if preset is not None else [])]
     loaded += [load_model(config=c) for c in (_config_paths(config) if config is not None else [])]
     loaded += [load_model(model=m, revision=revision) for m in (_split("model", model) if model is not None else [])]
@@ -122,7 +123,7 @@ def _split(option: str, text: str) -> list[str]:
     """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; an empty item is refused."""
     parts = [t.strip() for t in text.split(",")]
     if not any(parts):
-        raise FFNError(option, text, "one name or a comma list")
+        raise FFNError(option, text, _("one name or a comma list"))
     if not all(parts):
-        raise FFNError(option, text, "an empty item in the comma list: remove the extra comma")
+        raise FFNError(option, text, _("an empty item in the comma list: remove the extra comma"))
     return list(dict.fromkeys(parts))

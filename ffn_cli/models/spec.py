@@ -13,6 +13,7 @@ from typing import Literal
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
@@ -81,27 +82,31 @@ class ModelSpec:
         check_int("max_position_embeddings", self.max_positions, minimum=0)
         check_int("type_vocab_size", self.type_vocab_size, minimum=0, maximum=MAX_VOCAB)
         if self.norm not in NORM_KINDS:
-            raise FFNError("norm", self.norm, "choose one of " + ", ".join(NORM_KINDS))
+            raise FFNError("norm", self.norm, _("choose one of {norm_kinds}").format(norm_kinds=", ".join(NORM_KINDS)))
         if self.attention.d_model != self.d_model:
-            raise FFNError("attention.d_model", self.attention.d_model, f"must equal hidden_size ({self.d_model})")
+            raise FFNError(
+                "attention.d_model", self.attention.d_model, _("must equal hidden_size ({d_model})").format(d_model=self.d_model)
+            )
         layers = tuple(sorted(set(self.moe_layers)))
         if any(not 0 <= i < self.n_layers for i in layers):
-            raise FFNError("moe_layers", self.moe_layers, f"must be layer indices in [0, {self.n_layers})")
+            raise FFNError("moe_layers", self.moe_layers, _("must be layer indices in [0, {n_layers})").format(n_layers=self.n_layers))
         object.__setattr__(self, "moe_layers", layers)
         if self.mixer is not None and any(not 0 <= i < self.n_layers for i in self.mixer.layers):
-            raise FFNError("layer_types", self.mixer.layers, f"must be layer indices in [0, {self.n_layers})")
+            raise FFNError("layer_types", self.mixer.layers, _("must be layer indices in [0, {n_layers})").format(n_layers=self.n_layers))
         self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)
         self._check_ffn("dense_ffn", self.dense_ffn, needed=len(layers) < self.n_layers, moe=False)
 
     def _check_ffn(self, field: str, spec: FFNSpec | None, *, needed: bool, moe: bool) -> None:
         if spec is None:
             if needed:
-                raise FFNError(field, None, "is needed: some layers use it")
+                raise FFNError(field, None, _("is needed: some layers use it"))
             return
         if spec.d_model != self.d_model:
-            raise FFNError(f"{field}.d_model", spec.d_model, f"must equal hidden_size ({self.d_model})")
+            raise FFNError(f"{field}.d_model", spec.d_model, _("must equal hidden_size ({d_model})").format(d_model=self.d_model))
         if spec.is_moe != moe:
-            raise FFNError(f"{field}.variant", spec.variant, "must be a mixture of experts" if moe else "must not be a mixture of experts")
+            raise FFNError(
+                f"{field}.variant", spec.variant, _("must be a mixture of experts") if moe else _("must not be a mixture of experts")
+            )
 
     @property
     def dense_layers(self) -> tuple[int, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.reader import ConfigReader
 
 __all__ = ["VisionPart", "VisionTower", "llama4_tower", "pixtral_tower", "siglip_tower"]
@@ -49,7 +49,7 @@ def _linear(n_in: int, n_out: int, bias: bool) -> int:
 def _heads(r: ConfigReader, h: int) -> int:
     heads = r.integer("num_attention_heads")
     if h % heads:
-        raise FFNError(r.key("num_attention_heads"), heads, f"must divide the vision hidden_size ({h})")
+        raise FFNError(r.key("num_attention_heads"), heads, _("must divide the vision hidden_size ({h})").format(h=h))
     return heads
 
 

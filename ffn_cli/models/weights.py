@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from ffn_cli.accounting import param_tensors
 from ffn_cli.errors import FFNError
-from ffn_cli.hardware.formats import FORMATS, WeightFormat, parse_format
+from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, parse_format
+from ffn_cli.i18n import _
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
@@ -135,15 +136,15 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
     """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor, a quantized one the linears by default."""
     try:
         fmt = parse_format(weights)
-    except ValueError as exc:
-        raise FFNError("weights", weights, str(exc)) from None
+    except ValueError:  # the one refusal parse_format words: "choose SYNTAX", said here in the run's language
+        raise FFNError("weights", weights, _("choose {formats}").format(formats=SYNTAX)) from None
     rest = parse_format(rest_dtype)
     if quantize is None:
         scope = "all" if not fmt.quantized and fmt.element_bits >= 16 else "linears"
     elif quantize in QUANTIZE_SCOPES:
         scope = quantize
     else:
-        raise FFNError("quantize", quantize, f"choose {', '.join(QUANTIZE_SCOPES)}")
+        raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
     roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if scope == "all" and not fmt.quantized else set())
     return StoragePlan(fmt, frozenset(roles), rest, f"--weights {fmt.name} --quantize {scope}")
 

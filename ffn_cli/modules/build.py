@@ -12,6 +12,7 @@ import itertools
 import torch
 from torch import nn
 
+from ffn_cli.i18n import N_
 from ffn_cli.modules.ffn import FFNModule, linears_in
 from ffn_cli.modules.table import module_for
 from ffn_cli.names import unknown_name
@@ -30,7 +31,7 @@ DTYPES = {
 
 def resolve_dtype(name: str) -> torch.dtype:
     if name not in DTYPES:
-        raise unknown_name("dtype", name, list(DTYPES), what="dtype")
+        raise unknown_name("dtype", name, list(DTYPES), what=N_("dtype"))
     return DTYPES[name]
 
 

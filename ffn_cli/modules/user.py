@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.seeds import Stream, stream_seed
 
 __all__ = ["ModuleRef", "build_user_module", "parse_module_ref"]
@@ -55,20 +56,20 @@ def parse_module_ref(text: str) -> ModuleRef:
     arguments is refused, naming the option."""
     target, sep, call = text.strip().rpartition(":") if "(" not in text else _split_call(text.strip())
     if not sep or not target.strip() or not call.strip():
-        raise FFNError("module", text, f"write {_FORM}")
+        raise FFNError("module", text, _("write {form}").format(form=_FORM))
     try:
         node = ast.parse(call.strip(), mode="eval").body
     except SyntaxError:
-        raise FFNError("module", text, f"NAME(args) must be a Python call with {_LITERALS}") from None
+        raise FFNError("module", text, _("NAME(args) must be a Python call with {literals}").format(literals=_LITERALS)) from None
     if isinstance(node, ast.Name):
         return ModuleRef(target.strip(), node.id)
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or any(k.arg is None for k in node.keywords):
-        raise FFNError("module", text, f"after the colon write NAME or NAME(args), with {_LITERALS}")
+        raise FFNError("module", text, _("after the colon write NAME or NAME(args), with {literals}").format(literals=_LITERALS))
     try:
         args = tuple(ast.literal_eval(a) for a in node.args)
         kwargs = tuple((str(k.arg), ast.literal_eval(k.value)) for k in node.keywords)
     except ValueError:
-        raise FFNError("module", text, f"the arguments must be {_LITERALS}") from None
+        raise FFNError("module", text, _("the arguments must be {literals}").format(literals=_LITERALS)) from None
     return ModuleRef(target.strip(), node.func.id, args, kwargs, called=True)
 
 
@@ -83,15 +84,15 @@ def _load(ref: ModuleRef) -> ModuleType:
     if ref.is_file:
         path = Path(ref.target).expanduser()
         if not path.is_file():
-            raise FFNError("module", ref.target, "no such file")
+            raise FFNError("module", ref.target, _("no such file"))
         spec = importlib.util.spec_from_file_location(f"ffn_user_{path.stem}", path)
         if spec is None or spec.loader is None:
-            raise FFNError("module", ref.target, "is not a Python file that can be loaded")
+            raise FFNError("module", ref.target, _("is not a Python file that can be loaded"))
         loaded = importlib.util.module_from_spec(spec)
-        _run_user_code(lambda: spec.loader.exec_module(loaded), f"loading {path.name}")  # type: ignore[union-attr]
+        _run_user_code(lambda: spec.loader.exec_module(loaded), _("loading {file}").format(file=path.name))  # type: ignore[union-attr]
         return loaded
     result: list[ModuleType] = []
-    _run_user_code(lambda: result.append(importlib.import_module(ref.target)), f"importing {ref.target}")
+    _run_user_code(lambda: result.append(importlib.import_module(ref.target)), _("importing {module}").format(module=ref.target))
     return result[0]
 
 
@@ -99,10 +100,10 @@ def _run_user_code(run: Any, what: str) -> None:
     try:
         run()
     except ModuleNotFoundError as exc:
-        raise FFNRuntimeError(f"{what}: {exc}") from None
+        raise FFNRuntimeError(_("{what}: {exc}").format(what=what, exc=exc)) from None
     except Exception as exc:  # the user's code: one line, naming it
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise FFNRuntimeError(f"{what} raised {type(exc).__name__}: {first}") from None
+        raise FFNRuntimeError(_("{what} raised {name}: {first}").format(what=what, name=type(exc).__name__, first=first)) from None
 
 
 def _modules_in(loaded: ModuleType) -> list[str]:
@@ -115,15 +116,21 @@ def build_user_module(ref: ModuleRef, *, device: torch.device, seed: int) -> nn.
     loaded = _load(ref)
     if not hasattr(loaded, ref.name):
         local = [n for n in _modules_in(loaded) if getattr(loaded, n).__module__ == loaded.__name__]
-        hint = ("its modules: " + ", ".join(local)) if local else "it defines no nn.Module subclass"
-        raise FFNError("module", ref.describe(), f"{ref.target} has no {ref.name}; {hint}")
+        hint = (_("its modules: {local}").format(local=", ".join(local))) if local else _("it defines no nn.Module subclass")
+        raise FFNError("module", ref.describe(), _("{target} has no {name}; {hint}").format(target=ref.target, name=ref.name, hint=hint))
     obj = getattr(loaded, ref.name)
     if isinstance(obj, nn.Module):
         if ref.called:
-            raise FFNError("module", ref.describe(), f"{ref.name} is a module instance, not a class: name it without arguments")
+            raise FFNError(
+                "module", ref.describe(), _("{name} is a module instance, not a class: name it without arguments").format(name=ref.name)
+            )
         return obj.to(device)
     if not callable(obj):
-        raise FFNError("module", ref.describe(), f"{ref.name} is a {type(obj).__name__}: name an nn.Module class, a function, or a module")
+        raise FFNError(
+            "module",
+            ref.describe(),
+            _("{name} is a {kind}: name an nn.Module class, a function, or a module").format(name=ref.name, kind=type(obj).__name__),
+        )
     kwargs = dict(ref.kwargs)
     try:
         signature = inspect.signature(obj)
@@ -133,14 +140,20 @@ def build_user_module(ref: ModuleRef, *, device: torch.device, seed: int) -> nn.
         try:
             signature.bind(*ref.args, **kwargs)
         except TypeError as exc:
-            raise FFNError("module", ref.describe(), f"{ref.name}{signature}: {exc}") from None
+            raise FFNError(
+                "module", ref.describe(), _("{name}{signature}: {exc}").format(name=ref.name, signature=signature, exc=exc)
+            ) from None
     torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))  # the module's own initialisation draws from here
     try:
         with torch.device(device):
             made = obj(*ref.args, **kwargs)
     except Exception as exc:  # the user's constructor
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise FFNRuntimeError(f"{ref.describe()} raised {type(exc).__name__}: {first}") from None
+        raise FFNRuntimeError(
+            _("{describe} raised {name}: {first}").format(describe=ref.describe(), name=type(exc).__name__, first=first)
+        ) from None
     if not isinstance(made, nn.Module):
-        raise FFNError("module", ref.describe(), f"{ref.name}(…) returned a {type(made).__name__}, not an nn.Module")
+        raise FFNError(
+            "module", ref.describe(), _("{name}(…) returned a {kind}, not an nn.Module").format(name=ref.name, kind=type(made).__name__)
+        )
     return made

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ffn_cli.accounting import DTYPE_BYTES, ParamTensor, param_tensors
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.variants import SplitKind
@@ -79,19 +80,27 @@ def check_parallel(spec: FFNSpec, *, tp: int = 1, ep: int = 1) -> None:
     check_int("tp", tp, maximum=MAX_WORLD_SIZE)
     check_int("ep", ep, maximum=MAX_WORLD_SIZE)
     if tp > 1 and ep > 1:
-        raise FFNError("ep", ep, f"use --tp {tp} or --ep {ep}, not both: one kind of parallelism at a time")
+        raise FFNError("ep", ep, _("use --tp {tp} or --ep {ep}, not both: one kind of parallelism at a time").format(tp=tp, ep=ep))
     if tp > 1:
         if spec.is_moe:
-            raise FFNError("tp", tp, f"tensor parallelism splits one FFN; for --variant {spec.variant} split the experts with --ep")
+            raise FFNError(
+                "tp",
+                tp,
+                _("tensor parallelism splits one FFN; for --variant {variant} split the experts with --ep").format(variant=spec.variant),
+            )
         if spec.hidden % tp:
-            allowed = f"must divide d_ff={spec.hidden} (d_ff/tp hidden units per rank); it divides by {_divisors(spec.hidden)}"
+            allowed = _("must divide d_ff={hidden} (d_ff/tp hidden units per rank); it divides by {divisors}").format(
+                hidden=spec.hidden, divisors=_divisors(spec.hidden)
+            )
             raise FFNError("tp", tp, allowed)
         _check_per_unit_tensors_split(spec, tp)
     if ep > 1:
         if not _is_routed(spec):
-            raise FFNError("ep", ep, "expert parallelism needs --variant moe (top-k routed experts)")
+            raise FFNError("ep", ep, _("expert parallelism needs --variant moe (top-k routed experts)"))
         if spec.experts % ep:
-            allowed = f"must divide experts={spec.experts} (experts/ep per rank); it divides by {_divisors(spec.experts)}"
+            allowed = _("must divide experts={experts} (experts/ep per rank); it divides by {divisors}").format(
+                experts=spec.experts, divisors=_divisors(spec.experts)
+            )
             raise FFNError("ep", ep, allowed)
 
 
@@ -103,7 +112,13 @@ def _check_per_unit_tensors_split(spec: FFNSpec, tp: int) -> None:
     """A tensor with one entry per hidden unit must be cut with the units, never copied whole."""
     for t in spec.ffn_variant.layout(spec):
         if t.split == REPLICATED and any(dim in ("f", "2f") for dim in t.dims):
-            raise FFNError("tp", tp, f"--variant {spec.variant} has {t.name}, one value per hidden unit, with no tensor-parallel split")
+            raise FFNError(
+                "tp",
+                tp,
+                _("--variant {variant} has {name}, one value per hidden unit, with no tensor-parallel split").format(
+                    variant=spec.variant, name=t.name
+                ),
+            )
 
 
 def tp_split(spec: FFNSpec, name: str) -> SplitKind:
@@ -150,7 +165,7 @@ def shard_layout(spec: FFNSpec, rank: int, *, tp: int = 1, ep: int = 1) -> list[
 def per_rank_params(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str = "float32") -> list[RankParams]:
     """Each rank's tensors, parameter count and bytes, for `ffn params --tp N` / `--ep N`."""
     if dtype not in DTYPE_BYTES:
-        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what="dtype")
+        raise unknown_name("dtype", dtype, list(DTYPE_BYTES), what=N_("dtype"))
     world = max(tp, ep)
     return [RankParams(r, tuple(shard_layout(spec, r, tp=tp, ep=ep)), dtype) for r in range(world)]
 

@@ -15,6 +15,7 @@ from ffn_cli.accounting import DTYPE_BYTES, total_params
 from ffn_cli.device import preflight
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.modules import resolve_dtype
 from ffn_cli.parallel.accounting import MAX_WORLD_SIZE, check_parallel
 from ffn_cli.parallel.environment import torchrun_env
@@ -70,22 +71,34 @@ def _device_type(device: str, option: str) -> str:
     kind = parse_device_name(device)[0]
     if kind in ("cpu", "cuda"):
         return kind
-    raise FFNError("device", device, f"--{option} runs real ranks: use cpu (gloo) or cuda (NCCL, one device per rank)")
+    raise FFNError(
+        "device", device, _("--{option} runs real ranks: use cpu (gloo) or cuda (NCCL, one device per rank)").format(option=option)
+    )
 
 
 def check_devices(world_size: int, device_type: str, option: str = "tp") -> None:
     """Refuse what cannot run here: no CUDA, or more NCCL ranks than visible devices."""
     if device_type == "cpu":
         if world_size > MAX_CPU_RANKS:
-            raise FFNRuntimeError(f"--{option} {world_size}: at most {MAX_CPU_RANKS} gloo ranks on one machine")
+            raise FFNRuntimeError(
+                _("--{option} {world_size}: at most {max_cpu_ranks} gloo ranks on one machine").format(
+                    option=option, world_size=world_size, max_cpu_ranks=MAX_CPU_RANKS
+                )
+            )
         return
     if not torch.cuda.is_available() or not dist.is_nccl_available():
-        raise FFNRuntimeError(f"--{option} {world_size} --device cuda: CUDA with NCCL is not available here; use --device cpu (gloo)")
+        raise FFNRuntimeError(
+            _("--{option} {world_size} --device cuda: CUDA with NCCL is not available here; use --device cpu (gloo)").format(
+                option=option, world_size=world_size
+            )
+        )
     env = torchrun_env()
     local = env.local_world_size if env is not None else world_size
     count = torch.cuda.device_count()
     if local > count:
-        message = f"--{option} {world_size}: NCCL needs one CUDA device per rank and {count} are visible; use --{option} {count} or fewer"
+        message = _(
+            "--{option} {world_size}: NCCL needs one CUDA device per rank and {count} are visible; use --{option} {count} or fewer"
+        ).format(option=option, world_size=world_size, count=count)
         raise FFNRuntimeError(message)
 
 
@@ -101,7 +114,9 @@ def make_job(mode: str, spec: FFNSpec, world_size: int, **kw: Any) -> ParallelJo
     check_devices(world_size, device_type, mode)
     _preflight(spec, world_size, device_type, kw["dtype"])
     if env is not None and env.world_size != world_size:
-        raise FFNError(mode, world_size, f"must equal WORLD_SIZE={env.world_size} set by torchrun (--nproc-per-node)")
+        raise FFNError(
+            mode, world_size, _("must equal WORLD_SIZE={world_size} set by torchrun (--nproc-per-node)").format(world_size=env.world_size)
+        )
     return ParallelJob(mode, spec, world_size, device_type=device_type, **kw)
 
 
@@ -116,4 +131,9 @@ def _preflight(spec: FFNSpec, world_size: int, device_type: str, dtype: str) -> 
     needed = 2 * copies * total_params(spec) * DTYPE_BYTES[dtype]  # the full weights and the shard, with margin
     env = torchrun_env()
     device = torch.device("cpu") if device_type == "cpu" or env is None else torch.device("cuda", env.local_rank)
-    preflight(needed, device, f"{world_size} ranks of {spec.variant} (each builds the full module)", meta_hint=False)
+    preflight(
+        needed,
+        device,
+        _("{count} ranks of {variant} (each builds the full module)").format(count=world_size, variant=spec.variant),
+        meta_hint=False,
+    )

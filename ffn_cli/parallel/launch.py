@@ -23,6 +23,7 @@ import torch
 import torch.multiprocessing as mp
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.parallel.environment import torchrun_env
 from ffn_cli.parallel.job import ParallelJob
 from ffn_cli.parallel.lifecycle import Launcher, watch_launcher
@@ -141,8 +142,8 @@ def _raise_from(kind: str, rank: int, payload: Any) -> None:
     if kind == "usage":
         raise FFNError(*payload)
     if kind == "runtime":
-        raise FFNRuntimeError(f"rank {rank}: {payload}")
-    raise FFNRuntimeError(f"rank {rank} failed: {payload}")
+        raise FFNRuntimeError(_("rank {rank}: {payload}").format(rank=rank, payload=payload))
+    raise FFNRuntimeError(_("rank {rank} failed: {payload}").format(rank=rank, payload=payload))
 
 
 # How long a crash report waits for the rank whose death may have caused it to be seen dead.
@@ -157,8 +158,10 @@ def _dead(procs: list[Any], results: dict[int, Any]) -> list[tuple[int, int]]:
 
 def _died(rank: int, code: int) -> FFNRuntimeError:
     if code < 0:
-        return FFNRuntimeError(f"rank {rank} was killed by {_signal_name(-code)} before reporting")
-    return FFNRuntimeError(f"rank {rank} exited with code {code} before reporting")
+        return FFNRuntimeError(
+            _("rank {rank} was killed by {signal_name} before reporting").format(rank=rank, signal_name=_signal_name(-code))
+        )
+    return FFNRuntimeError(_("rank {rank} exited with code {code} before reporting").format(rank=rank, code=code))
 
 
 def _signal_name(number: int) -> str:
@@ -199,7 +202,9 @@ def _collect(job: ParallelJob, procs: list[Any], queue: Any) -> list[Any]:
         if dead and queue.empty():
             raise _died(*dead[0])
         if time.monotonic() > deadline:
-            raise FFNRuntimeError(f"the {job.world_size} ranks did not finish within {job.timeout_s:g} s")
+            raise FFNRuntimeError(
+                _("the {world_size} ranks did not finish within {timeout_s:g} s").format(world_size=job.world_size, timeout_s=job.timeout_s)
+            )
         time.sleep(0.02)
     return [results[r] for r in range(job.world_size)]
 

@@ -16,6 +16,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.modules import MoEFFN, build_ffn, resolve_dtype
 from ffn_cli.parallel.accounting import ShardTensor, ep_split, tp_split
 from ffn_cli.parallel.expert import ep_forward
@@ -139,10 +140,10 @@ def _time_rank(job: ParallelJob, rank: int, device: torch.device) -> RankTiming:
     # Warm-up by time, but agreed: collectives need the same call count on every rank.
     warm = torch.tensor([min(1000, max(1, int(job.warmup_ms / max(first_ms, 1e-3))))], device=device)
     dist.all_reduce(warm, op=dist.ReduceOp.MAX)
-    for _ in range(int(warm.item())):
+    for _call in range(int(warm.item())):
         call()
     times = []
-    for _ in range(job.repeats):
+    for _repeat in range(job.repeats):
         if flush is not None:
             flush.zero_()
         _barrier(device)  # start together: a collective waits for the slowest rank
@@ -175,7 +176,11 @@ def process_group(job: ParallelJob, device: torch.device) -> Iterator[None]:
         _init_group(job, device)
     try:
         if dist.get_world_size() != job.world_size:
-            raise FFNError(job.mode, job.world_size, f"must equal the process group's world size ({dist.get_world_size()})")
+            raise FFNError(
+                job.mode,
+                job.world_size,
+                _("must equal the process group's world size ({world_size})").format(world_size=dist.get_world_size()),
+            )
         yield
         if created:
             _barrier(device)
@@ -194,8 +199,17 @@ def _init_group(job: ParallelJob, device: torch.device) -> None:
         where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
         first_line = (str(exc).strip().splitlines() or [""])[0][:200]
         raise FFNRuntimeError(
-            f"rank {os.environ.get('RANK')} of {os.environ.get('WORLD_SIZE')}: the ranks did not meet at {where} within {job.timeout_s:g} s"
-            f" ({type(exc).__name__}: {first_line}); if RANK and WORLD_SIZE are left from an earlier torchrun, unset them"
+            _(
+                "rank {rank} of {world_size}: the ranks did not meet at {where} within {timeout_s:g} s ({name}: "
+                "{first_line}); if RANK and WORLD_SIZE are left from an earlier torchrun, unset them"
+            ).format(
+                rank=os.environ.get("RANK"),
+                world_size=os.environ.get("WORLD_SIZE"),
+                where=where,
+                timeout_s=job.timeout_s,
+                name=type(exc).__name__,
+                first_line=first_line,
+            )
         ) from None
 
 

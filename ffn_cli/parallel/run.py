@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ffn_cli.accounting import total_params
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.parallel.job import Mode, ParallelJob, check_devices, is_primary_process, make_input, make_job, under_torchrun
 from ffn_cli.parallel.launch import run_job
 from ffn_cli.parallel.rank import Checked
@@ -58,7 +59,7 @@ def run_parallel(
     tensor parallelism of a dense, gated or sparse FFN; `ep`, expert parallelism of a top-k MoE
     (experts/N per rank, tokens exchanged all-to-all)."""
     if mode not in ("tp", "ep"):
-        raise FFNError("mode", mode, "choose tp or ep")
+        raise FFNError("mode", mode, _("choose tp or ep"))
     job = make_job(mode, spec, world_size, batch=batch, seq_len=seq_len, dtype=dtype, device=device, seed=seed, timeout_s=timeout_s)
     return _result(job, run_job(job))
 
@@ -79,10 +80,10 @@ def time_parallel_forward(
 ) -> ParallelTiming:
     """Median ms of the sharded forward on every rank (CUDA events and an L2 flush on CUDA)."""
     if mode not in ("tp", "ep"):
-        raise FFNError("mode", mode, "choose tp or ep")
+        raise FFNError("mode", mode, _("choose tp or ep"))
     check_int("repeats", repeats, maximum=100_000)
     if isinstance(warmup_ms, bool) or not isinstance(warmup_ms, (int, float)) or not 0 <= warmup_ms <= 600_000:
-        raise FFNError("warmup_ms", warmup_ms, "must be a number of milliseconds in [0, 600000]")
+        raise FFNError("warmup_ms", warmup_ms, _("must be a number of milliseconds in [0, 600000]"))
     kw = {"batch": batch, "seq_len": seq_len, "dtype": dtype, "device": device, "seed": seed, "timeout_s": timeout_s}
     job = make_job(mode, spec, world_size, warmup_ms=float(warmup_ms), repeats=repeats, **kw)
     ranks = tuple(run_job(job))

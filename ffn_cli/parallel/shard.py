@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.parallel.accounting import COLUMN, PAIRED, ROW, check_parallel, ep_split, owned_experts, tp_split
 from ffn_cli.spec import FFNSpec
 
@@ -21,7 +22,7 @@ __all__ = ["shard_expert_parallel", "shard_tensor_parallel"]
 
 def _check_rank(rank: int, world_size: int) -> None:
     if not 0 <= rank < world_size:
-        raise FFNError("rank", rank, f"must be in [0, {world_size - 1}]")
+        raise FFNError("rank", rank, _("must be in [0, {last}]").format(last=world_size - 1))
 
 
 def _rows(t: Tensor, rank: int, world_size: int) -> Tensor:

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
 from ffn_cli.trace.gc_pause import gc_paused
@@ -41,8 +42,14 @@ def infer_d_model(module: nn.Module) -> tuple[int, str]:
                 for dim in dims if p.shape[dims[0]] != p.shape[dims[1]] else dims[:1]:
                     if len(dims) == 1 or _accepts(module, int(p.shape[dim]), p):
                         return int(p.shape[dim]), f"{where}{leaf} {tuple(p.shape)}, dim {dim}"
-                raise FFNError("d_model", None, f"neither width of {where}{leaf} {tuple(p.shape)} runs the module: give --d-model")
-    raise FFNError("d_model", None, "could not be read from the module (no linear layer or weight matrix): give --d-model")
+                raise FFNError(
+                    "d_model",
+                    None,
+                    _("neither width of {where}{leaf} {shape} runs the module: give --d-model").format(
+                        where=where, leaf=leaf, shape=tuple(p.shape)
+                    ),
+                )
+    raise FFNError("d_model", None, _("could not be read from the module (no linear layer or weight matrix): give --d-model"))
 
 
 def _accepts(module: nn.Module, width: int, like: Tensor) -> bool:
@@ -63,7 +70,7 @@ def _place(module: nn.Module, device: str | None, dtype: str | None) -> tuple[to
     dev, dt = resolve_device_dtype(device or str(here_device), dtype or dtype_name(here_dtype))
     if first is not None and (first.device.type != dev.type or (first.is_floating_point() and first.dtype != dt)):
         if first.is_meta and dev.type != "meta":
-            raise FFNError("device", str(dev), "the module's parameters are on meta (they hold no values): build it on that device")
+            raise FFNError("device", str(dev), _("the module's parameters are on meta (they hold no values): build it on that device"))
         module.to(device=dev, dtype=dt)
     return dev, dt
 
@@ -97,12 +104,12 @@ def trace_module(
     check_int("values", values, minimum=0, maximum=MAX_VALUES)
     check_int("depth", depth, minimum=1, maximum=MAX_DEPTH)
     if mode not in MODES:
-        raise FFNError("mode", mode, "choose one of " + ", ".join(MODES))
+        raise FFNError("mode", mode, _("choose one of {modes}").format(modes=", ".join(MODES)))
     loss_name = _validate_backward(backward, loss, checkpoint)
     dev, dt = _place(module, device, dtype)
     if x is not None:
         if x.dim() < 1:
-            raise FFNError("x", tuple(x.shape), "needs at least one dimension, the model width last")
+            raise FFNError("x", tuple(x.shape), _("needs at least one dimension, the model width last"))
         x = x.to(device=dev, dtype=dt)
         width, width_from = int(x.shape[-1]), "the input given"
         batch, seq_len = (int(x.shape[0]), int(x.shape[1])) if x.dim() == 3 else (1, int(x.shape[:-1].numel()))
@@ -165,7 +172,11 @@ def trace_module(
 
 def _forward_failed(module: nn.Module, failed: ForwardError) -> FFNRuntimeError:
     """One line: which module's forward, in which step (its submodule, or its own call), what."""
-    where = f"in step {failed.path} ({failed.class_name})" if failed.path else "in its own code"
-    call = f" at `{failed.call}`" if failed.call else ""
-    meta = " (meta tensors hold no values to compute with)" if "meta" in str(failed).lower() else ""
-    return FFNRuntimeError(f"{type(module).__name__}.forward raised {where}{call}: {failed}{meta}")
+    where = _("in step {path} ({name})").format(path=failed.path, name=failed.class_name) if failed.path else _("in its own code")
+    call = _(" at `{call}`").format(call=failed.call) if failed.call else ""
+    meta = _(" (meta tensors hold no values to compute with)") if "meta" in str(failed).lower() else ""
+    return FFNRuntimeError(
+        _("{name}.forward raised {where}{call}: {failed}{meta}").format(
+            name=type(module).__name__, where=where, call=call, failed=failed, meta=meta
+        )
+    )

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from ffn_cli.block import TransformerBlock
 from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.reference import reference_forward
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace.result import CheckResult, TraceResult
@@ -59,13 +60,17 @@ def check_failure(result: TraceResult) -> FFNRuntimeError | None:
     c = result.check
     if c is not None and not c.passed:
         return FFNRuntimeError(
-            f"--check failed: max relative error {c.max_rel_error:.3g} exceeds {c.threshold:g} for {c.dtype} "
-            "(torch vs the NumPy float64 reference)"
+            _(
+                "--check failed: max relative error {max_rel_error:.3g} exceeds {threshold:g} for {dtype} "
+                "(torch vs the NumPy float64 reference)"
+            ).format(max_rel_error=c.max_rel_error, threshold=c.threshold, dtype=c.dtype)
         )
     g = result.backward.check if result.backward is not None else None
     if g is not None and not g.passed:
         return FFNRuntimeError(
-            f"--check failed: worst relative gradient error {g.max_rel_error:.3g} exceeds {g.threshold:g} for {g.dtype} "
-            "(torch vs the NumPy float64 backward)"
+            _(
+                "--check failed: worst relative gradient error {max_rel_error:.3g} exceeds {threshold:g} "
+                "for {dtype} (torch vs the NumPy float64 backward)"
+            ).format(max_rel_error=g.max_rel_error, threshold=g.threshold, dtype=g.dtype)
         )
     return None

@@ -18,6 +18,7 @@ from torch import nn
 
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.models.attribution import is_experts
 from ffn_cli.models.meta_build import build_on_meta, find_ffn_module
 from ffn_cli.seeds import Stream, stream_seed
@@ -70,20 +71,25 @@ def trace_model_module(
     model_type = str(config.get("model_type"))
     if found is None:
         raise FFNRuntimeError(
-            f"{model_type}: layer {0 if layer is None else layer} has no single FFN module to trace (its FFN is split across "
-            "modules, or the layer has none); ffn params --config counts the whole model"
+            _(
+                "{model_type}: layer {layer} has no single FFN module to trace (its FFN is split across "
+                "modules, or the layer has none); ffn params --config counts the whole model"
+            ).format(model_type=model_type, layer=0 if layer is None else layer)
         )
     module = found.module
     text = hf_config.get_text_config()
     d_model = int(text.hidden_size)
     dev, dt = resolve_device_dtype(device, dtype)
-    what = f"{model_type}: layer {found.layer}'s FFN ({type(module).__name__})"
+    what = _("{model_type}: layer {layer}'s FFN ({kind})").format(model_type=model_type, layer=found.layer, kind=type(module).__name__)
     if dev.type == "meta" and _routed(module):
         # Meta tensors hold no values to route by: transformers' expert loops would run no expert
         # (or fail), and the FLOPs would be silently short. Refuse instead.
         raise FFNRuntimeError(
-            f"{what} routes tokens to experts by value, which the meta device does not hold; trace it on --device cpu "
-            "(real routing on random weights), trace a dense layer (--layer), or count the model with ffn params --config"
+            _(
+                "{what} routes tokens to experts by value, which the meta device does not hold; trace it "
+                "on --device cpu (real routing on random weights), trace a dense layer (--layer), or count "
+                "the model with ffn params --config"
+            ).format(what=what)
         )
     described = (*notes,)
     if dev.type != "meta":
@@ -93,7 +99,7 @@ def trace_model_module(
         # Weights in float32 while drawn, then the run's activations (a few widths of the
         # largest tensor a FFN makes, d_ff or experts × tokens at most 8·d_model per token, kept thrice).
         need = params * max(width, 4) + 3 * tokens * 8 * d_model * max(width, 4) + RUNTIME_BYTES
-        preflight(need, dev, "this trace")
+        preflight(need, dev, _("this trace"))
         std = float(getattr(text, "initializer_range", DEFAULT_INIT_STD) or DEFAULT_INIT_STD)
         _materialise(module, dev, dt, std, seed)
         described += (f"weights: seeded random N(0, {std:g}²), not a checkpoint's; the routing follows them",)

@@ -10,6 +10,7 @@ from ffn_cli.accounting import DTYPE_BYTES, activation_bytes, activation_element
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.modules import build_ffn
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec, check_int
@@ -37,17 +38,19 @@ def _validate_options(
     check_int("seq_len", seq_len)
     check_int("seed", seed, minimum=0, maximum=2**63 - 1)  # as bench and --tp: torch seeds are 64-bit
     if mode not in MODES:
-        raise FFNError("mode", mode, "choose one of " + ", ".join(MODES))
+        raise FFNError("mode", mode, _("choose one of {modes}").format(modes=", ".join(MODES)))
     check_int("values", values, minimum=0, maximum=MAX_VALUES)
     if check and device.strip().lower() == "meta":
-        raise FFNError("check", True, "needs values; use --device cpu or cuda (meta tensors hold none)")
+        raise FFNError("check", True, _("needs values; use --device cpu or cuda (meta tensors hold none)"))
     if block is not None and block.ffn != spec:
-        raise FFNError("block", "BlockSpec", "must wrap the spec being traced (BlockSpec.around(spec))")
+        raise FFNError("block", "BlockSpec", _("must wrap the spec being traced (BlockSpec.around(spec))"))
     if check and mode == "train" and spec.dropout > 0:
-        raise FFNError("mode", mode, "--check compares with a deterministic reference: use --mode eval or --dropout 0")
+        raise FFNError("mode", mode, _("--check compares with a deterministic reference: use --mode eval or --dropout 0"))
     largest = _largest_tensor_elements(spec, block, batch, seq_len)
     if largest > MAX_TENSOR_ELEMENTS:
-        allowed = f"with --batch {batch} the largest tensor would hold {largest:,} elements, more than torch can size; use smaller sizes"
+        allowed = _(
+            "with --batch {batch} the largest tensor would hold {largest:,} elements, more than torch can size; use smaller sizes"
+        ).format(batch=batch, largest=largest)
         raise FFNError("seq_len", seq_len, allowed)
 
 
@@ -125,7 +128,7 @@ def trace(
     canonical_dtype = dtype_name(dt)
     if dev.type != "meta":
         need = estimate_bytes(spec, batch=batch, seq_len=seq_len, dtype=canonical_dtype, block=block, check=check)
-        preflight(need * (2 if backward else 1), dev, "this trace")  # backward: a gradient beside each tensor
+        preflight(need * (2 if backward else 1), dev, _("this trace"))  # backward: a gradient beside each tensor
     module: nn.Module = build_block(block, device=dev, dtype=dt, seed=seed) if block else build_ffn(spec, device=dev, dtype=dt, seed=seed)
     module.train(mode == "train")
     x = _make_input((batch, seq_len, spec.d_model), dev, dt, seed)
@@ -171,14 +174,14 @@ def trace(
 def _validate_backward(backward: bool, loss: str | None, checkpoint: bool) -> str:
     """The loss's name; --loss and --checkpoint only mean something for a backward."""
     if not backward and loss is not None:
-        raise FFNError("loss", loss, "shapes the output gradient of a backward: add --backward")
+        raise FFNError("loss", loss, _("shapes the output gradient of a backward: add --backward"))
     if not backward and checkpoint:
-        raise FFNError("checkpoint", True, "recomputes activations during a backward: add --backward")
+        raise FFNError("checkpoint", True, _("recomputes activations during a backward: add --backward"))
     if loss is None:
         return "random"
     from ffn_cli.trace.backward_result import LOSSES
 
     name = loss.strip().lower()
     if name not in LOSSES:
-        raise FFNError("loss", loss, "choose one of " + ", ".join(LOSSES))
+        raise FFNError("loss", loss, _("choose one of {losses}").format(losses=", ".join(LOSSES)))
     return name
