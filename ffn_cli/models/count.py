@@ -17,7 +17,7 @@ from ffn_cli.models.spec import ModelSpec, layer_ranges
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "training_memory"]
+__all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "layer_labels", "training_memory"]
 
 PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "vision"]
 
@@ -197,6 +197,16 @@ def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:
     return count + (spec.moe_extra_params if ffn.is_moe else 0)
 
 
+def layer_labels(spec: ModelSpec) -> list[str]:
+    """Each layer's kind for the layer pattern: what mixes its tokens ('attention', 'Mamba-2'),
+    or for a layer that is an FFN alone, 'FFN' or 'MoE FFN'."""
+    labels = []
+    for i in range(spec.n_layers):
+        ffn = spec.ffn_of(i)
+        labels.append(spec.mixer_label(i) or ("MoE FFN" if ffn is not None and ffn.is_moe else "FFN"))
+    return labels
+
+
 def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
     groups: list[tuple[FFNSpec, tuple[int, ...]]] = []
     if spec.dense_ffn is not None and spec.dense_layers:
@@ -213,6 +223,8 @@ def _attention_detail(spec: ModelSpec) -> str:
 
 def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> str:
     where = "" if len(layers) == spec.n_layers else f" (layers {layer_ranges(layers)})"
+    if spec.no_ffn_layers and len(layers) < spec.n_layers:  # one block a layer: the layers are counted, not listed
+        where = f" ({len(layers)} of {spec.n_layers} layers)"
     act = f" ({spec.hidden_act} counted as {ffn.ffn_variant.name})" if spec.hidden_act else ""
     if not ffn.is_moe:
         fused = ", fused gate_up" if ffn.fused_gate_up else ""
@@ -254,9 +266,8 @@ def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     attention_layers = spec.attention_layers
     detail = _attention_detail(spec) + "".join(f", + {t.name}" for t in spec.attention_extra)
-    if spec.mixer is not None:
-        labels = ["attention" if i in set(attention_layers) else spec.mixer.kind for i in range(spec.n_layers)]
-        detail += f" (layers: {layer_pattern(labels)})"
+    if spec.mixer is not None or spec.no_mixer_layers:
+        detail += f" (layers: {layer_pattern(layer_labels(spec))})"
     parts = [ModelPart("attention", "attention", detail, spec.attention_layer_params, len(attention_layers))]
     if spec.mixer is not None:
         m = spec.mixer

@@ -38,6 +38,8 @@ def pattern_text(stack: LayerStack) -> str:
     ]
     if stack.mixers:  # a hybrid: its attention layers are attention, whatever their keys
         labels = [label if label in stack.mixers else f"attention{label[4:] if label == 'full' else ' ' + label}" for label in labels]
+    if stack.ffn_only:  # one block a layer: the FFN's layers have no token mixer
+        labels = ["FFN" if alone else label for label, alone in zip(labels, stack.ffn_only, strict=True)]
     return layer_pattern(labels) if len(set(labels)) > 1 else ""
 
 
@@ -71,6 +73,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
             f"{kind} in {count} of {len(stack.mixers)} layers: {fmt_flops(stack.mixer_projection_flops)} of the attn proj, "
             "no scores over the keys (its state update, a cost per token that does not grow with the length, is left out)"
         )
+    if any(stack.ffn_only):
+        lines.append(f"FFN alone, no token mixer, in {sum(stack.ffn_only)} of {len(stack.ffn_only)} layers")
     lines.append(
         f"attention FLOPs overtake the FFN's at seq_len {crossover:,}"
         if crossover is not None
@@ -91,6 +95,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "layer_pattern": pattern_text(stack) or None,
         "mixers": list(stack.mixers) or None,
         "mixer_projection_flops": stack.mixer_projection_flops,
+        "ffn_only": list(stack.ffn_only) or None,
         "crossover_seq_len": stack.crossover(),
         "rows": [r.data() for r in rows],
     }
