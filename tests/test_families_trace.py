@@ -71,7 +71,7 @@ def _transformers_block_flops(config: dict[str, Any], layer: int, shape: list[in
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config), experts_implementation="eager")
     decoder = model.model.layers[layer]
-    if hasattr(decoder, "block_type"):  # Nemotron-H: each layer's one block is its mixer, here its FFN
+    if config["model_type"] == "nemotron_h":  # each layer's one block is its mixer, here its FFN
         blocks = [decoder.mixer]
     elif hasattr(decoder, "block_sparse_moe"):  # Granite-4.0-H runs its shared MLP beside the routed block, not in it
         blocks = [decoder.block_sparse_moe, decoder.shared_mlp]

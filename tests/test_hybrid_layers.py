@@ -257,11 +257,17 @@ def test_nemotron_h_8b_part_by_part_against_transformers() -> None:
     assert sum(p.params for p in parts.values()) == sum(p.numel() for p in model.parameters())
 
 
-def test_nemotron_h_params_through_its_reader() -> None:
-    result = CliRunner().invoke(app, ["params", "--preset", "nemotron-h-8b", "--seq-len", "4096,131072", "--json"])
+def test_nemotron_h_params_through_its_reader(tmp_path: Any) -> None:
+    # A config file, as a checkpoint's config.json: the reader's parts, not the fallback's build.
+    from ffn_cli.models import load_preset
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset("nemotron-h-8b")), encoding="utf-8")
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--seq-len", "4096,131072", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert "built" not in json.dumps(data.get("source", ""))
+    parts = {p["name"]: p for p in data["parts"]}
+    assert parts["Mamba-2"]["copies"] == 24 and parts["FFN"]["copies"] == 24 and parts["attention"]["copies"] == 4
     flops = data["flops_over_seq_len"]
     assert flops["layer_pattern"] == "24 × Mamba-2 + 24 × FFN + 4 × attention"
     assert flops["mixers"].count("Mamba-2") == 24 and flops["ffn_only"].count(True) == 24
