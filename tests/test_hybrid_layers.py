@@ -268,6 +268,9 @@ def test_nemotron_h_params_through_its_reader(tmp_path: Any) -> None:
     data = json.loads(result.stdout)
     parts = {p["name"]: p for p in data["parts"]}
     assert parts["Mamba-2"]["copies"] == 24 and parts["FFN"]["copies"] == 24 and parts["attention"]["copies"] == 4
+    pattern = load_preset("nemotron-h-8b")["hybrid_override_pattern"]
+    assert data["config"]["no_ffn_layers"] == [i for i, c in enumerate(pattern) if c in "M*"]
+    assert data["config"]["no_mixer_layers"] == [i for i, c in enumerate(pattern) if c in "-E"]
     flops = data["flops_over_seq_len"]
     assert flops["layer_pattern"] == "24 × Mamba-2 + 24 × FFN + 4 × attention"
     assert flops["mixers"].count("Mamba-2") == 24 and flops["ffn_only"].count(True) == 24
@@ -338,3 +341,16 @@ def test_nemotron_h_decode_roofline_by_hand() -> None:
     assert model["flops"] == 2 * (24 * mlp + 4 * attention + 24 * (mamba_in + 8192 * d) + vocab * d) + scores
     state = 128 * 64 * 128 + 3 * conv
     assert model["kv_cache_bytes"] == 4 * 1002 * 2 * 8 * 128 * 2 + 24 * 2 * state * 2
+
+
+def test_nemotron_h_latent_moe_is_counted_by_building_it(tmp_path: Any) -> None:
+    # Experts over a latent narrower than hidden_size (moe_latent_size): no FFNSpec holds them,
+    # so the count is transformers' build, and says so.
+    config = small_config("nemotron_h", NEMOTRON_CASES[0]) | {"moe_latent_size": 32}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--no-cache", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model_class"] == "NemotronHForCausalLM"
+    assert data["total_params"] == sum(p.numel() for p in _meta_model(config).parameters())
