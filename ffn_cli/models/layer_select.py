@@ -124,6 +124,8 @@ def select_layer(
     for option in FIXED_BY_MODEL:
         if option in given:
             raise FFNError(option, given[option], f"{spec.name} fixes d_model ({spec.d_model:,}) and every width; give --d-ff to resize")
+    if not spec.ffn_layers:
+        raise FFNError("layer", layer, f"{spec.name} has no layer with an FFN")
     index = default_layer(model) if layer is None else layer
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < spec.n_layers:
         raise FFNError("layer", layer, f"{spec.name} has layers 0 to {spec.n_layers - 1}")

@@ -169,7 +169,10 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
         sum(p.activation_bytes for p in parts),
         sum(p.kv_bytes for p in parts),
     )
-    one_ffn = ffn_costs[id(spec.moe_ffn)] if spec.moe_ffn is not None and spec.moe_layers else layers[0]
+    if spec.moe_ffn is not None and spec.moe_layers:
+        one_ffn = ffn_costs[id(spec.moe_ffn)]
+    else:  # no FFN in any layer (a pattern of mixers alone) costs nothing
+        one_ffn = layers[0] if layers else PartCost("FFN", 0, 0, 0)
     n = len(attention)
     mean_attention = PartCost(
         "attention",
