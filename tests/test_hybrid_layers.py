@@ -354,3 +354,17 @@ def test_nemotron_h_latent_moe_is_counted_by_building_it(tmp_path: Any) -> None:
     data = json.loads(result.stdout)
     assert data["model_class"] == "NemotronHForCausalLM"
     assert data["total_params"] == sum(p.numel() for p in _meta_model(config).parameters())
+
+
+def test_nemotron_h_of_mixers_alone_counts_and_refuses_a_trace(tmp_path: Any) -> None:
+    config = small_config("nemotron_h", NEMOTRON_CASES[0]) | {"hybrid_override_pattern": "MM*M"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    args = ["params", "--config", str(path), "--seq-len", "64", "--gpu", "h100", "--phase", "decode", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["total_params"] == sum(p.numel() for p in _meta_model(config).parameters()) and data["ffn_params"] == 0
+    assert data["roofline"]["cases"][0]["ffn_one_layer"]["flops"] == 0
+    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--device", "meta"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "has no layer with an FFN" in result.output
