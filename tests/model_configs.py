@@ -264,6 +264,59 @@ SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
             "tie_word_embeddings": True,
         },
     ),
+    (
+        "nemotron_h",
+        {
+            "hybrid_override_pattern": "M-*EM-",  # six layers: num_hidden_layers (3) is not read
+            "head_dim": 16,
+            "mamba_num_heads": 8,
+            "mamba_head_dim": 16,
+            "n_groups": 2,
+            "ssm_state_size": 16,
+            "chunk_size": 8,
+            "n_routed_experts": 4,
+            "moe_intermediate_size": 24,
+            "moe_shared_expert_intermediate_size": 40,
+        },
+    ),
+    (
+        "nemotron_h",
+        {
+            "layers_block_type": ["mamba", "attention", "moe", "mlp"],  # the names before the class renamed them
+            "num_key_value_heads": 4,
+            "mamba_num_heads": 4,
+            "mamba_head_dim": 8,
+            "mamba_n_groups": 1,
+            "ssm_state_size": 8,
+            "mamba_d_conv": 3,
+            "mamba_conv_bias": False,
+            "mamba_chunk_size": 8,
+            "use_bias": True,
+            "mlp_bias": True,
+            "n_routed_experts": 4,
+            "moe_intermediate_size": 24,
+            "moe_shared_expert_intermediate_size": 0,  # the shared MLP takes intermediate_size
+            "tie_word_embeddings": True,  # the class ties nothing
+        },
+    ),
+    (
+        "nemotron_h",
+        {
+            "head_dim": 8,
+            "mamba_num_heads": 4,
+            "mamba_head_dim": 16,
+            "n_groups": 4,
+            "ssm_state_size": 8,
+            "num_local_experts": 8,
+            "num_experts_per_tok": 3,
+            "n_group": 2,
+            "topk_group": 1,
+            "routed_scaling_factor": 2.5,
+            "moe_intermediate_size": 16,
+            "moe_shared_expert_intermediate_size": 32,
+            "mlp_hidden_act": "silu",
+        },
+    ),
     ("llama", {"hidden_act": "quick_gelu"}),
     ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
 ]
@@ -342,6 +395,7 @@ NEW_FAMILIES = {
     "lfm2",
     "lfm2_moe",
     "granitemoehybrid",
+    "nemotron_h",
 }
 
 

@@ -49,7 +49,8 @@ def _check_preset_on_meta(name: str) -> None:
     data = _invoke("trace", "--preset", name, "--device", "meta", "--json")
     spec = preset_model(name)
     layer = data["model"]["layer"]
-    assert layer == (spec.moe_layers[0] if spec.moe_layers else 0)
+    # The first MoE layer, else the first with an FFN (Nemotron-H's layer 0 is a Mamba-2 block).
+    assert layer == (spec.moe_layers[0] if spec.moe_layers else min(set(range(spec.n_layers)) - set(spec.no_ffn_layers)))
     assert data["model"]["layer_kind"] == ("MoE" if spec.moe_layers else "dense")
     ffn = spec.moe_ffn if spec.moe_layers else spec.dense_ffn
     assert ffn is not None

@@ -24,7 +24,17 @@ from tests.model_configs import CASES, NEW_FAMILIES, small_config
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-MOE_FAMILIES = ("glm4_moe", "dots1", "ernie4_5_moe", "hunyuan_v1_moe", "minimax_m2", "qwen3_next", "lfm2_moe", "granitemoehybrid")
+MOE_FAMILIES = (
+    "glm4_moe",
+    "dots1",
+    "ernie4_5_moe",
+    "hunyuan_v1_moe",
+    "minimax_m2",
+    "qwen3_next",
+    "lfm2_moe",
+    "granitemoehybrid",
+    "nemotron_h",
+)
 DENSE_FAMILIES = tuple(sorted(NEW_FAMILIES - set(MOE_FAMILIES)))
 # The first small config of each family (tests/model_configs.py).
 FIRST = {t: keys for t, keys in reversed(CASES) if t in NEW_FAMILIES}
@@ -61,7 +71,9 @@ def _transformers_block_flops(config: dict[str, Any], layer: int, shape: list[in
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config), experts_implementation="eager")
     decoder = model.model.layers[layer]
-    if hasattr(decoder, "block_sparse_moe"):  # Granite-4.0-H runs its shared MLP beside the routed block, not in it
+    if config["model_type"] == "nemotron_h":  # each layer's one block is its mixer, here its FFN
+        blocks = [decoder.mixer]
+    elif hasattr(decoder, "block_sparse_moe"):  # Granite-4.0-H runs its shared MLP beside the routed block, not in it
         blocks = [decoder.block_sparse_moe, decoder.shared_mlp]
     else:
         blocks = [decoder.feed_forward if hasattr(decoder, "feed_forward") else decoder.mlp]  # LFM2 calls it feed_forward

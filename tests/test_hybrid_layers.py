@@ -168,3 +168,203 @@ def test_mamba2_and_attention_against_flop_counter_on_transformers_modules(case:
     attention = _global_counts(gm.GraniteMoeHybridAttention(config, layer_idx=spec.attention_layers[0]), x, attention_mask=None)
     assert attention.get("aten.mm", 0) + attention.get("aten.addmm", 0) == spec.attention_layer_flops * tokens
     assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens
+
+
+# --- Nemotron-H: one block a layer, a token mixer or an FFN ------------------------------------
+
+NEMOTRON_CASES = [keys for model_type, keys in CASES if model_type == "nemotron_h"]
+
+
+def _meta_model(config: dict[str, Any]) -> Any:
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+
+
+@pytest.mark.parametrize("case", range(2))
+@pytest.mark.parametrize("seq_len", [5, 17, 70])
+def test_nemotron_h_mamba2_and_attention_against_flop_counter(case: int, seq_len: int) -> None:
+    from transformers.models.nemotron_h import modeling_nemotron_h as nh
+
+    config_dict = small_config("nemotron_h", NEMOTRON_CASES[case])
+    config = transformers.AutoConfig.for_model(**config_dict)
+    config._attn_implementation = "eager"
+    spec = model_spec_from_config(config_dict)
+    assert spec.mixer is not None and spec.mixer.kind == "Mamba-2"
+    torch.manual_seed(0)
+    batch = 2
+    tokens = batch * seq_len
+    x = torch.randn(batch, seq_len, config.hidden_size)
+    module = nh.NemotronHMamba2Mixer(config, layer_idx=spec.mixer.layers[0])
+    mamba = _global_counts(module, x)
+    assert mamba.get("aten.mm", 0) + mamba.get("aten.addmm", 0) == spec.mixer.projection_flops * tokens
+    assert mamba["aten.convolution"] == spec.mixer.conv_flops * batch * (seq_len + config.conv_kernel - 1)
+    params = {n: p.numel() for n, p in module.named_parameters()}
+    assert spec.mixer.params == sum(params.values()) - params["norm.weight"] and spec.mixer.norm_params == params["norm.weight"]
+    # Attention without rotary: projections, and scores over every key (no mask given).
+    attention = _global_counts(nh.NemotronHAttention(config, layer_idx=spec.attention_layers[0]), x, attention_mask=None)
+    assert attention["aten.mm"] == spec.attention_layer_flops * tokens
+    assert attention["aten.bmm"] == spec.attention.score_flops_per_token(seq_len) * tokens
+
+
+def test_nemotron_h_layers_are_one_block_each() -> None:
+    # M-*EM-: Mamba-2, MLP, attention, MoE, Mamba-2, MLP, as transformers builds them.
+    config = small_config("nemotron_h", NEMOTRON_CASES[0])
+    spec = model_spec_from_config(config)
+    blocks = _meta_model(config).config.layers_block_type
+    assert spec.n_layers == len(blocks) == 6
+    assert spec.mixer is not None and spec.mixer.layers == tuple(i for i, b in enumerate(blocks) if b == "linear_attention")
+    assert spec.attention_layers == tuple(i for i, b in enumerate(blocks) if b == "full_attention")
+    assert spec.dense_layers == tuple(i for i, b in enumerate(blocks) if b == "mlp")
+    assert spec.moe_layers == tuple(i for i, b in enumerate(blocks) if b == "moe")
+    assert spec.no_ffn_layers == (0, 2, 4) and spec.no_mixer_layers == (1, 3, 5)
+    # FLOPs per token: every layer's one block, projections and FFNs apart.
+    stack = model_stack(spec, (None,) * spec.n_layers, causal=True)
+    (row,) = flops_over_length(stack, [64])
+    mlp, moe = spec.dense_ffn, spec.moe_ffn
+    assert mlp is not None and moe is not None
+    from ffn_cli.accounting import matmul_flops_per_token
+
+    assert row.ffn == 2 * matmul_flops_per_token(mlp) + matmul_flops_per_token(moe)
+    assert row.projections == spec.attention_layer_flops + 2 * spec.mixer.projection_flops
+    assert row.scores == spec.attention.score_flops_per_token(1) * (64 + 1) / 2
+    assert count_model(spec).matmul_flops_per_token - 2 * spec.d_model * spec.vocab_size == row.ffn + row.projections
+
+
+def test_nemotron_h_8b_part_by_part_against_transformers() -> None:
+    """The Nemotron-H-8B preset (no published total at hand): its total and every part against
+    transformers' meta build, module by module."""
+    from ffn_cli.models import load_preset
+
+    config = {k: v for k, v in load_preset("nemotron-h-8b").items() if not k.startswith("_")}
+    model = _meta_model(config)
+    parts = {p.name: p for p in count_model(model_spec_from_config(config)).parts}
+    by_block: dict[str, int] = {}
+    for layer in model.model.layers:
+        kind = layer.block_type
+        mixer = {n: p.numel() for n, p in layer.mixer.named_parameters()}
+        if kind == "linear_attention":
+            by_block["Mamba-2 norms"] = by_block.get("Mamba-2 norms", 0) + mixer.pop("norm.weight")
+        by_block[kind] = by_block.get(kind, 0) + sum(mixer.values())
+        by_block["layer norms"] = by_block.get("layer norms", 0) + layer.norm.weight.numel()
+    assert by_block["linear_attention"] == parts["Mamba-2"].params and parts["Mamba-2"].copies == 24
+    assert by_block["full_attention"] == parts["attention"].params and parts["attention"].copies == 4
+    assert by_block["mlp"] == parts["FFN"].params and parts["FFN"].copies == 24
+    assert by_block["Mamba-2 norms"] == parts["Mamba-2 norms"].params and by_block["layer norms"] == parts["layer norms"].params
+    assert (
+        model.lm_head.weight.numel() == parts["LM head"].params
+        and model.model.embeddings.weight.numel() == parts["token embeddings"].params
+    )
+    assert sum(p.params for p in parts.values()) == sum(p.numel() for p in model.parameters())
+
+
+def test_nemotron_h_params_through_its_reader(tmp_path: Any) -> None:
+    # A config file, as a checkpoint's config.json: the reader's parts, not the fallback's build.
+    from ffn_cli.models import load_preset
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset("nemotron-h-8b")), encoding="utf-8")
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--seq-len", "4096,131072", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    parts = {p["name"]: p for p in data["parts"]}
+    assert parts["Mamba-2"]["copies"] == 24 and parts["FFN"]["copies"] == 24 and parts["attention"]["copies"] == 4
+    pattern = load_preset("nemotron-h-8b")["hybrid_override_pattern"]
+    assert data["config"]["no_ffn_layers"] == [i for i, c in enumerate(pattern) if c in "M*"]
+    assert data["config"]["no_mixer_layers"] == [i for i, c in enumerate(pattern) if c in "-E"]
+    flops = data["flops_over_seq_len"]
+    assert flops["layer_pattern"] == "24 × Mamba-2 + 24 × FFN + 4 × attention"
+    assert flops["mixers"].count("Mamba-2") == 24 and flops["ffn_only"].count(True) == 24
+    text = " ".join(CliRunner().invoke(app, ["params", "--preset", "nemotron-h-8b"]).output.split())
+    assert "(layers: 24 × Mamba-2 + 24 × FFN + 4 × attention)" in text and "relu2, d_ff 21,504 (24 of 52 layers)" in text
+
+
+def test_nemotron_h_weights_hold_every_parameter() -> None:
+    # The weight tensors (what --weights and --tp price) sum to the meta build's parameters.
+    from ffn_cli.models.weights import weight_tensors
+
+    for keys in NEMOTRON_CASES:
+        config = small_config("nemotron_h", keys)
+        assert sum(t.params for t in weight_tensors(model_spec_from_config(config))) == sum(
+            p.numel() for p in _meta_model(config).parameters()
+        )
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"no_ffn_layers": (0, 1, 3), "no_mixer_layers": (2, 3)}, "needs a token mixer"),
+        ({"no_ffn_layers": (4,)}, "must be layer indices"),
+        ({"no_ffn_layers": (0, 1, 2), "no_mixer_layers": (3,)}, "a MoE layer has an FFN"),
+        ({"no_ffn_layers": (1,), "no_mixer_layers": (0, 2, 3)}, "a Mamba-2 layer has a token mixer"),
+    ],
+)
+def test_nemotron_h_spec_refuses_a_layer_with_neither_block(changes: dict[str, Any], message: str) -> None:
+    from dataclasses import replace
+
+    from ffn_cli.errors import FFNError
+
+    spec = model_spec_from_config(small_config("nemotron_h", NEMOTRON_CASES[1]))  # mamba, attention, moe, mlp
+    assert (spec.no_ffn_layers, spec.no_mixer_layers) == ((0, 1), (2, 3))
+    with pytest.raises(FFNError, match=message):
+        replace(spec, **changes)
+
+
+def test_nemotron_h_trace_picks_an_ffn_layer_and_refuses_one_without(tmp_path: Any) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(small_config("nemotron_h", NEMOTRON_CASES[1])), encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--device", "meta", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["model"]["layer"] == 2  # the MoE layer
+    for args, text in ((["--layer", "0"], "without an FFN"), (["--layer", "3", "--block"], "an FFN alone")):
+        result = CliRunner().invoke(app, ["trace", "--config", str(path), "--device", "meta", *args])
+        assert result.exit_code == 2 and result.output.count("\n") == 1 and text in result.output, result.output
+
+
+def test_nemotron_h_decode_roofline_by_hand() -> None:
+    """One decode token at context 1000, bf16: each layer's one block read once, by hand from
+    the shapes; the 4 attention layers read their 1001 keys and write the new one (2·8·128
+    values each), the 24 Mamba-2 layers read and write their state (128 heads × 64 × 128, and
+    the conv's 3 latest of 8,192 + 2·8·128 channels)."""
+    result = CliRunner().invoke(
+        app, ["params", "--preset", "nemotron-h-8b", "--gpu", "h100", "--phase", "decode", "--batch", "1", "--seq-len", "1000", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    model = json.loads(result.stdout)["roofline"]["cases"][0]["model"]
+    d, vocab = 4096, 131072
+    mlp = 2 * d * 21504
+    attention = d * 32 * 128 * 2 + 2 * d * 8 * 128
+    conv = 8192 + 2 * 8 * 128
+    mamba_in = d * (8192 + conv + 128)
+    mamba = mamba_in + conv * 4 + conv + 3 * 128 + 8192 * d + 8192  # conv weight and bias, dt_bias / A_log / D, out_proj, norm
+    assert model["weight_bytes"] == 2 * (24 * mlp + 4 * attention + 24 * mamba + vocab * d + d)
+    scores = 4 * 1001 * 2 * 2 * 32 * 128
+    assert model["flops"] == 2 * (24 * mlp + 4 * attention + 24 * (mamba_in + 8192 * d) + vocab * d) + scores
+    state = 128 * 64 * 128 + 3 * conv
+    assert model["kv_cache_bytes"] == 4 * 1002 * 2 * 8 * 128 * 2 + 24 * 2 * state * 2
+
+
+def test_nemotron_h_latent_moe_is_counted_by_building_it(tmp_path: Any) -> None:
+    # Experts over a latent narrower than hidden_size (moe_latent_size): no FFNSpec holds them,
+    # so the count is transformers' build, and says so.
+    config = small_config("nemotron_h", NEMOTRON_CASES[0]) | {"moe_latent_size": 32}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--no-cache", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model_class"] == "NemotronHForCausalLM"
+    assert data["total_params"] == sum(p.numel() for p in _meta_model(config).parameters())
+
+
+def test_nemotron_h_of_mixers_alone_counts_and_refuses_a_trace(tmp_path: Any) -> None:
+    config = small_config("nemotron_h", NEMOTRON_CASES[0]) | {"hybrid_override_pattern": "MM*M"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    args = ["params", "--config", str(path), "--seq-len", "64", "--gpu", "h100", "--phase", "decode", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["total_params"] == sum(p.numel() for p in _meta_model(config).parameters()) and data["ffn_params"] == 0
+    assert data["roofline"]["cases"][0]["ffn_one_layer"]["flops"] == 0
+    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--device", "meta"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "has no layer with an FFN" in result.output

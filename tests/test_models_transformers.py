@@ -32,8 +32,8 @@ _KIND_RULES: list[tuple[str, str]] = [
     (r"(vision_tower|vision_model|multi_modal_projector)\.", "vision"),
     (r"(^|\.)(lm_head|embed_out)\.", "head"),
     (r"(^|\.)pooler\.", "pooler"),
-    (r"(embed_tokens|embed_in|word_embeddings|position_embeddings|token_type_embeddings|wte|wpe)\.weight$", "embedding"),
-    (r"\.LayerNorm\.|(^|\.)(ln_\w+|ln_f|\w*layernorm|\w*layer_norm|norm|\w+_norm)\.(weight|bias)$", "norm"),
+    (r"(embed_tokens|embed_in|embeddings|word_embeddings|position_embeddings|token_type_embeddings|wte|wpe)\.weight$", "embedding"),
+    (r"\.LayerNorm\.|(^|\.)(ln_\w+|ln_f|norm_f|\w*layernorm|\w*layer_norm|norm|\w+_norm)\.(weight|bias)$", "norm"),
     (r"\.(self_attn|attn|crossattention|attention|self_attention|linear_attn|conv|mamba)\.", "attention"),
     (r"\.(mlp|feed_forward|block_sparse_moe|shared_mlp|intermediate|output)\.", "ffn"),
 ]
@@ -49,10 +49,21 @@ def _kind(name: str) -> str:
     raise AssertionError(f"no part for {name}")
 
 
+# Nemotron-H names every layer's one block `mixer`: its layer's block type says which it is.
+_BLOCK_PART = {"linear_attention": "mamba", "full_attention": "self_attn", "mlp": "mlp", "moe": "mlp"}
+
+
+def _part_name(model: Any, name: str) -> str:
+    found = re.search(r"layers\.(\d+)\.mixer\.", name)
+    if found is None or model.config.model_type != "nemotron_h":
+        return name
+    return name.replace(".mixer.", f".{_BLOCK_PART[model.config.layers_block_type[int(found.group(1))]]}.", 1)
+
+
 def _parts(model: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, p in model.named_parameters():
-        kind = _kind(name)
+        kind = _kind(_part_name(model, name))
         out[kind] = out.get(kind, 0) + p.numel()
     return out
 

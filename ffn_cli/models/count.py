@@ -7,6 +7,7 @@ ffn_cli.accounting on the model's FFNSpecs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +19,7 @@ from ffn_cli.models.spec import ModelSpec, layer_ranges
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "training_memory"]
+__all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "layer_labels", "training_memory"]
 
 PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "vision"]
 
@@ -198,6 +199,16 @@ def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:
     return count + (spec.moe_extra_params if ffn.is_moe else 0)
 
 
+def layer_labels(spec: ModelSpec) -> list[str]:
+    """Each layer's kind for the layer pattern: what mixes its tokens ('attention', 'Mamba-2'),
+    or for a layer that is an FFN alone, 'FFN' or 'MoE FFN'."""
+    labels = []
+    for i in range(spec.n_layers):
+        ffn = spec.ffn_of(i)
+        labels.append(spec.mixer_label(i) or ("MoE FFN" if ffn is not None and ffn.is_moe else "FFN"))
+    return labels
+
+
 def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
     groups: list[tuple[FFNSpec, tuple[int, ...]]] = []
     if spec.dense_ffn is not None and spec.dense_layers:
@@ -214,6 +225,8 @@ def _attention_detail(spec: ModelSpec) -> Message:
 
 def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Message:
     where = "" if len(layers) == spec.n_layers else Message(N_(" (layers {layers})"), layers=layer_ranges(layers))
+    if spec.no_ffn_layers and len(layers) < spec.n_layers:  # one block a layer: the layers are counted, not listed
+        where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
     biases = Message(N_(", biases")) if ffn.bias else ""
     if not ffn.is_moe:
@@ -257,11 +270,11 @@ def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     attention_layers = spec.attention_layers
     detail = Message.join(_attention_detail(spec), *(f", + {t.name}" for t in spec.attention_extra))
-    if spec.mixer is not None:
-        labels = ["attention" if i in set(attention_layers) else spec.mixer.kind for i in range(spec.n_layers)]
-        # "attention" is a word of the pattern, the mixer's kind a name: only the word is translated.
-        pieces = layer_pattern(labels).split("attention")
-        words = [piece for k, text in enumerate(pieces) for piece in ((Message(N_("attention")),) if k else ()) + (text,)]
+    if spec.mixer is not None or spec.no_mixer_layers:
+        # "attention" is a word of the pattern, a mixer's kind a name: only the words are translated.
+        words: list[str] = []
+        for k, piece in enumerate(re.split(r"\b(attention)\b", layer_pattern(layer_labels(spec)))):
+            words.append(Message(N_("attention")) if k % 2 else piece)
         detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
     parts = [ModelPart(N_("attention"), "attention", detail, spec.attention_layer_params, len(attention_layers))]
     if spec.mixer is not None:

@@ -257,6 +257,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "granitemoehybrid": {**_LLAMA, "num_local_experts": 8, "num_experts_per_tok": 2, "shared_intermediate_size": 1024}
     | {"mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4}
     | {"mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False},
+    "nemotron_h": {"vocab_size": 131072, "hidden_size": 4096, "tie_word_embeddings": False, "num_attention_heads": 32}
+    | {"num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 21504, "mlp_hidden_act": "relu2", "mlp_bias": False}
+    | {"ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8, "conv_kernel": 4, "use_conv_bias": True}
+    | {"use_bias": False, "n_routed_experts": 8, "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688}
+    | {"num_experts_per_tok": 2, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1, "norm_topk_prob": True}
+    | {"layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"]},
     "minimax_m2": {**_LLAMA, "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62, "num_attention_heads": 48}
     | {"num_key_value_heads": 8, "head_dim": 128, "vocab_size": 200064, "num_local_experts": 256, "num_experts_per_tok": 8},
 }
@@ -274,6 +280,7 @@ ALIASES: dict[str, dict[str, str]] = {
     "hunyuan_v1_moe": {"moe_topk": "num_experts_per_tok", "num_experts": "num_local_experts"},
     "minimax_m2": {"num_local_experts": "num_experts"},
     "granitemoehybrid": {"layer_types": "layers_block_type"},
+    "nemotron_h": {"layers_block_type": "layer_types", "n_routed_experts": "num_local_experts"},
     "gpt2": {
         "n_embd": "hidden_size",
         "n_positions": "max_position_embeddings",

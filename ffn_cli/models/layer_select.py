@@ -91,8 +91,10 @@ class LayerChoice:
 
 
 def default_layer(model: LoadedModel) -> int:
-    """The first MoE layer if the model has any (what a user times or traces it for), else 0."""
-    return model.spec.moe_layers[0] if model.spec.moe_layers else 0
+    """The first MoE layer if the model has any (what a user times or traces it for), else the
+    first layer with an FFN (0 but where layers are one block each)."""
+    spec = model.spec
+    return spec.moe_layers[0] if spec.moe_layers else spec.ffn_layers[0]
 
 
 # Flags whose off form is not --no-NAME.
@@ -127,11 +129,21 @@ def select_layer(
                 given[option],
                 _("{name} fixes d_model ({d_model:,}) and every width; give --d-ff to resize").format(name=spec.name, d_model=spec.d_model),
             )
+    if not spec.ffn_layers:
+        raise FFNError("layer", layer, _("{name} has no layer with an FFN").format(name=spec.name))
     index = default_layer(model) if layer is None else layer
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < spec.n_layers:
         raise FFNError("layer", layer, _("{name} has layers 0 to {last}").format(name=spec.name, last=spec.n_layers - 1))
-    ffn = spec.moe_ffn if index in spec.moe_layers else spec.dense_ffn
-    assert ffn is not None  # ModelSpec guarantees an FFN for every layer
+    ffn = spec.ffn_of(index)
+    if ffn is None:
+        kind = spec.mixer_label(index)
+        raise FFNError(
+            "layer",
+            layer,
+            _("layer {index} of {name} is a {kind} block without an FFN; its first FFN is layer {first}").format(
+                index=index, name=spec.name, kind=kind, first=default_layer(model)
+            ),
+        )
     changes = {FFN_OVERRIDES[k]: v for k, v in given.items() if k in FFN_OVERRIDES}
     for key in ("variant", "expert_variant"):
         if isinstance(changes.get(key), str):
@@ -169,6 +181,8 @@ def _ffn_notes(model: LoadedModel, ffn: FFNSpec, layer: int, *, renamed: bool) -
 def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
     """The attention, norm and order of the model's block, as far as ffn_cli.block builds them."""
     model, spec = choice.model, choice.model.spec
+    if choice.layer in spec.no_mixer_layers:
+        raise FFNError("block", True, f"layer {choice.layer} of {spec.name} is an FFN alone, no attention; drop --block to trace its FFN")
     if spec.mixer is not None and choice.layer in spec.mixer.layers:
         raise FFNError(
             "block",

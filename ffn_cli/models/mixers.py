@@ -4,9 +4,10 @@ Qwen3-Next mixes tokens in three of every four layers with a Gated DeltaNet (Yan
 a linear attention whose state (one key-width × value-width matrix per value head) is updated
 once per token, so its cost per token does not grow with the context. LFM2 mixes most of its
 layers with a short convolution: a gated depthwise causal convolution over a few tokens.
-Granite-4.0-H mixes most of its layers with Mamba-2 (Dao & Gu 2024): a selective state space
-whose state (one head-width × state-size matrix per head) is updated once per token. Their
-parameters, and the FLOPs of their projections per token, are a handful of widths. Pure Python.
+Granite-4.0-H mixes most of its layers with Mamba-2 (Dao & Gu 2024), Nemotron-H about half: a
+selective state space whose state (one head-width × state-size matrix per head) is updated once
+per token. Their parameters, and the FLOPs of their projections per token, are a handful of
+widths. Pure Python.
 """
 
 from __future__ import annotations

@@ -134,12 +134,30 @@ def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     return PartCost("attention", flops, weights, 2 * case.tokens * spec.d_model * case.act_bytes, kv)
 
 
+def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+    """A hybrid's token mixer in attention's place: its projections, its weights, and its state
+    (one per sequence, whatever the length) written in prefill, read and written in decode."""
+    m = spec.mixer
+    assert m is not None
+    weights = sum(_bytes(plan, "attention", t.shape) for t in (*m.tensors, *m.norm_tensors))
+    state = case.batch * m.state_elements * case.act_bytes * (1 if case.phase == "prefill" else 2)
+    return PartCost(m.kind, case.tokens * m.projection_flops, weights, 2 * case.tokens * spec.d_model * case.act_bytes, state)
+
+
 def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase) -> PassCost:
-    """One forward pass: its FFN and attention per layer, and the whole model."""
-    ffn_of = {i: (spec.moe_ffn if i in spec.moe_layers else spec.dense_ffn) for i in range(spec.n_layers)}
+    """One forward pass: its FFN and attention per layer, and the whole model. A layer without
+    an FFN or without a token mixer costs nothing for it; a mixer layer costs its mixer."""
+    ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     ffn_costs = {id(f): _ffn_cost(spec, f, plan, case) for f in {id(f): f for f in ffn_of.values() if f}.values()}  # type: ignore[union-attr]
-    attention = [_attention_cost(spec, stack, i, plan, case) for i in range(spec.n_layers)]
-    layers = [ffn_costs[id(ffn_of[i])] for i in range(spec.n_layers)]
+    mixer = _mixer_cost(spec, plan, case) if spec.mixer is not None else None
+    attention: list[PartCost] = []
+    for i in range(spec.n_layers):
+        label = spec.mixer_label(i)
+        if label == "attention":
+            attention.append(_attention_cost(spec, stack, i, plan, case))
+        elif label and mixer is not None:
+            attention.append(mixer)
+    layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
     d, v, t = spec.d_model, spec.vocab_size, case.tokens
     head_role = "embedding" if spec.tie_word_embeddings else "head"
     head = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), t * d * case.act_bytes + t * v * case.act_bytes)
@@ -152,12 +170,15 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
         sum(p.activation_bytes for p in parts),
         sum(p.kv_bytes for p in parts),
     )
-    one_ffn = ffn_costs[id(spec.moe_ffn)] if spec.moe_ffn is not None and spec.moe_layers else layers[0]
-    n = spec.n_layers
+    if spec.moe_ffn is not None and spec.moe_layers:
+        one_ffn = ffn_costs[id(spec.moe_ffn)]
+    else:  # no FFN in any layer (a pattern of mixers alone) costs nothing
+        one_ffn = layers[0] if layers else PartCost("FFN", 0, 0, 0)
+    n = len(attention)
     mean_attention = PartCost(
         "attention",
         sum(p.flops for p in attention) / n,
-        attention[0].weight_bytes,
+        sum(p.weight_bytes for p in attention) / n,
         attention[0].activation_bytes,
         sum(p.kv_bytes for p in attention) / n,
     )

@@ -45,6 +45,8 @@ class LayerStack:
     # per attention layer; with their projection FLOPs of all such layers together.
     mixers: tuple[str | None, ...] = ()
     mixer_projection_flops: int = 0
+    # True for each layer that is an FFN alone, no token mixer (Nemotron-H's MLP and MoE blocks).
+    ffn_only: tuple[bool, ...] = ()
 
     def score_flops(self, seq_len: int) -> Fraction:
         """Per-token score FLOPs at seq_len: every layer's keys read by all queries, over L."""
@@ -134,25 +136,28 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     if len(windows) != spec.n_layers or len(chunks) not in (0, spec.n_layers):
         raise FFNError("windows", len(windows), _("one per layer ({n_layers})").format(n_layers=spec.n_layers))
     ffn = 0
-    for i in range(spec.n_layers):
-        layer_ffn = spec.moe_ffn if i in spec.moe_layers else spec.dense_ffn
+    for i in spec.ffn_layers:
+        layer_ffn = spec.ffn_of(i)
         assert layer_ffn is not None
         ffn += matmul_flops_per_token(layer_ffn)
     a = spec.attention
+    # A layer without attention reads no keys: a mixer's, and one that is an FFN alone.
     mixed = set(spec.mixer.layers) if spec.mixer is not None else set()
+    unmixed = set(spec.no_mixer_layers)
     mixer_flops = len(mixed) * spec.mixer.projection_flops if spec.mixer is not None else 0
     kind = spec.mixer.kind if spec.mixer is not None else None
     return LayerStack(
         ffn,
         len(spec.attention_layers) * spec.attention_layer_flops + mixer_flops,
-        tuple(0 if i in mixed else _per_key(a) for i in range(spec.n_layers)),
-        tuple(None if i in mixed else w for i, w in enumerate(windows)),
+        tuple(0 if i in mixed | unmixed else _per_key(a) for i in range(spec.n_layers)),
+        tuple(None if i in mixed | unmixed else w for i, w in enumerate(windows)),
         causal,
         a.kind,
         _detail(a),
-        tuple(None if i in mixed else c for i, c in enumerate(chunks)),
+        tuple(None if i in mixed | unmixed else c for i, c in enumerate(chunks)),
         tuple(kind if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
         mixer_flops,
+        tuple(i in unmixed for i in range(spec.n_layers)) if unmixed else (),
     )
 
 

@@ -74,6 +74,10 @@ class ModelSpec:
     # Tensors of each attention layer beside its AttentionSpec's, each a Linear weight run once per
     # token: Qwen3-Next's output gate, the second half of a q_proj twice as wide.
     attention_extra: tuple[ParamTensor, ...] = ()
+    # Layers that are one block each (Nemotron-H): a token mixer and no FFN, or an FFN and no
+    # token mixer. Every other layer has both.
+    no_ffn_layers: tuple[int, ...] = ()
+    no_mixer_layers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         check_int("hidden_size", self.d_model)
@@ -93,8 +97,19 @@ class ModelSpec:
         object.__setattr__(self, "moe_layers", layers)
         if self.mixer is not None and any(not 0 <= i < self.n_layers for i in self.mixer.layers):
             raise FFNError("layer_types", self.mixer.layers, _("must be layer indices in [0, {n_layers})").format(n_layers=self.n_layers))
+        for field in ("no_ffn_layers", "no_mixer_layers"):
+            value = tuple(sorted(set(getattr(self, field))))
+            if any(not 0 <= i < self.n_layers for i in value):
+                raise FFNError(field, getattr(self, field), _("must be layer indices in [0, {n_layers})").format(n_layers=self.n_layers))
+            object.__setattr__(self, field, value)
+        if set(self.no_ffn_layers) & set(self.no_mixer_layers):
+            raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a layer without an FFN needs a token mixer"))
+        if set(self.no_ffn_layers) & set(layers):
+            raise FFNError("no_ffn_layers", self.no_ffn_layers, _("a MoE layer has an FFN"))
+        if self.mixer is not None and set(self.no_mixer_layers) & set(self.mixer.layers):
+            raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a {kind} layer has a token mixer").format(kind=self.mixer.kind))
         self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)
-        self._check_ffn("dense_ffn", self.dense_ffn, needed=len(layers) < self.n_layers, moe=False)
+        self._check_ffn("dense_ffn", self.dense_ffn, needed=bool(self.dense_layers), moe=False)
 
     def _check_ffn(self, field: str, spec: FFNSpec | None, *, needed: bool, moe: bool) -> None:
         if spec is None:
@@ -110,14 +125,34 @@ class ModelSpec:
 
     @property
     def dense_layers(self) -> tuple[int, ...]:
-        moe = set(self.moe_layers)
-        return tuple(i for i in range(self.n_layers) if i not in moe)
+        """The layers that use `dense_ffn`: neither MoE nor without an FFN."""
+        other = set(self.moe_layers) | set(self.no_ffn_layers)
+        return tuple(i for i in range(self.n_layers) if i not in other)
+
+    @property
+    def ffn_layers(self) -> tuple[int, ...]:
+        """The layers that have an FFN, dense or MoE."""
+        free = set(self.no_ffn_layers)
+        return tuple(i for i in range(self.n_layers) if i not in free)
 
     @property
     def attention_layers(self) -> tuple[int, ...]:
-        """The layers that use `attention` (every layer but a hybrid's mixer layers)."""
-        mixed = set(self.mixer.layers) if self.mixer is not None else set()
-        return tuple(i for i in range(self.n_layers) if i not in mixed)
+        """The layers that use `attention` (every layer but a hybrid's mixer layers and the
+        layers without a token mixer)."""
+        other = set(self.no_mixer_layers) | (set(self.mixer.layers) if self.mixer is not None else set())
+        return tuple(i for i in range(self.n_layers) if i not in other)
+
+    def ffn_of(self, layer: int) -> FFNSpec | None:
+        """Layer `layer`'s FFN: `moe_ffn`, `dense_ffn`, or None for a layer without one."""
+        if layer in self.no_ffn_layers:
+            return None
+        return self.moe_ffn if layer in self.moe_layers else self.dense_ffn
+
+    def mixer_label(self, layer: int) -> str:
+        """What mixes tokens in `layer`: 'attention', the mixer's kind, or '' for none."""
+        if layer in self.no_mixer_layers:
+            return ""
+        return self.mixer.kind if self.mixer is not None and layer in self.mixer.layers else "attention"
 
     @property
     def attention_layer_params(self) -> int:

@@ -93,9 +93,12 @@ def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     add("embedding", (spec.type_vocab_size, d), 1)
     if spec.embedding_norm:
         add("vector", (spec.norm_params,), 1)
-    attention_copies = spec.n_layers * (2 if spec.cross_attention else 1)
-    for t in spec.attention.tensors():
+    attention_copies = len(spec.attention_layers) * (2 if spec.cross_attention else 1)
+    for t in (*spec.attention.tensors(), *spec.attention_extra):
         add("attention", t.shape, attention_copies)
+    if spec.mixer is not None:  # a hybrid's token mixer in attention's place, and its norms
+        for t in (*spec.mixer.tensors, *spec.mixer.norm_tensors):
+            add("attention", t.shape, len(spec.mixer.layers))
     for ffn, layers in ((spec.dense_ffn, spec.dense_layers), (spec.moe_ffn, spec.moe_layers)):
         if ffn is None or not layers:
             continue

@@ -24,7 +24,7 @@ ComparedModel = tuple[str, ModelParams, LayerStack, tuple[FlopsAtLength, ...]]
 def _d_ff_ratio(m: ModelParams) -> float:
     """d_ff / d_model of the FFN most layers run: an expert's width for MoE models."""
     s = m.spec
-    ffn = s.moe_ffn if s.moe_ffn is not None and len(s.moe_layers) * 2 >= s.n_layers else s.dense_ffn or s.moe_ffn
+    ffn = s.moe_ffn if s.moe_ffn is not None and len(s.moe_layers) * 2 >= len(s.ffn_layers) else s.dense_ffn or s.moe_ffn
     assert ffn is not None
     return ffn.hidden / s.d_model
 

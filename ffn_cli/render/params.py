@@ -254,6 +254,12 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
             "tie_word_embeddings": s.tie_word_embeddings,
             "moe_layers": list(s.moe_layers),
             "norm": s.norm,
+            # Layers that are one block each (Nemotron-H), only where there are any.
+            **(
+                {"no_ffn_layers": list(s.no_ffn_layers), "no_mixer_layers": list(s.no_mixer_layers)}
+                if s.no_ffn_layers or s.no_mixer_layers
+                else {}
+            ),
         },
         "attention": _attention_data(s.attention),
         "dense_ffn": s.dense_ffn.as_dict() if s.dense_ffn else None,

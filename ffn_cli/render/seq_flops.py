@@ -52,6 +52,8 @@ def pattern_text(stack: LayerStack, *, translate: bool = False) -> str:
         full = say(N_("full"))
         attention = [say(N_("attention")) if label == full else say(N_("attention {keys}")).format(keys=label) for label in labels]
         labels = [label if label in stack.mixers else a for label, a in zip(labels, attention, strict=True)]
+    if stack.ffn_only:  # one block a layer: the FFN's layers have no token mixer
+        labels = ["FFN" if alone else label for label, alone in zip(labels, stack.ffn_only, strict=True)]
     return layer_pattern(labels) if len(set(labels)) > 1 else ""
 
 
@@ -87,6 +89,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
             "a cost per token that does not grow with the length, is left out)"
         )
         lines.append(mixer.format(kind=kind, count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops)))
+    if any(stack.ffn_only):
+        lines.append(_("FFN alone, no token mixer, in {count} of {n} layers").format(count=sum(stack.ffn_only), n=len(stack.ffn_only)))
     lines.append(
         _("attention FLOPs overtake the FFN's at seq_len {n}").format(n=f"{crossover:,}")
         if crossover is not None
@@ -107,6 +111,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "layer_pattern": pattern_text(stack) or None,
         "mixers": list(stack.mixers) or None,
         "mixer_projection_flops": stack.mixer_projection_flops,
+        "ffn_only": list(stack.ffn_only) or None,
         "crossover_seq_len": stack.crossover(),
         "rows": [r.data() for r in rows],
     }
