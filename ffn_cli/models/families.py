@@ -913,24 +913,25 @@ def _nemotron_h_types(r: _Reader) -> list[str]:
     if r.has("layers_block_type"):
         types = r.get("layers_block_type")
         if not isinstance(types, list) or not types or any(not isinstance(t, str) for t in types):
-            raise FFNError(r.key("layers_block_type"), types, "must list each layer's block: linear_attention, full_attention, mlp or moe")
+            why = _("must list each layer's block: linear_attention, full_attention, mlp or moe")
+            raise FFNError(r.key("layers_block_type"), types, why)
         types = [_NEMOTRON_H_LEGACY.get(t, t) for t in types]
     elif r.has("hybrid_override_pattern"):
         pattern = r.get("hybrid_override_pattern")
         if not isinstance(pattern, str) or not pattern or set(pattern) - set(_NEMOTRON_H_LETTERS):
             raise FFNError(
-                r.key("hybrid_override_pattern"), pattern, "must be one letter per layer: M (Mamba-2), * (attention), - (MLP), E (MoE)"
+                r.key("hybrid_override_pattern"), pattern, _("must be one letter per layer: M (Mamba-2), * (attention), - (MLP), E (MoE)")
             )
         types = [_NEMOTRON_H_LETTERS[c] for c in pattern]
     else:
         types = list(r.defaults["layers_block_type"])
     bad = sorted(set(types) - set(_NEMOTRON_H_LETTERS.values()))
     if bad:
-        raise FFNError(r.key("layers_block_type"), bad[0], "must be linear_attention, full_attention, mlp or moe")
+        raise FFNError(r.key("layers_block_type"), bad[0], _("must be linear_attention, full_attention, mlp or moe"))
     if len(types) > MAX_LAYERS:
-        raise FFNError(r.key("layers_block_type"), len(types), f"layers: at most {MAX_LAYERS}")
+        raise FFNError(r.key("layers_block_type"), len(types), _("layers: at most {n}").format(n=MAX_LAYERS))
     if not {"linear_attention", "full_attention"} & set(types):
-        raise FFNError(r.key("layers_block_type"), types, "has no Mamba-2 or attention layer to mix tokens")
+        raise FFNError(r.key("layers_block_type"), types, _("has no Mamba-2 or attention layer to mix tokens"))
     return types
 
 

@@ -182,7 +182,8 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
     """The attention, norm and order of the model's block, as far as ffn_cli.block builds them."""
     model, spec = choice.model, choice.model.spec
     if choice.layer in spec.no_mixer_layers:
-        raise FFNError("block", True, f"layer {choice.layer} of {spec.name} is an FFN alone, no attention; drop --block to trace its FFN")
+        why = _("layer {index} of {name} is an FFN alone, no attention; drop --block to trace its FFN")
+        raise FFNError("block", True, why.format(index=choice.layer, name=spec.name))
     if spec.mixer is not None and choice.layer in spec.mixer.layers:
         raise FFNError(
             "block",
