@@ -38,12 +38,12 @@ def test_a_language_ffn_does_not_speak_is_refused(text: str) -> None:
 
 
 def test_the_api_switches_language_and_renders_an_old_result_anew() -> None:
-    result = ffn_cli.params("relu")
+    result = ffn_cli.params("llama-2-7b")
     english = str(result)
     assert ffn_cli.set_language("zh_CN.UTF-8") == "zh" and language() == "zh"
     chinese = str(result)
     assert chinese != english and any("\u4e00" <= ch <= "\u9fff" for ch in chinese)
-    assert result.to_dict() == ffn_cli.params("relu").to_dict()
+    assert result.to_dict() == ffn_cli.params("llama-2-7b").to_dict()
     set_language("en")
     assert str(result) == english
 

@@ -199,13 +199,18 @@ def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:
     return count + (spec.moe_extra_params if ffn.is_moe else 0)
 
 
+def ffn_part_name(ffn: FFNSpec) -> str:
+    """'MoE FFN' or 'FFN': what a model's parts table calls a layer's FFN (an English id)."""
+    return N_("MoE FFN") if ffn.is_moe else "FFN"
+
+
 def layer_labels(spec: ModelSpec) -> list[str]:
     """Each layer's kind for the layer pattern: what mixes its tokens ('attention', 'Mamba-2'),
     or for a layer that is an FFN alone, 'FFN' or 'MoE FFN'."""
     labels = []
     for i in range(spec.n_layers):
         ffn = spec.ffn_of(i)
-        labels.append(spec.mixer_label(i) or ("MoE FFN" if ffn is not None and ffn.is_moe else "FFN"))
+        labels.append(spec.mixer_label(i) or (ffn_part_name(ffn) if ffn is not None else "FFN"))
     return labels
 
 
@@ -291,7 +296,7 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
             )
         )
     for ffn, layers in _ffn_groups(spec):
-        name = N_("MoE FFN") if ffn.is_moe else "FFN"
+        name = ffn_part_name(ffn)
         active = ffn_params(spec, ffn, active=True) if ffn.is_moe else None
         parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), ffn_params(spec, ffn), len(layers), active))
     norms = Message(N_("{n} × {norm}"), n=spec.norms_per_layer, norm=_norm_name(spec))

@@ -22,6 +22,7 @@ from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
 from ffn_cli.i18n import _
+from ffn_cli.models.count import ffn_part_name
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.weights import StoragePlan, WeightTensor, ffn_role
@@ -100,7 +101,7 @@ def _ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) 
     else:
         weights, touched, experts = fixed, 0.0, 0
     io = 2 * tokens * spec.d_model * case.act_bytes
-    name = "MoE FFN" if ffn.is_moe else "FFN"
+    name = ffn_part_name(ffn)
     return PartCost(name, tokens * matmul_flops_per_token(ffn), weights, io, 0.0, experts, touched)
 
 
