@@ -28,7 +28,6 @@ ELEMENTWISE_FLOPS: dict[str, int] = {
     # F.glu(x) = a·σ(b) over the two halves of x: the sigmoid and one multiply per output element.
     "glu": ACTIVATIONS["sigmoid"].flops_per_element + 1,
     "leaky_relu": ACTIVATIONS["relu"].flops_per_element,  # a compare and a select, as relu's
-    "clamp": 1,
     "erf": 1,
     "reciprocal": 1,
     "_softmax": 3,  # exp, sum, divide (accounting.SOFTMAX_FLOPS_PER_ELEMENT)
