@@ -15,14 +15,17 @@ import gettext
 import io
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "DOMAIN",
     "LANGUAGES",
     "LOCALE_DIR",
     "N_",
+    "Message",
     "_",
     "language",
     "language_from_environment",
@@ -121,3 +124,34 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 def N_(message: str) -> str:
     """Marks a message for the catalog without translating it: `_()` translates it where shown."""
     return message
+
+
+@dataclass(frozen=True)
+class Message:
+    """Words a result carries to be shown later: message ids (each marked with `N_()` where it
+    is written) and the values that fill them, in order. `str()` is the English, as `--json`
+    keeps it; `shown()` says it in the current language. A value may be a Message itself."""
+
+    parts: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+
+    @staticmethod
+    def of(message: str, **values: Any) -> Message:
+        return Message(((message, tuple(values.items())),))
+
+    def __add__(self, other: Message) -> Message:
+        return Message(self.parts + other.parts)
+
+    def __bool__(self) -> bool:
+        return bool(self.parts)
+
+    def _say(self, translate: Any) -> str:
+        def value(v: Any) -> Any:
+            return v._say(translate) if isinstance(v, Message) else v
+
+        return "".join(translate(m).format(**{k: value(v) for k, v in values}) for m, values in self.parts)
+
+    def __str__(self) -> str:
+        return self._say(lambda m: m)
+
+    def shown(self) -> str:
+        return self._say(_)

@@ -29,6 +29,8 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.i18n import ngettext
+
 __all__ = ["GAP", "BarChart", "Col", "FitTable", "Layouts", "hidden_note", "wrap_terms"]
 
 # Cells between two columns: one of padding, one of the (blank) divider.
@@ -106,8 +108,12 @@ def _empty(cell: Cell) -> bool:
 
 def hidden_note(names: Sequence[str], width: int) -> str:
     """The footnote under a table that lost columns."""
-    count = f"{len(names)} column{'s' if len(names) > 1 else ''}"
-    return f"{count} hidden at {width} columns ({', '.join(names)}): widen the terminal, or --json"
+    text = ngettext(
+        "{count} column hidden at {width} columns ({names}): widen the terminal, or --json",
+        "{count} columns hidden at {width} columns ({names}): widen the terminal, or --json",
+        len(names),
+    )
+    return text.format(count=len(names), width=width, names=", ".join(names))
 
 
 @dataclass

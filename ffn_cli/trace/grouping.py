@@ -19,6 +19,7 @@ from torch import nn
 
 from ffn_cli.attention_modules import AttentionModule, LatentAttention, SelfAttention
 from ffn_cli.block import TransformerBlock
+from ffn_cli.i18n import N_, Message
 from ffn_cli.modules import FFNModule
 from ffn_cli.trace.expert_summary import describe_tokens
 from ffn_cli.trace.ops import LAYOUT_OPS
@@ -38,7 +39,7 @@ class StepGroup:
     ops: list[int] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
     substeps: list[StepGroup] = field(default_factory=list)
-    note: str = ""
+    note: Message = field(default_factory=Message)
     tokens_per_expert: tuple[int, ...] | None = None
     idle_params: int = 0  # the dispatch step: parameters of the experts that did not run
     serial: int | None = None  # the torch call a group of a module's own ops ran in
@@ -220,13 +221,13 @@ def _idle_params(module: FFNModule, tokens: tuple[int, ...]) -> int:
     return per_expert * sum(1 for n in tokens if n == 0)
 
 
-def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> str:
+def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> Message:
     note = describe_tokens(tokens)
     stats = getattr(module, "last_dispatch", None)
     if stats is not None and stats.dropped:
-        note += f"; {stats.dropped} dropped over capacity {stats.capacity}"
+        note += Message.of(N_("; {dropped} dropped over capacity {capacity}"), dropped=stats.dropped, capacity=stats.capacity)
     if stats is not None and stats.assumed_balanced:
-        note += " (meta: balanced routing assumed)"
+        note += Message.of(N_(" (meta: balanced routing assumed)"))
     return note
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ffn_cli.i18n import Message
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class TraceStep:
     input_stats: TensorStats | None = None
     values: tuple[float, ...] | None = None
     flags: tuple[str, ...] = ()
-    note: str = ""
+    note: Message = Message()  # noqa: RUF009 (frozen, immutable) English in --json (str), the reader's language in the tables (shown)
     dropout_changed: int | None = None
     dropout_zeroed: int | None = None
     tokens_per_expert: tuple[int, ...] | None = None  # a mixture's dispatch: every expert's rows

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
+    from ffn_cli.i18n import Message
     from ffn_cli.spec import FFNSpec
 
 __all__ = [
@@ -216,7 +217,7 @@ class Variant:
         """What the trace shows beside one of this variant's steps."""
         return step
 
-    def compute_note(self, spec: FFNSpec) -> str | None:
+    def compute_note(self, spec: FFNSpec) -> Message | None:
         """What a trace should say about where this variant's compute goes, if anything."""
         return None
 
