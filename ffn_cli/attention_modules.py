@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
+from ffn_cli.i18n import N_
 from ffn_cli.regions import region
 
 __all__ = ["AttentionModule", "LatentAttention", "QKNorm", "RMSNorm", "SelfAttention", "attend", "build_attention"]
@@ -129,10 +130,10 @@ class SelfAttention(nn.Module):
             "k_norm": self.k_norm.formula if self.k_norm is not None else "",
             "heads": f"split into heads: (B, T, H·d_h) → (B·H, T, d_h), H={h}, d_h={dh}{gqa}",
             "scores": "S = Q·Kᵀ/√d_h",
-            "sinks": "append each head's learned sink logit: (B·H, T, T) → (B·H, T, T+1)",
+            "sinks": N_("append each head's learned sink logit: (B·H, T, T) → (B·H, T, T+1)"),
             "softmax": f"P = softmax(S) over keys{sink}",
             "context": "P·V",
-            "merge": "concat heads: (B·H, T, d_h) → (B, T, H·d_h)",
+            "merge": N_("concat heads: (B·H, T, d_h) → (B, T, H·d_h)"),
         }
         return formulas.get(step, step)
 
@@ -189,19 +190,19 @@ class LatentAttention(nn.Module):
         s = self.spec
         qk = f"{s.qk_nope_head_dim}+{s.qk_rope_head_dim}"
         formulas = {
-            "q_proj": "x·W_Qᵀ: d → H·(d_nope + d_rope)",
-            "q_a_proj": "q low-rank down: x·W_qaᵀ, d → r_q",
-            "q_a_layernorm": "RMSNorm: c_q/rms(c_q)·γ over r_q",
-            "q_b_proj": "q up to heads: r_q → H·(d_nope + d_rope)",
-            "kv_a_proj_with_mqa": "kv down: x·W_kvaᵀ, d → latent r_kv + one rope key d_rope",
-            "kv_split": "split: latent c_kv (r_kv) | rope key k_r (d_rope, shared by every head)",
-            "kv_a_layernorm": "RMSNorm: c_kv/rms(c_kv)·γ over r_kv",
-            "kv_b_proj": "kv latent up to heads: r_kv → H·(d_nope + d_v)",
+            "q_proj": N_("x·W_Qᵀ: d → H·(d_nope + d_rope)"),
+            "q_a_proj": N_("q low-rank down: x·W_qaᵀ, d → r_q"),
+            "q_a_layernorm": N_("RMSNorm: c_q/rms(c_q)·γ over r_q"),
+            "q_b_proj": N_("q up to heads: r_q → H·(d_nope + d_rope)"),
+            "kv_a_proj_with_mqa": N_("kv down: x·W_kvaᵀ, d → latent r_kv + one rope key d_rope"),
+            "kv_split": N_("split: latent c_kv (r_kv) | rope key k_r (d_rope, shared by every head)"),
+            "kv_a_layernorm": N_("RMSNorm: c_kv/rms(c_kv)·γ over r_kv"),
+            "kv_b_proj": N_("kv latent up to heads: r_kv → H·(d_nope + d_v)"),
             "heads": f"split into heads, H={s.n_heads}: q, k (B·H, T, {qk}), k_r repeated to every head; v (B·H, T, {s.v_head_dim})",
             "scores": "S = Q·Kᵀ/√(d_nope + d_rope)",
-            "softmax": "P = softmax(S) over keys",
+            "softmax": N_("P = softmax(S) over keys"),
             "context": "P·V",
-            "merge": "concat heads: (B·H, T, d_v) → (B, T, H·d_v)",
+            "merge": N_("concat heads: (B·H, T, d_v) → (B, T, H·d_v)"),
             "o_proj": "·W_Oᵀ: H·d_v → d",
         }
         text = formulas.get(step, step)

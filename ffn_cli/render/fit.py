@@ -75,8 +75,21 @@ def _longest(lines: Sequence[str]) -> int:
     return max((cell_len(line) for line in lines), default=0)
 
 
+def _pieces(word: str) -> list[str]:
+    """What a line may not be broken inside: a run of narrow characters. Chinese is written
+    without spaces and breaks between any two of its (double-width) characters."""
+    pieces, run = [], ""
+    for ch in word:
+        if cell_len(ch) > 1:
+            pieces += [run, ch] if run else [ch]
+            run = ""
+        else:
+            run += ch
+    return [*pieces, run] if run else pieces
+
+
 def _longest_word(lines: Sequence[str]) -> int:
-    return max((cell_len(word) for line in lines for word in line.split()), default=0)
+    return max((cell_len(piece) for line in lines for word in line.split() for piece in _pieces(word)), default=0)
 
 
 def _terms(line: str) -> list[str]:

@@ -18,6 +18,7 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
+from ffn_cli.render.explain import explain_table, step_explanation
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
@@ -415,9 +416,10 @@ def width_diagram(result: TraceResult) -> RenderableType:
     return Group(title, chart, Text(note)) if note else Group(title, chart)
 
 
-def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0) -> Group:
-    """Header, the steps (or raw ops), values, totals and the width diagram, a blank line apart."""
-    parts = _sections(result, ops=ops, values=values)
+def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0, explain: bool = False) -> Group:
+    """Header, the steps (or raw ops), why each step is there (`explain`), values, totals and the
+    width diagram, a blank line apart."""
+    parts = _sections(result, ops=ops, values=values, explain=explain)
     spaced: list[RenderableType] = []
     for part in parts:
         spaced += [part, Text("")]
@@ -442,8 +444,11 @@ def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
     return experts_touched_data(result.spec, tokens, result.tokens)
 
 
-def _sections(result: TraceResult, *, ops: bool, values: int) -> list[RenderableType]:
+def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
+    why = explain_table(result) if explain and not ops else None
+    if why is not None:
+        out.append(why)
     if result.is_meta:
         meta = _("Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated.")
         out.append(Text(meta + _meta_routing(result), style="dim"))
@@ -534,13 +539,19 @@ def _summary_data(summary: ExpertSummary, result: TraceResult) -> dict[str, Any]
     }
 
 
+def _explanation(result: TraceResult, step: TraceStep) -> dict[str, str | None]:
+    why = step_explanation(result, step)
+    return {"explanation": str(why) if why is not None else None}
+
+
 def _compute_note(result: TraceResult) -> str | None:
     note = result.spec.info.compute_note(result.spec) if result.spec is not None else None
     return str(note) if note is not None else None
 
 
-def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
-    """Everything the tables show, as plain JSON types."""
+def trace_data(result: TraceResult, *, ops: bool = False, explain: bool = False) -> dict[str, Any]:
+    """Everything the tables show, as plain JSON types; with `explain`, each step's explanation
+    (in English, as all of --json)."""
     c = result.check
     data: dict[str, Any] = {
         "module": result.module.as_dict(),
@@ -555,7 +566,7 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
         "input_shape": list(result.input_shape),
         "input_stats": _stats_data(result.input_stats),
         "input_values": list(result.input_values) if result.input_values is not None else None,
-        "steps": [_step_data(s) for s in result.steps],
+        "steps": [_step_data(s) | (_explanation(result, s) if explain else {}) for s in result.steps],
         "output_shape": list(result.output_shape),
         "total_params": result.total_params,
         "param_groups": dict(result.param_groups),

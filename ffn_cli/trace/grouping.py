@@ -248,7 +248,7 @@ def module_formula(module: nn.Module) -> str:
     if isinstance(module, nn.Dropout):
         return f"dropout (p = {module.p:g})"
     if isinstance(module, nn.GELU):
-        return "GELU(x), tanh approximation" if module.approximate == "tanh" else "GELU(x) = x·Φ(x)"
+        return N_("GELU(x), tanh approximation") if module.approximate == "tanh" else "GELU(x) = x·Φ(x)"
     simple = {nn.ReLU: "max(x, 0)", nn.SiLU: "x·σ(x)", nn.Sigmoid: "σ(x)", nn.Tanh: "tanh(x)", nn.Identity: "x"}
     for kind, text in simple.items():
         if isinstance(module, kind):

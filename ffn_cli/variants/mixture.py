@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, Variant, Width
 from ffn_cli.variants.single import SingleFFN
 
@@ -107,13 +108,32 @@ class MixtureVariant(Variant):
 
     def step_formula(self, spec: FFNSpec, step: str) -> str:
         return {
-            "flatten": "tokens: (B, T, d) → (B·T, d)",
+            "flatten": N_("tokens: (B, T, d) → (B·T, d)"),
             "router": "x·W_routerᵀ",
-            "softmax": "g = softmax over E experts, float32",
-            "dispatch": "gather each expert's tokens",
+            "softmax": N_("g = softmax over E experts, float32"),
+            "dispatch": N_("gather each expert's tokens"),
             "shared_experts": self.expert(spec).formula,
             "unflatten": "(B·T, d) → (B, T, d)",
         }.get(step, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        """The router's and the experts' steps; a routed mixture adds its own (top-k, combine)."""
+        texts = {
+            "flatten": N_("lays the batch out as one row per token, (B·T, d): experts are chosen token by token"),
+            "router": N_("the router: scores each token against each of the {experts} experts, one logit per expert"),
+            "softmax": N_(
+                "turns each token's {experts} logits into weights g that sum to 1 (in float32, so half precision does not round the choice)"
+            ),
+            "dispatch": N_("gathers the tokens each expert was chosen for, so each expert runs once, on its own rows"),
+            "shared_experts": N_("shared experts: an FFN of d_ff {shared} that every token runs through, beside the routed experts"),
+            "unflatten": N_("restores the (B, T, d) shape, so the residual connection can add the output to the input"),
+        }
+        if step.startswith(EXPERTS_STEP + "."):
+            text = N_("one expert: a whole {expert} FFN of d_ff {d_ff}, run only on the tokens routed to it")
+            return Message.of(text, expert=spec.expert_variant, d_ff=spec.hidden)
+        if step in texts:
+            return Message.of(texts[step], experts=spec.experts, shared=self.shared_hidden(spec))
+        return None
 
     # --- torch --------------------------------------------------------------------------------
 

@@ -65,7 +65,16 @@ class Sparse(DenseVariant):
         return [SavedTensor("x", spec.d_model), SavedTensor("relu(h)", d_ff), SavedTensor("m ⊙ h", d_ff)]
 
     def step_formula(self, spec: FFNSpec, step: str) -> str:
-        return "m ⊙ h, fixed mask" if step == "mask" else super().step_formula(spec, step)
+        return N_("m ⊙ h, fixed mask") if step == "mask" else super().step_formula(spec, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        if step == "mask":
+            text = N_(
+                "zeroes a fixed {masked:,} of the {d_ff:,} hidden units (sparsity {sparsity}), chosen once at build time; "
+                "W_up and W_down still compute every unit"
+            )
+            return Message.of(text, masked=round(spec.sparsity * spec.hidden), d_ff=spec.hidden, sparsity=f"{spec.sparsity:g}")
+        return super().step_explanation(spec, step)
 
     def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
         return "m[r] ⊙ h" if step == "mask" else super().tp_step_formula(spec, step, down_bias)
