@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import _
 from ffn_cli.render.experts import elided_label, idle_label
-from ffn_cli.render.fit import Cell, Col, FitTable, Layouts
+from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
@@ -266,14 +266,15 @@ def _totals(result: TraceResult, b: BackwardResult) -> Table:
         elementwise=fmt_count(b.flops - b.weight_grad_flops - b.input_grad_flops),
         ratio=_ratio(b.flops, forward),
     )
-    grid.add_row(_("backward FLOPs"), flops)
+    add_words(grid, _("backward FLOPs"), flops)
     both = forward + b.flops
     text = _("{total} ({short}): {ratio} forward")
-    grid.add_row(_("forward + backward"), text.format(total=fmt_count(both), short=fmt_flops(both), ratio=_ratio(both, forward)))
+    add_words(grid, _("forward + backward"), text.format(total=fmt_count(both), short=fmt_flops(both), ratio=_ratio(both, forward)))
     if b.checkpoint:
         hardware = both + b.recompute_flops
         text = _("{recomputed} recomputed; hardware FLOPs {hardware} ({short}): {ratio} forward, beside the model's {model}")
-        grid.add_row(
+        add_words(
+            grid,
             _("with recompute"),
             text.format(
                 recomputed=fmt_count(b.recompute_flops),
@@ -285,20 +286,22 @@ def _totals(result: TraceResult, b: BackwardResult) -> Table:
         )
     if b.peak_bytes is not None and b.start_bytes is not None:
         text = _("{peak} during backward; {start} alive as it began (weights, input, saved tensors, y, dL/dy)")
-        grid.add_row(_("peak memory"), text.format(peak=fmt_bytes(b.peak_bytes), start=fmt_bytes(b.start_bytes)))
+        add_words(grid, _("peak memory"), text.format(peak=fmt_bytes(b.peak_bytes), start=fmt_bytes(b.start_bytes)))
     if b.checkpoint:
         text = _("{bytes} kept (the checkpoint's input); the rest recomputed")
-        grid.add_row(_("saved tensors"), text.format(bytes=fmt_bytes(result.saved_bytes)))
+        add_words(grid, _("saved tensors"), text.format(bytes=fmt_bytes(result.saved_bytes)))
     else:
         text = _("{bytes} read by the steps above: everything autograd kept")
-        grid.add_row(_("saved tensors"), text.format(bytes=fmt_bytes(b.saved_bytes)))
+        add_words(grid, _("saved tensors"), text.format(bytes=fmt_bytes(b.saved_bytes)))
     if not result.is_meta:  # meta tensors have no values, so no norms
-        grid.add_row(_("gradient norm"), _norms(result, b))
+        add_words(grid, _("gradient norm"), _norms(result, b))
     if b.check is not None:
         c = b.check
         verdict = "[green]✓[/]" if c.passed else "[red]" + _("✗ FAILED") + "[/]"
         text = _("worst relative gradient error {error} vs the NumPy float64 backward; threshold {threshold} for {dtype} {verdict}")
-        grid.add_row(_("check"), text.format(error=f"{c.max_rel_error:.3g}", threshold=f"{c.threshold:g}", dtype=c.dtype, verdict=verdict))
+        add_words(
+            grid, _("check"), text.format(error=f"{c.max_rel_error:.3g}", threshold=f"{c.threshold:g}", dtype=c.dtype, verdict=verdict)
+        )
     return grid
 
 

@@ -26,12 +26,13 @@ from typing import Literal
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.i18n import ngettext
 
-__all__ = ["GAP", "BarChart", "Col", "FitTable", "Layouts", "hidden_note", "wrap_terms"]
+__all__ = ["GAP", "BarChart", "Col", "FitTable", "Layouts", "Wide", "add_words", "hidden_note", "wrap_terms", "wrap_wide"]
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
@@ -113,6 +114,82 @@ def wrap_terms(text: str, width: int) -> str:
                 current = joined
         out.append(current)
     return "\n".join(out)
+
+
+# Punctuation a Chinese line does not start with: it stays with the character before it.
+_NO_LINE_START = "，。、；：？！）》」』】,.;:?!)"
+
+
+def _is_wide(ch: str) -> bool:
+    return cell_len(ch) > 1
+
+
+def _tokens(line: str) -> list[tuple[int, str]]:
+    """(offset, token): runs of spaces, runs of narrow characters, and each wide character alone."""
+    out: list[tuple[int, str]] = []
+    for i, ch in enumerate(line):
+        kind = "space" if ch.isspace() else "wide" if _is_wide(ch) else "narrow"
+        prev = out[-1][1][-1] if out else ""
+        prev_kind = "space" if prev.isspace() else "wide" if prev and _is_wide(prev) else "narrow"
+        if out and kind == prev_kind and kind != "wide":
+            out[-1] = (out[-1][0], out[-1][1] + ch)
+        else:
+            out.append((i, ch))
+    return out
+
+
+def _breaks(line: str, width: int) -> list[int]:
+    """Where a line of Chinese (with words and numbers between) breaks to fit `width` cells:
+    between any two wide characters or at a space, never inside a word or a number, and never
+    before a closing punctuation mark."""
+    breaks: list[int] = []
+    tokens = _tokens(line)
+    used = 0
+    for k, (start, token) in enumerate(tokens):
+        size = cell_len(token)
+        if token.isspace() or used == 0 or used + size <= width:
+            used = 0 if (used == 0 and token.isspace()) else used + size
+            continue
+        cut = start
+        if token[0] in _NO_LINE_START and k > 0 and _is_wide(tokens[k - 1][1][0]) and (not breaks or breaks[-1] < tokens[k - 1][0]):
+            cut = tokens[k - 1][0]  # the character before goes down with the mark
+        breaks.append(cut)
+        used = cell_len(line[cut : start + len(token)])
+    return breaks
+
+
+def wrap_wide(text: Text, width: int) -> Text:
+    """`text` broken into lines of at most `width` cells where it holds Chinese, which rich would
+    only break at spaces (a long run of it jumping whole to the next line); styles are kept.
+    Text without wide characters is returned as it is, for rich to wrap as always."""
+    if not any(_is_wide(ch) for ch in text.plain):
+        return text
+    lines: list[Text] = []
+    for line in text.split("\n"):
+        for part in line.divide(_breaks(line.plain, width)):
+            part.rstrip()
+            lines.append(part)
+    return Text("\n").join(lines)
+
+
+@dataclass
+class Wide:
+    """A cell of words whose width is known only when it is drawn (a grid's second column):
+    Chinese in it breaks between characters, as `wrap_wide` breaks it."""
+
+    text: Text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        words = [piece for word in self.text.plain.split() for piece in _pieces(word)]
+        return Measurement(max((cell_len(w) for w in words), default=1), max(cell_len(line) for line in self.text.plain.split("\n")))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield wrap_wide(self.text, options.max_width)
+
+
+def add_words(grid: Table, label: str, value: Cell) -> None:
+    """A row of a two-column grid of totals: its label, and its words, Chinese breaking as `Wide`."""
+    grid.add_row(label, Wide(_text(value)) if isinstance(value, str) else Wide(value))
 
 
 def _empty(cell: Cell) -> bool:
@@ -218,6 +295,8 @@ class FitTable:
     @staticmethod
     def _cell(cell: Cell, col: Col, width: int) -> Text:
         text = _text(cell)
+        if col.kind == "text":
+            return wrap_wide(text, width)
         if col.kind != "terms":
             return text
         return Text(wrap_terms(text.plain, width), style=text.style)

@@ -19,7 +19,7 @@ from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
 from ffn_cli.render.explain import explain_table, step_explanation
-from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
@@ -136,12 +136,12 @@ def _totals(result: TraceResult) -> Table:
     grid.add_column()
     parts = " + ".join(f"{name} {fmt_count(n)}" for name, n in result.param_groups)
     total = fmt_count(result.total_params)
-    grid.add_row(_("parameters"), f"{total} = {parts}" if len(result.param_groups) > 1 else total)
+    add_words(grid, _("parameters"), f"{total} = {parts}" if len(result.param_groups) > 1 else total)
     buffers = {p.name: p for s in result.steps for p in s.buffers}
     if buffers:
         listed = ", ".join(f"{p.name} {fmt_shape(p.shape)}" for p in buffers.values())
         count = fmt_count(sum(p.count for p in buffers.values()))
-        grid.add_row(_("buffers"), _("{listed}: {count} values of fixed state, not parameters").format(listed=listed, count=count))
+        add_words(grid, _("buffers"), _("{listed}: {count} values of fixed state, not parameters").format(listed=listed, count=count))
     flops = _("{total} ({short}) = {matmul} matmul (2·m·n·k) + {elementwise} elementwise; {per_token} per token").format(
         total=fmt_count(result.total_flops),
         short=fmt_flops(result.total_flops),
@@ -149,26 +149,28 @@ def _totals(result: TraceResult) -> Table:
         elementwise=fmt_count(result.elementwise_flops),
         per_token=fmt_flops(result.total_flops / result.tokens),
     )
-    grid.add_row("FLOPs", flops)
+    add_words(grid, "FLOPs", flops)
     note = result.spec.info.compute_note(result.spec) if result.spec is not None else None
     if note:
-        grid.add_row(_("compute"), note.shown())
+        add_words(grid, _("compute"), note.shown())
     if result.block is not None:
         kept = _("{bytes}: the tensors autograd saved in this run (the whole block: attention, norms and FFN), weights excluded")
     else:
         kept = _("{bytes}: the tensors autograd saved in this run, weights excluded")
-    grid.add_row(_("kept for backward"), kept.format(bytes=fmt_bytes(result.saved_bytes)))
+    add_words(grid, _("kept for backward"), kept.format(bytes=fmt_bytes(result.saved_bytes)))
     if result.activation_bytes_estimate is not None and result.spec is not None:
-        grid.add_row("", _estimate_line(result))
+        add_words(grid, "", _estimate_line(result))
     same = _("output shape = input shape ✓") if result.output_shape == result.input_shape else _("output shape ≠ input shape ✗")
-    grid.add_row(_("shape"), f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: {same}")
+    add_words(grid, _("shape"), f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: {same}")
     if result.check is not None:
         c = result.check
         verdict = "[green]✓[/]" if c.passed else "[red]" + _("✗ FAILED") + "[/]"
         text = _("max relative error {error} vs the NumPy float64 reference; threshold {threshold} for {dtype} {verdict}")
-        grid.add_row(_("check"), text.format(error=f"{c.max_rel_error:.3g}", threshold=f"{c.threshold:g}", dtype=c.dtype, verdict=verdict))
+        add_words(
+            grid, _("check"), text.format(error=f"{c.max_rel_error:.3g}", threshold=f"{c.threshold:g}", dtype=c.dtype, verdict=verdict)
+        )
     if result.block is not None:
-        grid.add_row(_("FFN / attention"), _block_ratio(result))
+        add_words(grid, _("FFN / attention"), _block_ratio(result))
     return grid
 
 
