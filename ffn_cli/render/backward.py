@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import _
 from ffn_cli.render.experts import elided_label, idle_label
-from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, add_words
+from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
@@ -322,7 +322,7 @@ def backward_sections(result: TraceResult) -> list[RenderableType]:
     if any(s.reads for s in b.steps):
         out.append(_reads_table(result, b))
     if result.is_meta:
-        out.append(Text(_("Gradients: n/a on the meta device (shapes and FLOPs only)."), style="dim"))
+        out.append(Wide(Text(_("Gradients: n/a on the meta device (shapes and FLOPs only)."), style="dim")))
     else:
         out += [_grad_stats_table(result, b), _param_table(result, b)]
     out.append(_totals(result, b))

@@ -330,13 +330,13 @@ class FitTable:
             else:
                 table.add_row(*[self._cell(row[i], self.columns[i], w) for i, w in zip(shown, widths, strict=True)])
         if self.title:
-            yield Text.assemble(_text(self.title), style="table.title")
+            yield wrap_wide(Text.assemble(_text(self.title), style="table.title"), width)
         yield table
         if self.caption:
-            yield Text.assemble(_text(self.caption), style="table.caption")
+            yield wrap_wide(Text.assemble(_text(self.caption), style="table.caption"), width)
         hidden = self._left_out(shown)
         if hidden:
-            yield Text(hidden_note(hidden, width), style="dim")
+            yield wrap_wide(Text(hidden_note(hidden, width), style="dim"), width)
 
 
 @dataclass

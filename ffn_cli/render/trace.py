@@ -19,7 +19,7 @@ from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
 from ffn_cli.render.explain import explain_table, step_explanation
-from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, add_words
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
@@ -101,7 +101,7 @@ def _header(result: TraceResult) -> Panel:
         parts.append(_("down_proj zero-initialised"))
     if spec.fused_gate_up:
         parts.append(_("fused gate_up_proj"))
-    parts += spec.info.header_parts(spec)
+    parts += [escape(words.shown()) for words in spec.info.header_words(spec)]
     lines = [f"[bold]{escape(spec.info.header_formula(spec))}[/]", " · ".join(parts)]
     if result.block is not None:
         lines.append(_("in a Transformer block: {block}").format(block=result.block.describe()))
@@ -415,7 +415,7 @@ def width_diagram(result: TraceResult) -> RenderableType:
     widest = max(w for _label, w in rows)
     chart = BarChart([(label, fmt_count(w), w / widest) for label, w in rows], max_cells=DIAGRAM_CELLS, value_first=True)
     title = Text(_("Width of each step's output (last dimension), to scale"), style="bold")
-    return Group(title, chart, Text(note)) if note else Group(title, chart)
+    return Group(Wide(title), chart, Wide(Text(note))) if note else Group(Wide(title), chart)
 
 
 def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0, explain: bool = False) -> Group:
@@ -453,12 +453,12 @@ def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> 
         out.append(why)
     if result.is_meta:
         meta = _("Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated.")
-        out.append(Text(meta + _meta_routing(result), style="dim"))
+        out.append(Wide(Text(meta + _meta_routing(result), style="dim")))
     else:
         out.append(_stats_table(result))
         touched = _experts_touched(result)
         if touched is not None:
-            out.append(experts_touched_note(touched))
+            out.append(Wide(experts_touched_note(touched)))
         if values:
             out.append(_values_table(result, values))
     out += [_totals(result), width_diagram(result)]

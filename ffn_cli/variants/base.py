@@ -213,7 +213,11 @@ class Variant:
         return self.formula
 
     def header_parts(self, spec: FFNSpec) -> list[str]:
-        """What a header says about this variant's own options."""
+        """What a header says about this variant's own options, in English."""
+        return [str(words) for words in self.header_words(spec)]
+
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        """The same, as message ids with their values, for a header in the reader's language."""
         return []
 
     def step_formula(self, spec: FFNSpec, step: str) -> str:

@@ -56,8 +56,8 @@ class MixtureVariant(Variant):
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         raise AssertionError("a mixture's d_ff is its expert variant's")
 
-    def header_parts(self, spec: FFNSpec) -> list[str]:
-        return [f"{spec.experts} experts of {spec.expert_variant}"]
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        return [Message.of(N_("{experts} experts of {variant}"), experts=spec.experts, variant=spec.expert_variant)]
 
     def active_experts(self, spec: FFNSpec) -> int:
         """Experts each token runs through."""

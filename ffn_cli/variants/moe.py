@@ -51,12 +51,13 @@ class RoutedMoE(MixtureVariant):
     def shared_hidden(self, spec: FFNSpec) -> int:
         return spec.shared_experts * (spec.shared_d_ff or spec.hidden)
 
-    def header_parts(self, spec: FFNSpec) -> list[str]:
-        parts = [*super().header_parts(spec), f"top-{spec.top_k}" + (" renormalised" if spec.normalize_top_k else "")]
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        top_k = N_("top-{k} renormalised") if spec.normalize_top_k else N_("top-{k}")
+        parts = [*super().header_words(spec), Message.of(top_k, k=spec.top_k)]
         if spec.shared_experts:
-            parts.append(f"{spec.shared_experts} shared")
+            parts.append(Message.of(N_("{count} shared"), count=spec.shared_experts))
         if spec.capacity_factor is not None:
-            parts.append(f"capacity factor {spec.capacity_factor:g}")
+            parts.append(Message.of(N_("capacity factor {factor}"), factor=f"{spec.capacity_factor:g}"))
         return parts
 
     def header_formula(self, spec: FFNSpec) -> str:

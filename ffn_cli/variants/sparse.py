@@ -28,8 +28,8 @@ class Sparse(DenseVariant):
     summary = "a fixed random mask over the hidden units"
     own_options = frozenset({"sparsity", "mask_seed"})
 
-    def header_parts(self, spec: FFNSpec) -> list[str]:
-        return [f"sparsity {spec.sparsity:g}"]
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        return [Message.of(N_("sparsity {sparsity}"), sparsity=f"{spec.sparsity:g}")]
 
     def compute_note(self, spec: FFNSpec) -> Message | None:
         """A mask applied after the up-projection saves no FLOP: the matmuls run at full size."""
