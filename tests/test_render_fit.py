@@ -18,11 +18,14 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app, common
+from ffn_cli.i18n import _ as translate
+from ffn_cli.i18n import set_language
 from ffn_cli.render.fit import TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
 from ffn_cli.render.format import TIE_TOLERANCE
 
@@ -149,10 +152,27 @@ def _one_thread() -> Iterator[None]:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_number_is_whole_at_every_width(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check_command(command, monkeypatch)
+
+
+# In Chinese the words are other and twice as wide, the numbers and shapes the same.
+ZH_COMMANDS = [c for c in COMMANDS if c.startswith("trace")] + ["trace --explain", "trace --variant moe --experts 4 --explain"]
+
+
+@pytest.mark.parametrize("command", ZH_COMMANDS)
+def test_every_number_is_whole_at_every_width_in_chinese(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    english = json.loads(CliRunner().invoke(app, [*command.split(), "--json"]).stdout)
+    chinese = json.loads(CliRunner().invoke(app, ["--lang", "zh", *command.split(), "--json"]).stdout)
+    assert chinese == english, f"{command}: --json differs between the languages"
+    _check_command(command, monkeypatch, lang="zh")
+
+
+def _check_command(command: str, monkeypatch: pytest.MonkeyPatch, lang: str = "en") -> None:
     args = command.split()
     data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     known = sorted(set(_leaves(data)))
-    renderables = _printed(args, monkeypatch)
+    renderables = _printed(["--lang", lang, *args], monkeypatch)
+    set_language(lang)  # the footnotes are worded as they are drawn
     for width in WIDTHS:
         recorder = _Recorder(monkeypatch)
         text = _draw(renderables, width)
@@ -182,9 +202,9 @@ def _check_steps_shown(where: str, data: dict[str, Any], drawn: list[tuple[FitTa
     shown_cells: dict[str, list[str]] = {}
     for table, _, shown in drawn:
         headers = [c.header for c in table.columns]
-        if "step" not in headers:
+        if translate("step") not in headers:
             continue
-        name = headers.index("step")
+        name = headers.index(translate("step"))
         for row in table.rows:
             if row is not None and name in shown:
                 shown_cells.setdefault(_plain(row[name]), []).extend(_plain(row[i]) for i in shown)
@@ -217,8 +237,8 @@ def _check_table(command: str, table: FitTable, width: int, shown: list[int], te
             kind = table.columns[i].kind
             if table.columns[i].header == "#":  # row numbers count rows, they are not data
                 continue
-            if kind == "text":  # prose: wrapped between words, never inside one
-                missing = [w for w in cell.plain.split() if w not in words]
+            if kind == "text":  # prose: wrapped between words, never inside one (Chinese between any two characters)
+                missing = [w for w in cell.plain.split() if w not in words and not _whole_between_characters(w, lines)]
                 assert not missing, f"{command} at {width}: {missing} broken in a wrapped cell"
                 continue
             # A sum is wrapped between its terms: each term is checked as a line of its own.
@@ -231,8 +251,22 @@ def _check_table(command: str, table: FitTable, width: int, shown: list[int], te
                     assert _matches(value, half, known), f"{command} at {width}: {m.group(0)!r} is not a value in --json"
     hidden = [table.columns[i].header.replace("\n", " ") for i in range(len(table.columns)) if i not in shown]
     if hidden:
-        assert " ".join(hidden_note(hidden, width).split()) in " ".join(text.split()), f"{command} at {width}: no footnote for {hidden}"
+        # Chinese wraps between any two characters: the footnote is looked for with its line breaks taken out.
+        assert "".join(hidden_note(hidden, width).split()) in "".join(text.split()), f"{command} at {width}: no footnote for {hidden}"
     _check_order(f"{command} at {width}", table, shown)
+
+
+def _whole_between_characters(word: str, lines: list[str]) -> bool:
+    """A word with Chinese in it may break at any of its wide characters, never inside a run of
+    narrow ones (a number, a name)."""
+    pieces, run = [], ""
+    for ch in word:
+        if cell_len(ch) > 1:
+            pieces, run = [*pieces, run], ""
+        else:
+            run += ch
+    pieces = [p for p in [*pieces, run] if p]
+    return len(pieces) < len(word) and all(any(p in line for line in lines) for p in pieces)
 
 
 def _plain(cell: Any) -> str:
