@@ -472,3 +472,23 @@ def test_the_backward_at_narrow_widths_keeps_names_shapes_and_flops(width: int, 
     assert {"backward of", "gradient in → out", "FLOPs"} <= set(steps)
     assert {"backward of", "weight gradients"} <= set(tables["Weight gradients each backward step makes"][0])
     assert {"parameter", "shape", "norm"} <= set(tables["Parameter gradients"][0])
+
+
+# --- Chinese in a wrapped column -----------------------------------------------------------------
+
+_CHINESE = "正则化，p = 0：评估模式下是恒等映射；训练模式下每个值以概率 p 置零，其余乘以 1/(1−p)，期望值保持不变（d_ff 2,048）。"
+
+
+@pytest.mark.parametrize("width", range(16, 61, 3))
+def test_chinese_breaks_between_characters_never_inside_a_number_nor_before_a_mark(width: int) -> None:
+    from rich.cells import cell_len
+
+    from ffn_cli.render.fit import wrap_wide
+
+    lines = wrap_wide(Text(_CHINESE), width).plain.split("\n")
+    assert all(cell_len(line) <= width for line in lines), lines
+    assert "".join(lines).replace(" ", "") == _CHINESE.replace(" ", "")  # nothing lost, nothing added
+    assert not [line for line in lines if line[:1] in "，。；：）"], lines
+    for run in ("1/(1−p)", "2,048", "d_ff"):
+        assert any(run in line for line in lines), (run, lines)
+    assert wrap_wide(Text("plain English words"), 5).plain == "plain English words"  # left to rich, as always

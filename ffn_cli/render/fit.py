@@ -150,9 +150,12 @@ def _breaks(line: str, width: int) -> list[int]:
         if token.isspace() or used == 0 or used + size <= width:
             used = 0 if (used == 0 and token.isspace()) else used + size
             continue
-        cut = start
-        if token[0] in _NO_LINE_START and k > 0 and _is_wide(tokens[k - 1][1][0]) and (not breaks or breaks[-1] < tokens[k - 1][0]):
-            cut = tokens[k - 1][0]  # the character before goes down with the mark
+        # A closing mark goes down with the character (or word) before it, and that one with
+        # the one before it if it is a mark too.
+        j, last = k, breaks[-1] if breaks else 0
+        while tokens[j][1][0] in _NO_LINE_START and j > 0 and not tokens[j - 1][1].isspace() and tokens[j - 1][0] > last:
+            j -= 1
+        cut = tokens[j][0]
         breaks.append(cut)
         used = cell_len(line[cut : start + len(token)])
     return breaks
