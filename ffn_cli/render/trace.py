@@ -104,7 +104,7 @@ def _header(result: TraceResult) -> Panel:
     parts += [escape(words.shown()) for words in spec.info.header_words(spec)]
     lines = [f"[bold]{escape(spec.info.header_formula(spec))}[/]", " · ".join(parts)]
     if result.block is not None:
-        lines.append(_("in a Transformer block: {block}").format(block=result.block.describe()))
+        lines.append(_("in a Transformer block: {block}").format(block=result.block.describe().shown()))
     lines.append(_run_line(result, spec.d_model))
     return Panel("\n".join(lines), title=f"ffn trace · {spec.variant}", title_align="left", expand=False)
 
