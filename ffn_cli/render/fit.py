@@ -118,6 +118,8 @@ def wrap_terms(text: str, width: int) -> str:
 
 # Punctuation a Chinese line does not start with: it stays with the character before it.
 _NO_LINE_START = "，。、；：？！）》」』】,.;:?!)"
+# Nor ends with an opening one: it goes down with what it opens.
+_NO_LINE_END = "（《「『【"
 
 
 def _is_wide(ch: str) -> bool:
@@ -155,6 +157,8 @@ def _breaks(line: str, width: int) -> list[int]:
         j, last = k, breaks[-1] if breaks else 0
         while tokens[j][1][0] in _NO_LINE_START and j > 0 and not tokens[j - 1][1].isspace() and tokens[j - 1][0] > last:
             j -= 1
+        while j > 0 and tokens[j - 1][1] in _NO_LINE_END and tokens[j - 1][0] > last:
+            j -= 1  # an opening mark goes down with what it opens
         cut = tokens[j][0]
         breaks.append(cut)
         used = cell_len(line[cut : start + len(token)])
