@@ -156,7 +156,8 @@ def test_every_number_is_whole_at_every_width(command: str, monkeypatch: pytest.
 
 
 # In Chinese the words are other and twice as wide, the numbers and shapes the same.
-ZH_COMMANDS = [c for c in COMMANDS if c.startswith("trace")] + ["trace --explain", "trace --variant moe --experts 4 --explain"]
+ZH_COMMANDS = [c for c in COMMANDS if c.startswith("trace")]
+ZH_COMMANDS += ["trace --explain", "trace --variant moe --experts 4 --explain", "trace --variant swiglu --backward --checkpoint --explain"]
 
 
 @pytest.mark.parametrize("command", ZH_COMMANDS)

@@ -133,3 +133,17 @@ def test_the_api_explains_too() -> None:
     assert all(s["explanation"] for s in result.to_dict()["steps"])
     set_language("zh")
     assert "每一步为什么在这里" in str(result)
+
+
+def test_the_backward_steps_are_explained_by_what_autograd_ran() -> None:
+    args = ("trace", "-v", "swiglu", "--backward", "--checkpoint", "--explain")
+    text, data = _run(*args), _json(*args)
+    table = text[text.index("What each backward step computes") :].split("\n\n")[0]
+    rows = [line for line in table.splitlines()[3:] if line.split()[:1] and line.split()[0].isdigit()]
+    assert len(rows) == len(data["backward_steps"])
+    for row, step in zip(rows, data["backward_steps"], strict=True):
+        if step["recompute"]:
+            assert "forward again" in row
+        elif step["weight_grads"]:
+            assert "dW = dyᵀ·x" in row, row
+    assert "每个反向步骤计算什么" in _run("--lang", "zh", *args)

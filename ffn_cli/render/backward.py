@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import _
 from ffn_cli.render.experts import elided_label, idle_label
+from ffn_cli.render.explain import backward_explanation
 from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
@@ -313,12 +314,26 @@ def _norms(result: TraceResult, b: BackwardResult) -> str:
     return _("FFN {ffn} / attention {attn} = {ratio}").format(ffn=_num(ffn), attn=_num(attn), ratio=ratio)
 
 
-def backward_sections(result: TraceResult) -> list[RenderableType]:
-    """The backward's tables and totals, for after the forward's."""
+def _explain_table(result: TraceResult, b: BackwardResult) -> FitTable:
+    """What each backward step computes, a line or two each (`--explain`)."""
+    span = _elided(result, b)
+    rows: list[list[Cell]] = []
+    for n, s in enumerate(b.steps, 1):
+        if span is None or not span.start < n <= span.end:
+            rows.append([Text(str(n)), Text(_step_label(s)), Text(backward_explanation(s).shown(), style="dim")])
+    columns = [Col("#"), Col(_("backward of"), "fixed"), Col(_("what it computes"), "text")]
+    return FitTable(_("What each backward step computes"), columns, rows)
+
+
+def backward_sections(result: TraceResult, explain: bool = False) -> list[RenderableType]:
+    """The backward's tables and totals, for after the forward's; with `explain`, what each
+    backward step computes, under its steps."""
     b = result.backward
     if b is None:
         return []
     out: list[RenderableType] = [_steps_table(result, b)]
+    if explain:
+        out.append(_explain_table(result, b))
     if any(s.reads for s in b.steps):
         out.append(_reads_table(result, b))
     if result.is_meta:

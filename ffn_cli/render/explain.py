@@ -14,10 +14,11 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.trace.backward_result import BackwardStep
 from ffn_cli.trace.expert_summary import summarise_experts
 from ffn_cli.trace.result import TraceResult, TraceStep
 
-__all__ = ["explain_table", "step_explanation"]
+__all__ = ["backward_explanation", "explain_table", "step_explanation"]
 
 # Module classes and aten ops (the name after `aten.`) that say what kind of step it is.
 _ACTIVATION_CLASSES = ("ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Mish", "ELU", "LeakyReLU", "Softplus", "ReLU6", "GLU")
@@ -111,3 +112,20 @@ def explain_table(result: TraceResult) -> FitTable | None:
         return None
     columns = [Col("#"), Col(_("step"), "fixed"), Col(_("why it is there"), "text")]
     return FitTable(_("Why each step is there"), columns, rows)
+
+
+def backward_explanation(step: BackwardStep) -> Message:
+    """What a backward step computes, by what autograd ran in it."""
+    if step.recompute:
+        return Message.of(N_("runs {step} forward again, from the checkpoint's input, for the backward steps to read"), step=step.of)
+    if step.weight_grads and step.input_grad_flops:
+        return Message.of(
+            N_("the gradient of {step}'s weights, dW = dyᵀ·x, and of its input, dx = dy·W, for the step before"), step=step.of
+        )
+    if step.weight_grads:
+        return Message.of(N_("the gradient of {step}'s weights, dW = dyᵀ·x"), step=step.of)
+    if step.input_grad_flops:
+        return Message.of(N_("the gradient through a product of two activations: each one's is dy times the other"))
+    if step.elementwise_flops:
+        return Message.of(N_("the gradient through {step}, element by element: dy times the step's own derivative"), step=step.of)
+    return Message.of(N_("hands the gradient on through {step}, with no arithmetic of its own"), step=step.of)

@@ -462,7 +462,7 @@ def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> 
         if values:
             out.append(_values_table(result, values))
     out += [_totals(result), width_diagram(result)]
-    return out + backward_sections(result)
+    return out + backward_sections(result, explain=explain)
 
 
 # --- JSON ----------------------------------------------------------------------------------
