@@ -100,7 +100,8 @@ class TraceStep:
     input_stats: TensorStats | None = None
     values: tuple[float, ...] | None = None
     flags: tuple[str, ...] = ()
-    note: Message = Message()  # noqa: RUF009 (frozen, immutable) English in --json (str), the reader's language in the tables (shown)
+    # English in --json (str), the reader's language in the tables (shown); a Message is frozen, one default serves all.
+    note: Message = Message()  # noqa: RUF009
     dropout_changed: int | None = None
     dropout_zeroed: int | None = None
     tokens_per_expert: tuple[int, ...] | None = None  # a mixture's dispatch: every expert's rows
