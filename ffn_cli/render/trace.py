@@ -276,12 +276,17 @@ def _step_rows(result: TraceResult) -> list[list[Text]]:
             if n - 1 == summary.elided_from:
                 rows.append(_elided_step_row(result, summary))
             continue
-        cells = [str(n), s.name, _(s.op), _flow(s.input_shapes, _outputs(s)), _params(s)]
+        cells = [str(n), s.name, _operation(s), _flow(s.input_shapes, _outputs(s)), _params(s)]
         counted = fmt_count(s.param_count) if s.params and len(s.buffers) < len(s.params) else ""
         rows.append(_plain([[*cells, counted, _flops(s.flops, result)]])[0])
     if summary is not None and summary.end == len(result.steps) and summary.idle:
         rows.append(_idle_step_row(result, summary))
     return rows
+
+
+def _operation(step: TraceStep) -> str:
+    """The step's formula in the reader's language (its symbols stay as they are)."""
+    return step.op_words.shown() if step.op_words is not None else _(step.op)
 
 
 def _idle_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:

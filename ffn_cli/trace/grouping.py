@@ -35,7 +35,7 @@ class StepGroup:
     """A step before its numbers are filled in: its own ops and its top-level calls."""
 
     name: str
-    formula: str
+    formula: str | Message  # a Message where the formula has words in it
     ops: list[int] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
     substeps: list[StepGroup] = field(default_factory=list)
@@ -115,7 +115,7 @@ class _Grouper:
         ops = [self.rec.ops[i] for i in g.ops]
         return all(op.record.name in LAYOUT_OPS and not op.sources and op.record.params for op in ops)
 
-    def _call_group(self, call: int, prefix: str, formula: str) -> StepGroup:
+    def _call_group(self, call: int, prefix: str, formula: str | Message) -> StepGroup:
         return StepGroup(prefix + self.leaf(call), formula, calls=[call])
 
     # FFNs: each op is labelled by the region of the variant's forward it ran in ---------------
@@ -196,7 +196,7 @@ class _Grouper:
         return groups
 
 
-def _add_op(groups: list[StepGroup], name: str, formula: str, op: int) -> None:
+def _add_op(groups: list[StepGroup], name: str, formula: str | Message, op: int) -> None:
     """Append op to the last group if it has this name, else open a new group."""
     if groups and groups[-1].name == name and not groups[-1].calls:
         groups[-1].ops.append(op)

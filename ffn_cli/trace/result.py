@@ -109,6 +109,7 @@ class TraceStep:
     substeps: tuple[TraceStep, ...] = ()
     constants: tuple[ParamInfo, ...] = ()  # tensor attributes the step read that are not parameters
     module_class: str = ""  # the class of the submodule this step called, when it is one call
+    op_words: Message | None = None  # `op` with words in it, to be said in the reader's language
 
     @property
     def flops(self) -> int:

@@ -103,7 +103,8 @@ class _StepBuilder:
         changed, zeroed, dropout_note = self._dropout(g, main[2])
         step = TraceStep(
             name=g.name,
-            op=g.formula,
+            op=str(g.formula),
+            op_words=g.formula if isinstance(g.formula, Message) else None,
             input_shapes=tuple(shape for _, shape in inputs),
             output_shape=main[0],
             output_shapes=tuple(dict.fromkeys(consumed or [main[0]])),

@@ -220,8 +220,8 @@ class Variant:
         """The same, as message ids with their values, for a header in the reader's language."""
         return []
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
-        """What the trace shows beside one of this variant's steps."""
+    def step_formula(self, spec: FFNSpec, step: str) -> str | Message:
+        """What the trace shows beside one of this variant's steps (a Message where it has words)."""
         return step
 
     def compute_note(self, spec: FFNSpec) -> Message | None:

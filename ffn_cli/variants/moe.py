@@ -143,9 +143,9 @@ class RoutedMoE(MixtureVariant):
 
     # --- labels -------------------------------------------------------------------------------
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNSpec, step: str) -> str | Message:
         return {
-            "top_k": f"top-{spec.top_k} of E by g",
+            "top_k": Message.of(N_("top-{k} of E by g"), k=spec.top_k),
             "renormalise": "ĝ = g / Σ_top-k g",
             "combine": "Σ_k ĝ_k·expert_k(x)",
             "shared_add": N_("routed + shared"),
