@@ -94,6 +94,7 @@ def trace(
     check: bool = False,
     layer: int | None = None,
     ops: bool = False,
+    explain: bool = False,
 ) -> Result:
     """Run a module once and show every step: shapes, parameters, FLOPs, values.
 
@@ -101,6 +102,7 @@ def trace(
     say otherwise; the module is moved there), an FFNSpec, a preset name or config.json path
     (its layer `layer`'s FFN), or `"FILE.py:NAME(args)"` as `--module` takes. `x`: the input, for
     a module; else a seeded normal (batch, seq_len, d_model). `ops`: `to_dict()` lists the aten ops.
+    `explain`: the view says why each step is there, and `to_dict()` gives each step's explanation.
     """
     from ffn_cli.render.trace import trace_data, trace_view
 
@@ -140,7 +142,8 @@ def trace(
             values=values, depth=depth, backward=backward, loss=loss, checkpoint=checkpoint, origin=origin,
             d_model_from="d_model",
         )  # fmt: skip
-    return Result(result, lambda: trace_view(result, ops=ops, values=values), lambda: trace_data(result, ops=ops) | extra)
+    view = lambda: trace_view(result, ops=ops, values=values, explain=explain)  # noqa: E731
+    return Result(result, view, lambda: trace_data(result, ops=ops, explain=explain) | extra)
 
 
 def params(spec_or_model: FFNSpec | str, *, dtype: str | None = None) -> Result:

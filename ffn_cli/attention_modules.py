@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
+from ffn_cli.i18n import N_, Message
 from ffn_cli.regions import region
 
 __all__ = ["AttentionModule", "LatentAttention", "QKNorm", "RMSNorm", "SelfAttention", "attend", "build_attention"]
@@ -116,10 +117,15 @@ class SelfAttention(nn.Module):
             self.k_norm = QKNorm(kv_dim, self.head_dim if per_head else kv_dim, eps, bias=spec.qk_norm_bias)
         self.sinks = nn.Parameter(torch.zeros(self.n_heads)) if spec.sinks else None
 
-    def step_formula(self, step: str) -> str:
+    def step_formula(self, step: str) -> str | Message:
+        """The formula beside each step; a Message where it has words, said in the reader's language."""
         h, kv, dh = self.n_heads, self.n_kv_heads, self.head_dim
-        gqa = f"; K, V repeated {h // kv}× (GQA)" if kv < h else ""
-        sink = " and the sink; its column dropped" if self.sinks is not None else ""
+        heads = Message.of(N_("split into heads: (B, T, H·d_h) → (B·H, T, d_h), H={h}, d_h={dh}"), h=h, dh=dh)
+        if kv < h:
+            heads += Message.of(N_("; K, V repeated {times}× (GQA)"), times=h // kv)
+        softmax = (
+            N_("P = softmax(S) over keys and the sink; its column dropped") if self.sinks is not None else N_("P = softmax(S) over keys")
+        )
         formulas = {
             "q_proj": _linear_formula(self.q_proj, "x·W_Qᵀ"),
             "k_proj": _linear_formula(self.k_proj, "x·W_Kᵀ"),
@@ -127,12 +133,12 @@ class SelfAttention(nn.Module):
             "o_proj": _linear_formula(self.o_proj, "·W_Oᵀ"),
             "q_norm": self.q_norm.formula if self.q_norm is not None else "",
             "k_norm": self.k_norm.formula if self.k_norm is not None else "",
-            "heads": f"split into heads: (B, T, H·d_h) → (B·H, T, d_h), H={h}, d_h={dh}{gqa}",
+            "heads": heads,
             "scores": "S = Q·Kᵀ/√d_h",
-            "sinks": "append each head's learned sink logit: (B·H, T, T) → (B·H, T, T+1)",
-            "softmax": f"P = softmax(S) over keys{sink}",
+            "sinks": N_("append each head's learned sink logit: (B·H, T, T) → (B·H, T, T+1)"),
+            "softmax": softmax,
             "context": "P·V",
-            "merge": "concat heads: (B·H, T, d_h) → (B, T, H·d_h)",
+            "merge": N_("concat heads: (B·H, T, d_h) → (B, T, H·d_h)"),
         }
         return formulas.get(step, step)
 
@@ -185,28 +191,33 @@ class LatentAttention(nn.Module):
             self.q_a_layernorm = RMSNorm(spec.q_lora_rank, eps)
         self.kv_a_layernorm = RMSNorm(spec.kv_lora_rank, eps)
 
-    def step_formula(self, step: str) -> str:
+    def step_formula(self, step: str) -> str | Message:
         s = self.spec
         qk = f"{s.qk_nope_head_dim}+{s.qk_rope_head_dim}"
         formulas = {
-            "q_proj": "x·W_Qᵀ: d → H·(d_nope + d_rope)",
-            "q_a_proj": "q low-rank down: x·W_qaᵀ, d → r_q",
-            "q_a_layernorm": "RMSNorm: c_q/rms(c_q)·γ over r_q",
-            "q_b_proj": "q up to heads: r_q → H·(d_nope + d_rope)",
-            "kv_a_proj_with_mqa": "kv down: x·W_kvaᵀ, d → latent r_kv + one rope key d_rope",
-            "kv_split": "split: latent c_kv (r_kv) | rope key k_r (d_rope, shared by every head)",
-            "kv_a_layernorm": "RMSNorm: c_kv/rms(c_kv)·γ over r_kv",
-            "kv_b_proj": "kv latent up to heads: r_kv → H·(d_nope + d_v)",
-            "heads": f"split into heads, H={s.n_heads}: q, k (B·H, T, {qk}), k_r repeated to every head; v (B·H, T, {s.v_head_dim})",
+            "q_proj": N_("x·W_Qᵀ: d → H·(d_nope + d_rope)"),
+            "q_a_proj": N_("q low-rank down: x·W_qaᵀ, d → r_q"),
+            "q_a_layernorm": N_("RMSNorm: c_q/rms(c_q)·γ over r_q"),
+            "q_b_proj": N_("q up to heads: r_q → H·(d_nope + d_rope)"),
+            "kv_a_proj_with_mqa": N_("kv down: x·W_kvaᵀ, d → latent r_kv + one rope key d_rope"),
+            "kv_split": N_("split: latent c_kv (r_kv) | rope key k_r (d_rope, shared by every head)"),
+            "kv_a_layernorm": N_("RMSNorm: c_kv/rms(c_kv)·γ over r_kv"),
+            "kv_b_proj": N_("kv latent up to heads: r_kv → H·(d_nope + d_v)"),
+            "heads": Message.of(
+                N_("split into heads, H={h}: q, k (B·H, T, {qk}), k_r repeated to every head; v (B·H, T, {v})"),
+                h=s.n_heads,
+                qk=qk,
+                v=s.v_head_dim,
+            ),
             "scores": "S = Q·Kᵀ/√(d_nope + d_rope)",
-            "softmax": "P = softmax(S) over keys",
+            "softmax": N_("P = softmax(S) over keys"),
             "context": "P·V",
-            "merge": "concat heads: (B·H, T, d_v) → (B, T, H·d_v)",
+            "merge": N_("concat heads: (B·H, T, d_v) → (B, T, H·d_v)"),
             "o_proj": "·W_Oᵀ: H·d_v → d",
         }
         text = formulas.get(step, step)
         layer = getattr(self, step, None)
-        return _linear_formula(layer, text) if isinstance(layer, nn.Linear) else text
+        return _linear_formula(layer, text) if isinstance(layer, nn.Linear) and isinstance(text, str) else text
 
     def _query(self, x: Tensor) -> Tensor:
         if self.spec.q_lora_rank is None:

@@ -18,7 +18,7 @@ from ffn_cli.accounting import ParamTensor, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, RMSNorm, SelfAttention, build_attention
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.modules import FFNModule, build_ffn, resolve_dtype
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
@@ -89,21 +89,28 @@ class BlockSpec:
             "attention": a.shape_data(),
         }
 
-    def describe(self) -> str:
+    def describe(self) -> Message:
         """'8 heads of 64, 2 K/V heads (GQA), post-norm LayerNorm': the block in words."""
-        norm = ("pre-norm " if self.pre_norm else "post-norm ") + ("LayerNorm" if self.norm == "layernorm" else "RMSNorm")
-        return f"{_attention_words(self.attention)}, {norm}"
+        kind = "LayerNorm" if self.norm == "layernorm" else "RMSNorm"
+        norm = N_(", pre-norm {norm}") if self.pre_norm else N_(", post-norm {norm}")
+        return _attention_words(self.attention) + Message.of(norm, norm=kind)
 
 
-def _attention_words(a: AnyAttention) -> str:
+def _attention_words(a: AnyAttention) -> Message:
     if isinstance(a, LatentAttentionSpec):
-        q = f"q rank {a.q_lora_rank:,}, " if a.q_lora_rank is not None else ""
-        return f"MLA, {a.n_heads} heads of {a.qk_nope_head_dim}+{a.qk_rope_head_dim} (v {a.v_head_dim}), {q}kv rank {a.kv_lora_rank:,}"
-    text = f"{a.n_heads} heads of {a.head_dim}" + (f", {a.n_kv_heads} K/V heads (GQA)" if a.n_kv_heads != a.n_heads else "")
+        head = f"{a.qk_nope_head_dim}+{a.qk_rope_head_dim}"
+        words = Message.of(N_("MLA, {heads} heads of {head} (v {v}), "), heads=a.n_heads, head=head, v=a.v_head_dim)
+        if a.q_lora_rank is not None:
+            words += Message.of(N_("q rank {rank:,}, "), rank=a.q_lora_rank)
+        return words + Message.of(N_("kv rank {rank:,}"), rank=a.kv_lora_rank)
+    words = Message.of(N_("{heads} heads of {dim}"), heads=a.n_heads, dim=a.head_dim)
+    if a.n_kv_heads != a.n_heads:
+        words += Message.of(N_(", {heads} K/V heads (GQA)"), heads=a.n_kv_heads)
     if a.qk_norm != "none":
         norm = "LayerNorm" if a.qk_norm_bias else "RMSNorm"
-        text += f", q/k {norm} " + ("per head" if a.qk_norm == "head" else "over the projections")
-    return text + (", a sink logit per head" if a.sinks else "")
+        where = N_(", q/k {norm} per head") if a.qk_norm == "head" else N_(", q/k {norm} over the projections")
+        words += Message.of(where, norm=norm)
+    return words + (Message.of(N_(", a sink logit per head")) if a.sinks else Message())
 
 
 class TransformerBlock(nn.Module):

@@ -145,6 +145,15 @@ class Message(str):
     def join(cls, *parts: str) -> Message:
         return cls(parts=tuple(p for p in parts if p))
 
+    @classmethod
+    def of(cls, msgid: str, /, **args: object) -> Message:
+        """Message(msgid, **args), by another name."""
+        return cls(msgid, **args)
+
+    def __add__(self, other: str) -> Message:  # type: ignore[override]
+        """Words after words: still a Message, so each part is said in the reader's language."""
+        return Message.join(self, other)
+
     def shown(self) -> str:
         return _fill(self.msgid, self.parts, self.args, translate=True)
 

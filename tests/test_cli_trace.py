@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from ffn_cli.block import BlockSpec
 from ffn_cli.cli.app import app
+from ffn_cli.i18n import set_language
 from ffn_cli.render.trace import trace_data, trace_view
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import trace
@@ -39,6 +40,18 @@ GOLDEN_WIDTHS = pytest.mark.parametrize("width", [80, 120])
 @GOLDEN_WIDTHS
 def test_golden_default(golden, width: int) -> None:
     golden(f"trace_default_{width}.txt", _render(width=width, values=5))
+
+
+@GOLDEN_WIDTHS
+def test_golden_default_in_chinese(golden, width: int) -> None:
+    set_language("zh")
+    golden(f"trace_default_zh_{width}.txt", _render(width=width, values=5))
+
+
+@GOLDEN_WIDTHS
+def test_golden_backward_in_chinese(golden, width: int) -> None:
+    set_language("zh")
+    golden(f"trace_backward_zh_{width}.txt", _render(width=width, backward=True))
 
 
 @GOLDEN_WIDTHS

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 GOLDEN = Path(__file__).parent / "golden"
 # An integer with thousands separators, standing alone (not part of a shape, a word, a decimal).
@@ -16,7 +17,8 @@ NUMBER = re.compile(r"(?<![\w.,(·×/])(\d{1,3}(?:,\d{3})*)(?![\w.,%)·×/])")
 
 
 def _tables(text: str) -> list[tuple[str, list[str], str]]:
-    """(header, row lines, total line) of each table whose rule is followed, later, by a total."""
+    """(header, row lines, total lines) of each table whose rule is followed, later, by a total;
+    a total of two lines (the backward's `dW …` over `dx …`) is one, its lines joined."""
     lines = text.splitlines()
     found = []
     for i, line in enumerate(lines):
@@ -25,17 +27,34 @@ def _tables(text: str) -> list[tuple[str, list[str], str]]:
         for j in range(i + 1, len(lines)):
             if set(lines[j].strip()) == {"─"}:
                 break  # the next table began first: this one has no total
-            if lines[j].split()[:1] == ["total"]:
-                found.append((lines[i - 1], lines[i + 1 : j], lines[j]))
+            if lines[j].split()[:1] in (["total"], ["合计"]):  # in Chinese the row is 合计
+                more = [t for t in lines[j + 1 : j + 3] if t.strip() and t.startswith(" " * 8) and t.split()[0] in _LABELS]
+                found.append((lines[i - 1], lines[i + 1 : j], "\n".join([lines[j], *more])))
                 break
     return found
 
 
-def _numbers_ending_at(line: str, end: int) -> list[int]:
+def _cell_end(line: str, m: re.Match[str]) -> int:
+    """Where a number ends on screen: Chinese characters before it are two cells wide."""
+    return cell_len(line[: m.end()])
+
+
+# The backward's FLOPs cell holds three sums in one column, each line labelled: dW, dx, ew.
+_LABELS = ("dW", "dx", "ew")
+
+
+def _label(line: str, m: re.Match[str]) -> str:
+    before = line[: m.start()].split()
+    return before[-1] if before and before[-1] in _LABELS else ""
+
+
+def _numbers_ending_at(line: str, end: int, label: str = "") -> list[int]:
     return [
         int(m.group(1).replace(",", ""))
         for m in NUMBER.finditer(line)
-        if m.end() == end and not line[: m.start()].rstrip().endswith("active")  # a MoE part's active count
+        if _cell_end(line, m) == end
+        and not line[: m.start()].rstrip().endswith("active")  # a MoE part's active count
+        and (not label or _label(line, m) == label)
     ]
 
 
@@ -43,8 +62,8 @@ def _checked_columns(name: str) -> int:
     """Check every table of a golden file; the number of columns checked."""
     checked = 0
     for header, rows, total in _tables((GOLDEN / name).read_text(encoding="utf-8")):
-        for m in NUMBER.finditer(total):
-            column = [n for row in rows for n in _numbers_ending_at(row, m.end())]
+        for line, m in ((t, m) for t in total.split("\n") for m in NUMBER.finditer(t)):
+            column = [n for row in rows for n in _numbers_ending_at(row, _cell_end(line, m), _label(line, m))]
             assert column, (name, header, m.group(1))
             assert sum(column) == int(m.group(1).replace(",", "")), (name, header.split(), m.group(1), column)
             checked += 1
@@ -68,7 +87,15 @@ def test_every_total_is_the_sum_of_its_column(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("prefix", "columns"),
-    [("params_relu_512", 1), ("params_mixtral_8x7b", 1), ("trace_default", 2), ("trace_swiglu_meta", 1), ("trace_moe_meta", 2)],
+    [
+        ("params_relu_512", 1),
+        ("params_mixtral_8x7b", 1),
+        ("trace_default", 2),
+        ("trace_default_zh", 2),
+        ("trace_backward_zh", 4),  # the forward's params and FLOPs, the backward's dW and dx
+        ("trace_swiglu_meta", 1),
+        ("trace_moe_meta", 2),
+    ],
 )
 def test_the_tables_with_totals_are_found(prefix: str, columns: int) -> None:
     # The check above must see the tables: params (and FLOPs) columns at both widths.

@@ -233,6 +233,25 @@ def test_cli_text_shows_the_header_and_steps_at_80_columns() -> None:
     assert all(len(line) <= 80 for line in result.stdout.splitlines())
 
 
+def _shape(shape: list[int]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def test_article_001_in_chinese_at_80_columns_shows_every_shape_and_weight_shape() -> None:
+    """The tutorial's demo (docs/own-module.md), in the tutorial's language, in a terminal of 80."""
+    module = f"{ARTICLES_FILE}:TransformerFFN(512, 2048)"
+    result = CliRunner().invoke(app, ["--lang", "zh", "trace", "--module", module], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "形状流，逐步展示" in text and "你的模块" in text and all(len(line) <= 80 for line in text.splitlines())
+    data = json.loads(_run("--module", module, "--json").stdout)
+    for step in data["steps"]:
+        wanted = [_shape(s) for s in step["input_shapes"]] + ["→ " + _shape(step["output_shape"])]
+        wanted += [f"{p['name'].removeprefix(step['name'] + '.')} {_shape(p['shape'])}" for p in step["params"]]
+        assert not [w for w in wanted if w not in text], step["name"]
+    assert [_shape(p["shape"]) for s in data["steps"] for p in s["params"]] == ["(2048, 512)", "(2048,)", "(512, 2048)", "(512,)"]
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [

@@ -301,7 +301,7 @@ def _refuse_costs(costs: CostOptions | None, allowed: str) -> None:
 def _explain(block: BlockExplain | None) -> None:
     """--explain: the block under the tables."""
     if block is not None:
-        from ffn_cli.render.explain import explain_view
+        from ffn_cli.render.params_explain import explain_view
 
         console.print(Text(""), explain_view(block))
 

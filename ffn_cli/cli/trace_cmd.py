@@ -40,6 +40,10 @@ CheckOpt = Annotated[
     bool,
     typer.Option("--check", help="Compare with the NumPy float64 reference on the same weights and input.", rich_help_panel=_SHOW),
 ]
+ExplainOpt = Annotated[
+    bool,
+    typer.Option("--explain", help="Under the steps, a line or two on why each step is there.", rich_help_panel=_SHOW),
+]
 BlockOpt = Annotated[bool, typer.Option("--block", help="Trace the FFN inside its Transformer block.", rich_help_panel="Attention")]
 ModuleOpt = Annotated[
     str | None,
@@ -102,6 +106,7 @@ def trace(
     values: ValuesOpt = 0,
     ops: OpsOpt = False,
     check: CheckOpt = False,
+    explain: ExplainOpt = False,
     block: BlockOpt = False,
     backward: BackwardOpt = False,
     loss: LossOpt = None,
@@ -137,6 +142,8 @@ def trace(
 
     run = {"batch": batch, "seq_len": seq_len, "device": device, "dtype": dtype, "seed": seed, "mode": mode.strip().lower()}
     run |= {"values": values, "depth": depth or 1, "backward": backward, "loss": loss, "checkpoint": checkpoint}
+    if explain and ops:
+        raise FFNError("explain", True, "explains the steps; --ops shows the raw aten ops instead: drop one")
     if module is not None:
         registry_only = {"check": check, "block": block, "tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
         registry_only |= {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim, "pre_norm": pre_norm}
@@ -144,13 +151,14 @@ def trace(
         registry_only |= {"preset": preset, "config": config, "model": model, "layer": layer, "revision": revision}
         refuse_unused(registry_only, _("works on a registry variant or a model's layer, not with --module: drop it"))
         ffn.refuse(tuple(n for n in ffn.given if n != "d_model"), "sizes a registry variant; --module traces your module as it is: drop it")
-        _trace_user_module(module, d_model=ffn.widths()[0] if "d_model" in ffn.given else None, ops=ops, json=json, **run)
+        width = ffn.widths()[0] if "d_model" in ffn.given else None
+        _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, **run)
         return
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
     except UnknownModelType as unknown:  # no reader: trace the model's own FFN module, built by transformers
         refuse_unused({"check": check}, _("compares a registry variant with its NumPy reference; a model's own module has none"))
-        _trace_model_module(unknown, layer=layer, ops=ops, json=json, **run)
+        _trace_model_module(unknown, layer=layer, ops=ops, explain=explain, json=json, **run)
         return
     if depth is not None:
         raise FFNError(
@@ -176,6 +184,7 @@ def trace(
             "mode": mode if mode.strip().lower() != "eval" else None,
             "values": values or None,
             "ops": ops,
+            "explain": explain,
             "backward": backward,
             "loss": loss,
             "checkpoint": checkpoint,
@@ -207,13 +216,13 @@ def trace(
         checkpoint=checkpoint,
     )
     if json:
-        emit_json(trace_data(result, ops=ops) | ({"model": choice.data()} if choice is not None else {}))
+        emit_json(trace_data(result, ops=ops, explain=explain) | ({"model": choice.data()} if choice is not None else {}))
     else:
         if choice is not None:
             from ffn_cli.render.model_layer import model_layer_view
 
             console.print(model_layer_view(choice))
-        console.print(trace_view(result, ops=ops, values=values))
+        console.print(trace_view(result, ops=ops, values=values, explain=explain))
     failure = check_failure(result)
     if failure is not None:
         raise failure
@@ -243,24 +252,24 @@ def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int
         )
 
 
-def _show(result: Any, *, ops: bool, values: int, json: bool) -> None:
+def _show(result: Any, *, ops: bool, values: int, explain: bool, json: bool) -> None:
     from ffn_cli.render.trace import trace_data, trace_view
 
     if json:
-        emit_json(trace_data(result, ops=ops))
+        emit_json(trace_data(result, ops=ops, explain=explain))
     else:
-        console.print(trace_view(result, ops=ops, values=values))
+        console.print(trace_view(result, ops=ops, values=values, explain=explain))
 
 
-def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, json: bool, **run: Any) -> None:
+def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, **run: Any) -> None:
     """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
     from ffn_cli.trace.model_module import trace_model_module
 
     result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, **run)
-    _show(result, ops=ops, values=run["values"], json=json)
+    _show(result, ops=ops, values=run["values"], explain=explain, json=json)
 
 
-def _trace_user_module(text: str, *, d_model: int | None, ops: bool, json: bool, **run: Any) -> None:
+def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bool, json: bool, **run: Any) -> None:
     """--module FILE.py:NAME(args): build the user's module on the device, trace it."""
     from ffn_cli.device import resolve_device_dtype
     from ffn_cli.modules.user import build_user_module, parse_module_ref
@@ -270,4 +279,4 @@ def _trace_user_module(text: str, *, d_model: int | None, ops: bool, json: bool,
     dev, _ = resolve_device_dtype(run["device"], run["dtype"])
     built = build_user_module(ref, device=dev, seed=run["seed"])
     result = trace_module(built, d_model=d_model, d_model_from="--d-model", origin=ref.describe(), **run)
-    _show(result, ops=ops, values=run["values"], json=json)
+    _show(result, ops=ops, values=run["values"], explain=explain, json=json)

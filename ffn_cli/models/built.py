@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ffn_cli.i18n import N_
 from ffn_cli.models.attribution import RULES, BuiltKind
 
 __all__ = ["PART_NAMES", "BuiltModel", "BuiltPart", "RoutedExperts"]
 
 PART_NAMES: dict[BuiltKind, str] = {
-    "embedding": "embeddings",
-    "attention": "attention",
-    "ffn": "FFN",
-    "norm": "norms",
-    "head": "head",
-    "pooler": "pooler",
-    "other": "other",
+    "embedding": N_("embeddings"),
+    "attention": N_("attention"),
+    "ffn": N_("FFN"),
+    "norm": N_("norms"),
+    "head": N_("head"),
+    "pooler": N_("pooler"),
+    "other": N_("other"),
 }
 
 

@@ -21,7 +21,7 @@ from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
@@ -88,9 +88,9 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))
     data, notes = dict(config), []
     if data.pop("auto_map", None):
-        notes.append("auto_map ignored: built transformers' own class, never the repository's code")
+        notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
     if data.pop("quantization_config", None):
-        notes.append("quantization_config ignored: counted as the unquantized model")
+        notes.append(N_("quantization_config ignored: counted as the unquantized model"))
     with _quiet():
         try:
             hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)

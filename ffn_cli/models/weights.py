@@ -18,7 +18,7 @@ from typing import Any, Literal
 from ffn_cli.accounting import param_tensors
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, parse_format
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
@@ -44,15 +44,15 @@ QUANTIZE_SCOPES: dict[str, frozenset[str]] = {
     "all": _LINEARS | {"router", "embedding", "head"},
 }
 ROLE_WORDS = {
-    "experts": "routed experts",
-    "shared": "shared experts",
-    "dense_ffn": "dense FFNs",
-    "attention": "attention projections",
-    "router": "routers",
-    "embedding": "embeddings",
-    "head": "LM head",
-    "vector": "biases and norms",
-    "vision": "vision tower",
+    "experts": N_("routed experts"),
+    "shared": N_("shared experts"),
+    "dense_ffn": N_("dense FFNs"),
+    "attention": N_("attention projections"),
+    "router": N_("routers"),
+    "embedding": N_("embeddings"),
+    "head": N_("LM head"),
+    "vector": N_("biases and norms"),
+    "vision": N_("vision tower"),
 }
 
 

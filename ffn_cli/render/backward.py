@@ -14,8 +14,10 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.i18n import _
 from ffn_cli.render.experts import elided_label, idle_label
-from ffn_cli.render.fit import Cell, Col, FitTable, Layouts
+from ffn_cli.render.explain import backward_explanation
+from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
@@ -36,7 +38,7 @@ def _shapes(shapes: tuple[tuple[int, ...], ...], arrow: str = "") -> str:
 
 
 def _step_label(s: BackwardStep) -> str:
-    return f"{s.of}\n(recompute)" if s.recompute else s.of
+    return f"{s.of}\n" + _("(recompute)") if s.recompute else s.of
 
 
 def _weight_grads(s: BackwardStep) -> str:
@@ -72,15 +74,15 @@ def _flops(s: BackwardStep, b: BackwardResult) -> str:
 def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
     """Wide: one row per backward step with every column. Narrower: the weight gradients each
     step makes move to a table of their own, so that no step loses its shapes."""
-    title = "Backward, step by step, as autograd ran it (dL/dy: " + _loss_text(b.loss) + ")"
+    title = _("Backward, step by step, as autograd ran it (dL/dy: {loss})").format(loss=_loss_text(b.loss))
     footer = f"dW {_count(b.weight_grad_flops, b)}\ndx {_count(b.input_grad_flops, b)}"
     # The FLOPs cell's lines (`dW …`, `dx …`) are numbers: each stands whole, right-aligned.
     columns = [
         Col("#", drop=3),
-        Col("backward of", "fixed", footer="total"),
-        Col("gradient in → out", "fixed", drop=4),
-        Col("makes", "fixed", drop=1),
-        Col("from", "fixed", drop=2),
+        Col(_("backward of"), "fixed", footer=_("total")),
+        Col(_("gradient in → out"), "fixed", drop=4),
+        Col(_("makes"), "fixed", drop=1),
+        Col(_("from"), "fixed", drop=2),
         Col("FLOPs", footer=footer),
     ]
     rows = []
@@ -88,7 +90,7 @@ def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
     for n, s in enumerate(b.steps, 1):
         if span is not None and span.start < n <= span.end:
             if n == span.start + 1:
-                rows.append(["…", _elided_label(result), "", f"{span.count:,} steps", "", _span_flops(span, b)])
+                rows.append(["…", _elided_label(result), "", _("{count:,} steps").format(count=span.count), "", _span_flops(span, b)])
             continue
         flow = _shapes(s.grad_in)
         out = _shapes(s.grad_out, "→ ")
@@ -107,8 +109,8 @@ def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
     moved = [
         FitTable(title, [num, step, replace(flow, drop=None), source, flops], [[row[i] for i in (0, 1, 2, 4, 5)] for row in cells]),
         FitTable(
-            "Weight gradients each backward step makes",
-            [num, replace(step, footer=""), replace(makes, header="weight gradients", drop=None)],
+            _("Weight gradients each backward step makes"),
+            [num, replace(step, footer=""), replace(makes, header=_("weight gradients"), drop=None)],
             [[row[i] for i in (0, 1, 3)] for row in cells if row[3].plain],
         ),
     ]
@@ -149,7 +151,7 @@ def _expert_of(name: str) -> str:
 def _idle_label(result: TraceResult) -> str:
     summary = summarise_experts(result.steps)
     assert summary is not None
-    return f"{summary.idle:,} {idle_label(summary)}"
+    return _("{count:,} {idle}").format(count=summary.idle, idle=idle_label(summary))
 
 
 def _span_flops(span: ElidedBackward, b: BackwardResult) -> str:
@@ -162,17 +164,17 @@ def _plain(rows: list[list[str]]) -> list[list[Cell]]:
 
 
 def _loss_text(loss: str) -> str:
-    return {"random": "seeded normal", "sum": "L = Σy, all ones", "mse": "L = mean((y − t)²)"}[loss]
+    return {"random": _("seeded normal"), "sum": _("L = Σy, all ones"), "mse": "L = mean((y − t)²)"}[loss]
 
 
 def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
     columns = [
         Col("#", drop=2),
-        Col("backward of", "fixed"),
-        Col("reads", "fixed"),
+        Col(_("backward of"), "fixed"),
+        Col(_("reads"), "fixed"),
         Col("dtype", "fixed", drop=1),
-        Col("kept by", "fixed", drop=3),
-        Col("bytes"),
+        Col(_("kept by"), "fixed", drop=3),
+        Col(_("bytes")),
     ]
     rows = []
     span = _elided(result, b)
@@ -180,13 +182,15 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
         if span is not None and span.start < n <= span.end:
             if n == span.start + 1:
                 read = sum(r.bytes_ for s in b.steps[span.start : span.end] for r in s.reads)
-                rows.append(["…", _elided_label(result), "", "", f"{span.count:,} steps", fmt_bytes(read)])
+                rows.append(["…", _elided_label(result), "", "", _("{count:,} steps").format(count=span.count), fmt_bytes(read)])
             continue
         for k, r in enumerate(s.reads):
             first = k == 0
-            size = fmt_bytes(r.bytes_) if r.bytes_ else "recomputed" if r.saved_by.endswith("(recomputed)") else "kept"
-            rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, r.saved_by, size])
-    return FitTable("Saved tensors each backward step reads", columns, _plain(rows))
+            size = fmt_bytes(r.bytes_) if r.bytes_ else _("recomputed") if r.saved_by.endswith("(recomputed)") else _("kept")
+            recomputed = r.saved_by.endswith(" (recomputed)")
+            saved_by = r.saved_by.removesuffix(" (recomputed)") + " " + _("(recomputed)") if recomputed else r.saved_by
+            rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, saved_by, size])
+    return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows))
 
 
 def _stats_cells(stats: TensorStats | None) -> list[str]:
@@ -196,21 +200,23 @@ def _stats_cells(stats: TensorStats | None) -> list[str]:
 
 
 # The norm says most about a gradient; its mean, then its largest entry, leave first.
-_STATS_COLUMNS = (Col("norm"), Col("mean", drop=2), Col("max |g|", drop=3))
+def _stats_columns() -> tuple[Col, ...]:
+    return (Col(_("norm")), Col(_("mean"), drop=2), Col(_("max |g|"), drop=3))
 
 
 def _flags(flags: tuple[str, ...]) -> Text:
-    return Text(", ".join(flags), style="bold red")
+    return Text(", ".join(_(f) for f in flags), style="bold red")
 
 
 def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:
-    columns = [Col("#", drop=1), Col("backward of", "fixed"), *_STATS_COLUMNS, Col("flags", "text", drop=4)]
+    columns = [Col("#", drop=1), Col(_("backward of"), "fixed"), *_stats_columns(), Col(_("flags"), "text", drop=4)]
     rows: list[list[Cell]] = [[Text(""), Text("dL/dy"), *_stats_cells(b.output_grad), Text("")]]
     span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
         if span is not None and span.start < n <= span.end:
             if n == span.start + 1:
-                rows.append([Text("…"), Text(_elided_label(result)), "", "", "", Text(f"{span.count:,} steps elided")])
+                elided = Text(_("{count:,} steps elided").format(count=span.count))
+                rows.append([Text("…"), Text(_elided_label(result)), "", "", "", elided])
             continue
         if not s.recompute:
             rows.append([Text(str(n)), Text(s.of), *_stats_cells(s.stats), _flags(s.flags)])
@@ -218,28 +224,29 @@ def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:
     # Flags (nan, inf, vanishing) outlast every statistic; with none raised there is no column.
     if span is None and not any(s.flags for s in b.steps if not s.recompute):
         columns, rows = columns[:-1], [row[:-1] for row in rows]
-    return FitTable("Gradient each step hands on", columns, rows)
+    return FitTable(_("Gradient each step hands on"), columns, rows)
 
 
 def _param_table(result: TraceResult, b: BackwardResult) -> FitTable:
-    columns = [Col("parameter", "fixed"), Col("shape", "fixed", drop=4), *_STATS_COLUMNS, Col("#", drop=1)]
+    columns = [Col(_("parameter"), "fixed"), Col(_("shape"), "fixed", drop=4), *_stats_columns(), Col("#", drop=1)]
     rows: list[list[Cell]] = []
     span = _elided(result, b)
     elided = [p for p in b.params if span is not None and p.name in span.params]
     idle = _idle_params(result, b)
     for p in b.params:
+        of = _("{count:,} parameters of {label}")
         if elided and p is elided[0]:
-            rows.append([Text(f"{len(elided):,} parameters of {_elided_label(result)}"), Text(""), "", "", "", "…"])
+            rows.append([Text(of.format(count=len(elided), label=_elided_label(result))), Text(""), "", "", "", "…"])
         if idle and p is idle[0]:
-            rows.append([Text(f"{len(idle):,} parameters of {_idle_label(result)}"), Text(""), "no gradient", "", "", ""])
+            rows.append([Text(of.format(count=len(idle), label=_idle_label(result))), Text(""), _("no gradient"), "", "", ""])
         if (elided and p.name in span.params) or p in idle:  # type: ignore[union-attr]
             continue
         name = Text(p.name)
         if p.flags:
             name.append(" ").append_text(_flags(p.flags))
-        cells = _stats_cells(p.stats) if p.stats is not None else ["no gradient", "", ""]  # an expert no token reached
+        cells = _stats_cells(p.stats) if p.stats is not None else [_("no gradient"), "", ""]  # an expert no token reached
         rows.append([name, Text(fmt_shape(p.shape)), *cells, str(p.step) if p.step is not None else ""])
-    return FitTable("Parameter gradients", columns, rows)
+    return FitTable(_("Parameter gradients"), columns, rows)
 
 
 def _ratio(a: int, b: int) -> str:
@@ -251,60 +258,86 @@ def _totals(result: TraceResult, b: BackwardResult) -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     forward = result.total_flops
-    grid.add_row(
-        "backward FLOPs",
-        f"{fmt_count(b.flops)} ({fmt_flops(b.flops)}) = {fmt_count(b.weight_grad_flops)} dW + {fmt_count(b.input_grad_flops)} dx "
-        f"matmul + {fmt_count(b.flops - b.weight_grad_flops - b.input_grad_flops)} elementwise; {_ratio(b.flops, forward)} forward",
+    text = _("{total} ({short}) = {dw} dW + {dx} dx matmul + {elementwise} elementwise; {ratio} forward")
+    flops = text.format(
+        total=fmt_count(b.flops),
+        short=fmt_flops(b.flops),
+        dw=fmt_count(b.weight_grad_flops),
+        dx=fmt_count(b.input_grad_flops),
+        elementwise=fmt_count(b.flops - b.weight_grad_flops - b.input_grad_flops),
+        ratio=_ratio(b.flops, forward),
     )
+    add_words(grid, _("backward FLOPs"), flops)
     both = forward + b.flops
-    grid.add_row("forward + backward", f"{fmt_count(both)} ({fmt_flops(both)}): {_ratio(both, forward)} forward")
+    text = _("{total} ({short}): {ratio} forward")
+    add_words(grid, _("forward + backward"), text.format(total=fmt_count(both), short=fmt_flops(both), ratio=_ratio(both, forward)))
     if b.checkpoint:
         hardware = both + b.recompute_flops
-        grid.add_row(
-            "with recompute",
-            f"{fmt_count(b.recompute_flops)} recomputed; hardware FLOPs {fmt_count(hardware)} ({fmt_flops(hardware)}): "
-            f"{_ratio(hardware, forward)} forward, beside the model's {_ratio(both, forward)}",
+        text = _("{recomputed} recomputed; hardware FLOPs {hardware} ({short}): {ratio} forward, beside the model's {model}")
+        add_words(
+            grid,
+            _("with recompute"),
+            text.format(
+                recomputed=fmt_count(b.recompute_flops),
+                hardware=fmt_count(hardware),
+                short=fmt_flops(hardware),
+                ratio=_ratio(hardware, forward),
+                model=_ratio(both, forward),
+            ),
         )
     if b.peak_bytes is not None and b.start_bytes is not None:
-        grid.add_row(
-            "peak memory",
-            f"{fmt_bytes(b.peak_bytes)} during backward; {fmt_bytes(b.start_bytes)} alive as it began "
-            "(weights, input, saved tensors, y, dL/dy)",
-        )
+        text = _("{peak} during backward; {start} alive as it began (weights, input, saved tensors, y, dL/dy)")
+        add_words(grid, _("peak memory"), text.format(peak=fmt_bytes(b.peak_bytes), start=fmt_bytes(b.start_bytes)))
     if b.checkpoint:
-        grid.add_row("saved tensors", f"{fmt_bytes(result.saved_bytes)} kept (the checkpoint's input); the rest recomputed")
+        text = _("{bytes} kept (the checkpoint's input); the rest recomputed")
+        add_words(grid, _("saved tensors"), text.format(bytes=fmt_bytes(result.saved_bytes)))
     else:
-        grid.add_row("saved tensors", f"{fmt_bytes(b.saved_bytes)} read by the steps above: everything autograd kept")
+        text = _("{bytes} read by the steps above: everything autograd kept")
+        add_words(grid, _("saved tensors"), text.format(bytes=fmt_bytes(b.saved_bytes)))
     if not result.is_meta:  # meta tensors have no values, so no norms
-        grid.add_row("gradient norm", _norms(result, b))
+        add_words(grid, _("gradient norm"), _norms(result, b))
     if b.check is not None:
         c = b.check
-        verdict = "[green]✓[/]" if c.passed else "[red]✗ FAILED[/]"
-        grid.add_row(
-            "check",
-            f"worst relative gradient error {c.max_rel_error:.3g} vs the NumPy float64 backward; "
-            f"threshold {c.threshold:g} for {c.dtype} {verdict}",
+        verdict = "[green]✓[/]" if c.passed else "[red]" + _("✗ FAILED") + "[/]"
+        text = _("worst relative gradient error {error} vs the NumPy float64 backward; threshold {threshold} for {dtype} {verdict}")
+        add_words(
+            grid, _("check"), text.format(error=f"{c.max_rel_error:.3g}", threshold=f"{c.threshold:g}", dtype=c.dtype, verdict=verdict)
         )
     return grid
 
 
 def _norms(result: TraceResult, b: BackwardResult) -> str:
     if result.block is None:
-        return f"{_num(b.grad_norm())} over every parameter"
+        return _("{norm} over every parameter").format(norm=_num(b.grad_norm()))
     ffn, attn = b.grad_norm("ffn."), b.grad_norm("attn.")
-    return f"FFN {_num(ffn)} / attention {_num(attn)} = {f'{ffn / attn:.2f}×' if attn else 'n/a'}"
+    ratio = f"{ffn / attn:.2f}×" if attn else "n/a"
+    return _("FFN {ffn} / attention {attn} = {ratio}").format(ffn=_num(ffn), attn=_num(attn), ratio=ratio)
 
 
-def backward_sections(result: TraceResult) -> list[RenderableType]:
-    """The backward's tables and totals, for after the forward's."""
+def _explain_table(result: TraceResult, b: BackwardResult) -> FitTable:
+    """What each backward step computes, a line or two each (`--explain`)."""
+    span = _elided(result, b)
+    rows: list[list[Cell]] = []
+    for n, s in enumerate(b.steps, 1):
+        if span is None or not span.start < n <= span.end:
+            rows.append([Text(str(n)), Text(_step_label(s)), Text(backward_explanation(s).shown(), style="dim")])
+    columns = [Col("#"), Col(_("backward of"), "fixed"), Col(_("what it computes"), "text")]
+    return FitTable(_("What each backward step computes"), columns, rows)
+
+
+def backward_sections(result: TraceResult, explain: bool = False) -> list[RenderableType]:
+    """The backward's tables and totals, for after the forward's; with `explain`, what each
+    backward step computes, under its steps."""
     b = result.backward
     if b is None:
         return []
     out: list[RenderableType] = [_steps_table(result, b)]
+    if explain:
+        out.append(_explain_table(result, b))
     if any(s.reads for s in b.steps):
         out.append(_reads_table(result, b))
     if result.is_meta:
-        out.append(Text("Gradients: n/a on the meta device (shapes and FLOPs only).", style="dim"))
+        out.append(Wide(Text(_("Gradients: n/a on the meta device (shapes and FLOPs only)."), style="dim")))
     else:
         out += [_grad_stats_table(result, b), _param_table(result, b)]
     out.append(_totals(result, b))

@@ -3,15 +3,17 @@ them, and the JSON of the same fields."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.built import PART_NAMES, BuiltModel, RoutedExperts
 from ffn_cli.models.count import training_memory
-from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.params import _pct, _table, _training_data, memory_rows
 
@@ -21,19 +23,19 @@ __all__ = ["built_data", "built_view", "how_counted"]
 _SHOWN_MODULES = 3
 
 
-def how_counted(m: BuiltModel) -> str:
-    """The sentence that says plainly where the numbers come from."""
-    cached = (
-        f" These counts are transformers {m.transformers_version}'s build of this config, read back from ffn's cache "
-        "(--no-cache builds it again)."
-        if m.cached_from
-        else ""
-    )
-    return (
-        f"Counted by building {m.model_class} from the config with transformers on the meta device: no weights, "
-        f"no remote code.{cached} The total is what parameters() counts (tied weights once); "
-        "the parts are attributed by module name and type, by this rule:"
-    )
+_HOW = N_(
+    "Counted by building {model_class} from the config with transformers on the meta device: no weights, "
+    "no remote code.{cached} The total is what parameters() counts (tied weights once); "
+    "the parts are attributed by module name and type, by this rule:"
+)
+_CACHED = N_(" These counts are transformers {version}'s build of this config, read back from ffn's cache (--no-cache builds it again).")
+
+
+def how_counted(m: BuiltModel, say: Callable[[str], str] = str) -> str:
+    """The sentence that says plainly where the numbers come from (in English for --json;
+    `say=_` in the reader's language)."""
+    cached = say(_CACHED).format(version=m.transformers_version) if m.cached_from else ""
+    return say(_HOW).format(model_class=m.model_class, cached=cached)
 
 
 def _routed_data(r: RoutedExperts) -> dict[str, Any]:
@@ -95,11 +97,11 @@ def _modules(names: tuple[str, ...]) -> str:
 def _title(m: BuiltModel) -> str:
     text = f"{m.name} · {m.model_type}"
     if m.n_layers is not None:
-        text += f" · {m.n_layers} layers"
+        text += " · " + _("{layers} layers").format(layers=m.n_layers)
     if m.d_model is not None:
         text += f" · d_model {m.d_model:,}"
     if m.vocab_size is not None:
-        text += f" · vocab {m.vocab_size:,}"
+        text += " · " + _("vocab {vocab:,}").format(vocab=m.vocab_size)
     return text
 
 
@@ -107,29 +109,32 @@ def _parts_table(m: BuiltModel) -> FitTable:
     total, active = m.total_params, m.active_params
     rows: list[Any] = []
     for p in m.parts:
-        params = fmt_count(p.params) + (f"\n[dim]active {fmt_count(p.active_params)}[/]" if p.inactive_params else "")
-        rows.append([p.name, params, _pct(p.params, total), f"[dim]{_modules(p.modules) or '–'}[/]"])
+        active_line = "\n[dim]" + _("active {count}").format(count=fmt_count(p.active_params)) + "[/]"
+        params = fmt_count(p.params) + (active_line if p.inactive_params else "")
+        rows.append([_(p.name), params, _pct(p.params, total), f"[dim]{_modules(p.modules) or '–'}[/]"])
     rows.append(None)
-    shown_active = f"\n[dim]active {fmt_count(active)}[/]" if active is not None and active != total else ""
-    shown_active = "\n[dim]active unknown[/]" if active is None else shown_active
-    rows.append(["[bold]total[/]", f"[bold]{fmt_count(total)}[/]{shown_active}", "100%", f"[dim]built as {m.model_class}[/]"])
-    columns = [Col("part", "fixed"), Col("params"), Col("%", drop=2), Col("modules", "text", drop=1)]
+    shown_active = "\n[dim]" + _("active {count}").format(count=fmt_count(active)) + "[/]" if active is not None and active != total else ""
+    shown_active = "\n[dim]" + _("active unknown") + "[/]" if active is None else shown_active
+    built_as = "[dim]" + _("built as {model_class}").format(model_class=m.model_class) + "[/]"
+    rows.append(["[bold]" + _("total") + "[/]", f"[bold]{fmt_count(total)}[/]{shown_active}", "100%", built_as])
+    columns = [Col(_("part"), "fixed"), Col(_("params")), Col("%", drop=2), Col(_("modules"), "text", drop=1)]
     return _table(_title(m), columns, rows)
 
 
 def _rule_table(m: BuiltModel) -> FitTable:
-    rows = [[PART_NAMES[kind], f"[dim]{text}[/]"] for kind, text in m.rules]
-    return _table("", [Col("part", "fixed"), Col("rule", "text")], rows, show_header=False)
+    rows = [[_(PART_NAMES[kind]), f"[dim]{text}[/]"] for kind, text in m.rules]
+    return _table("", [Col(_("part"), "fixed"), Col(_("rule"), "text")], rows, show_header=False)
 
 
 def _routed_line(r: RoutedExperts) -> list[str]:
     where = f"{r.containers} × {_modules(r.modules)}"
     if r.active_params is None:
-        return ["active experts", "unknown", f"{r.unknown_because}; routed experts in {where}"]
+        return [_("active experts"), _("unknown"), _("{why}; routed experts in {where}").format(why=r.unknown_because, where=where)]
+    text = _("of {params}: {top_k} ({key}) of {experts}, in {where}")
     return [
-        "active experts",
+        _("active experts"),
         fmt_count(r.active_params),
-        f"of {fmt_count(r.params)}: {r.top_k_text} ({r.top_k_key}) of {r.experts}, in {where}",
+        text.format(params=fmt_count(r.params), top_k=r.top_k_text, key=r.top_k_key, experts=r.experts, where=where),
     ]
 
 
@@ -138,12 +143,14 @@ def _summary(m: BuiltModel, dtype: str) -> FitTable:
     rows: list[Any] = [_routed_line(r) for r in m.routed]
     if m.routed:
         active = m.active_params
-        how = f"{_pct(active, total)} of the total" if active is not None else "needs the experts per token"
-        rows += [["active per token", fmt_count(active) if active is not None else "unknown", how], None]
+        how = _("{share} of the total").format(share=_pct(active, total)) if active is not None else _("needs the experts per token")
+        rows += [[_("active per token"), fmt_count(active) if active is not None else _("unknown"), how], None]
     rows += memory_rows(total, dtype)
-    return _table("summary", [Col("what", "fixed"), Col("value"), Col("how", "text")], rows, show_header=False)
+    columns = [Col(_("what"), "fixed"), Col(_("value")), Col(_("how"), "text")]
+    return _table(_("summary"), columns, rows, show_header=False)
 
 
 def built_view(m: BuiltModel, dtype: str = "bfloat16") -> RenderableType:
-    notes = [Text(f"note: {n}", style="dim") for n in m.notes]
-    return Group(_parts_table(m), Text(""), Text(how_counted(m)), _rule_table(m), *notes, Text(""), _summary(m, dtype))
+    notes = [Wide(Text(_("note: {note}").format(note=_(n)), style="dim")) for n in m.notes]
+    how = Wide(Text(how_counted(m, _)))
+    return Group(_parts_table(m), Text(""), how, _rule_table(m), *notes, Text(""), _summary(m, dtype))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ffn_cli.i18n import _, ngettext
 from ffn_cli.trace.expert_summary import ElidedOps, ExpertSummary, tokens_range
 from ffn_cli.trace.result import TraceStep
 
@@ -19,26 +20,31 @@ def elided_label(summary: ExpertSummary, steps: Sequence[TraceStep]) -> str:
 
 def elided_operation(summary: ExpertSummary) -> str:
     """The operation cell of the summary row."""
-    ran = f" (of {summary.ran:,} that ran)" if summary.idle else ""
-    return f"{summary.elided:,} more experts{ran}; tokens per expert (all {summary.experts:,}): {tokens_range(summary.tokens)}"
+    tokens = tokens_range(summary.tokens).shown()
+    if summary.idle:
+        text = _("{elided:,} more experts (of {ran:,} that ran); tokens per expert (all {experts:,}): {tokens}")
+    else:
+        text = _("{elided:,} more experts; tokens per expert (all {experts:,}): {tokens}")
+    return text.format(elided=summary.elided, ran=summary.ran, experts=summary.experts, tokens=tokens)
 
 
 def elided_note(summary: ExpertSummary) -> str:
     """The note of the summary row in the values tables (the statistics are per expert)."""
-    return f"{summary.elided:,} experts elided; --json has each"
+    return _("{count:,} experts elided; --json has each").format(count=summary.elided)
 
 
 def idle_label(summary: ExpertSummary) -> str:
     """The step cell of the row for the experts that did not run."""
-    return "idle experts" if summary.idle != 1 else "idle expert"
+    return ngettext("idle expert", "idle experts", summary.idle)
 
 
 def idle_operation(summary: ExpertSummary) -> str:
     """The operation cell (or note) of that row: how many, and why they have no step."""
-    return f"{summary.idle:,} got no token and did not run"
+    return _("{count:,} got no token and did not run").format(count=summary.idle)
 
 
 def ops_note(spans: Sequence[ElidedOps], label: str) -> str:
     """The line under the ops table saying what its summary rows stand for."""
     count = sum(s.count for s in spans)
-    return f"{count:,} ops of {label} (routing, dispatch, the experts, combine) are summarised; --json lists every op."
+    text = _("{count:,} ops of {label} (routing, dispatch, the experts, combine) are summarised; --json lists every op.")
+    return text.format(count=count, label=label)

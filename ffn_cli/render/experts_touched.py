@@ -8,6 +8,7 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.hardware.roofline import expected_distinct_experts
+from ffn_cli.i18n import _
 
 __all__ = ["experts_touched_data", "experts_touched_note"]
 
@@ -23,8 +24,10 @@ def experts_touched_data(spec: Any, tokens_per_expert: tuple[int, ...] | None, t
 
 def experts_touched_note(data: dict[str, Any]) -> Text:
     e, k, t = data["experts"], data["top_k"], data["tokens"]
-    return Text(
-        f"experts touched: {data['touched']} of {e} by {t:,} tokens (top-{k}); uniform routing would touch "
-        f"{e}·(1 − (1 − {k}/{e})^{t}) = {data['uniform_expected']:.3g} in expectation (ffn params --gpu reads that many)",
-        style="dim",
+    text = _(
+        "experts touched: {touched} of {experts} by {tokens:,} tokens (top-{k}); uniform routing would touch "
+        "{formula} = {expected} in expectation (ffn params --gpu reads that many)"
     )
+    formula = f"{e}·(1 − (1 − {k}/{e})^{t})"
+    expected = f"{data['uniform_expected']:.3g}"
+    return Text(text.format(touched=data["touched"], experts=e, tokens=t, k=k, formula=formula, expected=expected), style="dim")

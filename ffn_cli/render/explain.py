@@ -1,55 +1,131 @@
-"""`ffn params --explain`: why the FFN is about two thirds of a layer, and the ratio at hand."""
+"""`ffn trace --explain`: a line or two on why each step is there.
+
+A step of a registry variant is explained by its variant (`Variant.step_explanation`, with the
+spec's own numbers); any other step (your module's, transformers' own, the block's attention
+and norms) by what the trace saw it do: the class of the module it called, its aten ops, its
+shapes. Explanations are message ids with their values, said in the reader's language."""
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from collections.abc import Sequence
+from typing import Any
+
 from rich.text import Text
 
-from ffn_cli.i18n import _
-from ffn_cli.models.explain import CLASSIC_RATIO, BlockExplain
-from ffn_cli.render.format import fmt_count
-from ffn_cli.render.params import _pct, _ratio
+from ffn_cli.i18n import N_, Message, _
+from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.trace.backward_result import BackwardStep
+from ffn_cli.trace.expert_summary import summarise_experts
+from ffn_cli.trace.result import TraceResult, TraceStep
 
-__all__ = ["explain_view"]
+__all__ = ["backward_explanation", "explain_table", "step_explanation"]
 
-
-def _ffn_line(e: BlockExplain) -> str:
-    weights = _("{m}·d·d_ff = {m} · {d} · {d_ff} = {weights}").format(
-        m=e.matrices, d=f"{e.d_model:,}", d_ff=f"{e.d_ff:,}", weights=fmt_count(e.ffn_weights)
-    )
-    if e.ffn_one != e.ffn_weights:
-        weights += _(" + {n} biases = {total}").format(n=fmt_count(e.ffn_one - e.ffn_weights), total=fmt_count(e.ffn_one))
-    kind = {2: _("up and down"), 3: _("gate, up and down")}.get(e.matrices) or _("{m} matrices").format(m=e.matrices)
-    against = _(", {times}× the classic 8·d² = {classic}").format(times=f"{e.over_classic:.3g}", classic=fmt_count(e.classic_ffn))
-    if e.experts:
-        return _("here, each expert ({kind}): {weights}").format(kind=kind, weights=weights) + against
-    return _("here, the FFN ({kind}): {weights}").format(kind=kind, weights=weights) + against
+# Module classes and aten ops (the name after `aten.`) that say what kind of step it is.
+_ACTIVATION_CLASSES = ("ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Mish", "ELU", "LeakyReLU", "Softplus", "ReLU6", "GLU")
+_ACTIVATION_OPS = ("relu", "gelu", "silu", "sigmoid", "tanh", "mish", "elu", "leaky_relu", "softplus", "hardtanh")
+_NORM_OPS = ("native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "rsqrt")
+_MATMUL_OPS = ("mm", "addmm", "bmm", "matmul", "linear")
+_LAYOUT_OPS = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "split", "chunk", "split_with_sizes")
+_LAYOUT_OPS += ("unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice", "select", "cat", "stack", "alias")
 
 
-def _attention_line(e: BlockExplain) -> str:
-    a = e.attention
-    line = _("its attention: {formula} = {params}").format(formula=e.attention_formula, params=fmt_count(a.params))
-    if e.grouped:
-        line += _(" (grouped-query: K and V are {kv} wide, Q {q})").format(kv=f"{a.kv_dim:,}", q=f"{a.q_dim:,}")  # type: ignore[union-attr]
-    return line
+def _ops(step: TraceStep) -> set[str]:
+    """aten.addmm.default → addmm."""
+    return {op.removeprefix("aten.").split(".")[0] for op in step.aten_ops}
 
 
-def _ratio_line(e: BlockExplain, ffn: int, ratio: float, share: float) -> str:
-    scope = _("one layer") if e.layers == 1 else _("all {n} layers").format(n=e.layers)
-    return _("{scope}: FFN {ffn} / attention {attention} = {ratio}, the FFN {share} of the two").format(
-        scope=scope, ffn=fmt_count(ffn), attention=fmt_count(e.attention_params), ratio=_ratio(ratio), share=_pct(share, 1)
-    )
+def _linear(step: TraceStep) -> Message:
+    a = step.input_shapes[0][-1] if step.input_shapes and step.input_shapes[0] else 0
+    b = step.output_shape[-1] if step.output_shape else 0
+    if a < b:
+        return Message.of(N_("a linear layer: widens each token from {a} to {b} features"), a=a, b=b)
+    if a > b:
+        return Message.of(N_("a linear layer: narrows each token from {a} back to {b} features"), a=a, b=b)
+    return Message.of(N_("a linear layer: mixes each token's {a} features into {b} new ones, at the same width"), a=a, b=b)
 
 
-def explain_view(e: BlockExplain) -> RenderableType:
-    classic = _(
-        "the classic block (d_ff = 4·d, multi-head attention): the FFN's two matrices hold 2·d·4d = 8·d², "
-        "attention's Q, K, V, O 4·d²: a ratio of {ratio}, the FFN {share} of the two"
-    ).format(ratio=f"{CLASSIC_RATIO:g}", share=_pct(CLASSIC_RATIO, CLASSIC_RATIO + 1))
-    lines = [classic, _ffn_line(e), _attention_line(e), _ratio_line(e, e.ffn_params, e.ratio, e.share)]
-    if e.experts:
-        per_token = _("per token, {k} of {experts} experts").format(k=e.active_experts, experts=e.experts)
-        active = _ratio_line(e, e.ffn_active_params, e.active_ratio, e.active_share)
-        lines.append(f"{per_token}{_(', ')}{active}")
-    body = Text("\n".join(f"• {line}" for line in lines))
-    return Group(Text(_("why the FFN is about two thirds of a layer"), style="bold"), body)
+def _generic(step: TraceStep) -> Message | None:
+    """What the step is, from what the trace saw: its module's class, its ops, its shapes."""
+    cls, ops, leaf = step.module_class, _ops(step), step.name.rsplit(".", 1)[-1]
+    weighted = any(len(p.shape) == 2 and not p.buffer for p in step.params)
+    if cls == "Linear" or (weighted and ops & set(_MATMUL_OPS)):
+        return _linear(step)
+    if cls.startswith("Dropout") or "dropout" in ops or "native_dropout" in ops or leaf.startswith("dropout"):
+        return Message.of(
+            N_("dropout: the identity in eval mode; in train mode it zeroes a share p of the values and scales the rest by 1/(1−p)")
+        )
+    if cls in _ACTIVATION_CLASSES or cls.endswith("Activation") or ops & set(_ACTIVATION_OPS):
+        return Message.of(
+            N_(
+                "an activation function: the nonlinearity, without which the linear layers around it "
+                "would collapse into one, (xW₁)W₂ = x(W₁W₂)"
+            )
+        )
+    if "Norm" in cls or ops & set(_NORM_OPS):
+        return Message.of(N_("a norm: rescales each token's features to a steady size, so the layers after it see values in range"))
+    if "_softmax" in ops or "softmax" in ops:
+        return Message.of(N_("a softmax: turns scores into weights that are positive and sum to 1"))
+    if ops & set(_MATMUL_OPS):
+        return Message.of(N_("a matrix product of two activations (no weights): each row against each column"))
+    if ops and ops <= set(_LAYOUT_OPS):
+        return Message.of(N_("a change of layout (view, reshape, transpose): the values are not changed"))
+    if "mul" in ops and len(step.inputs_from) >= 2:
+        return Message.of(N_("multiplies two tensors elementwise: one scales the other, value by value (a gate)"))
+    if "add" in ops and len(step.inputs_from) >= 2:
+        return Message.of(N_("adds two tensors: a residual connection, or the sum of two branches"))
+    return None
+
+
+def _variant_step(result: TraceResult, step: TraceStep) -> str | None:
+    """The step's name in its variant's forward (`ffn.up_proj` in a block is `up_proj`)."""
+    if result.spec is None:
+        return None
+    if result.block is None:
+        return step.name
+    return step.name.removeprefix("ffn.") if step.name.startswith("ffn.") else None
+
+
+def step_explanation(result: TraceResult, step: TraceStep) -> Message | None:
+    """Why this step is there: its variant's words where it has some, else what kind of step it is."""
+    name = _variant_step(result, step)
+    if name is not None and result.spec is not None:
+        owned = result.spec.info.step_explanation(result.spec, name)
+        if owned is not None:
+            return owned
+    return _generic(step)
+
+
+def _shown_steps(result: TraceResult) -> Sequence[tuple[int, TraceStep]]:
+    """(number, step) of the steps the steps table shows; elided experts are summarised there."""
+    summary = summarise_experts(result.steps)
+    return [(n, s) for n, s in enumerate(result.steps, 1) if summary is None or not summary.is_elided(n - 1)]
+
+
+def explain_table(result: TraceResult) -> FitTable | None:
+    """One row per step: its number, its name, and why it is there (wrapping to the width)."""
+    rows: list[Any] = []
+    for n, step in _shown_steps(result):
+        why = step_explanation(result, step)
+        if why is not None:
+            rows.append([Text(str(n)), Text(step.name), Text(why.shown(), style="dim")])
+    if not rows:
+        return None
+    columns = [Col("#"), Col(_("step"), "fixed"), Col(_("why it is there"), "text")]
+    return FitTable(_("Why each step is there"), columns, rows)
+
+
+def backward_explanation(step: BackwardStep) -> Message:
+    """What a backward step computes, by what autograd ran in it."""
+    if step.recompute:
+        return Message.of(N_("runs {step} forward again, from the checkpoint's input, for the backward steps to read"), step=step.of)
+    if step.weight_grads and step.input_grad_flops:
+        return Message.of(
+            N_("the gradient of {step}'s weights, dW = dyᵀ·x, and of its input, dx = dy·W, for the step before"), step=step.of
+        )
+    if step.weight_grads:
+        return Message.of(N_("the gradient of {step}'s weights, dW = dyᵀ·x"), step=step.of)
+    if step.input_grad_flops:
+        return Message.of(N_("the gradient through a product of two activations: each one's is dy times the other"))
+    if step.elementwise_flops:
+        return Message.of(N_("the gradient through {step}, element by element: dy times the step's own derivative"), step=step.of)
+    return Message.of(N_("hands the gradient on through {step}, with no arithmetic of its own"), step=step.of)

@@ -19,7 +19,6 @@ column moves to a table of its own instead of leaving.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -27,10 +26,13 @@ from typing import Literal
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["GAP", "BarChart", "Col", "FitTable", "Layouts", "hidden_note", "wrap_terms"]
+from ffn_cli.i18n import ngettext
+
+__all__ = ["GAP", "BarChart", "Col", "FitTable", "Layouts", "Wide", "add_words", "hidden_note", "wrap_terms", "wrap_wide"]
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
@@ -74,15 +76,24 @@ def _longest(lines: Sequence[str]) -> int:
     return max((cell_len(line) for line in lines), default=0)
 
 
-# Chinese breaks between any two ideographs (or full-width marks), as rich wraps it: each is a word.
-_CJK = re.compile(r"([\u3000-\u303f\u3400-\u9fff\uff00-\uffef])")
+def _pieces(word: str) -> list[str]:
+    """What a line may not be broken inside: a run of narrow characters. Chinese is written
+    without spaces and breaks between any two of its (double-width) characters."""
+    pieces, run = [], ""
+    for ch in word:
+        if cell_len(ch) > 1:
+            pieces += [run, ch] if run else [ch]
+            run = ""
+        else:
+            run += ch
+    return [*pieces, run] if run else pieces
 
 
 def _longest_word(lines: Sequence[str], *, cjk_breaks: bool = True) -> int:
-    """The widest word; with cjk_breaks, a run of CJK characters breaks between any two (a header
+    """The widest word; with cjk_breaks, Chinese breaks between any two characters (a header
     does not: it wraps between its words only)."""
     words = [word for line in lines for word in line.split()]
-    return max((cell_len(part) for word in words for part in (_CJK.split(word) if cjk_breaks else [word])), default=0)
+    return max((cell_len(piece) for word in words for piece in (_pieces(word) if cjk_breaks else [word])), default=0)
 
 
 def _terms(line: str) -> list[str]:
@@ -108,14 +119,101 @@ def wrap_terms(text: str, width: int) -> str:
     return "\n".join(out)
 
 
+# Punctuation a Chinese line does not start with: it stays with the character before it.
+_NO_LINE_START = "，。、；：？！）》」』】,.;:?!)"
+# Nor ends with an opening one: it goes down with what it opens.
+_NO_LINE_END = "（《「『【"
+
+
+def _is_wide(ch: str) -> bool:
+    return cell_len(ch) > 1
+
+
+def _tokens(line: str) -> list[tuple[int, str]]:
+    """(offset, token): runs of spaces, runs of narrow characters, and each wide character alone."""
+    out: list[tuple[int, str]] = []
+    for i, ch in enumerate(line):
+        kind = "space" if ch.isspace() else "wide" if _is_wide(ch) else "narrow"
+        prev = out[-1][1][-1] if out else ""
+        prev_kind = "space" if prev.isspace() else "wide" if prev and _is_wide(prev) else "narrow"
+        if out and kind == prev_kind and kind != "wide":
+            out[-1] = (out[-1][0], out[-1][1] + ch)
+        else:
+            out.append((i, ch))
+    return out
+
+
+def _breaks(line: str, width: int) -> list[int]:
+    """Where a line of Chinese (with words and numbers between) breaks to fit `width` cells:
+    between any two wide characters or at a space, never inside a word or a number, and never
+    before a closing punctuation mark."""
+    breaks: list[int] = []
+    tokens = _tokens(line)
+    used = 0
+    for k, (start, token) in enumerate(tokens):
+        size = cell_len(token)
+        if token.isspace() or used == 0 or used + size <= width:
+            used = 0 if (used == 0 and token.isspace()) else used + size
+            continue
+        # A closing mark goes down with the character (or word) before it, and that one with
+        # the one before it if it is a mark too.
+        j, last = k, breaks[-1] if breaks else 0
+        while tokens[j][1][0] in _NO_LINE_START and j > 0 and not tokens[j - 1][1].isspace() and tokens[j - 1][0] > last:
+            j -= 1
+        while j > 0 and tokens[j - 1][1] in _NO_LINE_END and tokens[j - 1][0] > last:
+            j -= 1  # an opening mark goes down with what it opens
+        cut = tokens[j][0]
+        breaks.append(cut)
+        used = cell_len(line[cut : start + len(token)])
+    return breaks
+
+
+def wrap_wide(text: Text, width: int) -> Text:
+    """`text` broken into lines of at most `width` cells where it holds Chinese, which rich would
+    only break at spaces (a long run of it jumping whole to the next line); styles are kept.
+    Text without wide characters is returned as it is, for rich to wrap as always."""
+    if not any(_is_wide(ch) for ch in text.plain):
+        return text
+    lines: list[Text] = []
+    for line in text.split("\n"):
+        for part in line.divide(_breaks(line.plain, width)):
+            part.rstrip()
+            lines.append(part)
+    return Text("\n").join(lines)
+
+
+@dataclass
+class Wide:
+    """A cell of words whose width is known only when it is drawn (a grid's second column):
+    Chinese in it breaks between characters, as `wrap_wide` breaks it."""
+
+    text: Text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        words = [piece for word in self.text.plain.split() for piece in _pieces(word)]
+        return Measurement(max((cell_len(w) for w in words), default=1), max(cell_len(line) for line in self.text.plain.split("\n")))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield wrap_wide(self.text, options.max_width)
+
+
+def add_words(grid: Table, label: str, value: Cell) -> None:
+    """A row of a two-column grid of totals: its label, and its words, Chinese breaking as `Wide`."""
+    grid.add_row(label, Wide(_text(value)) if isinstance(value, str) else Wide(value))
+
+
 def _empty(cell: Cell) -> bool:
     return _text(cell).plain.strip() in EMPTY_CELLS
 
 
 def hidden_note(names: Sequence[str], width: int) -> str:
     """The footnote under a table that lost columns."""
-    count = f"{len(names)} column{'s' if len(names) > 1 else ''}"
-    return f"{count} hidden at {width} columns ({', '.join(names)}): widen the terminal, or --json"
+    text = ngettext(
+        "{count} column hidden at {width} columns ({names}): widen the terminal, or --json",
+        "{count} columns hidden at {width} columns ({names}): widen the terminal, or --json",
+        len(names),
+    )
+    return text.format(count=len(names), width=width, names=", ".join(names))
 
 
 @dataclass
@@ -207,6 +305,8 @@ class FitTable:
     @staticmethod
     def _cell(cell: Cell, col: Col, width: int) -> Text:
         text = _text(cell)
+        if col.kind == "text":
+            return wrap_wide(text, width)
         if col.kind != "terms":
             return text
         return Text(wrap_terms(text.plain, width), style=text.style)
@@ -240,13 +340,13 @@ class FitTable:
             else:
                 table.add_row(*[self._cell(row[i], self.columns[i], w) for i, w in zip(shown, widths, strict=True)])
         if self.title:
-            yield Text.assemble(_text(self.title), style="table.title")
+            yield wrap_wide(Text.assemble(_text(self.title), style="table.title"), width)
         yield table
         if self.caption:
-            yield Text.assemble(_text(self.caption), style="table.caption")
+            yield wrap_wide(Text.assemble(_text(self.caption), style="table.caption"), width)
         hidden = self._left_out(shown)
         if hidden:
-            yield Text(hidden_note(hidden, width), style="dim")
+            yield wrap_wide(Text(hidden_note(hidden, width), style="dim"), width)
 
 
 @dataclass

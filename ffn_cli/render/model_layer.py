@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.panel import Panel
 from rich.text import Text
 
+from ffn_cli.i18n import _
 from ffn_cli.models.layer_select import LayerChoice
 from ffn_cli.render.literal import visible
 
@@ -14,16 +15,16 @@ __all__ = ["model_layer_view"]
 
 def model_layer_view(choice: LayerChoice) -> Panel:
     spec = choice.model.spec
-    kind = choice.kind + (f", sliding window {choice.window:,}" if choice.window is not None else "")
-    kind += f", attention in chunks of {choice.chunk:,}" if choice.chunk is not None else ""
-    moe = f" · MoE layers {len(spec.moe_layers)} of {spec.n_layers}" if spec.moe_layers else ""
+    kind = choice.kind + (_(", sliding window {window:,}").format(window=choice.window) if choice.window is not None else "")
+    kind += _(", attention in chunks of {chunk:,}").format(chunk=choice.chunk) if choice.chunk is not None else ""
+    moe = " · " + _("MoE layers {moe} of {layers}").format(moe=len(spec.moe_layers), layers=spec.n_layers) if spec.moe_layers else ""
     dtype = choice.dtype + ("" if choice.dtype_from == "--dtype" else f" ({choice.dtype_from})")
     lines = [f"{choice.model.source} · {spec.model_type}{moe} · dtype {dtype}"]
     if choice.overrides:
-        lines.append("overridden: " + ", ".join(choice.overrides))
+        lines.append(_("overridden: {options}").format(options=", ".join(choice.overrides)))
     if choice.not_built:
-        lines.append("not built: " + ", ".join(choice.not_built))
-    title = f"{spec.name} · layer {choice.layer} of {spec.n_layers} ({kind})"
+        lines.append(_("not built: {parts}").format(parts=", ".join(choice.not_built)))
+    title = _("{name} · layer {layer} of {layers} ({kind})").format(name=spec.name, layer=choice.layer, layers=spec.n_layers, kind=kind)
     # The name comes from the config's _name_or_path or the path typed: a title, never markup.
     # Names, activations and paths in the lines come from the config too: printed as written.
     return Panel(Text("\n".join(visible(line) for line in lines)), title=Text(visible(title)), title_align="left", expand=False)

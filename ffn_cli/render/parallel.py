@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import total_params
+from ffn_cli.i18n import N_, _
 from ffn_cli.parallel.accounting import RankParams, ShardTensor
 from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, StepShape
 from ffn_cli.render.fit import Cell, Col, FitTable
@@ -25,35 +26,44 @@ __all__ = [
     "render_rank_params",
 ]
 
-_MODE_NAMES = {"tp": "tensor parallel", "ep": "expert parallel"}
+_MODE_NAMES = {"tp": N_("tensor parallel"), "ep": N_("expert parallel")}
 
 
 def _spec_line(spec: FFNSpec) -> str:
     text = f"{spec.variant}, d_model {spec.d_model}, d_ff {spec.d_ff}"
     if spec.is_moe:
-        text += f", {spec.experts} experts, top-{spec.top_k}"
+        text += _(", {experts} experts, top-{k}").format(experts=spec.experts, k=spec.top_k)
         if spec.shared_hidden:
-            text += f", shared d_ff {spec.shared_hidden}"
+            text += _(", shared d_ff {d_ff}").format(d_ff=spec.shared_hidden)
     if spec.fused_gate_up:
-        text += ", fused gate_up"
+        text += _(", fused gate_up")
     return text
 
 
 def _header(result: ParallelResult) -> Text:
+    text = _("{mode} × {world} ({backend} on {device}, {launcher}): {spec}, {dtype}, input {shape}")
     return Text.from_markup(
-        f"[bold]{_MODE_NAMES[result.mode]}[/] × {result.world_size} ({result.backend} on {result.device}, {result.launcher}): "
-        f"{_spec_line(result.spec)}, {result.dtype}, input {fmt_shape(result.input_shape)}"
+        text.format(
+            mode=f"[bold]{_(_MODE_NAMES[result.mode])}[/]",
+            world=result.world_size,
+            backend=result.backend,
+            device=result.device,
+            launcher=result.launcher,
+            spec=_spec_line(result.spec),
+            dtype=result.dtype,
+            shape=fmt_shape(result.input_shape),
+        )
     )
 
 
 def _rank_table(result: ParallelResult) -> FitTable:
     ep = result.mode == "ep"
-    columns = [Col("rank"), Col("device", "fixed", drop=2), Col("input", "fixed", drop=3), Col("output", "fixed", drop=4)]
-    columns += [Col("params"), Col("weight memory", drop=5)]
+    columns = [Col(_("rank")), Col(_("device"), "fixed", drop=2), Col(_("input"), "fixed", drop=3), Col(_("output"), "fixed", drop=4)]
+    columns += [Col(_("params")), Col(_("weight memory"), drop=5)]
     if ep:
-        columns += [Col("tokens"), Col("experts", "fixed"), Col("a2a sent", drop=6), Col("a2a received", drop=7)]
+        columns += [Col(_("tokens")), Col(_("experts"), "fixed"), Col(_("a2a sent"), drop=6), Col(_("a2a received"), drop=7)]
     else:
-        columns.append(Col("all-reduced", drop=6))
+        columns.append(Col(_("all-reduced"), drop=6))
     columns.append(Col("max |Δ|", drop=1))
     rows: list[list[Cell]] = []
     for r in result.ranks:
@@ -67,8 +77,10 @@ def _rank_table(result: ParallelResult) -> FitTable:
         row.append(f"{r.max_abs_diff:.3g}")
         rows.append(row)
     total = sum(r.params for r in result.ranks)
-    caption = f"unsharded {fmt_count(result.unsharded_params)} params; all ranks hold {fmt_count(total)}"
-    return FitTable("per rank", columns, rows, caption=caption)
+    caption = _("unsharded {unsharded} params; all ranks hold {total}").format(
+        unsharded=fmt_count(result.unsharded_params), total=fmt_count(total)
+    )
+    return FitTable(_("per rank"), columns, rows, caption=caption)
 
 
 def _unsharded_order(name: str) -> tuple[int, int]:
@@ -93,7 +105,7 @@ def _shard_rows(held: Sequence[Sequence[ShardTensor]]) -> tuple[list[str], list[
     """
     world = len(held)
     if all([(t.name, t.shape) for t in h] == [(t.name, t.shape) for t in held[0]] for h in held):
-        column = f"each of {world} ranks" if world > 1 else "rank 0"
+        column = _("each of {world} ranks").format(world=world) if world > 1 else _("rank {rank}").format(rank=0)
         return [column], [[t.name, fmt_shape(t.full_shape), t.split, fmt_shape(t.shape)] for t in held[0]]
     groups: dict[str, list[ShardTensor]] = {}
     for t in sorted({t.name: t for h in held for t in h}.values(), key=lambda t: _unsharded_order(t.name)):
@@ -102,7 +114,9 @@ def _shard_rows(held: Sequence[Sequence[ShardTensor]]) -> tuple[list[str], list[
     for label, tensors in groups.items():
         whole_expert = label != tensors[0].name
         unsharded = (
-            f"{len(tensors)} tensors, {fmt_count(sum(t.count for t in tensors))}" if whole_expert else fmt_shape(tensors[0].full_shape)
+            _("{count} tensors, {params}").format(count=len(tensors), params=fmt_count(sum(t.count for t in tensors)))
+            if whole_expert
+            else fmt_shape(tensors[0].full_shape)
         )
         cells = []
         for h in held:
@@ -111,8 +125,8 @@ def _shard_rows(held: Sequence[Sequence[ShardTensor]]) -> tuple[list[str], list[
                 cells.append("—")
             else:
                 cells.append(fmt_count(sum(t.count for t in mine)) if whole_expert else fmt_shape(mine[0].shape))
-        rows.append([label, unsharded, tensors[0].split, *cells])
-    return [f"rank {r}" for r in range(world)], rows
+        rows.append([label, unsharded, _(str(tensors[0].split)), *cells])
+    return [_("rank {rank}").format(rank=r) for r in range(world)], rows
 
 
 def _shard_table(title: str, held: Sequence[Sequence[ShardTensor]], extra: Sequence[Sequence[Cell] | None] = ()) -> FitTable:
@@ -120,7 +134,7 @@ def _shard_table(title: str, held: Sequence[Sequence[ShardTensor]], extra: Seque
     first, then the unsharded size, then the ranks from the right end."""
     rank_columns, rows = _shard_rows(held)
     n = len(rank_columns)
-    columns = [Col("tensor", "text"), Col("unsharded", "fixed", drop=2), Col("split", "fixed", drop=1)]
+    columns = [Col(_("tensor"), "text"), Col(_("unsharded"), "fixed", drop=2), Col(_("split"), "fixed", drop=1)]
     columns += [Col(name, drop=None if k == 0 else 2 + n - k) for k, name in enumerate(rank_columns)]
     body: list[Sequence[Cell] | None] = [[Text(c) for c in row] for row in rows]
     return FitTable(title, columns, [*body, *extra])
@@ -136,34 +150,43 @@ def _step_table(result: ParallelResult) -> FitTable:
     """Steps aligned by position; a row whose step differs between ranks (their own experts) names it per cell."""
     same_everywhere = all(r.steps == result.ranks[0].steps for r in result.ranks)
     ranks: Sequence[RankResult] = result.ranks[:1] if same_everywhere else result.ranks
-    columns = [Col("step", "fixed"), Col("formula", "text", drop=len(ranks) + 1)]
+    columns = [Col(_("step"), "fixed"), Col(_("formula"), "text", drop=len(ranks) + 1)]
     for k, r in enumerate(ranks):
-        columns.append(Col("every rank" if same_everywhere else f"rank {r.rank}", "fixed", drop=None if k == 0 else len(ranks) - k))
+        header = _("every rank") if same_everywhere else _("rank {rank}").format(rank=r.rank)
+        columns.append(Col(header, "fixed", drop=None if k == 0 else len(ranks) - k))
     rows: list[Sequence[Cell] | None] = []
     for i, step in enumerate(result.ranks[0].steps):
         named = any(r.steps[i].name != step.name for r in ranks)
-        label = "expert" if named else step.name
-        rows.append([Text(label), Text(step.formula), *[Text(_step_cell(r.steps[i], named)) for r in ranks]])
-    return FitTable("shape flow", columns, rows)
+        label = _("expert") if named else step.name
+        rows.append([Text(label), Text(_(step.formula)), *[Text(_step_cell(r.steps[i], named)) for r in ranks]])
+    return FitTable(_("shape flow"), columns, rows)
 
 
 def _expert_table(result: ParallelResult) -> FitTable:
-    columns = [Col("expert"), Col("rank"), Col("sharded"), Col("unsharded", drop=1)]
+    columns = [Col(_("expert")), Col(_("rank")), Col(_("sharded")), Col(_("unsharded"), drop=1)]
     owner = {e: r.rank for r in result.ranks for e in r.experts}
     rows: list[Sequence[Cell] | None] = []
     for e, n in enumerate(result.tokens_per_expert):
         reference = result.unsharded_tokens_per_expert[e] if e < len(result.unsharded_tokens_per_expert) else None
         rows.append([str(e), str(owner[e]), fmt_count(n), "n/a" if reference is None else fmt_count(reference)])
     dropped = sum(r.dropped for r in result.ranks)
-    caption = f"{fmt_count(dropped)} rows over capacity dropped" if dropped else None
-    return FitTable("tokens per expert", columns, rows, caption=caption)
+    caption = _("{count} rows over capacity dropped").format(count=fmt_count(dropped)) if dropped else None
+    return FitTable(_("tokens per expert"), columns, rows, caption=caption)
 
 
 def _check_line(result: ParallelResult) -> Text:
-    mark = "[green]✓ matches[/]" if result.passed else "[red]✗ differs from[/]"
+    if result.passed:
+        text = _(
+            "max |sharded − unsharded| = {diff} (tolerance {tolerance}, {dtype}): "
+            "[green]✓ matches[/] the unsharded module on the same weights and input"
+        )
+    else:
+        text = _(
+            "max |sharded − unsharded| = {diff} (tolerance {tolerance}, {dtype}): "
+            "[red]✗ differs from[/] the unsharded module on the same weights and input"
+        )
     return Text.from_markup(
-        f"max |sharded − unsharded| = {result.max_abs_diff_vs_unsharded:.3g} (tolerance {result.tolerance:.3g}, {result.dtype}): "
-        f"{mark} the unsharded module on the same weights and input"
+        text.format(diff=f"{result.max_abs_diff_vs_unsharded:.3g}", tolerance=f"{result.tolerance:.3g}", dtype=result.dtype)
     )
 
 
@@ -171,12 +194,10 @@ def _comm_line(result: ParallelResult) -> Text:
     r0 = result.ranks[0]
     if result.mode == "tp":
         ring = 2 * (result.world_size - 1) * r0.allreduce_bytes // result.world_size
-        return Text(
-            f"communication: each rank all-reduces {fmt_bytes(r0.allreduce_bytes)} per forward "
-            f"(a ring moves {fmt_bytes(ring)} over each rank's links)"
-        )
+        text = _("communication: each rank all-reduces {bytes} per forward (a ring moves {ring} over each rank's links)")
+        return Text(text.format(bytes=fmt_bytes(r0.allreduce_bytes), ring=fmt_bytes(ring)))
     sent = sum(r.alltoall_sent_bytes for r in result.ranks)
-    return Text(f"communication: {fmt_bytes(sent)} sent between ranks in all-to-alls (split sizes, dispatch, return)")
+    return Text(_("communication: {bytes} sent between ranks in all-to-alls (split sizes, dispatch, return)").format(bytes=fmt_bytes(sent)))
 
 
 def render_parallel(result: ParallelResult) -> RenderableType:
@@ -226,8 +247,9 @@ def _lists(value: Any) -> Any:
 
 def render_rank_params(spec: FFNSpec, ranks: Sequence[RankParams]) -> RenderableType:
     """Per-rank tensors, parameters and memory, from the spec alone."""
-    kind = "expert" if any(t.name.startswith("experts.") for r in ranks for t in r.tensors) else "tensor"
-    header = Text(f"{_spec_line(spec)}: {kind} parallel over {len(ranks)} ranks, {ranks[0].dtype}")
+    experts = any(t.name.startswith("experts.") for r in ranks for t in r.tensors)
+    text = _("{spec}: expert parallel over {ranks} ranks, {dtype}") if experts else _("{spec}: tensor parallel over {ranks} ranks, {dtype}")
+    header = Text(text.format(spec=_spec_line(spec), ranks=len(ranks), dtype=ranks[0].dtype))
     held = [r.tensors for r in ranks]
     if len(_shard_rows(held)[0]) == 1:
         params, memory = [fmt_count(ranks[0].params)], [fmt_bytes(ranks[0].param_bytes)]
@@ -235,11 +257,13 @@ def render_rank_params(spec: FFNSpec, ranks: Sequence[RankParams]) -> Renderable
         params, memory = [fmt_count(r.params) for r in ranks], [fmt_bytes(r.param_bytes) for r in ranks]
     totals: list[Sequence[Cell] | None] = [
         None,
-        ["[bold]params[/]", "", "", *[f"[bold]{p}[/]" for p in params]],
-        ["[bold]weight memory[/]", "", "", *memory],
+        ["[bold]" + _("params") + "[/]", "", "", *[f"[bold]{p}[/]" for p in params]],
+        ["[bold]" + _("weight memory") + "[/]", "", "", *memory],
     ]
-    table = _shard_table("per rank", held, totals)
-    table.caption = f"unsharded {fmt_count(total_params(spec))} params; all ranks hold {fmt_count(sum(r.params for r in ranks))}"
+    table = _shard_table(_("per rank"), held, totals)
+    table.caption = _("unsharded {unsharded} params; all ranks hold {total}").format(
+        unsharded=fmt_count(total_params(spec)), total=fmt_count(sum(r.params for r in ranks))
+    )
     return Group(header, table)
 
 
@@ -278,16 +302,25 @@ def rank_params_json(spec: FFNSpec, ranks: Sequence[RankParams]) -> dict[str, An
 
 def render_parallel_timing(timing: ParallelTiming) -> RenderableType:
     shape = fmt_shape((timing.batch, timing.seq_len, timing.spec.d_model))
+    text = _("{mode} × {world} ({backend} on {device}): {spec}, {dtype}, input {shape}")
     header = Text(
-        f"{_MODE_NAMES[timing.mode]} × {timing.world_size} ({timing.backend} on {timing.device}): "
-        f"{_spec_line(timing.spec)}, {timing.dtype}, input {shape}"
+        text.format(
+            mode=_(_MODE_NAMES[timing.mode]),
+            world=timing.world_size,
+            backend=timing.backend,
+            device=timing.device,
+            spec=_spec_line(timing.spec),
+            dtype=timing.dtype,
+            shape=shape,
+        )
     )
-    columns = [Col("rank"), Col("device", "fixed", drop=1), Col("median ms"), Col("min ms", drop=2), Col("calls", drop=3)]
+    columns = [Col(_("rank")), Col(_("device"), "fixed", drop=1), Col(_("median ms")), Col(_("min ms"), drop=2), Col(_("calls"), drop=3)]
     rows: list[Sequence[Cell] | None] = [
         [str(r.rank), Text(r.device), f"{r.median_ms:.3f}", f"{r.min_ms:.3f}", str(r.repeats)] for r in timing.ranks
     ]
     table = FitTable(None, columns, rows)
-    footer = Text(f"a step takes the slowest rank's {timing.median_ms:.3f} ms ({timing.timer}, collectives included)")
+    text = _("a step takes the slowest rank's {ms} ms ({timer}, collectives included)")
+    footer = Text(text.format(ms=f"{timing.median_ms:.3f}", timer=timing.timer))
     return Group(header, table, footer)
 
 

@@ -7,13 +7,14 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.hardware import GPU
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.rank_memory import RankMemory
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 
 __all__ = ["rank_memory_data", "rank_memory_view"]
 
-NOT_COUNTED = (
+NOT_COUNTED = N_(
     "weights only: the KV cache, activations, CUDA context and allocator slack, and communication buffers are not "
     "counted, so a model that fits here can still run out of memory"
 )
@@ -41,18 +42,22 @@ def rank_memory_data(r: RankMemory, gpu: GPU | None) -> dict[str, Any]:
 
 
 def rank_memory_view(r: RankMemory, gpu: GPU | None) -> FitTable:
-    experts = f"routed experts ÷ {r.ep if r.ep > 1 else r.tp}"
+    experts = _("routed experts ÷ {ranks}").format(ranks=r.ep if r.ep > 1 else r.tp)
     rows: list[Any] = [
         [experts, fmt_bytes(r.expert_bytes)],
-        [f"other matrices ÷ {r.tp}", fmt_bytes(r.split_bytes)],
-        ["replicated: biases, norms, routers", fmt_bytes(r.replicated_bytes)],
+        [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
+        [_("replicated: biases, norms, routers"), fmt_bytes(r.replicated_bytes)],
         None,
-        ["[bold]weights per GPU[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
+        ["[bold]" + _("weights per GPU") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
     ]
     if gpu is not None:
         memory = gpu.memory_gb * 1e9
-        verdict = "fits" if _fits(r, gpu) else "[bold]does not fit[/]"
+        share = f"{100 * r.per_gpu_bytes / memory:.1f}%"
+        verdict = _("fits, weights use {share}") if _fits(r, gpu) else _("[bold]does not fit[/], weights use {share}")
         rows.append([f"{gpu.name}: {gpu.memory_gb:g} GB", fmt_bytes(memory)])
-        rows.append([f"{verdict}, weights use {100 * r.per_gpu_bytes / memory:.1f}%", ""])
-    title = Text(f"per GPU: --tp {r.tp} --ep {r.ep} on {r.gpus} GPUs (checkpoint {fmt_bytes(r.total_bytes)})")
-    return FitTable(title, [Col("weights", "text"), Col("bytes")], rows, caption=Text(NOT_COUNTED, style="dim"))
+        rows.append([verdict.format(share=share), ""])
+    title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
+        tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
+    )
+    columns = [Col(_("weights"), "text"), Col(_("bytes"))]
+    return FitTable(Text(title), columns, rows, caption=Text(_(NOT_COUNTED), style="dim"))

@@ -14,10 +14,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.i18n import N_, _
 from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
-from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts
+from ffn_cli.render.explain import explain_table, step_explanation
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
@@ -36,7 +38,7 @@ def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
     distinct = list(dict.fromkeys(shapes))
     text = "\n".join(fmt_shape(s) for s in distinct[:MAX_SHAPES])
     if len(distinct) > MAX_SHAPES:
-        text += f"\n+{len(distinct) - MAX_SHAPES} more"
+        text += "\n" + _("+{count} more").format(count=len(distinct) - MAX_SHAPES)
     return text
 
 
@@ -57,11 +59,12 @@ def _params(step: TraceStep) -> str:
     names = [p.name.removeprefix(prefix) for p in step.params]
     # Inside a whole sub-FFN (an expert) the layer name says more than ".weight".
     names = [n.removesuffix(".weight") if "." in n else n for n in names]
+    buffer, again, constant = " " + _("buffer"), " " + _("again"), " " + _("constant")
     lines = [
-        f"{n} {fmt_shape(p.shape)}" + (" buffer" if p.buffer else "") + (" again" if p.reused else "")
+        f"{n} {fmt_shape(p.shape)}" + (buffer if p.buffer else "") + (again if p.reused else "")
         for n, p in zip(names, step.params, strict=True)
     ]
-    lines += [f"{c.name.removeprefix(prefix)} {fmt_shape(c.shape)} constant" for c in step.constants]
+    lines += [f"{c.name.removeprefix(prefix)} {fmt_shape(c.shape)}{constant}" for c in step.constants]
     return "\n".join(lines)
 
 
@@ -80,40 +83,50 @@ def _num(value: float) -> str:
 def _dropout(p: float, mode: str) -> str:
     """Dropout only acts in train mode; say so rather than print a rate that is not applied."""
     if not p:
-        return "no dropout"
-    return f"dropout {p:g}" if mode == "train" else f"dropout {p:g} (off in {mode} mode)"
+        return _("no dropout")
+    if mode == "train":
+        return _("dropout {p}").format(p=f"{p:g}")
+    return _("dropout {p} (off in {mode} mode)").format(p=f"{p:g}", mode=mode)
 
 
 def _header(result: TraceResult) -> Panel:
     spec = result.spec
     if spec is None:
         return _module_header(result)
-    parts = [f"d_model {spec.d_model}", f"d_ff {spec.d_ff}", "bias" if spec.bias else "no bias", _dropout(spec.dropout, result.mode)]
+    bias = _("bias") if spec.bias else _("no bias")
+    parts = [f"d_model {spec.d_model}", f"d_ff {spec.d_ff}", bias, _dropout(spec.dropout, result.mode)]
     if spec.init != "default":
-        parts.append(f"init {spec.init}")
+        parts.append(_("init {init}").format(init=spec.init))
     if spec.zero_init_output:
-        parts.append("down_proj zero-initialised")
+        parts.append(_("down_proj zero-initialised"))
     if spec.fused_gate_up:
-        parts.append("fused gate_up_proj")
-    parts += spec.info.header_parts(spec)
+        parts.append(_("fused gate_up_proj"))
+    parts += [escape(words.shown()) for words in spec.info.header_words(spec)]
     lines = [f"[bold]{escape(spec.info.header_formula(spec))}[/]", " · ".join(parts)]
     if result.block is not None:
-        lines.append(f"in a Transformer block: {result.block.describe()}")
-    run = f"input {fmt_shape(result.input_shape)} = batch {result.batch} × seq_len {result.seq_len} × d_model {spec.d_model}"
-    lines.append(f"{run} · {result.device} · {result.dtype} · {result.mode} mode · seed {result.seed}")
+        lines.append(_("in a Transformer block: {block}").format(block=result.block.describe().shown()))
+    lines.append(_run_line(result, spec.d_model))
     return Panel("\n".join(lines), title=f"ffn trace · {spec.variant}", title_align="left", expand=False)
+
+
+def _run_line(result: TraceResult, d_model: int) -> str:
+    """input (2, 5, 512) = batch 2 × seq_len 5 × d_model 512 · cpu · float32 · eval mode · seed 0"""
+    run = _("input {shape} = batch {batch} × seq_len {seq_len} × d_model {d_model}").format(
+        shape=fmt_shape(result.input_shape), batch=result.batch, seq_len=result.seq_len, d_model=d_model
+    )
+    mode = _("{mode} mode").format(mode=result.mode)
+    return f"{run} · {result.device} · {result.dtype} · {mode} · " + _("seed {seed}").format(seed=result.seed)
 
 
 def _module_header(result: TraceResult) -> Panel:
     """A module not built from a spec: what it is, where it came from, where d_model was read."""
     m = result.module
-    built = {"module": "your module", "transformers": "built by transformers"}.get(m.source, m.source)
+    built = {"module": _("your module"), "transformers": _("built by transformers")}.get(m.source, m.source)
     lines = [f"[bold]{escape(m.class_name)}[/]" + (f" · {escape(m.origin)}" if m.origin else "") + f" · {built}"]
-    depth = f" · submodules {m.depth} levels deep as steps" if m.depth > 1 else ""
-    lines.append(f"d_model {m.d_model} (from {escape(m.d_model_from)}){depth}")
-    run = f"input {fmt_shape(result.input_shape)} = batch {result.batch} × seq_len {result.seq_len} × d_model {m.d_model}"
-    lines.append(f"{run} · {result.device} · {result.dtype} · {result.mode} mode · seed {result.seed}")
-    lines += [f"[dim]note: {escape(n)}[/]" for n in m.notes]
+    depth = " · " + _("submodules {depth} levels deep as steps").format(depth=m.depth) if m.depth > 1 else ""
+    lines.append(_("d_model {d_model} (from {source})").format(d_model=m.d_model, source=escape(m.d_model_from)) + depth)
+    lines.append(_run_line(result, m.d_model))
+    lines += ["[dim]" + escape(_("note: {note}").format(note=_(n))) + "[/]" for n in m.notes]
     return Panel("\n".join(lines), title=f"ffn trace · {escape(m.name)}", title_align="left", expand=False)
 
 
@@ -123,38 +136,63 @@ def _totals(result: TraceResult) -> Table:
     grid.add_column()
     parts = " + ".join(f"{name} {fmt_count(n)}" for name, n in result.param_groups)
     total = fmt_count(result.total_params)
-    grid.add_row("parameters", f"{total} = {parts}" if len(result.param_groups) > 1 else total)
+    add_words(grid, _("parameters"), f"{total} = {parts}" if len(result.param_groups) > 1 else total)
     buffers = {p.name: p for s in result.steps for p in s.buffers}
     if buffers:
         listed = ", ".join(f"{p.name} {fmt_shape(p.shape)}" for p in buffers.values())
-        grid.add_row("buffers", f"{listed}: {fmt_count(sum(p.count for p in buffers.values()))} values of fixed state, not parameters")
-    grid.add_row(
-        "FLOPs",
-        f"{fmt_count(result.total_flops)} ({fmt_flops(result.total_flops)}) = {fmt_count(result.matmul_flops)} matmul (2·m·n·k) "
-        f"+ {fmt_count(result.elementwise_flops)} elementwise; {fmt_flops(result.total_flops / result.tokens)} per token",
+        count = fmt_count(sum(p.count for p in buffers.values()))
+        add_words(grid, _("buffers"), _("{listed}: {count} values of fixed state, not parameters").format(listed=listed, count=count))
+    flops = _("{total} ({short}) = {matmul} matmul (2·m·n·k) + {elementwise} elementwise; {per_token} per token").format(
+        total=fmt_count(result.total_flops),
+        short=fmt_flops(result.total_flops),
+        matmul=fmt_count(result.matmul_flops),
+        elementwise=fmt_count(result.elementwise_flops),
+        per_token=fmt_flops(result.total_flops / result.tokens),
     )
+    add_words(grid, "FLOPs", flops)
     note = result.spec.info.compute_note(result.spec) if result.spec is not None else None
     if note:
-        grid.add_row("compute", note)
-    whole = " (the whole block: attention, norms and FFN)" if result.block is not None else ""
-    grid.add_row("kept for backward", f"{fmt_bytes(result.saved_bytes)}: the tensors autograd saved in this run{whole}, weights excluded")
+        add_words(grid, _("compute"), note.shown())
+    if result.block is not None:
+        kept = _("{bytes}: the tensors autograd saved in this run (the whole block: attention, norms and FFN), weights excluded")
+    else:
+        kept = _("{bytes}: the tensors autograd saved in this run, weights excluded")
+    add_words(grid, _("kept for backward"), kept.format(bytes=fmt_bytes(result.saved_bytes)))
     if result.activation_bytes_estimate is not None and result.spec is not None:
-        estimate = fmt_bytes(result.activation_bytes_estimate)
-        alone = " alone" if result.block is not None else ""
-        mask = "; without the dropout mask train mode keeps" if result.mode == "train" and result.spec.dropout else ""
-        grid.add_row("", f"{estimate}: the accounting's estimate for the FFN{alone} (its saved tensors × tokens, eval mode{mask})")
-    same = "= input shape ✓" if result.output_shape == result.input_shape else "≠ input shape ✗"
-    grid.add_row("shape", f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: output shape {same}")
+        add_words(grid, "", _estimate_line(result))
+    same = _("output shape = input shape ✓") if result.output_shape == result.input_shape else _("output shape ≠ input shape ✗")
+    add_words(grid, _("shape"), f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: {same}")
     if result.check is not None:
         c = result.check
-        verdict = "[green]✓[/]" if c.passed else "[red]✗ FAILED[/]"
-        grid.add_row(
-            "check",
-            f"max relative error {c.max_rel_error:.3g} vs the NumPy float64 reference; threshold {c.threshold:g} for {c.dtype} {verdict}",
+        verdict = "[green]✓[/]" if c.passed else "[red]" + _("✗ FAILED") + "[/]"
+        text = _("max relative error {error} vs the NumPy float64 reference; threshold {threshold} for {dtype} {verdict}")
+        add_words(
+            grid, _("check"), text.format(error=f"{c.max_rel_error:.3g}", threshold=f"{c.threshold:g}", dtype=c.dtype, verdict=verdict)
         )
     if result.block is not None:
-        grid.add_row("FFN / attention", _block_ratio(result))
+        add_words(grid, _("FFN / attention"), _block_ratio(result))
     return grid
+
+
+def _estimate_line(result: TraceResult) -> str:
+    """The accounting's estimate of what autograd keeps, beside the bytes measured."""
+    assert result.spec is not None and result.activation_bytes_estimate is not None
+    mask = result.mode == "train" and bool(result.spec.dropout)
+    if result.block is not None and mask:
+        text = _(
+            "{bytes}: the accounting's estimate for the FFN alone (its saved tensors × tokens, eval mode; "
+            "without the dropout mask train mode keeps)"
+        )
+    elif result.block is not None:
+        text = _("{bytes}: the accounting's estimate for the FFN alone (its saved tensors × tokens, eval mode)")
+    elif mask:
+        text = _(
+            "{bytes}: the accounting's estimate for the FFN (its saved tensors × tokens, eval mode; "
+            "without the dropout mask train mode keeps)"
+        )
+    else:
+        text = _("{bytes}: the accounting's estimate for the FFN (its saved tensors × tokens, eval mode)")
+    return text.format(bytes=fmt_bytes(result.activation_bytes_estimate))
 
 
 def _block_ratio(result: TraceResult) -> str:
@@ -164,16 +202,22 @@ def _block_ratio(result: TraceResult) -> str:
     attn_f, ffn_f = result.part_flops("attn"), result.part_flops("ffn")
     p_ratio = f"{ffn_p / attn_p:.2f}×" if attn_p else "n/a"
     f_ratio = f"{ffn_f / attn_f:.2f}×" if attn_f else "n/a"
-    return (
-        f"parameters {fmt_count(ffn_p)} / {fmt_count(attn_p)} = {p_ratio}; "
-        f"FLOPs at seq_len {result.seq_len}: {fmt_flops(ffn_f)} / {fmt_flops(attn_f)} = {f_ratio}"
+    text = _("parameters {ffn} / {attn} = {ratio}; FLOPs at seq_len {seq_len}: {ffn_flops} / {attn_flops} = {flops_ratio}")
+    return text.format(
+        ffn=fmt_count(ffn_p),
+        attn=fmt_count(attn_p),
+        ratio=p_ratio,
+        seq_len=result.seq_len,
+        ffn_flops=fmt_flops(ffn_f),
+        attn_flops=fmt_flops(attn_f),
+        flops_ratio=f_ratio,
     )
 
 
 # --- the tables --------------------------------------------------------------------------
 
 
-STEPS_TITLE = "Shape flow, step by step"
+STEPS_TITLE = N_("Shape flow, step by step")
 
 
 def _steps_table(result: TraceResult) -> Layouts:
@@ -183,16 +227,17 @@ def _steps_table(result: TraceResult) -> Layouts:
     A step's name, its input → output shapes and its weight shapes are never left out."""
     columns = [
         Col("#", drop=2),
-        Col("step", "fixed", footer="total"),
-        Col("operation", "text", drop=4),  # the only words that say what a step does: it wraps before it leaves
-        Col("input → output", "fixed", drop=3),
-        Col("parameters", "fixed", drop=1),
-        Col("params", footer=fmt_count(sum(s.param_count + s.idle_params for s in result.steps))),
+        Col(_("step"), "fixed", footer=_("total")),
+        Col(_("operation"), "text", drop=4),  # the only words that say what a step does: it wraps before it leaves
+        Col(_("input → output"), "fixed", drop=3),
+        Col(_("parameters"), "fixed", drop=1),
+        Col(_("params"), footer=fmt_count(sum(s.param_count + s.idle_params for s in result.steps))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
     ]
     rows = _step_rows(result)
-    wide = FitTable(STEPS_TITLE, columns, rows)
-    num, step, operation, flow, _, params, flops = columns
+    title, weights_title, weights = _(STEPS_TITLE), _("Weights each step uses"), Col(_("weights"), "fixed")
+    wide = FitTable(title, columns, rows)
+    num, step, operation, flow, _weights, params, flops = columns
     named = replace(step, footer="")
     essential = [num, step, replace(flow, drop=None), params, flops]
 
@@ -201,22 +246,22 @@ def _steps_table(result: TraceResult) -> Layouts:
         return FitTable(title, cols, picked)
 
     moved = [
-        pick(STEPS_TITLE, [num, step, operation, *essential[2:]], [0, 1, 2, 3, 5, 6]),
-        pick("Weights each step uses", [num, named, Col("weights", "fixed")], [0, 1, 4], with_weights=True),
+        pick(title, [num, step, operation, *essential[2:]], [0, 1, 2, 3, 5, 6]),
+        pick(weights_title, [num, named, weights], [0, 1, 4], with_weights=True),
     ]
     both_moved = [
-        pick(STEPS_TITLE, essential, [0, 1, 3, 5, 6]),
-        pick("What each step computes, and its weights", [num, named, operation, Col("weights", "fixed")], [0, 1, 2, 4]),
+        pick(title, essential, [0, 1, 3, 5, 6]),
+        pick(_("What each step computes, and its weights"), [num, named, operation, weights], [0, 1, 2, 4]),
     ]
     # Narrowest: the shape flow alone with its FLOPs; the weights with their count, and the operations, apart.
     apart = [
-        pick(STEPS_TITLE, [num, step, replace(flow, drop=None), flops], [0, 1, 3, 6]),
+        pick(title, [num, step, replace(flow, drop=None), flops], [0, 1, 3, 6]),
         FitTable(
-            "Weights each step uses",
-            [num, step, Col("weights", "fixed"), params],
+            weights_title,
+            [num, step, weights, params],
             [[r[i] for i in (0, 1, 4, 5)] for r in rows if r[4].plain or r[5].plain],
         ),
-        pick("What each step computes", [num, named, operation], [0, 1, 2]),
+        pick(_("What each step computes"), [num, named, operation], [0, 1, 2]),
     ]
     return Layouts([[wide], moved, both_moved, apart])
 
@@ -231,12 +276,17 @@ def _step_rows(result: TraceResult) -> list[list[Text]]:
             if n - 1 == summary.elided_from:
                 rows.append(_elided_step_row(result, summary))
             continue
-        cells = [str(n), s.name, s.op, _flow(s.input_shapes, _outputs(s)), _params(s)]
+        cells = [str(n), s.name, _operation(s), _flow(s.input_shapes, _outputs(s)), _params(s)]
         counted = fmt_count(s.param_count) if s.params and len(s.buffers) < len(s.params) else ""
         rows.append(_plain([[*cells, counted, _flops(s.flops, result)]])[0])
     if summary is not None and summary.end == len(result.steps) and summary.idle:
         rows.append(_idle_step_row(result, summary))
     return rows
+
+
+def _operation(step: TraceStep) -> str:
+    """The step's formula in the reader's language (its symbols stay as they are)."""
+    return step.op_words.shown() if step.op_words is not None else _(step.op)
 
 
 def _idle_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:
@@ -261,24 +311,25 @@ def _ops_table(result: TraceResult) -> FitTable:
     step_of = {i: s.name for s in result.steps for i in s.op_indices}
     columns = [
         Col("#"),
-        Col("module", "fixed", drop=3, footer="total"),
-        Col("aten op", "fixed"),
-        Col("inputs", "fixed", drop=2),
-        Col("outputs", "fixed", drop=4),
+        Col(_("module"), "fixed", drop=3, footer=_("total")),
+        Col(_("aten op"), "fixed"),
+        Col(_("inputs"), "fixed", drop=2),
+        Col(_("outputs"), "fixed", drop=4),
         Col("matmul", footer=fmt_count(result.matmul_flops)),
-        Col("elementwise", footer=fmt_count(result.elementwise_flops)),
-        Col("step", "fixed", drop=1),
+        Col(_("elementwise"), footer=fmt_count(result.elementwise_flops)),
+        Col(_("step"), "fixed", drop=1),
     ]
     rows = [_op_row(op, step_of) for op in result.ops]
     summary = summarise_experts(result.steps)
+    title = _("Raw aten ops, in execution order")
     if summary is None or not summary.elided:
-        return FitTable("Raw aten ops, in execution order", columns, _plain(rows))
+        return FitTable(title, columns, _plain(rows))
     label = elided_label(summary, result.steps)
     spans = elided_ops(result.ops, result.steps, summary)
     for span in reversed(spans):
         flops = [fmt_count(n) if n else "" for n in (span.matmul_flops, span.elementwise_flops)]
-        rows[span.start : span.end] = [["…", label, f"{span.count:,} ops", "", "", *flops, ""]]
-    return FitTable("Raw aten ops, in execution order", columns, _plain(rows), caption=Text(ops_note(spans, label), style="dim"))
+        rows[span.start : span.end] = [["…", label, _("{count:,} ops").format(count=span.count), "", "", *flops, ""]]
+    return FitTable(title, columns, _plain(rows), caption=Text(ops_note(spans, label), style="dim"))
 
 
 def _op_row(op: OpRecord, step_of: dict[int, str]) -> list[str]:
@@ -302,9 +353,9 @@ def _stats_cells(stats: TensorStats | None) -> list[str]:
 
 def _stats_table(result: TraceResult) -> Layouts:
     # `negatives` stays at any width: how many a ReLU turns to zero is the lesson of the table.
-    columns = [Col("step", "fixed"), Col("mean"), Col("std", drop=1), Col("min", drop=2), Col("max", drop=2)]
-    columns += [Col("zeros %", drop=3), Col("negatives"), Col("notes", "text")]
-    rows: list[list[Cell]] = [[Text("input"), *_stats_cells(result.input_stats), ""]]
+    columns = [Col(_("step"), "fixed"), Col(_("mean")), Col(_("std"), drop=1), Col(_("min"), drop=2), Col(_("max"), drop=2)]
+    columns += [Col(_("zeros %"), drop=3), Col(_("negatives")), Col(_("notes"), "text")]
+    rows: list[list[Cell]] = [[Text(_("input")), *_stats_cells(result.input_stats), ""]]
     summary = summarise_experts(result.steps)
     for n, s in enumerate(result.steps):
         if summary is not None and n == summary.end and summary.idle:
@@ -313,14 +364,15 @@ def _stats_table(result: TraceResult) -> Layouts:
             if n == summary.elided_from:
                 rows.append([Text(elided_label(summary, result.steps)), *[""] * 6, elided_note(summary)])
             continue
-        notes = [f"[bold red]{escape(f)}[/]" for f in s.flags] + ([escape(s.note)] if s.note else [])
+        notes = [f"[bold red]{escape(_(f))}[/]" for f in s.flags] + ([escape(s.note.shown())] if s.note else [])
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
-    title = "Values at each step (computed on the device)"
+    title = _("Values at each step (computed on the device)")
     whole = FitTable(title, columns, rows)
     # Where every statistic would fit but for the notes, the notes move below, listed per step.
+    noted = [[row[0], row[-1]] for row in rows if Text.from_markup(row[-1]).plain]
     apart = [
         FitTable(title, columns[:-1], [row[:-1] for row in rows]),
-        FitTable("Notes on the values", [columns[0], columns[-1]], [[row[0], row[-1]] for row in rows if Text.from_markup(row[-1]).plain]),
+        FitTable(_("Notes on the values"), [columns[0], columns[-1]], noted),
     ]
     return Layouts([[whole], apart, [whole]])
 
@@ -330,7 +382,7 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
         return " ".join(fmt_fixed(v) for v in values) if values else "n/a"
 
     summary = summarise_experts(result.steps)
-    rows: list[list[Cell]] = [[Text("input"), cells(result.input_values)]]
+    rows: list[list[Cell]] = [[Text(_("input")), cells(result.input_values)]]
     for i, s in enumerate(result.steps):
         if summary is not None and i == summary.end and summary.idle:
             rows.append([Text(idle_label(summary)), idle_operation(summary)])
@@ -339,7 +391,8 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
                 rows.append([Text(elided_label(summary, result.steps)), elided_note(summary)])
             continue
         rows.append([Text(s.name), cells(s.values)])
-    return FitTable(f"First {n} values of token 0 at each step", [Col("step", "fixed"), Col("values", "text")], rows)
+    title = _("First {n} values of token 0 at each step").format(n=n)
+    return FitTable(title, [Col(_("step"), "fixed"), Col(_("values"), "text")], rows)
 
 
 # --- the width diagram ---------------------------------------------------------------------
@@ -347,7 +400,7 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
 
 def _diagram_rows(result: TraceResult) -> tuple[list[tuple[str, int]], str]:
     """(label, width) per step, widths being the last dim; one expert stands for them all."""
-    rows = [("input", result.input_shape[-1])]
+    rows = [(_("input"), result.input_shape[-1])]
     shown_expert, skipped = False, 0
     for s in result.steps:
         if not s.substeps:
@@ -357,22 +410,23 @@ def _diagram_rows(result: TraceResult) -> tuple[list[tuple[str, int]], str]:
             shown_expert = True
         else:
             skipped += 1
-    note = f"(the other {skipped} experts have the same widths)" if skipped else ""
+    note = _("(the other {count} experts have the same widths)").format(count=skipped) if skipped else ""
     return rows, note
 
 
 def width_diagram(result: TraceResult) -> RenderableType:
     """Each step's output width, to scale: small → big → small."""
     rows, note = _diagram_rows(result)
-    widest = max(w for _, w in rows)
+    widest = max(w for _label, w in rows)
     chart = BarChart([(label, fmt_count(w), w / widest) for label, w in rows], max_cells=DIAGRAM_CELLS, value_first=True)
-    title = Text("Width of each step's output (last dimension), to scale", style="bold")
-    return Group(title, chart, Text(note)) if note else Group(title, chart)
+    title = Text(_("Width of each step's output (last dimension), to scale"), style="bold")
+    return Group(Wide(title), chart, Wide(Text(note))) if note else Group(Wide(title), chart)
 
 
-def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0) -> Group:
-    """Header, the steps (or raw ops), values, totals and the width diagram, a blank line apart."""
-    parts = _sections(result, ops=ops, values=values)
+def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0, explain: bool = False) -> Group:
+    """Header, the steps (or raw ops), why each step is there (`explain`), values, totals and the
+    width diagram, a blank line apart."""
+    parts = _sections(result, ops=ops, values=values, explain=explain)
     spaced: list[RenderableType] = []
     for part in parts:
         spaced += [part, Text("")]
@@ -384,9 +438,12 @@ def _meta_routing(result: TraceResult) -> str:
     tokens = next((s.tokens_per_expert for s in result.steps if s.tokens_per_expert is not None), None)
     if tokens is None:
         return ""
-    uneven = ", the first experts taking one more" if max(tokens) != min(tokens) else ""
-    spread = f"the {sum(tokens):,} (token, expert) pairs are spread as evenly as they go{uneven}"
-    return f" Routing has no values to choose by either: {spread}; {describe_tokens(tokens)}."
+    if max(tokens) != min(tokens):
+        spread = _("the {pairs:,} (token, expert) pairs are spread as evenly as they go, the first experts taking one more")
+    else:
+        spread = _("the {pairs:,} (token, expert) pairs are spread as evenly as they go")
+    text = _(" Routing has no values to choose by either: {spread}; {tokens}.")
+    return text.format(spread=spread.format(pairs=sum(tokens)), tokens=describe_tokens(tokens).shown())
 
 
 def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
@@ -394,20 +451,23 @@ def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
     return experts_touched_data(result.spec, tokens, result.tokens)
 
 
-def _sections(result: TraceResult, *, ops: bool, values: int) -> list[RenderableType]:
+def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
+    why = explain_table(result) if explain and not ops else None
+    if why is not None:
+        out.append(why)
     if result.is_meta:
-        meta = "Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated."
-        out.append(Text(meta + _meta_routing(result), style="dim"))
+        meta = _("Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated.")
+        out.append(Wide(Text(meta + _meta_routing(result), style="dim")))
     else:
         out.append(_stats_table(result))
         touched = _experts_touched(result)
         if touched is not None:
-            out.append(experts_touched_note(touched))
+            out.append(Wide(experts_touched_note(touched)))
         if values:
             out.append(_values_table(result, values))
     out += [_totals(result), width_diagram(result)]
-    return out + backward_sections(result)
+    return out + backward_sections(result, explain=explain)
 
 
 # --- JSON ----------------------------------------------------------------------------------
@@ -456,7 +516,7 @@ def _step_data(s: TraceStep) -> dict[str, Any]:
         "input_stats": _stats_data(s.input_stats),
         "values": list(s.values) if s.values is not None else None,
         "flags": list(s.flags),
-        "note": s.note,
+        "note": str(s.note),
     }
     if s.dropout_changed is not None:
         data.update(dropout_changed=s.dropout_changed, dropout_zeroed=s.dropout_zeroed)
@@ -486,8 +546,19 @@ def _summary_data(summary: ExpertSummary, result: TraceResult) -> dict[str, Any]
     }
 
 
-def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
-    """Everything the tables show, as plain JSON types."""
+def _explanation(result: TraceResult, step: TraceStep) -> dict[str, str | None]:
+    why = step_explanation(result, step)
+    return {"explanation": str(why) if why is not None else None}
+
+
+def _compute_note(result: TraceResult) -> str | None:
+    note = result.spec.info.compute_note(result.spec) if result.spec is not None else None
+    return str(note) if note is not None else None
+
+
+def trace_data(result: TraceResult, *, ops: bool = False, explain: bool = False) -> dict[str, Any]:
+    """Everything the tables show, as plain JSON types; with `explain`, each step's explanation
+    (in English, as all of --json)."""
     c = result.check
     data: dict[str, Any] = {
         "module": result.module.as_dict(),
@@ -502,12 +573,12 @@ def trace_data(result: TraceResult, *, ops: bool = False) -> dict[str, Any]:
         "input_shape": list(result.input_shape),
         "input_stats": _stats_data(result.input_stats),
         "input_values": list(result.input_values) if result.input_values is not None else None,
-        "steps": [_step_data(s) for s in result.steps],
+        "steps": [_step_data(s) | (_explanation(result, s) if explain else {}) for s in result.steps],
         "output_shape": list(result.output_shape),
         "total_params": result.total_params,
         "param_groups": dict(result.param_groups),
         "buffers": {p.name: list(p.shape) for st in result.steps for p in st.buffers},
-        "compute_note": result.spec.info.compute_note(result.spec) if result.spec is not None else None,
+        "compute_note": _compute_note(result),
         "total_flops": result.total_flops,
         "matmul_flops": result.matmul_flops,
         "elementwise_flops": result.elementwise_flops,

@@ -7,13 +7,14 @@ from typing import Any
 
 from rich.text import Text
 
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.weights import ROLE_WORDS, Checkpoint
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count
 
 __all__ = ["checkpoint_data", "checkpoint_view"]
 
-NOT_COUNTED = "weights only: the KV cache, activations, optimizer state and runtime buffers are not counted"
+NOT_COUNTED = N_("weights only: the KV cache, activations, optimizer state and runtime buffers are not counted")
 
 
 def _rows(c: Checkpoint) -> list[dict[str, Any]]:
@@ -49,14 +50,21 @@ def checkpoint_data(c: Checkpoint, bf16_bytes: int, note: str = "") -> dict[str,
 
 
 def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
-    columns = [Col("stored", "text"), Col("params"), Col("format", "fixed", drop=2), Col("bits/weight", drop=1), Col("bytes")]
+    columns = [
+        Col(_("stored"), "text"),
+        Col(_("params")),
+        Col(_("format"), "fixed", drop=2),
+        Col(_("bits/weight"), drop=1),
+        Col(_("bytes")),
+    ]
     rows: list[Any] = []
     for r in _rows(c):
-        rows.append([r["what"], fmt_count(r["params"]), r["format"], f"{r['bits_per_weight']:.6g}", fmt_bytes(r["bytes"])])
+        rows.append([_(r["what"]), fmt_count(r["params"]), r["format"], f"{r['bits_per_weight']:.6g}", fmt_bytes(r["bytes"])])
     rows.append(None)
-    rows.append(
-        ["[bold]checkpoint[/]", fmt_count(c.total_params), "", f"{8 * c.bytes_ / c.total_params:.4g}", f"[bold]{fmt_bytes(c.bytes_)}[/]"]
-    )
-    rows.append(["bf16 everywhere", fmt_count(c.total_params), "bf16", "16", fmt_bytes(bf16_bytes)])
-    caption = f"{c.plan.origin}. {c.plan.fmt.describe()}. {NOT_COUNTED}; 1 GiB = 2³⁰ bytes." + (f" {note}." if note else "")
-    return FitTable(Text(f"weights as stored: {fmt_bytes(c.bytes_)}"), columns, rows, caption=Text(caption, style="dim"))
+    bits = f"{8 * c.bytes_ / c.total_params:.4g}"
+    rows.append(["[bold]" + _("checkpoint") + "[/]", fmt_count(c.total_params), "", bits, f"[bold]{fmt_bytes(c.bytes_)}[/]"])
+    rows.append([_("bf16 everywhere"), fmt_count(c.total_params), "bf16", "16", fmt_bytes(bf16_bytes)])
+    caption = f"{c.plan.origin}. {c.plan.fmt.describe()}. " + _("{not_counted}; 1 GiB = 2³⁰ bytes.").format(not_counted=_(NOT_COUNTED))
+    caption += f" {note}." if note else ""
+    title = Text(_("weights as stored: {bytes}").format(bytes=fmt_bytes(c.bytes_)))
+    return FitTable(title, columns, rows, caption=Text(caption, style="dim"))

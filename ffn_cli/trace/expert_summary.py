@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.trace.result import OpRecord, Shape, TraceStep
 
 if TYPE_CHECKING:
@@ -100,19 +101,20 @@ class ExpertSummary:
         return self.elided_from <= step_index < self.elided_to
 
 
-def describe_tokens(tokens: Sequence[int]) -> str:
+def describe_tokens(tokens: Sequence[int]) -> Message:
     """Tokens per expert, in a line whatever the count: each one up to SHOW_ALL_UP_TO experts,
     else min / median / max and how many experts got none."""
     if len(tokens) <= SHOW_ALL_UP_TO:
-        return "tokens per expert: " + ", ".join(str(t) for t in tokens)
-    return f"tokens per expert: {tokens_range(tokens)} (of {len(tokens):,} experts)"
+        return Message.of(N_("tokens per expert: {tokens}"), tokens=", ".join(str(t) for t in tokens))
+    return Message.of(N_("tokens per expert: {range} (of {experts:,} experts)"), range=tokens_range(tokens), experts=len(tokens))
 
 
-def tokens_range(tokens: Sequence[int]) -> str:
+def tokens_range(tokens: Sequence[int]) -> Message:
     """min 1, median 1, max 1; 0 got none."""
     idle = sum(1 for t in tokens if t == 0)
-    median = statistics.median(tokens)
-    return f"min {min(tokens):,}, median {median:,.4g}, max {max(tokens):,}; {idle:,} got none"
+    median = f"{statistics.median(tokens):,.4g}"
+    text = N_("min {min:,}, median {median}, max {max:,}; {idle:,} got none")
+    return Message.of(text, min=min(tokens), median=median, max=max(tokens), idle=idle)
 
 
 def expert_run(steps: Sequence[TraceStep]) -> tuple[int, int] | None:

@@ -19,6 +19,7 @@ from torch import nn
 
 from ffn_cli.attention_modules import AttentionModule, LatentAttention, SelfAttention
 from ffn_cli.block import TransformerBlock
+from ffn_cli.i18n import N_, Message
 from ffn_cli.modules import FFNModule
 from ffn_cli.trace.expert_summary import describe_tokens
 from ffn_cli.trace.ops import LAYOUT_OPS
@@ -34,11 +35,11 @@ class StepGroup:
     """A step before its numbers are filled in: its own ops and its top-level calls."""
 
     name: str
-    formula: str
+    formula: str | Message  # a Message where the formula has words in it
     ops: list[int] = field(default_factory=list)
     calls: list[int] = field(default_factory=list)
     substeps: list[StepGroup] = field(default_factory=list)
-    note: str = ""
+    note: Message = field(default_factory=Message)
     tokens_per_expert: tuple[int, ...] | None = None
     idle_params: int = 0  # the dispatch step: parameters of the experts that did not run
     serial: int | None = None  # the torch call a group of a module's own ops ran in
@@ -114,7 +115,7 @@ class _Grouper:
         ops = [self.rec.ops[i] for i in g.ops]
         return all(op.record.name in LAYOUT_OPS and not op.sources and op.record.params for op in ops)
 
-    def _call_group(self, call: int, prefix: str, formula: str) -> StepGroup:
+    def _call_group(self, call: int, prefix: str, formula: str | Message) -> StepGroup:
         return StepGroup(prefix + self.leaf(call), formula, calls=[call])
 
     # FFNs: each op is labelled by the region of the variant's forward it ran in ---------------
@@ -195,7 +196,7 @@ class _Grouper:
         return groups
 
 
-def _add_op(groups: list[StepGroup], name: str, formula: str, op: int) -> None:
+def _add_op(groups: list[StepGroup], name: str, formula: str | Message, op: int) -> None:
     """Append op to the last group if it has this name, else open a new group."""
     if groups and groups[-1].name == name and not groups[-1].calls:
         groups[-1].ops.append(op)
@@ -220,13 +221,13 @@ def _idle_params(module: FFNModule, tokens: tuple[int, ...]) -> int:
     return per_expert * sum(1 for n in tokens if n == 0)
 
 
-def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> str:
+def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> Message:
     note = describe_tokens(tokens)
     stats = getattr(module, "last_dispatch", None)
     if stats is not None and stats.dropped:
-        note += f"; {stats.dropped} dropped over capacity {stats.capacity}"
+        note += Message.of(N_("; {dropped} dropped over capacity {capacity}"), dropped=stats.dropped, capacity=stats.capacity)
     if stats is not None and stats.assumed_balanced:
-        note += " (meta: balanced routing assumed)"
+        note += Message.of(N_(" (meta: balanced routing assumed)"))
     return note
 
 
@@ -247,7 +248,7 @@ def module_formula(module: nn.Module) -> str:
     if isinstance(module, nn.Dropout):
         return f"dropout (p = {module.p:g})"
     if isinstance(module, nn.GELU):
-        return "GELU(x), tanh approximation" if module.approximate == "tanh" else "GELU(x) = x·Φ(x)"
+        return N_("GELU(x), tanh approximation") if module.approximate == "tanh" else "GELU(x) = x·Φ(x)"
     simple = {nn.ReLU: "max(x, 0)", nn.SiLU: "x·σ(x)", nn.Sigmoid: "σ(x)", nn.Tanh: "tanh(x)", nn.Identity: "x"}
     for kind, text in simple.items():
         if isinstance(module, kind):

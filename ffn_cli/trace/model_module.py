@@ -18,7 +18,7 @@ from torch import nn
 
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import is_experts
 from ffn_cli.models.meta_build import build_on_meta, find_ffn_module
 from ffn_cli.seeds import Stream, stream_seed
@@ -104,7 +104,7 @@ def trace_model_module(
         _materialise(module, dev, dt, std, seed)
         described += (f"weights: seeded random N(0, {std:g}²), not a checkpoint's; the routing follows them",)
     else:
-        described += ("built on the meta device: shapes and FLOPs, no values",)
+        described += (N_("built on the meta device: shapes and FLOPs, no values"),)
     return trace_module(
         module,
         batch=batch,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ffn_cli.i18n import Message
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -99,7 +100,8 @@ class TraceStep:
     input_stats: TensorStats | None = None
     values: tuple[float, ...] | None = None
     flags: tuple[str, ...] = ()
-    note: str = ""
+    # English in --json (str), the reader's language in the tables (shown); a Message is frozen, one default serves all.
+    note: Message = Message()  # noqa: RUF009
     dropout_changed: int | None = None
     dropout_zeroed: int | None = None
     tokens_per_expert: tuple[int, ...] | None = None  # a mixture's dispatch: every expert's rows
@@ -107,6 +109,7 @@ class TraceStep:
     substeps: tuple[TraceStep, ...] = ()
     constants: tuple[ParamInfo, ...] = ()  # tensor attributes the step read that are not parameters
     module_class: str = ""  # the class of the submodule this step called, when it is one call
+    op_words: Message | None = None  # `op` with words in it, to be said in the reader's language
 
     @property
     def flops(self) -> int:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from torch import nn
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.trace.grouping import StepGroup, group_calls
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Producer, RecordedOp, Recording
@@ -102,7 +103,8 @@ class _StepBuilder:
         changed, zeroed, dropout_note = self._dropout(g, main[2])
         step = TraceStep(
             name=g.name,
-            op=g.formula,
+            op=str(g.formula),
+            op_words=g.formula if isinstance(g.formula, Message) else None,
             input_shapes=tuple(shape for _, shape in inputs),
             output_shape=main[0],
             output_shapes=tuple(dict.fromkeys(consumed or [main[0]])),
@@ -148,20 +150,21 @@ class _StepBuilder:
                 return self.rec.input_stats
         return None
 
-    def _dropout(self, g: StepGroup, stats: TensorStats | None) -> tuple[int | None, int | None, str]:
+    def _dropout(self, g: StepGroup, stats: TensorStats | None) -> tuple[int | None, int | None, Message]:
         """What a dropout call changed, and the note that says so (real devices only)."""
         for c in g.calls:
             call, module = self.rec.calls[c], self.rec.calls[c].module
             if not isinstance(module, nn.Dropout) or call.dropout_changed is None or stats is None:
                 continue
             if not module.training:
-                note = "unchanged (dropout is off in eval mode)"
+                note = Message.of(N_("unchanged (dropout is off in eval mode)"))
             elif call.dropout_changed == 0:
-                note = f"unchanged (p = {module.p:g})"
+                note = Message.of(N_("unchanged (p = {p})"), p=f"{module.p:g}")
             else:
-                note = f"changed {call.dropout_changed:,} of {stats.numel:,}: {call.dropout_zeroed:,} zeroed, the rest scaled by 1/(1−p)"
+                text = N_("changed {changed:,} of {numel:,}: {zeroed:,} zeroed, the rest scaled by 1/(1−p)")
+                note = Message.of(text, changed=call.dropout_changed, numel=stats.numel, zeroed=call.dropout_zeroed)
             return call.dropout_changed, call.dropout_zeroed, note
-        return None, None, ""
+        return None, None, Message()
 
 
 def _flags(step: TraceStep, ops: list[RecordedOp]) -> tuple[str, ...]:
@@ -172,11 +175,11 @@ def _flags(step: TraceStep, ops: list[RecordedOp]) -> tuple[str, ...]:
     return value_flags(stats, step.dtype, step.input_stats)
 
 
-def _note(step: TraceStep) -> str:
+def _note(step: TraceStep) -> Message:
     """An activation's effect on the sign of its input."""
     if step.name.rsplit(".", 1)[-1] == "activation" and step.stats and step.input_stats:
-        return f"negatives {step.input_stats.negatives:,} → {step.stats.negatives:,}"
-    return ""
+        return Message.of(N_("negatives {before:,} → {after:,}"), before=step.input_stats.negatives, after=step.stats.negatives)
+    return Message()
 
 
 def group_steps(rec: Recording, depth: int = 1) -> list[TraceStep]:

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from ffn_cli.i18n import N_
+
 if TYPE_CHECKING:
+    from ffn_cli.i18n import Message
     from ffn_cli.spec import FFNSpec
 
 __all__ = [
@@ -44,11 +47,12 @@ class Family(str, Enum):
 class SplitKind(str, Enum):
     """How tensor (or expert) parallelism cuts one parameter."""
 
-    COLUMN = "column"  # rows of the (out, in) weight: this rank's slice of d_ff
-    PAIRED = "column, gate|up paired"  # fused gate_up: gate[r] rows then up[r] rows
-    ROW = "row"  # columns of the (out, in) weight: this rank's slice of d_ff
-    REPLICATED = "replicated"  # every rank holds all of it (down's bias: added once, after the sum)
-    EXPERT = "expert, whole"  # an expert this rank owns, unsplit
+    # The values are message ids too: a table translates them where it shows them.
+    COLUMN = N_("column")  # rows of the (out, in) weight: this rank's slice of d_ff
+    PAIRED = N_("column, gate|up paired")  # fused gate_up: gate[r] rows then up[r] rows
+    ROW = N_("row")  # columns of the (out, in) weight: this rank's slice of d_ff
+    REPLICATED = N_("replicated")  # every rank holds all of it (down's bias: added once, after the sum)
+    EXPERT = N_("expert, whole")  # an expert this rank owns, unsplit
 
     def __str__(self) -> str:
         return self.value
@@ -209,15 +213,24 @@ class Variant:
         return self.formula
 
     def header_parts(self, spec: FFNSpec) -> list[str]:
-        """What a header says about this variant's own options."""
+        """What a header says about this variant's own options, in English."""
+        return [str(words) for words in self.header_words(spec)]
+
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        """The same, as message ids with their values, for a header in the reader's language."""
         return []
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
-        """What the trace shows beside one of this variant's steps."""
+    def step_formula(self, spec: FFNSpec, step: str) -> str | Message:
+        """What the trace shows beside one of this variant's steps (a Message where it has words)."""
         return step
 
-    def compute_note(self, spec: FFNSpec) -> str | None:
+    def compute_note(self, spec: FFNSpec) -> Message | None:
         """What a trace should say about where this variant's compute goes, if anything."""
+        return None
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        """Why `step` is in this variant's forward, in a line or two, with the spec's own numbers
+        (`ffn trace --explain`); None where the variant has nothing to add to what the step is."""
         return None
 
     def build(self, spec: FFNSpec) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
@@ -98,6 +99,16 @@ class DenseVariant(SingleFFN):
             "dropout": f"dropout(h), p = {spec.dropout:g}",
             "activation": f"{act.name}(h) = {act.formula.replace('z', 'h')}",
         }.get(step, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        if step == "up_proj":
+            d, f = spec.d_model, spec.hidden
+            text = N_(
+                "the up-projection: widens each token from d_model {d_model} to d_ff {d_ff} ({ratio}×), "
+                "a wider space in which the activation can pull features apart"
+            )
+            return Message.of(text, d_model=d, d_ff=f, ratio=f"{f / d:.3g}")
+        return super().step_explanation(spec, step)
 
     def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
         return {

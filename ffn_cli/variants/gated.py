@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ffn_cli.i18n import N_
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
@@ -161,10 +161,35 @@ class GatedVariant(SingleFFN):
             "gate_up_proj": f"x·W_gate_upᵀ{b}",
             "down_proj": f"h·W_downᵀ{b}",
             "dropout": f"dropout(h), p = {spec.dropout:g}",
-            "split": "chunk into gate g, up u",
+            "split": N_("chunk into gate g, up u"),
             "multiply": f"h = {gate} ⊙ u",
             "activation": f"{act.name}(g) = {act.formula.replace('z', 'g')}",
         }.get(step, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        d, f = spec.d_model, spec.hidden
+        texts = {
+            "gate_proj": N_(
+                "the gate's projection, d_model {d_model} → d_ff {d_ff}: once activated, it decides how much of each hidden unit passes"
+            ),
+            "up_proj": N_("the up-projection: widens each token from d_model {d_model} to d_ff {d_ff}, the values the gate lets through"),
+            "gate_up_proj": N_(
+                "the gate and up projections as one matmul, d_model {d_model} → 2·d_ff {width}: one larger matrix multiply instead of two"
+            ),
+            "split": N_("cuts the fused output into its gate and up halves, d_ff {d_ff} each: views, nothing is copied"),
+            "multiply": N_(
+                "the gating: multiplies the gate and the up-projection elementwise, so each hidden unit passes in proportion to its gate"
+            ),
+        }
+        if step == "activation":
+            text = N_(
+                "{act} on the gate, the activation function: the nonlinearity. Without it the linear layers would "
+                "collapse into one, (xW₁)W₂ = x(W₁W₂)"
+            )
+            return Message.of(text, act=self.act().name)
+        if step in texts:
+            return Message.of(texts[step], d_model=d, d_ff=f, width=2 * f)
+        return super().step_explanation(spec, step)
 
     def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
         act = self.act().name

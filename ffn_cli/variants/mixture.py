@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ffn_cli.i18n import N_
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, Variant, Width
 from ffn_cli.variants.single import SingleFFN
 
@@ -56,8 +56,8 @@ class MixtureVariant(Variant):
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         raise AssertionError("a mixture's d_ff is its expert variant's")
 
-    def header_parts(self, spec: FFNSpec) -> list[str]:
-        return [f"{spec.experts} experts of {spec.expert_variant}"]
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        return [Message.of(N_("{experts} experts of {variant}"), experts=spec.experts, variant=spec.expert_variant)]
 
     def active_experts(self, spec: FFNSpec) -> int:
         """Experts each token runs through."""
@@ -108,13 +108,32 @@ class MixtureVariant(Variant):
 
     def step_formula(self, spec: FFNSpec, step: str) -> str:
         return {
-            "flatten": "tokens: (B, T, d) → (B·T, d)",
+            "flatten": N_("tokens: (B, T, d) → (B·T, d)"),
             "router": "x·W_routerᵀ",
-            "softmax": "g = softmax over E experts, float32",
-            "dispatch": "gather each expert's tokens",
+            "softmax": N_("g = softmax over E experts, float32"),
+            "dispatch": N_("gather each expert's tokens"),
             "shared_experts": self.expert(spec).formula,
             "unflatten": "(B·T, d) → (B, T, d)",
         }.get(step, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        """The router's and the experts' steps; a routed mixture adds its own (top-k, combine)."""
+        texts = {
+            "flatten": N_("lays the batch out as one row per token, (B·T, d): experts are chosen token by token"),
+            "router": N_("the router: scores each token against each of the {experts} experts, one logit per expert"),
+            "softmax": N_(
+                "turns each token's {experts} logits into weights g that sum to 1 (in float32, so half precision does not round the choice)"
+            ),
+            "dispatch": N_("gathers the tokens each expert was chosen for, so each expert runs once, on its own rows"),
+            "shared_experts": N_("shared experts: an FFN of d_ff {shared} that every token runs through, beside the routed experts"),
+            "unflatten": N_("restores the (B, T, d) shape, so the residual connection can add the output to the input"),
+        }
+        if step.startswith(EXPERTS_STEP + "."):
+            text = N_("one expert: a whole {expert} FFN of d_ff {d_ff}, run only on the tokens routed to it")
+            return Message.of(text, expert=spec.expert_variant, d_ff=spec.hidden)
+        if step in texts:
+            return Message.of(texts[step], experts=spec.experts, shared=self.shared_hidden(spec))
+        return None
 
     # --- torch --------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
@@ -50,12 +51,13 @@ class RoutedMoE(MixtureVariant):
     def shared_hidden(self, spec: FFNSpec) -> int:
         return spec.shared_experts * (spec.shared_d_ff or spec.hidden)
 
-    def header_parts(self, spec: FFNSpec) -> list[str]:
-        parts = [*super().header_parts(spec), f"top-{spec.top_k}" + (" renormalised" if spec.normalize_top_k else "")]
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        top_k = N_("top-{k} renormalised") if spec.normalize_top_k else N_("top-{k}")
+        parts = [*super().header_words(spec), Message.of(top_k, k=spec.top_k)]
         if spec.shared_experts:
-            parts.append(f"{spec.shared_experts} shared")
+            parts.append(Message.of(N_("{count} shared"), count=spec.shared_experts))
         if spec.capacity_factor is not None:
-            parts.append(f"capacity factor {spec.capacity_factor:g}")
+            parts.append(Message.of(N_("capacity factor {factor}"), factor=f"{spec.capacity_factor:g}"))
         return parts
 
     def header_formula(self, spec: FFNSpec) -> str:
@@ -141,14 +143,29 @@ class RoutedMoE(MixtureVariant):
 
     # --- labels -------------------------------------------------------------------------------
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNSpec, step: str) -> str | Message:
         return {
-            "top_k": f"top-{spec.top_k} of E by g",
+            "top_k": Message.of(N_("top-{k} of E by g"), k=spec.top_k),
             "renormalise": "ĝ = g / Σ_top-k g",
             "combine": "Σ_k ĝ_k·expert_k(x)",
-            "shared_add": "routed + shared",
+            "shared_add": N_("routed + shared"),
             "shared_expert_gate": "σ(x·w_g)·shared + routed",
         }.get(step) or super().step_formula(spec, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        texts = {
+            "top_k": N_(
+                "keeps the {k} experts with the largest g for each token: only they run on it, so a token costs "
+                "{k} experts' FLOPs, not {experts}"
+            ),
+            "renormalise": N_("rescales each token's {k} chosen weights to sum to 1"),
+            "combine": N_("adds each expert's output back at its tokens, weighted by its ĝ: y = Σ_k ĝ_k·expert_k(x)"),
+            "shared_add": N_("adds the shared experts' output to the routed experts'"),
+            "shared_expert_gate": N_("a sigmoid gate per token scales the shared experts' output before it joins the routed one"),
+        }
+        if step in texts:
+            return Message.of(texts[step], k=spec.top_k, experts=spec.experts)
+        return super().step_explanation(spec, step)
 
     # --- torch and NumPy ----------------------------------------------------------------------
 

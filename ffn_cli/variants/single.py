@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.activations import ACTIVATIONS, Activation
 from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, SplitKind, TensorTemplate, Variant, Weights, linear_templates
 
@@ -128,6 +129,31 @@ class SingleFFN(Variant):
 
     def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
         """The formula a tensor-parallel rank logs for `step`; None: not logged."""
+        return None
+
+    # --- why each step is there -----------------------------------------------------------------
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        """What every single FFN shares: the activation, dropout and the way back to d_model."""
+        d, f = spec.d_model, spec.hidden
+        if step == "activation":
+            text = N_(
+                "{act}, the activation function: the nonlinearity. Without it the two linear layers would collapse "
+                "into one, (xW₁)W₂ = x(W₁W₂), and the FFN could learn nothing a single matrix cannot"
+            )
+            return Message.of(text, act=self.act().name)
+        if step == "dropout":
+            text = N_(
+                "regularisation, p = {p}: the identity in eval mode; in train mode it zeroes each value with "
+                "probability p and scales the rest by 1/(1−p), so the expected value stays the same"
+            )
+            return Message.of(text, p=f"{spec.dropout:g}")
+        if step == "down_proj":
+            text = N_(
+                "the down-projection: narrows each token back from d_ff {d_ff} to d_model {d_model}, "
+                "so the residual connection can add the FFN's output to its input"
+            )
+            return Message.of(text, d_ff=f, d_model=d)
         return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import FlopStep, SavedTensor, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
@@ -41,6 +42,12 @@ class SoftMoE(MixtureVariant):
 
     def step_formula(self, spec: FFNSpec, step: str) -> str:
         return {"combine": "Σ_E g_e·expert_e(x)"}.get(step) or super().step_formula(spec, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        if step == "combine":
+            text = N_("every expert's output weighted by its g and summed: all {experts} experts ran on every token")
+            return Message.of(text, experts=spec.experts)
+        return super().step_explanation(spec, step)
 
     def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
         from ffn_cli.variants.numpy_ops import linear, softmax

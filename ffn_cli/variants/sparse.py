@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ffn_cli.i18n import N_
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.dense import DenseVariant
 
@@ -28,19 +28,20 @@ class Sparse(DenseVariant):
     summary = "a fixed random mask over the hidden units"
     own_options = frozenset({"sparsity", "mask_seed"})
 
-    def header_parts(self, spec: FFNSpec) -> list[str]:
-        return [f"sparsity {spec.sparsity:g}"]
+    def header_words(self, spec: FFNSpec) -> list[Message]:
+        return [Message.of(N_("sparsity {sparsity}"), sparsity=f"{spec.sparsity:g}")]
 
-    def compute_note(self, spec: FFNSpec) -> str | None:
+    def compute_note(self, spec: FFNSpec) -> Message | None:
         """A mask applied after the up-projection saves no FLOP: the matmuls run at full size."""
         d_ff = spec.hidden
         masked = round(spec.sparsity * d_ff)
         dense, pruned = 4 * spec.d_model * d_ff, 4 * spec.d_model * (d_ff - masked)
-        return (
-            f"the mask zeroes {masked:,} of {d_ff:,} hidden units after W_up computed them, so every matmul still runs "
-            f"at full size: {dense:,} matmul FLOPs per token. Removing those rows of W_up and columns of W_down "
-            f"(d_ff {d_ff - masked:,}) gives the same output for {pruned:,}; a mask saves compute only in a kernel that skips them"
+        text = N_(
+            "the mask zeroes {masked:,} of {d_ff:,} hidden units after W_up computed them, so every matmul still runs "
+            "at full size: {dense:,} matmul FLOPs per token. Removing those rows of W_up and columns of W_down "
+            "(d_ff {kept:,}) gives the same output for {pruned:,}; a mask saves compute only in a kernel that skips them"
         )
+        return Message.of(text, masked=masked, d_ff=d_ff, dense=dense, kept=d_ff - masked, pruned=pruned)
 
     def buffers(self, spec: FFNSpec) -> tuple[tuple[str, SplitKind], ...]:
         return (("hidden_mask", SplitKind.COLUMN),)  # cut with the hidden units it masks
@@ -64,7 +65,16 @@ class Sparse(DenseVariant):
         return [SavedTensor("x", spec.d_model), SavedTensor("relu(h)", d_ff), SavedTensor("m ⊙ h", d_ff)]
 
     def step_formula(self, spec: FFNSpec, step: str) -> str:
-        return "m ⊙ h, fixed mask" if step == "mask" else super().step_formula(spec, step)
+        return N_("m ⊙ h, fixed mask") if step == "mask" else super().step_formula(spec, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        if step == "mask":
+            text = N_(
+                "zeroes a fixed {masked:,} of the {d_ff:,} hidden units (sparsity {sparsity}), chosen once at build time; "
+                "W_up and W_down still compute every unit"
+            )
+            return Message.of(text, masked=round(spec.sparsity * spec.hidden), d_ff=spec.hidden, sparsity=f"{spec.sparsity:g}")
+        return super().step_explanation(spec, step)
 
     def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
         return "m[r] ⊙ h" if step == "mask" else super().tp_step_formula(spec, step, down_bias)

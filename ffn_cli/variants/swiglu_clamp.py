@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.activations import Activation
 from ffn_cli.variants.base import FlopStep, SavedTensor, Weights
 from ffn_cli.variants.gated import GatedVariant
@@ -91,6 +92,12 @@ class SwiGLUClamp(GatedVariant):
             "activation": "g·σ(1.702·g)",
             "multiply": "h = (u + 1) ⊙ g·σ(1.702·g)",
         }.get(step) or super().step_formula(spec, step)
+
+    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+        if step == "clamp":
+            text = N_("clamps the gate to at most {limit} and up to ±{limit}, so bf16 activations stay bounded")
+            return Message.of(text, limit=f"{LIMIT:g}")
+        return super().step_explanation(spec, step)
 
     def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
         if step == "activation":

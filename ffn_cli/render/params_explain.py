@@ -1,0 +1,55 @@
+"""`ffn params --explain`: why the FFN is about two thirds of a layer, and the ratio at hand."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ffn_cli.i18n import _
+from ffn_cli.models.explain import CLASSIC_RATIO, BlockExplain
+from ffn_cli.render.format import fmt_count
+from ffn_cli.render.params import _pct, _ratio
+
+__all__ = ["explain_view"]
+
+
+def _ffn_line(e: BlockExplain) -> str:
+    weights = _("{m}·d·d_ff = {m} · {d} · {d_ff} = {weights}").format(
+        m=e.matrices, d=f"{e.d_model:,}", d_ff=f"{e.d_ff:,}", weights=fmt_count(e.ffn_weights)
+    )
+    if e.ffn_one != e.ffn_weights:
+        weights += _(" + {n} biases = {total}").format(n=fmt_count(e.ffn_one - e.ffn_weights), total=fmt_count(e.ffn_one))
+    kind = {2: _("up and down"), 3: _("gate, up and down")}.get(e.matrices) or _("{m} matrices").format(m=e.matrices)
+    against = _(", {times}× the classic 8·d² = {classic}").format(times=f"{e.over_classic:.3g}", classic=fmt_count(e.classic_ffn))
+    if e.experts:
+        return _("here, each expert ({kind}): {weights}").format(kind=kind, weights=weights) + against
+    return _("here, the FFN ({kind}): {weights}").format(kind=kind, weights=weights) + against
+
+
+def _attention_line(e: BlockExplain) -> str:
+    a = e.attention
+    line = _("its attention: {formula} = {params}").format(formula=e.attention_formula, params=fmt_count(a.params))
+    if e.grouped:
+        line += _(" (grouped-query: K and V are {kv} wide, Q {q})").format(kv=f"{a.kv_dim:,}", q=f"{a.q_dim:,}")  # type: ignore[union-attr]
+    return line
+
+
+def _ratio_line(e: BlockExplain, ffn: int, ratio: float, share: float) -> str:
+    scope = _("one layer") if e.layers == 1 else _("all {n} layers").format(n=e.layers)
+    return _("{scope}: FFN {ffn} / attention {attention} = {ratio}, the FFN {share} of the two").format(
+        scope=scope, ffn=fmt_count(ffn), attention=fmt_count(e.attention_params), ratio=_ratio(ratio), share=_pct(share, 1)
+    )
+
+
+def explain_view(e: BlockExplain) -> RenderableType:
+    classic = _(
+        "the classic block (d_ff = 4·d, multi-head attention): the FFN's two matrices hold 2·d·4d = 8·d², "
+        "attention's Q, K, V, O 4·d²: a ratio of {ratio}, the FFN {share} of the two"
+    ).format(ratio=f"{CLASSIC_RATIO:g}", share=_pct(CLASSIC_RATIO, CLASSIC_RATIO + 1))
+    lines = [classic, _ffn_line(e), _attention_line(e), _ratio_line(e, e.ffn_params, e.ratio, e.share)]
+    if e.experts:
+        per_token = _("per token, {k} of {experts} experts").format(k=e.active_experts, experts=e.experts)
+        active = _ratio_line(e, e.ffn_active_params, e.active_ratio, e.active_share)
+        lines.append(f"{per_token}{_(', ')}{active}")
+    body = Text("\n".join(f"• {line}" for line in lines))
+    return Group(Text(_("why the FFN is about two thirds of a layer"), style="bold"), body)

@@ -1,0 +1,149 @@
+"""`ffn trace --explain`: why each step is there, under the steps, in English and in Chinese.
+
+The numbers an explanation names (d_model, d_ff, experts, k) are held against the shapes of the
+weights the built module holds, as --json lists them, never against the spec that wrote them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import ffn_cli
+from ffn_cli.cli.app import app
+from ffn_cli.i18n import set_language
+from ffn_cli.spec import FFNSpec
+from ffn_cli.variants import VARIANTS
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+ARTICLES = "tests/data/articles.py"
+TITLE = {"en": "Why each step is there", "zh": "每一步为什么在这里"}
+
+
+def _run(*args: str, width: int = 120) -> Any:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _json(*args: str) -> dict[str, Any]:
+    return json.loads(_run(*args, "--json"))
+
+
+def _why(text: str, lang: str) -> dict[str, str]:
+    """The explanations table: each step's name and its explanation, its wrapped lines joined."""
+    lines = text.split("\n")
+    start = lines.index(TITLE[lang]) + 3  # title, header, rule
+    rows: dict[str, str] = {}
+    name = ""
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        head, *rest = line.split(maxsplit=2)
+        if head.isdigit() or head == "…":
+            name = rest[0]
+            rows[name] = rest[1] if len(rest) > 1 else ""
+        else:
+            rows[name] += ("" if lang == "zh" else " ") + line.strip()
+    return rows
+
+
+def _weight(data: dict[str, Any], step: str) -> list[int]:
+    s = next(s for s in data["steps"] if s["name"] == step)
+    return next(p["shape"] for p in s["params"] if p["name"].endswith("weight"))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_step_is_explained_below_the_steps_table(lang: str) -> None:
+    args = ("--lang", lang, "trace", "-d", "96", "--d-ff", "320", "--explain")
+    text = _run(*args, width=80)
+    data = _json(*args)
+    why = _why(text, lang)
+    assert list(why) == [s["name"] for s in data["steps"]]
+    assert text.index(TITLE[lang]) > text.index("up_proj")  # after the steps table
+    assert all(len(line) <= 80 for line in text.splitlines())
+    d_ff, d_model = _weight(data, "up_proj")  # nn.Linear's (out, in)
+    assert (d_model, d_ff) == (96, 320)
+    up, down = why["up_proj"], why["down_proj"]
+    assert f"d_model {d_model}" in up and f"d_ff {d_ff}" in up and f"d_ff {d_ff}" in down and f"d_model {d_model}" in down
+    if lang == "en":
+        assert "widens" in up and "narrows" in down and "(xW₁)W₂ = x(W₁W₂)" in why["activation"]
+        assert "identity in eval mode" in why["dropout"] and "1/(1−p)" in why["dropout"]
+    else:
+        assert "升维" in up and "降维" in down and "激活函数" in why["activation"] and "(xW₁)W₂ = x(W₁W₂)" in why["activation"]
+        assert "评估模式" in why["dropout"] and "1/(1−p)" in why["dropout"]
+
+
+def test_a_gated_and_a_routed_variant_say_what_their_own_steps_do() -> None:
+    args = ("trace", "-v", "moe", "--experts", "6", "--top-k", "3", "-d", "64", "--d-ff", "96", "--explain")
+    why, data = _why(_run(*args), "en"), _json(*args)
+    experts = _weight(data, "router")[0]  # (E, d_model)
+    assert f"each of the {experts} experts" in why["router"]
+    assert "keeps the 3 experts" in why["top_k"] and f"not {experts}" in why["top_k"]
+    d_ff = _weight(data, "experts.0")[0]
+    assert f"swiglu FFN of d_ff {d_ff}" in why["experts.0"] and "multiplies" not in why["experts.0"]
+    gated = _why(_run("trace", "-v", "swiglu", "--explain"), "en")
+    assert "elementwise" in gated["multiply"] and "gate" in gated["activation"]
+
+
+def test_your_module_gets_explanations_by_what_each_step_is() -> None:
+    """Article 001's TransformerFFN has no spec: its steps are explained by their modules and ops."""
+    module = f"{ARTICLES}:TransformerFFN(96, 320)"
+    for lang in ("en", "zh"):
+        args = ("--lang", lang, "trace", "--module", module, "--explain")
+        why, data = _why(_run(*args, width=80), lang), _json(*args)
+        up, down = _weight(data, "linear1"), _weight(data, "linear2")
+        assert list(why) == [s["name"] for s in data["steps"]]
+        if lang == "en":
+            assert f"widens each token from {up[1]} to {up[0]}" in why["linear1"]
+            assert f"narrows each token from {down[1]} back to {down[0]}" in why["linear2"]
+            assert why["activation"].startswith("an activation function") and why["dropout"].startswith("dropout:")
+        else:
+            assert f"从 {up[1]} 维升维到 {up[0]} 维" in why["linear1"] and f"从 {down[1]} 维降维回 {down[0]} 维" in why["linear2"]
+            assert why["activation"].startswith("激活函数") and "评估模式" in why["dropout"]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_explains_every_step(variant: str) -> None:
+    extra = ["--experts", "4", "--shared-experts", "1"] if variant == "moe" else ["--experts", "4"] if variant == "soft_moe" else []
+    data = _json("trace", "-v", variant, "-d", "64", "--device", "meta", "--explain", *extra)
+    unexplained = [s["name"] for s in data["steps"] if not s["explanation"]]
+    assert not unexplained
+
+
+def test_json_explanations_are_english_in_both_languages() -> None:
+    english = _json("trace", "--explain")
+    assert _json("--lang", "zh", "trace", "--explain") == english
+    assert english["steps"][0]["explanation"].startswith("the up-projection")
+    assert "explanation" not in _json("trace")["steps"][0]
+
+
+def test_explain_with_ops_is_refused_in_one_line() -> None:
+    result = CliRunner().invoke(app, ["trace", "--explain", "--ops"])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and "--explain" in result.stderr
+
+
+def test_the_api_explains_too() -> None:
+    result = ffn_cli.trace(FFNSpec(d_model=64), explain=True)
+    assert "Why each step is there" in str(result) and "Why each step is there" not in str(ffn_cli.trace(FFNSpec(d_model=64)))
+    assert all(s["explanation"] for s in result.to_dict()["steps"])
+    set_language("zh")
+    assert "每一步为什么在这里" in str(result)
+
+
+def test_the_backward_steps_are_explained_by_what_autograd_ran() -> None:
+    args = ("trace", "-v", "swiglu", "--backward", "--checkpoint", "--explain")
+    text, data = _run(*args), _json(*args)
+    table = text[text.index("What each backward step computes") :].split("\n\n")[0]
+    rows = [line for line in table.splitlines()[3:] if line.split()[:1] and line.split()[0].isdigit()]
+    assert len(rows) == len(data["backward_steps"])
+    for row, step in zip(rows, data["backward_steps"], strict=True):
+        if step["recompute"]:
+            assert "forward again" in row
+        elif step["weight_grads"]:
+            assert "dW = dyᵀ·x" in row, row
+    assert "每个反向步骤计算什么" in _run("--lang", "zh", *args)
