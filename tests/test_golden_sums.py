@@ -27,7 +27,7 @@ def _tables(text: str) -> list[tuple[str, list[str], str]]:
         for j in range(i + 1, len(lines)):
             if set(lines[j].strip()) == {"─"}:
                 break  # the next table began first: this one has no total
-            if lines[j].split()[:1] in (["total"], ["合计"]):  # in Chinese the row is 合计
+            if lines[j].split()[:1] in (["total"], ["总计"]):  # in Chinese the row is 总计
                 more = [t for t in lines[j + 1 : j + 3] if t.strip() and t.startswith(" " * 8) and t.split()[0] in _LABELS]
                 found.append((lines[i - 1], lines[i + 1 : j], "\n".join([lines[j], *more])))
                 break
