@@ -18,7 +18,8 @@ from ffn_cli.cli import app
 from ffn_cli.i18n import _, set_language
 
 # An error every run can give, in a line the catalog translates: its opening word tells the language.
-_BAD_BATCH = ["trace", "--batch", "0"]
+# `ffn params` never imports torch: each run is a fraction of a second.
+_BAD_BATCH = ["params", "--d-model", "0"]
 _LOCALE_VARIABLES = ("FFN_LANG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE", "PYTHONIOENCODING")
 
 
@@ -62,6 +63,13 @@ def _language(result: subprocess.CompletedProcess[str]) -> str:
 )
 def test_the_environment_chooses_the_language(env: dict[str, str], expected: str) -> None:
     assert _language(_run(_BAD_BATCH, **env)) == expected
+
+
+def test_the_locale_speaks_chinese_in_a_trace() -> None:
+    """`LANG=zh_CN.UTF-8 ffn trace`, nothing else asked: the trace's own words are Chinese."""
+    result = _run(["trace"], LANG="zh_CN.UTF-8")
+    assert result.returncode == 0 and "形状流" in result.stdout and "Shape flow" not in result.stdout, result.stderr
+    assert _run(["trace"], LC_ALL="C").stdout.count("Shape flow, step by step") == 1
 
 
 def test_the_locale_speaks_chinese_in_the_help_too() -> None:
