@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.i18n import _
-from ffn_cli.render.wrap import wrapping
+from ffn_cli.render.fit import Wide
 
 __all__ = ["help_messages", "print_help"]
 
@@ -62,12 +62,12 @@ def _default(param: Any) -> str | None:
     return str(param.default)
 
 
-def _description(param: Any) -> Text:
+def _description(param: Any) -> Wide:
     text = Text.from_markup(_(inspect.cleandoc(param.help)) if param.help else "")
     default = _default(param)
     if default is not None:
         text.append((" " if text else "") + "[" + _("default: {value}").format(value=default) + "]", style="dim")
-    return wrapping(text)
+    return Wide(text)
 
 
 def _panels(params: list[Any], ctx: Any) -> list[RenderableType]:
@@ -105,7 +105,7 @@ def _commands_panel(commands: list[tuple[str, str]]) -> RenderableType:
     table.add_column(no_wrap=True, style="bold cyan")
     table.add_column(ratio=1)
     for name, summary in commands:
-        table.add_row(name, wrapping(Text.from_markup(_(summary))) if summary else Text(""))
+        table.add_row(name, Wide(Text.from_markup(_(summary))) if summary else Text(""))
     return Panel(table, title=_(_COMMANDS_PANEL), title_align="left", border_style="dim")
 
 
@@ -130,11 +130,11 @@ def print_help(command: Any, ctx: Any) -> None:
     usage.append(" ".join([ctx.command_path, *command.collect_usage_pieces(ctx)]), style="bold")
     parts: list[RenderableType] = [Text(""), usage, Text("")]
     if command.help:
-        parts += [wrapping(Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help)))), Text("")]
+        parts += [Wide(Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help)))), Text("")]
     parts += _panels(command.get_params(ctx), ctx)
     commands = _subcommands(command, ctx)
     if commands:
         parts.append(_commands_panel(commands))
     if command.epilog:
-        parts += [Text(""), wrapping(Text.from_markup(_(command.epilog)))]
+        parts += [Text(""), Wide(Text.from_markup(_(command.epilog)))]
     Console(highlight=False).print(Group(*parts))
