@@ -18,7 +18,7 @@ from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOp
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, _, shown
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS, Family
 
@@ -211,7 +211,7 @@ def _print_ffns(
     else:
         console.print(comparison_table(comparison))
         for warning in warnings:
-            console.print(Text(f"warning: {warning}", style="yellow"))
+            console.print(Text(_("warning: {message}").format(message=shown(warning)), style="yellow"))
 
 
 def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool) -> None:

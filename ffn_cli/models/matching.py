@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffn_cli.accounting import total_params
+from ffn_cli.i18n import N_, Message
 from ffn_cli.models.layer import Comparison, match_d_ff
 
 __all__ = ["MISS_TOLERANCE", "MatchMiss", "match_misses"]
@@ -27,10 +28,22 @@ class MatchMiss:
     finer_delta: float | None
 
     def message(self, given: int) -> str:
-        head = f"--match-params: {self.variant} is {100 * self.delta:+.2f} % off the target with --multiple-of {given}"
+        """The warning, a Message: English in --json, the reader's language when printed."""
+        head = Message(
+            N_("--match-params: {variant} is {delta} % off the target with --multiple-of {given}"),
+            variant=self.variant,
+            delta=f"{100 * self.delta:+.2f}",
+            given=given,
+        )
         if self.multiple_of is None:
-            return head + "; no finer --multiple-of comes within 1 %"
-        return head + f"; --multiple-of {self.multiple_of} reaches {100 * (self.finer_delta or 0):+.2f} % (d_ff {self.finer_d_ff:,})"
+            return Message.join(head, Message(N_("; no finer --multiple-of comes within 1 %")))
+        finer = Message(
+            N_("; --multiple-of {multiple} reaches {delta} % (d_ff {d_ff})"),
+            multiple=self.multiple_of,
+            delta=f"{100 * (self.finer_delta or 0):+.2f}",
+            d_ff=f"{self.finer_d_ff:,}",
+        )
+        return Message.join(head, finer)
 
 
 def match_misses(comparison: Comparison, multiple_of: int) -> list[MatchMiss]:

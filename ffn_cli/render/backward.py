@@ -14,7 +14,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.i18n import _
+from ffn_cli.i18n import _, shown
 from ffn_cli.render.experts import elided_label, idle_label
 from ffn_cli.render.explain import backward_explanation
 from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
@@ -205,7 +205,7 @@ def _stats_columns() -> tuple[Col, ...]:
 
 
 def _flags(flags: tuple[str, ...]) -> Text:
-    return Text(", ".join(_(f) for f in flags), style="bold red")
+    return Text(", ".join(shown(f) for f in flags), style="bold red")
 
 
 def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:

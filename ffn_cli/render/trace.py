@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, _, shown
 from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
@@ -364,7 +364,7 @@ def _stats_table(result: TraceResult) -> Layouts:
             if n == summary.elided_from:
                 rows.append([Text(elided_label(summary, result.steps)), *[""] * 6, elided_note(summary)])
             continue
-        notes = [f"[bold red]{escape(_(f))}[/]" for f in s.flags] + ([escape(s.note.shown())] if s.note else [])
+        notes = [f"[bold red]{escape(shown(f))}[/]" for f in s.flags] + ([escape(s.note.shown())] if s.note else [])
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
     title = _("Values at each step (computed on the device)")
     whole = FitTable(title, columns, rows)

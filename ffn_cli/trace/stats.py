@@ -18,6 +18,7 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor
 
+from ffn_cli.i18n import N_, Message
 from ffn_cli.trace.result import TensorStats
 
 __all__ = ["CHUNK_ELEMENTS", "first_values", "tensor_stats", "value_flags"]
@@ -133,15 +134,16 @@ def first_values(t: Tensor, n: int) -> tuple[float, ...] | None:
 
 def value_flags(stats: Sequence[TensorStats], dtype: str, input_stats: TensorStats | None) -> tuple[str, ...]:
     """NaN / Inf anywhere in `stats`; overflow and underflow for float16 / bfloat16. Inf is
-    called overflow only where it did not already come in with the input."""
-    flags = []
+    called overflow only where it did not already come in with the input. Each flag is a
+    Message: English in --json, the reader's language in the tables."""
+    flags: list[str] = []
     low = dtype in ("float16", "bfloat16")
     if any(s.inf for s in stats):
         came_in = input_stats is not None and input_stats.inf > 0
-        flags.append("overflow" if low and not came_in else "Inf")
+        flags.append(Message(N_("overflow")) if low and not came_in else "Inf")
     if any(s.nan for s in stats):
         flags.append("NaN")
     subnormal = max((s.subnormal for s in stats), default=0)
     if low and subnormal:
-        flags.append(f"underflow ({subnormal} subnormal)")
+        flags.append(Message(N_("underflow ({count} subnormal)"), count=subnormal))
     return tuple(flags)
