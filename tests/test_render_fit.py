@@ -519,3 +519,23 @@ def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> Non
     assert all(cell_len(line) <= 60 for line in text.splitlines()) and "".join(text.split()).count(note) == 1
     header = FitTable(None, [Col("模型", "fixed"), Col("FFN/注意力")], [["llama-3-8b", "4.20×"]])
     assert header.layout(80)[1][1] == cell_len("FFN/注意力")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_parallel_trace_keeps_every_ranks_shapes_at_60_and_80_columns(lang: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rank table's input and output, and each rank's shape flow, move to tables of their own
+    where they do not fit beside the counts; they never leave."""
+    command = ["trace", "--variant", "moe", "--ep", "2", "-d", "64", "--d-ff", "128", "--experts", "4"]
+    data = json.loads(CliRunner().invoke(app, [*command, "--json"]).stdout)
+    renderables = _printed(["--lang", lang, *command], monkeypatch)
+    set_language(lang)
+    for width in (60, 80):
+        text = _draw(renderables, width)
+        assert all(cell_len(line) <= width for line in text.splitlines())
+        for rank in data["ranks"]:
+            rows = [line for line in text.splitlines() if line.strip().startswith(str(rank["rank"]) + " ")]
+            assert any(_shape(rank["input_shape"]) in row and rank["device"] in row for row in rows), (width, rank["rank"], text)
+            flow = text.split(translate("shape flow, rank {rank}").format(rank=rank["rank"]))
+            section = flow[1].split("\n\n")[0] if len(flow) > 1 else text
+            for step in rank["steps"]:
+                assert "→ " + _shape(step["output_shape"]) in section, (width, rank["rank"], step["name"])

@@ -13,7 +13,7 @@ from ffn_cli.accounting import total_params
 from ffn_cli.i18n import N_, _
 from ffn_cli.parallel.accounting import RankParams, ShardTensor
 from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, StepShape
-from ffn_cli.render.fit import Cell, Col, FitTable
+from ffn_cli.render.fit import Cell, Col, FitTable, Layouts
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_shape
 from ffn_cli.spec import FFNSpec
 
@@ -56,9 +56,12 @@ def _header(result: ParallelResult) -> Text:
     )
 
 
-def _rank_table(result: ParallelResult) -> FitTable:
+def _rank_table(result: ParallelResult, *, shapes: bool = True) -> FitTable:
+    """One row per rank; without `shapes`, its device and shapes are left to `_rank_shapes`."""
     ep = result.mode == "ep"
-    columns = [Col(_("rank")), Col(_("device"), "fixed", drop=2), Col(_("input"), "fixed", drop=3), Col(_("output"), "fixed", drop=4)]
+    columns = [Col(_("rank"))]
+    if shapes:
+        columns += [Col(_("device"), "fixed", drop=2), Col(_("input"), "fixed", drop=3), Col(_("output"), "fixed", drop=4)]
     columns += [Col(_("params")), Col(_("weight memory"), drop=5)]
     if ep:
         columns += [Col(_("tokens")), Col(_("experts"), "fixed"), Col(_("a2a sent"), drop=6), Col(_("a2a received"), drop=7)]
@@ -67,7 +70,9 @@ def _rank_table(result: ParallelResult) -> FitTable:
     columns.append(Col("max |Δ|", drop=1))
     rows: list[list[Cell]] = []
     for r in result.ranks:
-        row: list[Cell] = [str(r.rank), Text(r.device), fmt_shape(r.input_shape), fmt_shape(r.output_shape)]
+        row: list[Cell] = [str(r.rank)]
+        if shapes:
+            row += [Text(r.device), fmt_shape(r.input_shape), fmt_shape(r.output_shape)]
         row += [fmt_count(r.params), fmt_bytes(r.param_bytes)]
         if ep:
             experts = f"{r.experts[0]}–{r.experts[-1]}" if len(r.experts) > 1 else str(r.experts[0])
@@ -81,6 +86,20 @@ def _rank_table(result: ParallelResult) -> FitTable:
         unsharded=fmt_count(result.unsharded_params), total=fmt_count(total)
     )
     return FitTable(_("per rank"), columns, rows, caption=caption)
+
+
+def _rank_shapes(result: ParallelResult) -> FitTable:
+    """Each rank's device and its input and output shapes: a table of their own where the rank
+    table cannot hold them beside its counts."""
+    columns = [Col(_("rank")), Col(_("device"), "fixed"), Col(_("input"), "fixed"), Col(_("output"), "fixed")]
+    rows: list[list[Cell]] = [[str(r.rank), Text(r.device), fmt_shape(r.input_shape), fmt_shape(r.output_shape)] for r in result.ranks]
+    return FitTable(_("each rank's shapes"), columns, rows)
+
+
+def _rank_tables(result: ParallelResult) -> Layouts:
+    """The rank table whole; where it is too wide, its shapes in a table of their own (a rank's
+    shapes never give way)."""
+    return Layouts([[_rank_table(result)], [_rank_table(result, shapes=False), _rank_shapes(result)]])
 
 
 def _unsharded_order(name: str) -> tuple[int, int]:
@@ -146,20 +165,30 @@ def _step_cell(step: StepShape, named: bool) -> str:
     return "\n".join(lines)
 
 
-def _step_table(result: ParallelResult) -> FitTable:
-    """Steps aligned by position; a row whose step differs between ranks (their own experts) names it per cell."""
+def _step_table(result: ParallelResult, only: RankResult | None = None) -> FitTable:
+    """Steps aligned by position; a row whose step differs between ranks (their own experts) names
+    it per cell. `only`: that rank's column alone (the narrow layout: one table per rank)."""
     same_everywhere = all(r.steps == result.ranks[0].steps for r in result.ranks)
     ranks: Sequence[RankResult] = result.ranks[:1] if same_everywhere else result.ranks
-    columns = [Col(_("step"), "fixed"), Col(_("formula"), "text", drop=len(ranks) + 1)]
-    for k, r in enumerate(ranks):
+    shown_ranks = ranks if only is None or same_everywhere else [only]
+    columns = [Col(_("step"), "fixed"), Col(_("formula"), "text", drop=len(shown_ranks) + 1)]
+    for k, r in enumerate(shown_ranks):
         header = _("every rank") if same_everywhere else _("rank {rank}").format(rank=r.rank)
-        columns.append(Col(header, "fixed", drop=None if k == 0 else len(ranks) - k))
+        columns.append(Col(header, "fixed", drop=None if k == 0 else len(shown_ranks) - k))
     rows: list[Sequence[Cell] | None] = []
     for i, step in enumerate(result.ranks[0].steps):
         named = any(r.steps[i].name != step.name for r in ranks)
         label = _("expert") if named else step.name
-        rows.append([Text(label), Text(_(step.formula)), *[Text(_step_cell(r.steps[i], named)) for r in ranks]])
-    return FitTable(_("shape flow"), columns, rows)
+        rows.append([Text(label), Text(_(step.formula)), *[Text(_step_cell(r.steps[i], named)) for r in shown_ranks]])
+    title = _("shape flow") if only is None or same_everywhere else _("shape flow, rank {rank}").format(rank=only.rank)
+    return FitTable(title, columns, rows)
+
+
+def _step_tables(result: ParallelResult) -> Layouts:
+    """Every rank's shapes side by side; where they do not fit, one table per rank."""
+    if all(r.steps == result.ranks[0].steps for r in result.ranks):
+        return Layouts([[_step_table(result)]])
+    return Layouts([[_step_table(result)], [_step_table(result, r) for r in result.ranks]])
 
 
 def _expert_table(result: ParallelResult) -> FitTable:
@@ -203,7 +232,7 @@ def _comm_line(result: ParallelResult) -> Text:
 def render_parallel(result: ParallelResult) -> RenderableType:
     """The header, per-rank table, shards, shape flow (and tokens per expert), traffic and the check."""
     shards = _shard_table("shards", [r.shards for r in result.ranks])
-    parts: list[RenderableType] = [_header(result), _rank_table(result), shards, _step_table(result)]
+    parts: list[RenderableType] = [_header(result), _rank_tables(result), shards, _step_tables(result)]
     if result.mode == "ep":
         parts.append(_expert_table(result))
     parts += [_comm_line(result), _check_line(result)]
