@@ -338,3 +338,22 @@ def test_header_formula_names_exactly_the_biases_the_module_has(bias: bool) -> N
         built = {n.removesuffix("_proj.bias") for n, _ in module.named_parameters() if n.endswith("_proj.bias")}
         shown = set(re.findall(r"b_(\w+)", variant.header_formula(spec)))
         assert shown == built, (name, bias)
+
+
+def test_the_spec_satisfies_what_the_variants_read_of_it() -> None:
+    """Every attribute the FFNShape Protocol names, FFNSpec has (the variants' only view of it),
+    and no variant module imports ffn_cli.spec, even for type checking."""
+    import ast
+    import inspect
+
+    from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants.shape import FFNShape
+
+    names = [n for n, v in vars(FFNShape).items() if isinstance(v, property)]
+    spec = FFNSpec(variant="moe")
+    assert len(names) >= 10 and all(hasattr(spec, n) for n in names)
+    for path in PACKAGE.joinpath("variants").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert "ffn_cli.spec" not in imported, path.name
+    assert inspect.signature(VARIANTS["relu"].param_tensors).parameters["spec"].annotation == "FFNShape"

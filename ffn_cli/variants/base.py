@@ -16,7 +16,7 @@ from ffn_cli.i18n import N_
 
 if TYPE_CHECKING:
     from ffn_cli.i18n import Message
-    from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = [
     "Family",
@@ -178,7 +178,7 @@ class Variant:
     # variant reads: an option it does not read is refused rather than silently ignored.
     own_options: ClassVar[frozenset[str]] = frozenset()
 
-    def options_used(self, spec: FFNSpec) -> frozenset[str]:
+    def options_used(self, spec: FFNShape) -> frozenset[str]:
         """Every FFNSpec field that changes what this variant builds."""
         return COMMON_OPTIONS | self.own_options
 
@@ -190,58 +190,58 @@ class Variant:
 
     # --- what the family classes implement ------------------------------------------------
 
-    def param_tensors(self, spec: FFNSpec) -> list[ParamTensor]:
+    def param_tensors(self, spec: FFNShape) -> list[ParamTensor]:
         raise NotImplementedError
 
-    def flop_steps(self, spec: FFNSpec) -> list[FlopStep]:
+    def flop_steps(self, spec: FFNShape) -> list[FlopStep]:
         raise NotImplementedError
 
-    def saved_tensors(self, spec: FFNSpec) -> list[SavedTensor]:
+    def saved_tensors(self, spec: FFNShape) -> list[SavedTensor]:
         raise NotImplementedError
 
-    def param_formula(self, spec: FFNSpec) -> str:
+    def param_formula(self, spec: FFNShape) -> str:
         raise NotImplementedError
 
-    def matmul_flops_formula(self, spec: FFNSpec) -> str:
+    def matmul_flops_formula(self, spec: FFNShape) -> str:
         raise NotImplementedError
 
-    def active_params(self, spec: FFNSpec) -> int:
+    def active_params(self, spec: FFNShape) -> int:
         return sum(t.count for t in self.param_tensors(spec))
 
-    def header_formula(self, spec: FFNSpec) -> str:
+    def header_formula(self, spec: FFNShape) -> str:
         """The formula a header shows for this spec (terms the spec leaves out dropped)."""
         return self.formula
 
-    def header_parts(self, spec: FFNSpec) -> list[str]:
+    def header_parts(self, spec: FFNShape) -> list[str]:
         """What a header says about this variant's own options, in English."""
         return [str(words) for words in self.header_words(spec)]
 
-    def header_words(self, spec: FFNSpec) -> list[Message]:
+    def header_words(self, spec: FFNShape) -> list[Message]:
         """The same, as message ids with their values, for a header in the reader's language."""
         return []
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str | Message:
+    def step_formula(self, spec: FFNShape, step: str) -> str | Message:
         """What the trace shows beside one of this variant's steps (a Message where it has words)."""
         return step
 
-    def compute_note(self, spec: FFNSpec) -> Message | None:
+    def compute_note(self, spec: FFNShape) -> Message | None:
         """What a trace should say about where this variant's compute goes, if anything."""
         return None
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         """Why `step` is in this variant's forward, in a line or two, with the spec's own numbers
         (`ffn trace --explain`); None where the variant has nothing to add to what the step is."""
         return None
 
-    def build(self, spec: FFNSpec) -> Any:
+    def build(self, spec: FFNShape) -> Any:
         """The torch module (torch is imported here, not at import time)."""
         raise NotImplementedError
 
-    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
+    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         """The float64 forward on (N, d) tokens, from the module's state_dict as arrays."""
         raise NotImplementedError
 
-    def numpy_backward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, grad_out: Any) -> tuple[Any, dict[str, Any]]:
+    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any) -> tuple[Any, dict[str, Any]]:
         """The float64 backward on (N, d) tokens, differentiated by hand: given the output's
         gradient, the input's gradient and every parameter's, named as the state_dict names it
         (buffers, such as the sparse mask, have none)."""

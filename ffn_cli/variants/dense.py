@@ -9,8 +9,8 @@ from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weig
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
     from ffn_cli.variants.numpy_ops import Gradients
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["DenseVariant"]
 
@@ -23,7 +23,7 @@ class DenseVariant(SingleFFN):
     family = Family.DENSE
     default_bias = True
 
-    def linears(self, spec: FFNSpec) -> tuple[LinearSpec, ...]:
+    def linears(self, spec: FFNShape) -> tuple[LinearSpec, ...]:
         return (
             LinearSpec("up_proj", "f", "d", COLUMN, COLUMN, feeds_activation=True),
             LinearSpec("down_proj", "d", "f", ROW, REPLICATED),  # b_down: added once, after the all-reduce
@@ -34,24 +34,24 @@ class DenseVariant(SingleFFN):
 
     # --- forward ------------------------------------------------------------------------------
 
-    def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
+    def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
         # No name for up_proj's output: a plain forward frees it once the activation has read it.
         h = self.activate(spec, w, w.linear("up_proj", x))  # (…, d_ff)
         return w.linear("down_proj", w.dropout(h))  # (…, d)
 
-    def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
+    def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         return w.step("activation", self.act().torch, pre)
 
-    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
+    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
         from ffn_cli.variants.numpy_ops import linear
 
         h = self.numpy_activate(spec, weights, linear(x, weights, prefix + "up_proj"), prefix)
         return linear(h, weights, prefix + "down_proj")
 
-    def numpy_activate(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
+    def numpy_activate(self, spec: FFNShape, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
         return self.act().numpy(pre)
 
-    def numpy_backward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
+    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
         """Back through down_proj (dW_down = dyᵀ·h, dh = dy·W_down), the activation
         (dpre = dh ⊙ act′(pre)) and up_proj (dW_up = dpreᵀ·x, dx = dpre·W_up)."""
         from ffn_cli.variants.numpy_ops import linear, linear_backward
@@ -63,13 +63,13 @@ class DenseVariant(SingleFFN):
         grad_x, up = linear_backward(x, grad_pre, weights, prefix + "up_proj")
         return grad_x, {**up, **down, **own}
 
-    def numpy_activate_backward(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
+    def numpy_activate_backward(self, spec: FFNShape, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
         """(d pre, gradients of the activation's own parameters)."""
         return grad_h * self.act().numpy_derivative(pre), {}
 
     # --- accounting ---------------------------------------------------------------------------
 
-    def steps(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[FlopStep]:
+    def steps(self, spec: FFNShape, d_ff: int, prefix: str = "") -> list[FlopStep]:
         d, f, b = spec.d_model, d_ff, 1 if spec.bias else 0
         return [
             FlopStep(prefix + "up_proj", 2 * d * f, f * b, "x·W_upᵀ" + (" + b_up" if b else "")),
@@ -77,11 +77,11 @@ class DenseVariant(SingleFFN):
             FlopStep(prefix + "down_proj", 2 * d * f, d * b, "h·W_downᵀ" + (" + b_down" if b else "")),
         ]
 
-    def activation_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
+    def activation_steps(self, spec: FFNShape, d_ff: int, prefix: str) -> list[FlopStep]:
         act = self.act()
         return [FlopStep(prefix + "activation", 0, act.flops_per_element * d_ff, f"{act.name}(h)")]
 
-    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+    def saved(self, spec: FFNShape, d_ff: int) -> list[SavedTensor]:
         """x (up_proj's input), h (down_proj's input, also relu's output), and the
         pre-activation when the activation's backward needs its input."""
         kept = [SavedTensor("x", spec.d_model), SavedTensor("h", d_ff)]
@@ -91,7 +91,7 @@ class DenseVariant(SingleFFN):
 
     # --- labels -------------------------------------------------------------------------------
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNShape, step: str) -> str:
         act, b = self.act(), bool(spec.bias)
         return {
             "up_proj": "x·W_upᵀ" + (" + b_up" if b else ""),
@@ -100,7 +100,7 @@ class DenseVariant(SingleFFN):
             "activation": f"{act.name}(h) = {act.formula.replace('z', 'h')}",
         }.get(step, step)
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         if step == "up_proj":
             d, f = spec.d_model, spec.hidden
             text = N_(
@@ -110,7 +110,7 @@ class DenseVariant(SingleFFN):
             return Message.of(text, d_model=d, d_ff=f, ratio=f"{f / d:.3g}")
         return super().step_explanation(spec, step)
 
-    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+    def tp_step_formula(self, spec: FFNShape, step: str, down_bias: bool) -> str | None:
         return {
             "up_proj": "x·W_up[r]ᵀ" + (" + b_up[r]" if spec.bias else ""),
             "activation": f"{self.act().name}(h)",

@@ -13,8 +13,8 @@ from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weig
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
     from ffn_cli.variants.numpy_ops import Gradients
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["GLU_FORMULA", "GLU_ORIGIN", "GatedVariant", "llama_hidden_dim"]
 
@@ -53,7 +53,7 @@ class GatedVariant(SingleFFN):
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         return llama_hidden_dim(d_model, multiple_of, ffn_dim_multiplier)
 
-    def linears(self, spec: FFNSpec) -> tuple[LinearSpec, ...]:
+    def linears(self, spec: FFNShape) -> tuple[LinearSpec, ...]:
         down = LinearSpec("down_proj", "d", "f", SplitKind.ROW, SplitKind.REPLICATED)
         if spec.fused_gate_up:
             return (LinearSpec("gate_up_proj", "2f", "d", SplitKind.PAIRED, SplitKind.PAIRED, feeds_activation=True), down)
@@ -68,7 +68,7 @@ class GatedVariant(SingleFFN):
 
     # --- forward ------------------------------------------------------------------------------
 
-    def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
+    def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
         if spec.fused_gate_up:
             gate, up = w.step("split", _chunk2, w.linear("gate_up_proj", x))  # (…, d_ff) each
         else:
@@ -76,17 +76,17 @@ class GatedVariant(SingleFFN):
         h = self.combine(spec, w, gate, up)  # (…, d_ff)
         return w.linear("down_proj", w.dropout(h))  # (…, d)
 
-    def combine(self, spec: FFNSpec, w: Weights, gate: Any, up: Any) -> Any:
+    def combine(self, spec: FFNShape, w: Weights, gate: Any, up: Any) -> Any:
         activated = w.step("activation", self.act().torch, gate)
         return w.step("multiply", _mul, activated, up)
 
-    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
+    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
         from ffn_cli.variants.numpy_ops import linear
 
         gate, up = self.numpy_gate_up(spec, weights, x, prefix)
         return linear(self.numpy_combine(gate, up), weights, prefix + "down_proj")
 
-    def numpy_gate_up(self, spec: FFNSpec, weights: dict[str, Any], x: Any, prefix: str) -> tuple[Any, Any]:
+    def numpy_gate_up(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str) -> tuple[Any, Any]:
         from ffn_cli.variants.numpy_ops import linear
 
         if spec.fused_gate_up:
@@ -98,7 +98,7 @@ class GatedVariant(SingleFFN):
     def numpy_combine(self, gate: Any, up: Any) -> Any:
         return self.act().numpy(gate) * up
 
-    def numpy_backward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
+    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
         """Back through down_proj, the gate multiply (each operand's gradient is dh times the
         other operand) and the two projections, whose input gradients add up at x."""
         import numpy as np
@@ -122,7 +122,7 @@ class GatedVariant(SingleFFN):
 
     # --- accounting ---------------------------------------------------------------------------
 
-    def steps(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[FlopStep]:
+    def steps(self, spec: FFNShape, d_ff: int, prefix: str = "") -> list[FlopStep]:
         d, f, b = spec.d_model, d_ff, 1 if spec.bias else 0
         if spec.fused_gate_up:
             steps = [FlopStep(prefix + "gate_up_proj", 4 * d * f, 2 * f * b, "x·W_gate_upᵀ")]
@@ -135,14 +135,14 @@ class GatedVariant(SingleFFN):
         steps.append(FlopStep(prefix + "down_proj", 2 * d * f, d * b, "h·W_downᵀ" + (" + b_down" if b else "")))
         return steps
 
-    def combine_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
+    def combine_steps(self, spec: FFNShape, d_ff: int, prefix: str) -> list[FlopStep]:
         act = self.act()
         return [
             FlopStep(prefix + "activation", 0, act.flops_per_element * d_ff, f"{act.name}(gate)"),
             FlopStep(prefix + "multiply", 0, d_ff, f"{act.name}(gate) ⊙ up"),
         ]
 
-    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+    def saved(self, spec: FFNShape, d_ff: int) -> list[SavedTensor]:
         """x, up and the activated gate (the multiply's operands), their product (down_proj's
         input), and the gate before the activation when its backward needs it."""
         kept = [SavedTensor("x", spec.d_model), SavedTensor("up", d_ff), SavedTensor("act(gate)", d_ff), SavedTensor("h", d_ff)]
@@ -152,7 +152,7 @@ class GatedVariant(SingleFFN):
 
     # --- labels -------------------------------------------------------------------------------
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNShape, step: str) -> str:
         act, b = self.act(), " + b" if spec.bias else ""
         gate = "g" if not act.runs_an_op else f"{act.name}(g)"
         return {
@@ -166,7 +166,7 @@ class GatedVariant(SingleFFN):
             "activation": f"{act.name}(g) = {act.formula.replace('z', 'g')}",
         }.get(step, step)
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         d, f = spec.d_model, spec.hidden
         texts = {
             "gate_proj": N_(
@@ -191,7 +191,7 @@ class GatedVariant(SingleFFN):
             return Message.of(texts[step], d_model=d, d_ff=f, width=2 * f)
         return super().step_explanation(spec, step)
 
-    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+    def tp_step_formula(self, spec: FFNShape, step: str, down_bias: bool) -> str | None:
         act = self.act().name
         return {
             "gate_up_proj": "x·W_gate_up[r]ᵀ",

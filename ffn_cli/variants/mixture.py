@@ -14,7 +14,7 @@ from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, Va
 from ffn_cli.variants.single import SingleFFN
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["EXPERTS_STEP", "SOFTMAX_FLOPS_PER_ELEMENT", "MixtureVariant"]
 
@@ -42,11 +42,11 @@ class MixtureVariant(Variant):
 
     own_options = frozenset({"experts", "expert_variant"})
 
-    def options_used(self, spec: FFNSpec) -> frozenset[str]:
+    def options_used(self, spec: FFNShape) -> frozenset[str]:
         """The mixture's own options and those of the FFN each expert is."""
         return self.own_options | self.expert(spec).options_used(spec)
 
-    def expert(self, spec: FFNSpec) -> SingleFFN:
+    def expert(self, spec: FFNShape) -> SingleFFN:
         from ffn_cli.variants import VARIANTS
 
         expert = VARIANTS[spec.expert_variant]
@@ -56,57 +56,57 @@ class MixtureVariant(Variant):
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         raise AssertionError("a mixture's d_ff is its expert variant's")
 
-    def header_words(self, spec: FFNSpec) -> list[Message]:
+    def header_words(self, spec: FFNShape) -> list[Message]:
         return [Message.of(N_("{experts} experts of {variant}"), experts=spec.experts, variant=spec.expert_variant)]
 
-    def active_experts(self, spec: FFNSpec) -> int:
+    def active_experts(self, spec: FFNShape) -> int:
         """Experts each token runs through."""
         raise NotImplementedError
 
-    def shared_hidden(self, spec: FFNSpec) -> int:
+    def shared_hidden(self, spec: FFNShape) -> int:
         """Width of the one FFN holding all shared experts (0: none)."""
         return 0
 
     # --- layout -------------------------------------------------------------------------------
 
-    def param_tensors(self, spec: FFNSpec) -> list[ParamTensor]:
+    def param_tensors(self, spec: FFNShape) -> list[ParamTensor]:
         expert = self.expert(spec)
         tensors = [ParamTensor("router.weight", (spec.experts, spec.d_model))]
         for i in range(spec.experts):
             tensors += expert.tensors(spec, spec.hidden, f"experts.{i}.")
         return tensors
 
-    def param_formula(self, spec: FFNSpec) -> str:
+    def param_formula(self, spec: FFNShape) -> str:
         return f"E·d + E·({self.expert(spec).param_formula(spec)})"
 
-    def matmul_flops_formula(self, spec: FFNSpec) -> str:
+    def matmul_flops_formula(self, spec: FFNShape) -> str:
         return f"2·d·E + {self.active_symbol}·{self.expert(spec).matmul_per_token()}"
 
     # --- accounting ---------------------------------------------------------------------------
 
-    def router_steps(self, spec: FFNSpec) -> list[FlopStep]:
+    def router_steps(self, spec: FFNShape) -> list[FlopStep]:
         d, e = spec.d_model, spec.experts
         return [
             FlopStep("router", 2 * d * e, 0, "x·W_routerᵀ"),
             FlopStep("softmax", 0, SOFTMAX_FLOPS_PER_ELEMENT * e, "softmax over E in float32"),
         ]
 
-    def expert_steps(self, spec: FFNSpec) -> list[FlopStep]:
+    def expert_steps(self, spec: FFNShape) -> list[FlopStep]:
         k = self.active_experts(spec)
         steps = [s.times(k) for s in self.expert(spec).steps(spec, spec.hidden, "expert.")]
         return [*steps, FlopStep("combine", 0, 2 * k * spec.d_model, "Σ_k g_k·y_k")]
 
-    def saved_expert_path(self, spec: FFNSpec) -> list[SavedTensor]:
+    def saved_expert_path(self, spec: FFNShape) -> list[SavedTensor]:
         """One expert's saved tensors, scaled to the tokens that reach it (k per token)."""
         k = self.active_experts(spec)
         return [SavedTensor(f"experts: {s.name}", k * s.per_token, s.width, s.fixed) for s in self.expert(spec).saved(spec, spec.hidden)]
 
-    def saved_router(self, spec: FFNSpec) -> list[SavedTensor]:
+    def saved_router(self, spec: FFNShape) -> list[SavedTensor]:
         return [SavedTensor("x", spec.d_model), SavedTensor("router probabilities", spec.experts, Width.GATE)]
 
     # --- labels -------------------------------------------------------------------------------
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNShape, step: str) -> str:
         return {
             "flatten": N_("tokens: (B, T, d) → (B·T, d)"),
             "router": "x·W_routerᵀ",
@@ -116,7 +116,7 @@ class MixtureVariant(Variant):
             "unflatten": "(B·T, d) → (B, T, d)",
         }.get(step, step)
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         """The router's and the experts' steps; a routed mixture adds its own (top-k, combine)."""
         texts = {
             "flatten": N_("lays the batch out as one row per token, (B·T, d): experts are chosen token by token"),
@@ -137,7 +137,7 @@ class MixtureVariant(Variant):
 
     # --- torch --------------------------------------------------------------------------------
 
-    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
+    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         raise NotImplementedError
 
 

@@ -9,8 +9,8 @@ from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
     from ffn_cli.variants.numpy_ops import Gradients
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["RoutedMoE"]
 
@@ -45,13 +45,13 @@ class RoutedMoE(MixtureVariant):
         "unflatten",
     )
 
-    def active_experts(self, spec: FFNSpec) -> int:
+    def active_experts(self, spec: FFNShape) -> int:
         return spec.top_k
 
-    def shared_hidden(self, spec: FFNSpec) -> int:
+    def shared_hidden(self, spec: FFNShape) -> int:
         return spec.shared_experts * (spec.shared_d_ff or spec.hidden)
 
-    def header_words(self, spec: FFNSpec) -> list[Message]:
+    def header_words(self, spec: FFNShape) -> list[Message]:
         top_k = N_("top-{k} renormalised") if spec.normalize_top_k else N_("top-{k}")
         parts = [*super().header_words(spec), Message.of(top_k, k=spec.top_k)]
         if spec.shared_experts:
@@ -60,13 +60,13 @@ class RoutedMoE(MixtureVariant):
             parts.append(Message.of(N_("capacity factor {factor}"), factor=f"{spec.capacity_factor:g}"))
         return parts
 
-    def header_formula(self, spec: FFNSpec) -> str:
+    def header_formula(self, spec: FFNShape) -> str:
         """The formula with the shared term only when there are shared experts."""
         return self.formula if self.shared_hidden(spec) else self.formula.replace(" + shared(x)", "")
 
     # --- layout -------------------------------------------------------------------------------
 
-    def param_tensors(self, spec: FFNSpec) -> list[ParamTensor]:
+    def param_tensors(self, spec: FFNShape) -> list[ParamTensor]:
         tensors = super().param_tensors(spec)
         shared = self.shared_hidden(spec)
         if shared:
@@ -75,12 +75,12 @@ class RoutedMoE(MixtureVariant):
                 tensors.append(ParamTensor("shared_expert_gate.weight", (1, spec.d_model)))
         return tensors
 
-    def active_params(self, spec: FFNSpec) -> int:
+    def active_params(self, spec: FFNShape) -> int:
         """The router, k experts and the shared ones: what one token touches."""
         one = sum(t.count for t in self.expert(spec).tensors(spec, spec.hidden))
         return sum(t.count for t in self.param_tensors(spec)) - (spec.experts - spec.top_k) * one
 
-    def param_formula(self, spec: FFNSpec) -> str:
+    def param_formula(self, spec: FFNShape) -> str:
         one = self.expert(spec).param_formula(spec)
         text = f"E·d + E·({one})"
         if self.shared_hidden(spec):
@@ -89,7 +89,7 @@ class RoutedMoE(MixtureVariant):
                 text += " + d"
         return text
 
-    def matmul_flops_formula(self, spec: FFNSpec) -> str:
+    def matmul_flops_formula(self, spec: FFNShape) -> str:
         one = self.expert(spec).matmul_per_token()
         text = f"2·d·E + k·{one}"
         if self.shared_hidden(spec):
@@ -98,7 +98,7 @@ class RoutedMoE(MixtureVariant):
 
     # --- accounting ---------------------------------------------------------------------------
 
-    def flop_steps(self, spec: FFNSpec) -> list[FlopStep]:
+    def flop_steps(self, spec: FFNShape) -> list[FlopStep]:
         d, k = spec.d_model, spec.top_k
         steps = self.router_steps(spec)
         if spec.normalize_top_k:
@@ -113,7 +113,7 @@ class RoutedMoE(MixtureVariant):
                 steps.append(FlopStep("shared_add", 0, d, "shared + routed"))
         return steps
 
-    def saved_tensors(self, spec: FFNSpec) -> list[SavedTensor]:
+    def saved_tensors(self, spec: FFNShape) -> list[SavedTensor]:
         """Without capacity drops every token reaches k experts, whatever the routing, so the
         per-expert tensors sum to k per token: each expert's own, its output and gate weight
         (kept by the weighting multiply), the weighted output (kept by index_add), and the
@@ -143,7 +143,7 @@ class RoutedMoE(MixtureVariant):
 
     # --- labels -------------------------------------------------------------------------------
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str | Message:
+    def step_formula(self, spec: FFNShape, step: str) -> str | Message:
         return {
             "top_k": Message.of(N_("top-{k} of E by g"), k=spec.top_k),
             "renormalise": "ĝ = g / Σ_top-k g",
@@ -152,7 +152,7 @@ class RoutedMoE(MixtureVariant):
             "shared_expert_gate": "σ(x·w_g)·shared + routed",
         }.get(step) or super().step_formula(spec, step)
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         texts = {
             "top_k": N_(
                 "keeps the {k} experts with the largest g for each token: only they run on it, so a token costs "
@@ -169,7 +169,7 @@ class RoutedMoE(MixtureVariant):
 
     # --- torch and NumPy ----------------------------------------------------------------------
 
-    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
+    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         import numpy as np
 
         from ffn_cli.variants.numpy_ops import linear, sigmoid, softmax
@@ -188,7 +188,7 @@ class RoutedMoE(MixtureVariant):
             out = out + shared
         return out
 
-    def _numpy_route(self, spec: FFNSpec, probs: Any) -> tuple[Any, Any]:
+    def _numpy_route(self, spec: FFNShape, probs: Any) -> tuple[Any, Any]:
         """(chosen experts (N, k), their weights (N, k), renormalised when the spec says so)."""
         import numpy as np
 
@@ -198,7 +198,7 @@ class RoutedMoE(MixtureVariant):
             gates = gates / gates.sum(axis=-1, keepdims=True)
         return chosen, gates
 
-    def _numpy_rows(self, spec: FFNSpec, chosen: Any) -> list[tuple[Any, Any]]:
+    def _numpy_rows(self, spec: FFNShape, chosen: Any) -> list[tuple[Any, Any]]:
         """Each expert's (token rows, slots) in token order, cut at the capacity."""
         import math
 
@@ -212,7 +212,7 @@ class RoutedMoE(MixtureVariant):
             pairs.append((rows[:capacity], slots[:capacity]) if capacity is not None else (rows, slots))
         return pairs
 
-    def numpy_backward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, grad_out: Any) -> Gradients:
+    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any) -> Gradients:
         """Each expert gets its rows of dy scaled by their gate weights, and scatters its input
         gradient back to those rows; each gate weight's gradient is dy·y_expert, which flows back
         through the renormalisation and the softmax into the router. The top-k choice itself

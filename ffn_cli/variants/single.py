@@ -16,7 +16,7 @@ from ffn_cli.variants.activations import ACTIVATIONS, Activation
 from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, SplitKind, TensorTemplate, Variant, Weights, linear_templates
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["LinearSpec", "SingleFFN"]
 
@@ -41,32 +41,32 @@ class SingleFFN(Variant):
 
     # --- layout ---------------------------------------------------------------------------
 
-    def header_formula(self, spec: FFNSpec) -> str:
+    def header_formula(self, spec: FFNShape) -> str:
         """The formula with a bias term for each projection exactly when the spec has biases."""
         return with_biases(self.formula, bool(spec.bias))
 
-    def linears(self, spec: FFNSpec) -> tuple[LinearSpec, ...]:
+    def linears(self, spec: FFNShape) -> tuple[LinearSpec, ...]:
         raise NotImplementedError
 
-    def extra_templates(self, spec: FFNSpec) -> tuple[TensorTemplate, ...]:
+    def extra_templates(self, spec: FFNShape) -> tuple[TensorTemplate, ...]:
         """Parameters beyond the linears (a learnable activation's scalars)."""
         return ()
 
-    def layout(self, spec: FFNSpec) -> tuple[TensorTemplate, ...]:
+    def layout(self, spec: FFNShape) -> tuple[TensorTemplate, ...]:
         out: tuple[TensorTemplate, ...] = ()
         for lin in self.linears(spec):
             out += linear_templates(lin.name, lin.out_dim, lin.in_dim, lin.weight_split, lin.bias_split)
         return out + self.extra_templates(spec)
 
-    def tensors(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[ParamTensor]:
+    def tensors(self, spec: FFNShape, d_ff: int, prefix: str = "") -> list[ParamTensor]:
         """Every parameter of one FFN of width d_ff, named as the module names it."""
         dims = {"d": spec.d_model, "f": d_ff, "2f": 2 * d_ff}
         return [ParamTensor(prefix + t.name, t.shape(dims)) for t in self.layout(spec) if spec.bias or not t.is_bias]
 
-    def param_tensors(self, spec: FFNSpec) -> list[ParamTensor]:
+    def param_tensors(self, spec: FFNShape) -> list[ParamTensor]:
         return self.tensors(spec, spec.hidden)
 
-    def tp_split(self, spec: FFNSpec, name: str) -> SplitKind:
+    def tp_split(self, spec: FFNShape, name: str) -> SplitKind:
         """How tensor parallelism cuts the parameter or buffer `name` (unprefixed)."""
         for t in self.layout(spec):
             if t.name == name:
@@ -76,32 +76,32 @@ class SingleFFN(Variant):
                 return split
         raise KeyError(name)
 
-    def buffers(self, spec: FFNSpec) -> tuple[tuple[str, SplitKind], ...]:
+    def buffers(self, spec: FFNShape) -> tuple[tuple[str, SplitKind], ...]:
         """Non-parameter state the forward reads (the sparse mask), and how TP cuts it."""
         return ()
 
     # --- accounting ---------------------------------------------------------------------------
 
-    def steps(self, spec: FFNSpec, d_ff: int, prefix: str = "") -> list[FlopStep]:
+    def steps(self, spec: FFNShape, d_ff: int, prefix: str = "") -> list[FlopStep]:
         raise NotImplementedError
 
-    def flop_steps(self, spec: FFNSpec) -> list[FlopStep]:
+    def flop_steps(self, spec: FFNShape) -> list[FlopStep]:
         return self.steps(spec, spec.hidden)
 
-    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+    def saved(self, spec: FFNShape, d_ff: int) -> list[SavedTensor]:
         raise NotImplementedError
 
-    def saved_tensors(self, spec: FFNSpec) -> list[SavedTensor]:
+    def saved_tensors(self, spec: FFNShape) -> list[SavedTensor]:
         return self.saved(spec, spec.hidden)
 
     def matmul_per_token(self) -> str:
         """The closed form of one FFN's matmul FLOPs per token, in d and d_ff."""
         raise NotImplementedError
 
-    def matmul_flops_formula(self, spec: FFNSpec) -> str:
+    def matmul_flops_formula(self, spec: FFNShape) -> str:
         return self.matmul_per_token()
 
-    def param_formula(self, spec: FFNSpec) -> str:
+    def param_formula(self, spec: FFNShape) -> str:
         """The closed form of the count, derived from the layout: each template's dims multiplied."""
         terms: dict[str, int] = {}
         for t in self.layout(spec):
@@ -124,16 +124,16 @@ class SingleFFN(Variant):
 
     # --- torch --------------------------------------------------------------------------------
 
-    def forward(self, spec: FFNSpec, w: Weights, x: Any) -> Any:
+    def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
         raise NotImplementedError
 
-    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+    def tp_step_formula(self, spec: FFNShape, step: str, down_bias: bool) -> str | None:
         """The formula a tensor-parallel rank logs for `step`; None: not logged."""
         return None
 
     # --- why each step is there -----------------------------------------------------------------
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         """What every single FFN shares: the activation, dropout and the way back to d_model."""
         d, f = spec.d_model, spec.hidden
         if step == "activation":

@@ -9,8 +9,8 @@ from ffn_cli.variants.base import FlopStep, SavedTensor, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
     from ffn_cli.variants.numpy_ops import Gradients
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["SoftMoE"]
 
@@ -22,16 +22,16 @@ class SoftMoE(MixtureVariant):
     summary = "dense mixture: every expert runs, softmax-weighted"
     step_order = ("flatten", "router", "softmax", "experts", "combine", "unflatten")
 
-    def active_experts(self, spec: FFNSpec) -> int:
+    def active_experts(self, spec: FFNShape) -> int:
         return spec.experts
 
-    def header_formula(self, spec: FFNSpec) -> str:
+    def header_formula(self, spec: FFNShape) -> str:
         return self.formula
 
-    def flop_steps(self, spec: FFNSpec) -> list[FlopStep]:
+    def flop_steps(self, spec: FFNShape) -> list[FlopStep]:
         return self.router_steps(spec) + self.expert_steps(spec)
 
-    def saved_tensors(self, spec: FFNSpec) -> list[SavedTensor]:
+    def saved_tensors(self, spec: FFNShape) -> list[SavedTensor]:
         """Every expert reads the tokens themselves (x, kept once) and its output is kept by
         the weighting multiply, beside the gate column it multiplies by."""
         e, d = spec.experts, spec.d_model
@@ -40,23 +40,23 @@ class SoftMoE(MixtureVariant):
         kept += [SavedTensor(f"experts: {s.name}", e * s.per_token, s.width, e * s.fixed) for s in expert if s.name != "x"]
         return [*kept, SavedTensor("expert outputs", e * d)]
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNShape, step: str) -> str:
         return {"combine": "Σ_E g_e·expert_e(x)"}.get(step) or super().step_formula(spec, step)
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         if step == "combine":
             text = N_("every expert's output weighted by its g and summed: all {experts} experts ran on every token")
             return Message.of(text, experts=spec.experts)
         return super().step_explanation(spec, step)
 
-    def numpy_forward(self, spec: FFNSpec, weights: dict[str, Any], x: Any) -> Any:
+    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         from ffn_cli.variants.numpy_ops import linear, softmax
 
         expert = self.expert(spec)
         gates = softmax(linear(x, weights, "router"))  # (N, E)
         return sum(gates[:, e : e + 1] * expert.numpy_forward(spec, weights, x, f"experts.{e}.") for e in range(spec.experts))
 
-    def numpy_backward(self, spec: FFNSpec, weights: dict[str, Any], x: Any, grad_out: Any) -> Gradients:
+    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any) -> Gradients:
         """Every expert gets dy scaled by its gate column; each gate's gradient is dy·y_expert,
         which flows back through the softmax into the router."""
         import numpy as np

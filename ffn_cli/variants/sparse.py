@@ -9,8 +9,8 @@ from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weig
 from ffn_cli.variants.dense import DenseVariant
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
     from ffn_cli.variants.numpy_ops import Gradients
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["Sparse"]
 
@@ -28,10 +28,10 @@ class Sparse(DenseVariant):
     summary = "a fixed random mask over the hidden units"
     own_options = frozenset({"sparsity", "mask_seed"})
 
-    def header_words(self, spec: FFNSpec) -> list[Message]:
+    def header_words(self, spec: FFNShape) -> list[Message]:
         return [Message.of(N_("sparsity {sparsity}"), sparsity=f"{spec.sparsity:g}")]
 
-    def compute_note(self, spec: FFNSpec) -> Message | None:
+    def compute_note(self, spec: FFNShape) -> Message | None:
         """A mask applied after the up-projection saves no FLOP: the matmuls run at full size."""
         d_ff = spec.hidden
         masked = round(spec.sparsity * d_ff)
@@ -43,31 +43,31 @@ class Sparse(DenseVariant):
         )
         return Message.of(text, masked=masked, d_ff=d_ff, dense=dense, kept=d_ff - masked, pruned=pruned)
 
-    def buffers(self, spec: FFNSpec) -> tuple[tuple[str, SplitKind], ...]:
+    def buffers(self, spec: FFNShape) -> tuple[tuple[str, SplitKind], ...]:
         return (("hidden_mask", SplitKind.COLUMN),)  # cut with the hidden units it masks
 
-    def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
+    def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         h = super().activate(spec, w, pre)
         return w.step("mask", _mul, h, w.tensor("hidden_mask"))
 
-    def numpy_activate(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
+    def numpy_activate(self, spec: FFNShape, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
         return self.act().numpy(pre) * weights[prefix + "hidden_mask"]
 
-    def numpy_activate_backward(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
+    def numpy_activate_backward(self, spec: FFNShape, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
         """The mask multiplies the gradient as it multiplied the activation: masked units learn nothing."""
         return grad_h * weights[prefix + "hidden_mask"] * self.act().numpy_derivative(pre), {}
 
-    def activation_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
+    def activation_steps(self, spec: FFNShape, d_ff: int, prefix: str) -> list[FlopStep]:
         return [*super().activation_steps(spec, d_ff, prefix), FlopStep(prefix + "mask", 0, d_ff, "m ⊙ h")]
 
-    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+    def saved(self, spec: FFNShape, d_ff: int) -> list[SavedTensor]:
         """relu's output is kept twice over (by relu and by the mask multiply): one tensor."""
         return [SavedTensor("x", spec.d_model), SavedTensor("relu(h)", d_ff), SavedTensor("m ⊙ h", d_ff)]
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNShape, step: str) -> str:
         return N_("m ⊙ h, fixed mask") if step == "mask" else super().step_formula(spec, step)
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         if step == "mask":
             text = N_(
                 "zeroes a fixed {masked:,} of the {d_ff:,} hidden units (sparsity {sparsity}), chosen once at build time; "
@@ -76,5 +76,5 @@ class Sparse(DenseVariant):
             return Message.of(text, masked=round(spec.sparsity * spec.hidden), d_ff=spec.hidden, sparsity=f"{spec.sparsity:g}")
         return super().step_explanation(spec, step)
 
-    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+    def tp_step_formula(self, spec: FFNShape, step: str, down_bias: bool) -> str | None:
         return "m[r] ⊙ h" if step == "mask" else super().tp_step_formula(spec, step, down_bias)

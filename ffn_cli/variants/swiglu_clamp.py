@@ -16,7 +16,7 @@ from ffn_cli.variants.base import FlopStep, SavedTensor, Weights
 from ffn_cli.variants.gated import GatedVariant
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["SwiGLUClamp"]
 
@@ -48,7 +48,7 @@ class SwiGLUClamp(GatedVariant):
     def act(self) -> Activation:
         return SWISH_ALPHA
 
-    def combine(self, spec: FFNSpec, w: Weights, gate: Any, up: Any) -> Any:
+    def combine(self, spec: FFNShape, w: Weights, gate: Any, up: Any) -> Any:
         gate, up = w.step("clamp", _clamp, gate, up)
         glu = w.step("activation", _swish, gate)
         return w.step("multiply", _plus_one_times, up, glu)
@@ -72,7 +72,7 @@ class SwiGLUClamp(GatedVariant):
         grad_u = grad_h * g * s
         return grad_g * (gate <= LIMIT), grad_u * ((up >= -LIMIT) & (up <= LIMIT))
 
-    def combine_steps(self, spec: FFNSpec, d_ff: int, prefix: str) -> list[FlopStep]:
+    def combine_steps(self, spec: FFNShape, d_ff: int, prefix: str) -> list[FlopStep]:
         # Clamps are comparisons: 0 FLOPs by our convention.
         return [
             FlopStep(prefix + "clamp", 0, 0, "min(gate, 7), clip(up, ±7)"),
@@ -80,26 +80,26 @@ class SwiGLUClamp(GatedVariant):
             FlopStep(prefix + "multiply", 0, 2 * d_ff, "(up + 1) ⊙ glu"),
         ]
 
-    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+    def saved(self, spec: FFNShape, d_ff: int) -> list[SavedTensor]:
         """Both clamps keep their inputs; the swish keeps the clamped gate and its sigmoid;
         the multiply keeps up + 1 and the swish; down_proj keeps their product."""
         names = ("gate", "up", "clamped gate", "σ(1.702·gate)", "up + 1", "swish(gate)", "h")
         return [SavedTensor("x", spec.d_model), *(SavedTensor(n, d_ff) for n in names)]
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNShape, step: str) -> str:
         return {
             "clamp": "g ← min(g, 7), u ← clip(u, −7, 7)",
             "activation": "g·σ(1.702·g)",
             "multiply": "h = (u + 1) ⊙ g·σ(1.702·g)",
         }.get(step) or super().step_formula(spec, step)
 
-    def step_explanation(self, spec: FFNSpec, step: str) -> Message | None:
+    def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
         if step == "clamp":
             text = N_("clamps the gate to at most {limit} and up to ±{limit}, so bf16 activations stay bounded")
             return Message.of(text, limit=f"{LIMIT:g}")
         return super().step_explanation(spec, step)
 
-    def tp_step_formula(self, spec: FFNSpec, step: str, down_bias: bool) -> str | None:
+    def tp_step_formula(self, spec: FFNShape, step: str, down_bias: bool) -> str | None:
         if step == "activation":
             return "gate·σ(1.702·gate)"
         if step == "multiply":

@@ -15,8 +15,8 @@ from ffn_cli.variants.base import SavedTensor, SplitKind, TensorTemplate, Weight
 from ffn_cli.variants.dense import DenseVariant
 
 if TYPE_CHECKING:
-    from ffn_cli.spec import FFNSpec
     from ffn_cli.variants.numpy_ops import Gradients
+    from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["XIELU"]
 
@@ -54,17 +54,17 @@ class XIELU(DenseVariant):
     def act(self) -> Activation:
         return XIELU_ACTIVATION
 
-    def extra_templates(self, spec: FFNSpec) -> tuple[TensorTemplate, ...]:
+    def extra_templates(self, spec: FFNShape) -> tuple[TensorTemplate, ...]:
         # Scalars of the whole FFN, not per hidden unit: every tensor-parallel rank needs them.
         return (
             TensorTemplate("act_fn.alpha_p", ("1",), split=SplitKind.REPLICATED),
             TensorTemplate("act_fn.alpha_n", ("1",), split=SplitKind.REPLICATED),
         )
 
-    def activate(self, spec: FFNSpec, w: Weights, pre: Any) -> Any:
+    def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         return w.step("activation", _xielu, pre, w.tensor("act_fn.alpha_p"), w.tensor("act_fn.alpha_n"))
 
-    def numpy_activate(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
+    def numpy_activate(self, spec: FFNShape, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
         import numpy as np
 
         alpha_p = np.log1p(np.exp(weights[prefix + "act_fn.alpha_p"]))
@@ -72,7 +72,7 @@ class XIELU(DenseVariant):
         negative = (np.expm1(np.minimum(pre, EPS)) - pre) * alpha_n + BETA * pre
         return np.where(pre > 0, alpha_p * pre * pre + BETA * pre, negative)
 
-    def numpy_activate_backward(self, spec: FFNSpec, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
+    def numpy_activate_backward(self, spec: FFNShape, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
         """z > 0: d/dz = 2·α_p·z + β, d/dα_p = z²; else d/dz = (e^z·[z ≤ ε] − 1)·α_n + β,
         d/dα_n = expm1(min(z, ε)) − z; each α is a softplus of its raw scalar, whose slope is σ."""
         import numpy as np
@@ -92,14 +92,14 @@ class XIELU(DenseVariant):
         }
         return grad_h * dz, own
 
-    def saved(self, spec: FFNSpec, d_ff: int) -> list[SavedTensor]:
+    def saved(self, spec: FFNShape, d_ff: int) -> list[SavedTensor]:
         """The pre-activation, expm1's output, e − z, α_p·z + β, the sign mask (bool), the
         output h; and once per forward the two softplus'd scalars."""
         kept = [SavedTensor("x", spec.d_model), SavedTensor("pre-activation", d_ff)]
         kept += [SavedTensor(n, d_ff) for n in ("expm1(min(z, ε))", "e − z", "α_p·z + β", "h")]
         return [*kept, SavedTensor("z > 0", d_ff, Width.MASK), SavedTensor("α_p, α_n", 0, fixed=2)]
 
-    def step_formula(self, spec: FFNSpec, step: str) -> str:
+    def step_formula(self, spec: FFNShape, step: str) -> str:
         if step == "activation":
             return "xielu(h): α_p·h² + β·h if h > 0, else α_n·(expm1(h) − h) + β·h"
         return super().step_formula(spec, step)
