@@ -157,6 +157,14 @@ class Message(str):
     def shown(self) -> str:
         return _fill(self.msgid, self.parts, self.args, translate=True)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # A rank sends its results to the launcher pickled: the id and values travel, not only the English.
+        return (_rebuild, (self.msgid, self.parts, self.args))
+
+
+def _rebuild(msgid: str, parts: tuple[str, ...], args: dict[str, object]) -> Message:
+    return Message(msgid, parts=parts, **args)
+
 
 def _fill(msgid: str, parts: tuple[str, ...], args: dict[str, object], *, translate: bool) -> str:
     def one(value: object) -> object:

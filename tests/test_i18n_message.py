@@ -27,3 +27,16 @@ def test_a_message_survives_a_copy_and_a_pickle() -> None:
     set_language("zh")
     for again in (copy.deepcopy(detail), pickle.loads(pickle.dumps(detail))):
         assert again == detail and again.shown() == detail.shown() == "32 头 × 128，8 个 KV 头，无偏置"
+
+
+def test_a_message_keeps_its_id_and_values_through_pickle() -> None:
+    """A rank pickles its results to the launcher: the Message must still translate there."""
+    import pickle
+
+    from ffn_cli.i18n import N_, Message, set_language
+
+    sent = Message.join("h[r]·W_down[:, r]ᵀ", Message(N_(" (partial sum)")))
+    received = pickle.loads(pickle.dumps(sent))
+    assert str(received) == str(sent) == "h[r]·W_down[:, r]ᵀ (partial sum)"
+    set_language("zh")
+    assert received.shown() == sent.shown() != str(sent)

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import total_params
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.parallel.accounting import RankParams, ShardTensor
 from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, StepShape
 from ffn_cli.render.fit import Cell, Col, FitTable, Layouts
@@ -179,7 +179,8 @@ def _step_table(result: ParallelResult, only: RankResult | None = None) -> FitTa
     for i, step in enumerate(result.ranks[0].steps):
         named = any(r.steps[i].name != step.name for r in ranks)
         label = _("expert") if named else step.name
-        rows.append([Text(label), Text(_(step.formula)), *[Text(_step_cell(r.steps[i], named)) for r in shown_ranks]])
+        formula = step.formula.shown() if isinstance(step.formula, Message) else _(step.formula)
+        rows.append([Text(label), Text(formula), *[Text(_step_cell(r.steps[i], named)) for r in shown_ranks]])
     title = _("shape flow") if only is None or same_everywhere else _("shape flow, rank {rank}").format(rank=only.rank)
     return FitTable(title, columns, rows)
 

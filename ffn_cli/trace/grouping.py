@@ -246,7 +246,7 @@ def module_formula(module: nn.Module) -> str:
     if isinstance(module, nn.Linear):
         return "x·Wᵀ + b" if module.bias is not None else "x·Wᵀ"
     if isinstance(module, nn.Dropout):
-        return f"dropout (p = {module.p:g})"
+        return Message(N_("dropout (p = {p})"), p=f"{module.p:g}")
     if isinstance(module, nn.GELU):
         return N_("GELU(x), tanh approximation") if module.approximate == "tanh" else "GELU(x) = x·Φ(x)"
     simple = {nn.ReLU: "max(x, 0)", nn.SiLU: "x·σ(x)", nn.Sigmoid: "σ(x)", nn.Tanh: "tanh(x)", nn.Identity: "x"}

@@ -114,5 +114,5 @@ class DenseVariant(SingleFFN):
         return {
             "up_proj": "x·W_up[r]ᵀ" + (" + b_up[r]" if spec.bias else ""),
             "activation": f"{self.act().name}(h)",
-            "down_proj": "h[r]·W_down[:, r]ᵀ" + (" + b_down" if down_bias and spec.bias else " (partial sum)"),
+            "down_proj": Message.join("h[r]·W_down[:, r]ᵀ", " + b_down" if down_bias and spec.bias else Message(N_(" (partial sum)"))),
         }.get(step)

@@ -199,5 +199,5 @@ class GatedVariant(SingleFFN):
             "up_proj": "x·W_up[r]ᵀ",
             "activation": f"{act}(gate)",
             "multiply": f"{act}(gate) ⊙ up",
-            "down_proj": "h[r]·W_down[:, r]ᵀ" + (" + b_down" if down_bias and spec.bias else " (partial sum)"),
+            "down_proj": Message.join("h[r]·W_down[:, r]ᵀ", " + b_down" if down_bias and spec.bias else Message(N_(" (partial sum)"))),
         }.get(step)
