@@ -276,10 +276,10 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
     attention_layers = spec.attention_layers
     detail = Message.join(_attention_detail(spec), *(f", + {t.name}" for t in spec.attention_extra))
     if spec.mixer is not None or spec.no_mixer_layers:
-        # "attention" is a word of the pattern, a mixer's kind a name: only the words are translated.
-        words: list[str] = []
-        for k, piece in enumerate(re.split(r"\b(attention)\b", layer_pattern(layer_labels(spec)))):
-            words.append(Message(N_("attention")) if k % 2 else piece)
+        # "attention" and ", then" are words of the pattern, a mixer's kind a name: only the words are translated.
+        said = {"attention": Message(N_("attention")), ", then ": Message(N_(", then "))}
+        pieces = re.split(r"(\battention\b|, then )", layer_pattern(layer_labels(spec)))
+        words: list[str] = [said.get(piece, piece) for piece in pieces if piece]
         detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
     parts = [ModelPart(N_("attention"), "attention", detail, spec.attention_layer_params, len(attention_layers))]
     if spec.mixer is not None:

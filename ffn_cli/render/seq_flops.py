@@ -54,7 +54,8 @@ def pattern_text(stack: LayerStack, *, translate: bool = False) -> str:
         labels = [label if label in stack.mixers else a for label, a in zip(labels, attention, strict=True)]
     if stack.ffn_only:  # one block a layer: the FFN's layers have no token mixer
         labels = ["FFN" if alone else label for label, alone in zip(labels, stack.ffn_only, strict=True)]
-    return layer_pattern(labels) if len(set(labels)) > 1 else ""
+    pattern = layer_pattern(labels) if len(set(labels)) > 1 else ""
+    return pattern.replace(", then ", say(N_(", then ")))
 
 
 def _keys_text(stack: LayerStack) -> str:
