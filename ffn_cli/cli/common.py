@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
+from ffn_cli.cli.columns import drop_unusable_columns
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
@@ -25,6 +26,7 @@ __all__ = [
     "emit_json",
     "err_console",
     "fail",
+    "fit_consoles",
     "handles_errors",
     "refuse_unused",
     "require_cache_dirs",
@@ -36,6 +38,14 @@ __all__ = [
 # emoji=False: text the user typed (cuda:x, a path) must print as typed, not as ❌.
 console = Console(emoji=False)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
+
+
+def fit_consoles() -> None:
+    """Measure the terminal as a command starts, COLUMNS first: a rich console reads COLUMNS
+    once, when it is made, and one process (a notebook, a test run) runs many commands."""
+    drop_unusable_columns()
+    console.width = Console().width
+    err_console.width = Console(stderr=True).width
 
 
 class _Settings:
