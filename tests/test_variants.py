@@ -167,7 +167,6 @@ _SPEC = "FFNSpec is the registry's one typed view of a spec: it narrows to the m
 _VALIDATE = "FFNSpec validation: an option the variant's family cannot use is refused here, before any variant method runs"
 _MODEL = "a model's layers are dense or MoE by its config (dense_layers / moe_layers): the model split, not an FFN behaviour"
 _MODEL_ACTIVE = "a model's active count exists only for MoE layers; to become a variant property with the models/ split"
-_REPORT = "the params report shows active counts and routed columns only for a mixture; to move with render/params.py's split by result"
 _PARALLEL = "expert parallelism cuts experts, tensor parallelism cuts d_ff: the split kind per tensor is not yet a variant method"
 _FUSED = "--fused applies to gated FFNs only; to become the variant's options_used"
 _GROUPING = "grouping recognises our FFN modules inside any torch module, and a mixture's dispatch regions: to be asked of the variant"
@@ -175,8 +174,6 @@ _DISPATCH = "only a routed mixture records which tokens went to which expert; th
 
 ALLOWED_KIND_BRANCHES: list[tuple[str, str, str]] = [
     ("ffn_cli/bench/plan.py", "return not impl.fused or spec.ffn_variant.family == Family.GATED", _FUSED),
-    ("ffn_cli/cli/params_cmd.py", "single = VARIANTS.get(expert_variant) if variant.family == Family.MOE else variant", _FUSED),
-    ("ffn_cli/cli/params_cmd.py", "return single is not None and single.family == Family.GATED", _FUSED),
     ("ffn_cli/models/count.py", "return count + (spec.moe_extra_params if ffn.is_moe else 0)", _MODEL),
     ("ffn_cli/models/count.py", "if not ffn.is_moe:", _MODEL_ACTIVE),
     ("ffn_cli/models/count.py", 'return N_("MoE FFN") if ffn.is_moe else "FFN"', _MODEL),
@@ -190,26 +187,6 @@ ALLOWED_KIND_BRANCHES: list[tuple[str, str, str]] = [
     ("ffn_cli/parallel/accounting.py", "return spec.mixture is not None and spec.mixture.is_routed", _PARALLEL),
     ("ffn_cli/parallel/accounting.py", "if ep > 1 or spec.is_moe:", _PARALLEL),
     ("ffn_cli/parallel/rank.py", "dispatch = module.last_dispatch if isinstance(module, MoEFFN) else None", _DISPATCH),
-    ("ffn_cli/render/parallel.py", "if spec.is_moe:", _PARALLEL),
-    ("ffn_cli/render/params.py", "if r.spec.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if r.spec.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if s.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "routed = s.mixture is not None and s.mixture.is_routed", _REPORT),
-    ("ffn_cli/render/params.py", "routed = r.spec.mixture is not None and r.spec.mixture.is_routed", _REPORT),
-    (
-        "ffn_cli/render/params.py",
-        '_(" (active {ratio})").format(ratio=_ratio(r.ffn_active_attention_ratio)) if r.spec.is_moe else ""',
-        _REPORT,
-    ),
-    ("ffn_cli/render/params.py", "moe = any(r.spec.is_moe for r in c.reports)", _REPORT),
-    ("ffn_cli/render/params.py", "if s.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if m.spec.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if m.spec.is_moe:", _REPORT),
-    (
-        "ffn_cli/render/params.py",
-        '_(" (active {ratio})").format(ratio=_ratio(m.ffn_active_attention_ratio)) if m.spec.is_moe else ""',
-        _REPORT,
-    ),
     ("ffn_cli/spec.py", "if self.fused_gate_up and self.ffn_variant.family != Family.GATED:", _VALIDATE),
     ("ffn_cli/spec.py", "if expert is None or expert.family not in (Family.DENSE, Family.GATED):", _VALIDATE),
     ("ffn_cli/spec.py", "return info if isinstance(info, MixtureVariant) else None", _SPEC),
@@ -307,7 +284,10 @@ TORCH_FREE = [
     "ffn_cli.attention",
     "ffn_cli.models",
     "ffn_cli.regions",
-    "ffn_cli.render.params",
+    "ffn_cli.render.params.report",
+    "ffn_cli.render.params.comparison",
+    "ffn_cli.render.params.model",
+    "ffn_cli.render.params.presets",
     "ffn_cli.render.variants",
     "ffn_cli.render.trace",
     "ffn_cli.render.bench",

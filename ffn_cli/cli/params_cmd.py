@@ -20,7 +20,6 @@ from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsO
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _, shown
 from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import VARIANTS, Family
 
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
@@ -147,7 +146,7 @@ def params(
     if len(widths) > 1:
         raise FFNError("d_model", ffn.d_model, _("ffn params compares variants at one width; give one --d-model (ffn bench sweeps)"))
     d_model = widths[0]
-    specs = [ffn.spec(name, d_model, fused_gate_up=ffn.fused and _gated(name, ffn.expert_variant)) for name in ffn.variants()]
+    specs = [_fused_where_used(ffn.spec(name, d_model, fused_gate_up=False), ffn.fused) for name in ffn.variants()]
     ffn.check_used(specs)
     _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
@@ -183,7 +182,8 @@ def _print_ffns(
     from ffn_cli.models.layer import compare_variants, ffn_report
     from ffn_cli.models.matching import match_misses
     from ffn_cli.models.seq_flops import flops_over_length, single_layer
-    from ffn_cli.render.params import comparison_data, comparison_table, ffn_report_data, ffn_report_view
+    from ffn_cli.render.params.comparison import comparison_data, comparison_table
+    from ffn_cli.render.params.report import ffn_report_data, ffn_report_view
     from ffn_cli.render.seq_flops import seq_flops_data, seq_flops_view
 
     if len(specs) == 1 and not match_params:
@@ -230,10 +230,9 @@ def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool)
         console.print(render_rank_params(specs[0], ranks))
 
 
-def _gated(name: str, expert_variant: str) -> bool:
-    variant = VARIANTS[name]
-    single = VARIANTS.get(expert_variant) if variant.family == Family.MOE else variant
-    return single is not None and single.family == Family.GATED
+def _fused_where_used(spec: FFNSpec, fused: bool) -> FFNSpec:
+    """`spec` with --fused where its variant reads fused_gate_up (a gated FFN, a mixture of gated experts)."""
+    return spec.with_(fused_gate_up=True) if fused and "fused_gate_up" in spec.info.options_used(spec) else spec
 
 
 def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:
@@ -301,7 +300,7 @@ def _refuse_costs(costs: CostOptions | None, allowed: str) -> None:
 def _explain(block: BlockExplain | None) -> None:
     """--explain: the block under the tables."""
     if block is not None:
-        from ffn_cli.render.params_explain import explain_view
+        from ffn_cli.render.params.explain import explain_view
 
         console.print(Text(""), explain_view(block))
 
@@ -314,7 +313,7 @@ def _print_loaded(
     from ffn_cli.models.explain import explain_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
-    from ffn_cli.render.params import model_data, model_view
+    from ffn_cli.render.params.model import model_data, model_view
     from ffn_cli.render.seq_flops import seq_flops_data, seq_flops_view
 
     compared = []
@@ -360,7 +359,7 @@ def _print_built(unknown: UnknownModelType, dtype: str, json: bool, *, use_cache
 
 def _print_presets(json: bool) -> None:
     from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
-    from ffn_cli.render.params import presets_data, presets_table
+    from ffn_cli.render.params.presets import presets_data, presets_table
 
     models = []
     for name in preset_names():

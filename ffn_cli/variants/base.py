@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = [
+    "ExpertLayout",
     "Family",
     "FlopStep",
     "ParamTensor",
@@ -136,6 +137,22 @@ class SavedTensor:
         return (self.per_token * tokens + self.fixed) * self.width.bytes_(dtype_bytes)
 
 
+@dataclass(frozen=True)
+class ExpertLayout:
+    """What a mixture is made of, and what of it one token runs through: the figures a report
+    prints beside the FFN's totals (an active count, the experts it routes between)."""
+
+    experts: int
+    expert_variant: str
+    top_k: int | None  # experts a router picks for each token; None: every expert runs on every token
+    shared_hidden: int  # width of the one FFN all shared experts form, which every token runs (0: none)
+
+    @property
+    def active_experts(self) -> int:
+        """Experts each token runs through."""
+        return self.experts if self.top_k is None else self.top_k
+
+
 class Weights(Protocol):
     """What a variant's forward computes with: the built module, or one rank's shard of it.
 
@@ -207,6 +224,11 @@ class Variant:
 
     def active_params(self, spec: FFNShape) -> int:
         return sum(t.count for t in self.param_tensors(spec))
+
+    def expert_layout(self, spec: FFNShape) -> ExpertLayout | None:
+        """The experts this variant holds and routes between; None for one FFN, which runs whole
+        on every token (its active count is its total)."""
+        return None
 
     def header_formula(self, spec: FFNShape) -> str:
         """The formula a header shows for this spec (terms the spec leaves out dropped)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, Variant, Width
+from ffn_cli.variants.base import ExpertLayout, Family, FlopStep, ParamTensor, SavedTensor, Variant, Width
 from ffn_cli.variants.single import SingleFFN
 
 if TYPE_CHECKING:
@@ -66,6 +66,10 @@ class MixtureVariant(Variant):
     def shared_hidden(self, spec: FFNShape) -> int:
         """Width of the one FFN holding all shared experts (0: none)."""
         return 0
+
+    def expert_layout(self, spec: FFNShape) -> ExpertLayout:
+        """E experts of the expert variant, every one on every token (a routed mixture picks k)."""
+        return ExpertLayout(spec.experts, spec.expert_variant, None, self.shared_hidden(spec))
 
     # --- layout -------------------------------------------------------------------------------
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, Width
+from ffn_cli.variants.base import ExpertLayout, FlopStep, ParamTensor, SavedTensor, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
 if TYPE_CHECKING:
@@ -50,6 +51,10 @@ class RoutedMoE(MixtureVariant):
 
     def shared_hidden(self, spec: FFNShape) -> int:
         return spec.shared_experts * (spec.shared_d_ff or spec.hidden)
+
+    def expert_layout(self, spec: FFNShape) -> ExpertLayout:
+        """The router picks top_k of the E experts for each token; shared experts run on all."""
+        return replace(super().expert_layout(spec), top_k=spec.top_k)
 
     def header_words(self, spec: FFNShape) -> list[Message]:
         top_k = N_("top-{k} renormalised") if spec.normalize_top_k else N_("top-{k}")
