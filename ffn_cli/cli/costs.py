@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.cli.hardware_options import resolve_gpu
@@ -149,9 +149,9 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         if opts.plot is not None:
             from ffn_cli.render.plot import write_roofline_plot
 
-            written = write_roofline_plot(costs, gpu, column, spec.name, opts.plot, backward)
+            written = write_roofline_plot(costs, gpu, column, spec.name, spec.n_layers, opts.plot, backward)
             data["roofline"]["plot"] = str(written)
             from ffn_cli.render.literal import visible
 
-            shown.append(Text(_("plot written to {path}").format(path=visible(written)), style="dim"))
+            shown.append(Group(Text(_("plot written to {path}").format(path=visible(written)), style="dim")))
     return shown, data

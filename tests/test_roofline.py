@@ -1,6 +1,7 @@
-"""`ffn params --gpu --backward`: the backward of a training step in the roofline, per layer and
-for the model, against hand computations, FlopCounterMode on a built FFN's and transformers'
-own model's backward, and the bytes autograd saves as `ffn trace --backward` reads them."""
+"""`ffn params --gpu`: the backward of a training step in the roofline (per layer and for the
+model, against hand computations, FlopCounterMode on a built FFN's and transformers' own
+model's backward, and the bytes autograd saves as `ffn trace --backward` reads them), and the
+picture of a batch sweep (`--plot`)."""
 
 from __future__ import annotations
 
@@ -121,7 +122,8 @@ def test_ffn_backward_flops_and_saved_bytes_against_the_built_module(tmp_path: P
     with FlopCounterMode(display=False) as counter:
         y.backward(torch.ones_like(y))
     assert ffn["flops"] == counter.get_total_flops()
-    traced = _json("trace", "-v", "swiglu", "-d", "64", "--d-ff", "96", "--no-bias", "-b", "2", "-s", "3", "--backward", "--dtype", "bfloat16")
+    trace = ["trace", "-v", "swiglu", "-d", "64", "--d-ff", "96", "--no-bias", "-b", "2", "-s", "3", "--backward", "--dtype", "bfloat16"]
+    traced = _json(*trace)
     assert ffn["saved_activation_bytes"] == traced["backward_saved_bytes_read"]
 
 
@@ -167,3 +169,50 @@ def test_backward_rows_stay_whole_at_80_columns_in_both_languages() -> None:
         bwd = [line for line in lines if "bwd" in line or "反向" in line]
         assert len(bwd) >= 6 and all("…" not in line for line in bwd)
         assert any("ms" in line and ("1.07e+03" in line) for line in bwd)  # the model's 8-sequence backward, uncropped
+
+
+# --- the batch sweep's picture ------------------------------------------------------------------
+
+
+def test_ridge_batch_by_hand() -> None:
+    from ffn_cli.render.plot import ridge_batch
+
+    # Intensity 1 at batch 1 and 1,000 at batch 1,000 (a power law of exponent 1): the ridge 100 at batch 100.
+    assert ridge_batch([1, 1000], [1.0, 1000.0], 100.0) == pytest.approx(100)
+    # Intensity 10 at 8, 40 at 64: log-log, 20 is half way in log, at √(8·64) = 22.6.
+    assert ridge_batch([1, 8, 64], [2.0, 10.0, 40.0], 20.0) == pytest.approx((8 * 64) ** 0.5)
+    assert ridge_batch([1, 8], [2.0, 10.0], 50.0) is None  # never reached
+    assert ridge_batch([1, 8], [60.0, 100.0], 50.0) is None  # past it from the start
+
+
+def test_the_sweep_plot_marks_where_decode_turns_compute_bound(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "sweep.svg"
+    args = ["params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--phase", "decode", "--batch", "1,8,64,512", "--plot", str(target)]
+    data = _json(*args)
+    assert data["roofline"]["plot"] == str(target)
+    text = target.read_text(encoding="utf-8")
+    # Llama-3.1-70B's FFN at decode: intensity ≈ batch (bf16 weights, 2 FLOPs per 2 bytes), so it
+    # meets the H100's ridge of 989.5 / 3.35 = 295.4 FLOP/B near batch 295 (298 with its input and output).
+    assert "295.4 FLOP/B" in text and "batch ≈ 298" in text
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep.svg"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "word"),
+    [
+        (["--gpu", "h100", "--batch", "8"], "comma list"),
+        (["--gpu", "h100", "--tokens", "8"], "comma list"),
+        (["--batch", "1,8"], "--gpu"),
+    ],
+)
+def test_a_plot_without_a_sweep_is_refused(tmp_path: Path, extra: list[str], word: str) -> None:
+    target = str(tmp_path / "x.png")
+    result = runner.invoke(app, ["params", "--preset", "gpt2", *extra, "--plot", target])
+    assert result.exit_code == 2 and word in result.stderr and "Traceback" not in result.output
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_plot_to_a_format_it_cannot_write_is_refused_before_the_work(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["params", "--preset", "gpt2", "--gpu", "h100", "--batch", "1,8", "--plot", str(tmp_path / "x.txt")])
+    assert result.exit_code == 2 and ".png" in result.stderr
