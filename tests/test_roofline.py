@@ -216,3 +216,16 @@ def test_a_plot_without_a_sweep_is_refused(tmp_path: Path, extra: list[str], wor
 def test_a_plot_to_a_format_it_cannot_write_is_refused_before_the_work(tmp_path: Path) -> None:
     result = runner.invoke(app, ["params", "--preset", "gpt2", "--gpu", "h100", "--batch", "1,8", "--plot", str(tmp_path / "x.txt")])
     assert result.exit_code == 2 and ".png" in result.stderr
+
+
+def test_a_chinese_sweep_plot_draws_no_missing_glyph(tmp_path: Path) -> None:
+    import warnings
+
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "sweep.png"
+    args = ["--lang", "zh", "params", "--preset", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,8", "--backward", "--plot", str(target)]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Glyph .* missing")
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert target.stat().st_size > 0 and "图已写入" in result.stdout

@@ -112,7 +112,7 @@ def roofline_view(
         Col(_("part"), "fixed"),
         Col("FLOPs"),
         Col(_("bytes"), drop=3),
-        Col("FLOP/B"),
+        Col("FLOP/B", drop=4),
         Col(_("bound"), "fixed"),
         Col(_("time ≥")),
     ]
@@ -150,7 +150,7 @@ def roofline_view(
     )
     caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=origin)
     if backward is not None:
-        caption += " " + _(BACKWARD_NOTE) + "."
+        caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:
         caption += _(" experts: read by the pass, E·(1 − (1 − k/E)^T) in expectation under uniform routing (real routers touch fewer).")
     return FitTable(title, columns, rows, caption=Text(caption, style="dim"))
