@@ -229,3 +229,17 @@ def test_a_chinese_sweep_plot_draws_no_missing_glyph(tmp_path: Path) -> None:
         result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert target.stat().st_size > 0 and "图已写入" in result.stdout
+
+
+def test_mla_attention_backward_reads_its_latents_by_hand() -> None:
+    # DeepSeek-V2-Lite: d 2,048, 16 heads, no q latent, kv latent 512, q/k heads 128 + 64 rope,
+    # v heads 128. Saved a token: x (2,048), the kv latent (512), Q and K (16·192 each), V and the
+    # output before o_proj (16·128 each), in bf16; and 16 float32 log-sum-exps.
+    data = _json("params", "--preset", "deepseek-v2-lite", "--gpu", "h100", "--tokens", "10", "--backward")
+    att = data["roofline"]["cases"][0]["backward"]["attention_one_layer_mean"]
+    assert att["saved_activation_bytes"] == 10 * ((2048 + 512 + 2 * 16 * 192 + 2 * 16 * 128) * 2 + 16 * 4)
+
+
+def test_a_hybrids_backward_is_refused_not_guessed() -> None:
+    result = runner.invoke(app, ["params", "--preset", "nemotron-h-8b", "--gpu", "h100", "--backward"])
+    assert result.exit_code == 2 and "Mamba-2 token mixer" in result.stderr and "Traceback" not in result.output
