@@ -109,6 +109,7 @@ def test_llama_2_13b_gptq_checkpoint_matches_its_model_card(tmp_path: Path, grou
     assert c["bytes"] == _llama_2_13b_gptq_bytes(group)
     assert round(c["bytes"] / 1e9, 2) == gb
     assert c["quantized_roles"] == ["attention", "dense_ffn"]
+    assert c["rest_format"] == "fp16"  # a GPTQ checkpoint keeps the rest in fp16, as its kernels run
     # Without its zero points the same checkpoint would be 7.21 GB at group 128: they are counted.
     if group == 128:
         assert round((c["bytes"] - 40 * (4 * 5120 * 40 + 3 * 13824 * 40) // 2) / 1e9, 2) == 7.21

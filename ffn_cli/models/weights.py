@@ -211,7 +211,8 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     roles = frozenset(scope - excluded)
     note = f"; modules_to_not_convert not matched: {', '.join(unread)}" if unread else ""
     kept = ", ".join(ROLE_WORDS[r] for r in sorted(excluded)) or "none"
-    return StoragePlan(fmt, roles, FORMATS["bf16"], f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
+    rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
+    return StoragePlan(fmt, roles, rest, f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
 
 
 def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
