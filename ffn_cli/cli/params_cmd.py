@@ -13,7 +13,16 @@ from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.complete import complete_dtypes
 from ffn_cli.cli.costs import CostOptions
 from ffn_cli.cli.ffn_options import FFNOptions
-from ffn_cli.cli.hardware_options import BatchListOpt, GPUOpt, PhaseOpt, QuantizeOpt, TokensOpt, WeightsOpt
+from ffn_cli.cli.hardware_options import (
+    BatchListOpt,
+    GPUOpt,
+    PhaseOpt,
+    QuantizeOpt,
+    RooflineBackwardOpt,
+    RooflinePlotOpt,
+    TokensOpt,
+    WeightsOpt,
+)
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
@@ -111,6 +120,8 @@ def params(
     batch: BatchListOpt = None,
     tokens: TokensOpt = None,
     phase: PhaseOpt = "prefill",
+    backward: RooflineBackwardOpt = False,
+    plot: RooflinePlotOpt = None,
     explain: ExplainOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -129,7 +140,7 @@ def params(
         return
     # With --gpu, --seq-len sizes the roofline's pass instead of listing lengths to count FLOPs at.
     seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None and gpu is None else []
-    costs = CostOptions(weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep)
+    costs = CostOptions(weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep, backward, plot)
     if config is not None or preset is not None or model is not None:
         ffn.refuse(tuple(ffn.given), _(_READS_EVERY_SIZE))
         _reject_given(ctx, _ATTENTION_OPTIONS, _(_READS_EVERY_SIZE))
@@ -137,7 +148,8 @@ def params(
         _print_models(preset, config, model, revision, model_dtype, seq_lens, json, costs, no_cache, explain=explain)
         return
     _whole_model = _("applies to a whole model: give --preset, --config or --model")
-    refuse_unused({"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens}, _whole_model)
+    given = {"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens, "backward": backward, "plot": plot}
+    refuse_unused(given, _whole_model)
     _reject_given(ctx, ("phase",), _whole_model)
     refuse_unused({"revision": revision}, _("applies to --model (a Hub model id)"))
     refuse_unused({"no_cache": no_cache or None}, _("applies to --config, --preset and --model"))
@@ -294,6 +306,7 @@ def _named_models(*lists: str | None) -> list[str]:
 def _refuse_costs(costs: CostOptions | None, allowed: str) -> None:
     if costs is not None and costs.asked:
         given = {"weights": costs.weights, "quantize": costs.quantize, "gpu": costs.gpu, "batch": costs.batch, "tokens": costs.tokens}
+        given |= {"backward": costs.backward or None, "plot": costs.plot}
         refuse_unused(given | {"tp": costs.tp if costs.tp != 1 else None, "ep": costs.ep if costs.ep != 1 else None}, allowed)
 
 
