@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ffn_cli.cli import app
-from ffn_cli.cli import common
+from ffn_cli.cli import app, common
 from ffn_cli.cli.common import settings
 from ffn_cli.cli.complete import complete_devices, complete_dtypes, complete_impls, complete_presets, complete_variants
 from ffn_cli.errors import FFNError
