@@ -30,6 +30,8 @@ class RoutedMoE(MixtureVariant):
         "normalize_top_k",
     }
     active_symbol = "k"
+    expert_parallel = True
+    dispatch_step = "dispatch"
     step_order = (
         "flatten",
         "router",
@@ -59,6 +61,19 @@ class RoutedMoE(MixtureVariant):
         if spec.capacity_factor is not None:
             parts.append(Message.of(N_("capacity factor {factor}"), factor=f"{spec.capacity_factor:g}"))
         return parts
+
+    def all_experts_options(self, spec: FFNShape) -> dict[str, Any]:
+        return {"top_k": spec.experts}
+
+    def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
+        routed, words = super().model_words(spec)
+        words.append(Message.of(N_(", top-{k}"), k=spec.top_k))
+        shared = self.shared_hidden(spec)
+        if shared:
+            words.append(Message.of(N_(", shared d_ff {d_ff}"), d_ff=f"{shared:,}"))
+            if spec.shared_expert_gate:
+                words.append(Message.of(N_(" gated")))
+        return routed, words
 
     def header_formula(self, spec: FFNShape) -> str:
         """The formula with the shared term only when there are shared experts."""
