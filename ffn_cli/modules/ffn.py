@@ -25,7 +25,7 @@ from ffn_cli.variants.sparse import Sparse
 from ffn_cli.variants.xielu import ALPHA_N_INIT, ALPHA_P_INIT, BETA, XIELU, inverse_softplus
 
 if TYPE_CHECKING:
-    from ffn_cli.modules.mixture import DispatchStats
+    from ffn_cli.variants.moe import DispatchStats
 
 __all__ = ["FFN", "FFNModule", "ModuleWeights", "ScalarParameters", "linears_in", "make_linear", "sparsity_mask"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, SplitKind, Variant, Width
+from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, SplitKind, Variant, Weights, Width
 from ffn_cli.variants.single import SingleFFN
 
 if TYPE_CHECKING:
@@ -156,7 +156,11 @@ class MixtureVariant(Variant):
             return Message.of(texts[step], experts=spec.experts, shared=self.shared_hidden(spec))
         return None
 
-    # --- torch --------------------------------------------------------------------------------
+    # --- torch and NumPy ----------------------------------------------------------------------
+
+    def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
+        """The forward on (B, T, d) tokens, written once against `Weights` (torch ops from `routing.py`)."""
+        raise NotImplementedError
 
     def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         raise NotImplementedError
@@ -167,10 +171,3 @@ def expert_of(name: str) -> int | None:
     if name.startswith(EXPERTS_STEP + "."):
         return int(name.split(".")[1])
     return None
-
-
-def gate_dtype(tokens: Any) -> Any:
-    """The router's softmax runs in float32 even under bf16 (as Mixtral); float64 stays float64."""
-    import torch
-
-    return torch.promote_types(tokens.dtype, torch.float32)
