@@ -87,12 +87,9 @@ class FFNSpec:
         _check_fraction("sparsity", self.sparsity)
         if self.init not in INIT_SCHEMES:
             raise FFNError("init", self.init, _("choose one of {init_schemes}").format(init_schemes=", ".join(INIT_SCHEMES)))
-        if self.fused_gate_up and self.ffn_variant.family != Family.GATED:
-            raise FFNError(
-                "fused_gate_up",
-                True,
-                _("needs a gated variant ({variant_names})").format(variant_names=", ".join(variant_names(Family.GATED))),
-            )
+        if self.fused_gate_up and "fused_gate_up" not in self.ffn_variant.own_options:
+            readers = [name for name, v in VARIANTS.items() if "fused_gate_up" in v.own_options]
+            raise FFNError("fused_gate_up", True, _("needs a gated variant ({variant_names})").format(variant_names=", ".join(readers)))
         check_int("mask_seed", self.mask_seed, minimum=0, maximum=2**63 - 1)
 
     def _check_moe(self) -> None:
@@ -102,8 +99,8 @@ class FFNSpec:
             raise FFNError("top_k", self.top_k, _("must be at most experts ({experts})").format(experts=self.experts))
         check_int("shared_experts", self.shared_experts, minimum=0, maximum=MAX_EXPERTS)
         expert = VARIANTS.get(self.expert_variant)
-        if expert is None or expert.family not in (Family.DENSE, Family.GATED):
-            allowed = variant_names(Family.DENSE) + variant_names(Family.GATED)
+        if expert is None or not expert.can_be_expert:
+            allowed = [name for name, v in VARIANTS.items() if v.can_be_expert]
             raise unknown_name("expert_variant", self.expert_variant, allowed, what=N_("dense or gated variant"))
         if self.capacity_factor is not None and (
             isinstance(self.capacity_factor, bool)
@@ -126,8 +123,7 @@ class FFNSpec:
     @property
     def mixture(self) -> MixtureVariant | None:
         """The mixture this spec describes, or None for a single FFN."""
-        info = self.info
-        return info if isinstance(info, MixtureVariant) else None
+        return self.info.as_mixture()
 
     @property
     def is_moe(self) -> bool:
@@ -136,9 +132,7 @@ class FFNSpec:
     @property
     def ffn_variant(self) -> SingleFFN:
         """The variant one FFN is made of: the expert variant for a mixture, else the variant itself."""
-        variant = VARIANTS[self.expert_variant] if self.is_moe else self.info
-        assert isinstance(variant, SingleFFN)
-        return variant
+        return self.info.single(self)
 
     @property
     def activation(self) -> str:

@@ -171,10 +171,11 @@ def _ffn_notes(model: LoadedModel, ffn: FFNSpec, layer: int, *, renamed: bool) -
     notes = []
     if spec.hidden_act and not renamed:
         notes.append(f"{spec.hidden_act} (run as {ffn.activation})")
-    if layer in spec.moe_layers and ffn.is_moe:
-        notes += [t.name for t in spec.moe_extra]
-        if spec.routing:
-            notes.append(spec.routing)
+    model_ffn = spec.ffn_of(layer)
+    if ffn.mixture is not None and model_ffn is not None:  # the model's router tensors and rules, where the built FFN routes too
+        notes += [t.name for t in spec.extra_of(model_ffn)]
+        if spec.routing_of(model_ffn):
+            notes.append(spec.routing_of(model_ffn))
     return notes
 
 

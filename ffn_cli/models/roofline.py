@@ -112,13 +112,11 @@ def _ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) 
         else:
             fixed += _bytes(plan, role, t.shape)
             fixed_params += t.count
-    if ffn.is_moe:
-        fixed += sum(_bytes(plan, "router", t.shape) for t in spec.moe_extra)
-        fixed_params += sum(t.count for t in spec.moe_extra)
-        touched = expected_distinct_experts(ffn.experts, ffn.top_k, tokens)
-        weights, experts = fixed + touched * expert, ffn.experts
-    else:
-        weights, touched, experts = fixed, 0.0, 0
+    fixed += sum(_bytes(plan, "router", t.shape) for t in spec.extra_of(ffn))
+    fixed_params += sum(t.count for t in spec.extra_of(ffn))
+    experts = ffn.info.experts_held(ffn)  # 0: one FFN
+    touched = expected_distinct_experts(experts, ffn.active_experts, tokens) if experts else 0.0
+    weights = fixed + touched * expert
     io = 2 * tokens * spec.d_model * case.act_bytes
     name = ffn_part_name(ffn)
     params = fixed_params + touched * expert_params

@@ -104,9 +104,8 @@ def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
             continue
         for t in param_tensors(ffn):
             add(ffn_role(t.name), t.shape, len(layers))
-        if ffn.is_moe:
-            for t in spec.moe_extra:
-                add("router", t.shape, len(layers))
+        for t in spec.extra_of(ffn):  # a MoE layer's tensors beside its FFNSpec's
+            add("router", t.shape, len(layers))
     add("vector", (spec.norm_params,), spec.norms_per_layer * spec.n_layers + (1 if spec.final_norm else 0))
     if spec.lm_head:
         if not spec.tie_word_embeddings:
