@@ -36,7 +36,7 @@ _PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_float
 
 def _value_type(hint: Any) -> Any:
     """`int | None` → int: the type a value is parsed as."""
-    if isinstance(hint, UnionType):
+    if typing.get_origin(hint) in (typing.Union, UnionType):  # Optional[int] too
         (kind,) = (t for t in typing.get_args(hint) if t is not NoneType)
         return kind
     return hint
