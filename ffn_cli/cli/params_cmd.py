@@ -12,7 +12,7 @@ from rich.text import Text
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.complete import complete_dtypes
 from ffn_cli.cli.costs import CostOptions
-from ffn_cli.cli.ffn_options import FFNOptions
+from ffn_cli.cli.ffn_options import VALUES_ONLY, FFNOptions
 from ffn_cli.cli.hardware_options import (
     BatchListOpt,
     GPUOpt,
@@ -91,7 +91,7 @@ ListPresetsOpt = Annotated[
 _ATTENTION_OPTIONS = ("n_heads", "n_kv_heads", "head_dim", "attn_bias", "match_params")
 _READS_EVERY_SIZE = N_("sizes one FFN; --config, --preset and --model read every size from the model")
 # FFN options that change the module's values but no count: params refuses them rather than ignore them.
-_NO_COUNT = ("dropout", "init", "zero_init_output")
+_NO_COUNT = VALUES_ONLY  # spec.py's Option of each says so
 
 
 @handles_errors
