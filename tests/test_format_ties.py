@@ -69,10 +69,12 @@ def _nudged(factor: float):
 TRACED = [e for e in EXAMPLES if e.command.split()[:2] == ["ffn", "trace"] and "meta" not in e.command]
 
 
+@pytest.mark.skipif(bool(_other_releases()), reason=f"examples rendered with torch 2.13 and rich 15, not {', '.join(_other_releases())}")
 @pytest.mark.parametrize("example", TRACED, ids=lambda e: e.id)
 def test_docs_examples_do_not_move_with_the_last_bits(example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nudged up and down, an example prints what its file shows: the unnudged run is
-    test_docs_examples' (on another torch or rich, where that one skips, the two agree)."""
+    """Nudged up and down, an example prints what its file shows (the unnudged run is
+    test_docs_examples'). Only where the docs were rendered: another torch computes other
+    values, and the docs claim none of them."""
     printed = {}
     for factor in (1 + FLOAT32_NOISE, 1 - FLOAT32_NOISE):
         with monkeypatch.context() as patch:
@@ -80,5 +82,4 @@ def test_docs_examples_do_not_move_with_the_last_bits(example, tmp_path: Path, m
             patch.setattr(backward, "tensor_stats", _nudged(factor))
             printed[factor] = run_example(example, tmp_path / str(factor))
     assert printed[1 + FLOAT32_NOISE] == printed[1 - FLOAT32_NOISE]
-    if not _other_releases():
-        assert _pattern(tuple(_stripped("\n".join(example.expected)).splitlines())).fullmatch(printed[1 + FLOAT32_NOISE])
+    assert _pattern(tuple(_stripped("\n".join(example.expected)).splitlines())).fullmatch(printed[1 + FLOAT32_NOISE])

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.render.roofline import fmt_intensity, fmt_time
 
 runner = CliRunner()
 
@@ -243,3 +244,18 @@ def test_mla_attention_backward_reads_its_latents_by_hand() -> None:
 def test_a_hybrids_backward_is_refused_not_guessed() -> None:
     result = runner.invoke(app, ["params", "--preset", "nemotron-h-8b", "--gpu", "h100", "--backward"])
     assert result.exit_code == 2 and "Mamba-2 token mixer" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0.000421, "0.421 ms"), (0.0419, "41.9 ms"), (0.9994, "999 ms"), (2.349, "2.35 s"), (37.5, "37.5 s"), (1234.4, "1,234 s")],
+)
+def test_times_read_without_an_exponent(seconds: float, shown: str) -> None:
+    assert fmt_time(seconds) == shown
+
+
+@pytest.mark.parametrize(
+    ("intensity", "shown"), [(0.998, "0.998"), (63.43, "63.4"), (999.4, "999"), (1950.2, "1,950"), (32_400.0, "32,400")]
+)
+def test_intensities_read_without_an_exponent(intensity: float, shown: str) -> None:
+    assert fmt_intensity(intensity) == shown

@@ -265,7 +265,7 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     """The backward of a training step over the pass `case` (prefill: the step's tokens), part by
     part as the module's docstring says. A hybrid's token mixers are not counted: refused."""
     if case.phase != "prefill":
-        raise FFNError("backward", True, _("is a training step's: with --phase prefill (the default)"))
+        raise FFNError("backward", True, _("is a training step, not decoding: use it with --phase prefill (the default)"))
     if spec.mixer is not None:
         why = _("counts attention and FFNs; a {kind} token mixer's backward is not counted")
         raise FFNError("backward", True, why.format(kind=spec.mixer.kind))

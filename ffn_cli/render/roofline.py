@@ -37,9 +37,17 @@ def bound_word(bound: str) -> str:
     return _(_BOUND_WORDS.get(bound, bound))
 
 
+def fmt_intensity(flop_per_byte: float) -> str:
+    """Three digits, whole numbers from 1,000 up: 0.998, 63.4, 1,950; never an exponent."""
+    return f"{flop_per_byte:.3g}" if flop_per_byte < 1000 else f"{flop_per_byte:,.0f}"
+
+
 def fmt_time(seconds: float) -> str:
-    """In milliseconds, as --json's time_lower_bound_ms: 0.421 ms, 41.9 ms."""
-    return f"{seconds * 1e3:.3g} ms"
+    """Three digits, in milliseconds under a second (as --json's time_lower_bound_ms): 0.421 ms,
+    41.9 ms, 2.35 s, 1,234 s; never an exponent."""
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"
 
 
 def _part_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
@@ -134,7 +142,7 @@ def roofline_view(
             r = p.roofline(peak, bandwidth)
             bound = f"[bold]{bound_word(r.bound)}[/]" if r.bound == "compute" else bound_word(r.bound)
             cells = [f"{c.case.batch:,}" if p is c.ffn else "", label, fmt_flops(p.flops), fmt_bytes(p.bytes_)]
-            cells += [f"{r.intensity:.3g}", bound, fmt_time(r.time_s)]
+            cells += [fmt_intensity(r.intensity), bound, fmt_time(r.time_s)]
             if moe:
                 cells.append(_("{touched} of {experts}").format(touched=f"{p.experts_touched:.3g}", experts=p.experts) if p.experts else "")
             rows.append(cells)
