@@ -126,4 +126,12 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         costs = [pass_cost(spec, stack, plan, case) for case in _cases(opts, DTYPE_BYTES[dtype])]
         shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers))
         data["roofline"] = roofline_data(costs, gpu, column, plan.origin)
+        if costs[0].case.phase == "decode":  # the cache the decode pass reads, by layer kind
+            from ffn_cli.models.decode_state import decode_state
+            from ffn_cli.render.decode_state import decode_state_data, decode_state_view
+
+            case = costs[0].case
+            kinds = decode_state(spec, loaded.windows, loaded.chunks, case.seq_len)
+            shown.append(decode_state_view(kinds, case.seq_len, max(c.case.batch for c in costs), case.act_bytes))
+            data["decode_state"] = decode_state_data(kinds, case.seq_len, max(c.case.batch for c in costs), case.act_bytes)
     return shown, data
