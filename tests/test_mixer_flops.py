@@ -274,6 +274,6 @@ def test_decode_state_in_params() -> None:
     # DeltaNet layers of 32 value heads × 128 × 128 and the conv's 3 latest of 2·16·128 + 32·128.
     assert kinds["attention"]["bytes"] == 12 * 4096 * 2 * 2 * 256 * 2
     assert kinds["Gated DeltaNet"]["bytes"] == 36 * (32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)) * 2
-    assert data["bytes_for_batch"] == 8 * data["bytes_per_sequence"] == 8 * sum(k["bytes"] for k in data["kinds"])
+    assert data["bytes_by_batch"]["8"] == 8 * data["bytes_per_sequence"] == 8 * sum(k["bytes"] for k in data["kinds"])
     result = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
     assert "what decoding keeps per sequence at context 4,096" in result.output

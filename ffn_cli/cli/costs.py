@@ -132,6 +132,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
 
             case = costs[0].case
             kinds = decode_state(spec, loaded.windows, loaded.chunks, case.seq_len)
-            shown.append(decode_state_view(kinds, case.seq_len, max(c.case.batch for c in costs), case.act_bytes))
-            data["decode_state"] = decode_state_data(kinds, case.seq_len, max(c.case.batch for c in costs), case.act_bytes)
+            batches = [c.case.batch for c in costs]
+            shown.append(decode_state_view(kinds, case.seq_len, batches, case.act_bytes))
+            data["decode_state"] = decode_state_data(kinds, case.seq_len, batches, case.act_bytes)
     return shown, data
