@@ -67,3 +67,41 @@ def test_parts_against_transformers_modules(name: str) -> None:
         assert counted.params_of(kind) == params, kind
     assert counted.params_of("other") == 0
     assert counted.total_params == sum(expected.values())
+
+
+def test_gemma3n_text_is_counted_by_building_it() -> None:
+    """Gemma 3n has no reader (docs/params.md says why): its count is transformers' build,
+    the per-layer embeddings with the embeddings, AltUp, Laurel and the per-layer input gates
+    as other, each part equal to the modules that hold it."""
+    overrides = {
+        **SMALL,
+        "num_hidden_layers": 4,
+        "num_kv_shared_layers": 2,
+        "intermediate_size": [96, 96, 128, 128],
+        "layer_types": ["sliding_attention", "full_attention"] * 2,
+        "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0],
+        "vocab_size_per_layer_input": 128,
+        "hidden_size_per_layer_input": 8,
+        "laurel_rank": 4,
+    }
+    config = transformers.AutoConfig.for_model("gemma3n_text", **overrides).to_diff_dict() | {"model_type": "gemma3n_text"}
+    counted = meta_build.count(config, name="gemma3n", source="test")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    text = model.model
+
+    def params(*modules: Any) -> int:
+        return sum(p.numel() for m in modules for p in m.parameters())
+
+    layers = list(text.layers)
+    assert counted.params_of("embedding") == params(text.embed_tokens, text.embed_tokens_per_layer)
+    # The KV-shared layers build no k_proj / v_proj: attention differs from layer to layer.
+    assert not hasattr(layers[-1].self_attn, "k_proj") and hasattr(layers[0].self_attn, "k_proj")
+    assert counted.params_of("attention") == params(*(layer.self_attn for layer in layers))
+    assert counted.params_of("ffn") == params(*(layer.mlp for layer in layers))
+    other = [text.per_layer_model_projection, text.altup_projections, text.altup_unembed_projections]
+    other += [m for layer in layers for m in (layer.altup, layer.laurel, layer.per_layer_input_gate, layer.per_layer_projection)]
+    # The norms inside AltUp and Laurel (router_norm, post_laurel_norm) are norms, not other.
+    norms_inside = params(*(sub for m in other for sub in m.modules() if type(sub).__name__.endswith("RMSNorm")))
+    assert counted.params_of("other") == params(*other) - norms_inside
+    assert counted.total_params == sum(p.numel() for p in model.parameters())
