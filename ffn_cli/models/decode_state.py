@@ -27,6 +27,9 @@ class KindState:
     elements_per_layer: int
     tokens: int | None  # the tokens an attention layer caches at this context; None for a fixed state
     detail: Message
+    width: int = 0  # attention: elements a cached token takes (K and V)
+    recurrent: int = 0  # a mixer: its recurrent state's elements …
+    conv: int = 0  # … and its convolution's window
 
     @property
     def elements(self) -> int:
@@ -50,7 +53,7 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
         else:
             kind = Message(N_("attention"))
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
-        rows.append(KindState(kind, count, tokens * width, tokens, detail))
+        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width))
     return rows
 
 
@@ -62,5 +65,9 @@ def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequenc
         detail = Message(N_("conv {conv}"), conv=f"{m.conv_state_elements:,}")
         if m.scan is not None:
             detail = Message(N_("state {state} + conv {conv}"), state=f"{m.recurrent_state_elements:,}", conv=f"{m.conv_state_elements:,}")
-        rows.append(KindState(m.kind, len(m.layers), m.state_elements, None, detail))
+        rows.append(
+            KindState(
+                m.kind, len(m.layers), m.state_elements, None, detail, recurrent=m.recurrent_state_elements, conv=m.conv_state_elements
+            )
+        )
     return tuple(rows)

@@ -128,8 +128,9 @@ def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     a = spec.attention
     chunk = stack.chunks[layer] if stack.chunks else None
     keys = case.batch * _keys(case, stack.windows[layer], chunk, stack.causal)
-    flops = case.tokens * a.projection_flops_per_token() + keys * stack.score_flops_per_key[layer]
-    weights = sum(_bytes(plan, "attention", t.shape) for t in a.tensors())
+    # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
+    flops = case.tokens * spec.attention_layer_flops + keys * stack.score_flops_per_key[layer]
+    weights = sum(_bytes(plan, "attention", t.shape) for t in (*a.tensors(), *spec.attention_extra))
     width = kv_width(spec) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written
     kv = 2 * case.tokens * width if case.phase == "prefill" else (keys + case.tokens) * width
