@@ -153,7 +153,7 @@ def params(spec_or_model: FFNSpec | str, *, dtype: str | None = None) -> Result:
     if isinstance(spec_or_model, FFNSpec):
         from ffn_cli.attention import AttentionSpec
         from ffn_cli.models.layer import ffn_report
-        from ffn_cli.render.params import ffn_report_data, ffn_report_view
+        from ffn_cli.render.params.report import ffn_report_data, ffn_report_view
 
         spec = spec_or_model
         bias = bool(spec.bias)
@@ -161,7 +161,7 @@ def params(spec_or_model: FFNSpec | str, *, dtype: str | None = None) -> Result:
         return Result(report, lambda: ffn_report_view(report), lambda: ffn_report_data(report))
     from ffn_cli.models import count_model
     from ffn_cli.models.source import load_model
-    from ffn_cli.render.params import model_data, model_view
+    from ffn_cli.render.params.model import model_data, model_view
 
     counted = count_model(load_model(**_model_name(spec_or_model)).spec)
     model_dtype = dtype or "bfloat16"

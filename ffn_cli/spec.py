@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from ffn_cli.errors import FFNError
@@ -11,7 +11,19 @@ from ffn_cli.names import unknown_name
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant, variant_names
 from ffn_cli.variants.gated import llama_hidden_dim
 
-__all__ = ["INIT_SCHEMES", "MAX_DIM", "FFNSpec", "check_int", "llama_hidden_dim"]
+__all__ = [
+    "FFN_PANEL",
+    "INIT_SCHEMES",
+    "MAX_DIM",
+    "MOE_PANEL",
+    "OPTION",
+    "FFNSpec",
+    "Option",
+    "check_int",
+    "llama_hidden_dim",
+    "option",
+    "spec_options",
+]
 
 INIT_SCHEMES = ("default", "xavier_normal", "kaiming_normal", "normal")
 # Sizes beyond this are typos, not models: 2**24 hidden units is ~30x the widest FFN published.
@@ -34,6 +46,47 @@ def _check_fraction(option: str, value: object) -> float:
     return float(value)
 
 
+# --- the options: each FFN option's command line, as plain data on its field -----------------
+
+# The --help panels the options are drawn in (plain English; --help translates them as drawn).
+FFN_PANEL = "FFN"
+MOE_PANEL = "Mixture of experts"
+# The metadata key of a field's Option.
+OPTION = "option"
+
+
+@dataclass(frozen=True)
+class Option:
+    """How an FFNSpec field is given on the command line: plain data, no typer. cli/ffn_options.py
+    makes it a typer option of trace, params and bench, typed, parsed and defaulted as its field;
+    models/layer_select.py lets it override a model layer's value unless `fixed_by_model`."""
+
+    flags: tuple[str, ...]  # the long name first ("--d-ff", "--bias/--no-bias"), then a short one
+    help: str  # plain English; --help translates it as it draws it
+    panel: str | None = FFN_PANEL  # the --help panel; None: the command's own Options
+    fixed_by_model: bool = False  # it sizes the FFN from d_model: beside a model it is refused, not applied
+    values_only: bool = False  # it changes the values but no count: ffn params refuses it
+    comma_list: bool = False  # typed as text, one value or a comma list (params compares, bench sweeps)
+    complete: str | None = None  # the shell completion of its values, by cli/ffn_options.py's name for it
+
+    @property
+    def name(self) -> str:
+        """The option's name as click and a command's `given` know it: --fused/--no-fused is fused."""
+        return self.flags[0].split("/")[0].removeprefix("--").replace("-", "_")
+
+
+def option(*flags: str, help: str, **how: Any) -> dict[str, Option]:
+    """A field's metadata: `field(default=…, metadata=option("--d-ff", help="…"))`."""
+    return {OPTION: Option(flags, help, **how)}
+
+
+_VARIANT_HELP = (
+    "FFN variant: "
+    + ", ".join(variant_names())
+    + ". A comma list (or all): ffn params compares them, ffn bench times each; ffn trace runs one."
+)
+
+
 @dataclass(frozen=True)
 class FFNSpec:
     """A frozen, validated FFN description; d_ff is resolved from the variant's rule when None.
@@ -43,25 +96,53 @@ class FFNSpec:
     shared_experts × (shared_d_ff or d_ff), as DeepSeek-MoE implements them.
     """
 
-    variant: str = "relu"
-    d_model: int = 512
-    d_ff: int | None = None
-    bias: bool | None = None  # None: the variant's default (dense yes, gated and MoE no)
-    dropout: float = 0.0
-    init: str = "default"
-    zero_init_output: bool = False
-    multiple_of: int = 256
-    ffn_dim_multiplier: float | None = None
-    fused_gate_up: bool = False
-    experts: int = 8
-    top_k: int = 2
-    shared_experts: int = 0
+    # A field with `option(...)` metadata is an option of trace, params and bench (cli/ffn_options.py
+    # makes it one) and, beside a model, overrides the layer's value (models/layer_select.py).
+    variant: str = field(
+        default="relu", metadata=option("--variant", "-v", help=_VARIANT_HELP, panel=None, comma_list=True, complete="variants")
+    )
+    d_model: int = field(
+        default=512,
+        metadata=option(
+            "--d-model", "-d", help="Model width d_model; a comma list makes a sweep in bench.", comma_list=True, fixed_by_model=True
+        ),
+    )
+    d_ff: int | None = field(
+        default=None, metadata=option("--d-ff", help="Hidden width d_ff (default: 4·d, or LLaMA's 2/3 rule for gated variants).")
+    )
+    # None: the variant's default (dense yes, gated and MoE no)
+    bias: bool | None = field(default=None, metadata=option("--bias/--no-bias", help="Biases on the projections (default: the variant's)."))
+    dropout: float = field(default=0.0, metadata=option("--dropout", help="Dropout after the activation, in [0, 1).", values_only=True))
+    init: str = field(default="default", metadata=option("--init", help="Weight init: " + ", ".join(INIT_SCHEMES) + ".", values_only=True))
+    zero_init_output: bool = field(
+        default=False,
+        metadata=option("--zero-init-output", help="Start down_proj at zero (the block starts as its residual).", values_only=True),
+    )
+    multiple_of: int = field(
+        default=256, metadata=option("--multiple-of", help="Round the gated d_ff up to this multiple.", fixed_by_model=True)
+    )
+    ffn_dim_multiplier: float | None = field(
+        default=None, metadata=option("--ffn-dim-multiplier", help="LLaMA's multiplier on the 2/3 rule.", fixed_by_model=True)
+    )
+    fused_gate_up: bool = field(default=False, metadata=option("--fused/--no-fused", help="One fused gate_up_proj for gated variants."))
+    experts: int = field(default=8, metadata=option("--experts", "-E", help="Number of routed experts.", panel=MOE_PANEL))
+    top_k: int = field(default=2, metadata=option("--top-k", "-k", help="Experts per token (1 = Switch).", panel=MOE_PANEL))
+    shared_experts: int = field(
+        default=0, metadata=option("--shared-experts", help="Always-on shared experts (DeepSeek-MoE).", panel=MOE_PANEL)
+    )
     shared_d_ff: int | None = None
     shared_expert_gate: bool = False
-    expert_variant: str = "swiglu"
-    capacity_factor: float | None = None
-    normalize_top_k: bool = True
-    sparsity: float = 0.5
+    expert_variant: str = field(
+        default="swiglu", metadata=option("--expert-variant", help="Variant of each expert.", panel=MOE_PANEL, complete="expert_variants")
+    )
+    capacity_factor: float | None = field(
+        default=None, metadata=option("--capacity-factor", help="Expert capacity factor; overflow tokens are dropped.", panel=MOE_PANEL)
+    )
+    normalize_top_k: bool = field(
+        default=True,
+        metadata=option("--normalize-top-k/--no-normalize-top-k", help="Renormalise the top-k weights (Mixtral).", panel=MOE_PANEL),
+    )
+    sparsity: float = field(default=0.5, metadata=option("--sparsity", help="Fraction of hidden units masked (sparse)."))
     mask_seed: int = 0
 
     def __post_init__(self) -> None:
@@ -87,12 +168,9 @@ class FFNSpec:
         _check_fraction("sparsity", self.sparsity)
         if self.init not in INIT_SCHEMES:
             raise FFNError("init", self.init, _("choose one of {init_schemes}").format(init_schemes=", ".join(INIT_SCHEMES)))
-        if self.fused_gate_up and self.ffn_variant.family != Family.GATED:
-            raise FFNError(
-                "fused_gate_up",
-                True,
-                _("needs a gated variant ({variant_names})").format(variant_names=", ".join(variant_names(Family.GATED))),
-            )
+        if self.fused_gate_up and "fused_gate_up" not in self.ffn_variant.own_options:
+            readers = [name for name, v in VARIANTS.items() if "fused_gate_up" in v.own_options]
+            raise FFNError("fused_gate_up", True, _("needs a gated variant ({variant_names})").format(variant_names=", ".join(readers)))
         check_int("mask_seed", self.mask_seed, minimum=0, maximum=2**63 - 1)
 
     def _check_moe(self) -> None:
@@ -102,8 +180,8 @@ class FFNSpec:
             raise FFNError("top_k", self.top_k, _("must be at most experts ({experts})").format(experts=self.experts))
         check_int("shared_experts", self.shared_experts, minimum=0, maximum=MAX_EXPERTS)
         expert = VARIANTS.get(self.expert_variant)
-        if expert is None or expert.family not in (Family.DENSE, Family.GATED):
-            allowed = variant_names(Family.DENSE) + variant_names(Family.GATED)
+        if expert is None or not expert.can_be_expert:
+            allowed = [name for name, v in VARIANTS.items() if v.can_be_expert]
             raise unknown_name("expert_variant", self.expert_variant, allowed, what=N_("dense or gated variant"))
         if self.capacity_factor is not None and (
             isinstance(self.capacity_factor, bool)
@@ -126,8 +204,7 @@ class FFNSpec:
     @property
     def mixture(self) -> MixtureVariant | None:
         """The mixture this spec describes, or None for a single FFN."""
-        info = self.info
-        return info if isinstance(info, MixtureVariant) else None
+        return self.info.as_mixture()
 
     @property
     def is_moe(self) -> bool:
@@ -136,9 +213,7 @@ class FFNSpec:
     @property
     def ffn_variant(self) -> SingleFFN:
         """The variant one FFN is made of: the expert variant for a mixture, else the variant itself."""
-        variant = VARIANTS[self.expert_variant] if self.is_moe else self.info
-        assert isinstance(variant, SingleFFN)
-        return variant
+        return self.info.single(self)
 
     @property
     def activation(self) -> str:
@@ -166,3 +241,8 @@ class FFNSpec:
     def as_dict(self) -> dict[str, Any]:
         """Every field, for JSON: `FFNSpec(**spec.as_dict()) == spec`."""
         return asdict(self)
+
+
+def spec_options(spec_class: type[FFNSpec] = FFNSpec) -> dict[str, Option]:
+    """Field name → its Option, in field order, for every field of `spec_class` that has one."""
+    return {f.name: f.metadata[OPTION] for f in fields(spec_class) if OPTION in f.metadata}

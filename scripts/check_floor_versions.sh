@@ -20,7 +20,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 FLOOR=("torch==2.6.0" "numpy==1.24.4" "typer==0.16.0" "rich==14.3.4")
 NEWEST=("torch" "numpy" "typer" "rich" "transformers>=5.0" "huggingface_hub>=1.0")
-TOOLS=("pytest>=8" "hypothesis>=6.100" "matplotlib>=3.7" "import-linter>=2.1")
+TOOLS=("pytest>=8" "pytest-xdist>=3.5" "hypothesis>=6.100" "matplotlib>=3.7" "import-linter>=2.1")
 
 run() {  # name python packages...
     local name=$1 py=$2

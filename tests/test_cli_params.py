@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli import app
 from ffn_cli.models import compare_variants, count_model, ffn_report, preset_model, preset_names
-from ffn_cli.render.params import comparison_table, ffn_report_view, model_view
+from ffn_cli.render.params.comparison import comparison_table
+from ffn_cli.render.params.model import model_view
+from ffn_cli.render.params.report import ffn_report_view
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ffn_cli.cli import app
+from ffn_cli.cli import app, common
 from ffn_cli.cli.common import settings
 from ffn_cli.cli.complete import complete_devices, complete_dtypes, complete_impls, complete_presets, complete_variants
 from ffn_cli.errors import FFNError
@@ -162,6 +162,17 @@ def test_a_bad_destination_is_refused_before_the_work(runner: CliRunner, tmp_pat
     result = runner.invoke(app, ["trace", *[a.format(tmp=tmp_path) for a in args]])
     assert result.exit_code == 2 and result.stderr.startswith(message.format(tmp=tmp_path)), result.stderr
     assert not result.stdout and not list(tmp_path.iterdir())
+
+
+def test_each_command_measures_the_terminal_as_it_starts(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A console made while COLUMNS said 80 (as under a test runner's workers, or a notebook
+    started in a narrow terminal) still draws the next command at the width it starts with."""
+    monkeypatch.setattr(common.console, "width", 80)
+    widths = {}
+    for columns in (60, 200):  # its note is one line of over 100 characters where it fits
+        out = runner.invoke(app, ["params", "-v", "relu,swiglu", "--match-params"], env={"COLUMNS": str(columns)}).stdout
+        widths[columns] = max(len(line) for line in out.splitlines())
+    assert widths[60] <= 60 < 100 < widths[200] <= 200
 
 
 # --- notes a table carries ---------------------------------------------------------------------

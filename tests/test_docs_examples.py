@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli import device
-from ffn_cli.cli import app, common
+from ffn_cli.cli import app
 
 ROOT = Path(__file__).parents[1]
 # The Chinese pages: the README's translation and the learner's path under docs/zh/.
@@ -125,19 +125,17 @@ def run_example(example: Example, folder: Path) -> str:
     with the free memory the docs show, in `folder` holding the example configs the docs name
     (docs/examples/<model>/config.json)."""
     shutil.copytree(ROOT / "docs" / "examples", folder, dirs_exist_ok=True)
-    width, free, cwd = common.console._width, device.available_memory_bytes, Path.cwd()
-    # The private field, not the width property: undoing the property would pin the width.
-    common.console._width = COLUMNS[example.path]
+    free, cwd = device.available_memory_bytes, Path.cwd()
     device.available_memory_bytes = lambda _device: FREE_MEMORY_SHOWN  # type: ignore[assignment]
     os.chdir(folder)
     try:
         # A cache of its own: an example that builds with transformers shows the build, never a read-back.
         # English unless the example asks otherwise, whatever the locale it is run in.
-        env = {"XDG_CACHE_HOME": str(folder / ".cache"), "FFN_LANG": "en"}
+        env = {"XDG_CACHE_HOME": str(folder / ".cache"), "FFN_LANG": "en", "COLUMNS": str(COLUMNS[example.path])}
         result = CliRunner().invoke(app, shlex.split(example.command)[1:], env=env)
     finally:
         os.chdir(cwd)
-        common.console._width, device.available_memory_bytes = width, free  # type: ignore[assignment]
+        device.available_memory_bytes = free  # type: ignore[assignment]
     return _stripped(result.stdout + result.stderr)
 
 

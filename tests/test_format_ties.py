@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_docs_examples import EXAMPLES, run_example
+from test_docs_examples import EXAMPLES, _other_releases, _pattern, _stripped, run_example
 
 from ffn_cli.render.format import fmt_fixed, fmt_value
 from ffn_cli.trace import backward, recorder
@@ -71,10 +71,14 @@ TRACED = [e for e in EXAMPLES if e.command.split()[:2] == ["ffn", "trace"] and "
 
 @pytest.mark.parametrize("example", TRACED, ids=lambda e: e.id)
 def test_docs_examples_do_not_move_with_the_last_bits(example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nudged up and down, an example prints what its file shows: the unnudged run is
+    test_docs_examples' (on another torch or rich, where that one skips, the two agree)."""
     printed = {}
-    for factor in (1.0, 1 + FLOAT32_NOISE, 1 - FLOAT32_NOISE):
+    for factor in (1 + FLOAT32_NOISE, 1 - FLOAT32_NOISE):
         with monkeypatch.context() as patch:
             patch.setattr(recorder, "tensor_stats", _nudged(factor))
             patch.setattr(backward, "tensor_stats", _nudged(factor))
             printed[factor] = run_example(example, tmp_path / str(factor))
-    assert printed[1.0] == printed[1 + FLOAT32_NOISE] == printed[1 - FLOAT32_NOISE]
+    assert printed[1 + FLOAT32_NOISE] == printed[1 - FLOAT32_NOISE]
+    if not _other_releases():
+        assert _pattern(tuple(_stripped("\n".join(example.expected)).splitlines())).fullmatch(printed[1 + FLOAT32_NOISE])

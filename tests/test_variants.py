@@ -163,60 +163,13 @@ KIND_NAMES = frozenset(VARIANTS) | frozenset(f.value for f in Family)
 # The branches on variant kind that stand outside ffn_cli/variants/, each with the reason it
 # stands: (file, the line's text, reason), a line as often as it occurs. A branch not listed
 # fails the test below, and so does a listed one that is gone, so the list only shrinks.
-_SPEC = "FFNSpec is the registry's one typed view of a spec: it narrows to the mixture or the single FFN for everyone else"
-_VALIDATE = "FFNSpec validation: an option the variant's family cannot use is refused here, before any variant method runs"
-_MODEL = "a model's layers are dense or MoE by its config (dense_layers / moe_layers): the model split, not an FFN behaviour"
-_MODEL_ACTIVE = "a model's active count exists only for MoE layers; to become a variant property with the models/ split"
-_REPORT = "the params report shows active counts and routed columns only for a mixture; to move with render/params.py's split by result"
-_PARALLEL = "expert parallelism cuts experts, tensor parallelism cuts d_ff: the split kind per tensor is not yet a variant method"
-_FUSED = "--fused applies to gated FFNs only; to become the variant's options_used"
-_GROUPING = "grouping recognises our FFN modules inside any torch module, and a mixture's dispatch regions: to be asked of the variant"
-_DISPATCH = "only a routed mixture records which tokens went to which expert; the tensor-parallel check compares it"
+_GROUPING = (
+    "grouping tells the FFN modules this package built (every variant alike, whose steps it then asks the variant for) "
+    "from any other torch module, which it groups by its children: a branch on where a module comes from, not on its kind"
+)
 
 ALLOWED_KIND_BRANCHES: list[tuple[str, str, str]] = [
-    ("ffn_cli/bench/plan.py", "return not impl.fused or spec.ffn_variant.family == Family.GATED", _FUSED),
-    ("ffn_cli/cli/params_cmd.py", "single = VARIANTS.get(expert_variant) if variant.family == Family.MOE else variant", _FUSED),
-    ("ffn_cli/cli/params_cmd.py", "return single is not None and single.family == Family.GATED", _FUSED),
-    ("ffn_cli/models/count.py", "return count + (spec.moe_extra_params if ffn.is_moe else 0)", _MODEL),
-    ("ffn_cli/models/count.py", "if not ffn.is_moe:", _MODEL_ACTIVE),
-    ("ffn_cli/models/count.py", 'return N_("MoE FFN") if ffn.is_moe else "FFN"', _MODEL),
-    ("ffn_cli/models/count.py", "active = ffn_params(spec, ffn, active=True) if ffn.is_moe else None", _MODEL_ACTIVE),
-    ("ffn_cli/models/layer.py", "if spec.mixture is not None and spec.mixture.is_routed:", _MODEL),
-    ("ffn_cli/models/layer_select.py", "if layer in spec.moe_layers and ffn.is_moe:", _MODEL),
-    ("ffn_cli/models/roofline.py", "if ffn.is_moe:", _MODEL_ACTIVE),
-    ("ffn_cli/models/spec.py", "if spec.is_moe != moe:", _MODEL),
-    ("ffn_cli/models/weights.py", "if ffn.is_moe:", _MODEL_ACTIVE),
-    ("ffn_cli/parallel/accounting.py", "if spec.is_moe:", _PARALLEL),
-    ("ffn_cli/parallel/accounting.py", "return spec.mixture is not None and spec.mixture.is_routed", _PARALLEL),
-    ("ffn_cli/parallel/accounting.py", "if ep > 1 or spec.is_moe:", _PARALLEL),
-    ("ffn_cli/parallel/rank.py", "dispatch = module.last_dispatch if isinstance(module, MoEFFN) else None", _DISPATCH),
-    ("ffn_cli/render/parallel.py", "if spec.is_moe:", _PARALLEL),
-    ("ffn_cli/render/params.py", "if r.spec.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if r.spec.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if s.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "routed = s.mixture is not None and s.mixture.is_routed", _REPORT),
-    ("ffn_cli/render/params.py", "routed = r.spec.mixture is not None and r.spec.mixture.is_routed", _REPORT),
-    (
-        "ffn_cli/render/params.py",
-        '_(" (active {ratio})").format(ratio=_ratio(r.ffn_active_attention_ratio)) if r.spec.is_moe else ""',
-        _REPORT,
-    ),
-    ("ffn_cli/render/params.py", "moe = any(r.spec.is_moe for r in c.reports)", _REPORT),
-    ("ffn_cli/render/params.py", "if s.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if m.spec.is_moe:", _REPORT),
-    ("ffn_cli/render/params.py", "if m.spec.is_moe:", _REPORT),
-    (
-        "ffn_cli/render/params.py",
-        '_(" (active {ratio})").format(ratio=_ratio(m.ffn_active_attention_ratio)) if m.spec.is_moe else ""',
-        _REPORT,
-    ),
-    ("ffn_cli/spec.py", "if self.fused_gate_up and self.ffn_variant.family != Family.GATED:", _VALIDATE),
-    ("ffn_cli/spec.py", "if expert is None or expert.family not in (Family.DENSE, Family.GATED):", _VALIDATE),
-    ("ffn_cli/spec.py", "return info if isinstance(info, MixtureVariant) else None", _SPEC),
-    ("ffn_cli/spec.py", "variant = VARIANTS[self.expert_variant] if self.is_moe else self.info", _SPEC),
-    ("ffn_cli/spec.py", "assert isinstance(variant, SingleFFN)", _SPEC),
     ("ffn_cli/trace/grouping.py", "if isinstance(module, FFNModule):", _GROUPING),
-    ("ffn_cli/trace/grouping.py", "if isinstance(variant, MixtureVariant):", _GROUPING),
 ]
 
 
@@ -307,7 +260,10 @@ TORCH_FREE = [
     "ffn_cli.attention",
     "ffn_cli.models",
     "ffn_cli.regions",
-    "ffn_cli.render.params",
+    "ffn_cli.render.params.report",
+    "ffn_cli.render.params.comparison",
+    "ffn_cli.render.params.model",
+    "ffn_cli.render.params.presets",
     "ffn_cli.render.variants",
     "ffn_cli.render.trace",
     "ffn_cli.render.bench",

@@ -13,7 +13,6 @@ from ffn_cli.bench.case import Case
 from ffn_cli.bench.implementations import Impl
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec, check_int
-from ffn_cli.variants import Family
 
 __all__ = ["DEFAULT_MAX_CASES", "MAX_CASES_LIMIT", "SweepPlan", "SweepTooLarge"]
 
@@ -49,7 +48,7 @@ class SweepPlan:
 
     @staticmethod
     def _runs(spec: FFNSpec, impl: Impl) -> bool:
-        return not impl.fused or spec.ffn_variant.family == Family.GATED
+        return not impl.fused or "fused_gate_up" in spec.info.options_used(spec)
 
     @property
     def count(self) -> int:

@@ -14,7 +14,7 @@ from ffn_cli import __version__
 from ffn_cli.cli.ascii_output import can_show_chinese, use_ascii_fallback
 from ffn_cli.cli.click_messages import translate_usage_error
 from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command, flags_take_no_value
-from ffn_cli.cli.common import err_console, settings
+from ffn_cli.cli.common import err_console, fit_consoles, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
 from ffn_cli.i18n import LANGUAGES, N_, _, language, language_from_environment, set_language
@@ -121,6 +121,7 @@ class OneLineErrors(TyperGroup):
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         argv, settings.debug = _pop_debug(list(sys.argv[1:] if args is None else args))
+        fit_consoles()
         try:
             argv, chosen = _pop_lang(argv)
             _choose_language(chosen)

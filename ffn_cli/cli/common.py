@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
+from ffn_cli.cli.columns import drop_unusable_columns
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
@@ -25,6 +26,7 @@ __all__ = [
     "emit_json",
     "err_console",
     "fail",
+    "fit_consoles",
     "handles_errors",
     "refuse_unused",
     "require_cache_dirs",
@@ -36,6 +38,14 @@ __all__ = [
 # emoji=False: text the user typed (cuda:x, a path) must print as typed, not as ❌.
 console = Console(emoji=False)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
+
+
+def fit_consoles() -> None:
+    """Measure the terminal as a command starts, COLUMNS first: a rich console reads COLUMNS
+    once, when it is made, and one process (a notebook, a test run) runs many commands."""
+    drop_unusable_columns()
+    console.width = Console().width
+    err_console.width = Console(stderr=True).width
 
 
 class _Settings:
@@ -135,8 +145,17 @@ def require_cache_dirs(names: tuple[str, ...], why: str) -> None:
             )
 
 
-# Fields whose option has another name; every other field `a_b` is the option `--a-b`.
-FIELD_OPTIONS = {"fused_gate_up": "fused", "min_time_ms": "min_time"}
+# Fields whose option has another name; every other field `a_b` is the option `--a-b`, but an
+# FFNSpec field's, which its Option names (spec.py: fused_gate_up is --fused).
+FIELD_OPTIONS = {"min_time_ms": "min_time"}
+
+
+def _option_of(field: str) -> str:
+    """The parameter a field is given by: its FFN option, a renamed one, or its own name."""
+    from ffn_cli.spec import spec_options  # only when an error is described
+
+    ffn = spec_options().get(field)
+    return ffn.name if ffn is not None else FIELD_OPTIONS.get(field, field)
 
 
 def current_context() -> Any:
@@ -160,7 +179,7 @@ def describe(exc: FFNError) -> str:
         return str(exc)
     ctx = current_context()
     params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
-    param = params.get(FIELD_OPTIONS.get(exc.option, exc.option))
+    param = params.get(_option_of(exc.option))
     preset = ctx.params.get("preset") if ctx is not None else None
     source = (preset and _("preset {name}").format(name=preset)) or ctx.params.get("config") if ctx is not None else None
     if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":

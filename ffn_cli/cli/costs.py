@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
+from rich.text import Text
 
 from ffn_cli.cli.hardware_options import resolve_gpu
 from ffn_cli.cli.options import parse_int_list
@@ -30,16 +31,23 @@ class CostOptions:
     seq_len: str | None = None
     tp: int = 1
     ep: int = 1
+    backward: bool = False
+    plot: str | None = None
 
     @property
     def asked(self) -> bool:
-        return any(v is not None for v in (self.weights, self.quantize, self.gpu, self.batch, self.tokens)) or self.tp != 1 or self.ep != 1
+        named = (self.weights, self.quantize, self.gpu, self.batch, self.tokens, self.plot)
+        return any(v is not None for v in named) or self.tp != 1 or self.ep != 1 or self.backward
 
     def refuse_without_gpu(self) -> None:
         if self.gpu is None:
             for option, value in (("batch", self.batch), ("tokens", self.tokens)):
                 if value is not None:
                     raise FFNError(option, value, _("sizes the roofline's pass: add --gpu NAME"))
+            if self.backward:
+                raise FFNError("backward", True, _("adds the backward to the roofline: add --gpu NAME"))
+            if self.plot is not None:
+                raise FFNError("plot", self.plot, _("draws the roofline's batch sweep: add --gpu NAME"))
             if self.phase != "prefill":
                 raise FFNError("phase", self.phase, _("chooses the roofline's pass: add --gpu NAME"))
 
@@ -93,6 +101,12 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     from ffn_cli.render.weights import checkpoint_data, checkpoint_view
 
     opts.refuse_without_gpu()
+    if opts.plot is not None:
+        from ffn_cli.render.plot import check_plot_target
+
+        if opts.tokens is not None or opts.batch is None or "," not in opts.batch:
+            raise FFNError("plot", opts.plot, _("draws a sweep over batch: give --batch a comma list (1,8,64,512)"))
+        check_plot_target(opts.plot)
     plan, note = _plan(loaded, opts, dtype)
     spec = loaded.spec
     shown: list[RenderableType] = []
@@ -123,9 +137,23 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
                 _("{name} has no dense {column} rate in the table: choose another --dtype or GPU").format(name=gpu.name, column=column),
             )
         stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
-        costs = [pass_cost(spec, stack, plan, case) for case in _cases(opts, DTYPE_BYTES[dtype])]
-        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers))
-        data["roofline"] = roofline_data(costs, gpu, column, plan.origin)
+        cases = _cases(opts, DTYPE_BYTES[dtype])
+        costs = [pass_cost(spec, stack, plan, case) for case in cases]
+        backward = None
+        if opts.backward:
+            from ffn_cli.models.roofline import backward_cost
+
+            backward = [backward_cost(spec, stack, plan, case) for case in cases]
+        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward))
+        data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward)
+        if opts.plot is not None:
+            from ffn_cli.render.plot import write_roofline_plot
+
+            written = write_roofline_plot(costs, gpu, column, spec.name, spec.n_layers, opts.plot, backward)
+            data["roofline"]["plot"] = str(written)
+            from ffn_cli.render.literal import visible
+
+            shown.append(Group(Text(_("plot written to {path}").format(path=visible(written)), style="dim")))
         if costs[0].case.phase == "decode":  # the cache the decode pass reads, by layer kind
             from ffn_cli.models.decode_state import decode_state
             from ffn_cli.render.decode_state import decode_state_data, decode_state_view

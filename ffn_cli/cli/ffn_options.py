@@ -1,15 +1,19 @@
-"""The options that shape an FFN, declared once for `trace`, `params` and `bench`.
+"""The options that shape an FFN, declared once, on FFNSpec's fields, for `trace`, `params` and `bench`.
 
-Each field of `FFNOptions` is one command-line option with FFNSpec's own default, so a
-default lives in FFNSpec alone; `with_option_groups` gives a command these options and hands
-it one parsed `FFNOptions`. `--variant` and `--d-model` take a comma list: params compares the
-variants, bench sweeps both, trace runs one FFN and says so when given more.
+`FFNOptions` is made from FFNSpec: one field per spec field that carries an `Option` (spec.py),
+with the field's own default, type and parser, its flags, help and panel as the Option says;
+`with_option_groups` gives a command these options and hands it one parsed `FFNOptions`.
+`--variant` and `--d-model` take a comma list: params compares the variants, bench sweeps
+both, trace runs one FFN and says so when given more.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Annotated, Any
+import typing
+from collections.abc import Callable
+from dataclasses import Field, field, fields, make_dataclass
+from types import NoneType, UnionType
+from typing import Annotated, Any, ClassVar
 
 import typer
 
@@ -19,106 +23,58 @@ from ffn_cli.cli.options import parse_int_list, parse_list
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
-from ffn_cli.spec import INIT_SCHEMES, FFNSpec
-from ffn_cli.variants import VARIANTS, variant_names
+from ffn_cli.spec import FFNSpec, Option, spec_options
+from ffn_cli.variants import VARIANTS
 
-__all__ = ["FFN_DEFAULTS", "FFNOptions"]
+__all__ = ["VALUES_ONLY", "FFNOptions", "ffn_options"]
 
-
-class _FFNDefaults:
-    """FFNSpec's field defaults, read from the dataclass."""
-
-    def __init__(self) -> None:
-        for f in fields(FFNSpec):
-            setattr(self, f.name, f.default)
+# The shell completions an Option names (`complete=`).
+_COMPLETERS: dict[str, Callable[..., list[str]]] = {"variants": complete_variants, "expert_variants": complete_expert_variants}
+# A value typed as a number is parsed by the project's own parser (errors in plain words).
+_PARSERS: dict[type, Callable[[str], Any]] = {int: parse_int, float: parse_float}
 
 
-FFN_DEFAULTS: Any = _FFNDefaults()
+def _value_type(hint: Any) -> Any:
+    """`int | None` → int: the type a value is parsed as."""
+    if typing.get_origin(hint) in (typing.Union, UnionType):  # Optional[int] too
+        (kind,) = (t for t in typing.get_args(hint) if t is not NoneType)
+        return kind
+    return hint
 
-_FFN = "FFN"
-_MOE = "Mixture of experts"
 
-# Options whose FFNSpec field has another name.
-_FIELDS = {"fused": "fused_gate_up"}
-
-
-@dataclass(frozen=True)
-class FFNOptions:
-    """The FFN options as parsed: text for the two that take a comma list, values otherwise."""
-
-    variant: Annotated[
-        str,
-        typer.Option(
-            "--variant",
-            "-v",
-            autocompletion=complete_variants,
-            help="FFN variant: "
-            + ", ".join(variant_names())
-            + ". A comma list (or all): ffn params compares them, ffn bench times each; ffn trace runs one.",
-        ),
-    ] = FFN_DEFAULTS.variant
-    d_model: Annotated[
-        str, typer.Option("--d-model", "-d", help="Model width d_model; a comma list makes a sweep in bench.", rich_help_panel=_FFN)
-    ] = str(FFN_DEFAULTS.d_model)
-    d_ff: Annotated[
-        int | None,
-        typer.Option(
-            "--d-ff",
-            parser=parse_int,
-            help="Hidden width d_ff (default: 4·d, or LLaMA's 2/3 rule for gated variants).",
-            rich_help_panel=_FFN,
-        ),
-    ] = FFN_DEFAULTS.d_ff
-    bias: Annotated[
-        bool | None,
-        typer.Option(
-            "--bias/--no-bias", help="Biases on the projections (default: the variant's).", rich_help_panel=_FFN, show_default=False
-        ),
-    ] = FFN_DEFAULTS.bias
-    dropout: Annotated[
-        float, typer.Option("--dropout", parser=parse_float, help="Dropout after the activation, in [0, 1).", rich_help_panel=_FFN)
-    ] = FFN_DEFAULTS.dropout
-    init: Annotated[str, typer.Option("--init", help="Weight init: " + ", ".join(INIT_SCHEMES) + ".", rich_help_panel=_FFN)] = (
-        FFN_DEFAULTS.init
+def _option_field(spec_field: Field[Any], opt: Option, hint: Any) -> tuple[str, Any, Any]:
+    """One FFNOptions field: the spec field's type (text for a comma list) and default, declared
+    as the typer option the Option describes."""
+    kind, default = (str, str(spec_field.default)) if opt.comma_list else (hint, spec_field.default)
+    declaration = typer.Option(
+        *opt.flags,
+        help=opt.help,
+        rich_help_panel=opt.panel,
+        parser=_PARSERS.get(_value_type(kind)),
+        autocompletion=_COMPLETERS[opt.complete] if opt.complete else None,
+        show_default=spec_field.default is not None,  # None: the variant or a rule decides, as the help says
     )
-    zero_init_output: Annotated[
-        bool, typer.Option("--zero-init-output", help="Start down_proj at zero (the block starts as its residual).", rich_help_panel=_FFN)
-    ] = FFN_DEFAULTS.zero_init_output
-    multiple_of: Annotated[
-        int, typer.Option("--multiple-of", parser=parse_int, help="Round the gated d_ff up to this multiple.", rich_help_panel=_FFN)
-    ] = FFN_DEFAULTS.multiple_of
-    ffn_dim_multiplier: Annotated[
-        float | None,
-        typer.Option("--ffn-dim-multiplier", parser=parse_float, help="LLaMA's multiplier on the 2/3 rule.", rich_help_panel=_FFN),
-    ] = FFN_DEFAULTS.ffn_dim_multiplier
-    fused: Annotated[bool, typer.Option("--fused/--no-fused", help="One fused gate_up_proj for gated variants.", rich_help_panel=_FFN)] = (
-        FFN_DEFAULTS.fused_gate_up
-    )
-    sparsity: Annotated[
-        float, typer.Option("--sparsity", parser=parse_float, help="Fraction of hidden units masked (sparse).", rich_help_panel=_FFN)
-    ] = FFN_DEFAULTS.sparsity
-    experts: Annotated[int, typer.Option("--experts", "-E", parser=parse_int, help="Number of routed experts.", rich_help_panel=_MOE)] = (
-        FFN_DEFAULTS.experts
-    )
-    top_k: Annotated[int, typer.Option("--top-k", "-k", parser=parse_int, help="Experts per token (1 = Switch).", rich_help_panel=_MOE)] = (
-        FFN_DEFAULTS.top_k
-    )
-    shared_experts: Annotated[
-        int, typer.Option("--shared-experts", parser=parse_int, help="Always-on shared experts (DeepSeek-MoE).", rich_help_panel=_MOE)
-    ] = FFN_DEFAULTS.shared_experts
-    expert_variant: Annotated[
-        str, typer.Option("--expert-variant", help="Variant of each expert.", rich_help_panel=_MOE, autocompletion=complete_expert_variants)
-    ] = FFN_DEFAULTS.expert_variant
-    capacity_factor: Annotated[
-        float | None,
-        typer.Option(
-            "--capacity-factor", parser=parse_float, help="Expert capacity factor; overflow tokens are dropped.", rich_help_panel=_MOE
-        ),
-    ] = FFN_DEFAULTS.capacity_factor
-    normalize_top_k: Annotated[
-        bool, typer.Option("--normalize-top-k/--no-normalize-top-k", help="Renormalise the top-k weights (Mixtral).", rich_help_panel=_MOE)
-    ] = FFN_DEFAULTS.normalize_top_k
-    given: frozenset[str] = frozenset()
+    return opt.name, Annotated[kind, declaration], field(default=default)
+
+
+def _panel_order(options: dict[str, Option]) -> list[str]:
+    """The fields panel by panel, panels as they first appear, fields in FFNSpec's order within
+    one: the order --help draws them in, and click reads them in."""
+    panels = list(dict.fromkeys(opt.panel for opt in options.values()))
+    return sorted(options, key=lambda name: panels.index(options[name].panel))
+
+
+class _FFNOptions:
+    """The FFN options as parsed: text for the ones that take a comma list, values otherwise."""
+
+    spec_class: ClassVar[type[FFNSpec]]
+    spec_fields: ClassVar[dict[str, str]]  # option name → FFNSpec field: --fused is fused_gate_up
+    comma_lists: ClassVar[frozenset[str]]  # the options typed as a comma list
+    # What the methods read of the fields ffn_options() makes.
+    variant: str
+    d_model: str
+    expert_variant: str
+    given: frozenset[str]
 
     def variants(self) -> list[str]:
         """'relu, swiglu' → ['relu', 'swiglu']; 'all' → every registry variant."""
@@ -140,9 +96,9 @@ class FFNOptions:
 
     def spec(self, variant: str, d_model: int, **changes: Any) -> FFNSpec:
         """One FFNSpec from these options (FFNSpec validates); `changes` replace spec fields."""
-        values = {_FIELDS.get(f.name, f.name): getattr(self, f.name) for f in fields(self) if f.name not in ("given", "variant", "d_model")}
+        values = {field: getattr(self, name) for name, field in self.spec_fields.items() if name not in self.comma_lists}
         values["expert_variant"] = self.expert_variant.strip().lower()
-        return FFNSpec(**{**values, "variant": variant, "d_model": d_model, **changes})
+        return self.spec_class(**{**values, "variant": variant, "d_model": d_model, **changes})
 
     def specs(self, **changes: Any) -> list[FFNSpec]:
         """Every variant at every width, variants outermost."""
@@ -153,10 +109,9 @@ class FFNOptions:
     def check_used(self, specs: list[FFNSpec]) -> None:
         """Refuse an option the user typed that none of `specs`' variants reads (each variant
         declares the options it uses): `-v relu --top-k 3` would otherwise run and ignore it."""
-        spec_fields = {f.name for f in fields(FFNSpec)}
         for name in sorted(self.given):
-            field = _FIELDS.get(name, name)
-            if field not in spec_fields or any(field in s.info.options_used(s) for s in specs):
+            field = self.spec_fields.get(name)
+            if field is None or any(field in s.info.options_used(s) for s in specs):
                 continue
             chosen = ", ".join(dict.fromkeys(s.variant for s in specs))
             users = [v for v, variant in VARIANTS.items() if field in variant.own_options]
@@ -188,3 +143,31 @@ class FFNOptions:
             value = getattr(self, f.name)
             if f.name in names and f.name in self.given and not (unless_default and value == f.default):
                 raise FFNError(f.name, value, why)
+
+
+def ffn_options(spec_class: type[FFNSpec] = FFNSpec) -> type[_FFNOptions]:
+    """The option group of `spec_class`: a frozen dataclass with one field per spec field that has
+    an Option, and `given`, the options that were typed."""
+    options = spec_options(spec_class)
+    hints = typing.get_type_hints(spec_class)
+    by_name = {f.name: f for f in fields(spec_class)}
+    option_fields = [_option_field(by_name[name], options[name], hints[name]) for name in _panel_order(options)]
+    namespace = {
+        "spec_class": spec_class,
+        "spec_fields": {opt.name: name for name, opt in options.items()},
+        "comma_lists": frozenset(opt.name for opt in options.values() if opt.comma_list),
+        "__doc__": _FFNOptions.__doc__,
+        "__module__": __name__,  # make_dataclass's own module= needs Python 3.12
+    }
+    return make_dataclass(
+        "FFNOptions",
+        [*option_fields, ("given", frozenset[str], field(default=frozenset()))],
+        bases=(_FFNOptions,),
+        namespace=namespace,
+        frozen=True,
+    )
+
+
+FFNOptions = ffn_options()
+# FFN options that change the module's values but no count: ffn params refuses them rather than ignore them.
+VALUES_ONLY = tuple(opt.name for opt in spec_options().values() if opt.values_only)

@@ -12,7 +12,17 @@ from ffn_cli.errors import FFNError
 from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
 from ffn_cli.i18n import _
 
-__all__ = ["BatchListOpt", "GPUOpt", "PhaseOpt", "QuantizeOpt", "TokensOpt", "WeightsOpt", "resolve_gpu"]
+__all__ = [
+    "BatchListOpt",
+    "GPUOpt",
+    "PhaseOpt",
+    "QuantizeOpt",
+    "RooflineBackwardOpt",
+    "RooflinePlotOpt",
+    "TokensOpt",
+    "WeightsOpt",
+    "resolve_gpu",
+]
 
 _HARDWARE = "Hardware"
 
@@ -73,5 +83,24 @@ TokensOpt = Annotated[
     int | None,
     typer.Option(
         "--tokens", help="With --gpu: tokens in the pass (prefill: one sequence of T; decode: T sequences).", rich_help_panel=_HARDWARE
+    ),
+]
+RooflineBackwardOpt = Annotated[
+    bool,
+    typer.Option(
+        "--backward",
+        help="With --gpu: also the backward of a training step (prefill): 2× the matmul FLOPs, the weights read again, "
+        "their gradients written, the saved activations read.",
+        rich_help_panel=_HARDWARE,
+    ),
+]
+RooflinePlotOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--plot",
+        help="With --gpu and a --batch list: also draw the time bound and the attainable TFLOP/s against batch to "
+        "FILE.png (.svg, .pdf); needs matplotlib.",
+        rich_help_panel=_HARDWARE,
+        show_default=False,
     ),
 ]

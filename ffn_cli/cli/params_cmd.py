@@ -12,15 +12,23 @@ from rich.text import Text
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.complete import complete_dtypes
 from ffn_cli.cli.costs import CostOptions
-from ffn_cli.cli.ffn_options import FFNOptions
-from ffn_cli.cli.hardware_options import BatchListOpt, GPUOpt, PhaseOpt, QuantizeOpt, TokensOpt, WeightsOpt
+from ffn_cli.cli.ffn_options import VALUES_ONLY, FFNOptions
+from ffn_cli.cli.hardware_options import (
+    BatchListOpt,
+    GPUOpt,
+    PhaseOpt,
+    QuantizeOpt,
+    RooflineBackwardOpt,
+    RooflinePlotOpt,
+    TokensOpt,
+    WeightsOpt,
+)
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _, shown
 from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import VARIANTS, Family
 
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
@@ -83,7 +91,7 @@ ListPresetsOpt = Annotated[
 _ATTENTION_OPTIONS = ("n_heads", "n_kv_heads", "head_dim", "attn_bias", "match_params")
 _READS_EVERY_SIZE = N_("sizes one FFN; --config, --preset and --model read every size from the model")
 # FFN options that change the module's values but no count: params refuses them rather than ignore them.
-_NO_COUNT = ("dropout", "init", "zero_init_output")
+_NO_COUNT = VALUES_ONLY  # spec.py's Option of each says so
 
 
 @handles_errors
@@ -112,6 +120,8 @@ def params(
     batch: BatchListOpt = None,
     tokens: TokensOpt = None,
     phase: PhaseOpt = "prefill",
+    backward: RooflineBackwardOpt = False,
+    plot: RooflinePlotOpt = None,
     explain: ExplainOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -130,7 +140,7 @@ def params(
         return
     # With --gpu, --seq-len sizes the roofline's pass instead of listing lengths to count FLOPs at.
     seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None and gpu is None else []
-    costs = CostOptions(weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep)
+    costs = CostOptions(weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep, backward, plot)
     if config is not None or preset is not None or model is not None:
         ffn.refuse(tuple(ffn.given), _(_READS_EVERY_SIZE))
         _reject_given(ctx, _ATTENTION_OPTIONS, _(_READS_EVERY_SIZE))
@@ -138,7 +148,8 @@ def params(
         _print_models(preset, config, model, revision, model_dtype, seq_lens, json, costs, no_cache, explain=explain)
         return
     _whole_model = _("applies to a whole model: give --preset, --config or --model")
-    refuse_unused({"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens}, _whole_model)
+    given = {"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens, "backward": backward, "plot": plot}
+    refuse_unused(given, _whole_model)
     _reject_given(ctx, ("phase",), _whole_model)
     refuse_unused({"revision": revision}, _("applies to --model (a Hub model id)"))
     refuse_unused({"no_cache": no_cache or None}, _("applies to --config, --preset and --model"))
@@ -147,7 +158,7 @@ def params(
     if len(widths) > 1:
         raise FFNError("d_model", ffn.d_model, _("ffn params compares variants at one width; give one --d-model (ffn bench sweeps)"))
     d_model = widths[0]
-    specs = [ffn.spec(name, d_model, fused_gate_up=ffn.fused and _gated(name, ffn.expert_variant)) for name in ffn.variants()]
+    specs = [_fused_where_used(ffn.spec(name, d_model, fused_gate_up=False), ffn.fused) for name in ffn.variants()]
     ffn.check_used(specs)
     _check_fused(ffn.fused, specs)
     if tp != 1 or ep != 1:
@@ -183,7 +194,8 @@ def _print_ffns(
     from ffn_cli.models.layer import compare_variants, ffn_report
     from ffn_cli.models.matching import match_misses
     from ffn_cli.models.seq_flops import flops_over_length, single_layer
-    from ffn_cli.render.params import comparison_data, comparison_table, ffn_report_data, ffn_report_view
+    from ffn_cli.render.params.comparison import comparison_data, comparison_table
+    from ffn_cli.render.params.report import ffn_report_data, ffn_report_view
     from ffn_cli.render.seq_flops import seq_flops_data, seq_flops_view
 
     if len(specs) == 1 and not match_params:
@@ -230,10 +242,9 @@ def _print_ranks(specs: list[FFNSpec], tp: int, ep: int, dtype: str, json: bool)
         console.print(render_rank_params(specs[0], ranks))
 
 
-def _gated(name: str, expert_variant: str) -> bool:
-    variant = VARIANTS[name]
-    single = VARIANTS.get(expert_variant) if variant.family == Family.MOE else variant
-    return single is not None and single.family == Family.GATED
+def _fused_where_used(spec: FFNSpec, fused: bool) -> FFNSpec:
+    """`spec` with --fused where its variant reads fused_gate_up (a gated FFN, a mixture of gated experts)."""
+    return spec.with_(fused_gate_up=True) if fused and "fused_gate_up" in spec.info.options_used(spec) else spec
 
 
 def _check_fused(fused: bool, specs: list[FFNSpec]) -> None:
@@ -295,13 +306,14 @@ def _named_models(*lists: str | None) -> list[str]:
 def _refuse_costs(costs: CostOptions | None, allowed: str) -> None:
     if costs is not None and costs.asked:
         given = {"weights": costs.weights, "quantize": costs.quantize, "gpu": costs.gpu, "batch": costs.batch, "tokens": costs.tokens}
+        given |= {"backward": costs.backward or None, "plot": costs.plot}
         refuse_unused(given | {"tp": costs.tp if costs.tp != 1 else None, "ep": costs.ep if costs.ep != 1 else None}, allowed)
 
 
 def _explain(block: BlockExplain | None) -> None:
     """--explain: the block under the tables."""
     if block is not None:
-        from ffn_cli.render.params_explain import explain_view
+        from ffn_cli.render.params.explain import explain_view
 
         console.print(Text(""), explain_view(block))
 
@@ -314,7 +326,7 @@ def _print_loaded(
     from ffn_cli.models.explain import explain_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
-    from ffn_cli.render.params import model_data, model_view
+    from ffn_cli.render.params.model import model_data, model_view
     from ffn_cli.render.seq_flops import seq_flops_data, seq_flops_view
 
     compared = []
@@ -360,7 +372,7 @@ def _print_built(unknown: UnknownModelType, dtype: str, json: bool, *, use_cache
 
 def _print_presets(json: bool) -> None:
     from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
-    from ffn_cli.render.params import presets_data, presets_table
+    from ffn_cli.render.params.presets import presets_data, presets_table
 
     models = []
     for name in preset_names():

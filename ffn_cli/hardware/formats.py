@@ -6,6 +6,11 @@ an (out, in) weight, as MXFP4, NVFP4 and GPTQ-style int4 group them), or a `bloc
 rows × columns (DeepSeek-V3's 128×128 FP8 blocks), or one scale per row (`per_row`), plus
 `tensor_scale_bits` once per tensor (NVFP4's and per-tensor FP8's float32 scale). Exact: a
 group that does not fill gets its own scale too (the ceiling), as the checkpoints store them.
+
+Asymmetric integer formats store a zero point beside each scale (`zero_bits`): AWQ packs one
+4-bit zero point per group (qzeros), GPTQ one of the weight's own width per group, and GPTQ's
+checkpoints also hold `g_idx`, one int32 per input column naming its group
+(`column_index_bits`); AutoGPTQ's layout stores qzeros and g_idx whatever `sym` says.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import ceil, prod
 
-__all__ = ["FORMATS", "WeightFormat", "parse_format"]
+__all__ = ["FORMATS", "WeightFormat", "awq", "gptq", "parse_format"]
 
 SCALE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "e8m0": 8, "e4m3": 8}
 
@@ -31,6 +36,8 @@ class WeightFormat:
     scale: str = ""  # the scale's type (a key of SCALE_BITS)
     tensor_scale_bits: int = 0  # once per tensor
     compute_dtype: str = ""  # the matmul dtype its rate is read at in the GPU table
+    zero_bits: int = 0  # a zero point beside each group/row scale (asymmetric integers)
+    column_index_bits: int = 0  # once per input column of each matrix (GPTQ's int32 g_idx)
 
     @property
     def scale_bits(self) -> int:
@@ -50,38 +57,81 @@ class WeightFormat:
         return rows if self.per_row else 0
 
     def tensor_bits(self, shape: tuple[int, ...]) -> int:
-        """Bits to store one tensor of `shape` in this format, every scale included."""
-        return prod(shape) * self.element_bits + self.scales(shape) * self.scale_bits + self.tensor_scale_bits
+        """Bits to store one tensor of `shape` in this format, every scale and zero point included."""
+        columns = prod(shape[:-2]) * shape[-1] if len(shape) > 1 else 0  # each matrix's input columns
+        return (
+            prod(shape) * self.element_bits
+            + self.scales(shape) * (self.scale_bits + self.zero_bits)
+            + self.tensor_scale_bits
+            + columns * self.column_index_bits
+        )
 
     def bits_per_weight(self, shape: tuple[int, ...] | None = None) -> Fraction:
-        """Exact bits per weight: of a tensor of `shape`, or of an unbounded one (full groups, no per-tensor share)."""
+        """Exact bits per weight: of a tensor of `shape`, or of an unbounded one (full groups, no
+        per-tensor or per-column share)."""
         if shape is not None:
             return Fraction(self.tensor_bits(shape), prod(shape))
         per_group = self.group or (self.block[0] * self.block[1] if self.block else 0)
-        return Fraction(self.element_bits) + (Fraction(self.scale_bits, per_group) if per_group else 0)
+        return Fraction(self.element_bits) + (Fraction(self.scale_bits + self.zero_bits, per_group) if per_group else 0)
 
     def describe(self) -> str:
         """In words, e.g. 'mxfp4: e2m1 + an e8m0 scale per 32 = 4.25 bits/weight'."""
         parts = [self.element]
+        scale = f"one {self.scale} scale" + (f" and one int{self.zero_bits} zero point" if self.zero_bits else "")
         if self.group:
-            parts.append(f"one {self.scale} scale per {self.group}")
+            parts.append(f"{scale} per {self.group}")
         elif self.block is not None:
-            parts.append(f"one {self.scale} scale per {self.block[0]}×{self.block[1]} block")
+            parts.append(f"{scale} per {self.block[0]}×{self.block[1]} block")
         elif self.per_row:
-            parts.append(f"one {self.scale} scale per row")
+            parts.append(f"{scale} per row")
         if self.tensor_scale_bits:
             parts.append("one fp32 scale per tensor")
+        if self.column_index_bits:
+            parts.append(f"one int{self.column_index_bits} group index per input column")
         bits = self.bits_per_weight()
         exact = f"{float(bits):.6g}"
-        tail = " (+ the per-row scales)" if self.per_row else ""
+        tails = [what for what, there in (("the per-row scales", self.per_row), ("the group indices", self.column_index_bits)) if there]
+        tail = f" (+ {' and '.join(tails)})" if tails else ""
         return f"{self.name}: {' + '.join(parts)} = {exact} bits/weight{tail}"
 
 
-def _int(bits: int, group: int, scale: str) -> WeightFormat:
-    name = f"int{bits}" + (f"-g{group}" if group else "") + f"-{scale}"
+def _int(bits: int, group: int, scale: str, *, asym: bool = False) -> WeightFormat:
+    name = f"int{bits}" + (f"-g{group}" if group else "") + f"-{scale}" + ("-asym" if asym else "")
     return WeightFormat(
-        name, bits, f"int{bits}", group=group, per_row=not group, scale=scale, compute_dtype=f"int{bits}" if bits == 8 else ""
+        name,
+        bits,
+        f"int{bits}",
+        group=group,
+        per_row=not group,
+        scale=scale,
+        compute_dtype=f"int{bits}" if bits == 8 else "",
+        zero_bits=bits if asym else 0,
     )
+
+
+def gptq(bits: int, group: int) -> WeightFormat:
+    """GPTQ as AutoGPTQ stores it: `bits`-bit weights packed in int32, per group (group ≤ 0: per
+    row) one fp16 scale and one `bits`-bit zero point (qzeros, stored whatever `sym` says), and
+    g_idx, one int32 per input column."""
+    name = f"gptq-int{bits}" + (f"-g{group}" if group > 0 else "")
+    fmt = _int(bits, max(group, 0), "fp16", asym=True)
+    return WeightFormat(
+        name,
+        bits,
+        fmt.element,
+        group=fmt.group,
+        per_row=fmt.per_row,
+        scale="fp16",
+        compute_dtype=fmt.compute_dtype,
+        zero_bits=bits,
+        column_index_bits=32,
+    )
+
+
+def awq(group: int) -> WeightFormat:
+    """AWQ (AutoAWQ's GEMM layout): int4 weights, per group one fp16 scale and one 4-bit zero point."""
+    fmt = _int(4, group, "fp16", asym=True)
+    return WeightFormat(f"awq-int4-g{group}", 4, "int4", group=group, scale="fp16", compute_dtype=fmt.compute_dtype, zero_bits=4)
 
 
 FORMATS: dict[str, WeightFormat] = {
@@ -96,7 +146,10 @@ FORMATS: dict[str, WeightFormat] = {
     "nvfp4": WeightFormat("nvfp4", 4, "e2m1", group=16, scale="e4m3", tensor_scale_bits=32, compute_dtype="fp4"),
 }
 ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8": "fp8", "fp8-e4m3": "fp8", "e4m3": "fp8"}
-SYNTAX = "fp32, bf16, fp16, fp8, fp8-block[-N], int8[-gN][-SCALE], int4[-gN][-SCALE], mxfp4, nvfp4 (SCALE: bf16, fp16, fp32)"
+SYNTAX = (
+    "fp32, bf16, fp16, fp8, fp8-block[-N], int8[-gN][-SCALE][-asym], int4[-gN][-SCALE][-asym], gptq-intB[-gN], "
+    "awq-int4[-gN], mxfp4, nvfp4 (SCALE: bf16, fp16, fp32; -asym: a zero point per group; B: 2, 3, 4, 8)"
+)
 
 
 def parse_format(text: str) -> WeightFormat:
@@ -108,9 +161,15 @@ def parse_format(text: str) -> WeightFormat:
     if m and int(m.group(1)) > 0:
         n = int(m.group(1))
         return WeightFormat(f"fp8-block-{n}", 8, "e4m3", block=(n, n), scale="fp32", compute_dtype="fp8")
-    m = re.fullmatch(r"int(4|8)(?:-g(\d+))?(?:-(bf16|fp16|fp32))?", t)
+    m = re.fullmatch(r"int(4|8)(?:-g(\d+))?(?:-(bf16|fp16|fp32))?(-asym)?", t)
     if m and (m.group(2) is None or int(m.group(2)) > 0):
         bits = int(m.group(1))
         group = int(m.group(2)) if m.group(2) else (128 if bits == 4 else 0)
-        return _int(bits, group, m.group(3) or "bf16")
+        return _int(bits, group, m.group(3) or "bf16", asym=m.group(4) is not None)
+    m = re.fullmatch(r"gptq-int(2|3|4|8)(?:-g(\d+))?", t)
+    if m and (m.group(2) is None or int(m.group(2)) > 0):
+        return gptq(int(m.group(1)), int(m.group(2)) if m.group(2) else 128)
+    m = re.fullmatch(r"awq-int4(?:-g(\d+))?", t)
+    if m and (m.group(1) is None or int(m.group(1)) > 0):
+        return awq(int(m.group(1)) if m.group(1) else 128)
     raise ValueError(f"choose {SYNTAX}")

@@ -196,12 +196,12 @@ def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:
     """One layer's FFN as the model holds it: the FFNSpec's count, and for MoE the tensors
     the spec does not hold (moe_extra), which every token touches."""
     count = active_params(ffn) if active else total_params(ffn)
-    return count + (spec.moe_extra_params if ffn.is_moe else 0)
+    return count + sum(t.count for t in spec.extra_of(ffn))
 
 
 def ffn_part_name(ffn: FFNSpec) -> str:
     """'MoE FFN' or 'FFN': what a model's parts table calls a layer's FFN (an English id)."""
-    return N_("MoE FFN") if ffn.is_moe else "FFN"
+    return ffn.info.part_name
 
 
 def layer_labels(spec: ModelSpec) -> list[str]:
@@ -233,18 +233,10 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
     if spec.no_ffn_layers and len(layers) < spec.n_layers:  # one block a layer: the layers are counted, not listed
         where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
-    biases = Message(N_(", biases")) if ffn.bias else ""
-    if not ffn.is_moe:
-        fused = Message(N_(", fused gate_up")) if ffn.fused_gate_up else ""
-        return Message.join(ffn.variant, act, Message(N_(", d_ff {d_ff}"), d_ff=f"{ffn.hidden:,}"), biases, fused, where)
-    routed = Message(N_("router + {experts} × {variant}"), experts=ffn.experts, variant=ffn.expert_variant)
-    parts: list[str] = [routed, act, f" d_ff {ffn.hidden:,}", biases, Message(N_(", top-{k}"), k=ffn.top_k)]
-    if ffn.shared_hidden:
-        parts.append(Message(N_(", shared d_ff {d_ff}"), d_ff=f"{ffn.shared_hidden:,}"))
-        parts.append(Message(N_(" gated")) if ffn.shared_expert_gate else "")
-    parts += [f", + {t.name}" for t in spec.moe_extra]
-    if spec.routing:
-        parts.append(Message.join(", ", spec.routing))
+    name, words = ffn.info.model_words(ffn)
+    parts: list[str] = [name, act, *words, *(f", + {t.name}" for t in spec.extra_of(ffn))]
+    if spec.routing_of(ffn):
+        parts.append(Message.join(", ", spec.routing_of(ffn)))
     return Message.join(*parts, where)
 
 
@@ -297,8 +289,8 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
         )
     for ffn, layers in _ffn_groups(spec):
         name = ffn_part_name(ffn)
-        active = ffn_params(spec, ffn, active=True) if ffn.is_moe else None
-        parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), ffn_params(spec, ffn), len(layers), active))
+        total, active = ffn_params(spec, ffn), ffn_params(spec, ffn, active=True)
+        parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), total, len(layers), active if active != total else None))
     norms = Message(N_("{n} × {norm}"), n=spec.norms_per_layer, norm=_norm_name(spec))
     parts.append(ModelPart(N_("layer norms"), "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
     if spec.mixer is not None and spec.mixer.norm_params:

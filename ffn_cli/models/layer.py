@@ -177,8 +177,9 @@ def ffn_report(spec: FFNSpec, attention: AttentionSpec, dtype: str = "float32") 
             "d_model", attention.d_model, _("the attention must have the FFN's d_model ({d_model})").format(d_model=spec.d_model)
         )
     all_experts = None
-    if spec.mixture is not None and spec.mixture.is_routed:
-        all_experts = sum(s.flops for s in flop_steps(spec.with_(top_k=spec.experts)))
+    every_expert = spec.info.all_experts_options(spec)  # None: every expert runs already, or there are none
+    if every_expert is not None:
+        all_experts = sum(s.flops for s in flop_steps(spec.with_(**every_expert)))
     return FFNReport(
         spec=spec,
         attention=attention,

@@ -16,29 +16,24 @@ from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.source import LoadedModel
-from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
+from ffn_cli.spec import MAX_DIM, FFNSpec, check_int, spec_options
 
-__all__ = ["FFN_OVERRIDES", "FIXED_BY_MODEL", "LayerChoice", "default_layer", "select_layer"]
+__all__ = ["FFN_OVERRIDES", "FIXED_BY_MODEL", "LayerChoice", "default_layer", "ffn_overrides", "fixed_by_model", "select_layer"]
 
-# CLI option → FFNSpec field, for the options that may override a model's FFN.
-FFN_OVERRIDES = {
-    "variant": "variant",
-    "d_ff": "d_ff",
-    "bias": "bias",
-    "dropout": "dropout",
-    "init": "init",
-    "zero_init_output": "zero_init_output",
-    "fused": "fused_gate_up",
-    "experts": "experts",
-    "top_k": "top_k",
-    "shared_experts": "shared_experts",
-    "expert_variant": "expert_variant",
-    "capacity_factor": "capacity_factor",
-    "normalize_top_k": "normalize_top_k",
-    "sparsity": "sparsity",
-}
-# Options that size an FFN from d_model: a model fixes them all.
-FIXED_BY_MODEL = ("d_model", "multiple_of", "ffn_dim_multiplier")
+
+def ffn_overrides(spec_class: type[FFNSpec] = FFNSpec) -> dict[str, str]:
+    """Option → FFNSpec field, for every FFN option that may override a model layer's value (all
+    that the model does not fix; spec.py's Option says which)."""
+    return {opt.name: name for name, opt in spec_options(spec_class).items() if not opt.fixed_by_model}
+
+
+def fixed_by_model(spec_class: type[FFNSpec] = FFNSpec) -> tuple[str, ...]:
+    """The FFN options that size an FFN from d_model: a model fixes them all."""
+    return tuple(opt.name for opt in spec_options(spec_class).values() if opt.fixed_by_model)
+
+
+FFN_OVERRIDES = ffn_overrides()
+FIXED_BY_MODEL = fixed_by_model()
 _EPS_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon")
 
 
@@ -171,10 +166,11 @@ def _ffn_notes(model: LoadedModel, ffn: FFNSpec, layer: int, *, renamed: bool) -
     notes = []
     if spec.hidden_act and not renamed:
         notes.append(f"{spec.hidden_act} (run as {ffn.activation})")
-    if layer in spec.moe_layers and ffn.is_moe:
-        notes += [t.name for t in spec.moe_extra]
-        if spec.routing:
-            notes.append(spec.routing)
+    model_ffn = spec.ffn_of(layer)
+    if ffn.mixture is not None and model_ffn is not None:  # the model's router tensors and rules, where the built FFN routes too
+        notes += [t.name for t in spec.extra_of(model_ffn)]
+        if spec.routing_of(model_ffn):
+            notes.append(spec.routing_of(model_ffn))
     return notes
 
 

@@ -11,6 +11,18 @@ Counted, all as lower bounds:
   chip), and the KV cache: in prefill written and read once, in decode the context read and the
   new token's keys and values written (MLA caches its compressed kv_lora_rank + rope width).
 Not counted: elementwise work (norms, activations, softmax), launch overheads, communication.
+
+The backward of a training step (`backward_cost`, prefill only), part by part:
+- FLOPs: twice the forward's matmul FLOPs (for each matmul, one for the gradient of its input
+  and one for that of its weight, or of both operands for attention's scores).
+- Bytes: the weights the forward read, read again in their stored format (embeddings: none); a
+  gradient for each, written once in the compute dtype (embeddings: one row per token); the
+  gradient of the part's output read and that of its input written; and what the forward saved
+  for it, read once: an FFN's tensors as PyTorch's autograd saves them (accounting.saved_tensors,
+  each at its own width, as `ffn trace --backward` reads them); attention's input, Q, K, V, its
+  output before o_proj (MLA: also the q and kv latents) and the softmax's float32 log-sum-exp per
+  query and head, as a fused attention kernel's backward reads them; the LM head's input.
+  The gradients between the matmuls of one part stay on chip, as the forward's intermediates.
 """
 
 from __future__ import annotations
@@ -18,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ffn_cli.accounting import matmul_flops_per_token, param_tensors
+from ffn_cli.accounting import matmul_flops_per_token, param_tensors, saved_tensors
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
@@ -30,7 +42,7 @@ from ffn_cli.models.weights import StoragePlan, WeightTensor, ffn_role
 from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["PartCost", "PassCase", "PassCost", "kv_width", "pass_cost"]
+__all__ = ["PartCost", "PassCase", "PassCost", "backward_cost", "kv_width", "pass_cost"]
 
 Phase = Literal["prefill", "decode"]
 
@@ -63,10 +75,13 @@ class PartCost:
     kv_bytes: float = 0.0
     experts: int = 0  # a MoE layer: how many it has
     experts_touched: float = 0.0  # … and how many this pass reads, in expectation
+    gradient_bytes: float = 0.0  # backward: the weight gradients written
+    saved_bytes: float = 0.0  # backward: what the forward saved for it, read
+    weight_params: float = 0.0  # the parameters whose weights the pass reads (a MoE: the experts touched)
 
     @property
     def bytes_(self) -> float:
-        return self.weight_bytes + self.activation_bytes + self.kv_bytes
+        return self.weight_bytes + self.activation_bytes + self.kv_bytes + self.gradient_bytes + self.saved_bytes
 
     def roofline(self, peak_tflops: float, bandwidth_gbps: float) -> Roofline:
         return Roofline(self.flops, self.bytes_, peak_tflops, bandwidth_gbps)
@@ -88,22 +103,25 @@ def _bytes(plan: StoragePlan, role: str, shape: tuple[int, ...]) -> float:
 def _ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     tokens = case.tokens
     fixed = expert = 0.0  # bytes of what every pass reads, and of one routed expert
+    fixed_params = expert_params = 0
     for t in param_tensors(ffn):
         role = ffn_role(t.name)
         if role == "experts":
             if t.name.startswith("experts.0."):
                 expert += _bytes(plan, role, t.shape)
+                expert_params += t.count
         else:
             fixed += _bytes(plan, role, t.shape)
-    if ffn.is_moe:
-        fixed += sum(_bytes(plan, "router", t.shape) for t in spec.moe_extra)
-        touched = expected_distinct_experts(ffn.experts, ffn.top_k, tokens)
-        weights, experts = fixed + touched * expert, ffn.experts
-    else:
-        weights, touched, experts = fixed, 0.0, 0
+            fixed_params += t.count
+    fixed += sum(_bytes(plan, "router", t.shape) for t in spec.extra_of(ffn))
+    fixed_params += sum(t.count for t in spec.extra_of(ffn))
+    experts = ffn.info.experts_held(ffn)  # 0: one FFN
+    touched = expected_distinct_experts(experts, ffn.active_experts, tokens) if experts else 0.0
+    weights = fixed + touched * expert
     io = 2 * tokens * spec.d_model * case.act_bytes
     name = ffn_part_name(ffn)
-    return PartCost(name, tokens * matmul_flops_per_token(ffn), weights, io, 0.0, experts, touched)
+    params = fixed_params + touched * expert_params
+    return PartCost(name, tokens * matmul_flops_per_token(ffn), weights, io, 0.0, experts, touched, weight_params=params)
 
 
 def kv_width(spec: ModelSpec) -> int:
@@ -134,7 +152,8 @@ def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     width = kv_width(spec) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written
     kv = 2 * case.tokens * width if case.phase == "prefill" else (keys + case.tokens) * width
-    return PartCost("attention", flops, weights, 2 * case.tokens * spec.d_model * case.act_bytes, kv)
+    io = 2 * case.tokens * spec.d_model * case.act_bytes
+    return PartCost("attention", flops, weights, io, kv, weight_params=spec.attention_layer_params)
 
 
 def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
@@ -147,7 +166,8 @@ def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     # Beyond the projections: the conv and the state update, chunked over a prefill, recurrent in decode.
     update = case.tokens * (m.sequence_flops(case.seq_len) if case.phase == "prefill" else m.decode_flops())
     flops = case.tokens * m.projection_flops + float(update)
-    return PartCost(m.kind, flops, weights, 2 * case.tokens * spec.d_model * case.act_bytes, state)
+    io = 2 * case.tokens * spec.d_model * case.act_bytes
+    return PartCost(m.kind, flops, weights, io, state, weight_params=m.params + m.norm_params)
 
 
 def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase) -> PassCost:
@@ -166,16 +186,36 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
     d, v, t = spec.d_model, spec.vocab_size, case.tokens
     head_role = "embedding" if spec.tie_word_embeddings else "head"
-    head = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), t * d * case.act_bytes + t * v * case.act_bytes)
-    embed = PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes)
-    parts = [*layers, *attention, head, embed]
-    model = PartCost(
-        "model",
+    head_bytes = t * d * case.act_bytes + t * v * case.act_bytes
+    head = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
+    embed = PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
+    return _assemble(spec, case, ffn_costs, layers, attention, head, embed)
+
+
+def _total(name: str, parts: list[PartCost]) -> PartCost:
+    return PartCost(
+        name,
         sum(p.flops for p in parts),
         sum(p.weight_bytes for p in parts),
         sum(p.activation_bytes for p in parts),
         sum(p.kv_bytes for p in parts),
+        gradient_bytes=sum(p.gradient_bytes for p in parts),
+        saved_bytes=sum(p.saved_bytes for p in parts),
+        weight_params=sum(p.weight_params for p in parts),
     )
+
+
+def _assemble(
+    spec: ModelSpec,
+    case: PassCase,
+    ffn_costs: dict[int, PartCost],
+    layers: list[PartCost],
+    attention: list[PartCost],
+    head: PartCost,
+    embed: PartCost,
+) -> PassCost:
+    """One layer's FFN (the MoE one), the mean layer's attention and the model's sum."""
+    model = _total("model", [*layers, *attention, head, embed])
     if spec.moe_ffn is not None and spec.moe_layers:
         one_ffn = ffn_costs[id(spec.moe_ffn)]
     else:  # no FFN in any layer (a pattern of mixers alone) costs nothing
@@ -187,5 +227,73 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
         sum(p.weight_bytes for p in attention) / n,
         attention[0].activation_bytes,
         sum(p.kv_bytes for p in attention) / n,
+        gradient_bytes=sum(p.gradient_bytes for p in attention) / n,
+        saved_bytes=sum(p.saved_bytes for p in attention) / n,
+        weight_params=sum(p.weight_params for p in attention) / n,
     )
     return PassCost(case, one_ffn, mean_attention, model)
+
+
+def _attention_saved(spec: ModelSpec, case: PassCase) -> float:
+    """What a fused attention kernel's backward reads of the forward, per pass: the layer's input
+    (for the projections' weight gradients), Q, K, V, the output before o_proj, the float32
+    log-sum-exp per query and head; MLA also its q and kv latents (q_b_proj's and kv_b_proj's inputs)."""
+    a = spec.attention
+    if isinstance(a, LatentAttentionSpec):
+        h = a.n_heads
+        latents = (a.q_lora_rank or 0) + a.kv_lora_rank
+        values = spec.d_model + latents + 2 * h * a.qk_head_dim + 2 * h * a.v_head_dim
+    else:
+        h = int(a.n_heads)  # type: ignore[arg-type]
+        values = spec.d_model + 2 * a.q_dim + 2 * a.kv_dim
+    return case.tokens * (values * case.act_bytes + h * 4)
+
+
+def _backward_of(forward: PartCost, saved: float, case: PassCase) -> PartCost:
+    """A part's backward from its forward: twice the matmul FLOPs, its weights read again, their
+    gradients written in the compute dtype, the output's gradient read and the input's written
+    (as many bytes as the forward's input and output), and what the forward saved, read."""
+    return PartCost(
+        forward.name,
+        2 * forward.flops,
+        forward.weight_bytes,
+        forward.activation_bytes,
+        0.0,
+        forward.experts,
+        forward.experts_touched,
+        gradient_bytes=forward.weight_params * case.act_bytes,
+        saved_bytes=saved,
+        weight_params=forward.weight_params,
+    )
+
+
+def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase) -> PassCost:
+    """The backward of a training step over the pass `case` (prefill: the step's tokens), part by
+    part as the module's docstring says. A hybrid's token mixers are not counted: refused."""
+    if case.phase != "prefill":
+        raise FFNError("backward", True, _("is a training step's: with --phase prefill (the default)"))
+    if spec.mixer is not None:
+        why = _("counts attention and FFNs; a {kind} token mixer's backward is not counted")
+        raise FFNError("backward", True, why.format(kind=spec.mixer.kind))
+    t, d, b = case.tokens, spec.d_model, case.act_bytes
+    ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
+    unique = {id(f): f for f in ffn_of.values() if f is not None}
+    ffn_costs = {
+        key: _backward_of(_ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case)  # type: ignore[arg-type]
+        for key, f in unique.items()
+    }
+    saved = _attention_saved(spec, case)
+    attention = [
+        _backward_of(_attention_cost(spec, stack, i, plan, case), saved, case)
+        for i in range(spec.n_layers)
+        if spec.mixer_label(i) == "attention"
+    ]
+    layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
+    head_role = "embedding" if spec.tie_word_embeddings else "head"
+    v = spec.vocab_size
+    # LM head: dlogits read, the input's gradient written, its saved input read.
+    head_forward = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), t * v * b + t * d * b, weight_params=v * d)
+    head = _backward_of(head_forward, t * d * b, case)
+    # Embeddings: no matmul and no weight read; the output's gradient read, one gradient row per token written.
+    embed = PartCost("embeddings", 0, 0.0, t * d * b, gradient_bytes=t * d * b, weight_params=t * d)
+    return _assemble(spec, case, ffn_costs, layers, attention, head, embed)

@@ -118,7 +118,7 @@ class ModelSpec:
             return
         if spec.d_model != self.d_model:
             raise FFNError(f"{field}.d_model", spec.d_model, _("must equal hidden_size ({d_model})").format(d_model=self.d_model))
-        if spec.is_moe != moe:
+        if (spec.mixture is not None) != moe:
             raise FFNError(
                 f"{field}.variant", spec.variant, _("must be a mixture of experts") if moe else _("must not be a mixture of experts")
             )
@@ -169,6 +169,15 @@ class ModelSpec:
     @property
     def is_moe(self) -> bool:
         return bool(self.moe_layers)
+
+    def extra_of(self, ffn: FFNSpec) -> tuple[ParamTensor, ...]:
+        """The tensors each layer of `ffn` holds beside its FFNSpec's: `moe_extra` in the MoE
+        layers, none in the dense ones."""
+        return self.moe_extra if ffn == self.moe_ffn else ()
+
+    def routing_of(self, ffn: FFNSpec) -> str:
+        """The routing rules, in words, of the layers of `ffn`: the MoE layers' (`routing`), or ''."""
+        return self.routing if ffn == self.moe_ffn else ""
 
     @property
     def moe_extra_params(self) -> int:

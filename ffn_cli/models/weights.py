@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ffn_cli.accounting import param_tensors
 from ffn_cli.errors import FFNError
-from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, parse_format
+from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, awq, gptq, parse_format
 from ffn_cli.i18n import N_, _
 from ffn_cli.models.spec import ModelSpec
 
@@ -104,9 +104,8 @@ def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
             continue
         for t in param_tensors(ffn):
             add(ffn_role(t.name), t.shape, len(layers))
-        if ffn.is_moe:
-            for t in spec.moe_extra:
-                add("router", t.shape, len(layers))
+        for t in spec.extra_of(ffn):  # a MoE layer's tensors beside its FFNSpec's
+            add("router", t.shape, len(layers))
     add("vector", (spec.norm_params,), spec.norms_per_layer * spec.n_layers + (1 if spec.final_norm else 0))
     if spec.lm_head:
         if not spec.tie_word_embeddings:
@@ -201,12 +200,35 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
             return None, f"quantization_config weight_block_size {block!r} not read"
         # transformers' FP8 replaces nn.Linear layers: MoE routers, embeddings and the head are not ones.
         scope = _LINEARS
+    elif method in ("gptq", "awq"):
+        read = _integer_config(method, qc)
+        if isinstance(read, str):
+            return None, read
+        fmt, scope = read, _LINEARS  # the decoder layers' linears: not the embeddings, the head or the routers
     else:
         return None, f"quantization_config quant_method {method or '(none)'!r} is not read by ffn: the checkpoint size is not shown"
     roles = frozenset(scope - excluded)
     note = f"; modules_to_not_convert not matched: {', '.join(unread)}" if unread else ""
     kept = ", ".join(ROLE_WORDS[r] for r in sorted(excluded)) or "none"
-    return StoragePlan(fmt, roles, FORMATS["bf16"], f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
+    rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
+    return StoragePlan(fmt, roles, rest, f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
+
+
+def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
+    """GPTQ's or AWQ's format from its quantization_config, or why it is not read."""
+    bits = qc.get("bits", qc.get("w_bit", 4))
+    group = qc.get("group_size", qc.get("q_group_size", 128))
+    if not isinstance(bits, int) or not isinstance(group, int) or group == 0 or group < -1:
+        return f"quantization_config {method} bits {bits!r}, group_size {group!r} not read"
+    if method == "gptq":
+        if bits not in (2, 3, 4, 8):
+            return f"quantization_config gptq bits {bits!r} not read"
+        return gptq(bits, group)
+    version = str(qc.get("version", "gemm")).lower()
+    if bits != 4 or group < 1 or version != "gemm" or qc.get("zero_point", True) is not True:
+        zero = qc.get("zero_point", True)
+        return f"quantization_config awq (bits {bits}, group_size {group}, version {version}, zero_point {zero}) not read"
+    return awq(group)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -23,6 +23,9 @@ from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import SingleFFN, Variant
 from ffn_cli.variants.sparse import Sparse
 from ffn_cli.variants.xielu import ALPHA_N_INIT, ALPHA_P_INIT, BETA, XIELU, inverse_softplus
+
+if TYPE_CHECKING:
+    from ffn_cli.variants.moe import DispatchStats
 
 __all__ = ["FFN", "FFNModule", "ModuleWeights", "ScalarParameters", "linears_in", "make_linear", "sparsity_mask"]
 
@@ -113,6 +116,7 @@ class FFNModule(nn.Module):
         self.spec = spec
         self.variant = variant
         self.gradient_checkpointing = False
+        self.last_dispatch: DispatchStats | None = None  # what the last forward routed: a routed mixture's only
 
     def forward(self, x: Tensor) -> Tensor:
         if self.gradient_checkpointing and torch.is_grad_enabled():

@@ -82,7 +82,7 @@ def check_parallel(spec: FFNSpec, *, tp: int = 1, ep: int = 1) -> None:
     if tp > 1 and ep > 1:
         raise FFNError("ep", ep, _("use --tp {tp} or --ep {ep}, not both: one kind of parallelism at a time").format(tp=tp, ep=ep))
     if tp > 1:
-        if spec.is_moe:
+        if not spec.info.tensor_parallel:
             raise FFNError(
                 "tp",
                 tp,
@@ -95,17 +95,13 @@ def check_parallel(spec: FFNSpec, *, tp: int = 1, ep: int = 1) -> None:
             raise FFNError("tp", tp, allowed)
         _check_per_unit_tensors_split(spec, tp)
     if ep > 1:
-        if not _is_routed(spec):
+        if not spec.info.expert_parallel:
             raise FFNError("ep", ep, _("expert parallelism needs --variant moe (top-k routed experts)"))
         if spec.experts % ep:
             allowed = _("must divide experts={experts} (experts/ep per rank); it divides by {divisors}").format(
                 experts=spec.experts, divisors=_divisors(spec.experts)
             )
             raise FFNError("ep", ep, allowed)
-
-
-def _is_routed(spec: FFNSpec) -> bool:
-    return spec.mixture is not None and spec.mixture.is_routed
 
 
 def _check_per_unit_tensors_split(spec: FFNSpec, tp: int) -> None:
@@ -132,11 +128,9 @@ def owned_experts(rank: int, world_size: int, experts: int) -> range:
     return range(rank * per_rank, (rank + 1) * per_rank)
 
 
-def ep_split(name: str) -> tuple[SplitKind, int | None]:
+def ep_split(spec: FFNSpec, name: str) -> tuple[SplitKind, int | None]:
     """(split, expert index) of the MoE parameter `name`: experts.{i}.… are owned, the rest replicated."""
-    if name.startswith("experts."):
-        return EXPERT, int(name.split(".")[1])
-    return REPLICATED, None
+    return spec.info.shard_split(spec, name)
 
 
 def _tp_shape(shape: tuple[int, ...], split: SplitKind, tp: int) -> tuple[int, ...]:
@@ -150,16 +144,13 @@ def _tp_shape(shape: tuple[int, ...], split: SplitKind, tp: int) -> tuple[int, .
 def shard_layout(spec: FFNSpec, rank: int, *, tp: int = 1, ep: int = 1) -> list[ShardTensor]:
     """Every parameter tensor rank `rank` holds, named as in the unsharded module."""
     check_parallel(spec, tp=tp, ep=ep)
-    tensors = param_tensors(spec)
-    if ep > 1 or spec.is_moe:
-        mine = owned_experts(rank, ep, spec.experts)
-        layout = []
-        for t in tensors:
-            split, expert = ep_split(t.name)
-            if expert is None or expert in mine:
-                layout.append(ShardTensor(t.name, t.shape, t.shape, split))
-        return layout
-    return [ShardTensor(t.name, _tp_shape(t.shape, tp_split(spec, t.name), tp), t.shape, tp_split(spec, t.name)) for t in tensors]
+    mine = owned_experts(rank, ep, spec.experts)
+    layout = []
+    for t in param_tensors(spec):
+        split, expert = spec.info.shard_split(spec, t.name)  # a mixture's tensors by expert, one FFN's by d_ff
+        if expert is None or expert in mine:
+            layout.append(ShardTensor(t.name, _tp_shape(t.shape, split, tp), t.shape, split))
+    return layout
 
 
 def per_rank_params(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str = "float32") -> list[RankParams]:

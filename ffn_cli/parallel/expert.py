@@ -3,24 +3,40 @@
 Each rank holds a contiguous block of the tokens and of the experts. The owner of an expert sees
 its rows source rank by source rank, each in token order, which is global token order: capacity
 then drops exactly the rows the unsharded module drops.
+
+The routing, each expert, the combine and the shared experts are the variant's own forward
+(`variants/moe.py`), run on this rank's shard through `ExpertShardWeights`; only the
+all-to-alls between them, and where the received rows lie, are this module's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ffn_cli.modules.routing import capacity, route, router_probs, sort_by_expert
 from ffn_cli.parallel.accounting import owned_experts
 from ffn_cli.parallel.steps import StepLog, all_to_all_rows
 from ffn_cli.parallel.tensor import local_ffn
 from ffn_cli.spec import FFNSpec
+from ffn_cli.variants.routing import capacity, sort_by_expert, zeros_like
 
-__all__ = ["ExpertStats", "ep_forward"]
+if TYPE_CHECKING:
+    from ffn_cli.variants.moe import RoutedMoE
+
+__all__ = ["ExpertShardWeights", "ExpertStats", "ep_forward"]
+
+# The variant's steps and parts a rank logs as they run (the rest it logs itself, around its
+# all-to-alls): the shared experts, on this rank's own tokens.
+_LOGGED = {
+    "shared_experts": "shared(x), on this rank's tokens",
+    "shared_expert_gate": "routed + σ(x·w_g) ⊙ shared",
+    "shared_add": "routed + shared",
+}
 
 
 @dataclass
@@ -34,6 +50,39 @@ class ExpertStats:
     dropped: int = 0
 
 
+class ExpertShardWeights:
+    """One expert-parallel rank's shard seen through the variant's `Weights` (eval mode: no
+    dropout): the replicated router, shared experts and their gate, and this rank's experts,
+    whole. A part that is one FFN (`experts.5`, `shared_experts`) runs the expert variant's own
+    forward on its tensors; the steps and parts in `_LOGGED` are logged with their shapes."""
+
+    def __init__(self, shard: Mapping[str, Tensor], spec: FFNSpec, log: StepLog) -> None:
+        self.shard, self.spec, self.log = shard, spec, log
+
+    def _log(self, name: str, inputs: tuple[Any, ...], out: Any) -> None:
+        if name in _LOGGED:
+            self.log.step(name, _LOGGED[name], [t for t in inputs if isinstance(t, Tensor)], out)
+
+    def linear(self, name: str, x: Tensor) -> Tensor:
+        return F.linear(x, self.shard[name + ".weight"], self.shard.get(name + ".bias"))
+
+    def call(self, name: str, x: Tensor) -> Tensor:
+        out = local_ffn(self.shard, self.spec, x, prefix=name + ".")
+        self._log(name, (x,), out)
+        return out
+
+    def tensor(self, name: str) -> Tensor:
+        return self.shard[name]
+
+    def step(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        out = fn(*args)
+        self._log(name, args, out)
+        return out
+
+    def dropout(self, h: Tensor) -> Tensor:
+        return h
+
+
 @dataclass(frozen=True)
 class _Dispatch:
     """This rank's (token, slot) pairs sorted by expert, then by token."""
@@ -44,11 +93,10 @@ class _Dispatch:
     counts: Tensor  # (E,) rows for each expert
 
 
-def _route(shard: Mapping[str, Tensor], spec: FFNSpec, tokens: Tensor, log: StepLog) -> _Dispatch:
-    """The unsharded module's routing (`modules.routing`), on this rank's tokens."""
-    logits = F.linear(tokens, shard["router.weight"])  # (n, E), replicated router
+def _route(variant: RoutedMoE, w: ExpertShardWeights, spec: FFNSpec, tokens: Tensor, log: StepLog) -> _Dispatch:
+    """The variant's routing, on this rank's tokens (the router is replicated)."""
+    logits, weights, chosen = variant.route(spec, w, tokens)  # (n, E); (n, k) each
     log.step("router", "x·W_routerᵀ", [tokens], logits)
-    weights, chosen = route(spec, router_probs(logits), tokens.dtype)  # (n, k) each
     log.step("top-k", f"top-{spec.top_k} of softmax", [logits], chosen)
     token_idx, slot, counts = sort_by_expert(chosen, spec.experts)
     return _Dispatch(token_idx, slot, weights, counts)
@@ -65,8 +113,7 @@ def _expert_rows(recv_counts: list[list[int]], local: int) -> list[int]:
 
 
 def _run_experts(
-    shard: Mapping[str, Tensor],
-    spec: FFNSpec,
+    w: ExpertShardWeights,
     received: Tensor,
     recv_counts: list[list[int]],
     mine: range,
@@ -83,33 +130,21 @@ def _run_experts(
             rows = rows[:limit]
         idx = torch.tensor(rows, dtype=torch.long, device=received.device)
         x_e = received[idx]  # (m_e, d)
-        y_e = local_ffn(shard, spec, x_e, prefix=f"experts.{e}.")  # (m_e, d)
+        y_e = w.call(f"experts.{e}", x_e)  # (m_e, d): the expert variant's forward
         log.step(f"experts.{e}", "expert_e(x) on the rows routed to e", [x_e], y_e)
         out[idx] = y_e
         computed.append(len(rows))
     return out, computed, dropped
 
 
-def _add_shared(shard: Mapping[str, Tensor], spec: FFNSpec, tokens: Tensor, routed: Tensor, log: StepLog) -> Tensor:
-    if not spec.shared_hidden:
-        return routed
-    shared = local_ffn(shard, spec, tokens, prefix="shared_experts.")  # (n, d), replicated weights
-    log.step("shared_experts", "shared(x), on this rank's tokens", [tokens], shared)
-    gate = shard.get("shared_expert_gate.weight")
-    if gate is not None:
-        shared = torch.sigmoid(F.linear(tokens, gate)) * shared  # Qwen2-MoE
-        log.step("shared_expert_gate", "σ(x·w_g) ⊙ shared", [tokens], shared)
-    out = routed + shared
-    log.step("shared_add", "routed + shared", [routed, shared], out)
-    return out
-
-
 def ep_forward(
     shard: Mapping[str, Tensor], spec: FFNSpec, tokens: Tensor, *, rank: int, world_size: int, total_tokens: int, log: StepLog
 ) -> tuple[Tensor, ExpertStats]:
     """MoE forward of this rank's `tokens` (n, d), its experts reached through two all-to-alls."""
+    variant = cast("RoutedMoE", spec.info)  # check_parallel lets only an expert-parallel variant through
+    w = ExpertShardWeights(shard, spec, log)
     per_rank = spec.experts // world_size
-    route = _route(shard, spec, tokens, log)
+    route = _route(variant, w, spec, tokens, log)
     # 1. split sizes first: every owner learns how many rows each source sends to each of its experts.
     recv_counts = all_to_all_rows(route.counts, [per_rank] * world_size, [per_rank] * world_size, log, "split sizes")
     log.step("all_to_all split sizes", "rows per expert, to each expert's owner", [route.counts], recv_counts)
@@ -123,13 +158,12 @@ def ep_forward(
     log.step("all_to_all dispatch", "rows to the rank owning their expert", [send], received)
     # 3. owned experts, with the capacity the unsharded module computes from all tokens.
     mine = owned_experts(rank, world_size, spec.experts)
-    expert_out, computed, dropped = _run_experts(shard, spec, received, recv_table, mine, capacity(spec, total_tokens), log)
+    expert_out, computed, dropped = _run_experts(w, received, recv_table, mine, capacity(spec, total_tokens), log)
     # 4. return: the same split sizes, reversed.
     returned = all_to_all_rows(expert_out, recv_rows, send_rows, log, "return")  # (n·k, d)
     log.step("all_to_all return", "expert outputs back to the token's rank", [expert_out], returned)
     # 5. combine: Σ_k g_k·y_k into each token's row.
-    weighted = returned * route.weights[route.token_idx, route.slot].unsqueeze(-1)
-    routed = torch.zeros_like(tokens).index_add(0, route.token_idx, weighted)  # (n, d)
+    routed = variant.combine(w, zeros_like(tokens), route.token_idx, returned, route.weights, route.slot)  # (n, d)
     log.step("combine", "Σ_k g_k·y_k", [returned], routed)
-    out = _add_shared(shard, spec, tokens, routed, log)
+    out = variant.add_shared(spec, w, tokens, routed)  # logged as it runs
     return out, ExpertStats(tuple(mine), computed, send_rows, recv_rows, dropped)

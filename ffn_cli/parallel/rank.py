@@ -17,8 +17,8 @@ from torch import Tensor
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.modules import MoEFFN, build_ffn, resolve_dtype
-from ffn_cli.parallel.accounting import ShardTensor, ep_split, tp_split
+from ffn_cli.modules import build_ffn, resolve_dtype
+from ffn_cli.parallel.accounting import ShardTensor
 from ffn_cli.parallel.expert import ep_forward
 from ffn_cli.parallel.job import ParallelJob, make_input
 from ffn_cli.parallel.result import RankResult, RankTiming
@@ -34,9 +34,9 @@ __all__ = ["Checked", "in_group", "process_group", "rank_device", "rank_work"]
 _FLUSH_BYTES = 256 * 1024 * 1024
 
 
-def _shard_tensors(spec: FFNSpec, shard: dict[str, Tensor], full_shapes: dict[str, tuple[int, ...]], mode: str) -> tuple[ShardTensor, ...]:
+def _shard_tensors(spec: FFNSpec, shard: dict[str, Tensor], full_shapes: dict[str, tuple[int, ...]]) -> tuple[ShardTensor, ...]:
     def split(name: str) -> SplitKind:
-        return tp_split(spec, name) if mode == "tp" else ep_split(name)[0]
+        return spec.info.shard_split(spec, name)[0]  # d_ff for --tp's one FFN, whole experts for --ep's mixture
 
     # Parameters only: the sparse variant's mask is a buffer, as param_tensors counts.
     return tuple(ShardTensor(n, tuple(t.shape), full_shapes[n], split(n)) for n, t in shard.items() if n in full_shapes)
@@ -50,7 +50,7 @@ def _prepare(
     x = make_input(job.batch, job.seq_len, job.spec.d_model, seed=job.seed, dtype=resolve_dtype(job.dtype), device=device)
     with torch.no_grad():
         reference = module(x)  # (B, T, d)
-    dispatch = module.last_dispatch if isinstance(module, MoEFFN) else None
+    dispatch = module.last_dispatch  # None but for a routed mixture
     full_shapes = {n: tuple(p.shape) for n, p in module.named_parameters()}
     cut = shard_tensor_parallel if job.mode == "tp" else shard_expert_parallel
     shard = cut(module.state_dict(), job.spec, rank, job.world_size)
@@ -86,7 +86,7 @@ def _check_rank(job: ParallelJob, rank: int, device: torch.device) -> Checked:
     expected = reference if job.mode == "tp" else torch.tensor_split(reference.reshape(-1, reference.shape[-1]), job.world_size)[rank]
     diff = float((out.double() - expected.double()).abs().max()) if out.numel() else 0.0
     scale = float(reference.double().abs().max())
-    tensors = _shard_tensors(job.spec, shard, full_shapes, job.mode)
+    tensors = _shard_tensors(job.spec, shard, full_shapes)
     extra: dict[str, Any] = {}
     if stats is not None:
         extra = {

@@ -60,7 +60,7 @@ def shard_expert_parallel(state_dict: Mapping[str, Tensor], spec: FFNSpec, rank:
     mine = owned_experts(rank, world_size, spec.experts)
     shard = {}
     for name, t in state_dict.items():
-        _split, expert = ep_split(name)
+        _split, expert = ep_split(spec, name)
         if expert is None or expert in mine:
             shard[name] = t.clone()
     return shard

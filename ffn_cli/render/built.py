@@ -15,7 +15,8 @@ from ffn_cli.models.built import PART_NAMES, BuiltModel, RoutedExperts
 from ffn_cli.models.count import training_memory
 from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_count
-from ffn_cli.render.params import _pct, _table, _training_data, memory_rows
+from ffn_cli.render.params.common import pct, table
+from ffn_cli.render.params.model import memory_rows, training_data
 
 __all__ = ["built_data", "built_view", "how_counted"]
 
@@ -83,7 +84,7 @@ def built_data(m: BuiltModel, dtype: str = "bfloat16") -> dict[str, Any]:
         "ffn_share": m.params_of("ffn") / total if total else None,
         "other_share": m.params_of("other") / total if total else None,
         "weight_bytes": {d: total * DTYPE_BYTES[d] for d in DTYPE_BYTES},
-        "training_memory": _training_data(training_memory(total, dtype)),
+        "training_memory": training_data(training_memory(total, dtype)),
         "notes": list(m.notes),
     }
 
@@ -111,19 +112,19 @@ def _parts_table(m: BuiltModel) -> FitTable:
     for p in m.parts:
         active_line = "\n[dim]" + _("active {count}").format(count=fmt_count(p.active_params)) + "[/]"
         params = fmt_count(p.params) + (active_line if p.inactive_params else "")
-        rows.append([_(p.name), params, _pct(p.params, total), f"[dim]{_modules(p.modules) or '–'}[/]"])
+        rows.append([_(p.name), params, pct(p.params, total), f"[dim]{_modules(p.modules) or '–'}[/]"])
     rows.append(None)
     shown_active = "\n[dim]" + _("active {count}").format(count=fmt_count(active)) + "[/]" if active is not None and active != total else ""
     shown_active = "\n[dim]" + _("active unknown") + "[/]" if active is None else shown_active
     built_as = "[dim]" + _("built as {model_class}").format(model_class=m.model_class) + "[/]"
     rows.append(["[bold]" + _("total") + "[/]", f"[bold]{fmt_count(total)}[/]{shown_active}", "100%", built_as])
     columns = [Col(_("part"), "fixed"), Col(_("params")), Col("%", drop=2), Col(_("modules"), "text", drop=1)]
-    return _table(_title(m), columns, rows)
+    return table(_title(m), columns, rows)
 
 
 def _rule_table(m: BuiltModel) -> FitTable:
     rows = [[_(PART_NAMES[kind]), f"[dim]{text}[/]"] for kind, text in m.rules]
-    return _table("", [Col(_("part"), "fixed"), Col(_("rule"), "text")], rows, show_header=False)
+    return table("", [Col(_("part"), "fixed"), Col(_("rule"), "text")], rows, show_header=False)
 
 
 def _routed_line(r: RoutedExperts) -> list[str]:
@@ -143,11 +144,11 @@ def _summary(m: BuiltModel, dtype: str) -> FitTable:
     rows: list[Any] = [_routed_line(r) for r in m.routed]
     if m.routed:
         active = m.active_params
-        how = _("{share} of the total").format(share=_pct(active, total)) if active is not None else _("needs the experts per token")
+        how = _("{share} of the total").format(share=pct(active, total)) if active is not None else _("needs the experts per token")
         rows += [[_("active per token"), fmt_count(active) if active is not None else _("unknown"), how], None]
     rows += memory_rows(total, dtype)
     columns = [Col(_("what"), "fixed"), Col(_("value")), Col(_("how"), "text")]
-    return _table(_("summary"), columns, rows, show_header=False)
+    return table(_("summary"), columns, rows, show_header=False)
 
 
 def built_view(m: BuiltModel, dtype: str = "bfloat16") -> RenderableType:

@@ -13,7 +13,7 @@ from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
 from ffn_cli.render.format import fmt_bytes, fmt_count
 from ffn_cli.render.literal import literal, visible
-from ffn_cli.render.params import _table
+from ffn_cli.render.params.common import table
 
 __all__ = ["ComparedModel", "model_comparison_data", "model_comparison_view"]
 
@@ -98,7 +98,7 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
                 fmt_count(d["vocab_size"]),
             ]
         )
-    parts: list[RenderableType] = [_table(_("models side by side: parameters"), columns, rows)]
+    parts: list[RenderableType] = [table(_("models side by side: parameters"), columns, rows)]
     notes = [
         _(
             "FFN %: share of all parameters · FFN/attn: over attention parameters · FLOPs/token: forward matmuls of one "
@@ -129,7 +129,7 @@ def _flops_table(data: list[dict[str, Any]], models: list[ComparedModel]) -> Ren
         ),
         style="dim",
     )
-    return Group(_table(_("models side by side: FFN share of FLOPs"), columns, rows), note)
+    return Group(table(_("models side by side: FFN share of FLOPs"), columns, rows), note)
 
 
 def _length(n: int) -> str:

@@ -31,10 +31,11 @@ _MODE_NAMES = {"tp": N_("tensor parallel"), "ep": N_("expert parallel")}
 
 def _spec_line(spec: FFNSpec) -> str:
     text = f"{spec.variant}, d_model {spec.d_model}, d_ff {spec.d_ff}"
-    if spec.is_moe:
-        text += _(", {experts} experts, top-{k}").format(experts=spec.experts, k=spec.top_k)
-        if spec.shared_hidden:
-            text += _(", shared d_ff {d_ff}").format(d_ff=spec.shared_hidden)
+    layout = spec.info.expert_layout(spec)  # the experts a mixture routes between; None for one FFN
+    if layout is not None:
+        text += _(", {experts} experts, top-{k}").format(experts=layout.experts, k=layout.active_experts)
+        if layout.shared_hidden:
+            text += _(", shared d_ff {d_ff}").format(d_ff=layout.shared_hidden)
     if spec.fused_gate_up:
         text += _(", fused gate_up")
     return text

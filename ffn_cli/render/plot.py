@@ -21,7 +21,7 @@ from ffn_cli.outputs import check_output_file, write_atomically
 if TYPE_CHECKING:
     from ffn_cli.bench import BenchReport, BenchResult
 
-__all__ = ["PLOT_FORMATS", "check_plot_target", "iqr_tflops", "picture_language", "write_plot"]
+__all__ = ["PLOT_FORMATS", "check_plot_target", "iqr_tflops", "picture_language", "ridge_batch", "write_plot", "write_roofline_plot"]
 
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 WIDTH_IN = 9.0
@@ -173,5 +173,108 @@ def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Se
     colours = _colours(report.results)
     _bars(top, report, labels, colours)
     _roofline(bottom, report, colours, [label.endswith("★") for label in labels])
+    fig.suptitle(title, fontsize=10)
+    return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")
+
+
+# --- ffn params --gpu --batch …,… --plot: the roofline's batch sweep ------------------------------------
+
+
+def ridge_batch(batches: Sequence[int], intensities: Sequence[float], ridge: float) -> float | None:
+    """The batch at which a part's intensity reaches the ridge, interpolated between the two sweep
+    points around it in log-log (intensity grows as a power of batch between them); None when the
+    sweep never crosses, or starts past, the ridge."""
+    from itertools import pairwise
+    from math import exp, log
+
+    points = list(zip(batches, intensities, strict=True))
+    for (b0, i0), (b1, i1) in pairwise(points):
+        if i0 < ridge <= i1:
+            if i1 == i0:
+                return float(b1)
+            share = (log(ridge) - log(i0)) / (log(i1) - log(i0))
+            return exp(log(b0) + share * (log(b1) - log(b0)))
+    return None
+
+
+def write_roofline_plot(
+    costs: Sequence[Any], gpu: Any, dtype: str, model: str, n_layers: int, path: str, backward: Sequence[Any] | None = None
+) -> Path:
+    """The sweep in one picture: top, each part's time lower bound against batch (log-log), its
+    memory floor (bytes / bandwidth) dashed; below, the attainable TFLOP/s (FLOPs / the bound)
+    under the peak, with the batch where the FFN's intensity reaches the ridge point marked."""
+    target = check_plot_target(path)
+    with picture_language():
+        return _roofline_sweep(target, costs, gpu, dtype, model, n_layers, backward)
+
+
+def _roofline_sweep(
+    target: Path, costs: Sequence[Any], gpu: Any, dtype: str, model: str, n_layers: int, backward: Sequence[Any] | None
+) -> Path:
+    from matplotlib import colormaps
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
+    ridge = gpu.ridge(dtype)
+    batches = [c.case.batch for c in costs]
+    case = costs[0].case
+    palette = colormaps["tab10"]
+    whole = _("model ×{n}").format(n=n_layers)
+    series = [(_("FFN ×1"), [c.ffn for c in costs]), (_("attn ×1"), [c.attention for c in costs]), (whole, [c.model for c in costs])]
+    if backward is not None:
+        series += [
+            (_("FFN ×1 bwd"), [b.ffn for b in backward]),
+            (_("attn ×1 bwd"), [b.attention for b in backward]),
+            (_("model ×{n} bwd").format(n=n_layers), [b.model for b in backward]),
+        ]
+    if case.phase == "decode":
+        what = _("decode, context {n}").format(n=f"{case.seq_len:,}")
+    else:
+        what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
+    head = _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
+        gpu=gpu.name, dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{ridge:.4g}", what=what
+    )
+    title = _title([model, head])
+    fig = Figure(figsize=(WIDTH_IN, 7.6 + 0.4 * (title.count("\n") + 1)), layout="constrained")
+    FigureCanvasAgg(fig)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    lowest = peak
+    for k, (label, parts) in enumerate(series):
+        colour = palette(k % 3)
+        style = "--" if k >= 3 else "-"
+        lines = [p.roofline(peak, bandwidth) for p in parts]
+        times = [r.time_s * 1e3 for r in lines]
+        top.plot(batches, times, style, color=colour, marker="o", ms=4, label=label)
+        rates = [r.flops / r.time_s / 1e12 if r.time_s else 0.0 for r in lines]
+        bottom.plot(batches, rates, style, color=colour, marker="o", ms=4, label=label)
+        lowest = min([lowest, *(r for r in rates if r > 0)])
+        for b, r, t, rate in zip(batches, lines, times, rates, strict=True):
+            if r.bound == "compute":  # filled: compute-bound; hollow: memory-bound
+                continue
+            top.plot([b], [t], "o", color="white", ms=2.5, zorder=3)
+            bottom.plot([b], [rate], "o", color="white", ms=2.5, zorder=3)
+    floor = [c.ffn.bytes_ / (bandwidth * 1e9) * 1e3 for c in costs]
+    top.plot(batches, floor, ":", color="0.45", lw=1, label=_("FFN ×1: bytes / bandwidth"))
+    bottom.axhline(peak, color="0.3", lw=1.2)
+    bottom.annotate(_("peak {peak} TFLOP/s").format(peak=f"{peak:g}"), (batches[0], peak), va="bottom", fontsize=8)
+    crossing = ridge_batch(batches, [c.ffn.roofline(peak, bandwidth).intensity for c in costs], ridge)
+    if crossing is not None:
+        note = _("FFN ×1 reaches the ridge ({ridge} FLOP/B) at batch ≈ {batch}: compute-bound past it")
+        top.axvline(crossing, color="tab:red", lw=1, ls="-.")
+        bottom.axvline(crossing, color="tab:red", lw=1, ls="-.", label=note.format(ridge=f"{ridge:.4g}", batch=f"{crossing:.3g}"))
+        bottom.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    top.set_yscale("log")
+    top.set_ylabel(_("time lower bound (ms)"))
+    top.set_title(_("time ≥ max(FLOPs / peak, bytes / bandwidth); hollow points: memory-bound"), fontsize=10)
+    top.legend(fontsize=8, loc="best", framealpha=0.9)
+    bottom.set_xscale("log")
+    bottom.set_yscale("log")
+    bottom.set_ylim(lowest / 3, peak * 2.5)  # every case compute-bound would leave one line at the peak
+    bottom.set_xlabel(_("batch (sequences in the pass)"))
+    bottom.set_ylabel(_("attainable TFLOP/s (FLOPs / the bound)"))
+    bottom.set_xticks(batches, [f"{b:,}" for b in batches])
+    for ax in (top, bottom):
+        ax.grid(True, which="both", alpha=0.25)
     fig.suptitle(title, fontsize=10)
     return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")

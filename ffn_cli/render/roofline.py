@@ -25,6 +25,13 @@ BOUND_NOTE = N_(
 )
 
 
+BACKWARD_NOTE = N_(
+    "bwd: the backward of a training step: 2 × the matmul FLOPs; bytes: the weights read again, their gradients "
+    "written in the compute dtype, the output's gradient read and the input's written, the activations the forward "
+    "saved read once (an FFN's as autograd saves them; attention's input, Q, K, V, output and log-sum-exp)"
+)
+
+
 def bound_word(bound: str) -> str:
     """'compute' or 'memory' in the current language."""
     return _(_BOUND_WORDS.get(bound, bound))
@@ -53,8 +60,35 @@ def _part_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
     }
 
 
-def roofline_data(costs: list[PassCost], gpu: GPU, dtype: str, origin: str) -> dict[str, Any]:
-    peak = gpu.tflops[dtype]
+def _backward_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
+    """A part's backward: the forward's fields, the KV cache's replaced by what it adds."""
+    data = _part_data(p, peak, bandwidth)
+    del data["kv_cache_bytes"]
+    data["weight_gradient_bytes"] = p.gradient_bytes
+    data["saved_activation_bytes"] = p.saved_bytes
+    return data
+
+
+def roofline_data(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, backward: list[PassCost] | None = None) -> dict[str, Any]:
+    peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
+    cases = [
+        {
+            "phase": c.case.phase,
+            "batch": c.case.batch,
+            "seq_len": c.case.seq_len,
+            "tokens": c.case.tokens,
+            "ffn_one_layer": _part_data(c.ffn, peak, bandwidth),
+            "attention_one_layer_mean": _part_data(c.attention, peak, bandwidth),
+            "model": _part_data(c.model, peak, bandwidth),
+        }
+        for c in costs
+    ]
+    for case, b in zip(cases, backward or [], strict=False):
+        case["backward"] = {
+            "ffn_one_layer": _backward_data(b.ffn, peak, bandwidth),
+            "attention_one_layer_mean": _backward_data(b.attention, peak, bandwidth),
+            "model": _backward_data(b.model, peak, bandwidth),
+        }
     return {
         "gpu": gpu.key,
         "peak_dtype": dtype,
@@ -63,22 +97,14 @@ def roofline_data(costs: list[PassCost], gpu: GPU, dtype: str, origin: str) -> d
         "ridge_flop_per_byte": gpu.ridge(dtype),
         "weights": origin,
         "note": BOUND_NOTE,
-        "cases": [
-            {
-                "phase": c.case.phase,
-                "batch": c.case.batch,
-                "seq_len": c.case.seq_len,
-                "tokens": c.case.tokens,
-                "ffn_one_layer": _part_data(c.ffn, peak, gpu.bandwidth_gbps),
-                "attention_one_layer_mean": _part_data(c.attention, peak, gpu.bandwidth_gbps),
-                "model": _part_data(c.model, peak, gpu.bandwidth_gbps),
-            }
-            for c in costs
-        ],
+        **({"backward_note": BACKWARD_NOTE} if backward else {}),
+        "cases": cases,
     }
 
 
-def roofline_view(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, n_layers: int) -> FitTable:
+def roofline_view(
+    costs: list[PassCost], gpu: GPU, dtype: str, origin: str, n_layers: int, backward: list[PassCost] | None = None
+) -> FitTable:
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     moe = any(c.ffn.experts for c in costs)
     columns = [
@@ -86,17 +112,25 @@ def roofline_view(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, n_la
         Col(_("part"), "fixed"),
         Col("FLOPs"),
         Col(_("bytes"), drop=3),
-        Col("FLOP/B"),
+        Col("FLOP/B", drop=4),
         Col(_("bound"), "fixed"),
         Col(_("time ≥")),
     ]
     if moe:
         columns.append(Col(_("experts"), drop=2))
     rows: list[Any] = []
-    for c in costs:
+    for k, c in enumerate(costs):
         if rows:
             rows.append(None)
-        for label, p in ((_("FFN ×1"), c.ffn), (_("attn ×1"), c.attention), (_("model ×{n}").format(n=n_layers), c.model)):
+        parts = [(_("FFN ×1"), c.ffn), (_("attn ×1"), c.attention), (_("model ×{n}").format(n=n_layers), c.model)]
+        if backward is not None:
+            b = backward[k]
+            parts += [
+                (_("FFN ×1 bwd"), b.ffn),
+                (_("attn ×1 bwd"), b.attention),
+                (_("model ×{n} bwd").format(n=n_layers), b.model),
+            ]
+        for label, p in parts:
             r = p.roofline(peak, bandwidth)
             bound = f"[bold]{bound_word(r.bound)}[/]" if r.bound == "compute" else bound_word(r.bound)
             cells = [f"{c.case.batch:,}" if p is c.ffn else "", label, fmt_flops(p.flops), fmt_bytes(p.bytes_)]
@@ -115,6 +149,8 @@ def roofline_view(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, n_la
         )
     )
     caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=origin)
+    if backward is not None:
+        caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:
         caption += _(" experts: read by the pass, E·(1 − (1 − k/E)^T) in expectation under uniform routing (real routers touch fewer).")
     return FitTable(title, columns, rows, caption=Text(caption, style="dim"))

@@ -13,7 +13,7 @@ from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
 from ffn_cli.render.format import fmt_count, fmt_flops
-from ffn_cli.render.params import _table
+from ffn_cli.render.params.common import table
 
 __all__ = ["pattern_text", "seq_flops_data", "seq_flops_view", "windows_text"]
 
@@ -106,7 +106,7 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         else _("attention FLOPs never overtake the FFN's at any length")
     )
     title = _("forward matmul FLOPs per token, {scope}").format(scope=scope)
-    return Group(_table(title, columns, cells), Text("\n".join(lines), style="dim"))
+    return Group(table(title, columns, cells), Text("\n".join(lines), style="dim"))
 
 
 def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[str, Any]:

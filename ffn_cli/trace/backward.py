@@ -28,10 +28,10 @@ from ffn_cli.trace.backward_result import SavedRead
 from ffn_cli.trace.leaves import tensor_leaves
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, dtype_name, tracking_modules
-from ffn_cli.trace.recorder import _storage_id as _storage
 from ffn_cli.trace.result import Shape, TensorStats, TraceStep
 from ffn_cli.trace.stats import tensor_stats
 from ffn_cli.trace.steps import group_steps
+from ffn_cli.trace.torch_names import saved_tensors, storage_id
 
 __all__ = ["BackwardRecording", "record_backward"]
 
@@ -129,17 +129,6 @@ class _RunningNodes:
             handle.remove()
 
 
-def _saved_tensors(node: Any) -> list[Tensor]:
-    """The tensors a node keeps for its backward: its `_saved_*` attributes (unpacking them)
-    that are saved variables (those with a `_raw_saved_*` twin; a saved Scalar has none)."""
-    out: list[Tensor] = []
-    for attr in dir(node):
-        if attr.startswith("_raw_saved_"):
-            value = getattr(node, "_saved_" + attr.removeprefix("_raw_saved_"))
-            out += [t for t in (value if isinstance(value, tuple | list) else (value,)) if isinstance(t, Tensor)]
-    return out
-
-
 class _PassRecorder(Recorder):
     """The forward recorder, told when the backward starts; from then on every op it records is
     tied to the autograd node it ran in."""
@@ -162,7 +151,7 @@ class _PassRecorder(Recorder):
         reads = node.metadata.get(READS, ()) if node is not None else ()
         # The engine runs nodes with grad mode off; a checkpoint turns it on to recompute its forward.
         recompute = torch.is_grad_enabled()
-        storages = tuple(_storage(t) for t in tensor_leaves(out))
+        storages = tuple(storage_id(t) for t in tensor_leaves(out))
         for i in range(before, len(self.rec.ops)):
             self.out.stamps[i] = step
             self.out.reads[i] = reads
@@ -172,13 +161,13 @@ class _PassRecorder(Recorder):
         for storage in storages:
             self.out.made_by.setdefault(storage, before)
         if func.overloadpacket.__name__ == "copy_":  # AccumulateGrad's copy: the values' author is the source's
-            source = _storage(args[1])
-            self.out.made_by[_storage(args[0])] = self.out.made_by.get(source, before)
+            source = storage_id(args[1])
+            self.out.made_by[storage_id(args[0])] = self.out.made_by.get(source, before)
         return out
 
     def pack(self, t: Tensor) -> Tensor:
-        if self.backward_from is None and _storage(t) not in self._params:
-            self.out.packed[_storage(t)] = t.untyped_storage().nbytes()
+        if self.backward_from is None and storage_id(t) not in self._params:
+            self.out.packed[storage_id(t)] = t.untyped_storage().nbytes()
         return super().pack(t)
 
     def name_saved(self, root: Any, checkpointed: bool) -> None:
@@ -195,8 +184,8 @@ class _PassRecorder(Recorder):
             return
         for node in _graph(root):
             reads = []
-            for t in _saved_tensors(node):
-                storage = _storage(t)
+            for t in saved_tensors(node):
+                storage = storage_id(t)
                 if storage in self._params:
                     continue
                 producer = self._producers.get(self._key(t))
@@ -270,10 +259,10 @@ def record_backward(
     result.calls = recorder.rec.calls
     for name, p in module.named_parameters():
         if p.grad is not None:
-            result.param_grads[name] = (tuple(p.shape), _storage(p.grad), tensor_stats(p.grad) if recorder.want_stats else None)
+            result.param_grads[name] = (tuple(p.shape), storage_id(p.grad), tensor_stats(p.grad) if recorder.want_stats else None)
         else:
             result.param_grads[name] = (tuple(p.shape), None, None)
     if x.grad is not None:
-        result.input_grad = (_storage(x.grad), tensor_stats(x.grad) if recorder.want_stats else None, tuple(x.shape))
+        result.input_grad = (storage_id(x.grad), tensor_stats(x.grad) if recorder.want_stats else None, tuple(x.shape))
     recorder.close()
     return out, result

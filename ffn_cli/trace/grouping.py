@@ -24,7 +24,7 @@ from ffn_cli.modules import FFNModule
 from ffn_cli.trace.expert_summary import describe_tokens
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Recording
-from ffn_cli.variants import MixtureVariant
+from ffn_cli.variants import Variant
 from ffn_cli.variants.mixture import EXPERTS_STEP
 
 __all__ = ["StepGroup", "group_calls"]
@@ -134,13 +134,14 @@ class _Grouper:
                 groups.append(StepGroup(prefix + leaf, formula, calls=[i], substeps=self.group(i, prefix + leaf + ".")))
             else:
                 groups.append(StepGroup(prefix + leaf, variant.step_formula(spec, leaf), calls=[i]))
-        if isinstance(variant, MixtureVariant):
-            return self._in_mixture_order(groups, prefix, module, variant)
+        if variant.step_order:
+            return self._in_step_order(groups, prefix, module, variant)
         return groups
 
-    def _in_mixture_order(self, groups: list[StepGroup], prefix: str, module: FFNModule, variant: MixtureVariant) -> list[StepGroup]:
-        """One group per step wherever its ops ran (the loop over experts interleaves them), in
-        the variant's step order; the experts stay one group each."""
+    def _in_step_order(self, groups: list[StepGroup], prefix: str, module: FFNModule, variant: Variant) -> list[StepGroup]:
+        """One group per step wherever its ops ran (a mixture's loop over experts interleaves
+        them), in the variant's step order; the experts stay one group each, and the variant's
+        dispatch step counts the rows each expert got."""
         merged: dict[str, StepGroup] = {}
         experts: list[StepGroup] = []
         for g in groups:
@@ -151,11 +152,12 @@ class _Grouper:
             into = merged.setdefault(step, StepGroup(g.name, g.formula))
             into.ops += g.ops
             into.calls += g.calls
-        if "dispatch" in merged:
+        dispatch = merged.get(variant.dispatch_step or "")
+        if dispatch is not None:
             tokens = _routed(module) or tuple(self._rows(g) for g in experts)
-            merged["dispatch"].tokens_per_expert = tokens
-            merged["dispatch"].note = _dispatch_note(module, tokens)
-            merged["dispatch"].idle_params = _idle_params(module, tokens)
+            dispatch.tokens_per_expert = tokens
+            dispatch.note = _dispatch_note(module, tokens)
+            dispatch.idle_params = _idle_params(module, tokens)
         ordered: list[StepGroup] = []
         for step in variant.step_order:
             ordered += experts if step == EXPERTS_STEP else [merged.pop(step)] if step in merged else []

@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ffn_cli.trace.leaves import tensor_leaves
+from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id
 
 __all__ = ["BackwardMemory", "measure_backward_memory"]
 
@@ -41,7 +41,7 @@ class _LiveBytes(TorchDispatchMode):
         for t in tensors:
             # The storage's Python object lives exactly as long as the storage (PyTorch preserves it).
             storage = t.untyped_storage()
-            address = storage._cdata
+            address = storage_id(t)
             if address not in self.live:
                 nbytes = storage.nbytes()
                 self.live[address] = weakref.ref(storage, self._freed(address, nbytes))

@@ -20,7 +20,6 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
@@ -28,6 +27,7 @@ from ffn_cli.trace.calls import CallLabels
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
+from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id, writes_an_argument
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
 
@@ -92,11 +92,6 @@ class ForwardError(Exception):
         self.path, self.class_name, self.call, self.error = path, class_name, call, error
 
 
-def _storage_id(t: Tensor) -> int:
-    """The address of t's storage: unique among live storages (parameters live throughout)."""
-    return int(t.untyped_storage()._cdata)
-
-
 class StorageSerials:
     """A serial number per live storage. A freed storage's address can be handed to the next
     one; its serial is never reused, so a freed intermediate cannot be mistaken for a new one
@@ -111,7 +106,7 @@ class StorageSerials:
 
     def get(self, t: Tensor) -> int | None:
         """t's storage's serial; None for a storage never seen (or freed since)."""
-        return self._serials.get(_storage_id(t))
+        return self._serials.get(storage_id(t))
 
     def get_address(self, address: int) -> int | None:
         """The serial of the live storage at `address` (as `get`, for an address already read)."""
@@ -120,7 +115,7 @@ class StorageSerials:
     def of(self, t: Tensor) -> int:
         """t's storage's serial, given now if it has none."""
         storage = t.untyped_storage()
-        address = int(storage._cdata)
+        address = id(storage)
         serial = self._serials.get(address)
         if serial is None:
             serial = self._serials[address] = self._count
@@ -198,7 +193,7 @@ class Recorder(TorchDispatchMode):
                         continue
                     seen.add(id(t))
                     name = f"{path}.{leaf}" if path else leaf
-                    self._params[_storage_id(t)] = name
+                    self._params[storage_id(t)] = name
                     self.rec.param_shapes[name] = tuple(t.shape)
                     if table == "_buffers":
                         self.rec.buffer_names.add(name)
@@ -208,14 +203,14 @@ class Recorder(TorchDispatchMode):
         self._constants: dict[int, str] = {}
         for path, module in named if functions else ():
             for leaf, t in vars(module).items():
-                if isinstance(t, Tensor) and not isinstance(t, nn.Parameter) and _storage_id(t) not in self._params:
+                if isinstance(t, Tensor) and not isinstance(t, nn.Parameter) and storage_id(t) not in self._params:
                     name = f"{path}.{leaf}" if path else leaf
-                    self._constants.setdefault(_storage_id(t), name)
+                    self._constants.setdefault(storage_id(t), name)
                     self.rec.constant_shapes.setdefault(name, tuple(t.shape))
 
     def _tensor_name(self, t: Tensor) -> str | None:
         """A parameter's, buffer's or constant's name, for the formula of a call that reads it."""
-        storage = _storage_id(t)
+        storage = storage_id(t)
         name = self._params.get(storage) or self._constants.get(storage)
         shape = self.rec.param_shapes.get(name or "")
         if name is not None and shape is not None and t.dim() == 2 and tuple(t.shape) == shape[::-1] != shape:
@@ -235,7 +230,7 @@ class Recorder(TorchDispatchMode):
             if decomposed is not NotImplemented:
                 return decomposed
         out = func(*args, **kwargs)
-        if _writes(func):
+        if writes_an_argument(func):
             self._stats_by_data.clear()  # an in-place op changed some values: measure afresh
         packet = func.overloadpacket
         if packet.__name__ not in SKIPPED_OPS:
@@ -273,14 +268,14 @@ class Recorder(TorchDispatchMode):
             return
         name = packet.__name__
         matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else _grouped_mm_flops(name, inputs)
-        storages = [_storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
+        storages = [storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
         params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
         constants = tuple(dict.fromkeys(self._constants[s] for s in storages if s in self._constants)) if self._constants else ()
         function = self.labels.current if self.labels is not None else None
         sources = [s for s in map(self._source, inputs, storages) if s is not None]
         index = len(self.rec.ops)
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
-        is_weight = _storage_id(outputs[0]) in self._params
+        is_weight = storage_id(outputs[0]) in self._params
         meaningful = not is_weight and name not in UNINITIALISED_OPS
         stats = self._stats(outputs[0]) if self.want_stats and meaningful else None
         op_record = OpRecord(
@@ -356,7 +351,7 @@ class Recorder(TorchDispatchMode):
     def pack(self, t: Tensor) -> Tensor | None:
         """Count what autograd would keep for backward, then keep nothing unless a backward
         follows: the forward's intermediates are freed as soon as a plain forward frees them."""
-        if _storage_id(t) not in self._params:
+        if storage_id(t) not in self._params:
             self._saved[self._serials.of(t)] = t.untyped_storage().nbytes()
         return t if self.keep_graph else None
 
@@ -421,16 +416,6 @@ def _grouped_mm_flops(name: str, inputs: list[Tensor]) -> int:
         return 0
     m, k = inputs[0].shape
     return 2 * int(m) * int(k) * int(inputs[1].shape[-1])
-
-
-_WRITES: dict[Any, bool] = {}
-
-
-def _writes(func: Any) -> bool:
-    """Whether an aten op writes into one of its arguments (in-place and out= variants)."""
-    if func not in _WRITES:
-        _WRITES[func] = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
-    return _WRITES[func]
 
 
 @contextmanager

@@ -16,9 +16,12 @@ from ffn_cli.i18n import N_
 
 if TYPE_CHECKING:
     from ffn_cli.i18n import Message
+    from ffn_cli.variants.mixture import MixtureVariant
     from ffn_cli.variants.shape import FFNShape
+    from ffn_cli.variants.single import SingleFFN
 
 __all__ = [
+    "ExpertLayout",
     "Family",
     "FlopStep",
     "ParamTensor",
@@ -136,6 +139,22 @@ class SavedTensor:
         return (self.per_token * tokens + self.fixed) * self.width.bytes_(dtype_bytes)
 
 
+@dataclass(frozen=True)
+class ExpertLayout:
+    """What a mixture is made of, and what of it one token runs through: the figures a report
+    prints beside the FFN's totals (an active count, the experts it routes between)."""
+
+    experts: int
+    expert_variant: str
+    top_k: int | None  # experts a router picks for each token; None: every expert runs on every token
+    shared_hidden: int  # width of the one FFN all shared experts form, which every token runs (0: none)
+
+    @property
+    def active_experts(self) -> int:
+        """Experts each token runs through."""
+        return self.experts if self.top_k is None else self.top_k
+
+
 class Weights(Protocol):
     """What a variant's forward computes with: the built module, or one rank's shard of it.
 
@@ -172,11 +191,23 @@ class Variant:
     default_bias: ClassVar[bool] = False
     d_ff_rule: ClassVar[str] = "4·d"
     d_ff_rule_short: ClassVar[str] = "4·d"
-    # Whether it can be the expert of a mixture (one FFN, not a mixture itself).
-    is_single_ffn: ClassVar[bool] = True
+    # Whether it can be the expert of a mixture: one dense or gated FFN (not a mixture, nor
+    # the masked FFN).
+    can_be_expert: ClassVar[bool] = True
     # The FFNSpec fields, beyond d_model and those every FFN reads (COMMON_OPTIONS), that this
     # variant reads: an option it does not read is refused rather than silently ignored.
     own_options: ClassVar[frozenset[str]] = frozenset()
+    # What a model's parts table calls a layer's FFN of this variant (an English id).
+    part_name: ClassVar[str] = "FFN"
+    # How parallelism may cut it: tensor parallelism splits one FFN's d_ff across ranks,
+    # expert parallelism gives each rank whole experts of a routed mixture.
+    tensor_parallel: ClassVar[bool] = True
+    expert_parallel: ClassVar[bool] = False
+    # The trace's steps in this order, each gathered wherever its ops ran (a mixture's loop
+    # over experts interleaves them); empty: the steps in the order they ran.
+    step_order: ClassVar[tuple[str, ...]] = ()
+    # The step that sends tokens to their experts, where the trace counts each expert's rows.
+    dispatch_step: ClassVar[str | None] = None
 
     def options_used(self, spec: FFNShape) -> frozenset[str]:
         """Every FFNSpec field that changes what this variant builds."""
@@ -184,6 +215,32 @@ class Variant:
 
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         return 4 * d_model
+
+    def as_mixture(self) -> MixtureVariant | None:
+        """This variant as a mixture of experts, or None for one FFN."""
+        return None
+
+    def single(self, spec: FFNShape) -> SingleFFN:
+        """The variant one FFN of `spec` is made of: itself, or a mixture's expert variant."""
+        raise NotImplementedError
+
+    def experts_held(self, spec: FFNShape) -> int:
+        """The experts it holds (0: one FFN, not a mixture)."""
+        return 0
+
+    def all_experts_options(self, spec: FFNShape) -> dict[str, Any] | None:
+        """The spec's options changed so that every expert runs on every token (a routed
+        mixture's top_k = E), for the FLOPs of all experts; None where nothing would change."""
+        return None
+
+    def shard_split(self, spec: FFNShape, name: str) -> tuple[SplitKind, int | None]:
+        """How parallelism cuts the parameter `name`, and the expert it belongs to (None: no expert's own)."""
+        raise NotImplementedError
+
+    def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
+        """What a model's parts table says of a layer's FFN of this variant: its name, then
+        its sizes and options (each a Message with its own leading punctuation, or plain text)."""
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<variant {self.name}>"
@@ -207,6 +264,11 @@ class Variant:
 
     def active_params(self, spec: FFNShape) -> int:
         return sum(t.count for t in self.param_tensors(spec))
+
+    def expert_layout(self, spec: FFNShape) -> ExpertLayout | None:
+        """The experts this variant holds and routes between; None for one FFN, which runs whole
+        on every token (its active count is its total)."""
+        return None
 
     def header_formula(self, spec: FFNShape) -> str:
         """The formula a header shows for this spec (terms the spec leaves out dropped)."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, Variant, Width
+from ffn_cli.variants.base import ExpertLayout, Family, FlopStep, ParamTensor, SavedTensor, SplitKind, Variant, Weights, Width
 from ffn_cli.variants.single import SingleFFN
 
 if TYPE_CHECKING:
     from ffn_cli.variants.shape import FFNShape
 
-__all__ = ["EXPERTS_STEP", "SOFTMAX_FLOPS_PER_ELEMENT", "MixtureVariant"]
+__all__ = ["EXPERTS_STEP", "SOFTMAX_FLOPS_PER_ELEMENT", "MixtureVariant", "expert_of"]
 
 # Operations per element of the router's float32 softmax: exp, sum, divide.
 SOFTMAX_FLOPS_PER_ELEMENT = 3
@@ -30,17 +30,38 @@ class MixtureVariant(Variant):
     family = Family.MOE
     activation = "the expert's"  # a mixture has none of its own: its experts' (spec.activation)
     default_bias = False
-    is_single_ffn = False
+    can_be_expert = False
     # Whether each token reaches only some experts (so experts can live on other ranks).
     is_routed: ClassVar[bool] = False
     # The experts a token runs through, as the formulas write it: k of them, or all E.
     active_symbol: ClassVar[str] = "E"
     d_ff_rule = "per expert: the expert variant's rule"
     d_ff_rule_short = N_("the expert's")
-    # The trace's steps, in this order; a step's ops are gathered wherever they ran.
-    step_order: ClassVar[tuple[str, ...]] = ()
+    part_name = N_("MoE FFN")
+    tensor_parallel = False  # its experts are whole FFNs: expert parallelism splits them, if any
 
     own_options = frozenset({"experts", "expert_variant"})
+
+    def as_mixture(self) -> MixtureVariant:
+        return self
+
+    def single(self, spec: FFNShape) -> SingleFFN:
+        return self.expert(spec)
+
+    def experts_held(self, spec: FFNShape) -> int:
+        return spec.experts
+
+    def shard_split(self, spec: FFNShape, name: str) -> tuple[SplitKind, int | None]:
+        """Expert parallelism's cut: experts.{i}.… whole on its owner, the rest replicated."""
+        expert = expert_of(name)
+        return (SplitKind.REPLICATED, None) if expert is None else (SplitKind.EXPERT, expert)
+
+    def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
+        routed = Message.of(N_("router + {experts} × {variant}"), experts=spec.experts, variant=spec.expert_variant)
+        words: list[str] = [f" d_ff {spec.hidden:,}"]
+        if spec.bias:
+            words.append(Message.of(N_(", biases")))
+        return routed, words
 
     def options_used(self, spec: FFNShape) -> frozenset[str]:
         """The mixture's own options and those of the FFN each expert is."""
@@ -66,6 +87,10 @@ class MixtureVariant(Variant):
     def shared_hidden(self, spec: FFNShape) -> int:
         """Width of the one FFN holding all shared experts (0: none)."""
         return 0
+
+    def expert_layout(self, spec: FFNShape) -> ExpertLayout:
+        """E experts of the expert variant, every one on every token (a routed mixture picks k)."""
+        return ExpertLayout(spec.experts, spec.expert_variant, None, self.shared_hidden(spec))
 
     # --- layout -------------------------------------------------------------------------------
 
@@ -135,14 +160,18 @@ class MixtureVariant(Variant):
             return Message.of(texts[step], experts=spec.experts, shared=self.shared_hidden(spec))
         return None
 
-    # --- torch --------------------------------------------------------------------------------
+    # --- torch and NumPy ----------------------------------------------------------------------
+
+    def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
+        """The forward on (B, T, d) tokens, written once against `Weights` (torch ops from `routing.py`)."""
+        raise NotImplementedError
 
     def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         raise NotImplementedError
 
 
-def gate_dtype(tokens: Any) -> Any:
-    """The router's softmax runs in float32 even under bf16 (as Mixtral); float64 stays float64."""
-    import torch
-
-    return torch.promote_types(tokens.dtype, torch.float32)
+def expert_of(name: str) -> int | None:
+    """The expert a mixture's parameter `name` belongs to: i for experts.{i}.…, else None."""
+    if name.startswith(EXPERTS_STEP + "."):
+        return int(name.split(".")[1])
+    return None

@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, Width
+from ffn_cli.variants.base import ExpertLayout, FlopStep, ParamTensor, SavedTensor, Weights, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
 if TYPE_CHECKING:
     from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
-__all__ = ["RoutedMoE"]
+__all__ = ["DispatchOrder", "DispatchStats", "RoutedMoE"]
+
+# How the forward finds each expert's rows: one torch.where per expert, or one sort of all the
+# (token, slot) pairs by expert. Both keep token order within an expert, so both drop alike.
+DispatchOrder = Literal["by_expert", "sorted"]
+
+
+@dataclass
+class DispatchStats:
+    """What the last MoE forward routed: tokens per expert, after capacity, and drops."""
+
+    tokens: int
+    tokens_per_expert: list[int] = field(default_factory=list)
+    dropped: int = 0
+    capacity: int | None = None
+    assumed_balanced: bool = False  # meta tensors have no values to route by
+
+    def keep(self, n: int) -> int:
+        """The rows an expert keeps of the n routed to it; the rest are dropped (Switch)."""
+        if self.capacity is not None and n > self.capacity:
+            self.dropped += n - self.capacity
+            return self.capacity
+        return n
 
 
 class RoutedMoE(MixtureVariant):
@@ -30,6 +54,8 @@ class RoutedMoE(MixtureVariant):
         "normalize_top_k",
     }
     active_symbol = "k"
+    expert_parallel = True
+    dispatch_step = "dispatch"
     step_order = (
         "flatten",
         "router",
@@ -51,6 +77,10 @@ class RoutedMoE(MixtureVariant):
     def shared_hidden(self, spec: FFNShape) -> int:
         return spec.shared_experts * (spec.shared_d_ff or spec.hidden)
 
+    def expert_layout(self, spec: FFNShape) -> ExpertLayout:
+        """The router picks top_k of the E experts for each token; shared experts run on all."""
+        return replace(super().expert_layout(spec), top_k=spec.top_k)
+
     def header_words(self, spec: FFNShape) -> list[Message]:
         top_k = N_("top-{k} renormalised") if spec.normalize_top_k else N_("top-{k}")
         parts = [*super().header_words(spec), Message.of(top_k, k=spec.top_k)]
@@ -59,6 +89,19 @@ class RoutedMoE(MixtureVariant):
         if spec.capacity_factor is not None:
             parts.append(Message.of(N_("capacity factor {factor}"), factor=f"{spec.capacity_factor:g}"))
         return parts
+
+    def all_experts_options(self, spec: FFNShape) -> dict[str, Any]:
+        return {"top_k": spec.experts}
+
+    def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
+        routed, words = super().model_words(spec)
+        words.append(Message.of(N_(", top-{k}"), k=spec.top_k))
+        shared = self.shared_hidden(spec)
+        if shared:
+            words.append(Message.of(N_(", shared d_ff {d_ff}"), d_ff=f"{shared:,}"))
+            if spec.shared_expert_gate:
+                words.append(Message.of(N_(" gated")))
+        return routed, words
 
     def header_formula(self, spec: FFNShape) -> str:
         """The formula with the shared term only when there are shared experts."""
@@ -168,6 +211,82 @@ class RoutedMoE(MixtureVariant):
         return super().step_explanation(spec, step)
 
     # --- torch and NumPy ----------------------------------------------------------------------
+
+    def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
+        return self.forward_routed(spec, w, x)[0]
+
+    def forward_routed(self, spec: FFNShape, w: Weights, x: Any, dispatch: DispatchOrder = "by_expert") -> tuple[Any, DispatchStats]:
+        """The output, and what was routed: float32 softmax over all experts, top-k, optional
+        renormalisation (Mixtral), optional capacity with dropped tokens (Switch), shared
+        experts (DeepSeek-MoE). Each step runs in its named step, whichever order the dispatch takes."""
+        from ffn_cli.variants import routing as r
+
+        tokens = w.step("flatten", r.flatten, x)  # (N, d)
+        _, weights, chosen = self.route(spec, w, tokens)  # (N, k) each
+        n = tokens.shape[0]
+        stats = DispatchStats(tokens=n, capacity=r.capacity(spec, n), assumed_balanced=x.is_meta)
+        out = w.step("combine", r.zeros_like, tokens)
+        for e, (rows, slot) in self._assignments(spec, w, chosen, stats, dispatch).items():
+            expert_out = w.call(f"experts.{e}", w.step("dispatch", r.gather, tokens, rows))  # (n_e, d)
+            out = self.combine(w, out, rows, expert_out, weights, slot)
+        return w.step("unflatten", r.unflatten, self.add_shared(spec, w, tokens, out), x.shape), stats
+
+    def route(self, spec: FFNShape, w: Weights, tokens: Any) -> tuple[Any, Any, Any]:
+        """(router logits (N, E), gate weights (N, k) in the tokens' dtype, chosen experts (N, k))."""
+        from ffn_cli.variants import routing as r
+
+        logits = w.linear("router", tokens)
+        probs = w.step("softmax", r.router_probs, logits)  # (N, E)
+        weights, chosen = r.route(spec, probs, tokens.dtype, w.step)
+        return logits, weights, chosen
+
+    def combine(self, w: Weights, out: Any, rows: Any, expert_out: Any, weights: Any, slot: Any) -> Any:
+        """out with each of `rows`' expert output added back, weighted by its gate weight."""
+        from ffn_cli.variants import routing as r
+
+        return w.step("combine", r.weighted_add, out, rows, expert_out, weights, slot)
+
+    def add_shared(self, spec: FFNShape, w: Weights, tokens: Any, routed: Any) -> Any:
+        """The shared experts' output added to the routed one, through a sigmoid gate where there is one (Qwen2-MoE)."""
+        from ffn_cli.variants import routing as r
+
+        if not self.shared_hidden(spec):
+            return routed
+        shared = w.call("shared_experts", tokens)
+        if spec.shared_expert_gate:
+            gate = w.linear("shared_expert_gate", tokens)
+            return w.step("shared_expert_gate", r.gated_add, gate, shared, routed)
+        return w.step("shared_add", r.add, routed, shared)
+
+    def _assignments(
+        self, spec: FFNShape, w: Weights, chosen: Any, stats: DispatchStats, dispatch: DispatchOrder
+    ) -> dict[int, tuple[Any, Any]]:
+        """The (token rows, slot) of each expert that has tokens after capacity, in token order.
+        The counts come first, in one step: as in transformers' MoE blocks, an expert no token
+        chose is not looked up and does not run. `stats` keeps every expert's count, zeros too."""
+        from ffn_cli.variants import routing as r
+
+        experts = spec.experts
+        if chosen.is_meta:
+            counts = [r.balanced_share(chosen.numel(), experts, e) for e in range(experts)]
+        elif dispatch == "sorted":
+            token_idx, slot, counted = w.step("dispatch", r.sort_by_expert, chosen, experts)
+            counts = counted.tolist()
+        else:
+            counts = w.step("dispatch", r.counts, chosen, experts).tolist()
+        kept = [stats.keep(n) for n in counts]
+        stats.tokens_per_expert = kept
+        hit = [e for e, n in enumerate(kept) if n]
+        if chosen.is_meta:
+            return {e: w.step("dispatch", r.balanced_rows, chosen, experts, e) for e in hit}
+        if dispatch == "sorted":
+            starts = [0, *itertools.accumulate(counts)]
+            return {e: w.step("dispatch", r.kept_rows, token_idx, slot, starts[e], kept[e]) for e in hit}
+        pairs = {e: w.step("dispatch", r.rows_of, chosen, e) for e in hit}
+        return {
+            e: w.step("dispatch", r.kept_rows, rows, slot, 0, kept[e]) if kept[e] < counts[e] else (rows, slot)
+            for e, (rows, slot) in pairs.items()
+        }
 
     def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         import numpy as np

@@ -39,6 +39,17 @@ class SingleFFN(Variant):
     def act(self) -> Activation:
         return ACTIVATIONS[self.activation]
 
+    def single(self, spec: FFNShape) -> SingleFFN:
+        return self
+
+    def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
+        words: list[str] = [Message.of(N_(", d_ff {d_ff}"), d_ff=f"{spec.hidden:,}")]
+        if spec.bias:
+            words.append(Message.of(N_(", biases")))
+        if spec.fused_gate_up:
+            words.append(Message.of(N_(", fused gate_up")))
+        return self.name, words
+
     # --- layout ---------------------------------------------------------------------------
 
     def header_formula(self, spec: FFNShape) -> str:
@@ -75,6 +86,10 @@ class SingleFFN(Variant):
             if buffer == name:
                 return split
         raise KeyError(name)
+
+    def shard_split(self, spec: FFNShape, name: str) -> tuple[SplitKind, int | None]:
+        """Tensor parallelism's cut: one FFN has no experts."""
+        return self.tp_split(spec, name), None
 
     def buffers(self, spec: FFNShape) -> tuple[tuple[str, SplitKind], ...]:
         """Non-parameter state the forward reads (the sparse mask), and how TP cuts it."""

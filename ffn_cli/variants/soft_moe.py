@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import FlopStep, SavedTensor, Width
+from ffn_cli.variants.base import FlopStep, SavedTensor, Weights, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
 if TYPE_CHECKING:
@@ -48,6 +48,18 @@ class SoftMoE(MixtureVariant):
             text = N_("every expert's output weighted by its g and summed: all {experts} experts ran on every token")
             return Message.of(text, experts=spec.experts)
         return super().step_explanation(spec, step)
+
+    def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
+        """Every expert on every token, weighted by a softmax gate (in the run's dtype)."""
+        from ffn_cli.variants import routing as r
+
+        tokens = w.step("flatten", r.flatten, x)  # (N, d)
+        gates = w.step("softmax", r.soft_gates, w.linear("router", tokens), tokens.dtype)  # (N, E)
+        out = w.step("combine", r.zeros_like, tokens)
+        for e in range(spec.experts):
+            expert_out = w.call(f"experts.{e}", tokens)  # (N, d)
+            out = w.step("combine", r.add_column, out, gates, e, expert_out)
+        return w.step("unflatten", r.unflatten, out, x.shape)
 
     def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         from ffn_cli.variants.numpy_ops import linear, softmax

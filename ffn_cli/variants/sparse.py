@@ -27,6 +27,7 @@ class Sparse(DenseVariant):
     origin = N_("static activation sparsity; cf. Li et al. 2023, The Lazy Neuron Phenomenon")
     summary = "a fixed random mask over the hidden units"
     own_options = frozenset({"sparsity", "mask_seed"})
+    can_be_expert = False
 
     def header_words(self, spec: FFNShape) -> list[Message]:
         return [Message.of(N_("sparsity {sparsity}"), sparsity=f"{spec.sparsity:g}")]

@@ -8,7 +8,7 @@ from rich.text import Text
 from ffn_cli.i18n import _
 from ffn_cli.models.explain import CLASSIC_RATIO, BlockExplain
 from ffn_cli.render.format import fmt_count
-from ffn_cli.render.params import _pct, _ratio
+from ffn_cli.render.params import common
 
 __all__ = ["explain_view"]
 
@@ -37,7 +37,7 @@ def _attention_line(e: BlockExplain) -> str:
 def _ratio_line(e: BlockExplain, ffn: int, ratio: float, share: float) -> str:
     scope = _("one layer") if e.layers == 1 else _("all {n} layers").format(n=e.layers)
     return _("{scope}: FFN {ffn} / attention {attention} = {ratio}, the FFN {share} of the two").format(
-        scope=scope, ffn=fmt_count(ffn), attention=fmt_count(e.attention_params), ratio=_ratio(ratio), share=_pct(share, 1)
+        scope=scope, ffn=fmt_count(ffn), attention=fmt_count(e.attention_params), ratio=common.ratio(ratio), share=common.pct(share, 1)
     )
 
 
@@ -45,7 +45,7 @@ def explain_view(e: BlockExplain) -> RenderableType:
     classic = _(
         "the classic block (d_ff = 4·d, multi-head attention): the FFN's two matrices hold 2·d·4d = 8·d², "
         "attention's Q, K, V, O 4·d²: a ratio of {ratio}, the FFN {share} of the two"
-    ).format(ratio=f"{CLASSIC_RATIO:g}", share=_pct(CLASSIC_RATIO, CLASSIC_RATIO + 1))
+    ).format(ratio=f"{CLASSIC_RATIO:g}", share=common.pct(CLASSIC_RATIO, CLASSIC_RATIO + 1))
     lines = [classic, _ffn_line(e), _attention_line(e), _ratio_line(e, e.ffn_params, e.ratio, e.share)]
     if e.experts:
         per_token = _("per token, {k} of {experts} experts").format(k=e.active_experts, experts=e.experts)

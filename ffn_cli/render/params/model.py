@@ -1,0 +1,178 @@
+"""A whole model in `ffn params`: its parts (embeddings, attention, FFN or MoE layers, norms,
+head), the totals and shares, weights and training memory. A part that carries an active count
+(a MoE layer's) makes the model's active figures show beside its totals."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.i18n import _
+from ffn_cli.models.layer import BACKWARD_FACTOR
+from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops
+from ffn_cli.render.literal import literal, visible
+from ffn_cli.render.params.common import attention_data, pct, ratio, share, table, word
+
+if TYPE_CHECKING:
+    from ffn_cli.models.count import ModelParams, TrainingMemory
+
+__all__ = ["memory_rows", "model_data", "model_view", "training_data"]
+
+# Weight memory is shown for these; JSON carries every dtype the accounting knows.
+_SHOWN_DTYPES = ("float32", "bfloat16", "float8")
+
+
+def training_data(t: TrainingMemory) -> dict[str, Any]:
+    return {
+        "dtype": t.dtype,
+        "weights_bytes": t.weights_bytes,
+        "grads_bytes": t.grads_bytes,
+        "master_bytes": t.master_bytes,
+        "optimizer_bytes": t.optimizer_bytes,
+        "total_bytes": t.total_bytes,
+    }
+
+
+def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
+    s = m.spec
+    flops = m.matmul_flops_per_token
+    return {
+        "model": s.name,
+        "model_type": s.model_type,
+        "config": {
+            "d_model": s.d_model,
+            "n_layers": s.n_layers,
+            "vocab_size": s.vocab_size,
+            "tie_word_embeddings": s.tie_word_embeddings,
+            "moe_layers": list(s.moe_layers),
+            "norm": s.norm,
+            # Layers that are one block each (Nemotron-H), only where there are any.
+            **(
+                {"no_ffn_layers": list(s.no_ffn_layers), "no_mixer_layers": list(s.no_mixer_layers)}
+                if s.no_ffn_layers or s.no_mixer_layers
+                else {}
+            ),
+        },
+        "attention": attention_data(s.attention),
+        "dense_ffn": s.dense_ffn.as_dict() if s.dense_ffn else None,
+        "moe_ffn": s.moe_ffn.as_dict() if s.moe_ffn else None,
+        "parts": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "detail": p.detail,
+                "params_each": p.params_each,
+                "copies": p.copies,
+                "params": p.params,
+                "active_params": p.active_params,
+                "share": share(p.params, m.total_params),
+            }
+            for p in m.parts
+        ],
+        "per_layer": m.per_layer,
+        "total_params": m.total_params,
+        "active_params": m.active_params,
+        "embedding_params": m.embedding_params,
+        "non_embedding_params": m.non_embedding_params,
+        "attention_params": m.attention_params,
+        "ffn_params": m.ffn_params,
+        "ffn_active_params": m.ffn_active_params,
+        "norm_params": m.norm_params,
+        "vision_params": m.vision_params,
+        "text_params": m.text_params,
+        "ffn_share": m.ffn_share,
+        "ffn_active_share": m.ffn_active_share,
+        "ffn_attention_ratio": m.ffn_attention_ratio,
+        "ffn_active_attention_ratio": m.ffn_active_attention_ratio,
+        "weight_bytes": {d: m.weight_bytes(d) for d in DTYPE_BYTES},
+        "training_memory": training_data(m.training_memory(dtype)),
+        "matmul_flops_per_token": flops,
+        "training_flops_per_token": BACKWARD_FACTOR * flops,
+    }
+
+
+def _has_active(m: ModelParams) -> bool:
+    """Whether some part carries an active count of its own (a MoE layer's: what one token touches)."""
+    return any(p.active_each is not None for p in m.parts)
+
+
+def _parts_table(m: ModelParams) -> FitTable:
+    s = m.spec
+    # Text, not markup: the name comes from the config file or its folder.
+    layers = _("{n} layers").format(n=s.n_layers)
+    vocab = _("vocab {n}").format(n=f"{s.vocab_size:,}")
+    title = Text(visible(f"{s.name} · {s.model_type} · {layers} · d_model {s.d_model:,} · {vocab}"))
+    columns = [Col(_("part"), "text"), Col(_("each"), drop=2), Col("×", drop=3), Col(_("params")), Col("%", drop=1)]
+    rows: list[Any] = []
+    active = _("active {n}")
+    for p in m.parts:
+        params = fmt_count(p.params) + (f"\n[dim]{active.format(n=fmt_count(p.active_params))}[/]" if p.active_params != p.params else "")
+        rows.append(
+            [
+                f"{literal(word(p.name))}\n[dim]{literal(word(p.detail))}[/]",
+                fmt_count(p.params_each),
+                str(p.copies),
+                params,
+                pct(p.params, m.total_params),
+            ]
+        )
+    rows.append(None)
+    total = f"[bold]{fmt_count(m.total_params)}[/]"
+    if _has_active(m):
+        total += f"\n[dim]{active.format(n=fmt_count(m.active_params))}[/]"
+    rows.append([f"[bold]{_('total')}[/]\n[dim]{_('parameters only, buffers excluded')}[/]", "", "", total, "100%"])
+    return table(title, columns, rows)
+
+
+def memory_rows(params: int, dtype: str) -> list[list[str]]:
+    """The weights and training-memory rows of a model summary, from its parameter total."""
+    from ffn_cli.models.count import training_memory  # loaded with a model, not for one FFN
+
+    weights = [f"{d} {fmt_bytes(params * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES]
+    t = training_memory(params, dtype)
+    parts = [_("weights {bytes}").format(bytes=fmt_bytes(t.weights_bytes)), _("grads {bytes}").format(bytes=fmt_bytes(t.grads_bytes))]
+    parts += [_("fp32 master {bytes}").format(bytes=fmt_bytes(t.master_bytes))] if t.master_bytes else []
+    parts += [_("Adam m, v {bytes}").format(bytes=fmt_bytes(t.optimizer_bytes))]
+    how = _("{dtype} with Adam: {parts}; activations extra").format(dtype=dtype, parts=" + ".join(parts))
+    return [
+        [_("weights"), fmt_bytes(params * DTYPE_BYTES[dtype]), " · ".join(weights)],
+        [_("training memory"), fmt_bytes(t.total_bytes), how],
+    ]
+
+
+def _model_summary(m: ModelParams, dtype: str) -> FitTable:
+    has_active = _has_active(m)
+    rows: list[Any] = []
+    of_total = _("{pct} of the total")
+    if has_active:
+        rows.append([_("active per token"), fmt_count(m.active_params), of_total.format(pct=pct(m.active_params, m.total_params))])
+    if m.vision_params:
+        vision = _("included in the total ({pct}); the text model alone has {n}").format(
+            pct=pct(m.vision_params, m.total_params), n=fmt_count(m.text_params)
+        )
+        rows.append([_("vision tower"), fmt_count(m.vision_params), vision])
+    rows.append([_("non-embedding"), fmt_count(m.non_embedding_params), _("without token/position embeddings and an untied head")])
+    rows.append([_("attention"), fmt_count(m.attention_params), of_total.format(pct=pct(m.attention_params, m.total_params))])
+    ffn_how = of_total.format(pct=pct(m.ffn_params, m.total_params))
+    if has_active:
+        ffn_how += _("; active {n} ({pct} of active)").format(
+            n=fmt_count(m.ffn_active_params), pct=pct(m.ffn_active_params, m.active_params)
+        )
+    rows.append(["FFN", fmt_count(m.ffn_params), ffn_how])
+    active = _(" (active {ratio})").format(ratio=ratio(m.ffn_active_attention_ratio)) if has_active else ""
+    rows.append([_("FFN / attention"), ratio(m.ffn_attention_ratio) + active, _("parameters, all layers")])
+    rows.append(None)
+    rows += memory_rows(m.total_params, dtype)
+    flops = m.matmul_flops_per_token
+    scores = _("matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer")
+    rows.append([_("forward FLOPs/token"), fmt_flops(flops), scores])
+    rows.append([_("forward + backward"), fmt_flops(BACKWARD_FACTOR * flops), _("{factor} × forward").format(factor=BACKWARD_FACTOR)])
+    return table(_("summary"), [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
+
+
+def model_view(m: ModelParams, dtype: str = "bfloat16") -> RenderableType:
+    return Group(_parts_table(m), _model_summary(m, dtype))
