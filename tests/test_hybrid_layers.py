@@ -157,7 +157,7 @@ def test_mamba2_and_attention_against_flop_counter_on_transformers_modules(case:
     x = torch.randn(batch, seq_len, config.hidden_size)
     # Mamba-2: in_proj and out_proj per token; the depthwise conv over x, B and C at every
     # output position (the reference pads kernel - 1 on both sides and drops the positions past
-    # the end). The chunked state-space scan (bmm) is the part left out of the count.
+    # the end). The chunked state-space scan (bmm): tests/test_mixer_flops.py.
     module = gm.GraniteMoeHybridMambaLayer(config, layer_idx=spec.mixer.layers[0])
     mamba = _global_counts(module, x)
     assert mamba.get("aten.mm", 0) + mamba.get("aten.addmm", 0) == spec.mixer.projection_flops * tokens
@@ -338,7 +338,10 @@ def test_nemotron_h_decode_roofline_by_hand() -> None:
     mamba = mamba_in + conv * 4 + conv + 3 * 128 + 8192 * d + 8192  # conv weight and bias, dt_bias / A_log / D, out_proj, norm
     assert model["weight_bytes"] == 2 * (24 * mlp + 4 * attention + 24 * mamba + vocab * d + d)
     scores = 4 * 1001 * 2 * 2 * 32 * 128
-    assert model["flops"] == 2 * (24 * mlp + 4 * attention + 24 * (mamba_in + 8192 * d) + vocab * d) + scores
+    # Each Mamba-2 layer's one token beyond its projections: the conv's 4 taps over every channel,
+    # and the recurrent state's update by dt·B ⊗ x and its read by C (64 × 128 per head each).
+    recurrent = 2 * conv * 4 + 128 * 2 * (2 * 64 * 128)
+    assert model["flops"] == 2 * (24 * mlp + 4 * attention + 24 * (mamba_in + 8192 * d) + vocab * d) + scores + 24 * recurrent
     state = 128 * 64 * 128 + 3 * conv
     assert model["kv_cache_bytes"] == 4 * 1002 * 2 * 8 * 128 * 2 + 24 * 2 * state * 2
 

@@ -51,6 +51,9 @@ COMMANDS = [
     "params --preset gpt-oss-120b",
     "params --preset llama-3.1-70b --gpu h100 --phase decode --batch 1,8,64,512",
     "params --preset gpt-oss-120b --gpu h200 --phase decode --batch 1,64 --ep 8",
+    # A hybrid: its mixer column over the length, and what decoding keeps by layer kind.
+    "params --preset qwen3-next-80b-a3b -s 4096,131072",
+    "params --preset granite-4.0-h-tiny --gpu h100 --phase decode --seq-len 32768 --batch 1,8",
     "trace --variant moe --ep 2 -d 64 --d-ff 128 --experts 4",
     # The backward's four tables, of a block whose names are long (MLA) and of a checkpointed FFN.
     "trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward",
@@ -167,6 +170,8 @@ ZH_COMMANDS += [
     "params --preset deepseek-v3 --gpu h100 --weights fp8",
     "params --preset mixtral-8x7b,llama-3-8b -s 4096,32768",
     "params --preset gemma-2-9b -s 4096,131072",
+    "params --preset qwen3-next-80b-a3b -s 4096,131072",
+    "params --preset gemma-3-27b --gpu h100 --phase decode --seq-len 32768",
     "params --list-presets",
     "variants",
     "hardware",

@@ -154,4 +154,13 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
             from ffn_cli.render.literal import visible
 
             shown.append(Group(Text(_("plot written to {path}").format(path=visible(written)), style="dim")))
+        if costs[0].case.phase == "decode":  # the cache the decode pass reads, by layer kind
+            from ffn_cli.models.decode_state import decode_state
+            from ffn_cli.render.decode_state import decode_state_data, decode_state_view
+
+            case = costs[0].case
+            kinds = decode_state(spec, loaded.windows, loaded.chunks, case.seq_len)
+            batches = [c.case.batch for c in costs]
+            shown.append(decode_state_view(kinds, case.seq_len, batches, case.act_bytes))
+            data["decode_state"] = decode_state_data(kinds, case.seq_len, batches, case.act_bytes)
     return shown, data

@@ -256,10 +256,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     | {"routed_scaling_factor": 1.0, "norm_topk_prob": True},
     "granitemoehybrid": {**_LLAMA, "num_local_experts": 8, "num_experts_per_tok": 2, "shared_intermediate_size": 1024}
     | {"mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4}
-    | {"mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False},
+    | {"mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False, "mamba_chunk_size": 256},
     "nemotron_h": {"vocab_size": 131072, "hidden_size": 4096, "tie_word_embeddings": False, "num_attention_heads": 32}
     | {"num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 21504, "mlp_hidden_act": "relu2", "mlp_bias": False}
     | {"ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8, "conv_kernel": 4, "use_conv_bias": True}
+    | {"chunk_size": 128}
     | {"use_bias": False, "n_routed_experts": 8, "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688}
     | {"num_experts_per_tok": 2, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1, "norm_topk_prob": True}
     | {"layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"]},

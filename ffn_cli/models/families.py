@@ -882,6 +882,7 @@ def _granitemoehybrid(r: _Reader, name: str) -> ModelSpec:
             conv_bias=r.flag("mamba_conv_bias", r.defaults["mamba_conv_bias"]),
             proj_bias=r.flag("mamba_proj_bias", r.defaults["mamba_proj_bias"]),
             layers=mamba_layers,
+            chunk=r.integer("mamba_chunk_size"),
         )
     experts, shared = r.integer("num_local_experts", minimum=0), r.integer("shared_intermediate_size", minimum=0)
     attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False))
@@ -975,6 +976,7 @@ def _nemotron_h(r: _Reader, name: str) -> ModelSpec:
             conv_bias=_legacy_flag(r, "use_conv_bias", "mamba_conv_bias"),
             proj_bias=r.flag("use_bias", False),
             layers=kind["linear_attention"],
+            chunk=check_int(r.key("chunk_size"), _legacy(r, "chunk_size", "mamba_chunk_size"), maximum=MAX_DIM),
         )
     mlp_bias = r.flag("mlp_bias", False)
     act = r.variant("mlp_hidden_act", gated=False)

@@ -6,19 +6,110 @@ once per token, so its cost per token does not grow with the context. LFM2 mixes
 layers with a short convolution: a gated depthwise causal convolution over a few tokens.
 Granite-4.0-H mixes most of its layers with Mamba-2 (Dao & Gu 2024), Nemotron-H about half: a
 selective state space whose state (one head-width × state-size matrix per head) is updated once
-per token. Their parameters, and the FLOPs of their projections per token, are a handful of
-widths. Pure Python.
+per token. Their parameters, the FLOPs of their projections, convolution and state update per
+token, and the state decoding keeps, are a handful of widths. Pure Python.
+
+FLOPs follow the tables' convention: contractions (matmuls, and products summed however they are
+run) at 2 FLOPs a multiply-add; elementwise work (gates, decays, exp, softplus, norms) is left
+out, as the FFN's activation and attention's softmax are. Over a sequence the state update is
+counted in its chunked form, the form prefill kernels run (fla's chunk_gated_delta_rule,
+mamba_ssm's chunked scan): the sequence padded to whole chunks; one decoded token, in its
+recurrent form. docs/params.md works the formulas out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.i18n import N_, Message
 from ffn_cli.spec import check_int
 
-__all__ = ["LinearMixer", "gated_delta_net", "mamba2", "short_conv"]
+__all__ = ["DeltaRuleScan", "LinearMixer", "SSDScan", "gated_delta_net", "mamba2", "short_conv"]
+
+# The chunk of Qwen3-Next's chunked delta rule: transformers' torch_chunk_gated_delta_rule and
+# fla's chunk kernels both take 64 tokens, and the config has no key for it.
+DELTA_RULE_CHUNK = 64
+
+
+def _padded(seq_len: int, chunk: int) -> int:
+    """The chunks a sequence of seq_len tokens fills, the last one padded."""
+    return -(-seq_len // chunk)
+
+
+@dataclass(frozen=True)
+class DeltaRuleScan:
+    """The gated delta rule's state update, per value head: a key_dim × value_dim state.
+
+    Chunked (chunks of C tokens, per chunk and value head): the UT system kβ·kᵀ and the
+    intra-chunk scores q·kᵀ (2·C²·dk each), two unit lower-triangular solves against vβ and the
+    decayed kβ (forward substitution, C·(C − 1)/2 multiply-adds per right-hand column: C·(C − 1)·dv
+    and C·(C − 1)·dk), then against the state: the keys' read of it and the queries' (2·C·dk·dv
+    each), the scores times the new values (2·C²·dv) and the state's update kᵀ·v (2·C·dk·dv).
+    Recurrent (one token): the state read by the key and by the query and its rank-one update
+    (2·dk·dv each)."""
+
+    heads: int
+    key_dim: int
+    value_dim: int
+    chunk: int = DELTA_RULE_CHUNK
+
+    def chunk_flops(self) -> int:
+        c, dk, dv = self.chunk, self.key_dim, self.value_dim
+        per_head = 4 * c * c * dk + 2 * c * c * dv + 6 * c * dk * dv + c * (c - 1) * (dk + dv)
+        return self.heads * per_head
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        """Per token, over a sequence of seq_len tokens (the last chunk padded); None: whole chunks."""
+        if seq_len is None:
+            return Fraction(self.chunk_flops(), self.chunk)
+        return Fraction(_padded(seq_len, self.chunk) * self.chunk_flops(), seq_len)
+
+    def decode_flops(self) -> int:
+        return self.heads * 6 * self.key_dim * self.value_dim
+
+    def detail(self) -> Message:
+        return Message(N_("the delta rule in chunks of {chunk}"), chunk=self.chunk)
+
+    def state_elements(self) -> int:
+        return self.heads * self.key_dim * self.value_dim
+
+
+@dataclass(frozen=True)
+class SSDScan:
+    """Mamba-2's state-space scan (SSD), per head: a head_dim × state state, B and C shared by the
+    heads of a group.
+
+    Chunked (chunks of Q tokens, per chunk): C·Bᵀ per group (2·Q²·N), those scores times x per
+    head (2·Q²·P), each chunk's state Bᵀ·x and the output's read of the previous state C·h per
+    head (2·Q·N·P each); the states pass from chunk to chunk by a decay and an add (elementwise).
+    Recurrent (one token): the state's update by dt·B ⊗ x and its read by C (2·P·N each)."""
+
+    heads: int
+    head_dim: int
+    groups: int
+    state: int
+    chunk: int
+
+    def chunk_flops(self) -> int:
+        q, p, n = self.chunk, self.head_dim, self.state
+        return self.groups * 2 * q * q * n + self.heads * (2 * q * q * p + 4 * q * n * p)
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        """Per token, over a sequence of seq_len tokens (the last chunk padded); None: whole chunks."""
+        if seq_len is None:
+            return Fraction(self.chunk_flops(), self.chunk)
+        return Fraction(_padded(seq_len, self.chunk) * self.chunk_flops(), seq_len)
+
+    def decode_flops(self) -> int:
+        return self.heads * 4 * self.head_dim * self.state
+
+    def detail(self) -> Message:
+        return Message(N_("the SSD scan in chunks of {chunk}"), chunk=self.chunk)
+
+    def state_elements(self) -> int:
+        return self.heads * self.head_dim * self.state
 
 
 @dataclass(frozen=True)
@@ -27,19 +118,21 @@ class LinearMixer:
 
     `tensors` are one layer's parameters but its norms, `norm_tensors` its norms (counted with
     the norms, as the module types sort them); `projection_flops` the forward matmul FLOPs per
-    token of its Linear projections; `state_bytes_per_layer` what decoding keeps per sequence,
-    in elements (the recurrent state and the convolution's window); `conv_flops` the FLOPs per
-    token of its depthwise convolution (2 · channels · kernel; no matmul, so apart from
-    `projection_flops`), the same at any sequence length."""
+    token of its Linear projections; `conv_flops` those of its depthwise causal convolution
+    (2 · channels · kernel per token, the same at any length); `scan` its state update, whose
+    FLOPs per token depend on the length only through the chunks; `conv_state_elements` the
+    convolution's window decoding keeps per sequence (the kernel − 1 latest inputs of each
+    channel)."""
 
     kind: str
     detail: str
     tensors: tuple[ParamTensor, ...]
     norm_tensors: tuple[ParamTensor, ...]
     projection_flops: int
-    state_elements: int
     layers: tuple[int, ...]
     conv_flops: int = 0
+    conv_state_elements: int = 0
+    scan: DeltaRuleScan | SSDScan | None = None
 
     @property
     def params(self) -> int:
@@ -48,6 +141,26 @@ class LinearMixer:
     @property
     def norm_params(self) -> int:
         return sum(t.count for t in self.norm_tensors)
+
+    @property
+    def recurrent_state_elements(self) -> int:
+        """The state the scan carries from token to token, per sequence (0 for a convolution alone)."""
+        return self.scan.state_elements() if self.scan is not None else 0
+
+    @property
+    def state_elements(self) -> int:
+        """What decoding keeps per sequence, in elements: the recurrent state and the conv's window."""
+        return self.recurrent_state_elements + self.conv_state_elements
+
+    def sequence_flops(self, seq_len: int | None) -> Fraction:
+        """FLOPs per token beyond the projections over a sequence of seq_len tokens: the
+        convolution and the chunked state update; None: at the rate of whole chunks (no padding)."""
+        return self.conv_flops + (self.scan.flops(seq_len) if self.scan is not None else 0)
+
+    def decode_flops(self) -> int:
+        """FLOPs beyond the projections of one decoded token: the convolution over its window
+        and the recurrent state update."""
+        return self.conv_flops + (self.scan.decode_flops() if self.scan is not None else 0)
 
 
 def gated_delta_net(
@@ -83,8 +196,9 @@ def gated_delta_net(
         value_dim=value_dim,
         conv=conv_kernel,
     )
-    state = value_heads * key_dim * value_dim + conv * (conv_kernel - 1)
-    return LinearMixer("Gated DeltaNet", detail, tensors, (ParamTensor("norm.weight", (value_dim,)),), flops, state, layers)
+    scan = DeltaRuleScan(value_heads, key_dim, value_dim)
+    norm = (ParamTensor("norm.weight", (value_dim,)),)
+    return LinearMixer("Gated DeltaNet", detail, tensors, norm, flops, layers, 2 * conv * conv_kernel, conv * (conv_kernel - 1), scan)
 
 
 def short_conv(d_model: int, *, kernel: int, bias: bool, layers: tuple[int, ...]) -> LinearMixer:
@@ -103,8 +217,7 @@ def short_conv(d_model: int, *, kernel: int, bias: bool, layers: tuple[int, ...]
         kernel=kernel,
         biases=biases,
     )
-    state = d_model * (kernel - 1)
-    return LinearMixer("short conv", detail, tuple(tensors), (), flops, state, layers, conv_flops=2 * d_model * kernel)
+    return LinearMixer("short conv", detail, tuple(tensors), (), flops, layers, 2 * d_model * kernel, d_model * (kernel - 1))
 
 
 def mamba2(
@@ -118,14 +231,17 @@ def mamba2(
     conv_bias: bool,
     proj_bias: bool,
     layers: tuple[int, ...],
+    chunk: int = 256,
 ) -> LinearMixer:
     """transformers' Mamba-2 mixer (GraniteMoeHybridMambaLayer): in_proj (d → I + C + H: the gate
     z, the conv's input x, B, C and dt), a depthwise causal Conv1d over x, B and C (C = I + 2·G·N
     channels, conv_bias), dt_bias, A_log and D per head, a gated RMSNorm over I, out_proj
-    (I → d); proj_bias on both projections. I = heads × head_dim, G groups, N the state size."""
+    (I → d); proj_bias on both projections. I = heads × head_dim, G groups, N the state size;
+    the scan runs in chunks of `chunk` tokens."""
     for key, value in (("mamba_n_heads", heads), ("mamba_d_head", head_dim), ("mamba_n_groups", groups), ("mamba_d_state", state)):
         check_int(key, value)
     check_int("mamba_d_conv", conv_kernel)
+    check_int("mamba_chunk_size", chunk)
     inner = heads * head_dim
     conv = inner + 2 * groups * state
     projection = inner + conv + heads
@@ -151,6 +267,6 @@ def mamba2(
         groups=groups_text,
         conv=conv_kernel,
     )
-    state_elements = heads * head_dim * state + conv * (conv_kernel - 1)
     norm = (ParamTensor("norm.weight", (inner,)),)
-    return LinearMixer("Mamba-2", detail, tuple(tensors), norm, flops, state_elements, layers, conv_flops=2 * conv * conv_kernel)
+    scan = SSDScan(heads, head_dim, groups, state, chunk)
+    return LinearMixer("Mamba-2", detail, tuple(tensors), norm, flops, layers, 2 * conv * conv_kernel, conv * (conv_kernel - 1), scan)

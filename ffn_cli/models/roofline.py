@@ -3,7 +3,8 @@ one layer's attention (the mean over layers) and the whole model, at a batch and
 
 Counted, all as lower bounds:
 - FLOPs: matmuls only (2·m·n·k), the active path (a MoE token runs top-k experts); attention
-  scores read the keys each query sees (causal, sliding windows, chunks as the config says).
+  scores read the keys each query sees (causal, sliding windows, chunks as the config says);
+  a hybrid's mixer its convolution and state update (chunked in prefill, recurrent in decode).
 - Bytes: every weight read once in its stored format (a MoE layer reads only the experts its
   tokens touch: E·(1 − (1 − k/E)^T) of them in expectation under uniform routing), each part's
   input and output activations once in the compute dtype (intermediates assumed to stay on
@@ -145,13 +146,14 @@ def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     a = spec.attention
     chunk = stack.chunks[layer] if stack.chunks else None
     keys = case.batch * _keys(case, stack.windows[layer], chunk, stack.causal)
-    flops = case.tokens * a.projection_flops_per_token() + keys * stack.score_flops_per_key[layer]
-    weights = sum(_bytes(plan, "attention", t.shape) for t in a.tensors())
+    # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
+    flops = case.tokens * spec.attention_layer_flops + keys * stack.score_flops_per_key[layer]
+    weights = sum(_bytes(plan, "attention", t.shape) for t in (*a.tensors(), *spec.attention_extra))
     width = kv_width(spec) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written
     kv = 2 * case.tokens * width if case.phase == "prefill" else (keys + case.tokens) * width
     io = 2 * case.tokens * spec.d_model * case.act_bytes
-    return PartCost("attention", flops, weights, io, kv, weight_params=sum(t.count for t in a.tensors()))
+    return PartCost("attention", flops, weights, io, kv, weight_params=spec.attention_layer_params)
 
 
 def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
@@ -161,7 +163,11 @@ def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     assert m is not None
     weights = sum(_bytes(plan, "attention", t.shape) for t in (*m.tensors, *m.norm_tensors))
     state = case.batch * m.state_elements * case.act_bytes * (1 if case.phase == "prefill" else 2)
-    return PartCost(m.kind, case.tokens * m.projection_flops, weights, 2 * case.tokens * spec.d_model * case.act_bytes, state)
+    # Beyond the projections: the conv and the state update, chunked over a prefill, recurrent in decode.
+    update = case.tokens * (m.sequence_flops(case.seq_len) if case.phase == "prefill" else m.decode_flops())
+    flops = case.tokens * m.projection_flops + float(update)
+    io = 2 * case.tokens * spec.d_model * case.act_bytes
+    return PartCost(m.kind, flops, weights, io, state, weight_params=m.params + m.norm_params)
 
 
 def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase) -> PassCost:

@@ -3,8 +3,10 @@
 The parameter ratio of FFN to attention is fixed; the FLOPs ratio is not. Per token, the FFN
 and the four attention projections cost the same at any length, but the scores (Q·Kᵀ, then
 softmax(·)·V) grow with the keys each query reads: (L + 1)/2 on average under a causal mask,
-L for an encoder, at most w under a sliding window of w. All counts are forward matmul FLOPs
-(2·m·n·k), summed over the layers; embeddings and the LM head are left out. Pure Python.
+L for an encoder, at most w under a sliding window of w. A hybrid's mixer layers read no keys:
+their convolution and state update cost a few FLOPs per token whatever the length (the chunked
+form's last chunk padded, models/mixers.py). All counts are forward matmul FLOPs (2·m·n·k),
+summed over the layers; embeddings and the LM head are left out. Pure Python.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
+from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec, check_int
@@ -47,6 +50,15 @@ class LayerStack:
     mixer_projection_flops: int = 0
     # True for each layer that is an FFN alone, no token mixer (Nemotron-H's MLP and MoE blocks).
     ffn_only: tuple[bool, ...] = ()
+    # The mixer of the layers `mixers` names: its convolution and state update per token.
+    mixer: LinearMixer | None = None
+
+    def mixer_flops(self, seq_len: int | None) -> Fraction:
+        """Per-token FLOPs of every mixer layer beyond its projections: convolution and state
+        update; None: at the rate of whole chunks."""
+        if self.mixer is None:
+            return Fraction(0)
+        return sum(m is not None for m in self.mixers) * Fraction(self.mixer.sequence_flops(seq_len))
 
     def score_flops(self, seq_len: int) -> Fraction:
         """Per-token score FLOPs at seq_len: every layer's keys read by all queries, over L."""
@@ -57,18 +69,22 @@ class LayerStack:
             total += per_key * keys
         return Fraction(total, seq_len)
 
-    def attention_flops(self, seq_len: int) -> Fraction:
-        return self.projection_flops + self.score_flops(seq_len)
+    def attention_flops(self, seq_len: int, *, padded: bool = True) -> Fraction:
+        """Every token mixer's FLOPs per token: projections, scores, and the mixers' state
+        updates (without `padded`, at their rate over whole chunks)."""
+        return self.projection_flops + self.score_flops(seq_len) + self.mixer_flops(seq_len if padded else None)
 
     def crossover(self) -> int | None:
         """The shortest sequence at which attention's FLOPs per token reach the FFN's, or None
-        when they never do (windows cap the scores, or it lies past MAX_SEQ_LEN)."""
-        if self.attention_flops(MAX_SEQ_LEN) < self.ffn_flops:
+        when they never do (windows cap the scores, or it lies past MAX_SEQ_LEN). A chunked
+        mixer counts at its rate over whole chunks: its padded last chunk, a cost per token
+        that falls as 1/L, would make a few tokens look dearer than thousands."""
+        if self.attention_flops(MAX_SEQ_LEN, padded=False) < self.ffn_flops:
             return None
-        low, high = 1, MAX_SEQ_LEN  # attention_flops is non-decreasing in the length
+        low, high = 1, MAX_SEQ_LEN  # without the padding, attention_flops is non-decreasing in the length
         while low < high:
             mid = (low + high) // 2
-            if self.attention_flops(mid) >= self.ffn_flops:
+            if self.attention_flops(mid, padded=False) >= self.ffn_flops:
                 high = mid
             else:
                 low = mid + 1
@@ -83,10 +99,11 @@ class FlopsAtLength:
     ffn: int
     projections: int
     scores: Fraction
+    mixer: Fraction = Fraction(0)  # a hybrid's mixer layers: convolution and state update
 
     @property
     def attention(self) -> Fraction:
-        return self.projections + self.scores
+        return self.projections + self.scores + self.mixer
 
     @property
     def ffn_share(self) -> float:
@@ -99,6 +116,7 @@ class FlopsAtLength:
             "ffn_flops": self.ffn,
             "attention_projection_flops": self.projections,
             "attention_score_flops": float(self.scores),
+            "mixer_state_flops": float(self.mixer),
             "ffn_share": self.ffn_share,
             "ffn_attention_ratio": float(self.ffn / self.attention),
         }
@@ -158,6 +176,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         tuple(kind if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
         mixer_flops,
         tuple(i in unmixed for i in range(spec.n_layers)) if unmixed else (),
+        spec.mixer,
     )
 
 
@@ -165,5 +184,5 @@ def flops_over_length(stack: LayerStack, seq_lens: Sequence[int]) -> tuple[Flops
     rows = []
     for seq_len in seq_lens:
         check_int("seq_len", seq_len, maximum=MAX_SEQ_LEN)
-        rows.append(FlopsAtLength(seq_len, stack.ffn_flops, stack.projection_flops, stack.score_flops(seq_len)))
+        rows.append(FlopsAtLength(seq_len, stack.ffn_flops, stack.projection_flops, stack.score_flops(seq_len), stack.mixer_flops(seq_len)))
     return tuple(rows)

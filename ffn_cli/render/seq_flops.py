@@ -66,11 +66,15 @@ def _keys_text(stack: LayerStack) -> str:
 
 def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: str) -> Group:
     """scope: the layers the counts cover, 'one layer' or '32 layers' (embeddings and LM head left out)."""
-    columns = [Col("seq_len"), Col("FFN"), Col(_("attn proj"), drop=1), Col(_("attn scores")), Col(_("FFN share"))]
-    cells = [
-        [fmt_count(r.seq_len), fmt_flops(r.ffn), fmt_flops(r.projections), fmt_flops(float(r.scores)), f"{100 * r.ffn_share:.1f}%"]
-        for r in rows
-    ]
+    columns = [Col("seq_len"), Col("FFN"), Col(_("attn proj"), drop=1), Col(_("attn scores"))]
+    cells = [[fmt_count(r.seq_len), fmt_flops(r.ffn), fmt_flops(r.projections), fmt_flops(float(r.scores))] for r in rows]
+    if stack.mixer is not None:  # a hybrid's mixer layers: their convolution and state update
+        columns.append(Col(_("mixer")))
+        for row, r in zip(cells, rows, strict=True):
+            row.append(fmt_flops(float(r.mixer)))
+    columns.append(Col(_("FFN share")))
+    for row, r in zip(cells, rows, strict=True):
+        row.append(f"{100 * r.ffn_share:.1f}%")
     crossover = stack.crossover()
     scores = _("scores: Q·Kᵀ and softmax·V; {kind}, {detail}").format(kind=stack.attention_kind, detail=shown(stack.attention_detail))
     lines = [scores, _keys_text(stack)]
@@ -85,11 +89,15 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     if stack.mixers:
         kind = next(m for m in stack.mixers if m is not None)
         count = sum(m is not None for m in stack.mixers)
-        mixer = _(
-            "{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys (its state update, "
-            "a cost per token that does not grow with the length, is left out)"
-        )
+        mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys")
         lines.append(mixer.format(kind=kind, count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops)))
+    if stack.mixer is not None:
+        scan = stack.mixer.scan
+        if scan is not None:
+            what = _("mixer: the causal conv and the state update, {scan}, the last chunk padded").format(scan=scan.detail().shown())
+        else:
+            what = _("mixer: the causal conv")
+        lines.append(what + _(", a cost per token that does not grow with the length"))
     if any(stack.ffn_only):
         lines.append(_("FFN alone, no token mixer, in {count} of {n} layers").format(count=sum(stack.ffn_only), n=len(stack.ffn_only)))
     lines.append(
@@ -112,6 +120,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "layer_pattern": pattern_text(stack) or None,
         "mixers": list(stack.mixers) or None,
         "mixer_projection_flops": stack.mixer_projection_flops,
+        "mixer_chunk": stack.mixer.scan.chunk if stack.mixer is not None and stack.mixer.scan is not None else None,
         "ffn_only": list(stack.ffn_only) or None,
         "crossover_seq_len": stack.crossover(),
         "rows": [r.data() for r in rows],

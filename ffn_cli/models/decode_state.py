@@ -1,0 +1,73 @@
+"""What decoding keeps per sequence, layer kind by layer kind, between one token and the next: a
+full-attention layer's KV cache grows with the context, a sliding-window (or chunked) layer's
+stops at its window less one (the new token's own keys join the w − 1 latest), a mixer's state
+is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads × head width ×
+state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
+alone). Elements, priced at the cache dtype's bytes by the caller. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ffn_cli.i18n import N_, Message
+from ffn_cli.models.roofline import kv_width
+from ffn_cli.models.spec import ModelSpec
+
+__all__ = ["KindState", "decode_state"]
+
+
+@dataclass(frozen=True)
+class KindState:
+    """One layer kind: how many layers, and the elements each keeps at the context."""
+
+    kind: str  # an English id: 'attention', 'attention, sliding 4,096', 'Gated DeltaNet'
+    layers: int
+    elements_per_layer: int
+    tokens: int | None  # the tokens an attention layer caches at this context; None for a fixed state
+    detail: Message
+    width: int = 0  # attention: elements a cached token takes (K and V)
+    recurrent: int = 0  # a mixer: its recurrent state's elements …
+    conv: int = 0  # … and its convolution's window
+
+    @property
+    def elements(self) -> int:
+        return self.layers * self.elements_per_layer
+
+
+def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> list[KindState]:
+    width = kv_width(spec)
+    kept: dict[tuple[str, int | None], int] = {}
+    for i in spec.attention_layers:
+        window, chunk = windows[i], chunks[i] if chunks else None
+        key = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
+        kept[key] = kept.get(key, 0) + 1
+    rows = []
+    for (how, cap), count in kept.items():
+        tokens = min(context, cap - 1) if cap else context
+        if how == "sliding":
+            kind = Message(N_("attention, sliding {window}"), window=f"{cap:,}")
+        elif how == "chunked":
+            kind = Message(N_("attention, chunks of {chunk}"), chunk=f"{cap:,}")
+        else:
+            kind = Message(N_("attention"))
+        detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
+        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width))
+    return rows
+
+
+def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> tuple[KindState, ...]:
+    """Every layer kind's cache at `context` tokens, attention first, in elements."""
+    rows = _attention_rows(spec, windows, chunks, context)
+    m = spec.mixer
+    if m is not None and m.layers:
+        detail = Message(N_("conv {conv}"), conv=f"{m.conv_state_elements:,}")
+        if m.scan is not None:
+            detail = Message(N_("state {state} + conv {conv}"), state=f"{m.recurrent_state_elements:,}", conv=f"{m.conv_state_elements:,}")
+        rows.append(
+            KindState(
+                m.kind, len(m.layers), m.state_elements, None, detail, recurrent=m.recurrent_state_elements, conv=m.conv_state_elements
+            )
+        )
+    return tuple(rows)

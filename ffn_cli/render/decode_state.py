@@ -1,0 +1,57 @@
+"""What decoding keeps per sequence, by layer kind, as a table or JSON: the KV cache of the
+attention layers (growing with the context, or capped at a window) and the fixed state of a
+hybrid's mixer layers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from ffn_cli.i18n import _, shown
+from ffn_cli.models.decode_state import KindState
+from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.format import fmt_bytes
+
+__all__ = ["decode_state_data", "decode_state_view"]
+
+
+def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int) -> FitTable:
+    columns = [Col(_("layer kind"), "fixed"), Col(_("layers")), Col(_("each"), "text", drop=1), Col(_("per layer")), Col(_("all layers"))]
+    cells: list[Any] = [
+        [shown(r.kind), f"{r.layers:,}", shown(r.detail), fmt_bytes(r.elements_per_layer * act_bytes), fmt_bytes(r.elements * act_bytes)]
+        for r in rows
+    ]
+    total = sum(r.elements for r in rows) * act_bytes
+    cells += [None, [_("per sequence"), "", "", "", fmt_bytes(total)]]
+    for batch in batches:
+        if batch > 1:
+            cells.append([_("batch {batch}").format(batch=f"{batch:,}"), "", "", "", fmt_bytes(batch * total)])
+    title = _("what decoding keeps per sequence at context {n}, {bytes} B an element").format(n=f"{context:,}", bytes=act_bytes)
+    caption = _("attention keeps K and V of the tokens before the new one, a window of w its w − 1 latest.")
+    if any(r.tokens is None for r in rows):
+        caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
+    return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
+
+
+def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int) -> dict[str, Any]:
+    return {
+        "context": context,
+        "bytes_per_element": act_bytes,
+        "kinds": [
+            {
+                "kind": str.__str__(r.kind),
+                "layers": r.layers,
+                "tokens": r.tokens,
+                "elements_per_token": r.width or None,
+                "recurrent_state_elements": r.recurrent if r.tokens is None else None,
+                "conv_state_elements": r.conv if r.tokens is None else None,
+                "elements_per_layer": r.elements_per_layer,
+                "bytes_per_layer": r.elements_per_layer * act_bytes,
+                "bytes": r.elements * act_bytes,
+            }
+            for r in rows
+        ],
+        "bytes_per_sequence": sum(r.elements for r in rows) * act_bytes,
+        "bytes_by_batch": {str(b): b * sum(r.elements for r in rows) * act_bytes for b in batches},
+    }
