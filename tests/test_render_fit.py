@@ -54,7 +54,7 @@ COMMANDS = [
     # A hybrid: its mixer column over the length, and what decoding keeps by layer kind.
     "params --preset qwen3-next-80b-a3b -s 4096,131072",
     "params --preset granite-4.0-h-tiny --gpu h100 --phase decode --seq-len 32768 --batch 1,8",
-    "trace --variant moe --ep 2 -d 64 --d-ff 128 --experts 4",
+    # (--ep 2: test_a_parallel_trace_keeps_every_ranks_shapes_at_60_and_80_columns, in both languages)
     # The backward's four tables, of a block whose names are long (MLA) and of a checkpointed FFN.
     "trace --preset deepseek-v2-lite --block --layer 0 --d-ff 64 -s 3 --backward",
     "trace --variant swiglu --backward --checkpoint",
@@ -183,14 +183,18 @@ def test_every_number_is_whole_at_every_width_in_chinese(command: str, monkeypat
     english = json.loads(CliRunner().invoke(app, [*command.split(), "--json"]).stdout)
     chinese = json.loads(CliRunner().invoke(app, ["--lang", "zh", *command.split(), "--json"]).stdout)
     assert chinese == english, f"{command}: --json differs between the languages"
-    _check_command(command, monkeypatch, lang="zh")
+    _check_command(command, monkeypatch, lang="zh", data=english)
 
 
-def _check_command(command: str, monkeypatch: pytest.MonkeyPatch, lang: str = "en") -> None:
+def _check_command(command: str, monkeypatch: pytest.MonkeyPatch, lang: str = "en", data: Any = None, renderables: Any = None) -> None:
+    """The command's tables at every width hold each number its --json holds (`data` and the
+    printed `renderables`, when the caller has them already: a parallel trace starts ranks)."""
     args = command.split()
-    data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    if data is None:
+        data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     known = sorted(set(_leaves(data)))
-    renderables = _printed(["--lang", lang, *args], monkeypatch)
+    if renderables is None:
+        renderables = _printed(["--lang", lang, *args], monkeypatch)
     set_language(lang)  # the footnotes are worded as they are drawn
     for width in WIDTHS:
         recorder = _Recorder(monkeypatch)
@@ -532,7 +536,10 @@ def test_a_parallel_trace_keeps_every_ranks_shapes_at_60_and_80_columns(lang: st
     where they do not fit beside the counts; they never leave."""
     command = ["trace", "--variant", "moe", "--ep", "2", "-d", "64", "--d-ff", "128", "--experts", "4"]
     data = json.loads(CliRunner().invoke(app, [*command, "--json"]).stdout)
+    if lang != "en":
+        assert json.loads(CliRunner().invoke(app, ["--lang", lang, *command, "--json"]).stdout) == data
     renderables = _printed(["--lang", lang, *command], monkeypatch)
+    _check_command(" ".join(command), monkeypatch, lang=lang, data=data, renderables=renderables)  # every number whole, every width
     set_language(lang)
     for width in (60, 80):
         text = _draw(renderables, width)
