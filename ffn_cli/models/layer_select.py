@@ -197,7 +197,10 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
             _("{name}'s attention has an output gate, which ffn does not build; drop --block to trace its FFN").format(name=spec.name),
         )
     if choice.layer in spec.kv_shared_layers:
-        why = _("layer {layer} of {name} takes an earlier layer's keys and values, which the block does not; drop --block to trace its FFN")
+        why = _(
+            "layer {layer} of {name} takes its keys and values from an earlier layer, and the block computes its own; "
+            "drop --block to trace its FFN"
+        )
         raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
     attention = _block_attention(spec.attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
