@@ -317,6 +317,35 @@ SMALL_CONFIGS: list[tuple[str, dict[str, Any]]] = [
             "mlp_hidden_act": "silu",
         },
     ),
+    (
+        "gemma3n_text",
+        {
+            "head_dim": 16,
+            "num_hidden_layers": 4,
+            "intermediate_size": [96, 128, 96, 128],  # a width a layer, as MatFormer slices have
+            "num_kv_shared_layers": 2,
+            "layer_types": ["sliding_attention", "full_attention"] * 2,
+            "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0],
+            "vocab_size_per_layer_input": 128,
+            "hidden_size_per_layer_input": 8,
+            "laurel_rank": 4,
+            "altup_num_inputs": 3,
+        },
+    ),
+    (
+        "gemma3n_text",
+        {
+            "head_dim": 24,
+            "intermediate_size": [80, 80, 80],
+            "num_kv_shared_layers": 0,
+            "attention_bias": True,
+            "tie_word_embeddings": False,
+            "vocab_size_per_layer_input": 64,
+            "hidden_size_per_layer_input": 4,
+            "laurel_rank": 2,
+            "altup_num_inputs": 1,
+        },
+    ),
     ("llama", {"hidden_act": "quick_gelu"}),
     ("gpt2", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "activation_function": "quick_gelu", "vocab_size": 101}),
 ]
@@ -396,6 +425,7 @@ NEW_FAMILIES = {
     "lfm2_moe",
     "granitemoehybrid",
     "nemotron_h",
+    "gemma3n_text",
 }
 
 

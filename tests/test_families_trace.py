@@ -142,3 +142,28 @@ def test_kimi_k2_block_traces_its_latent_attention() -> None:
         "attn.kv_b_proj",
     ):
         assert step in steps, step
+
+
+def test_gemma3n_trace_says_the_activation_sparsity_is_not_run() -> None:
+    """Gemma 3n's first layers cut the gate below a Gaussian quantile, which no variant runs:
+    the layer traces as its plain gated FFN, at the same parameters and matmul FLOPs, and says so."""
+    data = _invoke("trace", "--preset", "gemma-3n-e4b", "--device", "meta", "--json")
+    spec = preset_model("gemma-3n-e4b")
+    assert data["model"]["layer"] == 0 and spec.dense_ffn is not None
+    assert data["total_params"] == ffn_params(spec, spec.dense_ffn) == 3 * 2048 * 16384
+    assert any(note.startswith("activation sparsity 0.95") for note in data["model"]["not_built"])
+    later = _invoke("trace", "--preset", "gemma-3n-e4b", "--device", "meta", "--layer", "10", "--json")
+    assert not any("sparsity" in note for note in later["model"]["not_built"])
+
+
+def test_gemma3n_block_of_a_kv_shared_layer_is_refused_in_one_line() -> None:
+    result = CliRunner().invoke(app, ["trace", "--preset", "gemma-3n-e4b", "--device", "meta", "--block", "--layer", "20"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "keys and values" in result.output and "Traceback" not in result.output
+
+
+def test_gemma3n_block_traces_its_own_attention_and_names_what_it_leaves_out() -> None:
+    data = _invoke("trace", "--preset", "gemma-3n-e4b", "--device", "meta", "--block", "--layer", "12", "--json")
+    parts = {p.name: p.params_each for p in count_model(preset_model("gemma-3n-e4b")).parts}
+    assert data["param_groups"]["attn"] == parts["attention"]
+    assert {"AltUp", "Laurel", "per-layer input gate", "7 norms per layer (built with 2)"} <= set(data["model"]["not_built"])

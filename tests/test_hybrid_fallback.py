@@ -11,7 +11,7 @@ import pytest
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from ffn_cli.models import meta_build  # noqa: E402
+from ffn_cli.models import count_model, meta_build, model_spec_from_config  # noqa: E402
 from tests.tiny_families import SMALL  # noqa: E402
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -70,9 +70,10 @@ def test_parts_against_transformers_modules(name: str) -> None:
 
 
 def test_gemma3n_text_is_counted_by_building_it() -> None:
-    """Gemma 3n has no reader (docs/params.md says why): its count is transformers' build,
-    the per-layer embeddings with the embeddings, AltUp, Laurel and the per-layer input gates
-    as other, each part equal to the modules that hold it."""
+    """Gemma 3n built by transformers (its reader is held to the same build in
+    tests/test_models_transformers.py): the per-layer embeddings with the embeddings, AltUp,
+    Laurel and the per-layer input gates as other, each part equal to the modules that hold it,
+    and the reader's parts equal to the build's, FFN widths that differ by layer included."""
     overrides = {
         **SMALL,
         "num_hidden_layers": 4,
@@ -105,3 +106,7 @@ def test_gemma3n_text_is_counted_by_building_it() -> None:
     norms_inside = params(*(sub for m in other for sub in m.modules() if type(sub).__name__.endswith("RMSNorm")))
     assert counted.params_of("other") == params(*other) - norms_inside
     assert counted.total_params == sum(p.numel() for p in model.parameters())
+    read: dict[str, int] = {}
+    for part in count_model(model_spec_from_config(config)).parts:
+        read[part.kind] = read.get(part.kind, 0) + part.params
+    assert {p.kind: p.params for p in counted.parts if p.params} == {k: v for k, v in read.items() if v}

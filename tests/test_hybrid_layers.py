@@ -371,3 +371,30 @@ def test_nemotron_h_of_mixers_alone_counts_and_refuses_a_trace(tmp_path: Any) ->
     assert data["roofline"]["cases"][0]["ffn_one_layer"]["flops"] == 0
     result = CliRunner().invoke(app, ["trace", "--config", str(path), "--device", "meta"])
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "has no layer with an FFN" in result.output
+
+
+def test_gemma3n_decode_roofline_and_state_by_hand() -> None:
+    """One decode token at context 1000, bf16, Gemma 3n E4B: every weight read once (a table one
+    row), by hand from the shapes; the 15 KV-shared layers project no keys or values, write no
+    cache and keep none, but read the keys of the layer they share (the 28 sliding layers their
+    512 latest, the 7 full ones all 1,001)."""
+    args = ["params", "--preset", "gemma-3n-e4b", "--gpu", "h100", "--phase", "decode", "--batch", "1", "--seq-len", "1000", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    model = data["roofline"]["cases"][0]["model"]
+    d, vocab, ffn, q, kv, layers = 2048, 262400, 3 * 2048 * 16384, 8 * 256, 2 * 256, 35
+    own, shared = 2 * d * q + 2 * d * kv + 2 * 256, 2 * d * q + 256  # q, o (k, v) and their norms
+    per_layer = (d + 4 * 4 + 16 * 4 + 4 * d) + 2 * 64 * d + 2 * 256 * d  # AltUp, Laurel, per-layer input gate
+    beside = 35 * 256 + 35 * 256 * d + 256 + 6 * d * d  # a row of the per-layer table, its projection and norm, AltUp's 6
+    weights = layers * ffn + 20 * own + 15 * shared + vocab * d + d + layers * per_layer + beside
+    assert model["weight_bytes"] == 2 * weights
+    altup = 2 * 2 * 4 * d + 2 * 4 * 16 + 2 * 4 * 4 + 2 * d * 16  # router twice, both coefficients, the copies' mix
+    extra = 2 * 35 * 256 * d + 6 * 2 * d * d + layers * (altup + 4 * 64 * d + 4 * 256 * d)
+    projections = 20 * 2 * (2 * d * q + 2 * d * kv) + 15 * 2 * 2 * d * q
+    scores = 4 * 8 * 256 * (7 * 1001 + 28 * 512)
+    assert model["flops"] == 2 * (layers * ffn + vocab * d) + projections + extra + scores
+    width = 2 * 2 * 256 * 2  # K and V, 2 heads × 256, bf16
+    assert model["kv_cache_bytes"] == width * (4 * 1002 + 16 * 513 + 3 * 1001 + 12 * 512)
+    state = {row["kind"]: row["layers"] for row in data["decode_state"]["kinds"]}
+    assert state == {"attention, sliding 512": 16, "attention": 4}  # the shared layers keep no cache

@@ -5,6 +5,7 @@ the new families bring, each against a hand computation."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -174,6 +175,51 @@ def test_phi_head_bias_survives_tying() -> None:
     config = _llama_like("phi", tie_word_embeddings=True)
     heads = [p for p in count_model(model_spec_from_config(config)).parts if p.kind == "head"]
     assert [p.params for p in heads] == [100]
+
+
+def test_gemma3n_shared_kv_layers_lose_k_v_and_k_norm_by_hand() -> None:
+    s = preset_model("gemma-3n-e4b")
+    assert s.kv_shared_layers == tuple(range(20, 35)) and s.ffn_note_layers == tuple(range(10))
+    # q (2,048 → 8 × 256) and o, k and v (2,048 → 2 × 256), q_norm and k_norm over 256
+    own = 2 * 2048 * 2048 + 2 * 512 * 2048 + 2 * 256
+    assert (s.attention_params_of(0), s.attention_params_of(20)) == (own, own - 2 * 512 * 2048 - 256)
+    # an attention layer's projections, less k and v: 2 FLOPs a weight
+    assert s.attention_flops_of(0) - s.attention_flops_of(34) == 2 * 2 * 512 * 2048
+    m = count_model(s)
+    # the second embedding table: 262,144 rows of 35 layers × 256, an embedding (no matmul)
+    assert next(p.params for p in m.parts if p.name == "per-layer embeddings") == 262_144 * 35 * 256
+    assert m.embedding_params == 262_400 * 2048 + 262_144 * 35 * 256
+    assert sum(p.params for p in m.parts if p.kind == "other") == (
+        35 * 256 * 2048  # per_layer_model_projection
+        + 6 * 2048 * 2048  # 3 altup_projections, 3 altup_unembed_projections
+        + 35 * (2048 + 4 * 4 + 16 * 4 + 4 * 2048 + 2 * 64 * 2048 + 2 * 256 * 2048)  # AltUp, Laurel, per-layer input gate
+    )
+
+
+def test_gemma3n_widths_that_differ_by_layer_are_one_ffn_row_each() -> None:
+    widths = [8192] * 10 + [4096] * 10 + [8192] * 10  # a MatFormer slice: narrower middle layers
+    s = model_spec_from_config({**load_preset("gemma-3n-e2b"), "intermediate_size": widths})
+    rows = [(p.params_each, p.copies) for p in count_model(s).parts if p.kind == "ffn"]
+    assert rows == [(3 * 2048 * 8192, 20), (3 * 2048 * 4096, 10)]  # gate, up and down of each width
+    assert [s.ffn_of(i).hidden for i in (0, 10, 29)] == [8192, 4096, 8192]  # type: ignore[union-attr]
+    assert s.ffn_of(0) is s.ffn_of(29)  # one FFNSpec a width
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"num_kv_shared_layers": 30}, "num_kv_shared_layers=30 is invalid"),
+        # the one full layer is shared: no earlier full layer gives it keys and values
+        ({"layer_types": ["sliding_attention"] * 29 + ["full_attention"]}, "num_kv_shared_layers=10 is invalid"),
+        ({"intermediate_size": [8192] * 3}, "intermediate_size=[8192, 8192, 8192] is invalid"),
+        ({"activation_sparsity_pattern": [0.95]}, "activation_sparsity_pattern=[0.95] is invalid"),
+        ({"activation_sparsity_pattern": ["0.95"] * 30}, "must hold a number for each layer"),
+    ],
+)
+def test_gemma3n_inconsistent_layers_are_one_error_naming_the_key(keys: dict[str, Any], message: str) -> None:
+    with pytest.raises(FFNError, match=re.escape(message)) as caught:
+        model_spec_from_config({**load_preset("gemma-3n-e2b"), **keys})
+    assert "\n" not in str(caught.value)
 
 
 # --- through the CLI ---------------------------------------------------------------------------

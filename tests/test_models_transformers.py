@@ -32,8 +32,14 @@ _KIND_RULES: list[tuple[str, str]] = [
     (r"(vision_tower|vision_model|multi_modal_projector)\.", "vision"),
     (r"(^|\.)(lm_head|embed_out)\.", "head"),
     (r"(^|\.)pooler\.", "pooler"),
-    (r"(embed_tokens|embed_in|embeddings|word_embeddings|position_embeddings|token_type_embeddings|wte|wpe)\.weight$", "embedding"),
+    (
+        r"(embed_tokens|embed_tokens_per_layer|embed_in|embeddings|word_embeddings|position_embeddings|token_type_embeddings|wte|wpe)"
+        r"\.weight$",
+        "embedding",
+    ),
     (r"\.LayerNorm\.|(^|\.)(ln_\w+|ln_f|norm_f|\w*layernorm|\w*layer_norm|norm|\w+_norm)\.(weight|bias)$", "norm"),
+    # Gemma 3n's AltUp, Laurel and per-layer inputs (their norms are norms, above).
+    (r"(^|\.)(altup|altup_projections|altup_unembed_projections|laurel|per_layer_\w+)\.", "other"),
     (r"\.(self_attn|attn|crossattention|attention|self_attention|linear_attn|conv|mamba)\.", "attention"),
     (r"\.(mlp|feed_forward|block_sparse_moe|shared_mlp|intermediate|output)\.", "ffn"),
 ]
@@ -113,7 +119,7 @@ def test_defaults_are_the_config_class_defaults(model_type: str) -> None:
             assert getattr(cfg, key) == value, key
 
 
-@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "gemma", "olmo", "gpt2", "bert", "phi"])
+@pytest.mark.parametrize("model_type", ["llama", "mistral", "qwen2", "gemma", "olmo", "gpt2", "bert", "phi", "gemma3n_text"])
 def test_an_empty_config_counts_as_the_class_defaults(model_type: str) -> None:
     model = _build({"model_type": model_type})
     assert count_model(model_spec_from_config({"model_type": model_type})).total_params == sum(p.numel() for p in model.parameters())
@@ -130,3 +136,68 @@ def test_every_full_size_preset_equals_transformers(name: str) -> None:
     assert ours.total_params == sum(p.numel() for p in model.parameters())
     if ours.spec.is_moe:
         assert ours.active_params == _experts_active(model, config, ours)
+
+
+# --- Gemma 3n: layers that differ, and tensors beside attention and FFN ------------------------
+
+
+def _params(*modules: Any) -> int:
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
+def _gemma3n_small() -> dict[str, Any]:
+    return small_config(*next(case for case in CASES if case[0] == "gemma3n_text"))
+
+
+def test_gemma3n_kv_shared_layers_build_no_keys_or_values() -> None:
+    config = _gemma3n_small()
+    model, spec = _build(config), model_spec_from_config(config)
+    assert spec.kv_shared_layers == (2, 3)
+    for i, layer in enumerate(model.model.layers):
+        assert hasattr(layer.self_attn, "k_proj") == (i not in spec.kv_shared_layers)
+        assert _params(layer.self_attn) == spec.attention_params_of(i)
+
+
+@pytest.mark.parametrize("name", ["gemma-3n-e4b", "gemma-3n-e2b"])
+def test_gemma3n_presets_equal_transformers_row_by_row(name: str) -> None:
+    config = {k: v for k, v in load_preset(name).items() if not k.startswith("_")}
+    model = _build(config)
+    ours = count_model(model_spec_from_config(config))
+    assert ours.total_params == sum(p.numel() for p in model.parameters())
+    assert _ours(ours) == _parts(model)
+    text, rows = model.model, {str(p.name): p.params for p in ours.parts}
+    layers = list(text.layers)
+
+    def norms(*modules: Any) -> int:  # the RMSNorms inside a module: counted with the layer norms
+        return _params(*(sub for m in modules for sub in m.modules() if type(sub).__name__.endswith("RMSNorm")))
+
+    assert rows["per-layer embeddings"] == _params(text.embed_tokens_per_layer)
+    assert rows["per-layer input projection"] == _params(text.per_layer_model_projection)
+    assert rows["per-layer input norm"] == _params(text.per_layer_projection_norm)
+    assert rows["AltUp projections"] == _params(text.altup_projections, text.altup_unembed_projections)
+    assert rows["attention"] + rows["attention, shared KV"] == _params(*(layer.self_attn for layer in layers))
+    assert rows["FFN"] == _params(*(layer.mlp for layer in layers))
+    assert rows["AltUp"] == _params(*(layer.altup for layer in layers)) - norms(*(layer.altup for layer in layers))
+    assert rows["Laurel"] == _params(*(layer.laurel for layer in layers)) - norms(*(layer.laurel for layer in layers))
+    gates = [m for layer in layers for m in (layer.per_layer_input_gate, layer.per_layer_projection)]
+    assert rows["per-layer input gate"] == _params(*gates)
+    attention_norms = norms(*(layer.self_attn for layer in layers))
+    assert rows["layer norms"] == norms(*layers) - attention_norms
+
+
+def test_gemma3n_forward_flops_equal_flop_counter_mode() -> None:
+    """One token through the built model: every matmul FlopCounterMode sees is the model's
+    matmul FLOPs per token (AltUp's router twice, its predictions' mix of the copies, Laurel,
+    the per-layer inputs, the LM head) and, at length 1, 4 · heads · head_dim of scores a layer."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = _gemma3n_small()
+    cfg = transformers.AutoConfig.for_model(**config)
+    cfg._attn_implementation = "eager"
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    ours = count_model(model_spec_from_config(config))
+    a = ours.spec.attention
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(input_ids=torch.tensor([[3]]))
+    scores = ours.spec.n_layers * 4 * a.n_heads * a.head_dim
+    assert counter.get_total_flops() == ours.matmul_flops_per_token + scores

@@ -15,13 +15,14 @@ from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_toke
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.layer import attention_summary
 from ffn_cli.models.pattern import layer_pattern
-from ffn_cli.models.spec import ModelSpec, layer_ranges
+from ffn_cli.models.spec import ExtraPart, ModelSpec, layer_ranges
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "layer_labels", "training_memory"]
 
-PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "vision"]
+# "other": a family's tensors that are none of these (Gemma 3n's AltUp, Laurel, per-layer inputs).
+PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "vision", "other"]
 
 # Adam keeps two float32 moments (m, v) per parameter, whatever the training dtype.
 ADAM_STATE_BYTES = 8
@@ -165,7 +166,7 @@ class ModelParams:
         and the LM head. Attention scores (4·seq·heads·head_dim per layer) depend on the
         sequence length and are left out."""
         spec = self.spec
-        flops = len(spec.attention_layers) * spec.attention_layer_flops
+        flops = spec.attention_flops + spec.extra_flops
         if spec.mixer is not None:
             flops += len(spec.mixer.layers) * spec.mixer.projection_flops
         for ffn, layers in _ffn_groups(spec):
@@ -216,8 +217,7 @@ def layer_labels(spec: ModelSpec) -> list[str]:
 
 def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
     groups: list[tuple[FFNSpec, tuple[int, ...]]] = []
-    if spec.dense_ffn is not None and spec.dense_layers:
-        groups.append((spec.dense_ffn, spec.dense_layers))
+    groups += spec.dense_groups
     if spec.moe_ffn is not None and spec.moe_layers:
         groups.append((spec.moe_ffn, spec.moe_layers))
     return groups
@@ -237,6 +237,9 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
     parts: list[str] = [name, act, *words, *(f", + {t.name}" for t in spec.extra_of(ffn))]
     if spec.routing_of(ffn):
         parts.append(Message.join(", ", spec.routing_of(ffn)))
+    noted = [i for i in spec.ffn_note_layers if i in layers]
+    if noted:
+        parts.append(Message(N_(", layers {layers}: {note}"), layers=layer_ranges(tuple(noted)), note=spec.ffn_note))
     return Message.join(*parts, where)
 
 
@@ -261,7 +264,11 @@ def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
         parts.append(ModelPart(N_("token-type embeddings"), "embedding", f"({spec.type_vocab_size:,}, {d:,})", spec.type_vocab_size * d))
     if spec.embedding_norm:
         parts.append(ModelPart(N_("embedding norm"), "norm", _norm_name(spec), spec.norm_params))
-    return parts
+    return parts + [_extra_part(spec, e) for e in spec.extras if not e.per_layer]
+
+
+def _extra_part(spec: ModelSpec, e: ExtraPart) -> ModelPart:
+    return ModelPart(e.name, e.kind, e.detail, e.params_each, spec.copies_of(e))
 
 
 def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
@@ -273,7 +280,13 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
         pieces = re.split(r"(\battention\b|, then )", layer_pattern(layer_labels(spec)))
         words: list[str] = [said.get(piece, piece) for piece in pieces if piece]
         detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
-    parts = [ModelPart(N_("attention"), "attention", detail, spec.attention_layer_params, len(attention_layers))]
+    shared = [i for i in attention_layers if i in spec.kv_shared_layers]
+    parts = [ModelPart(N_("attention"), "attention", detail, spec.attention_layer_params, len(attention_layers) - len(shared))]
+    if shared:
+        reuse = Message(
+            N_("no k_proj, v_proj or k_norm: an earlier layer's keys and values (layers {layers})"), layers=layer_ranges(tuple(shared))
+        )
+        parts.append(ModelPart(N_("attention, shared KV"), "attention", reuse, spec.kv_shared_layer_params, len(shared)))
     if spec.mixer is not None:
         m = spec.mixer
         parts.append(ModelPart(m.kind, "attention", m.detail, m.params, len(m.layers)))
@@ -291,6 +304,7 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
         name = ffn_part_name(ffn)
         total, active = ffn_params(spec, ffn), ffn_params(spec, ffn, active=True)
         parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), total, len(layers), active if active != total else None))
+    parts += [_extra_part(spec, e) for e in spec.extras if e.per_layer]
     norms = Message(N_("{n} × {norm}"), n=spec.norms_per_layer, norm=_norm_name(spec))
     parts.append(ModelPart(N_("layer norms"), "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
     if spec.mixer is not None and spec.mixer.norm_params:

@@ -3,7 +3,8 @@ full-attention layer's KV cache grows with the context, a sliding-window (or chu
 stops at its window less one (the new token's own keys join the w − 1 latest), a mixer's state
 is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads × head width ×
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
-alone). Elements, priced at the cache dtype's bytes by the caller. Pure Python.
+alone); a layer that reuses an earlier layer's keys and values (Gemma 3n) keeps none.
+Elements, priced at the cache dtype's bytes by the caller. Pure Python.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
     width = kv_width(spec)
     kept: dict[tuple[str, int | None], int] = {}
     for i in spec.attention_layers:
+        if i in spec.kv_shared_layers:  # reads an earlier layer's cache, keeps none
+            continue
         window, chunk = windows[i], chunks[i] if chunks else None
         key = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
         kept[key] = kept.get(key, 0) + 1

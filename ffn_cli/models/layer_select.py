@@ -166,6 +166,8 @@ def _ffn_notes(model: LoadedModel, ffn: FFNSpec, layer: int, *, renamed: bool) -
     notes = []
     if spec.hidden_act and not renamed:
         notes.append(f"{spec.hidden_act} (run as {ffn.activation})")
+    if layer in spec.ffn_note_layers:  # runs beyond its variant (Gemma 3n's activation sparsity)
+        notes.append(spec.ffn_note)
     model_ffn = spec.ffn_of(layer)
     if ffn.mixture is not None and model_ffn is not None:  # the model's router tensors and rules, where the built FFN routes too
         notes += [t.name for t in spec.extra_of(model_ffn)]
@@ -194,6 +196,12 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
             True,
             _("{name}'s attention has an output gate, which ffn does not build; drop --block to trace its FFN").format(name=spec.name),
         )
+    if choice.layer in spec.kv_shared_layers:
+        why = _(
+            "layer {layer} of {name} takes its keys and values from an earlier layer, and the block computes its own; "
+            "drop --block to trace its FFN"
+        )
+        raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
     attention = _block_attention(spec.attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
     pre_norm = bool(given.get("pre_norm", model.causal))
@@ -256,6 +264,7 @@ def _block_notes(choice: LayerChoice) -> list[str]:
         notes.append("norms on the sublayer outputs (built pre-norm)")
     if spec.cross_attention:
         notes.append("cross-attention")
+    notes += [e.name for e in spec.extras if e.per_layer]  # a family's own tensors in each layer (Gemma 3n's AltUp)
     return notes + _value_only_notes(choice.model)
 
 
@@ -264,10 +273,12 @@ def _value_only_notes(model: LoadedModel) -> list[str]:
     text = model.config.get("text_config")
     config = text if isinstance(text, Mapping) else model.config
     notes = []
-    if model.spec.model_type.startswith("gemma"):
+    if model.spec.model_type == "gemma3n_text":  # Gemma 3n's norms scale by w, as built
+        notes.append("v normed by an RMSNorm without a weight, scores unscaled (scale 1), built as head_dim^-½ (values only)")
+    elif model.spec.model_type.startswith("gemma"):
         notes.append("Gemma's norms scale by (1 + w), built as w (values only)")
     scalar = config.get("query_pre_attn_scalar")
-    if isinstance(scalar, (int, float)) and scalar != model.spec.attention.head_dim:
+    if model.spec.model_type != "gemma3n_text" and isinstance(scalar, (int, float)) and scalar != model.spec.attention.head_dim:
         notes.append(f"scores scaled by {config['query_pre_attn_scalar']:g}^-½, built as head_dim^-½ (values only)")
     if config.get("attn_logit_softcapping"):
         notes.append(f"scores soft-capped at {config['attn_logit_softcapping']:g} (values only)")

@@ -147,13 +147,34 @@ def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     chunk = stack.chunks[layer] if stack.chunks else None
     keys = case.batch * _keys(case, stack.windows[layer], chunk, stack.causal)
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
-    flops = case.tokens * spec.attention_layer_flops + keys * stack.score_flops_per_key[layer]
-    weights = sum(_bytes(plan, "attention", t.shape) for t in (*a.tensors(), *spec.attention_extra))
+    flops = case.tokens * spec.attention_flops_of(layer) + keys * stack.score_flops_per_key[layer]
+    shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
+    tensors = [t for t in (*a.tensors(), *spec.attention_extra) if not (shared and t in spec.kv_tensors)]
+    weights = sum(_bytes(plan, "attention", t.shape) for t in tensors)
     width = kv_width(spec) * case.act_bytes
-    # prefill: K, V written, then read once; decode: the keys read, the new token's written
-    kv = 2 * case.tokens * width if case.phase == "prefill" else (keys + case.tokens) * width
+    # prefill: K, V written, then read once; decode: the keys read, the new token's written;
+    # a KV-shared layer reads the keys another layer wrote and writes none
+    written = 0 if shared else case.tokens
+    kv = (written + case.tokens) * width if case.phase == "prefill" else (keys + written) * width
     io = 2 * case.tokens * spec.d_model * case.act_bytes
-    return PartCost("attention", flops, weights, io, kv, weight_params=spec.attention_layer_params)
+    return PartCost("attention", flops, weights, io, kv, weight_params=spec.attention_params_of(layer))
+
+
+def _extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+    """A family's own tensors beside attention and FFN (Gemma 3n's AltUp, Laurel, per-layer
+    inputs): their matmuls, each weight read once, an embedding table one row per token."""
+    flops = case.tokens * spec.extra_flops
+    weights, params = 0.0, 0
+    for e in spec.extras:
+        copies = spec.copies_of(e)
+        for t in e.tensors:
+            if e.kind == "embedding":
+                weights += copies * case.tokens * _bytes(plan, "embedding", (1, *t.shape[1:]))
+                params += copies * case.tokens * t.count // t.shape[0]
+            else:
+                weights += copies * _bytes(plan, "other", t.shape)
+                params += copies * t.count
+    return PartCost("other", flops, weights, 0.0, weight_params=params)
 
 
 def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
@@ -189,7 +210,8 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
     head_bytes = t * d * case.act_bytes + t * v * case.act_bytes
     head = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
     embed = PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
-    return _assemble(spec, case, ffn_costs, layers, attention, head, embed)
+    extras = [_extras_cost(spec, plan, case)] if spec.extras else []
+    return _assemble(spec, case, ffn_costs, layers, attention, head, embed, extras)
 
 
 def _total(name: str, parts: list[PartCost]) -> PartCost:
@@ -213,9 +235,10 @@ def _assemble(
     attention: list[PartCost],
     head: PartCost,
     embed: PartCost,
+    extras: list[PartCost] | None = None,
 ) -> PassCost:
     """One layer's FFN (the MoE one), the mean layer's attention and the model's sum."""
-    model = _total("model", [*layers, *attention, head, embed])
+    model = _total("model", [*layers, *attention, head, embed, *(extras or [])])
     if spec.moe_ffn is not None and spec.moe_layers:
         one_ffn = ffn_costs[id(spec.moe_ffn)]
     else:  # no FFN in any layer (a pattern of mixers alone) costs nothing
@@ -275,6 +298,9 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     if spec.mixer is not None:
         why = _("counts attention and FFNs; a {kind} token mixer's backward is not counted")
         raise FFNError("backward", True, why.format(kind=spec.mixer.kind))
+    if spec.extras:
+        why = _("counts attention and FFNs; the backward of {name}'s {parts} is not counted")
+        raise FFNError("backward", True, why.format(name=spec.name, parts=_(", ").join(_(e.name) for e in spec.extras)))
     t, d, b = case.tokens, spec.d_model, case.act_bytes
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}

@@ -52,6 +52,8 @@ class LayerStack:
     ffn_only: tuple[bool, ...] = ()
     # The mixer of the layers `mixers` names: its convolution and state update per token.
     mixer: LinearMixer | None = None
+    # A family's own tensors beside attention and FFN (ExtraPart names: Gemma 3n's AltUp), not counted here.
+    left_out: tuple[str, ...] = ()
 
     def mixer_flops(self, seq_len: int | None) -> Fraction:
         """Per-token FLOPs of every mixer layer beyond its projections: convolution and state
@@ -166,7 +168,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     kind = spec.mixer.kind if spec.mixer is not None else None
     return LayerStack(
         ffn,
-        len(spec.attention_layers) * spec.attention_layer_flops + mixer_flops,
+        spec.attention_flops + mixer_flops,
         tuple(0 if i in mixed | unmixed else _per_key(a) for i in range(spec.n_layers)),
         tuple(None if i in mixed | unmixed else w for i, w in enumerate(windows)),
         causal,
@@ -177,6 +179,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         mixer_flops,
         tuple(i in unmixed for i in range(spec.n_layers)) if unmixed else (),
         spec.mixer,
+        tuple(e.name for e in spec.extras if e.flops),
     )
 
 

@@ -7,7 +7,7 @@ an AttentionSpec. Everything else (embeddings, norms, head, pooler) is a handful
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ffn_cli.accounting import ParamTensor
@@ -18,7 +18,7 @@ from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
 
-__all__ = ["NORM_KINDS", "ModelSpec", "NormKind", "layer_ranges"]
+__all__ = ["KV_TENSORS", "NORM_KINDS", "ExtraKind", "ExtraPart", "ModelSpec", "NormKind", "layer_ranges"]
 
 NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine", "layernorm_no_bias"]
 # Parameters of one norm over d_model, in units of d: RMSNorm a weight, LayerNorm weight and
@@ -27,6 +27,31 @@ NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine
 # Deeper than any published model by far; beyond it a config is a typo.
 MAX_LAYERS = 4096
 MAX_VOCAB = 1 << 24
+# What a layer that reuses an earlier layer's keys and values does without: the tensors of
+# AttentionSpec.tensors() with these prefixes.
+KV_TENSORS = ("k_proj.", "v_proj.", "k_norm.")
+
+ExtraKind = Literal["embedding", "norm", "other"]
+
+
+@dataclass(frozen=True)
+class ExtraPart:
+    """Tensors a family holds beside its layers' token mixer, FFN and norms, counted as one part:
+    `copies` of `tensors` in every layer (`per_layer`) or in the model; `flops` the matmul FLOPs
+    one copy spends per token (a table that is looked up spends none). Gemma 3n's AltUp, Laurel,
+    per-layer input gates and their second embedding table are such parts."""
+
+    name: str  # an English id, marked with N_()
+    kind: ExtraKind
+    detail: str
+    tensors: tuple[ParamTensor, ...]
+    per_layer: bool = False
+    flops: int = 0
+    copies: int = 1  # identical copies (Gemma 3n's altup_num_inputs − 1 projections each way)
+
+    @property
+    def params_each(self) -> int:
+        return sum(t.count for t in self.tensors)
 
 
 @dataclass(frozen=True)
@@ -78,6 +103,20 @@ class ModelSpec:
     # token mixer. Every other layer has both.
     no_ffn_layers: tuple[int, ...] = ()
     no_mixer_layers: tuple[int, ...] = ()
+    # Attention layers that reuse the keys and values an earlier layer computed (Gemma 3n's last
+    # num_kv_shared_layers): no k/v projections or k norm of their own, and no cache.
+    kv_shared_layers: tuple[int, ...] = ()
+    # Tensors beside every layer's attention, FFN and norms, and beside the layers (ExtraPart).
+    extras: tuple[ExtraPart, ...] = ()
+    # How the FFN of `ffn_note_layers` runs beyond its variant, at the same parameters and
+    # matmul FLOPs, in words (Gemma 3n's first layers keep only the gate's values above a
+    # Gaussian quantile); the variants do not run it.
+    ffn_note: str = ""
+    ffn_note_layers: tuple[int, ...] = ()
+    # The dense FFN's width in each layer where the widths differ (Gemma 3n's MatFormer slices):
+    # one per layer, each layer's FFN dense_ffn at its own d_ff. Empty: dense_ffn's in every layer.
+    dense_widths: tuple[int, ...] = ()
+    _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
         check_int("hidden_size", self.d_model)
@@ -97,19 +136,27 @@ class ModelSpec:
         object.__setattr__(self, "moe_layers", layers)
         if self.mixer is not None and any(not 0 <= i < self.n_layers for i in self.mixer.layers):
             raise FFNError("layer_types", self.mixer.layers, _("must be layer indices in [0, {n_layers})").format(n_layers=self.n_layers))
-        for field in ("no_ffn_layers", "no_mixer_layers"):
-            value = tuple(sorted(set(getattr(self, field))))
+        for name in ("no_ffn_layers", "no_mixer_layers", "kv_shared_layers", "ffn_note_layers"):
+            value = tuple(sorted(set(getattr(self, name))))
             if any(not 0 <= i < self.n_layers for i in value):
-                raise FFNError(field, getattr(self, field), _("must be layer indices in [0, {n_layers})").format(n_layers=self.n_layers))
-            object.__setattr__(self, field, value)
+                raise FFNError(name, getattr(self, name), _("must be layer indices in [0, {n_layers})").format(n_layers=self.n_layers))
+            object.__setattr__(self, name, value)
         if set(self.no_ffn_layers) & set(self.no_mixer_layers):
             raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a layer without an FFN needs a token mixer"))
         if set(self.no_ffn_layers) & set(layers):
             raise FFNError("no_ffn_layers", self.no_ffn_layers, _("a MoE layer has an FFN"))
+        if set(self.kv_shared_layers) - set(self.attention_layers):
+            raise FFNError("kv_shared_layers", self.kv_shared_layers, _("must be attention layers"))
         if self.mixer is not None and set(self.no_mixer_layers) & set(self.mixer.layers):
             raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a {kind} layer has a token mixer").format(kind=self.mixer.kind))
         self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)
         self._check_ffn("dense_ffn", self.dense_ffn, needed=bool(self.dense_layers), moe=False)
+        if self.dense_widths:
+            if len(self.dense_widths) != self.n_layers or self.dense_ffn is None:
+                why = _("must list one width for each of {layers} layers, or be one width").format(layers=self.n_layers)
+                raise FFNError("intermediate_size", list(self.dense_widths), why)
+            for w in self.dense_widths:  # the same object for a width each time ffn_of is asked
+                self._by_width.setdefault(check_int("intermediate_size", w), self.dense_ffn.with_(d_ff=w))
 
     def _check_ffn(self, field: str, spec: FFNSpec | None, *, needed: bool, moe: bool) -> None:
         if spec is None:
@@ -146,7 +193,19 @@ class ModelSpec:
         """Layer `layer`'s FFN: `moe_ffn`, `dense_ffn`, or None for a layer without one."""
         if layer in self.no_ffn_layers:
             return None
-        return self.moe_ffn if layer in self.moe_layers else self.dense_ffn
+        if layer in self.moe_layers:
+            return self.moe_ffn
+        return self._by_width[self.dense_widths[layer]] if self.dense_widths else self.dense_ffn
+
+    @property
+    def dense_groups(self) -> tuple[tuple[FFNSpec, tuple[int, ...]], ...]:
+        """The dense layers by FFN: (dense_ffn, dense_layers), or one group a width where they differ."""
+        if self.dense_ffn is None or not self.dense_layers:
+            return ()
+        if not self.dense_widths:
+            return ((self.dense_ffn, self.dense_layers),)
+        groups = ((ffn, tuple(i for i in self.dense_layers if self.dense_widths[i] == w)) for w, ffn in self._by_width.items())
+        return tuple((ffn, layers) for ffn, layers in groups if layers)
 
     def mixer_label(self, layer: int) -> str:
         """What mixes tokens in `layer`: 'attention', the mixer's kind, or '' for none."""
@@ -165,6 +224,45 @@ class ModelSpec:
         weights = sum(t.count for t in self.attention_extra if ".weight" in t.name)
         biases = sum(t.count for t in self.attention_extra if ".bias" in t.name)
         return self.attention.projection_flops_per_token() + 2 * weights + biases
+
+    def copies_of(self, extra: ExtraPart) -> int:
+        """How many copies of `extra`'s tensors the model holds: its copies in each layer, or in all."""
+        return extra.copies * (self.n_layers if extra.per_layer else 1)
+
+    @property
+    def extra_flops(self) -> int:
+        """The matmul FLOPs per token of every ExtraPart, all copies."""
+        return sum(e.flops * self.copies_of(e) for e in self.extras)
+
+    @property
+    def kv_tensors(self) -> tuple[ParamTensor, ...]:
+        """The attention's key and value projections and key norm: what a KV-shared layer lacks."""
+        return tuple(t for t in self.attention.tensors() if t.name.startswith(KV_TENSORS))
+
+    @property
+    def kv_shared_layer_params(self) -> int:
+        """One KV-shared attention layer's parameters: an attention layer's less kv_tensors."""
+        return self.attention_layer_params - sum(t.count for t in self.kv_tensors)
+
+    @property
+    def kv_shared_layer_flops(self) -> int:
+        """One KV-shared attention layer's projection FLOPs per token: no keys or values projected."""
+        weights = sum(t.count for t in self.kv_tensors if t.name.endswith("proj.weight"))
+        biases = sum(t.count for t in self.kv_tensors if t.name.endswith("proj.bias"))
+        return self.attention_layer_flops - 2 * weights - biases
+
+    def attention_params_of(self, layer: int) -> int:
+        """Layer `layer`'s attention parameters (an attention layer's)."""
+        return self.kv_shared_layer_params if layer in self.kv_shared_layers else self.attention_layer_params
+
+    def attention_flops_of(self, layer: int) -> int:
+        """Layer `layer`'s attention projection FLOPs per token (an attention layer's)."""
+        return self.kv_shared_layer_flops if layer in self.kv_shared_layers else self.attention_layer_flops
+
+    @property
+    def attention_flops(self) -> int:
+        """The projection FLOPs per token of every attention layer together."""
+        return sum(self.attention_flops_of(i) for i in self.attention_layers)
 
     @property
     def is_moe(self) -> bool:

@@ -33,7 +33,7 @@ __all__ = [
     "weight_tensors",
 ]
 
-Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "dense_ffn", "vector", "vision"]
+Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "dense_ffn", "vector", "vision", "other"]
 
 _FFN = frozenset({"experts", "shared", "dense_ffn"})
 _LINEARS = _FFN | {"attention"}
@@ -41,7 +41,7 @@ QUANTIZE_SCOPES: dict[str, frozenset[str]] = {
     "experts": frozenset({"experts"}),
     "ffn": _FFN,
     "linears": _LINEARS,
-    "all": _LINEARS | {"router", "embedding", "head"},
+    "all": _LINEARS | {"router", "embedding", "head", "other"},
 }
 ROLE_WORDS = {
     "experts": N_("routed experts"),
@@ -53,6 +53,7 @@ ROLE_WORDS = {
     "head": N_("LM head"),
     "vector": N_("biases and norms"),
     "vision": N_("vision tower"),
+    "other": N_("other"),
 }
 
 
@@ -95,11 +96,12 @@ def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
         add("vector", (spec.norm_params,), 1)
     attention_copies = len(spec.attention_layers) * (2 if spec.cross_attention else 1)
     for t in (*spec.attention.tensors(), *spec.attention_extra):
-        add("attention", t.shape, attention_copies)
+        shared = len(spec.kv_shared_layers) if t in spec.kv_tensors else 0  # a KV-shared layer has no k/v projections
+        add("attention", t.shape, attention_copies - shared)
     if spec.mixer is not None:  # a hybrid's token mixer in attention's place, and its norms
         for t in (*spec.mixer.tensors, *spec.mixer.norm_tensors):
             add("attention", t.shape, len(spec.mixer.layers))
-    for ffn, layers in ((spec.dense_ffn, spec.dense_layers), (spec.moe_ffn, spec.moe_layers)):
+    for ffn, layers in (*spec.dense_groups, (spec.moe_ffn, spec.moe_layers)):
         if ffn is None or not layers:
             continue
         for t in param_tensors(ffn):
@@ -107,6 +109,9 @@ def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
         for t in spec.extra_of(ffn):  # a MoE layer's tensors beside its FFNSpec's
             add("router", t.shape, len(layers))
     add("vector", (spec.norm_params,), spec.norms_per_layer * spec.n_layers + (1 if spec.final_norm else 0))
+    for e in spec.extras:  # a family's own tensors: Gemma 3n's per-layer embeddings, AltUp, Laurel
+        for t in e.tensors:
+            add("embedding" if e.kind == "embedding" else "other", t.shape, spec.copies_of(e))
     if spec.lm_head:
         if not spec.tie_word_embeddings:
             add("head", (spec.vocab_size, d), 1)

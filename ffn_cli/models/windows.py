@@ -2,7 +2,7 @@
 
 Read from the config as transformers reads it (Llama 4's chunked attention likewise): an explicit `layer_types` list wins; else the
 family's default pattern (Gemma 2 and gpt-oss alternate sliding and full layers starting with
-a sliding one, Gemma 3 makes every sixth layer full, Command R7B and EXAONE 4 every fourth;
+a sliding one, Gemma 3 makes every sixth layer full, Gemma 3n every fifth, Command R7B and EXAONE 4 every fourth;
 SmolLM3 slides only with use_sliding_window); Qwen2/Qwen3 slide only with
 use_sliding_window, from max_window_layers on; Mistral, Phi-3, Starcoder2 and Mixtral slide in
 every layer when sliding_window is set. A window of w lets a query read its w latest keys, itself
@@ -19,7 +19,7 @@ __all__ = ["ENCODERS", "attention_chunks", "attention_windows", "is_causal", "me
 # Bidirectional encoders: every query reads every key.
 ENCODERS = frozenset({"bert", "roberta", "xlm-roberta"})
 # Families whose default layer_types alternate, and the period of their full layers.
-_PATTERNS = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4, "exaone4": 4}
+_PATTERNS = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6, "gemma3": 6, "gemma3n_text": 5, "gemma3n": 5, "cohere2": 4, "exaone4": 4}
 # Families that slide in every layer whenever sliding_window is set.
 _EVERY_LAYER = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
 # Families whose config class defaults sliding_window when the key is absent.
@@ -28,6 +28,8 @@ _DEFAULT_WINDOW = {
     "gemma2": 4096,
     "gemma3_text": 4096,
     "gemma3": 4096,
+    "gemma3n_text": 512,
+    "gemma3n": 512,
     "gpt_oss": 128,
     "cohere2": 4096,
     "exaone4": 4096,

@@ -80,6 +80,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     lines = [scores, _keys_text(stack)]
     if len(stack.windows) > 1:
         lines.append(_("all layers summed; embeddings and the LM head left out"))
+    if stack.left_out:
+        lines.append(_("{parts} left out too").format(parts=_(", ").join(_(name) for name in stack.left_out)))
     windows = windows_text(stack)
     if windows:
         lines.append(_("{windows}: those layers read at most that many keys").format(windows=windows))

@@ -56,6 +56,9 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
                 if s.no_ffn_layers or s.no_mixer_layers
                 else {}
             ),
+            # Gemma 3n's KV-shared layers and per-layer FFN widths, only where there are any.
+            **({"kv_shared_layers": list(s.kv_shared_layers)} if s.kv_shared_layers else {}),
+            **({"dense_widths": list(s.dense_widths)} if s.dense_widths else {}),
         },
         "attention": attention_data(s.attention),
         "dense_ffn": s.dense_ffn.as_dict() if s.dense_ffn else None,
