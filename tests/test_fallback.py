@@ -184,7 +184,19 @@ def _reader_kinds(name: str) -> dict[str, int]:
     return {k: v for k, v in kinds.items() if v}
 
 
-@pytest.mark.parametrize("name", preset_names())
+def _one_preset_per_family_fast() -> list[Any]:
+    """Every preset; beyond the first of each model_type (another size of the same reader) in
+    the slow run (`pytest -m slow`), which checks them all."""
+    seen: set[str] = set()
+    params = []
+    for name in preset_names():
+        model_type = load_preset(name)["model_type"]
+        params.append(pytest.param(name, marks=pytest.mark.slow) if model_type in seen else name)
+        seen.add(model_type)
+    return params
+
+
+@pytest.mark.parametrize("name", _one_preset_per_family_fast())
 def test_fallback_agrees_with_the_reader_of_every_preset(name: str) -> None:
     config = load_preset(name)
     if not meta_build.knows(config["model_type"]) or config.get("auto_map"):

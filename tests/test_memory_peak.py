@@ -49,7 +49,7 @@ def _peak_growth(spec: FFNSpec, dtype: str) -> int:
     ("spec", "dtype"),
     [
         (FFNSpec(variant="swiglu", d_model=1024, d_ff=16384), "bfloat16"),
-        (FFNSpec(variant="relu", d_model=2048, d_ff=8192), "float32"),
+        pytest.param(FFNSpec(variant="relu", d_model=2048, d_ff=8192), "float32", marks=pytest.mark.slow),  # the halves were the regression
         (FFNSpec(variant="moe", d_model=512, d_ff=4096, experts=8, top_k=2), "float16"),
     ],
     ids=["swiglu-bfloat16", "relu-float32", "moe-float16"],

@@ -88,7 +88,13 @@ BENCH_TP = ["bench", "--tp", "2", "--d-model", "64", "--seq-len", "8", "--batch"
 
 @pytest.mark.parametrize(
     ("args", "sig"),
-    [(TRACE_TP, signal.SIGTERM), (TRACE_EP, signal.SIGHUP), (BENCH_TP, signal.SIGTERM), (BENCH_TP, signal.SIGINT)],
+    [
+        # The handler is one, for every command: the quick run takes each signal once, with trace and bench.
+        pytest.param(TRACE_TP, signal.SIGTERM, marks=pytest.mark.slow),
+        (TRACE_EP, signal.SIGHUP),
+        (BENCH_TP, signal.SIGTERM),
+        pytest.param(BENCH_TP, signal.SIGINT, marks=pytest.mark.slow),  # SIGINT: as the ranks start, below
+    ],
     ids=["trace-tp-term", "trace-ep-hup", "bench-tp-term", "bench-tp-int"],
 )
 def test_signal_stops_every_rank(args: list[str], sig: int, tmp_path: Path) -> None:
