@@ -40,7 +40,7 @@ _LITERALS = "literal values only (numbers, strings, True/False/None, tuples, lis
 _FORM = "FILE.py:NAME, FILE.py:NAME(args) or package.module:NAME(args)"
 _SHOWN_ARGUMENT = 40  # characters of one argument an error repeats (a 4,000-digit number is not repeated whole)
 _SHOWN_REF = 160  # characters of the whole --module value an error repeats
-_NAME_AFTER_COLON = re.compile(r":(?=\s*[A-Za-z_]\w*\s*\(.*\)\s*$)", re.DOTALL)
+_NAME_AFTER_COLON = re.compile(r":(?=\s*[A-Za-z_]\w*\s*(\(.*\))?\s*$)", re.DOTALL)
 _PYTHON_FILES = (".py", ".pyc", ".pyo", ".pyw")
 
 
