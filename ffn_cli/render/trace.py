@@ -454,6 +454,8 @@ def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
 
 def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
+    if result.warnings:
+        out.append(Group(*(Text(_("warning: {warning}").format(warning=w.shown()), style="yellow") for w in result.warnings)))
     why = explain_table(result) if explain and not ops else None
     if why is not None:
         out.append(why)
@@ -594,6 +596,8 @@ def trace_data(result: TraceResult, *, ops: bool = False, explain: bool = False)
     }
     if result.reference is not None:
         data["reference"] = reference_data(result.reference)
+    if result.warnings:
+        data["warnings"] = [str(w) for w in result.warnings]
     touched = None if result.is_meta else _experts_touched(result)
     if touched is not None:
         data["experts_touched"] = touched

@@ -17,6 +17,7 @@ from ffn_cli.i18n import _
 from ffn_cli.modules.user import caller_rng_kept
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
+from ffn_cli.trace.collapse import linear_collapses
 from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import ForwardError, dtype_name, record
 from ffn_cli.trace.reference_match import match_reference
@@ -133,9 +134,15 @@ def trace_module(
                 x = _make_input((batch, seq_len, width), dev, dt, seed)
             module.train(mode == "train")
             torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
-            out, rec, steps, backward_result = _run(
-                module, x, backward=backward, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, dt=dt, depth=depth
-            )
+            try:
+                out, rec, steps, backward_result = _run(
+                    module, x, backward=backward, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, dt=dt, depth=depth
+                )
+            except FFNRuntimeError as failed:
+                hint = _width_hint(module, width, d_model_from) if width_from == d_model_from else ""
+                if not hint:
+                    raise
+                raise FFNRuntimeError(f"{failed}{hint}") from None
             matched = match_reference(module, x, dtype_name(dt)) if reference else None
     finally:
         for sub, training in modes:
@@ -162,6 +169,7 @@ def trace_module(
         activation_bytes_estimate=None,
         backward=backward_result,
         reference=matched,
+        warnings=linear_collapses(steps, width),
     )
 
 
@@ -182,6 +190,19 @@ def _run(
             return out, rec, group_steps(rec, depth), None
     except ForwardError as failed:
         raise _forward_failed(module, failed) from None
+
+
+def _width_hint(module: nn.Module, given: int, option: str) -> str:
+    """After a forward fails on a width the user gave: the width the module reads, if another."""
+    try:
+        width, where = infer_d_model(module)
+    except FFNError:
+        return ""
+    if width == given:
+        return ""
+    return _("; the module reads d_model {width} (from {where}): give {option} {width}, or drop it").format(
+        width=width, where=where, option=option
+    )
 
 
 def _given_input(x: Any, dev: torch.device, dt: torch.dtype) -> Tensor:

@@ -237,6 +237,7 @@ class TraceResult:
     check: CheckResult | None = None
     backward: BackwardResult | None = None  # with --backward
     reference: ReferenceMatch | None = None  # with --reference
+    warnings: tuple[Message, ...] = ()  # what the run shows is likely not meant (two linears that collapse into one)
 
     @property
     def tokens(self) -> int:
