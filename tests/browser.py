@@ -11,6 +11,7 @@ own browser (`apt-get install chromium`) is found on PATH or by FFN_CHROMIUM.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -117,10 +118,8 @@ class Browser:
                 self._process.kill()
                 self._process.wait()
             for fd in (self._out, self._in):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             shutil.rmtree(self._profile, ignore_errors=True)
 
     # --- the protocol ----------------------------------------------------------------------

@@ -28,9 +28,10 @@ _fragments = itertools.count(1)
 
 def script_json(data: Any) -> str:
     """JSON safe inside <script type="application/json">: no `<` (so no `</script>`, no `<!--`),
-    no `>` or `&`, and no line separators, each written as its \\u escape (JSON reads it back)."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    for ch in "<>&\u2028\u2029":
+    no `>` or `&`, and nothing beyond ASCII (no bidi override, no line separator), each written
+    as its \\u escape, which JSON reads back."""
+    text = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    for ch in "<>&":
         text = text.replace(ch, f"\\u{ord(ch):04x}")
     return text
 
