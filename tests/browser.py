@@ -183,9 +183,12 @@ class Browser:
         for kind in ("rawKeyDown", "keyUp"):
             self.send("Input.dispatchKeyEvent", type=kind, key=key, code=key, windowsVirtualKeyCode=codes.get(key, 0))
 
-    def screenshot(self, path: Path) -> None:
-        """The whole page as a PNG, as wide as the window."""
-        size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
-        png = self.send("Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip)["data"]
+    def screenshot(self, path: Path, *, whole: bool = True) -> None:
+        """The whole page as a PNG, as wide as the window; or only what the window shows."""
+        if whole:
+            size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+            clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+            png = self.send("Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip)["data"]
+        else:
+            png = self.send("Page.captureScreenshot", format="png")["data"]
         Path(path).write_bytes(base64.b64decode(png))

@@ -76,7 +76,9 @@ def detail_html(node: Node, root: str) -> str:
     fields = []
     if node.operation:
         fields.append(_field(_("operation"), f'<span class="formula">{esc(node.operation)}</span>', "operation"))
-    flow = (_shapes(node.inputs, "in") + " → " if node.inputs else "") + _shapes(node.outputs, "out")
+    # As the table's cell: the inputs, then each output marked →, a shape a line.
+    outputs = "<br>".join(f'→ <span class="shape" data-shape="out">{esc(s)}</span>' for s in node.outputs)
+    flow = (_shapes(node.inputs, "in") + "<br>" if node.inputs else "") + outputs
     fields.append(_field(_("input → output"), flow, "shapes"))
     if node.sources:
         fields.append(_field(_("reads"), esc(", ".join(node.sources)), "sources"))

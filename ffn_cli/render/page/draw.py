@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from ffn_cli.i18n import _
+from ffn_cli.i18n import _, ngettext
 from ffn_cli.render.format import fmt_count, fmt_shape, fmt_value
 from ffn_cli.render.literal import visible
 from ffn_cli.render.page.nodes import Histogram, Lane, Node, Weight
@@ -100,7 +100,7 @@ def tokens_html(tokens: tuple[int, ...]) -> str:
     rows = []
     for e, n in enumerate(tokens):
         bar = f'<span class="tbar" style="width:{100 * n / top:.1f}%"></span>' if n else ""
-        text = _("{count} tokens").format(count=fmt_count(n)) if n else _("no token: did not run")
+        text = ngettext("{count} token", "{count} tokens", n).format(count=fmt_count(n)) if n else _("no token: did not run")
         rows.append(
             f'<li data-expert="{e}" data-tokens="{n}"><span class="tname">{e}</span><span class="ttrack">{bar}</span>'
             f'<span class="tcount">{esc(text)}</span></li>'
