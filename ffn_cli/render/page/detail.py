@@ -32,11 +32,7 @@ def _stats(stats: dict[str, Any]) -> str:
         (_("zeros %"), f"{stats['zeros_pct']:.1f}"),
         (_("negatives"), fmt_count(stats["negatives"])),
     ]
-    pairs = [cells[i : i + 2] for i in range(0, len(cells), 2)]
-    rows = "".join(
-        "<tr>" + "".join(f'<th scope="row">{esc(h)}</th><td data-stat="{esc(h)}">{esc(v)}</td>' for h, v in pair) + "</tr>"
-        for pair in pairs
-    )
+    rows = "".join(f'<tr><th scope="row">{esc(h)}</th><td data-stat="{esc(h)}">{esc(v)}</td></tr>' for h, v in cells)
     return f'<table class="stats"><tbody>{rows}</tbody></table>'
 
 
@@ -93,7 +89,10 @@ def detail_html(node: Node, root: str) -> str:
     if node.parts:
         fields.append(_field(_("its steps"), _parts(node), "parts"))
     if node.stats is not None:
-        hist = histogram_svg(node.histogram) if node.histogram is not None else ""
+        hist = ""
+        if node.histogram is not None:
+            low, high = (fmt_value(e) for e in (node.histogram.edges[0], node.histogram.edges[-1]))
+            hist = histogram_svg(node.histogram) + f'<div class="axis"><span>{esc(low)}</span><span>{esc(high)}</span></div>'
         fields.append(_field(_("values"), _stats(node.stats) + hist, "values"))
     if node.grad is not None:
         grad = _("norm {norm} · mean {mean} · max |g| {max_abs}").format(
