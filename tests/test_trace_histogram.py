@@ -69,3 +69,14 @@ def test_histogram_is_not_part_of_equality_nor_json() -> None:
 
     assert replace(got, histogram=None) == got
     assert "histogram" not in (_stats_data(got) or {})
+
+
+@pytest.mark.cuda
+def test_histogram_on_cuda_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small chunks, so that several are binned on the device and added up, NaN and Inf among them.
+    monkeypatch.setattr(stats_module, "DEVICE_CHUNK_ELEMENTS", 1 << 12)
+    g = torch.Generator().manual_seed(7)
+    t = torch.randn(5 * (1 << 12) + 7, generator=g).cuda()
+    _assert_histogram(t)
+    t[3], t[9000] = float("nan"), float("inf")
+    _assert_histogram(t)

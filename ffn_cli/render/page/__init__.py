@@ -67,9 +67,22 @@ def _header(result: TraceResult, data: dict[str, Any]) -> str:
         "share of zeros. Weights stand beside the step that reads them, drawn to scale (rows × columns). "
         "Hover, tap or Tab to a step (↑ ↓ move on) to see its numbers."
     )
+    about = []
+    model = data.get("model")
+    if model:  # as the panel over the tables names the layer
+        about.append(
+            _("{name} · layer {layer} of {layers} ({kind})").format(
+                name=model["name"], layer=model["layer"], layers=model["n_layers"], kind=model["layer_kind"]
+            )
+        )
+    if result.block is not None:
+        about.append(_("in a Transformer block: {block}").format(block=result.block.describe().shown()))
+    if result.is_meta:
+        about.append(_("Values: n/a on the meta device (tensors have shapes, no data); nothing was allocated."))
     return (
         f'<header><h1>{esc(title)}</h1><p class="formula">{esc(formula)}</p>'
-        f'<p class="run">{esc(_run_line(result, d_model))}</p>'
+        + "".join(f'<p class="run">{esc(line)}</p>' for line in about)
+        + f'<p class="run">{esc(_run_line(result, d_model))}</p>'
         f'<p class="totals">{" · ".join(esc(t) for t in totals)}</p><p class="hint">{esc(hint)}</p></header>'
     )
 

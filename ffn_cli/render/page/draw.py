@@ -17,6 +17,8 @@ __all__ = ["Scale", "esc", "histogram_svg", "lane_html"]
 WEIGHT_PX = 88
 # Least drawn side of a weight, so that a bias (1 × 2048) stays visible.
 WEIGHT_MIN_PX = 3
+# Beyond this many experts the routing is drawn as a grid of short cells, not a line each.
+MANY_EXPERTS = 16
 
 
 def esc(text: object) -> str:
@@ -95,17 +97,24 @@ def histogram_svg(h: Histogram, *, small: bool = False) -> str:
 
 
 def tokens_html(tokens: tuple[int, ...]) -> str:
-    """The routing: a bar per expert, as long as the rows it got; an expert without any says so."""
+    """The routing: a bar per expert, as long as the rows it got; an expert without any says so
+    (with many experts, in a grid of short cells: the count alone, ✗ for none)."""
     top = max(tokens) or 1
+    many = len(tokens) > MANY_EXPERTS
     rows = []
     for e, n in enumerate(tokens):
         bar = f'<span class="tbar" style="width:{100 * n / top:.1f}%"></span>' if n else ""
-        text = ngettext("{count} token", "{count} tokens", n).format(count=fmt_count(n)) if n else _("no token: did not run")
+        if many:
+            text = fmt_count(n) if n else "✗"
+        else:
+            text = ngettext("{count} token", "{count} tokens", n).format(count=fmt_count(n)) if n else _("no token: did not run")
         rows.append(
             f'<li data-expert="{e}" data-tokens="{n}"><span class="tname">{e}</span><span class="ttrack">{bar}</span>'
             f'<span class="tcount">{esc(text)}</span></li>'
         )
-    return f'<ol class="tokens" aria-label="{esc(_("tokens per expert"))}">{"".join(rows)}</ol>'
+    legend = f'<p class="tlegend">{esc("✗ " + _("no token: did not run"))}</p>' if many and min(tokens) == 0 else ""
+    cls = "tokens many" if many else "tokens"
+    return f'<ol class="{cls}" aria-label="{esc(_("tokens per expert"))}">{"".join(rows)}</ol>{legend}'
 
 
 def _node(node: Node, scale: Scale, root: str) -> str:
