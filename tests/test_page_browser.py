@@ -157,9 +157,7 @@ def test_the_routing_is_drawn(browser: Browser, tmp_path: Path) -> None:
     data, page = _run(tmp_path, ["-v", "moe", "--seed", "3"])
     browser.open(page, width=1280)
     dispatch = next(i for i, s in enumerate(data["steps"]) if "tokens_per_expert" in s)
-    drawn = browser.evaluate(
-        f"Array.from(document.querySelectorAll('#ffn-s{dispatch} .tokens li')).map(li => Number(li.dataset.tokens))"
-    )
+    drawn = browser.evaluate(f"Array.from(document.querySelectorAll('#ffn-s{dispatch} .tokens li')).map(li => Number(li.dataset.tokens))")
     assert drawn == data["steps"][dispatch]["tokens_per_expert"]
     experts = browser.evaluate("Array.from(document.querySelectorAll('.row.experts .node')).map(n => n.dataset.name)")
     assert experts == [s["name"] for s in data["steps"] if s.get("substeps")]
