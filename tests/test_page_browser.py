@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MY_FFN = ROOT / "docs" / "examples" / "my_ffn.py"
 PAGES = {
     "relu": ["-v", "relu"],
-    "module": ["--module", f"{MY_FFN}:TransformerFFN(512, 2048)"],
+    # The tutorial's module, from a file of a name of its own: a module loaded stays in sys.modules.
+    "module": ["--module", "{tmp}/page_my_ffn.py:TransformerFFN(512, 2048)"],
     "moe": ["-v", "moe"],
     "zh-swiglu-backward": ["--lang", "zh", "-v", "swiglu", "--backward"],
 }
@@ -97,7 +98,8 @@ def _png_width(path: Path) -> int:
 
 @pytest.mark.parametrize("name", list(PAGES))
 def test_the_page_in_a_browser(browser: Browser, shots: Path, tmp_path: Path, name: str) -> None:
-    data, page = _run(tmp_path, PAGES[name])
+    (tmp_path / "page_my_ffn.py").write_text(MY_FFN.read_text(encoding="utf-8"), encoding="utf-8")
+    data, page = _run(tmp_path, [a.format(tmp=tmp_path) for a in PAGES[name]])
     steps = data["steps"]
     for width in WIDTHS:
         browser.open(page, width=width)
