@@ -54,12 +54,12 @@ def tensor_stats(t: Tensor) -> TensorStats | None:
         stats = _combine(flat.numel(), rows.tolist())
         if stats.nan + stats.inf == stats.numel:
             return stats
-        edges = _edges_tensor(stats.min, stats.max, buffer)
+        bounds = _bounds(stats.min, stats.max)
         counts = buffer.new_zeros(HISTOGRAM_BINS, dtype=torch.int64)
         for chunk in flat.split(size):
             b = buffer[: chunk.numel()]
             b.copy_(chunk)
-            counts += _bin_counts(b[torch.isfinite(b)] if stats.nan or stats.inf else b, edges)
+            counts += _bin_counts(b[torch.isfinite(b)] if stats.nan or stats.inf else b, bounds)
         return replace(stats, histogram=tuple(counts.tolist()))
 
 
@@ -111,20 +111,22 @@ def _one_chunk(flat: Tensor, buffer: Tensor, tiny: float) -> TensorStats:
         std, mean = torch.std_mean(finite, correction=0)
         low, high = torch.aminmax(finite)
         moments = [float(mean), float(std), float(low), float(high)]
-        histogram = tuple(_bin_counts(finite, _edges_tensor(moments[2], moments[3], x)).tolist())
+        histogram = tuple(_bin_counts(finite, _bounds(moments[2], moments[3])).tolist())
     else:
         moments, histogram = [math.nan] * 4, None
     return TensorStats(x.numel(), *moments, zeros, negatives, nan, inf, small - zeros, histogram=histogram)
 
 
-def _edges_tensor(low: float, high: float, like: Tensor) -> Tensor:
-    return like.new_tensor(histogram_edges(low, high)[1:-1])  # the inner edges: bucketize's boundaries
+def _bounds(low: float, high: float) -> tuple[float, float]:
+    """The histogram's range: min to max, as numpy.histogram takes it (one value: ±0.5 around it)."""
+    edges = histogram_edges(low, high)
+    return edges[0], edges[-1]
 
 
-def _bin_counts(finite: Tensor, inner_edges: Tensor) -> Tensor:
-    """Counts per bin, numpy's way: [edge_i, edge_i+1), the last bin closed (the max falls in it)."""
-    index = torch.bucketize(finite, inner_edges, right=True)
-    return torch.bincount(index, minlength=HISTOGRAM_BINS)
+def _bin_counts(finite: Tensor, bounds: tuple[float, float]) -> Tensor:
+    """Counts per bin, in one pass: torch.histc bins as numpy.histogram does, [edge_i, edge_i+1)
+    with the max in the last bin (a value within rounding of an inner edge may fall either side)."""
+    return torch.histc(finite, bins=HISTOGRAM_BINS, min=bounds[0], max=bounds[1]).to(torch.int64)
 
 
 def _combine(numel: int, rows: list[list[float]]) -> TensorStats:
