@@ -21,7 +21,7 @@ from ffn_cli.trace.collapse import linear_collapses
 from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import ForwardError, dtype_name, record
 from ffn_cli.trace.reference_match import match_reference
-from ffn_cli.trace.result import TracedModule, TraceResult
+from ffn_cli.trace.result import ParamInfo, TracedModule, TraceResult, TraceStep
 from ffn_cli.trace.run import MAX_VALUES, MODES, RUNTIME_BYTES, _make_input, _param_groups, _validate_backward
 from ffn_cli.trace.steps import group_steps
 from ffn_cli.user_code import UserWarnings, running_user_code
@@ -34,7 +34,15 @@ MAX_DEPTH = 16
 def infer_d_model(module: nn.Module) -> tuple[int, str]:
     """The input width the module expects, and where it was read: the first linear's
     in_features, a norm's width, or the width of the first matrix the module holds itself that
-    a one-token trial run accepts (F.linear reads a weight as (out, in), x·W as (in, out))."""
+    a one-token trial run accepts (F.linear reads a weight as (out, in), x·W as (in, out)). A
+    lazy module (nn.LazyLinear) knows no input width before its first call: the width its last
+    linear returns stands for it, as an FFN maps d_model back to d_model."""
+    if _is_lazy(module):
+        outputs = [(path, sub.out_features) for path, sub in module.named_modules() if isinstance(sub, nn.Linear)]
+        if not outputs:
+            raise FFNError("d_model", None, _("a lazy module knows its input width only once it runs: give --d-model"))
+        path, width = outputs[-1]
+        return width, _("{path}.out_features: a lazy module's input width, as an FFN returns the width it takes").format(path=path)
     for path, sub in module.named_modules():
         where = f"{path}." if path else ""
         if isinstance(sub, nn.Linear):
@@ -55,6 +63,20 @@ def infer_d_model(module: nn.Module) -> tuple[int, str]:
                     ),
                 )
     raise FFNError("d_model", None, _("could not be read from the module (no linear layer or weight matrix): give --d-model"))
+
+
+def _is_lazy(module: nn.Module) -> bool:
+    return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters())
+
+
+def _materialise(module: nn.Module, width: int, dev: torch.device, dt: torch.dtype, seed: int) -> None:
+    """A lazy module's parameters made by one call on a token of `width`, drawn from the
+    weights' stream; a meta module's stay shapes."""
+    if not _is_lazy(module):
+        return
+    torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))
+    with torch.no_grad():
+        module(torch.zeros(1, 1, width, device=dev, dtype=dt))
 
 
 def _accepts(module: nn.Module, width: int, like: Tensor) -> bool:
@@ -120,6 +142,7 @@ def trace_module(
             dev, dt = _place(module, device, dtype)
             if x is not None:
                 x = _given_input(x, dev, dt)
+                _materialise(module, int(x.shape[-1]), dev, dt, seed)
                 width, width_from = int(x.shape[-1]), "the input given"
                 batch, seq_len = (int(x.shape[0]), int(x.shape[1])) if x.dim() == 3 else (1, int(x.shape[:-1].numel()))
             else:
@@ -130,6 +153,7 @@ def trace_module(
                     width, width_from = d_model, d_model_from
                 else:
                     width, width_from = infer_d_model(module)
+                _materialise(module, width, dev, dt, seed)
                 _preflight(module, (batch, seq_len, width), dev, dt, backward=backward)
                 x = _make_input((batch, seq_len, width), dev, dt, seed)
             module.train(mode == "train")
@@ -170,6 +194,7 @@ def trace_module(
         backward=backward_result,
         reference=matched,
         warnings=linear_collapses(steps, width),
+        unread_params=_unread(module, steps),
     )
 
 
@@ -190,6 +215,17 @@ def _run(
             return out, rec, group_steps(rec, depth), None
     except ForwardError as failed:
         raise _forward_failed(module, failed) from None
+
+
+def _unread(module: nn.Module, steps: Sequence[TraceStep]) -> tuple[ParamInfo, ...]:
+    """The parameters no step (nor substep) read: counted in the module's total, used by nothing."""
+    read: set[str] = set()
+    pending = list(steps)
+    while pending:
+        step = pending.pop()
+        read.update(p.name for p in step.params)
+        pending += step.substeps
+    return tuple(ParamInfo(name, tuple(p.shape)) for name, p in module.named_parameters() if name not in read)
 
 
 def _width_hint(module: nn.Module, given: int, option: str) -> str:

@@ -261,6 +261,7 @@ class TraceResult:
     backward: BackwardResult | None = None  # with --backward
     reference: ReferenceMatch | None = None  # with --reference
     warnings: tuple[Message, ...] = ()  # what the run shows is likely not meant (two linears that collapse into one)
+    unread_params: tuple[ParamInfo, ...] = ()  # the module's parameters no op of the run read (counted, not used)
 
     @property
     def tokens(self) -> int:
