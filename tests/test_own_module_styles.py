@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -88,6 +89,7 @@ def test_a_lazy_module_with_no_linear_asks_for_the_width() -> None:
 
 
 UNREAD_FILE = """
+import pytest
 import torch
 from torch import nn
 
@@ -117,3 +119,49 @@ def test_one_parameter_total_everywhere(tmp_path: Path) -> None:
     assert "not read  no op read it" in run.stdout and "680 = unused 128 + up 288 + down 264; 128 of them no op read" in run.stdout
     data = json.loads(CliRunner().invoke(app, ["trace", "--module", named, "--json"]).stdout)
     assert data["total_params"] == 680 and data["unread_params"] == {"unused": [128]}
+
+
+class BiasGeLU(torch.autograd.Function):
+    """Megatron's fused bias-GeLU, forward and backward written by hand (tanh approximation)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, bias)
+        y = x + bias
+        return y * 0.5 * (1.0 + torch.tanh(0.79788456 * y * (1 + 0.044715 * y * y)))
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, bias = ctx.saved_tensors
+        y = x + bias
+        t = torch.tanh(0.79788456 * y * (1 + 0.044715 * y * y))
+        slope = 0.5 * y * ((1 - t * t) * (0.79788456 + 0.1070322243 * y * y)) + 0.5 * (1 + t)
+        return slope * g, (slope * g).sum(dim=tuple(range(g.dim() - 1)))
+
+
+class MegatronMLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 64, bias=False)
+        self.bias = nn.Parameter(torch.randn(64) * 0.1)
+        self.fc2 = nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(BiasGeLU.apply(self.fc1(x), self.bias))
+
+
+def test_a_custom_autograd_function_runs_backward_with_what_it_saved() -> None:
+    torch.manual_seed(0)
+    module = MegatronMLP().double()
+    x = torch.randn(2, 5, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    result = trace_module(module, x, backward=True, loss="sum")
+    assert result.backward is not None
+    # The second path: autograd run here on the same input, dL/dy = 1 (loss "sum").
+    module.zero_grad()
+    module(x).sum().backward()
+    by_name = {name: p.grad.norm().item() for name, p in module.named_parameters()}
+    traced = {p.name: p.norm for p in result.backward.params}
+    assert traced == pytest.approx(by_name, rel=1e-12)
+    # What the Function saved (x and the bias; the bias is a parameter, not counted) is read.
+    saved = {r.shape for reads in (s.reads for s in result.backward.steps) for r in reads}
+    assert (2, 5, 64) in saved
