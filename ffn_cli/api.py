@@ -102,7 +102,7 @@ def trace(
     seed: int = 0,
     mode: str = "eval",
     values: int = 0,
-    depth: int = 1,
+    depth: int | None = None,
     backward: bool = False,
     loss: str | None = None,
     checkpoint: bool = False,
@@ -148,7 +148,7 @@ def trace(
             raise FFNError(
                 "reference", True, _("names the registry FFN a module computes; a spec is one (check=True holds it to the reference)")
             )
-        if x is not None or d_model is not None or depth != 1:
+        if x is not None or d_model is not None or depth is not None:
             raise FFNError("x", "given", _("a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth"))
         spec = module_or_spec
         if isinstance(spec, str):

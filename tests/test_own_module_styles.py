@@ -165,3 +165,51 @@ def test_a_custom_autograd_function_runs_backward_with_what_it_saved() -> None:
     # What the Function saved (x and the bias; the bias is a parameter, not counted) is read.
     saved = {r.shape for reads in (s.reads for s in result.backward.steps) for r in reads}
     assert (2, 5, 64) in saved
+
+
+class T5DenseReluDense(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.wi, self.wo, self.dropout, self.act = nn.Linear(16, 64, bias=False), nn.Linear(64, 16, bias=False), nn.Dropout(0.1), nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.wo(self.dropout(self.act(self.wi(x))))
+
+
+class T5LayerFF(nn.Module):
+    """T5's layer: a norm, the FFN in a submodule, dropout, and the residual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.DenseReluDense, self.layer_norm, self.dropout = T5DenseReluDense(), nn.LayerNorm(16), nn.Dropout(0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.dropout(self.DenseReluDense(self.layer_norm(x)))
+
+
+def _sequential_in_sequential() -> nn.Module:
+    """x-transformers' FeedForward: (Linear, GELU) as a block of its own, dropout, the out projection."""
+    return nn.Sequential(nn.Sequential(nn.Linear(16, 64), nn.GELU()), nn.Dropout(0.0), nn.Linear(64, 16))
+
+
+def test_the_default_depth_opens_wrappers_to_the_layers() -> None:
+    xt = trace_module(_sequential_in_sequential())
+    assert [s.name for s in xt.steps] == ["0.0", "0.1", "1", "2"] and xt.module.opened == ("0",)
+    t5 = trace_module(T5LayerFF())
+    assert [s.name for s in t5.steps if s.module_class] == [
+        "layer_norm",
+        "DenseReluDense.wi",
+        "DenseReluDense.act",
+        "DenseReluDense.dropout",
+        "DenseReluDense.wo",
+        "dropout",
+    ]
+    assert t5.module.opened == ("DenseReluDense",)
+    compiled = trace_module(torch.compile(_sequential_in_sequential()))
+    assert [s.name for s in compiled.steps] == ["_orig_mod.0.0", "_orig_mod.0.1", "_orig_mod.1", "_orig_mod.2"]
+    assert compiled.module.opened == ("_orig_mod",)
+    # --depth still decides when given; the counts are the module's whatever the depth.
+    shallow = trace_module(T5LayerFF(), depth=1)
+    assert [s.name for s in shallow.steps if s.module_class] == ["layer_norm", "DenseReluDense", "dropout"]
+    assert shallow.total_params == t5.total_params == sum(p.numel() for p in T5LayerFF().parameters())
+    assert shallow.matmul_flops == t5.matmul_flops == _matmul_flops(T5LayerFF(), torch.zeros(2, 5, 16))

@@ -155,7 +155,8 @@ def trace(
     from ffn_cli.trace import trace as run_trace
 
     run = {"batch": batch, "seq_len": seq_len, "device": device, "dtype": dtype, "seed": seed, "mode": mode.strip().lower()}
-    run |= {"values": values, "depth": depth or 1, "backward": backward, "loss": loss, "checkpoint": checkpoint}
+    # depth None: a module of your own is opened through its wrappers and containers; a model's own module at 1.
+    run |= {"values": values, "depth": depth, "backward": backward, "loss": loss, "checkpoint": checkpoint}
     if explain and ops:
         raise FFNError("explain", True, _("explains the steps; --ops shows the raw aten ops instead: drop one"))
     if module is not None:
@@ -290,6 +291,7 @@ def _trace_model_module(
     """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
     from ffn_cli.trace.model_module import trace_model_module
 
+    run["depth"] = run["depth"] if run["depth"] is not None else 1
     result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, reference=reference, **run)
     _show(result, ops=ops, values=run["values"], explain=explain, json=json, page=page)
 

@@ -21,6 +21,7 @@ from ffn_cli.render.experts_touched import experts_touched_data, experts_touched
 from ffn_cli.render.explain import explain_table, step_explanation
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
+from ffn_cli.render.literal import literal
 from ffn_cli.render.reference import reference_data, reference_view
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
@@ -125,6 +126,8 @@ def _module_header(result: TraceResult) -> Panel:
     built = {"module": _("your module"), "transformers": _("built by transformers")}.get(m.source, m.source)
     lines = [f"[bold]{escape(m.class_name)}[/]" + (f" · {escape(m.origin)}" if m.origin else "") + f" · {built}"]
     depth = " · " + _("submodules {depth} levels deep as steps").format(depth=m.depth) if m.depth > 1 else ""
+    if m.opened:
+        depth += _(" (opened: {paths})").format(paths=", ".join(literal(p) for p in m.opened))
     lines.append(_("d_model {d_model} (from {source})").format(d_model=m.d_model, source=escape(m.d_model_from)) + depth)
     lines.append(_run_line(result, m.d_model))
     lines += ["[dim]" + escape(_("note: {note}").format(note=_(n))) + "[/]" for n in m.notes]

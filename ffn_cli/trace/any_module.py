@@ -65,6 +65,18 @@ def infer_d_model(module: nn.Module) -> tuple[int, str]:
     raise FFNError("d_model", None, _("could not be read from the module (no linear layer or weight matrix): give --d-model"))
 
 
+def open_wrappers(module: nn.Module) -> tuple[int, tuple[str, ...]]:
+    """The depth at which every step is one of the module's own layers (a submodule with no
+    submodules of its own) or a torch call: wrappers (an nn.Sequential in an nn.Sequential, T5's
+    DenseReluDense, torch.compile's _orig_mod) are opened, and named, on the way."""
+    parents = [path for path, sub in module.named_modules() if path and any(True for _c in sub.children())]
+    levels = [path.count(".") + 1 for path, _sub in module.named_modules() if path and path not in parents]
+    depth = min(MAX_DEPTH, max(levels, default=1))
+    opened = [path for path in parents if path.count(".") + 1 < depth]
+    # Named by the outermost: `experts` stands for experts.0, experts.1, …
+    return depth, tuple(p for p in opened if p.rpartition(".")[0] not in opened)
+
+
 def _is_lazy(module: nn.Module) -> bool:
     return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters())
 
@@ -115,7 +127,7 @@ def trace_module(
     seed: int = 0,
     mode: str = "eval",
     values: int = 0,
-    depth: int = 1,
+    depth: int | None = None,
     backward: bool = False,
     loss: str | None = None,
     checkpoint: bool = False,
@@ -131,6 +143,9 @@ def trace_module(
     `reference`, the registry FFN it computes (`match_reference`)."""
     check_int("seed", seed, minimum=0, maximum=2**63 - 1)
     check_int("values", values, minimum=0, maximum=MAX_VALUES)
+    opened: tuple[str, ...] = ()
+    if depth is None:
+        depth, opened = open_wrappers(module)
     check_int("depth", depth, minimum=1, maximum=MAX_DEPTH)
     if mode not in MODES:
         raise FFNError("mode", mode, _("choose one of {modes}").format(modes=", ".join(MODES)))
@@ -173,7 +188,9 @@ def trace_module(
             sub.training = training
     notes = (*notes, *(_("your code warned: {warning}").format(warning=w) for w in kept.messages))
     return TraceResult(
-        module=TracedModule(source, name or type(module).__name__, type(module).__name__, width, width_from, origin, tuple(notes), depth),
+        module=TracedModule(
+            source, name or type(module).__name__, type(module).__name__, width, width_from, origin, tuple(notes), depth, opened
+        ),
         spec=None,
         block=None,
         batch=batch,

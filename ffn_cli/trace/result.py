@@ -220,6 +220,7 @@ class TracedModule:
     origin: str = ""  # how it was named: "my_ffn.py:TransformerFFN(512, 2048)", "cohere · layer 0"
     notes: tuple[str, ...] = ()
     depth: int = 1  # how deep its submodules became steps
+    opened: tuple[str, ...] = ()  # the wrappers and containers opened to reach that depth by default
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -231,7 +232,7 @@ class TracedModule:
             "origin": self.origin,
             "notes": list(self.notes),
             "depth": self.depth,
-        }
+        } | ({"opened": list(self.opened)} if self.opened else {})
 
 
 @dataclass(frozen=True)
