@@ -91,6 +91,27 @@ def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     return [PassCase(opts.phase, b, seq_len, act_bytes) for b in batches]  # type: ignore[arg-type]
 
 
+def context_limit(config: Any) -> int | None:
+    """The longest context the model takes: its config's max_position_embeddings (a multimodal
+    config's text_config's), or None when it names none."""
+    for c in (config, config.get("text_config") or {}):
+        n = c.get("max_position_embeddings") if isinstance(c, dict) else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n
+    return None
+
+
+def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> Any:
+    """One GPU's bytes at the pass asked (the largest batch of a sweep) against its memory."""
+    from ffn_cli.models.gpu_memory import MemoryCase, gpu_memory
+    from ffn_cli.models.parallel_layout import Layout
+
+    case = max(_cases(opts, act_bytes), key=lambda c: c.batch)
+    memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
+    layout = Layout(opts.tp, opts.ep)
+    return gpu_memory(loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, context_limit(loaded.config))
+
+
 def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[RenderableType], dict[str, Any]]:
     """The tables and the JSON fields the cost options ask for (none when none is asked and the
     checkpoint stores its weights as --dtype)."""
@@ -118,13 +139,14 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         shown.append(checkpoint_view(stored, bf16, note))
         data["checkpoint"] = checkpoint_data(stored, bf16, note)
     gpu = resolve_gpu(opts.gpu) if opts.gpu is not None else None
-    if opts.tp != 1 or opts.ep != 1:
+    if opts.tp != 1 or opts.ep != 1 or gpu is not None:
         from ffn_cli.models.rank_memory import rank_memory
         from ffn_cli.render.rank_memory import rank_memory_data, rank_memory_view
 
         ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
-        shown.append(rank_memory_view(ranks, gpu))
-        data["per_gpu_memory"] = rank_memory_data(ranks, gpu)
+        fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
+        shown.append(rank_memory_view(ranks, fit))
+        data["per_gpu_memory"] = rank_memory_data(ranks, fit)
     if gpu is not None:
         from ffn_cli.models.roofline import pass_cost
         from ffn_cli.render.roofline import roofline_data, roofline_view
