@@ -91,6 +91,15 @@ def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     return [PassCase(opts.phase, b, seq_len, act_bytes) for b in batches]  # type: ignore[arg-type]
 
 
+def _refuse_split_roofline(opts: CostOptions) -> None:
+    """The backward and the plot are of one GPU's whole pass: not split over --tp / --ep."""
+    split = _("counts one GPU running the whole pass; per GPU under --tp / --ep it is not counted: drop --tp / --ep")
+    if opts.backward:
+        raise FFNError("backward", True, split)
+    if opts.plot is not None:
+        raise FFNError("plot", opts.plot, split)
+
+
 def context_limit(config: Any) -> int | None:
     """The longest context the model takes: its config's max_position_embeddings (a multimodal
     config's text_config's), or None when it names none."""
@@ -161,13 +170,21 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
         cases = _cases(opts, DTYPE_BYTES[dtype])
         costs = [pass_cost(spec, stack, plan, case) for case in cases]
+        per_gpu = None
+        if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
+            from ffn_cli.models.gpu_roofline import gpu_pass
+            from ffn_cli.models.parallel_layout import Layout
+
+            _refuse_split_roofline(opts)
+            per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
+            costs = [g.cost for g in per_gpu]
         backward = None
         if opts.backward:
             from ffn_cli.models.roofline import backward_cost
 
             backward = [backward_cost(spec, stack, plan, case) for case in cases]
-        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward))
-        data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward)
+        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
+        data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
         if opts.plot is not None:
             from ffn_cli.render.plot import write_roofline_plot
 

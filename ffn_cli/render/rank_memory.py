@@ -105,7 +105,10 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
     return [
         [kv, fmt_bytes(fit.kv_cache_bytes)],
         [acts, fmt_bytes(fit.activation_bytes)],
-        [_("runtime reserve: {what}").format(what=_(_RESERVE_WORDS.get(fit.reserve.what, fit.reserve.what))), fmt_bytes(fit.reserve.bytes_)],
+        [
+            _("runtime reserve: {what}").format(what=_(_RESERVE_WORDS.get(fit.reserve.what, fit.reserve.what))),
+            fmt_bytes(fit.reserve.bytes_),
+        ],
         None,
         ["[bold]" + _("total per GPU") + "[/]", f"[bold]{fmt_bytes(fit.total_bytes)}[/]"],
         [_capacity_label(fit.gpu), fmt_bytes(fit.capacity_bytes)],
