@@ -159,6 +159,7 @@ def params(
     batch: int | list[int] | None = None,
     seq_len: int | None = None,
     tokens: int | None = None,
+    mtp: bool = True,
 ) -> Result:
     """Parameters, FLOPs and memory without torch: an FFNSpec (beside an attention of its
     width, as `ffn params` does; bytes in float32 by default), or a preset name or config.json
@@ -167,10 +168,13 @@ def params(
     For a whole model, what it costs on GPUs, as `ffn params --gpu … --tp … --ep …` answers it:
     `weights` / `quantize` (how it is stored), `gpu` (a key of `ffn hardware`: the fit verdict
     and the roofline, per GPU under `tp` / `ep`), `phase`, `batch` (a number or a list to
-    sweep), `seq_len` (tokens per sequence, or decode's context) and `tokens`."""
+    sweep), `seq_len` (tokens per sequence, or decode's context), `tokens`, and `mtp=False` to
+    leave out the multi-token-prediction layers the checkpoint ships."""
     costs = {"gpu": gpu, "weights": weights, "quantize": quantize, "batch": batch, "seq_len": seq_len, "tokens": tokens}
     if isinstance(spec_or_model, FFNSpec):
-        asked = [k for k, v in costs.items() if v is not None] + [k for k, v in (("tp", tp != 1), ("ep", ep != 1)) if v]
+        asked = [k for k, v in costs.items() if v is not None] + [
+            k for k, v in (("tp", tp != 1), ("ep", ep != 1), ("no_mtp", not mtp)) if v
+        ]
         if asked or phase != "prefill":
             option = asked[0] if asked else "phase"
             raise FFNError(option, costs.get(option, phase), _("applies to a whole model: give --preset, --config or --model"))
@@ -195,7 +199,7 @@ def params(
     counted = count_model(loaded.spec)
     model_dtype = check_dtype(dtype or "bfloat16")
     batches = ",".join(str(b) for b in batch) if isinstance(batch, (list, tuple)) else None if batch is None else str(batch)
-    options = CostOptions(weights, quantize, gpu, batches, tokens, phase, None if seq_len is None else str(seq_len), tp, ep)
+    options = CostOptions(weights, quantize, gpu, batches, tokens, phase, None if seq_len is None else str(seq_len), tp, ep, mtp=mtp)
     shown, cost_data = model_costs(loaded, model_dtype, options)
 
     def view() -> Group:

@@ -112,6 +112,11 @@ def test_params_on_gpus_is_the_clis_json() -> None:
     assert "does not fit" not in str(moe) and "memory per GPU" in str(moe)
 
 
+def test_params_leaves_out_the_mtp_layer_as_the_cli_does() -> None:
+    api = ffn_cli.params("deepseek-v3", mtp=False, gpu="h200", tp=8, ep=8).to_dict()
+    assert api == _cli_json("params", "--preset", "deepseek-v3", "--no-mtp", "--gpu", "h200", "--tp", "8", "--ep", "8")
+
+
 def test_params_refuses_costs_of_one_ffn() -> None:
     with pytest.raises(ffn_cli.FFNError, match="gpu"):
         ffn_cli.params(ffn_cli.FFNSpec("relu", 512), gpu="h100")

@@ -33,11 +33,12 @@ class CostOptions:
     ep: int = 1
     backward: bool = False
     plot: str | None = None
+    mtp: bool = True  # count the multi-token-prediction layers the checkpoint ships
 
     @property
     def asked(self) -> bool:
         named = (self.weights, self.quantize, self.gpu, self.batch, self.tokens, self.plot)
-        return any(v is not None for v in named) or self.tp != 1 or self.ep != 1 or self.backward
+        return any(v is not None for v in named) or self.tp != 1 or self.ep != 1 or self.backward or not self.mtp
 
     def refuse_without_gpu(self) -> None:
         if self.gpu is None:
@@ -57,8 +58,8 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     from ffn_cli.models.weights import plan_from_config, plan_from_options
 
     rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
-    if opts.weights is not None:
-        return plan_from_options(opts.weights, opts.quantize, rest), ""
+    if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
+        return plan_from_options(opts.weights, opts.quantize, rest, loaded.config), ""
     if opts.quantize is not None:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
@@ -127,6 +128,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     from ffn_cli.accounting import DTYPE_BYTES
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
     from ffn_cli.models.seq_flops import model_stack
+    from ffn_cli.models.shipped import mtp_layers, shipped_tensors
     from ffn_cli.models.weights import checkpoint, plan_from_options
     from ffn_cli.render.weights import checkpoint_data, checkpoint_view
 
@@ -142,9 +144,12 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     shown: list[RenderableType] = []
     data: dict[str, Any] = {}
     quantized = opts.weights is not None or loaded.config.get("quantization_config") is not None
-    stored = checkpoint(spec, plan)
+    shipped = shipped_tensors(spec, loaded.config, mtp=opts.mtp)
+    if not opts.mtp and not mtp_layers(spec, loaded.config):
+        raise FFNError("no_mtp", True, _("{name}'s config declares no multi-token-prediction layers to leave out").format(name=spec.name))
+    stored = checkpoint(spec, plan, shipped)
     if quantized or note:
-        bf16 = checkpoint(spec, plan_from_options("bf16", None)).bytes_
+        bf16 = checkpoint(spec, plan_from_options("bf16", None), shipped).bytes_
         shown.append(checkpoint_view(stored, bf16, note))
         data["checkpoint"] = checkpoint_data(stored, bf16, note)
     gpu = resolve_gpu(opts.gpu) if opts.gpu is not None else None

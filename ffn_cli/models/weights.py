@@ -55,15 +55,20 @@ ROLE_WORDS = {
     "vision": N_("vision tower"),
     "other": N_("other"),
 }
+PART_WORDS = {"mtp": N_("multi-token prediction"), "bias": N_("router score biases")}
 
 
 @dataclass(frozen=True)
 class WeightTensor:
-    """`count` tensors of one role and shape across the model."""
+    """`count` tensors of one role and shape across the model. A tensor the checkpoint ships
+    beside the model (a multi-token-prediction layer's) has `part` "mtp" and is stored as its
+    `role` says; `stored` fixes its format whatever the plan (a float32 bias)."""
 
     role: Role
     shape: tuple[int, ...]
     count: int
+    part: str = ""
+    stored: str = ""
 
     @property
     def params(self) -> int:
@@ -136,11 +141,23 @@ class StoragePlan:
     origin: str
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
+        if t.stored:
+            return FORMATS[t.stored]
         return self.fmt if t.role in self.roles else self.rest
 
 
-def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf16") -> StoragePlan:
-    """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor, a quantized one the linears by default."""
+def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf16", config: Mapping[str, Any] | None = None) -> StoragePlan:
+    """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor; a quantized one
+    what the checkpoint's quantization_config quantizes (`config`, where ffn reads it: gpt-oss
+    keeps attention in bf16), else the linears, unless --quantize says."""
+    if quantize is None and config is not None:
+        shipped, _note = plan_from_config(config)
+        plan = plan_from_options(weights, None, rest_dtype)
+        if shipped is not None and plan.fmt.quantized:
+            kept = shipped.origin.split(", ", 1)[-1]  # "not converted: …"
+            origin = f"--weights {plan.fmt.name} where config.json's quantization_config quantizes ({kept})"
+            return StoragePlan(plan.fmt, shipped.roles, plan.rest, origin)
+        return plan
     try:
         fmt = parse_format(weights)
     except ValueError:  # the one refusal parse_format words: "choose SYNTAX", said here in the run's language
@@ -250,13 +267,21 @@ class Checkpoint:
     def bytes_(self) -> int:
         return ceil(sum(self.bits_of(t) for t in self.tensors) / 8)
 
+    def quantized(self, t: WeightTensor) -> bool:
+        return not t.stored and t.role in self.plan.roles
+
     @property
     def quantized_params(self) -> int:
-        return sum(t.params for t in self.tensors if t.role in self.plan.roles)
+        return sum(t.params for t in self.tensors if self.quantized(t))
 
     @property
     def rest_params(self) -> int:
-        return sum(t.params for t in self.tensors if t.role not in self.plan.roles)
+        return sum(t.params for t in self.tensors if not self.quantized(t))
+
+    @property
+    def shipped_params(self) -> int:
+        """Parameters the checkpoint ships beside the model's own (its MTP layers)."""
+        return sum(t.params for t in self.tensors if t.part)
 
     @property
     def total_params(self) -> int:
@@ -269,5 +294,6 @@ class Checkpoint:
         return {role: ceil(bits / 8) for role, bits in out.items()}
 
 
-def checkpoint(spec: ModelSpec, plan: StoragePlan) -> Checkpoint:
-    return Checkpoint(plan, tuple(weight_tensors(spec)))
+def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, ...] = ()) -> Checkpoint:
+    """The model's tensors under `plan`, and `shipped`: what the checkpoint holds beside them."""
+    return Checkpoint(plan, (*weight_tensors(spec), *shipped))
