@@ -46,7 +46,7 @@ def test_bits_per_weight(name: str, bits: float) -> None:
 @pytest.mark.parametrize(
     ("name", "shape", "bytes_"),
     [
-        ("nvfp4", (2880, 2880), 2880 * 2880 // 2 + 2880 * 2880 // 16 + 4),  # + one fp32 per tensor
+        ("nvfp4", (2880, 2880), 2880 * 2880 // 2 + 2880 * 2880 // 16 + 2 * 4),  # + weight_scale_2 and input_scale, fp32
         ("fp8", (4096, 1024), 4096 * 1024 + 4),
         ("fp8-block", (7168, 2048), 7168 * 2048 + 56 * 16 * 4),
         ("fp8-block", (100, 200), 100 * 200 + 1 * 2 * 4),  # partial blocks get their own scale

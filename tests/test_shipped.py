@@ -65,3 +65,52 @@ def test_the_configs_quantization_config_decides_what_weights_quantizes() -> Non
     assert linears["quantized_roles"] == ["attention", "experts"] and linears["bytes"] < asked["bytes"]
     # A model without a quantization_config: the linears, as before.
     assert _checkpoint("--preset", "llama-3.1-8b", "--weights", "int4")["quantized_roles"] == ["attention", "dense_ffn"]
+
+
+def _config_with(tmp_path, preset: str, qc: dict) -> str:  # type: ignore[no-untyped-def, type-arg]
+    from ffn_cli.models import load_preset
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(load_preset(preset)) | {"quantization_config": qc}), encoding="utf-8")
+    return str(path)
+
+
+# Llama-3.1-8B's linears per layer, (out, in): q, k, v, o, gate, up, down.
+_LLAMA_8B = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096), (14336, 4096), (4096, 14336)]
+_LLAMA_8B_REST = 2 * 128256 * 4096 * 2 + (2 * 32 + 1) * 4096 * 2  # embeddings, head, norms in bf16
+
+
+def _ct(fmt: str, weights: dict, activations: dict | None = None) -> dict:  # type: ignore[type-arg]
+    group = {"targets": ["Linear"], "weights": weights} | ({"input_activations": activations} if activations else {})
+    return {"quant_method": "compressed-tensors", "format": fmt, "ignore": ["lm_head"], "config_groups": {"group_0": group}}
+
+
+def test_compressed_tensors_fp8_dynamic_has_a_scale_per_output_channel(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # RedHat's FP8-dynamic: e4m3 weights, one bf16 weight_scale per output row, activations dynamic (no input_scale).
+    qc = _ct("float-quantized", {"num_bits": 8, "type": "float", "strategy": "channel"}, {"num_bits": 8, "type": "float", "dynamic": True})
+    c = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", qc))
+    assert c["bytes"] == 32 * sum(o * i + o * 2 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
+    assert c["quantized_roles"] == ["attention", "dense_ffn"]
+
+
+def test_compressed_tensors_w4a16_keeps_g_idx_and_the_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # pack-quantized int4, group 128, symmetric, activation order: packed int4, a bf16 scale per 128
+    # inputs, an int32 g_idx per input column and weight_shape, two int64, per linear.
+    weights = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True, "actorder": "group"}
+    c = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", _ct("pack-quantized", weights)))
+    assert c["bytes"] == 32 * sum(o * i // 2 + o * (i // 128) * 2 + i * 4 + 16 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
+
+
+def test_static_fp8_stores_an_input_scale_per_linear(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    dynamic = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    static = {"quant_method": "fp8", "activation_scheme": "static"}
+    a = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", dynamic))
+    b = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", static))
+    assert a["bytes"] == 32 * sum(o * i + 4 for o, i in _LLAMA_8B) + _LLAMA_8B_REST  # a float32 weight_scale each
+    assert b["bytes"] - a["bytes"] == 32 * 7 * 4  # and a float32 input_scale each
+
+
+def test_a_compressed_tensors_scheme_ffn_does_not_read_says_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    qc = _ct("marlin-24", {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128})
+    result = runner.invoke(app, ["params", "--config", _config_with(tmp_path, "llama-3.1-8b", qc), "--json"])
+    assert result.exit_code == 0 and "not read" in json.loads(result.stdout)["checkpoint"]["note"]

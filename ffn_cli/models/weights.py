@@ -11,7 +11,7 @@ picks a set of roles, and a config.json's `quantization_config` is read into one
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil, prod
 from typing import Any, Literal
 
@@ -220,8 +220,20 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
             fmt = WeightFormat(f"fp8-block-{block[0]}x{block[1]}", 8, "e4m3", block=(block[0], block[1]), scale="fp32", compute_dtype="fp8")
         else:
             return None, f"quantization_config weight_block_size {block!r} not read"
+        if qc.get("activation_scheme") == "static":  # one float32 input_scale per linear beside its weight's
+            words = ("a weight_scale and " if fmt.tensor_scale_bits else "") + "an input_scale, fp32, per tensor"
+            fmt = replace(fmt, name=f"{fmt.name}-static", tensor_scale_bits=fmt.tensor_scale_bits + 32, tensor_words=words)
         # transformers' FP8 replaces nn.Linear layers: MoE routers, embeddings and the head are not ones.
         scope = _LINEARS
+    elif method == "compressed-tensors":
+        from ffn_cli.models.compressed_tensors import compressed_tensors_format
+
+        read_ct = compressed_tensors_format(qc, str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"))
+        if isinstance(read_ct, str):
+            return None, read_ct
+        # every Linear the group targets, lm_head and routers too, unless `ignore` names them
+        fmt, scope = read_ct, _LINEARS | {"head", "router"}
+        excluded, unread = _not_converted(list(qc.get("ignore") or []))
     elif method in ("gptq", "awq"):
         read = _integer_config(method, qc)
         if isinstance(read, str):
@@ -233,7 +245,18 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     note = f"; modules_to_not_convert not matched: {', '.join(unread)}" if unread else ""
     kept = ", ".join(ROLE_WORDS[r] for r in sorted(excluded)) or "none"
     rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
+    if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
+        rest = FORMATS["fp16"]
     return StoragePlan(fmt, roles, rest, f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
+
+
+def _made_by_gptqmodel(qc: Mapping[str, Any]) -> bool:
+    """GPTQModel names itself in quantization_config.meta.quantizer; AutoGPTQ wrote no meta, and
+    a zero bias for every linear that GPTQModel leaves out."""
+    meta = qc.get("meta")
+    quantizer = meta.get("quantizer", "") if isinstance(meta, Mapping) else ""
+    names = quantizer if isinstance(quantizer, list) else [quantizer]
+    return any(str(n).lower().startswith("gptqmodel") for n in names)
 
 
 def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
@@ -245,7 +268,7 @@ def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
     if method == "gptq":
         if bits not in (2, 3, 4, 8):
             return f"quantization_config gptq bits {bits!r} not read"
-        return gptq(bits, group)
+        return gptq(bits, group, zero_biases=not _made_by_gptqmodel(qc))
     version = str(qc.get("version", "gemm")).lower()
     if bits != 4 or group < 1 or version != "gemm" or qc.get("zero_point", True) is not True:
         zero = qc.get("zero_point", True)
@@ -294,6 +317,16 @@ class Checkpoint:
         return {role: ceil(bits / 8) for role, bits in out.items()}
 
 
+def _has_linear_biases(spec: ModelSpec) -> bool:
+    a = spec.attention
+    ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None else [])
+    return any(bool(getattr(a, name, False)) for name in ("qkv_bias", "o_bias", "bias")) or any(bool(f.bias) for f in ffns)
+
+
 def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, ...] = ()) -> Checkpoint:
-    """The model's tensors under `plan`, and `shipped`: what the checkpoint holds beside them."""
+    """The model's tensors under `plan`, and `shipped`: what the checkpoint holds beside them.
+    A format that stores a zero bias per quantized linear (AutoGPTQ's) adds none to a model with
+    biases of its own: those are its tensors already, stored as they are."""
+    if plan.fmt.row_bias_bits and _has_linear_biases(spec):
+        plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
     return Checkpoint(plan, (*weight_tensors(spec), *shipped))
