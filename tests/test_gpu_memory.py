@@ -3,24 +3,14 @@ its driver reports, and the largest batch and longest context: each worked out b
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
 
-from ffn_cli.cli import app
 from ffn_cli.hardware import GPUS, find_gpu
 from ffn_cli.hardware.gpus import DRIVER_SOURCES
 from ffn_cli.hardware.reserve import runtime_reserve
+from tests.helpers import cli_json
 
-runner = CliRunner()
 GIB = 2**30
-
-
-def _json(*args: str) -> dict:  # type: ignore[type-arg]
-    result = runner.invoke(app, [*args, "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
 def test_driver_memory_is_nvidia_smis_mib() -> None:
@@ -44,7 +34,7 @@ def test_every_driver_figure_has_a_source_within_a_tenth_of_the_datasheet(gpu) -
 
 
 def test_llama_70b_on_8_h100_by_hand() -> None:
-    data = _json("params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--phase", "decode", "--batch", "64")
+    data = cli_json("params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--phase", "decode", "--batch", "64")
     m = data["per_gpu_memory"]
     # KV cache: 8 KV heads over 8 GPUs, one each: 80 layers × 64 sequences × 4,096 tokens × (K, V) × 128 × 2 B.
     per_token = 80 * 2 * 1 * 128 * 2
@@ -67,15 +57,15 @@ def test_llama_70b_on_8_h100_by_hand() -> None:
 
 def test_the_searched_batch_is_the_last_that_fits() -> None:
     args = ("params", "--preset", "qwen3-8b", "--gpu", "l4", "--phase", "decode", "--seq-len", "8192")
-    largest = _json(*args, "--batch", "1")["per_gpu_memory"]["max_batch"]
+    largest = cli_json(*args, "--batch", "1")["per_gpu_memory"]["max_batch"]
     assert largest > 1
-    assert _json(*args, "--batch", str(largest))["per_gpu_memory"]["fits"] is True
-    assert _json(*args, "--batch", str(largest + 1))["per_gpu_memory"]["fits"] is False
+    assert cli_json(*args, "--batch", str(largest))["per_gpu_memory"]["fits"] is True
+    assert cli_json(*args, "--batch", str(largest + 1))["per_gpu_memory"]["fits"] is False
 
 
 def test_the_verdict_counts_the_kv_cache_it_prints() -> None:
     # Qwen3-235B-A22B fp8 on 8 H100s at batch 64: 4 KV heads over 8 GPUs, one each (replicated twice).
-    data = _json(
+    data = cli_json(
         "params", "--preset", "qwen3-235b-a22b", "--gpu", "h100", "--weights", "fp8", "--tp", "8", "--phase", "decode", "--batch", "64"
     )
     m, state = data["per_gpu_memory"], data["decode_state"]
@@ -86,28 +76,28 @@ def test_the_verdict_counts_the_kv_cache_it_prints() -> None:
 
 def test_latent_attention_keeps_its_whole_latent_on_every_gpu() -> None:
     # DeepSeek-V3: kv_lora_rank 512 + rope 64 per token and layer, not split by heads.
-    m = _json("params", "--preset", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--ep", "8", "--phase", "decode", "--batch", "4")
+    m = cli_json("params", "--preset", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--ep", "8", "--phase", "decode", "--batch", "4")
     assert m["per_gpu_memory"]["kv_cache_bytes"] == 4 * 61 * 4096 * (512 + 64) * 2
 
 
 def test_expert_parallel_beyond_tp_spreads_the_sequences() -> None:
     # gpt-oss-120b, --ep 8 (tp 1): 8 attention replicas, batch 20 → at most 3 sequences on a GPU.
-    m = _json("params", "--preset", "gpt-oss-120b", "--gpu", "h100", "--ep", "8", "--phase", "decode", "--batch", "20")
+    m = cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h100", "--ep", "8", "--phase", "decode", "--batch", "20")
     assert m["per_gpu_memory"]["sequences_per_gpu"] == 3
-    one = _json("params", "--preset", "gpt-oss-120b", "--gpu", "h100", "--phase", "decode", "--batch", "3")  # one GPU, 3 sequences
+    one = cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h100", "--phase", "decode", "--batch", "3")  # one GPU, 3 sequences
     assert m["per_gpu_memory"]["kv_cache_bytes"] == one["per_gpu_memory"]["kv_cache_bytes"]
 
 
 def test_one_gpu_gets_a_verdict_and_the_reserve_of_one() -> None:
-    m = _json("params", "--preset", "llama-3.3-70b", "--gpu", "h200")["per_gpu_memory"]
+    m = cli_json("params", "--preset", "llama-3.3-70b", "--gpu", "h200")["per_gpu_memory"]
     assert m["gpus"] == 1 and m["reserve_bytes"] == runtime_reserve(1).bytes_ == round(1.79 * GIB)
     assert m["gpu_memory_source"]["kind"] == "driver" and m["gpu_memory_source"]["mib"] == 143771
     assert isinstance(m["fits"], bool) and "not_counted" not in m
 
 
 def test_a_dense_models_ffn_carries_no_expert_fields() -> None:
-    data = _json("params", "--preset", "llama-3.1-70b")
+    data = cli_json("params", "--preset", "llama-3.1-70b")
     assert "experts" not in data["dense_ffn"] and "top_k" not in data["dense_ffn"]
-    moe = _json("params", "--preset", "deepseek-v3")
+    moe = cli_json("params", "--preset", "deepseek-v3")
     assert moe["moe_ffn"]["experts"] == 256 and moe["moe_ffn"]["top_k"] == 8
     assert "experts" not in moe["dense_ffn"]

@@ -4,27 +4,20 @@ the one-GPU pass, or a Monte Carlo of uniform routing."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
 from ffn_cli.hardware.roofline import busiest_rank_experts, expected_distinct_experts
+from tests.helpers import cli_json
 
 runner = CliRunner()
 DECODE = ("--phase", "decode")
 
 
-def _json(*args: str) -> dict:  # type: ignore[type-arg]
-    result = runner.invoke(app, [*args, "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
-
-
 def _roofline(*args: str) -> dict:  # type: ignore[type-arg]
-    return _json("params", *args)["roofline"]
+    return cli_json("params", *args)["roofline"]
 
 
 def test_a_dense_70b_on_8_gpus_is_an_eighth_plus_its_all_reduces() -> None:
