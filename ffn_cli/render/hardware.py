@@ -20,7 +20,7 @@ _DROP = {"fp64": 1, "fp16": 2, "tf32": 3, "int8": 4}
 NOTE = N_(
     "TFLOP/s (int8: TOP/s), DENSE: a datasheet's 'with sparsity' figure is 2:4 structured sparsity, "
     "which a dense GEMM never uses, so it is halved; — where the source gives no rate. memory GB and "
-    "bandwidth GB/s are 10⁹ bytes. Sources: docs/hardware.md."
+    "bandwidth GB/s are 10⁹ bytes; driver MiB (2²⁰ bytes) is what nvidia-smi reports. Sources: docs/hardware.md."
 )
 
 
@@ -73,8 +73,15 @@ def _gpu_table(gpus: list[GPU]) -> FitTable:
     columns += [Col(d, drop=_DROP.get(d)) for d in DTYPES]
     rows: list[Any] = []
     for g in gpus:
+        # The memory a process can allocate, as the driver reports it, under the datasheet's GB.
+        driver = "" if g.driver_mib is None else "\n[dim]" + _("driver: {mib} MiB").format(mib=f"{g.driver_mib:,}") + "[/]"
         rows.append(
-            [f"{g.key}\n[dim]{g.name}[/]", f"{g.memory_gb:,.0f}", f"{g.bandwidth_gbps:,.0f}", *(_rate(g.tflops.get(d)) for d in DTYPES)]
+            [
+                f"{g.key}\n[dim]{g.name}[/]{driver}",
+                f"{g.memory_gb:,.0f}",
+                f"{g.bandwidth_gbps:,.0f}",
+                *(_rate(g.tflops.get(d)) for d in DTYPES),
+            ]
         )
     return FitTable(_("GPUs: dense peak TFLOP/s per dtype (--gpu KEY)"), columns, rows, caption=Text(_(NOTE), style="dim"))
 

@@ -121,14 +121,17 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
 def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
     experts = _("routed experts ÷ {ranks}").format(ranks=r.ep if r.ep > 1 else r.tp)
     rows: list[Any] = []
-    if r.expert_bytes or fit is None:
-        rows.append([experts, fmt_bytes(r.expert_bytes)])
-    rows += [
-        [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
-        [_("replicated: biases, norms, routers"), fmt_bytes(r.replicated_bytes)],
-        None,
-        ["[bold]" + _("weights per GPU") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
-    ]
+    if fit is not None and r.gpus == 1:  # nothing is split: the checkpoint whole
+        rows.append(["[bold]" + _("weights") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"])
+    else:
+        if r.expert_bytes or fit is None:
+            rows.append([experts, fmt_bytes(r.expert_bytes)])
+        rows += [
+            [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
+            [_("replicated: biases, norms, routers"), fmt_bytes(r.replicated_bytes)],
+            None,
+            ["[bold]" + _("weights per GPU") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
+        ]
     if fit is None:
         title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
             tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
