@@ -50,6 +50,9 @@ def test_expert_parallel_sends_each_tokens_copies_there_and_back() -> None:
     ffn = r["cases"][0]["ffn_one_layer"]
     # The busiest rank of 8, holding 16 of the 128 experts.
     assert ffn["experts"] == 16 and ffn["experts_touched_expected"] == pytest.approx(busiest_rank_experts(128, 4, 64, 8))
+    # Its FLOPs by hand: the router for its attention group's 64 / 8 tokens, and its share of
+    # the 64 · 4 routed copies, each through gate_up (5,760 × 2,880) and down (2,880 × 2,880).
+    assert ffn["flops"] == 8 * 2 * 128 * 2880 + 64 * 4 / 8 * 2 * (5760 * 2880 + 2880 * 2880)
 
 
 def test_kv_heads_replicate_when_tp_exceeds_them() -> None:
