@@ -102,12 +102,13 @@ def _refuse_split_roofline(opts: CostOptions) -> None:
 
 
 def context_limit(config: Any) -> int | None:
-    """The longest context the model takes: its config's max_position_embeddings (a multimodal
-    config's text_config's), or None when it names none."""
+    """The longest context the model takes: its config's max_position_embeddings (GPT-2's
+    n_positions; a multimodal config's text_config's), or None when it names none."""
     for c in (config, config.get("text_config") or {}):
-        n = c.get("max_position_embeddings") if isinstance(c, dict) else None
-        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-            return n
+        for key in ("max_position_embeddings", "n_positions"):
+            n = c.get(key) if isinstance(c, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                return n
     return None
 
 

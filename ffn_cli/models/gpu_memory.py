@@ -52,7 +52,7 @@ class GPUMemory:
     reserve: RuntimeReserve
     max_batch: int  # at this context (0: not even one sequence fits)
     max_context: int  # at this batch (0: not even one token fits)
-    context_limit: int  # the longest context the model takes, where the search stopped
+    context_limit: int | None  # the longest context the model takes (None: its config names none)
 
     @property
     def total_bytes(self) -> int:
@@ -138,5 +138,5 @@ def gpu_memory(
         reserve,
         _largest(lambda n: total(n, case.context) <= gpu.memory_bytes, SEARCH_LIMIT),
         _largest(lambda n: total(case.batch, n) <= gpu.memory_bytes, limit),
-        limit,
+        context_limit,
     )

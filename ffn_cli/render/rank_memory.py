@@ -102,6 +102,16 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
     longest = f"{fit.max_context:,}"
     if fit.max_context == fit.context_limit:
         longest = _("{n} (the model's limit)").format(n=longest)
+    past = []
+    if fit.context_limit is not None and c.context > fit.context_limit:
+        past = [
+            [
+                _("[yellow]context {context} is past the model's {limit}[/]").format(
+                    context=f"{c.context:,}", limit=f"{fit.context_limit:,}"
+                ),
+                "",
+            ]
+        ]
     return [
         [kv, fmt_bytes(fit.kv_cache_bytes)],
         [acts, fmt_bytes(fit.activation_bytes)],
@@ -115,6 +125,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         [verdict, ""],
         [_("largest batch at context {context}").format(context=f"{c.context:,}"), f"{fit.max_batch:,}"],
         [_("longest context at batch {batch}").format(batch=f"{c.batch:,}"), longest],
+        *past,
     ]
 
 
