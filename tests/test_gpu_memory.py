@@ -101,3 +101,9 @@ def test_a_dense_models_ffn_carries_no_expert_fields() -> None:
     moe = cli_json("params", "--preset", "deepseek-v3")
     assert moe["moe_ffn"]["experts"] == 256 and moe["moe_ffn"]["top_k"] == 8
     assert "experts" not in moe["dense_ffn"]
+
+
+def test_the_longest_context_stops_at_the_models_limit() -> None:
+    # GPT-2 takes 1,024 positions (n_positions): a 4,096 context fits the memory, not the model.
+    m = cli_json("params", "--preset", "gpt2", "--gpu", "h100", "--phase", "decode")["per_gpu_memory"]
+    assert m["context_limit"] == 1024 and m["max_context"] == 1024 and m["context"] == 4096
