@@ -31,6 +31,8 @@ class Result:
     value: Any
     view: Callable[[], RenderableType]
     data: Callable[[], dict[str, Any]]
+    # A trace's picture: the whole page (True) or a notebook cell's fragment (False).
+    drawing: Callable[[bool], str] | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -52,14 +54,27 @@ class Result:
         console.print(self.view())
         return console
 
+    def page(self, path: str | None = None) -> str:
+        """A trace drawn as `ffn trace --page` draws it: one offline HTML page, written to `path` if given."""
+        if self.drawing is None:
+            raise FFNError("page", type(self.value).__name__, _("a trace's result: ffn_cli.trace(...).page()"))
+        text = self.drawing(True)
+        if path is not None:
+            from ffn_cli.cli.page_option import save_page
+
+            save_page(path, text)
+        return text
+
     def _repr_html_(self) -> str:
+        if self.drawing is not None:
+            return self.drawing(False)
         return self._console().export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         console = self._console()
         text = console.export_text(clear=False)
         html = console.export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
-        return {"text/plain": text, "text/html": html}
+        return {"text/plain": text, "text/html": self.drawing(False) if self.drawing is not None else html}
 
     def __repr__(self) -> str:
         return f"<ffn {type(self.value).__name__}: print it, or .to_dict()>"
@@ -77,7 +92,7 @@ def _model_name(text: str) -> dict[str, str]:
 
 def trace(
     module_or_spec: nn.Module | FFNSpec | str,
-    x: Tensor | None = None,
+    x: Tensor | Any = None,
     *,
     batch: int = 2,
     seq_len: int = 5,
@@ -95,19 +110,32 @@ def trace(
     layer: int | None = None,
     ops: bool = False,
     explain: bool = False,
+    reference: bool = False,
 ) -> Result:
     """Run a module once and show every step: shapes, parameters, FLOPs, values.
 
     `module_or_spec`: any nn.Module (traced where its parameters are, unless `device` / `dtype`
     say otherwise; the module is moved there), an FFNSpec, a preset name or config.json path
     (its layer `layer`'s FFN), or `"FILE.py:NAME(args)"` as `--module` takes. `x`: the input, for
-    a module; else a seeded normal (batch, seq_len, d_model). `ops`: `to_dict()` lists the aten ops.
+    a module (a tensor, a NumPy array or nested lists of numbers); else a seeded normal (batch,
+    seq_len, d_model). `device` and `dtype` take names or a `torch.device` / `torch.dtype`. The
+    caller's world is left as it was: torch's global random state, and the module's train/eval
+    mode (of every submodule). `ops`: `to_dict()` lists the aten ops.
     `explain`: the view says why each step is there, and `to_dict()` gives each step's explanation.
+    `reference`: a module only: which registry FFN it computes, held to the NumPy float64
+    reference on its own weights (`to_dict()["reference"]`).
     """
     from ffn_cli.render.trace import trace_data, trace_view
 
+    device, dtype = _torch_name("device", device), _torch_name("dtype", dtype)
     extra: dict[str, Any] = {}
     origin = ""
+    if not isinstance(module_or_spec, (FFNSpec, str)) and not _is_module(module_or_spec):
+        raise FFNError(
+            "module_or_spec",
+            module_or_spec,
+            _('give an nn.Module, an FFNSpec, a preset name, a config.json path or "FILE.py:NAME(args)"'),
+        )
     if isinstance(module_or_spec, str) and ":" in module_or_spec:
         from ffn_cli.device import resolve_device_dtype
         from ffn_cli.modules.user import build_user_module, parse_module_ref
@@ -116,6 +144,10 @@ def trace(
         dev, _dtype = resolve_device_dtype(device or "cpu", dtype or "float32")
         module_or_spec, origin = build_user_module(ref, device=dev, seed=seed), ref.describe()
     if isinstance(module_or_spec, (FFNSpec, str)):
+        if reference:
+            raise FFNError(
+                "reference", True, _("names the registry FFN a module computes; a spec is one (check=True holds it to the reference)")
+            )
         if x is not None or d_model is not None or depth != 1:
             raise FFNError("x", "given", _("a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth"))
         spec = module_or_spec
@@ -135,15 +167,41 @@ def trace(
     else:
         if check:
             raise FFNError("check", True, _("compares a registry variant with its NumPy reference; a module of your own has none"))
+        if layer is not None:
+            raise FFNError("layer", layer, _("picks a layer of a model (a preset or config); a module is traced as it is: drop it"))
+        if x is not None and d_model is not None:
+            raise FFNError("d_model", d_model, _("the input x gives the width (its last dimension): drop d_model"))
         from ffn_cli.trace.any_module import trace_module
 
         result = trace_module(
             module_or_spec, x, batch=batch, seq_len=seq_len, d_model=d_model, device=device, dtype=dtype, seed=seed, mode=mode,
-            values=values, depth=depth, backward=backward, loss=loss, checkpoint=checkpoint, origin=origin,
+            values=values, depth=depth, backward=backward, loss=loss, checkpoint=checkpoint, origin=origin, reference=reference,
             d_model_from="d_model",
         )  # fmt: skip
     view = lambda: trace_view(result, ops=ops, values=values, explain=explain)  # noqa: E731
-    return Result(result, view, lambda: trace_data(result, ops=ops, explain=explain) | extra)
+    from ffn_cli.cli.page_option import draw_page
+
+    drawing = lambda whole: draw_page(result, extra, whole=whole)  # noqa: E731
+    return Result(result, view, lambda: trace_data(result, ops=ops, explain=explain) | extra, drawing)
+
+
+def _torch_name(option: str, value: Any) -> str | None:
+    """A `torch.device` or `torch.dtype` as the name the options take (`cuda:0`, `float16`)."""
+    if value is None or isinstance(value, str):
+        return value
+    import torch
+
+    if isinstance(value, torch.device):
+        return str(value)
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    raise FFNError(option, value, _("give a name ('cpu', 'float16') or a torch.{kind}").format(kind=option))
+
+
+def _is_module(value: object) -> bool:
+    from torch import nn
+
+    return isinstance(value, nn.Module)
 
 
 def params(

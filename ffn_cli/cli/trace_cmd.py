@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +28,7 @@ from ffn_cli.cli.options import (
     SeqLenOpt,
     TPOpt,
 )
+from ffn_cli.cli.page_option import PageOpt, page_target, write_page
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.spec import FFNSpec
@@ -59,6 +61,15 @@ DepthOpt = Annotated[
     typer.Option(
         "--depth",
         help="With --module or a model's own FFN module: submodules this many levels deep become steps (default 1).",
+        rich_help_panel="Your module",
+    ),
+]
+ReferenceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reference",
+        help="With --module or a model's own FFN module: which registry FFN it computes, held to the NumPy float64 reference "
+        "on its own weights (or the closest, and where the outputs part).",
         rich_help_panel="Your module",
     ),
 ]
@@ -125,7 +136,9 @@ def trace(
     layer: LayerOpt = None,
     module: ModuleOpt = None,
     depth: DepthOpt = None,
+    reference: ReferenceOpt = False,
     json: JsonOpt = False,
+    page: PageOpt = None,
 ) -> None:
     """Run the FFN once on a random (batch, seq_len, d_model) input and show every step: shapes, weights, FLOPs, values.
 
@@ -134,6 +147,7 @@ def trace(
     With --module it is your own nn.Module, step by step.
     """
     require_temp_dir()  # before torch is imported
+    page_file = page_target(page)
     from ffn_cli.block import NORMS, BlockSpec
     from ffn_cli.models.families import UnknownModelType
     from ffn_cli.render.trace import trace_data, trace_view
@@ -143,23 +157,29 @@ def trace(
     run = {"batch": batch, "seq_len": seq_len, "device": device, "dtype": dtype, "seed": seed, "mode": mode.strip().lower()}
     run |= {"values": values, "depth": depth or 1, "backward": backward, "loss": loss, "checkpoint": checkpoint}
     if explain and ops:
-        raise FFNError("explain", True, "explains the steps; --ops shows the raw aten ops instead: drop one")
+        raise FFNError("explain", True, _("explains the steps; --ops shows the raw aten ops instead: drop one"))
     if module is not None:
         registry_only = {"check": check, "block": block, "tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
         registry_only |= {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim, "pre_norm": pre_norm}
         registry_only |= {"norm": norm if norm.strip().lower() != "layernorm" else None}
         registry_only |= {"preset": preset, "config": config, "model": model, "layer": layer, "revision": revision}
         refuse_unused(registry_only, _("works on a registry variant or a model's layer, not with --module: drop it"))
-        ffn.refuse(tuple(n for n in ffn.given if n != "d_model"), "sizes a registry variant; --module traces your module as it is: drop it")
+        ffn.refuse(
+            tuple(n for n in ffn.given if n != "d_model"), _("sizes a registry variant; --module traces your module as it is: drop it")
+        )
         width = ffn.widths()[0] if "d_model" in ffn.given else None
-        _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, **run)
+        _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, page=page_file, reference=reference, **run)
         return
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
     except UnknownModelType as unknown:  # no reader: trace the model's own FFN module, built by transformers
         refuse_unused({"check": check}, _("compares a registry variant with its NumPy reference; a model's own module has none"))
-        _trace_model_module(unknown, layer=layer, ops=ops, explain=explain, json=json, **run)
+        _trace_model_module(unknown, layer=layer, ops=ops, explain=explain, json=json, page=page_file, reference=reference, **run)
         return
+    if reference:
+        raise FFNError(
+            "reference", True, _("names the registry FFN your module computes: use it with --module (a registry variant has --check)")
+        )
     if depth is not None:
         raise FFNError(
             "depth", depth, _("groups the steps of --module or of a model's own FFN module; a registry variant has its own steps")
@@ -188,6 +208,7 @@ def trace(
             "backward": backward,
             "loss": loss,
             "checkpoint": checkpoint,
+            "page": page,
         }
         refuse_unused(unused, _("--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it"))
         _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
@@ -223,6 +244,7 @@ def trace(
 
             console.print(model_layer_view(choice))
         console.print(trace_view(result, ops=ops, values=values, explain=explain))
+    write_page(page_file, result, {"model": choice.data()} if choice is not None else None)
     failure = check_failure(result)
     if failure is not None:
         raise failure
@@ -252,24 +274,29 @@ def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int
         )
 
 
-def _show(result: Any, *, ops: bool, values: int, explain: bool, json: bool) -> None:
+def _show(result: Any, *, ops: bool, values: int, explain: bool, json: bool, page: Path | None = None) -> None:
     from ffn_cli.render.trace import trace_data, trace_view
 
     if json:
         emit_json(trace_data(result, ops=ops, explain=explain))
     else:
         console.print(trace_view(result, ops=ops, values=values, explain=explain))
+    write_page(page, result)
 
 
-def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, **run: Any) -> None:
+def _trace_model_module(
+    unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, page: Path | None, reference: bool, **run: Any
+) -> None:
     """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
     from ffn_cli.trace.model_module import trace_model_module
 
-    result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, **run)
-    _show(result, ops=ops, values=run["values"], explain=explain, json=json)
+    result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, reference=reference, **run)
+    _show(result, ops=ops, values=run["values"], explain=explain, json=json, page=page)
 
 
-def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bool, json: bool, **run: Any) -> None:
+def _trace_user_module(
+    text: str, *, d_model: int | None, ops: bool, explain: bool, json: bool, page: Path | None, reference: bool, **run: Any
+) -> None:
     """--module FILE.py:NAME(args): build the user's module on the device, trace it."""
     from ffn_cli.device import resolve_device_dtype
     from ffn_cli.modules.user import build_user_module, parse_module_ref
@@ -278,5 +305,5 @@ def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bo
     ref = parse_module_ref(text)
     dev, _ = resolve_device_dtype(run["device"], run["dtype"])
     built = build_user_module(ref, device=dev, seed=run["seed"])
-    result = trace_module(built, d_model=d_model, d_model_from="--d-model", origin=ref.describe(), **run)
-    _show(result, ops=ops, values=run["values"], explain=explain, json=json)
+    result = trace_module(built, d_model=d_model, d_model_from="--d-model", origin=ref.describe(), reference=reference, **run)
+    _show(result, ops=ops, values=run["values"], explain=explain, json=json, page=page)

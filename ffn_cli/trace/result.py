@@ -4,7 +4,7 @@ read them (the renderers and `--json` work from these fields alone)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -15,9 +15,35 @@ if TYPE_CHECKING:
     from ffn_cli.block import BlockSpec  # imports torch
     from ffn_cli.trace.backward_result import BackwardResult
 
-__all__ = ["CheckResult", "OpRecord", "ParamInfo", "Shape", "TensorStats", "TraceResult", "TraceStep", "TracedModule"]
+__all__ = [
+    "HISTOGRAM_BINS",
+    "CheckResult",
+    "OpRecord",
+    "ParamInfo",
+    "ReferenceMatch",
+    "Shape",
+    "TensorStats",
+    "TraceResult",
+    "TraceStep",
+    "TracedModule",
+    "VariantFit",
+    "histogram_edges",
+]
 
 Shape = tuple[int, ...]
+
+
+# Bins of a tensor's histogram: enough to show ReLU's spike at 0 and a normal's bell.
+HISTOGRAM_BINS = 20
+
+
+def histogram_edges(low: float, high: float) -> list[float]:
+    """The bin edges numpy.histogram(bins=HISTOGRAM_BINS, range=(low, high)) uses, computed as
+    np.linspace computes them (i·step + low, the last edge `high`); one value gets ±0.5 around it."""
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    step = (high - low) / HISTOGRAM_BINS
+    return [i * step + low for i in range(HISTOGRAM_BINS)] + [high]
 
 
 @dataclass(frozen=True)
@@ -34,10 +60,18 @@ class TensorStats:
     nan: int
     inf: int
     subnormal: int  # nonzero values below the dtype's smallest normal: precision already lost
+    # Counts of the finite values in HISTOGRAM_BINS equal bins from min to max, as numpy.histogram
+    # bins them; the page draws it. Not part of --json, nor of equality.
+    histogram: tuple[int, ...] | None = field(default=None, compare=False)
 
     @property
     def zeros_pct(self) -> float:
         return 100.0 * self.zeros / self.numel if self.numel else 0.0
+
+    @property
+    def histogram_edges(self) -> list[float] | None:
+        """The HISTOGRAM_BINS + 1 edges of `histogram`'s bins."""
+        return histogram_edges(self.min, self.max) if self.histogram is not None else None
 
 
 @dataclass(frozen=True)
@@ -140,6 +174,40 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class VariantFit:
+    """One registry variant tried against the user's module: its weights placed on the
+    variant's layout, the NumPy float64 reference run on them, and how far the outputs are apart."""
+
+    variant: str
+    formula: str
+    # The module's parameter → the variant's, transposed (stored (in, out)), halves swapped (a
+    # fused gate/up matrix stored up first).
+    placed: tuple[tuple[str, str, bool, bool], ...]
+    max_abs_error: float
+    max_rel_error: float  # max |y − y_ref| / max |y_ref|
+    # Where the outputs part most: (token, feature, the module's value, the reference's).
+    worst: tuple[int, int, float, float]
+    parted_fraction: float  # outputs further apart than the threshold allows
+
+
+@dataclass(frozen=True)
+class ReferenceMatch:
+    """`--reference`: which registry variant the module computes, if any, or the closest
+    candidate and where the outputs part; `reason` when no variant's layout holds its weights."""
+
+    module: str  # the module's class name
+    dtype: str
+    threshold: float  # the relative error --check accepts for this dtype
+    best: VariantFit | None
+    tried: int  # layouts tried (variant × biases × fused gate/up × orders)
+    reason: str = ""
+
+    @property
+    def matched(self) -> bool:
+        return self.best is not None and self.best.max_rel_error <= self.threshold
+
+
+@dataclass(frozen=True)
 class TracedModule:
     """What was traced, whatever built it: a registry variant, the user's own module, or
     transformers' own FFN module of a model."""
@@ -191,6 +259,8 @@ class TraceResult:
     activation_bytes_estimate: int | None  # accounting's per-token estimate × tokens × dtype bytes (a spec's)
     check: CheckResult | None = None
     backward: BackwardResult | None = None  # with --backward
+    reference: ReferenceMatch | None = None  # with --reference
+    warnings: tuple[Message, ...] = ()  # what the run shows is likely not meant (two linears that collapse into one)
 
     @property
     def tokens(self) -> int:
