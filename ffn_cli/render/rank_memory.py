@@ -99,9 +99,9 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         verdict = _("fits: {share} used, {free} free").format(share=share, free=fmt_bytes(fit.free_bytes))
     else:
         verdict = _("[bold]does not fit[/]: {share} of it, {over} over").format(share=share, over=fmt_bytes(-fit.free_bytes))
-    longest = f"{fit.max_context:,}"
+    longest = _("longest context at batch {batch}").format(batch=f"{c.batch:,}")
     if fit.max_context == fit.context_limit:
-        longest = _("{n} (the model's limit)").format(n=longest)
+        longest = _("longest context at batch {batch}: the model's limit").format(batch=f"{c.batch:,}")
     past = []
     if fit.context_limit is not None and c.context > fit.context_limit:
         past = [
@@ -124,7 +124,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         [_capacity_label(fit.gpu), fmt_bytes(fit.capacity_bytes)],
         [verdict, ""],
         [_("largest batch at context {context}").format(context=f"{c.context:,}"), f"{fit.max_batch:,}"],
-        [_("longest context at batch {batch}").format(batch=f"{c.batch:,}"), longest],
+        [longest, f"{fit.max_context:,}"],
         *past,
     ]
 
