@@ -107,3 +107,8 @@ def test_the_longest_context_stops_at_the_models_limit() -> None:
     # GPT-2 takes 1,024 positions (n_positions): a 4,096 context fits the memory, not the model.
     m = cli_json("params", "--preset", "gpt2", "--gpu", "h100", "--phase", "decode")["per_gpu_memory"]
     assert m["context_limit"] == 1024 and m["max_context"] == 1024 and m["context"] == 4096
+
+
+def test_an_encoder_keeps_no_cache() -> None:
+    m = cli_json("params", "--preset", "bert-base-uncased", "--gpu", "h100")["per_gpu_memory"]
+    assert m["kv_cache_bytes"] == 0 and m["max_context"] == 512  # its max_position_embeddings

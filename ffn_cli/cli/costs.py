@@ -120,7 +120,8 @@ def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -
     case = max(_cases(opts, act_bytes), key=lambda c: c.batch)
     memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
     layout = Layout(opts.tp, opts.ep)
-    return gpu_memory(loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, context_limit(loaded.config))
+    limit = context_limit(loaded.config)
+    return gpu_memory(loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, limit, causal=loaded.causal)
 
 
 def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[RenderableType], dict[str, Any]]:

@@ -7,9 +7,9 @@ them, models/decode_state.py), of its share of the KV heads (models/parallel_lay
 hybrid's recurrent state, split over tp; the pass's activations: its tokens × (the layer's
 input and residual, 2·d_model, plus its widest intermediate on this GPU), and one float32 row
 of logits per sequence (a serving engine samples from the last position alone); and the runtime
-reserve (hardware/reserve.py, measured, with its source). Not counted: CUDA graphs, the
-allocator's fragmentation beyond the reserve, a paged cache's last partly filled block.
-Pure Python.
+reserve (hardware/reserve.py, measured, with its source). An encoder keeps no cache. Not
+counted: CUDA graphs, the allocator's fragmentation beyond the reserve, a paged cache's last
+partly filled block. Pure Python.
 """
 
 from __future__ import annotations
@@ -74,12 +74,17 @@ class GPUMemory:
 class _Sizer:
     """KV cache and activation bytes on one GPU for any batch and context (the searches' one path)."""
 
-    def __init__(self, spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], layout: Layout, phase: str) -> None:
+    def __init__(
+        self, spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], layout: Layout, phase: str, causal: bool
+    ) -> None:
         self.spec, self.windows, self.chunks, self.layout, self.phase = spec, windows, chunks, layout, phase
+        self.causal = causal  # an encoder (BERT) attends to the whole input at once and caches nothing
         self.kv_share = layout.kv_share(spec)
         self.width = 2 * spec.d_model + intermediate_width(spec, layout)
 
     def kv_elements_per_sequence(self, context: int) -> float:
+        if not self.causal:
+            return 0.0
         kinds = decode_state(self.spec, self.windows, self.chunks, context)
         return sum(k.elements * (self.kv_share if k.tokens is not None else 1 / self.layout.tp) for k in kinds)
 
@@ -116,10 +121,12 @@ def gpu_memory(
     layout: Layout,
     case: MemoryCase,
     context_limit: int | None = None,
+    *,
+    causal: bool = True,
 ) -> GPUMemory:
     """One GPU's bytes for `case`, and the largest batch (at its context) and longest context
     (at its batch, up to `context_limit`, the model's max_position_embeddings) that fit."""
-    sizer = _Sizer(spec, windows, chunks, layout, case.phase)
+    sizer = _Sizer(spec, windows, chunks, layout, case.phase, causal)
     reserve = runtime_reserve(layout.gpus)
     fixed = ranks.per_gpu_bytes + reserve.bytes_
     b = case.act_bytes
