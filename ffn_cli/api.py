@@ -204,11 +204,38 @@ def _is_module(value: object) -> bool:
     return isinstance(value, nn.Module)
 
 
-def params(spec_or_model: FFNSpec | str, *, dtype: str | None = None) -> Result:
+def params(
+    spec_or_model: FFNSpec | str,
+    *,
+    dtype: str | None = None,
+    gpu: str | None = None,
+    weights: str | None = None,
+    quantize: str | None = None,
+    tp: int = 1,
+    ep: int = 1,
+    phase: str = "prefill",
+    batch: int | list[int] | None = None,
+    seq_len: int | None = None,
+    tokens: int | None = None,
+    mtp: bool = True,
+) -> Result:
     """Parameters, FLOPs and memory without torch: an FFNSpec (beside an attention of its
     width, as `ffn params` does; bytes in float32 by default), or a preset name or config.json
-    path (the whole model; bfloat16 by default), as `ffn params` prints them."""
+    path (the whole model; bfloat16 by default), as `ffn params` prints them.
+
+    For a whole model, what it costs on GPUs, as `ffn params --gpu … --tp … --ep …` answers it:
+    `weights` / `quantize` (how it is stored), `gpu` (a key of `ffn hardware`: the fit verdict
+    and the roofline, per GPU under `tp` / `ep`), `phase`, `batch` (a number or a list to
+    sweep), `seq_len` (tokens per sequence, or decode's context), `tokens`, and `mtp=False` to
+    leave out the multi-token-prediction layers the checkpoint ships."""
+    costs = {"gpu": gpu, "weights": weights, "quantize": quantize, "batch": batch, "seq_len": seq_len, "tokens": tokens}
     if isinstance(spec_or_model, FFNSpec):
+        asked = [k for k, v in costs.items() if v is not None] + [
+            k for k, v in (("tp", tp != 1), ("ep", ep != 1), ("no_mtp", not mtp)) if v
+        ]
+        if asked or phase != "prefill":
+            option = asked[0] if asked else "phase"
+            raise FFNError(option, costs.get(option, phase), _("applies to a whole model: give --preset, --config or --model"))
         from ffn_cli.attention import AttentionSpec
         from ffn_cli.models.layer import ffn_report
         from ffn_cli.render.params.report import ffn_report_data, ffn_report_view
@@ -217,10 +244,26 @@ def params(spec_or_model: FFNSpec | str, *, dtype: str | None = None) -> Result:
         bias = bool(spec.bias)
         report = ffn_report(spec, AttentionSpec(spec.d_model, qkv_bias=bias, o_bias=bias), dtype or "float32")
         return Result(report, lambda: ffn_report_view(report), lambda: ffn_report_data(report))
+    from rich.console import Group
+    from rich.text import Text
+
+    from ffn_cli.cli.costs import CostOptions, model_costs
     from ffn_cli.models import count_model
+    from ffn_cli.models.layer import check_dtype
     from ffn_cli.models.source import load_model
     from ffn_cli.render.params.model import model_data, model_view
 
-    counted = count_model(load_model(**_model_name(spec_or_model)).spec)
-    model_dtype = dtype or "bfloat16"
-    return Result(counted, lambda: model_view(counted, model_dtype), lambda: model_data(counted, model_dtype))
+    loaded = load_model(**_model_name(spec_or_model))
+    counted = count_model(loaded.spec)
+    model_dtype = check_dtype(dtype or "bfloat16")
+    batches = ",".join(str(b) for b in batch) if isinstance(batch, (list, tuple)) else None if batch is None else str(batch)
+    options = CostOptions(weights, quantize, gpu, batches, tokens, phase, None if seq_len is None else str(seq_len), tp, ep, mtp=mtp)
+    shown, cost_data = model_costs(loaded, model_dtype, options)
+
+    def view() -> Group:
+        tables = [model_view(counted, model_dtype)]
+        for table in shown:
+            tables += [Text(""), table]
+        return Group(*tables)
+
+    return Result(counted, view, lambda: model_data(counted, model_dtype) | cost_data)

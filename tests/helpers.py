@@ -51,3 +51,16 @@ def specs(draw: st.DrawFn, variants: list[str] | None = None) -> FFNSpec:
                 normalize_top_k=draw(st.booleans()),
             )
     return FFNSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def cli_json(*args: str) -> dict:  # type: ignore[type-arg]
+    """What `ffn ARGS --json` prints, read back; the command must succeed."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]

@@ -100,3 +100,24 @@ def test_the_tour_notebook_runs_in_a_real_kernel() -> None:
     total = 3 * 4096 * 11008  # LLaMA-2-7B's FFN: gate, up, down, no bias
     assert results[4]["text/plain"].startswith(f"('llama-2-7b', {total}, ")
     assert results[5]["text/plain"] == "6738415616"  # Meta's published count for LLaMA-2-7B
+
+
+def test_params_on_gpus_is_the_clis_json() -> None:
+    # The deployment answer: per-GPU memory and its verdict, the roofline per GPU with communication.
+    api = ffn_cli.params("llama-3.1-70b", gpu="h100", tp=8, phase="decode", batch=[1, 64]).to_dict()
+    cli = _cli_json("params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--phase", "decode", "--batch", "1,64")
+    assert api == cli and api["per_gpu_memory"]["fits"] is True and api["roofline"]["gpus"]["gpus"] == 8
+    moe = ffn_cli.params("qwen3-235b-a22b", gpu="h200", weights="fp8", tp=8, ep=8, phase="decode", batch=64, seq_len=8192)
+    args = ("--preset", "qwen3-235b-a22b", "--gpu", "h200", "--weights", "fp8", "--tp", "8", "--ep", "8")
+    assert moe.to_dict() == _cli_json("params", *args, "--phase", "decode", "--batch", "64", "--seq-len", "8192")
+    assert "does not fit" not in str(moe) and "memory per GPU" in str(moe)
+
+
+def test_params_leaves_out_the_mtp_layer_as_the_cli_does() -> None:
+    api = ffn_cli.params("deepseek-v3", mtp=False, gpu="h200", tp=8, ep=8).to_dict()
+    assert api == _cli_json("params", "--preset", "deepseek-v3", "--no-mtp", "--gpu", "h200", "--tp", "8", "--ep", "8")
+
+
+def test_params_refuses_costs_of_one_ffn() -> None:
+    with pytest.raises(ffn_cli.FFNError, match="gpu"):
+        ffn_cli.params(ffn_cli.FFNSpec("relu", 512), gpu="h100")

@@ -51,6 +51,8 @@ COMMANDS = [
     "params --preset gpt-oss-120b",
     "params --preset llama-3.1-70b --gpu h100 --phase decode --batch 1,8,64,512",
     "params --preset gpt-oss-120b --gpu h200 --phase decode --batch 1,64 --ep 8",
+    "params --preset llama-3.1-70b --gpu h100 --tp 8 --phase decode --batch 1,64",
+    "params --preset deepseek-v3 --gpu h100 --tp 16 --ep 16 --phase decode --batch 64",
     # A hybrid: its mixer column over the length, and what decoding keeps by layer kind.
     "params --preset qwen3-next-80b-a3b -s 4096,131072",
     "params --preset granite-4.0-h-tiny --gpu h100 --phase decode --seq-len 32768 --batch 1,8",
@@ -172,6 +174,7 @@ ZH_COMMANDS += [
     "params --preset gemma-2-9b -s 4096,131072",
     "params --preset qwen3-next-80b-a3b -s 4096,131072",
     "params --preset gemma-3-27b --gpu h100 --phase decode --seq-len 32768",
+    "params --preset qwen3-235b-a22b --weights fp8 --gpu h200 --tp 8 --ep 8 --phase decode --batch 64",
     "params --list-presets",
     "variants",
     "hardware",

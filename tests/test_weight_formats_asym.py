@@ -45,14 +45,14 @@ def test_asymmetric_bits_per_weight_by_hand(name: str, bits: float) -> None:
     [
         # (out 11008, in 4096), groups of 128 along the input: 32 a row, each an fp16 scale and a 4-bit zero.
         ("awq-int4", (11008, 4096), 11008 * 4096 // 2 + 11008 * 32 * 2 + 11008 * 32 // 2),
-        # GPTQ also keeps g_idx, one int32 per input column (4096 of them).
-        ("gptq-int4", (11008, 4096), 11008 * 4096 // 2 + 11008 * 32 * 2 + 11008 * 32 // 2 + 4096 * 4),
+        # GPTQ also keeps g_idx, one int32 per input column (4096 of them), and AutoGPTQ an fp16 bias a row.
+        ("gptq-int4", (11008, 4096), 11008 * 4096 // 2 + 11008 * 32 * 2 + 11008 * 32 // 2 + 4096 * 4 + 11008 * 2),
         # A group that does not fill gets its own scale and zero: 100 columns in groups of 64 → 2.
         ("int4-g64-fp16-asym", (10, 100), 10 * 100 // 2 + 10 * 2 * 2 + 10 * 2 // 2),
         # int8 per row: one bf16 scale and one int8 zero point a row.
         ("int8-asym", (10, 6), 60 + 10 * 2 + 10),
         # Stacked experts (8, out 64, in 256): g_idx for each expert's 256 columns.
-        ("gptq-int4-g128", (8, 64, 256), 8 * 64 * 256 // 2 + 8 * 64 * 2 * 2 + 8 * 64 * 2 // 2 + 8 * 256 * 4),
+        ("gptq-int4-g128", (8, 64, 256), 8 * 64 * 256 // 2 + 8 * 64 * 2 * 2 + 8 * 64 * 2 // 2 + 8 * 256 * 4 + 8 * 64 * 2),
     ],
 )
 def test_asymmetric_tensor_bytes_by_hand(name: str, shape: tuple[int, ...], bytes_: int) -> None:
@@ -89,20 +89,22 @@ GPTQ_MAIN = {
 def _llama_2_13b_gptq_bytes(group: int) -> int:
     """By hand: 40 layers of q, k, v, o (5,120 × 5,120) and gate, up (13,824 × 5,120), down
     (5,120 × 13,824) in int4, per group of the input an fp16 scale and a 4-bit zero point,
-    g_idx an int32 per input column; the embeddings and the head (32,000 × 5,120) and the 81
-    RMSNorm weights (5,120 each) in fp16."""
+    g_idx an int32 per input column, an fp16 bias per output row (AutoGPTQ's zeros); the
+    embeddings and the head (32,000 × 5,120) and the 81 RMSNorm weights (5,120 each) in fp16."""
     d, ff, layers, vocab = 5120, 13824, 40, 32000
     weights = 4 * d * d + 3 * d * ff
     groups = 4 * d * (d // group) + 2 * ff * (d // group) + d * -(-ff // group)
     columns = 6 * d + ff
-    per_layer = weights // 2 + groups * (16 + 4) // 8 + columns * 4
+    rows = 4 * d + 2 * ff + d
+    per_layer = weights // 2 + groups * (16 + 4) // 8 + columns * 4 + rows * 2
     return layers * per_layer + 2 * vocab * d * 2 + (2 * layers + 1) * d * 2
 
 
-@pytest.mark.parametrize(("group", "gb"), [(128, 7.26), (32, 8.00)])
+@pytest.mark.parametrize(("group", "gb"), [(128, 7.26), (32, 8.00), (64, 7.51)])
 def test_llama_2_13b_gptq_checkpoint_matches_its_model_card(tmp_path: Path, group: int, gb: float) -> None:
     # TheBloke/Llama-2-13B-GPTQ's model card, "Provided files": main (4 bits, group 128) 7.26 GB,
-    # gptq-4bit-32g-actorder_True 8.00 GB (GB = 10⁹ bytes, as the Hub shows them).
+    # gptq-4bit-32g-actorder_True 8.00 GB, gptq-4bit-64g-actorder_True 7.51 GB (GB = 10⁹ bytes,
+    # as the Hub shows them). The 64g branch matches only with AutoGPTQ's zero biases counted.
     qc = GPTQ_MAIN | {"group_size": group, "desc_act": group != 128}
     data = _json("params", "--config", _config(tmp_path, "llama-2-13b", qc))
     c = data["checkpoint"]
@@ -113,6 +115,8 @@ def test_llama_2_13b_gptq_checkpoint_matches_its_model_card(tmp_path: Path, grou
     # Without its zero points the same checkpoint would be 7.21 GB at group 128: they are counted.
     if group == 128:
         assert round((c["bytes"] - 40 * (4 * 5120 * 40 + 3 * 13824 * 40) // 2) / 1e9, 2) == 7.21
+    if group == 64:  # without the zero biases, 7.50 GB: the card's 7.51 needs them
+        assert round((c["bytes"] - 40 * (4 * 5120 + 2 * 13824 + 5120) * 2) / 1e9, 2) == 7.50
 
 
 def test_gptq_sym_or_not_stores_the_same_bytes(tmp_path: Path) -> None:
@@ -127,7 +131,7 @@ def test_gptq_per_row_is_one_group_a_row(tmp_path: Path) -> None:
     d, ff, layers, vocab = 4096, 11008, 32, 32000
     weights = 4 * d * d + 3 * d * ff
     rows = 4 * d + 2 * ff + d
-    per_layer = weights // 2 + rows * 20 // 8 + (6 * d + ff) * 4
+    per_layer = weights // 2 + rows * 20 // 8 + (6 * d + ff) * 4 + rows * 2  # and a zero fp16 bias a row
     data = _json("params", "--config", _config(tmp_path, "llama-2-7b", GPTQ_MAIN | {"group_size": -1}))
     assert data["checkpoint"]["bytes"] == layers * per_layer + 2 * vocab * d * 2 + (2 * layers + 1) * d * 2
 
@@ -157,3 +161,13 @@ def test_awq_config_is_read_with_its_zero_points(tmp_path: Path) -> None:
 def test_integer_configs_ffn_does_not_read_say_so(tmp_path: Path, qc: dict[str, Any]) -> None:
     data = _json("params", "--config", _config(tmp_path, "llama-2-7b", qc))
     assert "not read" in data["checkpoint"]["note"]
+
+
+def test_gptqmodel_checkpoints_store_no_zero_biases(tmp_path: Path) -> None:
+    # GPTQModel names itself in meta.quantizer and leaves AutoGPTQ's zero biases out: 32 layers of
+    # Llama-2-7B's q, k, v, o, gate, up (4,096 + 2 · 11,008 … rows) times 2 bytes fewer.
+    auto = _json("params", "--config", _config(tmp_path, "llama-2-7b", GPTQ_MAIN))["checkpoint"]["bytes"]
+    qc = GPTQ_MAIN | {"meta": {"quantizer": ["gptqmodel:2.2.0"]}}
+    (tmp_path / "m").mkdir()
+    model = _json("params", "--config", _config(tmp_path / "m", "llama-2-7b", qc))["checkpoint"]["bytes"]
+    assert auto - model == 32 * (4 * 4096 + 2 * 11008 + 4096) * 2

@@ -33,11 +33,12 @@ class CostOptions:
     ep: int = 1
     backward: bool = False
     plot: str | None = None
+    mtp: bool = True  # count the multi-token-prediction layers the checkpoint ships
 
     @property
     def asked(self) -> bool:
         named = (self.weights, self.quantize, self.gpu, self.batch, self.tokens, self.plot)
-        return any(v is not None for v in named) or self.tp != 1 or self.ep != 1 or self.backward
+        return any(v is not None for v in named) or self.tp != 1 or self.ep != 1 or self.backward or not self.mtp
 
     def refuse_without_gpu(self) -> None:
         if self.gpu is None:
@@ -57,8 +58,8 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     from ffn_cli.models.weights import plan_from_config, plan_from_options
 
     rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
-    if opts.weights is not None:
-        return plan_from_options(opts.weights, opts.quantize, rest), ""
+    if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
+        return plan_from_options(opts.weights, opts.quantize, rest, loaded.config), ""
     if opts.quantize is not None:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
@@ -91,12 +92,45 @@ def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     return [PassCase(opts.phase, b, seq_len, act_bytes) for b in batches]  # type: ignore[arg-type]
 
 
+def _refuse_split_roofline(opts: CostOptions) -> None:
+    """The backward and the plot are of one GPU's whole pass: not split over --tp / --ep."""
+    split = _("counts one GPU running the whole pass; per GPU under --tp / --ep it is not counted: drop --tp / --ep")
+    if opts.backward:
+        raise FFNError("backward", True, split)
+    if opts.plot is not None:
+        raise FFNError("plot", opts.plot, split)
+
+
+def context_limit(config: Any) -> int | None:
+    """The longest context the model takes: its config's max_position_embeddings (GPT-2's
+    n_positions; a multimodal config's text_config's), or None when it names none."""
+    for c in (config, config.get("text_config") or {}):
+        for key in ("max_position_embeddings", "n_positions"):
+            n = c.get(key) if isinstance(c, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                return n
+    return None
+
+
+def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> Any:
+    """One GPU's bytes at the pass asked (the largest batch of a sweep) against its memory."""
+    from ffn_cli.models.gpu_memory import MemoryCase, gpu_memory
+    from ffn_cli.models.parallel_layout import Layout
+
+    case = max(_cases(opts, act_bytes), key=lambda c: c.batch)
+    memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
+    layout = Layout(opts.tp, opts.ep)
+    limit = context_limit(loaded.config)
+    return gpu_memory(loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, limit, causal=loaded.causal)
+
+
 def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[RenderableType], dict[str, Any]]:
     """The tables and the JSON fields the cost options ask for (none when none is asked and the
     checkpoint stores its weights as --dtype)."""
     from ffn_cli.accounting import DTYPE_BYTES
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
     from ffn_cli.models.seq_flops import model_stack
+    from ffn_cli.models.shipped import mtp_layers, shipped_tensors
     from ffn_cli.models.weights import checkpoint, plan_from_options
     from ffn_cli.render.weights import checkpoint_data, checkpoint_view
 
@@ -112,19 +146,23 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     shown: list[RenderableType] = []
     data: dict[str, Any] = {}
     quantized = opts.weights is not None or loaded.config.get("quantization_config") is not None
-    stored = checkpoint(spec, plan)
+    shipped = shipped_tensors(spec, loaded.config, mtp=opts.mtp)
+    if not opts.mtp and not mtp_layers(spec, loaded.config):
+        raise FFNError("no_mtp", True, _("{name}'s config declares no multi-token-prediction layers to leave out").format(name=spec.name))
+    stored = checkpoint(spec, plan, shipped)
     if quantized or note:
-        bf16 = checkpoint(spec, plan_from_options("bf16", None)).bytes_
+        bf16 = checkpoint(spec, plan_from_options("bf16", None), shipped).bytes_
         shown.append(checkpoint_view(stored, bf16, note))
         data["checkpoint"] = checkpoint_data(stored, bf16, note)
     gpu = resolve_gpu(opts.gpu) if opts.gpu is not None else None
-    if opts.tp != 1 or opts.ep != 1:
+    if opts.tp != 1 or opts.ep != 1 or gpu is not None:
         from ffn_cli.models.rank_memory import rank_memory
         from ffn_cli.render.rank_memory import rank_memory_data, rank_memory_view
 
         ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
-        shown.append(rank_memory_view(ranks, gpu))
-        data["per_gpu_memory"] = rank_memory_data(ranks, gpu)
+        fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
+        shown.append(rank_memory_view(ranks, fit))
+        data["per_gpu_memory"] = rank_memory_data(ranks, fit)
     if gpu is not None:
         from ffn_cli.models.roofline import pass_cost
         from ffn_cli.render.roofline import roofline_data, roofline_view
@@ -139,13 +177,21 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
         cases = _cases(opts, DTYPE_BYTES[dtype])
         costs = [pass_cost(spec, stack, plan, case) for case in cases]
+        per_gpu = None
+        if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
+            from ffn_cli.models.gpu_roofline import gpu_pass
+            from ffn_cli.models.parallel_layout import Layout
+
+            _refuse_split_roofline(opts)
+            per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
+            costs = [g.cost for g in per_gpu]
         backward = None
         if opts.backward:
             from ffn_cli.models.roofline import backward_cost
 
             backward = [backward_cost(spec, stack, plan, case) for case in cases]
-        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward))
-        data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward)
+        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
+        data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
         if opts.plot is not None:
             from ffn_cli.render.plot import write_roofline_plot
 

@@ -15,6 +15,7 @@ from ffn_cli.i18n import _
 __all__ = [
     "BatchListOpt",
     "GPUOpt",
+    "NoMTPOpt",
     "PhaseOpt",
     "QuantizeOpt",
     "RooflineBackwardOpt",
@@ -60,11 +61,20 @@ WeightsOpt = Annotated[
         show_default=False,
     ),
 ]
+NoMTPOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-mtp",
+        help="Leave out the multi-token-prediction layers the checkpoint ships (serving may drop them).",
+        rich_help_panel=_HARDWARE,
+    ),
+]
 QuantizeOpt = Annotated[
     str | None,
     typer.Option(
         "--quantize",
-        help="Which tensors --weights stores: experts, ffn, linears (default for a quantized format) or all.",
+        help="Which tensors --weights stores: experts, ffn, linears or all (default: what the config's "
+        "quantization_config quantizes, else linears for a quantized format).",
         rich_help_panel=_HARDWARE,
         show_default=False,
     ),

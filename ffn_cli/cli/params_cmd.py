@@ -16,6 +16,7 @@ from ffn_cli.cli.ffn_options import VALUES_ONLY, FFNOptions
 from ffn_cli.cli.hardware_options import (
     BatchListOpt,
     GPUOpt,
+    NoMTPOpt,
     PhaseOpt,
     QuantizeOpt,
     RooflineBackwardOpt,
@@ -116,6 +117,7 @@ def params(
     ep: EPOpt = 1,
     weights: WeightsOpt = None,
     quantize: QuantizeOpt = None,
+    no_mtp: NoMTPOpt = False,
     gpu: GPUOpt = None,
     batch: BatchListOpt = None,
     tokens: TokensOpt = None,
@@ -140,7 +142,9 @@ def params(
         return
     # With --gpu, --seq-len sizes the roofline's pass instead of listing lengths to count FLOPs at.
     seq_lens = parse_int_list("seq_len", seq_len) if seq_len is not None and gpu is None else []
-    costs = CostOptions(weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep, backward, plot)
+    costs = CostOptions(
+        weights, quantize, gpu, batch, tokens, phase, seq_len if gpu is not None else None, tp, ep, backward, plot, not no_mtp
+    )
     if config is not None or preset is not None or model is not None:
         ffn.refuse(tuple(ffn.given), _(_READS_EVERY_SIZE))
         _reject_given(ctx, _ATTENTION_OPTIONS, _(_READS_EVERY_SIZE))
@@ -149,6 +153,7 @@ def params(
         return
     _whole_model = _("applies to a whole model: give --preset, --config or --model")
     given = {"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens, "backward": backward, "plot": plot}
+    given["no_mtp"] = no_mtp or None
     refuse_unused(given, _whole_model)
     _reject_given(ctx, ("phase",), _whole_model)
     refuse_unused({"revision": revision}, _("applies to --model (a Hub model id)"))
@@ -306,7 +311,7 @@ def _named_models(*lists: str | None) -> list[str]:
 def _refuse_costs(costs: CostOptions | None, allowed: str) -> None:
     if costs is not None and costs.asked:
         given = {"weights": costs.weights, "quantize": costs.quantize, "gpu": costs.gpu, "batch": costs.batch, "tokens": costs.tokens}
-        given |= {"backward": costs.backward or None, "plot": costs.plot}
+        given |= {"backward": costs.backward or None, "plot": costs.plot, "no_mtp": None if costs.mtp else True}
         refuse_unused(given | {"tp": costs.tp if costs.tp != 1 else None, "ep": costs.ep if costs.ep != 1 else None}, allowed)
 
 

@@ -10,7 +10,11 @@ group that does not fill gets its own scale too (the ceiling), as the checkpoint
 Asymmetric integer formats store a zero point beside each scale (`zero_bits`): AWQ packs one
 4-bit zero point per group (qzeros), GPTQ one of the weight's own width per group, and GPTQ's
 checkpoints also hold `g_idx`, one int32 per input column naming its group
-(`column_index_bits`); AutoGPTQ's layout stores qzeros and g_idx whatever `sym` says.
+(`column_index_bits`); AutoGPTQ's layout stores qzeros and g_idx whatever `sym` says, and a
+bias for every quantized linear, zeros where the model has none (`row_bias_bits`, fp16 per
+output row). `tensor_scale_bits` counts what a tensor stores once: NVFP4's weight_scale_2 and
+input_scale (two float32), a static FP8 checkpoint's weight and input scales, compressed-tensors'
+weight_shape (two int64).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ class WeightFormat:
     compute_dtype: str = ""  # the matmul dtype its rate is read at in the GPU table
     zero_bits: int = 0  # a zero point beside each group/row scale (asymmetric integers)
     column_index_bits: int = 0  # once per input column of each matrix (GPTQ's int32 g_idx)
+    row_bias_bits: int = 0  # once per output row of each matrix (AutoGPTQ's fp16 bias, zeros or not)
+    tensor_words: str = ""  # what tensor_scale_bits holds, in words, where not one fp32 scale
 
     @property
     def scale_bits(self) -> int:
@@ -59,11 +65,13 @@ class WeightFormat:
     def tensor_bits(self, shape: tuple[int, ...]) -> int:
         """Bits to store one tensor of `shape` in this format, every scale and zero point included."""
         columns = prod(shape[:-2]) * shape[-1] if len(shape) > 1 else 0  # each matrix's input columns
+        rows = prod(shape[:-1]) if len(shape) > 1 else 0
         return (
             prod(shape) * self.element_bits
             + self.scales(shape) * (self.scale_bits + self.zero_bits)
             + self.tensor_scale_bits
             + columns * self.column_index_bits
+            + rows * self.row_bias_bits
         )
 
     def bits_per_weight(self, shape: tuple[int, ...] | None = None) -> Fraction:
@@ -85,12 +93,22 @@ class WeightFormat:
         elif self.per_row:
             parts.append(f"{scale} per row")
         if self.tensor_scale_bits:
-            parts.append("one fp32 scale per tensor")
+            parts.append(self.tensor_words or "one fp32 scale per tensor")
         if self.column_index_bits:
             parts.append(f"one int{self.column_index_bits} group index per input column")
+        if self.row_bias_bits:
+            parts.append(f"a {self.row_bias_bits}-bit bias per output row")
         bits = self.bits_per_weight()
         exact = f"{float(bits):.6g}"
-        tails = [what for what, there in (("the per-row scales", self.per_row), ("the group indices", self.column_index_bits)) if there]
+        tails = [
+            what
+            for what, there in (
+                ("the per-row scales", self.per_row),
+                ("the group indices", self.column_index_bits),
+                ("the biases", self.row_bias_bits),
+            )
+            if there
+        ]
         tail = f" (+ {' and '.join(tails)})" if tails else ""
         return f"{self.name}: {' + '.join(parts)} = {exact} bits/weight{tail}"
 
@@ -109,10 +127,11 @@ def _int(bits: int, group: int, scale: str, *, asym: bool = False) -> WeightForm
     )
 
 
-def gptq(bits: int, group: int) -> WeightFormat:
+def gptq(bits: int, group: int, *, zero_biases: bool = True) -> WeightFormat:
     """GPTQ as AutoGPTQ stores it: `bits`-bit weights packed in int32, per group (group ≤ 0: per
-    row) one fp16 scale and one `bits`-bit zero point (qzeros, stored whatever `sym` says), and
-    g_idx, one int32 per input column."""
+    row) one fp16 scale and one `bits`-bit zero point (qzeros, stored whatever `sym` says),
+    g_idx, one int32 per input column, and an fp16 bias per output row (zeros for an unbiased
+    linear; GPTQModel's checkpoints leave them out: `zero_biases=False`)."""
     name = f"gptq-int{bits}" + (f"-g{group}" if group > 0 else "")
     fmt = _int(bits, max(group, 0), "fp16", asym=True)
     return WeightFormat(
@@ -125,6 +144,7 @@ def gptq(bits: int, group: int) -> WeightFormat:
         compute_dtype=fmt.compute_dtype,
         zero_bits=bits,
         column_index_bits=32,
+        row_bias_bits=16 if zero_biases else 0,
     )
 
 
@@ -143,7 +163,16 @@ FORMATS: dict[str, WeightFormat] = {
     "int8": _int(8, 0, "bf16"),
     "int4": _int(4, 128, "bf16"),
     "mxfp4": WeightFormat("mxfp4", 4, "e2m1", group=32, scale="e8m0", compute_dtype="fp4"),
-    "nvfp4": WeightFormat("nvfp4", 4, "e2m1", group=16, scale="e4m3", tensor_scale_bits=32, compute_dtype="fp4"),
+    "nvfp4": WeightFormat(
+        "nvfp4",
+        4,
+        "e2m1",
+        group=16,
+        scale="e4m3",
+        tensor_scale_bits=64,
+        compute_dtype="fp4",
+        tensor_words="two fp32 per tensor (weight_scale_2, input_scale)",
+    ),
 }
 ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8": "fp8", "fp8-e4m3": "fp8", "e4m3": "fp8"}
 SYNTAX = (

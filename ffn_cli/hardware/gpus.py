@@ -8,14 +8,22 @@ whose rate the sources do not give, is absent: it is never guessed.
 
 Units: memory in GB (10⁹ bytes, as vendors state it), bandwidth in GB/s, rates in TFLOP/s
 (TOP/s for int8). bf16/fp16 rates are with float32 accumulation, as PyTorch's GEMMs run.
+
+Beside the vendor's memory figure, `driver_mib` is the total the driver reports (`nvidia-smi`'s
+"MiB" column, 2²⁰ bytes), what a process can actually allocate from; each from a published log
+named in DRIVER_SOURCES. `link_gbps` is the GPU-to-GPU bandwidth the datasheet prints (NVLink
+or PCIe, both directions together, per GPU), what tensor- and expert-parallel communication
+runs over. A figure no source gives is None.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-__all__ = ["DTYPES", "GPU", "GPUS", "SOURCES", "gpu_for_device_name", "ridge_flop_per_byte"]
+__all__ = ["DRIVER_SOURCES", "DTYPES", "GPU", "GPUS", "SOURCES", "gpu_for_device_name", "ridge_flop_per_byte"]
+
+MIB = 1 << 20
 
 # Table columns, in the order `ffn hardware` prints them.
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
@@ -35,6 +43,20 @@ class GPU:
     source: str  # a key of SOURCES
     aliases: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())  # what the sources leave out, in words
+    driver_mib: int | None = None  # the total nvidia-smi / rocm-smi reports, in MiB
+    driver_source: str = ""  # a key of DRIVER_SOURCES
+    link_gbps: float | None = None  # GPU-to-GPU, both directions together (as datasheets print it)
+    link: str = ""  # what that link is: "NVLink 4", "PCIe Gen4 x16"
+
+    @property
+    def memory_bytes(self) -> int:
+        """What one process can allocate: the driver's total where a source gives it, else the
+        vendor's figure in 10⁹ bytes (`memory_from_driver` says which)."""
+        return self.driver_mib * MIB if self.driver_mib is not None else round(self.memory_gb * 1e9)
+
+    @property
+    def memory_from_driver(self) -> bool:
+        return self.driver_mib is not None
 
     def tflops_for(self, dtype: str) -> float | None:
         return self.tflops.get(dtype)
@@ -132,10 +154,13 @@ GPUS: tuple[GPU, ...] = (
         "NVIDIA B200 (HGX)",
         r"B200",
         180,
-        8000,
-        _r(fp64=37, fp32=75, tf32=1125, bf16=2250, fp16=2250, fp8=4500, fp4=9000, int8=4500),
+        7700,
+        _r(fp64=37, fp32=75, tf32=1100, bf16=2250, fp16=2250, fp8=4500, fp4=9000, int8=4500),
         "nvidia-b200",
-        notes=("HGX B200 at 1,000 W per GPU; the datasheet prints fp4…tf32 with sparsity: halved here",),
+        notes=(
+            "HGX B200 at 1,000 W per GPU; 7.7 TB/s and TF32 1,100 dense are NVIDIA's current per-GPU figures "
+            "(earlier 8 TB/s and 1,125); the datasheet prints fp4…tf32 with sparsity: halved here",
+        ),
     ),
     GPU("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", r"A100.*PCIe.*80GB|A100 80GB PCIe", 80, 1935, _A100, "nvidia-a100"),
     GPU("a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", r"A100.*PCIe", 40, 1555, _A100, "nvidia-a100"),
@@ -202,6 +227,72 @@ GPUS: tuple[GPU, ...] = (
         notes=("AMD prints dense rates; sparsity doubles fp8, bf16, tf32",),
     ),
 )
+
+
+# source key → (what it shows, where it is published): the memory total the driver reports.
+DRIVER_SOURCES: dict[str, tuple[str, str]] = {
+    "smi-h200": ("nvidia-smi on 8 × H200 SXM, driver 570.158.01: 143771MiB each", "quoted in ffn's issue 35 (the deployment answer)"),
+    "nccl-1264": ("nvidia-smi on 8 × H100 80GB HBM3, driver 550.54.15: 81559MiB each", "https://github.com/NVIDIA/nccl/issues/1264"),
+    "modal-2797": (
+        "nvidia-smi totals on Modal's GPUs (H100 81559, A100 80GB 81920, A100 40GB 40960, A10 23028, L40S 46068, L4 23034, T4 15360 MiB)",
+        "https://github.com/modal-labs/modal-client/pull/2797",
+    ),
+    "club-3090-617": ("nvidia-smi on a GeForce RTX 5090, driver 595.71.05: 32607MiB", "https://github.com/noonghunna/club-3090/issues/617"),
+    "club-3090-1139": ("nvidia-smi on GeForce RTX 3090s, driver 580.173.02: 24576MiB", "https://github.com/noonghunna/club-3090/pull/1139"),
+    "cachecha-v100": (
+        "nvidia-smi on 4 × Tesla V100-PCIE (32 GB), driver 410.48: 32480MiB",
+        "https://blog.cachecha.com/csdn/kunhe0512/126265050.html",
+    ),
+}
+
+# key → (MiB the driver reports, its DRIVER_SOURCES key)
+_DRIVER: dict[str, tuple[int, str]] = {
+    "h200": (143771, "smi-h200"),
+    "h100": (81559, "nccl-1264"),
+    "a100-80gb": (81920, "modal-2797"),
+    "a100-40gb": (40960, "modal-2797"),
+    "a10": (23028, "modal-2797"),
+    "l40s": (46068, "modal-2797"),
+    "l4": (23034, "modal-2797"),
+    "t4": (15360, "modal-2797"),
+    "rtx-5090": (32607, "club-3090-617"),
+    "rtx-3090": (24576, "club-3090-1139"),
+    "v100-pcie": (32480, "cachecha-v100"),
+}
+# key → (GB/s GPU to GPU, both directions, and the link), as the row's own datasheet prints it.
+# A PCIe card's NVLink bridge joins pairs only: the PCIe figure is what a layout of more runs over.
+_PCIE4, _PCIE5 = (64, "PCIe Gen4 x16"), (128, "PCIe Gen5 x16")
+_LINKS: dict[str, tuple[float, str]] = {
+    "h200-nvl": (900, "NVLink bridge, 2- or 4-way"),
+    "h200": (900, "NVLink 4"),
+    "h100-pcie": _PCIE5,
+    "h100-nvl": _PCIE5,
+    "h100": (900, "NVLink 4"),
+    "h20": (900, "NVLink 4"),
+    "b200": (1800, "NVLink 5"),
+    "a100-pcie-80gb": _PCIE4,
+    "a100-pcie-40gb": _PCIE4,
+    "a100-40gb": (600, "NVLink 3"),
+    "a100-80gb": (600, "NVLink 3"),
+    "a10": _PCIE4,
+    "l40s": _PCIE4,
+    "l40": _PCIE4,
+    "l4": _PCIE4,
+    "v100-pcie": (32, "PCIe Gen3 x16"),
+    "v100": (300, "NVLink 2"),
+    "t4": (32, "PCIe Gen3 x16"),
+    "mi325x": (896, "Infinity Fabric, 7 links"),
+    "mi300x": (896, "Infinity Fabric, 7 links"),
+}
+
+
+def _with_driver_and_link(gpu: GPU) -> GPU:
+    mib, source = _DRIVER.get(gpu.key, (None, ""))
+    gbps, link = _LINKS.get(gpu.key, (None, ""))
+    return replace(gpu, driver_mib=mib, driver_source=source, link_gbps=gbps, link=link)
+
+
+GPUS = tuple(_with_driver_and_link(g) for g in GPUS)
 
 
 def gpu_for_device_name(device_name: str) -> GPU | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Roofline", "expected_distinct_experts"]
+__all__ = ["Roofline", "busiest_rank_experts", "expected_distinct_experts"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +55,23 @@ def expected_distinct_experts(experts: int, top_k: int, tokens: int) -> float:
     if not 0 < top_k <= experts or tokens < 0:
         raise ValueError(f"need 0 < top_k ≤ experts and tokens ≥ 0, got k={top_k}, E={experts}, T={tokens}")
     return experts * (1 - (1 - top_k / experts) ** tokens)
+
+
+def busiest_rank_experts(experts: int, top_k: int, tokens: int, ranks: int) -> float:
+    """The experts the busiest of `ranks` expert-parallel ranks touches, in expectation, each
+    rank holding experts / ranks of them, under uniform routing: each expert is touched with
+    p = 1 − (1 − k/E)^T, a rank's count taken as Binomial(E / ranks, p) independently of the
+    others', and E[max] = Σ_j (1 − F(j)^ranks) over j < E / ranks. One rank: the mean itself."""
+    if ranks == 1:
+        return expected_distinct_experts(experts, top_k, tokens)
+    if experts % ranks:
+        raise ValueError(f"{ranks} ranks must divide {experts} experts")
+    held = experts // ranks
+    p = 1 - (1 - top_k / experts) ** tokens
+    cdf, pmf = 0.0, (1 - p) ** held
+    expected = 0.0
+    for j in range(held):
+        cdf += pmf
+        expected += 1 - min(cdf, 1.0) ** ranks
+        pmf = pmf * (held - j) / (j + 1) * (p / (1 - p)) if p < 1 else 0.0
+    return expected

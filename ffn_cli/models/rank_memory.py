@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.models.parallel_layout import layout_for
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.weights import Checkpoint
 
@@ -34,26 +33,16 @@ class RankMemory:
 
 
 def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> RankMemory:
-    for name, n in (("tp", tp), ("ep", ep)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise FFNError(name, n, _("must be a positive number of GPUs"))
-    if max(tp, ep) % min(tp, ep):
-        raise FFNError("ep", ep, _("and --tp {tp} must divide one another: the layout has max(tp, ep) GPUs").format(tp=tp))
-    experts = spec.moe_ffn.experts if spec.moe_ffn is not None and spec.moe_layers else 0
-    if ep > 1 and not experts:
-        raise FFNError("ep", ep, _("{name} has no routed experts to divide: use --tp").format(name=spec.name))
-    if ep > 1 and experts % ep:
-        raise FFNError("ep", ep, _("must divide the {experts} experts").format(experts=experts))
+    layout = layout_for(spec, tp=tp, ep=ep)
     bits = {"experts": 0, "split": 0, "replicated": 0}
     for t in stored.tensors:
         key = "experts" if t.role == "experts" else "replicated" if t.role in _REPLICATED else "split"
         bits[key] += stored.bits_of(t)
-    expert_share = ep if ep > 1 else tp
     return RankMemory(
         tp,
         ep,
-        max(tp, ep),
-        ceil(bits["experts"] / 8 / expert_share),
+        layout.gpus,
+        ceil(bits["experts"] / 8 / layout.expert_share),
         ceil(bits["split"] / 8 / tp),
         ceil(bits["replicated"] / 8),
         stored.bytes_,

@@ -205,13 +205,22 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
+    extras = [_extras_cost(spec, plan, case)] if spec.extras else []
+    return _assemble(spec, case, ffn_costs, layers, attention, _head_cost(spec, plan, case), _embedding_cost(spec, plan, case), extras)
+
+
+def _head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+    """The LM head: every token's logits, its weight read once."""
     d, v, t = spec.d_model, spec.vocab_size, case.tokens
     head_role = "embedding" if spec.tie_word_embeddings else "head"
     head_bytes = t * d * case.act_bytes + t * v * case.act_bytes
-    head = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
-    embed = PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
-    extras = [_extras_cost(spec, plan, case)] if spec.extras else []
-    return _assemble(spec, case, ffn_costs, layers, attention, head, embed, extras)
+    return PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
+
+
+def _embedding_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+    """The embeddings: one row read per token, no matmul."""
+    d, t = spec.d_model, case.tokens
+    return PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
 
 
 def _total(name: str, parts: list[PartCost]) -> PartCost:

@@ -11,7 +11,7 @@ picks a set of roles, and a config.json's `quantization_config` is read into one
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import ceil, prod
 from typing import Any, Literal
 
@@ -55,15 +55,20 @@ ROLE_WORDS = {
     "vision": N_("vision tower"),
     "other": N_("other"),
 }
+PART_WORDS = {"mtp": N_("multi-token prediction"), "bias": N_("router score biases")}
 
 
 @dataclass(frozen=True)
 class WeightTensor:
-    """`count` tensors of one role and shape across the model."""
+    """`count` tensors of one role and shape across the model. A tensor the checkpoint ships
+    beside the model (a multi-token-prediction layer's) has `part` "mtp" and is stored as its
+    `role` says; `stored` fixes its format whatever the plan (a float32 bias)."""
 
     role: Role
     shape: tuple[int, ...]
     count: int
+    part: str = ""
+    stored: str = ""
 
     @property
     def params(self) -> int:
@@ -136,11 +141,23 @@ class StoragePlan:
     origin: str
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
+        if t.stored:
+            return FORMATS[t.stored]
         return self.fmt if t.role in self.roles else self.rest
 
 
-def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf16") -> StoragePlan:
-    """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor, a quantized one the linears by default."""
+def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf16", config: Mapping[str, Any] | None = None) -> StoragePlan:
+    """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor; a quantized one
+    what the checkpoint's quantization_config quantizes (`config`, where ffn reads it: gpt-oss
+    keeps attention in bf16), else the linears, unless --quantize says."""
+    if quantize is None and config is not None:
+        shipped, _note = plan_from_config(config)
+        plan = plan_from_options(weights, None, rest_dtype)
+        if shipped is not None and plan.fmt.quantized:
+            kept = shipped.origin.split(", ", 1)[-1]  # "not converted: …"
+            origin = f"--weights {plan.fmt.name} where config.json's quantization_config quantizes ({kept})"
+            return StoragePlan(plan.fmt, shipped.roles, plan.rest, origin)
+        return plan
     try:
         fmt = parse_format(weights)
     except ValueError:  # the one refusal parse_format words: "choose SYNTAX", said here in the run's language
@@ -203,8 +220,20 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
             fmt = WeightFormat(f"fp8-block-{block[0]}x{block[1]}", 8, "e4m3", block=(block[0], block[1]), scale="fp32", compute_dtype="fp8")
         else:
             return None, f"quantization_config weight_block_size {block!r} not read"
+        if qc.get("activation_scheme") == "static":  # one float32 input_scale per linear beside its weight's
+            words = ("a weight_scale and " if fmt.tensor_scale_bits else "") + "an input_scale, fp32, per tensor"
+            fmt = replace(fmt, name=f"{fmt.name}-static", tensor_scale_bits=fmt.tensor_scale_bits + 32, tensor_words=words)
         # transformers' FP8 replaces nn.Linear layers: MoE routers, embeddings and the head are not ones.
         scope = _LINEARS
+    elif method == "compressed-tensors":
+        from ffn_cli.models.compressed_tensors import compressed_tensors_format
+
+        read_ct = compressed_tensors_format(qc, str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"))
+        if isinstance(read_ct, str):
+            return None, read_ct
+        # every Linear the group targets, lm_head and routers too, unless `ignore` names them
+        fmt, scope = read_ct, _LINEARS | {"head", "router"}
+        excluded, unread = _not_converted(list(qc.get("ignore") or []))
     elif method in ("gptq", "awq"):
         read = _integer_config(method, qc)
         if isinstance(read, str):
@@ -216,7 +245,18 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     note = f"; modules_to_not_convert not matched: {', '.join(unread)}" if unread else ""
     kept = ", ".join(ROLE_WORDS[r] for r in sorted(excluded)) or "none"
     rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
+    if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
+        rest = FORMATS["fp16"]
     return StoragePlan(fmt, roles, rest, f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
+
+
+def _made_by_gptqmodel(qc: Mapping[str, Any]) -> bool:
+    """GPTQModel names itself in quantization_config.meta.quantizer; AutoGPTQ wrote no meta, and
+    a zero bias for every linear that GPTQModel leaves out."""
+    meta = qc.get("meta")
+    quantizer = meta.get("quantizer", "") if isinstance(meta, Mapping) else ""
+    names = quantizer if isinstance(quantizer, list) else [quantizer]
+    return any(str(n).lower().startswith("gptqmodel") for n in names)
 
 
 def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
@@ -228,7 +268,7 @@ def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
     if method == "gptq":
         if bits not in (2, 3, 4, 8):
             return f"quantization_config gptq bits {bits!r} not read"
-        return gptq(bits, group)
+        return gptq(bits, group, zero_biases=not _made_by_gptqmodel(qc))
     version = str(qc.get("version", "gemm")).lower()
     if bits != 4 or group < 1 or version != "gemm" or qc.get("zero_point", True) is not True:
         zero = qc.get("zero_point", True)
@@ -250,13 +290,21 @@ class Checkpoint:
     def bytes_(self) -> int:
         return ceil(sum(self.bits_of(t) for t in self.tensors) / 8)
 
+    def quantized(self, t: WeightTensor) -> bool:
+        return not t.stored and t.role in self.plan.roles
+
     @property
     def quantized_params(self) -> int:
-        return sum(t.params for t in self.tensors if t.role in self.plan.roles)
+        return sum(t.params for t in self.tensors if self.quantized(t))
 
     @property
     def rest_params(self) -> int:
-        return sum(t.params for t in self.tensors if t.role not in self.plan.roles)
+        return sum(t.params for t in self.tensors if not self.quantized(t))
+
+    @property
+    def shipped_params(self) -> int:
+        """Parameters the checkpoint ships beside the model's own (its MTP layers)."""
+        return sum(t.params for t in self.tensors if t.part)
 
     @property
     def total_params(self) -> int:
@@ -269,5 +317,16 @@ class Checkpoint:
         return {role: ceil(bits / 8) for role, bits in out.items()}
 
 
-def checkpoint(spec: ModelSpec, plan: StoragePlan) -> Checkpoint:
-    return Checkpoint(plan, tuple(weight_tensors(spec)))
+def _has_linear_biases(spec: ModelSpec) -> bool:
+    a = spec.attention
+    ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None else [])
+    return any(bool(getattr(a, name, False)) for name in ("qkv_bias", "o_bias", "bias")) or any(bool(f.bias) for f in ffns)
+
+
+def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, ...] = ()) -> Checkpoint:
+    """The model's tensors under `plan`, and `shipped`: what the checkpoint holds beside them.
+    A format that stores a zero bias per quantized linear (AutoGPTQ's) adds none to a model with
+    biases of its own: those are its tensors already, stored as they are."""
+    if plan.fmt.row_bias_bits and _has_linear_biases(spec):
+        plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
+    return Checkpoint(plan, (*weight_tensors(spec), *shipped))

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ffn_cli.hardware import DTYPES, GPU, SOURCES
 from ffn_cli.hardware.cpu import MeasuredCPU
+from ffn_cli.hardware.gpus import DRIVER_SOURCES
 from ffn_cli.i18n import N_, _
 from ffn_cli.render.fit import Col, FitTable
 
@@ -19,7 +20,7 @@ _DROP = {"fp64": 1, "fp16": 2, "tf32": 3, "int8": 4}
 NOTE = N_(
     "TFLOP/s (int8: TOP/s), DENSE: a datasheet's 'with sparsity' figure is 2:4 structured sparsity, "
     "which a dense GEMM never uses, so it is halved; — where the source gives no rate. memory GB and "
-    "bandwidth GB/s are 10⁹ bytes. Sources: docs/hardware.md."
+    "bandwidth GB/s are 10⁹ bytes; driver MiB (2²⁰ bytes) is what nvidia-smi reports. Sources: docs/hardware.md."
 )
 
 
@@ -35,7 +36,13 @@ def gpu_data(gpu: GPU) -> dict[str, Any]:
         "name": gpu.name,
         "aliases": list(gpu.aliases),
         "memory_gb": gpu.memory_gb,
+        "driver_memory_mib": gpu.driver_mib,
+        "memory_bytes": gpu.memory_bytes,
+        "memory_from": "driver" if gpu.memory_from_driver else "datasheet",
+        **({"driver_source": dict(zip(("what", "where"), DRIVER_SOURCES[gpu.driver_source], strict=True))} if gpu.driver_source else {}),
         "bandwidth_gbps": gpu.bandwidth_gbps,
+        "link_gbps": gpu.link_gbps,
+        "link": gpu.link or None,
         "dense_tflops": {d: gpu.tflops.get(d) for d in DTYPES},
         "ridge_flop_per_byte": {d: gpu.ridge(d) for d in DTYPES if d in gpu.tflops},
         "source": {"key": gpu.source, "title": title, "where": where},
@@ -66,8 +73,15 @@ def _gpu_table(gpus: list[GPU]) -> FitTable:
     columns += [Col(d, drop=_DROP.get(d)) for d in DTYPES]
     rows: list[Any] = []
     for g in gpus:
+        # The memory a process can allocate, as the driver reports it, under the datasheet's GB.
+        driver = "" if g.driver_mib is None else "\n[dim]" + _("driver: {mib} MiB").format(mib=f"{g.driver_mib:,}") + "[/]"
         rows.append(
-            [f"{g.key}\n[dim]{g.name}[/]", f"{g.memory_gb:,.0f}", f"{g.bandwidth_gbps:,.0f}", *(_rate(g.tflops.get(d)) for d in DTYPES)]
+            [
+                f"{g.key}\n[dim]{g.name}[/]{driver}",
+                f"{g.memory_gb:,.0f}",
+                f"{g.bandwidth_gbps:,.0f}",
+                *(_rate(g.tflops.get(d)) for d in DTYPES),
+            ]
         )
     return FitTable(_("GPUs: dense peak TFLOP/s per dtype (--gpu KEY)"), columns, rows, caption=Text(_(NOTE), style="dim"))
 
@@ -97,14 +111,16 @@ def hardware_view(gpus: list[GPU], cpu: MeasuredCPU | None) -> RenderableType:
 
 def hardware_markdown(gpus: list[GPU]) -> str:
     """The table as docs/hardware.md prints it: one row per GPU with its source key."""
-    head = ["key", "GPU", "memory GB", "GB/s", *DTYPES, "source"]
+    head = ["key", "GPU", "memory GB", "driver MiB", "GB/s", "GPU↔GPU GB/s", *DTYPES, "source"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for g in gpus:
         cells = [
             f"`{g.key}`",
             g.name,
             f"{g.memory_gb:,.0f}",
+            "—" if g.driver_mib is None else f"{g.driver_mib:,} (`{g.driver_source}`)",
             f"{g.bandwidth_gbps:,.0f}",
+            "—" if g.link_gbps is None else f"{g.link_gbps:,.0f} ({g.link})",
             *(_rate(g.tflops.get(d)) for d in DTYPES),
             f"`{g.source}`",
         ]
@@ -115,4 +131,11 @@ def hardware_markdown(gpus: list[GPU]) -> str:
 def sources_markdown() -> str:
     lines = ["| key | document | where |", "|---|---|---|"]
     lines += [f"| `{key}` | {title} | {where} |" for key, (title, where) in SOURCES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def driver_sources_markdown() -> str:
+    """Where each driver-reported memory total comes from."""
+    lines = ["| key | what it shows | where |", "|---|---|---|"]
+    lines += [f"| `{key}` | {what} | {where} |" for key, (what, where) in DRIVER_SOURCES.items()]
     return "\n".join(lines) + "\n"

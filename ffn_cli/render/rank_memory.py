@@ -1,4 +1,5 @@
-"""Weights per GPU under --tp / --ep, and whether they fit the --gpu named."""
+"""Weights per GPU under --tp / --ep, and with --gpu the whole of one GPU's bytes against the
+memory its driver reports: fits or not, what is free, the largest batch and longest context."""
 
 from __future__ import annotations
 
@@ -7,25 +8,69 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.hardware import GPU
+from ffn_cli.hardware.gpus import DRIVER_SOURCES, SOURCES
+from ffn_cli.hardware.reserve import RESERVE_SOURCE
 from ffn_cli.i18n import N_, _
+from ffn_cli.models.gpu_memory import GPUMemory
 from ffn_cli.models.rank_memory import RankMemory
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 
-__all__ = ["rank_memory_data", "rank_memory_view"]
+__all__ = ["capacity_data", "rank_memory_data", "rank_memory_view"]
 
 NOT_COUNTED = N_(
     "weights only: the KV cache, activations, CUDA context and allocator slack, and communication buffers are not "
     "counted, so a model that fits here can still run out of memory"
 )
+COUNTED = N_(
+    "counted: the weights as stored; the KV cache of this GPU's sequences at the context (its share of the KV heads; "
+    "MLA's latent whole; a mixer's state split over --tp); activations: the pass's tokens × (2 × d_model + the widest "
+    "intermediate of a layer on this GPU) and a float32 logits row per sequence; the runtime reserve as vLLM measured "
+    "it. Not counted: CUDA graphs, fragmentation beyond the reserve"
+)
+_PHASE_WORDS = {"prefill": N_("prefill"), "decode": N_("decode")}
+# hardware/reserve.py's words for what the reserve holds (that package translates nothing)
+_RESERVE_WORDS = {
+    "CUDA context and allocator": N_("CUDA context and allocator"),
+    "CUDA context, allocator, NCCL buffers": N_("CUDA context, allocator, NCCL buffers"),
+}
 
 
-def _fits(r: RankMemory, gpu: GPU | None) -> bool | None:
-    return None if gpu is None else r.per_gpu_bytes <= gpu.memory_gb * 1e9
+def capacity_data(gpu: GPU) -> dict[str, Any]:
+    """The GPU's memory as the fit reads it: the driver's total, or the datasheet's when no source gives one."""
+    if gpu.memory_from_driver:
+        what, where = DRIVER_SOURCES[gpu.driver_source]
+        source = {"kind": "driver", "mib": gpu.driver_mib, "what": what, "where": where}
+    else:
+        what, where = SOURCES[gpu.source]
+        source = {"kind": "datasheet", "gb": gpu.memory_gb, "what": what, "where": where}
+    return {"gpu_memory_bytes": gpu.memory_bytes, "gpu_memory_gb_datasheet": gpu.memory_gb, "gpu_memory_source": source}
 
 
-def rank_memory_data(r: RankMemory, gpu: GPU | None) -> dict[str, Any]:
+def _fit_data(fit: GPUMemory) -> dict[str, Any]:
     return {
+        "gpu": fit.gpu.key,
+        **capacity_data(fit.gpu),
+        "phase": fit.case.phase,
+        "batch": fit.case.batch,
+        "context": fit.case.context,
+        "sequences_per_gpu": fit.layout.sequences(fit.case.batch),
+        "kv_cache_bytes": fit.kv_cache_bytes,
+        "activation_bytes": fit.activation_bytes,
+        "reserve_bytes": fit.reserve.bytes_,
+        "reserve_source": {"what": RESERVE_SOURCE[0], "where": RESERVE_SOURCE[1]},
+        "total_bytes": fit.total_bytes,
+        "fits": fit.fits,
+        "free_bytes": fit.free_bytes,
+        "max_batch": fit.max_batch,
+        "max_context": fit.max_context,
+        "context_limit": fit.context_limit,
+        "counted": COUNTED,
+    }
+
+
+def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {
         "tp": r.tp,
         "ep": r.ep,
         "gpus": r.gpus,
@@ -34,30 +79,85 @@ def rank_memory_data(r: RankMemory, gpu: GPU | None) -> dict[str, Any]:
         "replicated_bytes": r.replicated_bytes,
         "per_gpu_bytes": r.per_gpu_bytes,
         "checkpoint_bytes": r.total_bytes,
-        "gpu": None if gpu is None else gpu.key,
-        "gpu_memory_bytes": None if gpu is None else int(gpu.memory_gb * 1e9),
-        "fits": _fits(r, gpu),
-        "not_counted": NOT_COUNTED,
     }
+    return data | (_fit_data(fit) if fit is not None else {"not_counted": NOT_COUNTED})
 
 
-def rank_memory_view(r: RankMemory, gpu: GPU | None) -> FitTable:
-    experts = _("routed experts ÷ {ranks}").format(ranks=r.ep if r.ep > 1 else r.tp)
-    rows: list[Any] = [
-        [experts, fmt_bytes(r.expert_bytes)],
-        [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
-        [_("replicated: biases, norms, routers"), fmt_bytes(r.replicated_bytes)],
+def _capacity_label(gpu: GPU) -> str:
+    if gpu.memory_from_driver:
+        return _("{gpu}: {mib} MiB (driver)").format(gpu=gpu.name, mib=f"{gpu.driver_mib:,}")
+    return _("{gpu}: {gb} GB (datasheet; no driver figure)").format(gpu=gpu.name, gb=f"{gpu.memory_gb:g}")
+
+
+def _fit_rows(fit: GPUMemory) -> list[Any]:
+    c = fit.case
+    seqs = fit.layout.sequences(c.batch)
+    kv = _("KV cache: {n} × {context} tokens").format(n=f"{seqs:,}", context=f"{c.context:,}")
+    acts = _("activations ({phase})").format(phase=_(_PHASE_WORDS[c.phase]))
+    share = f"{100 * fit.total_bytes / fit.capacity_bytes:.1f}%"
+    if fit.fits:
+        verdict = _("fits: {share} used, {free} free").format(share=share, free=fmt_bytes(fit.free_bytes))
+    else:
+        verdict = _("[bold]does not fit[/]: {share} of it, {over} over").format(share=share, over=fmt_bytes(-fit.free_bytes))
+    longest = _("longest context at batch {batch}").format(batch=f"{c.batch:,}")
+    if fit.max_context == fit.context_limit:
+        longest = _("longest context at batch {batch}: the model's limit").format(batch=f"{c.batch:,}")
+    past = []
+    if fit.context_limit is not None and c.context > fit.context_limit:
+        past = [
+            [
+                _("[yellow]context {context} is past the model's {limit}[/]").format(
+                    context=f"{c.context:,}", limit=f"{fit.context_limit:,}"
+                ),
+                "",
+            ]
+        ]
+    return [
+        [kv, fmt_bytes(fit.kv_cache_bytes)],
+        [acts, fmt_bytes(fit.activation_bytes)],
+        [
+            _("runtime reserve: {what}").format(what=_(_RESERVE_WORDS.get(fit.reserve.what, fit.reserve.what))),
+            fmt_bytes(fit.reserve.bytes_),
+        ],
         None,
-        ["[bold]" + _("weights per GPU") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
+        ["[bold]" + _("total per GPU") + "[/]", f"[bold]{fmt_bytes(fit.total_bytes)}[/]"],
+        [_capacity_label(fit.gpu), fmt_bytes(fit.capacity_bytes)],
+        [verdict, ""],
+        [_("largest batch at context {context}").format(context=f"{c.context:,}"), f"{fit.max_batch:,}"],
+        [longest, f"{fit.max_context:,}"],
+        *past,
     ]
-    if gpu is not None:
-        memory = gpu.memory_gb * 1e9
-        share = f"{100 * r.per_gpu_bytes / memory:.1f}%"
-        verdict = _("fits, weights use {share}") if _fits(r, gpu) else _("[bold]does not fit[/], weights use {share}")
-        rows.append([f"{gpu.name}: {gpu.memory_gb:g} GB", fmt_bytes(memory)])
-        rows.append([verdict.format(share=share), ""])
-    title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
-        tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
-    )
+
+
+def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
+    experts = _("routed experts ÷ {ranks}").format(ranks=r.ep if r.ep > 1 else r.tp)
+    rows: list[Any] = []
+    if fit is not None and r.gpus == 1:  # nothing is split: the checkpoint whole
+        rows.append(["[bold]" + _("weights") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"])
+    else:
+        if r.expert_bytes or fit is None:
+            rows.append([experts, fmt_bytes(r.expert_bytes)])
+        rows += [
+            [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
+            [_("replicated: biases, norms, routers"), fmt_bytes(r.replicated_bytes)],
+            None,
+            ["[bold]" + _("weights per GPU") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
+        ]
+    if fit is None:
+        title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
+            tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
+        )
+        caption = _(NOT_COUNTED)
+    else:
+        rows += _fit_rows(fit)
+        if r.gpus == 1:
+            title = _("memory of one GPU (checkpoint {bytes})").format(bytes=fmt_bytes(r.total_bytes))
+        else:
+            title = _("memory per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
+                tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
+            )
+        caption = _(COUNTED)
     columns = [Col(_("weights"), "text"), Col(_("bytes"))]
-    return FitTable(Text(title), columns, rows, caption=Text(_(NOT_COUNTED), style="dim"))
+    if fit is not None:
+        columns[0] = Col(_("per GPU"), "text")
+    return FitTable(Text(title), columns, rows, caption=Text(caption, style="dim"))

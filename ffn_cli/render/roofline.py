@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ffn_cli.hardware import GPU
 from ffn_cli.i18n import N_, _
+from ffn_cli.models.gpu_roofline import NODE_GPUS, GPUPass
 from ffn_cli.models.roofline import PartCost, PassCost
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops
@@ -77,7 +78,57 @@ def _backward_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]
     return data
 
 
-def roofline_data(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, backward: list[PassCost] | None = None) -> dict[str, Any]:
+PER_GPU_NOTE = N_(
+    "per GPU: its share of the pass (weights and FLOPs ÷ --tp; the routed experts on the busiest --ep rank, its "
+    "expected experts touched; its KV heads). comm: each layer's --tp all-reduces and --ep all-to-all (dispatch "
+    "and combine), the bytes one GPU sends over {link} at {gbps} GB/s (half each way), added to the time, not "
+    "overlapped, no latency counted"
+)
+NO_LINK_NOTE = N_("per GPU: its share of the pass; comm not counted: the table has no GPU-to-GPU bandwidth for {gpu}")
+SPANS_NODES_NOTE = N_(
+    "{gpus} GPUs span more than one {node}-GPU node: the network between nodes, slower and not in the table, "
+    "carries part of the traffic, so comm here is a lower bound"
+)
+
+
+def _comm_data(g: GPUPass, model: PartCost, gpu: GPU, peak: float) -> dict[str, Any]:
+    comm = g.comm
+    seconds = None if gpu.link_gbps is None else comm.time_s(comm.model_bytes, gpu.link_gbps)
+    compute = model.roofline(peak, gpu.bandwidth_gbps).time_s
+    return {
+        "attention_layer_bytes_sent": comm.attention_bytes,
+        "ffn_layer_bytes_sent": comm.ffn_bytes,
+        "model_bytes_sent": comm.model_bytes,
+        "model_s": seconds,
+        "model_ms": None if seconds is None else seconds * 1e3,
+        "time_per_gpu_lower_bound_ms": (compute + (seconds or 0.0)) * 1e3,
+    }
+
+
+def layout_data(g: GPUPass, gpu: GPU) -> dict[str, Any]:
+    layout = g.layout
+    return {
+        "tp": layout.tp,
+        "ep": layout.ep,
+        "gpus": layout.gpus,
+        "attention_groups": layout.dp,
+        "per_gpu": True,
+        "link": gpu.link or None,
+        "link_gbps": gpu.link_gbps,
+        "link_source": gpu.source if gpu.link_gbps is not None else None,
+        "communication": "added, not overlapped" if gpu.link_gbps is not None else "not counted: no link bandwidth",
+        "spans_nodes": layout.gpus > NODE_GPUS,
+    }
+
+
+def roofline_data(
+    costs: list[PassCost],
+    gpu: GPU,
+    dtype: str,
+    origin: str,
+    backward: list[PassCost] | None = None,
+    per_gpu: list[GPUPass] | None = None,
+) -> dict[str, Any]:
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     cases = [
         {
@@ -91,6 +142,8 @@ def roofline_data(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, back
         }
         for c in costs
     ]
+    for case, g in zip(cases, per_gpu or [], strict=False):
+        case["communication"] = _comm_data(g, g.cost.model, gpu, peak)
     for case, b in zip(cases, backward or [], strict=False):
         case["backward"] = {
             "ffn_one_layer": _backward_data(b.ffn, peak, bandwidth),
@@ -106,12 +159,30 @@ def roofline_data(costs: list[PassCost], gpu: GPU, dtype: str, origin: str, back
         "weights": origin,
         "note": BOUND_NOTE,
         **({"backward_note": BACKWARD_NOTE} if backward else {}),
+        **({"gpus": layout_data(per_gpu[0], gpu)} if per_gpu else {}),
         "cases": cases,
     }
 
 
+def _comm_rows(g: GPUPass, gpu: GPU, peak: float, n_layers: int) -> list[list[str]]:
+    """Under a batch's rows: what one GPU sends over the pass, and its time with the compute's."""
+    model = g.cost.model.roofline(peak, gpu.bandwidth_gbps).time_s
+    if gpu.link_gbps is None:
+        return []
+    seconds = g.comm.time_s(g.comm.model_bytes, gpu.link_gbps)
+    comm = ["", _("comm ×{n}").format(n=n_layers), "", fmt_bytes(g.comm.model_bytes), "", _("link"), fmt_time(seconds)]
+    total = ["", _("per GPU"), "", "", "", "", f"[bold]{fmt_time(model + seconds)}[/]"]
+    return [comm, total]
+
+
 def roofline_view(
-    costs: list[PassCost], gpu: GPU, dtype: str, origin: str, n_layers: int, backward: list[PassCost] | None = None
+    costs: list[PassCost],
+    gpu: GPU,
+    dtype: str,
+    origin: str,
+    n_layers: int,
+    backward: list[PassCost] | None = None,
+    per_gpu: list[GPUPass] | None = None,
 ) -> FitTable:
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     moe = any(c.ffn.experts for c in costs)
@@ -146,19 +217,36 @@ def roofline_view(
             if moe:
                 cells.append(_("{touched} of {experts}").format(touched=f"{p.experts_touched:.3g}", experts=p.experts) if p.experts else "")
             rows.append(cells)
+        if per_gpu is not None:
+            rows += [[*r, ""] if moe else r for r in _comm_rows(per_gpu[k], gpu, peak, n_layers)]
     case = costs[0].case
     if case.phase == "decode":
         what = _("decode, context {n}").format(n=f"{case.seq_len:,}")
     else:
         what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
-    title = Text(
-        _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
-            gpu=gpu.name, dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
-        )
+    title_text = _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
+        gpu=gpu.name, dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
     )
+    if per_gpu is not None:
+        layout = per_gpu[0].layout
+        title_text = _("one GPU of {gpus} (--tp {tp} --ep {ep}), {roofline}").format(
+            gpus=layout.gpus, tp=layout.tp, ep=layout.ep, roofline=title_text
+        )
+    title = Text(title_text)
     caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=origin)
     if backward is not None:
         caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:
         caption += _(" experts: read by the pass, E·(1 − (1 − k/E)^T) in expectation under uniform routing (real routers touch fewer).")
+    if per_gpu is not None:
+        caption += _(" {per_gpu_note}.").format(per_gpu_note=_per_gpu_caption(per_gpu[0], gpu))
     return FitTable(title, columns, rows, caption=Text(caption, style="dim"))
+
+
+def _per_gpu_caption(g: GPUPass, gpu: GPU) -> str:
+    if gpu.link_gbps is None:
+        return _(NO_LINK_NOTE).format(gpu=gpu.name)
+    text = _(PER_GPU_NOTE).format(link=gpu.link, gbps=f"{gpu.link_gbps:,.0f}")
+    if g.layout.gpus > NODE_GPUS:
+        text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=NODE_GPUS)
+    return text

@@ -8,21 +8,26 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.weights import ROLE_WORDS, Checkpoint
+from ffn_cli.models.weights import PART_WORDS, ROLE_WORDS, Checkpoint
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count
 
 __all__ = ["checkpoint_data", "checkpoint_view"]
 
+MIXED = N_("mixed")  # a row whose tensors take more than one format (an MTP layer's)
 NOT_COUNTED = N_("weights only: the KV cache, activations, optimizer state and runtime buffers are not counted")
 
 
 def _rows(c: Checkpoint) -> list[dict[str, Any]]:
-    """One row per (role, format), in the order the roles first appear."""
+    """One row per role, in the order the roles first appear; what the checkpoint ships beside
+    the model (its MTP layers) a row of its own, in whatever formats its tensors take."""
     grouped: dict[str, dict[str, Any]] = {}
     for t in c.tensors:
         fmt = c.plan.format_of(t)
-        row = grouped.setdefault(t.role, {"role": t.role, "what": ROLE_WORDS[t.role], "format": fmt.name, "params": 0, "bits": 0})
+        key, words = (t.part, PART_WORDS[t.part]) if t.part else (t.role, ROLE_WORDS[t.role])
+        row = grouped.setdefault(key, {"role": key, "what": words, "format": fmt.name, "params": 0, "bits": 0})
+        if row["format"] != fmt.name:
+            row["format"] = "mixed"
         row["params"] += t.params
         row["bits"] += c.bits_of(t)
     for row in grouped.values():
@@ -37,7 +42,9 @@ def checkpoint_data(c: Checkpoint, bf16_bytes: int, note: str = "") -> dict[str,
         "origin": c.plan.origin,
         "format": {"name": fmt.name, "bits_per_weight": float(fmt.bits_per_weight()), "description": fmt.describe()},
         "rest_format": c.plan.rest.name,
-        "quantized_roles": sorted({t.role for t in c.tensors if t.role in c.plan.roles}),
+        "quantized_roles": sorted({t.role for t in c.tensors if c.quantized(t) and not t.part}),
+        "shipped_params": c.shipped_params,
+        "total_params": c.total_params,  # the model's and what the checkpoint ships beside it
         "quantized_params": c.quantized_params,
         "rest_params": c.rest_params,
         "bytes": c.bytes_,
@@ -59,7 +66,8 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
     ]
     rows: list[Any] = []
     for r in _rows(c):
-        rows.append([_(r["what"]), fmt_count(r["params"]), r["format"], f"{r['bits_per_weight']:.6g}", fmt_bytes(r["bytes"])])
+        fmt = _(MIXED) if r["format"] == "mixed" else r["format"]
+        rows.append([_(r["what"]), fmt_count(r["params"]), fmt, f"{r['bits_per_weight']:.6g}", fmt_bytes(r["bytes"])])
     rows.append(None)
     bits = f"{8 * c.bytes_ / c.total_params:.4g}"
     rows.append(["[bold]" + _("checkpoint") + "[/]", fmt_count(c.total_params), "", bits, f"[bold]{fmt_bytes(c.bytes_)}[/]"])

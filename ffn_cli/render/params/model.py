@@ -19,8 +19,9 @@ from ffn_cli.render.params.common import attention_data, pct, ratio, share, tabl
 
 if TYPE_CHECKING:
     from ffn_cli.models.count import ModelParams, TrainingMemory
+    from ffn_cli.spec import FFNSpec
 
-__all__ = ["memory_rows", "model_data", "model_view", "training_data"]
+__all__ = ["applied_fields", "memory_rows", "model_data", "model_view", "training_data"]
 
 # Weight memory is shown for these; JSON carries every dtype the accounting knows.
 _SHOWN_DTYPES = ("float32", "bfloat16", "float8")
@@ -35,6 +36,14 @@ def training_data(t: TrainingMemory) -> dict[str, Any]:
         "optimizer_bytes": t.optimizer_bytes,
         "total_bytes": t.total_bytes,
     }
+
+
+def applied_fields(ffn: FFNSpec) -> dict[str, Any]:
+    """The spec's fields that its variant uses (a dense FFN has no experts or top_k): what a
+    program reading --json may take as facts of the model. Those left out are FFNSpec's defaults
+    and mean nothing for it."""
+    used = ffn.info.options_used(ffn)
+    return {k: v for k, v in ffn.as_dict().items() if k in used}
 
 
 def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
@@ -61,8 +70,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
             **({"dense_widths": list(s.dense_widths)} if s.dense_widths else {}),
         },
         "attention": attention_data(s.attention),
-        "dense_ffn": s.dense_ffn.as_dict() if s.dense_ffn else None,
-        "moe_ffn": s.moe_ffn.as_dict() if s.moe_ffn else None,
+        "dense_ffn": applied_fields(s.dense_ffn) if s.dense_ffn else None,
+        "moe_ffn": applied_fields(s.moe_ffn) if s.moe_ffn else None,
         "parts": [
             {
                 "name": p.name,

@@ -1,0 +1,149 @@
+"""Does a deployment fit: one GPU's bytes under a layout, at a phase, batch and context, against
+what the driver says the GPU holds, and the largest batch and longest context that still fit.
+
+Counted per GPU: the weights as stored (models/rank_memory.py); the KV cache of the sequences
+this GPU's attention holds at the context (sliding windows and chunks capped as decoding keeps
+them, models/decode_state.py), of its share of the KV heads (models/parallel_layout.py), and a
+hybrid's recurrent state, split over tp; the pass's activations: its tokens × (the layer's
+input and residual, 2·d_model, plus its widest intermediate on this GPU), and one float32 row
+of logits per sequence (a serving engine samples from the last position alone); and the runtime
+reserve (hardware/reserve.py, measured, with its source). An encoder keeps no cache. Not
+counted: CUDA graphs, the allocator's fragmentation beyond the reserve, a paged cache's last
+partly filled block. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import ceil
+
+from ffn_cli.hardware.gpus import GPU
+from ffn_cli.hardware.reserve import RuntimeReserve, runtime_reserve
+from ffn_cli.models.decode_state import decode_state
+from ffn_cli.models.parallel_layout import Layout, intermediate_width
+from ffn_cli.models.rank_memory import RankMemory
+from ffn_cli.models.spec import ModelSpec
+
+__all__ = ["GPUMemory", "MemoryCase", "gpu_memory"]
+
+LOGIT_BYTES = 4  # logits in float32, as samplers take them
+SEARCH_LIMIT = 1 << 30  # the most sequences or tokens the searches try
+
+
+@dataclass(frozen=True)
+class MemoryCase:
+    """What the GPU runs: `batch` sequences of `context` tokens, in prefill or decode."""
+
+    phase: str
+    batch: int
+    context: int
+    act_bytes: int
+
+
+@dataclass(frozen=True)
+class GPUMemory:
+    ranks: RankMemory
+    gpu: GPU
+    layout: Layout
+    case: MemoryCase
+    kv_cache_bytes: int
+    activation_bytes: int
+    reserve: RuntimeReserve
+    max_batch: int  # at this context (0: not even one sequence fits)
+    max_context: int  # at this batch (0: not even one token fits)
+    context_limit: int | None  # the longest context the model takes (None: its config names none)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.ranks.per_gpu_bytes + self.kv_cache_bytes + self.activation_bytes + self.reserve.bytes_
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.gpu.memory_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+    @property
+    def free_bytes(self) -> int:
+        return self.capacity_bytes - self.total_bytes
+
+
+class _Sizer:
+    """KV cache and activation bytes on one GPU for any batch and context (the searches' one path)."""
+
+    def __init__(
+        self, spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], layout: Layout, phase: str, causal: bool
+    ) -> None:
+        self.spec, self.windows, self.chunks, self.layout, self.phase = spec, windows, chunks, layout, phase
+        self.causal = causal  # an encoder (BERT) attends to the whole input at once and caches nothing
+        self.kv_share = layout.kv_share(spec)
+        self.width = 2 * spec.d_model + intermediate_width(spec, layout)
+
+    def kv_elements_per_sequence(self, context: int) -> float:
+        if not self.causal:
+            return 0.0
+        kinds = decode_state(self.spec, self.windows, self.chunks, context)
+        return sum(k.elements * (self.kv_share if k.tokens is not None else 1 / self.layout.tp) for k in kinds)
+
+    def kv_bytes(self, batch: int, context: int, act_bytes: int) -> int:
+        return ceil(self.layout.sequences(batch) * self.kv_elements_per_sequence(context) * act_bytes)
+
+    def activation_bytes(self, batch: int, context: int, act_bytes: int) -> int:
+        sequences = self.layout.sequences(batch)
+        tokens = sequences * context if self.phase == "prefill" else sequences
+        logits = sequences * ceil(self.spec.vocab_size / self.layout.tp) * LOGIT_BYTES
+        return ceil(tokens * self.width * act_bytes) + logits
+
+
+def _largest(fits: Callable[[int], bool], limit: int) -> int:
+    """The largest n in 1..limit with fits(n), fits being monotone (0 when none)."""
+    if not fits(1):
+        return 0
+    low, high = 1, 2
+    while high <= limit and fits(high):
+        low, high = high, high * 2
+    high = min(high, limit + 1)
+    while high - low > 1:  # fits(low), not fits(high) (or high past the limit)
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
+def gpu_memory(
+    spec: ModelSpec,
+    ranks: RankMemory,
+    windows: Sequence[int | None],
+    chunks: Sequence[int | None],
+    gpu: GPU,
+    layout: Layout,
+    case: MemoryCase,
+    context_limit: int | None = None,
+    *,
+    causal: bool = True,
+) -> GPUMemory:
+    """One GPU's bytes for `case`, and the largest batch (at its context) and longest context
+    (at its batch, up to `context_limit`, the model's max_position_embeddings) that fit."""
+    sizer = _Sizer(spec, windows, chunks, layout, case.phase, causal)
+    reserve = runtime_reserve(layout.gpus)
+    fixed = ranks.per_gpu_bytes + reserve.bytes_
+    b = case.act_bytes
+
+    def total(batch: int, context: int) -> int:
+        return fixed + sizer.kv_bytes(batch, context, b) + sizer.activation_bytes(batch, context, b)
+
+    limit = context_limit or SEARCH_LIMIT
+    return GPUMemory(
+        ranks,
+        gpu,
+        layout,
+        case,
+        sizer.kv_bytes(case.batch, case.context, b),
+        sizer.activation_bytes(case.batch, case.context, b),
+        reserve,
+        _largest(lambda n: total(n, case.context) <= gpu.memory_bytes, SEARCH_LIMIT),
+        _largest(lambda n: total(case.batch, n) <= gpu.memory_bytes, limit),
+        context_limit,
+    )

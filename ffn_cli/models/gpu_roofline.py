@@ -1,0 +1,147 @@
+"""One forward pass as one GPU of a --tp / --ep layout runs it: its share of the FLOPs and bytes,
+and the communication each layer needs, for the roofline per GPU.
+
+Per GPU (the layout as models/parallel_layout.py lays it): attention, a mixer, dense and shared
+FFNs, embeddings and the LM head split over tp (FLOPs and weights ÷ tp), on the sequences of
+this GPU's attention group; the KV cache read and written for its share of the KV heads (all of
+MLA's latent); the routed experts over the expert ranks: with ep > 1 a rank holds E / ep
+experts whole and reads those its tokens touch, the busiest rank's expected count (not the
+mean: the slowest rank sets the pace), and computes its share of the routed tokens,
+T·k / gpus; with ep = 1 every expert is split over tp.
+
+Communication, per GPU, bytes sent: a tensor-parallel layer ends in an all-reduce of its output
+(T · d_model elements; a ring sends 2·(tp − 1)/tp of it), after attention and after the FFN; an
+expert-parallel MoE layer sends each of its T / gpus tokens' k copies to the experts' ranks and
+back (dispatch and combine, (ep − 1)/ep of them off the GPU). Over the link the table gives
+(both directions together: half each way), added to the time, not overlapped (the next layer
+waits for it), and without per-message latency: a lower bound too. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import prod
+
+from ffn_cli.accounting import matmul_flops_per_token, param_tensors
+from ffn_cli.hardware.roofline import busiest_rank_experts
+from ffn_cli.models import roofline as rl
+from ffn_cli.models.parallel_layout import Layout
+from ffn_cli.models.roofline import PartCost, PassCase, PassCost
+from ffn_cli.models.seq_flops import LayerStack
+from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.weights import StoragePlan
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["NODE_GPUS", "Communication", "GPUPass", "gpu_pass"]
+
+NODE_GPUS = 8  # the GPUs one HGX board (one NVLink domain) joins; beyond it the network carries part
+
+
+@dataclass(frozen=True)
+class Communication:
+    """Bytes one GPU sends in one pass: for one attention layer, one FFN layer (the MoE one), and
+    every layer of the model."""
+
+    attention_bytes: float
+    ffn_bytes: float
+    model_bytes: float
+
+    def time_s(self, bytes_: float, link_gbps: float) -> float:
+        """Over the link, half of its both-directions figure each way."""
+        return bytes_ / (link_gbps / 2 * 1e9)
+
+
+@dataclass(frozen=True)
+class GPUPass:
+    layout: Layout
+    cost: PassCost  # one GPU's share
+    comm: Communication
+
+
+def _split(p: PartCost, tp: int, kv_share: float) -> PartCost:
+    return replace(
+        p,
+        flops=p.flops / tp,
+        weight_bytes=p.weight_bytes / tp,
+        kv_bytes=p.kv_bytes * kv_share,
+        weight_params=p.weight_params / tp,
+    )
+
+
+def _expert_parts(ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
+    """One routed expert's stored bytes, matmul FLOPs per token and parameters."""
+    tensors = [t for t in param_tensors(ffn) if t.name.startswith("experts.0.")]
+    bytes_ = sum(rl._bytes(plan, "experts", t.shape) for t in tensors)
+    flops = sum(2 * prod(t.shape) for t in tensors if len(t.shape) == 2)
+    return bytes_, flops, sum(t.count for t in tensors)
+
+
+def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, local: PassCase, layout: Layout) -> PartCost:
+    """A MoE layer on the busiest expert rank (see the module's docstring)."""
+    whole = rl._ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
+    expert_bytes, expert_flops, expert_params = _expert_parts(ffn, plan)
+    k = ffn.active_experts
+    fixed_flops = matmul_flops_per_token(ffn) - k * expert_flops  # router and shared experts, per token
+    fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes
+    fixed_params = whole.weight_params - whole.experts_touched * expert_params
+    experts, ep, tp = whole.experts, layout.ep, layout.tp
+    if ep > 1:
+        touched = busiest_rank_experts(experts, k, case.tokens, ep)
+        routed_flops = case.tokens * k / layout.gpus * expert_flops
+        weights, params = touched * expert_bytes, touched * expert_params
+    else:
+        touched = whole.experts_touched
+        routed_flops = case.tokens * k * expert_flops / tp
+        weights, params = touched * expert_bytes / tp, touched * expert_params / tp
+    return PartCost(
+        whole.name,
+        local.tokens * fixed_flops / tp + routed_flops,
+        fixed_bytes / tp + weights,
+        whole.activation_bytes,
+        0.0,
+        experts // max(ep, 1),
+        touched,
+        weight_params=fixed_params / tp + params,
+    )
+
+
+def _communication(spec: ModelSpec, case: PassCase, local: PassCase, layout: Layout) -> Communication:
+    d, b, tp, ep = spec.d_model, case.act_bytes, layout.tp, layout.ep
+    all_reduce = 2 * (tp - 1) / tp * local.tokens * d * b if tp > 1 else 0.0
+    moe = spec.moe_ffn
+    a2a = 0.0
+    if ep > 1 and moe is not None:
+        a2a = 2 * case.tokens / layout.gpus * moe.active_experts * d * b * (ep - 1) / ep  # dispatch and combine
+    mixers = sum(1 for i in range(spec.n_layers) if spec.mixer_label(i))
+    moe_layers = len(spec.moe_layers) if moe is not None else 0
+    ffn_layers = len(spec.ffn_layers)
+    one_ffn = all_reduce + (a2a if moe_layers else 0.0)
+    model = mixers * all_reduce + ffn_layers * all_reduce + moe_layers * a2a
+    return Communication(all_reduce, one_ffn, model)
+
+
+def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase, layout: Layout) -> GPUPass:
+    """One GPU's share of the pass `case` (the whole batch) under `layout`, and what it sends."""
+    tp = layout.tp
+    local = replace(case, batch=layout.sequences(case.batch))  # this GPU's attention group
+    share = layout.kv_share(spec)
+    ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
+    unique = {id(f): f for f in ffn_of.values() if f is not None}
+    ffn_costs = {
+        key: _moe_rank(spec, f, plan, case, local, layout) if f.info.experts_held(f) else _split(rl._ffn_cost(spec, f, plan, local), tp, 1)
+        for key, f in unique.items()
+    }
+    mixer = _split(rl._mixer_cost(spec, plan, local), tp, 1 / tp) if spec.mixer is not None else None
+    attention: list[PartCost] = []
+    for i in range(spec.n_layers):
+        label = spec.mixer_label(i)
+        if label == "attention":
+            attention.append(_split(rl._attention_cost(spec, stack, i, plan, local), tp, share))
+        elif label and mixer is not None:
+            attention.append(mixer)
+    layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
+    head = _split(rl._head_cost(spec, plan, local), tp, 1)  # the vocabulary split over tp
+    embed = _split(rl._embedding_cost(spec, plan, local), tp, 1)
+    extras = [_split(rl._extras_cost(spec, plan, local), tp, 1)] if spec.extras else []
+    cost = rl._assemble(spec, case, ffn_costs, layers, attention, head, embed, extras)
+    return GPUPass(layout, cost, _communication(spec, case, local, layout))

@@ -1,0 +1,101 @@
+"""How a model is laid over GPUs by --tp and --ep, and what that makes one GPU hold and see.
+
+max(tp, ep) GPUs: attention, dense and shared FFNs, embeddings and the LM head split over the
+tp ranks; routed experts over the ep ranks (over tp when ep is 1). Where ep > tp, the
+attention is replicated over gpus / tp groups (data-parallel attention, as DeepSeek serves
+V3): each group runs its own share of the batch's sequences, and the experts see them all.
+
+One GPU's KV cache: K and V of ceil(n_kv / tp) of the n_kv KV heads (one each, replicated, when
+tp > n_kv); multi-head latent attention's compressed latent is one per token, not per head, so
+every tp rank keeps all of it. A mixer's state is split by its heads, over tp. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil, prod
+
+from ffn_cli.accounting import param_tensors
+from ffn_cli.attention import LatentAttentionSpec
+from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
+from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.weights import ffn_role
+
+__all__ = ["Layout", "intermediate_width", "layout_for"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return max(self.tp, self.ep)
+
+    @property
+    def dp(self) -> int:
+        """Attention replicas: the groups of tp GPUs the batch's sequences are spread over."""
+        return self.gpus // self.tp
+
+    @property
+    def expert_share(self) -> int:
+        """The ranks the routed experts are divided over."""
+        return self.ep if self.ep > 1 else self.tp
+
+    def sequences(self, batch: int) -> int:
+        """Sequences one GPU's attention holds: the busiest group's share of the batch."""
+        return ceil(batch / self.dp)
+
+    def kv_share(self, spec: ModelSpec) -> float:
+        """The fraction of a token's cached K and V one GPU keeps."""
+        a = spec.attention
+        if isinstance(a, LatentAttentionSpec):
+            return 1.0
+        heads = int(a.n_kv_heads)
+        return ceil(heads / self.tp) / heads
+
+
+def layout_for(spec: ModelSpec, *, tp: int, ep: int) -> Layout:
+    """The layout --tp / --ep ask for, refused where the model cannot be split so."""
+    for name, n in (("tp", tp), ("ep", ep)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise FFNError(name, n, _("must be a positive number of GPUs"))
+    if max(tp, ep) % min(tp, ep):
+        raise FFNError("ep", ep, _("and --tp {tp} must divide one another: the layout has max(tp, ep) GPUs").format(tp=tp))
+    experts = spec.moe_ffn.experts if spec.moe_ffn is not None and spec.moe_layers else 0
+    if ep > 1 and not experts:
+        raise FFNError("ep", ep, _("{name} has no routed experts to divide: use --tp").format(name=spec.name))
+    if ep > 1 and experts % ep:
+        raise FFNError("ep", ep, _("must divide the {experts} experts").format(experts=experts))
+    return Layout(tp, ep)
+
+
+def _reads_residual(shape: tuple[int, ...], d: int) -> bool:
+    return len(shape) == 2 and shape[1] == d and prod(shape) > 0
+
+
+def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
+    """Elements per token of the widest intermediate one GPU holds in one layer: the outputs of
+    the matrices that read the layer's input (attention's q, k, v or latents; an FFN's gate and
+    up), on this GPU's share. A MoE layer's routed experts: top-k of them per token, the tokens
+    of all dp groups arriving at the expert_share ranks."""
+    d = spec.d_model
+    a = spec.attention
+    # every attention matrix that does not write the residual (MLA: its latents and their up-projections too)
+    attention = sum(t.shape[0] for t in (*a.tensors(), *spec.attention_extra) if len(t.shape) == 2 and t.shape[0] != d)
+    widest = attention / layout.tp
+    ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None and spec.moe_layers else [])
+    for ffn in ffns:
+        routed = shared = 0
+        for t in param_tensors(ffn):
+            role = ffn_role(t.name)
+            if role == "experts" and t.name.startswith("experts.0.") and _reads_residual(t.shape, d):
+                routed += t.shape[0]
+            elif role in ("shared", "dense_ffn") and _reads_residual(t.shape, d):
+                shared += t.shape[0]
+        k = ffn.active_experts if ffn.info.experts_held(ffn) else 0
+        width = k * routed * layout.dp / layout.expert_share + shared / layout.tp
+        widest = max(widest, width)
+    return widest

@@ -1,0 +1,114 @@
+"""One GPU's bytes in a deployment (weights, KV cache, activations, reserve) against the memory
+its driver reports, and the largest batch and longest context: each worked out by hand here."""
+
+from __future__ import annotations
+
+import pytest
+
+from ffn_cli.hardware import GPUS, find_gpu
+from ffn_cli.hardware.gpus import DRIVER_SOURCES
+from ffn_cli.hardware.reserve import runtime_reserve
+from tests.helpers import cli_json
+
+GIB = 2**30
+
+
+def test_driver_memory_is_nvidia_smis_mib() -> None:
+    # nvidia-smi: H200 143771MiB, H100 80GB 81559MiB (85.52 GB, as Modal's list of totals says).
+    assert find_gpu("h200").memory_bytes == 150_754_820_096
+    assert find_gpu("h100").memory_bytes == 85_520_809_984
+    assert find_gpu("h200").memory_bytes / GIB == pytest.approx(140.4, abs=0.01)
+    # No driver figure sourced: the datasheet's 10⁹ bytes, said so.
+    h20 = find_gpu("h20")
+    assert not h20.memory_from_driver and h20.memory_bytes == 96 * 10**9
+
+
+@pytest.mark.parametrize("gpu", [g for g in GPUS if g.driver_mib is not None], ids=lambda g: g.key)
+def test_every_driver_figure_has_a_source_within_a_tenth_of_the_datasheet(gpu) -> None:  # type: ignore[no-untyped-def]
+    assert gpu.driver_source in DRIVER_SOURCES
+    what, where = DRIVER_SOURCES[gpu.driver_source]
+    assert f"{gpu.driver_mib}" in what.replace(",", "") or gpu.driver_source == "modal-2797"
+    assert where
+    # The driver's total is the datasheet's GB (10⁹) or GiB less what the firmware keeps: never far off.
+    assert 0.9 < gpu.memory_bytes / (gpu.memory_gb * 1e9) < 1.1
+
+
+def test_llama_70b_on_8_h100_by_hand() -> None:
+    data = cli_json("params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--phase", "decode", "--batch", "64")
+    m = data["per_gpu_memory"]
+    # KV cache: 8 KV heads over 8 GPUs, one each: 80 layers × 64 sequences × 4,096 tokens × (K, V) × 128 × 2 B.
+    per_token = 80 * 2 * 1 * 128 * 2
+    assert m["kv_cache_bytes"] == 64 * 4096 * per_token
+    # Activations of decode: 64 tokens × (2·8,192 + the widest intermediate on one GPU: gate + up,
+    # 2 · 28,672 / 8 = 7,168, wider than q, k, v's (8,192 + 2 · 1,024) / 8) × 2 B, and one float32
+    # logits row per sequence of the vocabulary's eighth, 128,256 / 8.
+    per_seq_act = (2 * 8192 + 7168) * 2 + 128256 // 8 * 4
+    assert m["activation_bytes"] == 64 * per_seq_act
+    assert m["reserve_bytes"] == round(3.58 * GIB)  # vLLM's measure at tp 2: CUDA, allocator, NCCL
+    fixed = m["per_gpu_bytes"] + m["reserve_bytes"]
+    assert m["total_bytes"] == fixed + m["kv_cache_bytes"] + m["activation_bytes"]
+    capacity = 81559 * 2**20
+    assert m["gpu_memory_bytes"] == capacity and m["fits"] is True
+    assert m["free_bytes"] == capacity - m["total_bytes"]
+    # Linear in the batch and in the context here (no window): the largest of each by division.
+    assert m["max_batch"] == (capacity - fixed) // (4096 * per_token + per_seq_act)
+    assert m["max_context"] == (capacity - fixed - 64 * per_seq_act) // (64 * per_token)
+
+
+def test_the_searched_batch_is_the_last_that_fits() -> None:
+    args = ("params", "--preset", "qwen3-8b", "--gpu", "l4", "--phase", "decode", "--seq-len", "8192")
+    largest = cli_json(*args, "--batch", "1")["per_gpu_memory"]["max_batch"]
+    assert largest > 1
+    assert cli_json(*args, "--batch", str(largest))["per_gpu_memory"]["fits"] is True
+    assert cli_json(*args, "--batch", str(largest + 1))["per_gpu_memory"]["fits"] is False
+
+
+def test_the_verdict_counts_the_kv_cache_it_prints() -> None:
+    # Qwen3-235B-A22B fp8 on 8 H100s at batch 64: 4 KV heads over 8 GPUs, one each (replicated twice).
+    data = cli_json(
+        "params", "--preset", "qwen3-235b-a22b", "--gpu", "h100", "--weights", "fp8", "--tp", "8", "--phase", "decode", "--batch", "64"
+    )
+    m, state = data["per_gpu_memory"], data["decode_state"]
+    assert m["kv_cache_bytes"] == 94 * 64 * 4096 * 2 * 128 * 2
+    assert m["kv_cache_bytes"] == state["bytes_by_batch"]["64"] // 4  # the whole cache, over its 4 KV heads
+    assert m["total_bytes"] > m["per_gpu_bytes"] + m["kv_cache_bytes"]
+
+
+def test_latent_attention_keeps_its_whole_latent_on_every_gpu() -> None:
+    # DeepSeek-V3: kv_lora_rank 512 + rope 64 per token and layer, not split by heads.
+    m = cli_json("params", "--preset", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--ep", "8", "--phase", "decode", "--batch", "4")
+    assert m["per_gpu_memory"]["kv_cache_bytes"] == 4 * 61 * 4096 * (512 + 64) * 2
+
+
+def test_expert_parallel_beyond_tp_spreads_the_sequences() -> None:
+    # gpt-oss-120b, --ep 8 (tp 1): 8 attention replicas, batch 20 → at most 3 sequences on a GPU.
+    m = cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h100", "--ep", "8", "--phase", "decode", "--batch", "20")
+    assert m["per_gpu_memory"]["sequences_per_gpu"] == 3
+    one = cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h100", "--phase", "decode", "--batch", "3")  # one GPU, 3 sequences
+    assert m["per_gpu_memory"]["kv_cache_bytes"] == one["per_gpu_memory"]["kv_cache_bytes"]
+
+
+def test_one_gpu_gets_a_verdict_and_the_reserve_of_one() -> None:
+    m = cli_json("params", "--preset", "llama-3.3-70b", "--gpu", "h200")["per_gpu_memory"]
+    assert m["gpus"] == 1 and m["reserve_bytes"] == runtime_reserve(1).bytes_ == round(1.79 * GIB)
+    assert m["gpu_memory_source"]["kind"] == "driver" and m["gpu_memory_source"]["mib"] == 143771
+    assert isinstance(m["fits"], bool) and "not_counted" not in m
+
+
+def test_a_dense_models_ffn_carries_no_expert_fields() -> None:
+    data = cli_json("params", "--preset", "llama-3.1-70b")
+    assert "experts" not in data["dense_ffn"] and "top_k" not in data["dense_ffn"]
+    moe = cli_json("params", "--preset", "deepseek-v3")
+    assert moe["moe_ffn"]["experts"] == 256 and moe["moe_ffn"]["top_k"] == 8
+    assert "experts" not in moe["dense_ffn"]
+
+
+def test_the_longest_context_stops_at_the_models_limit() -> None:
+    # GPT-2 takes 1,024 positions (n_positions): a 4,096 context fits the memory, not the model.
+    m = cli_json("params", "--preset", "gpt2", "--gpu", "h100", "--phase", "decode")["per_gpu_memory"]
+    assert m["context_limit"] == 1024 and m["max_context"] == 1024 and m["context"] == 4096
+
+
+def test_an_encoder_keeps_no_cache() -> None:
+    m = cli_json("params", "--preset", "bert-base-uncased", "--gpu", "h100")["per_gpu_memory"]
+    assert m["kv_cache_bytes"] == 0 and m["max_context"] == 512  # its max_position_embeddings

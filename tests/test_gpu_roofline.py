@@ -1,0 +1,100 @@
+"""The roofline of one GPU under --tp / --ep: its share of the weights, FLOPs and KV cache, the
+busiest expert rank, and the communication each layer sends, each against a hand computation,
+the one-GPU pass, or a Monte Carlo of uniform routing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.hardware.roofline import busiest_rank_experts, expected_distinct_experts
+from tests.helpers import cli_json
+
+runner = CliRunner()
+DECODE = ("--phase", "decode")
+
+
+def _roofline(*args: str) -> dict:  # type: ignore[type-arg]
+    return cli_json("params", *args)["roofline"]
+
+
+def test_a_dense_70b_on_8_gpus_is_an_eighth_plus_its_all_reduces() -> None:
+    one = _roofline("--preset", "llama-3.1-70b", "--gpu", "h100", *DECODE, "--batch", "1")["cases"][0]
+    eight = _roofline("--preset", "llama-3.1-70b", "--gpu", "h100", *DECODE, "--batch", "1", "--tp", "8")
+    case = eight["cases"][0]
+    assert eight["gpus"]["gpus"] == 8 and eight["gpus"]["link_gbps"] == 900
+    # Every weight read is split over the 8 GPUs, and so is the cache (8 KV heads, one each).
+    assert case["model"]["weight_bytes"] == pytest.approx(one["model"]["weight_bytes"] / 8)
+    assert case["model"]["kv_cache_bytes"] == pytest.approx(one["model"]["kv_cache_bytes"] / 8)
+    # The FFN's weights on one GPU, by hand: 3 · 8,192 · 28,672 · 2 B / 8.
+    assert case["ffn_one_layer"]["weight_bytes"] == 3 * 8192 * 28672 * 2 / 8
+    # Two all-reduces a layer of one token's 8,192 values in bf16; a ring sends 2·7/8 of each.
+    sent = 80 * 2 * (2 * 7 / 8) * 8192 * 2
+    comm = case["communication"]
+    assert comm["model_bytes_sent"] == pytest.approx(sent)
+    assert comm["model_s"] == pytest.approx(sent / 450e9)  # NVLink 4: 900 GB/s both ways, 450 each
+    bound = case["model"]["time_lower_bound_s"] + sent / 450e9
+    assert comm["time_per_gpu_lower_bound_ms"] == pytest.approx(bound * 1e3)
+    assert comm["time_per_gpu_lower_bound_ms"] == pytest.approx(one["model"]["time_lower_bound_ms"] / 8, rel=0.02)
+
+
+def test_expert_parallel_sends_each_tokens_copies_there_and_back() -> None:
+    # gpt-oss-120b, --ep 8 at batch 64: 8 tokens a GPU, 4 copies each, 7/8 of them off the GPU,
+    # 2,880 values in bf16, dispatched and combined; 36 MoE layers, no tensor parallelism.
+    r = _roofline("--preset", "gpt-oss-120b", "--gpu", "h100", *DECODE, "--batch", "64", "--ep", "8")
+    per_layer = 2 * (64 / 8) * 4 * 2880 * 2 * 7 / 8
+    assert r["cases"][0]["communication"]["ffn_layer_bytes_sent"] == pytest.approx(per_layer)
+    assert r["cases"][0]["communication"]["model_bytes_sent"] == pytest.approx(36 * per_layer)
+    ffn = r["cases"][0]["ffn_one_layer"]
+    # The busiest rank of 8, holding 16 of the 128 experts.
+    assert ffn["experts"] == 16 and ffn["experts_touched_expected"] == pytest.approx(busiest_rank_experts(128, 4, 64, 8))
+    # Its FLOPs by hand: the router for its attention group's 64 / 8 tokens, and its share of
+    # the 64 · 4 routed copies, each through gate_up (5,760 × 2,880) and down (2,880 × 2,880).
+    assert ffn["flops"] == 8 * 2 * 128 * 2880 + 64 * 4 / 8 * 2 * (5760 * 2880 + 2880 * 2880)
+
+
+def test_kv_heads_replicate_when_tp_exceeds_them() -> None:
+    # Qwen3-235B-A22B has 4 KV heads: on 8 GPUs each keeps one, a quarter of the cache, not an eighth.
+    args = ("--preset", "qwen3-235b-a22b", "--gpu", "h200", *DECODE, "--batch", "8")
+    one = _roofline(*args)["cases"][0]["attention_one_layer_mean"]["kv_cache_bytes"]
+    eight = _roofline(*args, "--tp", "8")["cases"][0]["attention_one_layer_mean"]["kv_cache_bytes"]
+    assert eight == pytest.approx(one / 4)
+
+
+@pytest.mark.parametrize(("experts", "top_k", "tokens", "ranks"), [(128, 4, 20, 8), (256, 8, 1, 8), (256, 8, 64, 16)])
+def test_the_busiest_rank_against_a_monte_carlo(experts: int, top_k: int, tokens: int, ranks: int) -> None:
+    rng = np.random.default_rng(0)
+    trials = []
+    for _ in range(1500):
+        chosen = np.argsort(rng.random((tokens, experts)), axis=1)[:, :top_k]  # top-k of uniform scores: k distinct
+        touched = np.zeros(experts, dtype=bool)
+        touched[chosen.ravel()] = True
+        trials.append(touched.reshape(ranks, -1).sum(axis=1).max())
+    assert busiest_rank_experts(experts, top_k, tokens, ranks) == pytest.approx(np.mean(trials), rel=0.04)
+    assert busiest_rank_experts(experts, top_k, tokens, ranks) >= expected_distinct_experts(experts, top_k, tokens) / ranks
+
+
+def test_one_rank_is_the_mean() -> None:
+    assert busiest_rank_experts(128, 4, 64, 1) == expected_distinct_experts(128, 4, 64)
+
+
+def test_the_backward_and_the_plot_are_not_split() -> None:
+    result = runner.invoke(app, ["params", "--preset", "llama-3.1-8b", "--gpu", "h100", "--backward", "--tp", "2"])
+    assert result.exit_code == 2 and "--tp" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_gpu_without_a_link_figure_says_comm_is_not_counted() -> None:
+    r = _roofline("--preset", "qwen3-8b", "--gpu", "rtx-4090", *DECODE, "--tp", "2")
+    assert r["gpus"]["link_gbps"] is None and r["cases"][0]["communication"]["model_s"] is None
+    result = runner.invoke(app, ["params", "--preset", "qwen3-8b", "--gpu", "rtx-4090", *DECODE, "--tp", "2"], env={"COLUMNS": "80"})
+    assert "comm not counted" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_the_per_gpu_roofline_stays_whole(width: int) -> None:
+    args = ["params", "--preset", "deepseek-v3", "--gpu", "h100", *DECODE, "--batch", "1,64", "--tp", "16", "--ep", "16"]
+    result = runner.invoke(app, args, env={"COLUMNS": str(width)})
+    assert result.exit_code == 0
+    assert "…" not in result.stdout and all(len(line) <= width for line in result.stdout.splitlines())

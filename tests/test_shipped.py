@@ -1,0 +1,116 @@
+"""Checkpoints as shipped: the multi-token-prediction layer and router score biases DeepSeek-V3
+stores beside the model transformers builds, and the config's quantization_config deciding
+what --weights quantizes; each worked out by hand or against a published size."""
+
+from __future__ import annotations
+
+import json
+from math import ceil
+
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+
+runner = CliRunner()
+
+
+def _checkpoint(*args: str) -> dict:  # type: ignore[type-arg]
+    result = runner.invoke(app, ["params", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["checkpoint"]  # type: ignore[no-any-return]
+
+
+def _fp8_block(rows: int, cols: int) -> int:
+    """e4m3 elements and one float32 scale per 128 × 128 block, as DeepSeek-V3 ships them."""
+    return rows * cols + ceil(rows / 128) * ceil(cols / 128) * 4
+
+
+def test_deepseek_v3s_mtp_layer_by_hand() -> None:
+    d, v, experts, moe, rank_q, rank_kv = 7168, 129280, 256, 2048, 1536, 512
+    linears = [(rank_q, d), (128 * 192, rank_q), (rank_kv + 64, d), (128 * 256, rank_kv), (d, 128 * 128)]  # MLA
+    linears += experts * [(moe, d), (moe, d), (d, moe)] + [(moe, d), (moe, d), (d, moe)]  # routed and shared experts
+    linears.append((d, 2 * d))  # eh_proj
+    bf16 = (rank_q + rank_kv) + 256 * d + 5 * d + 2 * v * d  # latents' norms, router, 5 norms, embeddings and head
+    expected = sum(_fp8_block(r, c) for r, c in linears) + 2 * bf16
+    c = _checkpoint("--preset", "deepseek-v3")
+    row = next(r for r in c["roles"] if r["role"] == "mtp")
+    assert row["bytes"] == expected and row["format"] == "mixed"
+    params = sum(r * c_ for r, c_ in linears) + bf16
+    assert row["params"] == params
+    # DeepSeek's README_WEIGHTS: 11.5B unique MTP parameters besides the shared 0.9B embedding and
+    # 0.9B head; this count's unique ones are 11.61B, 11.51B of them the decoder layer (eh_proj 0.10B).
+    assert 11.5e9 < params - 2 * v * d < 11.7e9
+    biases = next(r for r in c["roles"] if r["role"] == "bias")
+    assert biases["bytes"] == (58 + 1) * 256 * 4 and biases["format"] == "fp32"  # every MoE layer, the MTP one too
+
+
+def test_no_mtp_leaves_the_layer_out() -> None:
+    full, bare = _checkpoint("--preset", "deepseek-v3"), _checkpoint("--preset", "deepseek-v3", "--no-mtp")
+    mtp = next(r for r in full["roles"] if r["role"] == "mtp")["bytes"]
+    assert full["bytes"] - bare["bytes"] == mtp + 256 * 4  # and the MTP layer's router bias
+    assert not any(r["role"] == "mtp" for r in bare["roles"])
+    result = runner.invoke(app, ["params", "--preset", "llama-3.1-8b", "--no-mtp"])
+    assert result.exit_code == 2 and "--no-mtp" in result.stderr and "Traceback" not in result.output
+
+
+def test_the_configs_quantization_config_decides_what_weights_quantizes() -> None:
+    # gpt-oss-120b's MXFP4 checkpoint keeps attention in bf16, as its quantization_config says:
+    # --weights mxfp4 now prices that checkpoint (its published 65,248,815,744 B); --quantize
+    # linears still puts attention in MXFP4 too.
+    shipped = _checkpoint("--preset", "gpt-oss-120b")
+    asked = _checkpoint("--preset", "gpt-oss-120b", "--weights", "mxfp4")
+    assert asked["bytes"] == shipped["bytes"] == 65_248_815_744
+    assert asked["quantized_roles"] == ["experts"]
+    linears = _checkpoint("--preset", "gpt-oss-120b", "--weights", "mxfp4", "--quantize", "linears")
+    assert linears["quantized_roles"] == ["attention", "experts"] and linears["bytes"] < asked["bytes"]
+    # A model without a quantization_config: the linears, as before.
+    assert _checkpoint("--preset", "llama-3.1-8b", "--weights", "int4")["quantized_roles"] == ["attention", "dense_ffn"]
+
+
+def _config_with(tmp_path, preset: str, qc: dict) -> str:  # type: ignore[no-untyped-def, type-arg]
+    from ffn_cli.models import load_preset
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(load_preset(preset)) | {"quantization_config": qc}), encoding="utf-8")
+    return str(path)
+
+
+# Llama-3.1-8B's linears per layer, (out, in): q, k, v, o, gate, up, down.
+_LLAMA_8B = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096), (14336, 4096), (4096, 14336)]
+_LLAMA_8B_REST = 2 * 128256 * 4096 * 2 + (2 * 32 + 1) * 4096 * 2  # embeddings, head, norms in bf16
+
+
+def _ct(fmt: str, weights: dict, activations: dict | None = None) -> dict:  # type: ignore[type-arg]
+    group = {"targets": ["Linear"], "weights": weights} | ({"input_activations": activations} if activations else {})
+    return {"quant_method": "compressed-tensors", "format": fmt, "ignore": ["lm_head"], "config_groups": {"group_0": group}}
+
+
+def test_compressed_tensors_fp8_dynamic_has_a_scale_per_output_channel(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # RedHat's FP8-dynamic: e4m3 weights, one bf16 weight_scale per output row, activations dynamic (no input_scale).
+    qc = _ct("float-quantized", {"num_bits": 8, "type": "float", "strategy": "channel"}, {"num_bits": 8, "type": "float", "dynamic": True})
+    c = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", qc))
+    assert c["bytes"] == 32 * sum(o * i + o * 2 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
+    assert c["quantized_roles"] == ["attention", "dense_ffn"]
+
+
+def test_compressed_tensors_w4a16_keeps_g_idx_and_the_shape(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # pack-quantized int4, group 128, symmetric, activation order: packed int4, a bf16 scale per 128
+    # inputs, an int32 g_idx per input column and weight_shape, two int64, per linear.
+    weights = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True, "actorder": "group"}
+    c = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", _ct("pack-quantized", weights)))
+    assert c["bytes"] == 32 * sum(o * i // 2 + o * (i // 128) * 2 + i * 4 + 16 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
+
+
+def test_static_fp8_stores_an_input_scale_per_linear(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    dynamic = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    static = {"quant_method": "fp8", "activation_scheme": "static"}
+    a = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", dynamic))
+    b = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", static))
+    assert a["bytes"] == 32 * sum(o * i + 4 for o, i in _LLAMA_8B) + _LLAMA_8B_REST  # a float32 weight_scale each
+    assert b["bytes"] - a["bytes"] == 32 * 7 * 4  # and a float32 input_scale each
+
+
+def test_a_compressed_tensors_scheme_ffn_does_not_read_says_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    qc = _ct("marlin-24", {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128})
+    result = runner.invoke(app, ["params", "--config", _config_with(tmp_path, "llama-3.1-8b", qc), "--json"])
+    assert result.exit_code == 0 and "not read" in json.loads(result.stdout)["checkpoint"]["note"]
