@@ -213,3 +213,70 @@ def test_the_default_depth_opens_wrappers_to_the_layers() -> None:
     assert [s.name for s in shallow.steps if s.module_class] == ["layer_norm", "DenseReluDense", "dropout"]
     assert shallow.total_params == t5.total_params == sum(p.numel() for p in T5LayerFF().parameters())
     assert shallow.matmul_flops == t5.matmul_flops == _matmul_flops(T5LayerFF(), torch.zeros(2, 5, 16))
+
+
+def gelu_accurate(x: torch.Tensor) -> torch.Tensor:
+    """fairseq's gelu_accurate: a plain function called from forward, eight torch calls."""
+    return 0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3))))
+
+
+class FairseqFFN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 64), nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(gelu_accurate(self.fc1(x)))
+
+
+def test_a_plain_function_called_in_forward_is_one_step_named_after_it() -> None:
+    module = FairseqFFN()
+    result = trace_module(module)
+    assert [s.name for s in result.steps] == ["fc1", "gelu_accurate", "fc2"]
+    gelu = result.steps[1]
+    assert gelu.input_shapes == ((2, 5, 64),) and gelu.output_shape == (2, 5, 64)
+    assert result.matmul_flops == _matmul_flops(module, torch.zeros(2, 5, 16))
+    # Called twice, it is two steps: one per invocation.
+    assert [s.name for s in trace_module(Twice(), d_model=8).steps] == ["gelu_accurate", "gelu_accurate#2"]
+
+
+class Twice(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return gelu_accurate(gelu_accurate(x))
+
+
+class MegatronLinear(nn.Module):
+    """Megatron's linears return (output, bias), the bias added later (fused with the activation)."""
+
+    def __init__(self, n_in: int, n_out: int) -> None:
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.randn(n_out, n_in) * 0.1), nn.Parameter(torch.randn(n_out) * 0.1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.nn.functional.linear(x, self.weight), self.bias
+
+
+class TupleMLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense_h_to_4h, self.dense_4h_to_h = MegatronLinear(16, 64), MegatronLinear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, bias = self.dense_h_to_4h(x)
+        out, bias2 = self.dense_4h_to_h(torch.nn.functional.gelu(h + bias))
+        return out + bias2
+
+
+def test_a_tuple_output_shows_the_tensor_that_flows_on() -> None:
+    module = TupleMLP()
+    result = trace_module(module)
+    linear = next(s for s in result.steps if s.name == "dense_h_to_4h")
+    assert linear.output_shape == (2, 5, 64) and linear.stats is not None
+    # The statistics are the output's own: held to the tensor computed here on the same input.
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0))
+    traced = trace_module(module, x)
+    with torch.no_grad():
+        h = torch.nn.functional.linear(x, module.dense_h_to_4h.weight)
+    stats = next(s for s in traced.steps if s.name == "dense_h_to_4h").stats
+    assert stats is not None and stats.mean == pytest.approx(float(h.double().mean()), rel=1e-6)
+    assert result.total_params == sum(p.numel() for p in module.parameters())

@@ -5,10 +5,13 @@ it (before it decomposes into aten ops), so a step is named after `einsum`, not 
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 __all__ = ["CallLabels", "call_formula", "call_name"]
@@ -118,13 +121,15 @@ class CallLabels(TorchFunctionMode):
         self.current: tuple[int, str, str] | None = None
         self.failed: tuple[int, str, str] | None = None  # the call that raised, if one did
         self._serial = 0
+        # The user's plain function the last calls ran in, and their one label.
+        self._function_frame: FrameType | None = None
+        self._function_label: tuple[int, str, str] = (0, "", "")
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         outer = self.current
         if outer is None:
-            self._serial += 1
-            self.current = (self._serial, call_name(func), call_formula(func, args, kwargs, self.name_of))
+            self.current = self._label(func, args, kwargs)
         try:
             return func(*args, **kwargs)
         except Exception:
@@ -132,3 +137,42 @@ class CallLabels(TorchFunctionMode):
             raise
         finally:
             self.current = outer
+
+    def _label(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, str, str]:
+        """The call's own label; inside a plain Python function of the user's (fairseq's
+        `gelu_accurate`), that function's, one for all the torch calls of one invocation."""
+        frame = _users_function(inspect.currentframe())
+        if frame is not None and frame is self._function_frame:
+            return self._function_label
+        self._serial += 1
+        if frame is None:
+            self._function_frame = None
+            return (self._serial, call_name(func), call_formula(func, args, kwargs, self.name_of))
+        name = frame.f_code.co_name
+        self._function_frame, self._function_label = frame, (self._serial, name, f"{name}(…)")
+        return self._function_label
+
+    def forget_frames(self) -> None:
+        """Let go of the frame held to group calls: it keeps the function's locals alive."""
+        self._function_frame = None
+
+
+_TORCH = os.path.dirname(torch.__file__)
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _users_function(frame: FrameType | None) -> FrameType | None:
+    """The outermost frame of a plain function (not a method of a module, not torch's, not
+    ffn's) between this call and the module's forward that made it; None if the forward made
+    the call itself."""
+    found = None
+    frame = frame.f_back if frame is not None else None
+    while frame is not None:
+        file = frame.f_code.co_filename
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, nn.Module):
+            return found  # the forward (or a method) of a module: the plain function below it, if any
+        if not (file.startswith(_TORCH) or file.startswith(_OURS) or frame.f_code.co_name.startswith("<")):
+            found = frame
+        frame = frame.f_back
+    return None

@@ -344,8 +344,21 @@ class Recorder(TorchDispatchMode):
             elif _tensors(output):  # a tuple (a router's logits, weights and choices): its first tensor's shape
                 first = _tensors(output)[0]
                 call.output_shape, call.dtype = tuple(first.shape), dtype_name(first.dtype)
+                if self.labels is not None:  # a module not built here ((out, bias) of Megatron's linears): its values too
+                    self._tuple_output(call, first)
         finally:
             self._paused = False
+
+    def _tuple_output(self, call: ModuleCall, first: Tensor) -> None:
+        """The tensor that flows on from a tuple output, its first: statistics and values, and
+        the call as its producer."""
+        key = self._key(first)
+        if self.want_stats and (first.is_floating_point() or first.is_complex()):
+            call.stats = self._stats_by_key[key] if key in self._stats_by_key else self._stats(first)
+        call.values = first_values(first, self.values)
+        if storage_id(first) not in self._params:
+            self._producers[key] = ("call", call.index)
+            self._stats_by_key[key] = call.stats
 
     # autograd's saved tensors: what the backward pass would keep -----------------------------
 
@@ -381,6 +394,8 @@ class Recorder(TorchDispatchMode):
             raise ForwardError(self._path(), type(module).__name__, self._call(), exc) from exc
         finally:
             self._stack.clear()
+            if self.labels is not None:
+                self.labels.forget_frames()
             if not self.keep_graph:
                 self._serials.clear()
         self.rec.saved_bytes = sum(self._saved.values())
