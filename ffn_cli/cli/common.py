@@ -180,8 +180,7 @@ def describe(exc: FFNError) -> str:
     ctx = current_context()
     params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
     param = params.get(_option_of(exc.option))
-    preset = ctx.params.get("preset") if ctx is not None else None
-    source = (preset and _("preset {name}").format(name=preset)) or ctx.params.get("config") if ctx is not None else None
+    source = _model_source(ctx)
     if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":
         param = None  # a value the model's config set, not one the user typed
     if param is not None and param.opts:
@@ -190,6 +189,8 @@ def describe(exc: FFNError) -> str:
             # --no-attn-bias is typed as such, not as `--attn-bias False`.
             typed = flag if exc.value or not param.secondary_opts else max(param.secondary_opts, key=len)
             return f"{typed}: {exc.allowed}"
+        if exc.value is None:  # nothing was given: `--d-model: could not be read…`, not `--d-model None`
+            return f"{flag}: {exc.allowed}"
         value = exc.value if isinstance(exc.value, str) and exc.value.strip() else repr(exc.value)
         return f"{flag} {value}: {exc.allowed}"
     if source:
@@ -197,6 +198,18 @@ def describe(exc: FFNError) -> str:
             source=source, key=exc.option, value=repr(exc.value), allowed=exc.allowed
         )
     return str(exc)
+
+
+def _model_source(ctx: Any) -> str | None:
+    """The model a key came from, as the user named it: `preset gpt2`, the config path, `model org/x`."""
+    if ctx is None:
+        return None
+    preset, config, model = (ctx.params.get(name) for name in ("preset", "config", "model"))
+    if preset:
+        return _("preset {name}").format(name=preset)
+    if config:
+        return str(config)
+    return _("model {name}").format(name=model) if model else None
 
 
 def refuse_unused(given: dict[str, Any], allowed: str) -> None:

@@ -141,7 +141,7 @@ def trace(
     from ffn_cli.trace import trace as run_trace
 
     run = {"batch": batch, "seq_len": seq_len, "device": device, "dtype": dtype, "seed": seed, "mode": mode.strip().lower()}
-    run |= {"values": values, "depth": depth or 1, "backward": backward, "loss": loss, "checkpoint": checkpoint}
+    run |= {"values": values, "depth": 1 if depth is None else depth, "backward": backward, "loss": loss, "checkpoint": checkpoint}
     if explain and ops:
         raise FFNError("explain", True, "explains the steps; --ops shows the raw aten ops instead: drop one")
     if module is not None:
@@ -263,6 +263,10 @@ def _show(result: Any, *, ops: bool, values: int, explain: bool, json: bool) -> 
 
 def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, **run: Any) -> None:
     """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
+    from ffn_cli.models import SUPPORTED_MODEL_TYPES
+    from ffn_cli.models.fallback import require_transformers
+
+    require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
     from ffn_cli.trace.model_module import trace_model_module
 
     result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, **run)
