@@ -77,7 +77,7 @@ def _model_name(text: str) -> dict[str, str]:
 
 def trace(
     module_or_spec: nn.Module | FFNSpec | str,
-    x: Tensor | None = None,
+    x: Tensor | Any = None,
     *,
     batch: int = 2,
     seq_len: int = 5,
@@ -101,13 +101,23 @@ def trace(
     `module_or_spec`: any nn.Module (traced where its parameters are, unless `device` / `dtype`
     say otherwise; the module is moved there), an FFNSpec, a preset name or config.json path
     (its layer `layer`'s FFN), or `"FILE.py:NAME(args)"` as `--module` takes. `x`: the input, for
-    a module; else a seeded normal (batch, seq_len, d_model). `ops`: `to_dict()` lists the aten ops.
+    a module (a tensor, a NumPy array or nested lists of numbers); else a seeded normal (batch,
+    seq_len, d_model). `device` and `dtype` take names or a `torch.device` / `torch.dtype`. The
+    caller's world is left as it was: torch's global random state, and the module's train/eval
+    mode (of every submodule). `ops`: `to_dict()` lists the aten ops.
     `explain`: the view says why each step is there, and `to_dict()` gives each step's explanation.
     """
     from ffn_cli.render.trace import trace_data, trace_view
 
+    device, dtype = _torch_name("device", device), _torch_name("dtype", dtype)
     extra: dict[str, Any] = {}
     origin = ""
+    if not isinstance(module_or_spec, (FFNSpec, str)) and not _is_module(module_or_spec):
+        raise FFNError(
+            "module_or_spec",
+            module_or_spec,
+            _('give an nn.Module, an FFNSpec, a preset name, a config.json path or "FILE.py:NAME(args)"'),
+        )
     if isinstance(module_or_spec, str) and ":" in module_or_spec:
         from ffn_cli.device import resolve_device_dtype
         from ffn_cli.modules.user import build_user_module, parse_module_ref
@@ -135,6 +145,10 @@ def trace(
     else:
         if check:
             raise FFNError("check", True, _("compares a registry variant with its NumPy reference; a module of your own has none"))
+        if layer is not None:
+            raise FFNError("layer", layer, _("picks a layer of a model (a preset or config); a module is traced as it is: drop it"))
+        if x is not None and d_model is not None:
+            raise FFNError("d_model", d_model, _("the input x gives the width (its last dimension): drop d_model"))
         from ffn_cli.trace.any_module import trace_module
 
         result = trace_module(
@@ -144,6 +158,25 @@ def trace(
         )  # fmt: skip
     view = lambda: trace_view(result, ops=ops, values=values, explain=explain)  # noqa: E731
     return Result(result, view, lambda: trace_data(result, ops=ops, explain=explain) | extra)
+
+
+def _torch_name(option: str, value: Any) -> str | None:
+    """A `torch.device` or `torch.dtype` as the name the options take (`cuda:0`, `float16`)."""
+    if value is None or isinstance(value, str):
+        return value
+    import torch
+
+    if isinstance(value, torch.device):
+        return str(value)
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    raise FFNError(option, value, _("give a name ('cpu', 'float16') or a torch.{kind}").format(kind=option))
+
+
+def _is_module(value: object) -> bool:
+    from torch import nn
+
+    return isinstance(value, nn.Module)
 
 
 def params(spec_or_model: FFNSpec | str, *, dtype: str | None = None) -> Result:

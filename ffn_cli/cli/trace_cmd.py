@@ -143,14 +143,16 @@ def trace(
     run = {"batch": batch, "seq_len": seq_len, "device": device, "dtype": dtype, "seed": seed, "mode": mode.strip().lower()}
     run |= {"values": values, "depth": 1 if depth is None else depth, "backward": backward, "loss": loss, "checkpoint": checkpoint}
     if explain and ops:
-        raise FFNError("explain", True, "explains the steps; --ops shows the raw aten ops instead: drop one")
+        raise FFNError("explain", True, _("explains the steps; --ops shows the raw aten ops instead: drop one"))
     if module is not None:
         registry_only = {"check": check, "block": block, "tp": tp if tp != 1 else None, "ep": ep if ep != 1 else None}
         registry_only |= {"n_heads": n_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim, "pre_norm": pre_norm}
         registry_only |= {"norm": norm if norm.strip().lower() != "layernorm" else None}
         registry_only |= {"preset": preset, "config": config, "model": model, "layer": layer, "revision": revision}
         refuse_unused(registry_only, _("works on a registry variant or a model's layer, not with --module: drop it"))
-        ffn.refuse(tuple(n for n in ffn.given if n != "d_model"), "sizes a registry variant; --module traces your module as it is: drop it")
+        ffn.refuse(
+            tuple(n for n in ffn.given if n != "d_model"), _("sizes a registry variant; --module traces your module as it is: drop it")
+        )
         width = ffn.widths()[0] if "d_model" in ffn.given else None
         _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, **run)
         return

@@ -1,17 +1,25 @@
 """The user's own module, named on the command line: `FILE.py:NAME(args)` or
-`package.module:NAME(args)`. NAME is an nn.Module subclass, a function returning a module, or a
-module instance; the arguments are a call with literal values, read with `ast` (never run).
+`package.module:NAME(args)`. NAME is an nn.Module subclass, a module instance, or (in the
+user's own file) a function returning a module; the arguments are a call with literal values,
+read with `ast` (never run).
 
 Loading the file runs the user's code, as pytest does with a test file: that is the point. Only
-what the user named is imported.
+what the user named is imported, and nothing is called unless it is one of those three: a
+function of the standard library or of a package (`os:system`, `shutil:rmtree`) is refused by
+name before any call. Everything the user's code does runs inside `running_user_code`.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
+import keyword
+import re
+import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -20,14 +28,20 @@ from typing import Any
 import torch
 from torch import nn
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.seeds import Stream, stream_seed
+from ffn_cli.spec import check_int
+from ffn_cli.user_code import UserWarnings, running_user_code
 
-__all__ = ["ModuleRef", "build_user_module", "parse_module_ref"]
+__all__ = ["ModuleRef", "build_user_module", "caller_rng_kept", "parse_module_ref"]
 
 _LITERALS = "literal values only (numbers, strings, True/False/None, tuples, lists and dicts of them)"
 _FORM = "FILE.py:NAME, FILE.py:NAME(args) or package.module:NAME(args)"
+_SHOWN_ARGUMENT = 40  # characters of one argument an error repeats (a 4,000-digit number is not repeated whole)
+_SHOWN_REF = 160  # characters of the whole --module value an error repeats
+_NAME_AFTER_COLON = re.compile(r":(?=\s*[A-Za-z_]\w*\s*(\(.*\))?\s*$)", re.DOTALL)
+_PYTHON_FILES = (".py", ".pyc", ".pyo", ".pyw")
 
 
 @dataclass(frozen=True)
@@ -42,118 +56,211 @@ class ModuleRef:
 
     @property
     def is_file(self) -> bool:
-        return self.target.endswith(".py") or "/" in self.target or "\\" in self.target
+        """A path (it ends as a Python file does, or holds a separator), or a name that is no
+        importable module's but names something here; else `package.module`."""
+        if self.target.endswith(_PYTHON_FILES) or "/" in self.target or "\\" in self.target:
+            return True
+        dotted = all(part.isidentifier() for part in self.target.split("."))
+        return not dotted and Path(self.target).exists()
 
     def describe(self) -> str:
         if not self.called:
             return f"{self.target}:{self.name}"
-        shown = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        shown = [_shorten(repr(a)) for a in self.args] + [f"{k}={_shorten(repr(v))}" for k, v in self.kwargs]
         return f"{self.target}:{self.name}({', '.join(shown)})"
+
+
+def _shorten(text: str, most: int = _SHOWN_ARGUMENT) -> str:
+    return text if len(text) <= most else _("{start}… ({n:,} characters)").format(start=text[: most - 10], n=len(text))
 
 
 def parse_module_ref(text: str) -> ModuleRef:
     """`my_ffn.py:TransformerFFN(512, 2048, dropout=0.1)` → its parts; anything but literal
     arguments is refused, naming the option."""
     target, sep, call = text.strip().rpartition(":") if "(" not in text else _split_call(text.strip())
+    shown = _shorten(text, _SHOWN_REF)
     if not sep or not target.strip() or not call.strip():
-        raise FFNError("module", text, _("write {form}").format(form=_FORM))
+        raise FFNError("module", shown, _("write {form}").format(form=_FORM))
     try:
         node = ast.parse(call.strip(), mode="eval").body
-    except SyntaxError:
-        raise FFNError("module", text, _("NAME(args) must be a Python call with {literals}").format(literals=_LITERALS)) from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
+        raise FFNError("module", shown, _("NAME(args) must be a Python call with {literals}").format(literals=_LITERALS)) from None
     if isinstance(node, ast.Name):
         return ModuleRef(target.strip(), node.id)
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or any(k.arg is None for k in node.keywords):
-        raise FFNError("module", text, _("after the colon write NAME or NAME(args), with {literals}").format(literals=_LITERALS))
+        raise FFNError("module", shown, _("after the colon write NAME or NAME(args), with {literals}").format(literals=_LITERALS))
+    names = [str(k.arg) for k in node.keywords]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise FFNError("module", shown, _("keyword argument repeated: {names}").format(names=", ".join(repeated)))
     try:
         args = tuple(ast.literal_eval(a) for a in node.args)
         kwargs = tuple((str(k.arg), ast.literal_eval(k.value)) for k in node.keywords)
-    except ValueError:
-        raise FFNError("module", text, _("the arguments must be {literals}").format(literals=_LITERALS)) from None
+    except (ValueError, SyntaxError):
+        raise FFNError("module", shown, _("the arguments must be {literals}").format(literals=_LITERALS)) from None
+    except TypeError as exc:  # {[1]: 2}: a literal Python cannot build
+        raise FFNError("module", shown, _("the arguments are literals Python cannot build: {exc}").format(exc=exc)) from None
+    except (RecursionError, MemoryError):
+        raise FFNError("module", shown, _("the arguments are nested too deeply to read")) from None
     return ModuleRef(target.strip(), node.func.id, args, kwargs, called=True)
 
 
 def _split_call(text: str) -> tuple[str, str, str]:
-    """Split at the colon before NAME( (a path may hold colons; the arguments may too)."""
-    head = text[: text.index("(")]
-    target, sep, name = head.rpartition(":")
-    return target, sep, name + text[len(head) :]
+    """Split at the colon before NAME(…): the first one the rest of which reads as a call (a
+    path may hold colons and parentheses, `C:\\ffn\\paren(1).py`; the arguments may hold colons)."""
+    for found in _NAME_AFTER_COLON.finditer(text):
+        return text[: found.start()], ":", text[found.start() + 1 :]
+    return "", "", text
 
 
-def _load(ref: ModuleRef) -> ModuleType:
+def _load(ref: ModuleRef, kept: UserWarnings) -> ModuleType:
     if ref.is_file:
-        path = Path(ref.target).expanduser()
-        if not path.is_file():
-            raise FFNError("module", ref.target, _("no such file"))
-        spec = importlib.util.spec_from_file_location(f"ffn_user_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise FFNError("module", ref.target, _("is not a Python file that can be loaded"))
-        loaded = importlib.util.module_from_spec(spec)
-        _run_user_code(lambda: spec.loader.exec_module(loaded), _("loading {file}").format(file=path.name))  # type: ignore[union-attr]
-        return loaded
-    result: list[ModuleType] = []
-    _run_user_code(lambda: result.append(importlib.import_module(ref.target)), _("importing {module}").format(module=ref.target))
-    return result[0]
-
-
-def _run_user_code(run: Any, what: str) -> None:
+        return _load_file(Path(ref.target).expanduser(), ref, kept)
+    if not all(part.isidentifier() and not keyword.iskeyword(part) for part in ref.target.split(".")):
+        raise FFNError("module", ref.target, _("is neither a .py file nor a package.module name"))
     try:
-        run()
-    except ModuleNotFoundError as exc:
-        raise FFNRuntimeError(_("{what}: {exc}").format(what=what, exc=exc)) from None
-    except Exception as exc:  # the user's code: one line, naming it
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise FFNRuntimeError(_("{what} raised {name}: {first}").format(what=what, name=type(exc).__name__, first=first)) from None
+        found = importlib.util.find_spec(ref.target)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        beside = Path(f"{ref.target}.py")
+        hint = _("; for the file {file} write {file}:{name}").format(file=beside, name=ref.name) if beside.is_file() else ""
+        raise FFNError("module", ref.target, _("no module of that name can be imported{hint}").format(hint=hint))
+    with running_user_code(_("importing {module}").format(module=ref.target), kept):
+        return importlib.import_module(ref.target)
+
+
+def _load_file(path: Path, ref: ModuleRef, kept: UserWarnings) -> ModuleType:
+    """Import the file as Python imports a module beside the script it runs: its folder first
+    on the path, its name its stem, registered while its body runs (dataclasses and
+    `from __future__ import annotations` look themselves up there). Each refusal names its cause."""
+    shown = ref.target
+    if not path.exists():
+        raise FFNError("module", shown, _("no such file"))
+    if path.is_dir():
+        raise FFNError("module", shown, _("is a folder: name a .py file in it"))
+    if not path.is_file():
+        raise FFNError("module", shown, _("is not a regular file (a device, a pipe, a socket): name a .py file"))
+    if path.suffix in (".pyc", ".pyo"):
+        raise FFNError("module", shown, _("is compiled Python: name its .py source"))
+    if path.suffix != ".py":
+        raise FFNError("module", shown, _("is not a .py file"))
+    name = path.stem
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise FFNError(
+            "module",
+            shown,
+            _("{name} is not a name Python can import (letters, digits and _, not a keyword): rename the file").format(name=name),
+        )
+    folder = str(path.resolve().parent)
+    existing = sys.modules.get(name)
+    if existing is not None and Path(getattr(existing, "__file__", None) or "").resolve() != path.resolve():
+        raise FFNError(
+            "module",
+            shown,
+            _("its name {name} is already taken by another module (the standard library, torch, …): rename the file").format(name=name),
+        )
+    what = _("loading {file}").format(file=path.name)
+    sys.path.insert(0, folder)
+    try:
+        with running_user_code(what, kept):
+            # Loaded anew each time (a notebook re-traces the file as it is now).
+            return importlib.reload(existing) if existing is not None else importlib.import_module(name)
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
 
 
 def _modules_in(loaded: ModuleType) -> list[str]:
     return [n for n, v in vars(loaded).items() if not n.startswith("_") and isinstance(v, type) and issubclass(v, nn.Module)]
 
 
-def build_user_module(ref: ModuleRef, *, device: torch.device, seed: int) -> nn.Module:
+def _callable_kind(obj: object, loaded: ModuleType, ref: ModuleRef) -> str:
+    """What the named object is allowed to be: an nn.Module class, an instance, or a function
+    written in the user's own file. Anything else is refused by name before it is called."""
+    if isinstance(obj, nn.Module):
+        return "instance"
+    if isinstance(obj, type) and issubclass(obj, nn.Module):
+        return "class"
+    if inspect.isfunction(obj) and obj.__module__ == loaded.__name__ and _own_code(loaded):
+        return "function"
+    if isinstance(obj, ModuleType):
+        why = _("{name} is a Python module, not an nn.Module: name an nn.Module class or instance inside it").format(name=ref.name)
+    elif ref.is_file and callable(obj):
+        why = _(
+            "{name} is a {kind} not written in {file}: name an nn.Module class or instance, or a function of your file that returns one"
+        ).format(name=ref.name, kind=type(obj).__name__, file=ref.target)
+    else:
+        why = _("{name} is a {kind}, not an nn.Module class or instance; nothing else is called").format(
+            name=ref.name, kind=type(obj).__name__
+        )
+    raise FFNError("module", ref.describe(), why)
+
+
+def _own_code(loaded: ModuleType) -> bool:
+    """The user's own code: a file named on the command line, or a module that lives outside the
+    standard library and the installed packages (`os`, `shutil` and `torch` are not)."""
+    file = getattr(loaded, "__file__", None)
+    if not file:
+        return False  # built into the interpreter
+    where = Path(file).resolve()
+    installed = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return not any(where.is_relative_to(Path(root).resolve()) for root in installed)
+
+
+def build_user_module(ref: ModuleRef, *, device: torch.device, seed: int, kept: UserWarnings | None = None) -> nn.Module:
     """Load the named file or module and make the module: construct the class (or call the
-    function) with the given arguments on `device`, from a seeded generator state."""
-    loaded = _load(ref)
+    function of the user's file) with the given arguments on `device`, from a seeded
+    generator state. Nothing but those is ever called."""
+    check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    kept = kept if kept is not None else UserWarnings()
+    loaded = _load(ref, kept)
     if not hasattr(loaded, ref.name):
         local = [n for n in _modules_in(loaded) if getattr(loaded, n).__module__ == loaded.__name__]
         hint = (_("its modules: {local}").format(local=", ".join(local))) if local else _("it defines no nn.Module subclass")
         raise FFNError("module", ref.describe(), _("{target} has no {name}; {hint}").format(target=ref.target, name=ref.name, hint=hint))
     obj = getattr(loaded, ref.name)
-    if isinstance(obj, nn.Module):
+    kind = _callable_kind(obj, loaded, ref)
+    if kind == "instance":
         if ref.called:
             raise FFNError(
                 "module", ref.describe(), _("{name} is a module instance, not a class: name it without arguments").format(name=ref.name)
             )
-        return obj.to(device)
-    if not callable(obj):
-        raise FFNError(
-            "module",
-            ref.describe(),
-            _("{name} is a {kind}: name an nn.Module class, a function, or a module").format(name=ref.name, kind=type(obj).__name__),
-        )
-    kwargs = dict(ref.kwargs)
-    try:
-        signature = inspect.signature(obj)
-    except (TypeError, ValueError):
-        signature = None
-    if signature is not None:
-        try:
-            signature.bind(*ref.args, **kwargs)
-        except TypeError as exc:
+        if device.type != "meta" and any(p.is_meta for p in obj.parameters()):
             raise FFNError(
-                "module", ref.describe(), _("{name}{signature}: {exc}").format(name=ref.name, signature=signature, exc=exc)
-            ) from None
-    torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))  # the module's own initialisation draws from here
-    try:
-        with torch.device(device):
-            made = obj(*ref.args, **kwargs)
-    except Exception as exc:  # the user's constructor
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise FFNRuntimeError(
-            _("{describe} raised {name}: {first}").format(describe=ref.describe(), name=type(exc).__name__, first=first)
-        ) from None
+                "device",
+                str(device),
+                _("{name} was built on meta (its weights hold no values): trace it with --device meta").format(name=ref.name),
+            )
+        with running_user_code(_("moving {name} to {device}").format(name=ref.name, device=device), kept):
+            return obj.to(device)
+    _check_arguments(obj, ref)
+    with running_user_code(ref.describe(), kept), caller_rng_kept(), torch.device(device):
+        torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))  # the module's own initialisation draws from here
+        made = obj(*ref.args, **dict(ref.kwargs))
     if not isinstance(made, nn.Module):
         raise FFNError(
             "module", ref.describe(), _("{name}(…) returned a {kind}, not an nn.Module").format(name=ref.name, kind=type(made).__name__)
         )
     return made
+
+
+def _check_arguments(obj: Any, ref: ModuleRef) -> None:
+    """The call's arguments against the signature, before anything runs."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*ref.args, **dict(ref.kwargs))
+    except TypeError as exc:
+        raise FFNError(
+            "module", ref.describe(), _("{name}{signature}: {exc}").format(name=ref.name, signature=signature, exc=exc)
+        ) from None
+
+
+def caller_rng_kept() -> Any:
+    """torch's global random state (CPU and every CUDA device) as the caller left it, after the
+    run draws its dropout masks from a seeded stream."""
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    return torch.random.fork_rng(devices=cuda)

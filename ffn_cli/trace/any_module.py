@@ -6,20 +6,23 @@ layers, no reference to check against."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.device import resolve_device_dtype
+from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
+from ffn_cli.modules.user import caller_rng_kept
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
 from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import ForwardError, dtype_name, record
 from ffn_cli.trace.result import TracedModule, TraceResult
-from ffn_cli.trace.run import MAX_VALUES, MODES, _make_input, _param_groups, _validate_backward
+from ffn_cli.trace.run import MAX_VALUES, MODES, RUNTIME_BYTES, _make_input, _param_groups, _validate_backward
 from ffn_cli.trace.steps import group_steps
+from ffn_cli.user_code import UserWarnings, running_user_code
 
 __all__ = ["MAX_DEPTH", "infer_d_model", "trace_module"]
 
@@ -106,47 +109,34 @@ def trace_module(
     if mode not in MODES:
         raise FFNError("mode", mode, _("choose one of {modes}").format(modes=", ".join(MODES)))
     loss_name = _validate_backward(backward, loss, checkpoint)
-    dev, dt = _place(module, device, dtype)
-    if x is not None:
-        if x.dim() < 1:
-            raise FFNError("x", tuple(x.shape), _("needs at least one dimension, the model width last"))
-        x = x.to(device=dev, dtype=dt)
-        width, width_from = int(x.shape[-1]), "the input given"
-        batch, seq_len = (int(x.shape[0]), int(x.shape[1])) if x.dim() == 3 else (1, int(x.shape[:-1].numel()))
-    else:
-        check_int("batch", batch)
-        check_int("seq_len", seq_len)
-        if d_model is not None:
-            check_int("d_model", d_model)
-            width, width_from = d_model, d_model_from
-        else:
-            width, width_from = infer_d_model(module)
-        x = _make_input((batch, seq_len, width), dev, dt, seed)
-    module.train(mode == "train")
-    torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
-    backward_result = None
+    kept = UserWarnings()
+    modes = [(m, m.training) for m in module.modules()]  # the caller's, given back as they were
     try:
-        if backward:
-            from ffn_cli.trace.backward_run import run_backward
-
-            out, rec, steps, backward_result = run_backward(
-                None,
-                module,
-                x,
-                loss=loss_name,
-                seed=seed,
-                values=values,
-                checkpoint=checkpoint,
-                check=False,
-                dtype=dtype_name(dt),
-                depth=depth,
+        with running_user_code(_("{name} (your module)").format(name=type(module).__name__), kept), caller_rng_kept():
+            dev, dt = _place(module, device, dtype)
+            if x is not None:
+                x = _given_input(x, dev, dt)
+                width, width_from = int(x.shape[-1]), "the input given"
+                batch, seq_len = (int(x.shape[0]), int(x.shape[1])) if x.dim() == 3 else (1, int(x.shape[:-1].numel()))
+            else:
+                check_int("batch", batch)
+                check_int("seq_len", seq_len)
+                if d_model is not None:
+                    check_int("d_model", d_model)
+                    width, width_from = d_model, d_model_from
+                else:
+                    width, width_from = infer_d_model(module)
+                _preflight(module, (batch, seq_len, width), dev, dt, backward=backward)
+                x = _make_input((batch, seq_len, width), dev, dt, seed)
+            module.train(mode == "train")
+            torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
+            out, rec, steps, backward_result = _run(
+                module, x, backward=backward, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, dt=dt, depth=depth
             )
-        else:
-            with gc_paused():
-                out, rec = record(module, x, values=values, functions=True)
-                steps = group_steps(rec, depth)
-    except ForwardError as failed:
-        raise _forward_failed(module, failed) from None
+    finally:
+        for sub, training in modes:
+            sub.training = training
+    notes = (*notes, *(_("your code warned: {warning}").format(warning=w) for w in kept.messages))
     return TraceResult(
         module=TracedModule(source, name or type(module).__name__, type(module).__name__, width, width_from, origin, tuple(notes), depth),
         spec=None,
@@ -168,6 +158,61 @@ def trace_module(
         activation_bytes_estimate=None,
         backward=backward_result,
     )
+
+
+def _run(
+    module: nn.Module, x: Tensor, *, backward: bool, loss: str, seed: int, values: int, checkpoint: bool, dt: torch.dtype, depth: int
+) -> tuple[Any, ...]:
+    """The forward under the recorder (and the backward, when asked): output, recording, steps,
+    backward result."""
+    try:
+        if backward:
+            from ffn_cli.trace.backward_run import run_backward
+
+            return run_backward(
+                None, module, x, loss=loss, seed=seed, values=values, checkpoint=checkpoint, check=False, dtype=dtype_name(dt), depth=depth
+            )
+        with gc_paused():
+            out, rec = record(module, x, values=values, functions=True)
+            return out, rec, group_steps(rec, depth), None
+    except ForwardError as failed:
+        raise _forward_failed(module, failed) from None
+
+
+def _given_input(x: Any, dev: torch.device, dt: torch.dtype) -> Tensor:
+    """The caller's input as a tensor on the module's device: a tensor, a NumPy array or a
+    nested list of numbers; one with no values (meta) only for a module on meta, and one token at least."""
+    if not isinstance(x, Tensor):
+        try:
+            x = torch.as_tensor(x)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise FFNError("x", type(x).__name__, _("give a tensor, a NumPy array or a list of numbers ({exc})").format(exc=exc)) from None
+    if x.dim() < 1:
+        raise FFNError("x", tuple(x.shape), _("needs at least one dimension, the model width last"))
+    if x.numel() == 0:
+        raise FFNError("x", tuple(x.shape), _("holds no values: give at least one token of at least one feature"))
+    if x.is_meta and dev.type != "meta":
+        raise FFNError(
+            "x",
+            "meta",
+            _("is on meta (it holds no values) but the module runs on {device}: give x with values, or device='meta'").format(device=dev),
+        )
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.to(torch.float32)
+    return x.to(device=dev, dtype=dt)
+
+
+def _preflight(module: nn.Module, shape: tuple[int, int, int], dev: torch.device, dt: torch.dtype, *, backward: bool) -> None:
+    """Refuse before allocating what cannot fit: the input, an output as large, and the widest
+    intermediate any of the module's linears makes (doubled for the gradients of a backward).
+    The module's parameters are already where it runs."""
+    if dev.type == "meta":
+        return
+    tokens, width = shape[0] * shape[1], shape[2]
+    widest = max([width, *(m.out_features for m in module.modules() if isinstance(m, nn.Linear))])
+    element = torch.empty((), dtype=dt).element_size()
+    need = tokens * (2 * width + widest) * element + RUNTIME_BYTES
+    preflight(need * (2 if backward else 1), dev, _("this trace"))
 
 
 def _forward_failed(module: nn.Module, failed: ForwardError) -> FFNRuntimeError:

@@ -24,6 +24,8 @@ import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
+from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
 from ffn_cli.trace.backward_result import SavedRead
 from ffn_cli.trace.leaves import tensor_leaves
 from ffn_cli.trace.ops import LAYOUT_OPS
@@ -198,7 +200,7 @@ class _PassRecorder(Recorder):
     def _producer_step(self, producer: Producer) -> str:
         """The forward step that computed a tensor's values: through views, and through module
         calls that ran no op of their own (dropout in eval mode hands its input on)."""
-        for _ in range(len(self.rec.ops) + len(self.rec.calls)):
+        for _step in range(len(self.rec.ops) + len(self.rec.calls)):
             kind, i = producer
             if kind == "op":
                 op = self.rec.ops[i]
@@ -243,6 +245,19 @@ def record_backward(
     result = recorder.out
     result.forward = _snapshot(recorder.rec)
     result.steps = group_steps(result.forward, depth)
+    if out.grad_fn is None:  # an integer output (argmax, a count) or one cut from the graph
+        why = (
+            _("is {dtype}, which carries no gradient")
+            if not out.is_floating_point()
+            else _("does not depend on the input or any parameter")
+        )
+        raise FFNError(
+            "backward",
+            True,
+            _("the module's output {why}: a backward needs a floating-point output computed from x").format(
+                why=why.format(dtype=dtype_name(out.dtype))
+            ),
+        )
     recorder.name_saved(out.grad_fn, checkpointed)
     grad = make_grad(out.detach())
     result.output_grad = tensor_stats(grad) if recorder.want_stats else None

@@ -12,6 +12,7 @@ FLOPs and statistics all come from here.
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
 from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id, writes_an_argument
+from ffn_cli.user_code import exception_text, real_interrupt
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
 
@@ -87,8 +89,7 @@ class ForwardError(Exception):
     """A forward not built here raised: where (the module path and class, the torch call) and what."""
 
     def __init__(self, path: str, class_name: str, call: str, error: BaseException) -> None:
-        first = (str(error).strip().splitlines() or [""])[0]
-        super().__init__(f"{type(error).__name__}: {first}")
+        super().__init__(exception_text(error))
         self.path, self.class_name, self.call, self.error = path, class_name, call, error
 
 
@@ -372,8 +373,9 @@ class Recorder(TorchDispatchMode):
                 out = first_tensor((call or self.root)(x))
         except (MemoryError, torch.OutOfMemoryError):
             raise
-        except Exception as exc:
-            if self.labels is None:  # the modules built here: their errors are ours, as they are
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            # The modules built here: their errors are ours, as they are; a real Ctrl-C interrupts.
+            if self.labels is None or (isinstance(exc, KeyboardInterrupt) and real_interrupt()):
                 raise
             module = self.rec.calls[self._stack[-1]].module if self._stack else self.root
             raise ForwardError(self._path(), type(module).__name__, self._call(), exc) from exc
@@ -436,7 +438,11 @@ def tracking_modules(recorder: Recorder) -> Iterator[None]:
 
     handles = [nn.modules.module.register_module_forward_pre_hook(enter), nn.modules.module.register_module_forward_hook(leave)]
     try:
-        yield
+        with warnings.catch_warnings():
+            # torch warns a compiled module that global hooks fire for its wrapper too: these are
+            # ours, and the wrapper's call is a call of the module it wraps, as the steps show it.
+            warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks", category=UserWarning)
+            yield
     finally:
         for handle in handles:
             handle.remove()
