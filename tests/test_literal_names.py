@@ -49,7 +49,8 @@ Evil = type({CLASS!r}, (nn.Module,), {{"__init__": _init, "forward": _forward}})
 
 @pytest.fixture
 def evil_file(tmp_path: Path) -> Path:
-    path = tmp_path / "evil.py"
+    # A name of its own per test: one process imports each module name once.
+    path = tmp_path / f"evil_{abs(hash(str(tmp_path)))}.py"
     path.write_text(MODULE_FILE)
     return path
 
