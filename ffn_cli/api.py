@@ -95,6 +95,7 @@ def trace(
     layer: int | None = None,
     ops: bool = False,
     explain: bool = False,
+    reference: bool = False,
 ) -> Result:
     """Run a module once and show every step: shapes, parameters, FLOPs, values.
 
@@ -106,6 +107,8 @@ def trace(
     caller's world is left as it was: torch's global random state, and the module's train/eval
     mode (of every submodule). `ops`: `to_dict()` lists the aten ops.
     `explain`: the view says why each step is there, and `to_dict()` gives each step's explanation.
+    `reference`: a module only: which registry FFN it computes, held to the NumPy float64
+    reference on its own weights (`to_dict()["reference"]`).
     """
     from ffn_cli.render.trace import trace_data, trace_view
 
@@ -126,6 +129,10 @@ def trace(
         dev, _dtype = resolve_device_dtype(device or "cpu", dtype or "float32")
         module_or_spec, origin = build_user_module(ref, device=dev, seed=seed), ref.describe()
     if isinstance(module_or_spec, (FFNSpec, str)):
+        if reference:
+            raise FFNError(
+                "reference", True, _("names the registry FFN a module computes; a spec is one (check=True holds it to the reference)")
+            )
         if x is not None or d_model is not None or depth != 1:
             raise FFNError("x", "given", _("a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth"))
         spec = module_or_spec
@@ -153,7 +160,7 @@ def trace(
 
         result = trace_module(
             module_or_spec, x, batch=batch, seq_len=seq_len, d_model=d_model, device=device, dtype=dtype, seed=seed, mode=mode,
-            values=values, depth=depth, backward=backward, loss=loss, checkpoint=checkpoint, origin=origin,
+            values=values, depth=depth, backward=backward, loss=loss, checkpoint=checkpoint, origin=origin, reference=reference,
             d_model_from="d_model",
         )  # fmt: skip
     view = lambda: trace_view(result, ops=ops, values=values, explain=explain)  # noqa: E731

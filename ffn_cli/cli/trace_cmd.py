@@ -62,6 +62,15 @@ DepthOpt = Annotated[
         rich_help_panel="Your module",
     ),
 ]
+ReferenceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reference",
+        help="With --module or a model's own FFN module: which registry FFN it computes, held to the NumPy float64 reference "
+        "on its own weights (or the closest, and where the outputs part).",
+        rich_help_panel="Your module",
+    ),
+]
 _BACKWARD = "Backward"
 BackwardOpt = Annotated[
     bool,
@@ -125,6 +134,7 @@ def trace(
     layer: LayerOpt = None,
     module: ModuleOpt = None,
     depth: DepthOpt = None,
+    reference: ReferenceOpt = False,
     json: JsonOpt = False,
 ) -> None:
     """Run the FFN once on a random (batch, seq_len, d_model) input and show every step: shapes, weights, FLOPs, values.
@@ -154,14 +164,18 @@ def trace(
             tuple(n for n in ffn.given if n != "d_model"), _("sizes a registry variant; --module traces your module as it is: drop it")
         )
         width = ffn.widths()[0] if "d_model" in ffn.given else None
-        _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, **run)
+        _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, reference=reference, **run)
         return
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
     except UnknownModelType as unknown:  # no reader: trace the model's own FFN module, built by transformers
         refuse_unused({"check": check}, _("compares a registry variant with its NumPy reference; a model's own module has none"))
-        _trace_model_module(unknown, layer=layer, ops=ops, explain=explain, json=json, **run)
+        _trace_model_module(unknown, layer=layer, ops=ops, explain=explain, json=json, reference=reference, **run)
         return
+    if reference:
+        raise FFNError(
+            "reference", True, _("names the registry FFN your module computes: use it with --module (a registry variant has --check)")
+        )
     if depth is not None:
         raise FFNError(
             "depth", depth, _("groups the steps of --module or of a model's own FFN module; a registry variant has its own steps")
@@ -263,7 +277,7 @@ def _show(result: Any, *, ops: bool, values: int, explain: bool, json: bool) -> 
         console.print(trace_view(result, ops=ops, values=values, explain=explain))
 
 
-def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, **run: Any) -> None:
+def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, reference: bool, **run: Any) -> None:
     """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
     from ffn_cli.models import SUPPORTED_MODEL_TYPES
     from ffn_cli.models.fallback import require_transformers
@@ -271,11 +285,11 @@ def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: 
     require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
     from ffn_cli.trace.model_module import trace_model_module
 
-    result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, **run)
+    result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, reference=reference, **run)
     _show(result, ops=ops, values=run["values"], explain=explain, json=json)
 
 
-def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bool, json: bool, **run: Any) -> None:
+def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bool, json: bool, reference: bool, **run: Any) -> None:
     """--module FILE.py:NAME(args): build the user's module on the device, trace it."""
     from ffn_cli.device import resolve_device_dtype
     from ffn_cli.modules.user import build_user_module, parse_module_ref
@@ -284,5 +298,5 @@ def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bo
     ref = parse_module_ref(text)
     dev, _ = resolve_device_dtype(run["device"], run["dtype"])
     built = build_user_module(ref, device=dev, seed=run["seed"])
-    result = trace_module(built, d_model=d_model, d_model_from="--d-model", origin=ref.describe(), **run)
+    result = trace_module(built, d_model=d_model, d_model_from="--d-model", origin=ref.describe(), reference=reference, **run)
     _show(result, ops=ops, values=run["values"], explain=explain, json=json)

@@ -41,6 +41,7 @@ _FORM = "FILE.py:NAME, FILE.py:NAME(args) or package.module:NAME(args)"
 _SHOWN_ARGUMENT = 40  # characters of one argument an error repeats (a 4,000-digit number is not repeated whole)
 _SHOWN_REF = 160  # characters of the whole --module value an error repeats
 _NAME_AFTER_COLON = re.compile(r":(?=\s*[A-Za-z_]\w*\s*(\(.*\))?\s*$)", re.DOTALL)
+_LOADED_FILES: set[str] = set()  # module names this process gave to the user's files: theirs to load again
 _PYTHON_FILES = (".py", ".pyc", ".pyo", ".pyw")
 
 
@@ -133,7 +134,8 @@ def _load(ref: ModuleRef, kept: UserWarnings) -> ModuleType:
 def _load_file(path: Path, ref: ModuleRef, kept: UserWarnings) -> ModuleType:
     """Import the file as Python imports a module beside the script it runs: its folder first
     on the path, its name its stem, registered while its body runs (dataclasses and
-    `from __future__ import annotations` look themselves up there). Each refusal names its cause."""
+    `from __future__ import annotations` look themselves up there), loaded anew each time (a
+    notebook traces the file as it is now). Each refusal names its cause."""
     shown = ref.target
     if not path.exists():
         raise FFNError("module", shown, _("no such file"))
@@ -154,21 +156,22 @@ def _load_file(path: Path, ref: ModuleRef, kept: UserWarnings) -> ModuleType:
         )
     folder = str(path.resolve().parent)
     existing = sys.modules.get(name)
-    if existing is not None and Path(getattr(existing, "__file__", None) or "").resolve() != path.resolve():
-        raise FFNError(
-            "module",
-            shown,
-            _("its name {name} is already taken by another module (the standard library, torch, …): rename the file").format(name=name),
-        )
+    if existing is not None and name not in _LOADED_FILES:
+        why = _("its name {name} is already taken by another module (the standard library, torch, …): rename the file")
+        raise FFNError("module", shown, why.format(name=name))
+    if existing is not None:  # a file of the user's loaded before (this one, edited since, or another of that name)
+        del sys.modules[name]
     what = _("loading {file}").format(file=path.name)
+    importlib.invalidate_caches()  # a file written since the folder was last looked at
     sys.path.insert(0, folder)
     try:
         with running_user_code(what, kept):
-            # Loaded anew each time (a notebook re-traces the file as it is now).
-            return importlib.reload(existing) if existing is not None else importlib.import_module(name)
+            loaded = importlib.import_module(name)
     finally:
         with contextlib.suppress(ValueError):
             sys.path.remove(folder)
+    _LOADED_FILES.add(name)
+    return loaded
 
 
 def _modules_in(loaded: ModuleType) -> list[str]:

@@ -22,6 +22,7 @@ from ffn_cli.render.explain import explain_table, step_explanation
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
 from ffn_cli.render.literal import visible_strings
+from ffn_cli.render.reference import reference_data, reference_view
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
 
@@ -469,6 +470,8 @@ def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> 
         if values:
             out.append(_values_table(result, values))
     out += [_totals(result), width_diagram(result)]
+    if result.reference is not None:
+        out.append(reference_view(result.reference))
     return out + backward_sections(result, explain=explain)
 
 
@@ -591,6 +594,8 @@ def trace_data(result: TraceResult, *, ops: bool = False, explain: bool = False)
         "check_threshold": c.threshold if c is not None else None,
         "check_passed": c.passed if c is not None else None,
     }
+    if result.reference is not None:
+        data["reference"] = reference_data(result.reference)
     touched = None if result.is_meta else _experts_touched(result)
     if touched is not None:
         data["experts_touched"] = touched

@@ -19,6 +19,7 @@ from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
 from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import ForwardError, dtype_name, record
+from ffn_cli.trace.reference_match import match_reference
 from ffn_cli.trace.result import TracedModule, TraceResult
 from ffn_cli.trace.run import MAX_VALUES, MODES, RUNTIME_BYTES, _make_input, _param_groups, _validate_backward
 from ffn_cli.trace.steps import group_steps
@@ -95,6 +96,7 @@ def trace_module(
     backward: bool = False,
     loss: str | None = None,
     checkpoint: bool = False,
+    reference: bool = False,
     source: str = "module",
     name: str | None = None,
     origin: str = "",
@@ -102,7 +104,8 @@ def trace_module(
 ) -> TraceResult:
     """Run `module` once on `x` (or a seeded (batch, seq_len, d_model) normal input) under the
     recorder and return its steps: its children's calls (`depth` levels deep) and its own torch
-    calls between them; with `backward`, then its backward from the gradient `loss` makes."""
+    calls between them; with `backward`, then its backward from the gradient `loss` makes; with
+    `reference`, the registry FFN it computes (`match_reference`)."""
     check_int("seed", seed, minimum=0, maximum=2**63 - 1)
     check_int("values", values, minimum=0, maximum=MAX_VALUES)
     check_int("depth", depth, minimum=1, maximum=MAX_DEPTH)
@@ -133,6 +136,7 @@ def trace_module(
             out, rec, steps, backward_result = _run(
                 module, x, backward=backward, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, dt=dt, depth=depth
             )
+            matched = match_reference(module, x, dtype_name(dt)) if reference else None
     finally:
         for sub, training in modes:
             sub.training = training
@@ -157,6 +161,7 @@ def trace_module(
         saved_bytes=rec.saved_bytes,
         activation_bytes_estimate=None,
         backward=backward_result,
+        reference=matched,
     )
 
 

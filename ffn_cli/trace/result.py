@@ -15,7 +15,18 @@ if TYPE_CHECKING:
     from ffn_cli.block import BlockSpec  # imports torch
     from ffn_cli.trace.backward_result import BackwardResult
 
-__all__ = ["CheckResult", "OpRecord", "ParamInfo", "Shape", "TensorStats", "TraceResult", "TraceStep", "TracedModule"]
+__all__ = [
+    "CheckResult",
+    "OpRecord",
+    "ParamInfo",
+    "ReferenceMatch",
+    "Shape",
+    "TensorStats",
+    "TraceResult",
+    "TraceStep",
+    "TracedModule",
+    "VariantFit",
+]
 
 Shape = tuple[int, ...]
 
@@ -140,6 +151,40 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class VariantFit:
+    """One registry variant tried against the user's module: its weights placed on the
+    variant's layout, the NumPy float64 reference run on them, and how far the outputs are apart."""
+
+    variant: str
+    formula: str
+    # The module's parameter → the variant's, transposed (stored (in, out)), halves swapped (a
+    # fused gate/up matrix stored up first).
+    placed: tuple[tuple[str, str, bool, bool], ...]
+    max_abs_error: float
+    max_rel_error: float  # max |y − y_ref| / max |y_ref|
+    # Where the outputs part most: (token, feature, the module's value, the reference's).
+    worst: tuple[int, int, float, float]
+    parted_fraction: float  # outputs further apart than the threshold allows
+
+
+@dataclass(frozen=True)
+class ReferenceMatch:
+    """`--reference`: which registry variant the module computes, if any, or the closest
+    candidate and where the outputs part; `reason` when no variant's layout holds its weights."""
+
+    module: str  # the module's class name
+    dtype: str
+    threshold: float  # the relative error --check accepts for this dtype
+    best: VariantFit | None
+    tried: int  # layouts tried (variant × biases × fused gate/up × orders)
+    reason: str = ""
+
+    @property
+    def matched(self) -> bool:
+        return self.best is not None and self.best.max_rel_error <= self.threshold
+
+
+@dataclass(frozen=True)
 class TracedModule:
     """What was traced, whatever built it: a registry variant, the user's own module, or
     transformers' own FFN module of a model."""
@@ -191,6 +236,7 @@ class TraceResult:
     activation_bytes_estimate: int | None  # accounting's per-token estimate × tokens × dtype bytes (a spec's)
     check: CheckResult | None = None
     backward: BackwardResult | None = None  # with --backward
+    reference: ReferenceMatch | None = None  # with --reference
 
     @property
     def tokens(self) -> int:
