@@ -156,3 +156,30 @@ def test_a_model_counted_by_building_it_prints_its_name_as_written(runner: CliRu
     result = runner.invoke(app, ["params", "--config", str(config)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert f"{MARKUP}odd\\x1b[2J\\u202e · {model_type}" in result.stdout, result.stdout
+
+
+def test_the_walk_by_hand() -> None:
+    """Every string of a nested value spelled out; what holds none comes back as the same object."""
+    from dataclasses import dataclass
+    from typing import NamedTuple
+
+    from ffn_cli.i18n import Message
+    from ffn_cli.render.literal import visible_strings
+
+    class Pair(NamedTuple):
+        name: str
+        count: int
+
+    @dataclass(frozen=True)
+    class Step:
+        name: str
+        pairs: tuple[Pair, ...]
+        note: Message
+        extra: dict[str, list[str]]
+
+    plain = Step("up", (Pair("w", 1),), Message("{n} rows", n="x"), {"k": ["v"]})
+    assert visible_strings(plain) is plain
+    odd = Step(UP, (Pair(DOWN, 2),), Message("{n} rows", n=ACT), {SCALE: [CLASS]})
+    shown = visible_strings(odd)
+    assert shown == Step(SHOWN[UP], (Pair(SHOWN[DOWN], 2),), Message("{n} rows", n=SHOWN[ACT]), {SHOWN[SCALE]: [SHOWN[CLASS]]})
+    assert shown.note.shown() == f"{SHOWN[ACT]} rows" and odd.name == UP  # the original is left as it was

@@ -54,7 +54,9 @@ def _walk(value: Any) -> Any:
         return visible(value)
     if isinstance(value, (tuple, list)):
         items = [_walk(v) for v in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # a named tuple takes its fields
     if isinstance(value, dict):
         pairs = [(_walk(k), _walk(v)) for k, v in value.items()]
         same = all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True))
