@@ -419,6 +419,16 @@ def test_a_hub_models_config_is_named_as_the_model(
     assert _usage_error(runner, [*command, "--model", "org/x"]).startswith(said)
 
 
+def test_a_hub_model_that_needs_remote_code_is_named_as_the_model(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Said `--config org/x: this config needs trust_remote_code`.
+    pytest.importorskip("transformers")
+    _hub_model(tmp_path, monkeypatch, json.loads((ROOT / "docs" / "examples" / "internlm2-7b" / "config.json").read_text()))
+    said = _usage_error(runner, ["params", "--model", "org/x"])
+    assert said == "error: --model org/x: this config needs trust_remote_code; ffn never runs a model's own code\n"
+
+
 _WITHOUT_TRANSFORMERS = """
 import sys
 sys.modules["transformers"] = None  # as if it were not installed
