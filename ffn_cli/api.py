@@ -31,6 +31,8 @@ class Result:
     value: Any
     view: Callable[[], RenderableType]
     data: Callable[[], dict[str, Any]]
+    # A trace's picture: the whole page (True) or a notebook cell's fragment (False).
+    drawing: Callable[[bool], str] | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -52,14 +54,27 @@ class Result:
         console.print(self.view())
         return console
 
+    def page(self, path: str | None = None) -> str:
+        """A trace drawn as `ffn trace --page` draws it: one offline HTML page, written to `path` if given."""
+        if self.drawing is None:
+            raise FFNError("page", type(self.value).__name__, _("a trace's result: ffn_cli.trace(...).page()"))
+        text = self.drawing(True)
+        if path is not None:
+            from ffn_cli.cli.page_option import save_page
+
+            save_page(path, text)
+        return text
+
     def _repr_html_(self) -> str:
+        if self.drawing is not None:
+            return self.drawing(False)
         return self._console().export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         console = self._console()
         text = console.export_text(clear=False)
         html = console.export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
-        return {"text/plain": text, "text/html": html}
+        return {"text/plain": text, "text/html": self.drawing(False) if self.drawing is not None else html}
 
     def __repr__(self) -> str:
         return f"<ffn {type(self.value).__name__}: print it, or .to_dict()>"
@@ -164,7 +179,10 @@ def trace(
             d_model_from="d_model",
         )  # fmt: skip
     view = lambda: trace_view(result, ops=ops, values=values, explain=explain)  # noqa: E731
-    return Result(result, view, lambda: trace_data(result, ops=ops, explain=explain) | extra)
+    from ffn_cli.cli.page_option import draw_page
+
+    drawing = lambda whole: draw_page(result, extra, whole=whole)  # noqa: E731
+    return Result(result, view, lambda: trace_data(result, ops=ops, explain=explain) | extra, drawing)
 
 
 def _torch_name(option: str, value: Any) -> str | None:

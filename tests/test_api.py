@@ -66,7 +66,8 @@ def test_a_result_reads_through_and_renders() -> None:
     rich.print(r, file=out)
     assert "1,050,624" in out.getvalue() and "linear2" in out.getvalue()
     bundle = r._repr_mimebundle_()
-    assert "1,050,624" in bundle["text/plain"] and "<pre" in bundle["text/html"] and "1,050,624" in bundle["text/html"]
+    # The notebook shows the trace's picture (tests/test_page.py checks its drawing), the text beside it.
+    assert "1,050,624" in bundle["text/plain"] and 'class="ffn-page' in bundle["text/html"] and "1,050,624" in bundle["text/html"]
     assert "1,050,624" in r._repr_html_()
     console = Console(file=io.StringIO(), width=80, color_system=None)
     console.print(r)

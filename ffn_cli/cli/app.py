@@ -141,6 +141,7 @@ class OneLineErrors(TyperGroup):
             if not standalone_mode:
                 raise
             message = translate_usage_error(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
+            message += _split_call_hint(argv, exc)
             command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
             fail(_("{message} (see `{command}`)").format(message=message, command=command), USAGE_EXIT, _click_option(exc))
             sys.exit(USAGE_EXIT)
@@ -152,6 +153,20 @@ class OneLineErrors(TyperGroup):
         if not standalone_mode:
             return result
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _split_call_hint(argv: list[str], exc: Exception) -> str:
+    """An unquoted `--module f.py:Cls(512, 2048)` reaches ffn in two words, the second an extra
+    argument: say to quote it, as it was meant."""
+    if not isinstance(exc, _UsageError) or "--module" not in argv[:-1] or "extra argument" not in str(exc):
+        return ""
+    value = argv[argv.index("--module") + 1]
+    if value.count("(") <= value.count(")"):
+        return ""
+    rest = argv[argv.index("--module") + 2 :]
+    closing = next((i for i, word in enumerate(rest) if ")" in word), None)
+    whole = " ".join([value, *rest[: closing + 1]]) if closing is not None else value
+    return _("; the shell split --module's value at its spaces: quote it, --module '{whole}'").format(whole=whole)
 
 
 app = typer.Typer(

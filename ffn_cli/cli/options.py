@@ -107,7 +107,8 @@ def parse_int_list(option: str, text: str) -> list[int]:
     for item in parse_list(option, text):
         # isdigit() alone accepts '²', which int() refuses; no size has 20 digits, and int()
         # refuses 4,300 with an error of its own.
-        if not (item.isascii() and item.isdigit()):
+        signed = item[1:] if item[:1] in "+-" else item
+        if not (signed.isascii() and signed.isdigit()):
             raise FFNError(option, text, _("an integer or a comma list of integers"))
         if len(item) > 19:
             raise FFNError(option, f"{item[:10]}…({len(item)} digits)", _("far too large for a size"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +28,7 @@ from ffn_cli.cli.options import (
     SeqLenOpt,
     TPOpt,
 )
+from ffn_cli.cli.page_option import PageOpt, page_target, write_page
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.spec import FFNSpec
@@ -136,6 +138,7 @@ def trace(
     depth: DepthOpt = None,
     reference: ReferenceOpt = False,
     json: JsonOpt = False,
+    page: PageOpt = None,
 ) -> None:
     """Run the FFN once on a random (batch, seq_len, d_model) input and show every step: shapes, weights, FLOPs, values.
 
@@ -144,6 +147,7 @@ def trace(
     With --module it is your own nn.Module, step by step.
     """
     require_temp_dir()  # before torch is imported
+    page_file = page_target(page)
     from ffn_cli.block import NORMS, BlockSpec
     from ffn_cli.models.families import UnknownModelType
     from ffn_cli.render.trace import trace_data, trace_view
@@ -164,13 +168,13 @@ def trace(
             tuple(n for n in ffn.given if n != "d_model"), _("sizes a registry variant; --module traces your module as it is: drop it")
         )
         width = ffn.widths()[0] if "d_model" in ffn.given else None
-        _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, reference=reference, **run)
+        _trace_user_module(module, d_model=width, ops=ops, explain=explain, json=json, page=page_file, reference=reference, **run)
         return
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, block=block)
     except UnknownModelType as unknown:  # no reader: trace the model's own FFN module, built by transformers
         refuse_unused({"check": check}, _("compares a registry variant with its NumPy reference; a model's own module has none"))
-        _trace_model_module(unknown, layer=layer, ops=ops, explain=explain, json=json, reference=reference, **run)
+        _trace_model_module(unknown, layer=layer, ops=ops, explain=explain, json=json, page=page_file, reference=reference, **run)
         return
     if reference:
         raise FFNError(
@@ -204,6 +208,7 @@ def trace(
             "backward": backward,
             "loss": loss,
             "checkpoint": checkpoint,
+            "page": page,
         }
         refuse_unused(unused, _("--tp / --ep run the sharded forward in eval mode and compare it with the unsharded module; drop it"))
         _trace_parallel(spec, tp=tp, ep=ep, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, json=json)
@@ -239,6 +244,7 @@ def trace(
 
             console.print(model_layer_view(choice))
         console.print(trace_view(result, ops=ops, values=values, explain=explain))
+    write_page(page_file, result, {"model": choice.data()} if choice is not None else None)
     failure = check_failure(result)
     if failure is not None:
         raise failure
@@ -268,16 +274,19 @@ def _trace_parallel(spec: FFNSpec, *, tp: int, ep: int, batch: int, seq_len: int
         )
 
 
-def _show(result: Any, *, ops: bool, values: int, explain: bool, json: bool) -> None:
+def _show(result: Any, *, ops: bool, values: int, explain: bool, json: bool, page: Path | None = None) -> None:
     from ffn_cli.render.trace import trace_data, trace_view
 
     if json:
         emit_json(trace_data(result, ops=ops, explain=explain))
     else:
         console.print(trace_view(result, ops=ops, values=values, explain=explain))
+    write_page(page, result)
 
 
-def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, reference: bool, **run: Any) -> None:
+def _trace_model_module(
+    unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, page: Path | None, reference: bool, **run: Any
+) -> None:
     """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
     from ffn_cli.models import SUPPORTED_MODEL_TYPES
     from ffn_cli.models.fallback import require_transformers
@@ -286,10 +295,12 @@ def _trace_model_module(unknown: Any, *, layer: int | None, ops: bool, explain: 
     from ffn_cli.trace.model_module import trace_model_module
 
     result = trace_model_module(unknown.config, name=unknown.name, source=unknown.source, layer=layer, reference=reference, **run)
-    _show(result, ops=ops, values=run["values"], explain=explain, json=json)
+    _show(result, ops=ops, values=run["values"], explain=explain, json=json, page=page)
 
 
-def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bool, json: bool, reference: bool, **run: Any) -> None:
+def _trace_user_module(
+    text: str, *, d_model: int | None, ops: bool, explain: bool, json: bool, page: Path | None, reference: bool, **run: Any
+) -> None:
     """--module FILE.py:NAME(args): build the user's module on the device, trace it."""
     from ffn_cli.device import resolve_device_dtype
     from ffn_cli.modules.user import build_user_module, parse_module_ref
@@ -299,4 +310,4 @@ def _trace_user_module(text: str, *, d_model: int | None, ops: bool, explain: bo
     dev, _ = resolve_device_dtype(run["device"], run["dtype"])
     built = build_user_module(ref, device=dev, seed=run["seed"])
     result = trace_module(built, d_model=d_model, d_model_from="--d-model", origin=ref.describe(), reference=reference, **run)
-    _show(result, ops=ops, values=run["values"], explain=explain, json=json)
+    _show(result, ops=ops, values=run["values"], explain=explain, json=json, page=page)

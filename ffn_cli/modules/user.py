@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
 from ffn_cli.user_code import UserWarnings, running_user_code
@@ -257,9 +257,28 @@ def _check_arguments(obj: Any, ref: ModuleRef) -> None:
     try:
         signature.bind(*ref.args, **dict(ref.kwargs))
     except TypeError as exc:
+        said = _bind_words(str(exc))
         raise FFNError(
-            "module", ref.describe(), _("{name}{signature}: {exc}").format(name=ref.name, signature=signature, exc=exc)
+            "module", ref.describe(), _("{name}{signature}: {exc}").format(name=ref.name, signature=signature, exc=said)
         ) from None
+
+
+# inspect's words when a call does not fit a signature, in the language of the run.
+_BIND_WORDS = (
+    (re.compile(r"missing a required argument: '(?P<name>.+)'"), N_("missing a required argument: {name}")),
+    (re.compile(r"missing a required keyword-only argument: '(?P<name>.+)'"), N_("missing a required keyword-only argument: {name}")),
+    (re.compile(r"too many positional arguments"), N_("too many positional arguments")),
+    (re.compile(r"got an unexpected keyword argument '(?P<name>.+)'"), N_("got an unexpected keyword argument {name}")),
+    (re.compile(r"multiple values for argument '(?P<name>.+)'"), N_("multiple values for argument {name}")),
+)
+
+
+def _bind_words(text: str) -> str:
+    for pattern, words in _BIND_WORDS:
+        found = pattern.fullmatch(text)
+        if found is not None:
+            return _(words).format(**{k: repr(v) for k, v in found.groupdict().items()})
+    return text
 
 
 def caller_rng_kept() -> Any:

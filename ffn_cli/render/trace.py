@@ -138,7 +138,11 @@ def _totals(result: TraceResult) -> Table:
     grid.add_column()
     parts = " + ".join(f"{name} {fmt_count(n)}" for name, n in result.param_groups)
     total = fmt_count(result.total_params)
-    add_words(grid, _("parameters"), f"{total} = {parts}" if len(result.param_groups) > 1 else total)
+    unread = _("; {count} of them no op read ({names})").format(
+        count=fmt_count(_unread_count(result)), names=", ".join(p.name for p in result.unread_params)
+    )
+    total_line = f"{total} = {parts}" if len(result.param_groups) > 1 else total
+    add_words(grid, _("parameters"), total_line + (unread if result.unread_params else ""))
     buffers = {p.name: p for s in result.steps for p in s.buffers}
     if buffers:
         listed = ", ".join(f"{p.name} {fmt_shape(p.shape)}" for p in buffers.values())
@@ -233,7 +237,7 @@ def _steps_table(result: TraceResult) -> Layouts:
         Col(_("operation"), "text", drop=4),  # the only words that say what a step does: it wraps before it leaves
         Col(_("input → output"), "fixed", drop=3),
         Col(_("parameters"), "fixed", drop=1),
-        Col(_("params"), footer=fmt_count(sum(s.param_count + s.idle_params for s in result.steps))),
+        Col(_("params"), footer=fmt_count(sum(s.param_count + s.idle_params for s in result.steps) + _unread_count(result))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
     ]
     rows = _step_rows(result)
@@ -283,7 +287,14 @@ def _step_rows(result: TraceResult) -> list[list[Text]]:
         rows.append(_plain([[*cells, counted, _flops(s.flops, result)]])[0])
     if summary is not None and summary.end == len(result.steps) and summary.idle:
         rows.append(_idle_step_row(result, summary))
+    if result.unread_params:
+        shapes = "\n".join(f"{p.name} {fmt_shape(p.shape)}" for p in result.unread_params)
+        rows.append(_plain([["", _("not read"), _("no op read it"), "", shapes, fmt_count(_unread_count(result)), ""]])[0])
     return rows
+
+
+def _unread_count(result: TraceResult) -> int:
+    return sum(p.count for p in result.unread_params)
 
 
 def _operation(step: TraceStep) -> str:
@@ -456,6 +467,8 @@ def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
 
 def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
+    if result.warnings:
+        out.append(Group(*(Text(_("warning: {warning}").format(warning=w.shown()), style="yellow") for w in result.warnings)))
     why = explain_table(result) if explain and not ops else None
     if why is not None:
         out.append(why)
@@ -596,6 +609,10 @@ def trace_data(result: TraceResult, *, ops: bool = False, explain: bool = False)
     }
     if result.reference is not None:
         data["reference"] = reference_data(result.reference)
+    if result.warnings:
+        data["warnings"] = [str(w) for w in result.warnings]
+    if result.unread_params:
+        data["unread_params"] = {p.name: list(p.shape) for p in result.unread_params}
     touched = None if result.is_meta else _experts_touched(result)
     if touched is not None:
         data["experts_touched"] = touched

@@ -17,10 +17,11 @@ from ffn_cli.i18n import _
 from ffn_cli.modules.user import caller_rng_kept
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
+from ffn_cli.trace.collapse import linear_collapses
 from ffn_cli.trace.gc_pause import gc_paused
 from ffn_cli.trace.recorder import ForwardError, dtype_name, record
 from ffn_cli.trace.reference_match import match_reference
-from ffn_cli.trace.result import TracedModule, TraceResult
+from ffn_cli.trace.result import ParamInfo, TracedModule, TraceResult, TraceStep
 from ffn_cli.trace.run import MAX_VALUES, MODES, RUNTIME_BYTES, _make_input, _param_groups, _validate_backward
 from ffn_cli.trace.steps import group_steps
 from ffn_cli.user_code import UserWarnings, running_user_code
@@ -33,7 +34,15 @@ MAX_DEPTH = 16
 def infer_d_model(module: nn.Module) -> tuple[int, str]:
     """The input width the module expects, and where it was read: the first linear's
     in_features, a norm's width, or the width of the first matrix the module holds itself that
-    a one-token trial run accepts (F.linear reads a weight as (out, in), x·W as (in, out))."""
+    a one-token trial run accepts (F.linear reads a weight as (out, in), x·W as (in, out)). A
+    lazy module (nn.LazyLinear) knows no input width before its first call: the width its last
+    linear returns stands for it, as an FFN maps d_model back to d_model."""
+    if _is_lazy(module):
+        outputs = [(path, sub.out_features) for path, sub in module.named_modules() if isinstance(sub, nn.Linear)]
+        if not outputs:
+            raise FFNError("d_model", None, _("a lazy module knows its input width only once it runs: give --d-model"))
+        path, width = outputs[-1]
+        return width, _("{path}.out_features: a lazy module's input width, as an FFN returns the width it takes").format(path=path)
     for path, sub in module.named_modules():
         where = f"{path}." if path else ""
         if isinstance(sub, nn.Linear):
@@ -54,6 +63,20 @@ def infer_d_model(module: nn.Module) -> tuple[int, str]:
                     ),
                 )
     raise FFNError("d_model", None, _("could not be read from the module (no linear layer or weight matrix): give --d-model"))
+
+
+def _is_lazy(module: nn.Module) -> bool:
+    return any(isinstance(p, nn.parameter.UninitializedParameter) for p in module.parameters())
+
+
+def _materialise(module: nn.Module, width: int, dev: torch.device, dt: torch.dtype, seed: int) -> None:
+    """A lazy module's parameters made by one call on a token of `width`, drawn from the
+    weights' stream; a meta module's stay shapes."""
+    if not _is_lazy(module):
+        return
+    torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))
+    with torch.no_grad():
+        module(torch.zeros(1, 1, width, device=dev, dtype=dt))
 
 
 def _accepts(module: nn.Module, width: int, like: Tensor) -> bool:
@@ -119,6 +142,7 @@ def trace_module(
             dev, dt = _place(module, device, dtype)
             if x is not None:
                 x = _given_input(x, dev, dt)
+                _materialise(module, int(x.shape[-1]), dev, dt, seed)
                 width, width_from = int(x.shape[-1]), "the input given"
                 batch, seq_len = (int(x.shape[0]), int(x.shape[1])) if x.dim() == 3 else (1, int(x.shape[:-1].numel()))
             else:
@@ -129,13 +153,20 @@ def trace_module(
                     width, width_from = d_model, d_model_from
                 else:
                     width, width_from = infer_d_model(module)
+                _materialise(module, width, dev, dt, seed)
                 _preflight(module, (batch, seq_len, width), dev, dt, backward=backward)
                 x = _make_input((batch, seq_len, width), dev, dt, seed)
             module.train(mode == "train")
             torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
-            out, rec, steps, backward_result = _run(
-                module, x, backward=backward, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, dt=dt, depth=depth
-            )
+            try:
+                out, rec, steps, backward_result = _run(
+                    module, x, backward=backward, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, dt=dt, depth=depth
+                )
+            except FFNRuntimeError as failed:
+                hint = _width_hint(module, width, d_model_from) if width_from == d_model_from else ""
+                if not hint:
+                    raise
+                raise FFNRuntimeError(f"{failed}{hint}") from None
             matched = match_reference(module, x, dtype_name(dt)) if reference else None
     finally:
         for sub, training in modes:
@@ -162,6 +193,8 @@ def trace_module(
         activation_bytes_estimate=None,
         backward=backward_result,
         reference=matched,
+        warnings=linear_collapses(steps, width),
+        unread_params=_unread(module, steps),
     )
 
 
@@ -182,6 +215,30 @@ def _run(
             return out, rec, group_steps(rec, depth), None
     except ForwardError as failed:
         raise _forward_failed(module, failed) from None
+
+
+def _unread(module: nn.Module, steps: Sequence[TraceStep]) -> tuple[ParamInfo, ...]:
+    """The parameters no step (nor substep) read: counted in the module's total, used by nothing."""
+    read: set[str] = set()
+    pending = list(steps)
+    while pending:
+        step = pending.pop()
+        read.update(p.name for p in step.params)
+        pending += step.substeps
+    return tuple(ParamInfo(name, tuple(p.shape)) for name, p in module.named_parameters() if name not in read)
+
+
+def _width_hint(module: nn.Module, given: int, option: str) -> str:
+    """After a forward fails on a width the user gave: the width the module reads, if another."""
+    try:
+        width, where = infer_d_model(module)
+    except FFNError:
+        return ""
+    if width == given:
+        return ""
+    return _("; the module reads d_model {width} (from {where}): give {option} {width}, or drop it").format(
+        width=width, where=where, option=option
+    )
 
 
 def _given_input(x: Any, dev: torch.device, dt: torch.dtype) -> Tensor:

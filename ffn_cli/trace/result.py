@@ -4,7 +4,7 @@ read them (the renderers and `--json` work from these fields alone)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ffn_cli.trace.backward_result import BackwardResult
 
 __all__ = [
+    "HISTOGRAM_BINS",
     "CheckResult",
     "OpRecord",
     "ParamInfo",
@@ -26,9 +27,23 @@ __all__ = [
     "TraceStep",
     "TracedModule",
     "VariantFit",
+    "histogram_edges",
 ]
 
 Shape = tuple[int, ...]
+
+
+# Bins of a tensor's histogram: enough to show ReLU's spike at 0 and a normal's bell.
+HISTOGRAM_BINS = 20
+
+
+def histogram_edges(low: float, high: float) -> list[float]:
+    """The bin edges numpy.histogram(bins=HISTOGRAM_BINS, range=(low, high)) uses, computed as
+    np.linspace computes them (i·step + low, the last edge `high`); one value gets ±0.5 around it."""
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    step = (high - low) / HISTOGRAM_BINS
+    return [i * step + low for i in range(HISTOGRAM_BINS)] + [high]
 
 
 @dataclass(frozen=True)
@@ -45,10 +60,18 @@ class TensorStats:
     nan: int
     inf: int
     subnormal: int  # nonzero values below the dtype's smallest normal: precision already lost
+    # Counts of the finite values in HISTOGRAM_BINS equal bins from min to max, as numpy.histogram
+    # bins them; the page draws it. Not part of --json, nor of equality.
+    histogram: tuple[int, ...] | None = field(default=None, compare=False)
 
     @property
     def zeros_pct(self) -> float:
         return 100.0 * self.zeros / self.numel if self.numel else 0.0
+
+    @property
+    def histogram_edges(self) -> list[float] | None:
+        """The HISTOGRAM_BINS + 1 edges of `histogram`'s bins."""
+        return histogram_edges(self.min, self.max) if self.histogram is not None else None
 
 
 @dataclass(frozen=True)
@@ -237,6 +260,8 @@ class TraceResult:
     check: CheckResult | None = None
     backward: BackwardResult | None = None  # with --backward
     reference: ReferenceMatch | None = None  # with --reference
+    warnings: tuple[Message, ...] = ()  # what the run shows is likely not meant (two linears that collapse into one)
+    unread_params: tuple[ParamInfo, ...] = ()  # the module's parameters no op of the run read (counted, not used)
 
     @property
     def tokens(self) -> int:

@@ -7,6 +7,8 @@ accumulated in float64. Chunks' means and squared deviations combine exactly as 
 al.'s parallel variance. A tensor of one chunk gets `torch.std_mean` on its float64 copy, so
 small tensors keep the very bits they always had; a larger one's mean and std can differ from
 that in the last digit or two of seventeen (as they always did between thread counts).
+A histogram of the finite values (numpy.histogram's bins, from min to max) takes one more
+pass over a large tensor's chunks, once min and max are known.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 import torch
 from torch import Tensor
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.trace.result import TensorStats
+from ffn_cli.trace.result import HISTOGRAM_BINS, TensorStats, histogram_edges
 
 __all__ = ["CHUNK_ELEMENTS", "first_values", "tensor_stats", "value_flags"]
 
@@ -48,7 +51,16 @@ def tensor_stats(t: Tensor) -> TensorStats | None:
         if not math.isfinite(float(rows[:, _SUM].sum())):
             # NaN or Inf somewhere (or a float64 sum that overflowed): count them, skip them.
             rows = torch.stack([_partial(c, buffer, tiny, careful=True) for c in flat.split(size)])
-    return _combine(flat.numel(), rows.tolist())
+        stats = _combine(flat.numel(), rows.tolist())
+        if stats.nan + stats.inf == stats.numel:
+            return stats
+        bounds = _bounds(stats.min, stats.max)
+        counts = buffer.new_zeros(HISTOGRAM_BINS, dtype=torch.int64)
+        for chunk in flat.split(size):
+            b = buffer[: chunk.numel()]
+            b.copy_(chunk)
+            counts += _bin_counts(b[torch.isfinite(b)] if stats.nan or stats.inf else b, bounds)
+        return replace(stats, histogram=tuple(counts.tolist()))
 
 
 @contextmanager
@@ -99,9 +111,22 @@ def _one_chunk(flat: Tensor, buffer: Tensor, tiny: float) -> TensorStats:
         std, mean = torch.std_mean(finite, correction=0)
         low, high = torch.aminmax(finite)
         moments = [float(mean), float(std), float(low), float(high)]
+        histogram = tuple(_bin_counts(finite, _bounds(moments[2], moments[3])).tolist())
     else:
-        moments = [math.nan] * 4
-    return TensorStats(x.numel(), *moments, zeros, negatives, nan, inf, small - zeros)
+        moments, histogram = [math.nan] * 4, None
+    return TensorStats(x.numel(), *moments, zeros, negatives, nan, inf, small - zeros, histogram=histogram)
+
+
+def _bounds(low: float, high: float) -> tuple[float, float]:
+    """The histogram's range: min to max, as numpy.histogram takes it (one value: ±0.5 around it)."""
+    edges = histogram_edges(low, high)
+    return edges[0], edges[-1]
+
+
+def _bin_counts(finite: Tensor, bounds: tuple[float, float]) -> Tensor:
+    """Counts per bin, in one pass: torch.histc bins as numpy.histogram does, [edge_i, edge_i+1)
+    with the max in the last bin (a value within rounding of an inner edge may fall either side)."""
+    return torch.histc(finite, bins=HISTOGRAM_BINS, min=bounds[0], max=bounds[1]).to(torch.int64)
 
 
 def _combine(numel: int, rows: list[list[float]]) -> TensorStats:

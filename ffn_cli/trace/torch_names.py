@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -46,8 +47,12 @@ def writes_an_argument(func: Any) -> bool:
 
 
 def saved_tensors(node: Any) -> list[Tensor]:
-    """The tensors an autograd node keeps for its backward: its `_saved_*` attributes (unpacking
-    them) that are saved variables (those with a `_raw_saved_*` twin; a saved Scalar has none)."""
+    """The tensors an autograd node keeps for its backward: a custom Function's `saved_tensors`,
+    a built-in node's `_saved_*` attributes (unpacking them) that are saved variables (those with
+    a `_raw_saved_*` twin; a saved Scalar has none)."""
+    if isinstance(node, torch.autograd.function.BackwardCFunction):
+        # A custom autograd.Function's node is its ctx: what it saved is the public `saved_tensors`.
+        return [t for t in node.saved_tensors if isinstance(t, Tensor)]
     out: list[Tensor] = []
     for attr in dir(node):
         if attr.startswith("_raw_saved_"):

@@ -1,0 +1,80 @@
+"""Two linear maps with nothing nonlinear between them are one linear map.
+
+The seed tutorial's point about the FFN: without the activation, W₂·(W₁·x) = (W₂·W₁)·x, a
+single matrix of rank at most the narrower width, so the wide hidden layer adds parameters and
+FLOPs but nothing one matrix could not compute. Found from the steps' aten ops alone: a step
+that is one matmul (with its bias add and layout changes) is affine; dropout and layout-only
+steps pass values through; anything else (an activation, a norm, a gate's product) ends the chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ffn_cli.i18n import N_, Message
+from ffn_cli.trace.ops import LAYOUT_OPS, SKIPPED_OPS
+from ffn_cli.trace.result import TraceStep
+
+__all__ = ["linear_collapses"]
+
+_MATMULS = {"mm", "addmm", "matmul", "bmm", "baddbmm", "linear"}
+_BIAS = {"add", "add_", "sub", "sub_"}  # a bias added to a matmul's output keeps the map affine
+# Dropout's own ops: a mask drawn (into uninitialised memory), scaled, multiplied in.
+_DROPOUT = {"native_dropout", "dropout", "bernoulli_", "empty_like", "div", "div_", "mul"}
+
+
+def _base(op: str) -> str:
+    return op.removeprefix("aten.").split(".")[0]
+
+
+def _affine(step: TraceStep) -> bool:
+    ops = [_base(o) for o in step.aten_ops]
+    matmuls = [o for o in ops if o in _MATMULS]
+    return len(matmuls) == 1 and all(o in _MATMULS or o in _BIAS or o in LAYOUT_OPS or o in SKIPPED_OPS for o in ops)
+
+
+def _passes_through(step: TraceStep) -> bool:
+    """A step that changes no value's linear relation to its input: layout only, or dropout
+    (eval: nothing; train: a fixed mask and a scale)."""
+    ops = [_base(o) for o in step.aten_ops]
+    if not ops:
+        return True
+    dropout = step.module_class == "Dropout" or "native_dropout" in ops or "bernoulli_" in ops
+    layout = set(LAYOUT_OPS) | set(SKIPPED_OPS) | {"alias", "contiguous"}
+    return all(o in layout for o in ops) or (dropout and all(o in layout | _DROPOUT for o in ops))
+
+
+def linear_collapses(steps: Sequence[TraceStep], input_width: int) -> tuple[Message, ...]:
+    """A warning for each chain of two or more affine steps, one feeding the next, with only
+    pass-through steps between: together they are one linear map."""
+    chains: list[list[TraceStep]] = []
+    current: list[TraceStep] = []
+    previous = "input"
+    for step in steps:
+        follows = step.inputs_from == (previous,)
+        if _affine(step):
+            if not (current and follows):
+                chains.append(current)
+                current = []
+            current.append(step)
+        elif not (current and follows and _passes_through(step)):
+            chains.append(current)
+            current = []
+        previous = step.name
+    chains.append(current)
+    return tuple(_said(chain, input_width) for chain in chains if len(chain) >= 2)
+
+
+def _said(chain: list[TraceStep], input_width: int) -> Message:
+    first = chain[0].input_shapes[0] if chain[0].input_shapes else ()
+    widths = [first[-1] if first else input_width, *(s.output_shape[-1] for s in chain if s.output_shape)]
+    return Message.of(
+        N_(
+            "{names}: linear maps with nothing nonlinear between them, so together one linear map "
+            "({d_in} → {d_out}) of rank at most {rank}; the hidden width adds parameters and FLOPs, not capacity"
+        ),
+        names=", ".join(s.name for s in chain),
+        d_in=widths[0],
+        d_out=widths[-1],
+        rank=min(widths),
+    )
