@@ -115,3 +115,59 @@ def test_a_preset_no_name_is_near_points_to_the_list(runner: CliRunner) -> None:
     result = runner.invoke(app, ["params", "--preset", "zzz"])
     assert result.exit_code == 2 and "did you mean" not in result.stderr
     assert "`ffn params --list-presets` lists all" in result.stderr and len(result.stderr) < 120
+
+
+# --- what a script reads: `error: ` in every language, and a JSON object under --json -------------
+
+FAILURES = [
+    (["params", "--d-model", "0"], 2, "--d-model"),  # an option's value
+    (["params", "--bogus"], 2, "--bogus"),  # click's own usage error
+    (["params", "--preset", "nope"], 2, "--preset"),
+    (["trace", "--module", "no_such_file.py:M"], 2, "--module"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "option"), FAILURES, ids=lambda a: " ".join(a) if isinstance(a, list) else str(a))
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_error_line_starts_with_error_in_both_languages(
+    runner: CliRunner, args: list[str], code: int, option: str, lang: str
+) -> None:
+    # Chinese errors began `错误：`: a script matching ^error: missed them.
+    result = runner.invoke(app, ["--lang", lang, *args])
+    assert result.exit_code == code and result.stdout == "", result.output
+    assert _one_line(result.stderr), result.stderr
+    said = result.stderr.removeprefix("error: ")
+    assert not said.startswith(("错误", "error")), result.stderr
+    if lang == "zh" and option != "--module":
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in said), result.stderr  # the words after it are Chinese
+
+
+@pytest.mark.parametrize(("args", "code", "option"), FAILURES, ids=lambda a: " ".join(a) if isinstance(a, list) else str(a))
+def test_a_json_run_that_fails_prints_the_error_as_json(runner: CliRunner, args: list[str], code: int, option: str) -> None:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == code and _one_line(result.stderr), result.output
+    assert json.loads(result.stdout) == {
+        "error": {"message": result.stderr.removeprefix("error: ").rstrip("\n"), "option": option, "exit_code": code}
+    }
+
+
+def test_a_json_error_from_a_config_key_names_the_file_option(runner: CliRunner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": True}))
+    result = runner.invoke(app, ["params", "--config", str(config), "--json"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error == {
+        "message": f"{config}: key hidden_size = True: must be an integer in [1, 16,777,216]",
+        "option": "--config",
+        "exit_code": 2,
+    }
+
+
+def test_a_json_runtime_error_has_no_option(runner: CliRunner) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without CUDA")
+    result = runner.invoke(app, ["trace", "--device", "cuda", "--json"])
+    assert result.exit_code == 1 and _one_line(result.stderr), result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["option"] is None and error["exit_code"] == 1 and result.stderr == f"error: {error['message']}\n"

@@ -53,6 +53,15 @@ def _config_values(tmp: Path) -> list[str]:
         "partial.json": json.dumps({"model_type": "llama", "hidden_size": 64}),
         "markup.json": json.dumps({**LLAMA, "_name_or_path": "[/]oops [link=x]y[/link] \x1b[2J\x1b]0;t\x07"}),
         "huge.json": '{"model_type": "llama", "hidden_size": ' + HUGE + "}",
+        # quantization_config values of the wrong JSON type, and names that would drive the terminal.
+        "not_a_list.json": json.dumps({**LLAMA, "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": 5}}),
+        "bool_list.json": json.dumps({**LLAMA, "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": True}}),
+        "one_string.json": json.dumps({**LLAMA, "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": "lm_head"}}),
+        "bool_block.json": json.dumps({**LLAMA, "quantization_config": {"quant_method": "fp8", "weight_block_size": [True, True]}}),
+        "bool_group.json": json.dumps({**LLAMA, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": True}}),
+        "escape_names.json": json.dumps(
+            {**LLAMA, "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": ["\x1b[2J", "\x1b]0;t\x07\u202e"]}}
+        ),
         "negative.json": json.dumps(
             {
                 "model_type": "llama",
@@ -127,7 +136,7 @@ def _check(args: list[str]) -> None:
     assert result.exit_code in (0, 1, 2), (args, result.exit_code, shown)
     assert "Traceback" not in shown, (args, shown)
     assert CATCH_ALL not in shown, (args, "an error reached the catch-all", shown)
-    assert "\x1b" not in shown and "\x07" not in shown, (args, "a control character reached the output")
+    assert not {"\x1b", "\x07", "\u202e"} & set(shown), (args, "a control character reached the output")
     if result.exit_code != 0:
         assert result.stderr.strip(), (args, "non-zero exit without a message")
     values = set(args[1:])
@@ -153,3 +162,36 @@ def test_random_invocations_fast(tmp_path_factory: pytest.TempPathFactory) -> No
 @pytest.mark.slow
 def test_random_invocations_long(tmp_path_factory: pytest.TempPathFactory) -> None:
     _fuzz(tmp_path_factory, examples=4000)
+
+
+# Invocations once accepted or sent to the catch-all, run with every draw's checks besides the
+# random ones; tests/test_cli_inputs.py and tests/test_literal_names.py hold their exact lines.
+# `{configs}` is the folder of _config_values' files. Each is a usage error (exit 2) but the
+# names spelled out, which print.
+SPELLED_OUT = ["params", "--config", "{configs}/escape_names.json", "--gpu", "h100"]
+CORPUS = [
+    ["params", "--config", "{configs}/not_a_list.json"],
+    ["params", "--config", "{configs}/bool_list.json", "--gpu", "h100"],
+    ["params", "--config", "{configs}/one_string.json"],
+    ["params", "--config", "{configs}/bool_block.json", "--json"],
+    ["params", "--config", "{configs}/bool_group.json"],
+    SPELLED_OUT,
+    ["params", "--preset", "llama-2-7b", "--tp", "3"],
+    ["params", "--preset", "llama-2-7b", "--tp", "99999999999999999999"],
+    ["params", "--preset", "phi-4", "--tp", "4"],
+    ["params", "--preset", "llama-2-7b", "--weights", "int4", "--quantize", "experts"],
+    ["params", "--preset", "llama-2-7b", "--dtype", "float64", "--gpu", "h100"],
+    ["params", "--preset", "llama-2-7b", "--dtype", "float64", "--weights", "int4"],
+    ["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(64, 128)", "--depth", "0"],
+]
+
+
+@pytest.mark.parametrize("args", CORPUS, ids=lambda a: " ".join(a[:5]))
+def test_the_corpus(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    _config_values(configs)
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    args = [a.format(configs=configs) for a in args]
+    _check(args)
+    assert CliRunner().invoke(app, args).exit_code == (0 if args == [a.format(configs=configs) for a in SPELLED_OUT] else 2), args

@@ -282,3 +282,171 @@ def test_names_are_read_without_case_and_spaces_everywhere(runner: CliRunner, ar
     result = runner.invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     json.loads(result.stdout)
+
+
+# --- config.json's quantization_config, --tp, --quantize, --depth: refused as typed ----------------
+
+TINY_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4}
+TINY_LLAMA["vocab_size"] = 100
+NOT_A_LIST = 'must be a list of module names (transformers\' own spelling: ["lm_head"])'
+
+
+@pytest.mark.parametrize(
+    ("quantization", "said"),
+    [
+        ({"quant_method": "fp8", "modules_to_not_convert": 5}, f"key quantization_config.modules_to_not_convert = 5: {NOT_A_LIST}"),
+        ({"quant_method": "mxfp4", "modules_to_not_convert": True}, f"key quantization_config.modules_to_not_convert = True: {NOT_A_LIST}"),
+        (
+            {"quant_method": "fp8", "modules_to_not_convert": "lm_head"},
+            "key quantization_config.modules_to_not_convert = 'lm_head': one string, which transformers would read letter by letter; "
+            f"{NOT_A_LIST}",
+        ),
+        (
+            {"quant_method": "fp8", "modules_to_not_convert": ["lm_head", 5]},
+            f"key quantization_config.modules_to_not_convert = ['lm_head', 5]: {NOT_A_LIST}",
+        ),
+        (
+            {"quant_method": "fp8", "weight_block_size": [True, True]},
+            "key quantization_config.weight_block_size = [True, True]: must be two positive integers, as [128, 128]",
+        ),
+        ({"quant_method": "gptq", "bits": 4, "group_size": True}, "key quantization_config.group_size = True: must be an integer"),
+        ({"quant_method": "awq", "w_bit": 4, "q_group_size": 1.5}, "key quantization_config.q_group_size = 1.5: must be an integer"),
+        ({"quant_method": "gptq", "bits": True, "group_size": 128}, "key quantization_config.bits = True: must be an integer"),
+    ],
+)
+def test_a_malformed_quantization_config_is_named(runner: CliRunner, tmp_path: Path, quantization: dict[str, object], said: str) -> None:
+    # They reached the catch-all (a TypeError), or were read: `fp8-block-TruexTrue`, one group of `True`.
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**TINY_LLAMA, "quantization_config": quantization}))
+    for extra in ([], ["--gpu", "h100"]):
+        assert _usage_error(runner, ["params", "--config", str(config), *extra]) == f"error: {config}: {said}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["params", "--preset", "llama-2-7b", "--tp", "3"],
+            "error: --tp 3: must divide what it splits across GPUs (32 attention heads, d_ff 11,008); 2, 4, 8, 16, 32 do\n",
+        ),
+        (
+            ["params", "--preset", "mixtral-8x7b", "--tp", "3"],
+            "error: --tp 3: must divide what it splits across GPUs (32 attention heads, d_ff 14,336); 2, 4, 8, 16, 32 do\n",
+        ),
+        (
+            ["params", "--preset", "phi-4", "--tp", "4"],
+            "error: --tp 4: must divide the 10 KV heads, or be a multiple of them (each then held by tp/10 GPUs)\n",
+        ),
+        (
+            ["params", "--preset", "llama-2-7b", "--tp", "99999999999999999999"],
+            "error: --tp 99999999999999999999: must be an integer in [1, 1,024]\n",
+        ),
+        (["params", "--preset", "llama-2-7b", "--ep", "2000"], "error: --ep 2000: must be an integer in [1, 1,024]\n"),
+        (
+            ["params", "--preset", "llama-2-7b", "--weights", "int4", "--quantize", "experts"],
+            "error: --quantize experts: matches no tensor of llama-2-7b: nothing would be stored as int4-g128-bf16; "
+            "choose one of ffn, linears, all\n",
+        ),
+        (
+            ["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(64, 128)", "--depth", "0"],
+            "error: --depth 0: must be an integer in [1, 16]\n",
+        ),
+    ],
+)
+def test_splits_scopes_and_depths_that_do_nothing_are_refused(
+    runner: CliRunner, args: list[str], said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --tp 3 sized a llama-2-7b whose heads and d_ff do not split; --quantize experts on a dense
+    # model quantized nothing; --depth 0 was taken as 1.
+    monkeypatch.chdir(ROOT)
+    assert _usage_error(runner, args) == said
+
+
+def test_a_split_that_divides_everything_still_sizes_the_gpus(runner: CliRunner) -> None:
+    # 64 heads over 16 GPUs, and 8 KV heads each held by 2 of them.
+    data = json.loads(runner.invoke(app, ["params", "--preset", "llama-2-70b", "--tp", "16", "--json"]).stdout)
+    per_gpu = data["per_gpu_memory"]
+    assert per_gpu["gpus"] == 16 and 16 * per_gpu["split_bytes"] + per_gpu["replicated_bytes"] >= per_gpu["checkpoint_bytes"], per_gpu
+
+
+# --- errors that named another option than the one typed -------------------------------------------
+
+
+def test_dtype_float64_with_costs_names_dtype(runner: CliRunner) -> None:
+    said = "error: --dtype float64: no checkpoint format stores float64 weights; "
+    said += "for --gpu, --tp, --ep or --weights choose float32, bfloat16, float16 or float8\n"
+    for extra in (["--gpu", "h100"], ["--tp", "2"], ["--weights", "int4"]):
+        assert _usage_error(runner, ["params", "--preset", "llama-2-7b", "--dtype", "float64", *extra]) == said
+
+
+def test_a_width_no_one_gave_is_not_shown_as_none(runner: CliRunner, tmp_path: Path) -> None:
+    module = tmp_path / "doubler.py"
+    module.write_text("from torch import nn\nclass Doubler(nn.Module):\n    def forward(self, x):\n        return 2 * x\n")
+    said = _usage_error(runner, ["trace", "--module", f"{module}:Doubler"])
+    assert said == "error: --d-model: could not be read from the module (no linear layer or weight matrix): give --d-model\n"
+
+
+def _hub_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: dict[str, object]) -> None:
+    commit = "0" * 40
+    repo = tmp_path / "hub" / "models--org--x"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text(json.dumps(config))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+_HUB_CONFIGS = [
+    ({"hidden_size": 64}, "error: --model org/x: has no 'model_type'; supported: llama,"),
+    ({**TINY_LLAMA, "hidden_size": True}, "error: model org/x: key hidden_size = True: must be an integer in [1, 16,777,216]\n"),
+]
+_HUB_STORAGE = (
+    {**TINY_LLAMA, "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": 5}},
+    f"error: model org/x: key quantization_config.modules_to_not_convert = 5: {NOT_A_LIST}\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "config", "said"),
+    [*((["params"], c, s) for c, s in [*_HUB_CONFIGS, _HUB_STORAGE]), *((["trace", "--device", "meta"], c, s) for c, s in _HUB_CONFIGS)],
+)
+def test_a_hub_models_config_is_named_as_the_model(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], config: dict[str, object], said: str
+) -> None:
+    # Said `--config org/x`, or named no source at all.
+    _hub_model(tmp_path, monkeypatch, config)
+    assert _usage_error(runner, [*command, "--model", "org/x"]).startswith(said)
+
+
+def test_a_hub_model_that_needs_remote_code_is_named_as_the_model(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Said `--config org/x: this config needs trust_remote_code`.
+    pytest.importorskip("transformers")
+    _hub_model(tmp_path, monkeypatch, json.loads((ROOT / "docs" / "examples" / "internlm2-7b" / "config.json").read_text()))
+    said = _usage_error(runner, ["params", "--model", "org/x"])
+    assert said == "error: --model org/x: this config needs trust_remote_code; ffn never runs a model's own code\n"
+
+
+_WITHOUT_TRANSFORMERS = """
+import sys
+sys.modules["transformers"] = None  # as if it were not installed
+from ffn_cli.cli import main
+sys.argv = ["ffn", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("command", [["params"], ["trace", "--device", "meta"]])
+def test_without_transformers_a_model_no_reader_knows_names_the_extra(command: list[str]) -> None:
+    # ffn trace reached the catch-all: "ModuleNotFoundError: No module named 'transformers'".
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [*command, "--config", "docs/examples/jamba-v0.1"]
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TRANSFORMERS, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.startswith("error: docs/examples/jamba-v0.1: key model_type = 'jamba': ffn reads llama, "), done.stderr
+    assert done.stderr.endswith('; any architecture transformers knows needs transformers: pip install "ffn-cli[transformers]"\n')
+    assert done.stderr.count("\n") == 1 and CATCH_ALL not in done.stderr

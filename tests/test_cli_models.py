@@ -191,7 +191,9 @@ def test_every_family_traces_and_checks(model_type: str, keys: dict[str, Any], t
     if spec.mixer is not None:  # a hybrid: its attention layers build, its other mixers are refused
         done = CliRunner().invoke(app, ["trace", "--config", str(path), "--block", "--device", "meta", "--json"])
         if done.exit_code != 0:
-            assert "drop --block" in done.output and len(done.output.strip().splitlines()) == 1, done.output
+            # One line on stderr; --json also puts the error on stdout, as JSON.
+            assert "drop --block" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.output
+            assert json.loads(done.stdout)["error"]["option"] == "--block", done.stdout
             return
         assert json.loads(done.stdout)["param_groups"]["attn"] == spec.attention.params
         return

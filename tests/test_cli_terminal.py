@@ -161,7 +161,9 @@ def test_svg_and_html_hold_what_was_printed(runner: CliRunner, tmp_path: Path) -
 def test_a_bad_destination_is_refused_before_the_work(runner: CliRunner, tmp_path: Path, args: list[str], message: str) -> None:
     result = runner.invoke(app, ["trace", *[a.format(tmp=tmp_path) for a in args]])
     assert result.exit_code == 2 and result.stderr.startswith(message.format(tmp=tmp_path)), result.stderr
-    assert not result.stdout and not list(tmp_path.iterdir())
+    assert not list(tmp_path.iterdir())
+    # A --json run's error is a JSON object on stdout too (README, Common errors); else stdout stays empty.
+    assert json.loads(result.stdout)["error"]["exit_code"] == 2 if "--json" in args else not result.stdout
 
 
 def test_each_command_measures_the_terminal_as_it_starts(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:

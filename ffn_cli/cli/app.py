@@ -14,11 +14,10 @@ from ffn_cli import __version__
 from ffn_cli.cli.ascii_output import can_show_chinese, use_ascii_fallback
 from ffn_cli.cli.click_messages import translate_usage_error
 from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command, flags_take_no_value
-from ffn_cli.cli.common import err_console, fit_consoles, settings
+from ffn_cli.cli.common import ERROR_PREFIX, err_console, fail, fit_consoles, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
 from ffn_cli.i18n import LANGUAGES, N_, _, language, language_from_environment, set_language
-from ffn_cli.render.literal import visible
 
 __all__ = ["app", "main"]
 
@@ -85,6 +84,17 @@ def _fall_back_language(ignoring: str | None) -> None:
         set_language("en")
 
 
+def _click_option(exc: Exception) -> str | None:
+    """The option a click usage error is about, as typed: an unknown one's name, or the
+    parameter whose value failed."""
+    name = getattr(exc, "option_name", None)
+    if name:
+        return str(name)
+    param = getattr(exc, "param", None)
+    opts = getattr(param, "opts", None)
+    return max(opts, key=len) if opts else None
+
+
 def _pop_debug(args: list[str]) -> tuple[list[str], bool]:
     """`--debug` may come anywhere before a `--`; FFN_DEBUG=1 sets it too."""
     end = args.index("--") if "--" in args else len(args)
@@ -121,6 +131,7 @@ class OneLineErrors(TyperGroup):
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         argv, settings.debug = _pop_debug(list(sys.argv[1:] if args is None else args))
+        settings.json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
         fit_consoles()
         try:
             argv, chosen = _pop_lang(argv)
@@ -132,12 +143,12 @@ class OneLineErrors(TyperGroup):
             message = translate_usage_error(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
             message += _split_call_hint(argv, exc)
             command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
-            err_console.print(_("error: {message} (see `{command}`)").format(message=visible(message), command=command), markup=False)
+            fail(_("{message} (see `{command}`)").format(message=message, command=command), USAGE_EXIT, _click_option(exc))
             sys.exit(USAGE_EXIT)
         except typer.Abort:
             if not standalone_mode:
                 raise
-            err_console.print(_("error: {message}").format(message=_("aborted")), markup=False)
+            fail(_("aborted"), 1)
             sys.exit(1)
         if not standalone_mode:
             return result
@@ -210,7 +221,7 @@ def root(
 def main() -> None:
     if sys.stdout is None:  # started with stdout closed (`ffn … >&-`): results would vanish
         message = _("standard output is closed; ffn prints its results there")
-        err_console.print(_("error: {message}").format(message=message), markup=False)
+        err_console.print(ERROR_PREFIX + message, markup=False)
         sys.exit(USAGE_EXIT)
     use_ascii_fallback()
     handle_termination()

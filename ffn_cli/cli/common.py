@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import importlib
@@ -23,6 +24,7 @@ __all__ = [
     "FIELD_OPTIONS",
     "console",
     "describe",
+    "described",
     "emit_json",
     "err_console",
     "fail",
@@ -49,9 +51,10 @@ def fit_consoles() -> None:
 
 
 class _Settings:
-    """Process-wide flags set by the root callback (`--debug`)."""
+    """Process-wide flags read from the command line as it starts (`--debug`, `--json`)."""
 
     debug: bool = False
+    json: bool = False  # a failure is also one JSON object on stdout, for the program reading it
 
 
 settings = _Settings()
@@ -59,9 +62,18 @@ settings = _Settings()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fail(message: str, code: int) -> typer.Exit:
-    """Print one line on stderr and return the Exit to raise."""
-    err_console.print(_("error: {message}").format(message=visible(message)), markup=False)
+ERROR_PREFIX = "error: "  # in every language: what a script matches (`^error:`) stays the same
+
+
+def fail(message: str, code: int, option: str | None = None) -> typer.Exit:
+    """Print one line on stderr, `error: ` and the message, and return the Exit to raise. Under
+    --json the same error is also a JSON object on stdout (README, Common errors): the message as on
+    stderr, the option it is about as typed (None when it is about no option), the exit code."""
+    text = visible(message)
+    err_console.print(ERROR_PREFIX + text, markup=False)
+    if settings.json:
+        with contextlib.suppress(OSError):  # stdout itself failed (a full disk, a closed pipe): stderr said so
+            emit_json({"error": {"message": text, "option": option, "exit_code": code}})
     return typer.Exit(code)
 
 
@@ -92,7 +104,8 @@ def handles_errors(command: F) -> F:
         except FFNError as exc:
             if settings.debug:
                 raise
-            raise fail(describe(exc), exc.exit_code) from None
+            message, option = described(exc)
+            raise fail(message, exc.exit_code, option) from None
         except FFNRuntimeError as exc:
             if settings.debug:
                 raise
@@ -175,13 +188,21 @@ def describe(exc: FFNError) -> str:
     """The error as the user typed it: `--d-model 0: must be …`, not the spec's field name;
     a key read from a config file or preset is named as that file's key. An error that
     words its whole message itself (no `allowed` part) is printed as it is."""
+    return described(exc)[0]
+
+
+def described(exc: FFNError) -> tuple[str, str | None]:
+    """`describe`'s words, and the option they are about as typed (`--d-model`; `--config` for
+    a key of its file), or None."""
     if not exc.allowed:
-        return str(exc)
+        return str(exc), None
     ctx = current_context()
     params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
     param = params.get(_option_of(exc.option))
-    preset = ctx.params.get("preset") if ctx is not None else None
-    source = (preset and _("preset {name}").format(name=preset)) or ctx.params.get("config") if ctx is not None else None
+    source = _model_source(ctx)
+    if exc.option == "config" and source and source[1] != "--config":
+        # The model's config.json itself, named by --preset or --model: named as that option.
+        return f"{source[1]} {ctx.params[source[1][2:]]}: {exc.allowed}", source[1]
     if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":
         param = None  # a value the model's config set, not one the user typed
     if param is not None and param.opts:
@@ -189,14 +210,30 @@ def describe(exc: FFNError) -> str:
         if isinstance(exc.value, bool) and getattr(param, "is_flag", False):
             # --no-attn-bias is typed as such, not as `--attn-bias False`.
             typed = flag if exc.value or not param.secondary_opts else max(param.secondary_opts, key=len)
-            return f"{typed}: {exc.allowed}"
+            return f"{typed}: {exc.allowed}", typed
+        if exc.value is None:  # nothing was given: `--d-model: could not be read…`, not `--d-model None`
+            return f"{flag}: {exc.allowed}", flag
         value = exc.value if isinstance(exc.value, str) and exc.value.strip() else repr(exc.value)
-        return f"{flag} {value}: {exc.allowed}"
+        return f"{flag} {value}: {exc.allowed}", flag
     if source:
-        return _("{source}: key {key} = {value}: {allowed}").format(
-            source=source, key=exc.option, value=repr(exc.value), allowed=exc.allowed
+        text = _("{source}: key {key} = {value}: {allowed}").format(
+            source=source[0], key=exc.option, value=repr(exc.value), allowed=exc.allowed
         )
-    return str(exc)
+        return text, source[1]
+    return str(exc), None
+
+
+def _model_source(ctx: Any) -> tuple[str, str] | None:
+    """The model a key came from, as the user named it (`preset gpt2`, the config path, `model
+    org/x`), and the option that named it."""
+    if ctx is None:
+        return None
+    preset, config, model = (ctx.params.get(name) for name in ("preset", "config", "model"))
+    if preset:
+        return _("preset {name}").format(name=preset), "--preset"
+    if config:
+        return str(config), "--config"
+    return (_("model {name}").format(name=model), "--model") if model else None
 
 
 def refuse_unused(given: dict[str, Any], allowed: str) -> None:

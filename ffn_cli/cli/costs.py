@@ -55,11 +55,20 @@ class CostOptions:
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.models.weights import plan_from_config, plan_from_options
+    from ffn_cli.hardware.formats import FORMATS
+    from ffn_cli.models.weights import check_scope, plan_from_config, plan_from_options
 
     rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
+    if rest not in FORMATS and (opts.weights is not None or loaded.config.get("quantization_config") is None):
+        allowed = _(
+            "no checkpoint format stores {dtype} weights; for --gpu, --tp, --ep or --weights choose float32, bfloat16, float16 or float8"
+        )
+        raise FFNError("dtype", dtype, allowed.format(dtype=dtype))
     if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
-        return plan_from_options(opts.weights, opts.quantize, rest, loaded.config), ""
+        plan = plan_from_options(opts.weights, opts.quantize, rest, loaded.config)
+        if opts.quantize is not None:
+            check_scope(loaded.spec, plan, opts.quantize)
+        return plan, ""
     if opts.quantize is not None:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
@@ -135,6 +144,10 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     from ffn_cli.render.weights import checkpoint_data, checkpoint_view
 
     opts.refuse_without_gpu()
+    if opts.tp != 1 or opts.ep != 1:
+        from ffn_cli.parallel.accounting import check_model_parallel
+
+        check_model_parallel(loaded.spec, tp=opts.tp, ep=opts.ep)
     if opts.plot is not None:
         from ffn_cli.render.plot import check_plot_target
 

@@ -78,9 +78,10 @@ def with_export(name: str, command: F) -> F:
             plain = next((name for name in ("json", "markdown") if kwargs.get(name)), None)
             targets = _targets(svg, html, plain)
         except FFNError as exc:
-            from ffn_cli.cli.common import describe
+            from ffn_cli.cli.common import described
 
-            raise fail(describe(exc), USAGE_EXIT) from None
+            message, option = described(exc)
+            raise fail(message, USAGE_EXIT, option) from None
         if not targets:
             return command(*args, **kwargs)
         console.record = True

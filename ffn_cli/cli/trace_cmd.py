@@ -289,6 +289,10 @@ def _trace_model_module(
     unknown: Any, *, layer: int | None, ops: bool, explain: bool, json: bool, page: Path | None, reference: bool, **run: Any
 ) -> None:
     """A model_type no reader knows: its own FFN module, built by transformers, traced as any module."""
+    from ffn_cli.models import SUPPORTED_MODEL_TYPES
+    from ffn_cli.models.fallback import require_transformers
+
+    require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
     from ffn_cli.trace.model_module import trace_model_module
 
     run["depth"] = run["depth"] if run["depth"] is not None else 1

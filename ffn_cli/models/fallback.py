@@ -24,27 +24,37 @@ __all__ = [
     "BuiltPart",
     "RoutedExperts",
     "count_by_building",
+    "require_transformers",
     "transformers_available",
 ]
 
 REMOTE_CODE = N_("this config needs trust_remote_code; ffn never runs a model's own code")
-EXTRA = "pip install 'ffn-cli[transformers]'"
+# Double quotes: the one spelling every shell (sh, zsh, cmd, PowerShell) passes through whole.
+EXTRA = 'pip install "ffn-cli[transformers]"'
 
 
 def transformers_available() -> bool:
     return importlib.util.find_spec("transformers") is not None
 
 
-def count_by_building(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...]) -> BuiltModel:
-    """Count a config whose `model_type` no reader knows (`known` lists those that do) by
-    building it with transformers on the meta device: no weights, never remote code."""
-    model_type = config.get("model_type")
+def require_transformers(model_type: object, known: tuple[str, ...]) -> None:
+    """A model_type no reader knows is built with transformers, the optional extra: without it,
+    say which families ffn reads itself and how to install the extra."""
     if not transformers_available():
         raise FFNError(
             "model_type",
             model_type,
-            _("ffn reads {known} itself; {extra} counts any architecture transformers knows").format(known=", ".join(known), extra=EXTRA),
+            _("ffn reads {known} itself; any architecture transformers knows needs transformers: {extra}").format(
+                known=", ".join(known), extra=EXTRA
+            ),
         )
+
+
+def count_by_building(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...]) -> BuiltModel:
+    """Count a config whose `model_type` no reader knows (`known` lists those that do) by
+    building it with transformers on the meta device: no weights, never remote code."""
+    model_type = config.get("model_type")
+    require_transformers(model_type, known)
     from ffn_cli.models import meta_build  # torch and transformers: only on this path
 
     if not meta_build.knows(str(model_type)):

@@ -96,7 +96,14 @@ def load_model(
         # The file came from the Hub for --model, not from a --config the user gave.
         raise FFNError("model", name, _("its config.json {allowed}").format(allowed=exc.allowed)) from None
     where = name + (f"@{revision.strip()}" if revision else "")
-    return LoadedModel(model_spec_from_config(raw, name=name, source=where), raw, f"model {where}")
+    try:
+        spec = model_spec_from_config(raw, name=name, source=where)
+    except FFNError as exc:
+        if exc.option != "config":
+            raise
+        # The reader names the file it read: for --model, the model's own config.json.
+        raise FFNError("model", where, exc.allowed) from None
+    return LoadedModel(spec, raw, f"model {where}")
 
 
 def load_models(

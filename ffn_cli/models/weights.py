@@ -26,6 +26,7 @@ __all__ = [
     "Checkpoint",
     "StoragePlan",
     "WeightTensor",
+    "check_scope",
     "checkpoint",
     "ffn_role",
     "plan_from_config",
@@ -173,6 +174,17 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
     return StoragePlan(fmt, frozenset(roles), rest, f"--weights {fmt.name} --quantize {scope}")
 
 
+def check_scope(spec: ModelSpec, plan: StoragePlan, quantize: str) -> None:
+    """--quantize SCOPE that covers no tensor of the model (experts of a dense one) is refused:
+    the checkpoint would be shown as asked, and nothing in it stored so."""
+    present = {t.role for t in weight_tensors(spec)}
+    if present & plan.roles:
+        return
+    scopes = ", ".join(name for name, roles in QUANTIZE_SCOPES.items() if roles & present)
+    allowed = _("matches no tensor of {name}: nothing would be stored as {format}; choose one of {scopes}")
+    raise FFNError("quantize", quantize, allowed.format(name=spec.name, format=plan.fmt.name, scopes=scopes))
+
+
 # A module path in modules_to_not_convert → the roles it names (by the words transformers' names use).
 _MODULE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared_expert_gate", ("router",)),
@@ -193,33 +205,60 @@ def _not_converted(modules: list[str]) -> tuple[frozenset[str], list[str]]:
     roles: set[str] = set()
     unread = []
     for module in modules:
-        words = str(module).replace("*", "")
+        words = module.replace("*", "")
         hit = next((r for w, r in _MODULE_WORDS if w in words and not (w == "mlp.gate" and "gate_" in words)), None)
         if hit is None:
-            unread.append(str(module))
+            unread.append(module)
         else:
             roles.update(hit)
     return frozenset(roles), unread
 
 
+def _is_int(value: object) -> bool:
+    """A JSON integer: `true` is not one, though Python's bool is an int."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _module_names(qc: Mapping[str, Any]) -> list[str]:
+    """modules_to_not_convert, refused unless a list of names. transformers iterates it as it is:
+    one string would become its letters, each a pattern that keeps most modules out."""
+    modules = qc.get("modules_to_not_convert")
+    if modules is None:
+        return []
+    allowed = _('must be a list of module names (transformers\' own spelling: ["lm_head"])')
+    if isinstance(modules, str):
+        allowed = _("one string, which transformers would read letter by letter; {allowed}").format(allowed=allowed)
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise FFNError("quantization_config.modules_to_not_convert", modules, allowed)
+    return modules
+
+
+def _block_size(qc: Mapping[str, Any]) -> tuple[int, int] | None:
+    block = qc.get("weight_block_size")
+    if block is None:
+        return None
+    if not isinstance(block, list) or len(block) != 2 or not all(_is_int(b) and b > 0 for b in block):
+        raise FFNError("quantization_config.weight_block_size", block, _("must be two positive integers, as [128, 128]"))
+    return block[0], block[1]
+
+
 def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str]:
     """The checkpoint's own storage from config.json's quantization_config, and a note:
-    (None, why) when there is none or its method is not one ffn reads."""
+    (None, why) when there is none or its method is not one ffn reads. A value of the wrong
+    JSON type (a string for a list, `true` for a number) is refused, naming its key."""
     qc = config.get("quantization_config")
     if not isinstance(qc, Mapping):
         return None, ""
     method = str(qc.get("quant_method", "")).lower()
-    excluded, unread = _not_converted(list(qc.get("modules_to_not_convert") or []))
+    excluded, unread = _not_converted(_module_names(qc))
     if method == "mxfp4":
         fmt, scope = FORMATS["mxfp4"], QUANTIZE_SCOPES["all"]
     elif method == "fp8":
-        block = qc.get("weight_block_size")
+        block = _block_size(qc)
         if block is None:
             fmt = FORMATS["fp8"]
-        elif isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
-            fmt = WeightFormat(f"fp8-block-{block[0]}x{block[1]}", 8, "e4m3", block=(block[0], block[1]), scale="fp32", compute_dtype="fp8")
         else:
-            return None, f"quantization_config weight_block_size {block!r} not read"
+            fmt = WeightFormat(f"fp8-block-{block[0]}x{block[1]}", 8, "e4m3", block=block, scale="fp32", compute_dtype="fp8")
         if qc.get("activation_scheme") == "static":  # one float32 input_scale per linear beside its weight's
             words = ("a weight_scale and " if fmt.tensor_scale_bits else "") + "an input_scale, fp32, per tensor"
             fmt = replace(fmt, name=f"{fmt.name}-static", tensor_scale_bits=fmt.tensor_scale_bits + 32, tensor_words=words)
@@ -259,11 +298,20 @@ def _made_by_gptqmodel(qc: Mapping[str, Any]) -> bool:
     return any(str(n).lower().startswith("gptqmodel") for n in names)
 
 
+def _integer(qc: Mapping[str, Any], keys: tuple[str, str], default: int) -> int:
+    """The first of `keys` the config holds (GPTQ's name, then AWQ's), refused unless an integer."""
+    key = next((k for k in keys if k in qc), keys[0])
+    value = qc.get(key, default)
+    if not _is_int(value):
+        raise FFNError(f"quantization_config.{key}", value, _("must be an integer"))
+    return int(value)
+
+
 def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
     """GPTQ's or AWQ's format from its quantization_config, or why it is not read."""
-    bits = qc.get("bits", qc.get("w_bit", 4))
-    group = qc.get("group_size", qc.get("q_group_size", 128))
-    if not isinstance(bits, int) or not isinstance(group, int) or group == 0 or group < -1:
+    bits = _integer(qc, ("bits", "w_bit"), 4)
+    group = _integer(qc, ("group_size", "q_group_size"), 128)
+    if group == 0 or group < -1:
         return f"quantization_config {method} bits {bits!r}, group_size {group!r} not read"
     if method == "gptq":
         if bits not in (2, 3, 4, 8):

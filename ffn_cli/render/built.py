@@ -15,6 +15,7 @@ from ffn_cli.models.built import PART_NAMES, BuiltModel, RoutedExperts
 from ffn_cli.models.count import training_memory
 from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_count
+from ffn_cli.render.literal import literal, visible
 from ffn_cli.render.params.common import pct, table
 from ffn_cli.render.params.model import memory_rows, training_data
 
@@ -90,20 +91,20 @@ def built_data(m: BuiltModel, dtype: str = "bfloat16") -> dict[str, Any]:
 
 
 def _modules(names: tuple[str, ...]) -> str:
-    shown = ", ".join(names[:_SHOWN_MODULES])
+    shown = ", ".join(literal(n) for n in names[:_SHOWN_MODULES])
     more = len(names) - _SHOWN_MODULES
     return shown + (f", … {more} more" if more > 0 else "")
 
 
-def _title(m: BuiltModel) -> str:
-    text = f"{m.name} · {m.model_type}"
+def _title(m: BuiltModel) -> Text:
+    text = f"{m.name} · {m.model_type}"  # the name is config.json's: printed as written
     if m.n_layers is not None:
         text += " · " + _("{layers} layers").format(layers=m.n_layers)
     if m.d_model is not None:
         text += f" · d_model {m.d_model:,}"
     if m.vocab_size is not None:
         text += " · " + _("vocab {vocab:,}").format(vocab=m.vocab_size)
-    return text
+    return Text(visible(text))
 
 
 def _parts_table(m: BuiltModel) -> FitTable:

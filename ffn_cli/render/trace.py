@@ -21,7 +21,7 @@ from ffn_cli.render.experts_touched import experts_touched_data, experts_touched
 from ffn_cli.render.explain import explain_table, step_explanation
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
-from ffn_cli.render.literal import literal
+from ffn_cli.render.literal import literal, visible_strings
 from ffn_cli.render.reference import reference_data, reference_view
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
 from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
@@ -440,8 +440,9 @@ def width_diagram(result: TraceResult) -> RenderableType:
 
 def trace_view(result: TraceResult, *, ops: bool = False, values: int = 0, explain: bool = False) -> Group:
     """Header, the steps (or raw ops), why each step is there (`explain`), values, totals and the
-    width diagram, a blank line apart."""
-    parts = _sections(result, ops=ops, values=values, explain=explain)
+    width diagram, a blank line apart. Names from the module (its class, submodules, parameters)
+    are spelled out first: an escape sequence in one is shown, never sent to the terminal."""
+    parts = _sections(visible_strings(result), ops=ops, values=values, explain=explain)
     spaced: list[RenderableType] = []
     for part in parts:
         spaced += [part, Text("")]
