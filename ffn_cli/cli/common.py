@@ -200,7 +200,7 @@ def described(exc: FFNError) -> tuple[str, str | None]:
     params = {p.name: p for p in ctx.command.params} if ctx is not None else {}
     param = params.get(_option_of(exc.option))
     source = _model_source(ctx)
-    if exc.option == "config" and source and source[1] != "--config":
+    if exc.option == "config" and source and source[1] != "--config" and not ctx.params.get("config"):
         # The model's config.json itself, named by --preset or --model: named as that option.
         return f"{source[1]} {ctx.params[source[1][2:]]}: {exc.allowed}", source[1]
     if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":

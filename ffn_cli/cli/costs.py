@@ -145,7 +145,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
 
     opts.refuse_without_gpu()
     if opts.tp != 1 or opts.ep != 1:
-        from ffn_cli.parallel.accounting import check_model_parallel
+        from ffn_cli.models.parallel_layout import check_model_parallel
 
         check_model_parallel(loaded.spec, tp=opts.tp, ep=opts.ep)
     if opts.plot is not None:

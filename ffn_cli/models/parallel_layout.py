@@ -21,8 +21,11 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.weights import ffn_role
+from ffn_cli.spec import check_int
 
-__all__ = ["Layout", "intermediate_width", "layout_for"]
+__all__ = ["MAX_WORLD_SIZE", "Layout", "check_model_parallel", "intermediate_width", "layout_for"]
+
+MAX_WORLD_SIZE = 1024  # GPUs one split may name: beyond any serving layout, below a number that hangs a loop
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,7 @@ class Layout:
 
 def layout_for(spec: ModelSpec, *, tp: int, ep: int) -> Layout:
     """The layout --tp / --ep ask for, refused where the model cannot be split so."""
-    for name, n in (("tp", tp), ("ep", ep)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise FFNError(name, n, _("must be a positive number of GPUs"))
+    check_model_parallel(spec, tp=tp, ep=ep)
     if max(tp, ep) % min(tp, ep):
         raise FFNError("ep", ep, _("and --tp {tp} must divide one another: the layout has max(tp, ep) GPUs").format(tp=tp))
     experts = spec.moe_ffn.experts if spec.moe_ffn is not None and spec.moe_layers else 0
@@ -99,3 +100,43 @@ def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
         width = k * routed * layout.dp / layout.expert_share + shared / layout.tp
         widest = max(widest, width)
     return widest
+
+
+def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
+    """What --tp cuts across GPUs in a whole model, each with its size: the attention heads and
+    every FFN's hidden units (the routed experts' too, when --ep does not spread them)."""
+    sizes = [(_("{n} attention heads"), model.attention.n_heads)] if _has_attention(model) else []
+    widths = [ffn.hidden for ffn, _layers in model.dense_groups]
+    if model.moe_ffn is not None and model.moe_layers:
+        widths += [model.moe_ffn.hidden] if ep == 1 else []
+        widths += [model.moe_ffn.shared_hidden] if model.moe_ffn.shared_hidden else []
+    sizes += [("d_ff {n:,}", w) for w in dict.fromkeys(widths)]
+    return sizes
+
+
+def _has_attention(model: ModelSpec) -> bool:
+    return any(model.mixer_label(i) == "attention" for i in range(model.n_layers))
+
+
+def check_model_parallel(model: ModelSpec, *, tp: int, ep: int) -> None:
+    """--tp / --ep sizing a whole model's GPUs: the bounds a traced split has, and a --tp that
+    cuts every attention head and FFN hidden unit evenly. KV heads fewer than --tp are copied,
+    each to tp/kv GPUs (as Megatron and vLLM do), so --tp must then be a multiple of them."""
+    check_int("tp", tp, maximum=MAX_WORLD_SIZE)
+    check_int("ep", ep, maximum=MAX_WORLD_SIZE)
+    if tp == 1:
+        return
+    sizes = _split_sizes(model, ep)
+    if any(n % tp for _label, n in sizes):
+        fits = [str(k) for k in range(2, 65) if all(n % k == 0 for _label, n in sizes)]
+        shown = ", ".join(label.format(n=n) for label, n in sizes)
+        if fits:
+            allowed = _("must divide what it splits across GPUs ({sizes}); {divisors} do").format(sizes=shown, divisors=", ".join(fits))
+        else:
+            allowed = _("must divide what it splits across GPUs ({sizes}); no --tp above 1 does").format(sizes=shown)
+        raise FFNError("tp", tp, allowed)
+    kv = model.attention.n_kv_heads
+    if _has_attention(model) and kv % tp and tp % kv:
+        raise FFNError(
+            "tp", tp, _("must divide the {kv} KV heads, or be a multiple of them (each then held by tp/{kv} GPUs)").format(kv=kv)
+        )

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 from ffn_cli.accounting import DTYPE_BYTES, ParamTensor, param_tensors
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.models.parallel_layout import MAX_WORLD_SIZE
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.variants import SplitKind
 
 if TYPE_CHECKING:
-    from ffn_cli.models.spec import ModelSpec
+    pass
 
 __all__ = [
     "COLUMN",
@@ -31,7 +32,6 @@ __all__ = [
     "ROW",
     "RankParams",
     "ShardTensor",
-    "check_model_parallel",
     "check_parallel",
     "ep_split",
     "owned_experts",
@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 # Ranks beyond this are a typo: the largest published TP/EP groups are a few hundred wide.
-MAX_WORLD_SIZE = 1024
 
 COLUMN, PAIRED, ROW = SplitKind.COLUMN, SplitKind.PAIRED, SplitKind.ROW
 REPLICATED, EXPERT = SplitKind.REPLICATED, SplitKind.EXPERT
@@ -107,46 +106,6 @@ def check_parallel(spec: FFNSpec, *, tp: int = 1, ep: int = 1) -> None:
                 experts=spec.experts, divisors=_divisors(spec.experts)
             )
             raise FFNError("ep", ep, allowed)
-
-
-def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
-    """What --tp cuts across GPUs in a whole model, each with its size: the attention heads and
-    every FFN's hidden units (the routed experts' too, when --ep does not spread them)."""
-    sizes = [(_("{n} attention heads"), model.attention.n_heads)] if _has_attention(model) else []
-    widths = [ffn.hidden for ffn, _layers in model.dense_groups]
-    if model.moe_ffn is not None and model.moe_layers:
-        widths += [model.moe_ffn.hidden] if ep == 1 else []
-        widths += [model.moe_ffn.shared_hidden] if model.moe_ffn.shared_hidden else []
-    sizes += [("d_ff {n:,}", w) for w in dict.fromkeys(widths)]
-    return sizes
-
-
-def _has_attention(model: ModelSpec) -> bool:
-    return any(model.mixer_label(i) == "attention" for i in range(model.n_layers))
-
-
-def check_model_parallel(model: ModelSpec, *, tp: int, ep: int) -> None:
-    """--tp / --ep sizing a whole model's GPUs: the bounds a traced split has, and a --tp that
-    cuts every attention head and FFN hidden unit evenly. KV heads fewer than --tp are copied,
-    each to tp/kv GPUs (as Megatron and vLLM do), so --tp must then be a multiple of them."""
-    check_int("tp", tp, maximum=MAX_WORLD_SIZE)
-    check_int("ep", ep, maximum=MAX_WORLD_SIZE)
-    if tp == 1:
-        return
-    sizes = _split_sizes(model, ep)
-    if any(n % tp for _label, n in sizes):
-        fits = [str(k) for k in range(2, 65) if all(n % k == 0 for _label, n in sizes)]
-        shown = ", ".join(label.format(n=n) for label, n in sizes)
-        if fits:
-            allowed = _("must divide what it splits across GPUs ({sizes}); {divisors} do").format(sizes=shown, divisors=", ".join(fits))
-        else:
-            allowed = _("must divide what it splits across GPUs ({sizes}); no --tp above 1 does").format(sizes=shown)
-        raise FFNError("tp", tp, allowed)
-    kv = model.attention.n_kv_heads
-    if _has_attention(model) and kv % tp and tp % kv:
-        raise FFNError(
-            "tp", tp, _("must divide the {kv} KV heads, or be a multiple of them (each then held by tp/{kv} GPUs)").format(kv=kv)
-        )
 
 
 def _check_per_unit_tensors_split(spec: FFNSpec, tp: int) -> None:
