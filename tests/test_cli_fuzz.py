@@ -156,7 +156,7 @@ def _fuzz(tmp_path_factory: pytest.TempPathFactory, examples: int) -> None:
 
 
 def test_random_invocations_fast(tmp_path_factory: pytest.TempPathFactory) -> None:
-    _fuzz(tmp_path_factory, examples=60)
+    _fuzz(tmp_path_factory, examples=40)
 
 
 @pytest.mark.slow
