@@ -148,7 +148,7 @@ class CallLabels(TorchFunctionMode):
         if frame is None:
             self._function_frame = None
             return (self._serial, call_name(func), call_formula(func, args, kwargs, self.name_of))
-        name = frame.f_code.co_name
+        name = _function_name(frame)
         self._function_frame, self._function_label = frame, (self._serial, name, f"{name}(…)")
         return self._function_label
 
@@ -159,6 +159,15 @@ class CallLabels(TorchFunctionMode):
 
 _TORCH = os.path.dirname(torch.__file__)
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _function_name(frame: FrameType) -> str:
+    """The plain function's name; a custom autograd.Function's forward by its class (`BiasGeLU`),
+    which its ctx's node class names (`BiasGeLUBackward`)."""
+    ctx = frame.f_locals.get("ctx")
+    if frame.f_code.co_name == "forward" and isinstance(ctx, torch.autograd.function.BackwardCFunction):
+        return type(ctx).__name__.removesuffix("Backward") or "forward"
+    return frame.f_code.co_name
 
 
 def _users_function(frame: FrameType | None) -> FrameType | None:
