@@ -21,7 +21,7 @@ from ffn_cli.bench.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["ProgressFn", "run_bench"]
@@ -138,48 +138,52 @@ def _checkpoint_deltas(pairs: Sequence[tuple[Case, BenchResult]]) -> list[Checkp
     return deltas
 
 
-def _some(labels: Sequence[str], shown: int = 3, marked: str = "noisy") -> str:
+def _some(labels: Sequence[str], shown: int = 3, marked: str = "noisy") -> Message:
     """A few cases by name and a count of the rest: a warning stays a line or two on a long sweep."""
     more = len(labels) - shown
     named = ", ".join(labels[:shown])
-    return f"{named} and {more} more of {len(labels)} (`--json` marks each: {marked})" if more > 0 else named
+    if more <= 0:
+        return Message.of(N_("{named}"), named=named)
+    return Message.of(
+        N_("{named} and {more} more of {total} (`--json` marks each: {marked})"), named=named, more=more, total=len(labels), marked=marked
+    )
 
 
-def _named(labels: Sequence[str], shown: int = 3) -> str:
+def _named(labels: Sequence[str], shown: int = 3) -> Message:
     more = len(labels) - shown
-    return ", ".join(labels[:shown]) + (f" and {more} more" if more > 0 else "")
+    named = ", ".join(labels[:shown])
+    return Message.of(N_("{named} and {more} more"), named=named, more=more) if more > 0 else Message.of(N_("{named}"), named=named)
 
 
-def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str]) -> list[str]:
-    notes = []
+def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str]) -> list[Message]:
+    """What makes the times less than they seem, each a Message: English in --json, the reader's
+    language in the table."""
+    notes: list[Message] = []
     noisy = [r.label for r in results if r.noisy]
     if noisy:
-        notes.append(
-            f"IQR over {NOISY_REL_IQR:.0%} of the median (busy machine or too few calls; close other programs or raise --min-time): "
-            + _some(noisy)
-        )
+        words = N_("IQR over {share} of the median (busy machine or too few calls; close other programs or raise --min-time): {cases}")
+        notes.append(Message.of(words, share=f"{NOISY_REL_IQR:.0%}", cases=_some(noisy)))
     capped = [r.label for r in results if sweep.config.repeats is None and r.samples >= MAX_REPEATS]
     if capped:
-        notes.append(
-            f"--min-time {sweep.config.min_time_ms / 1e3:g} s: {_named(capped)} stopped at the {MAX_REPEATS:,} timed calls"
-            f" ffn makes per case, in less time than asked"
-        )
+        words = N_("--min-time {seconds} s: {cases} stopped at the {most} timed calls ffn makes per case, in less time than asked")
+        notes.append(Message.of(words, seconds=f"{sweep.config.min_time_ms / 1e3:g}", cases=_named(capped), most=f"{MAX_REPEATS:,}"))
     env = sweep.env
     cpu = sweep.device.type == "cpu"
     if cpu and env.threads > env.cpu_count:
-        notes.append(f"{env.threads} threads on {env.cpu_count} available CPUs: threads compete, times are not representative")
+        words = N_("{threads} threads on {cpus} available CPUs: threads compete, times are not representative")
+        notes.append(Message.of(words, threads=env.threads, cpus=env.cpu_count))
     if cpu and env.load_avg_1m is not None and env.load_avg_1m > env.cpu_count:
-        notes.append(
-            f"the machine is busy (load average {env.load_avg_1m:.1f} on {env.cpu_count} CPUs): CPU times include waiting for a core"
-        )
+        words = N_("the machine is busy (load average {load} on {cpus} CPUs): CPU times include waiting for a core")
+        notes.append(Message.of(words, load=f"{env.load_avg_1m:.1f}", cpus=env.cpu_count))
     above = [r for r in results if r.above_peak]
     if above:
-        notes.append(
+        words = N_(
             "faster than the peak it is measured against, so that peak is no upper bound here "
-            "(a datasheet peak too low, or a calibration the machine's load held back: --calibrate again, or raise --min-time): "
-            + _some([r.label for r in above], marked="above_peak")
+            "(a datasheet peak too low, or a calibration the machine's load held back: --calibrate again, or raise --min-time): {cases}"
         )
+        notes.append(Message.of(words, cases=_some([r.label for r in above], marked="above_peak")))
     for dtype in dtypes:
         if ceilings(sweep, dtype)[0] is None:
-            notes.append(f"no known peak for {env.device_name} in {dtype}: --calibrate measures one (for % of peak and the bound)")
+            words = N_("no known peak for {device} in {dtype}: --calibrate measures one (for % of peak and the bound)")
+            notes.append(Message.of(words, device=env.device_name, dtype=dtype))
     return notes

@@ -245,7 +245,7 @@ def bench_view(report: BenchReport) -> RenderableType:
         parts.append(_checkpoint_table(report))
     parts += bound_lines(report.results)
     parts += [Text(_("skipped: {reason}").format(reason=s), style="dim") for s in report.skipped]
-    parts += [Text(_("warning: {warning}").format(warning=w), style="yellow") for w in report.warnings]
+    parts += [Text(_("warning: {warning}").format(warning=shown(w)), style="yellow") for w in report.warnings]
     return Group(*parts)
 
 
@@ -263,7 +263,7 @@ def bench_json(report: BenchReport) -> dict[str, Any]:
         "calibration": [dataclasses.asdict(c) for c in report.calibrations],
         "checkpoint": [dataclasses.asdict(d) for d in report.checkpoint],
         "skipped": list(report.skipped),
-        "warnings": list(report.warnings),
+        "warnings": [str(w) for w in report.warnings],
     }
 
 
