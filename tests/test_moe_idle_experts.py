@@ -122,13 +122,13 @@ def test_a_few_experts_with_idle_ones_show_every_one_that_ran_and_one_idle_row()
     assert "(0, 16)" not in text
     idle = f"{summary.idle} idle expert{'s' if summary.idle > 1 else ''}"
     label = f"idle expert{'s' if summary.idle > 1 else ''}"
-    pattern = rf"{label}\s+{summary.idle} got no token and did not run\s+{fmt_count(summary.idle_params)}\s+0\s*$"
+    pattern = rf"{label}\s+{summary.idle} experts? got no token and did not run\s+{fmt_count(summary.idle_params)}\s+0\s*$"
     assert re.search(pattern, steps_table, re.M)
     total = re.search(r"total\s+([\d,]+)\s+[\d,]+\s*$", steps_table, re.M)
     assert total is not None and int(total.group(1).replace(",", "")) == result.total_params
     assert summary.idle_params == summary.idle * 3 * D * F
     stats_table = text.split("Values at each step", 1)[1].split("\n\n", 1)[0]
-    assert re.search(rf"^{label}\s.*{summary.idle} got no token and did not run", stats_table, re.M)
+    assert re.search(rf"^{label}\s.*{summary.idle} experts? got no token and did not run", stats_table, re.M)
     assert set(re.findall(r"^experts\.(\d+)\s", stats_table, re.M)) == named
     # Their parameters got no gradient: one row in the backward's parameter table.
     assert f"{3 * summary.idle} parameters of {idle}" in text

@@ -471,10 +471,14 @@ def test_the_wide_trace_is_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "Weights each step uses" not in tables
 
 
-def test_the_values_keep_negatives_at_60_columns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """How many values a ReLU turns to zero is what the values table is for."""
-    shown, _ = _layouts("trace", 60, monkeypatch)["Values at each step (computed on the device)"]
-    assert {"step", "mean", "negatives", "notes"} <= set(shown)
+def test_the_values_keep_negatives_at_60_columns_and_the_notes_leave_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """How many values a ReLU turns to zero is what the values table is for; the notes move
+    below it before any statistic leaves."""
+    tables = _layouts("trace", 60, monkeypatch)
+    shown, hidden = tables["Values at each step (computed on the device)"]
+    assert {"step", "mean", "min", "max", "zeros %", "negatives"} <= set(shown) and "notes" not in shown
+    assert hidden == ["std"]
+    assert tables["Notes on the values"] == (["step", "notes"], [])
 
 
 def test_the_values_at_80_columns_keep_every_statistic_and_move_the_notes(monkeypatch: pytest.MonkeyPatch) -> None:

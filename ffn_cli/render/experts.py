@@ -40,7 +40,9 @@ def idle_label(summary: ExpertSummary) -> str:
 
 def idle_operation(summary: ExpertSummary) -> str:
     """The operation cell (or note) of that row: how many, and why they have no step."""
-    return _("{count:,} got no token and did not run").format(count=summary.idle)
+    # "1 expert got no token", never "idle expert 1 got…", which reads as expert number 1.
+    words = ngettext("{count:,} expert got no token and did not run", "{count:,} experts got no token and did not run", summary.idle)
+    return words.format(count=summary.idle)
 
 
 def ops_note(spans: Sequence[ElidedOps], label: str) -> str:

@@ -383,13 +383,13 @@ def _stats_table(result: TraceResult) -> Layouts:
         rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
     title = _("Values at each step (computed on the device)")
     whole = FitTable(title, columns, rows)
-    # Where every statistic would fit but for the notes, the notes move below, listed per step.
+    # The notes move below, listed per step, before any statistic leaves the table.
     noted = [[row[0], row[-1]] for row in rows if Text.from_markup(row[-1]).plain]
     apart = [
         FitTable(title, columns[:-1], [row[:-1] for row in rows]),
         FitTable(_("Notes on the values"), [columns[0], columns[-1]], noted),
     ]
-    return Layouts([[whole], apart, [whole]])
+    return Layouts([[whole], apart] if noted else [[whole]])
 
 
 def _values_table(result: TraceResult, n: int) -> FitTable:
