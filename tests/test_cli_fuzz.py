@@ -184,6 +184,20 @@ CORPUS = [
     ["params", "--preset", "llama-2-7b", "--dtype", "float64", "--weights", "int4"],
     ["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(64, 128)", "--depth", "0"],
 ]
+# --module names only modules, and what cannot run is refused before anything is allocated;
+# tests/test_module_inputs.py holds each one's exact line. With the exit code each gets.
+MODULE_CORPUS = [
+    (["trace", "--module", "os:system('echo called')"], 2),
+    (["trace", "--module", "builtins:exec('print(1)')"], 2),
+    (["trace", "--module", "sys:exit(0)"], 2),
+    (["trace", "--module", "shutil:rmtree('/nonexistent')"], 2),
+    (["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(d_model=1, d_model=2)"], 2),
+    (["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN({[1]: 2})"], 2),
+    (["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(512, 2048)", "--seed", "-1"], 2),
+    (["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(512, 2048)", "--reference", "--device", "meta"], 2),
+    (["trace", "--module", "torch.nn:Linear(8, 8)", "--batch", "100000", "--seq-len", "100000"], 1),
+    (["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(512, 2048)", "--d-model", "256"], 1),
+]
 
 
 @pytest.mark.parametrize("args", CORPUS, ids=lambda a: " ".join(a[:5]))
@@ -195,3 +209,11 @@ def test_the_corpus(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyP
     args = [a.format(configs=configs) for a in args]
     _check(args)
     assert CliRunner().invoke(app, args).exit_code == (0 if args == [a.format(configs=configs) for a in SPELLED_OUT] else 2), args
+
+
+@pytest.mark.parametrize(("args", "code"), MODULE_CORPUS, ids=[" ".join(a[:3]) for a, _c in MODULE_CORPUS])
+def test_the_module_corpus(args: list[str], code: int, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    _check(args)
+    assert CliRunner().invoke(app, args).exit_code == code, args
+    assert "called" not in capfd.readouterr().out  # os.system never ran

@@ -168,6 +168,7 @@ def test_time_parallel_forward_reports_every_rank() -> None:
     assert timing.median_ms == max(r.median_ms for r in timing.ranks)
 
 
+@pytest.mark.slow  # starts torchrun and its ranks: the quick run keeps the spawned launch
 def test_torchrun_joins_the_group(tmp_path: Path) -> None:
     script = tmp_path / "tp.py"
     script.write_text(
@@ -458,6 +459,7 @@ def test_accounting_and_rendering_never_import_torch() -> None:
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
+@pytest.mark.slow  # waits out a killed rank's watchdog; tests/test_signals.py kills ranks in the quick run
 def test_a_killed_rank_is_the_one_blamed(monkeypatch: pytest.MonkeyPatch) -> None:
     # Rank 1 SIGKILLed mid-run: its peers fail on their next collective and used to be blamed first.
     real_collect = launch._collect
