@@ -20,7 +20,7 @@ from ffn_cli.variants import VARIANTS
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 ARTICLES = "tests/data/articles.py"
-TITLE = {"en": "Why each step is there", "zh": "每一步为什么在这里"}
+TITLE = {"en": "Why each step is there", "zh": "每一步的作用"}
 
 
 def _run(*args: str, width: int = 120) -> Any:
@@ -132,7 +132,7 @@ def test_the_api_explains_too() -> None:
     assert "Why each step is there" in str(result) and "Why each step is there" not in str(ffn_cli.trace(FFNSpec(d_model=64)))
     assert all(s["explanation"] for s in result.to_dict()["steps"])
     set_language("zh")
-    assert "每一步为什么在这里" in str(result)
+    assert "每一步的作用" in str(result)
 
 
 def test_the_backward_steps_are_explained_by_what_autograd_ran() -> None:
