@@ -238,12 +238,12 @@ def _steps_table(result: TraceResult) -> Layouts:
         Col(_("step"), "fixed", footer=_("total")),
         Col(_("operation"), "text", drop=4),  # the only words that say what a step does: it wraps before it leaves
         Col(_("input → output"), "fixed", drop=3),
-        Col(_("parameters"), "fixed", drop=1),
+        Col(_("weight shapes"), "fixed", drop=1),
         Col(_("params"), footer=fmt_count(sum(s.param_count + s.idle_params for s in result.steps) + _unread_count(result))),
         Col("FLOPs", footer=_flops(result.total_flops, result)),
     ]
     rows = _step_rows(result)
-    title, weights_title, weights = _(STEPS_TITLE), _("Weights each step uses"), Col(_("weights"), "fixed")
+    title, weights_title, weights = _(STEPS_TITLE), _("Weights each step uses"), Col(_("weight shapes"), "fixed")
     wide = FitTable(title, columns, rows)
     num, step, operation, flow, _weights, params, flops = columns
     named = replace(step, footer="")
