@@ -103,3 +103,28 @@ def test_explain_refuses_a_comparison() -> None:
 )
 def test_json_is_the_same_in_both_languages(args: list[str]) -> None:
     assert _run("--lang", "zh", *args, "--json") == _run("--lang", "en", *args, "--json")
+
+
+_FORMAT_ENGLISH = ("scale per", "per tensor", "per row", "not converted", "bits/weight", "everywhere", "zero point", "group index")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--preset", "gpt-oss-120b"],  # the checkpoint's own quantization_config: mxfp4, attention kept in bf16
+        ["--preset", "llama-3.1-8b", "--weights", "fp8"],
+        ["--preset", "llama-3.1-8b", "--weights", "nvfp4"],
+        ["--preset", "llama-3.1-8b", "--weights", "gptq-int4"],
+        ["--preset", "llama-3.1-8b", "--weights", "int8"],
+        ["--preset", "gpt-oss-120b", "--weights", "fp8-block"],
+        ["--preset", "llama-3.1-8b", "--gpu", "h100"],
+    ],
+)
+def test_weight_formats_are_said_in_chinese(args: list[str]) -> None:
+    """The storage plan's words (where the format came from, its scales) are the reader's language;
+    --json keeps the English description."""
+    zh = _flat(_run("--lang", "zh", "params", *args, width=200))
+    assert not [w for w in _FORMAT_ENGLISH if w in zh], zh
+    data = json.loads(_run("--lang", "zh", "params", *args, "--json"))
+    described = data.get("checkpoint", {}).get("format", {}).get("description", "bits/weight")
+    assert "bits/weight" in described

@@ -75,7 +75,9 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     if plan is None:
         from dataclasses import replace
 
-        plan = replace(plan_from_options(rest, None, rest), origin=f"{rest} everywhere (--dtype)")
+        from ffn_cli.i18n import N_, Message
+
+        plan = replace(plan_from_options(rest, None, rest), origin=Message(N_("{format} everywhere (--dtype)"), format=rest))
     return plan, note
 
 

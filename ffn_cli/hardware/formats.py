@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import ceil, prod
 
+from ffn_cli.i18n import N_, Message
+
 __all__ = ["FORMATS", "WeightFormat", "awq", "gptq", "parse_format"]
 
 SCALE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "e8m0": 8, "e4m3": 8}
@@ -43,7 +45,7 @@ class WeightFormat:
     zero_bits: int = 0  # a zero point beside each group/row scale (asymmetric integers)
     column_index_bits: int = 0  # once per input column of each matrix (GPTQ's int32 g_idx)
     row_bias_bits: int = 0  # once per output row of each matrix (AutoGPTQ's fp16 bias, zeros or not)
-    tensor_words: str = ""  # what tensor_scale_bits holds, in words, where not one fp32 scale
+    tensor_words: str = ""  # what tensor_scale_bits holds, in words (a Message), where not one fp32 scale
 
     @property
     def scale_bits(self) -> int:
@@ -82,35 +84,48 @@ class WeightFormat:
         per_group = self.group or (self.block[0] * self.block[1] if self.block else 0)
         return Fraction(self.element_bits) + (Fraction(self.scale_bits + self.zero_bits, per_group) if per_group else 0)
 
-    def describe(self) -> str:
+    def describe(self) -> Message:
         """In words, e.g. 'mxfp4: e2m1 + an e8m0 scale per 32 = 4.25 bits/weight'."""
-        parts = [self.element]
-        scale = f"one {self.scale} scale" + (f" and one int{self.zero_bits} zero point" if self.zero_bits else "")
+        parts: list[str] = [self.element]
+        zero = {"scale": self.scale, "zero": self.zero_bits}
         if self.group:
-            parts.append(f"{scale} per {self.group}")
+            what = (
+                N_("one {scale} scale and one int{zero} zero point per {group}") if self.zero_bits else N_("one {scale} scale per {group}")
+            )
+            parts.append(Message(what, group=self.group, **zero))
         elif self.block is not None:
-            parts.append(f"{scale} per {self.block[0]}×{self.block[1]} block")
+            what = (
+                N_("one {scale} scale and one int{zero} zero point per {rows}×{cols} block")
+                if self.zero_bits
+                else N_("one {scale} scale per {rows}×{cols} block")
+            )
+            parts.append(Message(what, rows=self.block[0], cols=self.block[1], **zero))
         elif self.per_row:
-            parts.append(f"{scale} per row")
+            what = N_("one {scale} scale and one int{zero} zero point per row") if self.zero_bits else N_("one {scale} scale per row")
+            parts.append(Message(what, **zero))
         if self.tensor_scale_bits:
-            parts.append(self.tensor_words or "one fp32 scale per tensor")
+            parts.append(self.tensor_words or Message(N_("one fp32 scale per tensor")))
         if self.column_index_bits:
-            parts.append(f"one int{self.column_index_bits} group index per input column")
+            parts.append(Message(N_("one int{bits} group index per input column"), bits=self.column_index_bits))
         if self.row_bias_bits:
-            parts.append(f"a {self.row_bias_bits}-bit bias per output row")
-        bits = self.bits_per_weight()
-        exact = f"{float(bits):.6g}"
+            parts.append(Message(N_("a {bits}-bit bias per output row"), bits=self.row_bias_bits))
         tails = [
-            what
+            Message(what)
             for what, there in (
-                ("the per-row scales", self.per_row),
-                ("the group indices", self.column_index_bits),
-                ("the biases", self.row_bias_bits),
+                (N_("the per-row scales"), self.per_row),
+                (N_("the group indices"), self.column_index_bits),
+                (N_("the biases"), self.row_bias_bits),
             )
             if there
         ]
-        tail = f" (+ {' and '.join(tails)})" if tails else ""
-        return f"{self.name}: {' + '.join(parts)} = {exact} bits/weight{tail}"
+        joined = Message.join(*[piece for i, part in enumerate(parts) for piece in ((" + " if i else ""), part)])
+        said = Message(
+            N_("{name}: {layout} = {bits} bits/weight"), name=self.name, layout=joined, bits=f"{float(self.bits_per_weight()):.6g}"
+        )
+        if not tails:
+            return said
+        listed = Message.join(tails[0], *[Message(N_(" and {what}"), what=t) for t in tails[1:]])
+        return Message.join(said, Message(N_(" (+ {what})"), what=listed))
 
 
 def _int(bits: int, group: int, scale: str, *, asym: bool = False) -> WeightFormat:
@@ -171,7 +186,7 @@ FORMATS: dict[str, WeightFormat] = {
         scale="e4m3",
         tensor_scale_bits=64,
         compute_dtype="fp4",
-        tensor_words="two fp32 per tensor (weight_scale_2, input_scale)",
+        tensor_words=Message(N_("two fp32 per tensor (weight_scale_2, input_scale)")),
     ),
 }
 ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8": "fp8", "fp8-e4m3": "fp8", "e4m3": "fp8"}

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ffn_cli.hardware.formats import SCALE_BITS, WeightFormat
+from ffn_cli.i18n import N_, Message
 
 __all__ = ["compressed_tensors_format"]
 
@@ -30,10 +31,10 @@ _SHAPE_BITS = 2 * 64  # weight_shape: torch.tensor(weight.shape), int64
 def _group(qc: Mapping[str, Any]) -> Mapping[str, Any] | str:
     groups = qc.get("config_groups")
     if not isinstance(groups, Mapping) or len(groups) != 1:
-        return "quantization_config compressed-tensors with other than one config group is not read"
+        return Message(N_("quantization_config compressed-tensors with other than one config group is not read"))
     (group,) = groups.values()
     if not isinstance(group, Mapping) or "Linear" not in (group.get("targets") or []):
-        return "quantization_config compressed-tensors group not targeting Linear is not read"
+        return Message(N_("quantization_config compressed-tensors group not targeting Linear is not read"))
     return group
 
 
@@ -48,15 +49,17 @@ def compressed_tensors_format(qc: Mapping[str, Any], model_dtype: str) -> Weight
     scale = _SCALE.get(model_dtype, "bf16")
     static_input = isinstance(act, Mapping) and not act.get("dynamic", False)
     activations = isinstance(act, Mapping)
-    unread = f"quantization_config compressed-tensors {fmt_name} ({kind} {bits}-bit, {strategy}) is not read"
+    said = N_("quantization_config compressed-tensors {format} ({kind} {bits}-bit, {strategy}) is not read")
+    unread = Message(said, format=fmt_name, kind=kind, bits=bits, strategy=strategy)
     if fmt_name == "nvfp4-pack-quantized" and kind == "float" and bits == 4 and w.get("group_size") == 16:
-        words = "fp32 weight_global_scale" + (" and input_global_scale" if activations else "") + " per tensor"
+        both = N_("fp32 weight_global_scale and input_global_scale per tensor")
+        words = Message(both if activations else N_("fp32 weight_global_scale per tensor"))
         return WeightFormat(
             "ct-nvfp4", 4, "e2m1", group=16, scale="e4m3", tensor_scale_bits=32 * (2 if activations else 1),
             compute_dtype="fp4" if activations else "", tensor_words=words,
         )  # fmt: skip
     per_tensor = SCALE_BITS[scale] if static_input else 0  # input_scale
-    words = [f"a {scale} input_scale"] if static_input else []
+    words = [Message(N_("a {scale} input_scale"), scale=scale)] if static_input else []
     layout: dict[str, Any] = {}
     if strategy == "group" and isinstance(w.get("group_size"), int) and w["group_size"] > 0:
         layout = {"group": w["group_size"]}
@@ -66,7 +69,7 @@ def compressed_tensors_format(qc: Mapping[str, Any], model_dtype: str) -> Weight
         layout = {"block": tuple(w["block_structure"])}
     elif strategy == "tensor":
         per_tensor += SCALE_BITS[scale]
-        words.insert(0, f"a {scale} weight_scale")
+        words.insert(0, Message(N_("a {scale} weight_scale"), scale=scale))
     else:
         return unread
     asymmetric = not w.get("symmetric", True)
@@ -76,7 +79,7 @@ def compressed_tensors_format(qc: Mapping[str, Any], model_dtype: str) -> Weight
     elif kind == "int" and bits in (4, 8) and fmt_name == "pack-quantized":
         name, element, compute = f"ct-w{bits}a16", f"int{bits}", ""
         per_tensor += _SHAPE_BITS
-        words.append("two int64 of weight_shape")
+        words.append(Message(N_("two int64 of weight_shape")))
     elif kind == "int" and bits == 8 and fmt_name == "int-quantized":
         name, element, compute = "ct-int8", "int8", "int8" if activations else ""
     else:
@@ -92,5 +95,11 @@ def compressed_tensors_format(qc: Mapping[str, Any], model_dtype: str) -> Weight
         compute_dtype=compute,
         zero_bits=zero,
         column_index_bits=g_idx,
-        tensor_words=" and ".join(words) + " per tensor" if per_tensor else "",
+        tensor_words=_per_tensor(words) if per_tensor else "",
     )
+
+
+def _per_tensor(words: list[Message]) -> Message:
+    """'a bf16 weight_scale and two int64 of weight_shape per tensor', in the reader's language."""
+    listed = Message.join(words[0], *[Message(N_(" and {what}"), what=w) for w in words[1:]])
+    return Message(N_("{what} per tensor"), what=listed)

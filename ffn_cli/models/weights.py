@@ -18,7 +18,7 @@ from typing import Any, Literal
 from ffn_cli.accounting import param_tensors
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, awq, gptq, parse_format
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
@@ -139,7 +139,8 @@ class StoragePlan:
     fmt: WeightFormat
     roles: frozenset[str]
     rest: WeightFormat
-    origin: str
+    origin: str  # a Message where it is words
+    not_converted: str = ""  # what the checkpoint's quantization_config keeps unquantized, in words
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:
@@ -155,8 +156,8 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
         shipped, _note = plan_from_config(config)
         plan = plan_from_options(weights, None, rest_dtype)
         if shipped is not None and plan.fmt.quantized:
-            kept = shipped.origin.split(", ", 1)[-1]  # "not converted: …"
-            origin = f"--weights {plan.fmt.name} where config.json's quantization_config quantizes ({kept})"
+            said = N_("--weights {format} where config.json's quantization_config quantizes (not converted: {kept})")
+            origin = Message(said, format=plan.fmt.name, kept=shipped.not_converted)
             return StoragePlan(plan.fmt, shipped.roles, plan.rest, origin)
         return plan
     try:
@@ -260,7 +261,8 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
         else:
             fmt = WeightFormat(f"fp8-block-{block[0]}x{block[1]}", 8, "e4m3", block=block, scale="fp32", compute_dtype="fp8")
         if qc.get("activation_scheme") == "static":  # one float32 input_scale per linear beside its weight's
-            words = ("a weight_scale and " if fmt.tensor_scale_bits else "") + "an input_scale, fp32, per tensor"
+            both = fmt.tensor_scale_bits  # per-tensor fp8 has a weight_scale already
+            words = Message(N_("a weight_scale and an input_scale, fp32, per tensor") if both else N_("an input_scale, fp32, per tensor"))
             fmt = replace(fmt, name=f"{fmt.name}-static", tensor_scale_bits=fmt.tensor_scale_bits + 32, tensor_words=words)
         # transformers' FP8 replaces nn.Linear layers: MoE routers, embeddings and the head are not ones.
         scope = _LINEARS
@@ -279,14 +281,23 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
             return None, read
         fmt, scope = read, _LINEARS  # the decoder layers' linears: not the embeddings, the head or the routers
     else:
-        return None, f"quantization_config quant_method {method or '(none)'!r} is not read by ffn: the checkpoint size is not shown"
+        said = N_("quantization_config quant_method {method} is not read by ffn: the checkpoint size is not shown")
+        return None, Message(said, method=repr(method) if method else "(none)")
     roles = frozenset(scope - excluded)
-    note = f"; modules_to_not_convert not matched: {', '.join(unread)}" if unread else ""
-    kept = ", ".join(ROLE_WORDS[r] for r in sorted(excluded)) or "none"
+    note = Message(N_("modules_to_not_convert not matched: {names}"), names=", ".join(unread)) if unread else ""
+    kept = _listed([Message(ROLE_WORDS[r]) for r in sorted(excluded)]) or Message(N_("none"))
     rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
     if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
         rest = FORMATS["fp16"]
-    return StoragePlan(fmt, roles, rest, f"config.json quantization_config: {method}, not converted: {kept}"), note.lstrip("; ")
+    origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
+    return StoragePlan(fmt, roles, rest, origin, not_converted=kept), note
+
+
+def _listed(words: list[Message]) -> Message | str:
+    """Role words in a list, each said in the reader's language."""
+    if not words:
+        return ""
+    return Message.join(words[0], *[Message(N_(", {what}"), what=w) for w in words[1:]])
 
 
 def _made_by_gptqmodel(qc: Mapping[str, Any]) -> bool:
@@ -312,15 +323,16 @@ def _integer_config(method: str, qc: Mapping[str, Any]) -> WeightFormat | str:
     bits = _integer(qc, ("bits", "w_bit"), 4)
     group = _integer(qc, ("group_size", "q_group_size"), 128)
     if group == 0 or group < -1:
-        return f"quantization_config {method} bits {bits!r}, group_size {group!r} not read"
+        return Message(N_("quantization_config {method} bits {bits}, group_size {group} not read"), method=method, bits=bits, group=group)
     if method == "gptq":
         if bits not in (2, 3, 4, 8):
-            return f"quantization_config gptq bits {bits!r} not read"
+            return Message(N_("quantization_config gptq bits {bits} not read"), bits=bits)
         return gptq(bits, group, zero_biases=not _made_by_gptqmodel(qc))
     version = str(qc.get("version", "gemm")).lower()
     if bits != 4 or group < 1 or version != "gemm" or qc.get("zero_point", True) is not True:
         zero = qc.get("zero_point", True)
-        return f"quantization_config awq (bits {bits}, group_size {group}, version {version}, zero_point {zero}) not read"
+        said = N_("quantization_config awq (bits {bits}, group_size {group}, version {version}, zero_point {zero}) not read")
+        return Message(said, bits=bits, group=group, version=version, zero=zero)
     return awq(group)
 
 

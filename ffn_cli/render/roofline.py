@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.hardware import GPU
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, _, shown
 from ffn_cli.models.gpu_roofline import NODE_GPUS, GPUPass
 from ffn_cli.models.roofline import PartCost, PassCost
 from ffn_cli.render.fit import Col, FitTable
@@ -233,7 +233,7 @@ def roofline_view(
             gpus=layout.gpus, tp=layout.tp, ep=layout.ep, roofline=title_text
         )
     title = Text(title_text)
-    caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=origin)
+    caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=shown(origin))
     if backward is not None:
         caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, _, shown
 from ffn_cli.models.weights import PART_WORDS, ROLE_WORDS, Checkpoint
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count
@@ -73,7 +73,9 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
     bits = f"{8 * c.bytes_ / c.total_params:.4g}"
     rows.append(["[bold]" + _("checkpoint") + "[/]", fmt_count(c.total_params), "", bits, f"[bold]{fmt_bytes(c.bytes_)}[/]"])
     rows.append([_("bf16 everywhere"), fmt_count(c.total_params), "bf16", "16", fmt_bytes(bf16_bytes)])
-    caption = f"{c.plan.origin}. {c.plan.fmt.describe()}. " + _("{not_counted}; 1 GiB = 2³⁰ bytes.").format(not_counted=_(NOT_COUNTED))
-    caption += f" {visible(note)}." if note else ""  # it quotes config.json: modules_to_not_convert's names
+    caption = _("{origin}. {format}. ").format(origin=shown(c.plan.origin), format=c.plan.fmt.describe().shown()) + _(
+        "{not_counted}; 1 GiB = 2³⁰ bytes."
+    ).format(not_counted=_(NOT_COUNTED))
+    caption += f" {visible(shown(note))}." if note else ""  # it quotes config.json: modules_to_not_convert's names
     title = Text(_("weights as stored: {bytes}").format(bytes=fmt_bytes(c.bytes_)))
     return FitTable(title, columns, rows, caption=Text(caption, style="dim"))
