@@ -280,3 +280,88 @@ def test_a_tuple_output_shows_the_tensor_that_flows_on() -> None:
     stats = next(s for s in traced.steps if s.name == "dense_h_to_4h").stats
     assert stats is not None and stats.mean == pytest.approx(float(h.double().mean()), rel=1e-6)
     assert result.total_params == sum(p.numel() for p in module.parameters())
+
+
+class SwitchGate(nn.Module):
+    """A Switch-style router returning (l_aux, combine weights, dispatch mask)."""
+
+    def __init__(self, d_model: int = 16, experts: int = 4) -> None:
+        super().__init__()
+        self.wg = nn.Linear(d_model, experts, bias=False)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        probs = self.wg(x).softmax(-1)
+        return (probs.mean(0) ** 2).sum(), probs, probs > 0.25
+
+
+class ReturnsBias(nn.Module):
+    """The whole layer returns Megatron's (output, bias): the caller adds the bias."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = MegatronLinear(16, 64), MegatronLinear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h, bias = self.fc1(x)
+        return self.fc2(torch.nn.functional.gelu(h + bias))
+
+
+class ReturnsDict(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(16, 64), nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = torch.relu(self.up(x))
+        return {"aux_loss": h.pow(2).mean(), "hidden_states": self.down(h)}
+
+
+@pytest.mark.parametrize(
+    ("module", "member", "shape", "others"),
+    [
+        (ReturnsBias(), "[0]", (2, 5, 16), [("[1]", (16,), "float32")]),
+        (SwitchGate(), "[1]", (2, 5, 4), [("[0]", (), "float32"), ("[2]", (2, 5, 4), "bool")]),
+        (ReturnsDict(), "['hidden_states']", (2, 5, 16), [("['aux_loss']", (), "float32")]),
+    ],
+)
+def test_a_tuple_or_dict_output_follows_the_flowing_tensor_and_lists_the_others(
+    module: nn.Module, member: str, shape: tuple[int, ...], others: list[tuple[str, tuple[int, ...], str]]
+) -> None:
+    result = trace_module(module, d_model=16)
+    x = torch.zeros(2, 5, 16)
+    out = module(x)  # the module's own output, outside the trace: where each tensor sits
+    picked = eval("out" + member, {"out": out})
+    assert result.output_member == member and result.output_shape == tuple(picked.shape) == shape
+    listed = [(m.where, m.shape, m.dtype) for m in result.other_outputs]
+    assert listed == others
+    for where, got, dtype in listed:
+        tensor = eval("out" + where, {"out": out})
+        assert tuple(tensor.shape) == got and str(tensor.dtype).removeprefix("torch.") == dtype
+
+
+def test_the_other_outputs_are_in_the_footer_and_the_json() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ffn_cli.render.trace import trace_data, trace_view
+
+    result = trace_module(SwitchGate(), d_model=16)
+    data = trace_data(result)
+    assert data["output_member"] == "[1]"
+    assert data["other_outputs"] == [
+        {"member": "[0]", "shape": [], "dtype": "float32"},
+        {"member": "[2]", "shape": [2, 5, 4], "dtype": "bool"},
+    ]
+    console = Console(width=120, file=io.StringIO(), color_system=None)
+    console.print(trace_view(result))
+    assert "output[1] (2, 5, 4) is followed; also returned: [0] () float32; [2] (2, 5, 4) bool" in console.file.getvalue()
+    plain = trace_data(trace_module(TupleMLP()))  # a tensor returned: nothing to list
+    assert "other_outputs" not in plain and "output_member" not in plain
+
+
+def test_a_tuple_output_runs_backward_from_the_flowing_tensor() -> None:
+    result = trace_module(ReturnsBias(), d_model=16, backward=True)
+    assert result.backward is not None and result.output_member == "[0]"
+    grads = {p.name: p for p in result.backward.params}
+    assert grads["fc1.weight"].stats is not None  # dL/dW from the followed output

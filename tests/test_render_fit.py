@@ -461,13 +461,13 @@ def test_a_block_keeps_its_operation_and_weights_at_80_columns(command: str, mon
     tables = _layouts(command, 80, monkeypatch)
     shown, hidden = tables["Shape flow, step by step"]
     assert {"step", "input → output", "params", "FLOPs"} <= set(shown) and not hidden
-    assert tables["What each step computes, and its weights"] == (["#", "step", "operation", "weights"], [])
+    assert tables["What each step computes, and its weights"] == (["#", "step", "operation", "weight shapes"], [])
 
 
 def test_the_wide_trace_is_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _layouts("trace", 80, monkeypatch)["Weights each step uses"] == (["#", "step", "weights"], [])
+    assert _layouts("trace", 80, monkeypatch)["Weights each step uses"] == (["#", "step", "weight shapes"], [])
     tables = _layouts("trace", 100, monkeypatch)
-    assert tables["Shape flow, step by step"] == (["#", "step", "operation", "input → output", "parameters", "params", "FLOPs"], [])
+    assert tables["Shape flow, step by step"] == (["#", "step", "operation", "input → output", "weight shapes", "params", "FLOPs"], [])
     assert "Weights each step uses" not in tables
 
 
@@ -521,7 +521,23 @@ def test_chinese_breaks_between_characters_never_inside_a_number_nor_before_a_ma
     assert not [line for line in lines if line[:1] in "，。；：）" or line.rstrip()[-1:] == "（"], lines
     for run in ("1/(1−p)", "2,048", "d_ff"):
         assert any(run in line for line in lines), (run, lines)
-    assert wrap_wide(Text("plain English words"), 5).plain == "plain English words"  # left to rich, as always
+    assert wrap_wide(Text("plain English words"), 5).plain == "plain\nEnglish\nwords"  # at spaces, as rich does
+    assert wrap_wide(Text("plain English words"), 19).plain == "plain English words"  # it fits: as it is
+
+
+@pytest.mark.parametrize("width", range(8, 41))
+def test_a_number_keeps_its_unit_and_an_arrow_what_it_points_at(width: int) -> None:
+    from rich.cells import cell_len
+
+    from ffn_cli.render.fit import wrap_wide
+
+    text = "FLOPs 41,989,120 = 41,943,040 matmul + 46,080 elementwise; 4.2 MFLOP per token; negatives 7,658 → 0"
+    lines = wrap_wide(Text(text), width).plain.split("\n")
+    assert " ".join(lines) == text and all(cell_len(line) <= width or " " not in line for line in lines), lines
+    for pair in ("4.2 MFLOP", "→ 0"):
+        if cell_len(pair) <= width:
+            assert any(pair in line for line in lines), (pair, lines)
+    assert not [line for line in lines if line.endswith(("→", "7,658 →"))], lines
 
 
 def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> None:

@@ -58,3 +58,14 @@ class MegatronMLP(nn.Module):
         h, bias = self.dense_h_to_4h(x)
         out, bias2 = self.dense_4h_to_h(BiasGeLU.apply(h, bias))
         return out + bias2
+
+
+class SwitchGate(nn.Module):  # a Switch Transformer-style router: (l_aux, combine weights, dispatch mask)
+    def __init__(self, d_model, experts):
+        super().__init__()
+        self.wg = nn.Linear(d_model, experts, bias=False)
+
+    def forward(self, x):
+        probs = self.wg(x).softmax(-1)
+        l_aux = (probs.mean(dim=(0, 1)) ** 2).sum() * probs.shape[-1]
+        return l_aux, probs, probs >= probs.amax(-1, keepdim=True)

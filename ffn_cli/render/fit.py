@@ -19,6 +19,7 @@ column moves to a table of its own instead of leaving.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -143,12 +144,48 @@ def _tokens(line: str) -> list[tuple[int, str]]:
     return out
 
 
+# A number: 4.2, 7,658, 12%, a shape's parts, (2, 5, 64), and one that ends a clause (64):, 3;).
+_NUMBER = re.compile(r"[(\[]?[-+−]?\d[\d.,]*[)\]%]*[,;:.]?")
+_CLAUSE_END = (";", ":", ".", "；", "：", "。")
+_GROUP_CELLS = 16  # the widest run of words kept together: `min 0, median 1`, `(2, 5, 64)`
+_ARROWS = ("→", "←", "×")  # each stays with what it points at or multiplies
+
+
+def _holds_on(token: str, after: str) -> bool:
+    """A number keeps its unit (the word after it; an arrow after it goes with its right side)
+    and the word that names it (`min 0`, `of 64`, unless a clause ends there), and an arrow
+    what it points at."""
+    if token in _ARROWS:
+        return True
+    if _NUMBER.fullmatch(token):
+        return after not in _ARROWS and not token.endswith(_CLAUSE_END)
+    return bool(_NUMBER.fullmatch(after)) and not token.endswith((",", "，", *_CLAUSE_END))
+
+
+def _glued(tokens: list[tuple[int, str]], width: int) -> list[tuple[int, str]]:
+    """`tokens` with each number joined to its unit and each arrow to its right side (across the
+    space between), where the joined group stays short (a long chain would push whole lines
+    down early): no line ends in `4.2` with `MFLOP` below, or in `→`."""
+    cap = min(width, _GROUP_CELLS)
+    out: list[tuple[int, str]] = []
+    for start, token in tokens:
+        if len(out) >= 2 and out[-1][1].isspace() and not token.isspace() and not _is_wide(token[0]):
+            before = out[-2][1].rsplit(" ", 1)[-1]
+            joined = out[-2][1] + out[-1][1] + token
+            if _holds_on(before, token) and cell_len(joined) <= cap:
+                out[-2:] = [(out[-2][0], joined)]
+                continue
+        out.append((start, token))
+    return out
+
+
 def _breaks(line: str, width: int) -> list[int]:
-    """Where a line of Chinese (with words and numbers between) breaks to fit `width` cells:
-    between any two wide characters or at a space, never inside a word or a number, and never
-    before a closing punctuation mark."""
+    """Where a line (Chinese, with words and numbers between, or words alone) breaks to fit
+    `width` cells: between any two wide characters or at a space, never inside a word or a
+    number, never between a number and its unit or after an arrow, and never before a closing
+    punctuation mark."""
     breaks: list[int] = []
-    tokens = _tokens(line)
+    tokens = _glued(_tokens(line), width)
     used = 0
     for k, (start, token) in enumerate(tokens):
         size = cell_len(token)
@@ -169,10 +206,10 @@ def _breaks(line: str, width: int) -> list[int]:
 
 
 def wrap_wide(text: Text, width: int) -> Text:
-    """`text` broken into lines of at most `width` cells where it holds Chinese, which rich would
-    only break at spaces (a long run of it jumping whole to the next line); styles are kept.
-    Text without wide characters is returned as it is, for rich to wrap as always."""
-    if not any(_is_wide(ch) for ch in text.plain):
+    """`text` broken into lines of at most `width` cells: Chinese between characters, which rich
+    would only break at spaces (a long run of it jumping whole to the next line), a number
+    never from its unit; styles are kept. Text that fits is returned as it is."""
+    if all(cell_len(line) <= width for line in text.plain.split("\n")):
         return text
     lines: list[Text] = []
     for line in text.split("\n"):

@@ -170,6 +170,8 @@ def _totals(result: TraceResult) -> Table:
         add_words(grid, "", _estimate_line(result))
     same = _("output shape = input shape ✓") if result.output_shape == result.input_shape else _("output shape ≠ input shape ✗")
     add_words(grid, _("shape"), f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: {same}")
+    if result.other_outputs:
+        add_words(grid, _("output"), _other_outputs_line(result))
     if result.check is not None:
         c = result.check
         verdict = "[green]✓[/]" if c.passed else "[red]" + _("✗ FAILED") + "[/]"
@@ -226,6 +228,13 @@ def _block_ratio(result: TraceResult) -> str:
 
 
 STEPS_TITLE = N_("Shape flow, step by step")
+
+
+def _other_outputs_line(result: TraceResult) -> str:
+    """Which tensor of a tuple / dict output the trace follows, and the others it returned."""
+    others = "; ".join(f"{m.where} {fmt_shape(m.shape)} {m.dtype}" for m in result.other_outputs)
+    said = _("output{member} {shape} is followed; also returned: {others}")
+    return said.format(member=result.output_member, shape=fmt_shape(result.output_shape), others=escape(others))
 
 
 def _steps_table(result: TraceResult) -> Layouts:
@@ -414,14 +423,15 @@ def _values_table(result: TraceResult, n: int) -> FitTable:
 
 
 def _diagram_rows(result: TraceResult) -> tuple[list[tuple[str, int]], str]:
-    """(label, width) per step, widths being the last dim; one expert stands for them all."""
+    """(label, width) per step, widths being the last dim (0 for a scalar, which has none); one
+    expert stands for them all."""
     rows = [(_("input"), result.input_shape[-1])]
     shown_expert, skipped = False, 0
     for s in result.steps:
         if not s.substeps:
-            rows.append((s.name, s.output_shape[-1] if s.output_shape else 1))
+            rows.append((s.name, s.output_shape[-1] if s.output_shape else 0))
         elif not shown_expert:
-            rows += [(sub.name, sub.output_shape[-1] if sub.output_shape else 1) for sub in s.substeps]
+            rows += [(sub.name, sub.output_shape[-1] if sub.output_shape else 0) for sub in s.substeps]
             shown_expert = True
         else:
             skipped += 1
@@ -432,8 +442,9 @@ def _diagram_rows(result: TraceResult) -> tuple[list[tuple[str, int]], str]:
 def width_diagram(result: TraceResult) -> RenderableType:
     """Each step's output width, to scale: small → big → small."""
     rows, note = _diagram_rows(result)
-    widest = max(w for _label, w in rows)
-    chart = BarChart([(label, fmt_count(w), w / widest) for label, w in rows], max_cells=DIAGRAM_CELLS, value_first=True)
+    widest = max(max(w for _label, w in rows), 1)
+    bars = [(label, fmt_count(w) if w else "()", w / widest) for label, w in rows]
+    chart = BarChart(bars, max_cells=DIAGRAM_CELLS, value_first=True)
     title = Text(_("Width of each step's output (last dimension), to scale"), style="bold")
     return Group(Wide(title), chart, Wide(Text(note))) if note else Group(Wide(title), chart)
 
@@ -595,6 +606,8 @@ def trace_data(result: TraceResult, *, ops: bool = False, explain: bool = False)
         "input_values": list(result.input_values) if result.input_values is not None else None,
         "steps": [_step_data(s) | (_explanation(result, s) if explain else {}) for s in result.steps],
         "output_shape": list(result.output_shape),
+        **({"output_member": result.output_member} if result.output_member else {}),
+        **({"other_outputs": [m.as_dict() for m in result.other_outputs]} if result.other_outputs else {}),
         "total_params": result.total_params,
         "param_groups": dict(result.param_groups),
         "buffers": {p.name: list(p.shape) for st in result.steps for p in st.buffers},

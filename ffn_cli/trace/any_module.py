@@ -212,6 +212,8 @@ def trace_module(
         reference=matched,
         warnings=linear_collapses(steps, width),
         unread_params=_unread(module, steps),
+        output_member=rec.output_member,
+        other_outputs=tuple(rec.other_outputs),
     )
 
 

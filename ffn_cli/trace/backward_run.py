@@ -94,16 +94,14 @@ def run_backward(
     return out, rec.forward, rec.steps, result
 
 
-def _whole_module_call(module: nn.Module, checkpoint: bool) -> Callable[[Tensor], Tensor]:
-    """module(x)'s output tensor; with `checkpoint`, under torch.utils.checkpoint (the backward
+def _whole_module_call(module: nn.Module, checkpoint: bool) -> Callable[[Tensor], Any]:
+    """module(x)'s output, as it returned it; with `checkpoint`, under torch.utils.checkpoint (the backward
     recomputes the whole module's activations)."""
     from torch.utils.checkpoint import checkpoint as checkpointed
 
-    from ffn_cli.trace.recorder import first_tensor
-
     if checkpoint:
-        return lambda x: first_tensor(checkpointed(module, x, use_reentrant=False))
-    return lambda x: first_tensor(module(x))
+        return lambda x: checkpointed(module, x, use_reentrant=False)
+    return lambda x: module(x)  # a tuple's flowing tensor is picked by the recorder
 
 
 def _to_numpy(t: Tensor) -> np.ndarray:

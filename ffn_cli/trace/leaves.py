@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import Tensor
 
-__all__ = ["tensor_leaves"]
+__all__ = ["flowing_output", "labelled_leaves", "tensor_leaves"]
 
 
 def tensor_leaves(tree: Any) -> Iterator[Tensor]:
@@ -21,3 +21,32 @@ def tensor_leaves(tree: Any) -> Iterator[Tensor]:
     elif isinstance(tree, dict):
         for item in tree.values():
             yield from tensor_leaves(item)
+
+
+def labelled_leaves(tree: Any, where: str = "") -> Iterator[tuple[str, Tensor]]:
+    """Every tensor in `tree` with where it sits, as Python indexes it: `[1]`, `['aux_loss']`, `[0][2]`."""
+    if isinstance(tree, Tensor):
+        yield where, tree
+    elif isinstance(tree, tuple | list):
+        for i, item in enumerate(tree):
+            yield from labelled_leaves(item, f"{where}[{i}]")
+    elif isinstance(tree, dict):
+        for key, item in tree.items():
+            yield from labelled_leaves(item, f"{where}[{key!r}]")
+
+
+def flowing_output(out: Any, input_shape: tuple[int, ...]) -> tuple[str, Tensor, list[tuple[str, Tensor]]]:
+    """Of a module's output, the tensor that flows on to the next layer and the others beside it.
+
+    A tensor is itself. Of a tuple or dict (Megatron's `(output, bias)`, a gate's
+    `(l_aux, combine, dispatch)`, a model output): the first tensor shaped as the input, else
+    the first over the input's tokens (its leading dims), else the first."""
+    members = list(labelled_leaves(out))
+    if not members:
+        raise TypeError(f"the forward returned {type(out).__name__}, not a tensor")
+    tokens = input_shape[:-1]
+    chosen = next(
+        (m for m in members if tuple(m[1].shape) == input_shape),
+        next((m for m in members if tuple(m[1].shape[:-1]) == tokens and m[1].dim() == len(input_shape)), members[0]),
+    )
+    return chosen[0], chosen[1], [m for m in members if m is not chosen]

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.trace.leaves import tensor_leaves
+from ffn_cli.trace.leaves import flowing_output, tensor_leaves
 from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id
 
 __all__ = ["BackwardMemory", "measure_backward_memory"]
@@ -66,7 +66,7 @@ class _LiveBytes(TorchDispatchMode):
 
 
 def measure_backward_memory(
-    module: nn.Module, x: Tensor, make_grad: Callable[[Tensor], Tensor], call: Callable[[Tensor], Tensor] | None = None
+    module: nn.Module, x: Tensor, make_grad: Callable[[Tensor], Tensor], call: Callable[[Tensor], Any] | None = None
 ) -> BackwardMemory:
     """One more forward and backward of `module` (through `call`, which runs it, if given),
     watching every tensor it makes."""
@@ -74,7 +74,7 @@ def measure_backward_memory(
     x = x.detach().requires_grad_(True)
     watcher.watch([x, *module.parameters(), *module.buffers()])
     with torch.enable_grad(), watcher:
-        out = (call or module)(x)
+        _where, out, _others = flowing_output((call or module)(x), tuple(x.shape))  # the tensor the trace follows
     grad = make_grad(out.detach())
     watcher.watch([grad])
     start = watcher.now()

@@ -25,8 +25,9 @@ from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
 from ffn_cli.trace.calls import CallLabels
+from ffn_cli.trace.leaves import flowing_output
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
-from ffn_cli.trace.result import OpRecord, Shape, TensorStats
+from ffn_cli.trace.result import OpRecord, OutputMember, Shape, TensorStats
 from ffn_cli.trace.stats import first_values, tensor_stats
 from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id, writes_an_argument
 from ffn_cli.user_code import exception_text, real_interrupt
@@ -83,6 +84,8 @@ class Recording:
     input_stats: TensorStats | None = None
     input_values: tuple[float, ...] | None = None
     saved_bytes: int = 0
+    output_member: str = ""  # where the tensor that flows on sat in a tuple / dict output
+    other_outputs: list[OutputMember] = field(default_factory=list)
 
 
 class ForwardError(Exception):
@@ -374,7 +377,8 @@ class Recorder(TorchDispatchMode):
     def run(self, x: Tensor, call: Callable[[Tensor], Any] | None = None) -> Tensor:
         """module(x) (or call(x), which runs it) under the recorder; the output comes back
         detached (its graph saved nothing). A module returning a tuple (a MoE block's hidden
-        states and router logits) hands on its first tensor."""
+        states and router logits, Megatron's output and bias) hands on the tensor that flows on
+        (`flowing_output`); the others are noted in the recording."""
         self._producers[self._key(x)] = ("input", 0)
         if self.want_stats:
             self.rec.input_stats = self._stats(x)
@@ -383,7 +387,7 @@ class Recorder(TorchDispatchMode):
             saving = torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack)
             labels = self.labels if self.labels is not None else _nothing()
             with tracking_modules(self), saving, self, labels:
-                out = first_tensor((call or self.root)(x))
+                where, out, others = flowing_output((call or self.root)(x), tuple(x.shape))
         except (MemoryError, torch.OutOfMemoryError):
             raise
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
@@ -399,6 +403,8 @@ class Recorder(TorchDispatchMode):
             if not self.keep_graph:
                 self._serials.clear()
         self.rec.saved_bytes = sum(self._saved.values())
+        self.rec.output_member = where
+        self.rec.other_outputs = [OutputMember(w, tuple(t.shape), dtype_name(t.dtype)) for w, t in others]
         return out if self.keep_graph else out.detach()
 
     def _call(self) -> str:
@@ -414,16 +420,6 @@ class Recorder(TorchDispatchMode):
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
-
-
-def first_tensor(out: Any) -> Tensor:
-    """A module's output tensor: itself, or the first tensor of the tuple / dict / model output it returned."""
-    if isinstance(out, Tensor):
-        return out
-    found = _tensors(tuple(out.values()) if isinstance(out, dict) else out)
-    if not found:
-        raise TypeError(f"the forward returned {type(out).__name__}, not a tensor")
-    return found[0]
 
 
 def _grouped_mm_flops(name: str, inputs: list[Tensor]) -> int:

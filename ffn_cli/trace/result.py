@@ -100,6 +100,18 @@ class OpRecord:
 
 
 @dataclass(frozen=True)
+class OutputMember:
+    """A tensor a module returned beside the one that flows on: Megatron's bias, a gate's aux loss."""
+
+    where: str  # as Python indexes the output: "[1]", "['aux_loss']"
+    shape: Shape
+    dtype: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"member": self.where, "shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
 class ParamInfo:
     """A parameter (or buffer) a step read, by its name in the module's state_dict. A buffer
     (a fixed mask, a running statistic) is state, not a parameter: it is never counted as one."""
@@ -263,6 +275,8 @@ class TraceResult:
     reference: ReferenceMatch | None = None  # with --reference
     warnings: tuple[Message, ...] = ()  # what the run shows is likely not meant (two linears that collapse into one)
     unread_params: tuple[ParamInfo, ...] = ()  # the module's parameters no op of the run read (counted, not used)
+    output_member: str = ""  # where the tensor that flows on sat in a tuple / dict output ("" : the output itself)
+    other_outputs: tuple[OutputMember, ...] = ()  # the output's other tensors, listed, not followed
 
     @property
     def tokens(self) -> int:
