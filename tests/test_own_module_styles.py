@@ -162,9 +162,14 @@ def test_a_custom_autograd_function_runs_backward_with_what_it_saved() -> None:
     by_name = {name: p.grad.norm().item() for name, p in module.named_parameters()}
     traced = {p.name: p.norm for p in result.backward.params}
     assert traced == pytest.approx(by_name, rel=1e-12)
-    # What the Function saved (x and the bias; the bias is a parameter, not counted) is read.
-    saved = {r.shape for reads in (s.reads for s in result.backward.steps) for r in reads}
-    assert (2, 5, 64) in saved
+    # Its hand-written backward is a step of its own: it makes the bias gradient and reads what
+    # the Function saved (x, fc1's output; the bias is a parameter, so a weight, not kept).
+    (own,) = [s for s in result.backward.steps if s.of == "BiasGeLU"]
+    assert [p.name for p in own.weight_grads] == ["bias"]
+    assert [(r.saved_by, r.shape) for r in own.reads] == [("fc1", (2, 5, 64))]
+    # fc2's weight gradient reads the Function's output; fc1's reads x: each step only its own.
+    reads = {s.of: [(r.saved_by, r.shape) for r in s.reads] for s in result.backward.steps}
+    assert reads["fc2"] == [("BiasGeLU", (10, 64))] and reads["fc1"] == [("input", (10, 16))]
 
 
 class T5DenseReluDense(nn.Module):
@@ -238,6 +243,20 @@ def test_a_plain_function_called_in_forward_is_one_step_named_after_it() -> None
     assert result.matmul_flops == _matmul_flops(module, torch.zeros(2, 5, 16))
     # Called twice, it is two steps: one per invocation.
     assert [s.name for s in trace_module(Twice(), d_model=8).steps] == ["gelu_accurate", "gelu_accurate#2"]
+
+
+def test_a_plain_function_is_one_backward_step_with_its_own_gradient_sums() -> None:
+    """gelu_accurate reads x twice (0.5·x and the tanh's argument): autograd adds the two
+    gradients between nodes, and that sum is the function's, not a step of its own."""
+    module = FairseqFFN()
+    result = trace_module(module, backward=True)
+    assert result.backward is not None
+    assert [s.of for s in result.backward.steps] == ["fc2", "gelu_accurate", "fc1"]
+    x = torch.randn(2, 5, 16, requires_grad=True)
+    out = module(x)
+    with FlopCounterMode(display=False) as counter:
+        out.backward(torch.ones_like(out))
+    assert sum(s.matmul_flops for s in result.backward.steps) == counter.get_total_flops()
 
 
 class Twice(nn.Module):

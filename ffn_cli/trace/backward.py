@@ -2,9 +2,11 @@
 the forward step whose graph node it ran in.
 
 While the forward runs, a TorchFunctionMode stamps every autograd node a call creates with the
-forward ops recorded during that call; after it, each node's saved tensors (its `_saved_*`
-attributes, what the saved-tensor hooks packed) are named by the forward step that produced
-them. During the backward, each op the recorder sees runs inside one node (the
+forward ops recorded during that call (a custom autograd.Function's node, whose `apply` no mode
+sees, with the ops its forward ran). Every tensor autograd saves passes through the recorder's
+saved-tensor hooks (`torch.autograd.graph.saved_tensors_hooks`, public, custom Functions
+included): packing notes which forward step produced it, unpacking (during the backward) notes
+which node read it. During the backward, each op the recorder sees runs inside one node (the
 one whose pre-hook ran last and whose hook has not yet, on that thread: public `Node` hooks),
 whose stamp says which forward step it belongs to; ops that run with grad mode on are a
 checkpoint's recomputation (the engine turns it off).
@@ -33,12 +35,11 @@ from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, R
 from ffn_cli.trace.result import Shape, TensorStats, TraceStep
 from ffn_cli.trace.stats import tensor_stats
 from ffn_cli.trace.steps import group_steps
-from ffn_cli.trace.torch_names import saved_tensors, storage_id
+from ffn_cli.trace.torch_names import storage_id
 
 __all__ = ["BackwardRecording", "record_backward"]
 
 STAMP = "ffn_forward_ops"  # node.metadata key: the forward ops of the call that made the node
-READS = "ffn_saved_reads"  # node.metadata key: the node's saved tensors, named
 
 
 @dataclass
@@ -63,11 +64,14 @@ class BackwardRecording:
 class _NodeStamper(TorchFunctionMode):
     """Stamps each autograd node a torch call creates with the forward ops recorded during it."""
 
-    def __init__(self, rec: Recording) -> None:
+    def __init__(self, recorder: _PassRecorder) -> None:
         super().__init__()
-        self.rec = rec
+        self.recorder = recorder
+        self.rec = recorder.rec
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        for t in tensor_leaves((args, kwargs)):
+            self.recorder.stamp_function_node(t)
         first = len(self.rec.ops)
         out = func(*args, **(kwargs or {}))
         ops = tuple(range(first, len(self.rec.ops))) or ((first - 1,) if first else ())
@@ -75,6 +79,16 @@ class _NodeStamper(TorchFunctionMode):
             if t.grad_fn is not None:
                 _stamp(t.grad_fn, ops)
         return out
+
+
+@dataclass(eq=False)
+class _Packed:
+    """A tensor autograd saved, as the pack hook kept it: the tensor, and (once the forward's
+    steps are named) the read it is for the backward step that unpacks it."""
+
+    tensor: Tensor
+    key: tuple[Any, ...]
+    read: SavedRead | None = None
 
 
 def _stamp(root: Any, ops: tuple[int, ...]) -> None:
@@ -141,6 +155,10 @@ class _PassRecorder(Recorder):
         self.running: _RunningNodes | None = None
         self.out = BackwardRecording(Recording(), [])
         self._step_of_op: dict[int, str] = {}
+        self._packs: list[_Packed] = []
+        self._node_of_op: dict[int, int] = {}  # backward op → id of the node it ran in
+        self._node_reads: dict[int, list[_Packed]] = {}  # node id → what it unpacked, in order
+        self.reading = False  # whether unpacking notes reads (not under checkpointing)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         before = len(self.rec.ops)
@@ -150,13 +168,13 @@ class _PassRecorder(Recorder):
         node = self.running.current if self.running is not None else None
         stamp = node.metadata.get(STAMP, ()) if node is not None else ()
         step = next((self._step_of_op[i] for i in reversed(stamp) if i in self._step_of_op), "")
-        reads = node.metadata.get(READS, ()) if node is not None else ()
         # The engine runs nodes with grad mode off; a checkpoint turns it on to recompute its forward.
         recompute = torch.is_grad_enabled()
         storages = tuple(storage_id(t) for t in tensor_leaves(out))
         for i in range(before, len(self.rec.ops)):
             self.out.stamps[i] = step
-            self.out.reads[i] = reads
+            if node is not None:
+                self._node_of_op[i] = id(node)
             self.out.writes[i] = storages
             if recompute:
                 self.out.recompute.add(i)
@@ -167,35 +185,73 @@ class _PassRecorder(Recorder):
             self.out.made_by[storage_id(args[0])] = self.out.made_by.get(source, before)
         return out
 
-    def pack(self, t: Tensor) -> Tensor:
-        if self.backward_from is None and storage_id(t) not in self._params:
-            self.out.packed[storage_id(t)] = t.untyped_storage().nbytes()
-        return super().pack(t)
+    def pack(self, t: Tensor) -> Any:
+        if self.backward_from is not None:
+            return super().pack(t)  # a checkpoint's recomputation: no read of ours
+        storage = storage_id(t)
+        if storage in self._params:
+            return super().pack(t)  # a weight: read by its step, never listed as kept
+        self.out.packed[storage] = t.untyped_storage().nbytes()
+        packed = _Packed(t, self._key(t))
+        self._packs.append(packed)
+        super().pack(t)
+        return packed
 
-    def name_saved(self, root: Any, checkpointed: bool) -> None:
-        """Step names for every forward op; each node's saved tensors named by their producer.
-        Under checkpointing, unpacking a saved tensor recomputes it: none are read here (in a
-        block, attention's neither), the backward steps list what they read recomputed."""
+    def unpack(self, packed: Any) -> Any:
+        if not isinstance(packed, _Packed):
+            return super().unpack(packed)
+        node = self.running.current if self.running is not None else None
+        if self.reading and node is not None and packed.read is not None:
+            reads = self._node_reads.setdefault(id(node), [])
+            if not any(p is packed for p in reads):
+                reads.append(packed)
+        return packed.tensor
+
+    def stamp_function_node(self, t: Tensor) -> None:
+        """A custom autograd.Function's output, met as a later call's input: its node (which no
+        call stamped, `apply` being invisible to modes) gets the op that computed the output."""
+        node = t.grad_fn
+        if not isinstance(node, torch.autograd.function.BackwardCFunction) or STAMP in node.metadata:
+            return
+        producer = self._producers.get(self._key(t))
+        op = self._last_op(producer) if producer is not None else None
+        if op is not None:
+            _stamp(node, (op,))
+
+    def _last_op(self, producer: Producer) -> int | None:
+        kind, i = producer
+        if kind == "op":
+            return i
+        if kind == "call" and self.rec.calls[i].end_op > self.rec.calls[i].first_op:
+            return self.rec.calls[i].end_op - 1
+        return None
+
+    def name_saved(self, checkpointed: bool) -> None:
+        """Step names for every forward op; each saved tensor named by its producer. Under
+        checkpointing, unpacking a saved tensor recomputes it: none are read here (in a block,
+        attention's neither), the backward steps list what they read recomputed."""
         for step in self.out.steps:
             for i in step.op_indices:
                 self._step_of_op[i] = step.name
         by_serial: dict[int, str] = {}
         for key, (kind, i) in self._producers.items():
             by_serial.setdefault(key[0], self._producer_step((kind, i)))
-        if checkpointed:
-            return
-        for node in _graph(root):
-            reads = []
-            for t in saved_tensors(node):
-                storage = storage_id(t)
-                if storage in self._params:
-                    continue
-                producer = self._producers.get(self._key(t))
-                if producer is None and t.dim() == 0:
-                    continue  # a Python number autograd wrapped (`0.5 * e`): kept as a scalar, no tensor
-                name = self._producer_step(producer) if producer else by_serial.get(self._key(t)[0], "input")
-                reads.append((storage, SavedRead(name, tuple(t.shape), dtype_name(t.dtype), t.untyped_storage().nbytes())))
-            node.metadata[READS] = tuple(reads)
+        self.reading = not checkpointed
+        for packed in self._packs:
+            t = packed.tensor
+            producer = self._producers.get(packed.key)
+            if producer is None and t.dim() == 0:
+                continue  # a Python number autograd wrapped (`0.5 * e`): kept as a scalar, no tensor
+            name = self._producer_step(producer) if producer else by_serial.get(packed.key[0], "input")
+            packed.read = SavedRead(name, tuple(t.shape), dtype_name(t.dtype), t.untyped_storage().nbytes())
+
+    def reads_of_ops(self) -> dict[int, tuple[tuple[int, SavedRead], ...]]:
+        """Each backward op's reads: what the node it ran in unpacked."""
+        out: dict[int, tuple[tuple[int, SavedRead], ...]] = {}
+        for i, node in self._node_of_op.items():
+            packs = self._node_reads.get(node, ())
+            out[i] = tuple((storage_id(p.tensor), p.read) for p in packs if p.read is not None)
+        return out
 
     def _producer_step(self, producer: Producer) -> str:
         """The forward step that computed a tensor's values: through views, and through module
@@ -219,6 +275,20 @@ class _PassRecorder(Recorder):
         return "input"
 
 
+def _join_sums(result: BackwardRecording) -> None:
+    """The engine adds up the gradients of a tensor used twice between nodes, in none of them.
+    Where every gradient it adds came from one forward step (x in both terms of fairseq's
+    gelu), the sum is that step's own; where they came from two (the two projections that
+    read x), it stays a step of its own."""
+    for op in result.ops:
+        i = op.record.index
+        if result.stamps.get(i, ""):
+            continue
+        steps = {result.stamps.get(j, "") for (kind, j), _shape in op.sources if kind == "op"}
+        if len(steps) == 1 and "" not in steps and len(op.sources) > 1:
+            result.stamps[i] = steps.pop()
+
+
 def _snapshot(rec: Recording) -> Recording:
     """The forward as recorded so far: its ops and calls, before the backward adds its own."""
     return replace(rec, ops=list(rec.ops), calls=list(rec.calls))
@@ -240,8 +310,9 @@ def record_backward(
     under one recorder; `functions` and `depth` as for `record` and `group_steps`."""
     recorder = _PassRecorder(module, stats=stats and not x.is_meta, values=values, functions=functions)
     x = x.detach().requires_grad_(True)  # dL/dx is what flows on to the layer below
-    with torch.enable_grad(), _NodeStamper(recorder.rec):
+    with torch.enable_grad(), _NodeStamper(recorder):
         out = recorder.run(x, call)
+    recorder.stamp_function_node(out)
     result = recorder.out
     result.forward = _snapshot(recorder.rec)
     result.steps = group_steps(result.forward, depth)
@@ -258,7 +329,7 @@ def record_backward(
                 why=why.format(dtype=dtype_name(out.dtype))
             ),
         )
-    recorder.name_saved(out.grad_fn, checkpointed)
+    recorder.name_saved(checkpointed)
     grad = make_grad(out.detach())
     result.output_grad = tensor_stats(grad) if recorder.want_stats else None
     recorder._producers = {}  # from here on, only gradients: dL/dy, then what backward ops make
@@ -271,6 +342,8 @@ def record_backward(
     finally:
         recorder.running.remove()
     result.ops = recorder.rec.ops[recorder.backward_from :]
+    result.reads = recorder.reads_of_ops()
+    _join_sums(result)
     result.calls = recorder.rec.calls
     for name, p in module.named_parameters():
         if p.grad is not None:

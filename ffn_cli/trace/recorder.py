@@ -372,6 +372,12 @@ class Recorder(TorchDispatchMode):
             self._saved[self._serials.of(t)] = t.untyped_storage().nbytes()
         return t if self.keep_graph else None
 
+    def unpack(self, packed: Any) -> Any:
+        """What `pack` kept, handed back to the backward that reads it."""
+        if packed is None:
+            raise RuntimeError("a traced forward saved nothing for backward")
+        return packed
+
     # the run --------------------------------------------------------------------------------
 
     def run(self, x: Tensor, call: Callable[[Tensor], Any] | None = None) -> Tensor:
@@ -384,7 +390,7 @@ class Recorder(TorchDispatchMode):
             self.rec.input_stats = self._stats(x)
         self.rec.input_values = first_values(x, self.values)
         try:
-            saving = torch.autograd.graph.saved_tensors_hooks(self.pack, _unpack)
+            saving = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
             labels = self.labels if self.labels is not None else _nothing()
             with tracking_modules(self), saving, self, labels:
                 where, out, others = flowing_output((call or self.root)(x), tuple(x.shape))
@@ -457,12 +463,6 @@ def tracking_modules(recorder: Recorder) -> Iterator[None]:
     finally:
         for handle in handles:
             handle.remove()
-
-
-def _unpack(t: Any) -> Any:
-    if t is None:
-        raise RuntimeError("a traced forward saved nothing for backward")
-    return t
 
 
 def record(module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0, functions: bool = False) -> tuple[Tensor, Recording]:

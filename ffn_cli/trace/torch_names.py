@@ -1,16 +1,16 @@
-"""The three torch names with an underscore the tracer uses, kept here and nowhere else.
+"""The two torch names with an underscore the tracer uses, kept here and nowhere else.
 
 Each is what torch's own documentation points to, and tests/test_torch_names.py holds each to
 its meaning on every torch the project supports (scripts/check_floor_versions.sh runs it there):
 
 - `TorchDispatchMode`, from `torch.utils._python_dispatch`: the extension point the docs'
   "__torch_dispatch__" notes name, and what torch's own `FlopCounterMode` subclasses.
-- a node's `_saved_*` attributes: how autograd mechanics ("Saved tensors") says to see what a
-  `grad_fn` keeps for its backward.
 - an op's `_schema`, read for one fact (does it write into an argument); where a torch has none,
   the names say it (in-place ops end in "_", out= overloads are named "out"), which is the
   same answer for every op a feed-forward layer runs.
 
+What autograd saves for backward needs none either: the public saved-tensor hooks
+(`torch.autograd.graph.saved_tensors_hooks`) see every tensor packed, custom Functions' too.
 A storage's identity needs no private name: PyTorch keeps one Python object per live storage,
 so its `id` is unique among live storages.
 """
@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["TorchDispatchMode", "saved_tensors", "storage_id", "writes_an_argument"]
+__all__ = ["TorchDispatchMode", "storage_id", "writes_an_argument"]
 
 
 def storage_id(t: Tensor) -> int:
@@ -44,18 +43,3 @@ def writes_an_argument(func: Any) -> bool:
             overload = func.name().rsplit(".", 1)[-1] if "." in func.name() else ""
             _WRITES[func] = func.overloadpacket.__name__.endswith("_") or overload.startswith("out")
     return _WRITES[func]
-
-
-def saved_tensors(node: Any) -> list[Tensor]:
-    """The tensors an autograd node keeps for its backward: a custom Function's `saved_tensors`,
-    a built-in node's `_saved_*` attributes (unpacking them) that are saved variables (those with
-    a `_raw_saved_*` twin; a saved Scalar has none)."""
-    if isinstance(node, torch.autograd.function.BackwardCFunction):
-        # A custom autograd.Function's node is its ctx: what it saved is the public `saved_tensors`.
-        return [t for t in node.saved_tensors if isinstance(t, Tensor)]
-    out: list[Tensor] = []
-    for attr in dir(node):
-        if attr.startswith("_raw_saved_"):
-            value = getattr(node, "_saved_" + attr.removeprefix("_raw_saved_"))
-            out += [t for t in (value if isinstance(value, tuple | list) else (value,)) if isinstance(t, Tensor)]
-    return out
