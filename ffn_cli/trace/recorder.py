@@ -189,17 +189,17 @@ class Recorder(TorchDispatchMode):
         # of modules in a large mixture), in named_parameters' then named_buffers' order.
         named = list(root.named_modules())
         self.module_paths = {id(module): path for path, module in named}
-        for table in ("_parameters", "_buffers"):
+        for buffers in (False, True):
             seen: set[int] = set()  # a tensor registered twice (tied) is named once, as torch does
             for path, module in named:
-                for leaf, t in getattr(module, table).items():
-                    if t is None or id(t) in seen:
+                own = module.named_buffers if buffers else module.named_parameters
+                for name, t in own(prefix=path, recurse=False, remove_duplicate=False):
+                    if id(t) in seen:
                         continue
                     seen.add(id(t))
-                    name = f"{path}.{leaf}" if path else leaf
                     self._params[storage_id(t)] = name
                     self.rec.param_shapes[name] = tuple(t.shape)
-                    if table == "_buffers":
+                    if buffers:
                         self.rec.buffer_names.add(name)
         # functions: name each op's torch call (a module not built here is grouped by them), and
         # read the tensors its modules hold as plain attributes (a fixed mask) as constants.
