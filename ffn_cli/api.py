@@ -247,11 +247,11 @@ def params(
     from rich.console import Group
     from rich.text import Text
 
-    from ffn_cli.cli.costs import CostOptions, model_costs
     from ffn_cli.models import count_model
     from ffn_cli.models.layer import check_dtype
     from ffn_cli.models.source import load_model
     from ffn_cli.render.params.model import model_data, model_view
+    from ffn_cli.services.costs import CostOptions, model_costs
 
     loaded = load_model(**_model_name(spec_or_model))
     counted = count_model(loaded.spec)

@@ -10,7 +10,7 @@ import typer
 from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_cache_dirs, require_temp_dir
 from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.ffn_options import FFNOptions
-from ffn_cli.cli.hardware_options import GPUOpt, resolve_gpu
+from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
 from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import with_option_groups
@@ -18,6 +18,7 @@ from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt,
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
+from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:

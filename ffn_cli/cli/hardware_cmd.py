@@ -9,10 +9,11 @@ from typing import Annotated
 import typer
 
 from ffn_cli.cli.common import console, emit_json, handles_errors
-from ffn_cli.cli.hardware_options import GPUOpt, resolve_gpu
+from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.options import JsonOpt
 from ffn_cli.hardware.cpu import MeasuredCPU
 from ffn_cli.i18n import _
+from ffn_cli.requests.gpu import resolve_gpu
 
 MeasureCPUOpt = Annotated[
     bool,

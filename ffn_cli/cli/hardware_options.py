@@ -3,14 +3,9 @@ and turning their text into table rows, with did-you-mean on a wrong name."""
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated
 
 import typer
-
-from ffn_cli.errors import FFNError
-from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
-from ffn_cli.i18n import _
 
 __all__ = [
     "BatchListOpt",
@@ -22,7 +17,6 @@ __all__ = [
     "RooflinePlotOpt",
     "TokensOpt",
     "WeightsOpt",
-    "resolve_gpu",
 ]
 
 _HARDWARE = "Hardware"
@@ -36,19 +30,6 @@ GPUOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
-def resolve_gpu(name: str) -> GPU:
-    """The table's row for --gpu NAME, or a usage error naming the closest keys."""
-    try:
-        return find_gpu(name)
-    except UnknownGPU as unknown:
-        close = unknown.suggestions
-        either = functools.reduce(lambda names, last: _("{names} or {last}").format(names=names, last=last), close) if close else ""
-        hint = _("did you mean {names}? ").format(names=either) if close else ""
-        raise FFNError(
-            "gpu", name, _("{guess}known: {gpus} (ffn hardware lists them)").format(guess=hint, gpus=", ".join(gpu_keys()))
-        ) from None
 
 
 WeightsOpt = Annotated[

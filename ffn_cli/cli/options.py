@@ -9,7 +9,7 @@ import typer
 
 from ffn_cli.cli.complete import complete_devices, complete_dtypes
 from ffn_cli.cli.numbers import parse_int
-from ffn_cli.i18n import _
+from ffn_cli.requests.lists import parse_int_list, parse_list
 
 __all__ = [
     "AttnBiasOpt",
@@ -83,37 +83,6 @@ DTypeListOpt = Annotated[
         callback=as_name,
     ),
 ]
-
-
-def parse_list(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty, or an empty item
-    ('relu,', '64,,128'), is refused: a stray comma is a typo, not a shorter list."""
-    from ffn_cli.errors import FFNError
-
-    parts = [t.strip() for t in text.split(",")]
-    if not any(parts):
-        raise FFNError(option, text, _("one value or a comma list"))
-    if not all(parts):
-        raise FFNError(option, text, _("an empty item in the comma list: remove the extra comma"))
-    return list(dict.fromkeys(parts))
-
-
-def parse_int_list(option: str, text: str) -> list[int]:
-    """'512,1024' → [512, 1024], each checked as that option's integer."""
-    from ffn_cli.errors import FFNError
-    from ffn_cli.spec import check_int
-
-    values = []
-    for item in parse_list(option, text):
-        # isdigit() alone accepts '²', which int() refuses; no size has 20 digits, and int()
-        # refuses 4,300 with an error of its own.
-        signed = item[1:] if item[:1] in "+-" else item
-        if not (signed.isascii() and signed.isdigit()):
-            raise FFNError(option, text, _("an integer or a comma list of integers"))
-        if len(item) > 19:
-            raise FFNError(option, f"{item[:10]}…({len(item)} digits)", _("far too large for a size"))
-        values.append(check_int(option, int(item)))
-    return values
 
 
 # --- running a module: train/eval mode and the Transformer block around the FFN ----------------

@@ -11,7 +11,6 @@ from rich.text import Text
 
 from ffn_cli.cli.common import console, emit_json, handles_errors, refuse_unused
 from ffn_cli.cli.complete import complete_dtypes
-from ffn_cli.cli.costs import CostOptions
 from ffn_cli.cli.ffn_options import VALUES_ONLY, FFNOptions
 from ffn_cli.cli.hardware_options import (
     BatchListOpt,
@@ -29,6 +28,7 @@ from ffn_cli.cli.option_groups import with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_list
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _, shown
+from ffn_cli.services.costs import CostOptions
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -326,13 +326,13 @@ def _explain(block: BlockExplain | None) -> None:
 def _print_loaded(
     models: list[LoadedModel], dtype: str, seq_lens: list[int], json: bool, costs: CostOptions | None = None, *, explain: bool = False
 ) -> None:
-    from ffn_cli.cli.costs import model_costs
     from ffn_cli.models import count_model
     from ffn_cli.models.explain import explain_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
     from ffn_cli.render.params.model import model_data, model_view
     from ffn_cli.render.seq_flops import seq_flops_data, seq_flops_view
+    from ffn_cli.services.costs import model_costs
 
     compared = []
     for m in models:

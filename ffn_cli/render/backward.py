@@ -15,10 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ffn_cli.i18n import _, shown
+from ffn_cli.render.cells import gradient_stats_cells, num, shapes
 from ffn_cli.render.experts import elided_label, idle_label
 from ffn_cli.render.explain import backward_explanation
 from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
-from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si, fmt_value
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
 from ffn_cli.trace.result import TensorStats, TraceResult
@@ -27,14 +28,6 @@ __all__ = ["backward_data", "backward_sections"]
 
 # As the forward's steps table: exact FLOPs below this total, SI prefixes above.
 EXACT_FLOPS_BELOW = 10**13
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else "n/a" if math.isnan(value) else fmt_value(value)
-
-
-def _shapes(shapes: tuple[tuple[int, ...], ...], arrow: str = "") -> str:
-    return "\n".join(arrow + fmt_shape(s) for s in dict.fromkeys(shapes))
 
 
 def _step_label(s: BackwardStep) -> str:
@@ -92,8 +85,8 @@ def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
             if n == span.start + 1:
                 rows.append(["…", _elided_label(result), "", _("{count:,} steps").format(count=span.count), "", _span_flops(span, b)])
             continue
-        flow = _shapes(s.grad_in)
-        out = _shapes(s.grad_out, "→ ")
+        flow = shapes(s.grad_in)
+        out = shapes(s.grad_out, "→ ")
         rows.append(
             [
                 str(n),
@@ -193,12 +186,6 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
     return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows))
 
 
-def _stats_cells(stats: TensorStats | None) -> list[str]:
-    if stats is None:
-        return ["", "", ""]
-    return [_num(grad_norm(stats)), _num(stats.mean), _num(max(abs(stats.min), abs(stats.max)))]
-
-
 # The norm says most about a gradient; its mean, then its largest entry, leave first.
 def _stats_columns() -> tuple[Col, ...]:
     return (Col(_("norm")), Col(_("mean"), drop=2), Col(_("max |g|"), drop=3))
@@ -210,7 +197,7 @@ def _flags(flags: tuple[str, ...]) -> Text:
 
 def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:
     columns = [Col("#", drop=1), Col(_("backward of"), "fixed"), *_stats_columns(), Col(_("flags"), "text", drop=4)]
-    rows: list[list[Cell]] = [[Text(""), Text("dL/dy"), *_stats_cells(b.output_grad), Text("")]]
+    rows: list[list[Cell]] = [[Text(""), Text("dL/dy"), *gradient_stats_cells(b.output_grad), Text("")]]
     span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
         if span is not None and span.start < n <= span.end:
@@ -219,8 +206,8 @@ def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:
                 rows.append([Text("…"), Text(_elided_label(result)), "", "", "", elided])
             continue
         if not s.recompute:
-            rows.append([Text(str(n)), Text(s.of), *_stats_cells(s.stats), _flags(s.flags)])
-    rows.append([Text(""), Text("dL/dx"), *_stats_cells(b.input_grad), Text("")])
+            rows.append([Text(str(n)), Text(s.of), *gradient_stats_cells(s.stats), _flags(s.flags)])
+    rows.append([Text(""), Text("dL/dx"), *gradient_stats_cells(b.input_grad), Text("")])
     # Flags (nan, inf, vanishing) outlast every statistic; with none raised there is no column.
     if span is None and not any(s.flags for s in b.steps if not s.recompute):
         columns, rows = columns[:-1], [row[:-1] for row in rows]
@@ -244,7 +231,7 @@ def _param_table(result: TraceResult, b: BackwardResult) -> FitTable:
         name = Text(p.name)
         if p.flags:
             name.append(" ").append_text(_flags(p.flags))
-        cells = _stats_cells(p.stats) if p.stats is not None else [_("no gradient"), "", ""]  # an expert no token reached
+        cells = gradient_stats_cells(p.stats) if p.stats is not None else [_("no gradient"), "", ""]  # an expert no token reached
         rows.append([name, Text(fmt_shape(p.shape)), *cells, str(p.step) if p.step is not None else ""])
     return FitTable(_("Parameter gradients"), columns, rows)
 
@@ -308,10 +295,10 @@ def _totals(result: TraceResult, b: BackwardResult) -> Table:
 
 def _norms(result: TraceResult, b: BackwardResult) -> str:
     if result.block is None:
-        return _("{norm} over every parameter").format(norm=_num(b.grad_norm()))
+        return _("{norm} over every parameter").format(norm=num(b.grad_norm()))
     ffn, attn = b.grad_norm("ffn."), b.grad_norm("attn.")
     ratio = f"{ffn / attn:.2f}×" if attn else "n/a"
-    return _("FFN {ffn} / attention {attn} = {ratio}").format(ffn=_num(ffn), attn=_num(attn), ratio=ratio)
+    return _("FFN {ffn} / attention {attn} = {ratio}").format(ffn=num(ffn), attn=num(attn), ratio=ratio)
 
 
 def _explain_table(result: TraceResult, b: BackwardResult) -> FitTable:

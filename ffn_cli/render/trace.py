@@ -16,11 +16,12 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, _, shown
 from ffn_cli.render.backward import backward_data, backward_sections
+from ffn_cli.render.cells import MAX_SHAPES, shapes, stats_cells
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
 from ffn_cli.render.experts_touched import experts_touched_data, experts_touched_note
 from ffn_cli.render.explain import explain_table, step_explanation
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, Wide, add_words
-from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si, fmt_value
+from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.render.literal import literal, visible_strings
 from ffn_cli.render.reference import reference_data, reference_view
 from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
@@ -30,18 +31,12 @@ __all__ = ["trace_data", "trace_view", "width_diagram"]
 
 # Widest bar of the width diagram, in cells.
 DIAGRAM_CELLS = 48
-# Input / output cells list at most this many distinct shapes, then "+N more".
-MAX_SHAPES = 3
 # The steps table prints FLOPs exactly below this total, with SI prefixes above.
 EXACT_FLOPS_BELOW = 10**13
 
 
-def _shapes(shapes: Sequence[tuple[int, ...]]) -> str:
-    distinct = list(dict.fromkeys(shapes))
-    text = "\n".join(fmt_shape(s) for s in distinct[:MAX_SHAPES])
-    if len(distinct) > MAX_SHAPES:
-        text += "\n" + _("+{count} more").format(count=len(distinct) - MAX_SHAPES)
-    return text
+def _shapes(seen: Sequence[tuple[int, ...]]) -> str:
+    return shapes(seen, limit=MAX_SHAPES)
 
 
 def _flow(inputs: Sequence[tuple[int, ...]], outputs: Sequence[tuple[int, ...]]) -> str:
@@ -73,10 +68,6 @@ def _params(step: TraceStep) -> str:
 def _flops(flops: int, result: TraceResult) -> str:
     """Exact counts, unless the run is so large that 17-digit numbers would crowd the table."""
     return fmt_count(flops) if result.total_flops < EXACT_FLOPS_BELOW or not flops else fmt_si(flops)
-
-
-def _num(value: float) -> str:
-    return "n/a" if math.isnan(value) else fmt_value(value)
 
 
 # --- header and footer ---------------------------------------------------------------------
@@ -369,17 +360,11 @@ def _op_row(op: OpRecord, step_of: dict[int, str]) -> list[str]:
     ]
 
 
-def _stats_cells(stats: TensorStats | None) -> list[str]:
-    if stats is None:
-        return ["", "", "", "", "", ""]
-    return [_num(stats.mean), _num(stats.std), _num(stats.min), _num(stats.max), f"{stats.zeros_pct:.1f}", fmt_count(stats.negatives)]
-
-
 def _stats_table(result: TraceResult) -> Layouts:
     # `negatives` stays at any width: how many a ReLU turns to zero is the lesson of the table.
     columns = [Col(_("step"), "fixed"), Col(_("mean")), Col(_("std"), drop=1), Col(_("min"), drop=2), Col(_("max"), drop=2)]
     columns += [Col(_("zeros %"), drop=3), Col(_("negatives")), Col(_("notes"), "text")]
-    rows: list[list[Cell]] = [[Text(_("input")), *_stats_cells(result.input_stats), ""]]
+    rows: list[list[Cell]] = [[Text(_("input")), *stats_cells(result.input_stats), ""]]
     summary = summarise_experts(result.steps)
     for n, s in enumerate(result.steps):
         if summary is not None and n == summary.end and summary.idle:
@@ -389,7 +374,7 @@ def _stats_table(result: TraceResult) -> Layouts:
                 rows.append([Text(elided_label(summary, result.steps)), *[""] * 6, elided_note(summary)])
             continue
         notes = [f"[bold red]{escape(shown(f))}[/]" for f in s.flags] + ([escape(s.note.shown())] if s.note else [])
-        rows.append([Text(s.name), *_stats_cells(s.stats), "; ".join(notes)])
+        rows.append([Text(s.name), *stats_cells(s.stats), "; ".join(notes)])
     title = _("Values at each step (computed on the device)")
     whole = FitTable(title, columns, rows)
     # The notes move below, listed per step, before any statistic leaves the table.

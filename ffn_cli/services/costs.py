@@ -10,10 +10,10 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ffn_cli.cli.hardware_options import resolve_gpu
-from ffn_cli.cli.options import parse_int_list
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.requests.gpu import resolve_gpu
+from ffn_cli.requests.lists import parse_int_list
 
 __all__ = ["CostOptions", "model_costs"]
 

@@ -1,0 +1,25 @@
+"""The one place a GPU's name becomes its row of ffn_cli/hardware's table, for every command and
+the Python API alike."""
+
+from __future__ import annotations
+
+import functools
+
+from ffn_cli.errors import FFNError
+from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
+from ffn_cli.i18n import _
+
+__all__ = ["resolve_gpu"]
+
+
+def resolve_gpu(name: str) -> GPU:
+    """The table's row for --gpu NAME, or a usage error naming the closest keys."""
+    try:
+        return find_gpu(name)
+    except UnknownGPU as unknown:
+        close = unknown.suggestions
+        either = functools.reduce(lambda names, last: _("{names} or {last}").format(names=names, last=last), close) if close else ""
+        hint = _("did you mean {names}? ").format(names=either) if close else ""
+        raise FFNError(
+            "gpu", name, _("{guess}known: {gpus} (ffn hardware lists them)").format(guess=hint, gpus=", ".join(gpu_keys()))
+        ) from None
