@@ -34,7 +34,11 @@ EXTRA = 'pip install "ffn-cli[transformers]"'
 
 
 def transformers_available() -> bool:
-    return importlib.util.find_spec("transformers") is not None
+    # An import hook may refuse the name outright (ImportError) rather than not find it (None).
+    try:
+        return importlib.util.find_spec("transformers") is not None
+    except ImportError:
+        return False
 
 
 def require_transformers(model_type: object, known: tuple[str, ...]) -> None:

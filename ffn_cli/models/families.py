@@ -20,6 +20,7 @@ from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.defaults import ALIASES, DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
 from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
 from ffn_cli.models.reader import REQUIRED, ConfigReader
+from ffn_cli.models.routing_words import TOP_K_SIGMOID, routing_rules
 from ffn_cli.models.spec import MAX_LAYERS, ExtraPart, ModelSpec, NormKind
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
@@ -458,12 +459,10 @@ def _deepseek_v3(r: _Reader, name: str) -> ModelSpec:
     groups, topk_groups = r.opt_integer("n_group"), r.opt_integer("topk_group")
     # V3 scores experts by sigmoid, choosing on scores plus its correction bias (transformers'
     # DeepseekV3TopkRouter); V2 by softmax, as the built mixture does.
-    routing = ["sigmoid scores, chosen with a bias correction"] if r.model_type == "deepseek_v3" else []
-    if groups and groups > 1:
-        routing.append(f"grouped: top-{topk_groups} of {groups} groups")
-    scale = r.number("routed_scaling_factor", 1.0)
-    if scale != 1.0:
-        routing.append(f"weights × {scale:g}")
+    v3 = r.model_type == "deepseek_v3"
+    routing = routing_rules(
+        sigmoid=v3, bias_corrected=v3, groups=groups, top_groups=topk_groups, scale=r.number("routed_scaling_factor", 1.0)
+    )
     # V2's mlp_bias biases the dense MLPs and the shared experts, never the routed ones (V3 ignores it).
     mlp_bias = r.model_type == "deepseek_v2" and r.flag("mlp_bias", False)
     dense = _dense_ffn(r, d, bias=mlp_bias) if first > 0 else None
@@ -471,7 +470,7 @@ def _deepseek_v3(r: _Reader, name: str) -> ModelSpec:
     if moe is not None and mlp_bias and moe.shared_hidden:
         sh = moe.shared_hidden
         extra = tuple(ParamTensor(f"shared_experts.{n}.bias", (w,)) for n, w in (("gate_proj", sh), ("up_proj", sh), ("down_proj", d)))
-    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, routing=", ".join(routing))
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, routing=routing)
 
 
 def _gpt_oss(r: _Reader, name: str) -> ModelSpec:
@@ -515,7 +514,7 @@ def _llama4_text(r: _Reader, name: str) -> ModelSpec:
         )
     dense = _dense_ffn(r, d, d_ff_key="intermediate_size_mlp") if len(set(moe_layers)) < layers else None
     attention = _attention(r, d, qkv_bias=r.flag("attention_bias", False))
-    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing="sigmoid of the top-k logits")
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing=TOP_K_SIGMOID)
 
 
 def _gpt2(r: _Reader, name: str) -> ModelSpec:
@@ -634,15 +633,12 @@ def _first_dense_moe(r: _Reader, name: str, attention: AttentionSpec) -> ModelSp
             normalize=r.flag("norm_topk_prob", False),
             shared=r.integer("n_shared_experts", minimum=0),
         )
-    routing = ["sigmoid scores, chosen with a bias correction"]
     groups, topk_groups = r.opt_integer("n_group"), r.opt_integer("topk_group")
-    if groups and groups > 1:
-        routing.append(f"grouped: top-{topk_groups} of {groups} groups")
-    scale = r.number("routed_scaling_factor", 1.0)
-    if scale != 1.0:
-        routing.append(f"weights × {scale:g}")
+    routing = routing_rules(
+        sigmoid=True, bias_corrected=True, groups=groups, top_groups=topk_groups, scale=r.number("routed_scaling_factor", 1.0)
+    )
     dense = _dense_ffn(r, d) if first > 0 else None
-    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing=", ".join(routing))
+    return _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing=routing)
 
 
 def _glm4_moe(r: _Reader, name: str) -> ModelSpec:
@@ -680,7 +676,7 @@ def _ernie4_5_moe(r: _Reader, name: str) -> ModelSpec:
             extra += tuple(ParamTensor(f"shared_experts.{n}.bias", (w,)) for n, w in (("gate_proj", sh), ("up_proj", sh), ("down_proj", d)))
     dense = _dense_ffn(r, d, bias=bias) if len(moe_layers) < layers else None
     attention = _attention(r, d, qkv_bias=bias)
-    routing = "chosen with a bias correction"
+    routing = routing_rules(bias_corrected=True)
     return _model(
         r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, lm_head_bias=bias, routing=routing
     )
@@ -716,7 +712,7 @@ def _minimax_m2(r: _Reader, name: str) -> ModelSpec:
     experts, top_k = r.integer("num_local_experts"), r.integer("num_experts_per_tok")
     moe = _moe(r, d, d_ff=r.integer("intermediate_size"), experts=experts, top_k=top_k, normalize=True)
     attention = _attention(r, d, qk_norm="proj")
-    routing = "sigmoid scores, chosen with a bias correction"
+    routing = routing_rules(sigmoid=True, bias_corrected=True)
     return _model(r, name, attention=attention, moe=moe, moe_layers=_every_layer(r), routing=routing)
 
 
@@ -836,13 +832,11 @@ def _lfm2_moe(r: _Reader, name: str) -> ModelSpec:
             normalize=r.flag("norm_topk_prob", r.defaults["norm_topk_prob"]),
             expert_variant="swiglu",
         )
-    routing = ["sigmoid scores" + (", chosen with a bias correction" if r.flag("use_expert_bias", r.defaults["use_expert_bias"]) else "")]
-    scale = r.number("routed_scaling_factor")
-    if scale != 1.0:
-        routing.append(f"weights × {scale:g}")
+    bias_corrected = r.flag("use_expert_bias", r.defaults["use_expert_bias"])
+    routing = routing_rules(sigmoid=True, bias_corrected=bias_corrected, scale=r.number("routed_scaling_factor"))
     dense = FFNSpec(variant="swiglu", d_model=d, d_ff=r.integer("intermediate_size")) if first > 0 else None
     attention = _attention(r, d, qk_norm="head")
-    spec = _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, mixer=mixer, routing=", ".join(routing))
+    spec = _model(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, mixer=mixer, routing=routing)
     return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
 
 
@@ -981,7 +975,7 @@ def _nemotron_h(r: _Reader, name: str) -> ModelSpec:
     mlp_bias = r.flag("mlp_bias", False)
     act = r.variant("mlp_hidden_act", gated=False)
     dense = FFNSpec(variant=act, d_model=d, d_ff=r.integer("intermediate_size"), bias=mlp_bias) if kind["mlp"] else None
-    moe, extra, routing = None, (), []
+    moe, extra, routing = None, (), ""
     if kind["moe"]:
         shared = r.integer("moe_shared_expert_intermediate_size", minimum=0) or r.integer("intermediate_size")
         moe = _moe(
@@ -997,13 +991,11 @@ def _nemotron_h(r: _Reader, name: str) -> ModelSpec:
         )
         if mlp_bias:
             extra = tuple(ParamTensor(f"shared_experts.{p}.bias", (w,)) for p, w in (("up_proj", shared), ("down_proj", d)))
-        routing = ["sigmoid scores, chosen with a bias correction"]
         groups = r.integer("n_group")
-        if groups > 1:
-            routing.append(f"grouped: top-{r.integer('topk_group')} of {groups} groups")
-        scale = r.number("routed_scaling_factor", 1.0)
-        if scale != 1.0:
-            routing.append(f"weights × {scale:g}")
+        top_groups = r.integer("topk_group") if groups > 1 else None
+        routing = routing_rules(
+            sigmoid=True, bias_corrected=True, groups=groups, top_groups=top_groups, scale=r.number("routed_scaling_factor", 1.0)
+        )
     # NemotronHForCausalLM ties no weights (its _tied_weights_keys is empty): the head is its own
     # matrix whatever tie_word_embeddings says.
     spec = _model(
@@ -1019,7 +1011,7 @@ def _nemotron_h(r: _Reader, name: str) -> ModelSpec:
         no_ffn_layers=kind["linear_attention"] + kind["full_attention"],
         no_mixer_layers=kind["mlp"] + kind["moe"],
         moe_extra=extra,
-        routing=", ".join(routing),
+        routing=routing,
     )
     return replace(spec, tie_word_embeddings=False)
 
