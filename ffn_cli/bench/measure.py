@@ -100,7 +100,9 @@ def _gemm_grid(
                 step(f"GEMM {dtype} {m}×{n}×{k}")
                 x = torch.randn(m, k, generator=gen, device=device, dtype=td)
                 w = torch.randn(n, k, generator=gen, device=device, dtype=td)
-                seconds = _median_s(lambda i: F.linear(x, w), lambda i: flush.zero_() if flush is not None else None, device, plan.budget_s)
+                seconds = _median_s(
+                    lambda i, x=x, w=w: F.linear(x, w), lambda i: flush.zero_() if flush is not None else None, device, plan.budget_s
+                )
                 points.append(GemmPoint(m, n, k, seconds))
     return points
 
@@ -126,7 +128,7 @@ def _elementwise_grid(
         b, bias = torch.randn_like(a), torch.randn(cols, device=device, dtype=td)
         step(f"elementwise {dtype} {size:,}")
         for name, op in _elementwise_ops().items():
-            seconds = _median_s(lambda i, op=op: op(a, b, bias), lambda i: None, device, plan.budget_s / 4)
+            seconds = _median_s(lambda i, op=op, a=a, b=b, bias=bias: op(a, b, bias), lambda i: None, device, plan.budget_s / 4)
             out.setdefault(name, []).append(ElementwisePoint(a.numel(), seconds))
     return {k: tuple(v) for k, v in out.items()}
 
@@ -146,10 +148,10 @@ def _ffn_call_s(device: torch.device, op_call_s: float, budget_s: float) -> dict
         spec = FFNSpec(variant=name, d_model=8, d_ff=8)
         module = build_ffn(spec, device=device, dtype=torch.float32, seed=0).eval()
         x = torch.randn(1, 8, device=device)
-        seconds = _median_s(lambda i: module(x), lambda i: None, device, budget_s)
+        seconds = _median_s(lambda i, module=module, x=x: module(x), lambda i: None, device, budget_s)
         ops = forward_ops(spec, 1)
-        assert ops is not None
-        out[name] = max(0.0, seconds - ops.calls * op_call_s)
+        calls = ops.calls if ops is not None else 0
+        out[name] = max(0.0, seconds - calls * op_call_s)
     return out
 
 

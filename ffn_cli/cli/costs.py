@@ -15,7 +15,7 @@ from ffn_cli.cli.options import parse_int_list
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 
-__all__ = ["CostOptions", "model_costs"]
+__all__ = ["CostOptions", "model_costs", "pass_cases"]
 
 DEFAULT_SEQ_LEN = 4096
 
@@ -101,6 +101,9 @@ def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
         ]  # type: ignore[arg-type]
     batches = parse_int_list("batch", opts.batch) if opts.batch is not None else [1]
     return [PassCase(opts.phase, b, seq_len, act_bytes) for b in batches]  # type: ignore[arg-type]
+
+
+pass_cases = _cases  # the passes --batch / --tokens / --phase / --seq-len ask for
 
 
 def _refuse_split_roofline(opts: CostOptions) -> None:
@@ -207,6 +210,11 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
             backward = [backward_cost(spec, stack, plan, case) for case in cases]
         shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
         data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
+        from ffn_cli.models.ffn_roofline import model_forecasts
+        from ffn_cli.render.prediction import add_forecasts, forecast_lines
+
+        add_forecasts(data["roofline"], model_forecasts(gpu.key, spec, cases, dtype))
+        shown += forecast_lines(data["roofline"])
         if opts.plot is not None:
             from ffn_cli.render.plot import write_roofline_plot
 

@@ -15,7 +15,7 @@ from ffn_cli.models.roofline import PartCost, PassCost
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops
 
-__all__ = ["bound_word", "fmt_time", "roofline_data", "roofline_view"]
+__all__ = ["bound_word", "fmt_intensity", "fmt_time", "part_data", "roofline_data", "roofline_view"]
 
 # The ceiling that binds, as the tables name it (--json keeps "compute" / "memory").
 _BOUND_WORDS = {"compute": N_("compute"), "memory": N_("memory")}
@@ -67,6 +67,9 @@ def _part_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
         "time_lower_bound_ms": r.time_s * 1e3,
         **({"experts": p.experts, "experts_touched_expected": p.experts_touched} if p.experts else {}),
     }
+
+
+part_data = _part_data  # one part's fields, as every roofline's --json writes them
 
 
 def _backward_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
