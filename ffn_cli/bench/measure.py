@@ -61,7 +61,7 @@ def plan_for(device: torch.device, *, quick: bool) -> MeasurePlan:
     if quick:
         return MeasurePlan(("fp32",), (1, 16, 256), (256, 2048), (256, 2048), (1 << 10, 1 << 16, 1 << 22), 0.02)
     return MeasurePlan(
-        ("fp32", "bf16"),
+        ("fp32",),  # bf16 GEMMs crawl on most CPUs: over a minute alone
         (1, 4, 16, 64, 256, 1024),
         (256, 1024, 4096),
         (256, 1024, 4096),
@@ -155,10 +155,13 @@ def _ffn_call_s(device: torch.device, op_call_s: float, budget_s: float) -> dict
     return out
 
 
-def measure_device(device: torch.device, *, quick: bool, on_progress: ProgressFn | None = None) -> DeviceProfile:
-    """Measure everything a profile holds on `device` (threads as torch has them now)."""
+def measure_device(
+    device: torch.device, *, quick: bool, on_progress: ProgressFn | None = None, plan: MeasurePlan | None = None
+) -> DeviceProfile:
+    """Measure everything a profile holds on `device` (threads as torch has them now); `plan`
+    replaces the grid plan_for chooses."""
     started = time.perf_counter()
-    plan = plan_for(device, quick=quick)
+    plan = plan or plan_for(device, quick=quick)
     flush_bytes = cache_flush_bytes(device, "cold")
     flush = torch.empty(flush_bytes // 4, device=device) if flush_bytes else None
     total = plan.gemm_points + len(plan.dtypes) * len(plan.sizes) + 2
