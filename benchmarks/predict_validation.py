@@ -42,9 +42,8 @@ def main() -> None:
         print(f"| {r['label']} | {r['median_ms']:.4g} | {r['predicted_ms']:.4g} | {r['prediction_error_pct']:+.1f} | {r['bound_ms']:.4g} |")
     errors = [abs(r["prediction_error_pct"]) for r in rows]
     worst = max(rows, key=lambda r: abs(r["prediction_error_pct"]))
-    print(
-        f"\n{len(rows)} cases: mean |error| {sum(errors) / len(errors):.1f} %, worst {worst['prediction_error_pct']:+.1f} % ({worst['label']})"
-    )
+    mean, error = sum(errors) / len(errors), worst["prediction_error_pct"]
+    print(f"\n{len(rows)} cases: mean |error| {mean:.1f} %, worst {error:+.1f} % ({worst['label']})")
     above = [r["label"] for r in report["results"] if r["bound_ms"] is not None and r["bound_ms"] > r["median_ms"]]
     print("bound above measured: " + (", ".join(above) if above else "none"))
     print(f"load average at start: {report['env']['load_avg_1m']}")

@@ -104,3 +104,20 @@ def test_gpu_this_reads_the_profile(runner, monkeypatch, tmp_path) -> None:  # t
     by_hand = 3 * 2 * tokens * d * f / 1e11 + 2 * tokens * f * 1e-9 + 5e-6  # GEMMs, silu and mul, the call
     assert math.isclose(ffn["predicted_s"], by_hand, rel_tol=1e-9)
     assert ffn["time_lower_bound_s"] <= ffn["predicted_s"]
+
+
+def test_params_gpu_this_never_imports_torch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    code = (
+        "import sys\nfrom ffn_cli.hardware.profile import save_profile\nfrom tests.test_predict import _profile\n"
+        "save_profile(_profile())\nsys.argv = ['ffn', 'params', '-v', 'swiglu', '--gpu', 'this']\n"
+        "from ffn_cli.cli import main\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware import find_gpu
-from ffn_cli.hardware.profile import load_profile, profile_path, save_profile
+from ffn_cli.hardware.profile import ProfileError, load_profile, profile_path, save_profile
 from tests.test_predict import _profile
 
 
 def test_saved_under_xdg_cache_home_and_read_back(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    with pytest.raises(FFNRuntimeError, match="ffn hardware --measure"):
+    with pytest.raises(ProfileError, match="ffn hardware --measure"):
         load_profile()
     profile = _profile()
     assert save_profile(profile) == tmp_path / "cache" / "ffn" / "profiles" / "this.json" == profile_path()
@@ -37,5 +36,5 @@ def test_a_broken_file_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path) ->
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     profile_path().parent.mkdir(parents=True)
     profile_path().write_text("{}")
-    with pytest.raises(FFNRuntimeError, match="measure"):
+    with pytest.raises(ProfileError, match="measure"):
         load_profile()

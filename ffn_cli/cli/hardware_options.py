@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
 from ffn_cli.i18n import _
 
@@ -40,8 +40,12 @@ GPUOpt = Annotated[
 
 def resolve_gpu(name: str) -> GPU:
     """The table's row for --gpu NAME, or a usage error naming the closest keys."""
+    from ffn_cli.hardware.profile import ProfileError
+
     try:
         return find_gpu(name)
+    except ProfileError as missing:  # --gpu this before ffn hardware --measure
+        raise FFNRuntimeError(str(missing)) from None
     except UnknownGPU as unknown:
         close = unknown.suggestions
         either = functools.reduce(lambda names, last: _("{names} or {last}").format(names=names, last=last), close) if close else ""

@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware.gpus import GPU
 from ffn_cli.i18n import _
 
@@ -26,6 +25,7 @@ __all__ = [
     "DeviceProfile",
     "ElementwisePoint",
     "GemmPoint",
+    "ProfileError",
     "find_profile",
     "load_profile",
     "profile_path",
@@ -35,6 +35,10 @@ __all__ = [
 
 FORMAT = 1  # bumped when what is stored changes: an older file is refused, not misread
 PROFILE_NAME = "this"  # what --gpu takes for the machine it was measured on
+
+
+class ProfileError(RuntimeError):
+    """No profile to read, or one that does not read: the message says what to run."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,7 @@ def save_profile(profile: DeviceProfile) -> Path:
         tmp.write_text(json.dumps(profile.to_dict(), indent=1) + "\n", encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:
-        raise FFNRuntimeError(_("cannot write the profile to {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
+        raise ProfileError(_("cannot write the profile to {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
     return path
 
 
@@ -151,15 +155,15 @@ def load_profile(name: str = PROFILE_NAME) -> DeviceProfile:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise FFNRuntimeError(
+        raise ProfileError(
             _("no measured profile of this machine at {path}: run `ffn hardware --measure` first").format(path=path)
         ) from None
     except OSError as exc:
-        raise FFNRuntimeError(_("cannot read the profile {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
+        raise ProfileError(_("cannot read the profile {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
     try:
         return DeviceProfile.from_dict(json.loads(text))
     except (ValueError, TypeError, KeyError) as exc:
-        raise FFNRuntimeError(
+        raise ProfileError(
             _("the profile {path} does not read ({why}): run `ffn hardware --measure` again").format(path=path, why=exc)
         ) from None
 
@@ -168,5 +172,5 @@ def find_profile(name: str = PROFILE_NAME) -> DeviceProfile | None:
     """The saved profile when there is one that reads, else None (a bench shows no prediction)."""
     try:
         return load_profile(name)
-    except FFNRuntimeError:
+    except ProfileError:
         return None
