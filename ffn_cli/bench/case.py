@@ -15,6 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.bench.config import BenchConfig
+from ffn_cli.bench.forecast import predicted_ms, profile_for
 from ffn_cli.bench.implementations import Impl, compile_module, keep_ieee_subnormals
 from ffn_cli.bench.memory import PeakMemory, estimate_memory_bytes, min_traffic_bytes
 from ffn_cli.bench.result import BenchEnv, BenchResult, Calibration, case_label, settings_text
@@ -23,7 +24,7 @@ from ffn_cli.bench.timing import WarmUp, repeats_for, time_calls, warm_up
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte
-from ffn_cli.hardware.dtypes import peak_dtype_key
+from ffn_cli.hardware.dtypes import TABLE_DTYPE, peak_dtype_key
 from ffn_cli.hardware.roofline import Roofline
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.modules import build_ffn
@@ -73,6 +74,10 @@ def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str 
         measured = Message(N_("measured here: the best {dtype} GEMM ({shape}) and copy"), dtype=dtype, shape=f"{m}×{k}·{k}×{n}")
         return cal.gemm_tflops, cal.copy_gbps, measured
     named = sweep.config.gpu
+    profile = profile_for(sweep.device.type, named)
+    if profile is not None and profile.peak_tflops(TABLE_DTYPE.get(dtype, dtype)) is not None:
+        measured = Message(N_("measured by ffn hardware --measure: the best {dtype} GEMM of its grid and copy"), dtype=dtype)
+        return profile.peak_tflops(TABLE_DTYPE.get(dtype, dtype)), profile.copy_gbps, measured
     if sweep.device.type != "cuda" and named is None:
         return None, None, None
     entry = find_gpu(named) if named is not None else gpu_for_device_name(sweep.env.device_name)
@@ -228,6 +233,9 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
         ridge_flop_per_byte=ridge,
         bound_ms=bound_ms,
         pct_of_bound=100 * bound_ms / stats.median_ms if bound_ms and stats.median_ms > 0 else None,
+        predicted_ms=predicted_ms(
+            profile_for(sweep.device.type, sweep.config.gpu), _layout(case), case.tokens, case.dtype, backward=backward
+        ),
         bound=None if ridge is None else ("compute" if intensity >= ridge else "memory"),
         peak_mem_bytes=mem[0],
         extra_mem_bytes=mem[1],

@@ -119,6 +119,14 @@ class BenchResult:
     above_peak: bool = False  # faster than the peak it is measured against: that peak is no upper bound here
     bound_ms: float | None = None  # the roofline's lower bound, max(FLOPs / peak, least traffic / bandwidth)
     pct_of_bound: float | None = None  # bound / measured: how close the run came to it
+    predicted_ms: float | None = None  # the forecast from the profile `this` (ffn hardware --measure), before the run
+
+    @property
+    def prediction_error_pct(self) -> float | None:
+        """(predicted − measured) / measured, in percent."""
+        if self.predicted_ms is None or self.median_ms <= 0:
+            return None
+        return 100 * (self.predicted_ms - self.median_ms) / self.median_ms
 
     @property
     def label(self) -> str:

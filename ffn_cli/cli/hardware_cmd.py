@@ -19,16 +19,43 @@ MeasureCPUOpt = Annotated[
     bool,
     typer.Option("--measure-cpu", help="Also measure this CPU's GEMM rate and copy bandwidth (as ffn bench --calibrate; a few seconds)."),
 ]
+MeasureOpt = Annotated[
+    bool,
+    typer.Option(
+        "--measure",
+        help="Measure this device (CUDA when present, else the CPU): GEMMs over a grid of shapes, elementwise ops, copy, "
+        "fixed costs; saved as the profile `this` that --gpu this reads (under a minute on a CPU).",
+    ),
+]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="With --measure: a smaller grid, one dtype (a few seconds).")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="With --measure: CPU threads (torch.set_num_threads); default: torch's.")]
 CPUDTypeOpt = Annotated[str, typer.Option("--dtype", help="The dtype of the measured CPU GEMM: float32 or bfloat16.")]
 
 
 @handles_errors
-def hardware(gpu: GPUOpt = None, measure_cpu: MeasureCPUOpt = False, dtype: CPUDTypeOpt = "float32", json: JsonOpt = False) -> None:
+def hardware(
+    gpu: GPUOpt = None,
+    measure: MeasureOpt = False,
+    quick: QuickOpt = False,
+    threads: ThreadsOpt = None,
+    measure_cpu: MeasureCPUOpt = False,
+    dtype: CPUDTypeOpt = "float32",
+    json: JsonOpt = False,
+) -> None:
     """The GPUs ffn knows: memory, bandwidth and DENSE peak per dtype, each from a datasheet (docs/hardware.md).
 
-    --gpu NAME shows one; --measure-cpu adds this machine's CPU as measured.
+    --gpu NAME shows one; --measure-cpu adds this machine's CPU as measured; --measure profiles
+    this device for --gpu this.
     """
     from ffn_cli.errors import FFNError
+
+    if measure:
+        if gpu is not None or measure_cpu:
+            raise FFNError("measure", True, _("profiles this device alone: drop --gpu and --measure-cpu"))
+        _measure(quick, threads, json)
+        return
+    if quick or threads is not None:
+        raise FFNError("quick" if quick else "threads", quick or threads, _("sizes --measure: add --measure"))
     from ffn_cli.hardware import GPUS
     from ffn_cli.render.hardware import hardware_data, hardware_view
 
@@ -63,3 +90,48 @@ def _measure_cpu(dtype: str) -> MeasuredCPU:
         cal.gemm_tflops,
         cal.copy_gbps,
     )
+
+
+def _measure(quick: bool, threads: int | None, json: bool) -> None:
+    """Profile this device with a transient progress line (redrawn between measurements only)."""
+    from ffn_cli.cli.common import err_console, require_temp_dir
+    from ffn_cli.errors import FFNError
+
+    if threads is not None and not 1 <= threads <= 4096:
+        raise FFNError("threads", threads, _("an integer in [1, 4096]"))
+    require_temp_dir()
+    import torch
+
+    from ffn_cli.bench.measure import measure_device
+    from ffn_cli.hardware.profile import save_profile
+    from ffn_cli.render.profile import profile_data, profile_view
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if err_console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            auto_refresh=False,
+        ) as progress:
+            task = progress.add_task(_("measuring"), total=None)
+
+            def on_progress(done: int, total: int, what: str) -> None:
+                progress.update(task, completed=done, total=total, description=what)
+                progress.refresh()
+
+            profile = measure_device(device, quick=quick, on_progress=on_progress)
+    else:
+        profile = measure_device(device, quick=quick)
+    path = save_profile(profile)
+    if json:
+        emit_json(profile_data(profile, path))
+    else:
+        console.print(profile_view(profile, path))

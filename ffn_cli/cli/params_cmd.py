@@ -151,6 +151,10 @@ def params(
         model_dtype = check_dtype("bfloat16" if dtype is None else dtype)
         _print_models(preset, config, model, revision, model_dtype, seq_lens, json, costs, no_cache, explain=explain)
         return
+    if gpu is not None:  # one FFN on a GPU of the table, or on the measured profile `this`
+        from ffn_cli.cli.ffn_gpu import ffn_on_gpu
+
+        return ffn_on_gpu(ffn, costs, dtype, json)
     _whole_model = _("applies to a whole model: give --preset, --config or --model")
     given = {"weights": weights, "quantize": quantize, "gpu": gpu, "batch": batch, "tokens": tokens, "backward": backward, "plot": plot}
     given["no_mtp"] = no_mtp or None

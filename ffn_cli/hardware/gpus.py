@@ -98,6 +98,8 @@ SOURCES: dict[str, tuple[str, str]] = {
     "nvidia-t4": ("NVIDIA T4 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/tesla-t4/"),
     "amd-mi300x": ("AMD Instinct MI300X accelerator datasheet", "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"),
     "amd-mi325x": ("AMD Instinct MI325X accelerator datasheet", "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"),
+    # --gpu this: no datasheet, the machine's own profile (hardware/profile.py)
+    "measured": ("measured on this machine by ffn hardware --measure", "$XDG_CACHE_HOME/ffn/profiles/this.json"),
 }
 
 _SPARSE_ONLY = "the datasheet prints int8/fp8/bf16/tf32 with sparsity: halved here"

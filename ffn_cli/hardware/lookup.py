@@ -7,6 +7,7 @@ import difflib
 import re
 
 from ffn_cli.hardware.gpus import GPU, GPUS
+from ffn_cli.hardware.profile import PROFILE_NAME, load_profile
 
 __all__ = ["UnknownGPU", "closest", "find_gpu", "gpu_keys"]
 
@@ -35,7 +36,10 @@ def closest(word: str, choices: list[str], n: int = 3) -> list[str]:
 
 
 def find_gpu(name: str) -> GPU:
-    """The row whose key, alias or full name is `name` (case, spaces and an 'NVIDIA ' prefix aside)."""
+    """The row whose key, alias or full name is `name` (case, spaces and an 'NVIDIA ' prefix aside);
+    `this`: the measured profile's row (an error saying how to measure when there is none)."""
+    if name.strip().lower() == PROFILE_NAME:  # the machine ffn hardware --measure profiled
+        return load_profile().as_gpu()
     wanted = _norm(name)
     for gpu in GPUS:
         if wanted in (gpu.key, *gpu.aliases, _norm(gpu.name)):

@@ -15,6 +15,7 @@ from ffn_cli.render import plot
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_si
 from ffn_cli.render.plot import PLOT_FORMATS, check_plot_target
+from ffn_cli.render.prediction import prediction_lines, prediction_summary
 from ffn_cli.render.roofline import bound_word
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
@@ -243,7 +244,7 @@ def bench_view(report: BenchReport) -> RenderableType:
     parts: list[RenderableType] = [results_table(report), bars(report), _env_text(report)]
     if report.checkpoint:
         parts.append(_checkpoint_table(report))
-    parts += bound_lines(report.results)
+    parts += prediction_lines(report.results) or bound_lines(report.results)
     parts += [Text(_("skipped: {reason}").format(reason=s), style="dim") for s in report.skipped]
     parts += [Text(_("warning: {warning}").format(warning=shown(w)), style="yellow") for w in report.warnings]
     return Group(*parts)
@@ -253,6 +254,7 @@ def _result_dict(r: BenchResult) -> dict[str, Any]:
     data = dataclasses.asdict(r)
     data["label"] = r.label
     data["samples_ms"] = list(r.samples_ms)
+    data["prediction_error_pct"] = r.prediction_error_pct
     return data
 
 
@@ -264,6 +266,7 @@ def bench_json(report: BenchReport) -> dict[str, Any]:
         "checkpoint": [dataclasses.asdict(d) for d in report.checkpoint],
         "skipped": list(report.skipped),
         "warnings": [str(w) for w in report.warnings],
+        **({"prediction": summary} if (summary := prediction_summary(report.results)) else {}),
     }
 
 

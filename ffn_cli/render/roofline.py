@@ -15,7 +15,7 @@ from ffn_cli.models.roofline import PartCost, PassCost
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops
 
-__all__ = ["bound_word", "fmt_time", "roofline_data", "roofline_view"]
+__all__ = ["bound_word", "fmt_intensity", "fmt_time", "part_data", "roofline_data", "roofline_view"]
 
 # The ceiling that binds, as the tables name it (--json keeps "compute" / "memory").
 _BOUND_WORDS = {"compute": N_("compute"), "memory": N_("memory")}
@@ -51,7 +51,7 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds:.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"
 
 
-def _part_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
+def part_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
     r = p.roofline(peak, bandwidth)
     return {
         "flops": p.flops,
@@ -71,7 +71,7 @@ def _part_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
 
 def _backward_data(p: PartCost, peak: float, bandwidth: float) -> dict[str, Any]:
     """A part's backward: the forward's fields, the KV cache's replaced by what it adds."""
-    data = _part_data(p, peak, bandwidth)
+    data = part_data(p, peak, bandwidth)
     del data["kv_cache_bytes"]
     data["weight_gradient_bytes"] = p.gradient_bytes
     data["saved_activation_bytes"] = p.saved_bytes
@@ -136,9 +136,9 @@ def roofline_data(
             "batch": c.case.batch,
             "seq_len": c.case.seq_len,
             "tokens": c.case.tokens,
-            "ffn_one_layer": _part_data(c.ffn, peak, bandwidth),
-            "attention_one_layer_mean": _part_data(c.attention, peak, bandwidth),
-            "model": _part_data(c.model, peak, bandwidth),
+            "ffn_one_layer": part_data(c.ffn, peak, bandwidth),
+            "attention_one_layer_mean": part_data(c.attention, peak, bandwidth),
+            "model": part_data(c.model, peak, bandwidth),
         }
         for c in costs
     ]

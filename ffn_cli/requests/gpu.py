@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
 from ffn_cli.i18n import _
 
@@ -13,9 +13,14 @@ __all__ = ["resolve_gpu"]
 
 
 def resolve_gpu(name: str) -> GPU:
-    """The table's row for --gpu NAME, or a usage error naming the closest keys."""
+    """The table's row for --gpu NAME (`this`: the profile `ffn hardware --measure` saved), or
+    a usage error naming the closest keys."""
+    from ffn_cli.hardware.profile import ProfileError
+
     try:
         return find_gpu(name)
+    except ProfileError as missing:  # --gpu this before ffn hardware --measure
+        raise FFNRuntimeError(str(missing)) from None
     except UnknownGPU as unknown:
         close = unknown.suggestions
         either = functools.reduce(lambda names, last: _("{names} or {last}").format(names=names, last=last), close) if close else ""

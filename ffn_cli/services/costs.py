@@ -15,7 +15,7 @@ from ffn_cli.i18n import _
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import parse_int_list
 
-__all__ = ["CostOptions", "model_costs"]
+__all__ = ["CostOptions", "model_costs", "pass_cases"]
 
 DEFAULT_SEQ_LEN = 4096
 
@@ -81,7 +81,8 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     return plan, note
 
 
-def _cases(opts: CostOptions, act_bytes: int) -> list[Any]:
+def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
+    """The passes --batch / --tokens / --phase / --seq-len ask for."""
     from ffn_cli.models.roofline import PassCase
 
     if opts.tokens is not None and opts.batch is not None:
@@ -128,7 +129,7 @@ def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -
     from ffn_cli.models.gpu_memory import MemoryCase, gpu_memory
     from ffn_cli.models.parallel_layout import Layout
 
-    case = max(_cases(opts, act_bytes), key=lambda c: c.batch)
+    case = max(pass_cases(opts, act_bytes), key=lambda c: c.batch)
     memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
     layout = Layout(opts.tp, opts.ep)
     limit = context_limit(loaded.config)
@@ -190,7 +191,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
                 _("{name} has no dense {column} rate in the table: choose another --dtype or GPU").format(name=gpu.name, column=column),
             )
         stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
-        cases = _cases(opts, DTYPE_BYTES[dtype])
+        cases = pass_cases(opts, DTYPE_BYTES[dtype])
         costs = [pass_cost(spec, stack, plan, case) for case in cases]
         per_gpu = None
         if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
@@ -207,6 +208,11 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
             backward = [backward_cost(spec, stack, plan, case) for case in cases]
         shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
         data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
+        from ffn_cli.models.ffn_roofline import model_forecasts
+        from ffn_cli.render.prediction import add_forecasts, forecast_lines
+
+        add_forecasts(data["roofline"], model_forecasts(gpu.key, spec, cases, dtype))
+        shown += forecast_lines(data["roofline"])
         if opts.plot is not None:
             from ffn_cli.render.plot import write_roofline_plot
 

@@ -1,0 +1,176 @@
+"""A device's measured profile: what `ffn hardware --measure` timed on it, saved as JSON.
+
+Pure Python (no torch): `ffn params --gpu this` loads it without importing torch. A profile
+holds, per dtype, the median time of `F.linear` over a grid of (M, N, K) shapes (tokens M, out
+N, in K) from decode-thin to prefill-square, cold cache; the time of each elementwise op an FFN
+runs over a grid of sizes; the best copy bandwidth; the fixed cost of one op call and of one
+FFN call per variant. It is stored under the user's cache directory
+($XDG_CACHE_HOME/ffn/profiles/NAME.json, else ~/.cache/ffn/profiles/NAME.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ffn_cli.hardware.gpus import GPU
+from ffn_cli.i18n import _
+
+__all__ = [
+    "FORMAT",
+    "PROFILE_NAME",
+    "DeviceProfile",
+    "ElementwisePoint",
+    "GemmPoint",
+    "ProfileError",
+    "find_profile",
+    "load_profile",
+    "profile_path",
+    "profiles_dir",
+    "save_profile",
+]
+
+FORMAT = 1  # bumped when what is stored changes: an older file is refused, not misread
+PROFILE_NAME = "this"  # what --gpu takes for the machine it was measured on
+
+
+class ProfileError(RuntimeError):
+    """No profile to read, or one that does not read: the message says what to run."""
+
+
+@dataclass(frozen=True)
+class GemmPoint:
+    """One product (M, K) @ (K, N)ᵀ as nn.Linear runs it: its median time per call."""
+
+    m: int
+    n: int
+    k: int
+    seconds: float
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    @property
+    def tflops(self) -> float:
+        return self.flops / self.seconds / 1e12
+
+
+@dataclass(frozen=True)
+class ElementwisePoint:
+    """One elementwise op over `elements` outputs: its median time per call."""
+
+    elements: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """What one device measured. gemm: dtype (fp32, bf16, …) → grid; elementwise: dtype → op
+    (relu, gelu, silu, …, mul, add) → sizes; ffn_call_s: variant → the fixed cost of one call
+    of its module beyond its ops (Python, module calls, regions)."""
+
+    name: str
+    device: str  # "cpu" or "cuda"
+    device_name: str
+    threads: int
+    torch_version: str
+    measured_utc: str
+    memory_bytes: int | None
+    cache: str  # how the GEMMs were timed: "cold" (cache flushed between calls)
+    copy_gbps: float  # the best copy, read + write bytes over its time
+    op_call_s: float  # one op on a one-element tensor: the dispatch cost
+    gemm: dict[str, tuple[GemmPoint, ...]]
+    elementwise: dict[str, dict[str, tuple[ElementwisePoint, ...]]]
+    ffn_call_s: dict[str, float] = field(default_factory=dict)
+    seconds_taken: float = 0.0
+
+    @property
+    def dtypes(self) -> list[str]:
+        return list(self.gemm)
+
+    def peak_tflops(self, dtype: str) -> float | None:
+        """The best rate over the grid: the roofline's compute ceiling for this dtype."""
+        points = self.gemm.get(dtype)
+        return max(p.tflops for p in points) if points else None
+
+    def as_gpu(self) -> GPU:
+        """The profile as a row of the GPU table: its measured peaks and copy bandwidth."""
+        rates = {d: r for d in self.gemm if (r := self.peak_tflops(d)) is not None}
+        memory = self.memory_bytes or 0
+        return GPU(
+            self.name,
+            _("{device} (measured)").format(device=self.device_name),
+            "",
+            memory / 1e9,
+            self.copy_gbps,
+            rates,
+            "measured",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeviceProfile:
+        if data.get("format") != FORMAT:
+            raise ValueError(f"profile format {data.get('format')!r}, this ffn reads {FORMAT}")
+        fields = {k: v for k, v in data.items() if k != "format"}
+        fields["gemm"] = {d: tuple(GemmPoint(**p) for p in points) for d, points in data["gemm"].items()}
+        fields["elementwise"] = {
+            d: {op: tuple(ElementwisePoint(**p) for p in points) for op, points in ops.items()} for d, ops in data["elementwise"].items()
+        }
+        return cls(**fields)
+
+
+def profiles_dir() -> Path:
+    """$XDG_CACHE_HOME/ffn/profiles, or ~/.cache/ffn/profiles when XDG_CACHE_HOME is unset or empty."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ffn" / "profiles"
+
+
+def profile_path(name: str = PROFILE_NAME) -> Path:
+    return profiles_dir() / f"{name}.json"
+
+
+def save_profile(profile: DeviceProfile) -> Path:
+    """Written whole to a temporary file, then renamed: a reader never sees half a profile."""
+    path = profile_path(profile.name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(profile.to_dict(), indent=1) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise ProfileError(_("cannot write the profile to {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
+    return path
+
+
+def load_profile(name: str = PROFILE_NAME) -> DeviceProfile:
+    """The saved profile, or a one-line error saying how to make one."""
+    path = profile_path(name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError(
+            _("no measured profile of this machine at {path}: run `ffn hardware --measure` first").format(path=path)
+        ) from None
+    except OSError as exc:
+        raise ProfileError(_("cannot read the profile {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
+    try:
+        return DeviceProfile.from_dict(json.loads(text))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ProfileError(
+            _("the profile {path} does not read ({why}): run `ffn hardware --measure` again").format(path=path, why=exc)
+        ) from None
+
+
+def find_profile(name: str = PROFILE_NAME) -> DeviceProfile | None:
+    """The saved profile when there is one that reads, else None (a bench shows no prediction)."""
+    try:
+        return load_profile(name)
+    except ProfileError:
+        return None

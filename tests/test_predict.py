@@ -1,0 +1,123 @@
+"""The forecast from a profile: interpolation exact at grid points and hand-checked between
+them, FLOPs and bytes by hand, --gpu this read from a synthetic profile file."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ffn_cli.hardware.predict import elementwise_seconds, gemm_seconds
+from ffn_cli.hardware.profile import DeviceProfile, ElementwisePoint, GemmPoint, save_profile
+from ffn_cli.models.ffn_roofline import ffn_passes
+from ffn_cli.models.forward_ops import forward_ops
+from ffn_cli.models.roofline import PassCase
+from ffn_cli.spec import FFNSpec
+
+AXIS = (1, 16, 256)
+NK = (256, 4096)
+
+
+def _grid(rate: float = 1e11, skew: bool = False) -> tuple[GemmPoint, ...]:
+    points = []
+    for m in AXIS:
+        for n in NK:
+            for k in NK:
+                r = rate * (m if skew else 1)
+                points.append(GemmPoint(m, n, k, 2 * m * n * k / r))
+    return tuple(points)
+
+
+def _profile(per_element_s: float = 1e-9, fixed_s: float = 5e-6) -> DeviceProfile:
+    sizes = (1 << 10, 1 << 20)
+    ew = {op: tuple(ElementwisePoint(s, s * per_element_s) for s in sizes) for op in ("relu", "silu", "mul", "add", "gelu")}
+    return DeviceProfile(
+        "this",
+        "cpu",
+        "test CPU",
+        1,
+        "0",
+        "2026-01-01T00:00:00Z",
+        1 << 30,
+        "cold",
+        10.0,
+        1e-6,
+        {"fp32": _grid()},
+        {"fp32": ew},
+        {"swiglu": fixed_s, "relu": fixed_s},
+    )
+
+
+def test_a_grid_point_is_its_measured_time() -> None:
+    grid = _grid(skew=True)
+    for p in grid:
+        assert math.isclose(gemm_seconds(grid, p.m, p.n, p.k), p.seconds, rel_tol=1e-12)
+
+
+def test_between_points_the_rate_is_the_geometric_mean() -> None:
+    grid = _grid(skew=True)  # rate ∝ M: at M = 4 (halfway between 1 and 16 in log) the rate is 4·base
+    seconds = gemm_seconds(grid, 4, 256, 256)
+    assert math.isclose(seconds, 2 * 4 * 256 * 256 / (1e11 * 4), rel_tol=1e-9)
+
+
+def test_beyond_the_grid_the_edge_rate_holds() -> None:
+    grid = _grid()
+    assert math.isclose(gemm_seconds(grid, 4096, 8192, 8192), 2 * 4096 * 8192 * 8192 / 1e11, rel_tol=1e-9)
+
+
+def test_elementwise_interpolates_in_log_space() -> None:
+    points = (ElementwisePoint(100, 1e-6), ElementwisePoint(10_000, 1e-4))
+    assert math.isclose(elementwise_seconds(points, 1000), 1e-5, rel_tol=1e-9)  # log-midpoint
+    assert math.isclose(elementwise_seconds(points, 20_000), 2e-4, rel_tol=1e-9)  # edge bandwidth
+    assert elementwise_seconds(points, 10) == 1e-6  # the smallest call's own cost
+
+
+def test_swiglu_ops_and_bytes_by_hand() -> None:
+    spec = FFNSpec(variant="swiglu", d_model=512)  # d_ff 1536 by the 2/3 rule, multiple of 256
+    ops = forward_ops(spec, 64)
+    assert ops is not None
+    assert sorted((g.m, g.n, g.k) for g in ops.gemms) == [(64, 512, 1536), (64, 1536, 512), (64, 1536, 512)]
+    assert sum(2 * g.m * g.n * g.k for g in ops.gemms) == 3 * 2 * 64 * 512 * 1536
+    assert [(p.op, p.elements) for p in ops.passes] == [("silu", 64 * 1536), ("mul", 64 * 1536)]
+    (one,) = ffn_passes(spec, [PassCase("prefill", 1, 64, 4)], "h100", "float32")
+    assert one.cost.weight_bytes == 3 * 512 * 1536 * 4
+    assert one.cost.activation_bytes == 2 * 64 * 512 * 4
+
+
+def test_mixtures_are_not_priced() -> None:
+    assert forward_ops(FFNSpec(variant="moe", d_model=64), 8) is None
+
+
+def test_gpu_this_reads_the_profile(runner, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ffn_cli.cli import app
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    missing = runner.invoke(app, ["params", "--variant", "swiglu", "-d", "512", "--gpu", "this"])
+    assert missing.exit_code != 0 and "ffn hardware --measure" in missing.output
+    assert len(missing.output.strip().splitlines()) == 1
+    path = save_profile(_profile())
+    assert path == tmp_path / "ffn" / "profiles" / "this.json"
+    args = ["params", "--variant", "swiglu", "-d", "512", "--gpu", "this", "--batch", "1", "--seq-len", "64", "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    ffn = json.loads(result.output)["roofline"]["cases"][0]["ffn_one_layer"]
+    tokens, d, f = 64, 512, 1536
+    by_hand = 3 * 2 * tokens * d * f / 1e11 + 2 * tokens * f * 1e-9 + 5e-6  # GEMMs, silu and mul, the call
+    assert math.isclose(ffn["predicted_s"], by_hand, rel_tol=1e-9)
+    assert ffn["time_lower_bound_s"] <= ffn["predicted_s"]
+
+
+def test_params_gpu_this_never_imports_torch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    code = (
+        "import sys\nfrom ffn_cli.hardware.profile import save_profile\nfrom tests.test_predict import _profile\n"
+        "save_profile(_profile())\nsys.argv = ['ffn', 'params', '-v', 'swiglu', '--gpu', 'this']\n"
+        "from ffn_cli.cli import main\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"
