@@ -81,6 +81,22 @@ class Row:
 
 ROWS = [
     Row(
+        "trace-default",
+        "`ffn trace` (no options: relu, d_model 512, CPU)",
+        [*FFN, "trace"],
+        [PY, "-c", "import torch"],
+        '`python -c "import torch"`',
+        1.3,
+    ),
+    Row(
+        "trace-default-flopcounter",
+        "`ffn trace` (no options) against torch's own counter",
+        [*FFN, "trace"],
+        [PY, str(ROOT / "benchmarks" / "flop_counter_forward.py")],
+        "flop_counter_forward.py: the same forward under FlopCounterMode",
+        None,
+    ),
+    Row(
         "trace-cpu",
         "`ffn trace -v swiglu -d 2048 --d-ff 5632 -b 2 -s 256` (CPU)",
         FFN + TRACE_CPU,
@@ -99,7 +115,7 @@ ROWS = [
     ),
     Row(
         "trace-meta-forward",
-        "the same meta trace (context)",
+        "the same meta trace against the bare meta forward",
         FFN + TRACE_META,
         [
             PY,
@@ -116,7 +132,7 @@ ROWS = [
             "4096",
         ],
         "bare_forward.py --device meta: the same forward on meta",
-        None,
+        1.1,
     ),
     Row(
         "params",
@@ -133,6 +149,14 @@ ROWS = [
         TYPER_FLOOR,
         "a one-option Typer app that prints a table",
         None,
+    ),
+    Row(
+        "params-typer40",
+        "`ffn params --variant swiglu` (40-option yardstick)",
+        [*FFN, "params", "--variant", "swiglu"],
+        [PY, str(ROOT / "benchmarks" / "typer_yardstick.py"), "--variant", "swiglu"],
+        "typer_yardstick.py: a 40-option Typer + rich command printing one table",
+        1.0,
     ),
     Row("variants", "`ffn variants`", [*FFN, "variants"], IMPORT_FLOOR, "`import typer, rich.console, rich.table`", None),
     Row("help", "`ffn --help`", [*FFN, "--help"], IMPORT_FLOOR, "`import typer, rich.console, rich.table`", None),
