@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import set_language
-from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import VARIANTS
 
 if TYPE_CHECKING:
     from ffn_cli.modules import build_ffn
+    from ffn_cli.spec import FFNSpec
+    from ffn_cli.variants import VARIANTS
 
 __all__ = [
     "VARIANTS",
@@ -37,6 +37,15 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
+    # The registry loads on first use, like the rest: `ffn hardware` never needs it.
+    if name == "FFNSpec":
+        from ffn_cli.spec import FFNSpec
+
+        return FFNSpec
+    if name == "VARIANTS":
+        from ffn_cli.variants import VARIANTS
+
+        return VARIANTS
     if name == "build_ffn":
         from ffn_cli.modules import build_ffn
 

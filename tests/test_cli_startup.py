@@ -1,5 +1,5 @@
 """What a command loads, in a fresh process: only the command that runs is built, one FFN loads
-no model reader, and only a command that runs a module loads torch."""
+no model reader, and only a command that runs a module loads torch (nor NumPy, which torch brings)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ def _loaded_after(args: list[str], watched: list[str]) -> set[str]:
         "    main()\n"
         "except SystemExit as exc:\n"
         "    assert exc.code in (0, None), exc.code\n"
-        f"print(','.join(m for m in {watched!r} if m in sys.modules))\n"
+        f"print('loaded:' + ','.join(m for m in {watched!r} if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    return set(filter(None, result.stdout.strip().splitlines()[-1].split(",")))
+    last = result.stdout.rstrip("\n").splitlines()[-1]  # marked: none loaded is an empty list, not the output's last line
+    assert last.startswith("loaded:"), result.stdout[-2000:]
+    return set(filter(None, last.removeprefix("loaded:").split(",")))
 
 
 def _commands(*names: str) -> list[str]:
@@ -45,9 +47,27 @@ def test_a_command_builds_itself_alone(args: list[str], command: str) -> None:
     watched = [*_commands(*COMMAND_MODULES), "torch", "ffn_cli.models.families"]
     loaded = _loaded_after(args, watched)
     assert loaded & set(_commands(*COMMAND_MODULES)) == set(_commands(command))
-    assert command == "trace" or "ffn_cli.models.families" not in loaded  # no model named: no model reader
+    assert "ffn_cli.models.families" not in loaded  # no model named: no model reader
     assert ("torch" in loaded) == (command == "trace")
 
 
 def test_help_builds_every_command() -> None:
     assert _loaded_after(["--help"], _commands(*COMMAND_MODULES)) == set(_commands(*COMMAND_MODULES))
+
+
+# What a command with no model and no --gpu has no use for: the model spec and its counting, and
+# the GPU table. `ffn hardware` is about GPUs alone: it has no use for the variant registry.
+MODEL_AND_GPU_TABLE = ["ffn_cli.models.spec", "ffn_cli.models.count", "ffn_cli.hardware.gpus"]
+
+
+@pytest.mark.parametrize("args", [["params", "--variant", "swiglu"], ["--help"]])
+def test_a_pure_command_loads_neither_torch_nor_numpy_nor_what_it_does_not_use(args: list[str]) -> None:
+    assert _loaded_after(args, ["torch", "numpy", *MODEL_AND_GPU_TABLE]) == set()
+
+
+def test_a_default_trace_loads_no_model_spec_and_no_gpu_table() -> None:
+    assert _loaded_after(["trace"], ["torch", *MODEL_AND_GPU_TABLE]) == {"torch"}
+
+
+def test_hardware_loads_the_gpu_table_and_not_the_registry() -> None:
+    assert _loaded_after(["hardware"], ["torch", "ffn_cli.hardware.gpus", "ffn_cli.variants", "ffn_cli.spec"]) == {"ffn_cli.hardware.gpus"}

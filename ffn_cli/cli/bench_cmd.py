@@ -162,7 +162,7 @@ def bench(
     impls = parse_impls(impl) if impl is not None else [impl_for(fused=ffn.fused, compile_mode=compile_mode if compile else None)]
     if any(i.compile_mode for i in impls):
         require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), _("torch.compile writes its kernels there"))
-    from ffn_cli.models.families import UnknownModelType
+    from ffn_cli.models.unknown import UnknownModelType
 
     try:
         choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, not_spec=("fused",))

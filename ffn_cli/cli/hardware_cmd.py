@@ -4,16 +4,18 @@ measured. Torch is imported only to measure the CPU (--measure-cpu)."""
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ffn_cli.cli.common import console, emit_json, handles_errors
 from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.options import JsonOpt
-from ffn_cli.hardware.cpu import MeasuredCPU
 from ffn_cli.i18n import _
 from ffn_cli.requests.gpu import resolve_gpu
+
+if TYPE_CHECKING:  # the hardware tables load when the command runs, not when `ffn --help` lists it
+    from ffn_cli.hardware.cpu import MeasuredCPU
 
 MeasureCPUOpt = Annotated[
     bool,
@@ -76,7 +78,7 @@ def _measure_cpu(dtype: str) -> MeasuredCPU:
     from ffn_cli.bench.calibrate import calibrate
     from ffn_cli.bench.config import BenchConfig
     from ffn_cli.device import resolve_device_dtype
-    from ffn_cli.hardware.cpu import cpu_memory_bytes, cpu_name
+    from ffn_cli.hardware.cpu import MeasuredCPU, cpu_memory_bytes, cpu_name
 
     device, torch_dtype = resolve_device_dtype("cpu", dtype)
     cal = calibrate(device, torch_dtype, dtype, BenchConfig())

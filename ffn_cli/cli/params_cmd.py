@@ -34,8 +34,8 @@ from ffn_cli.spec import FFNSpec
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
     from ffn_cli.models.explain import BlockExplain
-    from ffn_cli.models.families import UnknownModelType
     from ffn_cli.models.source import LoadedModel
+    from ffn_cli.models.unknown import UnknownModelType
 
 EXAMPLES = """[bold]Examples[/]
 
@@ -285,8 +285,8 @@ def _print_models(
 ) -> None:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is counted by building it with transformers."""
-    from ffn_cli.models.families import UnknownModelType
     from ffn_cli.models.source import load_models
+    from ffn_cli.models.unknown import UnknownModelType
 
     try:
         models = load_models(preset=preset, config=config, model=model, revision=revision)

@@ -149,7 +149,7 @@ def trace(
     require_temp_dir()  # before torch is imported
     page_file = page_target(page)
     from ffn_cli.block import NORMS, BlockSpec
-    from ffn_cli.models.families import UnknownModelType
+    from ffn_cli.models.unknown import UnknownModelType
     from ffn_cli.render.trace import trace_data, trace_view
     from ffn_cli.trace import check_failure
     from ffn_cli.trace import trace as run_trace

@@ -10,12 +10,16 @@ tables print; this module only takes them apart.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ffn_cli.accounting import param_tensors
 from ffn_cli.attention import AnyAttention, AttentionSpec
-from ffn_cli.models.count import ModelParams
 from ffn_cli.models.layer import FFNReport, attention_formula, group_tensors
 from ffn_cli.spec import FFNSpec
+
+# A type only: explaining one FFN (`ffn params --variant`) loads no model counting.
+if TYPE_CHECKING:
+    from ffn_cli.models.count import ModelParams
 
 __all__ = ["CLASSIC_RATIO", "BlockExplain", "explain_ffn", "explain_model"]
 

@@ -22,6 +22,7 @@ from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
 from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.routing_words import TOP_K_SIGMOID, routing_rules
 from ffn_cli.models.spec import MAX_LAYERS, ExtraPart, ModelSpec, NormKind
+from ffn_cli.models.unknown import UnknownModelType
 from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
@@ -955,7 +956,7 @@ def _nemotron_h(r: _Reader, name: str) -> ModelSpec:
     types = _nemotron_h_types(r)
     if r.config.get("moe_latent_size") is not None and "moe" in types:
         # Experts over a latent narrower than hidden_size: no FFNSpec holds that; transformers' build counts it.
-        raise UnknownModelType(r.config, name, r.source)
+        raise UnknownModelType(r.config, name, r.source, SUPPORTED_MODEL_TYPES)
     d, n = r.integer("hidden_size"), len(types)
     kind = {t: tuple(i for i, x in enumerate(types) if x == t) for t in _NEMOTRON_H_LETTERS.values()}
     mixer = None
@@ -1236,15 +1237,6 @@ _READERS: dict[str, Callable[[_Reader, str], ModelSpec]] = {**_TEXT_READERS, "ge
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_READERS)
 
 
-class UnknownModelType(FFNError):
-    """No reader knows this model_type. It carries the config, so `ffn params` can count it by
-    building it with transformers instead (ffn_cli.models.fallback)."""
-
-    def __init__(self, config: Mapping[str, Any], name: str, source: str) -> None:
-        super().__init__("model_type", config.get("model_type"), "supported: " + ", ".join(SUPPORTED_MODEL_TYPES))
-        self.config, self.name, self.source = config, name, source
-
-
 def model_spec_from_config(config: Mapping[str, Any], *, name: str | None = None, source: str = "config") -> ModelSpec:
     """The ModelSpec of a Hugging Face config dict; `name` defaults to its _name_or_path."""
     model_type = config.get("model_type")
@@ -1256,5 +1248,5 @@ def model_spec_from_config(config: Mapping[str, Any], *, name: str | None = None
         )
     label = name or config.get("_name_or_path") or source
     if not isinstance(model_type, str) or model_type not in _READERS:
-        raise UnknownModelType(config, str(label), source)
+        raise UnknownModelType(config, str(label), source, SUPPORTED_MODEL_TYPES)
     return _READERS[model_type](_Reader(config, model_type, source), str(label))

@@ -14,16 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
-from ffn_cli.models.mixers import LinearMixer
-from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec, check_int
+
+# Types only: one FFN's FLOPs over length (`ffn params --variant`) load no model spec.
+if TYPE_CHECKING:
+    from ffn_cli.models.mixers import LinearMixer
+    from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["MAX_SEQ_LEN", "FlopsAtLength", "LayerStack", "flops_over_length", "model_stack", "single_layer"]
 

@@ -4,10 +4,13 @@ the Python API alike."""
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.hardware import GPU, UnknownGPU, find_gpu, gpu_keys
 from ffn_cli.i18n import _
+
+if TYPE_CHECKING:
+    from ffn_cli.hardware import GPU
 
 __all__ = ["resolve_gpu"]
 
@@ -15,6 +18,7 @@ __all__ = ["resolve_gpu"]
 def resolve_gpu(name: str) -> GPU:
     """The table's row for --gpu NAME (`this`: the profile `ffn hardware --measure` saved), or
     a usage error naming the closest keys."""
+    from ffn_cli.hardware import UnknownGPU, find_gpu, gpu_keys  # the GPU table loads with a GPU named
     from ffn_cli.hardware.profile import ProfileError
 
     try:
