@@ -215,55 +215,43 @@ def params(
     ep: int = 1,
     phase: str = "prefill",
     batch: int | list[int] | None = None,
-    seq_len: int | None = None,
+    seq_len: int | list[int] | None = None,
     tokens: int | None = None,
     mtp: bool = True,
+    explain: bool = False,
 ) -> Result:
-    """Parameters, FLOPs and memory without torch: an FFNSpec (beside an attention of its
-    width, as `ffn params` does; bytes in float32 by default), or a preset name or config.json
-    path (the whole model; bfloat16 by default), as `ffn params` prints them.
+    """Parameters, FLOPs and memory without torch, as `ffn params` answers them: an FFNSpec
+    (beside an attention of its width; bytes in float32 by default), or a preset name or
+    config.json path (the whole model; bfloat16 by default).
 
-    For a whole model, what it costs on GPUs, as `ffn params --gpu … --tp … --ep …` answers it:
-    `weights` / `quantize` (how it is stored), `gpu` (a key of `ffn hardware`: the fit verdict
-    and the roofline, per GPU under `tp` / `ep`), `phase`, `batch` (a number or a list to
-    sweep), `seq_len` (tokens per sequence, or decode's context), `tokens`, and `mtp=False` to
-    leave out the multi-token-prediction layers the checkpoint ships."""
-    costs = {"gpu": gpu, "weights": weights, "quantize": quantize, "batch": batch, "seq_len": seq_len, "tokens": tokens}
+    What it costs on GPUs, as `ffn params --gpu … --tp … --ep …` answers it: `gpu` (a key of
+    `ffn hardware`: for a model the fit verdict and the roofline, per GPU under `tp` / `ep`; for
+    an FFNSpec its forward's roofline), `phase`, `batch` (a number or a list to sweep),
+    `seq_len` (with `gpu`: tokens per sequence, or decode's context; without: the lengths to
+    count FLOPs at), `tokens`; for a model `weights` / `quantize` (how it is stored) and
+    `mtp=False` to leave out the multi-token-prediction layers the checkpoint ships. An FFNSpec
+    with `tp` / `ep` (and no `gpu`): what each rank holds. `explain`: why the FFN is about two
+    thirds of a layer. `to_dict()` is the command's `--json` for the same options."""
+    from ffn_cli.requests.ffn import OneSpec
+    from ffn_cli.requests.params import ParamsRequest
+    from ffn_cli.services.params import params as answer_params
+
+    options: dict[str, Any] = {
+        "dtype": dtype, "gpu": gpu, "weights": weights, "quantize": quantize, "tp": tp, "ep": ep, "phase": phase,
+        "batch": _comma_list(batch), "seq_len": _comma_list(seq_len), "tokens": tokens, "no_mtp": not mtp, "explain": explain,
+    }  # fmt: skip
     if isinstance(spec_or_model, FFNSpec):
-        asked = [k for k, v in costs.items() if v is not None] + [
-            k for k, v in (("tp", tp != 1), ("ep", ep != 1), ("no_mtp", not mtp)) if v
-        ]
-        if asked or phase != "prefill":
-            option = asked[0] if asked else "phase"
-            raise FFNError(option, costs.get(option, phase), _("applies to a whole model: give --preset, --config or --model"))
-        from ffn_cli.attention import AttentionSpec
-        from ffn_cli.models.layer import ffn_report
-        from ffn_cli.render.params.report import ffn_report_data, ffn_report_view
+        request = ParamsRequest(ffn=OneSpec(spec_or_model), **options)
+    elif isinstance(spec_or_model, str):
+        request = ParamsRequest(**_model_name(spec_or_model), **options)
+    else:
+        raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
+    answer = answer_params(request)
+    return Result(answer.value, answer.view, answer.data)
 
-        spec = spec_or_model
-        bias = bool(spec.bias)
-        report = ffn_report(spec, AttentionSpec(spec.d_model, qkv_bias=bias, o_bias=bias), dtype or "float32")
-        return Result(report, lambda: ffn_report_view(report), lambda: ffn_report_data(report))
-    from rich.console import Group
-    from rich.text import Text
 
-    from ffn_cli.models import count_model
-    from ffn_cli.models.layer import check_dtype
-    from ffn_cli.models.source import load_model
-    from ffn_cli.render.params.model import model_data, model_view
-    from ffn_cli.services.costs import CostOptions, model_costs
-
-    loaded = load_model(**_model_name(spec_or_model))
-    counted = count_model(loaded.spec)
-    model_dtype = check_dtype(dtype or "bfloat16")
-    batches = ",".join(str(b) for b in batch) if isinstance(batch, (list, tuple)) else None if batch is None else str(batch)
-    options = CostOptions(weights, quantize, gpu, batches, tokens, phase, None if seq_len is None else str(seq_len), tp, ep, mtp=mtp)
-    shown, cost_data = model_costs(loaded, model_dtype, options)
-
-    def view() -> Group:
-        tables = [model_view(counted, model_dtype)]
-        for table in shown:
-            tables += [Text(""), table]
-        return Group(*tables)
-
-    return Result(counted, view, lambda: model_data(counted, model_dtype) | cost_data)
+def _comma_list(value: int | list[int] | tuple[int, ...] | None) -> str | None:
+    """A number or a list, as the option's comma list (`[1, 64]` is `1,64`)."""
+    if value is None:
+        return None
+    return ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)

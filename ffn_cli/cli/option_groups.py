@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar
 
-__all__ = ["with_option_groups"]
+__all__ = ["typed_options", "with_option_groups"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,7 +38,7 @@ def _options(group: type) -> list[inspect.Parameter]:
     ]
 
 
-def _typed(names: list[str]) -> frozenset[str]:
+def typed_options(names: list[str]) -> frozenset[str]:
     """The names among `names` whose value came from the command line or the environment."""
     from ffn_cli.cli.common import current_context
 
@@ -68,7 +68,7 @@ def with_option_groups(command: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         for name, (group, names) in groups.items():
             values = {option: kwargs.pop(option) for option in names if option in kwargs}
-            kwargs[name] = group(**values, **{GIVEN: _typed(names)})
+            kwargs[name] = group(**values, **{GIVEN: typed_options(names)})
         return command(*args, **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -15,7 +15,10 @@ from ffn_cli.i18n import _
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import parse_int_list
 
-__all__ = ["CostOptions", "model_costs", "pass_cases"]
+if TYPE_CHECKING:
+    from ffn_cli.requests.params import ParamsRequest
+
+__all__ = ["CostOptions", "cost_options", "model_costs", "pass_cases"]
 
 DEFAULT_SEQ_LEN = 4096
 
@@ -51,6 +54,15 @@ class CostOptions:
                 raise FFNError("plot", self.plot, _("draws the roofline's batch sweep: add --gpu NAME"))
             if self.phase != "prefill":
                 raise FFNError("phase", self.phase, _("chooses the roofline's pass: add --gpu NAME"))
+
+
+def cost_options(request: ParamsRequest) -> CostOptions:
+    """The cost options of a whole model, or of one FFN on a GPU: with --gpu, --seq-len sizes the pass."""
+    return CostOptions(
+        request.weights, request.quantize, request.gpu, request.batch, request.tokens, request.phase,
+        request.seq_len if request.gpu is not None else None, request.tp, request.ep, request.backward, request.plot,
+        not request.no_mtp,
+    )  # fmt: skip
 
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:

@@ -1,0 +1,19 @@
+"""What a service answers: the result itself, its view (what the command prints) and its data
+(what `--json` prints), made only when asked: the CLI shows one of them, the API either."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import RenderableType
+
+__all__ = ["Answer"]
+
+
+@dataclass(frozen=True, eq=False)
+class Answer:
+    value: Any
+    view: Callable[[], RenderableType]
+    data: Callable[[], Any]  # a dict, or a list (the presets)

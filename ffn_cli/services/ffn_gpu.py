@@ -1,0 +1,42 @@
+"""`ffn params --variant V -d D --gpu NAME`: one FFN's forward on a GPU of the table or on the
+measured profile `this`, without a model around it: the roofline and, on `this`, the forecast."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ffn_cli.errors import FFNError
+from ffn_cli.i18n import _
+from ffn_cli.render import json_data
+from ffn_cli.requests.gpu import resolve_gpu
+from ffn_cli.services.answer import Answer
+from ffn_cli.services.costs import cost_options, pass_cases
+
+if TYPE_CHECKING:
+    from ffn_cli.requests.params import ParamsRequest
+
+__all__ = ["ffn_on_gpu"]
+
+
+def ffn_on_gpu(request: ParamsRequest) -> Answer:
+    from ffn_cli.accounting import DTYPE_BYTES
+    from ffn_cli.hardware.dtypes import TABLE_DTYPE
+    from ffn_cli.models.ffn_roofline import ffn_passes
+    from ffn_cli.render.prediction import ffn_roofline_view
+
+    spec, run_dtype = request.specs[0], request.count_dtype
+    gpu = resolve_gpu(str(request.gpu))
+    column = TABLE_DTYPE.get(run_dtype, run_dtype)
+    if gpu.tflops_for(column) is None:
+        why = _("{name} has no dense {column} rate in the table: choose another --dtype or GPU")
+        raise FFNError("gpu", request.gpu, why.format(name=gpu.name, column=column))
+    passes = ffn_passes(spec, pass_cases(cost_options(request), DTYPE_BYTES[run_dtype]), gpu.key, run_dtype)
+
+    def data() -> dict:
+        from ffn_cli.attention import AttentionSpec
+        from ffn_cli.models.layer import ffn_report
+
+        report = ffn_report(spec, AttentionSpec(spec.d_model), run_dtype)
+        return json_data.ffn_gpu_data(report, passes, gpu, column)
+
+    return Answer(passes, lambda: ffn_roofline_view(passes, gpu, column), data)

@@ -1,0 +1,188 @@
+"""`ffn params` and `ffn_cli.params(...)`: a checked ParamsRequest answered, by the answer its
+checks chose (request.kind). Pure Python: it never imports torch."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, _, shown
+from ffn_cli.render import json_data
+from ffn_cli.requests.params import EXPLAINS_ONE, ParamsRequest
+from ffn_cli.requests.rules import Unused, check_rules
+from ffn_cli.services.answer import Answer
+from ffn_cli.services.costs import cost_options
+
+if TYPE_CHECKING:
+    from ffn_cli.models.explain import BlockExplain
+    from ffn_cli.models.source import LoadedModel
+    from ffn_cli.models.unknown import UnknownModelType
+
+__all__ = ["params"]
+
+# What a whole model's costs are asked by: refused where there is no one model ffn reads.
+COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "tp", "ep")
+_READS_ITSELF = N_("needs a model ffn reads itself")
+
+
+def params(request: ParamsRequest) -> Answer:
+    """The answer `ffn params` prints for `request` (its `--json` as the data)."""
+    from ffn_cli.services.ffn_gpu import ffn_on_gpu
+
+    answers = {"presets": _presets, "models": _models, "ffn_gpu": ffn_on_gpu, "ranks": _ranks, "ffn": _ffn, "comparison": _comparison}
+    return answers[request.kind](request)
+
+
+def _views(*parts: RenderableType | None) -> Group:
+    """The tables one under another, a blank line between (what the command prints)."""
+    shown_parts = [p for p in parts if p is not None]
+    return Group(*[piece for i, p in enumerate(shown_parts) for piece in ([Text(""), p] if i else [p])])
+
+
+def _explain_view(block: BlockExplain | None) -> RenderableType | None:
+    if block is None:
+        return None
+    from ffn_cli.render.params.explain import explain_view
+
+    return explain_view(block)
+
+
+def _ffn(request: ParamsRequest) -> Answer:
+    """One FFN's report, with its FLOPs over --seq-len and --explain's block."""
+    from ffn_cli.models.explain import explain_ffn
+    from ffn_cli.models.layer import ffn_report
+    from ffn_cli.models.seq_flops import flops_over_length, single_layer
+    from ffn_cli.render.params.report import ffn_report_view
+    from ffn_cli.render.seq_flops import seq_flops_view
+
+    spec = request.specs[0]
+    report = ffn_report(spec, request.attention, request.count_dtype)
+    stack = single_layer(spec, request.attention)
+    rows = flops_over_length(stack, request.seq_lens)
+    block = explain_ffn(report) if request.explain else None
+
+    def view() -> Group:
+        return _views(ffn_report_view(report), seq_flops_view(stack, rows, _("one layer")) if rows else None, _explain_view(block))
+
+    return Answer(report, view, lambda: json_data.ffn_params_data(report, stack, rows, block))
+
+
+def _comparison(request: ParamsRequest) -> Answer:
+    """Variants side by side (--match-params: sized to the first's parameters)."""
+    from ffn_cli.models.layer import compare_variants
+    from ffn_cli.models.matching import match_misses
+    from ffn_cli.render.params.comparison import comparison_table
+
+    multiple_of = request.ffn.multiple_of if request.ffn is not None else request.specs[0].multiple_of
+    specs = list(request.specs)
+    comparison = compare_variants(specs, request.attention, request.count_dtype, match_params=request.match_params, multiple_of=multiple_of)
+    warnings = [miss.message(multiple_of) for miss in match_misses(comparison, multiple_of)]
+
+    def view() -> Group:
+        lines = [Text(_("warning: {message}").format(message=shown(w)), style="yellow") for w in warnings]
+        return Group(comparison_table(comparison), *lines)
+
+    return Answer(comparison, view, lambda: json_data.comparison_params_data(comparison, warnings))
+
+
+def _ranks(request: ParamsRequest) -> Answer:
+    """What each of the tp or ep ranks holds, from the spec alone (no processes, no torch)."""
+    from ffn_cli.parallel.accounting import check_parallel, per_rank_params
+    from ffn_cli.render.parallel import render_rank_params
+
+    tp, ep = request.tp, request.ep
+    if len(request.specs) != 1:
+        raise FFNError("tp" if tp != 1 else "ep", tp if tp != 1 else ep, _("splits one FFN: give a single --variant"))
+    spec = request.specs[0]
+    check_parallel(spec, tp=tp, ep=ep)
+    ranks = per_rank_params(spec, tp=tp, ep=ep, dtype=request.count_dtype)
+    return Answer(ranks, lambda: render_rank_params(spec, ranks), lambda: json_data.rank_params_data(spec, ranks))
+
+
+def _presets(request: ParamsRequest) -> Answer:
+    from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
+    from ffn_cli.render.params.presets import presets_data, presets_table
+
+    models = []
+    for name in preset_names():
+        config = load_preset(name)
+        models.append((name, count_model(model_spec_from_config(config, name=name)), str(config.get("_name_or_path", ""))))
+    return Answer(models, lambda: presets_table(models), lambda: presets_data(models))
+
+
+def _models(request: ParamsRequest) -> Answer:
+    """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
+    model_type no reader knows is counted by building it with transformers."""
+    from ffn_cli.models.source import load_models
+    from ffn_cli.models.unknown import UnknownModelType
+
+    try:
+        models = load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+    except UnknownModelType as unknown:
+        return _built(request, unknown)
+    if len(models) > 1:
+        check_rules([Unused(COSTS, N_("is asked of one model: name one")), Unused("explain", EXPLAINS_ONE)], request.given)
+        return _compared(models, request.count_dtype, request.seq_lens)
+    return _one_model(models[0], request)
+
+
+def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
+    """No reader knows the model_type: count it by building it with transformers on meta (or
+    read the counts of an earlier build of the same config from the cache)."""
+    from ffn_cli.models.built_cache import count_cached
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.render.built import built_data, built_view
+
+    named = [item for text in (request.preset, request.config, request.model) if text for item in text.split(",") if item.strip()]
+    if len(named) > 1:  # counted by building it: alone, not in a comparison
+        option = "config" if request.config is not None and unknown.source in request.config else "model"
+        why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison")
+        raise FFNError(option, unknown.source, why.format(value=unknown.value)) from None
+    lengths = {"seq_len": ",".join(map(str, request.seq_lens))} if request.seq_lens else {}
+    check_rules([Unused("seq_len", N_("FLOPs over length need a model ffn reads itself"))], lengths)
+    check_rules([Unused(COSTS, _READS_ITSELF), Unused("explain", _READS_ITSELF)], request.given)
+    if not isinstance(unknown.config.get("model_type"), str):
+        raise unknown
+    dtype = request.count_dtype
+    built = count_cached(
+        unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
+    )
+    return Answer(built, lambda: built_view(built, dtype), lambda: built_data(built, dtype))
+
+
+def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> Answer:
+    from ffn_cli.models import count_model
+    from ffn_cli.models.seq_flops import flops_over_length, model_stack
+    from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
+
+    compared = []
+    for m in models:
+        stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)
+        compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
+    return Answer(compared, lambda: model_comparison_view(compared, dtype), lambda: model_comparison_data(compared, dtype))
+
+
+def _one_model(loaded: LoadedModel, request: ParamsRequest) -> Answer:
+    """A whole model: its counts, FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
+    from ffn_cli.models import count_model
+    from ffn_cli.models.explain import explain_model
+    from ffn_cli.models.seq_flops import flops_over_length, model_stack
+    from ffn_cli.render.params.model import model_view
+    from ffn_cli.render.seq_flops import seq_flops_view
+    from ffn_cli.services.costs import model_costs
+
+    dtype = request.count_dtype
+    stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
+    counted = count_model(loaded.spec)
+    rows = flops_over_length(stack, request.seq_lens)
+    tables, cost_data = model_costs(loaded, dtype, cost_options(request))
+    block = explain_model(counted) if request.explain else None
+
+    def view() -> Group:
+        over = seq_flops_view(stack, rows, _("{n} layers").format(n=counted.spec.n_layers)) if rows else None
+        return _views(model_view(counted, dtype), over, *tables, _explain_view(block))
+
+    return Answer(counted, view, lambda: json_data.model_params_data(counted, dtype, stack, rows, cost_data, block))
