@@ -118,6 +118,8 @@ def test_params_leaves_out_the_mtp_layer_as_the_cli_does() -> None:
     assert api == _cli_json("params", "--preset", "deepseek-v3", "--no-mtp", "--gpu", "h200", "--tp", "8", "--ep", "8")
 
 
-def test_params_refuses_costs_of_one_ffn() -> None:
-    with pytest.raises(ffn_cli.FFNError, match="gpu"):
-        ffn_cli.params(ffn_cli.FFNSpec("relu", 512), gpu="h100")
+def test_params_of_one_ffn_answers_its_gpu_and_refuses_a_models_costs() -> None:
+    # One FFN on a GPU is its forward's roofline, as `ffn params -v relu --gpu h100` prints it.
+    assert ffn_cli.params(ffn_cli.FFNSpec("relu", 512), gpu="h100").to_dict() == _cli_json("params", "-v", "relu", "--gpu", "h100")
+    with pytest.raises(ffn_cli.FFNError, match="weights"):
+        ffn_cli.params(ffn_cli.FFNSpec("relu", 512), gpu="h100", weights="fp8")
