@@ -6,6 +6,7 @@
     r = ffn_cli.trace(my_module)          # any nn.Module, an FFNSpec, a preset, "FILE.py:NAME(args)"
     rich.print(r); r.to_dict()            # the table ffn trace prints; its --json
     ffn_cli.params("llama-2-7b")          # no torch
+    ffn_cli.bench(ffn_cli.FFNSpec("swiglu", 512), seq_len=[128, 512])  # the ffn bench timings
     ffn_cli.set_language("zh")            # 中文 (default: FFN_LANG, else the locale)
 """
 
@@ -28,6 +29,7 @@ __all__ = [
     "FFNSpec",
     "Result",
     "__version__",
+    "bench",
     "build_ffn",
     "params",
     "set_language",
@@ -54,7 +56,7 @@ def __getattr__(name: str) -> Any:
         import ffn_cli.trace
 
         return ffn_cli.trace
-    if name in ("params", "Result"):
+    if name in ("params", "bench", "Result"):
         from ffn_cli import api
 
         return getattr(api, name)

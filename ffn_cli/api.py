@@ -1,5 +1,5 @@
-"""The Python API: `ffn_cli.trace(...)` and `ffn_cli.params(...)`, the same core functions the
-commands call, returning results that print with rich, show in Jupyter, and give `to_dict()`
+"""The Python API: `ffn_cli.trace(...)`, `ffn_cli.params(...)` and `ffn_cli.bench(...)`, the same
+core functions the commands call, returning results that print with rich, show in Jupyter, and give `to_dict()`
 equal to the command's `--json`. Kept small: what `__all__` names is the stable surface."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from torch import Tensor, nn
 
-__all__ = ["Result", "params", "trace"]
+__all__ = ["Result", "bench", "params", "trace"]
 
 NOTEBOOK_WIDTH = 100  # columns a notebook cell renders the tables at
 
@@ -247,6 +247,62 @@ def params(
     else:
         raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
     answer = answer_params(request)
+    return Result(answer.value, answer.view, answer.data)
+
+
+def bench(
+    spec_or_model: FFNSpec | str,
+    *,
+    batch: int = 8,
+    seq_len: int | list[int] = 512,
+    dtype: str | list[str] | Any = "float32",
+    device: str | Any = "cpu",
+    backward: bool = False,
+    impl: str | list[str] | None = None,
+    checkpoint: bool = False,
+    cache: str = "cold",
+    calibrate: bool = False,
+    warmup_ms: float = 300.0,
+    repeats: int | None = None,
+    min_time: float | None = None,
+    threads: int | None = None,
+    seed: int = 0,
+    max_cases: int = 1_000,
+    tp: int = 1,
+    ep: int = 1,
+    layer: int | None = None,
+    gpu: str | None = None,
+    plot: str | None = None,
+) -> Result:
+    """Time an FFN's forward (or forward + backward) as `ffn bench` does: median ms, TFLOP/s,
+    % of peak, memory. `spec_or_model`: an FFNSpec (`fused_gate_up=True` times the fused
+    implementation, as `--fused` does), or a preset name / config.json path (its layer `layer`'s
+    FFN at the model's sizes). `seq_len`, `dtype` and `impl` take one value or a list to sweep;
+    `device` and `dtype` take names or a `torch.device` / `torch.dtype`; `tp` / `ep` time one
+    sharded forward. `plot`: also draw the results to that file, as `--plot` does.
+    `to_dict()` is the command's `--json` for the same options."""
+    from ffn_cli.requests.bench import BenchRequest
+    from ffn_cli.requests.ffn import OneSpec
+    from ffn_cli.services.bench import bench as answer_bench
+
+    dtypes = [_torch_name("dtype", d) for d in dtype] if isinstance(dtype, (list, tuple)) else [_torch_name("dtype", dtype)]
+    options: dict[str, Any] = {
+        "batch": batch, "seq_len": _comma_list(seq_len), "dtype": ",".join(str(d) for d in dtypes), "device": _torch_name("device", device),
+        "backward": backward, "impl": impl if impl is None or isinstance(impl, str) else ",".join(impl), "checkpoint": checkpoint,
+        "cache": cache, "calibrate": calibrate, "warmup_ms": warmup_ms, "repeats": repeats, "min_time": min_time,
+        "threads": threads, "seed": seed, "max_cases": max_cases, "tp": tp, "ep": ep, "layer": layer, "gpu": gpu, "plot": plot,
+    }  # fmt: skip
+    if isinstance(spec_or_model, FFNSpec):
+        request = BenchRequest(ffn=OneSpec(spec_or_model), **options)
+    elif isinstance(spec_or_model, str):
+        request = BenchRequest(**_model_name(spec_or_model), **options)
+    else:
+        raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
+    answer = answer_bench(request)
+    if plot is not None:
+        from ffn_cli.render.bench import write_plot
+
+        write_plot(answer.value, plot)
     return Result(answer.value, answer.view, answer.data)
 
 

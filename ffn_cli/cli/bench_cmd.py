@@ -7,22 +7,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, refuse_unused, require_cache_dirs, require_temp_dir
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors
 from ffn_cli.cli.complete import complete_devices, complete_impls
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.hardware_options import GPUOpt
-from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt, model_layer
+from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.numbers import parse_float, parse_int
-from ffn_cli.cli.option_groups import with_option_groups
-from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name, parse_int_list, parse_list
-from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.i18n import _
+from ffn_cli.cli.option_groups import typed_options, with_option_groups
+from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
 from ffn_cli.render.literal import visible
-from ffn_cli.requests.gpu import resolve_gpu
-from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
-    from ffn_cli.bench import BenchReport, ProgressFn
+    from ffn_cli.bench import ProgressFn
+    from ffn_cli.services.answer import Answer
 
 _TIMING = "Timing"
 _IMPL = "Implementation"
@@ -146,135 +143,28 @@ def bench(
 
     With --preset, --config or --model it times one layer's FFN of that model at its real sizes.
     """
-    require_temp_dir()  # before torch is imported
-    from ffn_cli.bench import BenchConfig, impl_for, parse_impls, run_bench
-    from ffn_cli.render.bench import bench_json, bench_view, check_plot_target, write_plot
+    # Every option but the FFN group and --json, by its name: the request's fields are named so.
+    options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
+    from ffn_cli.requests.bench import BenchRequest
+    from ffn_cli.services.bench import bench as answer_bench
 
-    if min_time is not None and not 0 < min_time <= 3600:
-        raise FFNError("min_time", min_time, _("seconds in (0, 3600]"))
-    if repeats is not None and min_time is not None:
-        raise FFNError("repeats", repeats, _("give --repeats or --min-time, not both"))
-    compile = compile or compile_mode != "default"  # naming a mode asks for compilation
-    if impl is not None and (ffn.fused or compile):
-        raise FFNError("impl", impl, _("--impl replaces --fused, --compile and --compile-mode; give one or the other"))
-    if plot is not None:
-        check_plot_target(plot)
-    impls = parse_impls(impl) if impl is not None else [impl_for(fused=ffn.fused, compile_mode=compile_mode if compile else None)]
-    if any(i.compile_mode for i in impls):
-        require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), _("torch.compile writes its kernels there"))
-    from ffn_cli.models.unknown import UnknownModelType
-
-    try:
-        choice = model_layer(ctx, preset=preset, config=config, model=model, revision=revision, layer=layer, not_spec=("fused",))
-    except UnknownModelType as unknown:
-        raise FFNRuntimeError(
-            _(
-                "model_type {value!r}: ffn bench times the FFNs it builds from the families it reads; ffn "
-                "trace --config traces this model's own FFN module, ffn params --config counts it"
-            ).format(value=unknown.value)
-        ) from None
-    if choice is not None:
-        specs, dtype = [choice.ffn], choice.dtype
-    else:
-        specs = ffn.specs(fused_gate_up=False)  # --fused picks the fused implementation instead
-    if tp != 1 or ep != 1:
-        unused = {
-            "backward": backward,
-            "checkpoint": checkpoint,
-            "impl": impl,
-            "fused": ffn.fused,
-            "compile": compile,
-            "cache": cache if cache != "cold" else None,
-            "calibrate": calibrate,
-            "min_time": min_time,
-            "threads": threads,
-            "plot": plot,
-        }
-        refuse_unused(unused, _("--tp / --ep time the eager sharded forward alone (--repeats, --warmup-ms); drop it"))
-        _bench_parallel(specs, tp, ep, batch, seq_len, dtype, device, seed, warmup_ms, repeats, json)
+    request = BenchRequest(ffn=ffn, **options, typed=typed_options(list(options)))
+    answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress))
+    if not answer.shown:
         return
-    config = BenchConfig(
-        device=device,
-        backward=backward,
-        checkpoint=checkpoint,
-        cache=cache,
-        warmup_ms=warmup_ms,
-        repeats=repeats,
-        min_time_ms=1e3 * (0.5 if min_time is None else min_time),
-        threads=threads,
-        calibrate=calibrate,
-        seed=seed,
-        gpu=None if gpu is None else resolve_gpu(gpu).key,
-    )
-    report = _run_with_progress(
-        lambda on_progress: run_bench(
-            specs=specs,
-            dtypes=parse_list("dtype", dtype),
-            batch=batch,
-            seq_lens=parse_int_list("seq_len", seq_len),
-            impls=impls,
-            config=config,
-            on_progress=on_progress,
-            max_cases=max_cases,
-        )
-    )
     # The results first: a plot that fails to write must not take the table with it.
     if json:
-        emit_json(bench_json(report) | ({"model": choice.data()} if choice is not None else {}))
+        emit_json(answer.data())
         return
-    if choice is not None:
-        from ffn_cli.render.model_layer import model_layer_view
+    console.print(answer.view())
+    if plot is not None and request.kind == "sweep":
+        from ffn_cli.render.bench import write_plot
 
-        console.print(model_layer_view(choice))
-    console.print(bench_view(report))
-    if plot is not None:
-        write_plot(report, plot)
-        if not json:
-            console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
+        write_plot(answer.value, plot)
+        console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
 
 
-def _bench_parallel(
-    specs: list[FFNSpec],
-    tp: int,
-    ep: int,
-    batch: int,
-    seq_len: str,
-    dtype: str,
-    device: str,
-    seed: int,
-    warmup_ms: float,
-    repeats: int | None,
-    json: bool,
-) -> None:
-    """Time one sharded forward across tp or ep ranks (spawned, or joined under torchrun)."""
-    from ffn_cli.parallel import check_parallel, is_primary_process, time_parallel_forward
-    from ffn_cli.render.parallel import parallel_timing_json, render_parallel_timing
-
-    seq_lens, dtypes = parse_int_list("seq_len", seq_len), parse_list("dtype", dtype)
-    if len(specs) != 1 or len(seq_lens) != 1 or len(dtypes) != 1:
-        raise FFNError("tp" if tp != 1 else "ep", max(tp, ep), _("times one case: give one variant, d_model, seq_len and dtype"))
-    check_parallel(specs[0], tp=tp, ep=ep)
-    timing = time_parallel_forward(
-        specs[0],
-        max(tp, ep),
-        mode="tp" if tp > 1 else "ep",
-        batch=batch,
-        seq_len=seq_lens[0],
-        dtype=dtypes[0],
-        device=device,
-        seed=seed,
-        warmup_ms=warmup_ms,
-        repeats=20 if repeats is None else repeats,
-    )
-    if not is_primary_process():
-        return
-    if json:
-        emit_json(parallel_timing_json(timing))
-    else:
-        console.print(render_parallel_timing(timing))
-
-
-def _run_with_progress(work: Callable[[ProgressFn | None], BenchReport]) -> BenchReport:
+def _run_with_progress(work: Callable[[ProgressFn | None], Answer]) -> Answer:
     """A transient progress line on stderr. auto_refresh is off, so no refresh thread exists:
     it redraws only when the core reports a step, and the core never reports while timing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

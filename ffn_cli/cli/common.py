@@ -7,7 +7,6 @@ import errno
 import functools
 import importlib
 import math
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,6 +18,7 @@ from ffn_cli.cli.columns import drop_unusable_columns
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
+from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
 __all__ = [
     "FIELD_OPTIONS",
@@ -125,37 +125,6 @@ def handles_errors(command: F) -> F:
             raise fail(message, RUNTIME_EXIT) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-def require_temp_dir() -> None:
-    """torch writes caches and multiprocessing its sockets under the temp folder; with none
-    writable (/tmp read-only, TMPDIR unset) they fail deep inside an import. Say so first."""
-    import tempfile
-
-    try:
-        tempfile.gettempdir()
-    except OSError:
-        raise FFNRuntimeError(
-            _("no writable temporary folder (/tmp, /var/tmp or this folder); set TMPDIR to one, torch needs it")
-        ) from None
-
-
-def require_cache_dirs(names: tuple[str, ...], why: str) -> None:
-    """Each variable of `names` that is set must name a folder, or one that can be made there: a
-    file (/dev/null) fails deep inside torch with a bare FileExistsError."""
-    from pathlib import Path
-
-    for name in names:
-        value = os.environ.get(name)
-        if not value:
-            continue
-        path = Path(value).expanduser()
-        existing = next((p for p in [path, *path.parents] if p.exists()), None)
-        if existing is not None and not existing.is_dir():
-            where = _("is not a folder") if existing == path else _("is under {existing}, which is not a folder").format(existing=existing)
-            raise FFNRuntimeError(
-                _("{name}={value!r} {where}; {why}: point it at a folder or unset it").format(name=name, value=value, where=where, why=why)
-            )
 
 
 # Fields whose option has another name; every other field `a_b` is the option `--a-b`, but an

@@ -17,3 +17,5 @@ class Answer:
     value: Any
     view: Callable[[], RenderableType]
     data: Callable[[], Any]  # a dict, or a list (the presets)
+    # False on a rank that is not the first under torchrun: the first one prints for all.
+    shown: bool = True

@@ -1,0 +1,131 @@
+"""`ffn bench` and `ffn_cli.bench(...)`: a checked BenchRequest timed, a sweep of cases or one
+sharded forward under --tp / --ep. Imports torch (after checking the folders it writes to)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
+from ffn_cli.render import json_data
+from ffn_cli.requests.gpu import resolve_gpu
+from ffn_cli.requests.lists import parse_int_list, parse_list
+from ffn_cli.services.answer import Answer
+from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
+
+if TYPE_CHECKING:
+    from ffn_cli.bench import ProgressFn
+    from ffn_cli.models.layer_select import LayerChoice
+    from ffn_cli.requests.bench import BenchRequest
+    from ffn_cli.spec import FFNSpec
+
+__all__ = ["bench"]
+
+
+def bench(request: BenchRequest, on_progress: ProgressFn | None = None) -> Answer:
+    """The timings `ffn bench` prints for `request` (its `--json` as the data); `on_progress`
+    hears of each step of a sweep (never while timing)."""
+    require_temp_dir()  # before torch is imported
+    from ffn_cli.bench import impl_for, parse_impls
+
+    if request.impl is not None:
+        impls = parse_impls(request.impl)
+    else:
+        impls = [impl_for(fused=request.fused, compile_mode=request.compile_mode if request.compile_asked else None)]
+    if any(i.compile_mode for i in impls):
+        require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), _("torch.compile writes its kernels there"))
+    choice = _model_layer(request)
+    specs, dtype = ([choice.ffn], choice.dtype) if choice is not None else (list(request.specs), request.dtype)
+    if request.kind == "parallel":
+        return _parallel(request, specs, dtype)
+    return _sweep(request, specs, dtype, impls, choice, on_progress)
+
+
+def _model_layer(request: BenchRequest) -> LayerChoice | None:
+    """The layer of the model named (--preset / --config / --model), with the options given
+    over its values; None when none is named."""
+    if not request.names_model:
+        return None
+    from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
+    from ffn_cli.models.source import load_model
+    from ffn_cli.models.unknown import UnknownModelType
+
+    try:
+        loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        return select_layer(loaded, request.layer, request.layer_options(), default_dtype="float32")
+    except UnknownModelType as unknown:
+        raise FFNRuntimeError(
+            _(
+                "model_type {value!r}: ffn bench times the FFNs it builds from the families it reads; ffn "
+                "trace --config traces this model's own FFN module, ffn params --config counts it"
+            ).format(value=unknown.value)
+        ) from None
+
+
+def _sweep(
+    request: BenchRequest, specs: list[FFNSpec], dtype: str, impls: list, choice: LayerChoice | None, on_progress: ProgressFn | None
+) -> Answer:
+    from ffn_cli.bench import BenchConfig, run_bench
+    from ffn_cli.render.bench import bench_view
+
+    config = BenchConfig(
+        device=request.device,
+        backward=request.backward,
+        checkpoint=request.checkpoint,
+        cache=request.cache,
+        warmup_ms=request.warmup_ms,
+        repeats=request.repeats,
+        min_time_ms=request.min_time_ms,
+        threads=request.threads,
+        calibrate=request.calibrate,
+        seed=request.seed,
+        gpu=None if request.gpu is None else resolve_gpu(request.gpu).key,
+    )
+    report = run_bench(
+        specs=specs,
+        dtypes=parse_list("dtype", dtype),
+        batch=request.batch,
+        seq_lens=parse_int_list("seq_len", request.seq_len),
+        impls=impls,
+        config=config,
+        on_progress=on_progress,
+        max_cases=request.max_cases,
+    )
+    model = choice.data() if choice is not None else None
+
+    def view() -> Group:
+        if choice is None:
+            return Group(bench_view(report))
+        from ffn_cli.render.model_layer import model_layer_view
+
+        return Group(model_layer_view(choice), bench_view(report))
+
+    return Answer(report, view, lambda: json_data.bench_data(report, model))
+
+
+def _parallel(request: BenchRequest, specs: list[FFNSpec], dtype: str) -> Answer:
+    """One sharded forward across tp or ep ranks (spawned, or joined under torchrun)."""
+    from ffn_cli.parallel import check_parallel, is_primary_process, time_parallel_forward
+    from ffn_cli.render.parallel import render_parallel_timing
+
+    tp, ep = request.tp, request.ep
+    seq_lens, dtypes = parse_int_list("seq_len", request.seq_len), parse_list("dtype", dtype)
+    if len(specs) != 1 or len(seq_lens) != 1 or len(dtypes) != 1:
+        raise FFNError("tp" if tp != 1 else "ep", max(tp, ep), _("times one case: give one variant, d_model, seq_len and dtype"))
+    check_parallel(specs[0], tp=tp, ep=ep)
+    timing = time_parallel_forward(
+        specs[0],
+        max(tp, ep),
+        mode="tp" if tp > 1 else "ep",
+        batch=request.batch,
+        seq_len=seq_lens[0],
+        dtype=dtypes[0],
+        device=request.device,
+        seed=request.seed,
+        warmup_ms=request.warmup_ms,
+        repeats=20 if request.repeats is None else request.repeats,
+    )
+    view = lambda: render_parallel_timing(timing)  # noqa: E731
+    return Answer(timing, view, lambda: json_data.parallel_bench_data(timing), shown=is_primary_process())
