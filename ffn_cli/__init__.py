@@ -56,7 +56,11 @@ def __getattr__(name: str) -> Any:
         import ffn_cli.trace
 
         return ffn_cli.trace
-    if name in ("params", "bench", "Result"):
+    if name == "bench":  # the bench package, callable the same way: ffn_cli.bench(spec_or_model, …)
+        import ffn_cli.bench
+
+        return ffn_cli.bench
+    if name in ("params", "Result"):
         from ffn_cli import api
 
         return getattr(api, name)
