@@ -1,5 +1,6 @@
-"""requests/: the GPU named and the comma lists, read in one place for every command and the
-API, with one-line errors (exit 2 through the CLI)."""
+"""requests/: the GPU named, the comma lists and each command's request with the rules it is
+checked by, read in one place for every command and the API, with one-line errors (exit 2
+through the CLI)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ import ffn_cli
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware import GPUS
+from ffn_cli.requests.bench import BenchRequest
+from ffn_cli.requests.ffn import OneSpec
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import parse_int_list, parse_list
+from ffn_cli.requests.params import ParamsRequest
+from ffn_cli.requests.rules import Conflicts, Needs, Unused, check_rules, given_options
+from ffn_cli.spec import FFNSpec
 
 
 @pytest.mark.parametrize("gpu", GPUS, ids=lambda g: g.key)
@@ -75,3 +81,71 @@ def test_a_bad_list_through_the_cli_is_one_line_and_exit_2():
     result = CliRunner().invoke(app, ["params", "-d", "64,,128"])
     assert result.exit_code == 2
     assert result.output.strip() == "error: --d-model 64,,128: an empty item in the comma list: remove the extra comma"
+
+
+# --- the rules a request is checked by (requests/rules.py) ---------------------------------
+
+
+def test_an_option_is_given_when_typed_or_off_its_default():
+    values = {"tp": 1, "phase": "prefill", "gpu": "h100", "batch": None}
+    defaults = {"tp": 1, "phase": "prefill", "gpu": None, "batch": None}
+    assert given_options(values, defaults) == {"gpu": "h100"}
+    # Typed at its default (`--phase prefill`) it is given too: the user asked for it.
+    assert given_options(values, defaults, typed={"phase"}) == {"phase": "prefill", "gpu": "h100"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "given", "refused"),
+    [
+        (Conflicts(("a", "b"), "c", "x"), {"b": 2, "a": 1, "c": 3}, "a"),  # the first of a, in the rule's order
+        (Conflicts("a", ("c", "d"), "x"), {"a": 1}, None),
+        (Needs(("a", "b"), ("c", "d"), "x"), {"b": 2}, "b"),
+        (Needs("a", ("c", "d"), "x"), {"a": 1, "d": 4}, None),
+        (Unused(("a", "b"), "x"), {"b": 0}, "b"),
+        (Unused("a", "x", allowed=(("a", 0.0),)), {"a": 0.0}, None),  # a value that changes nothing
+        (Unused("a", "x", allowed=(("a", 0.0),)), {"a": 0.5}, "a"),
+    ],
+)
+def test_each_rule_refuses_the_first_option_it_names(rule, given, refused):
+    if refused is None:
+        check_rules([rule], given)
+        return
+    with pytest.raises(FFNError) as raised:
+        check_rules([rule], given)
+    assert (raised.value.option, raised.value.value, raised.value.allowed) == (refused, given[refused], "x")
+
+
+@pytest.mark.parametrize(
+    ("options", "kind"),
+    [
+        ({"list_presets": True}, "presets"),
+        ({"preset": "gpt2"}, "models"),
+        ({"ffn": OneSpec(FFNSpec("relu", 64)), "gpu": "h100"}, "ffn_gpu"),
+        ({"ffn": OneSpec(FFNSpec("moe", 64)), "ep": 2}, "ranks"),
+        ({"ffn": OneSpec(FFNSpec("relu", 64))}, "ffn"),
+        ({"ffn": OneSpec(FFNSpec("relu", 64)), "match_params": True}, None),  # needs two variants
+    ],
+)
+def test_a_params_request_knows_its_answer(options, kind):
+    if kind is None:
+        with pytest.raises(FFNError, match="two or more variants"):
+            ParamsRequest(**options)
+        return
+    assert ParamsRequest(**options).kind == kind
+
+
+def test_a_params_request_counts_a_model_in_bfloat16_and_an_ffn_in_float32():
+    assert ParamsRequest(preset="gpt2").count_dtype == "bfloat16"
+    assert ParamsRequest(ffn=OneSpec(FFNSpec("relu", 64))).count_dtype == "float32"
+    with pytest.raises(FFNError, match="dtype"):
+        ParamsRequest(ffn=OneSpec(FFNSpec("relu", 64)), dtype="float13")
+
+
+def test_a_bench_request_is_checked_before_torch_is_needed():
+    request = BenchRequest(ffn=OneSpec(FFNSpec("swiglu", 64, fused_gate_up=True)), min_time=0.2)
+    assert (request.kind, request.fused, request.min_time_ms, request.specs[0].fused_gate_up) == ("sweep", True, 200.0, False)
+    assert BenchRequest(ffn=OneSpec(FFNSpec("relu", 64)), tp=2).kind == "parallel"
+    with pytest.raises(FFNError, match=r"\(0, 3600\]"):
+        BenchRequest(ffn=OneSpec(FFNSpec("relu", 64)), min_time=3601)
+    with pytest.raises(FFNError, match="not both"):
+        BenchRequest(ffn=OneSpec(FFNSpec("relu", 64)), repeats=3, min_time=1)
