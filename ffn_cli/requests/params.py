@@ -33,8 +33,26 @@ _MODEL_RULES: tuple[Rule, ...] = (
     Conflicts(EVERY_FFN_OPTION, MODEL, _READS_EVERY_SIZE),
     Conflicts(ATTENTION, MODEL, _READS_EVERY_SIZE),
 )
+_ONE_PASS_SIZE = Conflicts("tokens", "batch", N_("is the pass's size itself: give --tokens or --batch, not both"))
+# What a model costs: the pass is the roofline's, on --gpu.
+_COST_RULES: tuple[Rule, ...] = (
+    Needs(("batch", "tokens"), "gpu", N_("sizes the roofline's pass: add --gpu NAME")),
+    Needs("backward", "gpu", N_("adds the backward to the roofline: add --gpu NAME")),
+    Needs("plot", "gpu", N_("draws the roofline's batch sweep: add --gpu NAME")),
+    Needs("phase", "gpu", N_("chooses the roofline's pass: add --gpu NAME")),
+    # The backward and the plot are of one GPU's whole pass: not split over --tp / --ep.
+    Conflicts(
+        ("backward", "plot"),
+        ("tp", "ep"),
+        N_("counts one GPU running the whole pass; per GPU under --tp / --ep it is not counted: drop --tp / --ep"),
+    ),
+    _ONE_PASS_SIZE,
+)
 # One FFN on a GPU: its roofline, no model's storage or layout.
-_FFN_GPU_RULES: tuple[Rule, ...] = (Needs(("weights", "quantize", "backward", "plot", "no_mtp", "tp", "ep"), MODEL, _WHOLE_MODEL),)
+_FFN_GPU_RULES: tuple[Rule, ...] = (
+    Needs(("weights", "quantize", "backward", "plot", "no_mtp", "tp", "ep"), MODEL, _WHOLE_MODEL),
+    _ONE_PASS_SIZE,
+)
 # One FFN, or several side by side: its counts.
 _FFN_RULES: tuple[Rule, ...] = (
     Needs(("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp"), MODEL, _WHOLE_MODEL),
@@ -112,6 +130,7 @@ class ParamsRequest:
         if self.names_model:
             check_rules(_MODEL_RULES, given)
             self._set("count_dtype", _check_dtype("bfloat16" if self.dtype is None else self.dtype))
+            check_rules(_COST_RULES, given)
             return self._found("models")
         ffn = self._ffn()
         if self.gpu is not None:

@@ -25,6 +25,9 @@ DEFAULT_SEQ_LEN = 4096
 
 @dataclass(frozen=True)
 class CostOptions:
+    """What a model's costs are asked by, read off a checked ParamsRequest (cost_options): what
+    does not go together is refused there, by requests/params.py's rules."""
+
     weights: str | None = None
     quantize: str | None = None
     gpu: str | None = None
@@ -37,23 +40,6 @@ class CostOptions:
     backward: bool = False
     plot: str | None = None
     mtp: bool = True  # count the multi-token-prediction layers the checkpoint ships
-
-    @property
-    def asked(self) -> bool:
-        named = (self.weights, self.quantize, self.gpu, self.batch, self.tokens, self.plot)
-        return any(v is not None for v in named) or self.tp != 1 or self.ep != 1 or self.backward or not self.mtp
-
-    def refuse_without_gpu(self) -> None:
-        if self.gpu is None:
-            for option, value in (("batch", self.batch), ("tokens", self.tokens)):
-                if value is not None:
-                    raise FFNError(option, value, _("sizes the roofline's pass: add --gpu NAME"))
-            if self.backward:
-                raise FFNError("backward", True, _("adds the backward to the roofline: add --gpu NAME"))
-            if self.plot is not None:
-                raise FFNError("plot", self.plot, _("draws the roofline's batch sweep: add --gpu NAME"))
-            if self.phase != "prefill":
-                raise FFNError("phase", self.phase, _("chooses the roofline's pass: add --gpu NAME"))
 
 
 def cost_options(request: ParamsRequest) -> CostOptions:
@@ -97,8 +83,6 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     """The passes --batch / --tokens / --phase / --seq-len ask for."""
     from ffn_cli.models.roofline import PassCase
 
-    if opts.tokens is not None and opts.batch is not None:
-        raise FFNError("tokens", opts.tokens, _("is the pass's size itself: give --tokens or --batch, not both"))
     seq_lens = parse_int_list("seq_len", opts.seq_len) if opts.seq_len is not None else [DEFAULT_SEQ_LEN]
     if len(seq_lens) != 1:
         raise FFNError("seq_len", opts.seq_len, _("with --gpu, one length: the tokens per sequence (prefill) or the context (decode)"))
@@ -114,15 +98,6 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
         ]  # type: ignore[arg-type]
     batches = parse_int_list("batch", opts.batch) if opts.batch is not None else [1]
     return [PassCase(opts.phase, b, seq_len, act_bytes) for b in batches]  # type: ignore[arg-type]
-
-
-def _refuse_split_roofline(opts: CostOptions) -> None:
-    """The backward and the plot are of one GPU's whole pass: not split over --tp / --ep."""
-    split = _("counts one GPU running the whole pass; per GPU under --tp / --ep it is not counted: drop --tp / --ep")
-    if opts.backward:
-        raise FFNError("backward", True, split)
-    if opts.plot is not None:
-        raise FFNError("plot", opts.plot, split)
 
 
 def context_limit(config: Any) -> int | None:
@@ -158,7 +133,6 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     from ffn_cli.models.weights import checkpoint, plan_from_options
     from ffn_cli.render.weights import checkpoint_data, checkpoint_view
 
-    opts.refuse_without_gpu()
     if opts.tp != 1 or opts.ep != 1:
         from ffn_cli.models.parallel_layout import check_model_parallel
 
@@ -210,7 +184,6 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
             from ffn_cli.models.gpu_roofline import gpu_pass
             from ffn_cli.models.parallel_layout import Layout
 
-            _refuse_split_roofline(opts)
             per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
             costs = [g.cost for g in per_gpu]
         backward = None
