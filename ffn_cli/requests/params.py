@@ -5,7 +5,7 @@ option that answer would ignore refused, by the rules declared below."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
@@ -13,6 +13,9 @@ from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.lists import parse_int_list
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec, spec_options
+
+if TYPE_CHECKING:
+    from ffn_cli.attention import AttentionSpec
 
 __all__ = ["ParamsRequest"]
 
@@ -112,7 +115,7 @@ class ParamsRequest:
     # What the checks found, for the service.
     kind: str = field(init=False, default="")  # presets, models, ffn_gpu, ranks, ffn, comparison
     specs: tuple[FFNSpec, ...] = field(init=False, default=())
-    attention: Any = field(init=False, default=None)
+    attention: AttentionSpec | None = field(init=False, default=None)
     seq_lens: tuple[int, ...] = field(init=False, default=())
     count_dtype: str = field(init=False, default="")
     given: dict[str, Any] = field(init=False, default_factory=dict, compare=False, repr=False)  # rules.given_options
@@ -172,7 +175,7 @@ class ParamsRequest:
             raise ValueError("a request for one FFN or a comparison names its FFN: ffn=FFNOptions or OneSpec(spec)")
         return self.ffn
 
-    def _attention(self) -> Any:
+    def _attention(self) -> AttentionSpec:
         """One attention for the whole table, whatever the order of the list: biased when
         every FFN is (the tutorial's block), else not, unless --attn-bias says."""
         from ffn_cli.attention import AttentionSpec
