@@ -5,7 +5,7 @@ the sharded timing would ignore refused, by the rules declared below."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
@@ -13,7 +13,9 @@ from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["BenchRequest"]
+__all__ = ["BenchAnswer", "BenchRequest"]
+
+BenchAnswer = Literal["sweep", "parallel"]  # a sweep of cases, or one sharded forward under --tp / --ep
 
 MODEL = ("preset", "config", "model")  # the options that name a model, whose layer is timed
 DEFAULT_MIN_TIME = 0.5  # seconds of timed calls per case, when neither --repeats nor --min-time says
@@ -76,7 +78,7 @@ class BenchRequest:
     gpu: str | None = None
     typed: frozenset[str] = frozenset()
     # What the checks found, for the service.
-    kind: str = field(init=False, default="")
+    kind: BenchAnswer = field(init=False, default="sweep")
     specs: tuple[FFNSpec, ...] = field(init=False, default=())
     given: dict[str, Any] = field(init=False, default_factory=dict, compare=False, repr=False)  # rules.given_options
 

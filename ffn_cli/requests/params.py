@@ -5,7 +5,7 @@ option that answer would ignore refused, by the rules declared below."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
@@ -17,7 +17,11 @@ from ffn_cli.spec import FFNSpec, spec_options
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
 
-__all__ = ["ParamsRequest"]
+__all__ = ["ParamsAnswer", "ParamsRequest"]
+
+# The answers `ffn params` gives: the presets, whole models, one FFN on a GPU, per-rank counts,
+# one FFN, variants side by side.
+ParamsAnswer = Literal["presets", "models", "ffn_gpu", "ranks", "ffn", "comparison"]
 
 MODEL = ("preset", "config", "model")  # the options that name a whole model
 ATTENTION = ("n_heads", "n_kv_heads", "head_dim", "attn_bias", "match_params")
@@ -113,7 +117,7 @@ class ParamsRequest:
     explain: bool = False
     typed: frozenset[str] = frozenset()
     # What the checks found, for the service.
-    kind: str = field(init=False, default="")  # presets, models, ffn_gpu, ranks, ffn, comparison
+    kind: ParamsAnswer = field(init=False, default="ffn")
     specs: tuple[FFNSpec, ...] = field(init=False, default=())
     attention: AttentionSpec | None = field(init=False, default=None)
     seq_lens: tuple[int, ...] = field(init=False, default=())
@@ -184,7 +188,7 @@ class ParamsRequest:
         d_model = self.specs[0].d_model
         return AttentionSpec(d_model, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, head_dim=self.head_dim, qkv_bias=bias, o_bias=bias)
 
-    def _found(self, kind: str) -> None:
+    def _found(self, kind: ParamsAnswer) -> None:
         self._set("kind", kind)
 
     def _set(self, name: str, value: Any) -> None:
