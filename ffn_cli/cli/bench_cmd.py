@@ -16,6 +16,7 @@ from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
 from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
 from ffn_cli.render.literal import visible
+from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
 
 if TYPE_CHECKING:
     from ffn_cli.bench import ProgressFn
@@ -111,26 +112,26 @@ EXAMPLES = """[bold]Examples[/]
 def bench(
     ctx: typer.Context,
     ffn: FFNOptions,
-    batch: BatchOpt = 8,
-    seq_len: SeqLenListOpt = "512",
-    dtype: DTypeListOpt = "float32",
-    device: BenchDeviceOpt = "cpu",
+    batch: BatchOpt = BenchRequest.batch,
+    seq_len: SeqLenListOpt = BenchRequest.seq_len,
+    dtype: DTypeListOpt = BenchRequest.dtype,
+    device: BenchDeviceOpt = BenchRequest.device,
     backward: BackwardOpt = False,
     compile: CompileOpt = False,
-    compile_mode: CompileModeOpt = "default",
+    compile_mode: CompileModeOpt = BenchRequest.compile_mode,
     impl: ImplOpt = None,
     checkpoint: CheckpointOpt = False,
-    cache: CacheOpt = "cold",
+    cache: CacheOpt = BenchRequest.cache,
     calibrate: CalibrateOpt = False,
-    warmup_ms: WarmupOpt = 300.0,
+    warmup_ms: WarmupOpt = BenchRequest.warmup_ms,
     repeats: RepeatsOpt = None,
     min_time: MinTimeOpt = None,
     threads: ThreadsOpt = None,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = BenchRequest.seed,
     plot: PlotOpt = None,
-    max_cases: MaxCasesOpt = 1_000,  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch
-    tp: TPOpt = 1,
-    ep: EPOpt = 1,
+    max_cases: MaxCasesOpt = BenchRequest.max_cases,
+    tp: TPOpt = BenchRequest.tp,
+    ep: EPOpt = BenchRequest.ep,
     preset: PresetOpt = None,
     config: ConfigOpt = None,
     model: ModelOpt = None,
@@ -145,7 +146,6 @@ def bench(
     """
     # Every option but the FFN group and --json, by its name: the request's fields are named so.
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
-    from ffn_cli.requests.bench import BenchRequest
     from ffn_cli.services.bench import bench as answer_bench
 
     request = BenchRequest(ffn=ffn, **options, typed=typed_options(list(options)))

@@ -24,6 +24,7 @@ from ffn_cli.cli.hardware_options import (
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name
+from ffn_cli.requests.params import ParamsRequest  # each option's default is the request's
 
 EXAMPLES = """[bold]Examples[/]
 
@@ -96,15 +97,15 @@ def params(
     no_cache: NoCacheOpt = False,
     seq_len: SeqLensOpt = None,
     dtype: ParamsDTypeOpt = None,
-    tp: TPOpt = 1,
-    ep: EPOpt = 1,
+    tp: TPOpt = ParamsRequest.tp,
+    ep: EPOpt = ParamsRequest.ep,
     weights: WeightsOpt = None,
     quantize: QuantizeOpt = None,
     no_mtp: NoMTPOpt = False,
     gpu: GPUOpt = None,
     batch: BatchListOpt = None,
     tokens: TokensOpt = None,
-    phase: PhaseOpt = "prefill",
+    phase: PhaseOpt = ParamsRequest.phase,
     backward: RooflineBackwardOpt = False,
     plot: RooflinePlotOpt = None,
     explain: ExplainOpt = False,
@@ -118,7 +119,6 @@ def params(
     """
     # Every option but the FFN group and --json, by its name: the request's fields are named so.
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
-    from ffn_cli.requests.params import ParamsRequest
     from ffn_cli.services.params import params as answer_params
 
     request = ParamsRequest(ffn=ffn, **options, typed=typed_options(list(options)))
