@@ -16,6 +16,7 @@ from ffn_cli.i18n import N_, Message, _
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.trace.backward_result import BackwardStep
 from ffn_cli.trace.expert_summary import summarise_experts
+from ffn_cli.trace.ops import op_base
 from ffn_cli.trace.result import TraceResult, TraceStep
 
 __all__ = ["backward_explanation", "explain_table", "step_explanation"]
@@ -30,8 +31,8 @@ _LAYOUT_OPS += ("unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice
 
 
 def _ops(step: TraceStep) -> set[str]:
-    """aten.addmm.default → addmm."""
-    return {op.removeprefix("aten.").split(".")[0] for op in step.aten_ops}
+    """aten.addmm.default → addmm; torch.linear (a torch call) → linear."""
+    return {op_base(op) for op in step.aten_ops}
 
 
 def _linear(step: TraceStep) -> Message:
