@@ -181,3 +181,43 @@ def test_ops_and_json_record_the_aten_ops() -> None:
     done = subprocess.run([sys.executable, "-c", CHECK_IMPORTS, "trace", "--json"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert '"aten_ops": [' in done.stdout and '"aten.addmm"' in done.stdout
+
+
+@torch.jit.script
+def _scripted_bias_gelu(bias: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    x = bias + y
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+class _ScriptedGeLU(nn.Module):
+    """Megatron's style: a jit-scripted function in forward, which no TorchFunctionMode sees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.bias, self.fc2 = nn.Linear(16, 64, bias=False), nn.Parameter(torch.zeros(64)), nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(_scripted_bias_gelu(self.bias, self.fc1(x)))
+
+
+class _Transposed(nn.Module):
+    """A property that computes (x.T, w.mT): recorded as the aten ops it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(16, 48))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x @ self.w) @ self.w.mT
+
+
+@pytest.mark.parametrize(
+    "make", [_ScriptedGeLU, lambda: torch.jit.script(module_styles.FunctionalFFN()), _Transposed], ids=["function", "module", "property"]
+)
+def test_what_the_function_level_cannot_see_is_recorded_at_the_aten_level(make) -> None:
+    aten = trace_module(_made(make), values=3)
+    calls = trace_module(_made(make), values=3, aten=False)
+    assert _steps(calls.steps) == _steps(aten.steps) and _text(calls) == _text(aten)
+    with FlopCounterMode(display=False) as counter:
+        _made(make)(torch.randn(*calls.input_shape))
+    assert calls.matmul_flops == counter.get_total_flops() > 0

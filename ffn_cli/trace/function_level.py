@@ -50,7 +50,7 @@ _MATMULS = ("matmul", "mm", "bmm")
 
 
 # Calls that answer about a tensor (x.shape, x.size(), x.dim()): nothing to record.
-_METADATA = frozenset(("get", "size", "dim", "numel", "stride", "storage_offset", "is_contiguous", "is_floating_point"))
+_METADATA = frozenset(("size", "dim", "numel", "stride", "storage_offset", "is_contiguous", "is_floating_point"))
 _METADATA |= {"is_complex", "len", "item", "tolist", "format", "repr", "data_ptr", "element_size", "nelement", "ndimension"}
 _METADATA |= {"hash", "requires_grad", "register_hook", "retain_grad", "untyped_storage", "is_set_to", "get_device"}
 _METADATA |= {"promote_types", "result_type", "can_cast", "is_tensor", "is_nonzero", "equal"}
@@ -133,7 +133,8 @@ class FunctionLevel(TorchFunctionMode):
         if rule is None:
             if call_name(func) in _METADATA:
                 return func(*args, **kwargs)
-            with recorder:  # counted as the aten ops it becomes
+            # counted as the aten ops it becomes; a property (x.shape, x.T) dispatches only if it computes
+            with recorder:
                 return func(*args, **kwargs)
         out = func(*args, **kwargs)
         writes = _writes(func, kwargs)

@@ -173,6 +173,7 @@ class Recorder(TorchDispatchMode):
         # aten: record every aten op (--ops, --json); else each torch call, and a call the
         # function level cannot count as its aten ops (`FunctionLevel`).
         self.aten = aten
+        self.missed = False  # the function level saw a tensor it did not see made (TorchScript, …)
         # keep_graph: a backward follows (`trace.backward`): autograd keeps its tensors, the output
         # keeps its graph, and every output stays alive so no storage address is reused mid-trace.
         self.keep_graph = keep_graph
@@ -309,6 +310,8 @@ class Recorder(TorchDispatchMode):
         constants = tuple(dict.fromkeys(self._constants[s] for s in storages if s in self._constants)) if self._constants else ()
         function = self.labels.current if self.labels is not None else None
         sources = [s for s in map(self._source, inputs, storages) if s is not None]
+        if not self.aten and len(sources) < sum(1 for s in storages if s not in self._params and s not in self._constants):
+            self.missed = True  # an input no recorded call made: code the function level cannot see ran
         index = len(self.rec.ops)
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
         is_weight = storage_id(outputs[0]) in self._params
@@ -427,6 +430,8 @@ class Recorder(TorchDispatchMode):
             level = self if self.aten else FunctionLevel(self)
             with tracking_modules(self), saving, level, labels:
                 where, out, others = flowing_output((call or self.root)(x), tuple(x.shape))
+            if not self.aten and self._source(out) is None and storage_id(out) not in self._params:
+                self.missed = True
         except (MemoryError, torch.OutOfMemoryError):
             raise
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
@@ -504,7 +509,26 @@ def record(
     """Run module(x) under a Recorder (with autograd on, to see what it saves for backward);
     `functions`: name each op's torch call too, and read tensor attributes as constants;
     `aten`: record aten ops, else torch calls (`FunctionLevel`: the same steps, no Dynamo)."""
+    # TorchScript runs no torch call a TorchFunctionMode sees: a scripted module is recorded at
+    # the aten level; a scripted function is found by the tensors it made and recorded again.
+    aten = aten or any(isinstance(m, torch.jit.ScriptModule) for m in module.modules())
+    random_state = _random_state(x.device)
     recorder = Recorder(module, stats=stats and not x.is_meta, values=values, functions=functions, aten=aten)
     with torch.enable_grad():
         out = recorder.run(x)
+    if recorder.missed:
+        _restore_random_state(x.device, random_state)  # the same dropout masks the second time
+        recorder = Recorder(module, stats=stats and not x.is_meta, values=values, functions=functions, aten=True)
+        with torch.enable_grad():
+            out = recorder.run(x)
     return out, recorder.rec
+
+
+def _random_state(device: torch.device) -> tuple[Tensor, Tensor | None]:
+    return torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+
+
+def _restore_random_state(device: torch.device, state: tuple[Tensor, Tensor | None]) -> None:
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1], device)
