@@ -308,7 +308,7 @@ class Recorder(TorchDispatchMode):
         storages = [storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
         params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
         constants = tuple(dict.fromkeys(self._constants[s] for s in storages if s in self._constants)) if self._constants else ()
-        function = self.labels.current if self.labels is not None else None
+        function = (self.labels.current or self.labels.script_label()) if self.labels is not None else None
         sources = [s for s in map(self._source, inputs, storages) if s is not None]
         if not self.aten and len(sources) < sum(1 for s in storages if s not in self._params and s not in self._constants):
             self.missed = True  # an input no recorded call made: code the function level cannot see ran
