@@ -145,6 +145,8 @@ def bench(
     """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory.
 
     With --preset, --config or --model it times one layer's FFN of that model at its real sizes.
+    Once `ffn hardware --measure` has profiled this machine, each case shows the forecast from
+    that profile beside the measured time and the roofline bound, with the error in %.
     """
     require_temp_dir()  # before torch is imported
     from ffn_cli.bench import BenchConfig, impl_for, parse_impls, run_bench
