@@ -34,6 +34,7 @@ class SavedRead:
     shape: Shape
     dtype: str
     bytes_: int
+    recomputed: bool = False  # not kept: --checkpoint recomputed it in the backward (bytes_ 0)
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ class _Builder:
                 # An activation the checkpoint recomputed, read where autograd would have kept it.
                 made = self._origin(i)
                 if made.record.name not in LAYOUT_OPS:
-                    reads.setdefault(-i, SavedRead(f"{_recomputed_step(made)} (recomputed)", shape, made.record.dtype, 0))
+                    reads.setdefault(-i, SavedRead(_recomputed_step(made), shape, made.record.dtype, 0, recomputed=True))
                 elif not made.record.params:  # a view of what the checkpoint kept: its input
                     reads.setdefault(-i, SavedRead("input", shape, made.record.dtype, 0))
         return grad_in, reads
