@@ -6,10 +6,9 @@ input-gradient, the saved tensors it read, and the gradient's statistics and fla
 from __future__ import annotations
 
 from ffn_cli.trace.backward import BackwardRecording
-from ffn_cli.trace.backward_result import BackwardStep, ParamGrad, SavedRead
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Producer, RecordedOp
-from ffn_cli.trace.result import ParamInfo, Shape
+from ffn_cli.trace.result import BackwardStep, ParamGrad, ParamInfo, SavedRead, Shape
 from ffn_cli.trace.stats import value_flags
 
 __all__ = ["fold_backward"]

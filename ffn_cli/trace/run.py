@@ -182,7 +182,7 @@ def _validate_backward(backward: bool, loss: str | None, checkpoint: bool) -> st
         raise FFNError("checkpoint", True, _("recomputes activations during a backward: add --backward"))
     if loss is None:
         return "random"
-    from ffn_cli.trace.backward_result import LOSSES
+    from ffn_cli.trace.result import LOSSES
 
     name = loss.strip().lower()
     if name not in LOSSES:
