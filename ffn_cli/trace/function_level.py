@@ -12,7 +12,8 @@ dispatch level sees. tests/test_function_level.py holds the two levels to the sa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
@@ -20,10 +21,7 @@ from torch.overrides import TorchFunctionMode
 from ffn_cli.trace.calls import call_name
 from ffn_cli.trace.ops import ELEMENTWISE_FLOPS, REDUCTION_OPS, elementwise_flops
 
-if TYPE_CHECKING:
-    from ffn_cli.trace.recorder import Recorder
-
-__all__ = ["Flops", "FunctionLevel", "call_rule"]
+__all__ = ["CallSink", "Flops", "FunctionLevel", "call_rule"]
 
 # Calls whose result is one aten op of the same name (or the one named here): their FLOPs are
 # that op's, by `ops.elementwise_flops`.
@@ -116,11 +114,20 @@ def _writes(func: Any, kwargs: dict[str, Any]) -> bool:
     return (raw.endswith("_") and not dunder) or raw.startswith("__i") or raw == "__setitem__" or "out" in kwargs
 
 
+class CallSink(AbstractContextManager[Any], Protocol):
+    """What FunctionLevel hands calls to (the Recorder): entered, it records at the aten level."""
+
+    @property
+    def paused(self) -> bool: ...
+
+    def record_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, flops: Flops, *, writes: bool) -> None: ...
+
+
 class FunctionLevel(TorchFunctionMode):
     """Hands each top-level torch call of a forward to `recorder` as one op; a call it cannot
     count runs with the recorder's aten level on, for that call alone."""
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: CallSink) -> None:
         super().__init__()
         self.recorder = recorder
 

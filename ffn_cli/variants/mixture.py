@@ -42,12 +42,6 @@ class MixtureVariant(Variant):
 
     own_options = frozenset({"experts", "expert_variant"})
 
-    def as_mixture(self) -> MixtureVariant:
-        return self
-
-    def single(self, spec: FFNShape) -> SingleFFN:
-        return self.expert(spec)
-
     def experts_held(self, spec: FFNShape) -> int:
         return spec.experts
 
