@@ -22,6 +22,7 @@ from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
 from ffn_cli.trace.result import BackwardResult, BackwardStep, ParamGrad, SavedRead, TensorStats, TraceResult, grad_norm
+from ffn_cli.variants.mixture import expert_of
 
 __all__ = ["backward_data", "backward_sections"]
 
@@ -127,17 +128,8 @@ def _idle_params(result: TraceResult, b: BackwardResult) -> list[ParamGrad]:
     summary = summarise_experts(result.steps)
     if summary is None or not summary.idle:
         return []
-    idle = {f"experts.{e}" for e in summary.idle_experts}
-    return [p for p in b.params if p.step is None and _expert_of(p.name) in idle]
-
-
-def _expert_of(name: str) -> str:
-    """experts.7 of ffn.experts.7.up.weight; "" for a parameter of no expert."""
-    parts = name.split(".")
-    for i in range(len(parts) - 1):
-        if parts[i] == "experts" and parts[i + 1].isdigit():
-            return f"experts.{parts[i + 1]}"
-    return ""
+    idle = set(summary.idle_experts)
+    return [p for p in b.params if p.step is None and expert_of(p.name) in idle]
 
 
 def _idle_label(result: TraceResult) -> str:

@@ -80,9 +80,7 @@ def _variant_step(result: TraceResult, step: TraceStep) -> str | None:
     """The step's name in its variant's forward (`ffn.up_proj` in a block is `up_proj`)."""
     if result.spec is None:
         return None
-    if result.block is None:
-        return step.name
-    return step.name.removeprefix("ffn.") if step.name.startswith("ffn.") else None
+    return step.region if result.block is None or step.part == "ffn" else None
 
 
 def step_explanation(result: TraceResult, step: TraceStep) -> Message | None:

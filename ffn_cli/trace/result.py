@@ -161,6 +161,8 @@ class TraceStep:
     constants: tuple[ParamInfo, ...] = ()  # tensor attributes the step read that are not parameters
     module_class: str = ""  # the class of the submodule this step called, when it is one call
     op_words: Message | None = None  # `op` with words in it, to be said in the reader's language
+    region: str = ""  # its step in the variant's forward ("activation"), or its module's or call's own name
+    part: str = ""  # the block part it is in ("attn", "ffn"); "" outside a block
 
     @property
     def flops(self) -> int:
@@ -309,7 +311,7 @@ class TraceResult:
 
     def part_flops(self, part: str) -> int:
         """FLOPs of the steps under one block part ("attn", "ffn")."""
-        return sum(s.flops for s in self.steps if s.name.startswith(part + "."))
+        return sum(s.flops for s in self.steps if s.part == part)
 
 
 # the backward (`ffn trace --backward`) ------------------------------------------------------
