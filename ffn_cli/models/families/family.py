@@ -1,0 +1,42 @@
+"""What ffn knows of one model family, in one object: the model_types it reads, how it reads a
+config into a ModelSpec, and the facts other modules ask of it (which layers slide or attend in
+chunks, whether its attention is causal)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ffn_cli.models.families.common import FamilyReader
+    from ffn_cli.models.spec import ModelSpec
+
+__all__ = ["Family", "SlidingRule"]
+
+# Which layers slide when sliding_window is set (ffn_cli.models.windows applies the rule); an
+# explicit layer_types list wins in every rule but after "flagged"'s use_sliding_window check.
+#   layer_types        only those layer_types names sliding_attention
+#   flagged            none unless use_sliding_window, then as layer_types says (SmolLM3)
+#   pattern            layer_types, else every full_every-th layer full, the rest sliding
+#   max_window_layers  layer_types, else with use_sliding_window the layers from max_window_layers on (Qwen)
+#   every_layer        layer_types, else every layer
+SlidingRule = Literal["layer_types", "flagged", "pattern", "max_window_layers", "every_layer"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family: `read(reader, name)` builds the ModelSpec of a config of any of `model_types`."""
+
+    model_types: tuple[str, ...]
+    read: Callable[[FamilyReader, str], ModelSpec]
+    window: int | None = None  # the sliding_window its config class sets when the key is absent
+    sliding: SlidingRule = "layer_types"
+    full_every: int | None = None  # "pattern": the period of the full layers (sliding_window_pattern's default)
+    chunk: int | None = None  # the attention_chunk_size its class sets: layers with rotary attend in chunks (Llama 4)
+    causal: bool = True  # False for a bidirectional encoder: every query reads every key
+    nested_in: tuple[str, ...] = ()  # model_types with no reader that nest this text model, windows alike
+
+    def __post_init__(self) -> None:
+        if (self.sliding == "pattern") != (self.full_every is not None):
+            raise ValueError(f"{self.model_types}: full_every goes with the 'pattern' rule and only with it")
