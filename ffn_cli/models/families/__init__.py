@@ -7,7 +7,7 @@ modeling_deepseek.py for the first DeepSeek-MoE): which projections carry biases
 q/k norms, how many norms a layer holds, fused projections, which layers are MoE.
 """
 
-from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.families.gemma3n import GEMMA3N_WIDTH
 from ffn_cli.models.families.moe import GPT_OSS_EXPERT_VARIANT
 from ffn_cli.models.families.registry import FAMILIES, SUPPORTED_MODEL_TYPES, family_of, model_spec_from_config
@@ -18,6 +18,7 @@ __all__ = [
     "GEMMA3N_WIDTH",
     "GPT_OSS_EXPERT_VARIANT",
     "SUPPORTED_MODEL_TYPES",
+    "AttentionReach",
     "Family",
     "UnknownModelType",
     "family_of",

@@ -8,7 +8,7 @@ from ffn_cli.attention import AttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec
-from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
 
@@ -115,4 +115,4 @@ PHI = Family(("phi",), _phi)
 GPT_NEOX = Family(("gpt_neox",), _gpt_neox)
 FALCON = Family(("falcon",), _falcon)
 GPT2 = Family(("gpt2",), _gpt2)
-BERT = Family(("bert", "roberta", "xlm-roberta"), _bert, causal=False)
+BERT = Family(("bert", "roberta", "xlm-roberta"), _bert, reach=AttentionReach(causal=False))

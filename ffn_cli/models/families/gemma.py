@@ -5,7 +5,7 @@ layer from Gemma 2 on, and sliding layers alternating with full ones.
 from __future__ import annotations
 
 from ffn_cli.models.families.common import FamilyReader, llama_like
-from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["GEMMA", "GEMMA2", "GEMMA3_TEXT"]
@@ -29,5 +29,5 @@ def _gemma3_text(r: FamilyReader, name: str) -> ModelSpec:
 
 
 GEMMA = Family(("gemma",), _gemma)
-GEMMA2 = Family(("gemma2",), _gemma2, window=4096, sliding="pattern", full_every=2)
-GEMMA3_TEXT = Family(("gemma3_text",), _gemma3_text, window=4096, sliding="pattern", full_every=6)
+GEMMA2 = Family(("gemma2",), _gemma2, reach=AttentionReach(window=4096, sliding="pattern", full_every=2))
+GEMMA3_TEXT = Family(("gemma3_text",), _gemma3_text, reach=AttentionReach(window=4096, sliding="pattern", full_every=6))

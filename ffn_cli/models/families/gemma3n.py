@@ -8,7 +8,7 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec
-from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import MAX_LAYERS, ExtraPart, ModelSpec
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
@@ -148,4 +148,6 @@ def _gemma3n_text(r: FamilyReader, name: str) -> ModelSpec:
     )
 
 
-GEMMA3N_TEXT = Family(("gemma3n_text",), _gemma3n_text, window=512, sliding="pattern", full_every=5, nested_in=("gemma3n",))
+GEMMA3N_TEXT = Family(
+    ("gemma3n_text",), _gemma3n_text, nested_in=("gemma3n",), reach=AttentionReach(window=512, sliding="pattern", full_every=5)
+)

@@ -6,7 +6,7 @@ Starcoder2, SmolLM3, Seed-OSS, EXAONE 4, GLM-4, Apertus, Command R7B).
 from __future__ import annotations
 
 from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, llama_like
-from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
@@ -109,16 +109,16 @@ def _cohere2(r: FamilyReader, name: str) -> ModelSpec:
 
 
 LLAMA = Family(("llama",), _llama)
-MISTRAL = Family(("mistral",), _mistral, window=4096, sliding="every_layer")
+MISTRAL = Family(("mistral",), _mistral, reach=AttentionReach(window=4096, sliding="every_layer"))
 MINISTRAL = Family(("ministral",), _mistral)
 OLMO = Family(("olmo",), _olmo)
 OLMO2 = Family(("olmo2", "olmo3"), _olmo2)
 GRANITE = Family(("granite",), _granite)
-PHI3 = Family(("phi3",), _phi3, sliding="every_layer")
-STARCODER2 = Family(("starcoder2",), _starcoder2, sliding="every_layer")
-SMOLLM3 = Family(("smollm3",), _smollm3, sliding="flagged")
+PHI3 = Family(("phi3",), _phi3, reach=AttentionReach(sliding="every_layer"))
+STARCODER2 = Family(("starcoder2",), _starcoder2, reach=AttentionReach(sliding="every_layer"))
+SMOLLM3 = Family(("smollm3",), _smollm3, reach=AttentionReach(sliding="flagged"))
 SEED_OSS = Family(("seed_oss",), _seed_oss)
-EXAONE4 = Family(("exaone4",), _exaone4, window=4096, sliding="pattern", full_every=4)
+EXAONE4 = Family(("exaone4",), _exaone4, reach=AttentionReach(window=4096, sliding="pattern", full_every=4))
 GLM4 = Family(("glm4",), _glm4)
 APERTUS = Family(("apertus",), _apertus)
-COHERE2 = Family(("cohere2",), _cohere2, window=4096, sliding="pattern", full_every=4)
+COHERE2 = Family(("cohere2",), _cohere2, reach=AttentionReach(window=4096, sliding="pattern", full_every=4))

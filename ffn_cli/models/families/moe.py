@@ -10,7 +10,7 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, every_layer, moe_spec
-from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.routing_words import TOP_K_SIGMOID, routing_rules
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.spec import MAX_DIM, check_int
@@ -149,11 +149,11 @@ def _minimax_m2(r: FamilyReader, name: str) -> ModelSpec:
     return decoder_spec(r, name, attention=attention, moe=moe, moe_layers=every_layer(r), routing=routing)
 
 
-MIXTRAL = Family(("mixtral",), _mixtral, sliding="every_layer")
+MIXTRAL = Family(("mixtral",), _mixtral, reach=AttentionReach(sliding="every_layer"))
 GRANITEMOE = Family(("granitemoe",), _granitemoe)
 GRANITEMOESHARED = Family(("granitemoeshared",), _granitemoeshared)
 PHIMOE = Family(("phimoe",), _phimoe)
-GPT_OSS = Family(("gpt_oss",), _gpt_oss, window=128, sliding="pattern", full_every=2)
-LLAMA4_TEXT = Family(("llama4_text",), _llama4_text, chunk=8192)
+GPT_OSS = Family(("gpt_oss",), _gpt_oss, reach=AttentionReach(window=128, sliding="pattern", full_every=2))
+LLAMA4_TEXT = Family(("llama4_text",), _llama4_text, reach=AttentionReach(chunk=8192))
 HUNYUAN_V1_MOE = Family(("hunyuan_v1_moe",), _hunyuan_v1_moe)
 MINIMAX_M2 = Family(("minimax_m2",), _minimax_m2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, llama_like, moe_spec, sparse_step_layers
-from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["QWEN2", "QWEN2_MOE", "QWEN3", "QWEN3_MOE"]
@@ -67,7 +67,7 @@ def _qwen3_moe(r: FamilyReader, name: str) -> ModelSpec:
     return decoder_spec(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers)
 
 
-QWEN2 = Family(("qwen2",), _qwen2, sliding="max_window_layers")
-QWEN2_MOE = Family(("qwen2_moe",), _qwen2_moe, sliding="max_window_layers")
-QWEN3 = Family(("qwen3",), _qwen3, sliding="max_window_layers")
-QWEN3_MOE = Family(("qwen3_moe",), _qwen3_moe, sliding="max_window_layers")
+QWEN2 = Family(("qwen2",), _qwen2, reach=AttentionReach(sliding="max_window_layers"))
+QWEN2_MOE = Family(("qwen2_moe",), _qwen2_moe, reach=AttentionReach(sliding="max_window_layers"))
+QWEN3 = Family(("qwen3",), _qwen3, reach=AttentionReach(sliding="max_window_layers"))
+QWEN3_MOE = Family(("qwen3_moe",), _qwen3_moe, reach=AttentionReach(sliding="max_window_layers"))
