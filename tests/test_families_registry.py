@@ -8,7 +8,7 @@ import pytest
 
 from ffn_cli.models.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnknownModelType, family_of, model_spec_from_config
 from ffn_cli.models.families.text import TEXT_FAMILIES
-from tests.model_configs import ENCODERS, WRAPPERS
+from tests.model_configs import CASES, ENCODERS, NOT_IN_TRANSFORMERS, WRAPPERS, small_config
 
 _FAMILIES = {id(f): f for f in FAMILIES.values()}.values()
 
@@ -51,3 +51,19 @@ def test_a_familys_window_chunk_and_period_are_its_config_classs(model_type: str
     if reach.full_every is not None:  # the class's own layer_types: every full_every-th layer full
         types = text.layer_types
         assert types == ["full_attention" if (i + 1) % reach.full_every == 0 else "sliding_attention" for i in range(len(types))]
+
+
+def _post_norm_only(model_type: str, keys: dict[str, object]) -> bool:
+    """Whether transformers' built layers norm the sublayers' outputs and never their inputs."""
+    torch = pytest.importorskip("torch")
+    config = transformers.AutoConfig.for_model(**small_config(model_type, keys))
+    with torch.device("meta"):
+        model = transformers.AutoModel.from_config(config)
+    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    return "post_feedforward_layernorm" in names and not names & {"input_layernorm", "pre_feedforward_layernorm"}
+
+
+@pytest.mark.parametrize(("model_type", "keys"), [c for c in CASES if c[0] not in WRAPPERS | NOT_IN_TRANSFORMERS and c[0] in FAMILIES])
+def test_the_post_norm_note_is_said_of_the_families_transformers_builds_post_norm(model_type: str, keys: dict[str, object]) -> None:
+    said = "norms on the sublayer outputs (built pre-norm)" in FAMILIES[model_type].block_notes
+    assert said == _post_norm_only(model_type, keys)

@@ -1,6 +1,7 @@
 """What ffn knows of one model family, in one object: the model_types it reads, how it reads a
-config into a ModelSpec, and the facts other modules ask of it (which keys each layer's
-attention reads: ffn_cli.models.windows applies them)."""
+config into a ModelSpec, and the facts other modules ask of it: which keys each layer's
+attention reads (ffn_cli.models.windows applies them) and what a traced block of it leaves out
+(ffn_cli.models.layer_select lists it)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,9 @@ class Family:
     read: Callable[[FamilyReader, str], ModelSpec]
     reach: AttentionReach = field(default_factory=AttentionReach)
     nested_in: tuple[str, ...] = ()  # model_types no family reads that nest this text model: its reach holds for them
+    # What `--block` says of its real block beyond what ffn_cli.block builds: parts at other
+    # places (block_notes), and what it computes differently at the same shapes, FLOPs and
+    # parameters (value_notes). Plain text, as every other such note.
+    block_notes: tuple[str, ...] = ()
+    value_notes: tuple[str, ...] = ()
+    unscaled_scores: bool = False  # its attention scores are not scaled: query_pre_attn_scalar says nothing

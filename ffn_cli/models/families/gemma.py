@@ -28,6 +28,10 @@ def _gemma3_text(r: FamilyReader, name: str) -> ModelSpec:
     return llama_like(r, name, qkv_bias=bias, act_keys=("hidden_activation", "hidden_act"), norms_per_layer=4, qk_norm="head")
 
 
-GEMMA = Family(("gemma",), _gemma)
-GEMMA2 = Family(("gemma2",), _gemma2, reach=AttentionReach(window=4096, sliding="pattern", full_every=2))
-GEMMA3_TEXT = Family(("gemma3_text",), _gemma3_text, reach=AttentionReach(window=4096, sliding="pattern", full_every=6))
+# GemmaRMSNorm scales by (1 + w).
+_ONE_PLUS_W = ("Gemma's norms scale by (1 + w), built as w (values only)",)
+GEMMA = Family(("gemma",), _gemma, value_notes=_ONE_PLUS_W)
+GEMMA2 = Family(("gemma2",), _gemma2, value_notes=_ONE_PLUS_W, reach=AttentionReach(window=4096, sliding="pattern", full_every=2))
+GEMMA3_TEXT = Family(
+    ("gemma3_text",), _gemma3_text, value_notes=_ONE_PLUS_W, reach=AttentionReach(window=4096, sliding="pattern", full_every=6)
+)

@@ -149,5 +149,11 @@ def _gemma3n_text(r: FamilyReader, name: str) -> ModelSpec:
 
 
 GEMMA3N_TEXT = Family(
-    ("gemma3n_text",), _gemma3n_text, nested_in=("gemma3n",), reach=AttentionReach(window=512, sliding="pattern", full_every=5)
+    ("gemma3n_text",),
+    _gemma3n_text,
+    nested_in=("gemma3n",),
+    # Gemma 3n's norms scale by w, as built; its v norm has no weight and its scores no scale.
+    value_notes=("v normed by an RMSNorm without a weight, scores unscaled (scale 1), built as head_dim^-½ (values only)",),
+    unscaled_scores=True,
+    reach=AttentionReach(window=512, sliding="pattern", full_every=5),
 )

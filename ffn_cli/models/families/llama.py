@@ -108,17 +108,20 @@ def _cohere2(r: FamilyReader, name: str) -> ModelSpec:
     )
 
 
+# Norms on the attention's and the FFN's outputs, none on their inputs.
+_POST_NORMS = ("norms on the sublayer outputs (built pre-norm)",)
+
 LLAMA = Family(("llama",), _llama)
 MISTRAL = Family(("mistral",), _mistral, reach=AttentionReach(window=4096, sliding="every_layer"))
 MINISTRAL = Family(("ministral",), _mistral)
 OLMO = Family(("olmo",), _olmo)
-OLMO2 = Family(("olmo2", "olmo3"), _olmo2)
+OLMO2 = Family(("olmo2", "olmo3"), _olmo2, block_notes=_POST_NORMS)
 GRANITE = Family(("granite",), _granite)
 PHI3 = Family(("phi3",), _phi3, reach=AttentionReach(sliding="every_layer"))
 STARCODER2 = Family(("starcoder2",), _starcoder2, reach=AttentionReach(sliding="every_layer"))
 SMOLLM3 = Family(("smollm3",), _smollm3, reach=AttentionReach(sliding="flagged"))
 SEED_OSS = Family(("seed_oss",), _seed_oss)
-EXAONE4 = Family(("exaone4",), _exaone4, reach=AttentionReach(window=4096, sliding="pattern", full_every=4))
+EXAONE4 = Family(("exaone4",), _exaone4, block_notes=_POST_NORMS, reach=AttentionReach(window=4096, sliding="pattern", full_every=4))
 GLM4 = Family(("glm4",), _glm4)
 APERTUS = Family(("apertus",), _apertus)
 COHERE2 = Family(("cohere2",), _cohere2, reach=AttentionReach(window=4096, sliding="pattern", full_every=4))

@@ -48,7 +48,8 @@ def _mistral3(r: FamilyReader, name: str) -> ModelSpec:
     return _wrapped(r, name, "mistral", lambda v, d: pixtral_tower(v, d, merge=merge, feature_layers=feature_layers, projector_bias=bias))
 
 
-# A wrapper's layers slide or chunk as its text model's do (windows.py reads text_config first).
-GEMMA3 = Family(("gemma3",), _gemma3, reach=TEXT_FAMILIES["gemma3_text"].reach)
+# A wrapper's layers slide or chunk as its text model's do (windows.py reads text_config first), and
+# its block computes as theirs.
+GEMMA3 = Family(("gemma3",), _gemma3, reach=TEXT_FAMILIES["gemma3_text"].reach, value_notes=TEXT_FAMILIES["gemma3_text"].value_notes)
 LLAMA4 = Family(("llama4",), _llama4, reach=TEXT_FAMILIES["llama4_text"].reach)
 MISTRAL3 = Family(("mistral3",), _mistral3)
