@@ -278,8 +278,7 @@ def _value_only_notes(model: LoadedModel) -> list[str]:
         notes.append(f"scores scaled by {config['query_pre_attn_scalar']:g}^-½, built as head_dim^-½ (values only)")
     if config.get("attn_logit_softcapping"):
         notes.append(f"scores soft-capped at {config['attn_logit_softcapping']:g} (values only)")
-    if model.spec.model_type.startswith("llama4") and config.get("use_qk_norm"):
-        notes.append("Llama 4's weightless L2 q/k norm (values only)")
+    notes += [note for key, note in family.keyed_value_notes if config.get(key)]
     return notes
 
 

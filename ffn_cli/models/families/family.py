@@ -56,3 +56,4 @@ class Family:
     block_notes: tuple[str, ...] = ()
     value_notes: tuple[str, ...] = ()
     unscaled_scores: bool = False  # its attention scores are not scaled: query_pre_attn_scalar says nothing
+    keyed_value_notes: tuple[tuple[str, str], ...] = ()  # (config key, value note): said where the config sets the key

@@ -154,6 +154,11 @@ GRANITEMOE = Family(("granitemoe",), _granitemoe)
 GRANITEMOESHARED = Family(("granitemoeshared",), _granitemoeshared)
 PHIMOE = Family(("phimoe",), _phimoe)
 GPT_OSS = Family(("gpt_oss",), _gpt_oss, reach=AttentionReach(window=128, sliding="pattern", full_every=2))
-LLAMA4_TEXT = Family(("llama4_text",), _llama4_text, reach=AttentionReach(chunk=8192))
+LLAMA4_TEXT = Family(
+    ("llama4_text",),
+    _llama4_text,
+    reach=AttentionReach(chunk=8192),
+    keyed_value_notes=(("use_qk_norm", "Llama 4's weightless L2 q/k norm (values only)"),),
+)
 HUNYUAN_V1_MOE = Family(("hunyuan_v1_moe",), _hunyuan_v1_moe)
 MINIMAX_M2 = Family(("minimax_m2",), _minimax_m2)

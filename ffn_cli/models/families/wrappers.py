@@ -48,8 +48,10 @@ def _mistral3(r: FamilyReader, name: str) -> ModelSpec:
     return _wrapped(r, name, "mistral", lambda v, d: pixtral_tower(v, d, merge=merge, feature_layers=feature_layers, projector_bias=bias))
 
 
-# A wrapper's layers slide or chunk as its text model's do (windows.py reads text_config first), and
-# its block computes as theirs.
-GEMMA3 = Family(("gemma3",), _gemma3, reach=TEXT_FAMILIES["gemma3_text"].reach, value_notes=TEXT_FAMILIES["gemma3_text"].value_notes)
-LLAMA4 = Family(("llama4",), _llama4, reach=TEXT_FAMILIES["llama4_text"].reach)
+# Gemma 3's and Llama 4's wrappers keep every fact of their text family (its layers slide or
+# chunk as theirs, windows.py reading text_config first; its block computes as theirs), with
+# their own model_type and reader. Mistral 3 declares none of Mistral's: a text_config without
+# a model_type of its own slides nowhere.
+GEMMA3 = replace(TEXT_FAMILIES["gemma3_text"], model_types=("gemma3",), read=_gemma3)
+LLAMA4 = replace(TEXT_FAMILIES["llama4_text"], model_types=("llama4",), read=_llama4)
 MISTRAL3 = Family(("mistral3",), _mistral3)
