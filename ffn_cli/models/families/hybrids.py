@@ -9,8 +9,9 @@ from dataclasses import replace
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, every_layer, moe_spec, sparse_step_layers
+from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, every_layer, moe_spec
 from ffn_cli.models.families.family import Family
+from ffn_cli.models.families.qwen import qwen_moe
 from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
 from ffn_cli.models.reader import REQUIRED
 from ffn_cli.models.routing_words import routing_rules
@@ -43,23 +44,7 @@ def _qwen3_next(r: FamilyReader, name: str) -> ModelSpec:
         conv_kernel=r.integer("linear_conv_kernel_dim"),
         layers=tuple(i for i, t in enumerate(types) if t == "linear_attention"),
     )
-    experts = r.integer("num_experts", minimum=0)
-    moe_layers = sparse_step_layers(r, experts)
-    moe = None
-    if moe_layers:
-        shared = r.integer("shared_expert_intermediate_size", minimum=0)
-        moe = moe_spec(
-            r,
-            d,
-            d_ff=r.integer("moe_intermediate_size"),
-            experts=experts,
-            top_k=r.integer("num_experts_per_tok"),
-            normalize=r.flag("norm_topk_prob", True),
-            shared=1 if shared else 0,
-            shared_d_ff=shared or None,
-            shared_expert_gate=bool(shared),
-        )
-    extra = (ParamTensor("shared_expert_gate.weight", (1, d)),) if moe is not None and not moe.shared_hidden else ()
+    moe_layers, moe, extra = qwen_moe(r, d, normalize=True)
     dense = dense_spec(r, d) if len(moe_layers) < layers else None
     bias = r.flag("attention_bias", False)
     attention = attention_spec(r, d, qkv_bias=bias, qk_norm="head")

@@ -9,37 +9,45 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, llama_like, moe_spec, sparse_step_layers
 from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
+from ffn_cli.spec import FFNSpec
 
-__all__ = ["QWEN2", "QWEN2_MOE", "QWEN3", "QWEN3_MOE"]
+__all__ = ["QWEN2", "QWEN2_MOE", "QWEN3", "QWEN3_MOE", "qwen_moe"]
 
 
 def _qwen2(r: FamilyReader, name: str) -> ModelSpec:
     return llama_like(r, name, qkv_bias=True, o_bias=False)  # Qwen2Attention: q, k, v biased, o not
 
 
-def _qwen2_moe(r: FamilyReader, name: str) -> ModelSpec:
-    d, experts = r.integer("hidden_size"), r.integer("num_experts", minimum=0)
+def qwen_moe(r: FamilyReader, d: int, *, normalize: bool) -> tuple[tuple[int, ...], FFNSpec | None, tuple[ParamTensor, ...]]:
+    """Qwen2-MoE's FFN (Qwen3-Next's too): its MoE layers, their FFNSpec and the tensors beside
+    it. One shared expert of its own width, scaled by sigmoid(shared_expert_gate(x)); `normalize`
+    is norm_topk_prob's default."""
+    experts = r.integer("num_experts", minimum=0)
     moe_layers = sparse_step_layers(r, experts)
-    moe = None
-    if moe_layers:
-        # One shared expert of its own width, scaled by sigmoid(shared_expert_gate(x)); the gate
-        # Linear(d, 1) is built even when the shared expert has width 0.
-        shared = r.integer("shared_expert_intermediate_size", minimum=0)
-        moe = moe_spec(
-            r,
-            d,
-            d_ff=r.integer("moe_intermediate_size"),
-            experts=experts,
-            top_k=r.integer("num_experts_per_tok"),
-            normalize=r.flag("norm_topk_prob", False),
-            shared=1 if shared else 0,
-            shared_d_ff=shared or None,
-            shared_expert_gate=bool(shared),
-        )
+    if not moe_layers:
+        return moe_layers, None, ()
+    shared = r.integer("shared_expert_intermediate_size", minimum=0)
+    moe = moe_spec(
+        r,
+        d,
+        d_ff=r.integer("moe_intermediate_size"),
+        experts=experts,
+        top_k=r.integer("num_experts_per_tok"),
+        normalize=r.flag("norm_topk_prob", normalize),
+        shared=1 if shared else 0,
+        shared_d_ff=shared or None,
+        shared_expert_gate=bool(shared),
+    )
+    # Width 0 leaves an empty shared expert, but its gate Linear(d, 1) is still built.
+    extra = (ParamTensor("shared_expert_gate.weight", (1, d)),) if not moe.shared_hidden else ()
+    return moe_layers, moe, extra
+
+
+def _qwen2_moe(r: FamilyReader, name: str) -> ModelSpec:
+    d = r.integer("hidden_size")
+    moe_layers, moe, extra = qwen_moe(r, d, normalize=False)
     bias = r.flag("qkv_bias", True)
     dense = dense_spec(r, d) if len(moe_layers) < r.integer("num_hidden_layers") else None
-    # Width 0 leaves an empty shared expert, but its gate Linear(d, 1) is still built.
-    extra = (ParamTensor("shared_expert_gate.weight", (1, d)),) if moe is not None and not moe.shared_hidden else ()
     attention = attention_spec(r, d, qkv_bias=bias, o_bias=False)
     return decoder_spec(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra)
 
