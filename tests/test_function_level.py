@@ -127,6 +127,7 @@ def test_an_in_place_call_is_measured_after_it_wrote() -> None:
             h = self.up(x)
             h.mul_(2.0)
             h += 1.0
+            h[..., 0] = 0.0
             return h.relu_()
 
     _same(trace_module(_made(InPlace), values=4), trace_module(_made(InPlace), values=4, aten=False))
@@ -221,3 +222,16 @@ def test_what_the_function_level_cannot_see_is_recorded_at_the_aten_level(make) 
     with FlopCounterMode(display=False) as counter:
         _made(make)(torch.randn(*calls.input_shape))
     assert calls.matmul_flops == counter.get_total_flops() > 0
+
+
+@pytest.mark.parametrize(("model_type", "layer", "device"), [("cohere", 0, "cpu"), ("jamba", 1, "cpu"), ("stablelm", 0, "meta")])
+def test_a_transformers_module_makes_the_same_steps_at_both_levels(model_type: str, layer: int, device: str) -> None:
+    pytest.importorskip("transformers")
+    from ffn_cli.trace.model_module import trace_model_module
+    from tests.tiny_families import tiny_config
+
+    run = {"name": model_type, "source": "config", "layer": layer, "batch": 2, "seq_len": 3, "device": device, "values": 3}
+    aten = trace_model_module(tiny_config(model_type), **run)
+    calls = trace_model_module(tiny_config(model_type), **run, aten=False)
+    assert _steps(calls.steps) == _steps(aten.steps) and _text(calls) == _text(aten)
+    assert calls.total_flops == aten.total_flops > 0

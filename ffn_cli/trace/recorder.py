@@ -293,6 +293,8 @@ class Recorder(TorchDispatchMode):
             self._stats_by_data.clear()
         inputs = _tensors((args, kwargs))
         outputs = _tensors(out)
+        if not outputs and writes and args and isinstance(args[0], Tensor):
+            outputs = [args[0]]  # x[i] = v returns nothing: its output is the tensor it wrote, as aten's index_put_
         if not outputs:
             return
         self._paused = True
