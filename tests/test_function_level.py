@@ -127,10 +127,30 @@ def test_an_in_place_call_is_measured_after_it_wrote() -> None:
             h = self.up(x)
             h.mul_(2.0)
             h += 1.0
-            h[..., 0] = 0.0
             return h.relu_()
 
     _same(trace_module(_made(InPlace), values=4), trace_module(_made(InPlace), values=4, aten=False))
+
+
+def test_an_item_assignment_is_a_step_whose_output_is_the_tensor_it_wrote() -> None:
+    class Assigns(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.up = nn.Linear(8, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.up(x)
+            h[..., 0] = 0.0
+            return torch.relu(h)
+
+    module, x = _made(Assigns), torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(3))
+    steps = {s.name: s for s in trace_module(module, x, aten=False).steps}
+    assert steps["setitem"].output_shape == (2, 5, 16) and steps["relu"].inputs_from == ("setitem",)
+    with torch.no_grad():  # the second path: the written tensor, computed here
+        h = module.up(x)
+        h[..., 0] = 0.0
+    assert steps["relu"].input_stats.zeros == int((h == 0).sum()) >= 10
+    assert steps["relu"].input_stats.mean == pytest.approx(float(h.double().mean()), rel=1e-9)
 
 
 CHECK_IMPORTS = """
