@@ -8,7 +8,7 @@ from typing import Any
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
-from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant, variant_names
+from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant, mixture_of, single_of, variant_names
 from ffn_cli.variants.gated import llama_hidden_dim
 
 __all__ = [
@@ -204,7 +204,7 @@ class FFNSpec:
     @property
     def mixture(self) -> MixtureVariant | None:
         """The mixture this spec describes, or None for a single FFN."""
-        return self.info.as_mixture()
+        return mixture_of(self.info)
 
     @property
     def is_moe(self) -> bool:
@@ -213,7 +213,7 @@ class FFNSpec:
     @property
     def ffn_variant(self) -> SingleFFN:
         """The variant one FFN is made of: the expert variant for a mixture, else the variant itself."""
-        return self.info.single(self)
+        return single_of(self.info, self)
 
     @property
     def activation(self) -> str:

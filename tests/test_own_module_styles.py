@@ -245,6 +245,45 @@ def test_a_plain_function_called_in_forward_is_one_step_named_after_it() -> None
     assert [s.name for s in trace_module(Twice(), d_model=8).steps] == ["gelu_accurate", "gelu_accurate#2"]
 
 
+@torch.jit.script
+def scripted_bias_gelu(bias: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    x = bias + y
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+class ScriptedMLP(nn.Module):
+    """Megatron's jit-scripted bias-GeLU: its ops run in TorchScript, with no Python call around them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.bias, self.fc2 = nn.Linear(16, 64, bias=False), nn.Parameter(torch.zeros(64)), nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(scripted_bias_gelu(self.bias, self.fc1(x)))
+
+    def twice(self, x: torch.Tensor) -> torch.Tensor:
+        return scripted_bias_gelu(self.bias, self.fc1(x)) + scripted_bias_gelu(self.bias, self.fc1(x))
+
+
+@pytest.mark.parametrize("aten", [True, False])
+def test_a_jit_scripted_function_called_in_forward_is_one_step_named_after_it(aten: bool) -> None:
+    module = ScriptedMLP()
+    result = trace_module(module, aten=aten)
+    assert [s.name for s in result.steps] == ["fc1", "scripted_bias_gelu", "fc2"]
+    gelu = result.steps[1]
+    assert gelu.op == "scripted_bias_gelu(…)" and [p.name for p in gelu.params] == ["bias"]
+    # By hand: 3 adds, 6 multiplies and a tanh per element, over (2, 5, 64).
+    assert gelu.elementwise_flops == 10 * 2 * 5 * 64 and gelu.matmul_flops == 0
+    assert result.matmul_flops == _matmul_flops(module, torch.zeros(2, 5, 16))
+
+
+def test_a_jit_scripted_function_called_twice_is_two_steps() -> None:
+    module = ScriptedMLP()
+    module.forward = module.twice  # type: ignore[method-assign]
+    names = [s.name for s in trace_module(module, d_model=16).steps]
+    assert names.count("scripted_bias_gelu") == 1 and names.count("scripted_bias_gelu#2") == 1
+
+
 def test_a_plain_function_is_one_backward_step_with_its_own_gradient_sums() -> None:
     """gelu_accurate reads x twice (0.5·x and the tanh's argument): autograd adds the two
     gradients between nodes, and that sum is the function's, not a step of its own."""

@@ -121,3 +121,16 @@ def test_params_gpu_this_never_imports_torch(tmp_path) -> None:  # type: ignore[
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_bench_says_when_the_profile_was_measured_with_other_threads(runner, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ffn_cli.cli import app
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    save_profile(_profile())  # measured with 1 thread
+    args = ["bench", "--variant", "relu", "-d", "32", "--batch", "1", "--seq-len", "4", "--repeats", "3", "--json"]
+    other = json.loads(runner.invoke(app, [*args, "--threads", "2"]).output)
+    said = [w for w in other["warnings"] if "measured at --threads 1 and this run uses --threads 2" in w]
+    assert len(said) == 1 and "ffn hardware --measure --threads 2" in said[0]
+    same = json.loads(runner.invoke(app, [*args, "--threads", "1"]).output)
+    assert not any("profile was measured" in w for w in same["warnings"])

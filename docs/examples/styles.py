@@ -1,5 +1,6 @@
-"""FFNs in the styles of fairseq and Megatron: a plain function called in forward, a custom
-autograd.Function with its own backward, linears that return (output, bias)."""
+"""FFNs in the styles of fairseq and Megatron: a plain function called in forward, a
+jit-scripted one, a custom autograd.Function with its own backward, linears that return
+(output, bias)."""
 
 import math
 
@@ -69,3 +70,20 @@ class SwitchGate(nn.Module):  # a Switch Transformer-style router: (l_aux, combi
         probs = self.wg(x).softmax(-1)
         l_aux = (probs.mean(dim=(0, 1)) ** 2).sum() * probs.shape[-1]
         return l_aux, probs, probs >= probs.amax(-1, keepdim=True)
+
+
+@torch.jit.script
+def bias_gelu(bias: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # Megatron's jit-scripted bias-GeLU
+    x = bias + y
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+class ScriptedMLP(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff, bias=False)
+        self.bias = nn.Parameter(torch.zeros(d_ff))
+        self.fc2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.fc2(bias_gelu(self.bias, self.fc1(x)))

@@ -13,6 +13,7 @@ from ffn_cli.bench.calibrate import calibrate
 from ffn_cli.bench.case import Case, Sweep, bench_case, ceilings, preflight_case
 from ffn_cli.bench.config import MAX_REPEATS, BenchConfig
 from ffn_cli.bench.environment import capture_env, cpu_threads
+from ffn_cli.bench.forecast import profile_for
 from ffn_cli.bench.implementations import IMPLS, Impl
 from ffn_cli.bench.plan import DEFAULT_MAX_CASES, SweepPlan
 from ffn_cli.bench.result import BenchReport, BenchResult, CheckpointDelta
@@ -175,6 +176,13 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
     if cpu and env.load_avg_1m is not None and env.load_avg_1m > env.cpu_count:
         words = N_("the machine is busy (load average {load} on {cpus} CPUs): CPU times include waiting for a core")
         notes.append(Message.of(words, load=f"{env.load_avg_1m:.1f}", cpus=env.cpu_count))
+    profile = profile_for(sweep.device.type, sweep.config.gpu)
+    if cpu and profile is not None and profile.threads != env.threads and any(r.predicted_ms is not None for r in results):
+        words = N_(
+            "the profile was measured at --threads {measured} and this run uses --threads {threads}: its forecasts assume "
+            "{measured} (ffn hardware --measure --threads {threads}, or ffn bench --threads {measured})"
+        )
+        notes.append(Message.of(words, measured=profile.threads, threads=env.threads))
     above = [r for r in results if r.above_peak]
     if above:
         words = N_(

@@ -143,6 +143,8 @@ def bench(
     """Time the forward (or forward + backward) pass: median ms, TFLOP/s, % of peak, memory.
 
     With --preset, --config or --model it times one layer's FFN of that model at its real sizes.
+    Once `ffn hardware --measure` has profiled this machine, each case shows the forecast from
+    that profile beside the measured time and the roofline bound, with the error in %.
     """
     # Every option but the FFN group and --json, by its name: the request's fields are named so.
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}

@@ -157,6 +157,9 @@ def trace(
     run = {"batch": batch, "seq_len": seq_len, "device": device, "dtype": dtype, "seed": seed, "mode": mode.strip().lower()}
     # depth None: a module of your own is opened through its wrappers and containers; a model's own module at 1.
     run |= {"values": values, "depth": depth, "backward": backward, "loss": loss, "checkpoint": checkpoint}
+    # The aten ops are recorded where the output names them (--ops, --json, the page's JSON);
+    # the text view records torch calls, the same steps without the dispatch level's start-up.
+    run["aten"] = ops or json or page_file is not None
     if explain and ops:
         raise FFNError("explain", True, _("explains the steps; --ops shows the raw aten ops instead: drop one"))
     if module is not None:
@@ -236,6 +239,7 @@ def trace(
         backward=backward,
         loss=loss,
         checkpoint=checkpoint,
+        aten=run["aten"],
     )
     if json:
         emit_json(trace_data(result, ops=ops, explain=explain) | ({"model": choice.data()} if choice is not None else {}))

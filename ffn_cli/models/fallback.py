@@ -1,6 +1,6 @@
 """Counting a model no reader knows, by building it with transformers on the meta device.
 
-The readers in families.py stay the source of truth for the families they know; this path
+The readers in families/ stay the source of truth for the families they know; this path
 answers for every other `model_type` the installed transformers can build. This module is
 torch-free: it holds the result, the refusals, and the lazy step into ffn_cli.models.meta_build
 (which imports torch and transformers) only when a count is asked for.

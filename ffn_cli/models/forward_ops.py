@@ -16,7 +16,7 @@ from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.hardware.predict import ElementwisePass, Gemm, Prediction, predict
 from ffn_cli.hardware.profile import DeviceProfile
 from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import ACTIVATIONS
+from ffn_cli.variants import ACTIVATIONS, mixture_of
 
 __all__ = ["ForwardOps", "forward_ops", "predict_forward", "priced_variants"]
 
@@ -45,7 +45,7 @@ def forward_ops(spec: FFNSpec, tokens: int) -> ForwardOps | None:
     """The GEMMs and elementwise passes of `spec`'s forward over `tokens` tokens in eval mode,
     or None when the spec is not one the forecast prices (see the module's doc)."""
     info = spec.info
-    if info.as_mixture() is not None:  # a mixture's forward is its routing too: not priced
+    if mixture_of(info) is not None:  # a mixture's forward is its routing too: not priced
         return None
     shapes = {t.name: t.shape for t in param_tensors(spec)}
     gemms: list[Gemm] = []

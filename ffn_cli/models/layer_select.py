@@ -260,8 +260,7 @@ def _block_notes(choice: LayerChoice) -> list[str]:
         notes.append("LayerNorm without weights (built with them)")
     if spec.norms_per_layer != 2:
         notes.append(f"{spec.norms_per_layer} norms per layer (built with 2)")
-    if spec.model_type == "olmo2":
-        notes.append("norms on the sublayer outputs (built pre-norm)")
+    notes += choice.model.family.block_notes
     if spec.cross_attention:
         notes.append("cross-attention")
     notes += [e.name for e in spec.extras if e.per_layer]  # a family's own tensors in each layer (Gemma 3n's AltUp)
@@ -272,18 +271,14 @@ def _value_only_notes(model: LoadedModel) -> list[str]:
     """What the real block computes differently at the same shapes, FLOPs and parameters."""
     text = model.config.get("text_config")
     config = text if isinstance(text, Mapping) else model.config
-    notes = []
-    if model.spec.model_type == "gemma3n_text":  # Gemma 3n's norms scale by w, as built
-        notes.append("v normed by an RMSNorm without a weight, scores unscaled (scale 1), built as head_dim^-½ (values only)")
-    elif model.spec.model_type.startswith("gemma"):
-        notes.append("Gemma's norms scale by (1 + w), built as w (values only)")
+    family = model.family
+    notes = list(family.value_notes)
     scalar = config.get("query_pre_attn_scalar")
-    if model.spec.model_type != "gemma3n_text" and isinstance(scalar, (int, float)) and scalar != model.spec.attention.head_dim:
+    if not family.unscaled_scores and isinstance(scalar, (int, float)) and scalar != model.spec.attention.head_dim:
         notes.append(f"scores scaled by {config['query_pre_attn_scalar']:g}^-½, built as head_dim^-½ (values only)")
     if config.get("attn_logit_softcapping"):
         notes.append(f"scores soft-capped at {config['attn_logit_softcapping']:g} (values only)")
-    if model.spec.model_type.startswith("llama4") and config.get("use_qk_norm"):
-        notes.append("Llama 4's weightless L2 q/k norm (values only)")
+    notes += [note for key, note in family.keyed_value_notes if config.get(key)]
     return notes
 
 

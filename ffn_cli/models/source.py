@@ -15,7 +15,7 @@ from typing import Any
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.config import load_config, load_preset
-from ffn_cli.models.families import model_spec_from_config
+from ffn_cli.models.families import Family, family_of, model_spec_from_config
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import attention_chunks, attention_windows, is_causal
 
@@ -47,6 +47,14 @@ class LoadedModel:
     def chunks(self) -> tuple[int | None, ...]:
         """Each layer's attention chunk (Llama 4), or None."""
         return attention_chunks(self.config, self.spec.n_layers)
+
+    @property
+    def family(self) -> Family:
+        """The family that read the spec: every LoadedModel's spec comes from one."""
+        family = family_of(self.spec.model_type)
+        if family is None:
+            raise LookupError(f"no family reads {self.spec.model_type}")
+        return family
 
     @property
     def causal(self) -> bool:

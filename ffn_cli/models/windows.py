@@ -1,47 +1,38 @@
 """Which keys each layer's attention reads: causal or not, and sliding windows.
 
-Read from the config as transformers reads it (Llama 4's chunked attention likewise): an explicit `layer_types` list wins; else the
-family's default pattern (Gemma 2 and gpt-oss alternate sliding and full layers starting with
-a sliding one, Gemma 3 makes every sixth layer full, Gemma 3n every fifth, Command R7B and EXAONE 4 every fourth;
-SmolLM3 slides only with use_sliding_window); Qwen2/Qwen3 slide only with
-use_sliding_window, from max_window_layers on; Mistral, Phi-3, Starcoder2 and Mixtral slide in
-every layer when sliding_window is set. A window of w lets a query read its w latest keys, itself
-included.
+Read from the config as transformers reads it (Llama 4's chunked attention likewise): an
+explicit `layer_types` list wins; else the family's rule (its `Family`'s window, sliding rule,
+full_every and chunk: Gemma 2 and gpt-oss alternate sliding and full layers starting with a
+sliding one, Gemma 3 makes every sixth layer full, Gemma 3n every fifth, Command R7B and
+EXAONE 4 every fourth; SmolLM3 slides only with use_sliding_window; Qwen2/Qwen3 slide only
+with use_sliding_window, from max_window_layers on; Mistral, Phi-3, Starcoder2 and Mixtral
+slide in every layer when sliding_window is set). A window of w lets a query read its w latest
+keys, itself included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ENCODERS", "attention_chunks", "attention_windows", "is_causal", "mean_keys"]
+if TYPE_CHECKING:
+    from ffn_cli.models.families import AttentionReach
 
-# Bidirectional encoders: every query reads every key.
-ENCODERS = frozenset({"bert", "roberta", "xlm-roberta"})
-# Families whose default layer_types alternate, and the period of their full layers.
-_PATTERNS = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6, "gemma3": 6, "gemma3n_text": 5, "gemma3n": 5, "cohere2": 4, "exaone4": 4}
-# Families that slide in every layer whenever sliding_window is set.
-_EVERY_LAYER = frozenset({"mistral", "mixtral", "phi3", "starcoder2"})
-# Families whose config class defaults sliding_window when the key is absent.
-_DEFAULT_WINDOW = {
-    "mistral": 4096,
-    "gemma2": 4096,
-    "gemma3_text": 4096,
-    "gemma3": 4096,
-    "gemma3n_text": 512,
-    "gemma3n": 512,
-    "gpt_oss": 128,
-    "cohere2": 4096,
-    "exaone4": 4096,
-}
-# Families whose layers slide only when use_sliding_window says so, whatever layer_types holds.
-_FLAGGED = frozenset({"smollm3"})
-_QWEN = frozenset({"qwen2", "qwen3", "qwen2_moe", "qwen3_moe"})
-_CHUNKED = frozenset({"llama4", "llama4_text"})
+__all__ = ["attention_chunks", "attention_windows", "is_causal", "mean_keys"]
+
+
+def _reach(model_type: str) -> AttentionReach:
+    """The family's reach; a model_type no family reads gets the default (causal, windows only
+    where layer_types names them)."""
+    # Imported here: mean_keys serves commands with no model, which load no family.
+    from ffn_cli.models.families import AttentionReach, family_of
+
+    family = family_of(model_type)
+    return family.reach if family is not None else AttentionReach()
 
 
 def is_causal(model_type: str) -> bool:
-    return model_type not in ENCODERS
+    return _reach(model_type).causal
 
 
 def _text(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
@@ -55,25 +46,26 @@ def _text(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
 def attention_windows(config: Mapping[str, Any], n_layers: int) -> tuple[int | None, ...]:
     """Each layer's sliding window in keys, or None for a layer that reads every earlier key."""
     text, model_type = _text(config)
-    window = text.get("sliding_window", _DEFAULT_WINDOW.get(model_type))
+    reach = _reach(model_type)
+    window = text.get("sliding_window", reach.window)
     if not isinstance(window, int) or isinstance(window, bool) or window < 1:
         return (None,) * n_layers
-    if model_type in _FLAGGED and not text.get("use_sliding_window", False):
+    if reach.sliding == "flagged" and not text.get("use_sliding_window", False):
         return (None,) * n_layers
     types = text.get("layer_types")
     if isinstance(types, list) and len(types) == n_layers:
         return tuple(window if t == "sliding_attention" else None for t in types)
-    if model_type in _PATTERNS:
-        period = text.get("sliding_window_pattern", _PATTERNS[model_type])
-        period = period if isinstance(period, int) and period > 0 else _PATTERNS[model_type]
+    if reach.sliding == "pattern" and reach.full_every is not None:
+        period = text.get("sliding_window_pattern", reach.full_every)
+        period = period if isinstance(period, int) and period > 0 else reach.full_every
         return tuple(window if (i + 1) % period else None for i in range(n_layers))
-    if model_type in _QWEN:
+    if reach.sliding == "max_window_layers":
         if not text.get("use_sliding_window", False):
             return (None,) * n_layers
         start = text.get("max_window_layers", n_layers)
         start = start if isinstance(start, int) else n_layers
         return tuple(window if i >= start else None for i in range(n_layers))
-    if model_type in _EVERY_LAYER:
+    if reach.sliding == "every_layer":
         return (window,) * n_layers
     return (None,) * n_layers
 
@@ -82,13 +74,14 @@ def attention_chunks(config: Mapping[str, Any], n_layers: int) -> tuple[int | No
     """Each layer's attention chunk (Llama 4: a query reads only the keys of its own chunk of
     attention_chunk_size tokens, in the layers that use rotary positions), or None."""
     text, model_type = _text(config)
-    chunk = text.get("attention_chunk_size", 8192 if model_type in _CHUNKED else None)
+    reach = _reach(model_type)
+    chunk = text.get("attention_chunk_size", reach.chunk)
     if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
         return (None,) * n_layers
     types = text.get("layer_types")
     if isinstance(types, list) and len(types) == n_layers:
         return tuple(chunk if t == "chunked_attention" else None for t in types)
-    if model_type not in _CHUNKED:
+    if reach.chunk is None:
         return (None,) * n_layers
     no_rope = text.get("no_rope_layers")
     if not (isinstance(no_rope, list) and len(no_rope) == n_layers):

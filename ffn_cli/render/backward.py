@@ -20,9 +20,9 @@ from ffn_cli.render.experts import elided_label, idle_label
 from ffn_cli.render.explain import backward_explanation
 from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
-from ffn_cli.trace.backward_result import BackwardResult, BackwardStep, ParamGrad, grad_norm
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
-from ffn_cli.trace.result import TensorStats, TraceResult
+from ffn_cli.trace.result import BackwardResult, BackwardStep, ParamGrad, SavedRead, TensorStats, TraceResult, grad_norm
+from ffn_cli.variants.mixture import expert_of
 
 __all__ = ["backward_data", "backward_sections"]
 
@@ -128,17 +128,8 @@ def _idle_params(result: TraceResult, b: BackwardResult) -> list[ParamGrad]:
     summary = summarise_experts(result.steps)
     if summary is None or not summary.idle:
         return []
-    idle = {f"experts.{e}" for e in summary.idle_experts}
-    return [p for p in b.params if p.step is None and _expert_of(p.name) in idle]
-
-
-def _expert_of(name: str) -> str:
-    """experts.7 of ffn.experts.7.up.weight; "" for a parameter of no expert."""
-    parts = name.split(".")
-    for i in range(len(parts) - 1):
-        if parts[i] == "experts" and parts[i + 1].isdigit():
-            return f"experts.{parts[i + 1]}"
-    return ""
+    idle = set(summary.idle_experts)
+    return [p for p in b.params if p.step is None and expert_of(p.name) in idle]
 
 
 def _idle_label(result: TraceResult) -> str:
@@ -179,9 +170,8 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
             continue
         for k, r in enumerate(s.reads):
             first = k == 0
-            size = fmt_bytes(r.bytes_) if r.bytes_ else _("recomputed") if r.saved_by.endswith("(recomputed)") else _("kept")
-            recomputed = r.saved_by.endswith(" (recomputed)")
-            saved_by = r.saved_by.removesuffix(" (recomputed)") + " " + _("(recomputed)") if recomputed else r.saved_by
+            size = fmt_bytes(r.bytes_) if r.bytes_ else _("recomputed") if r.recomputed else _("kept")
+            saved_by = r.saved_by + " " + _("(recomputed)") if r.recomputed else r.saved_by
             rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, saved_by, size])
     return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows))
 
@@ -357,7 +347,7 @@ def _step(s: BackwardStep) -> dict[str, Any]:
         "inputs_from": list(s.inputs_from),
         "weight_grads": [{"name": p.name, "shape": list(p.shape)} for p in s.weight_grads],
         "params_read": list(s.params_read),
-        "saved_inputs": [{"saved_by": r.saved_by, "shape": list(r.shape), "dtype": r.dtype, "bytes": r.bytes_} for r in s.reads],
+        "saved_inputs": [{"saved_by": _saved_by(r), "shape": list(r.shape), "dtype": r.dtype, "bytes": r.bytes_} for r in s.reads],
         "weight_grad_flops": s.weight_grad_flops,
         "input_grad_flops": s.input_grad_flops,
         "elementwise_flops": s.elementwise_flops,
@@ -406,3 +396,8 @@ def backward_data(result: TraceResult) -> dict[str, Any]:
     if result.block is not None:
         data["grad_norm_parts"] = {"ffn": b.grad_norm("ffn."), "attn": b.grad_norm("attn.")}
     return data
+
+
+def _saved_by(read: SavedRead) -> str:
+    """The step that kept (or, recomputed, made) the tensor, as --json has always named it."""
+    return f"{read.saved_by} (recomputed)" if read.recomputed else read.saved_by

@@ -14,9 +14,9 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.render.fit import Col, FitTable
-from ffn_cli.trace.backward_result import BackwardStep
 from ffn_cli.trace.expert_summary import summarise_experts
-from ffn_cli.trace.result import TraceResult, TraceStep
+from ffn_cli.trace.ops import op_base
+from ffn_cli.trace.result import BackwardStep, TraceResult, TraceStep
 
 __all__ = ["backward_explanation", "explain_table", "step_explanation"]
 
@@ -30,8 +30,8 @@ _LAYOUT_OPS += ("unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice
 
 
 def _ops(step: TraceStep) -> set[str]:
-    """aten.addmm.default → addmm."""
-    return {op.removeprefix("aten.").split(".")[0] for op in step.aten_ops}
+    """aten.addmm.default → addmm; torch.linear (a torch call) → linear."""
+    return {op_base(op) for op in step.aten_ops}
 
 
 def _linear(step: TraceStep) -> Message:
@@ -80,9 +80,7 @@ def _variant_step(result: TraceResult, step: TraceStep) -> str | None:
     """The step's name in its variant's forward (`ffn.up_proj` in a block is `up_proj`)."""
     if result.spec is None:
         return None
-    if result.block is None:
-        return step.name
-    return step.name.removeprefix("ffn.") if step.name.startswith("ffn.") else None
+    return step.region if result.block is None or step.part == "ffn" else None
 
 
 def step_explanation(result: TraceResult, step: TraceStep) -> Message | None:

@@ -16,6 +16,7 @@ from ffn_cli.parallel.result import ParallelResult, ParallelTiming, RankResult, 
 from ffn_cli.render.fit import Cell, Col, FitTable, Layouts
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_shape
 from ffn_cli.spec import FFNSpec
+from ffn_cli.variants.mixture import expert_of
 
 __all__ = [
     "parallel_json",
@@ -107,8 +108,9 @@ def _unsharded_order(name: str) -> tuple[int, int]:
     """Sort key putting tensors in the unsharded module's order: router, experts by index, the rest."""
     if name.startswith("router."):
         return (0, 0)
-    if name.startswith("experts."):
-        return (1, int(name.split(".")[1]))
+    expert = expert_of(name) if name.startswith("experts.") else None
+    if expert is not None:
+        return (1, expert)
     return (2, 0)  # a stable sort keeps the module's own order among these
 
 

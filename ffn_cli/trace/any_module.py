@@ -136,6 +136,7 @@ def trace_module(
     name: str | None = None,
     origin: str = "",
     notes: Sequence[str] = (),
+    aten: bool = True,
 ) -> TraceResult:
     """Run `module` once on `x` (or a seeded (batch, seq_len, d_model) normal input) under the
     recorder and return its steps: its children's calls (`depth` levels deep) and its own torch
@@ -175,7 +176,16 @@ def trace_module(
             torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
             try:
                 out, rec, steps, backward_result = _run(
-                    module, x, backward=backward, loss=loss_name, seed=seed, values=values, checkpoint=checkpoint, dt=dt, depth=depth
+                    module,
+                    x,
+                    backward=backward,
+                    loss=loss_name,
+                    seed=seed,
+                    values=values,
+                    checkpoint=checkpoint,
+                    dt=dt,
+                    depth=depth,
+                    aten=aten,
                 )
             except FFNRuntimeError as failed:
                 hint = _width_hint(module, width, d_model_from) if width_from == d_model_from else ""
@@ -218,7 +228,17 @@ def trace_module(
 
 
 def _run(
-    module: nn.Module, x: Tensor, *, backward: bool, loss: str, seed: int, values: int, checkpoint: bool, dt: torch.dtype, depth: int
+    module: nn.Module,
+    x: Tensor,
+    *,
+    backward: bool,
+    loss: str,
+    seed: int,
+    values: int,
+    checkpoint: bool,
+    dt: torch.dtype,
+    depth: int,
+    aten: bool = True,
 ) -> tuple[Any, ...]:
     """The forward under the recorder (and the backward, when asked): output, recording, steps,
     backward result."""
@@ -230,7 +250,7 @@ def _run(
                 None, module, x, loss=loss, seed=seed, values=values, checkpoint=checkpoint, check=False, dtype=dtype_name(dt), depth=depth
             )
         with gc_paused():
-            out, rec = record(module, x, values=values, functions=True)
+            out, rec = record(module, x, values=values, functions=True, aten=aten)
             return out, rec, group_steps(rec, depth), None
     except ForwardError as failed:
         raise _forward_failed(module, failed) from None

@@ -28,11 +28,10 @@ from torch.overrides import TorchFunctionMode
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.trace.backward_result import SavedRead
 from ffn_cli.trace.leaves import tensor_leaves
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, dtype_name, tracking_modules
-from ffn_cli.trace.result import Shape, TensorStats, TraceStep
+from ffn_cli.trace.result import SavedRead, Shape, TensorStats, TraceStep
 from ffn_cli.trace.stats import tensor_stats
 from ffn_cli.trace.steps import group_steps
 from ffn_cli.trace.torch_names import storage_id

@@ -15,12 +15,11 @@ from ffn_cli.reference import reference_backward
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace.backward import record_backward
-from ffn_cli.trace.backward_result import BackwardResult
 from ffn_cli.trace.backward_steps import fold_backward
 from ffn_cli.trace.check import CHECK_THRESHOLDS
 from ffn_cli.trace.memory import measure_backward_memory
 from ffn_cli.trace.recorder import Recording
-from ffn_cli.trace.result import CheckResult, TraceStep
+from ffn_cli.trace.result import BackwardResult, CheckResult, TraceStep
 
 __all__ = ["check_backward", "output_grad_maker", "run_backward"]
 

@@ -6,10 +6,9 @@ input-gradient, the saved tensors it read, and the gradient's statistics and fla
 from __future__ import annotations
 
 from ffn_cli.trace.backward import BackwardRecording
-from ffn_cli.trace.backward_result import BackwardStep, ParamGrad, SavedRead
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Producer, RecordedOp
-from ffn_cli.trace.result import ParamInfo, Shape
+from ffn_cli.trace.result import BackwardStep, ParamGrad, ParamInfo, SavedRead, Shape
 from ffn_cli.trace.stats import value_flags
 
 __all__ = ["fold_backward"]
@@ -106,7 +105,7 @@ class _Builder:
                 # An activation the checkpoint recomputed, read where autograd would have kept it.
                 made = self._origin(i)
                 if made.record.name not in LAYOUT_OPS:
-                    reads.setdefault(-i, SavedRead(f"{_recomputed_step(made)} (recomputed)", shape, made.record.dtype, 0))
+                    reads.setdefault(-i, SavedRead(_recomputed_step(made), shape, made.record.dtype, 0, recomputed=True))
                 elif not made.record.params:  # a view of what the checkpoint kept: its input
                     reads.setdefault(-i, SavedRead("input", shape, made.record.dtype, 0))
         return grad_in, reads

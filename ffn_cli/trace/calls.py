@@ -124,6 +124,9 @@ class CallLabels(TorchFunctionMode):
         # The user's plain function the last calls ran in, and their one label.
         self._function_frame: FrameType | None = None
         self._function_label: tuple[int, str, str] = (0, "", "")
+        # The user's frame whose TorchScript function the last untracked ops ran in, and their label.
+        self._script: tuple[FrameType, int, str] | None = None
+        self._script_label: tuple[int, str, str] = (0, "", "")
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
@@ -137,6 +140,22 @@ class CallLabels(TorchFunctionMode):
             raise
         finally:
             self.current = outer
+
+    def script_label(self) -> tuple[int, str, str] | None:
+        """The label of an op no torch call ran: TorchScript runs aten ops with no Python call
+        around them, so the scripted function the user's code called there (Megatron's
+        `bias_gelu`) names them, one step per invocation; None if the frame calls no such one."""
+        frame = _user_frame(inspect.currentframe())
+        if frame is None:
+            return None
+        scripted = [n for n in frame.f_code.co_names if isinstance(frame.f_globals.get(n), torch.jit.ScriptFunction)]
+        if len(scripted) != 1:
+            return None
+        # One invocation: the same frame at the same instruction (the call), calling the same function.
+        if self._script is None or self._script[0] is not frame or self._script[1:] != (frame.f_lasti, scripted[0]):
+            self._serial += 1
+            self._script, self._script_label = (frame, frame.f_lasti, scripted[0]), (self._serial, scripted[0], f"{scripted[0]}(…)")
+        return self._script_label
 
     def _label(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, str, str]:
         """The call's own label; inside a plain Python function of the user's (fairseq's
@@ -153,8 +172,9 @@ class CallLabels(TorchFunctionMode):
         return self._function_label
 
     def forget_frames(self) -> None:
-        """Let go of the frame held to group calls: it keeps the function's locals alive."""
+        """Let go of the frames held to group calls: they keep the functions' locals alive."""
         self._function_frame = None
+        self._script = None
 
 
 _TORCH = os.path.dirname(torch.__file__)
@@ -168,6 +188,16 @@ def _function_name(frame: FrameType) -> str:
     if frame.f_code.co_name == "forward" and isinstance(ctx, torch.autograd.function.BackwardCFunction):
         return type(ctx).__name__.removesuffix("Backward") or "forward"
     return frame.f_code.co_name
+
+
+def _user_frame(frame: FrameType | None) -> FrameType | None:
+    """The innermost frame of the user's code (not torch's, not ffn's) above this one."""
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if not (file.startswith(_TORCH) or file.startswith(_OURS) or file.startswith("<")):
+            return frame
+        frame = frame.f_back
+    return None
 
 
 def _users_function(frame: FrameType | None) -> FrameType | None:

@@ -2,7 +2,7 @@
 
 The seed tutorial's point about the FFN: without the activation, W₂·(W₁·x) = (W₂·W₁)·x, a
 single matrix of rank at most the narrower width, so the wide hidden layer adds parameters and
-FLOPs but nothing one matrix could not compute. Found from the steps' aten ops alone: a step
+FLOPs but nothing one matrix could not compute. Found from the steps' ops alone (aten ops or torch calls): a step
 that is one matmul (with its bias add and layout changes) is affine; dropout and layout-only
 steps pass values through; anything else (an activation, a norm, a gate's product) ends the chain.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.trace.ops import LAYOUT_OPS, SKIPPED_OPS
+from ffn_cli.trace.ops import LAYOUT_OPS, SKIPPED_OPS, op_base
 from ffn_cli.trace.result import TraceStep
 
 __all__ = ["linear_collapses"]
@@ -23,12 +23,8 @@ _BIAS = {"add", "add_", "sub", "sub_"}  # a bias added to a matmul's output keep
 _DROPOUT = {"native_dropout", "dropout", "bernoulli_", "empty_like", "div", "div_", "mul"}
 
 
-def _base(op: str) -> str:
-    return op.removeprefix("aten.").split(".")[0]
-
-
 def _affine(step: TraceStep) -> bool:
-    ops = [_base(o) for o in step.aten_ops]
+    ops = [op_base(o) for o in step.aten_ops]
     matmuls = [o for o in ops if o in _MATMULS]
     return len(matmuls) == 1 and all(o in _MATMULS or o in _BIAS or o in LAYOUT_OPS or o in SKIPPED_OPS for o in ops)
 
@@ -36,7 +32,7 @@ def _affine(step: TraceStep) -> bool:
 def _passes_through(step: TraceStep) -> bool:
     """A step that changes no value's linear relation to its input: layout only, or dropout
     (eval: nothing; train: a fixed mask and a scale)."""
-    ops = [_base(o) for o in step.aten_ops]
+    ops = [op_base(o) for o in step.aten_ops]
     if not ops:
         return True
     dropout = step.module_class == "Dropout" or "native_dropout" in ops or "bernoulli_" in ops

@@ -21,7 +21,7 @@ from ffn_cli.i18n import N_, Message
 from ffn_cli.trace.result import OpRecord, Shape, TraceStep
 
 if TYPE_CHECKING:
-    from ffn_cli.trace.backward_result import BackwardStep
+    from ffn_cli.trace.result import BackwardStep
 
 __all__ = [
     "SHOW_ALL_UP_TO",

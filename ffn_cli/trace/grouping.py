@@ -43,6 +43,10 @@ class StepGroup:
     tokens_per_expert: tuple[int, ...] | None = None
     idle_params: int = 0  # the dispatch step: parameters of the experts that did not run
     serial: int | None = None  # the torch call a group of a module's own ops ran in
+    # What the step is, not parsed back from its name: its step in the variant's forward (or the
+    # child module's or torch call's own name), and the block part it is in ("attn", "ffn").
+    region: str = ""
+    part: str = ""
 
 
 class _Grouper:
@@ -95,7 +99,7 @@ class _Grouper:
                 if depth > 1 and self._children.get(i):
                     groups += self._generic(i, depth - 1)
                 else:
-                    groups.append(StepGroup(child.path, module_formula(child.module), calls=[i]))
+                    groups.append(StepGroup(child.path, module_formula(child.module), calls=[i], region=child.path.rsplit(".", 1)[-1]))
                 continue
             op = self.rec.ops[i]
             serial, name, formula = op.function or (None, op.record.name, op.record.op)
@@ -104,10 +108,10 @@ class _Grouper:
                 last.ops.append(i)
             elif last is not None and not last.calls and self._weight_view(last):
                 # w.t() before F.linear(h, w.t()): a view of a parameter is part of the step that reads it
-                last.name, last.formula, last.serial = prefix + name, formula, serial
+                last.name, last.formula, last.serial, last.region = prefix + name, formula, serial, name
                 last.ops.append(i)
             else:
-                groups.append(StepGroup(prefix + name, formula, ops=[i], serial=serial))
+                groups.append(StepGroup(prefix + name, formula, ops=[i], serial=serial, region=name))
         return groups
 
     def _weight_view(self, g: StepGroup) -> bool:
@@ -116,7 +120,7 @@ class _Grouper:
         return all(op.record.name in LAYOUT_OPS and not op.sources and op.record.params for op in ops)
 
     def _call_group(self, call: int, prefix: str, formula: str | Message) -> StepGroup:
-        return StepGroup(prefix + self.leaf(call), formula, calls=[call])
+        return StepGroup(prefix + self.leaf(call), formula, calls=[call], region=self.leaf(call))
 
     # FFNs: each op is labelled by the region of the variant's forward it ran in ---------------
 
@@ -126,14 +130,15 @@ class _Grouper:
         for kind, i in self.segments(call):
             if kind == "op":
                 step = self.rec.ops[i].region or "forward"
-                _add_op(groups, prefix + step, variant.step_formula(spec, step), i)
+                _add_op(groups, prefix + step, variant.step_formula(spec, step), i, step)
                 continue
             leaf = self.leaf(i)
             if leaf.startswith(EXPERTS_STEP + "."):
                 formula = spec.ffn_variant.formula
-                groups.append(StepGroup(prefix + leaf, formula, calls=[i], substeps=self.group(i, prefix + leaf + ".")))
+                substeps = self.group(i, prefix + leaf + ".")
+                groups.append(StepGroup(prefix + leaf, formula, calls=[i], substeps=substeps, region=leaf))
             else:
-                groups.append(StepGroup(prefix + leaf, variant.step_formula(spec, leaf), calls=[i]))
+                groups.append(StepGroup(prefix + leaf, variant.step_formula(spec, leaf), calls=[i], region=leaf))
         if variant.step_order:
             return self._in_step_order(groups, prefix, module, variant)
         return groups
@@ -149,7 +154,7 @@ class _Grouper:
             if step.startswith(EXPERTS_STEP + "."):
                 experts.append(g)
                 continue
-            into = merged.setdefault(step, StepGroup(g.name, g.formula))
+            into = merged.setdefault(step, StepGroup(g.name, g.formula, region=g.region))
             into.ops += g.ops
             into.calls += g.calls
         dispatch = merged.get(variant.dispatch_step or "")
@@ -176,12 +181,15 @@ class _Grouper:
         last_child = "attn"
         for kind, i in self.segments(call):
             if kind == "op":
-                _add_op(groups, f"{prefix}{last_child}_residual", f"x + {last_child}(·)", i)
+                _add_op(groups, f"{prefix}{last_child}_residual", f"x + {last_child}(·)", i, f"{last_child}_residual")
                 continue
             leaf = self.leaf(i)
             last_child = leaf if leaf in ("attn", "ffn") else last_child
             if leaf in ("attn", "ffn"):
-                groups += self.group(i, prefix + leaf + ".")
+                inner = self.group(i, prefix + leaf + ".")
+                for g in inner:
+                    g.part = leaf
+                groups += inner
             else:
                 groups.append(self._call_group(i, prefix, norm))
         return groups
@@ -194,16 +202,16 @@ class _Grouper:
                 groups.append(self._call_group(i, prefix, module.step_formula(self.leaf(i))))
                 continue
             step = self.rec.ops[i].region or "forward"
-            _add_op(groups, prefix + step, module.step_formula(step), i)
+            _add_op(groups, prefix + step, module.step_formula(step), i, step)
         return groups
 
 
-def _add_op(groups: list[StepGroup], name: str, formula: str | Message, op: int) -> None:
+def _add_op(groups: list[StepGroup], name: str, formula: str | Message, op: int, region: str) -> None:
     """Append op to the last group if it has this name, else open a new group."""
     if groups and groups[-1].name == name and not groups[-1].calls:
         groups[-1].ops.append(op)
     else:
-        groups.append(StepGroup(name, formula, ops=[op]))
+        groups.append(StepGroup(name, formula, ops=[op], region=region))
 
 
 def _routed(module: FFNModule) -> tuple[int, ...] | None:

@@ -16,7 +16,7 @@ from ffn_cli.variants import ACTIVATIONS
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["ELEMENTWISE_FLOPS", "LAYOUT_OPS", "SKIPPED_OPS", "SPLIT_OPS", "UNINITIALISED_OPS", "elementwise_flops"]
+__all__ = ["ELEMENTWISE_FLOPS", "LAYOUT_OPS", "SKIPPED_OPS", "SPLIT_OPS", "UNINITIALISED_OPS", "elementwise_flops", "op_base"]
 
 
 # Operations per output element (our convention, shared with accounting.ACTIVATIONS).
@@ -69,3 +69,8 @@ def elementwise_flops(name: str, kwargs: dict[str, Any], inputs: list[Tensor], o
     if base == "index_add":
         return inputs[-1].numel() if inputs else 0  # one add per source element
     return ELEMENTWISE_FLOPS.get(base, 0) * out_numel
+
+
+def op_base(op: str) -> str:
+    """A recorded op's bare name: aten.addmm.default → addmm; a torch call torch.linear → linear."""
+    return op.removeprefix("aten.").removeprefix("torch.").split(".")[0]

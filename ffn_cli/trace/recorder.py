@@ -24,7 +24,8 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
-from ffn_cli.trace.calls import CallLabels
+from ffn_cli.trace.calls import CallLabels, call_name
+from ffn_cli.trace.function_level import Flops, FunctionLevel
 from ffn_cli.trace.leaves import flowing_output
 from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
 from ffn_cli.trace.result import OpRecord, OutputMember, Shape, TensorStats
@@ -164,9 +165,15 @@ def dtype_name(dtype: torch.dtype) -> str:
 class Recorder(TorchDispatchMode):
     """Records every aten op of `root`'s forward with its module path, shapes, FLOPs and stats."""
 
-    def __init__(self, root: nn.Module, *, stats: bool = True, values: int = 0, keep_graph: bool = False, functions: bool = False) -> None:
+    def __init__(
+        self, root: nn.Module, *, stats: bool = True, values: int = 0, keep_graph: bool = False, functions: bool = False, aten: bool = True
+    ) -> None:
         super().__init__()
         self.root = root
+        # aten: record every aten op (--ops, --json); else each torch call, and a call the
+        # function level cannot count as its aten ops (`FunctionLevel`).
+        self.aten = aten
+        self.missed = False  # the function level saw a tensor it did not see made (TorchScript, …)
         # keep_graph: a backward follows (`trace.backward`): autograd keeps its tensors, the output
         # keeps its graph, and every output stays alive so no storage address is reused mid-trace.
         self.keep_graph = keep_graph
@@ -272,11 +279,41 @@ class Recorder(TorchDispatchMode):
             return
         name = packet.__name__
         matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else _grouped_mm_flops(name, inputs)
+        self._append(f"aten.{name}", name, inputs, outputs, matmul, elementwise_flops(name, kwargs, inputs, outputs))
+
+    @property
+    def paused(self) -> bool:
+        """Whether the recorder itself is running torch code (statistics, hooks): not the forward's."""
+        return self._paused
+
+    def record_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, flops: Flops, *, writes: bool) -> None:
+        """One torch call of the forward as one op (the function level, `FunctionLevel`), its
+        FLOPs counted by `flops` as the aten ops it becomes count them."""
+        if writes:
+            self._stats_by_data.clear()
+        inputs = _tensors((args, kwargs))
+        outputs = _tensors(out)
+        if not outputs and writes and args and isinstance(args[0], Tensor):
+            outputs = [args[0]]  # x[i] = v returns nothing: its output is the tensor it wrote, as aten's index_put_
+        if not outputs:
+            return
+        self._paused = True
+        try:
+            matmul, elementwise = flops(inputs, outputs)
+            name = call_name(func)
+            name += "_" if writes and name != "setitem" else ""  # x.relu_() is aten's relu_, as steps name it
+            self._append(f"torch.{name}", name, inputs, outputs, matmul, elementwise)
+        finally:
+            self._paused = False
+
+    def _append(self, op: str, name: str, inputs: list[Tensor], outputs: list[Tensor], matmul: int, elementwise: int) -> None:
         storages = [storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
         params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
         constants = tuple(dict.fromkeys(self._constants[s] for s in storages if s in self._constants)) if self._constants else ()
-        function = self.labels.current if self.labels is not None else None
+        function = (self.labels.current or self.labels.script_label()) if self.labels is not None else None
         sources = [s for s in map(self._source, inputs, storages) if s is not None]
+        if not self.aten and len(sources) < sum(1 for s in storages if s not in self._params and s not in self._constants):
+            self.missed = True  # an input no recorded call made: code the function level cannot see ran
         index = len(self.rec.ops)
         # Views of weights (aten.t of W) are weights, not activations: no statistics for them.
         is_weight = storage_id(outputs[0]) in self._params
@@ -285,12 +322,12 @@ class Recorder(TorchDispatchMode):
         op_record = OpRecord(
             index,
             self._path(),
-            f"aten.{name}",
+            op,
             tuple(tuple(t.shape) for t in inputs),
             tuple(tuple(t.shape) for t in outputs),
             dtype_name(outputs[0].dtype),
             matmul,
-            elementwise_flops(name, kwargs, inputs, outputs),
+            elementwise,
             params,
             constants,
             function[2] if function is not None else "",
@@ -392,8 +429,11 @@ class Recorder(TorchDispatchMode):
         try:
             saving = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
             labels = self.labels if self.labels is not None else _nothing()
-            with tracking_modules(self), saving, self, labels:
+            level = self if self.aten else FunctionLevel(self)
+            with tracking_modules(self), saving, level, labels:
                 where, out, others = flowing_output((call or self.root)(x), tuple(x.shape))
+            if not self.aten and self._source(out) is None and storage_id(out) not in self._params:
+                self.missed = True
         except (MemoryError, torch.OutOfMemoryError):
             raise
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
@@ -465,10 +505,32 @@ def tracking_modules(recorder: Recorder) -> Iterator[None]:
             handle.remove()
 
 
-def record(module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0, functions: bool = False) -> tuple[Tensor, Recording]:
+def record(
+    module: nn.Module, x: Tensor, *, stats: bool = True, values: int = 0, functions: bool = False, aten: bool = True
+) -> tuple[Tensor, Recording]:
     """Run module(x) under a Recorder (with autograd on, to see what it saves for backward);
-    `functions`: name each op's torch call too, and read tensor attributes as constants."""
-    recorder = Recorder(module, stats=stats and not x.is_meta, values=values, functions=functions)
+    `functions`: name each op's torch call too, and read tensor attributes as constants;
+    `aten`: record aten ops, else torch calls (`FunctionLevel`: the same steps, no Dynamo)."""
+    # TorchScript runs no torch call a TorchFunctionMode sees: a scripted module is recorded at
+    # the aten level; a scripted function is found by the tensors it made and recorded again.
+    aten = aten or any(isinstance(m, torch.jit.ScriptModule) for m in module.modules())
+    random_state = _random_state(x.device)
+    recorder = Recorder(module, stats=stats and not x.is_meta, values=values, functions=functions, aten=aten)
     with torch.enable_grad():
         out = recorder.run(x)
+    if recorder.missed:
+        _restore_random_state(x.device, random_state)  # the same dropout masks the second time
+        recorder = Recorder(module, stats=stats and not x.is_meta, values=values, functions=functions, aten=True)
+        with torch.enable_grad():
+            out = recorder.run(x)
     return out, recorder.rec
+
+
+def _random_state(device: torch.device) -> tuple[Tensor, Tensor | None]:
+    return torch.get_rng_state(), torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+
+
+def _restore_random_state(device: torch.device, state: tuple[Tensor, Tensor | None]) -> None:
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1], device)

@@ -104,7 +104,7 @@ def _candidates(width: int, shapes: list[tuple[int, ...]]) -> Iterator[FFNSpec]:
                 spec = FFNSpec(variant=variant, d_model=width, d_ff=d_ff, bias=bias, fused_gate_up=fused)
             except FFNError:
                 continue  # fused gate/up on a dense variant, biases a variant cannot take
-            if spec.info.as_mixture() is not None:
+            if spec.mixture is not None:
                 continue
             layout = spec.info.param_tensors(spec)
             if sorted(_key(t.shape) for t in layout) == wanted and spec.d_ff == d_ff:

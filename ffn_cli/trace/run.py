@@ -118,10 +118,13 @@ def trace(
     backward: bool = False,
     loss: str | None = None,
     checkpoint: bool = False,
+    aten: bool = True,
 ) -> TraceResult:
     """Build the FFN (or its block), run it once on a random (batch, seq_len, d_model) input
     under the Recorder, and return its steps; with `backward`, then its backward from the
-    output gradient `loss` makes. Refuses, before allocating, what will not fit."""
+    output gradient `loss` makes. Refuses, before allocating, what will not fit. `aten`: record
+    the aten ops (as `--ops` and `--json` list them); else the torch calls, the same steps
+    without the dispatch level's start-up (`function_level`)."""
     _validate_options(spec, block, batch=batch, seq_len=seq_len, seed=seed, mode=mode, values=values, check=check, device=device)
     loss_name = _validate_backward(backward, loss, checkpoint)
     dev, dt = resolve_device_dtype(device, dtype)
@@ -144,7 +147,7 @@ def trace(
         torch.set_rng_state(kept)  # the forward check's own forward draws the same masks as the traced one
     else:
         with gc_paused():
-            out, rec = record(module, x, values=values)
+            out, rec = record(module, x, values=values, aten=aten)
             steps = group_steps(rec)
     origin = "" if block is None else "in a Transformer block"
     return TraceResult(
@@ -179,7 +182,7 @@ def _validate_backward(backward: bool, loss: str | None, checkpoint: bool) -> st
         raise FFNError("checkpoint", True, _("recomputes activations during a backward: add --backward"))
     if loss is None:
         return "random"
-    from ffn_cli.trace.backward_result import LOSSES
+    from ffn_cli.trace.result import LOSSES
 
     name = loss.strip().lower()
     if name not in LOSSES:

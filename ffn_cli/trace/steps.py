@@ -125,6 +125,8 @@ class _StepBuilder:
             substeps=substeps,
             dropout_changed=changed,
             dropout_zeroed=zeroed,
+            region=g.region,
+            part=g.part,
         )
         note = g.note or dropout_note or _note(step)
         flags = _flags(step, ops)
@@ -177,7 +179,7 @@ def _flags(step: TraceStep, ops: list[RecordedOp]) -> tuple[str, ...]:
 
 def _note(step: TraceStep) -> Message:
     """An activation's effect on the sign of its input."""
-    if step.name.rsplit(".", 1)[-1] == "activation" and step.stats and step.input_stats:
+    if step.region == "activation" and step.stats and step.input_stats:
         return Message.of(N_("negatives {before:,} → {after:,}"), before=step.input_stats.negatives, after=step.stats.negatives)
     return Message()
 

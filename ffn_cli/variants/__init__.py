@@ -7,6 +7,8 @@ variant is one file here and one line below. Nothing here imports torch or NumPy
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ffn_cli.variants.activations import ACTIVATIONS, Activation
 from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, SplitKind, TensorTemplate, Variant, Weights, Width
 from ffn_cli.variants.bilinear import Bilinear
@@ -27,6 +29,9 @@ from ffn_cli.variants.swiglu import SwiGLU
 from ffn_cli.variants.swiglu_clamp import SwiGLUClamp
 from ffn_cli.variants.xielu import XIELU
 
+if TYPE_CHECKING:
+    from ffn_cli.variants.shape import FFNShape
+
 __all__ = [
     "ACTIVATIONS",
     "VARIANTS",
@@ -42,6 +47,8 @@ __all__ = [
     "Variant",
     "Weights",
     "Width",
+    "mixture_of",
+    "single_of",
     "variant_names",
 ]
 
@@ -69,3 +76,19 @@ VARIANTS: dict[str, Variant] = {
 
 def variant_names(family: Family | str | None = None) -> list[str]:
     return [v.name for v in VARIANTS.values() if family is None or v.family == family]
+
+
+# The kind questions, answered here: the base class knows none of its subclasses.
+def mixture_of(variant: Variant) -> MixtureVariant | None:
+    """The variant as a mixture of experts, or None for one FFN."""
+    return variant if isinstance(variant, MixtureVariant) else None
+
+
+def single_of(variant: Variant, spec: FFNShape) -> SingleFFN:
+    """The variant one FFN of `spec` is made of: itself, or a mixture's expert variant."""
+    mixture = mixture_of(variant)
+    if mixture is not None:
+        return mixture.expert(spec)
+    if not isinstance(variant, SingleFFN):
+        raise TypeError(f"{variant.name} is neither one FFN nor a mixture")
+    return variant

@@ -16,9 +16,7 @@ from ffn_cli.i18n import N_
 
 if TYPE_CHECKING:
     from ffn_cli.i18n import Message
-    from ffn_cli.variants.mixture import MixtureVariant
     from ffn_cli.variants.shape import FFNShape
-    from ffn_cli.variants.single import SingleFFN
 
 __all__ = [
     "ExpertLayout",
@@ -216,14 +214,6 @@ class Variant:
     def default_d_ff(self, d_model: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
         return 4 * d_model
 
-    def as_mixture(self) -> MixtureVariant | None:
-        """This variant as a mixture of experts, or None for one FFN."""
-        return None
-
-    def single(self, spec: FFNShape) -> SingleFFN:
-        """The variant one FFN of `spec` is made of: itself, or a mixture's expert variant."""
-        raise NotImplementedError
-
     def experts_held(self, spec: FFNShape) -> int:
         """The experts it holds (0: one FFN, not a mixture)."""
         return 0
@@ -294,10 +284,6 @@ class Variant:
         """Why `step` is in this variant's forward, in a line or two, with the spec's own numbers
         (`ffn trace --explain`); None where the variant has nothing to add to what the step is."""
         return None
-
-    def build(self, spec: FFNShape) -> Any:
-        """The torch module (torch is imported here, not at import time)."""
-        raise NotImplementedError
 
     def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         """The float64 forward on (N, d) tokens, from the module's state_dict as arrays."""

@@ -42,12 +42,6 @@ class MixtureVariant(Variant):
 
     own_options = frozenset({"experts", "expert_variant"})
 
-    def as_mixture(self) -> MixtureVariant:
-        return self
-
-    def single(self, spec: FFNShape) -> SingleFFN:
-        return self.expert(spec)
-
     def experts_held(self, spec: FFNShape) -> int:
         return spec.experts
 
@@ -171,7 +165,10 @@ class MixtureVariant(Variant):
 
 
 def expert_of(name: str) -> int | None:
-    """The expert a mixture's parameter `name` belongs to: i for experts.{i}.…, else None."""
-    if name.startswith(EXPERTS_STEP + "."):
-        return int(name.split(".")[1])
+    """The expert a mixture's parameter (or step) `name` belongs to: i for experts.{i}.…, at any
+    depth (ffn.experts.7.up.weight), else None. Names are parsed here and nowhere else."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1):
+        if parts[i] == EXPERTS_STEP and parts[i + 1].isdigit():
+            return int(parts[i + 1])
     return None

@@ -39,9 +39,6 @@ class SingleFFN(Variant):
     def act(self) -> Activation:
         return ACTIVATIONS[self.activation]
 
-    def single(self, spec: FFNShape) -> SingleFFN:
-        return self
-
     def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
         words: list[str] = [Message.of(N_(", d_ff {d_ff}"), d_ff=f"{spec.hidden:,}")]
         if spec.bias:
