@@ -1,6 +1,7 @@
 """Every tensor a ModelSpec places, walked once: what it is, where it sits, how many there are
-and what decides how it is stored. Counting (count.py), weight bytes (weights.py) and through
-them the per-GPU shares are folds over this walk, so a new kind of tensor is placed here alone.
+and what decides how it is stored. Counting (count.py), weight bytes (weights.py, and through
+them the per-GPU shares of rank_memory.py) and the roofline's weight reads (roofline.py,
+gpu_roofline.py) are folds over this walk, so a new kind of tensor is placed here alone.
 
 The walk runs in the model's order, a block at a time: the embeddings and the family's tensors
 beside the layers, each layer kind's token mixer, FFN, own tensors and norms, the final norm,
@@ -20,7 +21,7 @@ from typing import Literal
 
 from ffn_cli.accounting import ParamTensor, param_tensors
 from ffn_cli.i18n import N_
-from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.spec import ExtraPart, ModelSpec
 from ffn_cli.spec import FFNSpec
 
 __all__ = [
@@ -28,8 +29,12 @@ __all__ = [
     "PartKind",
     "PlacedTensor",
     "Role",
+    "attention_tensors",
     "blocks",
+    "extra_tensors",
     "ffn_role",
+    "ffn_tensors",
+    "mixer_tensors",
     "model_layout",
 ]
 
@@ -61,9 +66,10 @@ _EXPERT = re.compile(r"^experts\.\d+\.")
 class PlacedTensor:
     """One tensor of the model in every place it sits: `copies` identical ones (a MoE layer's
     routed experts, a norm kind's norms, Gemma 3n's AltUp projections) in each of `layers`, or
-    once in the model when `layers` is None. `block` names the row it is counted in, `part` the kind of
-    that row; `role` decides its storage, unless `stored` names a format no plan changes. A
-    `tied` tensor shares another's storage (a tied LM head): it holds no parameters of its own."""
+    once in the model when `layers` is None. `block` names the row it is counted in, `part` the
+    kind of that row; `role` decides the format a StoragePlan stores it in (weights.py). A
+    `tied` tensor shares another's storage (a tied LM head): it holds none of its own, and its
+    role is that of the tensor it shares."""
 
     block: str
     part: PartKind
@@ -72,7 +78,6 @@ class PlacedTensor:
     role: Role
     layers: tuple[int, ...] | None = None
     copies: int = 1
-    stored: str = ""
     tied: bool = False
 
     @property
@@ -119,31 +124,64 @@ def _place(
     block: str, part: PartKind, role: Role, tensors: Iterable[ParamTensor], layers: tuple[int, ...] | None = None, copies: int = 1
 ) -> Iterator[PlacedTensor]:
     for t in tensors:
-        yield PlacedTensor(block, part, t.name, t.shape, "vector" if len(t.shape) < 2 else role, layers, copies)
+        yield _one(block, part, role, t.name, t.shape, layers=layers, copies=copies)
 
 
 def _one(block: str, part: PartKind, role: Role, name: str, shape: tuple[int, ...], **kw: object) -> PlacedTensor:
     return PlacedTensor(block, part, name, shape, "vector" if len(shape) < 2 else role, **kw)  # type: ignore[arg-type]
 
 
-def _ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Iterator[PlacedTensor]:
-    """One FFN's tensors in `layers`, each routed expert's folded into one with E copies, and the
-    tensors each MoE layer holds beside its FFNSpec's (moe_extra), routers all."""
-    block = ffn.info.part_name
+# --- the blocks, each placed in one place --------------------------------------------------
+
+
+def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bool = False) -> tuple[PlacedTensor, ...]:
+    """The attention block in `layers`: the AttentionSpec's tensors and attention_extra; a
+    KV-shared layer's without the keys' and values' (it reads an earlier layer's)."""
+    tensors = (*spec.attention.tensors(), *spec.attention_extra)
+    if shared_kv:
+        return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in spec.kv_tensors), layers))
+    return tuple(_place(ATTENTION, "attention", "attention", tensors, layers))
+
+
+def mixer_tensors(spec: ModelSpec) -> tuple[PlacedTensor, ...]:
+    """A hybrid's token mixer in its layers, then its own norms, stored as its tensors are
+    (none without a mixer)."""
+    m = spec.mixer
+    if m is None:
+        return ()
+    norms = _place(m.kind, "norm", "attention", m.norm_tensors, m.layers) if m.norm_params else ()
+    return (*_place(m.kind, "attention", "attention", m.tensors, m.layers), *norms)
+
+
+def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = None) -> tuple[PlacedTensor, ...]:
+    """One FFN's block in `layers` (the layers that use it, unless given): each routed expert's
+    tensors folded into one with E copies, then the tensors each MoE layer holds beside its
+    FFNSpec's (moe_extra), routers all."""
+    if layers is None:
+        layers = tuple(i for i in spec.ffn_layers if spec.ffn_of(i) is ffn)
     experts: dict[tuple[str, tuple[int, ...]], int] = {}
     order: list[ParamTensor] = []
     for t in param_tensors(ffn):
         if _EXPERT.match(t.name):
             key = (_EXPERT.sub("experts.", t.name), t.shape)
             if key not in experts:
-                order.append(ParamTensor(key[0], t.shape))
+                order.append(ParamTensor(*key))
             experts[key] = experts.get(key, 0) + 1
         else:
             order.append(t)
-    for t in order:
-        copies = experts.get((t.name, t.shape), 1) if t.name.startswith("experts.") else 1
-        yield from _place(block, "ffn", ffn_role(t.name), (t,), layers, copies)
-    yield from _place(block, "ffn", "router", spec.extra_of(ffn), layers)
+    block = ffn.info.part_name
+    placed = [_one(block, "ffn", ffn_role(t.name), t.name, t.shape, layers=layers, copies=experts.get((t.name, t.shape), 1)) for t in order]
+    return (*placed, *_place(block, "ffn", "router", spec.extra_of(ffn), layers))
+
+
+def extra_tensors(spec: ModelSpec, extra: ExtraPart) -> tuple[PlacedTensor, ...]:
+    """A family's own part (Gemma 3n's AltUp, Laurel, per-layer inputs), in every layer or beside them."""
+    layers = tuple(range(spec.n_layers)) if extra.per_layer else None
+    role: Role = "embedding" if extra.kind == "embedding" else "other"
+    return tuple(_place(extra.name, extra.kind, role, extra.tensors, layers, extra.copies))
+
+
+# --- the walk ------------------------------------------------------------------------------
 
 
 def _embeddings(spec: ModelSpec) -> Iterator[PlacedTensor]:
@@ -155,41 +193,35 @@ def _embeddings(spec: ModelSpec) -> Iterator[PlacedTensor]:
         yield _one(TOKEN_TYPE_EMBEDDINGS, "embedding", "embedding", "token_type_embeddings.weight", (spec.type_vocab_size, d))
     if spec.embedding_norm:
         yield _one(EMBEDDING_NORM, "norm", "vector", "embeddings.norm", (spec.norm_params,))
-
-
-def _extras(spec: ModelSpec, *, per_layer: bool) -> Iterator[PlacedTensor]:
-    """A family's own tensors (Gemma 3n's AltUp, Laurel, per-layer inputs), beside the layers or in each."""
-    layers = tuple(range(spec.n_layers)) if per_layer else None
     for e in spec.extras:
-        if e.per_layer == per_layer:
-            yield from _place(e.name, e.kind, "embedding" if e.kind == "embedding" else "other", e.tensors, layers, e.copies)
+        if not e.per_layer:
+            yield from extra_tensors(spec, e)
 
 
-def _mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
-    """Attention in its layers (the KV-shared ones without k/v), a hybrid's mixer in its own, and
+def _token_mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
+    """Attention in its layers (the KV-shared ones apart), a hybrid's mixer in its own, and
     GPT-2's cross-attention in every layer."""
-    tensors = (*spec.attention.tensors(), *spec.attention_extra)
     shared = tuple(i for i in spec.attention_layers if i in spec.kv_shared_layers)
-    own = tuple(i for i in spec.attention_layers if i not in shared)
-    yield from _place(ATTENTION, "attention", "attention", tensors, own)
+    yield from attention_tensors(spec, tuple(i for i in spec.attention_layers if i not in shared))
     if shared:
-        yield from _place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in spec.kv_tensors), shared)
-    if spec.mixer is not None:
-        yield from _place(spec.mixer.kind, "attention", "attention", spec.mixer.tensors, spec.mixer.layers)
+        yield from attention_tensors(spec, shared, shared_kv=True)
+    yield from (t for t in mixer_tensors(spec) if t.part == "attention")
     if spec.cross_attention:
         yield from _place(CROSS_ATTENTION, "attention", "attention", spec.attention.tensors(), tuple(range(spec.n_layers)))
 
 
 def _layers(spec: ModelSpec) -> Iterator[PlacedTensor]:
-    yield from _mixers(spec)
-    groups = [*spec.dense_groups, *([(spec.moe_ffn, spec.moe_layers)] if spec.moe_ffn is not None and spec.moe_layers else [])]
-    for ffn, layers in groups:
-        yield from _ffn_tensors(spec, ffn, layers)
-    yield from _extras(spec, per_layer=True)
+    yield from _token_mixers(spec)
+    for ffn, layers in spec.dense_groups:
+        yield from ffn_tensors(spec, ffn, layers)
+    if spec.moe_ffn is not None and spec.moe_layers:
+        yield from ffn_tensors(spec, spec.moe_ffn, spec.moe_layers)
+    for e in spec.extras:
+        if e.per_layer:
+            yield from extra_tensors(spec, e)
     every = tuple(range(spec.n_layers))
     yield _one(LAYER_NORMS, "norm", "vector", "norm", (spec.norm_params,), layers=every, copies=spec.norms_per_layer)
-    if spec.mixer is not None and spec.mixer.norm_params:  # a mixer's own norms, stored as its tensors are
-        yield from _place(spec.mixer.kind, "norm", "attention", spec.mixer.norm_tensors, spec.mixer.layers)
+    yield from (t for t in mixer_tensors(spec) if t.part == "norm")
 
 
 def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
@@ -197,7 +229,8 @@ def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
     if spec.final_norm:
         yield _one(FINAL_NORM, "norm", "vector", "norm", (spec.norm_params,))
     if spec.lm_head:
-        yield _one(LM_HEAD, "head", "head", "lm_head.weight", (v, d), tied=spec.tie_word_embeddings)
+        tied = spec.tie_word_embeddings
+        yield _one(LM_HEAD, "head", "embedding" if tied else "head", "lm_head.weight", (v, d), tied=tied)
         if spec.lm_head_bias:
             yield _one(LM_HEAD, "head", "vector", "lm_head.bias", (v,))
     if spec.pooler:
@@ -210,7 +243,7 @@ def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
 
 def model_layout(spec: ModelSpec) -> tuple[PlacedTensor, ...]:
     """Every tensor `spec` places, in the model's order."""
-    return (*_embeddings(spec), *_extras(spec, per_layer=False), *_layers(spec), *_top(spec))
+    return (*_embeddings(spec), *_layers(spec), *_top(spec))
 
 
 def blocks(placed: Iterable[PlacedTensor]) -> list[Block]:
