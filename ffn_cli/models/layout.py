@@ -127,8 +127,18 @@ def _place(
         yield _one(block, part, role, t.name, t.shape, layers=layers, copies=copies)
 
 
-def _one(block: str, part: PartKind, role: Role, name: str, shape: tuple[int, ...], **kw: object) -> PlacedTensor:
-    return PlacedTensor(block, part, name, shape, "vector" if len(shape) < 2 else role, **kw)  # type: ignore[arg-type]
+def _one(
+    block: str,
+    part: PartKind,
+    role: Role,
+    name: str,
+    shape: tuple[int, ...],
+    layers: tuple[int, ...] | None = None,
+    copies: int = 1,
+    tied: bool = False,
+) -> PlacedTensor:
+    """One tensor placed: a 1-D one (a bias, a norm) is a "vector" whatever its block's role."""
+    return PlacedTensor(block, part, name, shape, "vector" if len(shape) < 2 else role, layers, copies, tied)
 
 
 # --- the blocks, each placed in one place --------------------------------------------------
