@@ -1,7 +1,8 @@
 """Every tensor a ModelSpec places, walked once: what it is, where it sits, how many there are
-and what decides how it is stored. Counting (count.py), weight bytes (weights.py, and through
-them the per-GPU shares of rank_memory.py) and the roofline's weight reads (roofline.py,
-gpu_roofline.py) are folds over this walk, so a new kind of tensor is placed here alone.
+and what decides how it is stored. Counting (count.py), weight bytes (weights.py, the MTP
+layers of shipped.py, and through them the per-GPU shares of rank_memory.py), the roofline's
+weight reads (roofline.py, gpu_roofline.py) and the widest intermediate (parallel_layout.py)
+are folds over this walk, so a new kind of tensor is placed here alone.
 
 The walk runs in the model's order, a block at a time: the embeddings and the family's tensors
 beside the layers, each layer kind's token mixer, FFN, own tensors and norms, the final norm,
