@@ -8,21 +8,20 @@ ffn_cli.accounting on the model's FFNSpecs.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
 from ffn_cli.i18n import N_, Message
+from ffn_cli.models import layout
 from ffn_cli.models.layer import attention_summary
+from ffn_cli.models.layout import Block, PartKind, blocks, model_layout
 from ffn_cli.models.pattern import layer_pattern
-from ffn_cli.models.spec import ExtraPart, ModelSpec, layer_ranges
+from ffn_cli.models.spec import ModelSpec, layer_ranges
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["ModelParams", "ModelPart", "PartKind", "TrainingMemory", "count_model", "layer_labels", "training_memory"]
-
-# "other": a family's tensors that are none of these (Gemma 3n's AltUp, Laurel, per-layer inputs).
-PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "vision", "other"]
 
 # Adam keeps two float32 moments (m, v) per parameter, whatever the training dtype.
 ADAM_STATE_BYTES = 8
@@ -255,24 +254,7 @@ def _norm_name(spec: ModelSpec) -> Message:
     return Message(_NORM_NAMES[spec.norm])
 
 
-def _embedding_parts(spec: ModelSpec) -> list[ModelPart]:
-    d = spec.d_model
-    parts = [ModelPart(N_("token embeddings"), "embedding", f"({spec.vocab_size:,}, {d:,})", spec.vocab_size * d)]
-    if spec.max_positions:
-        parts.append(ModelPart(N_("position embeddings"), "embedding", f"({spec.max_positions:,}, {d:,})", spec.max_positions * d))
-    if spec.type_vocab_size:
-        parts.append(ModelPart(N_("token-type embeddings"), "embedding", f"({spec.type_vocab_size:,}, {d:,})", spec.type_vocab_size * d))
-    if spec.embedding_norm:
-        parts.append(ModelPart(N_("embedding norm"), "norm", _norm_name(spec), spec.norm_params))
-    return parts + [_extra_part(spec, e) for e in spec.extras if not e.per_layer]
-
-
-def _extra_part(spec: ModelSpec, e: ExtraPart) -> ModelPart:
-    return ModelPart(e.name, e.kind, e.detail, e.params_each, spec.copies_of(e))
-
-
-def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
-    attention_layers = spec.attention_layers
+def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
     detail = Message.join(_attention_detail(spec), *(f", + {t.name}" for t in spec.attention_extra))
     if spec.mixer is not None or spec.no_mixer_layers:
         # "attention" and ", then" are words of the pattern, a mixer's kind a name: only the words are translated.
@@ -280,67 +262,74 @@ def _layer_parts(spec: ModelSpec) -> list[ModelPart]:
         pieces = re.split(r"(\battention\b|, then )", layer_pattern(layer_labels(spec)))
         words: list[str] = [said.get(piece, piece) for piece in pieces if piece]
         detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
-    shared = [i for i in attention_layers if i in spec.kv_shared_layers]
-    parts = [ModelPart(N_("attention"), "attention", detail, spec.attention_layer_params, len(attention_layers) - len(shared))]
-    if shared:
-        reuse = Message(
-            N_("no k_proj, v_proj or k_norm: an earlier layer's keys and values (layers {layers})"), layers=layer_ranges(tuple(shared))
-        )
-        parts.append(ModelPart(N_("attention, shared KV"), "attention", reuse, spec.kv_shared_layer_params, len(shared)))
-    if spec.mixer is not None:
-        m = spec.mixer
-        parts.append(ModelPart(m.kind, "attention", m.detail, m.params, len(m.layers)))
-    if spec.cross_attention:
-        parts.append(
-            ModelPart(
-                N_("cross-attention"),
-                "attention",
-                Message(N_("q_attn + c_attn (d → 2d) + c_proj, biases")),
-                spec.attention.params,
-                spec.n_layers,
-            )
-        )
-    for ffn, layers in _ffn_groups(spec):
-        name = ffn_part_name(ffn)
-        total, active = ffn_params(spec, ffn), ffn_params(spec, ffn, active=True)
-        parts.append(ModelPart(name, "ffn", _ffn_detail(spec, ffn, layers), total, len(layers), active if active != total else None))
-    parts += [_extra_part(spec, e) for e in spec.extras if e.per_layer]
-    norms = Message(N_("{n} × {norm}"), n=spec.norms_per_layer, norm=_norm_name(spec))
-    parts.append(ModelPart(N_("layer norms"), "norm", norms, spec.norms_per_layer * spec.norm_params, spec.n_layers))
-    if spec.mixer is not None and spec.mixer.norm_params:
-        m = spec.mixer
-        name = Message(N_("{kind} norms"), kind=m.kind)
-        over = Message(N_("gated RMSNorm over {n}"), n=f"{m.norm_params:,}")
-        parts.append(ModelPart(name, "norm", over, m.norm_params, len(m.layers)))
-    return parts
+    return detail
 
 
-def _top_parts(spec: ModelSpec) -> list[ModelPart]:
-    d, parts = spec.d_model, []
-    if spec.final_norm:
-        parts.append(ModelPart(N_("final norm"), "norm", _norm_name(spec), spec.norm_params))
-    if spec.lm_head:
-        bias = spec.vocab_size if spec.lm_head_bias else 0
-        if spec.tie_word_embeddings:
-            tied = Message.join(Message(N_("tied to the token embeddings")), Message(N_(", own bias")) if bias else "")
-            parts.append(ModelPart(N_("LM head"), "head", tied, bias))
-        else:
-            detail = Message.join(f"({spec.vocab_size:,}, {d:,})", Message(N_(" + bias")) if bias else "", Message(N_(", untied")))
-            parts.append(ModelPart(N_("LM head"), "head", detail, spec.vocab_size * d + bias))
-    if spec.pooler:
-        parts.append(ModelPart(N_("pooler"), "pooler", Message(N_("dense ({d}, {d}) + bias, tanh"), d=f"{d:,}"), d * d + d))
-    return parts
+def _shared_kv_row(spec: ModelSpec, block: Block) -> Message:
+    said = N_("no k_proj, v_proj or k_norm: an earlier layer's keys and values (layers {layers})")
+    return Message(said, layers=layer_ranges(block.layers or ()))
+
+
+def _head_row(spec: ModelSpec, block: Block) -> Message:
+    bias = Message(N_(", own bias") if spec.tie_word_embeddings else N_(" + bias")) if spec.lm_head_bias else ""
+    if spec.tie_word_embeddings:
+        return Message.join(Message(N_("tied to the token embeddings")), bias)
+    return Message.join(f"({spec.vocab_size:,}, {spec.d_model:,})", bias, Message(N_(", untied")))
+
+
+def _shape_row(spec: ModelSpec, block: Block) -> str:
+    rows, width = block.tensors[0].shape
+    return f"({rows:,}, {width:,})"
+
+
+# What each of the layout's named blocks says of itself in the parts table.
+_DETAILS: dict[str, Callable[[ModelSpec, Block], Message | str]] = {
+    layout.TOKEN_EMBEDDINGS: _shape_row,
+    layout.POSITION_EMBEDDINGS: _shape_row,
+    layout.TOKEN_TYPE_EMBEDDINGS: _shape_row,
+    layout.EMBEDDING_NORM: lambda spec, _b: _norm_name(spec),
+    layout.ATTENTION: _attention_row,
+    layout.SHARED_KV_ATTENTION: _shared_kv_row,
+    layout.CROSS_ATTENTION: lambda _s, _b: Message(N_("q_attn + c_attn (d → 2d) + c_proj, biases")),
+    layout.LAYER_NORMS: lambda spec, _b: Message(N_("{n} × {norm}"), n=spec.norms_per_layer, norm=_norm_name(spec)),
+    layout.FINAL_NORM: lambda spec, _b: _norm_name(spec),
+    layout.LM_HEAD: _head_row,
+    layout.POOLER: lambda spec, _b: Message(N_("dense ({d}, {d}) + bias, tanh"), d=f"{spec.d_model:,}"),
+}
+
+
+def _part(spec: ModelSpec, block: Block) -> ModelPart:
+    """One row of the parts table from one block of the layout: its parameters in each place, in
+    `unit` identical copies where the block is copied whole (Gemma 3n's AltUp projections, a
+    vision tower's layers), the words from the family's part or the block's kind."""
+    places = 1 if block.layers is None else len(block.layers)
+    each = sum(t.numel * t.copies for t in block.tensors if not t.tied)
+    name: str = block.name
+    unit, active = 1, None
+    extras = {e.name: e for e in spec.extras}
+    mixer = spec.mixer
+    if block.name in extras:
+        e = extras[block.name]
+        unit, detail = e.copies, e.detail
+    elif block.part == "vision" and spec.vision is not None:
+        vision = next(p for p in spec.vision.parts if p.name == block.name)
+        name, unit, detail = Message(N_("vision: {part}"), part=Message(vision.name)), vision.copies, vision.detail
+    elif block.part == "ffn":
+        layers = block.layers or ()
+        ffn = spec.ffn_of(layers[0])
+        assert ffn is not None  # a block of FFN tensors sits in layers that have one
+        active = ffn_params(spec, ffn, active=True)  # what a token touches: the variant's to say
+        detail = _ffn_detail(spec, ffn, layers)
+    elif mixer is not None and block.name == mixer.kind and block.part == "norm":
+        name = Message(N_("{kind} norms"), kind=mixer.kind)
+        detail = Message(N_("gated RMSNorm over {n}"), n=f"{mixer.norm_params:,}")
+    elif mixer is not None and block.name == mixer.kind:
+        detail = mixer.detail
+    else:
+        detail = _DETAILS[block.name](spec, block)
+    return ModelPart(name, block.part, detail, each // unit, places * unit, active if active not in (None, each) else None)
 
 
 def count_model(spec: ModelSpec) -> ModelParams:
-    """Every parameter of `spec`, part by part, in the order the model runs them."""
-    return ModelParams(spec, tuple(_embedding_parts(spec) + _layer_parts(spec) + _top_parts(spec) + _vision_parts(spec)))
-
-
-def _vision_parts(spec: ModelSpec) -> list[ModelPart]:
-    if spec.vision is None:
-        return []
-    return [
-        ModelPart(Message(N_("vision: {part}"), part=Message(p.name)), "vision", p.detail, p.params_each, p.copies)
-        for p in spec.vision.parts
-    ]
+    """Every parameter of `spec`, part by part, in the order the model runs them: a fold over its layout."""
+    return ModelParams(spec, tuple(_part(spec, b) for b in blocks(model_layout(spec))))

@@ -20,9 +20,8 @@ waits for it), and without per-message latency: a lower bound too. Pure Python.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from math import prod
 
-from ffn_cli.accounting import matmul_flops_per_token, param_tensors
+from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.hardware.roofline import busiest_rank_experts
 from ffn_cli.models import roofline as rl
 from ffn_cli.models.parallel_layout import Layout
@@ -68,18 +67,18 @@ def _split(p: PartCost, tp: int, kv_share: float) -> PartCost:
     )
 
 
-def _expert_parts(ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
+def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
     """One routed expert's stored bytes, matmul FLOPs per token and parameters."""
-    tensors = [t for t in param_tensors(ffn) if t.name.startswith("experts.0.")]
-    bytes_ = sum(rl._bytes(plan, "experts", t.shape) for t in tensors)
-    flops = sum(2 * prod(t.shape) for t in tensors if len(t.shape) == 2)
-    return bytes_, flops, sum(t.count for t in tensors)
+    tensors = rl._routed_expert(spec, ffn)
+    bytes_, params = rl._read(plan, tensors)
+    flops = sum(2 * t.numel for t in tensors if len(t.shape) == 2)
+    return bytes_, flops, params
 
 
 def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, local: PassCase, layout: Layout) -> PartCost:
     """A MoE layer on the busiest expert rank (see the module's docstring)."""
     whole = rl._ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
-    expert_bytes, expert_flops, expert_params = _expert_parts(ffn, plan)
+    expert_bytes, expert_flops, expert_params = _expert_parts(spec, ffn, plan)
     k = ffn.active_experts
     fixed_flops = matmul_flops_per_token(ffn) - k * expert_flops  # router and shared experts, per token
     fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes

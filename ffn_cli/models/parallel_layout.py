@@ -15,12 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil, prod
 
-from ffn_cli.accounting import param_tensors
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.weights import ffn_role
 from ffn_cli.spec import check_int
 
 __all__ = ["MAX_WORLD_SIZE", "Layout", "check_model_parallel", "intermediate_width", "layout_for"]
@@ -83,19 +82,14 @@ def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
     up), on this GPU's share. A MoE layer's routed experts: top-k of them per token, the tokens
     of all dp groups arriving at the expert_share ranks."""
     d = spec.d_model
-    a = spec.attention
     # every attention matrix that does not write the residual (MLA: its latents and their up-projections too)
-    attention = sum(t.shape[0] for t in (*a.tensors(), *spec.attention_extra) if len(t.shape) == 2 and t.shape[0] != d)
+    attention = sum(t.shape[0] for t in attention_tensors(spec, ()) if len(t.shape) == 2 and t.shape[0] != d)
     widest = attention / layout.tp
     ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None and spec.moe_layers else [])
     for ffn in ffns:
-        routed = shared = 0
-        for t in param_tensors(ffn):
-            role = ffn_role(t.name)
-            if role == "experts" and t.name.startswith("experts.0.") and _reads_residual(t.shape, d):
-                routed += t.shape[0]
-            elif role in ("shared", "dense_ffn") and _reads_residual(t.shape, d):
-                shared += t.shape[0]
+        read = [t for t in ffn_tensors(spec, ffn) if _reads_residual(t.shape, d)]
+        routed = sum(t.shape[0] for t in read if t.role == "experts")  # one routed expert's
+        shared = sum(t.shape[0] for t in read if t.role in ("shared", "dense_ffn"))
         k = ffn.active_experts if ffn.info.experts_held(ffn) else 0
         width = k * routed * layout.dp / layout.expert_share + shared / layout.tp
         widest = max(widest, width)

@@ -27,18 +27,20 @@ The backward of a training step (`backward_cost`, prefill only), part by part:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ffn_cli.accounting import matmul_flops_per_token, param_tensors, saved_tensors
+from ffn_cli.accounting import matmul_flops_per_token, saved_tensors
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
 from ffn_cli.i18n import _
 from ffn_cli.models.count import ffn_part_name
+from ffn_cli.models.layout import PlacedTensor, attention_tensors, extra_tensors, ffn_tensors, mixer_tensors
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.weights import StoragePlan, WeightTensor, ffn_role
+from ffn_cli.models.weights import StoragePlan, WeightTensor
 from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec
 
@@ -100,21 +102,22 @@ def _bytes(plan: StoragePlan, role: str, shape: tuple[int, ...]) -> float:
     return plan.format_of(t).tensor_bits(shape) / 8
 
 
+def _read(plan: StoragePlan, tensors: Iterable[PlacedTensor]) -> tuple[float, int]:
+    """The stored bytes and parameters of one copy of each of `tensors`, each read once."""
+    tensors = list(tensors)
+    return sum(_bytes(plan, t.role, t.shape) for t in tensors), sum(t.numel for t in tensors)
+
+
+def _routed_expert(spec: ModelSpec, ffn: FFNSpec) -> list[PlacedTensor]:
+    """The tensors of one routed expert of `ffn` (none in a dense FFN)."""
+    return [t for t in ffn_tensors(spec, ffn) if t.name.startswith("experts.")]
+
+
 def _ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     tokens = case.tokens
-    fixed = expert = 0.0  # bytes of what every pass reads, and of one routed expert
-    fixed_params = expert_params = 0
-    for t in param_tensors(ffn):
-        role = ffn_role(t.name)
-        if role == "experts":
-            if t.name.startswith("experts.0."):
-                expert += _bytes(plan, role, t.shape)
-                expert_params += t.count
-        else:
-            fixed += _bytes(plan, role, t.shape)
-            fixed_params += t.count
-    fixed += sum(_bytes(plan, "router", t.shape) for t in spec.extra_of(ffn))
-    fixed_params += sum(t.count for t in spec.extra_of(ffn))
+    # what every pass reads (router, shared experts, moe_extra), and one routed expert
+    fixed, fixed_params = _read(plan, (t for t in ffn_tensors(spec, ffn) if not t.name.startswith("experts.")))
+    expert, expert_params = _read(plan, _routed_expert(spec, ffn))
     experts = ffn.info.experts_held(ffn)  # 0: one FFN
     touched = expected_distinct_experts(experts, ffn.active_experts, tokens) if experts else 0.0
     weights = fixed + touched * expert
@@ -143,21 +146,19 @@ def _keys(case: PassCase, window: int | None, chunk: int | None, causal: bool) -
 
 
 def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase) -> PartCost:
-    a = spec.attention
     chunk = stack.chunks[layer] if stack.chunks else None
     keys = case.batch * _keys(case, stack.windows[layer], chunk, stack.causal)
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
     flops = case.tokens * spec.attention_flops_of(layer) + keys * stack.score_flops_per_key[layer]
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
-    tensors = [t for t in (*a.tensors(), *spec.attention_extra) if not (shared and t in spec.kv_tensors)]
-    weights = sum(_bytes(plan, "attention", t.shape) for t in tensors)
+    weights, params = _read(plan, attention_tensors(spec, (layer,), shared_kv=shared))
     width = kv_width(spec) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written;
     # a KV-shared layer reads the keys another layer wrote and writes none
     written = 0 if shared else case.tokens
     kv = (written + case.tokens) * width if case.phase == "prefill" else (keys + written) * width
     io = 2 * case.tokens * spec.d_model * case.act_bytes
-    return PartCost("attention", flops, weights, io, kv, weight_params=spec.attention_params_of(layer))
+    return PartCost("attention", flops, weights, io, kv, weight_params=params)
 
 
 def _extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
@@ -166,14 +167,13 @@ def _extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost
     flops = case.tokens * spec.extra_flops
     weights, params = 0.0, 0
     for e in spec.extras:
-        copies = spec.copies_of(e)
-        for t in e.tensors:
-            if e.kind == "embedding":
-                weights += copies * case.tokens * _bytes(plan, "embedding", (1, *t.shape[1:]))
-                params += copies * case.tokens * t.count // t.shape[0]
+        for t in extra_tensors(spec, e):
+            if t.part == "embedding":
+                weights += t.instances * case.tokens * _bytes(plan, t.role, (1, *t.shape[1:]))
+                params += t.instances * case.tokens * t.numel // t.shape[0]
             else:
-                weights += copies * _bytes(plan, "other", t.shape)
-                params += copies * t.count
+                weights += t.instances * _bytes(plan, t.role, t.shape)
+                params += t.instances * t.numel
     return PartCost("other", flops, weights, 0.0, weight_params=params)
 
 
@@ -182,13 +182,13 @@ def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     (one per sequence, whatever the length) written in prefill, read and written in decode."""
     m = spec.mixer
     assert m is not None
-    weights = sum(_bytes(plan, "attention", t.shape) for t in (*m.tensors, *m.norm_tensors))
+    weights, params = _read(plan, mixer_tensors(spec))
     state = case.batch * m.state_elements * case.act_bytes * (1 if case.phase == "prefill" else 2)
     # Beyond the projections: the conv and the state update, chunked over a prefill, recurrent in decode.
     update = case.tokens * (m.sequence_flops(case.seq_len) if case.phase == "prefill" else m.decode_flops())
     flops = case.tokens * m.projection_flops + float(update)
     io = 2 * case.tokens * spec.d_model * case.act_bytes
-    return PartCost(m.kind, flops, weights, io, state, weight_params=m.params + m.norm_params)
+    return PartCost(m.kind, flops, weights, io, state, weight_params=params)
 
 
 def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase) -> PassCost:

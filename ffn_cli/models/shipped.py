@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ffn_cli.accounting import param_tensors
+from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.weights import WeightTensor, ffn_role
+from ffn_cli.models.weights import WeightTensor
 
 __all__ = ["MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors"]
 
@@ -36,14 +36,12 @@ def mtp_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
 
 
 def _layer(spec: ModelSpec, count: int) -> list[WeightTensor]:
-    """`count` decoder layers of the model's last layer's kind."""
+    """`count` decoder layers of the model's last layer's kind: its attention and FFN blocks as
+    the layout places them, and its norms."""
     last = spec.n_layers - 1
-    out = [WeightTensor("vector" if len(t.shape) < 2 else "attention", t.shape, count, "mtp") for t in spec.attention.tensors()]
     ffn = spec.ffn_of(last)
-    if ffn is not None:
-        for t in param_tensors(ffn):
-            out.append(WeightTensor("vector" if len(t.shape) < 2 else ffn_role(t.name), t.shape, count, "mtp"))
-        out += [WeightTensor("router", t.shape, count, "mtp") for t in spec.extra_of(ffn)]
+    tensors = (*attention_tensors(spec, (last,)), *(ffn_tensors(spec, ffn, (last,)) if ffn is not None else ()))
+    out = [WeightTensor(t.role, t.shape, count * t.copies, "mtp") for t in tensors]
     out.append(WeightTensor("vector", (spec.norm_params,), spec.norms_per_layer * count, "mtp"))
     return out
 

@@ -10,15 +10,15 @@ picks a set of roles, and a config.json's `quantization_config` is read into one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from math import ceil, prod
-from typing import Any, Literal
+from typing import Any
 
-from ffn_cli.accounting import param_tensors
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, awq, gptq, parse_format
 from ffn_cli.i18n import N_, Message, _
+from ffn_cli.models.layout import EMBEDDING_NORM, PlacedTensor, Role, ffn_role, model_layout
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
@@ -33,8 +33,6 @@ __all__ = [
     "plan_from_options",
     "weight_tensors",
 ]
-
-Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "dense_ffn", "vector", "vision", "other"]
 
 _FFN = frozenset({"experts", "shared", "dense_ffn"})
 _LINEARS = _FFN | {"attention"}
@@ -76,59 +74,36 @@ class WeightTensor:
         return prod(self.shape) * self.count
 
 
-def ffn_role(name: str) -> Role:
-    head = name.split(".")[0]
-    if head == "experts":
-        return "experts"
-    if head.startswith("shared_expert"):
-        return "router" if head == "shared_expert_gate" else "shared"
-    return "router" if head == "router" else "dense_ffn"
+def _storage_order(spec: ModelSpec) -> Callable[[PlacedTensor], int]:
+    """Where a tensor's role is listed: embeddings, each layer's token mixer with its norms, its
+    FFN, the norms, a family's own tensors, the head and pooler, a vision tower."""
+    extras = {e.name for e in spec.extras}
+    mixer = spec.mixer.kind if spec.mixer is not None else None
+
+    def section(t: PlacedTensor) -> int:
+        if t.block in extras:
+            return 4
+        if t.part == "attention" or t.block == mixer:
+            return 1
+        if t.block == EMBEDDING_NORM:
+            return 0
+        return {"embedding": 0, "ffn": 2, "norm": 3, "head": 5, "pooler": 5, "vision": 6}.get(t.part, 0)
+
+    return section
 
 
 def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
-    """Every parameter tensor of the model, merged by (role, shape); they sum to its total."""
+    """Every parameter tensor of the model, merged by (role, shape); they sum to its total. A
+    tied tensor is the one it shares, stored once; a vision tower is one tensor of its parameters."""
     found: dict[tuple[Role, tuple[int, ...]], int] = {}
-
-    def add(role: Role, shape: tuple[int, ...], count: int) -> None:
-        role = "vector" if len(shape) < 2 else role
-        if count and prod(shape):
-            found[role, shape] = found.get((role, shape), 0) + count
-
-    d = spec.d_model
-    add("embedding", (spec.vocab_size, d), 1)
-    add("embedding", (spec.max_positions, d), 1)
-    add("embedding", (spec.type_vocab_size, d), 1)
-    if spec.embedding_norm:
-        add("vector", (spec.norm_params,), 1)
-    attention_copies = len(spec.attention_layers) * (2 if spec.cross_attention else 1)
-    for t in (*spec.attention.tensors(), *spec.attention_extra):
-        shared = len(spec.kv_shared_layers) if t in spec.kv_tensors else 0  # a KV-shared layer has no k/v projections
-        add("attention", t.shape, attention_copies - shared)
-    if spec.mixer is not None:  # a hybrid's token mixer in attention's place, and its norms
-        for t in (*spec.mixer.tensors, *spec.mixer.norm_tensors):
-            add("attention", t.shape, len(spec.mixer.layers))
-    for ffn, layers in (*spec.dense_groups, (spec.moe_ffn, spec.moe_layers)):
-        if ffn is None or not layers:
-            continue
-        for t in param_tensors(ffn):
-            add(ffn_role(t.name), t.shape, len(layers))
-        for t in spec.extra_of(ffn):  # a MoE layer's tensors beside its FFNSpec's
-            add("router", t.shape, len(layers))
-    add("vector", (spec.norm_params,), spec.norms_per_layer * spec.n_layers + (1 if spec.final_norm else 0))
-    for e in spec.extras:  # a family's own tensors: Gemma 3n's per-layer embeddings, AltUp, Laurel
-        for t in e.tensors:
-            add("embedding" if e.kind == "embedding" else "other", t.shape, spec.copies_of(e))
-    if spec.lm_head:
-        if not spec.tie_word_embeddings:
-            add("head", (spec.vocab_size, d), 1)
-        if spec.lm_head_bias:
-            add("vector", (spec.vocab_size,), 1)
-    if spec.pooler:
-        add("head", (d, d), 1)
-        add("vector", (d,), 1)
+    placed = sorted(model_layout(spec), key=_storage_order(spec))
+    vision = [t for t in placed if t.role == "vision"]
+    for t in placed:
+        if t.role != "vision" and not t.tied and t.instances and t.numel:
+            found[t.role, t.shape] = found.get((t.role, t.shape), 0) + t.instances
     tensors = [WeightTensor(role, shape, count) for (role, shape), count in found.items()]
-    if spec.vision is not None:  # counted by part, not by tensor: kept in the rest's format
-        tensors.append(WeightTensor("vision", (sum(p.params_each * p.copies for p in spec.vision.parts),), 1))
+    if vision:  # counted by part, not by tensor: kept in the rest's format
+        tensors.append(WeightTensor("vision", (sum(t.params for t in vision),), 1))
     return tensors
 
 

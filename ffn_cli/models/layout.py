@@ -1,0 +1,265 @@
+"""Every tensor a ModelSpec places, walked once: what it is, where it sits, how many there are
+and what decides how it is stored. Counting (count.py), weight bytes (weights.py, the MTP
+layers of shipped.py, and through them the per-GPU shares of rank_memory.py), the roofline's
+weight reads (roofline.py, gpu_roofline.py) and the widest intermediate (parallel_layout.py)
+are folds over this walk, so a new kind of tensor is placed here alone.
+
+The walk runs in the model's order, a block at a time: the embeddings and the family's tensors
+beside the layers, each layer kind's token mixer, FFN, own tensors and norms, the final norm,
+the head, the pooler and a vision tower. A block is one row of `ffn params`' parts table: the
+tensors it holds in each of its layers. Only parameters are placed: causal-mask and rotary
+`inv_freq` buffers are none, and a tied head is placed as tied, holding nothing of its own.
+Pure Python.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from math import prod
+from typing import Literal
+
+from ffn_cli.accounting import ParamTensor, param_tensors
+from ffn_cli.i18n import N_
+from ffn_cli.models.spec import ExtraPart, ModelSpec
+from ffn_cli.spec import FFNSpec
+
+__all__ = [
+    "Block",
+    "PartKind",
+    "PlacedTensor",
+    "Role",
+    "attention_tensors",
+    "blocks",
+    "extra_tensors",
+    "ffn_role",
+    "ffn_tensors",
+    "mixer_tensors",
+    "model_layout",
+]
+
+# What a tensor counts as in the parts table ("other": a family's tensors that are none of
+# these, Gemma 3n's AltUp, Laurel and per-layer inputs).
+PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "vision", "other"]
+# What a quantizer chooses a tensor by: gpt-oss quantizes only "experts", DeepSeek-V3 every
+# linear but its "router", "embedding" and "head". A 1-D tensor (bias, norm) is a "vector",
+# never quantized; a vision tower is placed by part, as one "vision".
+Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "dense_ffn", "vector", "vision", "other"]
+
+# Block names, English ids marked for translation: the parts table's rows.
+TOKEN_EMBEDDINGS = N_("token embeddings")
+POSITION_EMBEDDINGS = N_("position embeddings")
+TOKEN_TYPE_EMBEDDINGS = N_("token-type embeddings")
+EMBEDDING_NORM = N_("embedding norm")
+ATTENTION = N_("attention")
+SHARED_KV_ATTENTION = N_("attention, shared KV")
+CROSS_ATTENTION = N_("cross-attention")
+LAYER_NORMS = N_("layer norms")
+FINAL_NORM = N_("final norm")
+LM_HEAD = N_("LM head")
+POOLER = N_("pooler")
+
+_EXPERT = re.compile(r"^experts\.\d+\.")
+
+
+@dataclass(frozen=True)
+class PlacedTensor:
+    """One tensor of the model in every place it sits: `copies` identical ones (a MoE layer's
+    routed experts, a norm kind's norms, Gemma 3n's AltUp projections) in each of `layers`, or
+    once in the model when `layers` is None. `block` names the row it is counted in, `part` the
+    kind of that row; `role` decides the format a StoragePlan stores it in (weights.py). A
+    `tied` tensor shares another's storage (a tied LM head): it holds none of its own, and its
+    role is that of the tensor it shares."""
+
+    block: str
+    part: PartKind
+    name: str  # as the model's module names it, experts without their index: "experts.gate_proj.weight"
+    shape: tuple[int, ...]
+    role: Role
+    layers: tuple[int, ...] | None = None
+    copies: int = 1
+    tied: bool = False
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def instances(self) -> int:
+        """How many of it the model holds: its copies in each of its layers, or in the model."""
+        return self.copies * (1 if self.layers is None else len(self.layers))
+
+    @property
+    def params(self) -> int:
+        """Its parameters in the model: none of its own when tied."""
+        return 0 if self.tied else self.numel * self.instances
+
+
+@dataclass(frozen=True)
+class Block:
+    """The tensors of one row: one block of `part` named `name` in each of `layers` (once in the
+    model when None)."""
+
+    name: str
+    part: PartKind
+    layers: tuple[int, ...] | None
+    tensors: tuple[PlacedTensor, ...]
+
+    @property
+    def params(self) -> int:
+        return sum(t.params for t in self.tensors)
+
+
+def ffn_role(name: str) -> Role:
+    """The role of an FFN tensor, from its name as build_ffn names it."""
+    head = name.split(".")[0]
+    if head == "experts":
+        return "experts"
+    if head.startswith("shared_expert"):
+        return "router" if head == "shared_expert_gate" else "shared"
+    return "router" if head == "router" else "dense_ffn"
+
+
+def _place(
+    block: str, part: PartKind, role: Role, tensors: Iterable[ParamTensor], layers: tuple[int, ...] | None = None, copies: int = 1
+) -> Iterator[PlacedTensor]:
+    for t in tensors:
+        yield _one(block, part, role, t.name, t.shape, layers=layers, copies=copies)
+
+
+def _one(
+    block: str,
+    part: PartKind,
+    role: Role,
+    name: str,
+    shape: tuple[int, ...],
+    layers: tuple[int, ...] | None = None,
+    copies: int = 1,
+    tied: bool = False,
+) -> PlacedTensor:
+    """One tensor placed: a 1-D one (a bias, a norm) is a "vector" whatever its block's role."""
+    return PlacedTensor(block, part, name, shape, "vector" if len(shape) < 2 else role, layers, copies, tied)
+
+
+# --- the blocks, each placed in one place --------------------------------------------------
+
+
+def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bool = False) -> tuple[PlacedTensor, ...]:
+    """The attention block in `layers`: the AttentionSpec's tensors and attention_extra; a
+    KV-shared layer's without the keys' and values' (it reads an earlier layer's)."""
+    tensors = (*spec.attention.tensors(), *spec.attention_extra)
+    if shared_kv:
+        return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in spec.kv_tensors), layers))
+    return tuple(_place(ATTENTION, "attention", "attention", tensors, layers))
+
+
+def mixer_tensors(spec: ModelSpec) -> tuple[PlacedTensor, ...]:
+    """A hybrid's token mixer in its layers, then its own norms, stored as its tensors are
+    (none without a mixer)."""
+    m = spec.mixer
+    if m is None:
+        return ()
+    norms = _place(m.kind, "norm", "attention", m.norm_tensors, m.layers) if m.norm_params else ()
+    return (*_place(m.kind, "attention", "attention", m.tensors, m.layers), *norms)
+
+
+def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = None) -> tuple[PlacedTensor, ...]:
+    """One FFN's block in `layers` (the layers that use it, unless given): each routed expert's
+    tensors folded into one with E copies, then the tensors each MoE layer holds beside its
+    FFNSpec's (moe_extra), routers all."""
+    if layers is None:
+        layers = tuple(i for i in spec.ffn_layers if spec.ffn_of(i) is ffn)
+    experts: dict[tuple[str, tuple[int, ...]], int] = {}
+    order: list[ParamTensor] = []
+    for t in param_tensors(ffn):
+        if _EXPERT.match(t.name):
+            key = (_EXPERT.sub("experts.", t.name), t.shape)
+            if key not in experts:
+                order.append(ParamTensor(*key))
+            experts[key] = experts.get(key, 0) + 1
+        else:
+            order.append(t)
+    block = ffn.info.part_name
+    placed = [_one(block, "ffn", ffn_role(t.name), t.name, t.shape, layers=layers, copies=experts.get((t.name, t.shape), 1)) for t in order]
+    return (*placed, *_place(block, "ffn", "router", spec.extra_of(ffn), layers))
+
+
+def extra_tensors(spec: ModelSpec, extra: ExtraPart) -> tuple[PlacedTensor, ...]:
+    """A family's own part (Gemma 3n's AltUp, Laurel, per-layer inputs), in every layer or beside them."""
+    layers = tuple(range(spec.n_layers)) if extra.per_layer else None
+    role: Role = "embedding" if extra.kind == "embedding" else "other"
+    return tuple(_place(extra.name, extra.kind, role, extra.tensors, layers, extra.copies))
+
+
+# --- the walk ------------------------------------------------------------------------------
+
+
+def _embeddings(spec: ModelSpec) -> Iterator[PlacedTensor]:
+    d = spec.d_model
+    yield _one(TOKEN_EMBEDDINGS, "embedding", "embedding", "embed_tokens.weight", (spec.vocab_size, d))
+    if spec.max_positions:
+        yield _one(POSITION_EMBEDDINGS, "embedding", "embedding", "position_embeddings.weight", (spec.max_positions, d))
+    if spec.type_vocab_size:
+        yield _one(TOKEN_TYPE_EMBEDDINGS, "embedding", "embedding", "token_type_embeddings.weight", (spec.type_vocab_size, d))
+    if spec.embedding_norm:
+        yield _one(EMBEDDING_NORM, "norm", "vector", "embeddings.norm", (spec.norm_params,))
+    for e in spec.extras:
+        if not e.per_layer:
+            yield from extra_tensors(spec, e)
+
+
+def _token_mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
+    """Attention in its layers (the KV-shared ones apart), a hybrid's mixer in its own, and
+    GPT-2's cross-attention in every layer."""
+    shared = tuple(i for i in spec.attention_layers if i in spec.kv_shared_layers)
+    yield from attention_tensors(spec, tuple(i for i in spec.attention_layers if i not in shared))
+    if shared:
+        yield from attention_tensors(spec, shared, shared_kv=True)
+    yield from (t for t in mixer_tensors(spec) if t.part == "attention")
+    if spec.cross_attention:
+        yield from _place(CROSS_ATTENTION, "attention", "attention", spec.attention.tensors(), tuple(range(spec.n_layers)))
+
+
+def _layers(spec: ModelSpec) -> Iterator[PlacedTensor]:
+    yield from _token_mixers(spec)
+    for ffn, layers in spec.dense_groups:
+        yield from ffn_tensors(spec, ffn, layers)
+    if spec.moe_ffn is not None and spec.moe_layers:
+        yield from ffn_tensors(spec, spec.moe_ffn, spec.moe_layers)
+    for e in spec.extras:
+        if e.per_layer:
+            yield from extra_tensors(spec, e)
+    every = tuple(range(spec.n_layers))
+    yield _one(LAYER_NORMS, "norm", "vector", "norm", (spec.norm_params,), layers=every, copies=spec.norms_per_layer)
+    yield from (t for t in mixer_tensors(spec) if t.part == "norm")
+
+
+def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
+    d, v = spec.d_model, spec.vocab_size
+    if spec.final_norm:
+        yield _one(FINAL_NORM, "norm", "vector", "norm", (spec.norm_params,))
+    if spec.lm_head:
+        tied = spec.tie_word_embeddings
+        yield _one(LM_HEAD, "head", "embedding" if tied else "head", "lm_head.weight", (v, d), tied=tied)
+        if spec.lm_head_bias:
+            yield _one(LM_HEAD, "head", "vector", "lm_head.bias", (v,))
+    if spec.pooler:
+        yield _one(POOLER, "pooler", "head", "pooler.dense.weight", (d, d))
+        yield _one(POOLER, "pooler", "vector", "pooler.dense.bias", (d,))
+    if spec.vision is not None:  # placed by part, not by tensor: a tower is kept in the rest's format
+        for p in spec.vision.parts:
+            yield PlacedTensor(p.name, "vision", p.name, (p.params_each,), "vision", copies=p.copies)
+
+
+def model_layout(spec: ModelSpec) -> tuple[PlacedTensor, ...]:
+    """Every tensor `spec` places, in the model's order."""
+    return (*_embeddings(spec), *_layers(spec), *_top(spec))
+
+
+def blocks(placed: Iterable[PlacedTensor]) -> list[Block]:
+    """The walk by row: the tensors of one block name, part and layers, in the order they first come."""
+    found: dict[tuple[str, str, tuple[int, ...] | None], list[PlacedTensor]] = {}
+    for t in placed:
+        found.setdefault((t.block, t.part, t.layers), []).append(t)
+    return [Block(name, tensors[0].part, layers, tuple(tensors)) for (name, _part, layers), tensors in found.items()]
