@@ -175,3 +175,17 @@ def test_non_finite_gradients_are_flagged() -> None:
     assert "Inf" in steps[0].flags
     assert all(set(p.flags) & {"Inf", "NaN"} for p in params)
     assert all(p.norm is not None and math.isnan(p.norm) for p in params)
+
+
+def test_the_sum_of_two_steps_gradients_is_named_after_them() -> None:
+    """up_proj and gate_proj both read x: autograd's engine adds their dx in no node of either,
+    a step of its own named after the two (not "output"), one add per element of x."""
+    spec = FFNSpec(variant="swiglu", d_model=16, d_ff=32)
+    steps = trace(spec, batch=2, seq_len=5, backward=True).backward.steps
+    summed = [(n, s) for n, s in enumerate(steps, 1) if s.of == "up_proj + gate_proj"]
+    assert len(summed) == 1
+    n, step = summed[0]
+    sources = {steps[i - 1].of for i in step.inputs_from if isinstance(i, int)}
+    assert sources == {"up_proj", "gate_proj"}
+    assert step.elementwise_flops == 2 * 5 * 16 and step.grad_out == ((2, 5, 16),)
+    assert not any(s.of == "output" for s in steps)

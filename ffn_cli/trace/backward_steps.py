@@ -11,7 +11,10 @@ from ffn_cli.trace.recorder import Producer, RecordedOp
 from ffn_cli.trace.result import BackwardStep, ParamGrad, ParamInfo, SavedRead, Shape
 from ffn_cli.trace.stats import value_flags
 
-__all__ = ["fold_backward"]
+__all__ = ["MAX_SUMMED_NAMES", "fold_backward"]
+
+# A sum of gradients is named after the steps it adds, this many at most (then "…").
+MAX_SUMMED_NAMES = 3
 
 
 def _groups(rec: BackwardRecording) -> list[list[RecordedOp]]:
@@ -35,6 +38,7 @@ def _recomputed_step(op: RecordedOp) -> str:
 class _Builder:
     def __init__(self, rec: BackwardRecording) -> None:
         self.rec = rec
+        self._sums: dict[int, list[str]] = {}  # an unstamped op → the steps whose gradients it has added
         self.groups = _groups(rec)
         self.by_index = {op.record.index: op for op in rec.ops}
         self.group_of = {op.record.index: n for n, g in enumerate(self.groups, 1) for op in g}
@@ -110,6 +114,21 @@ class _Builder:
                     reads.setdefault(-i, SavedRead("input", shape, made.record.dtype, 0))
         return grad_in, reads
 
+    def _summed(self, ops: list[RecordedOp]) -> str:
+        """The name of a step no forward step owns: the forward steps whose gradients it adds
+        (up_proj + gate_proj, which both read x; the engine adds them one at a time, so a sum
+        of sums names them all), else the output's own (dL/dy)."""
+        steps: list[str] = []
+        for op in ops:
+            for (kind, j), _shape in op.sources:
+                if kind == "op":
+                    stamp = self.rec.stamps.get(j, "")
+                    steps += [stamp] if stamp else self._sums.get(j, [])
+            self._sums[op.record.index] = steps = list(dict.fromkeys(steps))
+        if len(steps) < 2:
+            return "output"
+        return " + ".join(steps) if len(steps) <= MAX_SUMMED_NAMES else " + ".join([*steps[: MAX_SUMMED_NAMES - 1], "…"])
+
     def _step(self, n: int, ops: list[RecordedOp]) -> BackwardStep:
         first = ops[0].record.index
         recompute = first in self.rec.recompute
@@ -128,7 +147,7 @@ class _Builder:
         stats = [op.stats for op in ops if op.stats is not None and op.record.name not in LAYOUT_OPS]
         dtype = ops[-1].record.dtype
         return BackwardStep(
-            of=_recomputed_step(ops[0]) if recompute else self.rec.stamps.get(first, "") or "output",
+            of=_recomputed_step(ops[0]) if recompute else self.rec.stamps.get(first, "") or self._summed(ops),
             recompute=recompute,
             grad_in=tuple(shape for _, shape in grad_in),
             grad_out=grad_out,
