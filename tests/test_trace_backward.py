@@ -182,9 +182,9 @@ def test_the_sum_of_two_steps_gradients_is_named_after_them() -> None:
     a step of its own named after the two (not "output"), one add per element of x."""
     spec = FFNSpec(variant="swiglu", d_model=16, d_ff=32)
     steps = trace(spec, batch=2, seq_len=5, backward=True).backward.steps
-    summed = [(n, s) for n, s in enumerate(steps, 1) if s.of == "up_proj + gate_proj"]
+    summed = [s for s in steps if s.of == "up_proj + gate_proj"]
     assert len(summed) == 1
-    n, step = summed[0]
+    step = summed[0]
     sources = {steps[i - 1].of for i in step.inputs_from if isinstance(i, int)}
     assert sources == {"up_proj", "gate_proj"}
     assert step.elementwise_flops == 2 * 5 * 16 and step.grad_out == ((2, 5, 16),)
