@@ -72,7 +72,7 @@ def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
     # The FLOPs cell's lines (`dW …`, `dx …`) are numbers: each stands whole, right-aligned.
     columns = [
         Col("#", drop=3),
-        Col(_("backward of"), "fixed", footer=_("total")),
+        Col(_("backward of"), "terms", footer=_("total")),
         Col(_("gradient in → out"), "fixed", drop=4),
         Col(_("makes"), "fixed", drop=1),
         Col(_("from"), "fixed", drop=2),
@@ -154,7 +154,7 @@ def _loss_text(loss: str) -> str:
 def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
     columns = [
         Col("#", drop=2),
-        Col(_("backward of"), "fixed"),
+        Col(_("backward of"), "terms"),
         Col(_("reads"), "fixed"),
         Col("dtype", "fixed", drop=1),
         Col(_("kept by"), "fixed", drop=3),
@@ -186,7 +186,7 @@ def _flags(flags: tuple[str, ...]) -> Text:
 
 
 def _grad_stats_table(result: TraceResult, b: BackwardResult) -> FitTable:
-    columns = [Col("#", drop=1), Col(_("backward of"), "fixed"), *_stats_columns(), Col(_("flags"), "text", drop=4)]
+    columns = [Col("#", drop=1), Col(_("backward of"), "terms"), *_stats_columns(), Col(_("flags"), "text", drop=4)]
     rows: list[list[Cell]] = [[Text(""), Text("dL/dy"), *gradient_stats_cells(b.output_grad), Text("")]]
     span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
@@ -298,7 +298,7 @@ def _explain_table(result: TraceResult, b: BackwardResult) -> FitTable:
     for n, s in enumerate(b.steps, 1):
         if span is None or not span.start < n <= span.end:
             rows.append([Text(str(n)), Text(_step_label(s)), Text(backward_explanation(s).shown(), style="dim")])
-    columns = [Col("#"), Col(_("backward of"), "fixed"), Col(_("what it computes"), "text")]
+    columns = [Col("#"), Col(_("backward of"), "terms"), Col(_("what it computes"), "text")]
     return FitTable(_("What each backward step computes"), columns, rows)
 
 
