@@ -255,3 +255,20 @@ def test_a_transformers_module_makes_the_same_steps_at_both_levels(model_type: s
     calls = trace_model_module(tiny_config(model_type), **run, aten=False)
     assert _steps(calls.steps) == _steps(aten.steps) and _text(calls) == _text(aten)
     assert calls.total_flops == aten.total_flops > 0
+
+
+def test_a_binary_max_counts_as_aten_counts_it() -> None:
+    """torch.max(a, b) is aten's maximum (one FLOP per element), torch.max(a, dim) a reduction (none)."""
+
+    class Maxes(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.up = nn.Linear(8, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.up(x)
+            return torch.max(h, torch.zeros_like(h)) + torch.max(h, dim=-1, keepdim=True).values
+
+    aten, calls = trace_module(_made(Maxes)), trace_module(_made(Maxes), aten=False)
+    assert _steps(calls.steps) == _steps(aten.steps)
+    assert [s.elementwise_flops for s in calls.steps if s.name == "max"] == [2 * 5 * 16]

@@ -30,6 +30,7 @@ _SAME_AS_ATEN |= {"truediv": "div", "softmax": "_softmax", "layer_norm": "native
 _SAME_AS_ATEN |= {"square": "pow", "softplus": "softplus"}
 _SAME_AS_ATEN |= {name: name for name in REDUCTION_OPS}
 # Calls that move, select, compare or allocate values: no FLOPs, whatever aten ops they become.
+# (Not max and min: torch.max(a, b) is aten's maximum, one FLOP per element.)
 _NO_FLOPS = frozenset(
     (
         "view", "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "expand_as", "contiguous",
@@ -40,7 +41,7 @@ _NO_FLOPS = frozenset(
         "le", "ge", "and", "or", "logical_and", "logical_or", "logical_not", "nonzero", "bincount", "scatter",
         "gather", "index_select", "one_hot", "repeat", "repeat_interleave", "fill", "zero", "copy", "narrow",
         "select", "movedim", "flip", "roll", "tril", "triu", "randperm", "tensor", "as_tensor", "long", "int",
-        "bool", "type", "masked_select", "index_put", "cumsum", "max", "min", "any", "all", "count_nonzero",
+        "bool", "type", "masked_select", "index_put", "cumsum", "any", "all", "count_nonzero",
     )
 )  # fmt: skip
 # Matrix products by their operands' last dimensions: 2·(elements out)·k, as flop_registry counts mm/bmm.
