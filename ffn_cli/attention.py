@@ -18,7 +18,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.spec import MAX_DIM, check_int
 
-__all__ = ["QK_NORMS", "AnyAttention", "AttentionSpec", "LatentAttentionSpec", "QKNorm"]
+__all__ = ["BLOCK_NORMS", "QK_NORMS", "AnyAttention", "AttentionSpec", "LatentAttentionSpec", "QKNorm"]
 
 # The default head width when --n-heads is not given (GPT-2, BERT, LLaMA all use 64 or 128).
 DEFAULT_HEAD_DIM = 64
@@ -27,6 +27,8 @@ QKNorm = Literal["none", "head", "proj"]
 # Where q/k norms sit: none; one norm of head_dim shared by every head (Qwen3, Gemma 3); one over
 # the whole q and k projections (OLMo-2: q_dim and kv_dim weights).
 QK_NORMS: tuple[str, ...] = ("none", "head", "proj")
+# The norms a Transformer block around the FFN takes (`ffn trace --block --norm`).
+BLOCK_NORMS: tuple[str, ...] = ("layernorm", "rmsnorm")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from ffn_cli.accounting import ParamTensor, total_params
-from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
+from ffn_cli.attention import BLOCK_NORMS, AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, RMSNorm, SelfAttention, build_attention
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
@@ -25,7 +25,7 @@ from ffn_cli.spec import FFNSpec
 
 __all__ = ["NORMS", "BlockSpec", "LatentAttention", "RMSNorm", "SelfAttention", "TransformerBlock", "build_block"]
 
-NORMS = ("layernorm", "rmsnorm")
+NORMS = BLOCK_NORMS
 
 
 @dataclass(frozen=True)

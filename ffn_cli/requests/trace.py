@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from ffn_cli.attention import BLOCK_NORMS
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.outputs import check_output_file
@@ -122,6 +123,8 @@ class TraceRequest:
             check_output_file("page", self.page, (".html", ".htm"))
         object.__setattr__(self, "mode", self.mode.strip().lower())
         object.__setattr__(self, "norm", self.norm.strip().lower())
+        if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not
+            raise FFNError("norm", self.norm, _("choose one of {norms}").format(norms=", ".join(BLOCK_NORMS)))
         given = self._given()
         object.__setattr__(self, "given", given)
         check_rules(_RULES, given)
