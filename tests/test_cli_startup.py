@@ -74,11 +74,13 @@ def test_hardware_loads_the_gpu_table_and_not_the_registry() -> None:
 
 
 # What one FFN's counts have no use for: FLOPs over length (--seq-len), --explain's block, the
-# costs of a model or a GPU, the file checks of --svg / --html, the API's one-spec wrapper.
+# comparison of variants, the costs of a model or a GPU, the file checks of --svg / --html, the
+# API's one-spec wrapper.
 ONE_FFN_UNUSED = [
     "ffn_cli.models.seq_flops",
     "ffn_cli.render.seq_flops",
     "ffn_cli.models.explain",
+    "ffn_cli.models.comparison",
     "ffn_cli.services.costs",
     "ffn_cli.services.ffn_gpu",
     "ffn_cli.outputs",
@@ -93,3 +95,8 @@ def test_one_ffn_loads_only_what_its_counts_use() -> None:
 def test_seq_len_and_explain_load_what_they_print() -> None:
     loaded = _loaded_after(["params", "--variant", "swiglu", "--seq-len", "128", "--explain"], ONE_FFN_UNUSED)
     assert loaded == {"ffn_cli.models.seq_flops", "ffn_cli.render.seq_flops", "ffn_cli.models.explain"}
+
+
+def test_a_comparison_loads_the_comparison_alone() -> None:
+    loaded = _loaded_after(["params", "-v", "relu,swiglu", "--match-params"], ONE_FFN_UNUSED)
+    assert loaded == {"ffn_cli.models.comparison"}

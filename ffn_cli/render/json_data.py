@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ffn_cli.bench.result import BenchReport
     from ffn_cli.hardware import GPU
+    from ffn_cli.models.comparison import Comparison
     from ffn_cli.models.count import ModelParams
     from ffn_cli.models.explain import BlockExplain
-    from ffn_cli.models.layer import Comparison, FFNReport
+    from ffn_cli.models.layer import FFNReport
     from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack, OverLengths
     from ffn_cli.parallel.accounting import RankParams
     from ffn_cli.parallel.result import ParallelTiming

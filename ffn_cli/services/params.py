@@ -99,7 +99,7 @@ def _explain_ffn(report: FFNReport) -> BlockExplain:
 
 def _comparison(request: ParamsRequest) -> Answer:
     """Variants side by side (--match-params: sized to the first's parameters)."""
-    from ffn_cli.models.layer import compare_variants
+    from ffn_cli.models.comparison import compare_variants
     from ffn_cli.models.matching import match_misses
     from ffn_cli.render.params.comparison import comparison_table
 
