@@ -71,3 +71,32 @@ def test_a_default_trace_loads_no_model_spec_and_no_gpu_table() -> None:
 
 def test_hardware_loads_the_gpu_table_and_not_the_registry() -> None:
     assert _loaded_after(["hardware"], ["torch", "ffn_cli.hardware.gpus", "ffn_cli.variants", "ffn_cli.spec"]) == {"ffn_cli.hardware.gpus"}
+
+
+# What one FFN's counts have no use for: FLOPs over length (--seq-len), --explain's block, the
+# comparison of variants, the costs of a model or a GPU, the file checks of --svg / --html, the
+# API's one-spec wrapper.
+ONE_FFN_UNUSED = [
+    "ffn_cli.models.seq_flops",
+    "ffn_cli.render.seq_flops",
+    "ffn_cli.models.explain",
+    "ffn_cli.models.comparison",
+    "ffn_cli.services.costs",
+    "ffn_cli.services.ffn_gpu",
+    "ffn_cli.outputs",
+    "ffn_cli.requests.ffn",
+]
+
+
+def test_one_ffn_loads_only_what_its_counts_use() -> None:
+    assert _loaded_after(["params", "--variant", "swiglu"], ONE_FFN_UNUSED) == set()
+
+
+def test_seq_len_and_explain_load_what_they_print() -> None:
+    loaded = _loaded_after(["params", "--variant", "swiglu", "--seq-len", "128", "--explain"], ONE_FFN_UNUSED)
+    assert loaded == {"ffn_cli.models.seq_flops", "ffn_cli.render.seq_flops", "ffn_cli.models.explain"}
+
+
+def test_a_comparison_loads_the_comparison_alone() -> None:
+    loaded = _loaded_after(["params", "-v", "relu,swiglu", "--match-params"], ONE_FFN_UNUSED)
+    assert loaded == {"ffn_cli.models.comparison"}

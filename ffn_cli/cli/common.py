@@ -16,7 +16,6 @@ from rich.console import Console
 from ffn_cli.cli.columns import drop_unusable_columns
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.render.literal import visible
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
 __all__ = [
@@ -67,6 +66,8 @@ def fail(message: str, code: int, option: str | None = None) -> typer.Exit:
     """Print one line on stderr, `error: ` and the message, and return the Exit to raise. Under
     --json the same error is also a JSON object on stdout (README, Common errors): the message as on
     stderr, the option it is about as typed (None when it is about no option), the exit code."""
+    from ffn_cli.render.literal import visible  # (and unicodedata): an error's path alone reads it
+
     text = visible(message)
     err_console.print(ERROR_PREFIX + text, markup=False)
     if settings.json:

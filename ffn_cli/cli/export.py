@@ -33,6 +33,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _targets(svg: str | None, html: str | None, plain: str | None) -> dict[str, Path]:
     """The checked destinations; `plain` names an option given that prints without tables."""
+    if svg is None and html is None:
+        return {}  # nothing to save: the file checks never load
     from ffn_cli.outputs import check_output_file
 
     targets = {}

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ffn_cli.models.comparison import Comparison, compare_variants, match_d_ff
     from ffn_cli.models.config import load_config, load_preset, parse_config, preset_names
     from ffn_cli.models.count import ModelParams, ModelPart, TrainingMemory, count_model, training_memory
     from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
-    from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, FFNReport, TensorGroup, compare_variants, ffn_report, match_d_ff
+    from ffn_cli.models.layer import BACKWARD_FACTOR, FFNReport, TensorGroup, ffn_report
     from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
@@ -48,7 +49,8 @@ _MODULES = {
     "config": ("load_config", "load_preset", "parse_config", "preset_names"),
     "count": ("ModelParams", "ModelPart", "TrainingMemory", "count_model", "training_memory"),
     "families": ("SUPPORTED_MODEL_TYPES", "model_spec_from_config"),
-    "layer": ("BACKWARD_FACTOR", "Comparison", "FFNReport", "TensorGroup", "compare_variants", "ffn_report", "match_d_ff"),
+    "comparison": ("Comparison", "compare_variants", "match_d_ff"),
+    "layer": ("BACKWARD_FACTOR", "FFNReport", "TensorGroup", "ffn_report"),
     "spec": ("ModelSpec",),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ffn_cli.accounting import total_params
 from ffn_cli.i18n import N_, Message
-from ffn_cli.models.layer import Comparison, match_d_ff
+from ffn_cli.models.comparison import Comparison, match_d_ff
 
 __all__ = ["MISS_TOLERANCE", "MatchMiss", "match_misses"]
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ffn_cli.models.mixers import LinearMixer
     from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["MAX_SEQ_LEN", "FlopsAtLength", "LayerStack", "flops_over_length", "model_stack", "single_layer"]
+__all__ = ["MAX_SEQ_LEN", "FlopsAtLength", "LayerStack", "OverLengths", "flops_over_length", "model_stack", "single_layer"]
 
 # Beyond any published context; a crossover further out than this is reported as none.
 MAX_SEQ_LEN = 1 << 30
@@ -125,6 +125,10 @@ class FlopsAtLength:
             "ffn_share": self.ffn_share,
             "ffn_attention_ratio": float(self.ffn / self.attention),
         }
+
+
+# One stack's FLOPs at each asked length: what `ffn params --seq-len` prints and puts in --json.
+OverLengths = tuple[LayerStack, tuple[FlopsAtLength, ...]]
 
 
 def _per_key(attention: AnyAttention) -> int:

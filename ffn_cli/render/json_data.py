@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ffn_cli.bench.result import BenchReport
     from ffn_cli.hardware import GPU
+    from ffn_cli.models.comparison import Comparison
     from ffn_cli.models.count import ModelParams
     from ffn_cli.models.explain import BlockExplain
-    from ffn_cli.models.layer import Comparison, FFNReport
-    from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
+    from ffn_cli.models.layer import FFNReport
+    from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack, OverLengths
     from ffn_cli.parallel.accounting import RankParams
     from ffn_cli.parallel.result import ParallelTiming
     from ffn_cli.spec import FFNSpec
@@ -42,11 +43,11 @@ def _over_lengths(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[st
     return {"flops_over_seq_len": seq_flops_data(stack, rows)} if rows else {}
 
 
-def ffn_params_data(report: FFNReport, stack: LayerStack, rows: tuple[FlopsAtLength, ...], block: BlockExplain | None) -> dict[str, Any]:
-    """One FFN beside its attention, its FLOPs over --seq-len, --explain's block."""
+def ffn_params_data(report: FFNReport, over: OverLengths | None, block: BlockExplain | None) -> dict[str, Any]:
+    """One FFN beside its attention, its FLOPs over --seq-len (None: none asked), --explain's block."""
     from ffn_cli.render.params.report import ffn_report_data
 
-    return ffn_report_data(report) | _over_lengths(stack, rows) | _explained(block)
+    return ffn_report_data(report) | (_over_lengths(*over) if over is not None else {}) | _explained(block)
 
 
 def comparison_params_data(comparison: Comparison, warnings: list[str]) -> dict[str, Any]:

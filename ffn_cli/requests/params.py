@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.lists import parse_int_list
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec, spec_options
 
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
+    from ffn_cli.requests.ffn import FFNChoice
 
 __all__ = ["ParamsAnswer", "ParamsRequest"]
 

@@ -14,10 +14,11 @@ from ffn_cli.render import json_data
 from ffn_cli.requests.params import EXPLAINS_ONE, ParamsRequest
 from ffn_cli.requests.rules import Unused, check_rules
 from ffn_cli.services.answer import Answer
-from ffn_cli.services.costs import cost_options
 
 if TYPE_CHECKING:
     from ffn_cli.models.explain import BlockExplain
+    from ffn_cli.models.layer import FFNReport
+    from ffn_cli.models.seq_flops import OverLengths
     from ffn_cli.models.source import LoadedModel
     from ffn_cli.models.unknown import UnknownModelType
 
@@ -30,10 +31,15 @@ _READS_ITSELF = N_("needs a model ffn reads itself")
 
 def params(request: ParamsRequest) -> Answer:
     """The answer `ffn params` prints for `request` (its `--json` as the data)."""
+    answers = {"presets": _presets, "models": _models, "ffn_gpu": _ffn_gpu, "ranks": _ranks, "ffn": _ffn, "comparison": _comparison}
+    return answers[request.kind](request)
+
+
+def _ffn_gpu(request: ParamsRequest) -> Answer:
+    # The GPU's costs load with a --gpu: one FFN's counts never need them.
     from ffn_cli.services.ffn_gpu import ffn_on_gpu
 
-    answers = {"presets": _presets, "models": _models, "ffn_gpu": ffn_on_gpu, "ranks": _ranks, "ffn": _ffn, "comparison": _comparison}
-    return answers[request.kind](request)
+    return ffn_on_gpu(request)
 
 
 def _views(*parts: RenderableType | None) -> Group:
@@ -52,27 +58,48 @@ def _explain_view(block: BlockExplain | None) -> RenderableType | None:
 
 def _ffn(request: ParamsRequest) -> Answer:
     """One FFN's report, with its FLOPs over --seq-len and --explain's block."""
-    from ffn_cli.models.explain import explain_ffn
     from ffn_cli.models.layer import ffn_report
-    from ffn_cli.models.seq_flops import flops_over_length, single_layer
     from ffn_cli.render.params.report import ffn_report_view
-    from ffn_cli.render.seq_flops import seq_flops_view
 
     spec = request.specs[0]
     report = ffn_report(spec, request.attention, request.count_dtype)
-    stack = single_layer(spec, request.attention)
-    rows = flops_over_length(stack, request.seq_lens)
-    block = explain_ffn(report) if request.explain else None
+    over = _one_layer_over_lengths(request) if request.seq_lens else None
+    block = _explain_ffn(report) if request.explain else None
 
     def view() -> Group:
-        return _views(ffn_report_view(report), seq_flops_view(stack, rows, _("one layer")) if rows else None, _explain_view(block))
+        return _views(ffn_report_view(report), _over_lengths_view(over), _explain_view(block))
 
-    return Answer(report, view, lambda: json_data.ffn_params_data(report, stack, rows, block))
+    return Answer(report, view, lambda: json_data.ffn_params_data(report, over, block))
+
+
+# FLOPs over length and --explain's block load when asked for (--seq-len, --explain): one FFN's
+# counts alone never read them.
+def _one_layer_over_lengths(request: ParamsRequest) -> OverLengths:
+    """The FFN as one decoder layer beside its attention, and its FLOPs at each --seq-len."""
+    from ffn_cli.models.seq_flops import flops_over_length, single_layer
+
+    assert request.attention is not None  # set for one FFN by the request's checks
+    stack = single_layer(request.specs[0], request.attention)
+    return stack, flops_over_length(stack, request.seq_lens)
+
+
+def _over_lengths_view(over: OverLengths | None) -> RenderableType | None:
+    if over is None:
+        return None
+    from ffn_cli.render.seq_flops import seq_flops_view
+
+    return seq_flops_view(*over, _("one layer"))
+
+
+def _explain_ffn(report: FFNReport) -> BlockExplain:
+    from ffn_cli.models.explain import explain_ffn
+
+    return explain_ffn(report)
 
 
 def _comparison(request: ParamsRequest) -> Answer:
     """Variants side by side (--match-params: sized to the first's parameters)."""
-    from ffn_cli.models.layer import compare_variants
+    from ffn_cli.models.comparison import compare_variants
     from ffn_cli.models.matching import match_misses
     from ffn_cli.render.params.comparison import comparison_table
 
@@ -172,7 +199,7 @@ def _one_model(loaded: LoadedModel, request: ParamsRequest) -> Answer:
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.params.model import model_view
     from ffn_cli.render.seq_flops import seq_flops_view
-    from ffn_cli.services.costs import model_costs
+    from ffn_cli.services.costs import cost_options, model_costs
 
     dtype = request.count_dtype
     stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ffn_cli.i18n import _, shown
-from ffn_cli.models.layer import BACKWARD_FACTOR, Comparison, attention_summary
+from ffn_cli.models.comparison import Comparison
+from ffn_cli.models.layer import BACKWARD_FACTOR, attention_summary
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_si
 from ffn_cli.render.params.common import ratio, table
