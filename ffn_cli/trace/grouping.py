@@ -216,7 +216,7 @@ def _add_op(groups: list[StepGroup], name: str, formula: str | Message, op: int,
 
 def _routed(module: FFNModule) -> tuple[int, ...] | None:
     """Every expert's rows after capacity, those no token chose too (they have no step)."""
-    stats = getattr(module, "last_dispatch", None)
+    stats = module.last_dispatch
     return tuple(stats.tokens_per_expert) if stats is not None and stats.tokens_per_expert else None
 
 
@@ -233,7 +233,7 @@ def _idle_params(module: FFNModule, tokens: tuple[int, ...]) -> int:
 
 def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> Message:
     note = describe_tokens(tokens)
-    stats = getattr(module, "last_dispatch", None)
+    stats = module.last_dispatch
     if stats is not None and stats.dropped:
         note += Message.of(N_("; {dropped} dropped over capacity {capacity}"), dropped=stats.dropped, capacity=stats.capacity)
     if stats is not None and stats.assumed_balanced:
