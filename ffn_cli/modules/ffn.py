@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from ffn_cli.regions import region
+from ffn_cli.regions import NamedSteps, StepNaming, region
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import SingleFFN, Variant
 
@@ -105,8 +105,10 @@ class ModuleWeights:
         return out
 
 
-class FFNModule(nn.Module):
+class FFNModule(nn.Module, NamedSteps):
     """Base: holds the spec and its variant, and optional gradient checkpointing around the forward."""
+
+    step_naming = StepNaming.VARIANT
 
     def __init__(self, spec: FFNSpec, variant: Variant) -> None:
         super().__init__()
@@ -121,6 +123,11 @@ class FFNModule(nn.Module):
             out: Tensor = checkpoint(self._forward, x, use_reentrant=False)
             return out
         return self._forward(x)
+
+    def registry_ffn(self) -> FFNModule:
+        """The FFN of the registry this module runs, whose input, output and gradients the
+        NumPy reference checks and which gradient checkpointing wraps: this one."""
+        return self
 
     def _forward(self, x: Tensor) -> Tensor:
         raise NotImplementedError
