@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.dense import DenseVariant
 
@@ -21,6 +20,8 @@ __all__ = ["Sparse", "sparsity_mask"]
 def sparsity_mask(d_ff: int, sparsity: float, seed: int) -> Tensor:
     """1 for kept hidden units, 0 for round(sparsity·d_ff) units drawn once from `seed`."""
     import torch
+
+    from ffn_cli.seeds import Stream, stream_seed  # NumPy's: the registry loads without it
 
     generator = torch.Generator(device="cpu").manual_seed(stream_seed(seed, Stream.MASK))
     dropped = torch.randperm(d_ff, generator=generator, device="cpu")[: round(sparsity * d_ff)]
