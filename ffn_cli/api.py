@@ -43,7 +43,7 @@ class Result:
         return self.view()
 
     def to_dict(self) -> dict[str, Any]:
-        from ffn_cli.cli.common import json_ready
+        from ffn_cli.render.json_data import json_ready
 
         return json_ready(self.data())
 
@@ -125,64 +125,50 @@ def trace(
     `reference`: a module only: which registry FFN it computes, held to the NumPy float64
     reference on its own weights (`to_dict()["reference"]`).
     """
-    from ffn_cli.render.trace import trace_data, trace_view
+    from ffn_cli.requests.ffn import OneSpec
+    from ffn_cli.requests.trace import TraceRequest
+    from ffn_cli.services.trace import trace as answer_trace
 
     device, dtype = _torch_name("device", device), _torch_name("dtype", dtype)
-    extra: dict[str, Any] = {}
-    origin = ""
     if not isinstance(module_or_spec, (FFNSpec, str)) and not _is_module(module_or_spec):
         raise FFNError(
             "module_or_spec",
             module_or_spec,
             _('give an nn.Module, an FFNSpec, a preset name, a config.json path or "FILE.py:NAME(args)"'),
         )
-    if isinstance(module_or_spec, str) and ":" in module_or_spec:
-        from ffn_cli.device import resolve_device_dtype
-        from ffn_cli.modules.user import build_user_module, parse_module_ref
-
-        ref = parse_module_ref(module_or_spec)
-        dev, _dtype = resolve_device_dtype(device or "cpu", dtype or "float32")
-        module_or_spec, origin = build_user_module(ref, device=dev, seed=seed), ref.describe()
-    if isinstance(module_or_spec, (FFNSpec, str)):
-        if reference:
-            raise FFNError(
-                "reference", True, _("names the registry FFN a module computes; a spec is one (check=True holds it to the reference)")
-            )
-        if x is not None or d_model is not None or depth is not None:
-            raise FFNError("x", "given", _("a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth"))
-        spec = module_or_spec
-        if isinstance(spec, str):
-            from ffn_cli.models.layer_select import select_layer
-            from ffn_cli.models.source import load_model
-
-            choice = select_layer(load_model(**_model_name(spec)), layer, {}, default_dtype="float32")
-            spec, dtype = choice.ffn, dtype or choice.dtype
-            extra = {"model": choice.data()}
-        from ffn_cli.trace.run import trace as trace_spec
-
-        result = trace_spec(
-            spec, batch=batch, seq_len=seq_len, device=device or "cpu", dtype=dtype or "float32", seed=seed, mode=mode,
-            values=values, check=check, backward=backward, loss=loss, checkpoint=checkpoint,
-        )  # fmt: skip
-    else:
+    is_module = (isinstance(module_or_spec, str) and ":" in module_or_spec) or not isinstance(module_or_spec, (FFNSpec, str))
+    if is_module:
         if check:
             raise FFNError("check", True, _("compares a registry variant with its NumPy reference; a module of your own has none"))
         if layer is not None:
             raise FFNError("layer", layer, _("picks a layer of a model (a preset or config); a module is traced as it is: drop it"))
         if x is not None and d_model is not None:
             raise FFNError("d_model", d_model, _("the input x gives the width (its last dimension): drop d_model"))
-        from ffn_cli.trace.any_module import trace_module
-
-        result = trace_module(
-            module_or_spec, x, batch=batch, seq_len=seq_len, d_model=d_model, device=device, dtype=dtype, seed=seed, mode=mode,
-            values=values, depth=depth, backward=backward, loss=loss, checkpoint=checkpoint, origin=origin, reference=reference,
-            d_model_from="d_model",
-        )  # fmt: skip
-    view = lambda: trace_view(result, ops=ops, values=values, explain=explain)  # noqa: E731
-    from ffn_cli.cli.page_option import draw_page
-
-    drawing = lambda whole: draw_page(result, extra, whole=whole)  # noqa: E731
-    return Result(result, view, lambda: trace_data(result, ops=ops, explain=explain) | extra, drawing)
+    else:
+        if reference:
+            raise FFNError(
+                "reference", True, _("names the registry FFN a module computes; a spec is one (check=True holds it to the reference)")
+            )
+        if x is not None or d_model is not None or depth is not None:
+            raise FFNError("x", "given", _("a spec's trace draws its own seeded input, in its own steps: drop x, d_model and depth"))
+    options: dict[str, Any] = {
+        "batch": batch, "seq_len": seq_len, "seed": seed, "mode": mode, "values": values, "backward": backward, "loss": loss,
+        "checkpoint": checkpoint, "ops": ops, "explain": explain,
+        # A module runs where its parameters are unless told; a spec or a model's layer on the CPU.
+        "device": device if is_module else device or "cpu", "dtype": dtype if is_module else dtype or "float32",
+        # The device and dtype named are given, even at their defaults: a model's layer then runs in that dtype.
+        "typed": frozenset(name for name, value in (("device", device), ("dtype", dtype)) if value is not None),
+    }  # fmt: skip
+    if isinstance(module_or_spec, FFNSpec):
+        request = TraceRequest(ffn=OneSpec(module_or_spec), check=check, **options)
+    elif isinstance(module_or_spec, str) and is_module:
+        request = TraceRequest(module=module_or_spec, x=x, depth=depth, reference=reference, d_model=d_model, **options)
+    elif isinstance(module_or_spec, str):
+        request = TraceRequest(**_model_name(module_or_spec), layer=layer, check=check, **options)
+    else:
+        request = TraceRequest(own=module_or_spec, x=x, depth=depth, reference=reference, d_model=d_model, **options)
+    answer = answer_trace(request)
+    return Result(answer.value, answer.view, answer.data, answer.drawing)
 
 
 def _torch_name(option: str, value: Any) -> str | None:

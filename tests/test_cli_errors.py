@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ffn_cli import __version__
 from ffn_cli.cli import app
 from ffn_cli.cli.common import emit_json, settings
-from ffn_cli.trace import run as trace_run
+from ffn_cli.trace import variant_target
 
 
 @pytest.fixture(autouse=True)
@@ -76,14 +76,14 @@ def _raise(exc: BaseException):  # type: ignore[no-untyped-def]
 
 def test_out_of_memory_during_a_run_is_reported_cleanly(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     # torch.cuda.OutOfMemoryError: torch.OutOfMemoryError, its alias, is newer than torch 2.4.
-    monkeypatch.setattr(trace_run, "build_ffn", _raise(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")))
+    monkeypatch.setattr(variant_target, "build_ffn", _raise(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")))
     result = runner.invoke(app, ["trace"])
     assert result.exit_code == 1
     assert _one_line(result.stderr) and "out of memory" in result.stderr and "--device meta" in result.stderr
 
 
 def test_unexpected_exceptions_are_one_line_and_debug_shows_them(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_run, "build_ffn", _raise(KeyError("boom")))
+    monkeypatch.setattr(variant_target, "build_ffn", _raise(KeyError("boom")))
     result = runner.invoke(app, ["trace"])
     assert result.exit_code == 1
     assert _one_line(result.stderr) and "KeyError" in result.stderr and "--debug" in result.stderr

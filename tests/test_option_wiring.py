@@ -96,7 +96,7 @@ def test_a_new_spec_field_arrives_parsed_and_reaches_the_spec() -> None:
     assert (spec.variant, spec.d_model, spec.router_bias, spec.router_logit_scale, spec.router_multiple) == ("moe", 32, True, 0.5, 64)
     # Until a variant names the field in its own_options, an option no chosen variant reads is refused.
     with pytest.raises(FFNError, match="moe does not use it"):
-        parsed.one_spec("one")
+        parsed.check_used([spec])
     # A number's parser comes with its type: the project's own words, not pydantic's.
     bad = runner.invoke(demo, ["--router-scale", "abc"])
     assert bad.exit_code == 2 and "not a number" in bad.output and "Input should be" not in bad.output

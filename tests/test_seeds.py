@@ -17,7 +17,7 @@ from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import trace
 from ffn_cli.trace.backward_run import output_grad_maker
-from ffn_cli.trace.run import _make_input
+from ffn_cli.trace.pipeline import make_input
 
 DEMO = FFNSpec(variant="relu", d_model=512, d_ff=2048, bias=True)  # `ffn trace` with no options
 
@@ -49,14 +49,14 @@ def test_every_stream_has_its_own_seed_and_keeps_it() -> None:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_input_is_independent_of_every_weight_row(seed: int) -> None:
     module = build_ffn(DEMO, seed=seed)
-    x = _make_input((2, 5, 512), torch.device("cpu"), torch.float32, seed).reshape(10, 512)
+    x = make_input((2, 5, 512), torch.device("cpu"), torch.float32, seed).reshape(10, 512)
     _assert_uncorrelated(_correlations(x, module.up_proj.weight.detach()), 512)
     # The down projection's columns live in d_model too: none lines up with a token either.
     _assert_uncorrelated(_correlations(x, module.down_proj.weight.detach().T), 512)
 
 
 def test_the_output_gradient_is_independent_of_the_input() -> None:
-    x = _make_input((4, 64, 512), torch.device("cpu"), torch.float32, 0)
+    x = make_input((4, 64, 512), torch.device("cpu"), torch.float32, 0)
     dy = output_grad_maker("random", 0)(x)
     target_grad = output_grad_maker("mse", 0)(torch.zeros_like(x))  # −2t/numel: the target's draw
     _assert_uncorrelated(_correlations(x.reshape(-1, 512), dy.reshape(-1, 512)), 512)

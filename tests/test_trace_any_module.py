@@ -19,7 +19,7 @@ from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.render.trace import trace_data
 from ffn_cli.trace.any_module import trace_module
-from ffn_cli.trace.run import _make_input
+from ffn_cli.trace.pipeline import make_input
 from tests.data import articles, module_styles
 
 ARTICLES: dict[str, Callable[[], nn.Module]] = {
@@ -76,7 +76,7 @@ def test_numbers_from_a_second_path(name: str) -> None:
     torch.manual_seed(0)
     module = MODULES[name]().eval()
     result = trace_module(module, batch=2, seq_len=3)
-    x = _make_input((2, 3, result.module.d_model), torch.device("cpu"), torch.float32, 0)  # the trace's own input
+    x = make_input((2, 3, result.module.d_model), torch.device("cpu"), torch.float32, 0)  # the trace's own input
     counts = _flop_counts(module, x)
     assert result.total_params == _unique_params(module)
     assert sum(s.param_count for s in result.steps) == _unique_params(module)  # each tensor counted once

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import functools
 import importlib
-import math
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,7 +29,6 @@ __all__ = [
     "fail",
     "fit_consoles",
     "handles_errors",
-    "refuse_unused",
     "require_cache_dirs",
     "require_temp_dir",
     "settings",
@@ -205,43 +203,12 @@ def _model_source(ctx: Any) -> tuple[str, str] | None:
     return (_("model {name}").format(name=model), "--model") if model else None
 
 
-def refuse_unused(given: dict[str, Any], allowed: str) -> None:
-    """Refuse the first option in `given` that was set (not None or False) but that the chosen
-    path would silently ignore."""
-    for option, value in given.items():
-        if value is not None and value is not False:
-            raise FFNError(option, value, allowed)
-
-
 def emit_json(data: Any) -> None:
     """Write `data` as JSON on stdout, plainly (no rich markup or wrapping). NaN and ±Inf,
     which JSON cannot hold (Python would write bare NaN / Infinity), become null."""
     import json  # only --json prints it
 
-    sys.stdout.write(json.dumps(_finite_floats(data), indent=2, default=_json_default, allow_nan=False) + "\n")
+    from ffn_cli.render.json_data import finite_floats, json_default
+
+    sys.stdout.write(json.dumps(finite_floats(data), indent=2, default=json_default, allow_nan=False) + "\n")
     sys.stdout.flush()
-
-
-def json_ready(data: Any) -> Any:
-    """`data` exactly as emit_json prints it, read back: plain dicts, lists, numbers, None."""
-    import json
-
-    return json.loads(json.dumps(_finite_floats(data), default=_json_default, allow_nan=False))
-
-
-def _finite_floats(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite_floats(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_floats(v) for v in value]
-    return value
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return list(value)
-    if hasattr(value, "item"):  # numpy and torch scalars
-        return _finite_floats(value.item())
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

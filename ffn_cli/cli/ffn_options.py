@@ -121,17 +121,6 @@ class _FFNOptions:
                 _("{chosen} does not use it (it applies to {users})").format(chosen=chosen, users=", ".join(users)),
             )
 
-    def one_spec(self, why: str, **changes: Any) -> FFNSpec:
-        """The single FFN these options describe; a comma list is refused with `why`."""
-        variants, widths = self.variants(), self.widths()
-        if len(variants) > 1:
-            raise FFNError("variant", self.variant, why)
-        if len(widths) > 1:
-            raise FFNError("d_model", self.d_model, why)
-        spec = self.spec(variants[0], widths[0], **changes)
-        self.check_used([spec])
-        return spec
-
     def typed(self, names: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The options the user typed (among `names`, if given), with their values."""
         return {name: getattr(self, name) for name in sorted(self.given) if names is None or name in names}

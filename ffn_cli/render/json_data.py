@@ -4,6 +4,7 @@ pieces the render modules make: what the command prints and what `ffn_cli.params
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ __all__ = [
     "comparison_params_data",
     "ffn_gpu_data",
     "ffn_params_data",
+    "finite_floats",
+    "json_default",
+    "json_ready",
     "model_params_data",
     "parallel_bench_data",
     "rank_params_data",
@@ -94,3 +98,30 @@ def parallel_bench_data(timing: ParallelTiming) -> dict[str, Any]:
     from ffn_cli.render.parallel import parallel_timing_json
 
     return parallel_timing_json(timing)
+
+
+def json_ready(data: Any) -> Any:
+    """`data` exactly as `--json` prints it, read back: plain dicts, lists, numbers, None."""
+    import json
+
+    return json.loads(json.dumps(finite_floats(data), default=json_default, allow_nan=False))
+
+
+def finite_floats(value: Any) -> Any:
+    """NaN and ±Inf, which JSON cannot hold (Python would write bare NaN / Infinity), as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_floats(v) for v in value]
+    return value
+
+
+def json_default(value: Any) -> Any:
+    """What json.dumps cannot write itself: tuples as lists, NumPy and torch scalars as numbers."""
+    if isinstance(value, tuple):
+        return list(value)
+    if hasattr(value, "item"):  # numpy and torch scalars
+        return finite_floats(value.item())
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -19,3 +19,7 @@ class Answer:
     data: Callable[[], Any]  # a dict, or a list (the presets)
     # False on a rank that is not the first under torchrun: the first one prints for all.
     shown: bool = True
+    # A trace's picture: the whole page (True) or a notebook cell's fragment (False).
+    drawing: Callable[[bool], str] | None = None
+    # What went wrong once the answer was made (a failed --check): raised after it is shown.
+    failure: Exception | None = None

@@ -5,7 +5,9 @@ layers, no reference to check against."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -14,21 +16,18 @@ from torch import Tensor, nn
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.modules.user import caller_rng_kept
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
 from ffn_cli.trace.collapse import linear_collapses
 from ffn_cli.trace.gc_pause import gc_paused
+from ffn_cli.trace.pipeline import MAX_DEPTH, RUNTIME_BYTES, Placed, Recorded, RunOptions, make_input, run_target
 from ffn_cli.trace.recorder import ForwardError, dtype_name, record
 from ffn_cli.trace.reference_match import match_reference
 from ffn_cli.trace.result import ParamInfo, TracedModule, TraceResult, TraceStep
-from ffn_cli.trace.run import MAX_VALUES, MODES, RUNTIME_BYTES, _make_input, _param_groups, _validate_backward
 from ffn_cli.trace.steps import group_steps
 from ffn_cli.user_code import UserWarnings, running_user_code
 
-__all__ = ["MAX_DEPTH", "infer_d_model", "trace_module"]
-
-MAX_DEPTH = 16
+__all__ = ["MAX_DEPTH", "ModuleTarget", "infer_d_model", "trace_module"]
 
 
 def infer_d_model(module: nn.Module) -> tuple[int, str]:
@@ -114,6 +113,88 @@ def _place(module: nn.Module, device: str | None, dtype: str | None) -> tuple[to
     return dev, dt
 
 
+@dataclass(frozen=True, eq=False)
+class ModuleTarget:
+    """Any nn.Module as a trace target: run where its parameters are (or moved where asked), on
+    `x` or a seeded input of the width it reads; its steps its children's calls and its own
+    torch calls; with `reference`, the registry FFN it computes (`match_reference`). Its code is
+    the user's: contained, its warnings kept, its modes and the caller's random state given back."""
+
+    module: nn.Module
+    x: Any = None
+    d_model: int | None = None
+    d_model_from: str = "d_model"  # how the option giving d_model is named in a hint
+    reference: bool = False
+    source: str = "module"
+    name: str | None = None
+    origin: str = ""
+    notes: Sequence[str] = ()
+    warned: UserWarnings = field(default_factory=UserWarnings)
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        modes = [(m, m.training) for m in self.module.modules()]  # the caller's, given back as they were
+        try:
+            with running_user_code(_("{name} (your module)").format(name=type(self.module).__name__), self.warned):
+                yield
+        finally:
+            for sub, training in modes:
+                sub.training = training
+
+    def place(self, run: RunOptions) -> Placed:
+        module = self.module
+        depth, opened = (run.depth, ()) if run.depth is not None else open_wrappers(module)
+        dev, dt = _place(module, run.device, run.dtype)
+        if self.x is not None:
+            x = _given_input(self.x, dev, dt)
+            _materialise(module, int(x.shape[-1]), dev, dt, run.seed)
+            return Placed(module, x, dev, int(x.shape[-1]), "the input given", depth, opened)
+        if self.d_model is not None:
+            check_int("d_model", self.d_model)
+            width, width_from = self.d_model, self.d_model_from
+        else:
+            width, width_from = infer_d_model(module)
+        _materialise(module, width, dev, dt, run.seed)
+        _preflight(module, (run.batch, run.seq_len, width), dev, dt, backward=run.backward)
+        x = make_input((run.batch, run.seq_len, width), dev, dt, run.seed)
+        return Placed(module, x, dev, width, width_from, depth, opened)
+
+    def record(self, placed: Placed, run: RunOptions) -> Recorded:
+        try:
+            return _run(placed, run)
+        except FFNRuntimeError as failed:
+            hint = _width_hint(placed.module, placed.width, self.d_model_from) if placed.width_from == self.d_model_from else ""
+            if not hint:
+                raise
+            raise FFNRuntimeError(f"{failed}{hint}") from None
+
+    def identity(self, placed: Placed) -> TracedModule:
+        module = self.module
+        notes = (*self.notes, *(_("your code warned: {warning}").format(warning=w) for w in self.warned.messages))
+        return TracedModule(
+            self.source,
+            self.name or type(module).__name__,
+            type(module).__name__,
+            placed.width,
+            placed.width_from,
+            self.origin,
+            tuple(notes),
+            placed.depth,
+            placed.opened,
+        )
+
+    def findings(self, placed: Placed, recorded: Recorded, run: RunOptions) -> dict[str, Any]:
+        matched = match_reference(placed.module, placed.x, placed.dtype) if self.reference else None
+        return {
+            "spec": None,
+            "block": None,
+            "activation_bytes_estimate": None,
+            "reference": matched,
+            "warnings": linear_collapses(recorded.steps, placed.width),
+            "unread_params": _unread(placed.module, recorded.steps),
+        }
+
+
 def trace_module(
     module: nn.Module,
     x: Tensor | None = None,
@@ -142,116 +223,37 @@ def trace_module(
     recorder and return its steps: its children's calls (`depth` levels deep) and its own torch
     calls between them; with `backward`, then its backward from the gradient `loss` makes; with
     `reference`, the registry FFN it computes (`match_reference`)."""
-    check_int("seed", seed, minimum=0, maximum=2**63 - 1)
-    check_int("values", values, minimum=0, maximum=MAX_VALUES)
-    opened: tuple[str, ...] = ()
-    if depth is None:
-        depth, opened = open_wrappers(module)
-    check_int("depth", depth, minimum=1, maximum=MAX_DEPTH)
-    if mode not in MODES:
-        raise FFNError("mode", mode, _("choose one of {modes}").format(modes=", ".join(MODES)))
-    loss_name = _validate_backward(backward, loss, checkpoint)
-    kept = UserWarnings()
-    modes = [(m, m.training) for m in module.modules()]  # the caller's, given back as they were
-    try:
-        with running_user_code(_("{name} (your module)").format(name=type(module).__name__), kept), caller_rng_kept():
-            dev, dt = _place(module, device, dtype)
-            if x is not None:
-                x = _given_input(x, dev, dt)
-                _materialise(module, int(x.shape[-1]), dev, dt, seed)
-                width, width_from = int(x.shape[-1]), "the input given"
-                batch, seq_len = (int(x.shape[0]), int(x.shape[1])) if x.dim() == 3 else (1, int(x.shape[:-1].numel()))
-            else:
-                check_int("batch", batch)
-                check_int("seq_len", seq_len)
-                if d_model is not None:
-                    check_int("d_model", d_model)
-                    width, width_from = d_model, d_model_from
-                else:
-                    width, width_from = infer_d_model(module)
-                _materialise(module, width, dev, dt, seed)
-                _preflight(module, (batch, seq_len, width), dev, dt, backward=backward)
-                x = _make_input((batch, seq_len, width), dev, dt, seed)
-            module.train(mode == "train")
-            torch.manual_seed(stream_seed(seed, Stream.DROPOUT))  # dropout masks in train mode
-            try:
-                out, rec, steps, backward_result = _run(
-                    module,
-                    x,
-                    backward=backward,
-                    loss=loss_name,
-                    seed=seed,
-                    values=values,
-                    checkpoint=checkpoint,
-                    dt=dt,
-                    depth=depth,
-                    aten=aten,
-                )
-            except FFNRuntimeError as failed:
-                hint = _width_hint(module, width, d_model_from) if width_from == d_model_from else ""
-                if not hint:
-                    raise
-                raise FFNRuntimeError(f"{failed}{hint}") from None
-            matched = match_reference(module, x, dtype_name(dt)) if reference else None
-    finally:
-        for sub, training in modes:
-            sub.training = training
-    notes = (*notes, *(_("your code warned: {warning}").format(warning=w) for w in kept.messages))
-    return TraceResult(
-        module=TracedModule(
-            source, name or type(module).__name__, type(module).__name__, width, width_from, origin, tuple(notes), depth, opened
-        ),
-        spec=None,
-        block=None,
-        batch=batch,
-        seq_len=seq_len,
-        device=str(dev),
-        dtype=dtype_name(dt),
-        mode=mode,
-        seed=seed,
-        input_shape=tuple(x.shape),
-        output_shape=tuple(out.shape),
-        input_stats=rec.input_stats,
-        input_values=rec.input_values,
-        steps=tuple(steps),
-        ops=tuple(op.record for op in rec.ops),
-        param_groups=_param_groups(module),
-        saved_bytes=rec.saved_bytes,
-        activation_bytes_estimate=None,
-        backward=backward_result,
-        reference=matched,
-        warnings=linear_collapses(steps, width),
-        unread_params=_unread(module, steps),
-        output_member=rec.output_member,
-        other_outputs=tuple(rec.other_outputs),
-    )
+    options = RunOptions(
+        batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, mode=mode, values=values, depth=depth,
+        backward=backward, loss=loss, checkpoint=checkpoint, aten=aten,
+    )  # fmt: skip
+    target = ModuleTarget(module, x, d_model, d_model_from, reference, source, name, origin, notes)
+    return run_target(target, options)
 
 
-def _run(
-    module: nn.Module,
-    x: Tensor,
-    *,
-    backward: bool,
-    loss: str,
-    seed: int,
-    values: int,
-    checkpoint: bool,
-    dt: torch.dtype,
-    depth: int,
-    aten: bool = True,
-) -> tuple[Any, ...]:
-    """The forward under the recorder (and the backward, when asked): output, recording, steps,
-    backward result."""
+def _run(placed: Placed, run: RunOptions) -> Recorded:
+    """The forward under the recorder (and the backward, when asked), grouped `placed.depth` deep."""
+    module, x = placed.module, placed.x
     try:
-        if backward:
+        if run.backward:
             from ffn_cli.trace.backward_run import run_backward
 
-            return run_backward(
-                None, module, x, loss=loss, seed=seed, values=values, checkpoint=checkpoint, check=False, dtype=dtype_name(dt), depth=depth
+            out, rec, steps, backward = run_backward(
+                None,
+                module,
+                x,
+                loss=run.loss_name,
+                seed=run.seed,
+                values=run.values,
+                checkpoint=run.checkpoint,
+                check=False,
+                dtype=placed.dtype,
+                depth=placed.depth,
             )
+            return Recorded(out, rec, steps, backward)
         with gc_paused():
-            out, rec = record(module, x, values=values, functions=True, aten=aten)
-            return out, rec, group_steps(rec, depth), None
+            out, rec = record(module, x, values=run.values, functions=True, aten=run.aten)
+            return Recorded(out, rec, group_steps(rec, placed.depth), None)
     except ForwardError as failed:
         raise _forward_failed(module, failed) from None
 

@@ -1,5 +1,6 @@
 """`ffn trace --config` for a model no reader knows: transformers' own FFN module of the chosen
-layer (`model.layers.N.mlp`, a MoE block), traced through `trace_module` like any module.
+layer (`model.layers.N.mlp`, a MoE block), traced as any module is
+(`HFModuleTarget`, a `ModuleTarget` that draws its weights once they fit).
 
 transformers builds the model on the meta device (`models.meta_build`, never weights, never
 remote code). On meta the layer's module runs as built; a MoE block, which routes tokens by
@@ -11,6 +12,7 @@ preflight, and runs with real routing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,12 +24,11 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import is_experts
 from ffn_cli.models.meta_build import build_on_meta, find_ffn_module
 from ffn_cli.seeds import Stream, stream_seed
-from ffn_cli.spec import check_int
-from ffn_cli.trace.any_module import trace_module
+from ffn_cli.trace.any_module import ModuleTarget
+from ffn_cli.trace.pipeline import RUNTIME_BYTES, Placed, RunOptions, run_target
 from ffn_cli.trace.result import TraceResult
-from ffn_cli.trace.run import RUNTIME_BYTES
 
-__all__ = ["trace_model_module"]
+__all__ = ["HFModuleTarget", "model_module_target", "trace_model_module"]
 
 DEFAULT_INIT_STD = 0.02  # transformers' initializer_range default
 
@@ -49,23 +50,32 @@ def _materialise(module: nn.Module, device: torch.device, dtype: torch.dtype, st
     module.to(dtype=dtype)
 
 
-def trace_model_module(
-    config: Mapping[str, Any],
-    *,
-    name: str,
-    source: str,
-    layer: int | None,
-    batch: int,
-    seq_len: int,
-    device: str = "cpu",
-    dtype: str = "float32",
-    seed: int = 0,
-    **options: Any,
-) -> TraceResult:
-    """Build the model on meta, find layer `layer`'s FFN module (layer 0 by default), trace it
-    on `device`; `options` as for `trace_module` (mode, values, depth, backward, …)."""
-    check_int("batch", batch)
-    check_int("seq_len", seq_len)
+@dataclass(frozen=True, eq=False)
+class HFModuleTarget(ModuleTarget):
+    """transformers' FFN module of one layer, built on meta; on a real device given seeded
+    N(0, std²) weights once the memory it needs is known to fit."""
+
+    std: float = DEFAULT_INIT_STD
+
+    def place(self, run: RunOptions) -> Placed:
+        dev, dt = resolve_device_dtype(run.device or "cpu", run.dtype or "float32")
+        if dev.type != "meta":
+            params = sum(p.numel() for p in self.module.parameters())
+            width = torch.empty((), dtype=dt).element_size()
+            tokens = run.batch * run.seq_len
+            # Weights in float32 while drawn, then the run's activations (a few widths of the
+            # largest tensor a FFN makes, d_ff or experts × tokens at most 8·d_model per token, kept thrice).
+            need = params * max(width, 4) + 3 * tokens * 8 * int(self.d_model or 0) * max(width, 4) + RUNTIME_BYTES
+            preflight(need, dev, _("this trace"))
+            _materialise(self.module, dev, dt, self.std, run.seed)
+        return super().place(run)
+
+
+def model_module_target(
+    config: Mapping[str, Any], *, name: str, source: str, layer: int | None, device: str = "cpu", reference: bool = False
+) -> HFModuleTarget:
+    """Build the model on meta and find layer `layer`'s FFN module (layer 0 by default), to be
+    traced on `device`."""
     model, hf_config, notes = build_on_meta(config, source)
     found = find_ffn_module(model, 0 if layer is None else layer)
     model_type = str(config.get("model_type"))
@@ -78,10 +88,9 @@ def trace_model_module(
         )
     module = found.module
     text = hf_config.get_text_config()
-    d_model = int(text.hidden_size)
-    dev, dt = resolve_device_dtype(device, dtype)
     what = _("{model_type}: layer {layer}'s FFN ({kind})").format(model_type=model_type, layer=found.layer, kind=type(module).__name__)
-    if dev.type == "meta" and _routed(module):
+    on_meta = resolve_device_dtype(device, "float32")[0].type == "meta"
+    if on_meta and _routed(module):
         # Meta tensors hold no values to route by: transformers' expert loops would run no expert
         # (or fail), and the FLOPs would be silently short. Refuse instead.
         raise FFNRuntimeError(
@@ -91,32 +100,40 @@ def trace_model_module(
                 "the model with ffn params --config"
             ).format(what=what)
         )
-    described = (*notes,)
-    if dev.type != "meta":
-        params = sum(p.numel() for p in module.parameters())
-        width = torch.empty((), dtype=dt).element_size()
-        tokens = batch * seq_len
-        # Weights in float32 while drawn, then the run's activations (a few widths of the
-        # largest tensor a FFN makes, d_ff or experts × tokens at most 8·d_model per token, kept thrice).
-        need = params * max(width, 4) + 3 * tokens * 8 * d_model * max(width, 4) + RUNTIME_BYTES
-        preflight(need, dev, _("this trace"))
-        std = float(getattr(text, "initializer_range", DEFAULT_INIT_STD) or DEFAULT_INIT_STD)
-        _materialise(module, dev, dt, std, seed)
-        described += (f"weights: seeded random N(0, {std:g}²), not a checkpoint's; the routing follows them",)
+    std = float(getattr(text, "initializer_range", DEFAULT_INIT_STD) or DEFAULT_INIT_STD)
+    if on_meta:
+        described = (*notes, N_("built on the meta device: shapes and FLOPs, no values"))
     else:
-        described += (N_("built on the meta device: shapes and FLOPs, no values"),)
-    return trace_module(
+        described = (*notes, f"weights: seeded random N(0, {std:g}²), not a checkpoint's; the routing follows them")
+    return HFModuleTarget(
         module,
-        batch=batch,
-        seq_len=seq_len,
-        d_model=d_model,
+        d_model=int(text.hidden_size),
         d_model_from="the config's hidden_size",
-        device=str(dev),
-        dtype=str(dt).removeprefix("torch."),
-        seed=seed,
+        reference=reference,
         source="transformers",
         name=found.path,
         origin=f"{name} · {model_type} · layer {found.layer} ({type(model).__name__})",
         notes=described,
-        **options,
+        std=std,
     )
+
+
+def trace_model_module(
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    source: str,
+    layer: int | None,
+    batch: int,
+    seq_len: int,
+    device: str = "cpu",
+    dtype: str = "float32",
+    seed: int = 0,
+    reference: bool = False,
+    **options: Any,
+) -> TraceResult:
+    """Layer `layer`'s FFN module of the model traced on `device`; `options` as for
+    `trace_module` (mode, values, depth, backward, …)."""
+    run = RunOptions(batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, **options)
+    target = model_module_target(config, name=name, source=source, layer=layer, device=device, reference=reference)
+    return run_target(target, run)

@@ -1,0 +1,170 @@
+"""`ffn trace` and `ffn_cli.trace(...)`: a checked TraceRequest traced, through the one
+pipeline (`trace/pipeline.py`) for every target, or as one sharded forward under --tp / --ep.
+Imports torch (after checking the folders it writes to)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
+
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.i18n import _
+from ffn_cli.services.answer import Answer
+from ffn_cli.services.environment import require_temp_dir
+
+if TYPE_CHECKING:
+    from ffn_cli.models.layer_select import LayerChoice
+    from ffn_cli.requests.trace import TraceRequest
+    from ffn_cli.spec import FFNSpec
+    from ffn_cli.trace.pipeline import RunOptions, Target
+    from ffn_cli.trace.result import TraceResult
+
+__all__ = ["trace"]
+
+
+def trace(request: TraceRequest) -> Answer:
+    """What `ffn trace` prints for `request` (its `--json` as the data, its page as the drawing);
+    a failed --check is the answer's `failure`, raised once the answer is shown."""
+    require_temp_dir()  # before torch is imported
+    from ffn_cli.trace.pipeline import run_target
+
+    choice: LayerChoice | None = None
+    dtype = request.dtype
+    if request.kind == "module":
+        target: Target = _module_target(request)
+    else:
+        choice, target = _registry_or_model_target(request)
+        dtype = choice.dtype if choice is not None else dtype  # a model's layer runs in the model's dtype
+        if request.kind == "parallel":
+            return _parallel(request, target.spec, dtype or "float32")  # type: ignore[attr-defined]
+    result = run_target(target, _run_options(request, dtype))
+    return _answer(request, result, choice)
+
+
+def _run_options(request: TraceRequest, dtype: str | None) -> RunOptions:
+    from ffn_cli.trace.pipeline import RunOptions
+
+    depth = 1 if request.kind == "model_module" and request.depth is None else request.depth  # a model's module: its own layers
+    return RunOptions(
+        batch=request.batch, seq_len=request.seq_len, device=request.device, dtype=dtype, seed=request.seed,
+        mode=request.mode, values=request.values, depth=depth, backward=request.backward, loss=request.loss,
+        checkpoint=request.checkpoint, aten=request.aten,
+    )  # fmt: skip
+
+
+def _module_target(request: TraceRequest) -> Target:
+    """--module's module built on the device (its code run once, contained), or the API's own."""
+    from ffn_cli.trace.any_module import ModuleTarget
+
+    width, width_from = request.module_width
+    if request.own is not None:
+        return ModuleTarget(request.own, request.x, width, width_from, request.reference)
+    from ffn_cli.device import resolve_device_dtype
+    from ffn_cli.modules.user import build_user_module, parse_module_ref
+
+    ref = parse_module_ref(str(request.module))
+    dev, _dtype = resolve_device_dtype(request.device or "cpu", request.dtype or "float32")
+    built = build_user_module(ref, device=dev, seed=request.seed)
+    return ModuleTarget(built, request.x, width, width_from, request.reference, origin=ref.describe())
+
+
+def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None, Target]:
+    """The FFN of the options, or the layer of the model named: as the registry builds it (in
+    its block with --block) when a family reads the model, else transformers' own module."""
+    from ffn_cli.block import BlockSpec
+    from ffn_cli.trace.variant_target import VariantTarget
+
+    choice = None
+    if request.names_model:
+        from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
+        from ffn_cli.models.source import load_model
+        from ffn_cli.models.unknown import UnknownModelType
+
+        try:
+            loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        except UnknownModelType as unknown:  # no reader: the model's own FFN module, built by transformers
+            return None, _model_module_target(request, unknown)
+        request.check_variant()
+        choice = select_layer(loaded, request.layer, request.layer_options(), block=request.block, default_dtype="float32")
+    spec = choice.ffn if choice is not None else request.one_spec()
+    if choice is not None and choice.attention is not None:
+        block: BlockSpec | None = BlockSpec(spec, choice.attention, choice.norm, choice.pre_norm, choice.eps)
+    elif request.block:
+        r = request
+        block = BlockSpec.around(spec, n_heads=r.n_heads, n_kv_heads=r.n_kv_heads, head_dim=r.head_dim, norm=r.norm, pre_norm=r.pre_norm)
+    else:
+        block = None
+    return choice, VariantTarget(spec, block, request.check)
+
+
+def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
+    from ffn_cli.models import SUPPORTED_MODEL_TYPES
+    from ffn_cli.models.fallback import require_transformers
+
+    request.check_model_module()
+    require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
+    from ffn_cli.trace.model_module import model_module_target
+
+    return model_module_target(
+        unknown.config,
+        name=unknown.name,
+        source=unknown.source,
+        layer=request.layer,
+        device=request.device or "cpu",
+        reference=request.reference,
+    )
+
+
+def _answer(request: TraceRequest, result: TraceResult, choice: LayerChoice | None) -> Answer:
+    from ffn_cli.render.trace import trace_data, trace_view
+    from ffn_cli.trace import check_failure
+
+    extra = {"model": choice.data()} if choice is not None else {}
+
+    def view() -> Any:
+        steps = trace_view(result, ops=request.ops, values=request.values, explain=request.explain)
+        if choice is None:
+            return steps
+        from ffn_cli.render.model_layer import model_layer_view
+
+        return Group(model_layer_view(choice), steps)
+
+    def drawing(whole: bool) -> str:
+        from ffn_cli.render.json_data import json_ready
+        from ffn_cli.render.page import trace_fragment, trace_page
+
+        data = json_ready(trace_data(result, explain=True) | extra)  # the page's data is its --json, explained
+        return (trace_page if whole else trace_fragment)(result, data)
+
+    data = lambda: trace_data(result, ops=request.ops, explain=request.explain) | extra  # noqa: E731
+    return Answer(result, view, data, drawing=drawing, failure=check_failure(result))
+
+
+def _parallel(request: TraceRequest, spec: FFNSpec, dtype: str) -> Answer:
+    """Shard the FFN over tp or ep ranks (spawned, or joined under torchrun), run it, check it
+    against the unsharded module on the same weights; only the primary process shows it."""
+    from ffn_cli.parallel import check_parallel, is_primary_process, run_parallel
+    from ffn_cli.render.parallel import parallel_json, render_parallel
+    from ffn_cli.spec import check_int
+
+    tp, ep = request.tp, request.ep
+    check_parallel(spec, tp=tp, ep=ep)
+    check_int("batch", request.batch)
+    check_int("seq_len", request.seq_len)
+    result = run_parallel(
+        spec,
+        max(tp, ep),
+        mode="tp" if tp > 1 else "ep",
+        batch=request.batch,
+        seq_len=request.seq_len,
+        dtype=dtype,
+        device=request.device or "cpu",
+        seed=request.seed,
+    )
+    failure = None
+    if not result.passed:
+        failure = FFNRuntimeError(
+            _("sharded output differs from the unsharded module by {diff:.3g}").format(diff=result.max_abs_diff_vs_unsharded)
+        )
+    return Answer(result, lambda: render_parallel(result), lambda: parallel_json(result), shown=is_primary_process(), failure=failure)
