@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.i18n import N_, Message
-from ffn_cli.regions import region
+from ffn_cli.regions import NamedSteps, StepNaming, region
 
 __all__ = ["AttentionModule", "LatentAttention", "QKNorm", "RMSNorm", "SelfAttention", "attend", "build_attention"]
 
@@ -92,7 +92,7 @@ def _linear_formula(layer: nn.Linear, text: str) -> str:
     return text + (" + b" if layer.bias is not None else "")
 
 
-class SelfAttention(nn.Module):
+class SelfAttention(nn.Module, NamedSteps):
     """Multi-head attention with grouped-query heads; q_proj … o_proj named as in LLaMA, then the
     spec's q_norm / k_norm and sinks.
 
@@ -100,6 +100,8 @@ class SelfAttention(nn.Module):
     matmuls over (B·H, T, d_head), so the recorder sees each of: heads, scores, sinks, softmax,
     context, merge.
     """
+
+    step_naming = StepNaming.REGIONS
 
     def __init__(self, spec: AttentionSpec, eps: float = 1e-5) -> None:
         super().__init__()
@@ -163,7 +165,7 @@ class SelfAttention(nn.Module):
         return self.o_proj(merged)
 
 
-class LatentAttention(nn.Module):
+class LatentAttention(nn.Module, NamedSteps):
     """Multi-head latent attention (DeepSeek-V2/V3), named as transformers' DeepseekV3Attention.
 
     q: q_a_proj (d → r_q) → q_a_layernorm → q_b_proj (→ H·(d_nope + d_rope)), or one q_proj.
@@ -173,6 +175,8 @@ class LatentAttention(nn.Module):
     multiplies a yarn rope scaling's mscale² in: values only, no FLOPs; left out), then
     o_proj (H·d_v → d). The latent kv is expanded to every head, no weight absorption.
     """
+
+    step_naming = StepNaming.REGIONS
 
     def __init__(self, spec: LatentAttentionSpec, eps: float = LATENT_NORM_EPS) -> None:
         super().__init__()

@@ -20,6 +20,7 @@ from ffn_cli.attention_modules import LatentAttention, RMSNorm, SelfAttention, b
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.modules import FFNModule, build_ffn, resolve_dtype
+from ffn_cli.regions import NamedSteps, StepNaming
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
@@ -113,8 +114,10 @@ def _attention_words(a: AnyAttention) -> Message:
     return words + (Message.of(N_(", a sink logit per head")) if a.sinks else Message())
 
 
-class TransformerBlock(nn.Module):
+class TransformerBlock(nn.Module, NamedSteps):
     """attn → residual → norm1 → ffn → residual → norm2 (post-norm), or the pre-norm order."""
+
+    step_naming = StepNaming.BLOCK
 
     def __init__(self, spec: BlockSpec, ffn: FFNModule) -> None:
         super().__init__()
@@ -124,6 +127,10 @@ class TransformerBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d, eps=spec.eps) if spec.norm == "layernorm" else RMSNorm(d, spec.eps)
         self.ffn = ffn
         self.norm2 = nn.LayerNorm(d, eps=spec.eps) if spec.norm == "layernorm" else RMSNorm(d, spec.eps)
+
+    def registry_ffn(self) -> FFNModule:
+        """The FFN of the registry this block runs (what the NumPy reference checks): its `ffn`."""
+        return self.ffn
 
     def forward(self, x: Tensor) -> Tensor:
         if self.spec.pre_norm:

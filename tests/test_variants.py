@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
+import ffn_cli.block  # noqa: F401  (loads the block and attention modules, so they are among NamedSteps' subclasses)
 from ffn_cli import build_ffn
 from ffn_cli.models import preset_model, preset_names
 from ffn_cli.modules import MoEFFN
 from ffn_cli.modules.ffn import FFNModule
+from ffn_cli.regions import NamedSteps
 from ffn_cli.spec import FFNSpec
 from ffn_cli.trace import record
 from ffn_cli.trace.steps import group_steps
@@ -154,23 +156,21 @@ def _subclasses(cls: type) -> set[type]:
 
 
 def _kind_classes() -> frozenset[str]:
-    """Every variant class of the registry and every FFN module class, by name."""
-    return frozenset(c.__name__ for c in _subclasses(Variant) | _subclasses(FFNModule))
+    """Every variant class of the registry and every module class this package builds (each
+    says how the trace names its steps: the block, the attention modules, every FFN module), by name."""
+    # NamedSteps itself is no kind: asking whether this package built a module is asking where it comes from.
+    built_here = _subclasses(NamedSteps) - {NamedSteps}
+    return frozenset(c.__name__ for c in _subclasses(Variant) | _subclasses(FFNModule) | built_here)
 
 
 KIND_NAMES = frozenset(VARIANTS) | frozenset(f.value for f in Family)
 
 # The branches on variant kind that stand outside ffn_cli/variants/, each with the reason it
 # stands: (file, the line's text, reason), a line as often as it occurs. A branch not listed
-# fails the test below, and so does a listed one that is gone, so the list only shrinks.
-_GROUPING = (
-    "grouping tells the FFN modules this package built (every variant alike, whose steps it then asks the variant for) "
-    "from any other torch module, which it groups by its children: a branch on where a module comes from, not on its kind"
-)
-
-ALLOWED_KIND_BRANCHES: list[tuple[str, str, str]] = [
-    ("ffn_cli/trace/grouping.py", "if isinstance(module, FFNModule):", _GROUPING),
-]
+# fails the test below, and so does a listed one that is gone, so the list only shrinks. None
+# stands now: the trace asks a module it built how its steps are named (`step_naming`) and
+# which FFN it runs (`registry_ffn`), and a variant which module it builds (`torch_module`).
+ALLOWED_KIND_BRANCHES: list[tuple[str, str, str]] = []
 
 
 def _package_kind_branches() -> list[tuple[str, str, str]]:
@@ -205,6 +205,8 @@ def test_no_module_outside_the_registry_branches_on_variant_kind() -> None:
         ("ok = variants.Family.MOE is family", "compares a Family member"),
         ("ok = isinstance(v, SingleFFN | MixtureVariant)", "isinstance against MixtureVariant, SingleFFN"),
         ("ok = isinstance(m, (nn.Linear, modules.MoEFFN))", "isinstance against MoEFFN"),
+        ("ok = isinstance(m, TransformerBlock)", "isinstance against TransformerBlock"),
+        ("ok = isinstance(m, (SelfAttention, LatentAttention))", "isinstance against LatentAttention, SelfAttention"),
         ("ok = issubclass(type(v), RoutedMoE)", "issubclass against RoutedMoE"),
         ("ok = spec.is_moe", "reads .is_moe"),
         ("ok = [s for s in specs if s.mixture.is_routed]", "reads .is_routed"),

@@ -7,6 +7,8 @@ its cast, so the build never holds a float32 copy of the whole FFN.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import itertools
 
 import torch
@@ -14,12 +16,11 @@ from torch import nn
 
 from ffn_cli.i18n import N_
 from ffn_cli.modules.ffn import FFNModule, linears_in
-from ffn_cli.modules.table import module_for
 from ffn_cli.names import unknown_name
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["DTYPES", "apply_init", "build_ffn", "resolve_dtype"]
+__all__ = ["DTYPES", "apply_init", "build_ffn", "module_class", "resolve_dtype"]
 
 DTYPES = {
     "float32": torch.float32,
@@ -68,6 +69,14 @@ def apply_init(module: nn.Module, spec: FFNSpec) -> None:
                 nn.init.zeros_(sub.bias)
 
 
+@functools.cache
+def module_class(reference: str) -> type[FFNModule]:
+    """The class a variant's `torch_module` names, "package.module:Class", imported on first use."""
+    module_name, _, class_name = reference.partition(":")
+    cls: type[FFNModule] = getattr(importlib.import_module(module_name), class_name)
+    return cls
+
+
 def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | str = torch.float32, seed: int = 0) -> FFNModule:
     """Build the module for `spec` on `device` (cpu, cuda, cuda:N or meta) in `dtype`.
 
@@ -79,7 +88,7 @@ def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch
     torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))
     linear_dtype = torch.float32 if device.type == "meta" else dtype
     with torch.device(device), linears_in(linear_dtype):
-        module = module_for(spec)
+        module = module_class(spec.info.torch_module)(spec, spec.info)
         apply_init(module, spec)
     # The small rest (masks, scalar parameters) moves; a module already all in place is not
     # walked again (thousands of experts on meta).

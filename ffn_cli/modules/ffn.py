@@ -17,17 +17,14 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from ffn_cli.regions import region
-from ffn_cli.seeds import Stream, stream_seed
+from ffn_cli.regions import NamedSteps, StepNaming, region
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import SingleFFN, Variant
-from ffn_cli.variants.sparse import Sparse
-from ffn_cli.variants.xielu import ALPHA_N_INIT, ALPHA_P_INIT, BETA, XIELU, inverse_softplus
 
 if TYPE_CHECKING:
     from ffn_cli.variants.moe import DispatchStats
 
-__all__ = ["FFN", "FFNModule", "ModuleWeights", "ScalarParameters", "linears_in", "make_linear", "sparsity_mask"]
+__all__ = ["FFN", "FFNModule", "ModuleWeights", "linears_in", "make_linear"]
 
 _LINEAR_DTYPE: ContextVar[torch.dtype] = ContextVar("linear_dtype", default=torch.float32)
 
@@ -108,8 +105,10 @@ class ModuleWeights:
         return out
 
 
-class FFNModule(nn.Module):
+class FFNModule(nn.Module, NamedSteps):
     """Base: holds the spec and its variant, and optional gradient checkpointing around the forward."""
+
+    step_naming = StepNaming.VARIANT
 
     def __init__(self, spec: FFNSpec, variant: Variant) -> None:
         super().__init__()
@@ -125,64 +124,29 @@ class FFNModule(nn.Module):
             return out
         return self._forward(x)
 
+    def registry_ffn(self) -> FFNModule:
+        """The FFN of the registry this module runs, whose input, output and gradients the
+        NumPy reference checks and which gradient checkpointing wraps: this one."""
+        return self
+
     def _forward(self, x: Tensor) -> Tensor:
         raise NotImplementedError
 
 
 class FFN(FFNModule):
-    """One FFN of width d_ff: the variant's linears, a dropout before down_proj, and its extra state."""
+    """One FFN of width d_ff (the spec's unless given: a mixture's shared experts are one FFN
+    of their total width): the variant's linears, a dropout before down_proj, and the state
+    the variant registers beyond them."""
 
-    def __init__(self, spec: FFNSpec, variant: SingleFFN, d_ff: int) -> None:
+    def __init__(self, spec: FFNSpec, variant: SingleFFN, d_ff: int | None = None) -> None:
         super().__init__(spec, variant)
         self.single = variant
+        d_ff = spec.hidden if d_ff is None else d_ff
         dims = {"d": spec.d_model, "f": d_ff, "2f": 2 * d_ff}
         for lin in variant.linears(spec):
             setattr(self, lin.name, make_linear(dims[lin.in_dim], dims[lin.out_dim], bool(spec.bias)))
         self.dropout = nn.Dropout(spec.dropout)
-        add_state(self, variant, spec, d_ff)
+        variant.register_state(self, spec, d_ff)
 
     def _forward(self, x: Tensor) -> Tensor:
         return self.single.forward(self.spec, ModuleWeights(self), x)  # type: ignore[no-any-return]
-
-
-class ScalarParameters(nn.Module):
-    """A holder of named learnable scalars, shaped (1,) as checkpoints store them (xIELU's α_p, α_n)."""
-
-    def __init__(self, **values: float) -> None:
-        super().__init__()
-        for name, value in values.items():
-            self.register_parameter(name, nn.Parameter(torch.tensor([value], dtype=torch.float32)))
-
-
-def sparsity_mask(d_ff: int, sparsity: float, seed: int) -> Tensor:
-    """1 for kept hidden units, 0 for round(sparsity·d_ff) units drawn once from `seed`."""
-    generator = torch.Generator(device="cpu").manual_seed(stream_seed(seed, Stream.MASK))
-    dropped = torch.randperm(d_ff, generator=generator, device="cpu")[: round(sparsity * d_ff)]
-    mask = torch.ones(d_ff, device="cpu")
-    mask[dropped] = 0.0
-    return mask
-
-
-def _hidden_mask(module: nn.Module, spec: FFNSpec, d_ff: int) -> None:
-    module.register_buffer("hidden_mask", sparsity_mask(d_ff, spec.sparsity, spec.mask_seed))
-
-
-def _xielu_scalars(module: nn.Module, spec: FFNSpec, d_ff: int) -> None:
-    module.act_fn = ScalarParameters(alpha_p=inverse_softplus(ALPHA_P_INIT), alpha_n=inverse_softplus(ALPHA_N_INIT - BETA))
-
-
-# The state beyond the linears that a variant's forward reads (`w.tensor(name)`), by variant
-# class; a subclass inherits its base's entry.
-_STATE: dict[type[Variant], Callable[[nn.Module, FFNSpec, int], None]] = {
-    Sparse: _hidden_mask,  # the fixed random mask over the hidden units
-    XIELU: _xielu_scalars,  # the learnable α_p, α_n
-}
-
-
-def add_state(module: nn.Module, variant: Variant, spec: FFNSpec, d_ff: int) -> None:
-    """Register the parameters and buffers beyond the linears that `variant` needs, found
-    along its class hierarchy; most variants need none."""
-    for cls in type(variant).__mro__:
-        if cls in _STATE:
-            _STATE[cls](module, spec, d_ff)
-            return

@@ -10,7 +10,6 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.block import TransformerBlock
 from ffn_cli.reference import reference_backward
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
@@ -47,8 +46,7 @@ def output_grad_maker(loss: str, seed: int) -> Callable[[Tensor], Tensor]:
 
 
 def _checkpointed(module: nn.Module, on: bool) -> None:
-    ffn = module.ffn if isinstance(module, TransformerBlock) else module
-    ffn.gradient_checkpointing = on  # type: ignore[assignment]
+    module.registry_ffn().gradient_checkpointing = on
 
 
 def run_backward(
@@ -111,7 +109,7 @@ def check_backward(spec: FFNSpec, module: nn.Module, x: Tensor, make_grad: Calla
     """The FFN's input and parameter gradients against the NumPy backward, on its own weights,
     input and output gradient (inside a block: what reached the FFN there); the worst relative
     error over dL/dx and every parameter."""
-    ffn = module.ffn if isinstance(module, TransformerBlock) else module
+    ffn = module.registry_ffn()
     seen: dict[str, Tensor] = {}
 
     def forward_hook(_m: nn.Module, args: tuple[Any, ...], _out: Tensor) -> None:

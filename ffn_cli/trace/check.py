@@ -9,7 +9,6 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.block import TransformerBlock
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.reference import reference_forward
@@ -27,17 +26,17 @@ def _to_numpy(t: Tensor) -> np.ndarray:
     return t.detach().to(device="cpu", dtype=torch.float64).numpy()
 
 
-def _ffn_input_output(block: TransformerBlock, x: Tensor) -> tuple[Tensor, Tensor]:
-    """What the FFN inside `block` received and returned, from one more forward of the block."""
+def _ffn_input_output(module: nn.Module, ffn: nn.Module, x: Tensor) -> tuple[Tensor, Tensor]:
+    """What `ffn` inside `module` received and returned, from one more forward of the module."""
     captured: dict[str, Tensor] = {}
 
     def keep(_m: nn.Module, args: tuple[Any, ...], output: Tensor) -> None:
         captured["x"], captured["y"] = args[0].detach(), output.detach()
 
-    handle = block.ffn.register_forward_hook(keep)
+    handle = ffn.register_forward_hook(keep)
     try:
         with torch.no_grad():
-            block(x)
+            module(x)
     finally:
         handle.remove()
     return captured["x"], captured["y"]
@@ -45,9 +44,9 @@ def _ffn_input_output(block: TransformerBlock, x: Tensor) -> tuple[Tensor, Tenso
 
 def check_against_reference(spec: FFNSpec, module: nn.Module, x: Tensor, out: Tensor, dtype: str) -> CheckResult:
     """Reference on the FFN's own weights and input; inside a block, the FFN's input there."""
-    ffn = module
-    if isinstance(module, TransformerBlock):
-        ffn, (x, out) = module.ffn, _ffn_input_output(module, x)
+    ffn = module.registry_ffn()
+    if ffn is not module:
+        x, out = _ffn_input_output(module, ffn, x)
     weights = {name: _to_numpy(t) for name, t in ffn.state_dict().items()}
     ref = reference_forward(spec, weights, _to_numpy(x))
     err = np.abs(_to_numpy(out) - ref).max()

@@ -13,19 +13,24 @@ A group only says which ops and calls make up a step; `steps` fills in its numbe
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
-from ffn_cli.attention_modules import AttentionModule, LatentAttention, SelfAttention
-from ffn_cli.block import TransformerBlock
 from ffn_cli.i18n import N_, Message
-from ffn_cli.modules import FFNModule
+from ffn_cli.regions import NamedSteps, StepNaming
 from ffn_cli.trace.expert_summary import describe_tokens
 from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Recording
 from ffn_cli.variants import Variant
 from ffn_cli.variants.mixture import EXPERTS_STEP
+
+if TYPE_CHECKING:
+    from ffn_cli.attention_modules import AttentionModule
+    from ffn_cli.block import TransformerBlock
+    from ffn_cli.modules import FFNModule
 
 __all__ = ["StepGroup", "group_calls"]
 
@@ -62,6 +67,12 @@ class _Grouper:
                 self._children.setdefault(c.parent, []).append(c.index)
         for op in rec.ops:
             self._own.setdefault(op.call, []).append(op.record.index)
+        # How each module this package built names its steps, as the module declares it.
+        self._named: dict[StepNaming, Callable[[int, str, Any], list[StepGroup]]] = {
+            StepNaming.BLOCK: self._block,
+            StepNaming.REGIONS: self._regions,
+            StepNaming.VARIANT: self._ffn,
+        }
 
     def segments(self, call: int) -> list[tuple[str, int]]:
         """Direct children calls and own ops of `call`, in execution order."""
@@ -79,12 +90,8 @@ class _Grouper:
 
     def group(self, call: int, prefix: str) -> list[StepGroup]:
         module = self.rec.calls[call].module
-        if isinstance(module, TransformerBlock):
-            return self._block(call, prefix)
-        if isinstance(module, (SelfAttention, LatentAttention)):
-            return self._attention(call, prefix, module)
-        if isinstance(module, FFNModule):
-            return self._ffn(call, prefix, module)
+        if isinstance(module, NamedSteps):
+            return self._named[module.step_naming](call, prefix, module)
         return _unique(self._generic(call, self.depth))
 
     # any other module: its children's calls and its own torch calls between them ------------
@@ -174,8 +181,7 @@ class _Grouper:
 
     # the block --------------------------------------------------------------------------------
 
-    def _block(self, call: int, prefix: str) -> list[StepGroup]:
-        block: TransformerBlock = self.rec.calls[call].module  # type: ignore[assignment]
+    def _block(self, call: int, prefix: str, block: TransformerBlock) -> list[StepGroup]:
         norm = "LayerNorm: (x − μ)/σ·γ + β" if block.spec.norm == "layernorm" else "RMSNorm: x/rms(x)·γ"
         groups: list[StepGroup] = []
         last_child = "attn"
@@ -194,7 +200,7 @@ class _Grouper:
                 groups.append(self._call_group(i, prefix, norm))
         return groups
 
-    def _attention(self, call: int, prefix: str, module: AttentionModule) -> list[StepGroup]:
+    def _regions(self, call: int, prefix: str, module: AttentionModule) -> list[StepGroup]:
         """Projections and norms are calls; the head arithmetic's ops carry their region."""
         groups: list[StepGroup] = []
         for kind, i in self.segments(call):
@@ -216,7 +222,7 @@ def _add_op(groups: list[StepGroup], name: str, formula: str | Message, op: int,
 
 def _routed(module: FFNModule) -> tuple[int, ...] | None:
     """Every expert's rows after capacity, those no token chose too (they have no step)."""
-    stats = getattr(module, "last_dispatch", None)
+    stats = module.last_dispatch
     return tuple(stats.tokens_per_expert) if stats is not None and stats.tokens_per_expert else None
 
 
@@ -233,7 +239,7 @@ def _idle_params(module: FFNModule, tokens: tuple[int, ...]) -> int:
 
 def _dispatch_note(module: FFNModule, tokens: tuple[int, ...]) -> Message:
     note = describe_tokens(tokens)
-    stats = getattr(module, "last_dispatch", None)
+    stats = module.last_dispatch
     if stats is not None and stats.dropped:
         note += Message.of(N_("; {dropped} dropped over capacity {capacity}"), dropped=stats.dropped, capacity=stats.capacity)
     if stats is not None and stats.assumed_balanced:

@@ -206,6 +206,10 @@ class Variant:
     step_order: ClassVar[tuple[str, ...]] = ()
     # The step that sends tokens to their experts, where the trace counts each expert's rows.
     dispatch_step: ClassVar[str | None] = None
+    # The nn.Module this variant builds, as "package.module:Class" (the `--module` syntax),
+    # made as Class(spec, variant). A name, not an import: the registry sits below modules/
+    # (which imports it) and loads without torch, so modules/ resolves the name when it builds.
+    torch_module: ClassVar[str]
 
     def options_used(self, spec: FFNShape) -> frozenset[str]:
         """Every FFNSpec field that changes what this variant builds."""

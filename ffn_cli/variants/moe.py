@@ -45,6 +45,7 @@ class RoutedMoE(MixtureVariant):
     origin = "Shazeer et al. 2017; Switch (Fedus et al. 2021, k=1); Mixtral 2024; DeepSeek-MoE 2024"
     summary = "top-k routed experts with optional shared experts"
     is_routed = True
+    torch_module = "ffn_cli.modules.mixture:MoEFFN"
     own_options = MixtureVariant.own_options | {
         "top_k",
         "shared_experts",

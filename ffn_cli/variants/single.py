@@ -16,6 +16,8 @@ from ffn_cli.variants.activations import ACTIVATIONS, Activation
 from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, SplitKind, TensorTemplate, Variant, Weights, linear_templates
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["LinearSpec", "SingleFFN"]
@@ -35,6 +37,8 @@ class LinearSpec:
 
 class SingleFFN(Variant):
     """What dense, gated and sparse variants share."""
+
+    torch_module = "ffn_cli.modules.ffn:FFN"
 
     def act(self) -> Activation:
         return ACTIVATIONS[self.activation]
@@ -91,6 +95,12 @@ class SingleFFN(Variant):
     def buffers(self, spec: FFNShape) -> tuple[tuple[str, SplitKind], ...]:
         """Non-parameter state the forward reads (the sparse mask), and how TP cuts it."""
         return ()
+
+    def register_state(self, module: nn.Module, spec: FFNShape, d_ff: int) -> None:
+        """Register on the built `module` (one FFN of width d_ff) the parameters and buffers
+        beyond its linears that the forward reads with `w.tensor(name)`: those of
+        `extra_templates` and `buffers`. Most variants have none; one that has imports torch
+        here, where it runs, so the registry still loads without it."""
 
     # --- accounting ---------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ class SoftMoE(MixtureVariant):
     formula = "Σ_{i=1..E} g_i·expert_i(x),  g = softmax(W_router·x)"
     origin = "Jacobs et al. 1991, Adaptive Mixtures of Local Experts"
     summary = "dense mixture: every expert runs, softmax-weighted"
+    torch_module = "ffn_cli.modules.mixture:SoftMoEFFN"
     step_order = ("flatten", "router", "softmax", "experts", "combine", "unflatten")
 
     def active_experts(self, spec: FFNShape) -> int:

@@ -9,10 +9,25 @@ from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weig
 from ffn_cli.variants.dense import DenseVariant
 
 if TYPE_CHECKING:
+    from torch import Tensor, nn
+
     from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
-__all__ = ["Sparse"]
+__all__ = ["Sparse", "sparsity_mask"]
+
+
+def sparsity_mask(d_ff: int, sparsity: float, seed: int) -> Tensor:
+    """1 for kept hidden units, 0 for round(sparsity·d_ff) units drawn once from `seed`."""
+    import torch
+
+    from ffn_cli.seeds import Stream, stream_seed  # NumPy's: the registry loads without it
+
+    generator = torch.Generator(device="cpu").manual_seed(stream_seed(seed, Stream.MASK))
+    dropped = torch.randperm(d_ff, generator=generator, device="cpu")[: round(sparsity * d_ff)]
+    mask = torch.ones(d_ff, device="cpu")
+    mask[dropped] = 0.0
+    return mask
 
 
 def _mul(a: Any, b: Any) -> Any:
@@ -46,6 +61,10 @@ class Sparse(DenseVariant):
 
     def buffers(self, spec: FFNShape) -> tuple[tuple[str, SplitKind], ...]:
         return (("hidden_mask", SplitKind.COLUMN),)  # cut with the hidden units it masks
+
+    def register_state(self, module: nn.Module, spec: FFNShape, d_ff: int) -> None:
+        """The fixed random mask over the hidden units, drawn from the spec's mask seed."""
+        module.register_buffer("hidden_mask", sparsity_mask(d_ff, spec.sparsity, spec.mask_seed))
 
     def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         h = super().activate(spec, w, pre)

@@ -15,6 +15,8 @@ from ffn_cli.variants.base import SavedTensor, SplitKind, TensorTemplate, Weight
 from ffn_cli.variants.dense import DenseVariant
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
@@ -60,6 +62,17 @@ class XIELU(DenseVariant):
             TensorTemplate("act_fn.alpha_p", ("1",), split=SplitKind.REPLICATED),
             TensorTemplate("act_fn.alpha_n", ("1",), split=SplitKind.REPLICATED),
         )
+
+    def register_state(self, module: nn.Module, spec: FFNShape, d_ff: int) -> None:
+        """`act_fn` holding the raw α_p, α_n, shaped (1,) as Apertus's checkpoints store them,
+        at the values whose softplus gives the initial α_p and α_n − β."""
+        import torch
+        from torch import nn
+
+        act_fn = nn.Module()
+        for name, alpha in (("alpha_p", inverse_softplus(ALPHA_P_INIT)), ("alpha_n", inverse_softplus(ALPHA_N_INIT - BETA))):
+            act_fn.register_parameter(name, nn.Parameter(torch.tensor([alpha], dtype=torch.float32)))
+        module.act_fn = act_fn
 
     def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         return w.step("activation", _xielu, pre, w.tensor("act_fn.alpha_p"), w.tensor("act_fn.alpha_n"))
