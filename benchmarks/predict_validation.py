@@ -49,7 +49,7 @@ def _sweep(seq_lens: str, min_time: str, env: dict[str, str], title: str) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache-dir", default=None, help="XDG_CACHE_HOME for the profile (default: a new temporary one)")
-    parser.add_argument("--min-time", default="1", help="seconds of timed calls per case (ffn bench --min-time)")
+    parser.add_argument("--min-time", default="0.3", help="seconds of timed calls per case (ffn bench --min-time)")
     opts = parser.parse_args()
     env = dict(os.environ, XDG_CACHE_HOME=opts.cache_dir or tempfile.mkdtemp(prefix="ffn-validate-"))
     profile = _ffn(["hardware", "--measure", "--threads", "1"], env)
