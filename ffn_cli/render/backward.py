@@ -22,7 +22,6 @@ from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
 from ffn_cli.trace.result import BackwardResult, BackwardStep, ParamGrad, SavedRead, TensorStats, TraceResult, grad_norm
-from ffn_cli.variants.mixture import expert_of
 
 __all__ = ["backward_data", "backward_sections"]
 
@@ -129,7 +128,7 @@ def _idle_params(result: TraceResult, b: BackwardResult) -> list[ParamGrad]:
     if summary is None or not summary.idle:
         return []
     idle = set(summary.idle_experts)
-    return [p for p in b.params if p.step is None and expert_of(p.name) in idle]
+    return [p for p in b.params if p.step is None and p.expert in idle]
 
 
 def _idle_label(result: TraceResult) -> str:

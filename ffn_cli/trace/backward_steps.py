@@ -10,6 +10,7 @@ from ffn_cli.trace.ops import LAYOUT_OPS
 from ffn_cli.trace.recorder import Producer, RecordedOp
 from ffn_cli.trace.result import BackwardStep, ParamGrad, ParamInfo, SavedRead, Shape
 from ffn_cli.trace.stats import value_flags
+from ffn_cli.variants.mixture import expert_of
 
 __all__ = ["MAX_SUMMED_NAMES", "fold_backward"]
 
@@ -176,5 +177,5 @@ def fold_backward(rec: BackwardRecording) -> tuple[list[BackwardStep], list[Para
         step = builder.param_step.get(name)
         dtype = steps[step - 1].dtype if step else rec.forward.ops[0].record.dtype if rec.forward.ops else "float32"
         flags = value_flags([stats], dtype, None) if stats is not None else ()
-        params.append(ParamGrad(name, shape, stats, step, flags))
+        params.append(ParamGrad(name, shape, stats, step, flags, expert_of(name)))
     return steps, params

@@ -386,6 +386,7 @@ class ParamGrad:
     stats: TensorStats | None
     step: int | None  # 1-based backward step number
     flags: tuple[str, ...] = ()
+    expert: int | None = None  # a mixture's parameter: the expert it belongs to
 
     @property
     def norm(self) -> float | None:
