@@ -53,10 +53,17 @@ def test_a_grid_point_is_its_measured_time() -> None:
         assert math.isclose(gemm_seconds(grid, p.m, p.n, p.k), p.seconds, rel_tol=1e-12)
 
 
-def test_between_points_the_rate_is_the_geometric_mean() -> None:
-    grid = _grid(skew=True)  # rate ∝ M: at M = 4 (halfway between 1 and 16 in log) the rate is 4·base
-    seconds = gemm_seconds(grid, 4, 256, 256)
-    assert math.isclose(seconds, 2 * 4 * 256 * 256 / (1e11 * 4), rel_tol=1e-9)
+def test_between_points_the_time_is_affine_along_each_axis() -> None:
+    # A product that costs a fixed 10 µs plus 1 ns per (row, column, inner) triple: multilinear,
+    # so trilinear interpolation gives it exactly anywhere inside the grid.
+    def cost(m: int, n: int, k: int) -> float:
+        return 1e-5 + 1e-9 * m * n * k
+
+    grid = tuple(GemmPoint(m, n, k, cost(m, n, k)) for m in AXIS for n in NK for k in NK)
+    for m, n, k in ((4, 256, 256), (100, 1000, 3000), (255, 4095, 257)):
+        assert math.isclose(gemm_seconds(grid, m, n, k), cost(m, n, k), rel_tol=1e-9)
+    # Halfway along M, on the edge of N and K: the mean of the two measured neighbours, by hand.
+    assert math.isclose(gemm_seconds(grid, 136, 256, 4096), (cost(16, 256, 4096) + cost(256, 256, 4096)) / 2, rel_tol=1e-9)
 
 
 def test_beyond_the_grid_the_edge_rate_holds() -> None:

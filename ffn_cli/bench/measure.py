@@ -6,20 +6,25 @@ activation of the registry as its torch form runs it, the gate multiply and a bi
 grid of sizes, on warm data (an FFN's elementwise pass reads what its GEMM just wrote). Copy:
 the best call over a buffer far larger than the cache. Fixed costs: one op on a one-element
 tensor, and one call of each priced variant's module at a tiny width less its ops' dispatch.
-Progress is reported between measurements, never during one.
+
+Everything but the copy is measured in passes over the whole plan, each point once per pass in
+the same order, so that the passes are seconds apart: a point keeps its fastest pass (a spell of
+load elsewhere only ever slows a call) and how much slower its slowest was (`spread`), so a
+profile says how steady the machine was while it was measured. Progress is reported between
+measurements, never during one.
 """
 
 from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from ffn_cli.bench.timing import cache_flush_bytes, time_calls
+from ffn_cli.bench.timing import cache_flush_bytes, collector_paused, time_calls
 from ffn_cli.hardware.cpu import cpu_memory_bytes, cpu_name
 from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, ElementwisePoint, GemmPoint
 from ffn_cli.models.forward_ops import forward_ops, priced_variants
@@ -27,9 +32,11 @@ from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import ACTIVATIONS, VARIANTS
 
-__all__ = ["MeasurePlan", "measure_device", "plan_for"]
+__all__ = ["MeasurePlan", "Task", "measure_device", "plan_for", "run_passes"]
 
 ProgressFn = Callable[[int, int, str], None]
+# One measurement of a pass: its progress label, and what it times (key → seconds).
+Task = tuple[str, Callable[[], dict[Hashable, float]]]
 _TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -41,13 +48,15 @@ class MeasurePlan:
     ks: tuple[int, ...]
     sizes: tuple[int, ...]  # elementwise outputs
     budget_s: float  # timed calls per point fill about this long (at least MIN_CALLS)
+    passes: int = 1  # over the whole plan; each point keeps its fastest
 
     @property
     def gemm_points(self) -> int:
         return len(self.dtypes) * len(self.ms) * len(self.ns) * len(self.ks)
 
 
-MIN_CALLS, MAX_CALLS = 3, 200
+# Enough calls for a steady median; beyond some 50 a cold call's cache flush is most of the time.
+MIN_CALLS, MAX_CALLS = 3, 50
 
 
 def plan_for(device: torch.device, *, quick: bool) -> MeasurePlan:
@@ -57,7 +66,7 @@ def plan_for(device: torch.device, *, quick: bool) -> MeasurePlan:
         ms = (1, 16, 256, 4096) if quick else (1, 8, 64, 512, 4096, 16384)
         ns = ks = (1024, 8192) if quick else (1024, 4096, 16384)
         sizes = (1 << 12, 1 << 18, 1 << 24) if quick else (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 26)
-        return MeasurePlan(dtypes, ms, ns, ks, sizes, 0.02 if quick else 0.05)
+        return MeasurePlan(dtypes, ms, ns, ks, sizes, 0.02 if quick else 0.05, 1 if quick else 2)
     if quick:
         return MeasurePlan(("fp32",), (1, 16, 256), (256, 2048), (256, 2048), (1 << 10, 1 << 16, 1 << 22), 0.02)
     return MeasurePlan(
@@ -66,7 +75,8 @@ def plan_for(device: torch.device, *, quick: bool) -> MeasurePlan:
         (256, 1024, 4096),
         (256, 1024, 4096),
         (1 << 8, 1 << 12, 1 << 16, 1 << 20, 1 << 23),
-        0.05,
+        0.04,
+        3,  # a shared CPU's speed drifts by more than the forecast's error over a minute
     )
 
 
@@ -88,23 +98,17 @@ def _median_s(run: Callable[[int], None], prepare: Callable[[int], None], device
     return samples[len(samples) // 2] * 1e-3
 
 
-def _gemm_grid(
-    device: torch.device, dtype: str, plan: MeasurePlan, flush: torch.Tensor | None, step: Callable[[str], None]
-) -> list[GemmPoint]:
-    points = []
-    gen = torch.Generator(device=device).manual_seed(0)
+def _gemm_tasks(device: torch.device, dtype: str, plan: MeasurePlan, flush: torch.Tensor | None) -> list[Task]:
     td = _TORCH_DTYPES[dtype]
-    for m in plan.ms:
-        for n in plan.ns:
-            for k in plan.ks:
-                step(f"GEMM {dtype} {m}×{n}×{k}")
-                x = torch.randn(m, k, generator=gen, device=device, dtype=td)
-                w = torch.randn(n, k, generator=gen, device=device, dtype=td)
-                seconds = _median_s(
-                    lambda i, x=x, w=w: F.linear(x, w), lambda i: flush.zero_() if flush is not None else None, device, plan.budget_s
-                )
-                points.append(GemmPoint(m, n, k, seconds))
-    return points
+
+    def one(m: int, n: int, k: int) -> dict[Hashable, float]:
+        gen = torch.Generator(device=device).manual_seed(0)
+        x = torch.randn(m, k, generator=gen, device=device, dtype=td)
+        w = torch.randn(n, k, generator=gen, device=device, dtype=td)
+        seconds = _median_s(lambda i: F.linear(x, w), lambda i: flush.zero_() if flush is not None else None, device, plan.budget_s)
+        return {("gemm", dtype, m, n, k): seconds}
+
+    return [(f"GEMM {dtype} {m}×{n}×{k}", lambda m=m, n=n, k=k: one(m, n, k)) for m in plan.ms for n in plan.ns for k in plan.ks]
 
 
 def _elementwise_ops() -> dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]]:
@@ -117,20 +121,19 @@ def _elementwise_ops() -> dict[str, Callable[[torch.Tensor, torch.Tensor, torch.
     return ops
 
 
-def _elementwise_grid(
-    device: torch.device, dtype: str, plan: MeasurePlan, step: Callable[[str], None]
-) -> dict[str, tuple[ElementwisePoint, ...]]:
+def _elementwise_tasks(device: torch.device, dtype: str, plan: MeasurePlan) -> list[Task]:
     td = _TORCH_DTYPES[dtype]
-    out: dict[str, list[ElementwisePoint]] = {}
-    for size in plan.sizes:
+
+    def one(size: int) -> dict[Hashable, float]:
         cols = min(size, 1024)
         a = torch.randn(size // cols, cols, device=device, dtype=td)
         b, bias = torch.randn_like(a), torch.randn(cols, device=device, dtype=td)
-        step(f"elementwise {dtype} {size:,}")
-        for name, op in _elementwise_ops().items():
-            seconds = _median_s(lambda i, op=op, a=a, b=b, bias=bias: op(a, b, bias), lambda i: None, device, plan.budget_s / 4)
-            out.setdefault(name, []).append(ElementwisePoint(a.numel(), seconds))
-    return {k: tuple(v) for k, v in out.items()}
+        return {
+            ("elementwise", dtype, name, a.numel()): _median_s(lambda i, op=op: op(a, b, bias), lambda i: None, device, plan.budget_s / 4)
+            for name, op in _elementwise_ops().items()
+        }
+
+    return [(f"elementwise {dtype} {size:,}", lambda size=size: one(size)) for size in plan.sizes]
 
 
 def _copy_gbps(device: torch.device, flush_bytes: int) -> float:
@@ -141,18 +144,28 @@ def _copy_gbps(device: torch.device, flush_bytes: int) -> float:
     return 2 * elems * 4 / (min(samples) * 1e-3) / 1e9
 
 
-def _ffn_call_s(device: torch.device, op_call_s: float, budget_s: float) -> dict[str, float]:
-    """Per priced variant: one forward at width 8, one token, less the dispatch of its ops."""
-    out = {}
+def _fixed_costs(device: torch.device, budget_s: float) -> dict[Hashable, float]:
+    """One op on a one-element tensor, and per priced variant one forward at width 8, one token."""
+    one = torch.ones(1, device=device)
+    out: dict[Hashable, float] = {("op",): _median_s(lambda i: torch.mul(one, one), lambda i: None, device, budget_s)}
     for name in priced_variants(VARIANTS):
         spec = FFNSpec(variant=name, d_model=8, d_ff=8)
         module = build_ffn(spec, device=device, dtype=torch.float32, seed=0).eval()
         x = torch.randn(1, 8, device=device)
-        seconds = _median_s(lambda i, module=module, x=x: module(x), lambda i: None, device, budget_s)
-        ops = forward_ops(spec, 1)
-        calls = ops.calls if ops is not None else 0
-        out[name] = max(0.0, seconds - calls * op_call_s)
+        out[("ffn", name)] = _median_s(lambda i, module=module, x=x: module(x), lambda i: None, device, budget_s)
     return out
+
+
+def run_passes(tasks: Sequence[Task], passes: int, step: Callable[[str], None]) -> dict[Hashable, tuple[float, float]]:
+    """Every task once per pass, in the same order: key → (the fastest pass's seconds, how much
+    slower the slowest pass was, as a fraction of the fastest)."""
+    seen: dict[Hashable, list[float]] = {}
+    for number in range(1, passes + 1):
+        for label, measure in tasks:
+            step(label if passes == 1 else f"{label} ({number}/{passes})")
+            for key, seconds in measure().items():
+                seen.setdefault(key, []).append(seconds)
+    return {key: (min(s), max(s) / min(s) - 1 if min(s) > 0 else 0.0) for key, s in seen.items()}
 
 
 def measure_device(
@@ -164,7 +177,10 @@ def measure_device(
     plan = plan or plan_for(device, quick=quick)
     flush_bytes = cache_flush_bytes(device, "cold")
     flush = torch.empty(flush_bytes // 4, device=device) if flush_bytes else None
-    total = plan.gemm_points + len(plan.dtypes) * len(plan.sizes) + 2
+    tasks = [task for d in plan.dtypes for task in _gemm_tasks(device, d, plan, flush)]
+    tasks += [task for d in plan.dtypes for task in _elementwise_tasks(device, d, plan)]
+    tasks.append(("fixed costs", lambda: _fixed_costs(device, plan.budget_s)))
+    total = plan.passes * len(tasks) + 1
     done = 0
 
     def step(what: str) -> None:
@@ -173,15 +189,20 @@ def measure_device(
             on_progress(done, total, what)
         done += 1
 
-    with torch.inference_mode():
-        gemm = {d: tuple(_gemm_grid(device, d, plan, flush, step)) for d in plan.dtypes}
-        elementwise = {d: _elementwise_grid(device, d, plan, step) for d in plan.dtypes}
+    with torch.inference_mode(), collector_paused():  # one collection, not one per point
+        best = run_passes(tasks, plan.passes, step)
         step("copy bandwidth")
         copy = _copy_gbps(device, flush_bytes)
-        step("fixed costs")
-        one = torch.ones(1, device=device)
-        op_call_s = _median_s(lambda i: torch.mul(one, one), lambda i: None, device, plan.budget_s)
-        ffn_call = _ffn_call_s(device, op_call_s, plan.budget_s)
+    gemm = {
+        d: tuple(GemmPoint(m, n, k, *best[("gemm", d, m, n, k)]) for m in plan.ms for n in plan.ns for k in plan.ks) for d in plan.dtypes
+    }
+    elementwise: dict[str, dict[str, list[ElementwisePoint]]] = {}
+    for key, (seconds, spread) in best.items():
+        if key[0] == "elementwise":
+            _, d, op, elements = key
+            elementwise.setdefault(d, {}).setdefault(op, []).append(ElementwisePoint(elements, seconds, spread))
+    op_call_s = best[("op",)][0]
+    ffn_call = {name: max(0.0, best[("ffn", name)][0] - _op_calls(name) * op_call_s) for name in priced_variants(VARIANTS)}
     cuda = device.type == "cuda"
     return DeviceProfile(
         name=PROFILE_NAME,
@@ -195,7 +216,14 @@ def measure_device(
         copy_gbps=copy,
         op_call_s=op_call_s,
         gemm=gemm,
-        elementwise=elementwise,
+        elementwise={d: {op: tuple(points) for op, points in ops.items()} for d, ops in elementwise.items()},
         ffn_call_s=ffn_call,
         seconds_taken=time.perf_counter() - started,
+        passes=plan.passes,
     )
+
+
+def _op_calls(variant: str) -> int:
+    """The ops one call of the variant's module dispatches at width 8, one token."""
+    ops = forward_ops(FFNSpec(variant=variant, d_model=8, d_ff=8), 1)
+    return ops.calls if ops is not None else 0

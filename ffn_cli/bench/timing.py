@@ -26,6 +26,7 @@ __all__ = [
     "MIN_AUTO_REPEATS",
     "WarmUp",
     "cache_flush_bytes",
+    "collector_paused",
     "input_buffers",
     "measure_calls",
     "repeats_for",
@@ -83,20 +84,23 @@ def _sync(device: torch.device) -> None:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
+    """No cyclic collection inside: one full collection first (tens of ms with torch loaded),
+    unless a caller has paused the collector already, having collected once for all its calls."""
+    if not gc.isenabled():
+        yield
+        return
     gc.collect()
-    was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        gc.enable()
 
 
 def time_calls(run: CallFn, prepare: CallFn, n: int, device: torch.device) -> list[float]:
     """n samples in ms. prepare(i) (grad reset, cache flush) runs before each call, untimed."""
-    with _gc_paused():
+    with collector_paused():
         if device.type == "cuda":
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]

@@ -2,12 +2,14 @@
 the profile's shape grid, its elementwise passes by the profile's times for the same op at
 nearby sizes, plus the fixed cost of one call. Pure Python: the profile is data.
 
-Interpolation is in log space. A GEMM's rate (FLOP/s) is interpolated trilinearly in
-(log M, log N, log K) between the grid's neighbours and held at the grid's edge beyond it (a
-larger product runs at the rate of the largest measured, the time growing with its FLOPs); at a
-grid point it is that point's measured time exactly. An elementwise op's time is interpolated
-linearly in (log elements, log seconds), beyond the largest size at that size's bandwidth, below
-the smallest at the smallest's time (the call's own cost then dominates).
+A GEMM's time is interpolated trilinearly in (M, N, K) between the grid's neighbours: along each
+axis a product's time is close to affine, a fixed part (the call, reading the operand the axis
+does not grow) and a part per row or column, where its rate is not (interpolating the rate in
+log space ran about 10 % high between a CPU's grid points). At a grid point it is that point's
+measured time exactly; beyond the grid's edge the edge's rate holds (a larger product runs at
+the rate of the largest measured, the time growing with its FLOPs). An elementwise op's time is
+interpolated linearly in (log elements, log seconds), beyond the largest size at that size's
+bandwidth, below the smallest at the smallest's time (the call's own cost then dominates).
 """
 
 from __future__ import annotations
@@ -56,33 +58,30 @@ class Prediction:
 
 
 def _bracket(axis: Sequence[int], x: float) -> tuple[int, int, float]:
-    """Indices below and above x on a sorted axis, and x's position between them in log space
-    (0 at the lower, 1 at the upper), clamped to the axis's ends."""
-    if x <= axis[0]:
-        return 0, 0, 0.0
-    if x >= axis[-1]:
-        return len(axis) - 1, len(axis) - 1, 0.0
+    """Indices below and above x on a sorted axis, and x's position between them (0 at the
+    lower, 1 at the upper); x is within the axis's ends."""
     hi = bisect.bisect_left(axis, x)
     if axis[hi] == x:
         return hi, hi, 0.0
     lo = hi - 1
-    return lo, hi, (math.log(x) - math.log(axis[lo])) / (math.log(axis[hi]) - math.log(axis[lo]))
+    return lo, hi, (x - axis[lo]) / (axis[hi] - axis[lo])
 
 
 def gemm_seconds(points: Sequence[GemmPoint], m: int, n: int, k: int) -> float:
     """The time of an (m, n, k) product from a full grid of measured ones (see the module's doc)."""
-    table = {(p.m, p.n, p.k): p for p in points}
+    table = {(p.m, p.n, p.k): p.seconds for p in points}
     axes = [sorted({p.m for p in points}), sorted({p.n for p in points}), sorted({p.k for p in points})]
-    (m0, m1, tm), (n0, n1, tn), (k0, k1, tk) = (_bracket(a, x) for a, x in zip(axes, (m, n, k), strict=True))
-    log_rate = 0.0
+    inside = [min(max(x, axis[0]), axis[-1]) for axis, x in zip(axes, (m, n, k), strict=True)]
+    (m0, m1, tm), (n0, n1, tn), (k0, k1, tk) = (_bracket(a, x) for a, x in zip(axes, inside, strict=True))
+    seconds = 0.0
     for i, wi in ((m0, 1 - tm), (m1, tm)):
         for j, wj in ((n0, 1 - tn), (n1, tn)):
             for q, wq in ((k0, 1 - tk), (k1, tk)):
                 weight = wi * wj * wq
                 if weight:
-                    p = table[(axes[0][i], axes[1][j], axes[2][q])]
-                    log_rate += weight * math.log(p.flops / p.seconds)
-    return 2.0 * m * n * k / math.exp(log_rate)
+                    seconds += weight * table[(axes[0][i], axes[1][j], axes[2][q])]
+    # Beyond the edge the time grows with the FLOPs beyond it: the edge's rate.
+    return seconds * (m * n * k) / (inside[0] * inside[1] * inside[2])
 
 
 def elementwise_seconds(points: Sequence[ElementwisePoint], elements: int) -> float:
@@ -93,7 +92,9 @@ def elementwise_seconds(points: Sequence[ElementwisePoint], elements: int) -> fl
         return ordered[0].seconds
     if elements >= sizes[-1]:
         return ordered[-1].seconds * elements / sizes[-1]
-    lo, hi, t = _bracket(sizes, elements)
+    hi = bisect.bisect_left(sizes, elements)
+    lo = hi - 1
+    t = (math.log(elements) - math.log(sizes[lo])) / (math.log(sizes[hi]) - math.log(sizes[lo]))
     return math.exp((1 - t) * math.log(ordered[lo].seconds) + t * math.log(ordered[hi].seconds))
 
 

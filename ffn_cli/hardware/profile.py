@@ -4,7 +4,7 @@ Pure Python (no torch): `ffn params --gpu this` loads it without importing torch
 holds, per dtype, the median time of `F.linear` over a grid of (M, N, K) shapes (tokens M, out
 N, in K) from decode-thin to prefill-square, cold cache; the time of each elementwise op an FFN
 runs over a grid of sizes; the best copy bandwidth; the fixed cost of one op call and of one
-FFN call per variant. It is stored under the user's cache directory
+FFN call per variant. Each time is that of the fastest of the measurement's passes. It is stored under the user's cache directory
 ($XDG_CACHE_HOME/ffn/profiles/NAME.json, else ~/.cache/ffn/profiles/NAME.json).
 """
 
@@ -43,12 +43,14 @@ class ProfileError(RuntimeError):
 
 @dataclass(frozen=True)
 class GemmPoint:
-    """One product (M, K) @ (K, N)ᵀ as nn.Linear runs it: its median time per call."""
+    """One product (M, K) @ (K, N)ᵀ as nn.Linear runs it: its median time per call in the
+    fastest pass, and how much slower the slowest pass was (a fraction; 0 with one pass)."""
 
     m: int
     n: int
     k: int
     seconds: float
+    spread: float = 0.0
 
     @property
     def flops(self) -> float:
@@ -61,10 +63,12 @@ class GemmPoint:
 
 @dataclass(frozen=True)
 class ElementwisePoint:
-    """One elementwise op over `elements` outputs: its median time per call."""
+    """One elementwise op over `elements` outputs: its median time per call in the fastest
+    pass, and how much slower the slowest pass was."""
 
     elements: int
     seconds: float
+    spread: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,12 @@ class DeviceProfile:
     elementwise: dict[str, dict[str, tuple[ElementwisePoint, ...]]]
     ffn_call_s: dict[str, float] = field(default_factory=dict)
     seconds_taken: float = 0.0
+    passes: int = 1  # over the whole grid; each point is its fastest pass
+
+    def spreads(self) -> list[float]:
+        """Every point's slowest pass over its fastest, less one: how steady the device was."""
+        gemm = [p.spread for grid in self.gemm.values() for p in grid]
+        return gemm + [p.spread for ops in self.elementwise.values() for grid in ops.values() for p in grid]
 
     @property
     def dtypes(self) -> list[str]:

@@ -46,6 +46,18 @@ def profile_view(profile: DeviceProfile, path: Path) -> RenderableType:
                 _("{n} variants, beyond their ops").format(n=len(profile.ffn_call_s)),
             ]
         )
+    spreads = sorted(profile.spreads())
+    if profile.passes > 1 and spreads:
+        median, worst = spreads[len(spreads) // 2], spreads[-1]
+        rows.append(
+            [
+                _("passes"),
+                str(profile.passes),
+                _("each time the fastest pass's; the slowest was {median:.0%} slower (median), at most {worst:.0%}").format(
+                    median=median, worst=worst
+                ),
+            ]
+        )
     title = Text(
         _("profile '{name}' of {device} ({threads} threads, torch {torch}), measured in {s:.0f} s").format(
             name=profile.name, device=profile.device_name, threads=profile.threads, torch=profile.torch_version, s=profile.seconds_taken
