@@ -97,6 +97,15 @@ def test_seq_len_and_explain_load_what_they_print() -> None:
     assert loaded == {"ffn_cli.models.seq_flops", "ffn_cli.render.seq_flops", "ffn_cli.models.explain"}
 
 
+OTHER_VARIANTS = ["ffn_cli.variants.relu", "ffn_cli.variants.geglu", "ffn_cli.variants.moe", "ffn_cli.variants.xielu"]
+
+
+def test_one_variant_loads_its_own_file_alone() -> None:
+    assert _loaded_after(["params", "--variant", "swiglu"], ["ffn_cli.variants.swiglu", *OTHER_VARIANTS]) == {"ffn_cli.variants.swiglu"}
+    loaded = _loaded_after(["params", "--variant", "moe"], ["ffn_cli.variants.swiglu", *OTHER_VARIANTS])
+    assert loaded == {"ffn_cli.variants.moe", "ffn_cli.variants.swiglu"}  # its experts' variant
+
+
 def test_a_comparison_loads_the_comparison_alone() -> None:
     loaded = _loaded_after(["params", "-v", "relu,swiglu", "--match-params"], ONE_FFN_UNUSED)
     assert loaded == {"ffn_cli.models.comparison"}

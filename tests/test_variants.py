@@ -315,3 +315,27 @@ def test_the_spec_satisfies_what_the_variants_read_of_it() -> None:
         imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         assert "ffn_cli.spec" not in imported, path.name
     assert inspect.signature(VARIANTS["relu"].param_tensors).parameters["spec"].annotation == "FFNShape"
+
+
+def test_the_registry_names_every_variant_class_where_it_lives() -> None:
+    """Each concrete variant class in ffn_cli/variants is listed under its own name, and each
+    entry's class answers to it: the table and the files cannot drift apart."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import ffn_cli.variants as package
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for cls_name, cls in vars(module).items():
+            if inspect.isclass(cls) and issubclass(cls, Variant) and cls.__module__ == module.__name__ and "name" in vars(cls):
+                found[cls.name] = f"{module.__name__}:{cls_name}"
+    assert found == {name: VARIANTS.where(name) for name in VARIANTS}
+    for name in VARIANTS:
+        assert VARIANTS[name].name == name
+        assert VARIANTS[name] is VARIANTS[name]  # one object per variant
+    with pytest.raises(KeyError):
+        VARIANTS["swiglu2"]
+    assert "swiglu2" not in VARIANTS and VARIANTS.get("swiglu2") is None

@@ -9,6 +9,7 @@ routing) and steps with an op of their own the profile does not time (a clamp, a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ffn_cli.accounting import flop_steps, param_tensors
@@ -70,7 +71,7 @@ def forward_ops(spec: FFNSpec, tokens: int) -> ForwardOps | None:
     return ForwardOps(tuple(gemms), tuple(passes))
 
 
-def priced_variants(variants: dict[str, object]) -> list[str]:
+def priced_variants(variants: Iterable[str]) -> list[str]:
     """The registry's variants a forecast prices, each at its defaults."""
     return [name for name in variants if forward_ops(FFNSpec(variant=name, d_model=8, d_ff=8), 1) is not None]
 

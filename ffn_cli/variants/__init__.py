@@ -2,7 +2,8 @@
 
 CLI choices, `ffn variants`, docs/variants.md, the torch modules, the NumPy reference, the
 accounting, tensor parallelism and the test parametrisation all ask these objects. Adding a
-variant is one file here and one line below. Nothing here imports torch or NumPy at import time.
+variant is one file here and one line below. Nothing here imports torch or NumPy at import time,
+and a variant's file is imported only when its name is first looked up (`registry.Registry`).
 """
 
 from __future__ import annotations
@@ -11,23 +12,9 @@ from typing import TYPE_CHECKING
 
 from ffn_cli.variants.activations import ACTIVATIONS, Activation
 from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, SplitKind, TensorTemplate, Variant, Weights, Width
-from ffn_cli.variants.bilinear import Bilinear
-from ffn_cli.variants.geglu import GEGLU
-from ffn_cli.variants.gelu import GELU
-from ffn_cli.variants.gelu_tanh import GELUTanh
-from ffn_cli.variants.glu import GLU
 from ffn_cli.variants.mixture import MixtureVariant
-from ffn_cli.variants.moe import RoutedMoE
-from ffn_cli.variants.reglu import ReGLU
-from ffn_cli.variants.relu import ReLU
-from ffn_cli.variants.relu2 import ReLUSquared
-from ffn_cli.variants.silu import SiLU
+from ffn_cli.variants.registry import Registry
 from ffn_cli.variants.single import SingleFFN
-from ffn_cli.variants.soft_moe import SoftMoE
-from ffn_cli.variants.sparse import Sparse
-from ffn_cli.variants.swiglu import SwiGLU
-from ffn_cli.variants.swiglu_clamp import SwiGLUClamp
-from ffn_cli.variants.xielu import XIELU
 
 if TYPE_CHECKING:
     from ffn_cli.variants.shape import FFNShape
@@ -52,30 +39,31 @@ __all__ = [
     "variant_names",
 ]
 
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in (
-        ReLU(),
-        GELU(),
-        GELUTanh(),
-        SiLU(),
-        ReLUSquared(),
-        XIELU(),
-        GLU(),
-        Bilinear(),
-        ReGLU(),
-        GEGLU(),
-        SwiGLU(),
-        SwiGLUClamp(),
-        RoutedMoE(),
-        SoftMoE(),
-        Sparse(),
-    )
-}
+# name → its class; the order is `ffn variants`', the CLI's and the docs'.
+VARIANTS = Registry(
+    {
+        "relu": "ffn_cli.variants.relu:ReLU",
+        "gelu": "ffn_cli.variants.gelu:GELU",
+        "gelu_tanh": "ffn_cli.variants.gelu_tanh:GELUTanh",
+        "silu": "ffn_cli.variants.silu:SiLU",
+        "relu2": "ffn_cli.variants.relu2:ReLUSquared",
+        "xielu": "ffn_cli.variants.xielu:XIELU",
+        "glu": "ffn_cli.variants.glu:GLU",
+        "bilinear": "ffn_cli.variants.bilinear:Bilinear",
+        "reglu": "ffn_cli.variants.reglu:ReGLU",
+        "geglu": "ffn_cli.variants.geglu:GEGLU",
+        "swiglu": "ffn_cli.variants.swiglu:SwiGLU",
+        "swiglu_clamp": "ffn_cli.variants.swiglu_clamp:SwiGLUClamp",
+        "moe": "ffn_cli.variants.moe:RoutedMoE",
+        "soft_moe": "ffn_cli.variants.soft_moe:SoftMoE",
+        "sparse": "ffn_cli.variants.sparse:Sparse",
+    }
+)
 
 
 def variant_names(family: Family | str | None = None) -> list[str]:
-    return [v.name for v in VARIANTS.values() if family is None or v.family == family]
+    """Every name, or those of one family (which loads every variant to ask it)."""
+    return list(VARIANTS) if family is None else [v.name for v in VARIANTS.values() if v.family == family]
 
 
 # The kind questions, answered here: the base class knows none of its subclasses.
