@@ -24,6 +24,9 @@ KEYS = next(keys for model_type, keys in CASES if model_type == "qwen3_next")
 def _global_counts(module: Any, *args: Any, **kwargs: Any) -> dict[str, int]:
     from torch.utils.flop_counter import FlopCounterMode
 
+    # Frozen: transformers >= 5.25 runs its mixers' hub-kernel layers as modules, and
+    # FlopCounterMode's module tracker fails on a parameter passed to one that requires grad.
+    module.requires_grad_(False)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         module(*args, **kwargs)
     return {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
