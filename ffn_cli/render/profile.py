@@ -53,7 +53,7 @@ def profile_view(profile: DeviceProfile, path: Path) -> RenderableType:
             [
                 _("passes"),
                 str(profile.passes),
-                _("each time the fastest pass's; the slowest was {median:.0%} slower (median), at most {worst:.0%}").format(
+                _("each point at its fastest pass; its slowest pass {median:.0%} slower (median), at most {worst:.0%}").format(
                     median=median, worst=worst
                 ),
             ]
