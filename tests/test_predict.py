@@ -3,6 +3,7 @@ them, FLOPs and bytes by hand, --gpu this read from a synthetic profile file."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -141,3 +142,46 @@ def test_bench_says_when_the_profile_was_measured_with_other_threads(runner, mon
     assert len(said) == 1 and "ffn hardware --measure --threads 2" in said[0]
     same = json.loads(runner.invoke(app, [*args, "--threads", "1"]).output)
     assert not any("profile was measured" in w for w in same["warnings"])
+
+
+def test_bench_shows_each_forecast_beside_its_measurement(runner, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ffn_cli.cli import app
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    save_profile(_profile())
+    args = ["bench", "-v", "swiglu", "-d", "256", "-b", "1", "-s", "16", "--repeats", "3", "--warmup-ms", "0", "--threads", "1"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    (case,) = json.loads(result.output)["results"]
+    tokens, d, f = 16, 256, 768  # d_ff by the 2/3 rule, a multiple of 256
+    by_hand_ms = (3 * 2 * tokens * d * f / 1e11 + 2 * tokens * f * 1e-9 + 5e-6) * 1e3  # GEMMs, silu and mul, the call
+    assert math.isclose(case["predicted_ms"], by_hand_ms, rel_tol=1e-9)
+    assert math.isclose(case["prediction_error_pct"], (by_hand_ms / case["median_ms"] - 1) * 100, rel_tol=1e-9)
+    shown = runner.invoke(app, args, env={"COLUMNS": "60"})
+    assert shown.exit_code == 0, shown.output
+    assert "forecast error over 1 cases" in " ".join(shown.output.replace("\u00a0", " ").split())
+
+
+def test_a_wrapped_forecast_line_keeps_each_number_with_its_unit() -> None:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    import ffn_cli
+    from ffn_cli.render.prediction import prediction_lines
+
+    case = SimpleNamespace(
+        label="swiglu d256 f768 T16 float32 eager", median_ms=1.226, predicted_ms=0.9347, prediction_error_pct=-23.76, bound_ms=0.207
+    )
+    for language, expected in (("en", "predicted 0.9347 ms (-23.8 %)"), ("zh", "预测 0.9347 ms（-23.8 %）")):
+        ffn_cli.set_language(language)
+        try:
+            for width in range(30, 100):
+                console = Console(width=width, file=io.StringIO(), color_system=None)
+                console.print(*prediction_lines([case]))  # type: ignore[list-item]
+                lines = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+                assert not [line for line in lines if line.lstrip().startswith(("%", "ms"))], (language, width)
+                assert not [line for line in lines if line.rstrip().endswith("≥")], (language, width)
+                assert expected in " ".join(lines), (language, width)
+        finally:
+            ffn_cli.set_language("en")

@@ -15,6 +15,7 @@ from ffn_cli.i18n import _
 from ffn_cli.models.ffn_roofline import FFNPass
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops
+from ffn_cli.render.prose import ProseLine
 from ffn_cli.render.roofline import BOUND_NOTE, bound_word, fmt_intensity, fmt_time, part_data
 
 __all__ = [
@@ -43,12 +44,13 @@ def prediction_summary(results: Sequence[BenchResult]) -> dict[str, Any] | None:
     }
 
 
-def prediction_lines(results: Sequence[BenchResult]) -> list[Text]:
+def prediction_lines(results: Sequence[BenchResult]) -> list[Text | ProseLine]:
     """One line per forecast case, then the summary; none when no case has a forecast."""
     summary = prediction_summary(results)
     if summary is None:
         return []
-    lines = [Text(_("forecast from the profile `this` (ffn hardware --measure), made before the run:"), style="dim")]
+    heading = Text(_("forecast from the profile `this` (ffn hardware --measure), made before the run:"), style="dim")
+    lines: list[Text | ProseLine] = [heading]
     for r in results:
         if r.predicted_ms is None or r.prediction_error_pct is None:
             continue
@@ -60,14 +62,14 @@ def prediction_lines(results: Sequence[BenchResult]) -> list[Text]:
             error=f"{r.prediction_error_pct:+.1f}",
             bound=bound,
         )
-        lines.append(Text(line, style="dim"))
+        lines.append(ProseLine(line, style="dim"))
     text = _("forecast error over {n} cases: mean |error| {mean} %, worst {worst} % ({case})").format(
         n=summary["cases"],
         mean=f"{summary['mean_abs_error_pct']:.1f}",
         worst=f"{summary['worst_error_pct']:+.1f}",
         case=summary["worst_case"],
     )
-    lines.append(Text(text))
+    lines.append(ProseLine(text))
     for label in summary["bound_above_measured"]:
         lines.append(Text(_("warning: {label} ran faster than its bound: the bound is wrong here").format(label=label), style="yellow"))
     return lines
@@ -90,7 +92,7 @@ def add_forecasts(roofline: dict[str, Any], forecasts: Sequence[Prediction | Non
         case["ffn_one_layer"] |= prediction_data(forecast)
 
 
-def forecast_lines(roofline: dict[str, Any]) -> list[Text]:
+def forecast_lines(roofline: dict[str, Any]) -> list[ProseLine]:
     """Under a model's roofline on the profile: one layer's FFN, forecast beside its bound."""
     lines = []
     for case in roofline["cases"]:
@@ -99,7 +101,7 @@ def forecast_lines(roofline: dict[str, Any]) -> list[Text]:
             text = _("FFN ×1, batch {batch}: forecast {predicted} from the profile (bound ≥ {bound})").format(
                 batch=f"{case['batch']:,}", predicted=fmt_time(ffn["predicted_s"]), bound=fmt_time(ffn["time_lower_bound_s"])
             )
-            lines.append(Text(text, style="dim"))
+            lines.append(ProseLine(text, style="dim"))
     return lines
 
 
