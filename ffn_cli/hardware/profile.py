@@ -4,8 +4,9 @@ Pure Python (no torch): `ffn params --gpu this` loads it without importing torch
 holds, per dtype, the median time of `F.linear` over a grid of (M, N, K) shapes (tokens M, out
 N, in K) from decode-thin to prefill-square, cold cache; the time of each elementwise op an FFN
 runs over a grid of sizes; the best copy bandwidth; the fixed cost of one op call and of one
-FFN call per variant. Each time is that of the fastest of the measurement's passes. It is stored under the user's cache directory
-($XDG_CACHE_HOME/ffn/profiles/NAME.json, else ~/.cache/ffn/profiles/NAME.json).
+FFN call per variant. Each time is that of the fastest of the measurement's passes. It is
+stored under the user's cache directory ($XDG_CACHE_HOME/ffn/profiles/NAME.json, else
+~/.cache/ffn/profiles/NAME.json).
 """
 
 from __future__ import annotations
