@@ -50,6 +50,8 @@ TRACE_META = [
     "--device",
     "meta",
 ]
+# `ffn` without its entry point's ending: the Typer app alone, so nothing is frozen at exit.
+UNFROZEN = [PY, "-c", "import sys; sys.argv[0] = 'ffn'; from ffn_cli.cli import app; app()"]
 IMPORT_FLOOR = [PY, "-c", "import typer, rich.console, rich.table"]
 # A Typer app with one option, parsed: the floor of any command (Typer coerces options through pydantic).
 TYPER_FLOOR = [
@@ -94,6 +96,14 @@ ROWS = [
         [*FFN, "trace"],
         [PY, str(ROOT / "benchmarks" / "flop_counter_forward.py")],
         "flop_counter_forward.py: the same forward under FlopCounterMode",
+        None,
+    ),
+    Row(
+        "trace-default-unfrozen",
+        "`ffn trace` (no options) against itself ending unfrozen",
+        [*FFN, "trace"],
+        [*UNFROZEN, "trace"],
+        "the same command run by the Typer app alone, nothing frozen at exit",
         None,
     ),
     Row(
@@ -157,6 +167,14 @@ ROWS = [
         [PY, str(ROOT / "benchmarks" / "typer_yardstick.py"), "--variant", "swiglu"],
         "typer_yardstick.py: a 40-option Typer + rich command printing one table",
         1.0,
+    ),
+    Row(
+        "params-typer40-frozen",
+        "`ffn params --variant swiglu` (context: both end frozen)",
+        [*FFN, "params", "--variant", "swiglu"],
+        [PY, str(ROOT / "benchmarks" / "typer_yardstick.py"), "--freeze-at-exit", "--variant", "swiglu"],
+        "typer_yardstick.py --freeze-at-exit: the same, ending as `ffn` ends",
+        None,
     ),
     Row("variants", "`ffn variants`", [*FFN, "variants"], IMPORT_FLOOR, "`import typer, rich.console, rich.table`", None),
     Row("help", "`ffn --help`", [*FFN, "--help"], IMPORT_FLOOR, "`import typer, rich.console, rich.table`", None),

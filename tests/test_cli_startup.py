@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,43 @@ def test_one_variant_loads_its_own_file_alone() -> None:
 def test_a_comparison_loads_the_comparison_alone() -> None:
     loaded = _loaded_after(["params", "-v", "relu,swiglu", "--match-params"], ONE_FFN_UNUSED)
     assert loaded == {"ffn_cli.models.comparison"}
+
+
+_FROZEN_AT_EXIT = """
+import gc, sys
+sys.argv = ['ffn', *sys.argv[1:]]
+from ffn_cli.cli import main
+try:
+    main()
+except SystemExit as exc:
+    print('exit', exc.code, 'frozen', gc.get_freeze_count(), 'tracked', len(gc.get_objects()))
+"""
+
+
+@pytest.mark.parametrize(("args", "code"), [(["params", "--variant", "swiglu"], 0), (["params", "--variant", "nope"], 2)])
+def test_the_process_ends_with_its_objects_frozen(args: list[str], code: int) -> None:
+    """`main` freezes what is alive as it ends, done or failed, so Python's exit-time
+    collections do not walk it (docs/benchmarks.md)."""
+    result = subprocess.run([sys.executable, "-c", _FROZEN_AT_EXIT, *args], capture_output=True, text=True, timeout=300)
+    words = result.stdout.split()[-6:]
+    assert words[0] == "exit" and int(words[1]) == code, result.stdout[-2000:] + result.stderr[-2000:]
+    assert int(words[3]) > 10_000  # Typer, rich and ffn's modules: all of it frozen
+    assert int(words[5]) < 1_000  # left for a collection: what the lines above made
+
+
+def test_output_is_whole_when_the_process_ends_frozen(tmp_path: Path) -> None:
+    """What `ffn` wrote, to the terminal and to a file, is what the same command writes when
+    run by the Typer app alone, whose process ends with nothing frozen."""
+
+    def run(entry: str, svg: Path) -> str:
+        code = f"import sys\nsys.argv = ['ffn', *sys.argv[1:]]\n{entry}"
+        args = ["params", "--variant", "swiglu", "--svg", str(svg)]
+        result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    frozen = run("from ffn_cli.cli import main\nmain()", tmp_path / "frozen.svg")
+    plain = run("from ffn_cli.cli import app\napp()", tmp_path / "plain.svg")
+    assert "swiglu" in frozen and frozen == plain
+    assert (tmp_path / "frozen.svg").read_bytes() == (tmp_path / "plain.svg").read_bytes()
+    assert (tmp_path / "frozen.svg").read_text(encoding="utf-8").rstrip().endswith("</svg>")

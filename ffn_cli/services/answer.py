@@ -14,6 +14,8 @@ __all__ = ["Answer"]
 
 @dataclass(frozen=True, eq=False)
 class Answer:
+    """One service's answer: its value, and how it is shown and written."""
+
     value: Any
     view: Callable[[], RenderableType]
     data: Callable[[], Any]  # a dict, or a list (the presets)

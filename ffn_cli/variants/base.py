@@ -82,6 +82,8 @@ def linear_templates(name: str, out_dim: str, in_dim: str, weight_split: SplitKi
 
 @dataclass(frozen=True)
 class ParamTensor:
+    """One named parameter tensor of a layer, by shape."""
+
     name: str
     shape: tuple[int, ...]
 
