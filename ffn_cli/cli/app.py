@@ -233,7 +233,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     finally:
         # The process ends here. At exit Python runs full collections over every object still
-        # alive (with torch loaded, some 190,000: about 0.4 s of `ffn trace`); frozen, they are
+        # alive (with torch loaded, some 190,000: 0.2 to 0.3 s of `ffn trace`); frozen, they are
         # not walked, and what only a collection would free is left to the system. Nothing of
         # ours waits on a collection: files close in `with`, ranks stop in `finally`, atexit
         # handlers still run.
