@@ -69,7 +69,7 @@ min() { echo $(($1 < $2 ? $1 : $2)); }
 
 # ffn needs typer, rich and numpy beside torch (the anchor needs torch alone): say so at once
 # rather than let every bench step fail the same way.
-if ! "$PY" -c "import ffn_cli.cli" >>"$LOG" 2>&1; then
+if ! "$PY" -c "from ffn_cli.cli import app" >>"$LOG" 2>&1; then
     echo "== ffn_cli cannot be imported (it needs typer, rich and numpy beside torch): only the anchor runs" | tee -a "$LOG"
     NO_FFN=1
 fi

@@ -47,7 +47,7 @@ def help_messages() -> dict[str, tuple[str | None, str]]:
     """Every text of `ffn --help` and of each command's --help."""
     import click
 
-    from ffn_cli.cli.app import app
+    from ffn_cli.cli.ffn_app import app
     from ffn_cli.cli.help_format import help_messages as command_messages
 
     group = __import__("typer").main.get_command(app)

@@ -9,7 +9,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from ffn_cli.block import BlockSpec
-from ffn_cli.cli.app import app
+from ffn_cli.cli.ffn_app import app
 from ffn_cli.i18n import set_language
 from ffn_cli.render.trace import trace_data, trace_view
 from ffn_cli.spec import FFNSpec

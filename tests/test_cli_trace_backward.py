@@ -11,7 +11,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from ffn_cli.block import BlockSpec
-from ffn_cli.cli.app import app
+from ffn_cli.cli.ffn_app import app
 from ffn_cli.render.backward import backward_sections
 from ffn_cli.render.format import fmt_count
 from ffn_cli.spec import FFNSpec

@@ -16,7 +16,7 @@ from torch import nn
 from typer.testing import CliRunner
 
 import ffn_cli
-from ffn_cli.cli.app import app
+from ffn_cli.cli.ffn_app import app
 from ffn_cli.render.page import script_json
 from ffn_cli.trace.result import HISTOGRAM_BINS
 from tests.data import articles

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ffn_cli.cli.app import app
+from ffn_cli.cli.ffn_app import app
 from tests.browser import Browser, BrowserError, find_chromium
 
 pytestmark = pytest.mark.usefixtures("one_thread")

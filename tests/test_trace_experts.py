@@ -15,7 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from typer.testing import CliRunner
 
 from ffn_cli import build_ffn
-from ffn_cli.cli.app import app
+from ffn_cli.cli.ffn_app import app
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.trace import trace_view
 from ffn_cli.spec import FFNSpec

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import ffn_cli
-from ffn_cli.cli.app import app
+from ffn_cli.cli.ffn_app import app
 from ffn_cli.i18n import set_language
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS

@@ -19,6 +19,7 @@ from ffn_cli.cli.common import ERROR_PREFIX, err_console, fail, fit_consoles, se
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
 from ffn_cli.i18n import LANGUAGES, N_, _, language, language_from_environment, set_language
+from ffn_cli.startup import end_start_up
 
 __all__ = ["app", "main"]
 
@@ -220,7 +221,8 @@ def root(
 
 
 def main() -> None:
-    """`ffn` as a process runs it: the process ends when this returns or raises."""
+    """`ffn` as a process runs it (through `ffn_cli.cli.main`): the process ends when this
+    returns or raises."""
     if sys.stdout is None:  # started with stdout closed (`ffn … >&-`): results would vanish
         message = _("standard output is closed; ffn prints its results there")
         err_console.print(ERROR_PREFIX + message, markup=False)
@@ -237,4 +239,5 @@ def main() -> None:
         # not walked, and what only a collection would free is left to the system. Nothing of
         # ours waits on a collection: files close in `with`, ranks stop in `finally`, atexit
         # handlers still run.
+        end_start_up()  # a command that never began work (`ffn params`) still holds it
         gc.freeze()
