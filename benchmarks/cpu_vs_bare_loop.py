@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from ffn_cli.bench import BenchConfig, run_bench
+from ffn_cli.benchmark import BenchConfig, run_bench
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec
 

@@ -52,15 +52,7 @@ def __getattr__(name: str) -> Any:
         from ffn_cli.modules import build_ffn
 
         return build_ffn
-    if name == "trace":  # the trace package, callable: ffn_cli.trace(module_or_spec, …)
-        import ffn_cli.trace
-
-        return ffn_cli.trace
-    if name == "bench":  # the bench package, callable the same way: ffn_cli.bench(spec_or_model, …)
-        import ffn_cli.bench
-
-        return ffn_cli.bench
-    if name in ("params", "Result"):
+    if name in ("trace", "bench", "params", "Result"):
         from ffn_cli import api
 
         return getattr(api, name)

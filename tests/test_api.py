@@ -31,7 +31,7 @@ def _cli_json(*args: str) -> dict:
 
 def test_all_is_the_stable_surface() -> None:
     assert {"trace", "params", "bench", "Result", "FFNSpec", "FFNError"} <= set(ffn_cli.__all__)
-    assert callable(ffn_cli.bench) and callable(ffn_cli.trace)  # the packages, made callable
+    assert callable(ffn_cli.bench) and callable(ffn_cli.trace)  # plain functions of the API
     assert all(hasattr(ffn_cli, name) for name in ffn_cli.__all__)
 
 

@@ -1,4 +1,4 @@
-"""ffn_cli.bench: statistics, FLOP accounting, the timing loop and its errors.
+"""ffn_cli.benchmark: statistics, FLOP accounting, the timing loop and its errors.
 
 Tiny sizes on CPU; nothing here asserts how fast anything runs.
 """
@@ -14,16 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
-from ffn_cli import bench
+from ffn_cli import benchmark as bench
 from ffn_cli.accounting import matmul_flops_per_token
-from ffn_cli.bench import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
-from ffn_cli.bench import calibrate as calibrate_module
-from ffn_cli.bench import case as bench_case
-from ffn_cli.bench import run as bench_run
-from ffn_cli.bench.case import Case, Sweep, _result
-from ffn_cli.bench.implementations import keep_ieee_subnormals, subnormals_flushed
-from ffn_cli.bench.result import Calibration
-from ffn_cli.bench.timing import WarmUp
+from ffn_cli.benchmark import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
+from ffn_cli.benchmark import calibrate as calibrate_module
+from ffn_cli.benchmark import case as bench_case
+from ffn_cli.benchmark import run as bench_run
+from ffn_cli.benchmark.case import Case, Sweep, _result
+from ffn_cli.benchmark.implementations import keep_ieee_subnormals, subnormals_flushed
+from ffn_cli.benchmark.result import Calibration
+from ffn_cli.benchmark.timing import WarmUp
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn
 from ffn_cli.render import bench as render_bench_module
@@ -239,8 +239,8 @@ def test_min_time_sets_the_sample_count() -> None:
 
 def test_a_min_time_beyond_the_call_cap_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     # --min-time 120 on a fast case used to stop at the cap silently: the run took seconds, not minutes.
-    from ffn_cli.bench import run as bench_run
-    from ffn_cli.bench import timing
+    from ffn_cli.benchmark import run as bench_run
+    from ffn_cli.benchmark import timing
 
     monkeypatch.setattr(timing, "MAX_REPEATS", 20)
     monkeypatch.setattr(bench_run, "MAX_REPEATS", 20)

@@ -8,9 +8,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-import ffn_cli.bench.run as bench_run
-from ffn_cli.bench import IMPLS
-from ffn_cli.bench.plan import DEFAULT_MAX_CASES, SweepPlan
+import ffn_cli.benchmark.run as bench_run
+from ffn_cli.benchmark import IMPLS
+from ffn_cli.benchmark.plan import DEFAULT_MAX_CASES, SweepPlan
 from ffn_cli.cli import app
 from ffn_cli.spec import FFNSpec
 

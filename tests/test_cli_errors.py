@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ffn_cli import __version__
 from ffn_cli.cli import app
 from ffn_cli.cli.common import emit_json, settings
-from ffn_cli.trace import variant_target
+from ffn_cli.tracing import variant_target
 
 
 @pytest.fixture(autouse=True)

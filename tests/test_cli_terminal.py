@@ -124,7 +124,7 @@ def test_completion_offers_only_what_the_command_takes(words: str, offered: set[
 
 
 def test_completion_lists_every_implementation() -> None:
-    from ffn_cli.bench.implementations import IMPLS
+    from ffn_cli.benchmark.implementations import IMPLS
 
     assert set(complete_impls("")) == {*IMPLS, "all"}
 
@@ -203,7 +203,7 @@ def test_dropout_is_said_to_be_off_in_eval_mode(runner: CliRunner) -> None:
 
 
 def test_iqr_warning_names_a_few_and_counts_the_rest() -> None:
-    from ffn_cli.bench.run import _some
+    from ffn_cli.benchmark.run import _some
 
     assert _some(["a", "b"]) == "a, b"
     assert _some([f"case{i}" for i in range(40)]).startswith("case0, case1, case2 and 37 more of 40")

@@ -385,7 +385,7 @@ def test_the_ffn_module_of_a_layer_is_found(model_type: str, overrides: dict[str
 
 
 def test_the_found_ffn_runs_under_the_trace_recorder_on_meta() -> None:
-    from ffn_cli.trace.recorder import record
+    from ffn_cli.tracing.recorder import record
 
     found = meta_build.find_ffn_module(_built("llama"), 0)
     assert found is not None

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from test_docs_examples import EXAMPLES, _other_releases, _pattern, _stripped, run_example
 
 from ffn_cli.render.format import fmt_fixed, fmt_value
-from ffn_cli.trace import backward, recorder
-from ffn_cli.trace.result import TensorStats
+from ffn_cli.tracing import backward, recorder
+from ffn_cli.tracing.result import TensorStats
 
 FLOAT32_NOISE = 2.0**-23  # one float32 ulp, relative: what another summation order moves a sum by
 

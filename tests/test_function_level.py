@@ -1,6 +1,6 @@
 """The function-level recorder (torch calls) against the aten level and FlopCounterMode.
 
-The text view records each torch call (`trace/function_level.py`); `--ops` and `--json` record
+The text view records each torch call (`tracing/function_level.py`); `--ops` and `--json` record
 aten ops. Both must make the same steps: the same shapes, weights, FLOPs, statistics and
 notes, so the text a learner reads is the same whichever level ran. FlopCounterMode counts the
 matmul FLOPs of the same forward by its own path.
@@ -23,9 +23,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from ffn_cli.block import BlockSpec
 from ffn_cli.modules import build_ffn
 from ffn_cli.render.trace import trace_view
-from ffn_cli.trace import trace
-from ffn_cli.trace.any_module import trace_module
-from ffn_cli.trace.result import TraceResult, TraceStep
+from ffn_cli.tracing import trace
+from ffn_cli.tracing.any_module import trace_module
+from ffn_cli.tracing.result import TraceResult, TraceStep
 from tests.data import articles, module_styles
 from tests.helpers import ALL_VARIANTS, small_spec
 from tests.test_own_module_styles import FairseqFFN, MegatronMLP, PositionWiseFFN, ReturnsDict, SwitchGate, T5LayerFF, TupleMLP
@@ -247,7 +247,7 @@ def test_what_the_function_level_cannot_see_is_recorded_at_the_aten_level(make) 
 @pytest.mark.parametrize(("model_type", "layer", "device"), [("cohere", 0, "cpu"), ("jamba", 1, "cpu"), ("stablelm", 0, "meta")])
 def test_a_transformers_module_makes_the_same_steps_at_both_levels(model_type: str, layer: int, device: str) -> None:
     pytest.importorskip("transformers")
-    from ffn_cli.trace.model_module import trace_model_module
+    from ffn_cli.tracing.model_module import trace_model_module
     from tests.tiny_families import tiny_config
 
     run = {"name": model_type, "source": "config", "layer": layer, "batch": 2, "seq_len": 3, "device": device, "values": 3}

@@ -15,7 +15,7 @@ from torch import nn
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.trace.any_module import trace_module
+from ffn_cli.tracing.any_module import trace_module
 from tests.data import articles, module_styles
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"

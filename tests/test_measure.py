@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from ffn_cli.bench.measure import MeasurePlan, measure_device, run_passes
+from ffn_cli.benchmark.measure import MeasurePlan, measure_device, run_passes
 from ffn_cli.models.forward_ops import priced_variants
 from ffn_cli.variants import VARIANTS
 

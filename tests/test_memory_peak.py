@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace.run import estimate_bytes
+from ffn_cli.tracing.run import estimate_bytes
 
 ROOT = Path(__file__).parents[1]
 CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -19,7 +19,7 @@ CLEAR_REFS = Path("/proc/self/clear_refs")
 PROBE = """
 import json, sys, torch
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace.run import trace
+from ffn_cli.tracing.run import trace
 
 def kib(field):
     for line in open('/proc/self/status'):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import ffn_cli.bench.run as bench_run
+import ffn_cli.benchmark.run as bench_run
 import ffn_cli.render.bench as render_bench
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError

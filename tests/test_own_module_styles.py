@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError
-from ffn_cli.trace.any_module import trace_module
+from ffn_cli.tracing.any_module import trace_module
 
 
 class PositionWiseFFN(nn.Module):

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import ffn_cli
 from ffn_cli.cli.ffn_app import app
 from ffn_cli.render.page import script_json
-from ffn_cli.trace.result import HISTOGRAM_BINS
+from ffn_cli.tracing.result import HISTOGRAM_BINS
 from tests.data import articles
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import ffn_cli
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError
-from ffn_cli.trace.any_module import trace_module
+from ffn_cli.tracing.any_module import trace_module
 from tests.data import articles, module_styles
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"

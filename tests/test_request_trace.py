@@ -148,7 +148,7 @@ def test_the_api_trace_of_a_spec_is_the_cli_json_and_leaves_the_random_state() -
 
 def test_a_failed_check_is_printed_then_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     # A threshold no float32 run meets: the table is shown, then the one-line failure, exit 1.
-    from ffn_cli.trace import check as trace_check
+    from ffn_cli.tracing import check as trace_check
 
     monkeypatch.setitem(trace_check.CHECK_THRESHOLDS, "float32", 0.0)
     result = CliRunner().invoke(app, ["trace", "-d", "16", "--check"])

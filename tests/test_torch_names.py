@@ -1,4 +1,4 @@
-"""The tracer's only torch names with an underscore (ffn_cli/trace/torch_names.py), held to
+"""The tracer's only torch names with an underscore (ffn_cli/tracing/torch_names.py), held to
 their meaning: these run on the floor torch and the newest too (scripts/check_floor_versions.sh)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id, writes_an_argument
+from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id, writes_an_argument
 
 aten = torch.ops.aten
 

@@ -16,7 +16,7 @@ from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace import TraceResult, check_failure, estimate_bytes, group_steps, record, tensor_stats, trace
+from ffn_cli.tracing import TraceResult, check_failure, estimate_bytes, group_steps, record, tensor_stats, trace
 from ffn_cli.variants import VARIANTS, Family, variant_names
 from tests.helpers import ALL_VARIANTS, small_spec, specs
 
@@ -246,7 +246,7 @@ _META_70B = """
 import json, resource, sys
 import torch
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace import trace
+from ffn_cli.tracing import trace
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 result = trace(FFNSpec(variant="swiglu", d_model=8192, d_ff=28672), batch=8, seq_len=4096, device="meta")
 grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
@@ -268,7 +268,7 @@ def test_meta_70b_scale_allocates_nothing() -> None:
 
 def test_grouping_is_linear_in_the_number_of_module_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     # Thousands of experts on meta must not take minutes: each call's subtree is walked once.
-    from ffn_cli.trace import steps
+    from ffn_cli.tracing import steps
 
     walks = 0
     descends = steps._StepBuilder._descends
@@ -329,7 +329,7 @@ def test_check_in_a_block_checks_the_ffn() -> None:
 
 
 def test_failed_check_is_a_runtime_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(__import__("ffn_cli.trace").trace.CHECK_THRESHOLDS, "float32", 0.0)
+    monkeypatch.setitem(__import__("ffn_cli.tracing").tracing.CHECK_THRESHOLDS, "float32", 0.0)
     result = trace(small_spec("relu"), check=True)
     error = check_failure(result)
     assert isinstance(error, FFNRuntimeError) and "--check failed" in str(error)

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.render.trace import trace_data
-from ffn_cli.trace.any_module import trace_module
-from ffn_cli.trace.pipeline import make_input
+from ffn_cli.tracing.any_module import trace_module
+from ffn_cli.tracing.pipeline import make_input
 from tests.data import articles, module_styles
 
 ARTICLES: dict[str, Callable[[], nn.Module]] = {

@@ -14,9 +14,9 @@ from ffn_cli import build_ffn
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace import trace
-from ffn_cli.trace.backward import record_backward
-from ffn_cli.trace.backward_run import output_grad_maker
+from ffn_cli.tracing import trace
+from ffn_cli.tracing.backward import record_backward
+from ffn_cli.tracing.backward_run import output_grad_maker
 from tests.helpers import ALL_VARIANTS, small_spec
 
 
@@ -167,7 +167,7 @@ def test_peak_memory_bounds() -> None:
 
 def test_non_finite_gradients_are_flagged() -> None:
     """An infinite dL/dy: every step after it and every parameter gradient carries the flags."""
-    from ffn_cli.trace.backward_steps import fold_backward
+    from ffn_cli.tracing.backward_steps import fold_backward
 
     spec = FFNSpec(variant="relu", d_model=8, d_ff=16)
     _, rec = record_backward(build_ffn(spec).eval(), torch.randn(2, 3, 8), lambda y: torch.full_like(y, math.inf))

@@ -19,8 +19,8 @@ from ffn_cli.cli.ffn_app import app
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.trace import trace_view
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace import TraceResult, group_steps, record, trace
-from ffn_cli.trace.expert_summary import SHOW_ALL_UP_TO, SHOW_FIRST, SHOW_LAST, elided_ops, summarise_experts
+from ffn_cli.tracing import TraceResult, group_steps, record, trace
+from ffn_cli.tracing.expert_summary import SHOW_ALL_UP_TO, SHOW_FIRST, SHOW_LAST, elided_ops, summarise_experts
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from ffn_cli.trace import stats as stats_module
-from ffn_cli.trace import tensor_stats
-from ffn_cli.trace.result import HISTOGRAM_BINS
+from ffn_cli.tracing import stats as stats_module
+from ffn_cli.tracing import tensor_stats
+from ffn_cli.tracing.result import HISTOGRAM_BINS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from ffn_cli.trace import stats as stats_module
-from ffn_cli.trace import tensor_stats
+from ffn_cli.tracing import stats as stats_module
+from ffn_cli.tracing import tensor_stats
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

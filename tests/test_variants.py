@@ -19,8 +19,8 @@ from ffn_cli.modules import MoEFFN
 from ffn_cli.modules.ffn import FFNModule
 from ffn_cli.regions import NamedSteps
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace import record
-from ffn_cli.trace.steps import group_steps
+from ffn_cli.tracing import record
+from ffn_cli.tracing.steps import group_steps
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant
 from tests.helpers import ALL_VARIANTS, small_spec
 
@@ -270,8 +270,8 @@ TORCH_FREE = [
     "ffn_cli.render.trace",
     "ffn_cli.render.bench",
     "ffn_cli.render.parallel",
-    "ffn_cli.trace.result",
-    "ffn_cli.bench.result",
+    "ffn_cli.tracing.result",
+    "ffn_cli.benchmark.result",
     "ffn_cli.parallel.result",
     "ffn_cli.parallel.accounting",
 ]

@@ -75,8 +75,8 @@ def _measure_cpu(dtype: str) -> MeasuredCPU:
     """The calibration `ffn bench --calibrate` runs, on the CPU, as a row of the table."""
     import torch
 
-    from ffn_cli.bench.calibrate import calibrate
-    from ffn_cli.bench.config import BenchConfig
+    from ffn_cli.benchmark.calibrate import calibrate
+    from ffn_cli.benchmark.config import BenchConfig
     from ffn_cli.device import resolve_device_dtype
     from ffn_cli.hardware.cpu import MeasuredCPU, cpu_memory_bytes, cpu_name
 
@@ -104,7 +104,7 @@ def _measure(quick: bool, threads: int | None, json: bool) -> None:
     require_temp_dir()
     import torch
 
-    from ffn_cli.bench.measure import measure_device
+    from ffn_cli.benchmark.measure import measure_device
     from ffn_cli.hardware.profile import save_profile
     from ffn_cli.render.profile import profile_data, profile_view
     from ffn_cli.startup import end_start_up

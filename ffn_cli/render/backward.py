@@ -20,8 +20,8 @@ from ffn_cli.render.experts import elided_label, idle_label
 from ffn_cli.render.explain import backward_explanation
 from ffn_cli.render.fit import Cell, Col, FitTable, Layouts, Wide, add_words
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fmt_si
-from ffn_cli.trace.expert_summary import ElidedBackward, elided_backward, summarise_experts
-from ffn_cli.trace.result import BackwardResult, BackwardStep, ParamGrad, SavedRead, TensorStats, TraceResult, grad_norm
+from ffn_cli.tracing.expert_summary import ElidedBackward, elided_backward, summarise_experts
+from ffn_cli.tracing.result import BackwardResult, BackwardStep, ParamGrad, SavedRead, TensorStats, TraceResult, grad_norm
 
 __all__ = ["backward_data", "backward_sections"]
 

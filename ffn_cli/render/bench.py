@@ -19,7 +19,7 @@ from ffn_cli.render.prediction import prediction_lines, prediction_summary
 from ffn_cli.render.roofline import bound_word
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
-    from ffn_cli.bench.result import BenchReport, BenchResult
+    from ffn_cli.benchmark.result import BenchReport, BenchResult
 
 __all__ = ["PLOT_FORMATS", "bars", "bench_json", "bench_view", "check_plot_target", "constant_parts", "results_table", "write_plot"]
 

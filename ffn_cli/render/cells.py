@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ffn_cli.i18n import _
 from ffn_cli.render.format import fmt_count, fmt_shape, fmt_value
-from ffn_cli.trace.result import TensorStats, grad_norm
+from ffn_cli.tracing.result import TensorStats, grad_norm
 
 __all__ = ["MAX_SHAPES", "gradient_stats_cells", "num", "shapes", "stats_cells"]
 

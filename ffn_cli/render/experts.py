@@ -1,13 +1,13 @@
 """The rows that stand for the elided experts of a large mixture in the trace's tables
-(`ffn_cli.trace.expert_summary` decides which, and adds them up)."""
+(`ffn_cli.tracing.expert_summary` decides which, and adds them up)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ffn_cli.i18n import _, ngettext
-from ffn_cli.trace.expert_summary import ElidedOps, ExpertSummary, tokens_range
-from ffn_cli.trace.result import TraceStep
+from ffn_cli.tracing.expert_summary import ElidedOps, ExpertSummary, tokens_range
+from ffn_cli.tracing.result import TraceStep
 
 __all__ = ["elided_label", "elided_note", "elided_operation", "idle_label", "idle_operation", "ops_note"]
 

@@ -14,9 +14,9 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.render.fit import Col, FitTable
-from ffn_cli.trace.expert_summary import summarise_experts
-from ffn_cli.trace.ops import op_base
-from ffn_cli.trace.result import BackwardStep, TraceResult, TraceStep
+from ffn_cli.tracing.expert_summary import summarise_experts
+from ffn_cli.tracing.ops import op_base
+from ffn_cli.tracing.result import BackwardStep, TraceResult, TraceStep
 
 __all__ = ["backward_explanation", "explain_table", "step_explanation"]
 

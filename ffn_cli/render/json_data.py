@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ffn_cli.bench.result import BenchReport
+    from ffn_cli.benchmark.result import BenchReport
     from ffn_cli.hardware import GPU
     from ffn_cli.models.comparison import Comparison
     from ffn_cli.models.count import ModelParams

@@ -19,7 +19,7 @@ from ffn_cli.i18n import _, language, set_language
 from ffn_cli.outputs import check_output_file, write_atomically
 
 if TYPE_CHECKING:
-    from ffn_cli.bench import BenchReport, BenchResult
+    from ffn_cli.benchmark import BenchReport, BenchResult
 
 __all__ = ["PLOT_FORMATS", "check_plot_target", "iqr_tflops", "picture_language", "ridge_batch", "write_plot", "write_roofline_plot"]
 

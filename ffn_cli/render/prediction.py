@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ffn_cli.bench.result import BenchResult
+from ffn_cli.benchmark.result import BenchResult
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.predict import Prediction
 from ffn_cli.i18n import _

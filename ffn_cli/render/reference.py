@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
-from ffn_cli.trace.result import ReferenceMatch, VariantFit
+from ffn_cli.tracing.result import ReferenceMatch, VariantFit
 
 __all__ = ["reference_data", "reference_view"]
 

@@ -24,8 +24,8 @@ from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Layouts, Wide, add
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_fixed, fmt_flops, fmt_shape, fmt_si
 from ffn_cli.render.literal import literal, visible_strings
 from ffn_cli.render.reference import reference_data, reference_view
-from ffn_cli.trace.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
-from ffn_cli.trace.result import OpRecord, TensorStats, TraceResult, TraceStep
+from ffn_cli.tracing.expert_summary import ExpertSummary, describe_tokens, elided_ops, summarise_experts
+from ffn_cli.tracing.result import OpRecord, TensorStats, TraceResult, TraceStep
 
 __all__ = ["trace_data", "trace_view", "width_diagram"]
 

@@ -1,5 +1,5 @@
 """`ffn trace` and `ffn_cli.trace(...)`: a checked TraceRequest traced, through the one
-pipeline (`trace/pipeline.py`) for every target, or as one sharded forward under --tp / --ep.
+pipeline (`tracing/pipeline.py`) for every target, or as one sharded forward under --tp / --ep.
 Imports torch (after checking the folders it writes to)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from ffn_cli.models.layer_select import LayerChoice
     from ffn_cli.requests.trace import TraceRequest
     from ffn_cli.spec import FFNSpec
-    from ffn_cli.trace.pipeline import RunOptions, Target
-    from ffn_cli.trace.result import TraceResult
+    from ffn_cli.tracing.pipeline import RunOptions, Target
+    from ffn_cli.tracing.result import TraceResult
 
 __all__ = ["trace"]
 
@@ -27,7 +27,7 @@ def trace(request: TraceRequest) -> Answer:
     """What `ffn trace` prints for `request` (its `--json` as the data, its page as the drawing);
     a failed --check is the answer's `failure`, raised once the answer is shown."""
     require_temp_dir()  # before torch is imported
-    from ffn_cli.trace.pipeline import run_target
+    from ffn_cli.tracing.pipeline import run_target
 
     choice: LayerChoice | None = None
     dtype = request.dtype
@@ -43,7 +43,7 @@ def trace(request: TraceRequest) -> Answer:
 
 
 def _run_options(request: TraceRequest, dtype: str | None) -> RunOptions:
-    from ffn_cli.trace.pipeline import RunOptions
+    from ffn_cli.tracing.pipeline import RunOptions
 
     depth = 1 if request.kind == "model_module" and request.depth is None else request.depth  # a model's module: its own layers
     return RunOptions(
@@ -55,7 +55,7 @@ def _run_options(request: TraceRequest, dtype: str | None) -> RunOptions:
 
 def _module_target(request: TraceRequest) -> Target:
     """--module's module built on the device (its code run once, contained), or the API's own."""
-    from ffn_cli.trace.any_module import ModuleTarget
+    from ffn_cli.tracing.any_module import ModuleTarget
 
     width, width_from = request.module_width
     if request.own is not None:
@@ -73,7 +73,7 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
     """The FFN of the options, or the layer of the model named: as the registry builds it (in
     its block with --block) when a family reads the model, else transformers' own module."""
     from ffn_cli.block import BlockSpec
-    from ffn_cli.trace.variant_target import VariantTarget
+    from ffn_cli.tracing.variant_target import VariantTarget
 
     choice = None
     if request.names_model:
@@ -104,7 +104,7 @@ def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
 
     request.check_model_module()
     require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
-    from ffn_cli.trace.model_module import model_module_target
+    from ffn_cli.tracing.model_module import model_module_target
 
     return model_module_target(
         unknown.config,
@@ -118,7 +118,7 @@ def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
 
 def _answer(request: TraceRequest, result: TraceResult, choice: LayerChoice | None) -> Answer:
     from ffn_cli.render.trace import trace_data, trace_view
-    from ffn_cli.trace import check_failure
+    from ffn_cli.tracing import check_failure
 
     extra = {"model": choice.data()} if choice is not None else {}
 

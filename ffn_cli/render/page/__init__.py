@@ -19,7 +19,7 @@ from ffn_cli.render.page.detail import detail_html
 from ffn_cli.render.page.draw import Scale, esc, lane_html
 from ffn_cli.render.page.nodes import Lane, backward_lane, forward_lane
 from ffn_cli.render.trace import _run_line
-from ffn_cli.trace.result import TraceResult
+from ffn_cli.tracing.result import TraceResult
 
 __all__ = ["script_json", "trace_fragment", "trace_page"]
 

@@ -16,7 +16,7 @@ from ffn_cli.i18n import _, shown
 from ffn_cli.render.explain import backward_explanation, step_explanation
 from ffn_cli.render.format import fmt_shape
 from ffn_cli.render.trace import _operation, _shapes
-from ffn_cli.trace.result import TensorStats, TraceResult, TraceStep
+from ffn_cli.tracing.result import TensorStats, TraceResult, TraceStep
 
 __all__ = ["Histogram", "Lane", "Node", "Weight", "backward_lane", "forward_lane"]
 

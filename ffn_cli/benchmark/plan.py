@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ffn_cli.bench.case import Case
-from ffn_cli.bench.implementations import Impl
+from ffn_cli.benchmark.case import Case
+from ffn_cli.benchmark.implementations import Impl
 from ffn_cli.errors import FFNError
 from ffn_cli.spec import FFNSpec, check_int
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 
 from ffn_cli.accounting import DTYPE_BYTES
-from ffn_cli.bench.config import BenchConfig
-from ffn_cli.bench.result import Calibration
-from ffn_cli.bench.timing import measure_calls
+from ffn_cli.benchmark.config import BenchConfig
+from ffn_cli.benchmark.result import Calibration
+from ffn_cli.benchmark.timing import measure_calls
 from ffn_cli.device import preflight
 from ffn_cli.seeds import Stream, stream_seed
 

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ffn_cli.trace.leaves import flowing_output, tensor_leaves
-from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id
+from ffn_cli.tracing.leaves import flowing_output, tensor_leaves
+from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id
 
 __all__ = ["BackwardMemory", "measure_backward_memory"]
 

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from ffn_cli.trace.calls import call_name
-from ffn_cli.trace.ops import ELEMENTWISE_FLOPS, REDUCTION_OPS, elementwise_flops
+from ffn_cli.tracing.calls import call_name
+from ffn_cli.tracing.ops import ELEMENTWISE_FLOPS, REDUCTION_OPS, elementwise_flops
 
 __all__ = ["CallSink", "Flops", "FunctionLevel", "call_rule"]
 

@@ -13,12 +13,12 @@ from torch import Tensor, nn
 from ffn_cli.reference import reference_backward
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace.backward import record_backward
-from ffn_cli.trace.backward_steps import fold_backward
-from ffn_cli.trace.check import CHECK_THRESHOLDS
-from ffn_cli.trace.memory import measure_backward_memory
-from ffn_cli.trace.recorder import Recording
-from ffn_cli.trace.result import BackwardResult, CheckResult, TraceStep
+from ffn_cli.tracing.backward import record_backward
+from ffn_cli.tracing.backward_steps import fold_backward
+from ffn_cli.tracing.check import CHECK_THRESHOLDS
+from ffn_cli.tracing.memory import measure_backward_memory
+from ffn_cli.tracing.recorder import Recording
+from ffn_cli.tracing.result import BackwardResult, CheckResult, TraceStep
 
 __all__ = ["check_backward", "output_grad_maker", "run_backward"]
 

@@ -28,13 +28,13 @@ from torch.overrides import TorchFunctionMode
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.trace.leaves import tensor_leaves
-from ffn_cli.trace.ops import LAYOUT_OPS
-from ffn_cli.trace.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, dtype_name, tracking_modules
-from ffn_cli.trace.result import SavedRead, Shape, TensorStats, TraceStep
-from ffn_cli.trace.stats import tensor_stats
-from ffn_cli.trace.steps import group_steps
-from ffn_cli.trace.torch_names import storage_id
+from ffn_cli.tracing.leaves import tensor_leaves
+from ffn_cli.tracing.ops import LAYOUT_OPS
+from ffn_cli.tracing.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, dtype_name, tracking_modules
+from ffn_cli.tracing.result import SavedRead, Shape, TensorStats, TraceStep
+from ffn_cli.tracing.stats import tensor_stats
+from ffn_cli.tracing.steps import group_steps
+from ffn_cli.tracing.torch_names import storage_id
 
 __all__ = ["BackwardRecording", "record_backward"]
 

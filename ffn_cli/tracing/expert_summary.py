@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.trace.result import OpRecord, Shape, TraceStep
+from ffn_cli.tracing.result import OpRecord, Shape, TraceStep
 
 if TYPE_CHECKING:
-    from ffn_cli.trace.result import BackwardStep
+    from ffn_cli.tracing.result import BackwardStep
 
 __all__ = [
     "SHOW_ALL_UP_TO",

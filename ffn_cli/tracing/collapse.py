@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.trace.ops import LAYOUT_OPS, SKIPPED_OPS, op_base
-from ffn_cli.trace.result import TraceStep
+from ffn_cli.tracing.ops import LAYOUT_OPS, SKIPPED_OPS, op_base
+from ffn_cli.tracing.result import TraceStep
 
 __all__ = ["linear_collapses"]
 

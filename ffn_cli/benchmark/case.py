@@ -14,13 +14,13 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from ffn_cli.accounting import matmul_flops_per_token
-from ffn_cli.bench.config import BenchConfig
-from ffn_cli.bench.forecast import predicted_ms, profile_for
-from ffn_cli.bench.implementations import Impl, compile_module, keep_ieee_subnormals
-from ffn_cli.bench.memory import PeakMemory, estimate_memory_bytes, min_traffic_bytes
-from ffn_cli.bench.result import BenchEnv, BenchResult, Calibration, case_label, settings_text
-from ffn_cli.bench.stats import TimingStats, summarize
-from ffn_cli.bench.timing import WarmUp, repeats_for, time_calls, warm_up
+from ffn_cli.benchmark.config import BenchConfig
+from ffn_cli.benchmark.forecast import predicted_ms, profile_for
+from ffn_cli.benchmark.implementations import Impl, compile_module, keep_ieee_subnormals
+from ffn_cli.benchmark.memory import PeakMemory, estimate_memory_bytes, min_traffic_bytes
+from ffn_cli.benchmark.result import BenchEnv, BenchResult, Calibration, case_label, settings_text
+from ffn_cli.benchmark.stats import TimingStats, summarize
+from ffn_cli.benchmark.timing import WarmUp, repeats_for, time_calls, warm_up
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte

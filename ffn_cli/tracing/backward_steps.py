@@ -5,11 +5,11 @@ input-gradient, the saved tensors it read, and the gradient's statistics and fla
 
 from __future__ import annotations
 
-from ffn_cli.trace.backward import BackwardRecording
-from ffn_cli.trace.ops import LAYOUT_OPS
-from ffn_cli.trace.recorder import Producer, RecordedOp
-from ffn_cli.trace.result import BackwardStep, ParamGrad, ParamInfo, SavedRead, Shape
-from ffn_cli.trace.stats import value_flags
+from ffn_cli.tracing.backward import BackwardRecording
+from ffn_cli.tracing.ops import LAYOUT_OPS
+from ffn_cli.tracing.recorder import Producer, RecordedOp
+from ffn_cli.tracing.result import BackwardStep, ParamGrad, ParamInfo, SavedRead, Shape
+from ffn_cli.tracing.stats import value_flags
 from ffn_cli.variants.mixture import expert_of
 
 __all__ = ["MAX_SUMMED_NAMES", "fold_backward"]

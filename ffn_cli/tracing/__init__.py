@@ -9,8 +9,6 @@ ties it together as `trace(...)`, which returns the dataclasses of `result`.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 # Loaded on first use: the result dataclasses stay importable without torch.
@@ -52,20 +50,6 @@ __all__ = [
     "tensor_stats",
     "trace",
 ]
-
-
-class _CallableTrace(types.ModuleType):
-    """`ffn_cli.trace(...)` is the Python API's trace (`ffn_cli.api.trace`), while
-    `ffn_cli.trace` stays this package: a module whose class makes it callable (Python's
-    documented way to customise a module object)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from ffn_cli.api import trace
-
-        return trace(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableTrace
 
 
 def __getattr__(name: str) -> Any:

@@ -18,13 +18,13 @@ from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
-from ffn_cli.trace.collapse import linear_collapses
-from ffn_cli.trace.gc_pause import gc_paused
-from ffn_cli.trace.pipeline import MAX_DEPTH, RUNTIME_BYTES, Placed, Recorded, RunOptions, make_input, run_target
-from ffn_cli.trace.recorder import ForwardError, dtype_name, record
-from ffn_cli.trace.reference_match import match_reference
-from ffn_cli.trace.result import ParamInfo, TracedModule, TraceResult, TraceStep
-from ffn_cli.trace.steps import group_steps
+from ffn_cli.tracing.collapse import linear_collapses
+from ffn_cli.tracing.gc_pause import gc_paused
+from ffn_cli.tracing.pipeline import MAX_DEPTH, RUNTIME_BYTES, Placed, Recorded, RunOptions, make_input, run_target
+from ffn_cli.tracing.recorder import ForwardError, dtype_name, record
+from ffn_cli.tracing.reference_match import match_reference
+from ffn_cli.tracing.result import ParamInfo, TracedModule, TraceResult, TraceStep
+from ffn_cli.tracing.steps import group_steps
 from ffn_cli.user_code import UserWarnings, running_user_code
 
 __all__ = ["MAX_DEPTH", "ModuleTarget", "infer_d_model", "trace_module"]
@@ -236,7 +236,7 @@ def _run(placed: Placed, run: RunOptions) -> Recorded:
     module, x = placed.module, placed.x
     try:
         if run.backward:
-            from ffn_cli.trace.backward_run import run_backward
+            from ffn_cli.tracing.backward_run import run_backward
 
             out, rec, steps, backward = run_backward(
                 None,

@@ -13,7 +13,7 @@ from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.reference import reference_forward
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace.result import CheckResult, TraceResult
+from ffn_cli.tracing.result import CheckResult, TraceResult
 
 __all__ = ["CHECK_THRESHOLDS", "check_against_reference", "check_failure"]
 

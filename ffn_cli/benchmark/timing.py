@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ffn_cli.bench.config import MAX_REPEATS, BenchConfig
-from ffn_cli.bench.stats import TimingStats, summarize
+from ffn_cli.benchmark.config import MAX_REPEATS, BenchConfig
+from ffn_cli.benchmark.stats import TimingStats, summarize
 
 __all__ = [
     "COLD_INPUT_BUFFERS",

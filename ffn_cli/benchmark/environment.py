@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 
 import torch
 
-from ffn_cli.bench.result import BenchEnv
-from ffn_cli.bench.timing import input_buffers
+from ffn_cli.benchmark.result import BenchEnv
+from ffn_cli.benchmark.timing import input_buffers
 
 __all__ = ["capture_env", "cpu_threads"]
 

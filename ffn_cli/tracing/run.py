@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ffn_cli.block import BlockSpec
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace.pipeline import MODES, RunOptions, run_target
-from ffn_cli.trace.result import TraceResult
-from ffn_cli.trace.variant_target import VariantTarget, estimate_bytes
+from ffn_cli.tracing.pipeline import MODES, RunOptions, run_target
+from ffn_cli.tracing.result import TraceResult
+from ffn_cli.tracing.variant_target import VariantTarget, estimate_bytes
 
 __all__ = ["MODES", "estimate_bytes", "trace"]
 

@@ -18,12 +18,12 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace.check import check_against_reference
-from ffn_cli.trace.gc_pause import gc_paused
-from ffn_cli.trace.pipeline import RUNTIME_BYTES, Placed, Recorded, RunOptions, make_input
-from ffn_cli.trace.recorder import dtype_name, record
-from ffn_cli.trace.result import TracedModule
-from ffn_cli.trace.steps import group_steps
+from ffn_cli.tracing.check import check_against_reference
+from ffn_cli.tracing.gc_pause import gc_paused
+from ffn_cli.tracing.pipeline import RUNTIME_BYTES, Placed, Recorded, RunOptions, make_input
+from ffn_cli.tracing.recorder import dtype_name, record
+from ffn_cli.tracing.result import TracedModule
+from ffn_cli.tracing.steps import group_steps
 
 __all__ = ["VariantTarget", "estimate_bytes"]
 
@@ -107,7 +107,7 @@ class VariantTarget:
 
     def record(self, placed: Placed, run: RunOptions) -> Recorded:
         if run.backward:
-            from ffn_cli.trace.backward_run import run_backward
+            from ffn_cli.tracing.backward_run import run_backward
 
             kept = torch.get_rng_state()
             out, rec, steps, backward = run_backward(

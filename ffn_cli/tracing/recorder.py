@@ -24,13 +24,13 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
-from ffn_cli.trace.calls import CallLabels, call_name
-from ffn_cli.trace.function_level import Flops, FunctionLevel
-from ffn_cli.trace.leaves import flowing_output
-from ffn_cli.trace.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
-from ffn_cli.trace.result import OpRecord, OutputMember, Shape, TensorStats
-from ffn_cli.trace.stats import first_values, tensor_stats
-from ffn_cli.trace.torch_names import TorchDispatchMode, storage_id, writes_an_argument
+from ffn_cli.tracing.calls import CallLabels, call_name
+from ffn_cli.tracing.function_level import Flops, FunctionLevel
+from ffn_cli.tracing.leaves import flowing_output
+from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
+from ffn_cli.tracing.result import OpRecord, OutputMember, Shape, TensorStats
+from ffn_cli.tracing.stats import first_values, tensor_stats
+from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id, writes_an_argument
 from ffn_cli.user_code import exception_text, real_interrupt
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]

@@ -9,11 +9,11 @@ from dataclasses import replace
 from torch import nn
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.trace.grouping import StepGroup, group_calls
-from ffn_cli.trace.ops import LAYOUT_OPS
-from ffn_cli.trace.recorder import Producer, RecordedOp, Recording
-from ffn_cli.trace.result import ParamInfo, Shape, TensorStats, TraceStep
-from ffn_cli.trace.stats import value_flags
+from ffn_cli.tracing.grouping import StepGroup, group_calls
+from ffn_cli.tracing.ops import LAYOUT_OPS
+from ffn_cli.tracing.recorder import Producer, RecordedOp, Recording
+from ffn_cli.tracing.result import ParamInfo, Shape, TensorStats, TraceStep
+from ffn_cli.tracing.stats import value_flags
 
 __all__ = ["group_steps"]
 

@@ -24,9 +24,9 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import is_experts
 from ffn_cli.models.meta_build import build_on_meta, find_ffn_module
 from ffn_cli.seeds import Stream, stream_seed
-from ffn_cli.trace.any_module import ModuleTarget
-from ffn_cli.trace.pipeline import RUNTIME_BYTES, Placed, RunOptions, run_target
-from ffn_cli.trace.result import TraceResult
+from ffn_cli.tracing.any_module import ModuleTarget
+from ffn_cli.tracing.pipeline import RUNTIME_BYTES, Placed, RunOptions, run_target
+from ffn_cli.tracing.result import TraceResult
 
 __all__ = ["HFModuleTarget", "model_module_target", "trace_model_module"]
 

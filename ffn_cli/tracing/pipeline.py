@@ -21,8 +21,8 @@ from ffn_cli.i18n import _
 from ffn_cli.modules.user import caller_rng_kept
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
-from ffn_cli.trace.recorder import Recording, dtype_name
-from ffn_cli.trace.result import LOSSES, BackwardResult, TracedModule, TraceResult, TraceStep
+from ffn_cli.tracing.recorder import Recording, dtype_name
+from ffn_cli.tracing.result import LOSSES, BackwardResult, TracedModule, TraceResult, TraceStep
 
 __all__ = ["MAX_DEPTH", "MAX_VALUES", "MODES", "RUNTIME_BYTES", "Placed", "Recorded", "RunOptions", "Target", "make_input", "run_target"]
 

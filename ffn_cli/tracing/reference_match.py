@@ -23,8 +23,8 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.reference import reference_forward
 from ffn_cli.spec import FFNSpec
-from ffn_cli.trace.check import CHECK_THRESHOLDS
-from ffn_cli.trace.result import ReferenceMatch, VariantFit
+from ffn_cli.tracing.check import CHECK_THRESHOLDS
+from ffn_cli.tracing.result import ReferenceMatch, VariantFit
 from ffn_cli.variants import variant_names
 
 __all__ = ["match_reference"]

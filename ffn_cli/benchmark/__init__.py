@@ -16,8 +16,6 @@ measured peaks), `environment` (BenchEnv, threads), `calibrate` (this device's c
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 # Loaded on first use: the result dataclasses stay importable without torch.
@@ -71,20 +69,6 @@ __all__ = [
     "run_bench",
     "summarize",
 ]
-
-
-class _CallableBench(types.ModuleType):
-    """`ffn_cli.bench(...)` is the Python API's bench (`ffn_cli.api.bench`), while
-    `ffn_cli.bench` stays this package, as `ffn_cli.trace` does (a module whose class makes it
-    callable: Python's documented way to customise a module object)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from ffn_cli.api import bench
-
-        return bench(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableBench
 
 
 def __getattr__(name: str) -> Any:

@@ -21,9 +21,9 @@ from torch import nn
 
 from ffn_cli.i18n import N_, Message
 from ffn_cli.regions import NamedSteps, StepNaming
-from ffn_cli.trace.expert_summary import describe_tokens
-from ffn_cli.trace.ops import LAYOUT_OPS
-from ffn_cli.trace.recorder import Recording
+from ffn_cli.tracing.expert_summary import describe_tokens
+from ffn_cli.tracing.ops import LAYOUT_OPS
+from ffn_cli.tracing.recorder import Recording
 from ffn_cli.variants import Variant
 from ffn_cli.variants.mixture import EXPERTS_STEP
 

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.trace.result import HISTOGRAM_BINS, TensorStats, histogram_edges
+from ffn_cli.tracing.result import HISTOGRAM_BINS, TensorStats, histogram_edges
 
 __all__ = ["CHUNK_ELEMENTS", "first_values", "tensor_stats", "value_flags"]
 

@@ -9,16 +9,16 @@ from dataclasses import replace
 import torch
 
 from ffn_cli.accounting import DTYPE_BYTES, activation_bytes
-from ffn_cli.bench.calibrate import calibrate
-from ffn_cli.bench.case import Case, Sweep, bench_case, ceilings, preflight_case
-from ffn_cli.bench.config import MAX_REPEATS, BenchConfig
-from ffn_cli.bench.environment import capture_env, cpu_threads
-from ffn_cli.bench.forecast import profile_for
-from ffn_cli.bench.implementations import IMPLS, Impl
-from ffn_cli.bench.plan import DEFAULT_MAX_CASES, SweepPlan
-from ffn_cli.bench.result import BenchReport, BenchResult, CheckpointDelta
-from ffn_cli.bench.stats import NOISY_REL_IQR
-from ffn_cli.bench.timing import cache_flush_bytes
+from ffn_cli.benchmark.calibrate import calibrate
+from ffn_cli.benchmark.case import Case, Sweep, bench_case, ceilings, preflight_case
+from ffn_cli.benchmark.config import MAX_REPEATS, BenchConfig
+from ffn_cli.benchmark.environment import capture_env, cpu_threads
+from ffn_cli.benchmark.forecast import profile_for
+from ffn_cli.benchmark.implementations import IMPLS, Impl
+from ffn_cli.benchmark.plan import DEFAULT_MAX_CASES, SweepPlan
+from ffn_cli.benchmark.result import BenchReport, BenchResult, CheckpointDelta
+from ffn_cli.benchmark.stats import NOISY_REL_IQR
+from ffn_cli.benchmark.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ffn_cli.bench.timing import cache_flush_bytes, collector_paused, time_calls
+from ffn_cli.benchmark.timing import cache_flush_bytes, collector_paused, time_calls
 from ffn_cli.hardware.cpu import cpu_memory_bytes, cpu_name
 from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, ElementwisePoint, GemmPoint
 from ffn_cli.models.forward_ops import forward_ops, priced_variants
