@@ -121,7 +121,7 @@ class Result(Generic[T]):
         return self._console(Console().width).export_text()
 
 
-def _model_name(text: str) -> dict[str, str]:
+def _model_name(text: str) -> dict[str, Any]:
     """A preset name, or a config.json path (a file or its folder)."""
     from pathlib import Path
 
@@ -344,7 +344,9 @@ def compare(
     if len(models) < 2:
         raise FFNError("models", list(models), _("sets two or more models side by side; one model is ffn_cli.params(name)"))
     paths = [m for m in models if "preset" not in _model_name(m)]
-    names = {"config": ",".join(paths)} if len(paths) == len(models) else {"preset": ",".join(models)} if not paths else None
+    names: dict[str, Any] | None = {"preset": ",".join(models)} if not paths else None
+    if len(paths) == len(models):
+        names = {"config": ",".join(paths)}
     if names is None:
         raise FFNError("models", list(models), _("preset names alone, or config.json paths alone, as ffn params takes them"))
     request = ParamsRequest(**names, dtype=dtype, seq_len=_comma_list(seq_len))

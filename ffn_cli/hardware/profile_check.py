@@ -20,6 +20,8 @@ DEVICES = ("cpu", "cuda")  # where ffn hardware --measure runs
 CACHES = ("cold", "hot")
 MAX_TEXT = 200  # characters of a name: a device's name, a torch version, a date
 
+Checks = dict[str, Callable[[str, Any], Any]]  # a field's name → what checks its value (and gives it back)
+
 
 class DamagedProfile(ValueError):
     """A field of the profile that does not hold what ffn writes there: `field` is its path."""
@@ -39,14 +41,18 @@ def _expected(field: str, value: object, what: str) -> DamagedProfile:
     return DamagedProfile(field, _("holds {value}, not {what}").format(value=_shown(value), what=what))
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _finite(value: object) -> float | None:
+    """The value as a float when it is a finite number (a bool is not one), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _above_zero(field: str, value: object, what: str) -> float:
-    if not _is_number(value) or not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+    number = _finite(value)
+    if number is None or number <= 0:
         raise _expected(field, value, what)
-    return float(value)  # type: ignore[arg-type]
+    return number
 
 
 def _time(field: str, value: object) -> float:
@@ -59,9 +65,10 @@ def _rate(field: str, value: object) -> float:
 
 
 def _at_least_zero(field: str, value: object) -> float:
-    if not _is_number(value) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
+    number = _finite(value)
+    if number is None or number < 0:
         raise _expected(field, value, _("a finite number of 0 or more"))
-    return float(value)  # type: ignore[arg-type]
+    return number
 
 
 def _count(field: str, value: object, least: int = 1) -> int:
@@ -103,7 +110,7 @@ def _dtype(field: str, key: str) -> str:
     return key
 
 
-def _fields(field: str, value: object, checks: dict[str, Callable[[str, Any], Any]], optional: frozenset[str]) -> dict[str, Any]:
+def _fields(field: str, value: object, checks: Checks, optional: frozenset[str]) -> dict[str, Any]:
     """A JSON object holding exactly these fields (those in `optional` may be absent), each checked."""
     if not isinstance(value, dict):
         raise _expected(field, value, _("a table (a JSON object)"))
@@ -116,8 +123,8 @@ def _fields(field: str, value: object, checks: dict[str, Callable[[str, Any], An
     return {key: check(f"{field}.{key}" if field else key, value[key]) for key, check in checks.items() if key in value}
 
 
-_GEMM_POINT = {"m": _count, "n": _count, "k": _count, "seconds": _time, "spread": _at_least_zero}
-_ELEMENTWISE_POINT = {"elements": _count, "seconds": _time, "spread": _at_least_zero}
+_GEMM_POINT: Checks = {"m": _count, "n": _count, "k": _count, "seconds": _time, "spread": _at_least_zero}
+_ELEMENTWISE_POINT: Checks = {"elements": _count, "seconds": _time, "spread": _at_least_zero}
 _OPTIONAL_POINT = frozenset({"spread"})
 
 
@@ -159,7 +166,7 @@ def _memory(field: str, value: object) -> int | None:
     return None if value is None else _count(field, value, least=0)
 
 
-_PROFILE: dict[str, Callable[[str, Any], Any]] = {
+_PROFILE: Checks = {
     "format": lambda field, value: value,  # checked before the rest: another version's file is named as such
     "name": _text,
     "device": _choice(DEVICES),
