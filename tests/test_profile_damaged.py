@@ -124,8 +124,10 @@ def test_bench_gpu_this_stops_plain_bench_runs(tmp_path: Path, monkeypatch: pyte
     assert str(path) in line and field in line
     plain = CliRunner().invoke(app, [*TINY, "--json"])
     assert plain.exit_code == 0, plain.output
-    (case,) = json.loads(plain.stdout)["results"]
-    assert case["predicted_ms"] is None  # no forecast from a profile that does not read
+    data = json.loads(plain.stdout)
+    assert data["results"][0]["predicted_ms"] is None  # no forecast from a profile that does not read
+    (note,) = [w for w in data["warnings"] if "no forecast" in w]  # and a note that says why
+    assert str(path) in note and field in note and "ffn hardware --measure" in note
 
 
 def test_plain_bench_runs_past_a_profile_that_is_not_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
