@@ -20,7 +20,7 @@ from typing import Any, Literal, Union
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 
-__all__ = ["check_arguments", "describe"]
+__all__ = ["check_arguments", "describe", "fits"]
 
 
 class _TorchType:
@@ -38,6 +38,8 @@ def _hints(function: Callable[..., Any]) -> dict[str, Any]:
     """Each parameter's annotation, evaluated where the function is defined (its return type,
     named for type checkers alone, is not)."""
     namespace = vars(sys.modules[function.__module__])
+    # One parameter at a time, as get_type_hints would all at once: the return type names
+    # classes imported for type checkers only, which would not resolve.
     parameters = inspect.signature(function).parameters.values()
     return {p.name: eval(p.annotation, namespace, _TORCH_NAMES) if isinstance(p.annotation, str) else p.annotation for p in parameters}
 

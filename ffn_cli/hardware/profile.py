@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.hardware.gpus import GPU
-from ffn_cli.hardware.profile_check import DamagedProfile, check_profile_data
+from ffn_cli.hardware.profile_check import check_profile_data
 from ffn_cli.i18n import _
 
 __all__ = [
@@ -176,12 +176,7 @@ def load_profile(name: str = PROFILE_NAME) -> DeviceProfile:
         raise ProfileError(_("cannot read the profile {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
     try:
         return DeviceProfile.from_dict(json.loads(text))
-    except DamagedProfile as damaged:
-        why = _("{field} {why}").format(field=damaged.field, why=damaged.why)
-        raise ProfileError(
-            _("the profile {path} does not read ({why}): run `ffn hardware --measure` again").format(path=path, why=why)
-        ) from None
-    except (ValueError, RecursionError) as exc:  # not JSON (or nested past reading), or another version's format
+    except (ValueError, RecursionError) as exc:  # not JSON (or nested past reading), a field that is not as written, another version's
         raise ProfileError(
             _("the profile {path} does not read ({why}): run `ffn hardware --measure` again").format(path=path, why=exc)
         ) from None

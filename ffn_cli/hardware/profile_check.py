@@ -27,7 +27,7 @@ class DamagedProfile(ValueError):
     """A field of the profile that does not hold what ffn writes there: `field` is its path."""
 
     def __init__(self, field: str, why: str) -> None:
-        super().__init__(f"{field}: {why}")
+        super().__init__(_("{field} {why}").format(field=field, why=why))
         self.field = field
         self.why = why
 
