@@ -397,8 +397,8 @@ def bench(
     % of peak, memory. `spec_or_model`: an FFNSpec (`fused_gate_up=True` times the fused
     implementation, as `--fused` does), or a preset name / config.json path (its layer `layer`'s
     FFN at the model's sizes). `seq_len`, `dtype` and `impl` take one value or a list to sweep;
-    `device` and `dtype` take names or a `torch.device` / `torch.dtype`; `tp` / `ep` time one
-    sharded forward. `plot`: also draw the results to that file, as `--plot` does.
+    `device` and `dtype` take names or a `torch.device` / `torch.dtype`; one sharded forward
+    (`tp` / `ep`) is `bench_sharded`'s. `plot`: also draw the results to that file, as `--plot` does.
     `to_dict()` is the command's `--json` for the same options."""
     check_arguments(bench, _keywords(locals(), "spec_or_model"))
     from ffn_cli.requests.bench import BenchRequest
