@@ -1,43 +1,75 @@
-"""The Python API: `ffn_cli.trace(...)`, `ffn_cli.params(...)` and `ffn_cli.bench(...)`, the same
-core functions the commands call, returning results that print with rich, show in Jupyter, and give `to_dict()`
-equal to the command's `--json`. Kept small: what `__all__` names is the stable surface."""
+"""The Python API: `ffn_cli.trace(...)`, `ffn_cli.params(...)`, `ffn_cli.compare(...)`,
+`ffn_cli.params_per_rank(...)` and `ffn_cli.bench(...)`, the same core functions the commands call,
+each returning one type of result that prints with rich, shows in Jupyter, and gives `to_dict()`
+equal to the command's `--json`. Every argument is checked against its annotation at this
+boundary (api_arguments.py). Kept small: what `__all__` names is the stable surface."""
 
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
+from ffn_cli.api_arguments import check_arguments
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
+    import torch
+    from rich.console import Console, RenderableType
     from torch import Tensor, nn
 
-__all__ = ["Result", "bench", "params", "trace"]
+    from ffn_cli.benchmark.result import BenchReport
+    from ffn_cli.models.built import BuiltModel
+    from ffn_cli.models.count import ModelParams
+    from ffn_cli.models.layer import FFNReport
+    from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
+    from ffn_cli.parallel.accounting import RankParams
+    from ffn_cli.parallel.result import ParallelTiming
+    from ffn_cli.tracing.result import TraceResult
+
+__all__ = [
+    "Cache",
+    "ComparedModel",
+    "Loss",
+    "Mode",
+    "Phase",
+    "Result",
+    "bench",
+    "bench_sharded",
+    "compare",
+    "params",
+    "params_per_rank",
+    "trace",
+]
 
 NOTEBOOK_WIDTH = 100  # columns a notebook cell renders the tables at
 
+# The choices the commands take, by the same names (`ffn trace --mode`, `--loss`; `ffn params --phase`; `ffn bench --cache`).
+Mode = Literal["eval", "train"]
+Loss = Literal["random", "sum", "mse"]
+Phase = Literal["prefill", "decode"]
+Cache = Literal["cold", "hot"]
+# One model of several side by side: its name, counts, layers and FLOPs at each length asked.
+ComparedModel = tuple[str, "ModelParams", "LayerStack", tuple["FlopsAtLength", ...]]
+
+T = TypeVar("T")
+
 
 @dataclass(frozen=True, eq=False)
-class Result:
-    """A result (`value`: a TraceResult, an FFNReport, a ModelParams) with its views: rich
-    (`rich.print(r)`), Jupyter (HTML and text), and `to_dict()`, the command's `--json`.
-    Its fields read through: `r.steps`, `r.total_params`."""
+class Result(Generic[T]):
+    """A result (`value`: a TraceResult, an FFNReport, a ModelParams, …, as the function's return
+    type says) with its views: rich (`rich.print(r)`), Jupyter (HTML and text), `str(r)` (the text
+    at the console's width), and `to_dict()`, the command's `--json`."""
 
-    value: Any
+    value: T
     view: Callable[[], RenderableType]
     data: Callable[[], dict[str, Any]]
     # A trace's picture: the whole page (True) or a notebook cell's fragment (False).
     drawing: Callable[[bool], str] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.value, name)
 
     def __rich__(self) -> RenderableType:
         return self.view()
@@ -45,12 +77,12 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         from ffn_cli.render.json_data import json_ready
 
-        return json_ready(self.data())
+        return json_ready(self.data())  # type: ignore[no-any-return]
 
-    def _console(self) -> Any:
+    def _console(self, width: int) -> Console:
         from rich.console import Console
 
-        console = Console(record=True, width=NOTEBOOK_WIDTH, file=io.StringIO(), color_system="truecolor", force_jupyter=False)
+        console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor", force_jupyter=False)
         console.print(self.view())
         return console
 
@@ -58,6 +90,7 @@ class Result:
         """A trace drawn as `ffn trace --page` draws it: one offline HTML page, written to `path` if given."""
         if self.drawing is None:
             raise FFNError("page", type(self.value).__name__, _("a trace's result: ffn_cli.trace(...).page()"))
+        check_arguments(Result.page, {"path": path})
         text = self.drawing(True)
         if path is not None:
             from ffn_cli.cli.page_option import save_page
@@ -68,10 +101,10 @@ class Result:
     def _repr_html_(self) -> str:
         if self.drawing is not None:
             return self.drawing(False)
-        return self._console().export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
+        return self._console(NOTEBOOK_WIDTH).export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        console = self._console()
+        console = self._console(NOTEBOOK_WIDTH)
         text = console.export_text(clear=False)
         html = console.export_html(inline_styles=True, code_format='<pre style="font-family:monospace">{code}</pre>')
         return {"text/plain": text, "text/html": self.drawing(False) if self.drawing is not None else html}
@@ -80,10 +113,15 @@ class Result:
         return f"<ffn {type(self.value).__name__}: print it, or .to_dict()>"
 
     def __str__(self) -> str:
-        return self._console().export_text()
+        """The text at the width of the console it is printed to: rich's detected width (the
+        terminal's, COLUMNS, a notebook's), 80 when it cannot tell; tables fold their words there,
+        never their numbers."""
+        from rich.console import Console
+
+        return self._console(Console().width).export_text()
 
 
-def _model_name(text: str) -> dict[str, str]:
+def _model_name(text: str) -> dict[str, Any]:
     """A preset name, or a config.json path (a file or its folder)."""
     from pathlib import Path
 
@@ -97,21 +135,21 @@ def trace(
     batch: int = 2,
     seq_len: int = 5,
     d_model: int | None = None,
-    device: str | None = None,
-    dtype: str | None = None,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
     seed: int = 0,
-    mode: str = "eval",
+    mode: Mode = "eval",
     values: int = 0,
     depth: int | None = None,
     backward: bool = False,
-    loss: str | None = None,
+    loss: Loss | None = None,
     checkpoint: bool = False,
     check: bool = False,
     layer: int | None = None,
     ops: bool = False,
     explain: bool = False,
     reference: bool = False,
-) -> Result:
+) -> Result[TraceResult]:
     """Run a module once and show every step: shapes, parameters, FLOPs, values.
 
     `module_or_spec`: any nn.Module (traced where its parameters are, unless `device` / `dtype`
@@ -125,11 +163,12 @@ def trace(
     `reference`: a module only: which registry FFN it computes, held to the NumPy float64
     reference on its own weights (`to_dict()["reference"]`).
     """
+    check_arguments(trace, _keywords(locals(), "module_or_spec", "x"))
     from ffn_cli.requests.ffn import OneSpec
     from ffn_cli.requests.trace import TraceRequest
     from ffn_cli.services.trace import trace as answer_trace
 
-    device, dtype = _torch_name("device", device), _torch_name("dtype", dtype)
+    device_name, dtype_name = _torch_name("device", device), _torch_name("dtype", dtype)
     if not isinstance(module_or_spec, (FFNSpec, str)) and not _is_module(module_or_spec):
         raise FFNError(
             "module_or_spec",
@@ -155,9 +194,9 @@ def trace(
         "batch": batch, "seq_len": seq_len, "seed": seed, "mode": mode, "values": values, "backward": backward, "loss": loss,
         "checkpoint": checkpoint, "ops": ops, "explain": explain,
         # A module runs where its parameters are unless told; a spec or a model's layer on the CPU.
-        "device": device if is_module else device or "cpu", "dtype": dtype if is_module else dtype or "float32",
+        "device": device_name if is_module else device_name or "cpu", "dtype": dtype_name if is_module else dtype_name or "float32",
         # The device and dtype named are given, even at their defaults: a model's layer then runs in that dtype.
-        "typed": frozenset(name for name, value in (("device", device), ("dtype", dtype)) if value is not None),
+        "typed": frozenset(name for name, value in (("device", device_name), ("dtype", dtype_name)) if value is not None),
     }  # fmt: skip
     if isinstance(module_or_spec, FFNSpec):
         request = TraceRequest(ffn=OneSpec(module_or_spec), check=check, **options)
@@ -169,6 +208,11 @@ def trace(
         request = TraceRequest(own=module_or_spec, x=x, depth=depth, reference=reference, d_model=d_model, **options)
     answer = answer_trace(request)
     return Result(answer.value, answer.view, answer.data, answer.drawing)
+
+
+def _keywords(arguments: dict[str, Any], *positional: str) -> dict[str, Any]:
+    """A call's keyword arguments (its `locals()` on entry), less the positional ones checked by hand."""
+    return {name: value for name, value in arguments.items() if name not in positional}
 
 
 def _torch_name(option: str, value: Any) -> str | None:
@@ -190,6 +234,40 @@ def _is_module(value: object) -> bool:
     return isinstance(value, nn.Module)
 
 
+@overload
+def params(
+    spec_or_model: FFNSpec,
+    *,
+    dtype: str | None = None,
+    gpu: str | None = None,
+    weights: str | None = None,
+    quantize: str | None = None,
+    tp: int = 1,
+    ep: int = 1,
+    phase: Phase = "prefill",
+    batch: int | list[int] | None = None,
+    seq_len: int | list[int] | None = None,
+    tokens: int | None = None,
+    mtp: bool = True,
+    explain: bool = False,
+) -> Result[FFNReport]: ...
+@overload
+def params(
+    spec_or_model: str,
+    *,
+    dtype: str | None = None,
+    gpu: str | None = None,
+    weights: str | None = None,
+    quantize: str | None = None,
+    tp: int = 1,
+    ep: int = 1,
+    phase: Phase = "prefill",
+    batch: int | list[int] | None = None,
+    seq_len: int | list[int] | None = None,
+    tokens: int | None = None,
+    mtp: bool = True,
+    explain: bool = False,
+) -> Result[ModelParams | BuiltModel]: ...
 def params(
     spec_or_model: FFNSpec | str,
     *,
@@ -199,25 +277,28 @@ def params(
     quantize: str | None = None,
     tp: int = 1,
     ep: int = 1,
-    phase: str = "prefill",
+    phase: Phase = "prefill",
     batch: int | list[int] | None = None,
     seq_len: int | list[int] | None = None,
     tokens: int | None = None,
     mtp: bool = True,
     explain: bool = False,
-) -> Result:
+) -> Result[FFNReport] | Result[ModelParams | BuiltModel]:
     """Parameters, FLOPs and memory without torch, as `ffn params` answers them: an FFNSpec
-    (beside an attention of its width; bytes in float32 by default), or a preset name or
-    config.json path (the whole model; bfloat16 by default).
+    (beside an attention of its width; bytes in float32 by default) gives its FFNReport, a preset
+    name or config.json path (the whole model; bfloat16 by default) its ModelParams (a model_type
+    no reader knows: counted by building it with transformers on meta, a BuiltModel).
 
-    What it costs on GPUs, as `ffn params --gpu … --tp … --ep …` answers it: `gpu` (a key of
-    `ffn hardware`: for a model the fit verdict and the roofline, per GPU under `tp` / `ep`; for
-    an FFNSpec its forward's roofline), `phase`, `batch` (a number or a list to sweep),
-    `seq_len` (with `gpu`: tokens per sequence, or decode's context; without: the lengths to
-    count FLOPs at), `tokens`; for a model `weights` / `quantize` (how it is stored) and
-    `mtp=False` to leave out the multi-token-prediction layers the checkpoint ships. An FFNSpec
-    with `tp` / `ep` (and no `gpu`): what each rank holds. `explain`: why the FFN is about two
-    thirds of a layer. `to_dict()` is the command's `--json` for the same options."""
+    What it costs on GPUs, as `ffn params --gpu … --tp … --ep …` answers it (in the view and
+    `to_dict()`): `gpu` (a key of `ffn hardware`: for a model the fit verdict and the roofline,
+    per GPU under `tp` / `ep`; for an FFNSpec its forward's roofline), `phase`, `batch` (a number
+    or a list to sweep), `seq_len` (with `gpu`: tokens per sequence, or decode's context; without:
+    the lengths to count FLOPs at), `tokens`; for a model `weights` / `quantize` (how it is
+    stored), `tp` / `ep` (its layout) and `mtp=False` to leave out the multi-token-prediction
+    layers the checkpoint ships. `explain`: why the FFN is about two thirds of a layer. Several
+    models side by side: `compare`; what each rank of a split FFN holds: `params_per_rank`.
+    `to_dict()` is the command's `--json` for the same options."""
+    check_arguments(params, _keywords(locals(), "spec_or_model"))
     from ffn_cli.requests.ffn import OneSpec
     from ffn_cli.requests.params import ParamsRequest
     from ffn_cli.services.params import params as answer_params
@@ -226,13 +307,65 @@ def params(
         "dtype": dtype, "gpu": gpu, "weights": weights, "quantize": quantize, "tp": tp, "ep": ep, "phase": phase,
         "batch": _comma_list(batch), "seq_len": _comma_list(seq_len), "tokens": tokens, "no_mtp": not mtp, "explain": explain,
     }  # fmt: skip
-    if isinstance(spec_or_model, FFNSpec):
-        request = ParamsRequest(ffn=OneSpec(spec_or_model), **options)
-    elif isinstance(spec_or_model, str):
-        request = ParamsRequest(**_model_name(spec_or_model), **options)
-    else:
+    if not isinstance(spec_or_model, (FFNSpec, str)):
         raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
+    if isinstance(spec_or_model, FFNSpec):
+        if gpu is None and (tp != 1 or ep != 1):
+            option, value = ("tp", tp) if tp != 1 else ("ep", ep)
+            raise FFNError(option, value, _("what each rank of one FFN holds is ffn_cli.params_per_rank(spec, tp=…, ep=…)"))
+        request = ParamsRequest(ffn=OneSpec(spec_or_model), **options)
+    else:
+        if "," in spec_or_model:
+            raise FFNError("spec_or_model", spec_or_model, _("one model; several side by side are ffn_cli.compare([...])"))
+        request = ParamsRequest(**_model_name(spec_or_model), **options)
     answer = answer_params(request)
+    if request.kind == "ffn_gpu":  # the value is the FFN's report; its roofline is in the view and the data
+        from ffn_cli.attention import AttentionSpec
+        from ffn_cli.models.layer import ffn_report
+
+        spec = request.specs[0]
+        return Result(ffn_report(spec, AttentionSpec(spec.d_model), request.count_dtype), answer.view, answer.data)
+    return Result(answer.value, answer.view, answer.data)
+
+
+def compare(
+    models: list[str],
+    *,
+    dtype: str | None = None,
+    seq_len: int | list[int] | None = None,
+) -> Result[list[ComparedModel]]:
+    """Whole models side by side, as `ffn params --preset a,b` shows them: each one's counts
+    (bytes in `dtype`, bfloat16 by default) and, with `seq_len`, its FLOPs at those lengths.
+    `models`: preset names or config.json paths. `to_dict()` is the command's `--json`."""
+    check_arguments(compare, {"models": models, "dtype": dtype, "seq_len": seq_len})
+    from ffn_cli.requests.params import ParamsRequest
+    from ffn_cli.services.params import params as answer_params
+
+    if len(models) < 2:
+        raise FFNError("models", list(models), _("sets two or more models side by side; one model is ffn_cli.params(name)"))
+    paths = [m for m in models if "preset" not in _model_name(m)]
+    names: dict[str, Any] | None = {"preset": ",".join(models)} if not paths else None
+    if len(paths) == len(models):
+        names = {"config": ",".join(paths)}
+    if names is None:
+        raise FFNError("models", list(models), _("preset names alone, or config.json paths alone, as ffn params takes them"))
+    request = ParamsRequest(**names, dtype=dtype, seq_len=_comma_list(seq_len))
+    answer = answer_params(request)
+    return Result(answer.value, answer.view, answer.data)
+
+
+def params_per_rank(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str | None = None) -> Result[list[RankParams]]:
+    """What each rank holds when one FFN is split over `tp` tensor-parallel or `ep`
+    expert-parallel ranks, as `ffn params -v … --tp N` / `--ep N` shows it: its tensors, their
+    parameters and bytes in `dtype` (float32 by default). No processes, no torch."""
+    check_arguments(params_per_rank, {"spec": spec, "tp": tp, "ep": ep, "dtype": dtype})
+    from ffn_cli.requests.ffn import OneSpec
+    from ffn_cli.requests.params import ParamsRequest
+    from ffn_cli.services.params import params as answer_params
+
+    if tp == 1 and ep == 1:
+        raise FFNError("tp", tp, _("splits the FFN over 2 or more ranks: give tp or ep"))
+    answer = answer_params(ParamsRequest(ffn=OneSpec(spec), tp=tp, ep=ep, dtype=dtype))
     return Result(answer.value, answer.view, answer.data)
 
 
@@ -241,12 +374,12 @@ def bench(
     *,
     batch: int = 8,
     seq_len: int | list[int] = 512,
-    dtype: str | list[str] | Any = "float32",
-    device: str | Any = "cpu",
+    dtype: str | torch.dtype | list[str | torch.dtype] = "float32",
+    device: str | torch.device = "cpu",
     backward: bool = False,
     impl: str | list[str] | None = None,
     checkpoint: bool = False,
-    cache: str = "cold",
+    cache: Cache = "cold",
     calibrate: bool = False,
     warmup_ms: float = 300.0,
     repeats: int | None = None,
@@ -258,19 +391,24 @@ def bench(
     ep: int = 1,
     layer: int | None = None,
     gpu: str | None = None,
-    plot: str | None = None,
-) -> Result:
+    plot: str | os.PathLike[str] | None = None,
+) -> Result[BenchReport]:
     """Time an FFN's forward (or forward + backward) as `ffn bench` does: median ms, TFLOP/s,
     % of peak, memory. `spec_or_model`: an FFNSpec (`fused_gate_up=True` times the fused
     implementation, as `--fused` does), or a preset name / config.json path (its layer `layer`'s
     FFN at the model's sizes). `seq_len`, `dtype` and `impl` take one value or a list to sweep;
-    `device` and `dtype` take names or a `torch.device` / `torch.dtype`; `tp` / `ep` time one
-    sharded forward. `plot`: also draw the results to that file, as `--plot` does.
+    `device` and `dtype` take names or a `torch.device` / `torch.dtype`; one sharded forward
+    (`tp` / `ep`) is `bench_sharded`'s. `plot`: also draw the results to that file, as `--plot` does.
     `to_dict()` is the command's `--json` for the same options."""
+    check_arguments(bench, _keywords(locals(), "spec_or_model"))
     from ffn_cli.requests.bench import BenchRequest
     from ffn_cli.requests.ffn import OneSpec
     from ffn_cli.services.bench import bench as answer_bench
 
+    if tp != 1 or ep != 1:
+        option, value = ("tp", tp) if tp != 1 else ("ep", ep)
+        raise FFNError(option, value, _("one sharded forward is timed by ffn_cli.bench_sharded(spec, tp=…, ep=…)"))
+    plot = None if plot is None else os.fspath(plot)
     dtypes = [_torch_name("dtype", d) for d in dtype] if isinstance(dtype, (list, tuple)) else [_torch_name("dtype", dtype)]
     options: dict[str, Any] = {
         "batch": batch, "seq_len": _comma_list(seq_len), "dtype": ",".join(str(d) for d in dtypes), "device": _torch_name("device", device),
@@ -289,6 +427,44 @@ def bench(
         from ffn_cli.render.bench import write_plot
 
         write_plot(answer.value, plot)
+    return Result(answer.value, answer.view, answer.data)
+
+
+def bench_sharded(
+    spec_or_model: FFNSpec | str,
+    *,
+    tp: int = 1,
+    ep: int = 1,
+    batch: int = 8,
+    seq_len: int = 512,
+    dtype: str | torch.dtype = "float32",
+    device: str | torch.device = "cpu",
+    warmup_ms: float = 300.0,
+    repeats: int | None = None,
+    seed: int = 0,
+    layer: int | None = None,
+) -> Result[ParallelTiming]:
+    """One eager forward sharded over `tp` tensor-parallel or `ep` expert-parallel ranks (spawned
+    processes), timed and held to the unsharded module, as `ffn bench --tp N` / `--ep N` does it.
+    `to_dict()` is the command's `--json` for the same options."""
+    check_arguments(bench_sharded, _keywords(locals(), "spec_or_model"))
+    from ffn_cli.requests.bench import BenchRequest
+    from ffn_cli.requests.ffn import OneSpec
+    from ffn_cli.services.bench import bench as answer_bench
+
+    if tp == 1 and ep == 1:
+        raise FFNError("tp", tp, _("splits the FFN over 2 or more ranks: give tp or ep"))
+    options: dict[str, Any] = {
+        "tp": tp, "ep": ep, "batch": batch, "seq_len": str(seq_len), "dtype": _torch_name("dtype", dtype),
+        "device": _torch_name("device", device), "warmup_ms": warmup_ms, "repeats": repeats, "seed": seed, "layer": layer,
+    }  # fmt: skip
+    if isinstance(spec_or_model, FFNSpec):
+        request = BenchRequest(ffn=OneSpec(spec_or_model), **options)
+    elif isinstance(spec_or_model, str):
+        request = BenchRequest(**_model_name(spec_or_model), **options)
+    else:
+        raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
+    answer = answer_bench(request)
     return Result(answer.value, answer.view, answer.data)
 
 

@@ -146,6 +146,7 @@ class FFNSpec:
     mask_seed: int = 0
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.variant not in VARIANTS:
             raise unknown_name("variant", self.variant, variant_names(), what=N_("variant"), listed_by="ffn variants")
         check_int("d_model", self.d_model)
@@ -172,6 +173,17 @@ class FFNSpec:
             readers = [name for name, v in VARIANTS.items() if "fused_gate_up" in v.own_options]
             raise FFNError("fused_gate_up", True, _("needs a gated variant ({variant_names})").format(variant_names=", ".join(readers)))
         check_int("mask_seed", self.mask_seed, minimum=0, maximum=2**63 - 1)
+
+    def _check_types(self) -> None:
+        """A name is a string and a switch a bool (None where the variant decides): never a
+        value that reads as one (`bias="no"` is true)."""
+        for name in ("variant", "expert_variant", "init"):
+            if not isinstance(getattr(self, name), str):
+                raise FFNError(name, getattr(self, name), _("give a string"))
+        for name in ("bias", "zero_init_output", "fused_gate_up", "shared_expert_gate", "normalize_top_k"):
+            value = getattr(self, name)
+            if not isinstance(value, bool) and not (name == "bias" and value is None):
+                raise FFNError(name, value, _("give True or False"))
 
     def _check_moe(self) -> None:
         check_int("experts", self.experts, maximum=MAX_EXPERTS)

@@ -58,11 +58,11 @@ def test_params_never_imports_torch() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_a_result_reads_through_and_renders() -> None:
+def test_a_result_holds_its_value_and_renders() -> None:
     torch.manual_seed(0)
     module = articles.TransformerFFN(512, 2048)
     r = ffn_cli.trace(module)
-    assert r.total_params == sum(p.numel() for p in module.parameters()) and r.steps[0].name == "linear1"
+    assert r.value.total_params == sum(p.numel() for p in module.parameters()) and r.value.steps[0].name == "linear1"
     out = io.StringIO()
     rich.print(r, file=out)
     assert "1,050,624" in out.getvalue() and "linear2" in out.getvalue()
@@ -76,7 +76,7 @@ def test_a_result_reads_through_and_renders() -> None:
 
 def test_a_given_input_and_module_backward() -> None:
     r = ffn_cli.trace(articles.GLUFFN(16, 32), torch.randn(1, 3, 16), backward=True)
-    assert r.input_shape == (1, 3, 16) and r.backward is not None
+    assert r.value.input_shape == (1, 3, 16) and r.value.backward is not None
     with pytest.raises(ffn_cli.FFNError):
         ffn_cli.trace(ffn_cli.FFNSpec("relu", 16), torch.randn(1, 3, 16))
     with pytest.raises(ffn_cli.FFNError, match="check"):

@@ -57,13 +57,29 @@ def test_a_models_answer_is_the_clis_json(name, keywords, args) -> None:
             {"gpu": "h100", "phase": "decode", "dtype": "bfloat16"},
             ["-v", "swiglu", "--fused", "--gpu", "h100", "--phase", "decode", "--dtype", "bfloat16"],
         ),
-        (ffn_cli.FFNSpec("swiglu", 512), {"tp": 4}, ["-v", "swiglu", "--tp", "4"]),
-        (ffn_cli.FFNSpec("moe", 512), {"ep": 2}, ["-v", "moe", "--ep", "2"]),
         (ffn_cli.FFNSpec("gelu", 64, bias=False), {"dtype": "float16"}, ["-v", "gelu", "-d", "64", "--no-bias", "--dtype", "float16"]),
     ],
 )
 def test_an_ffns_answer_is_the_clis_json(spec, keywords, args) -> None:
     assert ffn_cli.params(spec, **keywords).to_dict() == _cli_json(*args)
+
+
+@pytest.mark.parametrize(
+    ("spec", "keywords", "args"),
+    [
+        (ffn_cli.FFNSpec("swiglu", 512), {"tp": 4}, ["-v", "swiglu", "--tp", "4"]),
+        (ffn_cli.FFNSpec("moe", 512), {"ep": 2}, ["-v", "moe", "--ep", "2"]),
+        (ffn_cli.FFNSpec("moe", 512), {"ep": 2, "dtype": "bfloat16"}, ["-v", "moe", "--ep", "2", "--dtype", "bfloat16"]),
+    ],
+)
+def test_each_ranks_share_is_the_clis_json(spec, keywords, args) -> None:
+    assert ffn_cli.params_per_rank(spec, **keywords).to_dict() == _cli_json(*args)
+
+
+def test_models_side_by_side_are_the_clis_json() -> None:
+    api = ffn_cli.compare(["gpt2", "llama-2-7b"], seq_len=[128, 1024])
+    assert api.to_dict() == _cli_json("--preset", "gpt2,llama-2-7b", "-s", "128,1024")
+    assert [name for name, *_ in api.value] == ["gpt2", "llama-2-7b"]
 
 
 def test_an_ffn_on_a_gpu_is_drawn_as_the_cli_draws_it() -> None:
@@ -77,7 +93,6 @@ def test_an_ffn_on_a_gpu_is_drawn_as_the_cli_draws_it() -> None:
     [
         (lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), weights="fp8"), ["-v", "relu", "-d", "64", "--weights", "fp8"]),
         (lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), phase="decode"), ["-v", "relu", "-d", "64", "--phase", "decode"]),
-        (lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), tp=2, explain=True), ["-v", "relu", "-d", "64", "--tp", "2", "--explain"]),
         (lambda: ffn_cli.params("gpt2", batch=8), ["--preset", "gpt2", "--batch", "8"]),
         (lambda: ffn_cli.params("gpt2", gpu="h100", tokens=8, batch=2), ["--preset", "gpt2", "--gpu", "h100", "--tokens", "8", "-b", "2"]),
     ],
@@ -98,7 +113,8 @@ def test_params_on_gpus_never_imports_torch() -> None:
 
     code = (
         "import sys, ffn_cli; ffn_cli.params('llama-3.1-8b', gpu='h100', weights='fp8', tp=2, phase='decode').to_dict();"
-        " ffn_cli.params(ffn_cli.FFNSpec('moe', 256), ep=2).to_dict(); ffn_cli.params(ffn_cli.FFNSpec('relu', 256), gpu='h100').to_dict();"
+        " ffn_cli.params_per_rank(ffn_cli.FFNSpec('moe', 256), ep=2).to_dict();"
+        " ffn_cli.params(ffn_cli.FFNSpec('relu', 256), gpu='h100').to_dict();"
         " print('torch' in sys.modules)"
     )
     root = Path(__file__).resolve().parents[1]

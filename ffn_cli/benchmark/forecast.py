@@ -3,11 +3,11 @@ on a device of the kind the bench runs on; the forecast of one case from it (for
 
 from __future__ import annotations
 
-from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, find_profile
+from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, ProfileError, find_profile, load_profile, profile_path
 from ffn_cli.models.forward_ops import predict_forward
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["predicted_ms", "profile_for"]
+__all__ = ["predicted_ms", "profile_for", "unread_profile"]
 
 
 def profile_for(device_type: str, named_gpu: str | None) -> DeviceProfile | None:
@@ -16,6 +16,18 @@ def profile_for(device_type: str, named_gpu: str | None) -> DeviceProfile | None
         return None
     profile = find_profile()
     return profile if profile is not None and profile.device == device_type else None
+
+
+def unread_profile() -> str | None:
+    """Why the saved profile does not read, when there is one: a run that did not ask for it
+    forecasts nothing and says why in a note, rather than stop."""
+    if not profile_path().exists():
+        return None
+    try:
+        load_profile()
+    except ProfileError as unread:
+        return str(unread)
+    return None
 
 
 def predicted_ms(profile: DeviceProfile | None, spec: FFNSpec, tokens: int, dtype: str, *, backward: bool) -> float | None:

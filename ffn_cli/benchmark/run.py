@@ -13,7 +13,7 @@ from ffn_cli.benchmark.calibrate import calibrate
 from ffn_cli.benchmark.case import Case, Sweep, bench_case, ceilings, preflight_case
 from ffn_cli.benchmark.config import MAX_REPEATS, BenchConfig
 from ffn_cli.benchmark.environment import capture_env, cpu_threads
-from ffn_cli.benchmark.forecast import profile_for
+from ffn_cli.benchmark.forecast import profile_for, unread_profile
 from ffn_cli.benchmark.implementations import IMPLS, Impl
 from ffn_cli.benchmark.plan import DEFAULT_MAX_CASES, SweepPlan
 from ffn_cli.benchmark.result import BenchReport, BenchResult, CheckpointDelta
@@ -183,6 +183,8 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
             "{measured} (ffn hardware --measure --threads {threads}, or ffn bench --threads {measured})"
         )
         notes.append(Message.of(words, measured=profile.threads, threads=env.threads))
+    if sweep.config.gpu is None and (unread := unread_profile()) is not None:
+        notes.append(Message.of(N_("no forecast: {why}"), why=unread))
     above = [r for r in results if r.above_peak]
     if above:
         words = N_(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.hardware.gpus import GPU
+from ffn_cli.hardware.profile_check import check_profile_data
 from ffn_cli.i18n import _
 
 __all__ = [
@@ -126,13 +127,15 @@ class DeviceProfile:
         return {"format": FORMAT, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DeviceProfile:
-        if data.get("format") != FORMAT:
+    def from_dict(cls, data: object) -> DeviceProfile:
+        """The profile a JSON value holds, every field checked (profile_check.DamagedProfile names
+        the first field that is not as ffn writes it)."""
+        if isinstance(data, dict) and data.get("format") != FORMAT:
             raise ValueError(f"profile format {data.get('format')!r}, this ffn reads {FORMAT}")
-        fields = {k: v for k, v in data.items() if k != "format"}
-        fields["gemm"] = {d: tuple(GemmPoint(**p) for p in points) for d, points in data["gemm"].items()}
+        fields = {k: v for k, v in check_profile_data(data).items() if k != "format"}
+        fields["gemm"] = {d: tuple(GemmPoint(**p) for p in points) for d, points in fields["gemm"].items()}
         fields["elementwise"] = {
-            d: {op: tuple(ElementwisePoint(**p) for p in points) for op, points in ops.items()} for d, ops in data["elementwise"].items()
+            d: {op: tuple(ElementwisePoint(**p) for p in points) for op, points in ops.items()} for d, ops in fields["elementwise"].items()
         }
         return cls(**fields)
 
@@ -173,7 +176,7 @@ def load_profile(name: str = PROFILE_NAME) -> DeviceProfile:
         raise ProfileError(_("cannot read the profile {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
     try:
         return DeviceProfile.from_dict(json.loads(text))
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON (or nested past reading), a field that is not as written, another version's
         raise ProfileError(
             _("the profile {path} does not read ({why}): run `ffn hardware --measure` again").format(path=path, why=exc)
         ) from None

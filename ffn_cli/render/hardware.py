@@ -12,6 +12,7 @@ from ffn_cli.hardware.cpu import MeasuredCPU
 from ffn_cli.hardware.gpus import DRIVER_SOURCES
 from ffn_cli.i18n import N_, _
 from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.literal import literal
 
 __all__ = ["cpu_data", "gpu_data", "hardware_data", "hardware_view"]
 
@@ -77,7 +78,7 @@ def _gpu_table(gpus: list[GPU]) -> FitTable:
         driver = "" if g.driver_mib is None else "\n[dim]" + _("driver: {mib} MiB").format(mib=f"{g.driver_mib:,}") + "[/]"
         rows.append(
             [
-                f"{g.key}\n[dim]{g.name}[/]{driver}",
+                f"{g.key}\n[dim]{literal(g.name)}[/]{driver}",
                 f"{g.memory_gb:,.0f}",
                 f"{g.bandwidth_gbps:,.0f}",
                 *(_rate(g.tflops.get(d)) for d in DTYPES),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _, language, set_language
 from ffn_cli.outputs import check_output_file, write_atomically
+from ffn_cli.render.literal import visible
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark import BenchReport, BenchResult
@@ -233,7 +234,7 @@ def _roofline_sweep(
     else:
         what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
     head = _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
-        gpu=gpu.name, dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{ridge:.4g}", what=what
+        gpu=visible(gpu.name), dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{ridge:.4g}", what=what
     )
     title = _title([model, head])
     fig = Figure(figsize=(WIDTH_IN, 7.6 + 0.4 * (title.count("\n") + 1)), layout="constrained")

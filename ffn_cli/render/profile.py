@@ -60,7 +60,11 @@ def profile_view(profile: DeviceProfile, path: Path) -> RenderableType:
         )
     title = Text(
         _("profile '{name}' of {device} ({threads} threads, torch {torch}), measured in {s:.0f} s").format(
-            name=profile.name, device=profile.device_name, threads=profile.threads, torch=profile.torch_version, s=profile.seconds_taken
+            name=profile.name,
+            device=visible(profile.device_name),
+            threads=profile.threads,
+            torch=profile.torch_version,
+            s=profile.seconds_taken,
         )
     )
     saved = Text(_("saved to {path}; --gpu {name} uses it").format(path=visible(path), name=profile.name), style="dim")

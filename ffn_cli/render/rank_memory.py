@@ -15,6 +15,7 @@ from ffn_cli.models.gpu_memory import GPUMemory
 from ffn_cli.models.rank_memory import RankMemory
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
+from ffn_cli.render.literal import literal
 
 __all__ = ["capacity_data", "rank_memory_data", "rank_memory_view"]
 
@@ -85,8 +86,8 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
 
 def _capacity_label(gpu: GPU) -> str:
     if gpu.memory_from_driver:
-        return _("{gpu}: {mib} MiB (driver)").format(gpu=gpu.name, mib=f"{gpu.driver_mib:,}")
-    return _("{gpu}: {gb} GB (datasheet; no driver figure)").format(gpu=gpu.name, gb=f"{gpu.memory_gb:g}")
+        return _("{gpu}: {mib} MiB (driver)").format(gpu=literal(gpu.name), mib=f"{gpu.driver_mib:,}")
+    return _("{gpu}: {gb} GB (datasheet; no driver figure)").format(gpu=literal(gpu.name), gb=f"{gpu.memory_gb:g}")
 
 
 def _fit_rows(fit: GPUMemory) -> list[Any]:

@@ -14,6 +14,7 @@ from ffn_cli.models.gpu_roofline import NODE_GPUS, GPUPass
 from ffn_cli.models.roofline import PartCost, PassCost
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops
+from ffn_cli.render.literal import visible
 
 __all__ = ["bound_word", "fmt_intensity", "fmt_time", "part_data", "roofline_data", "roofline_view"]
 
@@ -225,7 +226,7 @@ def roofline_view(
     else:
         what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
     title_text = _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
-        gpu=gpu.name, dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
+        gpu=visible(gpu.name), dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
     )
     if per_gpu is not None:
         layout = per_gpu[0].layout
@@ -245,7 +246,7 @@ def roofline_view(
 
 def _per_gpu_caption(g: GPUPass, gpu: GPU) -> str:
     if gpu.link_gbps is None:
-        return _(NO_LINK_NOTE).format(gpu=gpu.name)
+        return _(NO_LINK_NOTE).format(gpu=visible(gpu.name))
     text = _(PER_GPU_NOTE).format(link=gpu.link, gbps=f"{gpu.link_gbps:,.0f}")
     if g.layout.gpus > NODE_GPUS:
         text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=NODE_GPUS)
