@@ -11,6 +11,7 @@ model is built as without it. Torch-free: reading a hit imports neither torch no
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import importlib.metadata
 import json
@@ -104,14 +105,19 @@ def store(config: Mapping[str, Any], built: BuiltModel) -> Path | None:
 
 def count_cached(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...], use_cache: bool = True) -> BuiltModel:
     """count_by_building, answered from the cache when it holds this config's counts, and
-    stored there after a build."""
+    stored there after a build.
+
+    The entry is keyed by the config as given: transformers adds keys to the dicts it is handed
+    (a `rope_scaling` gains `rope_theta`), so the build gets a copy and the caller's config, the
+    one the next call hashes, stays as read from the file."""
+    as_given = copy.deepcopy(dict(config))
     if use_cache:
-        hit = load(config, name=name, source=source)
+        hit = load(as_given, name=name, source=source)
         if hit is not None:
             return replace(hit[0], cached_from=str(hit[1]))
-    built = count_by_building(config, name=name, source=source, known=known)
+    built = count_by_building(copy.deepcopy(as_given), name=name, source=source, known=known)
     if use_cache:
-        store(config, built)
+        store(as_given, built)
     return built
 
 
