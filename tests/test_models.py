@@ -21,11 +21,11 @@ from ffn_cli.models import (
     load_preset,
     model_spec_from_config,
     preset_model,
-    preset_names,
     training_memory,
 )
 from ffn_cli.models.spec import layer_ranges
 from ffn_cli.spec import FFNSpec
+from tests.helpers import read_preset_names
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -181,7 +181,7 @@ META_ONLY = {"lfm2-1.2b", "lfm2-8b-a1b", "granite-4.0-h-tiny", "nemotron-h-8b", 
 
 
 def test_every_preset_has_a_published_total() -> None:
-    assert set(preset_names()) == set(PUBLISHED) | set(STATED) | META_ONLY
+    assert set(read_preset_names()) == set(PUBLISHED) | set(STATED) | META_ONLY
     assert not set(PUBLISHED) & set(STATED) and not (set(PUBLISHED) | set(STATED)) & META_ONLY
 
 
@@ -205,7 +205,7 @@ KIN_WITHOUT_PRESET = {"ministral", "olmo3", "granitemoeshared", "llama4_text"}
 
 
 def test_presets_cover_every_supported_family() -> None:
-    assert {load_preset(n)["model_type"] for n in preset_names()} == set(SUPPORTED_MODEL_TYPES) - KIN_WITHOUT_PRESET
+    assert {load_preset(n)["model_type"] for n in read_preset_names()} == set(SUPPORTED_MODEL_TYPES) - KIN_WITHOUT_PRESET
 
 
 def _built_params(spec: FFNSpec) -> int:

@@ -27,7 +27,7 @@ from ffn_cli.models.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExp
 __all__ = ["FORMAT", "cache_dir", "cache_key", "count_cached", "load", "store"]
 
 # Bumped whenever what is stored, or how the fallback counts, changes: older entries then miss.
-FORMAT = 1
+FORMAT = 2
 # A stored entry is a few kilobytes; anything much larger is not ours.
 _MAX_BYTES = 1 << 20
 
@@ -155,6 +155,7 @@ def _from_data(data: Mapping[str, Any], *, name: str, source: str) -> BuiltModel
             top_k_key=None if r["top_k_key"] is None else str(r["top_k_key"]),
             layer_top_k=_ints(r["layer_top_k"]),
             top_k_problem=None if r["top_k_problem"] is None else str(r["top_k_problem"]),
+            zero_experts=int(r["zero_experts"]),
         )
         for r in data["routed"]
     )
