@@ -67,3 +67,12 @@ def test_a_2026_preset_is_transformers_defaults_and_its_stated_size(name: str, c
     if convention == "no embeddings or head":
         shown -= data["head_params"]
     assert abs(shown / 1e9 - active) < 1
+
+
+def test_the_list_names_them_without_building() -> None:
+    result = CliRunner().invoke(app, ["params", "--list-presets", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    for name, (model_type, *_) in STATED.items():
+        assert rows[name]["model_type"] == model_type and rows[name]["total_params"] is None
+    assert set(rows["glm-5"]) == set(rows["llama-3.1-8b"])  # the same keys, unknown counts None

@@ -1,7 +1,9 @@
 """The GPU table: memory, memory bandwidth and dense peak rate per dtype of each known GPU.
 
 Pure data, no torch and nothing else of ours. Every number is a vendor's datasheet or
-whitepaper figure (docs/hardware.md cites each source by its `source` key). Peaks are DENSE:
+whitepaper figure, or, for a GPU without a public datasheet (the H800, A800, L20, the RTX PRO
+6000), the figure the public tables agree on (docs/hardware.md cites each source by its
+`source` key); a figure the sources dispute is left out and the row's notes say so. Peaks are DENSE:
 where a vendor prints only the "with sparsity" figure (2:4 structured sparsity, which a dense
 GEMM never uses), the table holds half of it. A dtype the chip has no tensor-core rate for, or
 whose rate the sources do not give, is absent: it is never guessed.

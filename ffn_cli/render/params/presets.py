@@ -19,7 +19,8 @@ __all__ = ["presets_data", "presets_table"]
 
 def _row(name: str, m: ModelParams | str, source: str) -> dict[str, Any]:
     if isinstance(m, str):  # a model_type no reader knows: counted by building it when named
-        return {"name": name, "source": source, "model_type": m, "n_layers": None, "d_model": None, "total_params": None}
+        counts = ("n_layers", "d_model", "total_params", "active_params", "ffn_attention_ratio")
+        return {"name": name, "source": source, "model_type": m, **dict.fromkeys(counts)}
     return {
         "name": name,
         "source": source,
