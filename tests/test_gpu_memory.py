@@ -126,7 +126,7 @@ def test_nemotron_3_nano_keeps_its_ssm_state_in_the_float32_its_config_names() -
     kv = 6 * 32768 * 2 * 128 * 2 * 2
     assert state["bytes_per_sequence"] == ssm + conv + kv == 250_408_960
     mamba = next(k for k in state["kinds"] if k["kind"] == "Mamba-2")
-    assert mamba["bytes"] == ssm + conv
+    assert mamba["bytes"] == ssm + conv and mamba["recurrent_bytes_per_element"] == 4
     assert memory["kv_cache_bytes"] == 2 * (ssm + conv + kv)
     # Without the key the state is cached in bf16, as the rest is.
     assert state["bytes_per_sequence"] - 23 * 64 * 64 * 128 * 2 == 226_291_712
