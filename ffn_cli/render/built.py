@@ -153,7 +153,7 @@ def _active_rows(m: BuiltModel) -> list[list[str]]:
     without = _("{share} of the total; {n} without the token embeddings")
     if least == active:
         return [[_("active per token"), fmt_count(active), without.format(share=pct(active, total), n=fmt_count(active - embeddings))]]
-    zero = sum(r.zero_experts for r in m.routed[:1])
+    zero = max(r.zero_experts for r in m.routed)
     least_how = _("its picks land on the {zero} zero-computation (identity) experts where they can; ") + without
     most_how = _("every pick a real expert; the mean is the trained router's, not the config's; ") + without
     return [
