@@ -175,7 +175,7 @@ GPUS: tuple[GPU, ...] = (
         4000,
         _r(fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
         "nvidia-h20",
-        notes=("no fp64 tensor rate given",),
+        notes=(f"no fp64 tensor rate given; {_DISAGREE} the driver's total (97,871 or 98,304 MiB): the datasheet's GB is used",),
     ),
     GPU(
         "gb300",
