@@ -64,3 +64,11 @@ def cli_json(*args: str) -> dict:  # type: ignore[type-arg]
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def read_preset_names() -> list[str]:
+    """The presets a family reader knows; the others are counted by building them with
+    transformers (tests/test_active_conventions.py and tests/test_presets_2026.py check those)."""
+    from ffn_cli.models import SUPPORTED_MODEL_TYPES, load_preset, preset_names
+
+    return [n for n in preset_names() if load_preset(n)["model_type"] in SUPPORTED_MODEL_TYPES]

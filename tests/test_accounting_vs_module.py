@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from ffn_cli import build_ffn
 from ffn_cli.accounting import param_tensors, total_params
 from ffn_cli.attention import AttentionSpec
-from ffn_cli.models import compare_variants, ffn_report, match_d_ff, preset_model, preset_names
+from ffn_cli.models import compare_variants, ffn_report, match_d_ff, preset_model
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
-from tests.helpers import EXPERT_VARIANTS, specs
+from tests.helpers import EXPERT_VARIANTS, read_preset_names, specs
 
 
 def _module_params(spec: FFNSpec) -> dict[str, tuple[int, ...]]:
@@ -72,7 +72,7 @@ def test_moe_accounting_equals_the_built_module(spec: FFNSpec) -> None:
     _assert_matches_module(spec)
 
 
-@pytest.mark.parametrize("name", preset_names())
+@pytest.mark.parametrize("name", read_preset_names())
 def test_every_preset_ffn_equals_its_module(name: str) -> None:
     model = preset_model(name)
     for ffn in (model.dense_ffn, model.moe_ffn):

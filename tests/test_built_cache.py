@@ -133,3 +133,29 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(damage: str, cache_home: Pat
 def test_no_cache_is_refused_for_one_ffn() -> None:
     result = CliRunner().invoke(app, ["params", "--variant", "swiglu", "--no-cache"])
     assert result.exit_code == 2 and result.output.count("\n") == 1 and "--config" in result.output
+
+
+def test_a_config_with_rope_scaling_hits_on_the_second_call(cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # transformers adds rope_theta to the rope_scaling dict it is handed; the entry is keyed by
+    # the file as read, so the second call finds it and never builds.
+    config = tiny_config("olmoe")
+    config.pop("rope_parameters", None)
+    config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    as_written = json.loads(path.read_text())
+    built = _params("--config", str(path), "--json")
+    assert built["cached_from"] is None
+
+    def no_second_build(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("built again: the cache missed")
+
+    monkeypatch.setattr(built_cache, "count_by_building", no_second_build)
+    cached = _params("--config", str(path), "--json")
+    assert cached["cached_from"] and cached["total_params"] == built["total_params"]
+    # The caller's dict is not changed by a build either.
+    given = json.loads(json.dumps(as_written))
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
+    built_cache.count_cached(given, name="x", source="y", known=KNOWN)
+    assert given == as_written

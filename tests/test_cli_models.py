@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 
 from ffn_cli import device
 from ffn_cli.cli import app
-from ffn_cli.models import count_model, preset_model, preset_names
+from ffn_cli.models import count_model, preset_model
 from ffn_cli.models.count import ffn_params
 from ffn_cli.models.source import load_model
+from tests.helpers import read_preset_names
 from tests.model_configs import CASES, small_config
 
 # A representative few for the default run: dense, MoE with shared experts and dense-first
@@ -29,7 +30,7 @@ QUICK = (
     "bert-base-uncased",
     "llama-4-scout",
 )
-SLOW = tuple(p for p in preset_names() if p not in QUICK)
+SLOW = tuple(p for p in read_preset_names() if p not in QUICK)
 
 
 def _invoke(*args: str) -> Any:

@@ -28,6 +28,7 @@ from ffn_cli.cli import app
 from ffn_cli.errors import FFNError
 from ffn_cli.models import SUPPORTED_MODEL_TYPES, count_model, fallback, load_preset, meta_build, preset_model, preset_names
 from ffn_cli.render.built import built_data, built_view
+from tests.helpers import read_preset_names
 from tests.model_configs import CASES
 from tests.tiny_families import DECODER_ONLY, FAMILIES, SMALL, tiny_config
 
@@ -189,7 +190,7 @@ def _one_preset_per_family_fast() -> list[Any]:
     the slow run (`pytest -m slow`), which checks them all."""
     seen: set[str] = set()
     params = []
-    for name in preset_names():
+    for name in read_preset_names():
         model_type = load_preset(name)["model_type"]
         params.append(pytest.param(name, marks=pytest.mark.slow) if model_type in seen else name)
         seen.add(model_type)

@@ -112,3 +112,36 @@ def test_the_longest_context_stops_at_the_models_limit() -> None:
 def test_an_encoder_keeps_no_cache() -> None:
     m = cli_json("params", "--preset", "bert-base-uncased", "--gpu", "h100")["per_gpu_memory"]
     assert m["kv_cache_bytes"] == 0 and m["max_context"] == 512  # its max_position_embeddings
+
+
+def test_nemotron_3_nano_keeps_its_ssm_state_in_the_float32_its_config_names() -> None:
+    # mamba_ssm_cache_dtype: float32. 23 Mamba-2 layers of 64 heads × 64 head width × state 128
+    # in float32, their conv (4,096 + 2 · 8 groups · 128 channels, kernel 4 − 1) in bf16, and 6
+    # attention layers of 2 KV heads × 128 × (K and V) at 32,768 tokens in bf16.
+    args = ("params", "--preset", "nemotron-3-nano-30b-a3b", "--gpu", "h100", "--phase", "decode", "--seq-len", "32768")
+    data = cli_json(*args, "--batch", "2")
+    state, memory = data["decode_state"], data["per_gpu_memory"]
+    ssm = 23 * 64 * 64 * 128 * 4
+    conv = 23 * (64 * 64 + 2 * 8 * 128) * 3 * 2
+    kv = 6 * 32768 * 2 * 128 * 2 * 2
+    assert state["bytes_per_sequence"] == ssm + conv + kv == 250_408_960
+    mamba = next(k for k in state["kinds"] if k["kind"] == "Mamba-2")
+    assert mamba["bytes"] == ssm + conv and mamba["recurrent_bytes_per_element"] == 4
+    assert memory["kv_cache_bytes"] == 2 * (ssm + conv + kv)
+    # Without the key the state is cached in bf16, as the rest is.
+    assert state["bytes_per_sequence"] - 23 * 64 * 64 * 128 * 2 == 226_291_712
+
+
+def test_an_unknown_ssm_state_dtype_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+    from ffn_cli.models import load_preset
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**load_preset("nemotron-3-nano-30b-a3b"), "mamba_ssm_cache_dtype": "int3"}))
+    result = CliRunner().invoke(app, ["params", "--config", str(path)])
+    assert result.exit_code == 2 and "mamba_ssm_cache_dtype" in result.stderr and "float32" in result.stderr
+    assert "Traceback" not in result.output

@@ -33,6 +33,14 @@ REQUIRED = (
     "rtx-5090",
     "mi300x",
     "mi325x",
+    "h800",
+    "a800",
+    "l20",
+    "b300",
+    "gb200",
+    "gb300",
+    "rtx-pro-6000",
+    "mi355x",
 )
 
 
@@ -110,6 +118,14 @@ def test_ridge_points_by_hand() -> None:
         ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
         ("Tesla T4", "NVIDIA T4"),
         ("AMD Instinct MI300X", "AMD Instinct MI300X"),
+        ("NVIDIA H800", "NVIDIA H800 SXM"),
+        ("NVIDIA A800-SXM4-80GB", "NVIDIA A800 SXM4 80GB"),
+        ("NVIDIA L20", "NVIDIA L20"),
+        ("NVIDIA B300 SXM6 AC", "NVIDIA B300 (HGX)"),
+        ("NVIDIA GB200", "NVIDIA GB200 (per GPU)"),
+        ("NVIDIA GB300", "NVIDIA GB300 (per GPU)"),
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell"),
+        ("AMD Instinct MI355X", "AMD Instinct MI355X"),
     ],
 )
 def test_cuda_device_names_find_their_row(device_name: str, expected: str) -> None:
@@ -188,3 +204,39 @@ def test_ffn_hardware_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+# The GPUs people deploy on in 2026, as the public sources give them (dense TFLOP/s; memory as
+# marketed, GB; nvidia-smi's MiB; HBM GB/s; GPU-to-GPU GB/s): (bf16, fp8, fp4, GB, MiB, GB/s, link).
+# None where no source gives the figure or the sources disagree.
+DEPLOYED = {
+    "h800": (989, 1979, None, 80, 81_559, 3350, 400),  # aiconfigurator h800_sxm.yaml: the H100 SXM, NVLink 400
+    "a800": (312, None, None, 80, 81_920, 2039, None),  # LLM-Viewer's A800; its NVLink figure is disputed
+    "l20": (119.5, 239, None, 48, 46_068, 864, 64),  # Tom's Hardware; ECC on
+    "b300": (2250, 4500, None, 288, 275_040, 7700, 1800),  # fp4 13,125–14,000 and 7.7–8.0 TB/s disputed
+    "gb200": (2500, 5000, 10_000, 186, 189_471, 8000, 1800),
+    "gb300": (2500, 5000, 15_000, 288, 284_208, 8000, 1800),
+    "rtx-pro-6000": (None, None, None, 96, 97_887, 1792, 128),  # only sparse "AI TOPS" published
+    "mi355x": (None, None, None, 288, None, 8000, None),  # dense vs sparse disputed; link ~1,075 disputed
+}
+
+
+@pytest.mark.parametrize("key", sorted(DEPLOYED))
+def test_the_deployed_gpus_carry_the_sources_figures(key: str) -> None:
+    bf16, fp8, fp4, gb, mib, gbps, link = DEPLOYED[key]
+    gpu = find_gpu(key)
+    for dtype, expected in (("bf16", bf16), ("fp8", fp8), ("fp4", fp4)):
+        if expected is None:
+            assert dtype not in gpu.tflops
+        else:
+            assert gpu.tflops[dtype] == pytest.approx(expected, abs=0.5)  # the H100's 989.5 is printed 989
+    assert (gpu.memory_gb, gpu.driver_mib, gpu.bandwidth_gbps, gpu.link_gbps) == (gb, mib, gbps, link)
+    if None in (bf16, fp8) or link is None:
+        assert any("disagree" in note or "not given" in note for note in gpu.notes)
+
+
+def test_the_gb200_ridge_by_hand() -> None:
+    # 2,500 TFLOP/s over 8 TB/s: 2.5e15 / 8e12 = 312.5 FLOP per byte; the L20, 119.5e12 / 864e9.
+    assert find_gpu("gb200").ridge("bf16") == pytest.approx(312.5)
+    assert find_gpu("l20").ridge("fp8") == pytest.approx(239e12 / 864e9)
+    assert find_gpu("rtx-pro-6000").ridge("bf16") is None

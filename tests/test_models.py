@@ -21,11 +21,11 @@ from ffn_cli.models import (
     load_preset,
     model_spec_from_config,
     preset_model,
-    preset_names,
     training_memory,
 )
 from ffn_cli.models.spec import layer_ranges
 from ffn_cli.spec import FFNSpec
+from tests.helpers import read_preset_names
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -116,6 +116,9 @@ STATED: dict[str, tuple[float, float | None, str]] = {
     "hunyuan-a13b": (80, 13, "80B total, 13B active"),
     "qwen3-next-80b-a3b": (80, 3, "80B total, 3B activated: active without the embedding and head"),
     "minimax-m2": (229, 10, "230B total, 10B active: active without the embedding and head"),
+    # NVIDIA's Nemotron 3 Nano report (arXiv:2512.20848): 31.6B total, 3.2B active per forward
+    # pass without the embeddings, 3.6B with them.
+    "nemotron-3-nano-30b-a3b": (31.6, 3.6, "31.6B total, 3.6B active with the embeddings"),
 }
 
 
@@ -178,7 +181,7 @@ META_ONLY = {"lfm2-1.2b", "lfm2-8b-a1b", "granite-4.0-h-tiny", "nemotron-h-8b", 
 
 
 def test_every_preset_has_a_published_total() -> None:
-    assert set(preset_names()) == set(PUBLISHED) | set(STATED) | META_ONLY
+    assert set(read_preset_names()) == set(PUBLISHED) | set(STATED) | META_ONLY
     assert not set(PUBLISHED) & set(STATED) and not (set(PUBLISHED) | set(STATED)) & META_ONLY
 
 
@@ -202,7 +205,7 @@ KIN_WITHOUT_PRESET = {"ministral", "olmo3", "granitemoeshared", "llama4_text"}
 
 
 def test_presets_cover_every_supported_family() -> None:
-    assert {load_preset(n)["model_type"] for n in preset_names()} == set(SUPPORTED_MODEL_TYPES) - KIN_WITHOUT_PRESET
+    assert {load_preset(n)["model_type"] for n in read_preset_names()} == set(SUPPORTED_MODEL_TYPES) - KIN_WITHOUT_PRESET
 
 
 def _built_params(spec: FFNSpec) -> int:
@@ -230,11 +233,12 @@ def test_parts_sum_to_the_totals_and_ffn_parts_are_the_built_modules(name: str) 
     expected = len(s.dense_layers) * (_built_params(s.dense_ffn) if s.dense_ffn else 0)
     expected += len(s.moe_layers) * (_built_params(s.moe_ffn) + (s.moe_ffn.experts if s.moe_extra else 0) if s.moe_ffn else 0)
     assert m.ffn_params == expected
-    # A hybrid's mixer layers (Qwen3-Next's Gated DeltaNet) replace attention in theirs.
+    # A hybrid's mixer layers (Qwen3-Next's Gated DeltaNet) replace attention in theirs; a
+    # Nemotron-H layer may hold an FFN alone.
     mixer = s.mixer
     mixed = len(mixer.layers) if mixer else 0
     extra = sum(t.count for t in s.attention_extra)
-    assert m.attention_params == (s.n_layers - mixed) * (s.attention.params + extra) + (mixed * mixer.params if mixer else 0)
+    assert m.attention_params == len(s.attention_layers) * (s.attention.params + extra) + (mixed * mixer.params if mixer else 0)
 
 
 def test_dense_forward_flops_are_twice_the_matmul_parameters() -> None:

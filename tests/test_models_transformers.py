@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from ffn_cli.models import SUPPORTED_MODEL_TYPES, count_model, load_preset, model_spec_from_config, preset_names
+from ffn_cli.models import SUPPORTED_MODEL_TYPES, count_model, load_preset, model_spec_from_config
 from ffn_cli.models.defaults import DEFAULTS
+from tests.helpers import read_preset_names
 from tests.model_configs import CASES, ENCODERS, NOT_IN_TRANSFORMERS, WRAPPERS, small_config
 
 transformers = pytest.importorskip("transformers")
@@ -126,7 +127,7 @@ def test_an_empty_config_counts_as_the_class_defaults(model_type: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", preset_names())
+@pytest.mark.parametrize("name", read_preset_names())
 def test_every_full_size_preset_equals_transformers(name: str) -> None:
     config = {k: v for k, v in load_preset(name).items() if not k.startswith("_")}
     if config["model_type"] in NOT_IN_TRANSFORMERS:

@@ -14,7 +14,7 @@ import torch
 
 import ffn_cli.block  # noqa: F401  (loads the block and attention modules, so they are among NamedSteps' subclasses)
 from ffn_cli import build_ffn
-from ffn_cli.models import preset_model, preset_names
+from ffn_cli.models import preset_model
 from ffn_cli.modules import MoEFFN
 from ffn_cli.modules.ffn import FFNModule
 from ffn_cli.regions import NamedSteps
@@ -22,7 +22,7 @@ from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing import record
 from ffn_cli.tracing.steps import group_steps
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant
-from tests.helpers import ALL_VARIANTS, small_spec
+from tests.helpers import ALL_VARIANTS, read_preset_names, small_spec
 
 PACKAGE = Path(__file__).parents[1] / "ffn_cli"
 
@@ -37,7 +37,7 @@ def test_spec_round_trips_through_its_dict(variant: str) -> None:
     assert FFNSpec(**spec.as_dict()) == spec
 
 
-@pytest.mark.parametrize("name", preset_names())
+@pytest.mark.parametrize("name", read_preset_names())
 def test_every_preset_ffn_round_trips(name: str) -> None:
     model = preset_model(name)
     for ffn in (model.dense_ffn, model.moe_ffn):

@@ -1,7 +1,9 @@
 """The GPU table: memory, memory bandwidth and dense peak rate per dtype of each known GPU.
 
 Pure data, no torch and nothing else of ours. Every number is a vendor's datasheet or
-whitepaper figure (docs/hardware.md cites each source by its `source` key). Peaks are DENSE:
+whitepaper figure, or, for a GPU without a public datasheet (the H800, A800, L20, the RTX PRO
+6000), the figure the public tables agree on (docs/hardware.md cites each source by its
+`source` key); a figure the sources dispute is left out and the row's notes say so. Peaks are DENSE:
 where a vendor prints only the "with sparsity" figure (2:4 structured sparsity, which a dense
 GEMM never uses), the table holds half of it. A dtype the chip has no tensor-core rate for, or
 whose rate the sources do not give, is absent: it is never guessed.
@@ -98,11 +100,24 @@ SOURCES: dict[str, tuple[str, str]] = {
     "nvidia-t4": ("NVIDIA T4 Tensor Core GPU datasheet", "https://www.nvidia.com/en-us/data-center/tesla-t4/"),
     "amd-mi300x": ("AMD Instinct MI300X accelerator datasheet", "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"),
     "amd-mi325x": ("AMD Instinct MI325X accelerator datasheet", "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"),
+    "aiconfigurator": (
+        "NVIDIA ai-dynamo/aiconfigurator system files (h800_sxm.yaml, rtxpro6000_blackwell_server.yaml)",
+        "https://github.com/ai-dynamo/aiconfigurator",
+    ),
+    "llm-viewer": ("LLM-Viewer hardwares/hardware_params.py (its A800 entry)", "https://github.com/hahnyuan/LLM-Viewer"),
+    "tomshardware-h20": ("Tom's Hardware's table of NVIDIA's China GPUs (H20, L20, L2)", "https://www.tomshardware.com"),
+    "nvidia-b300": ("NVIDIA HGX B300 figures per GPU, as Glenn K. Lockwood's B300 page collects them", "https://www.glennklockwood.com"),
+    "tomshardware-blackwell-ultra": (
+        "Tom's Hardware's Blackwell and Blackwell Ultra table (GB200, GB300 per GPU)",
+        "https://www.tomshardware.com",
+    ),
+    "amd-rocm-gpu-specs": ("AMD ROCm documentation: GPU hardware specifications", "https://rocm.docs.amd.com (reference/gpu-specs)"),
     # --gpu this: no datasheet, the machine's own profile (hardware/profile.py)
     "measured": ("measured on this machine by ffn hardware --measure", "$XDG_CACHE_HOME/ffn/profiles/this.json"),
 }
 
 _SPARSE_ONLY = "the datasheet prints int8/fp8/bf16/tf32 with sparsity: halved here"
+_DISAGREE = "the sources disagree on"
 _HOPPER = _r(fp64=67, fp32=67, tf32=494.5, bf16=989.5, fp16=989.5, fp8=1979, int8=1979)
 _MI300 = _r(fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9, int8=2614.9)
 _A100 = _r(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624)
@@ -142,6 +157,17 @@ GPUS: tuple[GPU, ...] = (
     ),
     GPU("h100", "NVIDIA H100 SXM", r"H100", 80, 3350, _HOPPER, "nvidia-h100", ("h100-sxm", "h100-sxm5"), (_SPARSE_ONLY,)),
     GPU(
+        "h800",
+        "NVIDIA H800 SXM",
+        r"H800",
+        80,
+        3350,
+        _r(bf16=989.5, fp16=989.5, fp8=1979),
+        "aiconfigurator",
+        ("h800-sxm",),
+        ("the H100 SXM's rates with NVLink cut to 400 GB/s; fp64, fp32, tf32 and int8 not given",),
+    ),
+    GPU(
         "h20",
         "NVIDIA H20",
         r"\bH20\b",
@@ -149,7 +175,40 @@ GPUS: tuple[GPU, ...] = (
         4000,
         _r(fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
         "nvidia-h20",
-        notes=("no fp64 tensor rate given",),
+        notes=(f"no fp64 tensor rate given; {_DISAGREE} the driver's total (97,871 or 98,304 MiB): the datasheet's GB is used",),
+    ),
+    GPU(
+        "gb300",
+        "NVIDIA GB300 (per GPU)",
+        r"GB300",
+        288,
+        8000,
+        _r(bf16=2500, fp8=5000, fp4=15000),
+        "tomshardware-blackwell-ultra",
+        notes=("one Blackwell Ultra GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given",),
+    ),
+    GPU(
+        "gb200",
+        "NVIDIA GB200 (per GPU)",
+        r"GB200",
+        186,
+        8000,
+        _r(bf16=2500, fp8=5000, fp4=10000),
+        "tomshardware-blackwell-ultra",
+        notes=("one Blackwell GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given",),
+    ),
+    GPU(
+        "b300",
+        "NVIDIA B300 (HGX)",
+        r"B300",
+        288,
+        7700,
+        _r(bf16=2250, fp8=4500),
+        "nvidia-b300",
+        notes=(
+            f"{_DISAGREE} fp4 (13,125 or 14,000 dense): left empty; {_DISAGREE} the bandwidth (7.7 or 8 TB/s): "
+            "the lower is used; 288 GB is decimal here (the driver's 275,040 MiB)",
+        ),
     ),
     GPU(
         "b200",
@@ -164,6 +223,17 @@ GPUS: tuple[GPU, ...] = (
             "(earlier 8 TB/s and 1,125); the datasheet prints fp4…tf32 with sparsity: halved here",
         ),
     ),
+    GPU(
+        "a800",
+        "NVIDIA A800 SXM4 80GB",
+        r"A800",
+        80,
+        2039,
+        _r(bf16=312),
+        "llm-viewer",
+        ("a800-80gb",),
+        (f"the A100's bf16 rate; {_DISAGREE} its NVLink bandwidth (400 GB/s in one): left empty; other rates not given",),
+    ),
     GPU("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", r"A100.*PCIe.*80GB|A100 80GB PCIe", 80, 1935, _A100, "nvidia-a100"),
     GPU("a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", r"A100.*PCIe", 40, 1555, _A100, "nvidia-a100"),
     GPU("a100-40gb", "NVIDIA A100 SXM4 40GB", r"A100.*40GB", 40, 1555, _A100, "nvidia-a100", ("a100-sxm4-40gb",)),
@@ -172,6 +242,16 @@ GPUS: tuple[GPU, ...] = (
     GPU("a10", "NVIDIA A10", r"\bA10\b", 24, 600, _r(fp32=31.2, tf32=62.5, bf16=125, fp16=125, int8=250), "nvidia-a10"),
     GPU("l40s", "NVIDIA L40S", r"\bL40S\b", 48, 864, _r(fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733, int8=733), "nvidia-l40s"),
     GPU("l40", "NVIDIA L40", r"\bL40\b", 48, 864, _r(fp32=90.5, tf32=90.5, bf16=181.05, fp16=181.05, fp8=362, int8=362), "nvidia-l40"),
+    GPU(
+        "l20",
+        "NVIDIA L20",
+        r"\bL20\b",
+        48,
+        864,
+        _r(bf16=119.5, fp8=239),
+        "tomshardware-h20",
+        notes=("the driver reports 46,068 MiB with ECC on (the default), 49,140 with it off; other rates not given",),
+    ),
     GPU("l4", "NVIDIA L4", r"\bL4\b", 24, 300, _r(fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5, int8=242.5), "nvidia-l4"),
     GPU(
         "rtx-5090",
@@ -183,6 +263,17 @@ GPUS: tuple[GPU, ...] = (
         "nvidia-rtx-blackwell",
         ("5090",),
         ("bf16/fp8 with fp32 accumulation; fp4 is NVIDIA's 3,352 AI TOPS (with sparsity) halved; int8 not found in the sources",),
+    ),
+    GPU(
+        "rtx-pro-6000",
+        "NVIDIA RTX PRO 6000 Blackwell",
+        r"RTX PRO 6000 Blackwell",
+        96,
+        1792,
+        {},
+        "aiconfigurator",
+        ("rtx-pro-6000-blackwell",),
+        (f"NVIDIA prints only sparse AI TOPS; {_DISAGREE} the dense rates (bf16 468 or 500): left empty",),
     ),
     GPU(
         "rtx-4090",
@@ -208,6 +299,16 @@ GPUS: tuple[GPU, ...] = (
     GPU("v100-pcie", "NVIDIA V100 PCIe", r"V100.*PCIe", 32, 900, _r(fp64=7, fp32=14, fp16=112), "nvidia-v100", notes=("no bf16",)),
     GPU("v100", "NVIDIA V100 SXM2", r"V100", 32, 900, _r(fp64=7.8, fp32=15.7, fp16=125), "nvidia-v100", ("v100-sxm2",), ("no bf16",)),
     GPU("t4", "NVIDIA T4", r"\bT4\b", 16, 320, _r(fp32=8.1, fp16=65, int8=130), "nvidia-t4", notes=("no bf16",)),
+    GPU(
+        "mi355x",
+        "AMD Instinct MI355X",
+        r"MI355X",
+        288,
+        8000,
+        {},
+        "amd-rocm-gpu-specs",
+        notes=(f"{_DISAGREE} which of AMD's rates are dense (bf16 about 2,500?) and on the link (about 1,075 GB/s?): left empty",),
+    ),
     GPU(
         "mi325x",
         "AMD Instinct MI325X",
@@ -245,6 +346,11 @@ DRIVER_SOURCES: dict[str, tuple[str, str]] = {
         "nvidia-smi on 4 × Tesla V100-PCIE (32 GB), driver 410.48: 32480MiB",
         "https://blog.cachecha.com/csdn/kunhe0512/126265050.html",
     ),
+    "smi-logs-2026": (
+        "nvidia-smi totals in public logs: H800 81559, A800 80GB 81920, L20 46068 (ECC on), B300 275040, "
+        "GB200 189471, GB300 284208, RTX PRO 6000 Blackwell 97887 MiB",
+        "public nvidia-smi logs as a 2026 survey of GPU sources lists them (no one log gives them all)",
+    ),
 }
 
 # key → (MiB the driver reports, its DRIVER_SOURCES key)
@@ -260,6 +366,13 @@ _DRIVER: dict[str, tuple[int, str]] = {
     "rtx-5090": (32607, "club-3090-617"),
     "rtx-3090": (24576, "club-3090-1139"),
     "v100-pcie": (32480, "cachecha-v100"),
+    "h800": (81559, "smi-logs-2026"),
+    "a800": (81920, "smi-logs-2026"),
+    "l20": (46068, "smi-logs-2026"),
+    "b300": (275040, "smi-logs-2026"),
+    "gb200": (189471, "smi-logs-2026"),
+    "gb300": (284208, "smi-logs-2026"),
+    "rtx-pro-6000": (97887, "smi-logs-2026"),
 }
 # key → (GB/s GPU to GPU, both directions, and the link), as the row's own datasheet prints it.
 # A PCIe card's NVLink bridge joins pairs only: the PCIe figure is what a layout of more runs over.
@@ -271,6 +384,12 @@ _LINKS: dict[str, tuple[float, str]] = {
     "h100-nvl": _PCIE5,
     "h100": (900, "NVLink 4"),
     "h20": (900, "NVLink 4"),
+    "h800": (400, "NVLink 4"),
+    "gb300": (1800, "NVLink 5"),
+    "gb200": (1800, "NVLink 5"),
+    "b300": (1800, "NVLink 5"),
+    "l20": _PCIE4,
+    "rtx-pro-6000": _PCIE5,
     "b200": (1800, "NVLink 5"),
     "a100-pcie-80gb": _PCIE4,
     "a100-pcie-40gb": _PCIE4,

@@ -49,7 +49,10 @@ class RoutedExperts:
     `top_k` is None when no config key names it. Either makes the active count unknown. A
     config that names the experts per token per layer (Hunyuan's `moe_topk: [8, 8, …]`) gives
     `layer_top_k`, one value per container in layer order, when the values differ; `top_k_problem`
-    says why a key that is present could not be used.
+    says why a key that is present could not be used. `zero_experts` are zero-computation
+    (identity) experts in the router's pool beside the `experts` (LongCat-Flash's
+    `zero_expert_num`): a pick that lands on one costs no parameters, so what a token touches is
+    a range, from `least_active_params` to `active_params` (every pick a real expert).
     """
 
     kind: BuiltKind
@@ -61,6 +64,18 @@ class RoutedExperts:
     top_k_key: str | None
     layer_top_k: tuple[int, ...] = ()
     top_k_problem: str | None = None
+    zero_experts: int = 0
+
+    @property
+    def least_active_params(self) -> int | None:
+        """The fewest a token touches: as many picks as the zero experts can take land on them
+        (all of them when there are at least k)."""
+        most = self.active_params
+        if most is None or not self.zero_experts:
+            return most
+        ks = self.layer_top_k or (self.top_k,) * self.containers
+        each = self.params // self.containers // self.experts  # type: ignore[operator]
+        return sum(each * max(0, k - self.zero_experts) for k in ks if k is not None)
 
     @property
     def active_params(self) -> int | None:
@@ -125,6 +140,15 @@ class BuiltModel:
         if any(r.active_params is None for r in self.routed):
             return None
         return sum(p.active_params for p in self.parts)
+
+    @property
+    def least_active_params(self) -> int | None:
+        """The fewest parameters one token touches: active_params, less what zero-computation
+        experts can take from the routed picks (the same as active_params without them)."""
+        active = self.active_params
+        if active is None:
+            return None
+        return active - sum(r.active_params - r.least_active_params for r in self.routed)  # type: ignore[operator]
 
     def part(self, kind: BuiltKind) -> BuiltPart | None:
         return next((p for p in self.parts if p.kind == kind), None)

@@ -11,6 +11,7 @@ model is built as without it. Torch-free: reading a hit imports neither torch no
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import importlib.metadata
 import json
@@ -26,7 +27,7 @@ from ffn_cli.models.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExp
 __all__ = ["FORMAT", "cache_dir", "cache_key", "count_cached", "load", "store"]
 
 # Bumped whenever what is stored, or how the fallback counts, changes: older entries then miss.
-FORMAT = 1
+FORMAT = 2
 # A stored entry is a few kilobytes; anything much larger is not ours.
 _MAX_BYTES = 1 << 20
 
@@ -104,14 +105,19 @@ def store(config: Mapping[str, Any], built: BuiltModel) -> Path | None:
 
 def count_cached(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...], use_cache: bool = True) -> BuiltModel:
     """count_by_building, answered from the cache when it holds this config's counts, and
-    stored there after a build."""
+    stored there after a build.
+
+    The entry is keyed by the config as given: transformers adds keys to the dicts it is handed
+    (a `rope_scaling` gains `rope_theta`), so the build gets a copy and the caller's config, the
+    one the next call hashes, stays as read from the file."""
+    as_given = copy.deepcopy(dict(config))
     if use_cache:
-        hit = load(config, name=name, source=source)
+        hit = load(as_given, name=name, source=source)
         if hit is not None:
             return replace(hit[0], cached_from=str(hit[1]))
-    built = count_by_building(config, name=name, source=source, known=known)
+    built = count_by_building(copy.deepcopy(as_given), name=name, source=source, known=known)
     if use_cache:
-        store(config, built)
+        store(as_given, built)
     return built
 
 
@@ -149,6 +155,7 @@ def _from_data(data: Mapping[str, Any], *, name: str, source: str) -> BuiltModel
             top_k_key=None if r["top_k_key"] is None else str(r["top_k_key"]),
             layer_top_k=_ints(r["layer_top_k"]),
             top_k_problem=None if r["top_k_problem"] is None else str(r["top_k_problem"]),
+            zero_experts=int(r["zero_experts"]),
         )
         for r in data["routed"]
     )

@@ -108,6 +108,17 @@ class ModelParams:
         return self._sum("embedding")
 
     @property
+    def active_without_embeddings(self) -> int:
+        """Active, less the token (and position) embeddings, a lookup and no matmul: the
+        convention of OpenAI's gpt-oss and NVIDIA's Nemotron figures (the head stays in)."""
+        return self.active_params - self.embedding_params
+
+    @property
+    def active_without_embeddings_or_head(self) -> int:
+        """Active, less the embeddings and an untied head: Qwen's, GLM's and MiniMax's convention."""
+        return self.active_without_embeddings - self._sum("head")
+
+    @property
     def attention_params(self) -> int:
         return self._sum("attention")
 

@@ -4,7 +4,8 @@ stops at its window less one (the new token's own keys join the w − 1 latest),
 is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads × head width ×
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
 alone); a layer that reuses an earlier layer's keys and values (Gemma 3n) keeps none.
-Elements, priced at the cache dtype's bytes by the caller. Pure Python.
+Elements, priced at the cache dtype's bytes by the caller (`bytes_`), but a recurrent state whose
+dtype the config names (Nemotron 3's float32 SSM state), priced at its own. Pure Python.
 """
 
 from __future__ import annotations
@@ -31,10 +32,21 @@ class KindState:
     width: int = 0  # attention: elements a cached token takes (K and V)
     recurrent: int = 0  # a mixer: its recurrent state's elements …
     conv: int = 0  # … and its convolution's window
+    recurrent_bytes: int | None = None  # bytes of a recurrent element where the config names its dtype
 
     @property
     def elements(self) -> int:
         return self.layers * self.elements_per_layer
+
+    def bytes_per_layer(self, act_bytes: int) -> int:
+        """One layer's bytes: every element at the cache dtype's `act_bytes`, but a recurrent
+        state whose dtype the config names (Nemotron 3's float32 SSM state)."""
+        if self.recurrent_bytes is None:
+            return self.elements_per_layer * act_bytes
+        return self.recurrent * self.recurrent_bytes + (self.elements_per_layer - self.recurrent) * act_bytes
+
+    def bytes_(self, act_bytes: int) -> int:
+        return self.layers * self.bytes_per_layer(act_bytes)
 
 
 def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> list[KindState]:
@@ -68,9 +80,23 @@ def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequenc
         detail = Message(N_("conv {conv}"), conv=f"{m.conv_state_elements:,}")
         if m.scan is not None:
             detail = Message(N_("state {state} + conv {conv}"), state=f"{m.recurrent_state_elements:,}", conv=f"{m.conv_state_elements:,}")
+        if m.scan is not None and m.state_dtype_bytes is not None:
+            detail = Message(
+                N_("state {state} at {bytes} B + conv {conv}"),
+                state=f"{m.recurrent_state_elements:,}",
+                bytes=m.state_dtype_bytes,
+                conv=f"{m.conv_state_elements:,}",
+            )
         rows.append(
             KindState(
-                m.kind, len(m.layers), m.state_elements, None, detail, recurrent=m.recurrent_state_elements, conv=m.conv_state_elements
+                m.kind,
+                len(m.layers),
+                m.state_elements,
+                None,
+                detail,
+                recurrent=m.recurrent_state_elements,
+                conv=m.conv_state_elements,
+                recurrent_bytes=m.state_dtype_bytes if m.scan is not None else None,
             )
         )
     return tuple(rows)

@@ -82,14 +82,14 @@ class _Sizer:
         self.kv_share = layout.kv_share(spec)
         self.width = 2 * spec.d_model + intermediate_width(spec, layout)
 
-    def kv_elements_per_sequence(self, context: int) -> float:
+    def kv_bytes_per_sequence(self, context: int, act_bytes: int) -> float:
         if not self.causal:
             return 0.0
         kinds = decode_state(self.spec, self.windows, self.chunks, context)
-        return sum(k.elements * (self.kv_share if k.tokens is not None else 1 / self.layout.tp) for k in kinds)
+        return sum(k.bytes_(act_bytes) * (self.kv_share if k.tokens is not None else 1 / self.layout.tp) for k in kinds)
 
     def kv_bytes(self, batch: int, context: int, act_bytes: int) -> int:
-        return ceil(self.layout.sequences(batch) * self.kv_elements_per_sequence(context) * act_bytes)
+        return ceil(self.layout.sequences(batch) * self.kv_bytes_per_sequence(context, act_bytes))
 
     def activation_bytes(self, batch: int, context: int, act_bytes: int) -> int:
         sequences = self.layout.sequences(batch)

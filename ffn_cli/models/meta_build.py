@@ -30,6 +30,8 @@ from ffn_cli.startup import end_start_up
 __all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]
 
 # Keys that name the experts a token visits, and the experts per MoE layer, across families.
+# Zero-computation (identity) experts in the router's pool beside the real ones (LongCat-Flash).
+ZERO_EXPERT_KEYS = ("zero_expert_num",)
 TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "moe_top_k", "moe_topk", "num_selected_experts", "experts_per_token", "moe_k")
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_routed_experts")
 _KIND_ORDER: tuple[BuiltKind, ...] = ("embedding", "attention", "ffn", "norm", "head", "pooler", "other")
@@ -329,6 +331,7 @@ def _routed_experts(modules: Mapping[str, nn.Module], config: PretrainedConfig) 
                 top_k_key=top_k.key,
                 layer_top_k=_per_container(top_k, found),
                 top_k_problem=top_k.problem or _per_layer_problem(top_k, found),
+                zero_experts=(_config_int(config, ZERO_EXPERT_KEYS) or ("", 0))[1],
             )
         )
     return tuple(routed)

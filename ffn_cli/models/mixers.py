@@ -133,6 +133,9 @@ class LinearMixer:
     conv_flops: int = 0
     conv_state_elements: int = 0
     scan: DeltaRuleScan | SSDScan | None = None
+    # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
+    # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
+    state_dtype_bytes: int | None = None
 
     @property
     def params(self) -> int:
@@ -151,6 +154,11 @@ class LinearMixer:
     def state_elements(self) -> int:
         """What decoding keeps per sequence, in elements: the recurrent state and the conv's window."""
         return self.recurrent_state_elements + self.conv_state_elements
+
+    def state_bytes(self, act_bytes: int) -> int:
+        """What decoding keeps per sequence, in bytes: the recurrent state at its own dtype where
+        the config names one, the conv's window at the cache dtype's `act_bytes`."""
+        return self.recurrent_state_elements * (self.state_dtype_bytes or act_bytes) + self.conv_state_elements * act_bytes
 
     def sequence_flops(self, seq_len: int | None) -> Fraction:
         """FLOPs per token beyond the projections over a sequence of seq_len tokens: the
@@ -232,12 +240,14 @@ def mamba2(
     proj_bias: bool,
     layers: tuple[int, ...],
     chunk: int = 256,
+    state_dtype_bytes: int | None = None,
 ) -> LinearMixer:
     """transformers' Mamba-2 mixer (GraniteMoeHybridMambaLayer): in_proj (d → I + C + H: the gate
     z, the conv's input x, B, C and dt), a depthwise causal Conv1d over x, B and C (C = I + 2·G·N
     channels, conv_bias), dt_bias, A_log and D per head, a gated RMSNorm over I, out_proj
     (I → d); proj_bias on both projections. I = heads × head_dim, G groups, N the state size;
-    the scan runs in chunks of `chunk` tokens."""
+    the scan runs in chunks of `chunk` tokens; `state_dtype_bytes` the bytes of one state element
+    where the config names its dtype."""
     for key, value in (("mamba_n_heads", heads), ("mamba_d_head", head_dim), ("mamba_n_groups", groups), ("mamba_d_state", state)):
         check_int(key, value)
     check_int("mamba_d_conv", conv_kernel)
@@ -269,4 +279,5 @@ def mamba2(
     )
     norm = (ParamTensor("norm.weight", (inner,)),)
     scan = SSDScan(heads, head_dim, groups, state, chunk)
-    return LinearMixer("Mamba-2", detail, tuple(tensors), norm, flops, layers, 2 * conv * conv_kernel, conv * (conv_kernel - 1), scan)
+    conv_window = conv * (conv_kernel - 1)
+    return LinearMixer("Mamba-2", detail, tuple(tensors), norm, flops, layers, 2 * conv * conv_kernel, conv_window, scan, state_dtype_bytes)

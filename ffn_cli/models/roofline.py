@@ -183,7 +183,7 @@ def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     m = spec.mixer
     assert m is not None
     weights, params = _read(plan, mixer_tensors(spec))
-    state = case.batch * m.state_elements * case.act_bytes * (1 if case.phase == "prefill" else 2)
+    state = case.batch * m.state_bytes(case.act_bytes) * (1 if case.phase == "prefill" else 2)
     # Beyond the projections: the conv and the state update, chunked over a prefill, recurrent in decode.
     update = case.tokens * (m.sequence_flops(case.seq_len) if case.phase == "prefill" else m.decode_flops())
     flops = case.tokens * m.projection_flops + float(update)

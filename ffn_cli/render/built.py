@@ -51,6 +51,8 @@ def _routed_data(r: RoutedExperts) -> dict[str, Any]:
         "layer_top_k": list(r.layer_top_k) or None,
         "params": r.params,
         "active_params": r.active_params,
+        "zero_experts": r.zero_experts,
+        "least_active_params": r.least_active_params,
         "unknown_because": r.unknown_because,
     }
 
@@ -76,6 +78,7 @@ def built_data(m: BuiltModel, dtype: str = "bfloat16") -> dict[str, Any]:
         "routed_experts": [_routed_data(r) for r in m.routed],
         "total_params": total,
         "active_params": m.active_params,
+        "least_active_params": m.least_active_params,
         "embedding_params": m.params_of("embedding"),
         "attention_params": m.params_of("attention"),
         "ffn_params": m.params_of("ffn"),
@@ -140,13 +143,34 @@ def _routed_line(r: RoutedExperts) -> list[str]:
     ]
 
 
+def _active_rows(m: BuiltModel) -> list[list[str]]:
+    """What one token touches, with and without the token embeddings (vendors state either); a
+    range where zero-computation experts can take some of the picks."""
+    total, active, least = m.total_params, m.active_params, m.least_active_params
+    if active is None or least is None:
+        return [[_("active per token"), _("unknown"), _("needs the experts per token")]]
+    embeddings = m.params_of("embedding")
+    without = _("{share} of the total; {n} without the token embeddings")
+    if least == active:
+        return [[_("active per token"), fmt_count(active), without.format(share=pct(active, total), n=fmt_count(active - embeddings))]]
+    zero = max(r.zero_experts for r in m.routed)
+    least_how = _("its picks land on the {zero} zero-computation (identity) experts where they can; ") + without
+    most_how = _("every pick a real expert; the mean is the trained router's, not the config's; ") + without
+    return [
+        [
+            _("active per token, least"),
+            fmt_count(least),
+            least_how.format(zero=zero, share=pct(least, total), n=fmt_count(least - embeddings)),
+        ],
+        [_("active per token, most"), fmt_count(active), most_how.format(share=pct(active, total), n=fmt_count(active - embeddings))],
+    ]
+
+
 def _summary(m: BuiltModel, dtype: str) -> FitTable:
     total = m.total_params
     rows: list[Any] = [_routed_line(r) for r in m.routed]
     if m.routed:
-        active = m.active_params
-        how = _("{share} of the total").format(share=pct(active, total)) if active is not None else _("needs the experts per token")
-        rows += [[_("active per token"), fmt_count(active) if active is not None else _("unknown"), how], None]
+        rows += [*_active_rows(m), None]
     rows += memory_rows(total, dtype)
     columns = [Col(_("what"), "fixed"), Col(_("value")), Col(_("how"), "text")]
     return table(_("summary"), columns, rows, show_header=False)

@@ -19,10 +19,10 @@ __all__ = ["decode_state_data", "decode_state_view"]
 def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int) -> FitTable:
     columns = [Col(_("layer kind"), "fixed"), Col(_("layers")), Col(_("each"), "text", drop=1), Col(_("per layer")), Col(_("all layers"))]
     cells: list[Any] = [
-        [shown(r.kind), f"{r.layers:,}", shown(r.detail), fmt_bytes(r.elements_per_layer * act_bytes), fmt_bytes(r.elements * act_bytes)]
+        [shown(r.kind), f"{r.layers:,}", shown(r.detail), fmt_bytes(r.bytes_per_layer(act_bytes)), fmt_bytes(r.bytes_(act_bytes))]
         for r in rows
     ]
-    total = sum(r.elements for r in rows) * act_bytes
+    total = sum(r.bytes_(act_bytes) for r in rows)
     cells += [None, [_("per sequence"), "", "", "", fmt_bytes(total)]]
     for batch in batches:
         if batch > 1:
@@ -35,6 +35,7 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
 
 
 def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int) -> dict[str, Any]:
+    per_sequence = sum(r.bytes_(act_bytes) for r in rows)
     return {
         "context": context,
         "bytes_per_element": act_bytes,
@@ -46,12 +47,13 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "elements_per_token": r.width or None,
                 "recurrent_state_elements": r.recurrent if r.tokens is None else None,
                 "conv_state_elements": r.conv if r.tokens is None else None,
+                "recurrent_bytes_per_element": (r.recurrent_bytes or act_bytes) if r.tokens is None else None,
                 "elements_per_layer": r.elements_per_layer,
-                "bytes_per_layer": r.elements_per_layer * act_bytes,
-                "bytes": r.elements * act_bytes,
+                "bytes_per_layer": r.bytes_per_layer(act_bytes),
+                "bytes": r.bytes_(act_bytes),
             }
             for r in rows
         ],
-        "bytes_per_sequence": sum(r.elements for r in rows) * act_bytes,
-        "bytes_by_batch": {str(b): b * sum(r.elements for r in rows) * act_bytes for b in batches},
+        "bytes_per_sequence": per_sequence,
+        "bytes_by_batch": {str(b): b * per_sequence for b in batches},
     }

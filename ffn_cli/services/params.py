@@ -3,7 +3,7 @@ checks chose (request.kind). Pure Python: it never imports torch."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -131,12 +131,16 @@ def _ranks(request: ParamsRequest) -> Answer:
 
 def _presets(request: ParamsRequest) -> Answer:
     from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.render.params.presets import presets_data, presets_table
 
-    models = []
+    models: list[tuple[str, Any, str]] = []
     for name in preset_names():
         config = load_preset(name)
-        models.append((name, count_model(model_spec_from_config(config, name=name)), str(config.get("_name_or_path", ""))))
+        # A preset no reader knows is counted by building it when named: listed without counts.
+        known = config.get("model_type") in SUPPORTED_MODEL_TYPES
+        counted = count_model(model_spec_from_config(config, name=name)) if known else str(config.get("model_type"))
+        models.append((name, counted, str(config.get("_name_or_path", ""))))
     return Answer(models, lambda: presets_table(models), lambda: presets_data(models))
 
 

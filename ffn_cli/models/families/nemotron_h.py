@@ -65,6 +65,22 @@ def _legacy_flag(r: FamilyReader, key: str, old: str) -> bool:
     return value
 
 
+# mamba_ssm_cache_dtype → bytes per SSM state element; "auto" (vLLM's word) is the cache dtype.
+_SSM_STATE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": None}
+
+
+def _ssm_state_bytes(r: FamilyReader) -> int | None:
+    """The SSM state's element size where the file names its dtype (vLLM keeps the state in it;
+    Nemotron 3 asks for float32), else None: the cache dtype. The class's own default is not
+    read: a config that names no dtype is cached as the rest is."""
+    value = r.config.get("mamba_ssm_cache_dtype")
+    if value is None:
+        return None
+    if value not in _SSM_STATE_BYTES:
+        raise FFNError(r.key("mamba_ssm_cache_dtype"), value, _("must be float32, bfloat16, float16 or auto"))
+    return _SSM_STATE_BYTES[value]
+
+
 def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:
     # Nemotron-H: each layer one block, a norm and then one of: NemotronHMamba2Mixer (Mamba-2 of
     # mamba_num_heads × mamba_head_dim, n_groups, ssm_state_size, conv_kernel; conv bias
@@ -94,6 +110,7 @@ def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:
             proj_bias=r.flag("use_bias", False),
             layers=kind["linear_attention"],
             chunk=check_int(r.key("chunk_size"), _legacy(r, "chunk_size", "mamba_chunk_size"), maximum=MAX_DIM),
+            state_dtype_bytes=_ssm_state_bytes(r),
         )
     mlp_bias = r.flag("mlp_bias", False)
     act = r.variant("mlp_hidden_act", gated=False)

@@ -88,6 +88,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
         "per_layer": m.per_layer,
         "total_params": m.total_params,
         "active_params": m.active_params,
+        "active_params_without_embeddings": m.active_without_embeddings,
+        "active_params_without_embeddings_or_head": m.active_without_embeddings_or_head,
         "embedding_params": m.embedding_params,
         "non_embedding_params": m.non_embedding_params,
         "attention_params": m.attention_params,
@@ -161,7 +163,17 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     rows: list[Any] = []
     of_total = _("{pct} of the total")
     if has_active:
-        rows.append([_("active per token"), fmt_count(m.active_params), of_total.format(pct=pct(m.active_params, m.total_params))])
+        included = _("{pct} of the total, embeddings and head included").format(pct=pct(m.active_params, m.total_params))
+        rows.append([_("active per token"), fmt_count(m.active_params), included])
+        # Vendors state active counts in three conventions: name each, as the figures differ by billions.
+        without = _("without the token embeddings (gpt-oss's and Nemotron's convention); {n} without the head too (Qwen's, GLM's)")
+        rows.append(
+            [
+                _("active, no embeddings"),
+                fmt_count(m.active_without_embeddings),
+                without.format(n=fmt_count(m.active_without_embeddings_or_head)),
+            ]
+        )
     if m.vision_params:
         vision = _("included in the total ({pct}); the text model alone has {n}").format(
             pct=pct(m.vision_params, m.total_params), n=fmt_count(m.text_params)

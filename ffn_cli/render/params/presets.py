@@ -17,27 +17,36 @@ if TYPE_CHECKING:
 __all__ = ["presets_data", "presets_table"]
 
 
-def presets_data(models: list[tuple[str, ModelParams, str]]) -> list[dict[str, Any]]:
-    """models: (preset name, its accounting, the Hub repository it describes)."""
-    return [
-        {
-            "name": name,
-            "source": source,
-            "model_type": m.spec.model_type,
-            "n_layers": m.spec.n_layers,
-            "d_model": m.spec.d_model,
-            "total_params": m.total_params,
-            "active_params": m.active_params,
-            "ffn_attention_ratio": m.ffn_attention_ratio,
-        }
-        for name, m, source in models
-    ]
+def _row(name: str, m: ModelParams | str, source: str) -> dict[str, Any]:
+    if isinstance(m, str):  # a model_type no reader knows: counted by building it when named
+        counts = ("n_layers", "d_model", "total_params", "active_params", "ffn_attention_ratio")
+        return {"name": name, "source": source, "model_type": m, **dict.fromkeys(counts)}
+    return {
+        "name": name,
+        "source": source,
+        "model_type": m.spec.model_type,
+        "n_layers": m.spec.n_layers,
+        "d_model": m.spec.d_model,
+        "total_params": m.total_params,
+        "active_params": m.active_params,
+        "ffn_attention_ratio": m.ffn_attention_ratio,
+    }
 
 
-def presets_table(models: list[tuple[str, ModelParams, str]]) -> FitTable:
+def presets_data(models: list[tuple[str, ModelParams | str, str]]) -> list[dict[str, Any]]:
+    """models: (preset name, its accounting or, for a model_type no reader knows, that
+    model_type, the Hub repository it describes)."""
+    return [_row(name, m, source) for name, m, source in models]
+
+
+def presets_table(models: list[tuple[str, ModelParams | str, str]]) -> FitTable:
     columns = [Col(_("preset"), "text"), Col(_("total")), Col(_("active"), drop=2), Col(_("FFN/attn"), drop=1)]
     rows = []
     for row in presets_data(models):
+        if row["total_params"] is None:
+            built = _("counted by building it with transformers")
+            rows.append([f"{literal(row['name'])}\n[dim]{literal(row['model_type'])} · {built}[/]", "—", "", "—"])
+            continue
         layers = _("{n} layers").format(n=row["n_layers"])
         name = f"{literal(row['name'])}\n[dim]{literal(row['model_type'])} · {layers} · d {row['d_model']:,}[/]"
         active = fmt_count(row["active_params"]) if row["active_params"] != row["total_params"] else ""

@@ -1,0 +1,78 @@
+"""Presets of 2026's flagships whose model_type no reader knows: each is transformers' own
+config class defaults (the class docstring names the checkpoint it mirrors), counted by
+building it. Each total is held against transformers' meta build and against the size its
+vendor states (rounded, within one unit of the last digit stated, as tests/test_models.py
+does for the readers' presets)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.models import load_preset
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+# preset → (model_type, total stated in B, active stated in B, the convention the active figure
+# is held to: "all" with embeddings and head, "no embeddings or head", where it was stated)
+STATED: dict[str, tuple[str, float, float, str, str]] = {
+    "glm-5": ("glm_moe_dsa", 744, 40, "no embeddings or head", "GLM-5 technical report: 744B total, 40B activated"),
+    "deepseek-v4-flash": ("deepseek_v4", 284, 13, "all", "DeepSeek-V4-Flash model card: 284B total, 13B activated"),
+    "mimo-v2-flash": ("mimo_v2_flash", 309, 15, "all", "MiMo-V2-Flash README: 309B total, 15B active"),
+    # The causal-LM class builds the text model; the 35B of the name includes the vision encoder.
+    "qwen3.5-35b-a3b": ("qwen3_5_moe", 35, 3, "all", "Qwen3.5-35B-A3B model card: 35B total, 3B activated"),
+    "longcat-flash-chat": ("longcat_flash", 560, 31.3, "no embeddings", "LongCat-Flash report: 560B, 18.6B-31.3B active"),
+}
+
+
+@pytest.fixture(scope="module")
+def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("xdg")
+
+
+def _params(name: str, cache_home: Path) -> Any:
+    result = CliRunner().invoke(app, ["params", "--preset", name, "--json"], env={"XDG_CACHE_HOME": str(cache_home)})
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _transformers_total(config: dict[str, Any]) -> int:
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", sorted(STATED))
+def test_a_2026_preset_is_transformers_defaults_and_its_stated_size(name: str, cache_home: Path) -> None:
+    model_type, total, active, convention, _source = STATED[name]
+    preset = load_preset(name)
+    config = {k: v for k, v in preset.items() if not k.startswith("_")}
+    assert config["model_type"] == model_type and preset["_source"].startswith("transformers 5.25's")
+    # The preset is the class's defaults: every key it holds is the default config's.
+    default = transformers.AutoConfig.for_model(model_type).to_dict()
+    built = transformers.AutoConfig.for_model(**config).to_dict()
+    assert {k: v for k, v in built.items() if k != "architectures"} == {k: v for k, v in default.items() if k != "architectures"}
+    data = _params(name, cache_home)
+    assert data["total_params"] == _transformers_total(config)
+    assert abs(data["total_params"] / 1e9 - total) < 1
+    shown = data["active_params"]
+    if convention != "all":
+        shown -= data["embedding_params"]
+    if convention == "no embeddings or head":
+        shown -= data["head_params"]
+    assert abs(shown / 1e9 - active) < 1
+
+
+def test_the_list_names_them_without_building() -> None:
+    result = CliRunner().invoke(app, ["params", "--list-presets", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    for name, (model_type, *_) in STATED.items():
+        assert rows[name]["model_type"] == model_type and rows[name]["total_params"] is None
+    assert set(rows["glm-5"]) == set(rows["llama-3.1-8b"])  # the same keys, unknown counts None
