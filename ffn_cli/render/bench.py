@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.render import plot
-from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_si
 from ffn_cli.render.plot import PLOT_FORMATS, check_plot_target
 from ffn_cli.render.prediction import prediction_lines, prediction_summary
@@ -245,8 +245,8 @@ def bench_view(report: BenchReport) -> RenderableType:
     if report.checkpoint:
         parts.append(_checkpoint_table(report))
     parts += prediction_lines(report.results) or bound_lines(report.results)
-    parts += [Text(_("skipped: {reason}").format(reason=s), style="dim") for s in report.skipped]
-    parts += [Text(_("warning: {warning}").format(warning=shown(w)), style="yellow") for w in report.warnings]
+    parts += [Wide(Text(_("skipped: {reason}").format(reason=s), style="dim")) for s in report.skipped]
+    parts += [Wide(Text(_("warning: {warning}").format(warning=shown(w)), style="yellow")) for w in report.warnings]
     return Group(*parts)
 
 

@@ -466,7 +466,7 @@ def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
 def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
     if result.warnings:
-        out.append(Group(*(Text(_("warning: {warning}").format(warning=w.shown()), style="yellow") for w in result.warnings)))
+        out.append(Group(*(Wide(Text(_("warning: {warning}").format(warning=w.shown()), style="yellow")) for w in result.warnings)))
     why = explain_table(result) if explain and not ops else None
     if why is not None:
         out.append(why)
