@@ -4,6 +4,7 @@ never inside a word of the examples under bare `ffn`."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -52,7 +53,7 @@ def breaks_inside(output: str) -> list[str]:
     the next, or ends a line inside a shape."""
     lines = [_cells(line.rstrip()) for line in output.split("\n")]
     found = []
-    for above, below in zip(lines, lines[1:], strict=False):
+    for above, below in itertools.pairwise(lines):
         for start, text in _segments(above):
             rest = "".join(below[start:])
             continued = below[start - 1 : start] in ([" "], []) and rest[:1] not in ("", " ")

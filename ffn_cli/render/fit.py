@@ -164,9 +164,10 @@ def _is_wide(ch: str) -> bool:
     return cell_len(ch) > 1
 
 
-def _tokens(line: str) -> list[tuple[int, str]]:
+def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
     """(offset, token): runs of spaces, runs of narrow characters, and each wide character alone;
-    a number with its unit, or a shape, is one token with the narrow runs it touches."""
+    a number with its unit, or a shape, is one token with the narrow runs it touches (where
+    that fits in `width`)."""
     out: list[tuple[int, str]] = []
     for i, ch in enumerate(line):
         kind = "space" if ch.isspace() else "wide" if _is_wide(ch) else "narrow"
@@ -179,6 +180,8 @@ def _tokens(line: str) -> list[tuple[int, str]]:
     for match in _UNBREAKABLE.finditer(line):
         inside = [k for k, (start, token) in enumerate(out) if start < match.end() and start + len(token) > match.start()]
         first, last = inside[0], inside[-1]
+        if width is not None and cell_len(line[out[first][0] : out[last][0] + len(out[last][1])]) > width:
+            continue
         out[first : last + 1] = [(out[first][0], "".join(token for _, token in out[first : last + 1]))]
     return out
 
@@ -224,7 +227,7 @@ def _breaks(line: str, width: int) -> list[int]:
     number, never between a number and its unit or after an arrow, and never before a closing
     punctuation mark."""
     breaks: list[int] = []
-    tokens = _glued(_tokens(line), width)
+    tokens = _glued(_tokens(line, width), width)
     used = 0
     for k, (start, token) in enumerate(tokens):
         size = cell_len(token)
