@@ -35,6 +35,7 @@ from ffn_cli.i18n import ngettext
 
 __all__ = [
     "GAP",
+    "UNBREAKABLE",
     "UNIT",
     "BarChart",
     "Col",
@@ -106,13 +107,13 @@ def _pieces(word: str) -> list[str]:
 # A number with its unit (12.55 GiB, 295.4 FLOP/B, -23.7 %, 4,096 tokens) and a shape
 # ((B·T, d), (2048, 512)): each is one word, never broken at the spaces inside it.
 UNIT = r"(?:%|[KMGTP]i?B(?:/s)?|B|[kKMGTP]?FLOPs?(?:/(?:s|B|token))?|[KMGT]?params|ms|µs|ns|s|tokens?)"
-_UNBREAKABLE = re.compile(rf"[-+−]?\d[\d.,]* {UNIT}(?![\w/])|\((?:[\w·.+\-*/]+, ?)+[\w·.+\-*/]+\)")
+UNBREAKABLE = re.compile(rf"[-+−]?\d[\d.,]* {UNIT}(?![\w/])|\((?:[\w·.+\-*/]+, ?)+[\w·.+\-*/]+\)")
 
 
 def unbroken_words(line: str) -> list[str]:
     """`line`'s words, a number and its unit or a shape counted as one."""
     words, end = [], 0
-    for match in _UNBREAKABLE.finditer(line):
+    for match in UNBREAKABLE.finditer(line):
         # The whole of each word the span touches goes with it: "(-23.7" and "%)" join.
         start = line.rfind(" ", 0, match.start()) + 1 if match.start() > end else match.start()
         start = max(start, end)
@@ -177,7 +178,7 @@ def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
             out[-1] = (out[-1][0], out[-1][1] + ch)
         else:
             out.append((i, ch))
-    for match in _UNBREAKABLE.finditer(line):
+    for match in UNBREAKABLE.finditer(line):
         inside = [k for k, (start, token) in enumerate(out) if start < match.end() and start + len(token) > match.start()]
         first, last = inside[0], inside[-1]
         if width is not None and cell_len(line[out[first][0] : out[last][0] + len(out[last][1])]) > width:
