@@ -189,7 +189,8 @@ def test_an_experts_panel_keeps_its_table_whole_and_its_names_unbroken(browser: 
     detail = f"#ffn-d-s{expert}"
     sizes = browser.evaluate(
         f"(() => {{ const t = document.querySelector('{detail} table.partlist'), p = document.getElementById('ffn-panel');"
-        " return {table: t.getBoundingClientRect().right, panel: p.getBoundingClientRect().right, scroll: p.scrollWidth, room: p.clientWidth}; })()"
+        " return {table: t.getBoundingClientRect().right, panel: p.getBoundingClientRect().right,"
+        " scroll: p.scrollWidth, room: p.clientWidth}; })()"
     )
     assert sizes["table"] <= sizes["panel"] and sizes["scroll"] <= sizes["room"], sizes
     for cell in _lines(browser, f"{detail} .partlist .nobr, {detail} .partlist .shape, {detail} .shape"):

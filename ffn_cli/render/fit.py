@@ -215,7 +215,8 @@ def _glued(tokens: list[tuple[int, str]], width: int) -> list[tuple[int, str]]:
         if len(out) >= 2 and out[-1][1].isspace() and not token.isspace() and not _is_wide(token[0]):
             before = out[-2][1].rsplit(" ", 1)[-1]
             joined = out[-2][1] + out[-1][1] + token
-            if _holds_on(before, token.split(" ", 1)[0]) and cell_len(joined) <= cap:
+            # A Chinese character before a number is the end of a word, not the word: it may break.
+            if not _is_wide(before[-1]) and _holds_on(before, token.split(" ", 1)[0]) and cell_len(joined) <= cap:
                 out[-2:] = [(out[-2][0], joined)]
                 continue
         out.append((start, token))
