@@ -45,9 +45,9 @@ def find_gpu(name: str) -> GPU:
     `this`: the measured profile's row (an error saying how to measure when there is none)."""
     if name.strip().lower() == PROFILE_NAME:  # the machine ffn hardware --measure profiled
         return load_profile().as_gpu()
-    wanted = _norm(name)
+    wanted, squashed = _norm(name), _squashed(name)
     for gpu in GPUS:
-        if _squashed(wanted) in {_squashed(known) for known in (gpu.key, *gpu.aliases, gpu.name)}:
+        if squashed in {_squashed(known) for known in (gpu.key, *gpu.aliases, gpu.name)}:
             return gpu
     names = {k: g.key for g in GPUS for k in (g.key, *g.aliases)}
     raise UnknownGPU(name, list(dict.fromkeys(names[m] for m in closest(wanted, list(names)))))
