@@ -147,6 +147,45 @@ def test_find_gpu_forgives_case_spaces_and_vendor(typed: str, key: str) -> None:
     assert find_gpu(typed).key == key
 
 
+@pytest.mark.parametrize(
+    ("typed", "key"),
+    [
+        ("rtx4090", "rtx-4090"),
+        ("RTX-4090", "rtx-4090"),
+        ("rtx_4090", "rtx-4090"),
+        ("GeForce RTX 4090", "rtx-4090"),
+        ("rtx5090", "rtx-5090"),
+        ("h100pcie", "h100-pcie"),
+        ("H100 PCIe", "h100-pcie"),
+        ("h100-SXM", "h100"),
+        ("MI-300X", "mi300x"),
+        ("mi 325x", "mi325x"),
+        ("A100 80GB", "a100-80gb"),
+        ("a100sxm440gb", "a100-40gb"),
+        ("L40-S", "l40s"),
+        ("NVIDIA B200 (HGX)", "b200"),
+    ],
+)
+def test_find_gpu_forgives_dashes_and_spaces_inside_the_name(typed: str, key: str) -> None:
+    assert find_gpu(typed).key == key
+
+
+def test_gpu_names_without_their_separators_stay_apart() -> None:
+    """No two rows' keys, aliases or names read alike once case, spaces and dashes are gone
+    (h100-nvl is not h100, a10 not a100)."""
+    for gpu in GPUS:
+        for other in GPUS:
+            if other is not gpu:
+                assert find_gpu(other.key) is other and find_gpu(other.name) is other
+
+
+def test_ffn_params_takes_rtx4090_written_as_one_word() -> None:
+    result = runner.invoke(app, ["params", "-v", "relu", "--gpu", "rtx4090", "--json"])
+    assert result.exit_code == 0, result.output
+    typed = runner.invoke(app, ["params", "-v", "relu", "--gpu", "rtx-4090", "--json"])
+    assert json.loads(result.stdout) == json.loads(typed.stdout)
+
+
 def test_a_wrong_name_suggests_the_closest() -> None:
     with pytest.raises(UnknownGPU) as info:
         find_gpu("h10")

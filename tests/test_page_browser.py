@@ -163,3 +163,66 @@ def test_the_routing_is_drawn(browser: Browser, tmp_path: Path) -> None:
     assert drawn == data["steps"][dispatch]["tokens_per_expert"]
     experts = browser.evaluate("Array.from(document.querySelectorAll('.row.experts .node')).map(n => n.dataset.name)")
     assert experts == [s["name"] for s in data["steps"] if s.get("substeps")]
+
+
+# Each text box the panel and the boxes hold, with its lines as the browser drew them: the
+# rectangles of each text node's line boxes, one per line.
+LINES = """Array.from(document.querySelectorAll(arguments_selector)).map(e => {
+  const range = document.createRange(); range.selectNodeContents(e);
+  const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+  return {text: e.textContent, lines: tops.size};
+})"""
+
+
+def _lines(browser: Browser, selector: str) -> list[dict[str, Any]]:
+    return browser.evaluate(LINES.replace("arguments_selector", json.dumps(selector)))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("width", [1280, 900, 390])
+def test_an_experts_panel_keeps_its_table_whole_and_its_names_unbroken(browser: Browser, tmp_path: Path, width: int) -> None:
+    """Hovering an expert shows its steps' table inside the panel (nothing cut at its edge), each
+    step's name, shape and count on one line."""
+    data, page = _run(tmp_path, ["-v", "moe"])
+    browser.open(page, width=width)
+    expert = next(i for i, s in enumerate(data["steps"]) if s.get("substeps"))
+    browser.hover(f"#ffn-s{expert}")
+    detail = f"#ffn-d-s{expert}"
+    sizes = browser.evaluate(
+        f"(() => {{ const t = document.querySelector('{detail} table.partlist'), p = document.getElementById('ffn-panel');"
+        " return {table: t.getBoundingClientRect().right, panel: p.getBoundingClientRect().right,"
+        " scroll: p.scrollWidth, room: p.clientWidth}; })()"
+    )
+    assert sizes["table"] <= sizes["panel"] and sizes["scroll"] <= sizes["room"], sizes
+    for cell in _lines(browser, f"{detail} .partlist .nobr, {detail} .partlist .shape, {detail} .shape"):
+        assert cell["lines"] == 1, cell  # the hovered article is shown: every piece of it drawn
+    names = [c["text"] for c in _lines(browser, f"{detail} .partlist tbody td:first-child")]
+    assert "activation" in names
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_shape_or_name_in_a_formula_breaks_on_the_page(browser: Browser, tmp_path: Path, width: int) -> None:
+    """A step's formula breaks at its spaces or after a `·`, a weight's shape never: no
+    `W_g` / `ate·x`, no `(2048,` / `512)`."""
+    _data, page = _run(tmp_path, ["-v", "swiglu", "--block"])
+    browser.open(page, width=width)
+    for piece in _lines(browser, ".lane .wshape, .lane .shape, .lane .op .nobr"):
+        assert piece["lines"] == 1, piece
+    words = browser.evaluate(
+        """Array.from(document.querySelectorAll('.op')).flatMap(op => {
+          const range = document.createRange(), text = op.textContent, out = [];
+          // each identifier (W_gate, d_h) drawn on one line
+          for (const m of text.matchAll(/[A-Za-z_]\\w+/g)) {
+            const walker = document.createTreeWalker(op, NodeFilter.SHOW_TEXT); let offset = 0, node;
+            while ((node = walker.nextNode())) {
+              const end = offset + node.length;
+              if (m.index >= offset && m.index + m[0].length <= end) {
+                range.setStart(node, m.index - offset); range.setEnd(node, m.index - offset + m[0].length);
+                out.push({word: m[0], lines: new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size});
+              }
+              offset = end;
+            }
+          }
+          return out;
+        })"""
+    )
+    assert words and not [w for w in words if w["lines"] > 1]

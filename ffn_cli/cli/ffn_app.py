@@ -216,8 +216,32 @@ def root(
     settings.debug = settings.debug or debug
     if ctx.invoked_subcommand is None:  # bare `ffn`: the help, and where to start
         ctx.get_help()  # drawn on stdout by print_help
-        typer.echo("\n" + _(TRY))
+        _print_try()
         raise typer.Exit(0)
+
+
+def _print_try() -> None:
+    """The examples under bare `ffn`: each command whole on its line, its words wrapping beside it."""
+    import re
+
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    from ffn_cli.cli.common import console
+    from ffn_cli.render.fit import Wide
+
+    heading, *examples = _(TRY).split("\n")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for example in examples:
+        command, words = re.split(r"\s{2,}", example.strip(), maxsplit=1)
+        grid.add_row(Text(command), Wide(Text(words)))
+    fit_consoles()
+    console.print()
+    console.print(Text(heading))
+    console.print(Padding(grid, (0, 0, 0, 2)))
 
 
 def main() -> None:

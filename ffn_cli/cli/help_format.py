@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.render.fit import Wide
 
 __all__ = ["help_messages", "print_help"]
@@ -109,6 +109,10 @@ def _commands_panel(commands: list[tuple[str, str]]) -> RenderableType:
     return Panel(table, title=_(_COMMANDS_PANEL), title_align="left", border_style="dim")
 
 
+# What click writes after a command's name in its usage line, said in the reader's language.
+_USAGE_WORDS = {"[OPTIONS]": N_("[OPTIONS]"), "COMMAND [ARGS]...": N_("COMMAND [ARGS]..."), "[ARGS]...": N_("[ARGS]...")}
+
+
 def help_messages(command: Any, ctx: Any) -> list[str]:
     """Every English text a command's --help shows, as the message ids `print_help` translates."""
     messages = [*_paragraphs(command.help or ""), _DEFAULT_PANEL, "Usage: ", "default: {value}"]
@@ -127,7 +131,8 @@ def help_messages(command: Any, ctx: Any) -> list[str]:
 def print_help(command: Any, ctx: Any) -> None:
     """Usage, the command's text, its options panel by panel, then its examples."""
     usage = Text(_("Usage: "), style="yellow")
-    usage.append(" ".join([ctx.command_path, *command.collect_usage_pieces(ctx)]), style="bold")
+    pieces = [_(_USAGE_WORDS[p]) if p in _USAGE_WORDS else p for p in command.collect_usage_pieces(ctx)]
+    usage.append(" ".join([ctx.command_path, *pieces]), style="bold")
     parts: list[RenderableType] = [Text(""), usage, Text("")]
     if command.help:
         parts += [Wide(Text.from_markup("\n\n".join(_(p) for p in _paragraphs(command.help)))), Text("")]

@@ -30,19 +30,24 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s_]+", "-", text)
 
 
+def _squashed(text: str) -> str:
+    """The name with every space, dash, dot and bracket gone: rtx4090, RTX-4090 and "RTX 4090" are one name."""
+    return re.sub(r"[^0-9a-z]", "", _norm(text))
+
+
 def closest(word: str, choices: list[str], n: int = 3) -> list[str]:
     """The choices nearest to `word`, best first (difflib's ratio, cutoff 0.5)."""
     return difflib.get_close_matches(word, choices, n=n, cutoff=0.5)
 
 
 def find_gpu(name: str) -> GPU:
-    """The row whose key, alias or full name is `name` (case, spaces and an 'NVIDIA ' prefix aside);
+    """The row whose key, alias or full name is `name` (case, spaces, dashes and an 'NVIDIA ' prefix aside);
     `this`: the measured profile's row (an error saying how to measure when there is none)."""
     if name.strip().lower() == PROFILE_NAME:  # the machine ffn hardware --measure profiled
         return load_profile().as_gpu()
-    wanted = _norm(name)
+    wanted, squashed = _norm(name), _squashed(name)
     for gpu in GPUS:
-        if wanted in (gpu.key, *gpu.aliases, _norm(gpu.name)):
+        if squashed in {_squashed(known) for known in (gpu.key, *gpu.aliases, gpu.name)}:
             return gpu
     names = {k: g.key for g in GPUS for k in (g.key, *g.aliases)}
     raise UnknownGPU(name, list(dict.fromkeys(names[m] for m in closest(wanted, list(names)))))

@@ -285,12 +285,12 @@ def _head_row(spec: ModelSpec, block: Block) -> Message:
     bias = Message(N_(", own bias") if spec.tie_word_embeddings else N_(" + bias")) if spec.lm_head_bias else ""
     if spec.tie_word_embeddings:
         return Message.join(Message(N_("tied to the token embeddings")), bias)
-    return Message.join(f"({spec.vocab_size:,}, {spec.d_model:,})", bias, Message(N_(", untied")))
+    return Message.join(f"({spec.vocab_size}, {spec.d_model})", bias, Message(N_(", untied")))
 
 
 def _shape_row(spec: ModelSpec, block: Block) -> str:
     rows, width = block.tensors[0].shape
-    return f"({rows:,}, {width:,})"
+    return f"({rows}, {width})"  # a shape's dimensions carry no thousands separators
 
 
 # What each of the layout's named blocks says of itself in the parts table.

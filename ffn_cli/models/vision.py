@@ -71,7 +71,7 @@ def siglip_tower(r: ConfigReader, text_d: int) -> VisionTower:
         VisionPart(N_("position embeddings"), f"({(image // patch) ** 2:,}, {h:,})", (image // patch) ** 2 * h),
         VisionPart(
             N_("vision layers"),
-            f"attention 4 × ({h:,}, {h:,}) + biases, MLP d_ff {f:,}, 2 LayerNorms",
+            f"attention 4 × ({h}, {h}) + biases, MLP d_ff {f:,}, 2 LayerNorms",
             4 * _linear(h, h, True) + mlp + 4 * h,
             layers,
         ),
@@ -80,7 +80,7 @@ def siglip_tower(r: ConfigReader, text_d: int) -> VisionTower:
     if r.flag("vision_use_head", True):
         head = h + 3 * h * h + 3 * h + _linear(h, h, True) + 2 * h + mlp
         parts.append(VisionPart(N_("pooling head"), "probe + attention + LayerNorm + MLP", head))
-    parts.append(VisionPart(N_("projector"), f"RMSNorm + ({h:,}, {text_d:,})", h + h * text_d))
+    parts.append(VisionPart(N_("projector"), f"RMSNorm + ({h}, {text_d})", h + h * text_d))
     return VisionTower(f"SigLIP, {layers} layers, d {h:,}", tuple(parts))
 
 
@@ -98,7 +98,7 @@ def llama4_tower(r: ConfigReader, text_d: int) -> VisionTower:
     attention = 3 * _linear(h, q, True) + _linear(q, h, True)
     parts = [
         VisionPart(N_("patch embedding"), f"Linear {channels * patch * patch:,}→{h:,}", channels * patch * patch * h),
-        VisionPart(N_("class + position embeddings"), f"{h:,} + ({positions:,}, {h:,})", h + positions * h),
+        VisionPart(N_("class + position embeddings"), f"{h:,} + ({positions}, {h})", h + positions * h),
         VisionPart(N_("pre and post norms"), "2 × LayerNorm", 4 * h),
         VisionPart(
             N_("vision layers"),
@@ -106,8 +106,8 @@ def llama4_tower(r: ConfigReader, text_d: int) -> VisionTower:
             attention + _linear(h, f, True) + _linear(f, h, True) + 4 * h,
             layers,
         ),
-        VisionPart(N_("pixel-shuffle MLP"), f"({f:,}→{p_in:,}), ({p_out:,}→{p_out:,})", f * p_in + p_out * p_out),
-        VisionPart(N_("projector"), f"({out:,}, {text_d:,})", out * text_d),
+        VisionPart(N_("pixel-shuffle MLP"), f"({f}→{p_in}), ({p_out}→{p_out})", f * p_in + p_out * p_out),
+        VisionPart(N_("projector"), f"({out}, {text_d})", out * text_d),
     ]
     return VisionTower(f"Llama 4 vision, {layers} layers, d {h:,}", tuple(parts))
 
@@ -122,11 +122,11 @@ def pixtral_tower(r: ConfigReader, text_d: int, *, merge: int, feature_layers: i
         VisionPart(N_("patch embedding"), f"Conv2d {channels}→{h:,}, {patch}×{patch}", channels * patch * patch * h),
         VisionPart(N_("pre norm"), "RMSNorm", h),
         VisionPart(
-            N_("vision layers"), f"attention 4 × ({h:,}, {h:,}), gated MLP d_ff {f:,}, 2 RMSNorms", 4 * h * h + 3 * h * f + 2 * h, layers
+            N_("vision layers"), f"attention 4 × ({h}, {h}), gated MLP d_ff {f:,}, 2 RMSNorms", 4 * h * h + 3 * h * f + 2 * h, layers
         ),
         VisionPart(
             N_("projector"),
-            f"RMSNorm, merger ({h * merge * merge:,}→{h:,}), ({h * feature_layers:,}→{text_d:,}), ({text_d:,}→{text_d:,})",
+            f"RMSNorm, merger ({h * merge * merge}→{h}), ({h * feature_layers}→{text_d}), ({text_d}→{text_d})",
             h + h * merge * merge * h + _linear(h * feature_layers, text_d, projector_bias) + _linear(text_d, text_d, projector_bias),
         ),
     ]

@@ -12,9 +12,9 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.render import plot
-from ffn_cli.render.fit import BarChart, Cell, Col, FitTable
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_si
-from ffn_cli.render.plot import PLOT_FORMATS, check_plot_target
+from ffn_cli.render.plot import PLOT_FORMATS, cache_words, check_plot_target
 from ffn_cli.render.prediction import prediction_lines, prediction_summary
 from ffn_cli.render.roofline import bound_word
 
@@ -140,7 +140,7 @@ def results_table(report: BenchReport) -> FitTable:
         rows.append(cells)
     legend = [_("★ fastest implementation of its case")] if starred else []
     legend += [_("IQR: spread of the middle half of the samples"), _(MEMORY_NOTE)]
-    title = " · ".join([*constant, f"{env.device_name} ({env.device})", _("cache {cache}").format(cache=env.cache)])
+    title = " · ".join([*constant, f"{env.device_name} ({env.device})", cache_words(env.cache)])
     return FitTable(Text(title), columns, rows, caption=" · ".join(legend))
 
 
@@ -171,7 +171,7 @@ def _env_text(report: BenchReport) -> Text:
         f"torch {env.torch_version}",
         f" · CUDA {env.cuda_version}" if env.cuda_version else "",
         _(" · {threads} · TF32 matmul {tf32} · timer {timer}").format(threads=threads, tf32=tf32, timer=env.timer),
-        _(" · cache {cache}: {buffers}").format(cache=env.cache, buffers=buffers),
+        _(" · {cache}: {buffers}").format(cache=cache_words(env.cache), buffers=buffers),
         flush,
         f" · {env.date_utc}",
     )
@@ -245,8 +245,8 @@ def bench_view(report: BenchReport) -> RenderableType:
     if report.checkpoint:
         parts.append(_checkpoint_table(report))
     parts += prediction_lines(report.results) or bound_lines(report.results)
-    parts += [Text(_("skipped: {reason}").format(reason=s), style="dim") for s in report.skipped]
-    parts += [Text(_("warning: {warning}").format(warning=shown(w)), style="yellow") for w in report.warnings]
+    parts += [Wide(Text(_("skipped: {reason}").format(reason=s), style="dim")) for s in report.skipped]
+    parts += [Wide(Text(_("warning: {warning}").format(warning=shown(w)), style="yellow")) for w in report.warnings]
     return Group(*parts)
 
 

@@ -33,7 +33,21 @@ from rich.text import Text
 
 from ffn_cli.i18n import ngettext
 
-__all__ = ["GAP", "BarChart", "Col", "FitTable", "Layouts", "Wide", "add_words", "hidden_note", "wrap_terms", "wrap_wide"]
+__all__ = [
+    "GAP",
+    "UNBREAKABLE",
+    "UNIT",
+    "BarChart",
+    "Col",
+    "FitTable",
+    "Layouts",
+    "Wide",
+    "add_words",
+    "hidden_note",
+    "unbroken_words",
+    "wrap_terms",
+    "wrap_wide",
+]
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
@@ -90,10 +104,31 @@ def _pieces(word: str) -> list[str]:
     return [*pieces, run] if run else pieces
 
 
+# A number with its unit (12.55 GiB, 295.4 FLOP/B, -23.7 %, 4,096 tokens) and a shape
+# ((B·T, d), (2048, 512)): each is one word, never broken at the spaces inside it.
+UNIT = r"(?:%|[KMGTP]i?B(?:/s)?|B|[kKMGTP]?FLOPs?(?:/(?:s|B|token))?|[KMGT]?params|ms|µs|ns|s|tokens?)"
+UNBREAKABLE = re.compile(rf"[-+−]?\d[\d.,]* {UNIT}(?![\w/])|\((?:[\w·.+\-*/]+, ?)+[\w·.+\-*/]+\)")
+
+
+def unbroken_words(line: str) -> list[str]:
+    """`line`'s words, a number and its unit or a shape counted as one."""
+    words, end = [], 0
+    for match in UNBREAKABLE.finditer(line):
+        # The whole of each word the span touches goes with it: "(-23.7" and "%)" join.
+        start = line.rfind(" ", 0, match.start()) + 1 if match.start() > end else match.start()
+        start = max(start, end)
+        stop = line.find(" ", match.end())
+        stop = len(line) if stop < 0 else stop
+        words += line[end:start].split()
+        words.append(line[start:stop])
+        end = stop
+    return words + line[end:].split()
+
+
 def _longest_word(lines: Sequence[str], *, cjk_breaks: bool = True) -> int:
     """The widest word; with cjk_breaks, Chinese breaks between any two characters (a header
     does not: it wraps between its words only)."""
-    words = [word for line in lines for word in line.split()]
+    words = [word for line in lines for word in unbroken_words(line)]
     return max((cell_len(piece) for word in words for piece in (_pieces(word) if cjk_breaks else [word])), default=0)
 
 
@@ -130,8 +165,10 @@ def _is_wide(ch: str) -> bool:
     return cell_len(ch) > 1
 
 
-def _tokens(line: str) -> list[tuple[int, str]]:
-    """(offset, token): runs of spaces, runs of narrow characters, and each wide character alone."""
+def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
+    """(offset, token): runs of spaces, runs of narrow characters, and each wide character alone;
+    a number with its unit, or a shape, is one token with the narrow runs it touches (where
+    that fits in `width`)."""
     out: list[tuple[int, str]] = []
     for i, ch in enumerate(line):
         kind = "space" if ch.isspace() else "wide" if _is_wide(ch) else "narrow"
@@ -141,6 +178,12 @@ def _tokens(line: str) -> list[tuple[int, str]]:
             out[-1] = (out[-1][0], out[-1][1] + ch)
         else:
             out.append((i, ch))
+    for match in UNBREAKABLE.finditer(line):
+        inside = [k for k, (start, token) in enumerate(out) if start < match.end() and start + len(token) > match.start()]
+        first, last = inside[0], inside[-1]
+        if width is not None and cell_len(line[out[first][0] : out[last][0] + len(out[last][1])]) > width:
+            continue
+        out[first : last + 1] = [(out[first][0], "".join(token for _, token in out[first : last + 1]))]
     return out
 
 
@@ -172,7 +215,8 @@ def _glued(tokens: list[tuple[int, str]], width: int) -> list[tuple[int, str]]:
         if len(out) >= 2 and out[-1][1].isspace() and not token.isspace() and not _is_wide(token[0]):
             before = out[-2][1].rsplit(" ", 1)[-1]
             joined = out[-2][1] + out[-1][1] + token
-            if _holds_on(before, token) and cell_len(joined) <= cap:
+            # A Chinese character before a number is the end of a word, not the word: it may break.
+            if not _is_wide(before[-1]) and _holds_on(before, token.split(" ", 1)[0]) and cell_len(joined) <= cap:
                 out[-2:] = [(out[-2][0], joined)]
                 continue
         out.append((start, token))
@@ -185,7 +229,7 @@ def _breaks(line: str, width: int) -> list[int]:
     number, never between a number and its unit or after an arrow, and never before a closing
     punctuation mark."""
     breaks: list[int] = []
-    tokens = _glued(_tokens(line), width)
+    tokens = _glued(_tokens(line, width), width)
     used = 0
     for k, (start, token) in enumerate(tokens):
         size = cell_len(token)
@@ -227,7 +271,7 @@ class Wide:
     text: Text
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        words = [piece for word in self.text.plain.split() for piece in _pieces(word)]
+        words = [piece for line in self.text.plain.split("\n") for word in unbroken_words(line) for piece in _pieces(word)]
         return Measurement(max((cell_len(w) for w in words), default=1), max(cell_len(line) for line in self.text.plain.split("\n")))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

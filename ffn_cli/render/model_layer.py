@@ -3,11 +3,13 @@ options override the model, and what of the real layer is not built."""
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
 from ffn_cli.i18n import _
 from ffn_cli.models.layer_select import LayerChoice
+from ffn_cli.render.fit import Wide
 from ffn_cli.render.literal import visible
 
 __all__ = ["model_layer_view"]
@@ -27,4 +29,5 @@ def model_layer_view(choice: LayerChoice) -> Panel:
     title = _("{name} · layer {layer} of {layers} ({kind})").format(name=spec.name, layer=choice.layer, layers=spec.n_layers, kind=kind)
     # The name comes from the config's _name_or_path or the path typed: a title, never markup.
     # Names, activations and paths in the lines come from the config too: printed as written.
-    return Panel(Text("\n".join(visible(line) for line in lines)), title=Text(visible(title)), title_align="left", expand=False)
+    body = Group(*(Wide(Text(visible(line))) for line in lines))  # a shape or a number with its unit stays whole
+    return Panel(body, title=Text(visible(title)), title_align="left", expand=False)

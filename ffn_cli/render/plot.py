@@ -15,14 +15,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNRuntimeError
-from ffn_cli.i18n import _, language, set_language
+from ffn_cli.i18n import N_, _, language, set_language
 from ffn_cli.outputs import check_output_file, write_atomically
 from ffn_cli.render.literal import visible
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark import BenchReport, BenchResult
 
-__all__ = ["PLOT_FORMATS", "check_plot_target", "iqr_tflops", "picture_language", "ridge_batch", "write_plot", "write_roofline_plot"]
+__all__ = [
+    "PLOT_FORMATS",
+    "cache_words",
+    "check_plot_target",
+    "iqr_tflops",
+    "picture_language",
+    "ridge_batch",
+    "write_plot",
+    "write_roofline_plot",
+]
 
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 WIDTH_IN = 9.0
@@ -158,6 +167,14 @@ def _roofline(ax: Any, report: BenchReport, colours: dict[str, Any], starred: Se
     ax.grid(True, which="both", alpha=0.25)
 
 
+# Each cache mode said whole, so that a language names it in its own words (冷缓存, not "缓存 cold").
+_CACHE_WORDS = {"cold": N_("cache cold"), "hot": N_("cache hot")}
+
+
+def cache_words(cache: str) -> str:
+    return _(_CACHE_WORDS[cache]) if cache in _CACHE_WORDS else cache
+
+
 def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Sequence[str]) -> Path:
     """The bars and the roofline in one picture, written whole or not at all."""
     target = check_plot_target(path)
@@ -167,7 +184,7 @@ def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Se
     n = len(report.results)
     bars_in = max(1.4, 0.3 * n + 0.9)
     env = report.env
-    title = _title([*shared, env.device_name, f"torch {env.torch_version}", _("cache {cache}").format(cache=env.cache)])
+    title = _title([*shared, env.device_name, f"torch {env.torch_version}", cache_words(env.cache)])
     fig = Figure(figsize=(WIDTH_IN, bars_in + ROOFLINE_IN + 0.4 * (title.count("\n") + 1)), layout="constrained")
     FigureCanvasAgg(fig)
     top, bottom = fig.subplots(2, 1, height_ratios=[bars_in, ROOFLINE_IN])

@@ -13,7 +13,7 @@ from ffn_cli.hardware import GPU
 from ffn_cli.hardware.predict import Prediction
 from ffn_cli.i18n import _
 from ffn_cli.models.ffn_roofline import FFNPass
-from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_flops
 from ffn_cli.render.literal import visible
 from ffn_cli.render.prose import ProseLine
@@ -45,13 +45,13 @@ def prediction_summary(results: Sequence[BenchResult]) -> dict[str, Any] | None:
     }
 
 
-def prediction_lines(results: Sequence[BenchResult]) -> list[Text | ProseLine]:
+def prediction_lines(results: Sequence[BenchResult]) -> list[Text | ProseLine | Wide]:
     """One line per forecast case, then the summary; none when no case has a forecast."""
     summary = prediction_summary(results)
     if summary is None:
         return []
     heading = Text(_("forecast from the profile `this` (ffn hardware --measure), made before the run:"), style="dim")
-    lines: list[Text | ProseLine] = [heading]
+    lines: list[Text | ProseLine | Wide] = [heading]
     for r in results:
         if r.predicted_ms is None or r.prediction_error_pct is None:
             continue
@@ -72,7 +72,9 @@ def prediction_lines(results: Sequence[BenchResult]) -> list[Text | ProseLine]:
     )
     lines.append(ProseLine(text))
     for label in summary["bound_above_measured"]:
-        lines.append(Text(_("warning: {label} ran faster than its bound: the bound is wrong here").format(label=label), style="yellow"))
+        lines.append(
+            Wide(Text(_("warning: {label} ran faster than its bound: the bound is wrong here").format(label=label), style="yellow"))
+        )
     return lines
 
 

@@ -11,11 +11,13 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions
 from rich.text import Text
 
+from ffn_cli.render.fit import UNIT
+
 __all__ = ["ProseLine"]
 
 # A word, with every number in it that a unit follows taking that unit along (12.5 %, 0.93 ms,
 # 2.35 s; "0.76 ms（-38.4 %），" is one word), and a bound's sign its number (≥ 0.18 ms).
-_WORD = re.compile(r"(?:\S*?(?:\d (?=(?:%|ms|µs|s)(?![A-Za-z]))|[≥≤] (?=\d)))*\S+")
+_WORD = re.compile(rf"(?:\S*?(?:\d (?={UNIT}(?![\w/]))|[≥≤] (?=\d)))*\S+")
 
 
 class ProseLine:

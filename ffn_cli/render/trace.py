@@ -79,7 +79,15 @@ def _dropout(p: float, mode: str) -> str:
         return _("no dropout")
     if mode == "train":
         return _("dropout {p}").format(p=f"{p:g}")
-    return _("dropout {p} (off in {mode} mode)").format(p=f"{p:g}", mode=mode)
+    return _("dropout {p} (off in {mode})").format(p=f"{p:g}", mode=_mode_words(mode))
+
+
+# Each mode said whole, so that a language names it in its own words (评估模式, not "eval 模式").
+_MODE_WORDS = {"eval": N_("eval mode"), "train": N_("train mode")}
+
+
+def _mode_words(mode: str) -> str:
+    return _(_MODE_WORDS[mode]) if mode in _MODE_WORDS else mode
 
 
 def _header(result: TraceResult) -> Panel:
@@ -95,11 +103,17 @@ def _header(result: TraceResult) -> Panel:
     if spec.fused_gate_up:
         parts.append(_("fused gate_up_proj"))
     parts += [escape(words.shown()) for words in spec.info.header_words(spec)]
-    lines = [f"[bold]{escape(spec.info.header_formula(spec))}[/]", " · ".join(parts)]
+    lines = [f"[bold]{escape(_(spec.info.header_formula(spec)))}[/]", " · ".join(parts)]
     if result.block is not None:
         lines.append(_("in a Transformer block: {block}").format(block=result.block.describe().shown()))
     lines.append(_run_line(result, spec.d_model))
-    return Panel("\n".join(lines), title=f"ffn trace · {spec.variant}", title_align="left", expand=False)
+    return Panel(_panel_lines(lines), title=f"ffn trace · {spec.variant}", title_align="left", expand=False)
+
+
+def _panel_lines(lines: Sequence[str]) -> Group:
+    """A header's lines (markup), each wrapping at its spaces as a table's words do: a shape or a
+    number with its unit stays whole."""
+    return Group(*(Wide(Text.from_markup(line, emoji=False)) for line in lines))
 
 
 def _run_line(result: TraceResult, d_model: int) -> str:
@@ -107,7 +121,7 @@ def _run_line(result: TraceResult, d_model: int) -> str:
     run = _("input {shape} = batch {batch} × seq_len {seq_len} × d_model {d_model}").format(
         shape=fmt_shape(result.input_shape), batch=result.batch, seq_len=result.seq_len, d_model=d_model
     )
-    mode = _("{mode} mode").format(mode=result.mode)
+    mode = _mode_words(result.mode)
     return f"{run} · {result.device} · {result.dtype} · {mode} · " + _("seed {seed}").format(seed=result.seed)
 
 
@@ -122,7 +136,7 @@ def _module_header(result: TraceResult) -> Panel:
     lines.append(_("d_model {d_model} (from {source})").format(d_model=m.d_model, source=escape(m.d_model_from)) + depth)
     lines.append(_run_line(result, m.d_model))
     lines += ["[dim]" + escape(_("note: {note}").format(note=_(n))) + "[/]" for n in m.notes]
-    return Panel("\n".join(lines), title=f"ffn trace · {escape(m.name)}", title_align="left", expand=False)
+    return Panel(_panel_lines(lines), title=f"ffn trace · {escape(m.name)}", title_align="left", expand=False)
 
 
 def _totals(result: TraceResult) -> Table:
@@ -466,7 +480,7 @@ def _experts_touched(result: TraceResult) -> dict[str, Any] | None:
 def _sections(result: TraceResult, *, ops: bool, values: int, explain: bool) -> list[RenderableType]:
     out: list[RenderableType] = [_header(result), _ops_table(result) if ops else _steps_table(result)]
     if result.warnings:
-        out.append(Group(*(Text(_("warning: {warning}").format(warning=w.shown()), style="yellow") for w in result.warnings)))
+        out.append(Group(*(Wide(Text(_("warning: {warning}").format(warning=w.shown()), style="yellow")) for w in result.warnings)))
     why = explain_table(result) if explain and not ops else None
     if why is not None:
         out.append(why)

@@ -7,12 +7,15 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.accounting import matmul_flops_formula, param_formula
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.render.fit import Col, FitTable, Layouts
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
 
 __all__ = ["variants_data", "variants_markdown", "variants_table"]
+
+# Each family's name as the table says it (the JSON keeps the registry's word).
+FAMILY_WORDS = {"dense": N_("dense"), "gated": N_("gated"), "moe": N_("moe"), "sparse": N_("sparse")}
 
 # The count columns may narrow to this (`E·(3·d·d_ff)`, the longest term, is 12 cells).
 COUNT_FLOOR = 12
@@ -56,7 +59,8 @@ def variants_table() -> Layouts:
     rows = []
     for row in variants_data():
         rule = _(VARIANTS[row["name"]].d_ff_rule_short)
-        cells = [row["name"], row["family"], row["formula"], row["param_formula"], row["matmul_flops_per_token"], rule, _(row["origin"])]
+        family, formula = _(FAMILY_WORDS[row["family"]]), _(row["formula"])  # a formula with words in it is in the catalog
+        cells = [row["name"], family, formula, row["param_formula"], row["matmul_flops_per_token"], rule, _(row["origin"])]
         rows.append([Text(str(c)) for c in cells])
     caption = Text(_("d = d_model; E experts, k of them per token; `ffn variants --json` and docs/variants.md have the full rules"))
 

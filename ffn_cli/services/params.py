@@ -11,6 +11,7 @@ from rich.text import Text
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _, shown
 from ffn_cli.render import json_data
+from ffn_cli.render.fit import Wide
 from ffn_cli.requests.params import EXPLAINS_ONE, ParamsRequest
 from ffn_cli.requests.rules import Unused, check_rules
 from ffn_cli.services.answer import Answer
@@ -109,7 +110,7 @@ def _comparison(request: ParamsRequest) -> Answer:
     warnings = [miss.message(multiple_of) for miss in match_misses(comparison, multiple_of)]
 
     def view() -> Group:
-        lines = [Text(_("warning: {message}").format(message=shown(w)), style="yellow") for w in warnings]
+        lines = [Wide(Text(_("warning: {message}").format(message=shown(w)), style="yellow")) for w in warnings]
         return Group(comparison_table(comparison), *lines)
 
     return Answer(comparison, view, lambda: json_data.comparison_params_data(comparison, warnings))

@@ -38,7 +38,7 @@ class Sparse(DenseVariant):
     name = "sparse"
     family = Family.SPARSE
     activation = "relu"
-    formula = "W_down·(m ⊙ relu(W_up·x + b_up)) + b_down,  m fixed, random"
+    formula = N_("W_down·(m ⊙ relu(W_up·x + b_up)) + b_down,  m fixed, random")
     origin = N_("static activation sparsity; cf. Li et al. 2023, The Lazy Neuron Phenomenon")
     summary = "a fixed random mask over the hidden units"
     own_options = frozenset({"sparsity", "mask_seed"})

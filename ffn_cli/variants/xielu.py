@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.i18n import N_
 from ffn_cli.variants.activations import Activation
 from ffn_cli.variants.base import SavedTensor, SplitKind, TensorTemplate, Weights, Width
 from ffn_cli.variants.dense import DenseVariant
@@ -48,7 +49,7 @@ def _xielu(z: Any, raw_alpha_p: Any, raw_alpha_n: Any) -> Any:
 class XIELU(DenseVariant):
     name = "xielu"
     activation = XIELU_ACTIVATION.name
-    formula = "W_down·xielu(W_up·x),  xielu with learnable α_p, α_n"
+    formula = N_("W_down·xielu(W_up·x),  xielu with learnable α_p, α_n")
     origin = "Huang & Schlag 2024, Deriving Activation Functions Using Integration; Apertus 2025"
     summary = "xIELU, two learnable scalars, as Apertus"
     default_bias = False  # Apertus's MLP has none

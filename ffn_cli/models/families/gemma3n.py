@@ -92,11 +92,11 @@ def _gemma3n_extras(r: FamilyReader, d: int, layers: int) -> tuple[ExtraPart, ..
     gate = (ParamTensor("per_layer_input_gate.weight", (p, d)), ParamTensor("per_layer_projection.weight", (d, p)))
     table = (ParamTensor("embed_tokens_per_layer.weight", (vocab, layers * p)),)
     extras = [
-        ExtraPart(N_("per-layer embeddings"), "embedding", f"({vocab:,}, {layers} × {p:,})", table),
+        ExtraPart(N_("per-layer embeddings"), "embedding", f"({vocab}, {layers} × {p})", table),
         ExtraPart(
             N_("per-layer input projection"),
             "other",
-            f"({layers} × {p:,}, {d:,})",
+            f"({layers} × {p}, {d})",
             (ParamTensor("per_layer_model_projection.weight", (layers * p, d)),),
             flops=2 * layers * p * d,
         ),
@@ -104,15 +104,15 @@ def _gemma3n_extras(r: FamilyReader, d: int, layers: int) -> tuple[ExtraPart, ..
     ]
     if n > 1:  # n − 1 projections into the copies before the layers, n − 1 out of them after
         ways = (ParamTensor("altup_projections.*.weight", (d, d)), ParamTensor("altup_unembed_projections.*.weight", (d, d)))
-        both = Message(N_("({d}, {d}) into the copies and out of them"), d=f"{d:,}")
+        both = Message(N_("({d}, {d}) into the copies and out of them"), d=d)
         extras.append(ExtraPart(N_("AltUp projections"), "other", both, ways, flops=4 * d * d, copies=n - 1))
-    altup_detail = Message(N_("{n} copies of the hidden state: router ({n}, {d}) run twice, coefficients"), n=n, d=f"{d:,}")
-    laurel_detail = Message(N_("low rank {rank}: ({rank}, {d}), ({d}, {rank})"), rank=rank, d=f"{d:,}")
+    altup_detail = Message(N_("{n} copies of the hidden state: router ({n}, {d}) run twice, coefficients"), n=n, d=d)
+    laurel_detail = Message(N_("low rank {rank}: ({rank}, {d}), ({d}, {rank})"), rank=rank, d=d)
     altup_flops = 2 * 2 * n * d + 2 * n * n * n + 2 * n * n + 2 * d * n * n
     extras += [
         ExtraPart(N_("AltUp"), "other", altup_detail, altup, per_layer=True, flops=altup_flops),
         ExtraPart(N_("Laurel"), "other", laurel_detail, laurel, per_layer=True, flops=4 * rank * d),
-        ExtraPart(N_("per-layer input gate"), "other", f"({p:,}, {d:,}), ({d:,}, {p:,})", gate, per_layer=True, flops=4 * p * d),
+        ExtraPart(N_("per-layer input gate"), "other", f"({p}, {d}), ({d}, {p})", gate, per_layer=True, flops=4 * p * d),
     ]
     return tuple(extras)
 

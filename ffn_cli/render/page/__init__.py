@@ -49,7 +49,7 @@ def _lanes(result: TraceResult, data: dict[str, Any]) -> list[Lane]:
 def _title(result: TraceResult) -> tuple[str, str]:
     """(title, formula): the variant and its formula, or the module and where it came from."""
     if result.spec is not None:
-        return f"ffn trace · {result.spec.variant}", result.spec.info.header_formula(result.spec)
+        return f"ffn trace · {result.spec.variant}", _(result.spec.info.header_formula(result.spec))
     m = result.module
     return f"ffn trace · {m.name}", m.class_name + (f" · {m.origin}" if m.origin else "")
 

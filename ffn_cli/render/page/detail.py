@@ -8,7 +8,7 @@ from typing import Any
 
 from ffn_cli.i18n import _
 from ffn_cli.render.format import fmt_count, fmt_flops, fmt_shape, fmt_value
-from ffn_cli.render.page.draw import esc, histogram_svg, tokens_html
+from ffn_cli.render.page.draw import esc, formula_html, histogram_svg, nobr, tokens_html
 from ffn_cli.render.page.nodes import Node
 
 __all__ = ["detail_html"]
@@ -36,34 +36,36 @@ def _stats(stats: dict[str, Any]) -> str:
     return f'<table class="stats"><tbody>{rows}</tbody></table>'
 
 
-def _field(name: str, value: str, role: str) -> str:
-    return f'<dt>{esc(name)}</dt><dd data-field="{role}">{value}</dd>'
+def _field(name: str, value: str, role: str, *, wide: bool = False) -> str:
+    """A name and its value side by side, or (wide: a table) the value under its name, across the panel."""
+    cls = ' class="wide"' if wide else ""
+    return f'<dt{cls}>{esc(name)}</dt><dd{cls} data-field="{role}">{value}</dd>'
 
 
 def _weights(node: Node) -> str:
     items = [
-        f"<li>{esc(w.name)} {esc(fmt_shape(w.shape))} · {esc(fmt_count(w.count))}" + (f" · {esc(w.tag)}" if w.tag else "") + "</li>"
+        f"<li>{esc(w.name)} {nobr(fmt_shape(w.shape), 'shape')} · {nobr(fmt_count(w.count))}{f' · {esc(w.tag)}' if w.tag else ''}</li>"
         for w in node.weights
     ]
     return f'<ul class="plain">{"".join(items)}</ul>'
 
 
 def _flops(node: Node) -> str:
-    parts = " + ".join(f"{esc(fmt_count(n))} {esc(label)}" for label, n in node.flop_parts if n)
+    parts = " + ".join(f"{nobr(fmt_count(n))} {esc(label)}" for label, n in node.flop_parts if n)
     total = f'<span class="flops">{esc(fmt_count(node.flops))}</span>'
-    short = f" ({esc(fmt_flops(node.flops))})" if node.flops >= 1000 else ""
+    short = f" ({nobr(fmt_flops(node.flops))})" if node.flops >= 1000 else ""
     return total + short + (f" = {parts}" if parts and len([n for _l, n in node.flop_parts if n]) > 1 else "")
 
 
 def _parts(node: Node) -> str:
     rows = "".join(
-        f"<tr><td>{esc(p.name.removeprefix(node.name + '.'))}</td><td>{esc(p.operation)}</td>"
-        f"<td>{'<br>'.join(esc(s) for s in p.inputs)} → {'<br>'.join(esc(s) for s in p.outputs)}</td>"
-        f"<td>{esc(fmt_count(p.flops))}</td></tr>"
+        f"<tr><td>{nobr(p.name.removeprefix(node.name + '.'))}</td><td>{formula_html(p.operation)}</td>"
+        f"<td>{'<br>'.join(nobr(s, 'shape') for s in p.inputs)} → {'<br>'.join(nobr(s, 'shape') for s in p.outputs)}</td>"
+        f"<td>{nobr(fmt_count(p.flops))}</td></tr>"
         for p in node.parts
     )
     head = "".join(f"<th scope='col'>{esc(h)}</th>" for h in (_("step"), _("operation"), _("input → output"), "FLOPs"))
-    return f'<table class="partlist"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    return f'<div class="scroll"><table class="partlist"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
 
 
 def detail_html(node: Node, root: str) -> str:
@@ -71,7 +73,7 @@ def detail_html(node: Node, root: str) -> str:
     title = (f'<span class="num">{esc(node.number)}</span> ' if node.number else "") + f'<span class="name">{esc(node.name)}</span>'
     fields = []
     if node.operation:
-        fields.append(_field(_("operation"), f'<span class="formula">{esc(node.operation)}</span>', "operation"))
+        fields.append(_field(_("operation"), f'<span class="formula">{formula_html(node.operation)}</span>', "operation"))
     # As the table's cell: the inputs, then each output marked →, a shape a line.
     outputs = "<br>".join(f'→ <span class="shape" data-shape="out">{esc(s)}</span>' for s in node.outputs)
     flow = (_shapes(node.inputs, "in") + "<br>" if node.inputs else "") + outputs
@@ -87,7 +89,7 @@ def detail_html(node: Node, root: str) -> str:
     if node.tokens is not None:
         fields.append(_field(_("tokens per expert"), tokens_html(node.tokens), "tokens"))
     if node.parts:
-        fields.append(_field(_("its steps"), _parts(node), "parts"))
+        fields.append(_field(_("its steps"), _parts(node), "parts", wide=True))
     if node.stats is not None:
         hist = ""
         if node.histogram is not None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import html
 
 from ffn_cli.i18n import _, ngettext
+from ffn_cli.render.fit import UNBREAKABLE
 from ffn_cli.render.format import fmt_count, fmt_shape, fmt_value
 from ffn_cli.render.literal import visible
 from ffn_cli.render.page.nodes import Histogram, Lane, Node, Weight
 
-__all__ = ["Scale", "esc", "histogram_svg", "lane_html"]
+__all__ = ["Scale", "esc", "formula_html", "histogram_svg", "lane_html", "nobr"]
 
 # The largest weight's longer side, in CSS pixels; its other side (and every other weight) to scale.
 WEIGHT_PX = 88
@@ -24,6 +25,22 @@ MANY_EXPERTS = 16
 def esc(text: object) -> str:
     """Text for HTML, from anywhere: control and bidi characters spelled out, markup escaped."""
     return html.escape(visible(text), quote=True)
+
+
+def nobr(text: object, cls: str = "nobr") -> str:
+    """Text the browser never breaks: a shape, a number with its unit."""
+    return f'<span class="{cls}">{esc(text)}</span>'
+
+
+def formula_html(text: object) -> str:
+    """A formula that breaks at its spaces, or after a `·` where a term is wider than its box,
+    never inside a name (W_gate stays W_gate), a shape or a number with its unit."""
+    out, end = [], 0
+    line = str(text)
+    for match in UNBREAKABLE.finditer(line):
+        out += [esc(line[end : match.start()]).replace("·", "·<wbr>"), nobr(match.group())]
+        end = match.end()
+    return "".join([*out, esc(line[end:]).replace("·", "·<wbr>")])
 
 
 class Scale:
@@ -121,7 +138,7 @@ def _node(node: Node, scale: Scale, root: str) -> str:
     """A step's box: number and name, formula, bar, weights; the arrow below it carries its output shapes."""
     head = f'<span class="num">{esc(node.number)}</span> ' if node.number else ""
     head += f'<span class="name">{esc(node.name)}</span>'
-    op = f'<div class="op">{esc(node.operation)}</div>' if node.operation else ""
+    op = f'<div class="op">{formula_html(node.operation)}</div>' if node.operation else ""
     hist = histogram_svg(node.histogram, small=True) if node.histogram is not None and node.kind != "input" else ""
     weights = "".join(_weight(w, scale) for w in node.weights) if node.kind != "expert" else ""
     extra = tokens_html(node.tokens) if node.tokens is not None else ""
