@@ -288,6 +288,7 @@ def test_names_are_read_without_case_and_spaces_everywhere(runner: CliRunner, ar
 
 TINY_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4}
 TINY_LLAMA["vocab_size"] = 100
+NOT_AN_OBJECT = 'must be a JSON object naming its quant_method, as {"quant_method": "fp8"}'
 NOT_A_LIST = 'must be a list of module names (transformers\' own spelling: ["lm_head"])'
 
 
@@ -312,9 +313,17 @@ NOT_A_LIST = 'must be a list of module names (transformers\' own spelling: ["lm_
         ({"quant_method": "gptq", "bits": 4, "group_size": True}, "key quantization_config.group_size = True: must be an integer"),
         ({"quant_method": "awq", "w_bit": 4, "q_group_size": 1.5}, "key quantization_config.q_group_size = 1.5: must be an integer"),
         ({"quant_method": "gptq", "bits": True, "group_size": 128}, "key quantization_config.bits = True: must be an integer"),
+        # Neither an object: read as no quantization at all, the checkpoint counted as bf16.
+        ("fp8", f"key quantization_config = 'fp8': {NOT_AN_OBJECT}"),
+        ([{"quant_method": "fp8"}], f"key quantization_config = [{{'quant_method': 'fp8'}}]: {NOT_AN_OBJECT}"),
+        (
+            {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": "fp8"}}},
+            "key quantization_config.config_groups.group_0.weights = 'fp8': "
+            'must be a JSON object, as {"type": "float", "num_bits": 8, "strategy": "channel"}',
+        ),
     ],
 )
-def test_a_malformed_quantization_config_is_named(runner: CliRunner, tmp_path: Path, quantization: dict[str, object], said: str) -> None:
+def test_a_malformed_quantization_config_is_named(runner: CliRunner, tmp_path: Path, quantization: object, said: str) -> None:
     # They reached the catch-all (a TypeError), or were read: `fp8-block-TruexTrue`, one group of `True`.
     config = tmp_path / "config.json"
     config.write_text(json.dumps({**TINY_LLAMA, "quantization_config": quantization}))

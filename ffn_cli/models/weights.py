@@ -223,8 +223,10 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     (None, why) when there is none or its method is not one ffn reads. A value of the wrong
     JSON type (a string for a list, `true` for a number) is refused, naming its key."""
     qc = config.get("quantization_config")
-    if not isinstance(qc, Mapping):
+    if qc is None:
         return None, ""
+    if not isinstance(qc, Mapping):  # a string or a list: no quant_method to read, and silence would count it as bf16
+        raise FFNError("quantization_config", qc, _('must be a JSON object naming its quant_method, as {"quant_method": "fp8"}'))
     method = str(qc.get("quant_method", "")).lower()
     excluded, unread = _not_converted(_module_names(qc))
     if method == "mxfp4":
