@@ -63,6 +63,24 @@ def test_params_empty_values_are_refused(runner: CliRunner, option: str) -> None
     _usage_error(runner, ["params", option, ""], f"error: {option} '':")
 
 
+@pytest.mark.parametrize("command", ["trace", "bench"])
+@pytest.mark.parametrize("option", ["--dtype", "--device"])
+@pytest.mark.parametrize("value", ["", " "])
+def test_run_commands_refuse_an_empty_device_or_dtype(runner: CliRunner, command: str, option: str, value: str) -> None:
+    # trace read '' as its default and ran.
+    _usage_error(runner, [command, "-d", "8", option, value], f"error: {option} '")
+
+
+def test_the_api_refuses_an_empty_device_or_dtype() -> None:
+    import torch
+
+    import ffn_cli
+
+    for option in ("device", "dtype"):
+        with pytest.raises(ffn_cli.FFNError, match=f"^{option}='' is invalid"):
+            ffn_cli.trace(torch.nn.Linear(4, 4), torch.randn(2, 4), **{option: ""})
+
+
 @pytest.mark.parametrize(
     ("args", "starts"),
     [
