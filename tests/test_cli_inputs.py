@@ -477,3 +477,58 @@ def test_without_transformers_a_model_no_reader_knows_names_the_extra(command: l
     assert done.stderr.startswith("error: docs/examples/jamba-v0.1: key model_type = 'jamba': ffn reads llama, "), done.stderr
     assert done.stderr.endswith('; any architecture transformers knows needs transformers: pip install "ffn-cli[transformers]"\n')
     assert done.stderr.count("\n") == 1 and CATCH_ALL not in done.stderr
+
+
+# --- comma lists: at most 64 items; a long value is echoed by its two ends --------------------
+
+ITEMS_65 = ",".join(str(n) for n in range(1, 66))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["params", "--variant", ",".join(["relu"] * 65)],
+        ["params", "--gpu", "h100", "--preset", "gpt2", "--batch", ITEMS_65],
+        ["params", "--gpu", "h100", "--preset", "gpt2", "--seq-len", ITEMS_65],
+        ["params", "--preset", ",".join(["gpt2"] * 65)],
+        ["bench", "--seq-len", ITEMS_65],
+        ["bench", "--d-model", ITEMS_65],
+        ["bench", "--dtype", ",".join(["float32"] * 65)],
+        ["bench", "--impl", ",".join(["eager"] * 65)],
+    ],
+)
+def test_a_comma_list_takes_at_most_64_items(runner: CliRunner, args: list[str]) -> None:
+    # 20,000 batch sizes ran for 41 s and printed 6 MB; repeated items count, as typed.
+    said = _usage_error(runner, args, f"error: {args[-2]} ")
+    assert said.endswith(": a comma list takes at most 64 items; this one has 65\n")
+
+
+def test_a_comma_list_of_64_items_is_read() -> None:
+    from ffn_cli.requests.lists import parse_int_list
+
+    assert parse_int_list("seq_len", ",".join(str(n) for n in range(1, 65))) == list(range(1, 65))
+
+
+@pytest.mark.parametrize(
+    ("args", "typed"),
+    [
+        (["bench", "--seq-len"], ",".join(["x"] * 5000)),
+        (["trace", "--variant"], "x" * 20_000),
+        (["params", "--dtype"], "y" * 5000),
+    ],
+    ids=["seq-len", "variant", "dtype"],
+)
+def test_a_long_value_is_echoed_by_its_ends(runner: CliRunner, args: list[str], typed: str) -> None:
+    said = _usage_error(runner, [*args, typed], f"error: {args[-1]} ")
+    # Its first 53 and last 27 characters: 80 of them shown, the rest counted.
+    left_out = f"{len(typed) - 80:,}"
+    assert f" {typed[:53]}…({left_out} characters left out)…{typed[-27:]}: " in said
+    assert len(said.rstrip("\n")) <= 200, said
+
+
+def test_the_api_error_echoes_a_long_value_by_its_ends() -> None:
+    import ffn_cli
+
+    with pytest.raises(ffn_cli.FFNError) as caught:
+        ffn_cli.params(ffn_cli.FFNSpec("relu", 16), dtype="z" * 5000)
+    assert len(str(caught.value)) <= 200 and "(4,922 characters left out)" in str(caught.value)  # repr: 5,002 characters
