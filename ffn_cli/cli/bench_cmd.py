@@ -14,7 +14,7 @@ from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
-from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
+from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, RankTimeoutOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
 from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
 
@@ -132,6 +132,7 @@ def bench(
     max_cases: MaxCasesOpt = BenchRequest.max_cases,
     tp: TPOpt = BenchRequest.tp,
     ep: EPOpt = BenchRequest.ep,
+    rank_timeout: RankTimeoutOpt = None,
     preset: PresetOpt = None,
     config: ConfigOpt = None,
     model: ModelOpt = None,

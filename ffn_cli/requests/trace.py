@@ -19,6 +19,7 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
 from ffn_cli.outputs import check_output_file
 from ffn_cli.requests.ffn import FFNChoice
+from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec
 
@@ -32,7 +33,10 @@ MODEL = ("preset", "config", "model")
 ATTENTION = ("n_heads", "n_kv_heads", "head_dim", "norm", "pre_norm")
 _REGISTRY_ONLY = ("check", "block", "tp", "ep", *ATTENTION, *MODEL, "layer", "revision")
 
-_RULES: tuple[Rule, ...] = (Conflicts("explain", "ops", N_("explains the steps; --ops shows the raw aten ops instead: drop one")),)
+_RULES: tuple[Rule, ...] = (
+    Conflicts("explain", "ops", N_("explains the steps; --ops shows the raw aten ops instead: drop one")),
+    RANK_TIMEOUT_RULE,
+)
 # --module: the user's module, as it is.
 _MODULE_RULES: tuple[Rule, ...] = (
     Unused(
@@ -103,6 +107,7 @@ class TraceRequest:
     pre_norm: bool = False
     tp: int = 1
     ep: int = 1
+    rank_timeout: float | None = None
     preset: str | None = None
     config: str | None = None
     model: str | None = None
@@ -133,6 +138,7 @@ class TraceRequest:
         object.__setattr__(self, "norm", self.norm.strip().lower())
         if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not
             raise FFNError("norm", self.norm, _("choose one of {norms}").format(norms=", ".join(BLOCK_NORMS)))
+        check_rank_timeout(self.rank_timeout)
         given = self._given()
         object.__setattr__(self, "given", given)
         check_rules(_RULES, given)

@@ -126,6 +126,7 @@ def _parallel(request: BenchRequest, specs: list[FFNSpec], dtype: str) -> Answer
         seed=request.seed,
         warmup_ms=request.warmup_ms,
         repeats=20 if request.repeats is None else request.repeats,
+        **({} if request.rank_timeout is None else {"timeout_s": request.rank_timeout}),
     )
     view = lambda: render_parallel_timing(timing)  # noqa: E731
     return Answer(timing, view, lambda: json_data.parallel_bench_data(timing), shown=is_primary_process())
