@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -124,25 +123,28 @@ def test_an_unreadable_model_folder_is_a_usage_error(runner: CliRunner, tmp_path
 def test_a_config_read_that_never_ends_times_out(tmp_path: Path) -> None:
     fifo = tmp_path / "endless"
     os.mkfifo(fifo)
-    writer_ready = threading.Event()
+    writer_ready, reader_done = threading.Event(), threading.Event()
 
     def writer() -> None:  # opens, writes a little, and keeps the pipe open: like /proc/kmsg
         with open(fifo, "wb") as f:
             f.write(b'{"model_type": ')
             f.flush()
             writer_ready.set()
-            time.sleep(3)
+            # Open until the read has given up, however slowly the machine runs; a read that did
+            # not time out would see the pipe close a minute later and return, failing below.
+            reader_done.wait(60)
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
-    start = time.monotonic()
     fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open return
-    writer_ready.wait(5)
+    assert writer_ready.wait(60)
     os.close(fd)
-    with pytest.raises(TimeoutError):
-        read_capped(fifo, 1 << 20, timeout_s=0.5)
-    assert time.monotonic() - start < 5
-    thread.join()
+    try:
+        with pytest.raises(TimeoutError):
+            read_capped(fifo, 1 << 20, timeout_s=0.5)
+    finally:
+        reader_done.set()
+        thread.join()
 
 
 def test_the_size_cap_does_not_trust_st_size(tmp_path: Path) -> None:
