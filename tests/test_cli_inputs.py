@@ -341,6 +341,15 @@ NOT_A_LIST = 'must be a list of module names (transformers\' own spelling: ["lm_
             "key quantization_config.config_groups.group_0.weights = 'fp8': "
             'must be a JSON object, as {"type": "float", "num_bits": 8, "strategy": "channel"}',
         ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "format": "float-quantized",
+                "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"type": "float", "num_bits": 8, "strategy": "tensor"}}},
+                "ignore": "lm_head",
+            },
+            "key quantization_config.ignore = 'lm_head': one string, which transformers would read letter by letter; " + NOT_A_LIST,
+        ),
     ],
 )
 def test_a_malformed_quantization_config_is_named(runner: CliRunner, tmp_path: Path, quantization: object, said: str) -> None:
