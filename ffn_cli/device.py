@@ -83,7 +83,7 @@ def preflight(needed_bytes: int, device: torch.device, what: str, *, meta_hint: 
         return
     hint = _("use --device meta to see shapes and FLOPs without allocating, or smaller sizes") if meta_hint else _("use smaller sizes")
     raise FFNRuntimeError(
-        _("{what} needs about {needed} but {device} has {free} free; {hint}").format(
-            what=what, needed=fmt_bytes(needed_bytes), device=device, free=fmt_bytes(free), hint=hint
+        _("{what} needs about {needed}, more than {pct} % of the {free} free on {device}; {hint}").format(
+            what=what, needed=fmt_bytes(needed_bytes), pct=f"{100 * HEADROOM:g}", free=fmt_bytes(free), device=device, hint=hint
         )
     )

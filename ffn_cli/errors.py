@@ -7,10 +7,26 @@ from __future__ import annotations
 
 from ffn_cli.i18n import _
 
-__all__ = ["RUNTIME_EXIT", "USAGE_EXIT", "FFNError", "FFNRuntimeError"]
+__all__ = ["RUNTIME_EXIT", "SHOWN_VALUE_CHARS", "USAGE_EXIT", "FFNError", "FFNRuntimeError", "elide"]
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
+
+# A value an error echoes (what was typed, a key's value, an unexpected exception's text) is
+# shown whole up to this length, else by its two ends: a 5,000-item list typed by mistake is not
+# printed back in full, and the error stays one short line.
+SHOWN_VALUE_CHARS = 80
+
+
+def elide(text: str, limit: int = SHOWN_VALUE_CHARS) -> str:
+    """`text` as it is when at most `limit` characters, else its first two thirds and last third
+    of `limit` with how many characters between them were left out."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    left_out = _("…({count} characters left out)…").format(count=f"{len(text) - limit:,}")
+    return text[:head] + left_out + text[-tail:]
 
 
 class FFNError(ValueError):
@@ -23,7 +39,7 @@ class FFNError(ValueError):
         self.option = option
         self.value = value
         self.allowed = allowed
-        super().__init__(_("{option}={value} is invalid: {allowed}").format(option=option, value=repr(value), allowed=allowed))
+        super().__init__(_("{option}={value} is invalid: {allowed}").format(option=option, value=elide(repr(value)), allowed=allowed))
 
 
 class FFNRuntimeError(RuntimeError):

@@ -9,7 +9,11 @@ from collections.abc import Sequence
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 
-__all__ = ["normalise", "unknown_name"]
+__all__ = ["MAX_LIST_ITEMS", "normalise", "split_list", "unknown_name"]
+
+# The most items a comma list option takes (--variant, --d-model, --seq-len, --batch, --dtype,
+# --impl, --preset, --config, --model): a sweep's cases multiply, and a longer list is a slip.
+MAX_LIST_ITEMS = 64
 
 # A list this long is printed whole in the error; a longer one is named by the command that lists it.
 _SHOWN_WHOLE = 8
@@ -18,6 +22,21 @@ _SHOWN_WHOLE = 8
 def normalise(text: str) -> str:
     """' BFloat16 ' → 'bfloat16': names are matched without case and surrounding spaces."""
     return text.strip().lower()
+
+
+def split_list(option: str, text: str, *, empty: str) -> list[str]:
+    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept. Refused: no item (`empty` says
+    what the option takes), more than MAX_LIST_ITEMS items, an empty item ('relu,', '64,,128'):
+    a stray comma is a typo, not a shorter list."""
+    parts = [t.strip() for t in text.split(",")]
+    if not any(parts):
+        raise FFNError(option, text, empty)
+    if len(parts) > MAX_LIST_ITEMS:
+        said = _("a comma list takes at most {max} items; this one has {count}")
+        raise FFNError(option, text, said.format(max=MAX_LIST_ITEMS, count=f"{len(parts):,}"))
+    if not all(parts):
+        raise FFNError(option, text, _("an empty item in the comma list: remove the extra comma"))
+    return list(dict.fromkeys(parts))
 
 
 def _closest(value: str, names: Sequence[str]) -> list[str]:

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -63,6 +62,24 @@ def test_params_empty_values_are_refused(runner: CliRunner, option: str) -> None
     _usage_error(runner, ["params", option, ""], f"error: {option} '':")
 
 
+@pytest.mark.parametrize("command", ["trace", "bench"])
+@pytest.mark.parametrize("option", ["--dtype", "--device"])
+@pytest.mark.parametrize("value", ["", " "])
+def test_run_commands_refuse_an_empty_device_or_dtype(runner: CliRunner, command: str, option: str, value: str) -> None:
+    # trace read '' as its default and ran.
+    _usage_error(runner, [command, "-d", "8", option, value], f"error: {option} '")
+
+
+def test_the_api_refuses_an_empty_device_or_dtype() -> None:
+    import torch
+
+    import ffn_cli
+
+    for option in ("device", "dtype"):
+        with pytest.raises(ffn_cli.FFNError, match=f"^{option}='' is invalid"):
+            ffn_cli.trace(torch.nn.Linear(4, 4), torch.randn(2, 4), **{option: ""})
+
+
 @pytest.mark.parametrize(
     ("args", "starts"),
     [
@@ -106,25 +123,28 @@ def test_an_unreadable_model_folder_is_a_usage_error(runner: CliRunner, tmp_path
 def test_a_config_read_that_never_ends_times_out(tmp_path: Path) -> None:
     fifo = tmp_path / "endless"
     os.mkfifo(fifo)
-    writer_ready = threading.Event()
+    writer_ready, reader_done = threading.Event(), threading.Event()
 
     def writer() -> None:  # opens, writes a little, and keeps the pipe open: like /proc/kmsg
         with open(fifo, "wb") as f:
             f.write(b'{"model_type": ')
             f.flush()
             writer_ready.set()
-            time.sleep(3)
+            # Open until the read has given up, however slowly the machine runs; a read that did
+            # not time out would see the pipe close a minute later and return, failing below.
+            reader_done.wait(60)
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
-    start = time.monotonic()
     fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open return
-    writer_ready.wait(5)
+    assert writer_ready.wait(60)
     os.close(fd)
-    with pytest.raises(TimeoutError):
-        read_capped(fifo, 1 << 20, timeout_s=0.5)
-    assert time.monotonic() - start < 5
-    thread.join()
+    try:
+        with pytest.raises(TimeoutError):
+            read_capped(fifo, 1 << 20, timeout_s=0.5)
+    finally:
+        reader_done.set()
+        thread.join()
 
 
 def test_the_size_cap_does_not_trust_st_size(tmp_path: Path) -> None:
@@ -288,6 +308,7 @@ def test_names_are_read_without_case_and_spaces_everywhere(runner: CliRunner, ar
 
 TINY_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4}
 TINY_LLAMA["vocab_size"] = 100
+NOT_AN_OBJECT = 'must be a JSON object naming its quant_method, as {"quant_method": "fp8"}'
 NOT_A_LIST = 'must be a list of module names (transformers\' own spelling: ["lm_head"])'
 
 
@@ -312,9 +333,26 @@ NOT_A_LIST = 'must be a list of module names (transformers\' own spelling: ["lm_
         ({"quant_method": "gptq", "bits": 4, "group_size": True}, "key quantization_config.group_size = True: must be an integer"),
         ({"quant_method": "awq", "w_bit": 4, "q_group_size": 1.5}, "key quantization_config.q_group_size = 1.5: must be an integer"),
         ({"quant_method": "gptq", "bits": True, "group_size": 128}, "key quantization_config.bits = True: must be an integer"),
+        # Neither an object: read as no quantization at all, the checkpoint counted as bf16.
+        ("fp8", f"key quantization_config = 'fp8': {NOT_AN_OBJECT}"),
+        ([{"quant_method": "fp8"}], f"key quantization_config = [{{'quant_method': 'fp8'}}]: {NOT_AN_OBJECT}"),
+        (
+            {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": "fp8"}}},
+            "key quantization_config.config_groups.group_0.weights = 'fp8': "
+            'must be a JSON object, as {"type": "float", "num_bits": 8, "strategy": "channel"}',
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "format": "float-quantized",
+                "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"type": "float", "num_bits": 8, "strategy": "tensor"}}},
+                "ignore": "lm_head",
+            },
+            "key quantization_config.ignore = 'lm_head': one string, which transformers would read letter by letter; " + NOT_A_LIST,
+        ),
     ],
 )
-def test_a_malformed_quantization_config_is_named(runner: CliRunner, tmp_path: Path, quantization: dict[str, object], said: str) -> None:
+def test_a_malformed_quantization_config_is_named(runner: CliRunner, tmp_path: Path, quantization: object, said: str) -> None:
     # They reached the catch-all (a TypeError), or were read: `fp8-block-TruexTrue`, one group of `True`.
     config = tmp_path / "config.json"
     config.write_text(json.dumps({**TINY_LLAMA, "quantization_config": quantization}))
@@ -450,3 +488,58 @@ def test_without_transformers_a_model_no_reader_knows_names_the_extra(command: l
     assert done.stderr.startswith("error: docs/examples/jamba-v0.1: key model_type = 'jamba': ffn reads llama, "), done.stderr
     assert done.stderr.endswith('; any architecture transformers knows needs transformers: pip install "ffn-cli[transformers]"\n')
     assert done.stderr.count("\n") == 1 and CATCH_ALL not in done.stderr
+
+
+# --- comma lists: at most 64 items; a long value is echoed by its two ends --------------------
+
+ITEMS_65 = ",".join(str(n) for n in range(1, 66))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["params", "--variant", ",".join(["relu"] * 65)],
+        ["params", "--gpu", "h100", "--preset", "gpt2", "--batch", ITEMS_65],
+        ["params", "--gpu", "h100", "--preset", "gpt2", "--seq-len", ITEMS_65],
+        ["params", "--preset", ",".join(["gpt2"] * 65)],
+        ["bench", "--seq-len", ITEMS_65],
+        ["bench", "--d-model", ITEMS_65],
+        ["bench", "--dtype", ",".join(["float32"] * 65)],
+        ["bench", "--impl", ",".join(["eager"] * 65)],
+    ],
+)
+def test_a_comma_list_takes_at_most_64_items(runner: CliRunner, args: list[str]) -> None:
+    # 20,000 batch sizes ran for 41 s and printed 6 MB; repeated items count, as typed.
+    said = _usage_error(runner, args, f"error: {args[-2]} ")
+    assert said.endswith(": a comma list takes at most 64 items; this one has 65\n")
+
+
+def test_a_comma_list_of_64_items_is_read() -> None:
+    from ffn_cli.requests.lists import parse_int_list
+
+    assert parse_int_list("seq_len", ",".join(str(n) for n in range(1, 65))) == list(range(1, 65))
+
+
+@pytest.mark.parametrize(
+    ("args", "typed"),
+    [
+        (["bench", "--seq-len"], ",".join(["x"] * 5000)),
+        (["trace", "--variant"], "x" * 20_000),
+        (["params", "--dtype"], "y" * 5000),
+    ],
+    ids=["seq-len", "variant", "dtype"],
+)
+def test_a_long_value_is_echoed_by_its_ends(runner: CliRunner, args: list[str], typed: str) -> None:
+    said = _usage_error(runner, [*args, typed], f"error: {args[-1]} ")
+    # Its first 53 and last 27 characters: 80 of them shown, the rest counted.
+    left_out = f"{len(typed) - 80:,}"
+    assert f" {typed[:53]}…({left_out} characters left out)…{typed[-27:]}: " in said
+    assert len(said.rstrip("\n")) <= 200, said
+
+
+def test_the_api_error_echoes_a_long_value_by_its_ends() -> None:
+    import ffn_cli
+
+    with pytest.raises(ffn_cli.FFNError) as caught:
+        ffn_cli.params(ffn_cli.FFNSpec("relu", 16), dtype="z" * 5000)
+    assert len(str(caught.value)) <= 200 and "(4,922 characters left out)" in str(caught.value)  # repr: 5,002 characters

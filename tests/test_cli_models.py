@@ -143,6 +143,10 @@ def test_preflight_refuses_with_the_meta_hint(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(device, "available_memory_bytes", lambda _device: 1 << 30)
     out = _fails("trace", "--preset", "llama-3.1-405b", code=1)
     assert "use --device meta" in out
+    # The rule the refusal applies, said: the estimate is weighed against 85 % of what is free.
+    assert ", more than 85 % of the 1.00 GiB free on cpu;" in out
+    zh = _fails("--lang", "zh", "trace", "--preset", "llama-3.1-405b", code=1)
+    assert "超过 cpu 可用的 1.00 GiB 的 85%" in zh
 
 
 def test_trace_config_file(tmp_path: Any) -> None:

@@ -64,3 +64,39 @@ def test_what_a_sharded_run_would_ignore_is_refused(runner: CliRunner, args: lis
     result = runner.invoke(app, [*args, "--d-model", "8", "--d-ff", "32"] if args[0] != "params" else args)
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"error: {message}") and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("command", "default_s"), [("trace", 120.0), ("bench", 300.0)])
+def test_rank_timeout_is_the_ranks_limit(runner: CliRunner, monkeypatch: pytest.MonkeyPatch, command: str, default_s: float) -> None:
+    from ffn_cli.errors import FFNRuntimeError
+    from ffn_cli.parallel import run as parallel_run
+
+    limits: list[float] = []
+
+    def no_ranks(job: object) -> list[object]:  # what the launcher was handed, without starting ranks
+        limits.append(job.timeout_s)  # type: ignore[attr-defined]
+        raise FFNRuntimeError("ranks not started")
+
+    monkeypatch.setattr(parallel_run, "run_job", no_ranks)
+    args = [command, "--variant", "relu", "--d-model", "8", "--d-ff", "32", "--tp", "2"]
+    for extra in ([], ["--rank-timeout", "7.5"], ["--rank-timeout", "1e4"]):
+        result = runner.invoke(app, [*args, *extra])
+        assert result.exit_code == 1 and result.stderr == "error: ranks not started\n", result.output
+    assert limits == [default_s, 7.5, 10_000.0]
+
+
+@pytest.mark.parametrize("command", ["trace", "bench"])
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["--tp", "2", "--rank-timeout", "0"], "--rank-timeout 0.0: seconds, a number in (0, 604800]"),
+        (["--tp", "2", "--rank-timeout", "-1"], "--rank-timeout -1.0: seconds, a number in (0, 604800]"),
+        (["--tp", "2", "--rank-timeout", "inf"], "--rank-timeout inf: seconds, a number in (0, 604800]"),
+        (["--tp", "2", "--rank-timeout", "nan"], "--rank-timeout nan: seconds, a number in (0, 604800]"),
+        (["--tp", "2", "--rank-timeout", "1e6"], "--rank-timeout 1000000.0: seconds, a number in (0, 604800]"),
+        (["--rank-timeout", "30"], "--rank-timeout 30.0: limits the ranks that --tp / --ep start: add one, or drop it"),
+    ],
+)
+def test_a_bad_rank_timeout_is_one_line(runner: CliRunner, command: str, given: list[str], said: str) -> None:
+    result = runner.invoke(app, [command, "--variant", "relu", "--d-model", "8", "--d-ff", "32", *given])
+    assert result.exit_code == 2 and result.stderr == f"error: {said}\n", result.output

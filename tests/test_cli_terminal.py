@@ -97,7 +97,7 @@ def _completed(words: str) -> list[str]:
     """What bash completion offers for `words` (the last word being completed), as the shell asks."""
     env = {**os.environ, "_FFN_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split(" ")) - 1)}
     code = "import sys; sys.argv = ['ffn']; from ffn_cli.cli import main; main()"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

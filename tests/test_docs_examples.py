@@ -43,7 +43,7 @@ COLUMNS = {
     **dict.fromkeys(CHINESE, 80),
 }
 DOCUMENTS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")), *CHINESE]
-FREE_MEMORY_SHOWN = int(22.17 * 2**30)  # docs/trace.md's refused trace: "cpu has 22.17 GiB free"
+FREE_MEMORY_SHOWN = int(22.17 * 2**30)  # docs/trace.md's refused trace: "the 22.17 GiB free on cpu"
 ELLIPSIS = "…"
 RENDERED_WITH = {"torch": "2.13.", "rich": "15."}  # version prefixes
 

@@ -327,7 +327,7 @@ def test_an_input_that_cannot_fit_is_refused_before_allocating() -> None:
     assert code == 1
     line = _error(code, out, err)
     # input + an output as large + the widest linear's output, 10¹⁰ tokens × 24 float32 values
-    assert line.startswith("error: this trace needs about 894.") and "free; use --device meta" in line
+    assert line.startswith("error: this trace needs about 894.") and "free on cpu; use --device meta" in line
 
 
 def test_a_real_ctrl_c_still_interrupts(tmp_path: Path) -> None:

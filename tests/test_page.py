@@ -142,6 +142,32 @@ def test_the_histograms_are_of_the_real_values() -> None:
     assert histograms["input"]["counts"] == np.histogram(a, bins=HISTOGRAM_BINS, range=(a.min(), a.max()))[0].tolist()
 
 
+class _Scalar(nn.Module):
+    """A loss-like module: its output is 0-d, a tensor with no last dimension."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(8, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.up(x).sum()
+
+
+def test_a_0d_output_is_drawn_as_empty_shape(runner: CliRunner, tmp_path: Path) -> None:
+    r = ffn_cli.trace(_Scalar(), torch.randn(2, 3, 8))
+    for text in (r.page(), r._repr_html_()):
+        # The output's arrow and bar say (), as Python prints a 0-d shape and the terminal's width chart does.
+        assert 'data-shape="out">()<' in text and 'class="dim">()<' in text
+        assert re.findall(r'class="dim">([^<]*)<', text)[:2] == ["8", "16"]
+    (tmp_path / "scalar.py").write_text(
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.up = torch.nn.Linear(8, 16)\n    def forward(self, x):\n        return self.up(x).sum()\n",
+        encoding="utf-8",
+    )
+    data, text = run_page(runner, tmp_path, "--module", f"{tmp_path / 'scalar.py'}:M", "-d", "8")
+    assert data["output_shape"] == [] and 'data-shape="out">()<' in text
+
+
 def test_the_chinese_page(runner: CliRunner, tmp_path: Path) -> None:
     data, text = run_page(runner, tmp_path, "--lang", "zh")
     assert '<html lang="zh">' in text and "前向传播" in text

@@ -23,6 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 TAG = "FFN_TEST_PROCESS_TAG"
 # Ranks, the forkserver and the resource tracker: the main process's tagged descendants.
 UP = 4
+# How long a process may take to start or to end before the test fails: hang guards only. Each
+# wait polls and returns as soon as its event happens, so a generous bound costs a quick machine
+# nothing, and a loaded one (torch imports and rank teardown slowed several times) still passes.
+WAIT_S = 300
 
 
 def _tagged(tag: str) -> list[int]:
@@ -51,7 +55,7 @@ def _start(args: list[str], stderr: Path) -> tuple[subprocess.Popen[bytes], str]
     return proc, tag
 
 
-def _wait_for_ranks(proc: subprocess.Popen[bytes], tag: str, timeout_s: float = 120) -> None:
+def _wait_for_ranks(proc: subprocess.Popen[bytes], tag: str, timeout_s: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while len([p for p in _tagged(tag) if p != proc.pid]) < UP:
         assert proc.poll() is None, f"ffn exited ({proc.returncode}) before its ranks were up"
@@ -71,8 +75,8 @@ def _signal_run(args: list[str], sig: int, tmp_path: Path) -> tuple[int, str, li
     try:
         _wait_for_ranks(proc, tag)
         proc.send_signal(sig)
-        proc.wait(timeout=30)
-        return proc.returncode, (tmp_path / "stderr").read_text(), _survivors(tag, within_s=10)
+        proc.wait(timeout=WAIT_S)
+        return proc.returncode, (tmp_path / "stderr").read_text(), _survivors(tag, within_s=WAIT_S)
     finally:
         for pid in _tagged(tag):  # only what this test started: its tag is in their environment
             os.kill(pid, signal.SIGKILL)
@@ -121,13 +125,13 @@ def test_a_signal_while_the_ranks_start_is_quiet(sig: int, up: int, tmp_path: Pa
     multiprocessing's semaphores; after SIGKILL the resource tracker warned of leaked ones."""
     proc, tag = _start(["trace", "--tp", "2", "--d-model", "64"], tmp_path / "stderr")
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + WAIT_S
         while len([p for p in _tagged(tag) if p != proc.pid]) < up:  # the forkserver, then the ranks
             assert proc.poll() is None and time.monotonic() < deadline, "ffn ended before its ranks started"
             time.sleep(0.01)
         proc.send_signal(sig)
-        proc.wait(timeout=30)
-        left = _survivors(tag, within_s=60)  # the forkserver may still be importing torch
+        proc.wait(timeout=WAIT_S)
+        left = _survivors(tag, within_s=WAIT_S)  # the forkserver may still be importing torch
         stderr = (tmp_path / "stderr").read_text()
         assert proc.returncode == (-sig if sig == signal.SIGKILL else 128 + sig), stderr
         assert "Traceback" not in stderr and "leaked" not in stderr and "Error" not in stderr, stderr

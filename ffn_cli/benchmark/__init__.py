@@ -10,7 +10,8 @@ TFLOP/s come from the analytic matmul FLOPs (×3 with backward: dX and dW each c
 The modules: `config` (BenchConfig), `implementations` (eager / fused / compiled), `timing`
 (the timer and cache flushing), `stats` (samples → TimingStats), `memory` (estimates and
 measured peaks), `environment` (BenchEnv, threads), `calibrate` (this device's ceilings),
-`case` (one case → BenchResult), `run` (the sweep → BenchReport), `result` (the dataclasses).
+`case` (one case → BenchResult), `run` (the sweep → BenchReport), `result` (the dataclasses),
+`estimate` (how long a sweep will take, said before it starts).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _HOME = {
     "MIN_AUTO_REPEATS": "timing",
     "NOISY_REL_IQR": "stats",
     "ProgressFn": "run",
+    "EstimateFn": "run",
+    "SweepEstimate": "estimate",
     "TimingStats": "stats",
     "estimate_memory_bytes": "memory",
     "impl_for": "implementations",
@@ -59,8 +62,10 @@ __all__ = [
     "BenchResult",
     "Calibration",
     "CheckpointDelta",
+    "EstimateFn",
     "Impl",
     "ProgressFn",
+    "SweepEstimate",
     "TimingStats",
     "estimate_memory_bytes",
     "impl_for",

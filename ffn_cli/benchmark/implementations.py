@@ -11,6 +11,7 @@ import torch
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.names import split_list
 
 __all__ = ["COMPILE_MODES", "IMPLS", "Impl", "compile_module", "impl_for", "keep_ieee_subnormals", "parse_impls", "subnormals_flushed"]
 
@@ -53,15 +54,12 @@ def impl_for(*, fused: bool, compile_mode: str | None) -> Impl:
 
 def parse_impls(text: str) -> list[Impl]:
     """'eager,fused-compile' → Impls; 'all' → every one."""
-    names = [n.strip() for n in text.split(",")]
-    if len(names) > 1 and not all(names):
-        raise FFNError("impl", text, _("an empty item in the comma list: remove the extra comma"))
+    names = split_list("impl", text, empty=_("a comma list of {impls}, or all").format(impls=", ".join(IMPLS)))
     if names == ["all"]:
         return list(IMPLS.values())
-    unknown = [n for n in names if n not in IMPLS]
-    if not names or unknown:
+    if any(n not in IMPLS for n in names):
         raise FFNError("impl", text, _("a comma list of {impls}, or all").format(impls=", ".join(IMPLS)))
-    return [IMPLS[n] for n in dict.fromkeys(names)]
+    return [IMPLS[n] for n in names]
 
 
 def compile_module(module: torch.nn.Module, mode: str) -> Callable[[torch.Tensor], torch.Tensor]:

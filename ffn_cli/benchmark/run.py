@@ -13,6 +13,7 @@ from ffn_cli.benchmark.calibrate import calibrate
 from ffn_cli.benchmark.case import Case, Sweep, bench_case, ceilings, preflight_case
 from ffn_cli.benchmark.config import MAX_REPEATS, BenchConfig
 from ffn_cli.benchmark.environment import capture_env, cpu_threads
+from ffn_cli.benchmark.estimate import SHOWN_FROM_S, SweepEstimate, estimate_sweep
 from ffn_cli.benchmark.forecast import profile_for, unread_profile
 from ffn_cli.benchmark.implementations import IMPLS, Impl
 from ffn_cli.benchmark.plan import DEFAULT_MAX_CASES, SweepPlan
@@ -22,12 +23,14 @@ from ffn_cli.benchmark.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.spec import FFNSpec, check_int
 
-__all__ = ["ProgressFn", "run_bench"]
+__all__ = ["EstimateFn", "ProgressFn", "run_bench"]
 
 ProgressFn = Callable[[int, int, str], None]  # (cases done, cases in all, what runs next)
+EstimateFn = Callable[[SweepEstimate], None]  # told once, before the first case, of a sweep that will take a while
 
 
 def run_bench(
@@ -40,12 +43,14 @@ def run_bench(
     config: BenchConfig | None = None,
     on_progress: ProgressFn | None = None,
     max_cases: int = DEFAULT_MAX_CASES,
+    on_estimate: EstimateFn | None = None,
 ) -> BenchReport:
     """Time every (dtype, spec, seq_len, impl[, checkpoint]) case; one report for the sweep.
 
     on_progress(done, total, what) is called between cases and phases, never while timing.
     More than `max_cases` cases are refused before any is built; every case is checked against
-    the free memory before the first is timed.
+    the free memory before the first is timed. on_estimate hears how long the sweep will take,
+    before the first case, when that is SHOWN_FROM_S or more.
     """
     config = config or BenchConfig()
     _check_device(config.device)
@@ -62,7 +67,7 @@ def run_bench(
     progress = on_progress or (lambda done, total, what: None)
     on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
     with cpu_threads(device, config.threads), on_device:
-        return _run_sweep(plan, device, config, progress)
+        return _run_sweep(plan, device, config, progress, on_estimate)
 
 
 def _check_device(name: str) -> None:
@@ -72,7 +77,9 @@ def _check_device(name: str) -> None:
         raise FFNRuntimeError(_("--device {name}: CUDA is not available here; use --device cpu").format(name=name))
 
 
-def _run_sweep(plan: SweepPlan, device: torch.device, config: BenchConfig, progress: ProgressFn) -> BenchReport:
+def _run_sweep(
+    plan: SweepPlan, device: torch.device, config: BenchConfig, progress: ProgressFn, on_estimate: EstimateFn | None
+) -> BenchReport:
     flush_bytes = cache_flush_bytes(device, config.cache)
     env = capture_env(device, config.cache, flush_bytes)
     flush = torch.empty(flush_bytes, dtype=torch.int8, device=device) if flush_bytes else None
@@ -84,6 +91,10 @@ def _run_sweep(plan: SweepPlan, device: torch.device, config: BenchConfig, progr
         for dtype in dtypes:
             progress(0, total, f"calibrating {dtype} GEMM and copy")
             sweep.calibrations[dtype] = calibrate(device, resolve_device_dtype(str(device), dtype)[1], dtype, config)
+    if on_estimate is not None:
+        estimate = estimate_sweep(plan.cases(), config, lambda dtype: _measured_tflops(sweep, dtype), device)
+        if estimate.seconds >= SHOWN_FROM_S:
+            on_estimate(estimate)
     results = []
     for i, case in enumerate(plan.cases()):
         progress(i, total, ("compiling and timing " if case.impl.compile_mode else "timing ") + case.label)
@@ -98,6 +109,15 @@ def _run_sweep(plan: SweepPlan, device: torch.device, config: BenchConfig, progr
         skipped=tuple(plan.skipped),
         warnings=tuple(_warnings(results, sweep, dtypes)),
     )
+
+
+def _measured_tflops(sweep: Sweep, dtype: str) -> float | None:
+    """This device's GEMM rate as measured already (--calibrate, ffn hardware --measure), or None."""
+    cal = sweep.calibrations.get(dtype)
+    if cal is not None:
+        return cal.gemm_tflops
+    profile = profile_for(sweep.device.type, sweep.config.gpu)
+    return profile.peak_tflops(TABLE_DTYPE.get(dtype, dtype)) if profile is not None else None
 
 
 def _mark_fastest(results: list[BenchResult]) -> list[BenchResult]:

@@ -14,12 +14,12 @@ from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
-from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
+from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, RankTimeoutOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
 from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
 
 if TYPE_CHECKING:
-    from ffn_cli.benchmark import ProgressFn
+    from ffn_cli.benchmark import ProgressFn, SweepEstimate
     from ffn_cli.services.answer import Answer
 
 _TIMING = "Timing"
@@ -132,6 +132,7 @@ def bench(
     max_cases: MaxCasesOpt = BenchRequest.max_cases,
     tp: TPOpt = BenchRequest.tp,
     ep: EPOpt = BenchRequest.ep,
+    rank_timeout: RankTimeoutOpt = None,
     preset: PresetOpt = None,
     config: ConfigOpt = None,
     model: ModelOpt = None,
@@ -151,7 +152,7 @@ def bench(
     from ffn_cli.services.bench import bench as answer_bench
 
     request = BenchRequest(ffn=ffn, **options, typed=typed_options(list(options)))
-    answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress))
+    answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
     if not answer.shown:
         return
     # The results first: a plot that fails to write must not take the table with it.
@@ -164,6 +165,13 @@ def bench(
 
         write_plot(answer.value, plot)
         console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
+
+
+def _say_estimate(estimate: SweepEstimate) -> None:
+    """Before a long sweep, terminal or not: a log or a pipe waits as long."""
+    from ffn_cli.render.bench import estimate_line
+
+    err_console.print(estimate_line(estimate), markup=False, highlight=False)
 
 
 def _run_with_progress(work: Callable[[ProgressFn | None], Answer]) -> Answer:

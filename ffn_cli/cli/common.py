@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from ffn_cli.cli.columns import drop_unusable_columns
-from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
+from ffn_cli.errors import RUNTIME_EXIT, SHOWN_VALUE_CHARS, FFNError, FFNRuntimeError, elide
 from ffn_cli.i18n import _
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
@@ -117,7 +117,7 @@ def handles_errors(command: F) -> F:
             elif _is_out_of_memory(exc):
                 message = _("out of memory while running; try smaller sizes or --device meta")
             else:
-                first_line = (str(exc).strip().splitlines() or [""])[0]
+                first_line = elide((str(exc).strip().splitlines() or [""])[0], 2 * SHOWN_VALUE_CHARS)
                 message = _("{kind}: {first_line} (run `ffn --debug …` for the traceback)").format(
                     kind=type(exc).__name__, first_line=first_line
                 )
@@ -170,7 +170,7 @@ def described(exc: FFNError) -> tuple[str, str | None]:
     source = _model_source(ctx)
     if exc.option == "config" and source and source[1] != "--config" and not ctx.params.get("config"):
         # The model's config.json itself, named by --preset or --model: named as that option.
-        return f"{source[1]} {ctx.params[source[1][2:]]}: {exc.allowed}", source[1]
+        return f"{source[1]} {elide(str(ctx.params[source[1][2:]]))}: {exc.allowed}", source[1]
     if param is not None and source and _source_name(ctx, param.name) != "COMMANDLINE":
         param = None  # a value the model's config set, not one the user typed
     if param is not None and param.opts:
@@ -181,11 +181,11 @@ def described(exc: FFNError) -> tuple[str, str | None]:
             return f"{typed}: {exc.allowed}", typed
         if exc.value is None:  # nothing was given: `--d-model: could not be read…`, not `--d-model None`
             return f"{flag}: {exc.allowed}", flag
-        value = exc.value if isinstance(exc.value, str) and exc.value.strip() else repr(exc.value)
+        value = elide(exc.value if isinstance(exc.value, str) and exc.value.strip() else repr(exc.value))
         return f"{flag} {value}: {exc.allowed}", flag
     if source:
         text = _("{source}: key {key} = {value}: {allowed}").format(
-            source=source[0], key=exc.option, value=repr(exc.value), allowed=exc.allowed
+            source=elide(source[0]), key=exc.option, value=elide(repr(exc.value)), allowed=exc.allowed
         )
         return text, source[1]
     return str(exc), None

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ffn_cli.cli.complete import complete_devices, complete_dtypes
-from ffn_cli.cli.numbers import parse_int
+from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.requests.lists import parse_int_list, parse_list
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "NKVHeadsOpt",
     "NormOpt",
     "PreNormOpt",
+    "RankTimeoutOpt",
     "SeedOpt",
     "SeqLenListOpt",
     "SeqLenOpt",
@@ -102,4 +103,14 @@ TPOpt = Annotated[
 ]
 EPOpt = Annotated[
     int, typer.Option("--ep", parser=parse_int, help="Expert-parallel ranks: experts split across N (moe).", rich_help_panel=_PAR)
+]
+RankTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--rank-timeout",
+        parser=parse_float,
+        metavar="SECONDS",
+        help="With --tp / --ep: seconds the ranks may take before they are stopped (default: trace 120, bench 300).",
+        rich_help_panel=_PAR,
+    ),
 ]

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import SCALE_BITS, WeightFormat
-from ffn_cli.i18n import N_, Message
+from ffn_cli.i18n import N_, Message, _
 
 __all__ = ["compressed_tensors_format"]
 
@@ -32,9 +33,14 @@ def _group(qc: Mapping[str, Any]) -> Mapping[str, Any] | str:
     groups = qc.get("config_groups")
     if not isinstance(groups, Mapping) or len(groups) != 1:
         return Message(N_("quantization_config compressed-tensors with other than one config group is not read"))
-    (group,) = groups.values()
+    ((name, group),) = groups.items()
     if not isinstance(group, Mapping) or "Linear" not in (group.get("targets") or []):
         return Message(N_("quantization_config compressed-tensors group not targeting Linear is not read"))
+    for key in ("weights", "input_activations"):
+        value = group.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            allowed = _('must be a JSON object, as {"type": "float", "num_bits": 8, "strategy": "channel"}')
+            raise FFNError(f"quantization_config.config_groups.{name}.{key}", value, allowed)
     return group
 
 

@@ -18,6 +18,7 @@ from ffn_cli.models.config import load_config, load_preset
 from ffn_cli.models.families import Family, family_of, model_spec_from_config
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import attention_chunks, attention_windows, is_causal
+from ffn_cli.names import split_list
 
 __all__ = ["LoadedModel", "config_dtype", "load_model", "load_models"]
 
@@ -135,10 +136,5 @@ def _config_paths(text: str) -> list[str]:
 
 
 def _split(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; an empty item is refused."""
-    parts = [t.strip() for t in text.split(",")]
-    if not any(parts):
-        raise FFNError(option, text, _("one name or a comma list"))
-    if not all(parts):
-        raise FFNError(option, text, _("an empty item in the comma list: remove the extra comma"))
-    return list(dict.fromkeys(parts))
+    """'a, b,a' → ['a', 'b'] (names.split_list: at most MAX_LIST_ITEMS items, none empty)."""
+    return split_list(option, text, empty=_("one name or a comma list"))

@@ -195,17 +195,18 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _module_names(qc: Mapping[str, Any]) -> list[str]:
-    """modules_to_not_convert, refused unless a list of names. transformers iterates it as it is:
-    one string would become its letters, each a pattern that keeps most modules out."""
-    modules = qc.get("modules_to_not_convert")
+def _module_names(qc: Mapping[str, Any], key: str = "modules_to_not_convert") -> list[str]:
+    """modules_to_not_convert (or compressed-tensors' `ignore`), refused unless a list of names.
+    transformers iterates it as it is: one string would become its letters, each a pattern that
+    keeps most modules out."""
+    modules = qc.get(key)
     if modules is None:
         return []
     allowed = _('must be a list of module names (transformers\' own spelling: ["lm_head"])')
     if isinstance(modules, str):
         allowed = _("one string, which transformers would read letter by letter; {allowed}").format(allowed=allowed)
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise FFNError("quantization_config.modules_to_not_convert", modules, allowed)
+        raise FFNError(f"quantization_config.{key}", modules, allowed)
     return modules
 
 
@@ -223,8 +224,10 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     (None, why) when there is none or its method is not one ffn reads. A value of the wrong
     JSON type (a string for a list, `true` for a number) is refused, naming its key."""
     qc = config.get("quantization_config")
-    if not isinstance(qc, Mapping):
+    if qc is None:
         return None, ""
+    if not isinstance(qc, Mapping):  # a string or a list: no quant_method to read, and silence would count it as bf16
+        raise FFNError("quantization_config", qc, _('must be a JSON object naming its quant_method, as {"quant_method": "fp8"}'))
     method = str(qc.get("quant_method", "")).lower()
     excluded, unread = _not_converted(_module_names(qc))
     if method == "mxfp4":
@@ -249,7 +252,7 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
             return None, read_ct
         # every Linear the group targets, lm_head and routers too, unless `ignore` names them
         fmt, scope = read_ct, _LINEARS | {"head", "router"}
-        excluded, unread = _not_converted(list(qc.get("ignore") or []))
+        excluded, unread = _not_converted(_module_names(qc, "ignore"))
     elif method in ("gptq", "awq"):
         read = _integer_config(method, qc)
         if isinstance(read, str):

@@ -14,6 +14,7 @@ import itertools
 import torch
 from torch import nn
 
+from ffn_cli.accounting import RUN_DTYPES
 from ffn_cli.i18n import N_
 from ffn_cli.modules.ffn import FFNModule, linears_in
 from ffn_cli.names import unknown_name
@@ -22,12 +23,7 @@ from ffn_cli.spec import FFNSpec
 
 __all__ = ["DTYPES", "apply_init", "build_ffn", "module_class", "resolve_dtype"]
 
-DTYPES = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
+DTYPES = {name: getattr(torch, name) for name in RUN_DTYPES}
 
 
 def resolve_dtype(name: str) -> torch.dtype:

@@ -19,11 +19,41 @@ from ffn_cli.render.prediction import prediction_lines, prediction_summary
 from ffn_cli.render.roofline import bound_word
 
 if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
+    from ffn_cli.benchmark.estimate import SweepEstimate
     from ffn_cli.benchmark.result import BenchReport, BenchResult
 
-__all__ = ["PLOT_FORMATS", "bars", "bench_json", "bench_view", "check_plot_target", "constant_parts", "results_table", "write_plot"]
+__all__ = [
+    "PLOT_FORMATS",
+    "bars",
+    "bench_json",
+    "bench_view",
+    "check_plot_target",
+    "constant_parts",
+    "estimate_line",
+    "results_table",
+    "write_plot",
+]
 
 BAR_WIDTH = 40
+
+
+def _duration(seconds: float) -> str:
+    """45 s, 12 min, 3.5 h: as precise as an estimate is."""
+    if seconds < 120:
+        return _("{n} s").format(n=f"{seconds:.0f}")
+    if seconds < 2 * 3600:
+        return _("{n} min").format(n=f"{seconds / 60:.0f}")
+    return _("{n} h").format(n=f"{seconds / 3600:.1f}")
+
+
+def estimate_line(estimate: SweepEstimate) -> str:
+    """One line before a long sweep: how long, and from what (bench/estimate.py)."""
+    rates = ", ".join(f"{dtype} {fmt_si(tflops * 1e12, 'FLOP/s')}" for dtype, tflops in estimate.tflops.items())
+    source = _("a GEMM timed just now") if estimate.measured else _("this device's measured GEMM rate")
+    cases = ngettext("{n} case", "{n} cases", estimate.cases).format(n=f"{estimate.cases:,}")
+    return _("ffn bench: about {time} for {cases}, warm-up and repeats included: {flops} of matmuls at {rates} ({source})").format(
+        time=_duration(estimate.seconds), cases=cases, flops=fmt_si(estimate.flops, "FLOP"), rates=rates, source=source
+    )
 
 
 def _pass(r: BenchResult) -> str:

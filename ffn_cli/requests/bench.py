@@ -10,6 +10,7 @@ from typing import Any, Literal
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.requests.ffn import FFNChoice
+from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec
 
@@ -27,6 +28,7 @@ _RULES: tuple[Rule, ...] = (
     Conflicts(
         "impl", ("fused", "compile", "compile_mode"), N_("--impl replaces --fused, --compile and --compile-mode; give one or the other")
     ),
+    RANK_TIMEOUT_RULE,
 )
 # No model named: the FFNs of the options.
 _NO_MODEL_RULES: tuple[Rule, ...] = (
@@ -70,6 +72,7 @@ class BenchRequest:
     max_cases: int = 1_000  # bench.plan.DEFAULT_MAX_CASES, which cannot be imported before torch
     tp: int = 1
     ep: int = 1
+    rank_timeout: float | None = None
     preset: str | None = None
     config: str | None = None
     model: str | None = None
@@ -87,6 +90,7 @@ class BenchRequest:
         object.__setattr__(self, "given", given)
         if self.min_time is not None and not 0 < self.min_time <= MAX_MIN_TIME:
             raise FFNError("min_time", self.min_time, _("seconds in (0, 3600]"))
+        check_rank_timeout(self.rank_timeout)
         check_rules(_RULES, given)
         if self.plot is not None:
             from ffn_cli.render.bench import check_plot_target

@@ -8,16 +8,10 @@ __all__ = ["parse_int_list", "parse_list"]
 
 
 def parse_list(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty, or an empty item
-    ('relu,', '64,,128'), is refused: a stray comma is a typo, not a shorter list."""
-    from ffn_cli.errors import FFNError
+    """'a, b,a' → ['a', 'b'] (names.split_list: at most MAX_LIST_ITEMS items, none empty)."""
+    from ffn_cli.names import split_list
 
-    parts = [t.strip() for t in text.split(",")]
-    if not any(parts):
-        raise FFNError(option, text, _("one value or a comma list"))
-    if not all(parts):
-        raise FFNError(option, text, _("an empty item in the comma list: remove the extra comma"))
-    return list(dict.fromkeys(parts))
+    return split_list(option, text, empty=_("one value or a comma list"))
 
 
 def parse_int_list(option: str, text: str) -> list[int]:

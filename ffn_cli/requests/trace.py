@@ -11,11 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from ffn_cli.accounting import RUN_DTYPES
 from ffn_cli.attention import BLOCK_NORMS
+from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.names import unknown_name
 from ffn_cli.outputs import check_output_file
 from ffn_cli.requests.ffn import FFNChoice
+from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec
 
@@ -29,7 +33,10 @@ MODEL = ("preset", "config", "model")
 ATTENTION = ("n_heads", "n_kv_heads", "head_dim", "norm", "pre_norm")
 _REGISTRY_ONLY = ("check", "block", "tp", "ep", *ATTENTION, *MODEL, "layer", "revision")
 
-_RULES: tuple[Rule, ...] = (Conflicts("explain", "ops", N_("explains the steps; --ops shows the raw aten ops instead: drop one")),)
+_RULES: tuple[Rule, ...] = (
+    Conflicts("explain", "ops", N_("explains the steps; --ops shows the raw aten ops instead: drop one")),
+    RANK_TIMEOUT_RULE,
+)
 # --module: the user's module, as it is.
 _MODULE_RULES: tuple[Rule, ...] = (
     Unused(
@@ -100,6 +107,7 @@ class TraceRequest:
     pre_norm: bool = False
     tp: int = 1
     ep: int = 1
+    rank_timeout: float | None = None
     preset: str | None = None
     config: str | None = None
     model: str | None = None
@@ -121,10 +129,16 @@ class TraceRequest:
     def __post_init__(self) -> None:
         if self.page is not None:  # checked before any work: a run must not end on a page it cannot write
             check_output_file("page", self.page, (".html", ".htm"))
+        # An empty --device or --dtype is refused as bench refuses it, not read as the default.
+        if self.device is not None:
+            parse_device_name(self.device)
+        if self.dtype is not None and self.dtype not in RUN_DTYPES:
+            raise unknown_name("dtype", self.dtype, RUN_DTYPES, what=N_("dtype"))
         object.__setattr__(self, "mode", self.mode.strip().lower())
         object.__setattr__(self, "norm", self.norm.strip().lower())
         if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not
             raise FFNError("norm", self.norm, _("choose one of {norms}").format(norms=", ".join(BLOCK_NORMS)))
+        check_rank_timeout(self.rank_timeout)
         given = self._given()
         object.__setattr__(self, "given", given)
         check_rules(_RULES, given)

@@ -16,7 +16,7 @@ from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
 if TYPE_CHECKING:
-    from ffn_cli.benchmark import ProgressFn
+    from ffn_cli.benchmark import EstimateFn, ProgressFn
     from ffn_cli.models.layer_select import LayerChoice
     from ffn_cli.requests.bench import BenchRequest
     from ffn_cli.spec import FFNSpec
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["bench"]
 
 
-def bench(request: BenchRequest, on_progress: ProgressFn | None = None) -> Answer:
+def bench(request: BenchRequest, on_progress: ProgressFn | None = None, on_estimate: EstimateFn | None = None) -> Answer:
     """The timings `ffn bench` prints for `request` (its `--json` as the data); `on_progress`
-    hears of each step of a sweep (never while timing)."""
+    hears of each step of a sweep (never while timing), `on_estimate` how long a long sweep will take."""
     require_temp_dir()  # before torch is imported
     from ffn_cli.benchmark import impl_for, parse_impls
 
@@ -40,7 +40,7 @@ def bench(request: BenchRequest, on_progress: ProgressFn | None = None) -> Answe
     specs, dtype = ([choice.ffn], choice.dtype) if choice is not None else (list(request.specs), request.dtype)
     if request.kind == "parallel":
         return _parallel(request, specs, dtype)
-    return _sweep(request, specs, dtype, impls, choice, on_progress)
+    return _sweep(request, specs, dtype, impls, choice, on_progress, on_estimate)
 
 
 def _model_layer(request: BenchRequest) -> LayerChoice | None:
@@ -65,7 +65,13 @@ def _model_layer(request: BenchRequest) -> LayerChoice | None:
 
 
 def _sweep(
-    request: BenchRequest, specs: list[FFNSpec], dtype: str, impls: list, choice: LayerChoice | None, on_progress: ProgressFn | None
+    request: BenchRequest,
+    specs: list[FFNSpec],
+    dtype: str,
+    impls: list,
+    choice: LayerChoice | None,
+    on_progress: ProgressFn | None,
+    on_estimate: EstimateFn | None,
 ) -> Answer:
     from ffn_cli.benchmark import BenchConfig, run_bench
     from ffn_cli.render.bench import bench_view
@@ -92,6 +98,7 @@ def _sweep(
         config=config,
         on_progress=on_progress,
         max_cases=request.max_cases,
+        on_estimate=on_estimate,
     )
     model = choice.data() if choice is not None else None
 
@@ -126,6 +133,7 @@ def _parallel(request: BenchRequest, specs: list[FFNSpec], dtype: str) -> Answer
         seed=request.seed,
         warmup_ms=request.warmup_ms,
         repeats=20 if request.repeats is None else request.repeats,
+        **({} if request.rank_timeout is None else {"timeout_s": request.rank_timeout}),
     )
     view = lambda: render_parallel_timing(timing)  # noqa: E731
     return Answer(timing, view, lambda: json_data.parallel_bench_data(timing), shown=is_primary_process())

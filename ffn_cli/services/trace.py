@@ -161,6 +161,7 @@ def _parallel(request: TraceRequest, spec: FFNSpec, dtype: str) -> Answer:
         dtype=dtype,
         device=request.device or "cpu",
         seed=request.seed,
+        **({} if request.rank_timeout is None else {"timeout_s": request.rank_timeout}),
     )
     failure = None
     if not result.passed:

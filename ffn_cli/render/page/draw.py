@@ -68,11 +68,16 @@ def _shapes(shapes: tuple[str, ...], role: str) -> str:
     return "".join(f'<span class="shape" data-shape="{role}">{esc(s)}</span>' for s in shapes)
 
 
+def _dim(width: int) -> str:
+    """A bar's label: the last dimension, or () for a 0-d output, as the terminal's width chart writes it."""
+    return fmt_count(width) if width else "()"
+
+
 def _bar(node: Node, scale: Scale) -> str:
     """The step's output, as long as its last dimension; the hatched part is the share of zeros."""
     zeros = node.zeros_share
     hatch = f'<span class="zeros" style="width:{100 * zeros:.1f}%"></span>' if zeros >= 0.005 else ""
-    label = fmt_count(node.width)
+    label = _dim(node.width)
     if zeros >= 0.005:
         label += " · " + _("{pct}% zeros").format(pct=f"{100 * zeros:.1f}")
     return (
@@ -166,7 +171,7 @@ def _parts(node: Node, scale: Scale) -> str:
     """An expert's own steps, each a thin bar to the page's scale: its FFN, widening and narrowing."""
     items = "".join(
         f'<li><span class="pname">{esc(p.name.removeprefix(node.name + "."))}</span>'
-        f'<span class="pdim">{esc(fmt_count(p.width))}</span>'
+        f'<span class="pdim">{esc(_dim(p.width))}</span>'
         f'<span class="ptrack"><span class="pbar" style="width:{scale.bar(p.width)}"></span></span></li>'
         for p in node.parts
     )

@@ -60,7 +60,7 @@ class Node:
     inputs: tuple[str, ...]  # distinct input shapes, at most three, then "+N more"
     outputs: tuple[str, ...]
     sources: tuple[str, ...]  # the steps (or "input") whose outputs it read
-    width: int  # the output's last dimension
+    width: int  # the output's last dimension; 0 for a 0-d output (a scalar), drawn as ()
     weights: tuple[Weight, ...] = ()
     params: int = 0
     flops: int = 0
@@ -87,6 +87,11 @@ class Lane:
 
     def nodes(self) -> list[Node]:
         return [n for row in self.rows for n in row]
+
+
+def _last_dim(shape: list[int]) -> int:
+    """A bar's length: the last dimension, 0 for a 0-d tensor (as the terminal's width chart has it)."""
+    return shape[-1] if shape else 0
 
 
 def _shape_lines(shapes: list[list[int]]) -> tuple[str, ...]:
@@ -126,7 +131,7 @@ def _step_node(result: TraceResult, step: TraceStep, data: dict[str, Any], key: 
         inputs=_shape_lines(data["input_shapes"]),
         outputs=_shape_lines(outputs),
         sources=tuple(data["inputs_from"]),
-        width=data["output_shape"][-1] if data["output_shape"] else 1,
+        width=_last_dim(data["output_shape"]),
         weights=_weights(data),
         params=data["param_count"] if data["params"] and len(step.buffers) < len(step.params) else 0,
         flops=data["flops"],
@@ -157,12 +162,12 @@ def forward_lane(result: TraceResult, data: dict[str, Any]) -> Lane:
     """The input, every step of the run in its order, the output."""
     shape = fmt_shape(data["input_shape"])
     first = Node(
-        "input", "", _("input"), "", (), (shape,), (), data["input_shape"][-1],
+        "input", "", _("input"), "", (), (shape,), (), _last_dim(data["input_shape"]),
         stats=data["input_stats"], histogram=Histogram.of(result.input_stats), kind="input",
     )  # fmt: skip
     steps = [_step_node(result, s, d, f"s{i}", str(i + 1)) for i, (s, d) in enumerate(zip(result.steps, data["steps"], strict=True))]
     out = fmt_shape(data["output_shape"])
-    last = Node("output", "", _("output"), "", (out,), (out,), (), data["output_shape"][-1], kind="output")
+    last = Node("output", "", _("output"), "", (out,), (out,), (), _last_dim(data["output_shape"]), kind="output")
     return Lane("forward", _("Forward"), _rows([first, *steps, last]))
 
 
@@ -187,7 +192,7 @@ def backward_lane(result: TraceResult, data: dict[str, Any]) -> Lane | None:
                 inputs=_shape_lines(d["grad_in"]),
                 outputs=_shape_lines(d["grad_out"]),
                 sources=tuple("dL/dy" if n == 0 else f"{n} {data['backward_steps'][n - 1]['of']}" for n in d["inputs_from"]),
-                width=produced[0][-1] if produced and produced[0] else 1,
+                width=_last_dim(produced[0] if produced else []),
                 weights=weights,
                 flops=d["flops"],
                 flop_parts=(("dW", d["weight_grad_flops"]), ("dx", d["input_grad_flops"]), (_("elementwise"), d["elementwise_flops"])),
