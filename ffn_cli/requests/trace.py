@@ -14,7 +14,7 @@ from typing import Any, Literal
 from ffn_cli.attention import BLOCK_NORMS
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.outputs import check_output_file
+from ffn_cli.outputs import HTML_FILES, check_output_file
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec
@@ -120,7 +120,7 @@ class TraceRequest:
 
     def __post_init__(self) -> None:
         if self.page is not None:  # checked before any work: a run must not end on a page it cannot write
-            check_output_file("page", self.page, (".html", ".htm"))
+            check_output_file("page", self.page, HTML_FILES)
         object.__setattr__(self, "mode", self.mode.strip().lower())
         object.__setattr__(self, "norm", self.norm.strip().lower())
         if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not
