@@ -53,7 +53,7 @@ def check_output_file(option: str, path: str, suffixes: Sequence[str]) -> Path:
     target = Path(path).expanduser()
     if target.suffix.lower() not in suffixes:
         raise FFNError(option, path, _("a file name ending in {suffixes}").format(suffixes=", ".join(suffixes)))
-    if target.is_dir():
+    if os.path.isdir(target):
         raise FFNError(option, path, _("is a directory; give a file name in it"))
     problem = destination_problem(target)
     if problem is not None:
@@ -68,8 +68,8 @@ def destination_problem(target: Path, *, room_bytes: int = 0) -> str | None:
         mode = target.stat().st_mode
     except FileNotFoundError:
         mode = None
-    except OSError as exc:
-        return _("cannot be inspected: {reason}").format(reason=exc.strerror or exc)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        return _("cannot be inspected: {reason}").format(reason=getattr(exc, "strerror", None) or exc)
     if mode is not None and stat.S_ISDIR(mode):
         return _("is a directory")
     if mode is not None and not stat.S_ISREG(mode):
@@ -83,7 +83,7 @@ def destination_problem(target: Path, *, room_bytes: int = 0) -> str | None:
 def _probe(folder: Path) -> str | None:
     """Create and remove a file in `folder`: permissions, read-only mounts and pseudo file systems
     (/proc, /sys) all answer the same question this way."""
-    probe = folder / temp_name(".ffn-write-check", _name_max(folder))
+    probe = folder / temp_name("ffn-write-check", _name_max(folder))
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
     except OSError as exc:
@@ -105,11 +105,9 @@ def _room_problem(folder: Path, room_bytes: int) -> str | None:
 def same_file(a: Path, b: Path) -> bool:
     """Whether two names reach one file: the same real path (links resolved; a file not yet made
     is named by its folder's real path), or one existing file reached by two links."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
     try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist yet: the real paths said it all
+        return os.path.realpath(a) == os.path.realpath(b) or os.path.samefile(a, b)
+    except (OSError, ValueError):  # one of them does not exist yet (the real paths said it all), or no file has that name
         return False
 
 

@@ -423,3 +423,11 @@ def test_a_failed_profile_write_leaves_nothing(tmp_path: Path, monkeypatch: pyte
     with pytest.raises((FFNRuntimeError, RuntimeError), match="cross-device"):
         save_profile(_profile())
     assert os.listdir(profile_path().parent) == []
+
+
+def test_measure_with_gpu_is_still_its_own_refusal(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, never_measured: None
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    result = runner.invoke(app, ["hardware", "--measure", "--gpu", "this"])
+    assert result.exit_code == 2 and result.stderr == "error: --measure: profiles this device alone: drop --gpu and --measure-cpu\n"

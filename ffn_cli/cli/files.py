@@ -6,6 +6,7 @@ naming both options."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,8 @@ COMMAND_FILES: dict[str, CommandFiles] = {
     "params": CommandFiles(outputs=("plot", *EXPORTS), inputs=("config", "gpu")),
     "bench": CommandFiles(outputs=("plot", *EXPORTS), inputs=("config", "gpu")),
     "variants": CommandFiles(outputs=EXPORTS),
-    "hardware": CommandFiles(outputs=("measure", *EXPORTS), inputs=("gpu",)),
+    # --gpu this reads the profile --measure writes, but --measure refuses --gpu (its own rule says so).
+    "hardware": CommandFiles(outputs=("measure", *EXPORTS)),
 }
 
 
@@ -65,7 +67,7 @@ def _config_files(text: str | None) -> list[Path]:
     files = []
     for item in {text, *text.split(",")}:
         path = Path(item.strip()).expanduser()
-        files += [path, path / "config.json"] if path.is_dir() else [path]
+        files += [path, path / "config.json"] if os.path.isdir(path) else [path]  # isdir: False for any name no file has
     return files
 
 
