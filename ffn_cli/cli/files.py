@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ffn_cli.outputs import HTML_FILES, SVG_FILES, check_distinct, check_output_file
-
 __all__ = ["COMMAND_FILES", "INPUT_FILES", "OUTPUT_FILES", "CommandFiles", "check_command_files"]
 
 
@@ -36,7 +34,21 @@ COMMAND_FILES: dict[str, CommandFiles] = {
 }
 
 
+# Each check imports the writer when it runs: a command given no output (`ffn params`) never loads it.
+def _html(option: str, value: str) -> Path:
+    from ffn_cli.outputs import HTML_FILES, check_output_file
+
+    return check_output_file(option, value, HTML_FILES)
+
+
+def _svg(option: str, value: str) -> Path:
+    from ffn_cli.outputs import SVG_FILES, check_output_file
+
+    return check_output_file(option, value, SVG_FILES)
+
+
 def _plot(option: str, value: str) -> Path:
+    from ffn_cli.outputs import check_output_file
     from ffn_cli.render.plot import PLOT_FORMATS
 
     return check_output_file(option, value, PLOT_FORMATS)
@@ -51,9 +63,9 @@ def _profile(option: str, value: bool) -> Path | None:
 
 # option → its checked destination (None: the option asks for no file this run)
 OUTPUT_FILES: dict[str, Callable[[str, Any], Path | None]] = {
-    "page": lambda option, value: check_output_file(option, value, HTML_FILES),
-    "svg": lambda option, value: check_output_file(option, value, SVG_FILES),
-    "html": lambda option, value: check_output_file(option, value, HTML_FILES),
+    "page": _html,
+    "svg": _svg,
+    "html": _html,
     "plot": _plot,
     "measure": _profile,
 }
@@ -99,15 +111,16 @@ def check_command_files(command: str, values: Mapping[str, Any]) -> dict[str, Pa
     """The checked destinations of `command`'s outputs given in `values` (option → value), or
     FFNError: one that cannot be written, two naming one file, one naming an input."""
     files = COMMAND_FILES[command]
+    given = {option: values[option] for option in files.outputs if values.get(option) not in (None, False)}
+    if not given:
+        return {}
+    from ffn_cli.outputs import check_distinct
+
     outputs = {}
-    for option in files.outputs:
-        value = values.get(option)
-        if value is not None and value is not False:
-            target = OUTPUT_FILES[option](option, value)
-            if target is not None:
-                outputs[option] = target
-    if not outputs:
-        return outputs
+    for option, value in given.items():
+        target = OUTPUT_FILES[option](option, value)
+        if target is not None:
+            outputs[option] = target
     inputs = {option: INPUT_FILES[option](values.get(option)) for option in files.inputs}
     check_distinct(outputs, inputs)
     return outputs
