@@ -150,15 +150,15 @@ def temp_name(name: str, name_max: int = NAME_MAX) -> str:
     return f".{kept}.{os.urandom(_RANDOM_HEX // 2).hex()}.tmp"
 
 
-def _open_temp(target: Path) -> tuple[int, Path]:
+def _open_temp(target: Path, mode: int) -> tuple[int, Path]:
     """A new file beside `target`, made by this call alone (never an existing file, never through a
-    link); its mode the one a new file gets here (0666 less the umask) until the write ends."""
+    link), created with `mode` (less the umask)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     name_max = _name_max(target.parent)
     for _attempt in range(100):
         tmp = target.parent / temp_name(target.name, name_max)
         try:
-            return os.open(tmp, flags, 0o666), tmp
+            return os.open(tmp, flags, mode), tmp
         except FileExistsError:  # a name someone else holds (or a planted link): draw another
             continue
     raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target.parent))
@@ -190,12 +190,14 @@ def _sync_folder(folder: Path) -> None:
 def write_file(target: Path, write: Callable[[BinaryIO], None], *, option: str) -> Path:
     """Call write(handle) on a temporary file beside `target`, then rename it over `target`.
     A write that fails (a full disk, the folder removed meanwhile) is one error naming `option`."""
+    mode = _kept_mode(target)
     try:
-        fd, tmp = _open_temp(target)
+        # Private while written when it replaces a file (its own mode is given at the end); a new
+        # file is made with the mode the umask leaves, which it keeps.
+        fd, tmp = _open_temp(target, 0o600 if mode is not None else 0o666)
     except OSError as exc:
         raise _write_error(option, target, exc) from None
     try:
-        mode = _kept_mode(target)
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
