@@ -92,10 +92,10 @@ class Result(Generic[T]):
             raise FFNError("page", type(self.value).__name__, _("a trace's result: ffn_cli.trace(...).page()"))
         check_arguments(Result.page, {"path": path})
         text = self.drawing(True)
-        if path is not None:
-            from ffn_cli.cli.page_option import save_page
+        if path is not None:  # written as `ffn trace --page` writes it, by the one writer
+            from ffn_cli.outputs import HTML_FILES, check_output_file, write_text
 
-            save_page(path, text)
+            write_text(check_output_file("page", str(path), HTML_FILES), text, option="page")
         return text
 
     def _repr_html_(self) -> str:

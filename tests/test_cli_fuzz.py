@@ -62,6 +62,8 @@ def _config_values(tmp: Path) -> list[str]:
         "escape_names.json": json.dumps(
             {**LLAMA, "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": ["\x1b[2J", "\x1b]0;t\x07\u202e"]}}
         ),
+        # A config whose name an output could take: --html to it must be refused, not written over it.
+        "llama.html": json.dumps(LLAMA),
         "negative.json": json.dumps(
             {
                 "model_type": "llama",
@@ -94,6 +96,9 @@ def _typical_value(option: str, configs: list[str]) -> st.SearchStrategy[str]:
         return st.sampled_from(["float32", "float64", "float16", "bfloat16", "int8", "float32,bfloat16"])
     if option == "--config":
         return st.sampled_from(configs)
+    if option in ("--svg", "--html", "--page"):  # files in the configs' folder: the inputs among them, and new ones
+        folder = Path(configs[0]).parent
+        return st.sampled_from([*configs, str(folder / "out.svg"), str(folder / "out.html"), str(folder / "missing" / "out.html")])
     if option == "--preset":
         # Small models: trace and bench now run a preset's layer at its real size (and dtype).
         return st.sampled_from(["gpt2", "qwen2-0.5b", "nope", ""])
@@ -183,6 +188,10 @@ CORPUS = [
     ["params", "--preset", "llama-2-7b", "--dtype", "float64", "--gpu", "h100"],
     ["params", "--preset", "llama-2-7b", "--dtype", "float64", "--weights", "int4"],
     ["trace", "--module", "docs/examples/my_ffn.py:TransformerFFN(64, 128)", "--depth", "0"],
+    # An output over another output, or over the file an input names: refused before the work.
+    ["trace", "-d", "8", "--page", "{configs}/same.html", "--html", "{configs}/same.html"],
+    ["params", "--config", "{configs}/llama.html", "--html", "{configs}/llama.html"],
+    ["trace", "--config", "{configs}/llama.html", "--device", "meta", "--page", "{configs}/llama.html"],
 ]
 # --module names only modules, and what cannot run is refused before anything is allocated;
 # tests/test_module_inputs.py holds each one's exact line. With the exit code each gets.

@@ -228,8 +228,9 @@ def test_the_hardware_package_imports_nothing_else_of_ours() -> None:
     for path in package.glob("*.py"):
         for line in path.read_text(encoding="utf-8").splitlines():
             if re.match(r"\s*(from|import) ffn_cli", line):
-                # its words are Messages, said in the reader's language
-                assert re.match(r"\s*(from|import) ffn_cli\.(hardware|i18n)\b", line), f"{path.name}: {line}"
+                # its words are Messages, said in the reader's language; the profile is written by the
+                # one writer, and a place it cannot be written is the tool's runtime error
+                assert re.match(r"\s*(from|import) ffn_cli\.(hardware|i18n|outputs|errors)\b", line), f"{path.name}: {line}"
             assert not re.match(r"\s*(from|import) torch", line), f"{path.name}: {line}"
 
 

@@ -15,6 +15,7 @@ from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, 
 from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
 from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, RankTimeoutOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
+from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
 
@@ -155,16 +156,17 @@ def bench(
     answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
     if not answer.shown:
         return
-    # The results first: a plot that fails to write must not take the table with it.
+    # The results first: a plot that fails to write must not take the table (or the JSON) with it.
     if json:
         emit_json(answer.data())
-        return
-    console.print(answer.view())
+    else:
+        console.print(answer.view())
     if plot is not None and request.kind == "sweep":
         from ffn_cli.render.bench import write_plot
 
-        write_plot(answer.value, plot)
-        console.print(f"plot written to {visible(plot)}", markup=False, highlight=False)
+        written = write_plot(answer.value, plot)
+        said = _("plot written to {path}").format(path=visible(written))
+        (err_console if json else console).print(said, markup=False, highlight=False)  # stdout holds the JSON alone
 
 
 def _say_estimate(estimate: SweepEstimate) -> None:

@@ -1,7 +1,8 @@
 """`--svg FILE` / `--html FILE` on every command: save exactly what the command printed.
 
 The console records while the command runs; rich exports the record as an SVG picture or an
-HTML page, written atomically. The destination is checked before any work starts.
+HTML page, written by ffn_cli/outputs.py. Before any work starts, every output the command was
+given (these two, --page, --plot, the profile of --measure) is checked, as cli/files.py declares.
 """
 
 from __future__ import annotations
@@ -31,19 +32,15 @@ HtmlOpt = Annotated[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _targets(svg: str | None, html: str | None, plain: str | None) -> dict[str, Path]:
-    """The checked destinations; `plain` names an option given that prints without tables."""
-    if svg is None and html is None:
-        return {}  # nothing to save: the file checks never load
-    from ffn_cli.outputs import check_output_file
+def _targets(command: str, values: dict[str, Any], plain: str | None) -> dict[str, Path]:
+    """Every output of the command checked (cli/files.py), and those of --svg / --html; `plain`
+    names an option given that prints without tables."""
+    from ffn_cli.cli.files import check_command_files
 
-    targets = {}
-    if svg is not None:
-        targets["svg"] = check_output_file("svg", svg, (".svg",))
-    if html is not None:
-        targets["html"] = check_output_file("html", html, (".html", ".htm"))
+    outputs = check_command_files(command, values)
+    targets = {kind: outputs[kind] for kind in ("svg", "html") if kind in outputs}
     if targets and plain:
-        option = "--svg" if svg is not None else "--html"
+        option = "--svg" if "svg" in targets else "--html"
         raise FFNError(
             plain,
             True,
@@ -53,7 +50,7 @@ def _targets(svg: str | None, html: str | None, plain: str | None) -> dict[str, 
 
 
 def _save(targets: dict[str, Path], title: str) -> None:
-    from ffn_cli.outputs import write_atomically
+    from ffn_cli.outputs import write_text
 
     if not console.export_text(clear=False).strip():
         return  # this process printed nothing (a torchrun rank other than 0): rank 0 writes the file
@@ -62,7 +59,7 @@ def _save(targets: dict[str, Path], title: str) -> None:
     html = console.export_html(clear=False) if "html" in targets else None
     for kind, text in (("svg", svg), ("html", html)):
         if text is not None:
-            write_atomically(targets[kind], lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8"), option=kind)
+            write_text(targets[kind], text, option=kind)
             err_console.print(_("wrote {file}").format(file=targets[kind]), markup=False)
 
 
@@ -77,13 +74,15 @@ def with_export(name: str, command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, svg: str | None = None, html: str | None = None, **kwargs: Any) -> Any:
         try:
-            plain = next((name for name in ("json", "markdown") if kwargs.get(name)), None)
-            targets = _targets(svg, html, plain)
+            plain = next((flag for flag in ("json", "markdown") if kwargs.get(flag)), None)
+            targets = _targets(name, {**kwargs, "svg": svg, "html": html}, plain)
         except FFNError as exc:
             from ffn_cli.cli.common import described
 
             message, option = described(exc)
             raise fail(message, USAGE_EXIT, option) from None
+        except FFNRuntimeError as exc:  # a place no file can be made (the profile's folder)
+            raise fail(str(exc), exc.exit_code) from None
         if not targets:
             return command(*args, **kwargs)
         console.record = True

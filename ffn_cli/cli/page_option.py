@@ -1,7 +1,8 @@
 """`ffn trace --page FILE.html`: the run drawn as a page, beside whatever the command prints.
 
-The destination is checked before the run (as `--svg` / `--html` check theirs); the page is
-drawn from the `--json` dict of the same run (its explanations included) and written whole."""
+The destination is checked before the run with the command's other files (cli/files.py); the
+page is drawn from the `--json` dict of the same run (its explanations included) and written by
+ffn_cli/outputs.py."""
 
 from __future__ import annotations
 
@@ -27,10 +28,9 @@ PageOpt = Annotated[
 
 
 def save_page(target: Path | str, text: str) -> Path:
-    """Write the page whole (a temp file renamed over `target`), and say so on stderr."""
-    from ffn_cli.outputs import check_output_file, write_atomically
+    """Write the page as ffn_cli/outputs.py writes every file, and say so on stderr."""
+    from ffn_cli.outputs import HTML_FILES, check_output_file, write_text
 
-    path = check_output_file("page", str(target), (".html", ".htm"))
-    write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), option="page")
+    path = write_text(check_output_file("page", str(target), HTML_FILES), text, option="page")
     err_console.print(_("wrote {file}").format(file=path), markup=False)
     return path

@@ -17,9 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware.gpus import GPU
 from ffn_cli.hardware.profile_check import check_profile_data
 from ffn_cli.i18n import _
+from ffn_cli.outputs import destination_problem, write_text
 
 __all__ = [
     "FORMAT",
@@ -28,6 +30,7 @@ __all__ = [
     "ElementwisePoint",
     "GemmPoint",
     "ProfileError",
+    "check_profile_target",
     "find_profile",
     "load_profile",
     "profile_path",
@@ -37,6 +40,7 @@ __all__ = [
 
 FORMAT = 1  # bumped when what is stored changes: an older file is refused, not misread
 PROFILE_NAME = "this"  # what --gpu takes for the machine it was measured on
+PROFILE_ROOM_BYTES = 1 << 20  # a profile is tens of kB: a folder with less free space than this is full
 
 
 class ProfileError(RuntimeError):
@@ -150,17 +154,30 @@ def profile_path(name: str = PROFILE_NAME) -> Path:
     return profiles_dir() / f"{name}.json"
 
 
-def save_profile(profile: DeviceProfile) -> Path:
-    """Written whole to a temporary file, then renamed: a reader never sees half a profile."""
-    path = profile_path(profile.name)
+def check_profile_target(name: str = PROFILE_NAME) -> Path:
+    """Where `save_profile` will write, made ready and checked before the measurement spends its
+    minutes: a cache path that is a file, a read-only or full folder, a profile that is a folder
+    are each one line (FFNRuntimeError) now, not at the end."""
+    path = profile_path(name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(profile.to_dict(), indent=1) + "\n", encoding="utf-8")
-        tmp.replace(path)
     except OSError as exc:
-        raise ProfileError(_("cannot write the profile to {path}: {why}").format(path=path, why=exc.strerror or exc)) from None
+        raise _unwritable(path, exc.strerror or str(exc)) from None
+    problem = destination_problem(path, room_bytes=PROFILE_ROOM_BYTES)
+    if problem is not None:
+        raise _unwritable(path, problem)
     return path
+
+
+def save_profile(profile: DeviceProfile) -> Path:
+    """Written whole by ffn_cli.outputs (an exclusive temporary file renamed over the profile): a
+    reader never sees half a profile, and nothing is left behind when the write fails."""
+    path = check_profile_target(profile.name)
+    return write_text(path, json.dumps(profile.to_dict(), indent=1) + "\n", option="measure")
+
+
+def _unwritable(path: Path, why: str) -> FFNRuntimeError:
+    return FFNRuntimeError(_("cannot write the profile to {path}: {why}").format(path=path, why=why))
 
 
 def load_profile(name: str = PROFILE_NAME) -> DeviceProfile:

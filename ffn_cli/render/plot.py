@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import N_, _, language, set_language
-from ffn_cli.outputs import check_output_file, write_atomically
+from ffn_cli.outputs import check_output_file, write_file
 from ffn_cli.render.literal import visible
 
 if TYPE_CHECKING:
@@ -50,6 +50,11 @@ def check_plot_target(path: str) -> Path:
     except ImportError:
         raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]") from None
     return target
+
+
+def _save(fig: Any, target: Path) -> Path:
+    """The figure in the format its name says, written by ffn_cli/outputs.py (the one writer)."""
+    return write_file(target, lambda handle: fig.savefig(handle, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")
 
 
 def iqr_tflops(r: BenchResult) -> tuple[float, float]:
@@ -192,7 +197,7 @@ def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Se
     _bars(top, report, labels, colours)
     _roofline(bottom, report, colours, [label.endswith("★") for label in labels])
     fig.suptitle(title, fontsize=10)
-    return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")
+    return _save(fig, target)
 
 
 # --- ffn params --gpu --batch …,… --plot: the roofline's batch sweep ------------------------------------
@@ -295,4 +300,4 @@ def _roofline_sweep(
     for ax in (top, bottom):
         ax.grid(True, which="both", alpha=0.25)
     fig.suptitle(title, fontsize=10)
-    return write_atomically(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lstrip(".").lower(), dpi=130), option="plot")
+    return _save(fig, target)

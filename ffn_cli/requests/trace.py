@@ -17,7 +17,7 @@ from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
-from ffn_cli.outputs import check_output_file
+from ffn_cli.outputs import HTML_FILES, check_output_file
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
@@ -128,7 +128,7 @@ class TraceRequest:
 
     def __post_init__(self) -> None:
         if self.page is not None:  # checked before any work: a run must not end on a page it cannot write
-            check_output_file("page", self.page, (".html", ".htm"))
+            check_output_file("page", self.page, HTML_FILES)
         # An empty --device or --dtype is refused as bench refuses it, not read as the default.
         if self.device is not None:
             parse_device_name(self.device)
