@@ -77,7 +77,7 @@ class Result(Generic[T]):
     def to_dict(self) -> dict[str, Any]:
         from ffn_cli.render.json_data import json_ready
 
-        return json_ready(self.data())  # type: ignore[no-any-return]
+        return json_ready(self.data())
 
     def _console(self, width: int) -> Console:
         from rich.console import Console

@@ -142,15 +142,15 @@ class Message(str):
         return self
 
     @classmethod
-    def join(cls, *parts: str) -> Message:
+    def join(cls, *parts: str) -> Message:  # type: ignore[override]  # a constructor by design: Message.join(a, b)
         return cls(parts=tuple(p for p in parts if p))
 
     @classmethod
     def of(cls, msgid: str, /, **args: object) -> Message:
         """Message(msgid, **args), by another name."""
-        return cls(msgid, **args)
+        return cls(msgid, parts=(), **args)
 
-    def __add__(self, other: str) -> Message:  # type: ignore[override]
+    def __add__(self, other: str) -> Message:
         """Words after words: still a Message, so each part is said in the reader's language."""
         return Message.join(self, other)
 

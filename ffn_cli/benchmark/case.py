@@ -228,7 +228,7 @@ def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int
         peak_tflops=peak,
         peak_source=source,
         pct_peak=100 * tflops / peak if peak and tflops <= peak else None,
-        above_peak=bool(peak) and tflops > peak,
+        above_peak=bool(peak and tflops > peak),
         intensity_flop_per_byte=intensity,
         ridge_flop_per_byte=ridge,
         bound_ms=bound_ms,

@@ -67,7 +67,7 @@ def compile_module(module: torch.nn.Module, mode: str) -> Callable[[torch.Tensor
     # A fresh Dynamo cache per case: every module of a sweep shares FFNModule.forward, and a
     # shared cache would hit its recompile limit (then silently run eager) or go dynamic.
     torch.compiler.reset()
-    return torch.compile(module, mode=mode, dynamic=False)  # type: ignore[return-value]
+    return torch.compile(module, mode=mode, dynamic=False)
 
 
 @contextlib.contextmanager

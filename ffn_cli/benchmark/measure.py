@@ -17,26 +17,30 @@ measurements, never during one.
 from __future__ import annotations
 
 import datetime
+import functools
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from ffn_cli.benchmark.timing import cache_flush_bytes, collector_paused, time_calls
+from ffn_cli.benchmark.timing import CallFn, cache_flush_bytes, collector_paused, time_calls
 from ffn_cli.hardware.cpu import cpu_memory_bytes, cpu_name
 from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, ElementwisePoint, GemmPoint
 from ffn_cli.models.forward_ops import forward_ops, priced_variants
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import ACTIVATIONS, VARIANTS
+from ffn_cli.variants import ACTIVATIONS, VARIANTS, Activation
 
 __all__ = ["MeasurePlan", "Task", "measure_device", "plan_for", "run_passes"]
 
 ProgressFn = Callable[[int, int, str], None]
 # One measurement of a pass: its progress label, and what it times (key → seconds).
-Task = tuple[str, Callable[[], dict[Hashable, float]]]
+# What a measured point is filed under: ("gemm", dtype, m, n, k), ("elementwise", dtype, op, elements), ("op",), ("ffn", variant).
+PointKey = tuple[Any, ...]
+Task = tuple[str, Callable[[], dict[PointKey, float]]]
 _TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -85,7 +89,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _median_s(run: Callable[[int], None], prepare: Callable[[int], None], device: torch.device, budget_s: float) -> float:
+def _median_s(run: CallFn, prepare: CallFn, device: torch.device, budget_s: float) -> float:
     """One untimed call (it warms and sizes the rest), then the median of enough timed calls."""
     prepare(0)
     _sync(device)
@@ -101,20 +105,29 @@ def _median_s(run: Callable[[int], None], prepare: Callable[[int], None], device
 def _gemm_tasks(device: torch.device, dtype: str, plan: MeasurePlan, flush: torch.Tensor | None) -> list[Task]:
     td = _TORCH_DTYPES[dtype]
 
-    def one(m: int, n: int, k: int) -> dict[Hashable, float]:
+    def one(m: int, n: int, k: int) -> dict[PointKey, float]:
         gen = torch.Generator(device=device).manual_seed(0)
         x = torch.randn(m, k, generator=gen, device=device, dtype=td)
         w = torch.randn(n, k, generator=gen, device=device, dtype=td)
         seconds = _median_s(lambda i: F.linear(x, w), lambda i: flush.zero_() if flush is not None else None, device, plan.budget_s)
         return {("gemm", dtype, m, n, k): seconds}
 
-    return [(f"GEMM {dtype} {m}×{n}×{k}", lambda m=m, n=n, k=k: one(m, n, k)) for m in plan.ms for n in plan.ns for k in plan.ks]
+    return [(f"GEMM {dtype} {m}×{n}×{k}", functools.partial(one, m, n, k)) for m in plan.ms for n in plan.ns for k in plan.ks]
+
+
+def _activation_op(act: Activation) -> Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
+    return lambda a, b, bias: act.torch(a)
+
+
+def _calling(fn: Callable[..., object], *args: Any) -> CallFn:
+    """fn(*args) as a timed call (its call number unused)."""
+    return lambda i: fn(*args)
 
 
 def _elementwise_ops() -> dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]]:
     """Each op as an FFN runs it: the activations through the registry's own torch forms."""
     ops: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]] = {
-        name: (lambda a, b, bias, act=act: act.torch(a)) for name, act in ACTIVATIONS.items() if act.runs_an_op
+        name: _activation_op(act) for name, act in ACTIVATIONS.items() if act.runs_an_op
     }
     ops["mul"] = lambda a, b, bias: a * b
     ops["add"] = lambda a, b, bias: a + bias  # a bias over rows
@@ -124,16 +137,16 @@ def _elementwise_ops() -> dict[str, Callable[[torch.Tensor, torch.Tensor, torch.
 def _elementwise_tasks(device: torch.device, dtype: str, plan: MeasurePlan) -> list[Task]:
     td = _TORCH_DTYPES[dtype]
 
-    def one(size: int) -> dict[Hashable, float]:
+    def one(size: int) -> dict[PointKey, float]:
         cols = min(size, 1024)
         a = torch.randn(size // cols, cols, device=device, dtype=td)
         b, bias = torch.randn_like(a), torch.randn(cols, device=device, dtype=td)
         return {
-            ("elementwise", dtype, name, a.numel()): _median_s(lambda i, op=op: op(a, b, bias), lambda i: None, device, plan.budget_s / 4)
+            ("elementwise", dtype, name, a.numel()): _median_s(_calling(op, a, b, bias), lambda i: None, device, plan.budget_s / 4)
             for name, op in _elementwise_ops().items()
         }
 
-    return [(f"elementwise {dtype} {size:,}", lambda size=size: one(size)) for size in plan.sizes]
+    return [(f"elementwise {dtype} {size:,}", functools.partial(one, size)) for size in plan.sizes]
 
 
 def _copy_gbps(device: torch.device, flush_bytes: int) -> float:
@@ -144,22 +157,22 @@ def _copy_gbps(device: torch.device, flush_bytes: int) -> float:
     return 2 * elems * 4 / (min(samples) * 1e-3) / 1e9
 
 
-def _fixed_costs(device: torch.device, budget_s: float) -> dict[Hashable, float]:
+def _fixed_costs(device: torch.device, budget_s: float) -> dict[PointKey, float]:
     """One op on a one-element tensor, and per priced variant one forward at width 8, one token."""
     one = torch.ones(1, device=device)
-    out: dict[Hashable, float] = {("op",): _median_s(lambda i: torch.mul(one, one), lambda i: None, device, budget_s)}
+    out: dict[PointKey, float] = {("op",): _median_s(lambda i: torch.mul(one, one), lambda i: None, device, budget_s)}
     for name in priced_variants(VARIANTS):
         spec = FFNSpec(variant=name, d_model=8, d_ff=8)
         module = build_ffn(spec, device=device, dtype=torch.float32, seed=0).eval()
         x = torch.randn(1, 8, device=device)
-        out[("ffn", name)] = _median_s(lambda i, module=module, x=x: module(x), lambda i: None, device, budget_s)
+        out[("ffn", name)] = _median_s(_calling(module, x), lambda i: None, device, budget_s)
     return out
 
 
-def run_passes(tasks: Sequence[Task], passes: int, step: Callable[[str], None]) -> dict[Hashable, tuple[float, float]]:
+def run_passes(tasks: Sequence[Task], passes: int, step: Callable[[str], None]) -> dict[PointKey, tuple[float, float]]:
     """Every task once per pass, in the same order: key → (the fastest pass's seconds, how much
     slower the slowest pass was, as a fraction of the fastest)."""
-    seen: dict[Hashable, list[float]] = {}
+    seen: dict[PointKey, list[float]] = {}
     for number in range(1, passes + 1):
         for label, measure in tasks:
             step(label if passes == 1 else f"{label} ({number}/{passes})")

@@ -39,7 +39,7 @@ MIN_AUTO_REPEATS = 10
 CPU_LLC_FALLBACK_BYTES = 32 << 20
 CUDA_MIN_FLUSH_BYTES = 256 << 20  # as triton.testing.do_bench
 
-CallFn = Callable[[int], None]  # call i: run(i) is timed, prepare(i) runs before it untimed
+CallFn = Callable[[int], object]  # call i: run(i) is timed, prepare(i) runs before it untimed; what they return is dropped
 
 
 # --- the cache ------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ class FFNCommand(TyperCommand):
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
         flags_take_no_value(params)
-        return params  # type: ignore[no-any-return]
+        return params
 
 
 def build_command(name: str, app: typer.Typer) -> Any:

@@ -38,7 +38,7 @@ def _targets(command: str, values: dict[str, Any], plain: str | None) -> dict[st
     from ffn_cli.cli.files import check_command_files
 
     outputs = check_command_files(command, values)
-    targets = {kind: outputs[kind] for kind in ("svg", "html") if kind in outputs}
+    targets: dict[str, Path] = {kind: outputs[kind] for kind in ("svg", "html") if kind in outputs}
     if targets and plain:
         option = "--svg" if "svg" in targets else "--html"
         raise FFNError(

@@ -24,9 +24,9 @@ from ffn_cli.startup import end_start_up
 __all__ = ["app", "main"]
 
 
-def _click_class(name: str) -> type[Exception]:
+def _click_class(name: str) -> Any:
     # Typer ≥ 0.20 vendors click (typer._click); older releases use click itself. Both are
-    # reachable through the MRO of typer.BadParameter.
+    # reachable through the MRO of typer.BadParameter (so the checker cannot know which: Any).
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
 
 
@@ -131,20 +131,28 @@ class OneLineErrors(TyperGroup):
 
         print_help(self, ctx)
 
-    def main(self, args: Sequence[str] | None = None, *rest: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **kwargs: Any,
+    ) -> Any:
         argv, settings.debug = _pop_debug(list(sys.argv[1:] if args is None else args))
         settings.json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
         fit_consoles()
         try:
             argv, chosen = _pop_lang(argv)
             _choose_language(chosen)
-            result = super().main(argv, *rest, standalone_mode=False, **kwargs)
+            result = super().main(argv, prog_name, complete_var, False, windows_expand_args, **kwargs)
         except _ClickException as exc:
             if not standalone_mode:
                 raise
-            message = translate_usage_error(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
+            message = translate_usage_error(" ".join(exc.format_message().split()))
             message += _split_call_hint(argv, exc)
-            command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
+            command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"
             fail(_("{message} (see `{command}`)").format(message=message, command=command), USAGE_EXIT, _click_option(exc))
             sys.exit(USAGE_EXIT)
         except typer.Abort:

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import Field, field, fields, make_dataclass
 from types import NoneType, UnionType
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
@@ -67,13 +67,16 @@ def _panel_order(options: dict[str, Option]) -> list[str]:
 class _FFNOptions:
     """The FFN options as parsed: text for the ones that take a comma list, values otherwise."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each class ffn_options() makes is a dataclass
     spec_class: ClassVar[type[FFNSpec]]
     spec_fields: ClassVar[dict[str, str]]  # option name → FFNSpec field: --fused is fused_gate_up
     comma_lists: ClassVar[frozenset[str]]  # the options typed as a comma list
-    # What the methods read of the fields ffn_options() makes.
+    # What the methods and the requests (FFNChoice) read of the fields ffn_options() makes.
     variant: str
     d_model: str
     expert_variant: str
+    fused: bool
+    multiple_of: int
     given: frozenset[str]
 
     def variants(self) -> list[str]:
@@ -157,6 +160,9 @@ def ffn_options(spec_class: type[FFNSpec] = FFNSpec) -> type[_FFNOptions]:
     )
 
 
-FFNOptions = ffn_options()
+if TYPE_CHECKING:  # a class made at import: the checker knows it by the base it is made on
+    FFNOptions = _FFNOptions
+else:
+    FFNOptions = ffn_options()
 # FFN options that change the module's values but no count: ffn params refuses them rather than ignore them.
 VALUES_ONLY = tuple(opt.name for opt in spec_options().values() if opt.values_only)

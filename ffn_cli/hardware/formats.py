@@ -87,22 +87,21 @@ class WeightFormat:
     def describe(self) -> Message:
         """In words, e.g. 'mxfp4: e2m1 + an e8m0 scale per 32 = 4.25 bits/weight'."""
         parts: list[str] = [self.element]
-        zero = {"scale": self.scale, "zero": self.zero_bits}
         if self.group:
             what = (
                 N_("one {scale} scale and one int{zero} zero point per {group}") if self.zero_bits else N_("one {scale} scale per {group}")
             )
-            parts.append(Message(what, group=self.group, **zero))
+            parts.append(Message(what, group=self.group, scale=self.scale, zero=self.zero_bits))
         elif self.block is not None:
             what = (
                 N_("one {scale} scale and one int{zero} zero point per {rows}×{cols} block")
                 if self.zero_bits
                 else N_("one {scale} scale per {rows}×{cols} block")
             )
-            parts.append(Message(what, rows=self.block[0], cols=self.block[1], **zero))
+            parts.append(Message(what, rows=self.block[0], cols=self.block[1], scale=self.scale, zero=self.zero_bits))
         elif self.per_row:
             what = N_("one {scale} scale and one int{zero} zero point per row") if self.zero_bits else N_("one {scale} scale per row")
-            parts.append(Message(what, **zero))
+            parts.append(Message(what, scale=self.scale, zero=self.zero_bits))
         if self.tensor_scale_bits:
             parts.append(self.tensor_words or Message(N_("one fp32 scale per tensor")))
         if self.column_index_bits:

@@ -71,10 +71,10 @@ class RoutedExperts:
         """The fewest a token touches: as many picks as the zero experts can take land on them
         (all of them when there are at least k)."""
         most = self.active_params
-        if most is None or not self.zero_experts:
+        if most is None or self.experts is None or not self.zero_experts:
             return most
         ks = self.layer_top_k or (self.top_k,) * self.containers
-        each = self.params // self.containers // self.experts  # type: ignore[operator]
+        each = self.params // self.containers // self.experts
         return sum(each * max(0, k - self.zero_experts) for k in ks if k is not None)
 
     @property
@@ -148,7 +148,8 @@ class BuiltModel:
         active = self.active_params
         if active is None:
             return None
-        return active - sum(r.active_params - r.least_active_params for r in self.routed)  # type: ignore[operator]
+        # Every routed part's count is known here: active_params is None otherwise.
+        return active - sum((r.active_params or 0) - (r.least_active_params or 0) for r in self.routed)
 
     def part(self, kind: BuiltKind) -> BuiltPart | None:
         return next((p for p in self.parts if p.kind == kind), None)

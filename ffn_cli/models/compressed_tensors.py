@@ -49,7 +49,8 @@ def compressed_tensors_format(qc: Mapping[str, Any], model_dtype: str) -> Weight
     group = _group(qc)
     if isinstance(group, str):
         return group
-    w, act = group.get("weights") or {}, group.get("input_activations")
+    w: Mapping[str, Any] = group.get("weights") or {}
+    act = group.get("input_activations")
     kind, bits, strategy = w.get("type"), w.get("num_bits"), w.get("strategy")
     fmt_name = str(qc.get("format", ""))
     scale = _SCALE.get(model_dtype, "bf16")
@@ -59,13 +60,13 @@ def compressed_tensors_format(qc: Mapping[str, Any], model_dtype: str) -> Weight
     unread = Message(said, format=fmt_name, kind=kind, bits=bits, strategy=strategy)
     if fmt_name == "nvfp4-pack-quantized" and kind == "float" and bits == 4 and w.get("group_size") == 16:
         both = N_("fp32 weight_global_scale and input_global_scale per tensor")
-        words = Message(both if activations else N_("fp32 weight_global_scale per tensor"))
+        global_scales = Message(both if activations else N_("fp32 weight_global_scale per tensor"))
         return WeightFormat(
             "ct-nvfp4", 4, "e2m1", group=16, scale="e4m3", tensor_scale_bits=32 * (2 if activations else 1),
-            compute_dtype="fp4" if activations else "", tensor_words=words,
+            compute_dtype="fp4" if activations else "", tensor_words=global_scales,
         )  # fmt: skip
     per_tensor = SCALE_BITS[scale] if static_input else 0  # input_scale
-    words = [Message(N_("a {scale} input_scale"), scale=scale)] if static_input else []
+    words: list[Message] = [Message(N_("a {scale} input_scale"), scale=scale)] if static_input else []
     layout: dict[str, Any] = {}
     if strategy == "group" and isinstance(w.get("group_size"), int) and w["group_size"] > 0:
         layout = {"group": w["group_size"]}

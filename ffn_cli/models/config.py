@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -16,7 +17,10 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 __all__ = ["load_config", "load_preset", "parse_config", "preset_names"]
 
@@ -89,7 +93,8 @@ def read_capped(file: Path, cap: int, timeout_s: float) -> bytes | None:
     deadline = time.monotonic() + timeout_s
     fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while size <= cap:
             try:
                 chunk = os.read(fd, min(1 << 16, cap + 1 - size))

@@ -17,7 +17,7 @@ from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.hardware.predict import ElementwisePass, Gemm, Prediction, predict
 from ffn_cli.hardware.profile import DeviceProfile
 from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import ACTIVATIONS, mixture_of
+from ffn_cli.variants import ACTIVATIONS, SingleFFN, mixture_of
 
 __all__ = ["ForwardOps", "forward_ops", "predict_forward", "priced_variants"]
 
@@ -48,6 +48,7 @@ def forward_ops(spec: FFNSpec, tokens: int) -> ForwardOps | None:
     info = spec.info
     if mixture_of(info) is not None:  # a mixture's forward is its routing too: not priced
         return None
+    assert isinstance(info, SingleFFN)  # every variant that is not a mixture
     shapes = {t.name: t.shape for t in param_tensors(spec)}
     gemms: list[Gemm] = []
     passes: list[ElementwisePass] = []

@@ -55,9 +55,9 @@ def check_hub_environment(environ: Mapping[str, str] | None = None) -> None:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise HubEnvError("HF_ENDPOINT", endpoint, "is not an http(s) URL such as https://huggingface.co")
     for group in _FOLDERS:
-        name = next((n for n in group if environ.get(n)), None)
-        if name is not None:
-            value = environ[name]
+        folder_variable = next((n for n in group if environ.get(n)), None)
+        if folder_variable is not None:
+            value = environ[folder_variable]
             blocked = _not_a_folder(Path(value).expanduser())
             if blocked is not None:
-                raise HubEnvError(name, value, f"puts the Hugging Face cache under {blocked}, which is not a folder")
+                raise HubEnvError(folder_variable, value, f"puts the Hugging Face cache under {blocked}, which is not a folder")

@@ -160,7 +160,7 @@ class LinearMixer:
         the config names one, the conv's window at the cache dtype's `act_bytes`."""
         return self.recurrent_state_elements * (self.state_dtype_bytes or act_bytes) + self.conv_state_elements * act_bytes
 
-    def sequence_flops(self, seq_len: int | None) -> Fraction:
+    def sequence_flops(self, seq_len: int | None) -> Fraction | int:
         """FLOPs per token beyond the projections over a sequence of seq_len tokens: the
         convolution and the chunked state update; None: at the rate of whole chunks (no padding)."""
         return self.conv_flops + (self.scan.flops(seq_len) if self.scan is not None else 0)

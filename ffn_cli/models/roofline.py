@@ -195,7 +195,7 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
     """One forward pass: its FFN and attention per layer, and the whole model. A layer without
     an FFN or without a token mixer costs nothing for it; a mixer layer costs its mixer."""
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
-    ffn_costs = {id(f): _ffn_cost(spec, f, plan, case) for f in {id(f): f for f in ffn_of.values() if f}.values()}  # type: ignore[union-attr]
+    ffn_costs = {id(f): _ffn_cost(spec, f, plan, case) for f in {id(f): f for f in ffn_of.values() if f}.values()}
     mixer = _mixer_cost(spec, plan, case) if spec.mixer is not None else None
     attention: list[PartCost] = []
     for i in range(spec.n_layers):
@@ -314,7 +314,7 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}
     ffn_costs = {
-        key: _backward_of(_ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case)  # type: ignore[arg-type]
+        key: _backward_of(_ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case)
         for key, f in unique.items()
     }
     saved = _attention_saved(spec, case)

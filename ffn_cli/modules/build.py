@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -20,6 +21,9 @@ from ffn_cli.modules.ffn import FFNModule, linears_in
 from ffn_cli.names import unknown_name
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
+
+if TYPE_CHECKING:
+    from ffn_cli.variants.activations import InitGain
 
 __all__ = ["DTYPES", "apply_init", "build_ffn", "module_class", "resolve_dtype"]
 
@@ -32,7 +36,7 @@ def resolve_dtype(name: str) -> torch.dtype:
     return DTYPES[name]
 
 
-def _init_linear(linear: nn.Linear, spec: FFNSpec, gain_name: str) -> None:
+def _init_linear(linear: nn.Linear, spec: FFNSpec, gain_name: InitGain) -> None:
     weight = torch.empty(linear.weight.shape, device=linear.weight.device)  # float32: the same draws in any dtype
     if spec.init == "xavier_normal":
         nn.init.xavier_normal_(weight, gain=nn.init.calculate_gain(gain_name))

@@ -149,4 +149,4 @@ class FFN(FFNModule):
         variant.register_state(self, spec, d_ff)
 
     def _forward(self, x: Tensor) -> Tensor:
-        return self.single.forward(self.spec, ModuleWeights(self), x)  # type: ignore[no-any-return]
+        return self.single.forward(self.spec, ModuleWeights(self), x)

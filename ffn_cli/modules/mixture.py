@@ -28,7 +28,7 @@ class _Mixture(FFNModule):
         self.experts = nn.ModuleList(FFN(spec, expert, spec.hidden) for _ in range(spec.experts))
 
     def _forward(self, x: Tensor) -> Tensor:
-        return self.mixture.forward(self.spec, ModuleWeights(self), x)  # type: ignore[no-any-return]
+        return self.mixture.forward(self.spec, ModuleWeights(self), x)
 
 
 class MoEFFN(_Mixture):
@@ -46,7 +46,7 @@ class MoEFFN(_Mixture):
 
     def _forward(self, x: Tensor) -> Tensor:
         out, self.last_dispatch = self.routed.forward_routed(self.spec, ModuleWeights(self), x, self.dispatch)
-        return out  # type: ignore[no-any-return]
+        return out
 
 
 class SoftMoEFFN(_Mixture):

@@ -59,7 +59,7 @@ def local_ffn(
 ) -> Tensor:
     """The FFN of `spec.ffn_variant` on the tensors named prefix + `up_proj.weight`, … (a TP shard or one expert)."""
     weights = ShardWeights(w, spec, log or StepLog(enabled=False), prefix=prefix, down_bias=down_bias)
-    return spec.ffn_variant.forward(spec, weights, x)  # type: ignore[no-any-return]
+    return spec.ffn_variant.forward(spec, weights, x)
 
 
 def tp_forward(shard: Mapping[str, Tensor], spec: FFNSpec, x: Tensor, log: StepLog) -> Tensor:

@@ -63,10 +63,10 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         )
         raise FFNError("dtype", dtype, allowed.format(dtype=dtype))
     if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
-        plan = plan_from_options(opts.weights, opts.quantize, rest, loaded.config)
+        asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config)
         if opts.quantize is not None:
-            check_scope(loaded.spec, plan, opts.quantize)
-        return plan, ""
+            check_scope(loaded.spec, asked, opts.quantize)
+        return asked, ""
     if opts.quantize is not None:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
@@ -81,8 +81,9 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
 
 def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     """The passes --batch / --tokens / --phase / --seq-len ask for."""
-    from ffn_cli.models.roofline import PassCase
+    from ffn_cli.models.roofline import PassCase, Phase
 
+    phase: Phase = opts.phase  # type: ignore[assignment]  # a str from the command line: PassCase refuses any other
     seq_lens = parse_int_list("seq_len", opts.seq_len) if opts.seq_len is not None else [DEFAULT_SEQ_LEN]
     if len(seq_lens) != 1:
         raise FFNError("seq_len", opts.seq_len, _("with --gpu, one length: the tokens per sequence (prefill) or the context (decode)"))
@@ -91,13 +92,9 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
         from ffn_cli.spec import check_int
 
         check_int("tokens", opts.tokens, maximum=1 << 40)
-        return [
-            PassCase(opts.phase, 1, opts.tokens, act_bytes)
-            if opts.phase == "prefill"
-            else PassCase(opts.phase, opts.tokens, seq_len, act_bytes)
-        ]  # type: ignore[arg-type]
+        return [PassCase(phase, 1, opts.tokens, act_bytes) if phase == "prefill" else PassCase(phase, opts.tokens, seq_len, act_bytes)]
     batches = parse_int_list("batch", opts.batch) if opts.batch is not None else [1]
-    return [PassCase(opts.phase, b, seq_len, act_bytes) for b in batches]  # type: ignore[arg-type]
+    return [PassCase(phase, b, seq_len, act_bytes) for b in batches]
 
 
 def context_limit(config: Any) -> int | None:

@@ -63,6 +63,7 @@ def _ffn(request: ParamsRequest) -> Answer:
     from ffn_cli.render.params.report import ffn_report_view
 
     spec = request.specs[0]
+    assert request.attention is not None  # read for every "ffn" request
     report = ffn_report(spec, request.attention, request.count_dtype)
     over = _one_layer_over_lengths(request) if request.seq_lens else None
     block = _explain_ffn(report) if request.explain else None
@@ -106,6 +107,7 @@ def _comparison(request: ParamsRequest) -> Answer:
 
     multiple_of = request.ffn.multiple_of if request.ffn is not None else request.specs[0].multiple_of
     specs = list(request.specs)
+    assert request.attention is not None  # read for every "comparison" request
     comparison = compare_variants(specs, request.attention, request.count_dtype, match_params=request.match_params, multiple_of=multiple_of)
     warnings = [miss.message(multiple_of) for miss in match_misses(comparison, multiple_of)]
 

@@ -127,7 +127,7 @@ class _RunningNodes:
     def _stack(self) -> list[Any]:
         if not hasattr(self._local, "stack"):
             self._local.stack = []
-        return self._local.stack  # type: ignore[no-any-return]
+        return self._local.stack
 
     def _pop(self) -> None:
         stack = self._stack()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["ACTIVATIONS", "Activation"]
+__all__ = ["ACTIVATIONS", "Activation", "InitGain"]
+
+# The torch.nn.init.calculate_gain names an activation's init can ask for.
+InitGain = Literal["linear", "relu", "sigmoid", "tanh"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +22,7 @@ class Activation:
     # Arithmetic operations per element, our labelled convention for elementwise FLOPs.
     flops_per_element: int
     # torch.nn.init.calculate_gain name used by xavier_normal for layers feeding this activation.
-    init_gain: str
+    init_gain: InitGain
     # Whether autograd keeps the activation's input for backward (gelu, silu), rather than only
     # its output (relu, sigmoid) or nothing (identity). relu² keeps relu's output and squares
     # it into a new tensor, which costs the same as keeping the input.

@@ -62,3 +62,6 @@ class FFNShape(Protocol):
     # The masked FFN's.
     @property
     def sparsity(self) -> float: ...
+
+    @property
+    def mask_seed(self) -> int: ...

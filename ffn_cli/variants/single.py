@@ -18,6 +18,7 @@ from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, SplitKind,
 if TYPE_CHECKING:
     from torch import nn
 
+    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["LinearSpec", "SingleFFN"]
@@ -42,6 +43,13 @@ class SingleFFN(Variant):
 
     def act(self) -> Activation:
         return ACTIVATIONS[self.activation]
+
+    # A mixture runs its expert's float64 reference once per expert, on that expert's weights.
+    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
+        raise NotImplementedError
+
+    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
+        raise NotImplementedError
 
     def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
         words: list[str] = [Message.of(N_(", d_ff {d_ff}"), d_ff=f"{spec.hidden:,}")]
@@ -130,7 +138,7 @@ class SingleFFN(Variant):
             if t.is_bias and not spec.bias:
                 continue
             factor = 1
-            symbols = []
+            symbols: list[str] = []
             for s in t.dims:
                 if s == "2f":
                     factor, symbols = factor * 2, [*symbols, "d_ff"]

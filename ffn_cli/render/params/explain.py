@@ -30,7 +30,7 @@ def _attention_line(e: BlockExplain) -> str:
     a = e.attention
     line = _("its attention: {formula} = {params}").format(formula=e.attention_formula, params=fmt_count(a.params))
     if e.grouped:
-        line += _(" (grouped-query: K and V are {kv} wide, Q {q})").format(kv=f"{a.kv_dim:,}", q=f"{a.q_dim:,}")  # type: ignore[union-attr]
+        line += _(" (grouped-query: K and V are {kv} wide, Q {q})").format(kv=f"{a.kv_dim:,}", q=f"{a.q_dim:,}")
     return line
 
 
