@@ -64,13 +64,29 @@ class AttentionSpec:
         if heads % kv:
             raise FFNError("n_kv_heads", kv, _("must divide n_heads ({heads})").format(heads=heads))
 
+    # n_heads, n_kv_heads and head_dim as construction resolved them: never None after it.
+    @property
+    def heads(self) -> int:
+        assert self.n_heads is not None
+        return self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        assert self.n_kv_heads is not None
+        return self.n_kv_heads
+
+    @property
+    def head_width(self) -> int:
+        assert self.head_dim is not None
+        return self.head_dim
+
     @property
     def q_dim(self) -> int:
-        return int(self.n_heads) * int(self.head_dim)  # type: ignore[arg-type]
+        return self.heads * self.head_width
 
     @property
     def kv_dim(self) -> int:
-        return int(self.n_kv_heads) * int(self.head_dim)  # type: ignore[arg-type]
+        return self.kv_heads * self.head_width
 
     def tensors(self, prefix: str = "") -> list[ParamTensor]:
         """Named as Hugging Face's LLaMA attention names them."""
@@ -84,13 +100,13 @@ class AttentionSpec:
         if self.o_bias:
             out.append(ParamTensor(f"{prefix}o_proj.bias", (d,)))
         if self.qk_norm != "none":
-            widths = (self.head_dim, self.head_dim) if self.qk_norm == "head" else (self.q_dim, self.kv_dim)
+            widths = (self.head_width, self.head_width) if self.qk_norm == "head" else (self.q_dim, self.kv_dim)
             for name, width in zip(("q_norm", "k_norm"), widths, strict=True):
-                out.append(ParamTensor(f"{prefix}{name}.weight", (int(width),)))  # type: ignore[arg-type]
+                out.append(ParamTensor(f"{prefix}{name}.weight", (width,)))
                 if self.qk_norm_bias:
-                    out.append(ParamTensor(f"{prefix}{name}.bias", (int(width),)))  # type: ignore[arg-type]
+                    out.append(ParamTensor(f"{prefix}{name}.bias", (width,)))
         if self.sinks:
-            out.append(ParamTensor(f"{prefix}sinks", (int(self.n_heads),)))  # type: ignore[arg-type]
+            out.append(ParamTensor(f"{prefix}sinks", (self.heads,)))
         return out
 
     @property
@@ -154,7 +170,15 @@ class LatentAttentionSpec:
 
     # The names the rest of the accounting reads from any attention.
     @property
+    def heads(self) -> int:
+        return self.n_heads
+
+    @property
     def n_kv_heads(self) -> int:
+        return self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
         return self.n_heads
 
     @property

@@ -51,7 +51,8 @@ def compressed_tensors_format(qc: Mapping[str, Any], model_dtype: str) -> Weight
         return group
     w: Mapping[str, Any] = group.get("weights") or {}
     act = group.get("input_activations")
-    kind, bits, strategy = w.get("type"), w.get("num_bits"), w.get("strategy")
+    kind, strategy = w.get("type"), w.get("strategy")
+    bits: Any = w.get("num_bits")  # a JSON value: what it must be is checked below
     fmt_name = str(qc.get("format", ""))
     scale = _SCALE.get(model_dtype, "bf16")
     static_input = isinstance(act, Mapping) and not act.get("dynamic", False)

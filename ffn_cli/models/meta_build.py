@@ -377,8 +377,9 @@ def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -
     """The outermost module the attribution rule calls FFN inside block `layer` of the layer
     stack (model.layers[i].mlp, transformer.h[i].mlp, …); None when there is no such single
     module (BERT splits its FFN into intermediate and output)."""
-    if n_layers is None and isinstance(getattr(model, "config", None), PretrainedConfig):
-        n_layers = _int_attr(model.config.get_text_config(), "num_hidden_layers")
+    config = getattr(model, "config", None)
+    if n_layers is None and isinstance(config, PretrainedConfig):
+        n_layers = _int_attr(config.get_text_config(), "num_hidden_layers")
     stack = _layer_stack(model, n_layers)
     if stack is None:
         return None

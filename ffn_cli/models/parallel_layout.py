@@ -55,7 +55,7 @@ class Layout:
         a = spec.attention
         if isinstance(a, LatentAttentionSpec):
             return 1.0
-        heads = int(a.n_kv_heads)
+        heads = a.kv_heads
         return ceil(heads / self.tp) / heads
 
 
@@ -99,7 +99,7 @@ def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
 def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
     """What --tp cuts across GPUs in a whole model, each with its size: the attention heads and
     every FFN's hidden units (the routed experts' too, when --ep does not spread them)."""
-    sizes = [(_("{n} attention heads"), model.attention.n_heads)] if _has_attention(model) else []
+    sizes = [(_("{n} attention heads"), model.attention.heads)] if _has_attention(model) else []
     widths = [ffn.hidden for ffn, _layers in model.dense_groups]
     if model.moe_ffn is not None and model.moe_layers:
         widths += [model.moe_ffn.hidden] if ep == 1 else []
@@ -129,7 +129,7 @@ def check_model_parallel(model: ModelSpec, *, tp: int, ep: int) -> None:
         else:
             allowed = _("must divide what it splits across GPUs ({sizes}); no --tp above 1 does").format(sizes=shown)
         raise FFNError("tp", tp, allowed)
-    kv = model.attention.n_kv_heads
+    kv = model.attention.kv_heads
     if _has_attention(model) and kv % tp and tp % kv:
         raise FFNError(
             "tp", tp, _("must divide the {kv} KV heads, or be a multiple of them (each then held by tp/{kv} GPUs)").format(kv=kv)

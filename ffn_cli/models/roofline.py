@@ -37,7 +37,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
 from ffn_cli.i18n import _
 from ffn_cli.models.count import ffn_part_name
-from ffn_cli.models.layout import PlacedTensor, attention_tensors, extra_tensors, ffn_tensors, mixer_tensors
+from ffn_cli.models.layout import PlacedTensor, Role, attention_tensors, extra_tensors, ffn_tensors, mixer_tensors
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.weights import StoragePlan, WeightTensor
@@ -97,8 +97,8 @@ class PassCost:
     model: PartCost  # every layer, the embeddings and the LM head
 
 
-def _bytes(plan: StoragePlan, role: str, shape: tuple[int, ...]) -> float:
-    t = WeightTensor("vector" if len(shape) < 2 else role, shape, 1)  # type: ignore[arg-type]
+def _bytes(plan: StoragePlan, role: Role, shape: tuple[int, ...]) -> float:
+    t = WeightTensor("vector" if len(shape) < 2 else role, shape, 1)
     return plan.format_of(t).tensor_bits(shape) / 8
 
 
@@ -132,7 +132,7 @@ def kv_width(spec: ModelSpec) -> int:
     a = spec.attention
     if isinstance(a, LatentAttentionSpec):
         return a.kv_lora_rank + a.qk_rope_head_dim
-    return 2 * int(a.n_kv_heads) * int(a.head_dim)
+    return 2 * a.kv_heads * a.head_width
 
 
 def _keys(case: PassCase, window: int | None, chunk: int | None, causal: bool) -> int:
@@ -212,7 +212,7 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
 def _head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The LM head: every token's logits, its weight read once."""
     d, v, t = spec.d_model, spec.vocab_size, case.tokens
-    head_role = "embedding" if spec.tie_word_embeddings else "head"
+    head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
     head_bytes = t * d * case.act_bytes + t * v * case.act_bytes
     return PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
 
@@ -276,7 +276,7 @@ def _attention_saved(spec: ModelSpec, case: PassCase) -> float:
         latents = (a.q_lora_rank or 0) + a.kv_lora_rank
         values = spec.d_model + latents + 2 * h * a.qk_head_dim + 2 * h * a.v_head_dim
     else:
-        h = int(a.n_heads)  # type: ignore[arg-type]
+        h = a.heads
         values = spec.d_model + 2 * a.q_dim + 2 * a.kv_dim
     return case.tokens * (values * case.act_bytes + h * 4)
 
@@ -314,8 +314,7 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}
     ffn_costs = {
-        key: _backward_of(_ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case)
-        for key, f in unique.items()
+        key: _backward_of(_ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case) for key, f in unique.items()
     }
     saved = _attention_saved(spec, case)
     attention = [
@@ -324,7 +323,7 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
         if spec.mixer_label(i) == "attention"
     ]
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
-    head_role = "embedding" if spec.tie_word_embeddings else "head"
+    head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
     v = spec.vocab_size
     # LM head: dlogits read, the input's gradient written, its saved input read.
     head_forward = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), t * v * b + t * d * b, weight_params=v * d)

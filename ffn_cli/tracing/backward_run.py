@@ -15,7 +15,7 @@ from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing.backward import record_backward
 from ffn_cli.tracing.backward_steps import fold_backward
-from ffn_cli.tracing.check import CHECK_THRESHOLDS
+from ffn_cli.tracing.check import CHECK_THRESHOLDS, registry_ffn
 from ffn_cli.tracing.memory import measure_backward_memory
 from ffn_cli.tracing.recorder import Recording
 from ffn_cli.tracing.result import BackwardResult, CheckResult, TraceStep
@@ -46,7 +46,7 @@ def output_grad_maker(loss: str, seed: int) -> Callable[[Tensor], Tensor]:
 
 
 def _checkpointed(module: nn.Module, on: bool) -> None:
-    module.registry_ffn().gradient_checkpointing = on
+    registry_ffn(module).gradient_checkpointing = on
 
 
 def run_backward(
@@ -109,7 +109,7 @@ def check_backward(spec: FFNSpec, module: nn.Module, x: Tensor, make_grad: Calla
     """The FFN's input and parameter gradients against the NumPy backward, on its own weights,
     input and output gradient (inside a block: what reached the FFN there); the worst relative
     error over dL/dx and every parameter."""
-    ffn = module.registry_ffn()
+    ffn = registry_ffn(module)
     seen: dict[str, Tensor] = {}
 
     def forward_hook(_m: nn.Module, args: tuple[Any, ...], _out: Tensor) -> None:

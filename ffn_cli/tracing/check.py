@@ -3,7 +3,7 @@ an independent forward on the same weights and input."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -15,7 +15,10 @@ from ffn_cli.reference import reference_forward
 from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing.result import CheckResult, TraceResult
 
-__all__ = ["CHECK_THRESHOLDS", "check_against_reference", "check_failure"]
+if TYPE_CHECKING:
+    from ffn_cli.modules import FFNModule
+
+__all__ = ["CHECK_THRESHOLDS", "RunsRegistryFFN", "check_against_reference", "check_failure", "registry_ffn"]
 
 # Max |y − y_ref| / max |y_ref| that --check accepts, by dtype: a few units of the format's
 # rounding (float16 ε ≈ 1e-3, bfloat16 ε ≈ 8e-3) after d_ff-long sums.
@@ -42,9 +45,22 @@ def _ffn_input_output(module: nn.Module, ffn: nn.Module, x: Tensor) -> tuple[Ten
     return captured["x"], captured["y"]
 
 
+@runtime_checkable
+class RunsRegistryFFN(Protocol):
+    """A module built from a spec (an FFN, or a block around one): it names the FFN it runs."""
+
+    def registry_ffn(self) -> FFNModule: ...
+
+
+def registry_ffn(module: nn.Module) -> FFNModule:
+    """The FFN of the registry that `module`, built from a spec, runs."""
+    assert isinstance(module, RunsRegistryFFN), "only a module built from a spec runs a registry FFN"
+    return module.registry_ffn()
+
+
 def check_against_reference(spec: FFNSpec, module: nn.Module, x: Tensor, out: Tensor, dtype: str) -> CheckResult:
     """Reference on the FFN's own weights and input; inside a block, the FFN's input there."""
-    ffn = module.registry_ffn()
+    ffn = registry_ffn(module)
     if ffn is not module:
         x, out = _ffn_input_output(module, ffn, x)
     weights = {name: _to_numpy(t) for name, t in ffn.state_dict().items()}

@@ -100,6 +100,10 @@ def _partial(chunk: Tensor, buffer: Tensor, tiny: float, *, careful: bool) -> Te
     return torch.stack([*moments, *(c.to(torch.float64) for c in counts), nan.to(torch.float64), inf.to(torch.float64)])
 
 
+Moments = tuple[float, float, float, float]  # mean, std, min, max
+_NO_MOMENTS: Moments = (math.nan, math.nan, math.nan, math.nan)  # no finite value
+
+
 def _one_chunk(flat: Tensor, buffer: Tensor, tiny: float) -> TensorStats:
     """A tensor that fits in one chunk: `torch.std_mean` on its float64 copy, as it always was."""
     x = buffer
@@ -110,10 +114,10 @@ def _one_chunk(flat: Tensor, buffer: Tensor, tiny: float) -> TensorStats:
     if finite.numel():
         std, mean = torch.std_mean(finite, correction=0)
         low, high = torch.aminmax(finite)
-        moments = [float(mean), float(std), float(low), float(high)]
+        moments: Moments = (float(mean), float(std), float(low), float(high))
         histogram = tuple(_bin_counts(finite, _bounds(moments[2], moments[3])).tolist())
     else:
-        moments, histogram = [math.nan] * 4, None
+        moments, histogram = _NO_MOMENTS, None
     return TensorStats(x.numel(), *moments, zeros, negatives, nan, inf, small - zeros, histogram=histogram)
 
 
@@ -144,7 +148,7 @@ def _combine(numel: int, rows: list[list[float]]) -> TensorStats:
         m2 += row[_M2] + delta * delta * n * count / total
         n = total
         low, high = min(low, row[_MIN]), max(high, row[_MAX])
-    moments = [mean, math.sqrt(m2 / n), low, high] if n else [math.nan] * 4
+    moments: Moments = (mean, math.sqrt(m2 / n), low, high) if n else _NO_MOMENTS
     zeros, negatives, small, nan, inf = (int(sum(row[i] for row in rows)) for i in (_ZEROS, _NEG, _SMALL, _NAN, _INF))
     return TensorStats(numel, *moments, zeros, negatives, nan, inf, small - zeros)
 

@@ -130,7 +130,8 @@ def _ernie4_5_moe(r: FamilyReader, name: str) -> ModelSpec:
     experts = r.integer("moe_num_experts")
     moe_layers = tuple(i for i in range(layers) if (i + 1) % every == 0 and start <= i <= end)
     bias = r.flag("use_bias", False)
-    moe, extra = None, ()
+    moe = None
+    extra: tuple[ParamTensor, ...] = ()
     if moe_layers:
         shared = r.integer("moe_num_shared_experts", minimum=0)
         moe = moe_spec(

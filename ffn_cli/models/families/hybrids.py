@@ -48,7 +48,7 @@ def _qwen3_next(r: FamilyReader, name: str) -> ModelSpec:
     dense = dense_spec(r, d) if len(moe_layers) < layers else None
     bias = r.flag("attention_bias", False)
     attention = attention_spec(r, d, qkv_bias=bias, qk_norm="head")
-    gate = (ParamTensor("q_proj.weight (output gate half)", (attention.q_dim, d)),)
+    gate: tuple[ParamTensor, ...] = (ParamTensor("q_proj.weight (output gate half)", (attention.q_dim, d)),)
     if bias:
         gate += (ParamTensor("q_proj.bias (output gate half)", (attention.q_dim,)),)
     return decoder_spec(

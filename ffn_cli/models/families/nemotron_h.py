@@ -115,7 +115,8 @@ def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:
     mlp_bias = r.flag("mlp_bias", False)
     act = r.variant("mlp_hidden_act", gated=False)
     dense = FFNSpec(variant=act, d_model=d, d_ff=r.integer("intermediate_size"), bias=mlp_bias) if kind["mlp"] else None
-    moe, extra, routing = None, (), ""
+    moe, routing = None, ""
+    extra: tuple[ParamTensor, ...] = ()
     if kind["moe"]:
         shared = r.integer("moe_shared_expert_intermediate_size", minimum=0) or r.integer("intermediate_size")
         moe = moe_spec(
