@@ -141,8 +141,9 @@ class Message(str):
         self.msgid, self.parts, self.args = msgid, parts, args
         return self
 
+    # A constructor (Message.join(a, b)), not str.join: the parts are kept, each said in the reader's language.
     @classmethod
-    def join(cls, *parts: str) -> Message:  # type: ignore[override]  # a constructor by design: Message.join(a, b)
+    def join(cls, *parts: str) -> Message:  # type: ignore[override]
         return cls(parts=tuple(p for p in parts if p))
 
     @classmethod

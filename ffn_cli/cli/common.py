@@ -8,7 +8,7 @@ import functools
 import importlib
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -56,7 +56,8 @@ class _Settings:
 
 settings = _Settings()
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 ERROR_PREFIX = "error: "  # in every language: what a script matches (`^error:`) stays the same
@@ -88,14 +89,14 @@ def _is_output_error(exc: OSError) -> bool:
     return exc.errno in _OUTPUT_ERRNOS and exc.filename is None
 
 
-def handles_errors(command: F) -> F:
+def handles_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Turn the tool's errors (and any other exception) into one stderr line and an exit code.
 
     `ffn --debug …` re-raises instead, so a bug report can carry the traceback.
     """
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
         except (typer.Exit, typer.Abort):
@@ -123,7 +124,7 @@ def handles_errors(command: F) -> F:
                 )
             raise fail(message, RUNTIME_EXIT) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 # Fields whose option has another name; every other field `a_b` is the option `--a-b`, but an

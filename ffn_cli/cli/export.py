@@ -11,7 +11,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
@@ -28,8 +28,6 @@ SvgOpt = Annotated[
 HtmlOpt = Annotated[
     str | None, typer.Option("--html", help="Also save what is printed as an HTML page (FILE.html).", rich_help_panel=_SAVE, metavar="FILE")
 ]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _targets(command: str, values: dict[str, Any], plain: str | None) -> dict[str, Path]:
@@ -63,8 +61,8 @@ def _save(targets: dict[str, Path], title: str) -> None:
             err_console.print(_("wrote {file}").format(file=targets[kind]), markup=False)
 
 
-def with_export(name: str, command: F) -> F:
-    """The command with `--svg` and `--html` added to its options."""
+def with_export(name: str, command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command with `--svg` and `--html` added to its options (so a signature of its own)."""
     signature = inspect.signature(command, eval_str=True)
     extra = [
         inspect.Parameter("svg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=SvgOpt),
@@ -97,6 +95,7 @@ def with_export(name: str, command: F) -> F:
             console.record = False
         return result
 
+    # What Typer reads (through inspect.signature); typeshed gives functions no such attribute.
     wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *extra])  # type: ignore[attr-defined]
     wrapper.__annotations__ = {**command.__annotations__, "svg": SvgOpt, "html": HtmlOpt}
-    return wrapper  # type: ignore[return-value]
+    return wrapper

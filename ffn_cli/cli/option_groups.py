@@ -14,11 +14,10 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 __all__ = ["typed_options", "with_option_groups"]
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 # The field every group carries beside its options: which of them the user typed.
 GIVEN = "given"
@@ -49,8 +48,8 @@ def typed_options(names: list[str]) -> frozenset[str]:
     return frozenset(name for name, source in sources.items() if source not in ("DEFAULT", "DEFAULT_MAP"))
 
 
-def with_option_groups(command: F) -> F:
-    """The command with each group parameter expanded into the group's options."""
+def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command with each group parameter expanded into the group's options (so a signature of its own)."""
     signature = inspect.signature(command, eval_str=True)
     parameters: list[inspect.Parameter] = []
     groups: dict[str, tuple[type, list[str]]] = {}
@@ -71,6 +70,7 @@ def with_option_groups(command: F) -> F:
             kwargs[name] = group(**values, **{GIVEN: typed_options(names)})
         return command(*args, **kwargs)
 
+    # What Typer reads (through inspect.signature); typeshed gives functions no such attribute.
     wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-    return wrapper  # type: ignore[return-value]
+    return wrapper

@@ -159,7 +159,7 @@ def _from_data(data: Mapping[str, Any], *, name: str, source: str) -> BuiltModel
         )
         for r in data["routed"]
     )
-    optional = {k: None if data[k] is None else int(data[k]) for k in ("n_layers", "d_model", "vocab_size")}
+    n_layers, d_model, vocab_size = (None if data[k] is None else int(data[k]) for k in ("n_layers", "d_model", "vocab_size"))
     return BuiltModel(
         name=name,
         model_type=str(data["model_type"]),
@@ -169,5 +169,7 @@ def _from_data(data: Mapping[str, Any], *, name: str, source: str) -> BuiltModel
         parts=parts,
         routed=routed,
         notes=_strs(data["notes"]),
-        **optional,
+        n_layers=n_layers,
+        d_model=d_model,
+        vocab_size=vocab_size,
     )

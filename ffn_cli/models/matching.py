@@ -60,7 +60,7 @@ def match_misses(comparison: Comparison, multiple_of: int) -> list[MatchMiss]:
             spec = match_d_ff(report.spec, target, step)
             finer = total_params(spec) / target - 1
             if abs(finer) <= MISS_TOLERANCE:
-                found = (step, spec.d_ff, finer)
+                found = (step, spec.hidden, finer)
                 break
         misses.append(MatchMiss(report.spec.variant, delta, *(found or (None, None, None))))
     return misses

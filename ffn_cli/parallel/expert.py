@@ -104,7 +104,8 @@ def _route(variant: RoutedMoE, w: ExpertShardWeights, spec: FFNSpec, tokens: Ten
 
 def _expert_rows(recv_counts: list[list[int]], local: int) -> list[int]:
     """Rows of the receive buffer holding local expert `local`: source by source, in token order."""
-    rows, start = [], 0
+    rows: list[int] = []
+    start = 0
     for per_source in recv_counts:  # blocks arrive in source-rank order
         offset = start + sum(per_source[:local])
         rows.extend(range(offset, offset + per_source[local]))

@@ -102,7 +102,7 @@ def check_devices(world_size: int, device_type: str, option: str = "tp") -> None
         raise FFNRuntimeError(message)
 
 
-def make_job(mode: str, spec: FFNSpec, world_size: int, **kw: Any) -> ParallelJob:
+def make_job(mode: Mode, spec: FFNSpec, world_size: int, **kw: Any) -> ParallelJob:
     env = torchrun_env()  # a stale or half-set torchrun environment is refused before anything runs
     check_int(mode, world_size, maximum=MAX_WORLD_SIZE)
     check_parallel(spec, **{mode: world_size})

@@ -16,8 +16,8 @@ import socket
 import time
 from collections.abc import Iterator
 from multiprocessing import forkserver
-from multiprocessing.connection import wait
-from typing import Any
+from multiprocessing.connection import Connection, wait
+from typing import Any, cast
 
 import torch
 import torch.multiprocessing as mp
@@ -58,11 +58,12 @@ class Outbox:
 class Inbox:
     """The launcher's ends of the ranks' pipes, read as one queue of messages."""
 
-    def __init__(self, readers: list[Any]) -> None:
+    def __init__(self, readers: list[Connection]) -> None:
         self._readers, self._messages = list(readers), list[tuple[str, int, Any]]()
 
     def _fill(self) -> None:
-        for reader in wait(self._readers, timeout=0):
+        # wait() returns the objects it was given, which typeshed widens to any waitable.
+        for reader in cast("list[Connection]", wait(self._readers, timeout=0)):
             with contextlib.suppress(EOFError, OSError):  # a rank that ended without a word: its exit code tells
                 self._messages.append(reader.recv())
             self._readers.remove(reader)  # one message per rank

@@ -68,7 +68,7 @@ def time_parallel_forward(
     spec: FFNSpec,
     world_size: int,
     *,
-    mode: str = "tp",
+    mode: Mode = "tp",
     batch: int = 2,
     seq_len: int = 5,
     dtype: str = "float32",

@@ -97,12 +97,16 @@ def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
             ]
         )
     cells = _plain(rows)
-    num, step, flow, makes, source, flops = columns
+    num_col, step_col, flow_col, makes_col, source_col, flops_col = columns
     moved = [
-        FitTable(title, [num, step, replace(flow, drop=None), source, flops], [[row[i] for i in (0, 1, 2, 4, 5)] for row in cells]),
+        FitTable(
+            title,
+            [num_col, step_col, replace(flow_col, drop=None), source_col, flops_col],
+            [[row[i] for i in (0, 1, 2, 4, 5)] for row in cells],
+        ),
         FitTable(
             _("Weight gradients each backward step makes"),
-            [num, replace(step, footer=""), replace(makes, header=_("weight gradients"), drop=None)],
+            [num_col, replace(step_col, footer=""), replace(makes_col, header=_("weight gradients"), drop=None)],
             [[row[i] for i in (0, 1, 3)] for row in cells if row[3].plain],
         ),
     ]
@@ -141,7 +145,7 @@ def _span_flops(span: ElidedBackward, b: BackwardResult) -> str:
     return f"dW {_count(span.weight_grad_flops, b)}\ndx {_count(span.input_grad_flops, b)}\new {_count(span.elementwise_flops, b)}"
 
 
-def _plain(rows: list[list[str]]) -> list[list[Cell]]:
+def _plain(rows: list[list[str]]) -> list[list[Text]]:
     """Names and shapes as plain text: `[2, 5]` is not markup."""
     return [[Text(cell) for cell in row] for row in rows]
 
@@ -215,7 +219,7 @@ def _param_table(result: TraceResult, b: BackwardResult) -> FitTable:
             rows.append([Text(of.format(count=len(elided), label=_elided_label(result))), Text(""), "", "", "", "…"])
         if idle and p is idle[0]:
             rows.append([Text(of.format(count=len(idle), label=_idle_label(result))), Text(""), _("no gradient"), "", "", ""])
-        if (elided and p.name in span.params) or p in idle:  # type: ignore[union-attr]
+        if (elided and span is not None and p.name in span.params) or p in idle:
             continue
         name = Text(p.name)
         if p.flags:

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.render import plot
-from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Wide
+from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Kind, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_si
 from ffn_cli.render.plot import PLOT_FORMATS, cache_words, check_plot_target
 from ffn_cli.render.prediction import prediction_lines, prediction_summary
@@ -137,7 +137,7 @@ _MEASURED: tuple[tuple[str, int | None], ...] = (
     (N_("peak mem"), 2),
     (N_("extra mem"), 4),
 )
-_CASE_KIND = {"d_model": "num", "d_ff": "num", "tokens": "num", "settings": "text"}
+_CASE_KIND: dict[str, Kind] = {"d_model": "num", "d_ff": "num", "tokens": "num", "settings": "text"}
 # Distinct: columns that share a drop leave together, and each of these says something alone.
 _CASE_DROP = {"variant": None, "settings": 10, "impl": None, "pass": 8, "dtype": 9, "d_model": 13, "d_ff": 12, "tokens": 11}
 MEMORY_NOTE = N_("peak mem: CUDA max allocated, or the process's peak RSS on CPU · extra mem: over what was allocated before the call")

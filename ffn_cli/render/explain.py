@@ -25,7 +25,8 @@ _ACTIVATION_CLASSES = ("ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Mish", "ELU",
 _ACTIVATION_OPS = ("relu", "gelu", "silu", "sigmoid", "tanh", "mish", "elu", "leaky_relu", "softplus", "hardtanh")
 _NORM_OPS = ("native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "rsqrt")
 _MATMUL_OPS = ("mm", "addmm", "bmm", "matmul", "linear")
-_LAYOUT_OPS = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "split", "chunk", "split_with_sizes")
+_LAYOUT_OPS: tuple[str, ...] = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "split", "chunk")
+_LAYOUT_OPS += ("split_with_sizes",)
 _LAYOUT_OPS += ("unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice", "select", "cat", "stack", "alias")
 
 

@@ -39,6 +39,7 @@ _RESERVE_WORDS = {
 
 def capacity_data(gpu: GPU) -> dict[str, Any]:
     """The GPU's memory as the fit reads it: the driver's total, or the datasheet's when no source gives one."""
+    source: dict[str, Any]
     if gpu.memory_from_driver:
         what, where = DRIVER_SOURCES[gpu.driver_source]
         source = {"kind": "driver", "mib": gpu.driver_mib, "what": what, "where": where}

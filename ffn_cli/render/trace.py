@@ -331,6 +331,11 @@ def _elided_step_row(result: TraceResult, summary: ExpertSummary) -> list[Text]:
     return _plain([[*cells, fmt_count(summary.elided_params), _flops(summary.elided_flops, result)]])[0]
 
 
+def _shown_text(cell: Cell) -> str:
+    """What a cell shows: a str is markup."""
+    return cell.plain if isinstance(cell, Text) else Text.from_markup(cell).plain
+
+
 def _plain(rows: list[list[str]]) -> list[list[Text]]:
     """Cells of names and shapes as plain text: `[2, 5]` is not markup."""
     return [[Text(cell) for cell in row] for row in rows]
@@ -392,7 +397,7 @@ def _stats_table(result: TraceResult) -> Layouts:
     title = _("Values at each step (computed on the device)")
     whole = FitTable(title, columns, rows)
     # The notes move below, listed per step, before any statistic leaves the table.
-    noted = [[row[0], row[-1]] for row in rows if Text.from_markup(row[-1]).plain]
+    noted = [[row[0], row[-1]] for row in rows if _shown_text(row[-1])]
     apart = [
         FitTable(title, columns[:-1], [row[:-1] for row in rows]),
         FitTable(_("Notes on the values"), [columns[0], columns[-1]], noted),

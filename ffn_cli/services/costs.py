@@ -83,7 +83,8 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     """The passes --batch / --tokens / --phase / --seq-len ask for."""
     from ffn_cli.models.roofline import PassCase, Phase
 
-    phase: Phase = opts.phase  # type: ignore[assignment]  # a str from the command line: PassCase refuses any other
+    # A str as typed: PassCase refuses any phase but these two, with one clear line.
+    phase: Phase = opts.phase  # type: ignore[assignment]
     seq_lens = parse_int_list("seq_len", opts.seq_len) if opts.seq_len is not None else [DEFAULT_SEQ_LEN]
     if len(seq_lens) != 1:
         raise FFNError("seq_len", opts.seq_len, _("with --gpu, one length: the tokens per sequence (prefill) or the context (decode)"))

@@ -37,7 +37,10 @@ def trace(request: TraceRequest) -> Answer:
         choice, target = _registry_or_model_target(request)
         dtype = choice.dtype if choice is not None else dtype  # a model's layer runs in the model's dtype
         if request.kind == "parallel":
-            return _parallel(request, target.spec, dtype or "float32")  # type: ignore[attr-defined]
+            from ffn_cli.tracing.variant_target import VariantTarget
+
+            assert isinstance(target, VariantTarget)  # check_variant() sets "parallel": a registry FFN's target
+            return _parallel(request, target.spec, dtype or "float32")
     result = run_target(target, _run_options(request, dtype))
     return _answer(request, result, choice)
 
