@@ -26,8 +26,7 @@ _ACTIVATION_OPS = ("relu", "gelu", "silu", "sigmoid", "tanh", "mish", "elu", "le
 _NORM_OPS = ("native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "rsqrt")
 _MATMUL_OPS = ("mm", "addmm", "bmm", "matmul", "linear")
 _LAYOUT_OPS: tuple[str, ...] = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "split", "chunk")
-_LAYOUT_OPS += ("split_with_sizes",)
-_LAYOUT_OPS += ("unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice", "select", "cat", "stack", "alias")
+_LAYOUT_OPS += ("split_with_sizes", "unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice", "select", "cat", "stack", "alias")
 
 
 def _ops(step: TraceStep) -> set[str]:
