@@ -119,9 +119,15 @@ def _activation_op(act: Activation) -> Callable[[torch.Tensor, torch.Tensor, tor
     return lambda a, b, bias: act.torch(a)
 
 
-def _calling(fn: Callable[..., object], *args: Any) -> CallFn:
-    """fn(*args) as a timed call (its call number unused)."""
-    return lambda i: fn(*args)
+# Timed calls bound to their operands, each as direct a call as a lambda written in place.
+def _op_call(
+    op: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor], a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor
+) -> CallFn:
+    return lambda i: op(a, b, bias)
+
+
+def _forward_call(module: torch.nn.Module, x: torch.Tensor) -> CallFn:
+    return lambda i: module(x)
 
 
 def _elementwise_ops() -> dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]]:
@@ -142,7 +148,7 @@ def _elementwise_tasks(device: torch.device, dtype: str, plan: MeasurePlan) -> l
         a = torch.randn(size // cols, cols, device=device, dtype=td)
         b, bias = torch.randn_like(a), torch.randn(cols, device=device, dtype=td)
         return {
-            ("elementwise", dtype, name, a.numel()): _median_s(_calling(op, a, b, bias), lambda i: None, device, plan.budget_s / 4)
+            ("elementwise", dtype, name, a.numel()): _median_s(_op_call(op, a, b, bias), lambda i: None, device, plan.budget_s / 4)
             for name, op in _elementwise_ops().items()
         }
 
@@ -165,7 +171,7 @@ def _fixed_costs(device: torch.device, budget_s: float) -> dict[PointKey, float]
         spec = FFNSpec(variant=name, d_model=8, d_ff=8)
         module = build_ffn(spec, device=device, dtype=torch.float32, seed=0).eval()
         x = torch.randn(1, 8, device=device)
-        out[("ffn", name)] = _median_s(_calling(module, x), lambda i: None, device, budget_s)
+        out[("ffn", name)] = _median_s(_forward_call(module, x), lambda i: None, device, budget_s)
     return out
 
 
