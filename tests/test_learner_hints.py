@@ -40,3 +40,22 @@ def test_a_negative_width_is_out_of_range_not_a_non_integer() -> None:
 def test_a_missing_argument_is_said_in_chinese() -> None:
     code, line = _error("--lang", "zh", "trace", "--module", f"{MY_FFN}:TransformerFFN(512)")
     assert code == 2 and "missing" not in line and "缺少必需的参数：'d_ff'" in line
+
+
+def _decode_caption(preset: str) -> str:
+    result = CliRunner().invoke(app, ["params", "--preset", preset, "--gpu", "h100", "--phase", "decode"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return result.stdout.split("what decoding keeps per sequence", 1)[1]
+
+
+def test_a_dense_models_decode_state_says_nothing_of_windows() -> None:
+    # Llama 2 has no sliding window (config.json: no sliding_window), so no sentence may speak of one.
+    caption = _decode_caption("llama-2-7b")
+    assert "attention keeps K and V of every token before the new one." in caption
+    assert "window" not in caption
+
+
+def test_a_windowed_models_decode_state_says_what_its_window_keeps() -> None:
+    # Gemma 2 alternates sliding-window (4,096) and full attention layers.
+    caption = " ".join(_decode_caption("gemma-2-9b").split())
+    assert "A layer with a window of w tokens keeps only the w − 1 latest." in caption
