@@ -184,7 +184,11 @@ class ModuleTarget:
         )
 
     def findings(self, placed: Placed, recorded: Recorded, run: RunOptions) -> dict[str, Any]:
-        matched = match_reference(placed.module, placed.x, placed.dtype) if self.reference else None
+        matched = None
+        if self.reference:  # an eval-mode trace's output is the one to compare: the forward runs once
+            output = recorded.out if run.mode == "eval" else None
+            ops = [op.record for op in recorded.rec.ops]
+            matched = match_reference(placed.module, placed.x, placed.dtype, output, ops)
         return {
             "spec": None,
             "block": None,

@@ -220,6 +220,7 @@ class ReferenceMatch:
     best: VariantFit | None
     tried: int  # layouts tried (variant × biases × fused gate/up × orders)
     reason: str = ""
+    note: str = ""  # why the forward ran a second time, when it did
 
     @property
     def matched(self) -> bool:
