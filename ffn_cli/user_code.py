@@ -7,7 +7,9 @@ none of that may end ffn silently, break its `--json`, or reach the terminal raw
 - what it prints goes to stderr: stdout carries ffn's own output (a table, or JSON a program reads);
 - `sys.exit()` and a `KeyboardInterrupt` it raises itself become one error naming where it
   stopped; a real Ctrl-C (SIGINT) still interrupts, as it would anywhere else;
-- any exception becomes one line, its message read defensively (`exception_text`).
+- any exception becomes one line, its message read defensively (`exception_text`), said as the
+  user's code's when it was, and as ffn's own when its innermost frame (torch's and the standard
+  library's skipped) is ffn's code (`ffns_fault`): ffn's failure is never blamed on the user.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.startup import end_start_up
 
-__all__ = ["UserWarnings", "exception_text", "real_interrupt", "run_user_code", "running_user_code"]
+__all__ = [
+    "UserWarnings",
+    "exception_text",
+    "ffn_failed",
+    "ffns_fault",
+    "real_interrupt",
+    "run_user_code",
+    "running_user_code",
+    "users_op",
+]
 
 MESSAGE_CHARS = 300  # an exception's first line is cut here: one line of an error, not a page
 
@@ -43,6 +54,40 @@ def exception_text(exc: BaseException) -> str:
     if len(first) > MESSAGE_CHARS:
         first = first[:MESSAGE_CHARS] + "…"
     return f"{kind}: {first}" if first else kind
+
+
+def users_op(func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    """Run a torch call the user's code made, from inside one of ffn's modes: its failure is
+    the call's (the user's arguments), not ffn's, though ffn's frame is the innermost."""
+    return func(*args, **kwargs)
+
+
+def ffns_fault(exc: BaseException) -> bool:
+    """Whether ffn's own code raised `exc`: the innermost frame that is neither torch's nor the
+    standard library's is ffn's, and not `users_op` running the user's call."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        if frame.f_code is users_op.__code__:
+            return False
+        module = str(frame.f_globals.get("__name__", ""))
+        top = module.split(".")[0]
+        if top == "torch" or top in sys.stdlib_module_names:
+            continue
+        return top == "ffn_cli"
+    return False
+
+
+def ffn_failed(what: str, exc: BaseException) -> FFNRuntimeError:
+    """The one line for ffn's own failure while it ran the user's code: ffn's, not theirs."""
+    return FFNRuntimeError(
+        _("ffn itself failed while running {what}, not your code: {error} (run `ffn --debug …` for the traceback)").format(
+            what=what, error=exception_text(exc)
+        )
+    )
 
 
 class _SigintWatch:
@@ -119,7 +164,9 @@ def running_user_code(what: str, kept: UserWarnings | None = None) -> Iterator[N
         if watch.seen:
             raise
         raise FFNRuntimeError(_("{what} raised KeyboardInterrupt itself (not a Ctrl-C)").format(what=what)) from None
-    except Exception as exc:  # the user's code: one line, naming it
+    except Exception as exc:  # the user's code: one line, naming it (or ffn, when the fault is ffn's)
+        if ffns_fault(exc):
+            raise ffn_failed(what, exc) from exc
         raise FFNRuntimeError(_("{what} raised {error}").format(what=what, error=exception_text(exc))) from None
     finally:
         _watches.remove(watch)

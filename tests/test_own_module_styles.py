@@ -423,3 +423,51 @@ def test_a_tuple_output_runs_backward_from_the_flowing_tensor() -> None:
     assert result.backward is not None and result.output_member == "[0]"
     grads = {p.name: p for p in result.backward.params}
     assert grads["fc1.weight"].stats is not None  # dL/dW from the followed output
+
+
+class RaisesItself(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(8, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("my own mistake")
+
+
+class WrongWidth(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(8, 32), nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.up(x))  # 32 features into a layer that takes 16
+
+
+@pytest.mark.parametrize("where", ["tensor_stats", "elementwise_flops"])  # before the forward, and inside it at each op
+def test_ffns_own_failure_is_said_to_be_ffns(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """A fault raised in ffn's recorder while the user's forward runs is ffn's: never
+    `forward raised`, always the --debug hint."""
+    import functools
+
+    import ffn_cli.tracing.recorder as recorder
+
+    monkeypatch.setattr(recorder, where, functools.partial(int, "a fault of ffn's"))  # raises inside ffn's own frame
+    with pytest.raises(Exception) as failed:
+        trace_module(Unread())
+    text = str(failed.value)
+    assert text.startswith("ffn itself failed while running Unread") and ", not your code: TypeError:" in text, text
+    assert "forward raised" not in text and "run `ffn --debug …` for the traceback" in text
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (RaisesItself, "RaisesItself.forward raised in its own code: ValueError: my own mistake"),
+        (WrongWidth, "WrongWidth.forward raised in step down (Linear) at `F.linear(x, down.weight, down.bias)`: RuntimeError: mat1"),
+    ],
+)
+def test_the_users_own_failure_is_still_the_users(make, said: str) -> None:
+    with pytest.raises(Exception) as failed:
+        trace_module(make(), d_model=8)
+    assert str(failed.value).startswith(said), str(failed.value)
+    assert "ffn itself" not in str(failed.value)

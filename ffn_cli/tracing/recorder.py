@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
+from ffn_cli.i18n import _
 from ffn_cli.tracing.calls import CallLabels, call_name
 from ffn_cli.tracing.function_level import Flops, FunctionLevel
 from ffn_cli.tracing.leaves import flowing_output
@@ -31,7 +32,7 @@ from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flop
 from ffn_cli.tracing.result import OpRecord, OutputMember, Shape, TensorStats
 from ffn_cli.tracing.stats import first_values, tensor_stats
 from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id, writes_an_argument
-from ffn_cli.user_code import exception_text, real_interrupt
+from ffn_cli.user_code import exception_text, ffn_failed, ffns_fault, real_interrupt, users_op
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
 
@@ -233,14 +234,14 @@ class Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         if self._paused:
-            return func(*args, **kwargs)
+            return users_op(func, args, kwargs)
         # As FlopCounterMode: ops without a FLOP formula that can decompose are seen as their parts.
         if func not in flop_registry and func is not torch.ops.prim.device.default:
             with self:
-                decomposed = func.decompose(*args, **kwargs)
+                decomposed = users_op(func.decompose, args, kwargs)
             if decomposed is not NotImplemented:
                 return decomposed
-        out = func(*args, **kwargs)
+        out = users_op(func, args, kwargs)
         if writes_an_argument(func):
             self._stats_by_data.clear()  # an in-place op changed some values: measure afresh
         packet = func.overloadpacket
@@ -440,6 +441,8 @@ class Recorder(TorchDispatchMode):
             # The modules built here: their errors are ours, as they are; a real Ctrl-C interrupts.
             if self.labels is None or (isinstance(exc, KeyboardInterrupt) and real_interrupt()):
                 raise
+            if ffns_fault(exc):
+                raise ffn_failed(_("{name}.forward").format(name=type(self.root).__name__), exc) from exc
             module = self.rec.calls[self._stack[-1]].module if self._stack else self.root
             raise ForwardError(self._path(), type(module).__name__, self._call(), exc) from exc
         finally:
