@@ -4,9 +4,11 @@ FlopCounterMode, and the steps table's total to the footer's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -15,7 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.tracing.any_module import trace_module
 
 
@@ -374,9 +376,34 @@ class ReturnsDict(nn.Module):
         return {"aux_loss": h.pow(2).mean(), "hidden_states": self.down(h)}
 
 
+@dataclasses.dataclass
+class FFNOutput:
+    aux_loss: torch.Tensor
+    hidden_states: torch.Tensor
+
+
+class ReturnsDataclass(ReturnsDict):
+    def forward(self, x: torch.Tensor) -> FFNOutput:  # type: ignore[override]
+        h = torch.relu(self.up(x))
+        return FFNOutput(h.pow(2).mean(), self.down(h))
+
+
+class Pair(NamedTuple):
+    hidden_states: torch.Tensor
+    router_logits: torch.Tensor
+
+
+class ReturnsNamedTuple(ReturnsDict):
+    def forward(self, x: torch.Tensor) -> Pair:  # type: ignore[override]
+        h = torch.relu(self.up(x))
+        return Pair(self.down(h), h[..., :4])
+
+
 @pytest.mark.parametrize(
     ("module", "member", "shape", "others"),
     [
+        (ReturnsDataclass(), ".hidden_states", (2, 5, 16), [(".aux_loss", (), "float32")]),
+        (ReturnsNamedTuple(), "[0]", (2, 5, 16), [("[1]", (2, 5, 4), "float32")]),
         (ReturnsBias(), "[0]", (2, 5, 16), [("[1]", (16,), "float32")]),
         (SwitchGate(), "[1]", (2, 5, 4), [("[0]", (), "float32"), ("[2]", (2, 5, 4), "bool")]),
         (ReturnsDict(), "['hidden_states']", (2, 5, 16), [("['aux_loss']", (), "float32")]),
@@ -416,6 +443,22 @@ def test_the_other_outputs_are_in_the_footer_and_the_json() -> None:
     assert "output[1] (2, 5, 4) is followed; also returned: [0] () float32; [2] (2, 5, 4) bool" in console.file.getvalue()
     plain = trace_data(trace_module(TupleMLP()))  # a tensor returned: nothing to list
     assert "other_outputs" not in plain and "output_member" not in plain
+
+
+def test_a_dataclass_output_runs_backward_and_no_tensor_at_all_is_said_plainly() -> None:
+    result = trace_module(ReturnsDataclass(), d_model=16, backward=True)
+    assert result.backward is not None and result.output_member == ".hidden_states"
+    assert {p.name: p for p in result.backward.params}["down.weight"].stats is not None
+
+    class ReturnsNothing(ReturnsDict):
+        def forward(self, x: torch.Tensor) -> None:  # type: ignore[override]
+            self.up(x)
+
+    with pytest.raises(FFNRuntimeError) as failed:
+        trace_module(ReturnsNothing(), d_model=16)
+    assert str(failed.value) == (
+        "the forward returned NoneType with no tensor in it: ffn traces a tensor, or a tuple, list, dict or dataclass of them"
+    )
 
 
 def test_a_tuple_output_runs_backward_from_the_flowing_tensor() -> None:

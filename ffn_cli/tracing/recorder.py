@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.tracing.calls import CallLabels, call_name
 from ffn_cli.tracing.function_level import Flops, FunctionLevel
@@ -435,7 +436,7 @@ class Recorder(TorchDispatchMode):
                 where, out, others = flowing_output((call or self.root)(x), tuple(x.shape))
             if not self.aten and self._source(out) is None and storage_id(out) not in self._params:
                 self.missed = True
-        except (MemoryError, torch.OutOfMemoryError):
+        except (MemoryError, torch.OutOfMemoryError, FFNError, FFNRuntimeError):
             raise
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
             # The modules built here: their errors are ours, as they are; a real Ctrl-C interrupts.
