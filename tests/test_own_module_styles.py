@@ -8,7 +8,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 import torch
@@ -514,3 +514,49 @@ def test_the_users_own_failure_is_still_the_users(make, said: str) -> None:
         trace_module(make(), d_model=8)
     assert str(failed.value).startswith(said), str(failed.value)
     assert "ffn itself" not in str(failed.value)
+
+
+class ConvFFN(nn.Module):
+    """A convolution over the tokens between up and down (ConvNeXt's, MobileViT's depthwise one
+    when groups = channels)."""
+
+    def __init__(self, d: int = 64, f: int = 384, k: int = 3, groups: int = 384) -> None:
+        super().__init__()
+        self.up = nn.Linear(d, f)
+        self.dwconv = nn.Conv1d(f, f, k, padding=k // 2, groups=groups)
+        self.down = nn.Linear(f, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.up(x).transpose(1, 2)  # (B, f, T): channels first, as Conv1d takes them
+        return self.down(torch.nn.functional.gelu(self.dwconv(h)).transpose(1, 2))
+
+
+def _conv_backward_step(result: Any) -> Any:
+    assert result.backward is not None
+    return next(s for s in result.backward.steps if s.of == "dwconv")
+
+
+def test_a_depthwise_convolutions_backward_is_counted_per_group() -> None:
+    """By hand: each of the 384 channels slides its own 3 weights over 5 positions, for 2
+    sequences; each multiply-add of the forward (2 FLOPs) has one in dW and one in dx."""
+    result = trace_module(ConvFFN(), backward=True)
+    step = _conv_backward_step(result)
+    batch, positions, channels, kernel, inputs_per_group = 2, 5, 384, 3, 1
+    by_hand = 2 * batch * positions * channels * kernel * inputs_per_group
+    assert by_hand == 23_040
+    assert (step.weight_grad_flops, step.input_grad_flops) == (by_hand, by_hand)
+    assert next(s for s in result.steps if s.name == "dwconv").flops == by_hand  # the forward: the same multiply-adds once
+
+
+def test_an_ungrouped_convolutions_backward_agrees_with_flop_counter() -> None:
+    """groups = 1: FlopCounterMode's formula is right there, and ffn's rule gives its number."""
+    torch.manual_seed(0)
+    module = ConvFFN(64, 96, 3, groups=1)
+    result = trace_module(module, backward=True)
+    step = _conv_backward_step(result)
+    x = torch.randn(2, 5, 64)
+    h = module.up(x).transpose(1, 2).detach().requires_grad_(True)
+    y = module.dwconv(h)
+    with FlopCounterMode(display=False) as counter:
+        y.backward(torch.ones_like(y))
+    assert step.weight_grad_flops + step.input_grad_flops == counter.get_total_flops() == 2 * 2 * 2 * 5 * 96 * 96 * 3

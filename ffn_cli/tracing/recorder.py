@@ -29,7 +29,7 @@ from ffn_cli.i18n import _
 from ffn_cli.tracing.calls import CallLabels, call_name
 from ffn_cli.tracing.function_level import Flops, FunctionLevel
 from ffn_cli.tracing.leaves import flowing_output
-from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
+from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, conv_backward_flops, elementwise_flops
 from ffn_cli.tracing.result import OpRecord, OutputMember, Shape, TensorStats
 from ffn_cli.tracing.stats import first_values, tensor_stats
 from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id, writes_an_argument
@@ -280,8 +280,15 @@ class Recorder(TorchDispatchMode):
         if not outputs:
             return
         name = packet.__name__
-        matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else _grouped_mm_flops(name, inputs)
-        self._append(f"aten.{name}", name, inputs, outputs, matmul, elementwise_flops(name, kwargs, inputs, outputs))
+        weight_grad = None
+        if name == "convolution_backward":  # ffn's own rule: FlopCounterMode's ignores groups in dW
+            input_grad, weight_grad = conv_backward_flops(args, kwargs)
+            matmul = input_grad + weight_grad
+        elif packet in flop_registry:
+            matmul = int(flop_registry[packet](*args, **kwargs, out_val=out))
+        else:
+            matmul = _grouped_mm_flops(name, inputs)
+        self._append(f"aten.{name}", name, inputs, outputs, matmul, elementwise_flops(name, kwargs, inputs, outputs), weight_grad)
 
     @property
     def paused(self) -> bool:
@@ -308,7 +315,9 @@ class Recorder(TorchDispatchMode):
         finally:
             self._paused = False
 
-    def _append(self, op: str, name: str, inputs: list[Tensor], outputs: list[Tensor], matmul: int, elementwise: int) -> None:
+    def _append(
+        self, op: str, name: str, inputs: list[Tensor], outputs: list[Tensor], matmul: int, elementwise: int, weight_grad: int | None = None
+    ) -> None:
         storages = [storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
         params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
         constants = tuple(dict.fromkeys(self._constants[s] for s in storages if s in self._constants)) if self._constants else ()
@@ -333,6 +342,7 @@ class Recorder(TorchDispatchMode):
             params,
             constants,
             function[2] if function is not None else "",
+            weight_grad,
         )
         values = first_values(outputs[0], self.values) if meaningful else None
         owner = self._stack[-1] if self._stack else -1
