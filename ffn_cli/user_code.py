@@ -64,21 +64,28 @@ def users_op(func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
 
 def ffns_fault(exc: BaseException) -> bool:
     """Whether ffn's own code raised `exc`: the innermost frame that is neither torch's nor the
-    standard library's is ffn's, and not `users_op` running the user's call."""
+    standard library's is ffn's. A call that failed inside `users_op` is its maker's: the first
+    such frame outside ffn's modes (the user's forward, or ffn's own code calling torch)."""
     frames = []
     tb = exc.__traceback__
     while tb is not None:
         frames.append(tb.tb_frame)
         tb = tb.tb_next
+    through_an_op = False  # past users_op: the call's maker is outside ffn's modes
     for frame in reversed(frames):
         if frame.f_code is users_op.__code__:
-            return False
-        module = str(frame.f_globals.get("__name__", ""))
-        top = module.split(".")[0]
+            through_an_op = True
+            continue
+        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
         if top == "torch" or top in sys.stdlib_module_names:
+            continue
+        if through_an_op and top == "ffn_cli" and frame.f_code.co_name in _MODE_HANDLERS:
             continue
         return top == "ffn_cli"
     return False
+
+
+_MODE_HANDLERS = ("__torch_function__", "__torch_dispatch__")  # ffn's modes, which run each call on the maker's behalf
 
 
 def ffn_failed(what: str, exc: BaseException) -> FFNRuntimeError:

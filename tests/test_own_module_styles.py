@@ -560,3 +560,59 @@ def test_an_ungrouped_convolutions_backward_agrees_with_flop_counter() -> None:
     with FlopCounterMode(display=False) as counter:
         y.backward(torch.ones_like(y))
     assert step.weight_grad_flops + step.input_grad_flops == counter.get_total_flops() == 2 * 2 * 2 * 5 * 96 * 96 * 3
+
+
+class SmallFFN(nn.Module):
+    def __init__(self, d: int = 32, f: int = 64) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(d, f), nn.Linear(f, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.relu(self.up(x)))
+
+
+class Ensemble(nn.Module):
+    """torch.func's model ensembling: n FFNs' weights stacked (`stack_module_state`), one
+    forward vmapped over them (`functional_call`), the members' outputs averaged."""
+
+    def __init__(self, n: int = 3, d: int = 32, f: int = 64) -> None:
+        super().__init__()
+        from torch.func import stack_module_state
+
+        params, _buffers = stack_module_state([SmallFFN(d, f) for _ in range(n)])  # type: ignore[arg-type]
+        self.stacked = nn.ParameterDict({k.replace(".", "__"): nn.Parameter(v) for k, v in params.items()})
+        self.base = [SmallFFN(d, f).to("meta")]  # a list: its weights are the stacked ones, not its own
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.func import functional_call, vmap
+
+        params = {k.replace("__", "."): v for k, v in self.stacked.items()}
+        return vmap(lambda p, x: functional_call(self.base[0], p, (x,)), in_dims=(0, None))(params, x).mean(0)
+
+
+@pytest.mark.parametrize("aten", [False, True])
+def test_a_torch_func_ensemble_is_traced_with_its_batched_shapes(aten: bool) -> None:
+    torch.manual_seed(0)
+    module = Ensemble()
+    result = trace_module(module, d_model=32, aten=aten)
+    shapes = [(s.input_shapes[0], s.output_shape) for s in result.steps]
+    members = 3  # each step runs all three at once: the batch of members leads
+    assert shapes == [
+        ((2, 5, 32), (members, 2, 5, 64)),
+        ((members, 2, 5, 64), (members, 2, 5, 64)),
+        ((members, 2, 5, 64), (members, 2, 5, 32)),
+        ((members, 2, 5, 32), (2, 5, 32)),
+    ]
+    x = torch.randn(2, 5, 32)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        module(x)
+    assert result.matmul_flops == counter.get_total_flops() == 3 * (2 * 10 * 32 * 64) * 2  # 3 members × 2 linears
+    assert sum(s.param_count for s in result.steps) == result.total_params == sum(p.numel() for p in module.parameters())
+
+
+def test_a_torch_func_ensembles_width_is_read_and_its_backward_runs() -> None:
+    result = trace_module(Ensemble(), backward=True)
+    assert result.module.d_model == 32 and result.backward is not None
+    grads = {p.name: p for p in result.backward.params}
+    assert set(grads) == {"stacked.up__weight", "stacked.up__bias", "stacked.down__weight", "stacked.down__bias"}
+    assert all(g.stats is not None for g in grads.values())

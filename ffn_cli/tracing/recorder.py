@@ -32,7 +32,7 @@ from ffn_cli.tracing.leaves import flowing_output
 from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, conv_backward_flops, elementwise_flops
 from ffn_cli.tracing.result import OpRecord, OutputMember, Shape, TensorStats
 from ffn_cli.tracing.stats import first_values, tensor_stats
-from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id, writes_an_argument
+from ffn_cli.tracing.torch_names import NoStorage, TorchDispatchMode, storage_id, writes_an_argument
 from ffn_cli.user_code import exception_text, ffn_failed, ffns_fault, real_interrupt, users_op
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
@@ -222,8 +222,12 @@ class Recorder(TorchDispatchMode):
                     self.rec.constant_shapes.setdefault(name, tuple(t.shape))
 
     def _tensor_name(self, t: Tensor) -> str | None:
-        """A parameter's, buffer's or constant's name, for the formula of a call that reads it."""
-        storage = storage_id(t)
+        """A parameter's, buffer's or constant's name, for the formula of a call that reads it
+        (none for a tensor a torch.func transform wraps: its storage is not to be seen)."""
+        try:
+            storage = storage_id(t)
+        except NoStorage:
+            return None
         name = self._params.get(storage) or self._constants.get(storage)
         shape = self.rec.param_shapes.get(name or "")
         if name is not None and shape is not None and t.dim() == 2 and tuple(t.shape) == shape[::-1] != shape:
