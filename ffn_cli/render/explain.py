@@ -128,7 +128,11 @@ def backward_explanation(step: BackwardStep) -> Message:
         return Message.of(N_("runs {step} forward again, from the checkpoint's input, for the backward steps to read"), step=step.of)
     if step.weight_grads and step.input_grad_flops:
         return Message.of(
-            N_("the gradient of {step}'s weights, dW = dyᵀ·x, and of its input, dx = dy·W, for the step before"), step=step.of
+            N_(
+                "the gradient of {step}'s weights, dW = dyᵀ·x, and of its input, dx = dy·W, "
+                "handed back to what fed it (a step, or the input)"
+            ),
+            step=step.of,
         )
     if step.weight_grads:
         return Message.of(N_("the gradient of {step}'s weights, dW = dyᵀ·x"), step=step.of)
