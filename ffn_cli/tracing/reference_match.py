@@ -25,9 +25,11 @@ from ffn_cli.i18n import _
 from ffn_cli.reference import reference_forward
 from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing.check import CHECK_THRESHOLDS
+from ffn_cli.tracing.leaves import flowing_output
 from ffn_cli.tracing.ops import op_base
 from ffn_cli.tracing.result import OpRecord, ReferenceMatch, VariantFit
 from ffn_cli.tracing.torch_names import TorchDispatchMode
+from ffn_cli.user_code import users_op
 from ffn_cli.variants import variant_names
 
 __all__ = ["match_reference"]
@@ -104,8 +106,8 @@ def _unlike_any_ffn(output: Tensor, ops: Sequence[OpRecord]) -> str:
     random = _drawn_at_random(ops)
     if random is not None:
         return _(
-            "its forward draws random numbers in eval mode ({op}): a dropout without training=self.training keeps dropping, "
-            "so its output changes from run to run"
+            "its forward draws random numbers in eval mode ({op}), so its output changes from run to run "
+            "(a dropout without training=self.training keeps dropping in eval mode)"
         ).format(op=random)
     if output.is_complex():
         return _("its output is complex ({dtype}), and every registry FFN's is real").format(dtype=str(output.dtype).removeprefix("torch."))
@@ -130,7 +132,7 @@ class _OpNames(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         self.ops.append(OpRecord(len(self.ops), "", f"aten.{func.overloadpacket.__name__}", (), (), "", 0, 0, ()))
-        return func(*args, **(kwargs or {}))
+        return users_op(func, args, kwargs or {})
 
 
 def _eval_output(module: nn.Module, x: Tensor) -> tuple[Tensor, list[OpRecord]]:
@@ -143,17 +145,7 @@ def _eval_output(module: nn.Module, x: Tensor) -> tuple[Tensor, list[OpRecord]]:
     finally:
         for sub, training in modes:
             sub.training = training
-    first = out if isinstance(out, Tensor) else next((t for t in _tensors(out)), None)
-    if first is None:
-        raise FFNError("reference", True, _("the module returned no tensor to compare"))
-    return first, seen.ops
-
-
-def _tensors(value: object) -> Iterator[Tensor]:
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
-    for item in items:
-        if isinstance(item, Tensor):
-            yield item
+    return flowing_output(out, tuple(x.shape))[1], seen.ops  # the tensor the trace follows
 
 
 def _candidates(width: int, shapes: list[tuple[int, ...]]) -> Iterator[FFNSpec]:
