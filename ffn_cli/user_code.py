@@ -35,6 +35,7 @@ __all__ = [
     "real_interrupt",
     "run_user_code",
     "running_user_code",
+    "users_call",
     "users_op",
 ]
 
@@ -62,24 +63,35 @@ def users_op(func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     return func(*args, **kwargs)
 
 
+def users_call(func: Callable[..., Any], *args: Any) -> Any:
+    """Call the user's module (its forward, its backward): below this frame, what is neither
+    ffn's nor torch's is theirs, a module torch defines (nn.Linear) included."""
+    return func(*args)
+
+
 def ffns_fault(exc: BaseException) -> bool:
     """Whether ffn's own code raised `exc`: the innermost frame that is neither torch's nor the
-    standard library's is ffn's. A call that failed inside `users_op` is its maker's: the first
-    such frame outside ffn's modes (the user's forward, or ffn's own code calling torch)."""
+    standard library's is ffn's (reaching `users_call` first, it is the user's). A call that
+    failed inside `users_op` is its maker's: the first frame outside ffn's modes, ffn's own
+    code calling torch, or anything else (a torch module's forward, the user's)."""
     frames = []
     tb = exc.__traceback__
     while tb is not None:
         frames.append(tb.tb_frame)
         tb = tb.tb_next
-    through_an_op = False  # past users_op: the call's maker is outside ffn's modes
+    through_an_op = False  # past users_op: the next frame outside ffn's modes made the call
     for frame in reversed(frames):
         if frame.f_code is users_op.__code__:
             through_an_op = True
             continue
+        if frame.f_code is users_call.__code__:
+            return False
         top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+        if through_an_op:
+            if top == "ffn_cli" and frame.f_code.co_name in _MODE_HANDLERS:
+                continue
+            return top == "ffn_cli"
         if top == "torch" or top in sys.stdlib_module_names:
-            continue
-        if through_an_op and top == "ffn_cli" and frame.f_code.co_name in _MODE_HANDLERS:
             continue
         return top == "ffn_cli"
     return False

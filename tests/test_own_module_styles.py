@@ -616,3 +616,12 @@ def test_a_torch_func_ensembles_width_is_read_and_its_backward_runs() -> None:
     grads = {p.name: p for p in result.backward.params}
     assert set(grads) == {"stacked.up__weight", "stacked.up__bias", "stacked.down__weight", "stacked.down__bias"}
     assert all(g.stats is not None for g in grads.values())
+
+
+def test_a_torch_module_given_the_wrong_width_is_the_users_not_ffns() -> None:
+    """nn.Sequential's forward is torch's code, run because the user asked for it: its shape
+    error is the user's, though no frame of the user's file is on the stack."""
+    with pytest.raises(Exception) as failed:
+        trace_module(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8)), d_model=4)
+    assert str(failed.value).startswith("Sequential.forward raised in step 0 (Linear)"), str(failed.value)
+    assert "ffn itself" not in str(failed.value)

@@ -25,7 +25,7 @@ from ffn_cli.tracing.recorder import ForwardError, dtype_name, record
 from ffn_cli.tracing.reference_match import match_reference
 from ffn_cli.tracing.result import ParamInfo, TracedModule, TraceResult, TraceStep
 from ffn_cli.tracing.steps import group_steps
-from ffn_cli.user_code import UserWarnings, running_user_code
+from ffn_cli.user_code import UserWarnings, running_user_code, users_call
 
 __all__ = ["MAX_DEPTH", "ModuleTarget", "infer_d_model", "trace_module"]
 
@@ -90,7 +90,7 @@ def _materialise(module: nn.Module, width: int, dev: torch.device, dt: torch.dty
         return
     torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))
     with torch.no_grad():
-        module(torch.zeros(1, 1, width, device=dev, dtype=dt))
+        users_call(module, torch.zeros(1, 1, width, device=dev, dtype=dt))
 
 
 def _fails_on(module: nn.Module, width: int, like: Tensor) -> BaseException | None:
@@ -98,7 +98,7 @@ def _fails_on(module: nn.Module, width: int, like: Tensor) -> BaseException | No
     restored); None when it runs."""
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            module(torch.zeros(1, 1, width, device=like.device, dtype=like.dtype))
+            users_call(module, torch.zeros(1, 1, width, device=like.device, dtype=like.dtype))
     except Exception as exc:
         return exc
     return None

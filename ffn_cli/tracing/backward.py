@@ -35,7 +35,7 @@ from ffn_cli.tracing.result import SavedRead, Shape, TensorStats, TraceStep
 from ffn_cli.tracing.stats import tensor_stats
 from ffn_cli.tracing.steps import group_steps
 from ffn_cli.tracing.torch_names import storage_id
-from ffn_cli.user_code import users_op
+from ffn_cli.user_code import users_call, users_op
 
 __all__ = ["BackwardRecording", "record_backward"]
 
@@ -338,7 +338,7 @@ def record_backward(
     recorder.running = _RunningNodes(_graph(out.grad_fn))
     try:
         with tracking_modules(recorder), recorder:  # recomputation calls the modules again
-            out.backward(grad)
+            users_call(out.backward, grad)
     finally:
         recorder.running.remove()
     result.ops = recorder.rec.ops[recorder.backward_from :]

@@ -33,7 +33,7 @@ from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, conv_backward_fl
 from ffn_cli.tracing.result import OpRecord, OutputMember, Shape, TensorStats
 from ffn_cli.tracing.stats import first_values, tensor_stats
 from ffn_cli.tracing.torch_names import NoStorage, TorchDispatchMode, storage_id, writes_an_argument
-from ffn_cli.user_code import exception_text, ffn_failed, ffns_fault, real_interrupt, users_op
+from ffn_cli.user_code import exception_text, ffn_failed, ffns_fault, real_interrupt, users_call, users_op
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
 
@@ -447,7 +447,7 @@ class Recorder(TorchDispatchMode):
             labels = self.labels if self.labels is not None else _nothing()
             level = self if self.aten else FunctionLevel(self)
             with tracking_modules(self), saving, level, labels:
-                where, out, others = flowing_output((call or self.root)(x), tuple(x.shape))
+                where, out, others = flowing_output(users_call(call or self.root, x), tuple(x.shape))
             if not self.aten and self._source(out) is None and storage_id(out) not in self._params:
                 self.missed = True
         except (MemoryError, torch.OutOfMemoryError, FFNError, FFNRuntimeError):

@@ -29,7 +29,7 @@ from ffn_cli.tracing.leaves import flowing_output
 from ffn_cli.tracing.ops import op_base
 from ffn_cli.tracing.result import OpRecord, ReferenceMatch, VariantFit
 from ffn_cli.tracing.torch_names import TorchDispatchMode
-from ffn_cli.user_code import users_op
+from ffn_cli.user_code import users_call, users_op
 from ffn_cli.variants import variant_names
 
 __all__ = ["match_reference"]
@@ -141,7 +141,7 @@ def _eval_output(module: nn.Module, x: Tensor) -> tuple[Tensor, list[OpRecord]]:
     module.eval()
     try:
         with torch.no_grad(), _OpNames() as seen:
-            out = module(x)
+            out = users_call(module, x)
     finally:
         for sub, training in modes:
             sub.training = training
