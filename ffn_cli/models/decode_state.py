@@ -30,6 +30,7 @@ class KindState:
     tokens: int | None  # the tokens an attention layer caches at this context; None for a fixed state
     detail: Message
     width: int = 0  # attention: elements a cached token takes (K and V)
+    window: int | None = None  # attention: the sliding window or chunk that caps its cache
     recurrent: int = 0  # a mixer: its recurrent state's elements …
     conv: int = 0  # … and its convolution's window
     recurrent_bytes: int | None = None  # bytes of a recurrent element where the config names its dtype
@@ -68,7 +69,7 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
         else:
             kind = Message(N_("attention"))
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
-        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width))
+        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap))
     return rows
 
 
