@@ -3,7 +3,8 @@ full-attention layer's KV cache grows with the context, a sliding-window (or chu
 stops at its window less one (the new token's own keys join the w − 1 latest), a mixer's state
 is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads × head width ×
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
-alone); a layer that reuses an earlier layer's keys and values (Gemma 3n) keeps none.
+alone); a layer that reuses an earlier layer's keys and values (Gemma 3n) keeps none. A mixer
+read from transformers' modules whose state ffn does not know is a row of its own, not sized.
 Elements, priced at the cache dtype's bytes by the caller. Pure Python.
 """
 
@@ -31,6 +32,7 @@ class KindState:
     width: int = 0  # attention: elements a cached token takes (K and V)
     recurrent: int = 0  # a mixer: its recurrent state's elements …
     conv: int = 0  # … and its convolution's window
+    sized: bool = True  # False: a mixer whose state ffn does not know, named and counted as none
 
     @property
     def elements(self) -> int:
@@ -66,11 +68,20 @@ def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequenc
     m = spec.mixer
     if m is not None and m.layers:
         detail = Message(N_("conv {conv}"), conv=f"{m.conv_state_elements:,}")
-        if m.scan is not None:
+        if not m.state_sized:
+            detail = Message(N_("not sized: left out"))
+        elif m.scan is not None:
             detail = Message(N_("state {state} + conv {conv}"), state=f"{m.recurrent_state_elements:,}", conv=f"{m.conv_state_elements:,}")
         rows.append(
             KindState(
-                m.kind, len(m.layers), m.state_elements, None, detail, recurrent=m.recurrent_state_elements, conv=m.conv_state_elements
+                m.kind,
+                len(m.layers),
+                m.state_elements,
+                None,
+                detail,
+                recurrent=m.recurrent_state_elements,
+                conv=m.conv_state_elements,
+                sized=m.state_sized,
             )
         )
     return tuple(rows)

@@ -133,6 +133,9 @@ class LinearMixer:
     conv_flops: int = 0
     conv_state_elements: int = 0
     scan: DeltaRuleScan | SSDScan | None = None
+    # False for a mixer counted tensor by tensor from its built module (ffn_cli.models.layer_build):
+    # what it keeps while decoding is not known, and is named as left out, never taken as zero.
+    state_sized: bool = True
 
     @property
     def params(self) -> int:
