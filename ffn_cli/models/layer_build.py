@@ -24,6 +24,7 @@ says). torch and transformers: imported only when such a model is asked for.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import re
 from collections.abc import Mapping
@@ -39,7 +40,7 @@ from transformers.models.auto import modeling_auto
 from ffn_cli.accounting import ParamTensor, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import Owner, attribute, is_experts
 from ffn_cli.models.built import BuiltLayout
 from ffn_cli.models.families.common import FamilyReader
@@ -55,6 +56,10 @@ __all__ = ["LayerRead", "decoder_layer_class", "layer_kinds", "read_layout"]
 # decoder_sparse_step, moe_layer_freq, full_attention_interval, sliding_window_pattern, …).
 _LAYER_RULE = re.compile(r"layer|interval|step|freq|replace|pattern|period|every", re.IGNORECASE)
 _NOT_A_RULE = frozenset({"num_hidden_layers"})
+# The parts table's rows for what no reader's part holds: tensors in every layer beside its token
+# mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
+BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
+BESIDE_THE_LAYERS = N_("beside the layers")
 
 
 def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any, ...]:
@@ -485,7 +490,64 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                 raise FFNError("config", source, _("transformers cannot build a {cls} from it: {why}").format(
                     cls=layer_cls.__name__, why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)) from None  # fmt: skip
             reads.append(read_layer(d, r, hf_config, layer, layers))
-    return _assemble(hf_config, _merged(reads), config, name=name, source=source, notes=notes)
+        shell = _shell(hf_config, source)
+    return _assemble(hf_config, _merged(reads), shell, config, name=name, source=source, notes=notes)
+
+
+@dataclass(frozen=True)
+class Shell:
+    """What the model holds beside its decoder layers, read from it built with none."""
+
+    tied: bool
+    head_bias: bool
+    final_norm: int  # the final norm's parameters
+    beside: tuple[ParamTensor, ...]  # every other tensor (a vision tower, a projector), by its path
+    model_class: str
+
+
+def _shell(hf_config: PretrainedConfig, source: str) -> Shell:
+    """The model built on meta with no decoder layer (per-layer config lists emptied): its token
+    embeddings, final norm and head, and whatever else sits beside the layers."""
+    from ffn_cli.models.meta_build import _auto_class
+
+    shell_config = copy.deepcopy(hf_config)
+    text = shell_config.get_text_config()
+    n_layers, d, vocab = int(text.num_hidden_layers), int(text.hidden_size), int(text.vocab_size)
+    for key, value in list(vars(text).items()):
+        if isinstance(value, list) and len(value) == n_layers:
+            setattr(text, key, [])
+    text.num_hidden_layers = 0
+    try:
+        with torch.device("meta"):
+            model = _auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
+    except Exception as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=why)) from None
+    modules = dict(model.named_modules())
+    embedding = head = norm = None
+    beside = []
+    for name, p in model.named_parameters():
+        path, _dot, leaf = name.rpartition(".")
+        module, last = modules[path], path.rpartition(".")[2]
+        if embedding is None and isinstance(module, nn.Embedding) and tuple(p.shape) == (vocab, d):
+            embedding = name
+        elif head is None and last in ("lm_head", "embed_out") and leaf == "weight":
+            head = name
+        elif last in ("lm_head", "embed_out") and leaf == "bias":
+            continue
+        elif norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm":
+            norm = path
+        elif not (norm is not None and path == norm):
+            beside.append(_tensor(path, leaf, p, module))
+    heads = [m for n, m in modules.items() if n.rpartition(".")[2] in ("lm_head", "embed_out")]
+    head_bias = any(getattr(m, "bias", None) is not None for m in heads)
+    return Shell(
+        tied=head is None and bool(heads),
+        head_bias=head_bias,
+        final_norm=_count(modules[norm]) if norm is not None else 0,
+        beside=tuple(beside),
+        model_class=type(model).__name__,
+    )
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -515,7 +577,14 @@ def _merged(reads: list[LayerRead]) -> list[LayerRead]:
 
 
 def _assemble(
-    hf_config: PretrainedConfig, reads: list[LayerRead], config: Mapping[str, Any], *, name: str, source: str, notes: tuple[str, ...]
+    hf_config: PretrainedConfig,
+    reads: list[LayerRead],
+    shell: Shell,
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    source: str,
+    notes: tuple[str, ...],
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
@@ -548,11 +617,14 @@ def _assemble(
     if len(others) > 1:
         raise FFNError("config", source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
     other = others.pop()
-    beside = ExtraPart("tensors beside the layer's parts", "other", ", ".join(t.name for t in other), other, per_layer=True)
-    extras = (beside,) if other else ()
+    extras = ()
+    if other:
+        extras += (ExtraPart(BESIDE_THE_PARTS, "other", ", ".join(t.name for t in other), other, per_layer=True),)
+    if shell.beside:
+        tops = ", ".join(dict.fromkeys(".".join(t.name.split(" ")[0].split(".")[:2]) for t in shell.beside))
+        extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, shell.beside),)
     if attention is None:  # no layer attends: a stand-in nothing reads (attention_layers is empty)
         attention = AttentionSpec(d_model=d, n_heads=1, head_dim=d, qkv_bias=False, o_bias=False)
-    tie = bool(getattr(text, "tie_word_embeddings", False) or getattr(hf_config, "tie_word_embeddings", False))
     spec = ModelSpec(
         name=name,
         model_type=str(hf_config.model_type),
@@ -565,7 +637,9 @@ def _assemble(
         moe_layers=tuple(i for r in moe_reads for i in r.layers),
         norm=reads[0].norm,
         norms_per_layer=norms.pop(),
-        tie_word_embeddings=tie,
+        tie_word_embeddings=shell.tied,
+        lm_head_bias=shell.head_bias,
+        final_norm=bool(shell.final_norm),
         moe_extra=moe_extra,
         mixer=mixer,
         attention_extra=attention_extra,
@@ -585,7 +659,13 @@ def _assemble(
         for x in r.left_out:
             missing.setdefault(x, []).extend(r.layers)
     left_out = [f"layers {layer_ranges(tuple(sorted(layers)))}: {x}" for x, layers in missing.items()]
-    if hf_config.get_text_config() is not hf_config:
-        left_out.append(f"what {hf_config.model_type} holds beside its text decoder (a vision or audio tower): not built, not counted")
+    per_layer = sorted(k for k, v in text.to_dict().items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v)
+    if per_layer:  # Gemma 3n's and Gemma 4's per-layer inputs: tables beside the layers, one slice a layer
+        left_out.append(f"tensors beside the layers sized by the layer count ({', '.join(per_layer)}): built with none, not counted")
+    if shell.final_norm not in (0, spec.norm_params):
+        raise FFNError("config", source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
+            n=shell.final_norm, m=spec.norm_params))  # fmt: skip
     kinds = tuple(f"layers {layer_ranges(r.layers)}: " + "; ".join(r.said) for r in reads)
+    if shell.beside:
+        kinds += (f"beside the layers, counted as built: {extras[-1].detail} ({sum(t.count for t in shell.beside):,} parameters)",)
     return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes)
