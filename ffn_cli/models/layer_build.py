@@ -467,7 +467,7 @@ def _one(reads: list[LayerRead], what: str, value: Any, source: str) -> Any:
                 "config",
                 source,
                 _("layers {a} and {b} have {what} of two shapes; ffn sizes one per model").format(
-                    a=layer_ranges(values[0][0].layers), b=layer_ranges(r.layers), what=what
+                    a=layer_ranges(values[0][0].layers), b=layer_ranges(r.layers), what=_(what)
                 ),
             )
     return first
@@ -588,8 +588,8 @@ def _assemble(
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
-    attention = _one(reads, "attention", "attention", source)
-    attention_extra = _one(reads, "attention's own tensors", "attention_extra", source) or ()
+    attention = _one(reads, N_("attention"), "attention", source)
+    attention_extra = _one(reads, N_("attention's own tensors"), "attention_extra", source) or ()
     mixers = [r.mixer for r in reads if r.mixer is not None]
     mixer = None
     if mixers:
@@ -599,8 +599,8 @@ def _assemble(
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
-    moe = _one(moe_reads, "routed experts", "ffn", source)
-    moe_extra = _one(moe_reads, "tensors beside the experts", "ffn_extra", source) or ()
+    moe = _one(moe_reads, N_("routed experts"), "ffn", source)
+    moe_extra = _one(moe_reads, N_("tensors beside the experts"), "ffn_extra", source) or ()
     dense, widths = None, ()
     if dense_reads:
         dense = dense_reads[0].ffn
