@@ -146,8 +146,8 @@ class BuiltLayout:
     """A model no reader knows, laid out from one built decoder layer of each kind
     (ffn_cli.models.layer_build): the same ModelSpec a reader gives, and what its answer leaves out.
 
-    `kinds` says, one line a layer kind, which layers it covers and what was read from its
-    modules; `left_out` names each thing built that no part of the spec sizes (a cache, a
+    `kinds` says, one pair a layer kind, which layers it covers and what was read from its
+    modules ("beside" for what sits beside the layers); `left_out` names each thing built that no part of the spec sizes (a cache, a
     state, a tower), so an answer folded over the spec says it is missing rather than count it
     as something else."""
 
@@ -156,7 +156,7 @@ class BuiltLayout:
     source: str
     windows: tuple[int | None, ...]
     chunks: tuple[int | None, ...]
-    kinds: tuple[str, ...] = ()
+    kinds: tuple[tuple[str, str], ...] = ()
     left_out: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     causal: bool = True

@@ -665,7 +665,7 @@ def _assemble(
     if shell.final_norm not in (0, spec.norm_params):
         raise FFNError("config", source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
-    kinds = tuple(f"layers {layer_ranges(r.layers)}: " + "; ".join(r.said) for r in reads)
+    kinds = tuple((layer_ranges(r.layers), "; ".join(r.said)) for r in reads)
     if shell.beside:
-        kinds += (f"beside the layers, counted as built: {extras[-1].detail} ({sum(t.count for t in shell.beside):,} parameters)",)
+        kinds += (("beside", f"{extras[-1].detail}: {sum(t.count for t in shell.beside):,} parameters, counted as built"),)
     return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes)

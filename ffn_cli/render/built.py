@@ -166,12 +166,19 @@ _LAID_OUT = N_(
 
 def layout_view(layout: BuiltLayout) -> RenderableType:
     """How the layout of a model no reader knows was read: its layer kinds and what is left out."""
-    lines = [Text(_(_LAID_OUT), style="dim")]
-    lines += [Text("  " + kind) for kind in layout.kinds]
-    lines += [Text(_("  left out: {what}").format(what=what), style="yellow") for what in layout.left_out]
-    lines += [Text(_("  note: {note}").format(note=_(note)), style="dim") for note in layout.notes]
+    columns = [Col(_("which layers"), "text", floor=12), Col(_("one built layer of the kind holds"), "text")]
+    rows: list[Any] = [[_("beside the layers") if where == "beside" else where, holds] for where, holds in layout.kinds]
+    lines: list[RenderableType] = [
+        FitTable(Text(_("layout of {name}").format(name=layout.spec.name)), columns, rows, caption=Text(_(_LAID_OUT), style="dim"))
+    ]
+    lines += [Text(_("left out: {what}").format(what=what), style="yellow") for what in layout.left_out]
+    lines += [Text(_("note: {note}").format(note=_(note)), style="dim") for note in layout.notes]
     return Group(*lines)
 
 
 def layout_data(layout: BuiltLayout) -> dict[str, Any]:
-    return {"read_from": "transformers modules, one layer of each kind", "kinds": list(layout.kinds), "left_out": list(layout.left_out)}
+    return {
+        "read_from": "transformers modules, one layer of each kind",
+        "kinds": [{"layers": where, "holds": holds} for where, holds in layout.kinds],
+        "left_out": list(layout.left_out),
+    }
