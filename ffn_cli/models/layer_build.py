@@ -56,6 +56,7 @@ __all__ = ["LayerRead", "decoder_layer_class", "layer_kinds", "read_layout"]
 # decoder_sparse_step, moe_layer_freq, full_attention_interval, sliding_window_pattern, …).
 _LAYER_RULE = re.compile(r"layer|interval|step|freq|replace|pattern|period|every", re.IGNORECASE)
 _NOT_A_RULE = frozenset({"num_hidden_layers"})
+_SHORT_PERIOD = 16
 # The parts table's rows for what no reader's part holds: tensors in every layer beside its token
 # mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
@@ -72,7 +73,8 @@ def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any,
             elif value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
                 said.append((key, layer in value))
         elif isinstance(value, int) and not isinstance(value, bool) and value > 0 and key not in _NOT_A_RULE and _LAYER_RULE.search(key):
-            said.append((key, layer < value, layer % value == 0, (layer + 1) % value == 0))
+            # A short period by the layer's place in it (Jamba's attn_layer_period with its offset).
+            said.append((key, layer < value, layer % value if value <= _SHORT_PERIOD else layer % value == 0, (layer + 1) % value == 0))
     return tuple(said)
 
 
@@ -96,10 +98,18 @@ def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
             if cls is None:
                 continue
             module = importlib.import_module(cls.__module__)
-            for layer_name in sorted(getattr(cls, "_no_split_modules", None) or ()):
-                layer_cls = getattr(module, layer_name, None)
-                if layer_name.endswith("DecoderLayer") and "Vision" not in layer_name and layer_cls is not None:
-                    return layer_cls
+            names = sorted(getattr(cls, "_no_split_modules", None) or ())
+            found = [getattr(module, n) for n in names if n.endswith("DecoderLayer") and "Vision" not in n and hasattr(module, n)]
+            if len(found) > 1:  # which layer is built from which class is the model's own code (Jamba, Mllama)
+                raise FFNError(
+                    "model_type",
+                    hf_config.model_type,
+                    _("its layers are built from {n} classes ({names}): ffn builds one class a model").format(
+                        n=len(found), names=", ".join(c.__name__ for c in found)
+                    ),
+                )
+            if found:
+                return found[0]
     raise FFNError(
         "model_type", hf_config.model_type, _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
     )
@@ -121,6 +131,7 @@ class LayerRead:
     ffn_extra: tuple[ParamTensor, ...] = ()
     norms: int = 0
     norm: NormKind = "rmsnorm"
+    norm_params: int = 0  # one norm's
     other: tuple[ParamTensor, ...] = ()
     window: int | None = None
     said: list[str] = field(default_factory=list)
@@ -292,7 +303,7 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
     read.mixer = LinearMixer(name, name, tensors, (), flops, read.layers, state_sized=False)
     read.said.append(f"{name}: counted tensor by tensor")
-    read.left_out.append(f"the decode state of {name}, a token mixer ffn does not size")
+    read.left_out.append(f"the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size")
 
 
 def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
@@ -417,6 +428,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             if all(p.dim() == 1 and p.shape[0] == d for p in weights) and len(weights) in (1, 2):
                 read.norms += 1
                 read.norm = "layernorm" if len(weights) == 2 else "rmsnorm"
+                read.norm_params = len(weights) * d
                 continue
         (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
     where = f"layers {layer_ranges(layers)}"
@@ -449,7 +461,22 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
         )
+    read.other += tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
+    counted = _read_params(read)
+    if counted != read.params:  # every tensor of the layer is in one piece, once
+        why = _("its pieces count {counted:,} parameters where the layer holds {built:,}").format(counted=counted, built=read.params)
+        raise FFNError("config", r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
+            where=where, model_type=hf_config.model_type, why=why))  # fmt: skip
     return read
+
+
+def _read_params(read: LayerRead) -> int:
+    mixer = read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+    if read.mixer is not None:
+        mixer = read.mixer.params + read.mixer.norm_params
+    ffn = total_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
+    norms = read.norms * read.norm_params
+    return mixer + ffn + norms + sum(t.count for t in read.other)
 
 
 # --- the model ------------------------------------------------------------------------------
@@ -483,14 +510,13 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     reads = []
     with _quiet():
         for layers in layer_kinds(text, n_layers):
-            try:
-                with torch.device("meta"):
-                    layer = layer_cls(text, layers[0])
-            except Exception as exc:
-                raise FFNError("config", source, _("transformers cannot build a {cls} from it: {why}").format(
-                    cls=layer_cls.__name__, why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)) from None  # fmt: skip
-            reads.append(read_layer(d, r, hf_config, layer, layers))
-        shell = _shell(hf_config, source)
+            first = read_layer(d, r, hf_config, _build(layer_cls, text, layers[0], source), layers)
+            last = read_layer(d, r, hf_config, _build(layer_cls, text, layers[-1], source), layers) if len(layers) > 1 else first
+            if _key(first) == _key(last):
+                reads.append(first)
+            else:  # the config's entries did not tell these layers apart: each one built and read
+                reads += [read_layer(d, r, hf_config, _build(layer_cls, text, i, source), (i,)) for i in layers]
+        shell = _shell(hf_config, layer_cls, source)
     return _assemble(hf_config, _merged(reads), shell, config, name=name, source=source, notes=notes)
 
 
@@ -505,7 +531,7 @@ class Shell:
     model_class: str
 
 
-def _shell(hf_config: PretrainedConfig, source: str) -> Shell:
+def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str) -> Shell:
     """The model built on meta with no decoder layer (per-layer config lists emptied): its token
     embeddings, final norm and head, and whatever else sits beside the layers."""
     from ffn_cli.models.meta_build import _auto_class
@@ -524,6 +550,9 @@ def _shell(hf_config: PretrainedConfig, source: str) -> Shell:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=why)) from None
     modules = dict(model.named_modules())
+    if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
+        raise FFNError("config", source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
+            cls=layer_cls.__name__))  # fmt: skip
     embedding = head = norm = None
     beside = []
     for name, p in model.named_parameters():
@@ -550,22 +579,30 @@ def _shell(hf_config: PretrainedConfig, source: str) -> Shell:
     )
 
 
+def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, source: str) -> nn.Module:
+    try:
+        with torch.device("meta"):
+            return layer_cls(text, layer)
+    except Exception as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FFNError(
+            "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=why)
+        ) from None
+
+
+def _key(read: LayerRead) -> tuple[Any, ...]:
+    """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
+    m = read.mixer
+    return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
+            read.other, read.window, tuple(read.left_out))  # fmt: skip
+
+
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
     """Kinds the config told apart whose layers were read alike, as one kind."""
     merged: dict[tuple[Any, ...], LayerRead] = {}
     for read in reads:
         m = read.mixer
-        key = (
-            read.attention,
-            read.attention_extra,
-            m and (m.kind, m.tensors),
-            read.ffn,
-            read.ffn_extra,
-            read.norms,
-            read.norm,
-            read.other,
-            read.window,
-        )
+        key = _key(read)
         if key in merged:
             kept = merged[key]
             kept.layers = tuple(sorted(kept.layers + read.layers))
