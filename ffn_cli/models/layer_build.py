@@ -504,6 +504,10 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
     text = hf_config.get_text_config()
+    for key in ("hidden_size", "num_hidden_layers", "vocab_size"):
+        value = getattr(text, key, None)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
     layer_cls = decoder_layer_class(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
