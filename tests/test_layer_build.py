@@ -6,6 +6,7 @@ after a real forward (what decoding keeps), and hand counts."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,33 @@ def test_default_configs_count_the_whole_build(model_type: str) -> None:
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
     layout = _layout(config)
     assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+
+
+_REFUSED = {
+    "jamba": "built from 2 classes",
+    "olmo_hybrid": "built from 2 classes",
+    "zamba2": "built from 2 classes (Zamba2HybridLayer, Zamba2MambaDecoderLayer)",
+    "hrm_text": "layers beside its num_hidden_layers",
+    "recurrent_gemma": "different tensors beside their parts",
+    "blt": "names no hidden_size",
+}
+
+
+@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", *_REFUSED])
+def test_no_silent_miscount(model_type: str) -> None:
+    # Families whose layers hold tensors of their own (Doge's residual scales), are blocks of
+    # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid, Zamba2), outnumber
+    # num_hidden_layers (HRM), alternate by a cycled pattern (RecurrentGemma) or lack the text
+    # sizes (BLT): counted exactly, or refused by name, never counted as something else.
+    config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
+    if model_type in _REFUSED:
+        with pytest.raises(FFNError, match=re.escape(_REFUSED[model_type])):
+            _layout(config)
+        return
+    layout = _layout(config)
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    if model_type == "falcon_mamba":  # a mixer of its own: counted tensor by tensor, its state named as not sized
+        assert layout.spec.mixer is not None and not layout.spec.mixer.state_sized and layout.left_out
 
 
 def test_one_layer_of_each_kind_is_built() -> None:
@@ -247,3 +275,23 @@ def test_a_layer_kind_ffn_cannot_size_is_named(tmp_path: Path) -> None:
     assert "ffn cannot lay out layers" in result.output and "values of 16 per head beside keys of 24" in result.output
     # Counting alone still builds the whole model.
     assert CliRunner().invoke(app, ["params", "--config", path]).exit_code == 0
+
+
+def test_an_unsized_state_is_a_row_of_its_own(tmp_path: Path) -> None:
+    # Falcon-Mamba's mixer is none ffn sizes: its tensors counted by name, its state a row marked
+    # not sized, and the verdict says it leaves it out.
+    path = _tiny(tmp_path, "falcon_mamba", hidden_size=64, num_hidden_layers=2, state_size=4, vocab_size=128, intermediate_size=128)
+    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "64", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    (row,) = data["decode_state"]["kinds"]
+    assert row["kind"] == "FalconMambaMixer" and row["sized"] is False and row["bytes"] == 0
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 0 and "FalconMambaMixer" in data["per_gpu_memory"]["left_out"][0]
+    assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
+
+
+def test_flops_over_length_for_a_model_no_reader_knows(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "glm_moe_dsa", **_GLM5)
+    data = json.loads(CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "128,1024", "--json"]).stdout)
+    assert [r["seq_len"] for r in data["flops_over_seq_len"]["rows"]] == [128, 1024] and data["layout"]["kinds"]

@@ -57,6 +57,8 @@ __all__ = ["LayerRead", "decoder_layer_class", "layer_kinds", "read_layout"]
 _LAYER_RULE = re.compile(r"layer|interval|step|freq|replace|pattern|period|every", re.IGNORECASE)
 _NOT_A_RULE = frozenset({"num_hidden_layers"})
 _SHORT_PERIOD = 16
+# Layer classes of a tower beside the decoder, and modules kept whole that are no layer.
+_ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|CrossAttention")
 # The parts table's rows for what no reader's part holds: tensors in every layer beside its token
 # mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
@@ -72,6 +74,8 @@ def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any,
                 said.append((key, repr(value[layer])))
             elif value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
                 said.append((key, layer in value))
+            elif 0 < len(value) < n_layers and all(isinstance(v, str) for v in value):  # a pattern, cycled (RecurrentGemma's block_types)
+                said.append((key, value[layer % len(value)]))
         elif isinstance(value, int) and not isinstance(value, bool) and value > 0 and key not in _NOT_A_RULE and _LAYER_RULE.search(key):
             # A short period by the layer's place in it (Jamba's attn_layer_period with its offset).
             said.append((key, layer < value, layer % value if value <= _SHORT_PERIOD else layer % value == 0, (layer + 1) % value == 0))
@@ -98,8 +102,10 @@ def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
             if cls is None:
                 continue
             module = importlib.import_module(cls.__module__)
-            names = sorted(getattr(cls, "_no_split_modules", None) or ())
-            found = [getattr(module, n) for n in names if n.endswith("DecoderLayer") and "Vision" not in n and hasattr(module, n)]
+            names = [n for n in sorted(getattr(cls, "_no_split_modules", None) or ()) if hasattr(module, n) and not _ASIDE.search(n)]
+            found = [getattr(module, n) for n in names if n.endswith(("DecoderLayer", "HybridLayer"))]
+            if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
+                found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
             if len(found) > 1:  # which layer is built from which class is the model's own code (Jamba, Mllama)
                 raise FFNError(
                     "model_type",
@@ -462,6 +468,11 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
         )
     read.other += tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
+    if not mixers and rest:  # every decoder layer mixes tokens: here in a module ffn does not know
+        names = ", ".join(type(c).__name__ for _n, c in rest)
+        read.left_out.append(
+            f"no token mixer recognised among {names} (counted as tensors beside the parts): what it keeps while decoding is not sized"
+        )
     counted = _read_params(read)
     if counted != read.params:  # every tensor of the layer is in one piece, once
         why = _("its pieces count {counted:,} parameters where the layer holds {built:,}").format(counted=counted, built=read.params)
