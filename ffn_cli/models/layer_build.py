@@ -25,7 +25,9 @@ says). torch and transformers: imported only when such a model is asked for.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -70,9 +72,12 @@ def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any,
     said: list[Any] = []
     for key, value in sorted(data.items()):
         if isinstance(value, list):
-            if len(value) == n_layers:
+            ints = bool(value) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            if ints and value[0] >= 0 and value[-1] < n_layers and all(a < b for a, b in itertools.pairwise(value)):
+                said.append((key, layer in value))  # layer indices (Llama 4's moe_layers), however many
+            elif len(value) == n_layers:
                 said.append((key, repr(value[layer])))
-            elif value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            elif ints:
                 said.append((key, layer in value))
             elif 0 < len(value) < n_layers and all(isinstance(v, str) for v in value):  # a pattern, cycled (RecurrentGemma's block_types)
                 said.append((key, value[layer % len(value)]))
@@ -171,6 +176,12 @@ def _rest(child: nn.Module, used: set[str]) -> tuple[ParamTensor, ...]:
         if not any(path == u or path.startswith(u + ".") or name == u for u in used):
             rest.append(_tensor(path, leaf, p, modules[path]))
     return tuple(rest)
+
+
+@functools.lru_cache(maxsize=64)
+def _ffn_params(spec: FFNSpec) -> int:
+    """An FFN's parameters, once a spec: a mixture's lists every expert's tensors to count them."""
+    return total_params(spec)
 
 
 class _Unread(Exception):
@@ -415,7 +426,7 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         raise _Unread(f"the FFN is split over {', '.join(n for n, _c in children)}")
     assert read.ffn is not None
     built = sum(_count(c) for _n, c in children)
-    counted = total_params(read.ffn) + sum(t.count for t in read.ffn_extra)
+    counted = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra)
     if counted != built:
         raise _Unread(f"its FFN counts {counted:,} parameters where the module holds {built:,}")
 
@@ -485,7 +496,7 @@ def _read_params(read: LayerRead) -> int:
     mixer = read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
     if read.mixer is not None:
         mixer = read.mixer.params + read.mixer.norm_params
-    ffn = total_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
+    ffn = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
     norms = read.norms * read.norm_params
     return mixer + ffn + norms + sum(t.count for t in read.other)
 
