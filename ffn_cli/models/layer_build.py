@@ -87,9 +87,9 @@ def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any,
     return tuple(said)
 
 
-def layer_kinds(text: PretrainedConfig, n_layers: int) -> list[tuple[int, ...]]:
+def layer_kinds(text: PretrainedConfig | Mapping[str, Any], n_layers: int) -> list[tuple[int, ...]]:
     """The layers grouped by what the config says of each, in order of their first layer."""
-    data = text.to_dict()
+    data = text if isinstance(text, Mapping) else text.to_dict()
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i in range(n_layers):
         groups.setdefault(_signature(data, n_layers, i), []).append(i)
@@ -470,7 +470,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             if counted != built:
                 raise _Unread(f"{type(child).__name__} counts {counted:,} parameters where the module holds {built:,}")
         if ffns:
-            _ffn(d, FamilyReader(text.to_dict(), str(text.model_type), r.source), hf_config, ffns, read)
+            _ffn(d, r, hf_config, ffns, read)
     except _Unread as why:
         raise FFNError("config", r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where, model_type=hf_config.model_type, why=str(why))) from None  # fmt: skip
@@ -535,7 +535,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
     with _quiet():
-        for layers in layer_kinds(text, n_layers):
+        for layers in layer_kinds(r.config, n_layers):
             first = read_layer(d, r, hf_config, _build(layer_cls, text, layers[0], source), layers)
             last = read_layer(d, r, hf_config, _build(layer_cls, text, layers[-1], source), layers) if len(layers) > 1 else first
             if _key(first) == _key(last):
@@ -543,7 +543,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             else:  # the config's entries did not tell these layers apart: each one built and read
                 reads += [read_layer(d, r, hf_config, _build(layer_cls, text, i, source), (i,)) for i in layers]
         shell = _shell(hf_config, layer_cls, source)
-    return _assemble(hf_config, _merged(reads), shell, config, name=name, source=source, notes=notes)
+    return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes)
 
 
 @dataclass(frozen=True)
@@ -641,6 +641,7 @@ def _merged(reads: list[LayerRead]) -> list[LayerRead]:
 
 def _assemble(
     hf_config: PretrainedConfig,
+    text_data: Mapping[str, Any],
     reads: list[LayerRead],
     shell: Shell,
     config: Mapping[str, Any],
@@ -722,7 +723,7 @@ def _assemble(
         for x in r.left_out:
             missing.setdefault(x, []).extend(r.layers)
     left_out = [f"layers {layer_ranges(tuple(sorted(layers)))}: {x}" for x, layers in missing.items()]
-    per_layer = sorted(k for k, v in text.to_dict().items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v)
+    per_layer = sorted(k for k, v in text_data.items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v)
     if per_layer:  # Gemma 3n's and Gemma 4's per-layer inputs: tables beside the layers, one slice a layer
         left_out.append(f"tensors beside the layers sized by the layer count ({', '.join(per_layer)}): built with none, not counted")
     if shell.final_norm not in (0, spec.norm_params):
