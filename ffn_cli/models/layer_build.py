@@ -46,7 +46,7 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import Owner, attribute, is_experts
 from ffn_cli.models.built import BuiltLayout
 from ffn_cli.models.families.common import FamilyReader
-from ffn_cli.models.meta_build import _quiet, config_top_k, hf_config_of
+from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, quiet
 from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
 from ffn_cli.models.spec import ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.models.windows import attention_chunks
@@ -534,7 +534,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     layer_cls = decoder_layer_class(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
-    with _quiet():
+    with quiet():
         for layers in layer_kinds(r.config, n_layers):
             first = read_layer(d, r, hf_config, _build(layer_cls, text, layers[0], source), layers)
             last = read_layer(d, r, hf_config, _build(layer_cls, text, layers[-1], source), layers) if len(layers) > 1 else first
@@ -560,8 +560,6 @@ class Shell:
 def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str) -> Shell:
     """The model built on meta with no decoder layer (per-layer config lists emptied): its token
     embeddings, final norm and head, and whatever else sits beside the layers."""
-    from ffn_cli.models.meta_build import _auto_class
-
     shell_config = copy.deepcopy(hf_config)
     text = shell_config.get_text_config()
     n_layers, d, vocab = int(text.num_hidden_layers), int(text.hidden_size), int(text.vocab_size)
@@ -571,7 +569,7 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
     text.num_hidden_layers = 0
     try:
         with torch.device("meta"):
-            model = _auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
+            model = auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
     except Exception as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=why)) from None

@@ -27,7 +27,19 @@ from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
 from ffn_cli.startup import end_start_up
 
-__all__ = ["FFNModule", "build_on_meta", "config_top_k", "count", "count_module", "find_ffn_module", "hf_config_of", "knows", "version"]
+__all__ = [
+    "FFNModule",
+    "auto_class",
+    "build_on_meta",
+    "config_top_k",
+    "count",
+    "count_module",
+    "find_ffn_module",
+    "hf_config_of",
+    "knows",
+    "quiet",
+    "version",
+]
 
 # Keys that name the experts a token visits, and the experts per MoE layer, across families.
 TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "moe_top_k", "moe_topk", "num_selected_experts", "experts_per_token", "moe_k")
@@ -55,7 +67,7 @@ def _is_decoder_only(model_type: str, config: PretrainedConfig) -> bool:
     )
 
 
-def _auto_class(model_type: str, config: PretrainedConfig) -> Any:
+def auto_class(model_type: str, config: PretrainedConfig) -> Any:
     """Generative models with their LM head (decoders, and vision-language models such as
     Mistral 3, whose base class has none); everything else as its base model."""
     if _is_decoder_only(model_type, config):
@@ -68,7 +80,7 @@ def _auto_class(model_type: str, config: PretrainedConfig) -> Any:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """transformers' advice about weights and kernels is noise here: nothing is loaded or run."""
     level = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
@@ -92,7 +104,7 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
         notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
     if data.pop("quantization_config", None):
         notes.append(N_("quantization_config ignored: counted as the unquantized model"))
-    with _quiet():
+    with quiet():
         try:
             hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
         except Exception as exc:
@@ -110,9 +122,9 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
     included); the rest the base model."""
     model_type = str(config.get("model_type"))
     hf_config, notes = hf_config_of(config, source)
-    with _quiet():
+    with quiet():
         check_build_size(hf_config.to_dict())
-        auto = _auto_class(model_type, hf_config)
+        auto = auto_class(model_type, hf_config)
         try:
             with torch.device("meta"):
                 model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
