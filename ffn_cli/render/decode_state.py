@@ -53,6 +53,7 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "elements_per_layer": r.elements_per_layer,
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),
+                **({} if r.sized else {"sized": False}),
             }
             for r in rows
         ],

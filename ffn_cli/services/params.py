@@ -27,7 +27,6 @@ __all__ = ["params"]
 
 # What a whole model's costs are asked by: refused where there is no one model ffn reads.
 COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "tp", "ep")
-_READS_ITSELF = N_("needs a model ffn reads itself")
 
 
 def params(request: ParamsRequest) -> Answer:
@@ -173,16 +172,36 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
         option = "config" if request.config is not None and unknown.source in request.config else "model"
         why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison")
         raise FFNError(option, unknown.source, why.format(value=unknown.value)) from None
-    lengths = {"seq_len": ",".join(map(str, request.seq_lens))} if request.seq_lens else {}
-    check_rules([Unused("seq_len", N_("FLOPs over length need a model ffn reads itself"))], lengths)
-    check_rules([Unused(COSTS, _READS_ITSELF), Unused("explain", _READS_ITSELF)], request.given)
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
+    if request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
+        return _laid_out(request, unknown)
     dtype = request.count_dtype
     built = count_cached(
         unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
     )
     return Answer(built, lambda: built_view(built, dtype), lambda: built_data(built, dtype))
+
+
+def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
+    """No reader knows the model_type, and what it costs is asked: its layout is read from one
+    built decoder layer of each kind (models/layer_build.py), and the answer is a read family's,
+    folded over that spec, with what the layout leaves out named."""
+    from ffn_cli.models.fallback import layout_by_building
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.render.built import layout_data, layout_view
+
+    layout = layout_by_building(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    answer = _one_model(layout, request)
+    data = answer.data
+
+    def with_layout() -> Any:
+        return {**data(), "layout": layout_data(layout)}
+
+    def view() -> Group:
+        return _views(layout_view(layout), answer.view())
+
+    return Answer(answer.value, view, with_layout)
 
 
 def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> Answer:
