@@ -433,7 +433,7 @@ def test_every_count_a_built_model_has_is_bounded_before_building(
         built.append(model_type)
         raise AssertionError(f"a {model_type} model was built")
 
-    monkeypatch.setattr(meta_build, "_auto_class", no_build)
+    monkeypatch.setattr(meta_build, "auto_class", no_build)
     (tmp_path / "config.json").write_text(json.dumps(config))
     result = runner.invoke(app, ["params", "--config", str(tmp_path)])
     assert result.exit_code == 2, result.output
