@@ -72,7 +72,7 @@ def test_every_case_is_preflighted_before_the_first_is_timed(runner: CliRunner, 
 def test_the_cli_default_cap_is_the_core_default() -> None:
     import typer
 
-    bench = typer.main.get_command(app).commands["bench"]  # type: ignore[attr-defined]
+    bench = typer.main.get_command(app).get_command(None, "bench")  # type: ignore[attr-defined]
     (param,) = [p for p in bench.params if p.name == "max_cases"]
     assert param.default == DEFAULT_MAX_CASES
 

@@ -107,9 +107,6 @@ def _measure(quick: bool, threads: int | None, json: bool) -> None:
     from ffn_cli.benchmark.measure import measure_device
     from ffn_cli.hardware.profile import save_profile
     from ffn_cli.render.profile import profile_data, profile_view
-    from ffn_cli.startup import end_start_up
-
-    end_start_up()  # torch is loaded; the measurement is the work (ffn_cli/startup.py)
 
     if threads is not None:
         torch.set_num_threads(threads)

@@ -25,7 +25,6 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
-from ffn_cli.startup import end_start_up
 
 __all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]
 
@@ -84,7 +83,6 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
     """The transformers model a config.json describes, on the meta device, with notes on what
     of the config was set aside. Decoder-only families get their causal-LM class (head
     included); the rest the base model."""
-    end_start_up()  # torch and transformers are loaded; the build is the work (ffn_cli/startup.py)
     model_type = str(config.get("model_type"))
     if not knows(model_type):
         raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))
