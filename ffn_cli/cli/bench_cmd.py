@@ -150,7 +150,7 @@ def bench(
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
     from ffn_cli.services.bench import bench as answer_bench
 
-    request = BenchRequest(ffn=ffn, **options, typed=typed_options(list(options)))
+    request = BenchRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))
     answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress))
     if not answer.shown:
         return
