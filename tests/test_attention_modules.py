@@ -22,8 +22,8 @@ from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
 from ffn_cli.models import count_model, load_preset, preset_model
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
 from ffn_cli.tracing.backward_run import output_grad_maker
+from ffn_cli.tracing.run import trace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

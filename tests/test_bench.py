@@ -16,13 +16,14 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ffn_cli import benchmark as bench
 from ffn_cli.accounting import matmul_flops_per_token
-from ffn_cli.benchmark import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
+from ffn_cli.benchmark import BenchConfig, summarize
 from ffn_cli.benchmark import calibrate as calibrate_module
 from ffn_cli.benchmark import case as bench_case
 from ffn_cli.benchmark import run as bench_run
 from ffn_cli.benchmark.case import Case, Sweep, _result
-from ffn_cli.benchmark.implementations import keep_ieee_subnormals, subnormals_flushed
+from ffn_cli.benchmark.implementations import IMPLS, impl_for, keep_ieee_subnormals, parse_impls, subnormals_flushed
 from ffn_cli.benchmark.result import Calibration
+from ffn_cli.benchmark.run import run_bench
 from ffn_cli.benchmark.timing import WarmUp
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn

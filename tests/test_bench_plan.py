@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import ffn_cli.benchmark.run as bench_run
-from ffn_cli.benchmark import IMPLS
+from ffn_cli.benchmark.implementations import IMPLS
 from ffn_cli.benchmark.plan import DEFAULT_MAX_CASES, SweepPlan
 from ffn_cli.cli import app
 from ffn_cli.spec import FFNSpec

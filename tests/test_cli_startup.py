@@ -152,6 +152,15 @@ def test_output_is_whole_when_the_process_ends_frozen(tmp_path: Path) -> None:
     assert (tmp_path / "frozen.svg").read_text(encoding="utf-8").rstrip().endswith("</svg>")
 
 
+@pytest.mark.parametrize("package", ["ffn_cli", "ffn_cli.tracing", "ffn_cli.benchmark", "ffn_cli.parallel", "ffn_cli.models"])
+def test_a_package_surface_needs_no_torch(package: str) -> None:
+    """What a package names at its top needs no torch: what runs a module is imported from its
+    own module (`ffn_cli.tracing.run`, `ffn_cli.benchmark.run`, `ffn_cli.parallel.run`)."""
+    code = f"import sys, {package}\nprint('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.stdout.split() == ["False"], result.stderr[-2000:]
+
+
 # Mistakes `ffn trace` can see without torch, refused before torch loads (it costs some 2 s):
 # option parsing, variant and preset names, --device and --dtype spelling, numbers.
 REFUSED_BEFORE_TORCH = [

@@ -13,7 +13,7 @@ from ffn_cli.cli.ffn_app import app
 from ffn_cli.i18n import set_language
 from ffn_cli.render.trace import trace_data, trace_view
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
+from ffn_cli.tracing.run import trace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -19,7 +19,7 @@ from ffn_cli.modules import MoEFFN
 from ffn_cli.modules.ffn import FFNModule
 from ffn_cli.regions import NamedSteps
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import record
+from ffn_cli.tracing.recorder import record
 from ffn_cli.tracing.steps import group_steps
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant
 from tests.helpers import ALL_VARIANTS, small_spec

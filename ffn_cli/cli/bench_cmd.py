@@ -19,7 +19,7 @@ from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
 
 if TYPE_CHECKING:
-    from ffn_cli.benchmark import ProgressFn
+    from ffn_cli.benchmark.run import ProgressFn
     from ffn_cli.services.answer import Answer
 
 _TIMING = "Timing"

@@ -131,7 +131,7 @@ def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
 
 def _answer(request: TraceRequest, result: TraceResult, choice: LayerChoice | None) -> Answer:
     from ffn_cli.render.trace import trace_data, trace_view
-    from ffn_cli.tracing import check_failure
+    from ffn_cli.tracing.check import check_failure
 
     extra = {"model": choice.data()} if choice is not None else {}
 
@@ -157,7 +157,8 @@ def _answer(request: TraceRequest, result: TraceResult, choice: LayerChoice | No
 def _parallel(request: TraceRequest, spec: FFNSpec, dtype: str) -> Answer:
     """Shard the FFN over tp or ep ranks (spawned, or joined under torchrun), run it, check it
     against the unsharded module on the same weights; only the primary process shows it."""
-    from ffn_cli.parallel import check_parallel, is_primary_process, run_parallel
+    from ffn_cli.parallel import check_parallel
+    from ffn_cli.parallel.run import is_primary_process, run_parallel
     from ffn_cli.render.parallel import parallel_json, render_parallel
     from ffn_cli.spec import check_int
 
