@@ -1,6 +1,6 @@
 """ffn: see what a Transformer's feed-forward network does, from shapes to FLOPs to speed.
 
-`import ffn_cli` stays light: `build_ffn` (and torch with it) loads on first use.
+`import ffn_cli` never imports torch: `build_ffn` imports it when it builds a module.
 
     import ffn_cli
     r = ffn_cli.trace(my_module)          # any nn.Module, an FFNSpec, a preset, "FILE.py:NAME(args)"
@@ -12,15 +12,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+__version__ = "0.1.0"  # first: the command line's modules read it as they load
+
+from ffn_cli.api import Result, bench, params, trace
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import set_language
+from ffn_cli.spec import FFNSpec
+from ffn_cli.variants import VARIANTS
 
 if TYPE_CHECKING:
-    from ffn_cli.modules import build_ffn
-    from ffn_cli.spec import FFNSpec
-    from ffn_cli.variants import VARIANTS
+    import torch
+
+    from ffn_cli.modules import FFNModule
 
 __all__ = [
     "VARIANTS",
@@ -35,25 +40,12 @@ __all__ = [
     "set_language",
     "trace",
 ]
-__version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    # The registry loads on first use, like the rest: `ffn hardware` never needs it.
-    if name == "FFNSpec":
-        from ffn_cli.spec import FFNSpec
+def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | str = "float32", seed: int = 0) -> FFNModule:
+    """The torch module of `spec` on `device` (cpu, cuda, cuda:N or meta) in `dtype`, its
+    weights drawn from `seed` (`ffn_cli.modules.build_ffn`). Torch loads here, when a module is
+    built: the package itself never imports it."""
+    from ffn_cli.modules import build_ffn as build
 
-        return FFNSpec
-    if name == "VARIANTS":
-        from ffn_cli.variants import VARIANTS
-
-        return VARIANTS
-    if name == "build_ffn":
-        from ffn_cli.modules import build_ffn
-
-        return build_ffn
-    if name in ("trace", "bench", "params", "Result"):
-        from ffn_cli import api
-
-        return getattr(api, name)
-    raise AttributeError(f"module 'ffn_cli' has no attribute {name!r}")
+    return build(spec, device=device, dtype=dtype, seed=seed)

@@ -57,7 +57,7 @@ def test_help_builds_every_command() -> None:
 
 
 # What a command with no model and no --gpu has no use for: the model spec and its counting, and
-# the GPU table. `ffn hardware` is about GPUs alone: it has no use for the variant registry.
+# the GPU table. `ffn hardware` is about GPUs alone: it has no use for torch.
 MODEL_AND_GPU_TABLE = ["ffn_cli.models.spec", "ffn_cli.models.count", "ffn_cli.hardware.gpus"]
 
 
@@ -70,8 +70,8 @@ def test_a_default_trace_loads_no_model_spec_and_no_gpu_table() -> None:
     assert _loaded_after(["trace"], ["torch", *MODEL_AND_GPU_TABLE]) == {"torch"}
 
 
-def test_hardware_loads_the_gpu_table_and_not_the_registry() -> None:
-    assert _loaded_after(["hardware"], ["torch", "ffn_cli.hardware.gpus", "ffn_cli.variants", "ffn_cli.spec"]) == {"ffn_cli.hardware.gpus"}
+def test_hardware_loads_the_gpu_table_and_not_torch() -> None:
+    assert _loaded_after(["hardware"], ["torch", "numpy", "ffn_cli.hardware.gpus"]) == {"ffn_cli.hardware.gpus"}
 
 
 # What one FFN's counts have no use for: FLOPs over length (--seq-len), --explain's block, the
