@@ -14,7 +14,8 @@ import torch
 
 import ffn_cli.block  # noqa: F401  (loads the block and attention modules, so they are among NamedSteps' subclasses)
 from ffn_cli import build_ffn
-from ffn_cli.models import preset_model, preset_names
+from ffn_cli.models.config import preset_names
+from ffn_cli.models.source import preset_model
 from ffn_cli.modules import MoEFFN
 from ffn_cli.modules.ffn import FFNModule
 from ffn_cli.regions import NamedSteps

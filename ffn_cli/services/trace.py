@@ -112,8 +112,8 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
 
 
 def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
-    from ffn_cli.models import SUPPORTED_MODEL_TYPES
     from ffn_cli.models.fallback import require_transformers
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
 
     request.check_model_module()
     require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
