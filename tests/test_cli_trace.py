@@ -126,7 +126,7 @@ def test_check_passes(runner: CliRunner, variant: str) -> None:
 
 
 def test_failed_check_exits_1_with_one_line(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ffn_cli import tracing as trace_module
+    from ffn_cli.tracing import check as trace_module
 
     monkeypatch.setitem(trace_module.CHECK_THRESHOLDS, "float32", 0.0)
     code, _, err = _run(runner, "-d", "32", "--check")
