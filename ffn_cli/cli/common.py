@@ -16,6 +16,7 @@ from rich.console import Console
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
+from ffn_cli.spec import spec_options
 
 __all__ = [
     "FIELD_OPTIONS",
@@ -154,8 +155,6 @@ FIELD_OPTIONS = {"min_time_ms": "min_time"}
 
 def _option_of(field: str) -> str:
     """The parameter a field is given by: its FFN option, a renamed one, or its own name."""
-    from ffn_cli.spec import spec_options  # only when an error is described
-
     ffn = spec_options().get(field)
     return ffn.name if ffn is not None else FIELD_OPTIONS.get(field, field)
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import typer
 
+from ffn_cli.variants import Family, variant_names
+
 __all__ = [
     "complete_devices",
     "complete_dtypes",
@@ -53,8 +55,6 @@ def _lists(ctx: typer.Context | None, option: str) -> bool:
 
 
 def complete_variants(ctx: typer.Context, incomplete: str) -> list[str]:
-    from ffn_cli.variants import variant_names
-
     many = _lists(ctx, "variant")
     every = ["all"] if many and "," not in incomplete else []  # all stands alone
     return _items([*variant_names(), *every], comma_list=many)(incomplete)
@@ -62,8 +62,6 @@ def complete_variants(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def complete_expert_variants(incomplete: str) -> list[str]:
     """Experts are dense or gated (spec.py refuses a mixture of mixtures)."""
-    from ffn_cli.variants import Family, variant_names
-
     return _items(variant_names(Family.DENSE) + variant_names(Family.GATED), comma_list=False)(incomplete)
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ffn_cli.cli.common import console, err_console, fail
+from ffn_cli.cli.common import console, described, err_console, fail
 from ffn_cli.errors import USAGE_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 
@@ -80,8 +80,6 @@ def with_export(name: str, command: F) -> F:
             plain = next((name for name in ("json", "markdown") if kwargs.get(name)), None)
             targets = _targets(svg, html, plain)
         except FFNError as exc:
-            from ffn_cli.cli.common import described
-
             message, option = described(exc)
             raise fail(message, USAGE_EXIT, option) from None
         if not targets:

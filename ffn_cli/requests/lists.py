@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.spec import check_int
 
 __all__ = ["parse_int_list", "parse_list"]
 
@@ -10,8 +12,6 @@ __all__ = ["parse_int_list", "parse_list"]
 def parse_list(option: str, text: str) -> list[str]:
     """'a, b,a' → ['a', 'b']: stripped, de-duplicated, order kept; empty, or an empty item
     ('relu,', '64,,128'), is refused: a stray comma is a typo, not a shorter list."""
-    from ffn_cli.errors import FFNError
-
     parts = [t.strip() for t in text.split(",")]
     if not any(parts):
         raise FFNError(option, text, _("one value or a comma list"))
@@ -22,9 +22,6 @@ def parse_list(option: str, text: str) -> list[str]:
 
 def parse_int_list(option: str, text: str) -> list[int]:
     """'512,1024' → [512, 1024], each checked as that option's integer."""
-    from ffn_cli.errors import FFNError
-    from ffn_cli.spec import check_int  # loaded when a list is read, not by `ffn --help`
-
     values = []
     for item in parse_list(option, text):
         # isdigit() alone accepts '²', which int() refuses; no size has 20 digits, and int()
