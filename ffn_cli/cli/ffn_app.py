@@ -147,7 +147,7 @@ class OneLineErrors(TyperGroup):
         except typer.TyperException as exc:  # click's usage errors, and ffn's own
             if not standalone_mode:
                 raise
-            message = translate_usage_error(" ".join(exc.format_message().split()))  # type: ignore[attr-defined]
+            message = translate_usage_error(" ".join(exc.format_message().split()))
             message += _split_call_hint(argv, exc)
             command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"  # type: ignore[attr-defined]
             fail(_("{message} (see `{command}`)").format(message=message, command=command), USAGE_EXIT, _click_option(exc))
