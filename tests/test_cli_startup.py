@@ -3,6 +3,7 @@ no model reader, and only a command that runs a module loads torch (nor NumPy, w
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,12 @@ def test_a_pure_command_loads_neither_torch_nor_numpy_nor_what_it_does_not_use(a
 
 def test_a_default_trace_loads_no_model_spec_and_no_gpu_table() -> None:
     assert _loaded_after(["trace"], ["torch", *MODEL_AND_GPU_TABLE]) == {"torch"}
+
+
+def test_a_block_trace_loads_no_dynamo() -> None:
+    """The block's trace records torch calls, as the plain trace does: no dispatch mode, so no
+    Dynamo (torch wraps every mode's dispatch in it; --backward and --page record aten ops)."""
+    assert _loaded_after(["trace", "--block"], ["torch", "torch._dynamo"]) == {"torch"}
 
 
 def test_hardware_loads_the_gpu_table_and_not_torch() -> None:
@@ -159,6 +166,24 @@ def test_a_package_surface_needs_no_torch(package: str) -> None:
     code = f"import sys, {package}\nprint('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.stdout.split() == ["False"], result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("columns", ["0", "²"])
+def test_the_environment_is_left_as_it_is(columns: str) -> None:
+    """An unusable COLUMNS is passed over by ffn's consoles (tests/test_cli_inputs.py), not
+    deleted: nothing of ffn edits the environment as it loads or runs."""
+    code = (
+        "import os, sys\n"
+        "sys.argv = ['ffn', 'params', '--variant', 'swiglu']\n"
+        "from ffn_cli.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, repr(os.environ.get('COLUMNS')))\n"
+    )
+    env = {**os.environ, "COLUMNS": columns}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert result.stdout.split()[-3:] == ["exit", "0", repr(columns)], result.stdout[-2000:] + result.stderr[-2000:]
 
 
 # Mistakes `ffn trace` can see without torch, refused before torch loads (it costs some 2 s):
