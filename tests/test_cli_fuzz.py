@@ -116,7 +116,7 @@ def _options(command_name: str) -> list[tuple[str, bool]]:
 
 @st.composite
 def invocations(draw: st.DrawFn, configs: list[str]) -> list[str]:
-    name = draw(st.sampled_from(sorted(COMMAND.commands)))
+    name = draw(st.sampled_from(sorted(COMMAND.list_commands(None))))
     options = _options(name)
     chosen = draw(st.lists(st.sampled_from(options), max_size=6, unique=True)) if options else []
     args = [name, *(BENCH_LIMITS if name == "bench" else [])]
