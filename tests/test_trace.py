@@ -17,7 +17,7 @@ from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing import TraceResult
-from ffn_cli.tracing.check import check_failure
+from ffn_cli.tracing.check import CHECK_THRESHOLDS, check_failure
 from ffn_cli.tracing.recorder import record
 from ffn_cli.tracing.run import estimate_bytes, trace
 from ffn_cli.tracing.stats import tensor_stats
@@ -334,7 +334,7 @@ def test_check_in_a_block_checks_the_ffn() -> None:
 
 
 def test_failed_check_is_a_runtime_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(__import__("ffn_cli.tracing").tracing.CHECK_THRESHOLDS, "float32", 0.0)
+    monkeypatch.setitem(CHECK_THRESHOLDS, "float32", 0.0)
     result = trace(small_spec("relu"), check=True)
     error = check_failure(result)
     assert isinstance(error, FFNRuntimeError) and "--check failed" in str(error)
