@@ -43,7 +43,7 @@ model_class = getattr(transformers, modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NA
 importlib.import_module(model_class.__module__)
 if mode == "layout":
     from ffn_cli.models.layer_build import read_layout
-    from ffn_cli.models import count_model
+    from ffn_cli.models.count import count_model
 imported = time.perf_counter()
 if mode == "layout":
     params = count_model(read_layout(config, name=model_type, source=model_type).spec).total_params

@@ -25,7 +25,6 @@ from typing import Any
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.startup import end_start_up
 
 __all__ = [
     "UserWarnings",
@@ -165,7 +164,6 @@ def running_user_code(what: str, kept: UserWarnings | None = None) -> Iterator[N
     """Run the user's code named `what` (`loading my_ffn.py`, `TransformerFFN(512, 2048)`):
     its prints to stderr, its exits, raised interrupts and exceptions to one FFNRuntimeError.
     ffn's own errors raised inside pass through unchanged."""
-    end_start_up()  # the user's code is the work: its garbage is collected (ffn_cli/startup.py)
     watch = _SigintWatch()
     _watches.append(watch)
     try:

@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError
-from ffn_cli.models import count_model, model_spec_from_config
+from ffn_cli.models.count import count_model
 from ffn_cli.models.decode_state import decode_state
+from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.families.common import Unreadable
 from ffn_cli.models.source import LoadedModel
 from ffn_cli.services.costs import CostOptions, model_costs

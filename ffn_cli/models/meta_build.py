@@ -25,7 +25,6 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
-from ffn_cli.startup import end_start_up
 
 __all__ = [
     "FFNModule",
@@ -97,7 +96,6 @@ def quiet() -> Iterator[None]:
 def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[PretrainedConfig, tuple[str, ...]]:
     """transformers' own config object for a config.json, `auto_map` and `quantization_config`
     set aside (each named in the notes): its class fills every key the file leaves out."""
-    end_start_up()  # torch and transformers are loaded; the build is the work (ffn_cli/startup.py)
     model_type = str(config.get("model_type"))
     if not knows(model_type):
         raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))

@@ -130,8 +130,9 @@ def _ranks(request: ParamsRequest) -> Answer:
 
 
 def _presets(request: ParamsRequest) -> Answer:
-    from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.models.config import load_preset, preset_names
+    from ffn_cli.models.count import count_model
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
     from ffn_cli.render.params.presets import presets_data, presets_table
 
     models: list[tuple[str, Any, str]] = []
@@ -205,7 +206,7 @@ def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
 
 
 def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> Answer:
-    from ffn_cli.models import count_model
+    from ffn_cli.models.count import count_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
 
@@ -218,7 +219,7 @@ def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) 
 
 def _one_model(loaded: LoadedModel, request: ParamsRequest) -> Answer:
     """A whole model: its counts, FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
-    from ffn_cli.models import count_model
+    from ffn_cli.models.count import count_model
     from ffn_cli.models.explain import explain_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.params.model import model_view
