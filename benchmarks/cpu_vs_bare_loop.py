@@ -22,7 +22,8 @@ from datetime import datetime, timezone
 
 import torch
 
-from ffn_cli.benchmark import BenchConfig, run_bench
+from ffn_cli.benchmark import BenchConfig
+from ffn_cli.benchmark.run import run_bench
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec
 

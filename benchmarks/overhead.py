@@ -51,8 +51,9 @@ TRACE_META = [
     "meta",
 ]
 # `ffn` without its entry point (ffn_cli.cli.main): the Typer app alone, so the collector runs as
-# Python runs it, neither held through start-up nor frozen at exit.
+# Python runs it, nothing frozen after start-up or at exit.
 UNFROZEN = [PY, "-c", "import sys; sys.argv[0] = 'ffn'; from ffn_cli.cli import app; app()"]
+PAGE = str(Path(tempfile.gettempdir()) / "ffn-overhead-page.html")
 IMPORT_FLOOR = [PY, "-c", "import typer, rich.console, rich.table"]
 # A Typer app with one option, parsed: the floor of any command (Typer coerces options through pydantic).
 TYPER_FLOOR = [
@@ -80,6 +81,7 @@ class Row:
     yardstick_text: str
     target: float | None
     rss_target: float | None = None
+    exit_code: int = 0  # what both sides exit with (2: a usage error, refused)
 
 
 ROWS = [
@@ -104,8 +106,27 @@ ROWS = [
         "`ffn trace` (no options) against itself, collector as Python runs it",
         [*FFN, "trace"],
         [*UNFROZEN, "trace"],
-        "the same command run by the Typer app alone: not held at start-up, not frozen at exit",
+        "the same command run by the Typer app alone: nothing frozen after start-up or at exit",
         None,
+    ),
+    Row(
+        "trace-backward",
+        "`ffn trace --backward` against the plain one",
+        [*FFN, "trace", "--backward"],
+        [*FFN, "trace"],
+        "`ffn trace`",
+        1.3,
+    ),
+    Row("trace-page", "`ffn trace --page F` against the plain one", [*FFN, "trace", "--page", PAGE], [*FFN, "trace"], "`ffn trace`", 1.3),
+    Row("trace-block", "`ffn trace --block` against the plain one", [*FFN, "trace", "--block"], [*FFN, "trace"], "`ffn trace`", 1.3),
+    Row(
+        "trace-mistyped",
+        "`ffn trace --variant swigl` (refused, exit 2)",
+        [*FFN, "trace", "--variant", "swigl"],
+        [*FFN, "params", "--variant", "swigl"],
+        "`ffn params --variant swigl` (the same mistake)",
+        1.2,
+        exit_code=2,
     ),
     Row(
         "trace-cpu",
@@ -167,14 +188,14 @@ ROWS = [
         [*FFN, "params", "--variant", "swiglu"],
         [PY, str(ROOT / "benchmarks" / "typer_yardstick.py"), "--variant", "swiglu"],
         "typer_yardstick.py: a 40-option Typer + rich command printing one table",
-        1.0,
+        1.15,
     ),
     Row(
         "params-typer40-as-ffn",
         "`ffn params --variant swiglu` (context: both run the collector as `ffn` does)",
         [*FFN, "params", "--variant", "swiglu"],
         [PY, str(ROOT / "benchmarks" / "typer_yardstick.py"), "--collector-as-ffn", "--variant", "swiglu"],
-        "typer_yardstick.py --collector-as-ffn: the same, held at start-up, frozen at exit",
+        "typer_yardstick.py --collector-as-ffn: the same, frozen after start-up and at exit",
         None,
     ),
     Row("variants", "`ffn variants`", [*FFN, "variants"], IMPORT_FLOOR, "`import typer, rich.console, rich.table`", None),
@@ -188,7 +209,7 @@ class Run:
     max_rss_bytes: int
 
 
-def run_once(command: list[str]) -> Run:
+def run_once(command: list[str], exit_code: int = 0) -> Run:
     """Run a whole process; its wall time and its own peak resident set (rusage via wait4)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
     # Compiled bytecode cached for both sides, as an installed package has it (its libraries'
@@ -202,7 +223,7 @@ def run_once(command: list[str]) -> Run:
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    if proc.returncode != exit_code:
         raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): {err.decode(errors='replace')[-500:]}")
     return Run(seconds, usage.ru_maxrss * 1024)  # ru_maxrss is in KiB on Linux
 
@@ -242,12 +263,12 @@ class Result:
 def measure(row: Row, rounds: int) -> Result:
     ffn: list[Run] = []
     yardstick: list[Run] = []
-    run_once(row.command)  # warm the file cache for both before anything is timed
-    run_once(row.yardstick)
+    run_once(row.command, row.exit_code)  # warm the file cache for both before anything is timed
+    run_once(row.yardstick, row.exit_code)
     for r in range(rounds):
         pair = [(row.command, ffn), (row.yardstick, yardstick)]
         for command, runs in pair if r % 2 == 0 else pair[::-1]:
-            runs.append(run_once(command))
+            runs.append(run_once(command, row.exit_code))
     result = Result(row, ffn, yardstick)
     print(
         f"{row.key:20s} ffn {result.ffn_s:6.2f} s  yardstick {result.yardstick_s:6.2f} s"

@@ -6,8 +6,8 @@ A Typer app with one command of 40 typed options (strings, ints, floats, boolean
 values: the kinds `ffn params` declares), parsed from the command line, printing one rich
 table of what it was given. What `ffn params` costs beyond this is the tool's own.
 `--collector-as-ffn` (first, and only here) runs the cyclic collector as `ffn` runs its own
-(ffn_cli/startup.py): held from the first line, and the objects still alive frozen at exit
-(`gc.freeze()`), so that neither start-up nor Python's exit-time collections walk them.
+(`ffn_cli.cli.main`): what start-up imported frozen before the command runs, and the objects
+still alive frozen at exit (`gc.freeze()`), so that Python's exit-time collections skip them.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import gc
 import sys
 
 AS_FFN = sys.argv[1:2] == ["--collector-as-ffn"]
-if AS_FFN:  # before Typer and rich load, as `ffn_cli.cli.main` holds it
+if AS_FFN:
     del sys.argv[1]
-    gc.disable()
 
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
@@ -80,10 +79,10 @@ def params(
 
 if __name__ == "__main__":
     if AS_FFN:
+        gc.freeze()  # what start-up imported
         try:
             app()
         finally:
-            gc.freeze()
-            gc.enable()
+            gc.freeze()  # what is still alive at exit
     else:
         app()

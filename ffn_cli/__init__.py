@@ -1,48 +1,51 @@
 """ffn: see what a Transformer's feed-forward network does, from shapes to FLOPs to speed.
 
-`import ffn_cli` stays light: `build_ffn` (and torch with it) loads on first use.
+`import ffn_cli` never imports torch: `build_ffn` imports it when it builds a module.
 
     import ffn_cli
     r = ffn_cli.trace(my_module)          # any nn.Module, an FFNSpec, a preset, "FILE.py:NAME(args)"
     rich.print(r); r.to_dict()            # the table ffn trace prints; its --json
-    ffn_cli.params("llama-2-7b")          # no torch: a Result[ModelParams]
-    ffn_cli.compare(["llama-2-7b", "mistral-7b"])  # models side by side
+    ffn_cli.params("llama-2-7b")          # no torch
     ffn_cli.bench(ffn_cli.FFNSpec("swiglu", 512), seq_len=[128, 512])  # the ffn bench timings
     ffn_cli.set_language("zh")            # 中文 (default: FFN_LANG, else the locale)
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+__version__ = "0.1.0"  # first: the command line's modules read it as they load
+
+from ffn_cli.api import (
+    Cache,
+    ComparedModel,
+    Loss,
+    Mode,
+    Phase,
+    Result,
+    bench,
+    bench_sharded,
+    compare,
+    params,
+    params_per_rank,
+    trace,
+)
+from ffn_cli.benchmark.result import BenchReport
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import set_language
+from ffn_cli.models.built import BuiltModel
+from ffn_cli.models.count import ModelParams
+from ffn_cli.models.layer import FFNReport
+from ffn_cli.parallel.accounting import RankParams
+from ffn_cli.parallel.result import ParallelTiming
+from ffn_cli.spec import FFNSpec
+from ffn_cli.tracing.result import TraceResult
+from ffn_cli.variants import VARIANTS
 
 if TYPE_CHECKING:
-    from ffn_cli.api import (
-        Cache,
-        ComparedModel,
-        Loss,
-        Mode,
-        Phase,
-        Result,
-        bench,
-        bench_sharded,
-        compare,
-        params,
-        params_per_rank,
-        trace,
-    )
-    from ffn_cli.benchmark.result import BenchReport
-    from ffn_cli.models.built import BuiltModel
-    from ffn_cli.models.count import ModelParams
-    from ffn_cli.models.layer import FFNReport
-    from ffn_cli.modules import build_ffn
-    from ffn_cli.parallel.accounting import RankParams
-    from ffn_cli.parallel.result import ParallelTiming
-    from ffn_cli.spec import FFNSpec
-    from ffn_cli.tracing.result import TraceResult
-    from ffn_cli.variants import VARIANTS
+    import torch
+
+    from ffn_cli.modules import FFNModule
 
 __all__ = [
     "VARIANTS",
@@ -72,53 +75,12 @@ __all__ = [
     "set_language",
     "trace",
 ]
-# The result types, by the module that defines each: loaded on first use, torch with the ones that need it.
-_RESULT_TYPES = {
-    "BenchReport": "ffn_cli.benchmark.result",
-    "BuiltModel": "ffn_cli.models.built",
-    "FFNReport": "ffn_cli.models.layer",
-    "ModelParams": "ffn_cli.models.count",
-    "ParallelTiming": "ffn_cli.parallel.result",
-    "RankParams": "ffn_cli.parallel.accounting",
-    "TraceResult": "ffn_cli.tracing.result",
-}
-_API = (
-    "Cache",
-    "ComparedModel",
-    "Loss",
-    "Mode",
-    "Phase",
-    "Result",
-    "bench",
-    "bench_sharded",
-    "compare",
-    "params",
-    "params_per_rank",
-    "trace",
-)
-__version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    # The registry loads on first use, like the rest: `ffn hardware` never needs it.
-    if name == "FFNSpec":
-        from ffn_cli.spec import FFNSpec
+def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | str = "float32", seed: int = 0) -> FFNModule:
+    """The torch module of `spec` on `device` (cpu, cuda, cuda:N or meta) in `dtype`, its
+    weights drawn from `seed` (`ffn_cli.modules.build_ffn`). Torch loads here, when a module is
+    built: the package itself never imports it."""
+    from ffn_cli.modules import build_ffn as build
 
-        return FFNSpec
-    if name == "VARIANTS":
-        from ffn_cli.variants import VARIANTS
-
-        return VARIANTS
-    if name == "build_ffn":
-        from ffn_cli.modules import build_ffn
-
-        return build_ffn
-    if name in _API:
-        from ffn_cli import api
-
-        return getattr(api, name)
-    if name in _RESULT_TYPES:
-        import importlib
-
-        return getattr(importlib.import_module(_RESULT_TYPES[name]), name)
-    raise AttributeError(f"module 'ffn_cli' has no attribute {name!r}")
+    return build(spec, device=device, dtype=dtype, seed=seed)

@@ -14,7 +14,6 @@ from ffn_cli.variants import FlopStep, ParamTensor, SavedTensor
 
 __all__ = [
     "DTYPE_BYTES",
-    "RUN_DTYPES",
     "FlopStep",
     "ParamTensor",
     "activation_bytes",
@@ -31,8 +30,6 @@ __all__ = [
 ]
 
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8": 1}
-# The dtypes a module runs in (--dtype of trace and bench), as torch names them.
-RUN_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def param_tensors(spec: FFNSpec) -> list[ParamTensor]:

@@ -443,9 +443,11 @@ def bench_sharded(
     repeats: int | None = None,
     seed: int = 0,
     layer: int | None = None,
+    rank_timeout: float | None = None,
 ) -> Result[ParallelTiming]:
     """One eager forward sharded over `tp` tensor-parallel or `ep` expert-parallel ranks (spawned
-    processes), timed and held to the unsharded module, as `ffn bench --tp N` / `--ep N` does it.
+    processes), timed and held to the unsharded module, as `ffn bench --tp N` / `--ep N` does it;
+    `rank_timeout` the seconds the ranks may take (`--rank-timeout`; default 300).
     `to_dict()` is the command's `--json` for the same options."""
     check_arguments(bench_sharded, _keywords(locals(), "spec_or_model"))
     from ffn_cli.requests.bench import BenchRequest
@@ -457,6 +459,7 @@ def bench_sharded(
     options: dict[str, Any] = {
         "tp": tp, "ep": ep, "batch": batch, "seq_len": str(seq_len), "dtype": _torch_name("dtype", dtype),
         "device": _torch_name("device", device), "warmup_ms": warmup_ms, "repeats": repeats, "seed": seed, "layer": layer,
+        "rank_timeout": rank_timeout,
     }  # fmt: skip
     if isinstance(spec_or_model, FFNSpec):
         request = BenchRequest(ffn=OneSpec(spec_or_model), **options)

@@ -13,7 +13,6 @@ from ffn_cli.host_memory import host_memory_room
 from ffn_cli.i18n import _
 from ffn_cli.modules import resolve_dtype
 from ffn_cli.sizes import fmt_bytes
-from ffn_cli.startup import end_start_up
 
 __all__ = ["available_memory_bytes", "preflight", "resolve_device", "resolve_device_dtype"]
 
@@ -23,7 +22,6 @@ HEADROOM = 0.85
 
 def resolve_device(name: str) -> torch.device:
     """'cpu', 'cuda', 'cuda:N' or 'meta' → a torch.device that exists here."""
-    end_start_up()  # torch is loaded and the command's work begins (ffn_cli/startup.py)
     kind, index = parse_device_name(name)
     if kind != "cuda":
         return torch.device(kind)
@@ -77,7 +75,6 @@ def preflight(needed_bytes: int, device: torch.device, what: str, *, meta_hint: 
 
     meta_hint: suggest --device meta (for commands that can run without memory, as trace can).
     """
-    end_start_up()  # what is allocated from here on is the work's (ffn_cli/startup.py)
     free = available_memory_bytes(device)
     if free is None or needed_bytes <= HEADROOM * free:
         return

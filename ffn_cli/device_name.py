@@ -1,4 +1,5 @@
-"""`--device` text → (kind, index), checked as text before anything asks torch about devices.
+"""`--device` text → (kind, index), and `--dtype` text, checked as text before anything asks
+torch about devices or loads it.
 
 So `cuda:x` or `cuda:-1` is a usage error (exit 2) on every machine, not a question about
 CUDA that a machine without it answers first. Pure Python: no torch.
@@ -9,9 +10,13 @@ from __future__ import annotations
 import difflib
 
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
+from ffn_cli.names import unknown_name
 
-__all__ = ["parse_device_name"]
+__all__ = ["RUN_DTYPES", "check_run_dtype", "parse_device_name"]
+
+# The dtypes a module is built and run in (torch's names for them), in the order errors list them.
+RUN_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 # More CUDA devices than any machine has: an index past this is a typo, not a device.
 MAX_DEVICE_INDEX = 4095
@@ -39,3 +44,10 @@ def parse_device_name(name: str, kinds: tuple[str, ...] = ("cpu", "cuda", "meta"
             _("cuda:N takes a device number from 0 to {last}; use {usage}").format(last=MAX_DEVICE_INDEX, usage=usage),
         )
     return kind, int(index_text)
+
+
+def check_run_dtype(name: str) -> str:
+    """`name` if a module can run in it, else an FFNError listing those it can (with a guess)."""
+    if name not in RUN_DTYPES:
+        raise unknown_name("dtype", name, list(RUN_DTYPES), what=N_("dtype"))
+    return name

@@ -7,7 +7,9 @@ none of that may end ffn silently, break its `--json`, or reach the terminal raw
 - what it prints goes to stderr: stdout carries ffn's own output (a table, or JSON a program reads);
 - `sys.exit()` and a `KeyboardInterrupt` it raises itself become one error naming where it
   stopped; a real Ctrl-C (SIGINT) still interrupts, as it would anywhere else;
-- any exception becomes one line, its message read defensively (`exception_text`).
+- any exception becomes one line, its message read defensively (`exception_text`), said as the
+  user's code's when it was, and as ffn's own when its innermost frame (torch's and the standard
+  library's skipped) is ffn's code (`ffns_fault`): ffn's failure is never blamed on the user.
 """
 
 from __future__ import annotations
@@ -23,9 +25,18 @@ from typing import Any
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.startup import end_start_up
 
-__all__ = ["UserWarnings", "exception_text", "real_interrupt", "run_user_code", "running_user_code"]
+__all__ = [
+    "UserWarnings",
+    "exception_text",
+    "ffn_failed",
+    "ffns_fault",
+    "real_interrupt",
+    "run_user_code",
+    "running_user_code",
+    "users_call",
+    "users_op",
+]
 
 MESSAGE_CHARS = 300  # an exception's first line is cut here: one line of an error, not a page
 
@@ -43,6 +54,58 @@ def exception_text(exc: BaseException) -> str:
     if len(first) > MESSAGE_CHARS:
         first = first[:MESSAGE_CHARS] + "…"
     return f"{kind}: {first}" if first else kind
+
+
+def users_op(func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    """Run a torch call the user's code made, from inside one of ffn's modes: its failure is
+    the call's (the user's arguments), not ffn's, though ffn's frame is the innermost."""
+    return func(*args, **kwargs)
+
+
+def users_call(func: Callable[..., Any], *args: Any) -> Any:
+    """Call the user's module (its forward, its backward): below this frame, what is neither
+    ffn's nor torch's is theirs, a module torch defines (nn.Linear) included."""
+    return func(*args)
+
+
+def ffns_fault(exc: BaseException) -> bool:
+    """Whether ffn's own code raised `exc`: the innermost frame that is neither torch's nor the
+    standard library's is ffn's (reaching `users_call` first, it is the user's). A call that
+    failed inside `users_op` is its maker's: the first frame outside ffn's modes, ffn's own
+    code calling torch, or anything else (a torch module's forward, the user's)."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    through_an_op = False  # past users_op: the next frame outside ffn's modes made the call
+    for frame in reversed(frames):
+        if frame.f_code is users_op.__code__:
+            through_an_op = True
+            continue
+        if frame.f_code is users_call.__code__:
+            return False
+        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+        if through_an_op:
+            if top == "ffn_cli" and frame.f_code.co_name in _MODE_HANDLERS:
+                continue
+            return top == "ffn_cli"
+        if top == "torch" or top in sys.stdlib_module_names:
+            continue
+        return top == "ffn_cli"
+    return False
+
+
+_MODE_HANDLERS = ("__torch_function__", "__torch_dispatch__")  # ffn's modes, which run each call on the maker's behalf
+
+
+def ffn_failed(what: str, exc: BaseException) -> FFNRuntimeError:
+    """The one line for ffn's own failure while it ran the user's code: ffn's, not theirs."""
+    return FFNRuntimeError(
+        _("ffn itself failed while running {what}, not your code: {error} (run `ffn --debug …` for the traceback)").format(
+            what=what, error=exception_text(exc)
+        )
+    )
 
 
 class _SigintWatch:
@@ -101,7 +164,6 @@ def running_user_code(what: str, kept: UserWarnings | None = None) -> Iterator[N
     """Run the user's code named `what` (`loading my_ffn.py`, `TransformerFFN(512, 2048)`):
     its prints to stderr, its exits, raised interrupts and exceptions to one FFNRuntimeError.
     ffn's own errors raised inside pass through unchanged."""
-    end_start_up()  # the user's code is the work: its garbage is collected (ffn_cli/startup.py)
     watch = _SigintWatch()
     _watches.append(watch)
     try:
@@ -119,7 +181,9 @@ def running_user_code(what: str, kept: UserWarnings | None = None) -> Iterator[N
         if watch.seen:
             raise
         raise FFNRuntimeError(_("{what} raised KeyboardInterrupt itself (not a Ctrl-C)").format(what=what)) from None
-    except Exception as exc:  # the user's code: one line, naming it
+    except Exception as exc:  # the user's code: one line, naming it (or ffn, when the fault is ffn's)
+        if ffns_fault(exc):
+            raise ffn_failed(what, exc) from exc
         raise FFNRuntimeError(_("{what} raised {error}").format(what=what, error=exception_text(exc))) from None
     finally:
         _watches.remove(watch)

@@ -54,7 +54,9 @@ def help_messages() -> dict[str, tuple[str | None, str]]:
     found: dict[str, tuple[str | None, str]] = {}
     root_ctx = click.Context(group, info_name="ffn")
     commands = [(group, root_ctx)]
-    commands += [(group.commands[n], click.Context(group.commands[n], info_name=n, parent=root_ctx)) for n in group.commands]
+    for name in group.list_commands(root_ctx):
+        command = group.get_command(root_ctx, name)
+        commands.append((command, click.Context(command, info_name=name, parent=root_ctx)))
     for command, ctx in commands:
         for message in command_messages(command, ctx):
             found.setdefault(message, (None, f"--help of {ctx.command_path}"))

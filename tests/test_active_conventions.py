@@ -12,7 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.models import SUPPORTED_MODEL_TYPES, count_model, load_preset, preset_model
+from ffn_cli.models.config import load_preset
+from ffn_cli.models.count import count_model
+from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+from ffn_cli.models.source import preset_model
 
 
 def _params_json(*args: str) -> Any:

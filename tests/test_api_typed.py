@@ -44,6 +44,8 @@ BAD = [
     (lambda: ffn_cli.bench(SPEC, warmup_ms=float("nan")), "warmup_ms", "a finite number"),
     (lambda: ffn_cli.bench(SPEC, calibrate="yes"), "calibrate", "True or False"),
     (lambda: ffn_cli.bench_sharded(SPEC, tp=2, seq_len=[4, 8]), "seq_len", "a whole number"),
+    (lambda: ffn_cli.bench_sharded(SPEC, tp=2, rank_timeout=0), "rank_timeout", "seconds, a number in (0,"),
+    (lambda: ffn_cli.bench_sharded(SPEC, tp=2, rank_timeout="1"), "rank_timeout", "a finite number"),
     (lambda: ffn_cli.FFNSpec(variant=None), "variant", "a string"),
     (lambda: ffn_cli.FFNSpec("relu", 64, bias="no"), "bias", "True or False"),
     (lambda: ffn_cli.FFNSpec("swiglu", 64, fused_gate_up=1), "fused_gate_up", "True or False"),

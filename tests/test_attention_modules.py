@@ -20,10 +20,12 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, SelfAttention, build_attention
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
-from ffn_cli.models import count_model, load_preset, preset_model
+from ffn_cli.models.config import load_preset
+from ffn_cli.models.count import count_model
+from ffn_cli.models.source import preset_model
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
 from ffn_cli.tracing.backward_run import output_grad_maker
+from ffn_cli.tracing.run import trace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -16,14 +16,16 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ffn_cli import benchmark as bench
 from ffn_cli.accounting import matmul_flops_per_token
-from ffn_cli.benchmark import IMPLS, BenchConfig, impl_for, parse_impls, run_bench, summarize
+from ffn_cli.benchmark import BenchConfig, summarize
 from ffn_cli.benchmark import calibrate as calibrate_module
 from ffn_cli.benchmark import case as bench_case
 from ffn_cli.benchmark import run as bench_run
 from ffn_cli.benchmark.case import Case, Sweep, _result
-from ffn_cli.benchmark.implementations import keep_ieee_subnormals, subnormals_flushed
+from ffn_cli.benchmark.implementations import IMPLS, impl_for, keep_ieee_subnormals, parse_impls, subnormals_flushed
+from ffn_cli.benchmark.memory import min_traffic_bytes
 from ffn_cli.benchmark.result import Calibration
-from ffn_cli.benchmark.timing import WarmUp
+from ffn_cli.benchmark.run import run_bench
+from ffn_cli.benchmark.timing import COLD_INPUT_BUFFERS, CUDA_MIN_FLUSH_BYTES, MIN_AUTO_REPEATS, WarmUp
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.modules import build_ffn
 from ffn_cli.render import bench as render_bench_module
@@ -160,9 +162,9 @@ def test_fused_layout_has_the_same_flops() -> None:
 def test_intensity_from_minimum_traffic() -> None:
     spec = _spec("relu", bias=False)
     tokens = 8
-    fwd_bytes = bench.min_traffic_bytes(spec, dtype="float32", tokens=tokens, backward=False)
+    fwd_bytes = min_traffic_bytes(spec, dtype="float32", tokens=tokens, backward=False)
     assert fwd_bytes == 4 * (2 * 16 * 24 + 2 * tokens * 16)
-    assert bench.min_traffic_bytes(spec, dtype="float32", tokens=tokens, backward=True) > 3 * fwd_bytes
+    assert min_traffic_bytes(spec, dtype="float32", tokens=tokens, backward=True) > 3 * fwd_bytes
     (result,) = _run([spec]).results
     assert result.intensity_flop_per_byte == pytest.approx(result.flops / fwd_bytes)
 
@@ -192,7 +194,7 @@ def test_threads_are_restored() -> None:
 
 def test_cold_cache_rotates_inputs_and_flushes() -> None:
     report = _run(cache="cold")
-    assert report.env.input_buffers == bench.COLD_INPUT_BUFFERS and report.env.flush_bytes > 0
+    assert report.env.input_buffers == COLD_INPUT_BUFFERS and report.env.flush_bytes > 0
 
 
 def _spy_timed_calls(monkeypatch: pytest.MonkeyPatch, check: Callable[[], object]) -> list[object]:
@@ -234,7 +236,7 @@ def test_backward_calls_start_with_no_gradients(monkeypatch: pytest.MonkeyPatch)
 
 def test_min_time_sets_the_sample_count() -> None:
     report = _run(repeats=None, min_time_ms=1.0)
-    assert report.results[0].samples >= bench.MIN_AUTO_REPEATS
+    assert report.results[0].samples >= MIN_AUTO_REPEATS
 
 
 def test_a_min_time_beyond_the_call_cap_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -377,7 +379,7 @@ def test_cuda_run_records_events_memory_and_peak() -> None:
     (r,) = report.results
     assert report.env.timer == "cuda events" and report.env.sm_count and report.env.l2_bytes
     assert r.mem_source == "cuda max allocated" and r.peak_mem_bytes and r.extra_mem_bytes is not None
-    assert report.env.flush_bytes >= bench.CUDA_MIN_FLUSH_BYTES
+    assert report.env.flush_bytes >= CUDA_MIN_FLUSH_BYTES
 
 
 def test_calibration_shapes_share_one_flop_count() -> None:

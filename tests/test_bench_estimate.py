@@ -8,9 +8,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from ffn_cli.benchmark import IMPLS, BenchConfig, estimate
+from ffn_cli.benchmark import BenchConfig, estimate
 from ffn_cli.benchmark import run as bench_run
 from ffn_cli.benchmark.case import Case
+from ffn_cli.benchmark.implementations import IMPLS
 from ffn_cli.cli import app
 from ffn_cli.spec import FFNSpec
 

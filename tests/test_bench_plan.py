@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import ffn_cli.benchmark.run as bench_run
-from ffn_cli.benchmark import IMPLS
+from ffn_cli.benchmark.implementations import IMPLS
 from ffn_cli.benchmark.plan import DEFAULT_MAX_CASES, SweepPlan
 from ffn_cli.cli import app
 from ffn_cli.spec import FFNSpec
@@ -71,7 +71,7 @@ def test_every_case_is_preflighted_before_the_first_is_timed(runner: CliRunner, 
 def test_the_cli_default_cap_is_the_core_default() -> None:
     import typer
 
-    bench = typer.main.get_command(app).commands["bench"]  # type: ignore[attr-defined]
+    bench = typer.main.get_command(app).get_command(None, "bench")  # type: ignore[attr-defined]
     (param,) = [p for p in bench.params if p.name == "max_cases"]
     assert param.default == DEFAULT_MAX_CASES
 

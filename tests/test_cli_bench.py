@@ -15,7 +15,9 @@ import torch
 from rich.console import Console
 from typer.testing import CliRunner
 
-from ffn_cli.benchmark import BenchConfig, BenchEnv, BenchReport, BenchResult, parse_impls, run_bench
+from ffn_cli.benchmark import BenchConfig, BenchEnv, BenchReport, BenchResult
+from ffn_cli.benchmark.implementations import parse_impls
+from ffn_cli.benchmark.run import run_bench
 from ffn_cli.cli import app
 from ffn_cli.render.bench import bench_json, bench_view, write_plot
 from ffn_cli.spec import FFNSpec

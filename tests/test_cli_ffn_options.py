@@ -28,7 +28,7 @@ MOE_ARGS = ("-v", "moe", "-d", "32", "-E", "4", "-k", "1", "--shared-experts", "
 
 def _params(command: str) -> dict[str, Any]:
     group = get_command(app)
-    return {p.name: p for p in group.commands[command].params}  # type: ignore[attr-defined]
+    return {p.name: p for p in group.get_command(None, command).params}  # type: ignore[attr-defined]
 
 
 def _spec(runner: CliRunner, command: str, *args: str) -> dict[str, Any]:

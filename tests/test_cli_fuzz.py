@@ -112,7 +112,7 @@ def _typical_value(option: str, configs: list[str]) -> st.SearchStrategy[str]:
 def _options(command_name: str) -> list[tuple[str, bool]]:
     """(option, is_flag) for each option of a command, flags with their --no- forms too."""
     found = []
-    for param in COMMAND.commands[command_name].params:
+    for param in COMMAND.get_command(None, command_name).params:
         for opt in [*param.opts, *param.secondary_opts]:
             if opt.startswith("--") and opt not in SKIPPED:
                 found.append((opt, bool(getattr(param, "is_flag", False))))
@@ -121,7 +121,7 @@ def _options(command_name: str) -> list[tuple[str, bool]]:
 
 @st.composite
 def invocations(draw: st.DrawFn, configs: list[str]) -> list[str]:
-    name = draw(st.sampled_from(sorted(COMMAND.commands)))
+    name = draw(st.sampled_from(sorted(COMMAND.list_commands(None))))
     options = _options(name)
     chosen = draw(st.lists(st.sampled_from(options), max_size=6, unique=True)) if options else []
     args = [name, *(BENCH_LIMITS if name == "bench" else [])]

@@ -173,7 +173,7 @@ def test_the_chinese_help_is_whole(runner: CliRunner, args: list[str], width: in
     command, ctx = (
         (group, root)
         if args == ["--help"]
-        else (group.commands["trace"], click.Context(group.commands["trace"], info_name="trace", parent=root))
+        else (group.get_command(root, "trace"), click.Context(group.get_command(root, "trace"), info_name="trace", parent=root))
     )
     set_language("zh")
     names = [

@@ -15,7 +15,11 @@ from typer.testing import CliRunner
 
 from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli import app
-from ffn_cli.models import compare_variants, count_model, ffn_report, preset_model, preset_names
+from ffn_cli.models.comparison import compare_variants
+from ffn_cli.models.config import preset_names
+from ffn_cli.models.count import count_model
+from ffn_cli.models.layer import ffn_report
+from ffn_cli.models.source import preset_model
 from ffn_cli.render.params.comparison import comparison_table
 from ffn_cli.render.params.model import model_view
 from ffn_cli.render.params.report import ffn_report_view

@@ -3,7 +3,7 @@ no model reader, and only a command that runs a module loads torch (nor NumPy, w
 
 from __future__ import annotations
 
-import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,7 +58,7 @@ def test_help_builds_every_command() -> None:
 
 
 # What a command with no model and no --gpu has no use for: the model spec and its counting, and
-# the GPU table. `ffn hardware` is about GPUs alone: it has no use for the variant registry.
+# the GPU table. `ffn hardware` is about GPUs alone: it has no use for torch.
 MODEL_AND_GPU_TABLE = ["ffn_cli.models.spec", "ffn_cli.models.count", "ffn_cli.hardware.gpus"]
 
 
@@ -71,8 +71,14 @@ def test_a_default_trace_loads_no_model_spec_and_no_gpu_table() -> None:
     assert _loaded_after(["trace"], ["torch", *MODEL_AND_GPU_TABLE]) == {"torch"}
 
 
-def test_hardware_loads_the_gpu_table_and_not_the_registry() -> None:
-    assert _loaded_after(["hardware"], ["torch", "ffn_cli.hardware.gpus", "ffn_cli.variants", "ffn_cli.spec"]) == {"ffn_cli.hardware.gpus"}
+def test_a_block_trace_loads_no_dynamo() -> None:
+    """The block's trace records torch calls, as the plain trace does: no dispatch mode, so no
+    Dynamo (torch wraps every mode's dispatch in it; --backward and --page record aten ops)."""
+    assert _loaded_after(["trace", "--block"], ["torch", "torch._dynamo"]) == {"torch"}
+
+
+def test_hardware_loads_the_gpu_table_and_not_torch() -> None:
+    assert _loaded_after(["hardware"], ["torch", "numpy", "ffn_cli.hardware.gpus"]) == {"ffn_cli.hardware.gpus"}
 
 
 # What one FFN's counts have no use for: FLOPs over length (--seq-len), --explain's block, the
@@ -153,63 +159,66 @@ def test_output_is_whole_when_the_process_ends_frozen(tmp_path: Path) -> None:
     assert (tmp_path / "frozen.svg").read_text(encoding="utf-8").rstrip().endswith("</svg>")
 
 
-# Each collection as it starts: its generation, and how many objects were frozen by then.
-_COLLECTIONS = """
-import gc, sys
-events = []
-gc.callbacks.append(lambda phase, info: phase == 'start' and events.append((info['generation'], gc.get_freeze_count())))
-sys.argv = ['ffn', *sys.argv[1:]]
-from ffn_cli.cli import main
-try:
-    main()
-except SystemExit as exc:
-    assert exc.code in (0, None), exc.code
-print('collections', events, gc.isenabled())
-"""
+@pytest.mark.parametrize("package", ["ffn_cli", "ffn_cli.tracing", "ffn_cli.benchmark", "ffn_cli.parallel", "ffn_cli.models"])
+def test_a_package_surface_needs_no_torch(package: str) -> None:
+    """What a package names at its top needs no torch: what runs a module is imported from its
+    own module (`ffn_cli.tracing.run`, `ffn_cli.benchmark.run`, `ffn_cli.parallel.run`)."""
+    code = f"import sys, {package}\nprint('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.stdout.split() == ["False"], result.stderr[-2000:]
 
 
-def _collections(args: list[str]) -> tuple[list[tuple[int, int]], bool]:
-    result = subprocess.run([sys.executable, "-c", _COLLECTIONS, *args], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    last = result.stdout.rstrip("\n").splitlines()[-1]
-    assert last.startswith("collections "), result.stdout[-2000:]
-    events, enabled = last.removeprefix("collections ").rsplit(" ", 1)
-    return [tuple(event) for event in ast.literal_eval(events)], enabled == "True"
+@pytest.mark.parametrize("columns", ["0", "²"])
+def test_the_environment_is_left_as_it_is(columns: str) -> None:
+    """An unusable COLUMNS is passed over by ffn's consoles (tests/test_cli_inputs.py), not
+    deleted: nothing of ffn edits the environment as it loads or runs."""
+    code = (
+        "import os, sys\n"
+        "sys.argv = ['ffn', 'params', '--variant', 'swiglu']\n"
+        "from ffn_cli.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, repr(os.environ.get('COLUMNS')))\n"
+    )
+    env = {**os.environ, "COLUMNS": columns}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert result.stdout.split()[-3:] == ["exit", "0", repr(columns)], result.stdout[-2000:] + result.stderr[-2000:]
 
 
-def test_start_up_runs_no_full_collection_and_the_work_runs_the_collector() -> None:
-    """`ffn trace` loads torch with the collector held (ffn_cli/startup.py): no full collection
-    walks what start-up made; once the device is resolved the collector runs for the work."""
-    events, enabled = _collections(["trace"])
-    before = [generation for generation, frozen in events if frozen == 0]
-    after = [generation for generation, frozen in events if frozen > 0]
-    assert 2 not in before, events
-    assert after, events  # the forward's garbage was collected: the collector was on
-    assert enabled
+# Mistakes `ffn trace` can see without torch, refused before torch loads (it costs some 2 s):
+# option parsing, variant and preset names, --device and --dtype spelling, numbers.
+REFUSED_BEFORE_TORCH = [
+    ["trace", "--bogus"],
+    ["trace", "-v", "nope"],
+    ["trace", "-v", "relu,gelu"],
+    ["trace", "--dtype", "flaot32"],
+    ["trace", "--dtype", "float8"],
+    ["trace", "--device", "cdua"],
+    ["trace", "--device", "cuda:x"],
+    ["trace", "-d", "abc"],
+    ["trace", "-d", "0"],
+    ["trace", "--seq-len", "-3"],
+    ["trace", "--values", "99"],
+    ["trace", "--mode", "x"],
+    ["trace", "--loss", "mse"],
+    ["trace", "--preset", "nope"],
+    ["trace", "--preset", "gpt2", "--layer", "99"],
+    ["bench", "-v", "nope"],
+]
 
 
-def test_a_command_with_no_work_to_begin_runs_no_full_collection() -> None:
-    events, enabled = _collections(["params", "--variant", "swiglu"])
-    assert all(generation < 2 for generation, _frozen in events), events
-    assert enabled  # given back as it was found, after the freeze
-
-
-_HOLD = """
-import gc
-from ffn_cli.startup import end_start_up, hold_collections
-end_start_up()
-print(gc.isenabled(), gc.get_freeze_count() == 0)  # no hold: nothing to end
-hold_collections()
-print(gc.isenabled())
-end_start_up()
-print(gc.isenabled(), gc.get_freeze_count() > 0)
-gc.unfreeze(); gc.disable()  # a pause of the work's own (gc_paused) ...
-hold_collections(); end_start_up()
-print(gc.isenabled(), gc.get_freeze_count() == 0)  # ... is not start-up's to end
-"""
-
-
-def test_only_a_hold_of_start_up_is_ended() -> None:
-    result = subprocess.run([sys.executable, "-c", _HOLD], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split() == ["True", "True", "False", "True", "True", "False", "True"]
+@pytest.mark.parametrize("args", REFUSED_BEFORE_TORCH, ids=" ".join)
+def test_a_mistake_is_refused_before_torch_loads(args: list[str]) -> None:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['ffn', *{args!r}]\n"
+        "from ffn_cli.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, 'torch' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.stdout.split()[-3:] == ["exit", "2", "False"], result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr

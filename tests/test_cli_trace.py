@@ -13,7 +13,7 @@ from ffn_cli.cli.ffn_app import app
 from ffn_cli.i18n import set_language
 from ffn_cli.render.trace import trace_data, trace_view
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
+from ffn_cli.tracing.run import trace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -126,7 +126,7 @@ def test_check_passes(runner: CliRunner, variant: str) -> None:
 
 
 def test_failed_check_exits_1_with_one_line(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ffn_cli import tracing as trace_module
+    from ffn_cli.tracing import check as trace_module
 
     monkeypatch.setitem(trace_module.CHECK_THRESHOLDS, "float32", 0.0)
     code, _, err = _run(runner, "-d", "32", "--check")

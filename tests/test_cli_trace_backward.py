@@ -15,7 +15,7 @@ from ffn_cli.cli.ffn_app import app
 from ffn_cli.render.backward import backward_sections
 from ffn_cli.render.format import fmt_count
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
+from ffn_cli.tracing.run import trace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -97,7 +97,8 @@ def test_tables_stay_whole_at_80_columns(case: str) -> None:
 def test_a_failed_gradient_check_is_an_error() -> None:
     from dataclasses import replace
 
-    from ffn_cli.tracing import CheckResult, check_failure
+    from ffn_cli.tracing import CheckResult
+    from ffn_cli.tracing.check import check_failure
 
     result = trace(FFNSpec(d_model=16, d_ff=32), backward=True, check=True)
     assert result.backward is not None and check_failure(result) is None

@@ -26,7 +26,11 @@ from typer.testing import CliRunner
 
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError
-from ffn_cli.models import SUPPORTED_MODEL_TYPES, count_model, fallback, load_preset, meta_build, preset_model, preset_names
+from ffn_cli.models import fallback, meta_build
+from ffn_cli.models.config import load_preset, preset_names
+from ffn_cli.models.count import count_model
+from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+from ffn_cli.models.source import preset_model
 from ffn_cli.render.built import built_data, built_view
 from tests.helpers import read_preset_names
 from tests.model_configs import CASES
@@ -433,7 +437,7 @@ def test_every_count_a_built_model_has_is_bounded_before_building(
         built.append(model_type)
         raise AssertionError(f"a {model_type} model was built")
 
-    monkeypatch.setattr(meta_build, "_auto_class", no_build)
+    monkeypatch.setattr(meta_build, "auto_class", no_build)
     (tmp_path / "config.json").write_text(json.dumps(config))
     result = runner.invoke(app, ["params", "--config", str(tmp_path)])
     assert result.exit_code == 2, result.output

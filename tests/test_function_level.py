@@ -23,9 +23,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from ffn_cli.block import BlockSpec
 from ffn_cli.modules import build_ffn
 from ffn_cli.render.trace import trace_view
-from ffn_cli.tracing import trace
 from ffn_cli.tracing.any_module import trace_module
 from ffn_cli.tracing.result import TraceResult, TraceStep
+from ffn_cli.tracing.run import trace
 from tests.data import articles, module_styles
 from tests.helpers import ALL_VARIANTS, small_spec
 from tests.test_own_module_styles import FairseqFFN, MegatronMLP, PositionWiseFFN, ReturnsDict, SwitchGate, T5LayerFF, TupleMLP

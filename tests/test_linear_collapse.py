@@ -69,3 +69,57 @@ def test_the_articles_memory_efficient_ffn_is_warned_in_text_and_json() -> None:
     ]
     zh = CliRunner().invoke(app, ["--lang", "zh", "trace", "--module", module, "--explain"], env={"COLUMNS": "80"})
     assert zh.exit_code == 0 and "合起来就是一个线性映射" in " ".join(zh.stdout.split())
+
+
+class LoraLinear(nn.Module):
+    """peft's LoRA `Linear` written out by hand: the frozen base layer plus B(A(dropout(x))),
+    scaled by alpha / r; A narrows to the rank r, B widens back."""
+
+    def __init__(self, d_in: int, d_out: int, r: int = 4, alpha: int = 8) -> None:
+        super().__init__()
+        self.base_layer = nn.Linear(d_in, d_out)
+        self.lora_dropout = nn.Dropout(0.05)
+        self.lora_A = nn.Linear(d_in, r, bias=False)
+        self.lora_B = nn.Linear(r, d_out, bias=False)
+        self.scaling = alpha / r
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base_layer(x) + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
+
+
+class LoraFFN(nn.Module):
+    def __init__(self, d: int = 32, f: int = 128, r: int = 4) -> None:
+        super().__init__()
+        self.up_proj, self.down_proj = LoraLinear(d, f, r), LoraLinear(f, d, r)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(torch.relu(self.up_proj(x)))
+
+
+class Adapter(nn.Module):
+    """A bottleneck adapter on a residual: x + up(down(x))."""
+
+    def __init__(self, d: int = 32, r: int = 4) -> None:
+        super().__init__()
+        self.down, self.up = nn.Linear(d, r), nn.Linear(r, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.up(self.down(x))
+
+
+@pytest.mark.parametrize("aten", [False, True])
+@pytest.mark.parametrize("make", [LoraFFN, Adapter])
+def test_a_low_rank_pair_added_to_a_full_rank_path_is_not_warned(make, aten: bool) -> None:
+    result = trace_module(make(), aten=aten)
+    assert result.warnings == ()
+    # The pair is low rank indeed (rank 4 of 32): it is the sum beside it that keeps the map full rank.
+    module = make()
+    pair = module.up_proj if isinstance(module, LoraFFN) else module
+    a, b = (pair.lora_A, pair.lora_B) if isinstance(module, LoraFFN) else (pair.down, pair.up)
+    assert np.linalg.matrix_rank((b.weight.double() @ a.weight.double()).detach().numpy()) == 4
+
+
+def test_the_same_low_rank_pair_alone_is_warned() -> None:
+    module = nn.Sequential(nn.Linear(32, 4), nn.Linear(4, 32))
+    (warning,) = trace_module(module).warnings
+    assert str(warning).startswith("0, 1: linear maps with nothing nonlinear between them") and "of rank at most 4" in str(warning)

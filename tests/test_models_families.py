@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
 from ffn_cli.errors import FFNError
-from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_model
-from ffn_cli.models.families import GPT_OSS_EXPERT_VARIANT
+from ffn_cli.models.config import load_preset
+from ffn_cli.models.count import count_model
+from ffn_cli.models.families import GPT_OSS_EXPERT_VARIANT, model_spec_from_config
 from ffn_cli.models.layer import attention_summary
+from ffn_cli.models.source import preset_model
 from tests.model_configs import CASES, small_config
 
 _JSON = st.recursive(

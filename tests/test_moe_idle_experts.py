@@ -16,8 +16,8 @@ from ffn_cli.modules.mixture import MoEFFN, balanced_share
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.trace import trace_view
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
 from ffn_cli.tracing.expert_summary import summarise_experts
+from ffn_cli.tracing.run import trace
 from ffn_cli.variants import VARIANTS, MixtureVariant
 
 pytestmark = pytest.mark.usefixtures("one_thread")

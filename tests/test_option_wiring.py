@@ -77,7 +77,7 @@ def test_a_new_spec_field_is_an_option_in_its_panel_with_its_default_and_parser(
     assert names[-1] == "router_bias"
     # The plain FFNSpec's options are the commands' FFN options, in the commands' order.
     ffn_names = [n for n in _params(_command(FFNSpec, [])) if n != "given"]
-    trace = [p.name for p in get_command(app).commands["trace"].params]  # type: ignore[attr-defined]
+    trace = [p.name for p in get_command(app).get_command(None, "trace").params]  # type: ignore[attr-defined]
     assert [n for n in trace if n in ffn_names] == ffn_names
     assert [n for n in names if n not in ("router_scale", "router_multiple", "router_bias")] == ffn_names
 
@@ -116,7 +116,7 @@ def test_the_ffn_options_a_model_fixes_and_those_params_refuses_are_the_document
     docs/trace.md); params refuses those that change only the values."""
     assert FIXED_BY_MODEL == ("d_model", "multiple_of", "ffn_dim_multiplier")
     assert VALUES_ONLY == ("dropout", "init", "zero_init_output")
-    typed = [p.name for p in get_command(app).commands["trace"].params if p.rich_help_panel in ("FFN", MOE_PANEL)]  # type: ignore[attr-defined]
+    typed = [p.name for p in get_command(app).get_command(None, "trace").params if p.rich_help_panel in ("FFN", MOE_PANEL)]  # type: ignore[attr-defined]
     assert sorted(FFN_OVERRIDES) == sorted({"variant", *typed} - set(FIXED_BY_MODEL))
     assert FFN_OVERRIDES["fused"] == "fused_gate_up"
     assert {f.name for f in fields(FFNSpec)} >= set(FFN_OVERRIDES.values())

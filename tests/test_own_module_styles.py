@@ -4,9 +4,11 @@ FlopCounterMode, and the steps table's total to the footer's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 import torch
@@ -15,7 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.tracing.any_module import trace_module
 
 
@@ -374,9 +376,34 @@ class ReturnsDict(nn.Module):
         return {"aux_loss": h.pow(2).mean(), "hidden_states": self.down(h)}
 
 
+@dataclasses.dataclass
+class FFNOutput:
+    aux_loss: torch.Tensor
+    hidden_states: torch.Tensor
+
+
+class ReturnsDataclass(ReturnsDict):
+    def forward(self, x: torch.Tensor) -> FFNOutput:  # type: ignore[override]
+        h = torch.relu(self.up(x))
+        return FFNOutput(h.pow(2).mean(), self.down(h))
+
+
+class Pair(NamedTuple):
+    hidden_states: torch.Tensor
+    router_logits: torch.Tensor
+
+
+class ReturnsNamedTuple(ReturnsDict):
+    def forward(self, x: torch.Tensor) -> Pair:  # type: ignore[override]
+        h = torch.relu(self.up(x))
+        return Pair(self.down(h), h[..., :4])
+
+
 @pytest.mark.parametrize(
     ("module", "member", "shape", "others"),
     [
+        (ReturnsDataclass(), ".hidden_states", (2, 5, 16), [(".aux_loss", (), "float32")]),
+        (ReturnsNamedTuple(), "[0]", (2, 5, 16), [("[1]", (2, 5, 4), "float32")]),
         (ReturnsBias(), "[0]", (2, 5, 16), [("[1]", (16,), "float32")]),
         (SwitchGate(), "[1]", (2, 5, 4), [("[0]", (), "float32"), ("[2]", (2, 5, 4), "bool")]),
         (ReturnsDict(), "['hidden_states']", (2, 5, 16), [("['aux_loss']", (), "float32")]),
@@ -418,8 +445,183 @@ def test_the_other_outputs_are_in_the_footer_and_the_json() -> None:
     assert "other_outputs" not in plain and "output_member" not in plain
 
 
+def test_a_dataclass_output_runs_backward_and_no_tensor_at_all_is_said_plainly() -> None:
+    result = trace_module(ReturnsDataclass(), d_model=16, backward=True)
+    assert result.backward is not None and result.output_member == ".hidden_states"
+    assert {p.name: p for p in result.backward.params}["down.weight"].stats is not None
+
+    class ReturnsNothing(ReturnsDict):
+        def forward(self, x: torch.Tensor) -> None:  # type: ignore[override]
+            self.up(x)
+
+    with pytest.raises(FFNRuntimeError) as failed:
+        trace_module(ReturnsNothing(), d_model=16)
+    assert str(failed.value) == (
+        "the forward returned NoneType with no tensor in it: ffn traces a tensor, or a tuple, list, dict or dataclass of them"
+    )
+
+
 def test_a_tuple_output_runs_backward_from_the_flowing_tensor() -> None:
     result = trace_module(ReturnsBias(), d_model=16, backward=True)
     assert result.backward is not None and result.output_member == "[0]"
     grads = {p.name: p for p in result.backward.params}
     assert grads["fc1.weight"].stats is not None  # dL/dW from the followed output
+
+
+class RaisesItself(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(8, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("my own mistake")
+
+
+class WrongWidth(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(8, 32), nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.up(x))  # 32 features into a layer that takes 16
+
+
+@pytest.mark.parametrize("where", ["tensor_stats", "elementwise_flops"])  # before the forward, and inside it at each op
+def test_ffns_own_failure_is_said_to_be_ffns(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """A fault raised in ffn's recorder while the user's forward runs is ffn's: never
+    `forward raised`, always the --debug hint."""
+    import functools
+
+    import ffn_cli.tracing.recorder as recorder
+
+    monkeypatch.setattr(recorder, where, functools.partial(int, "a fault of ffn's"))  # raises inside ffn's own frame
+    with pytest.raises(Exception) as failed:
+        trace_module(Unread())
+    text = str(failed.value)
+    assert text.startswith("ffn itself failed while running Unread") and ", not your code: TypeError:" in text, text
+    assert "forward raised" not in text and "run `ffn --debug …` for the traceback" in text
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (RaisesItself, "RaisesItself.forward raised in its own code: ValueError: my own mistake"),
+        (WrongWidth, "WrongWidth.forward raised in step down (Linear) at `F.linear(x, down.weight, down.bias)`: RuntimeError: mat1"),
+    ],
+)
+def test_the_users_own_failure_is_still_the_users(make, said: str) -> None:
+    with pytest.raises(Exception) as failed:
+        trace_module(make(), d_model=8)
+    assert str(failed.value).startswith(said), str(failed.value)
+    assert "ffn itself" not in str(failed.value)
+
+
+class ConvFFN(nn.Module):
+    """A convolution over the tokens between up and down (ConvNeXt's, MobileViT's depthwise one
+    when groups = channels)."""
+
+    def __init__(self, d: int = 64, f: int = 384, k: int = 3, groups: int = 384) -> None:
+        super().__init__()
+        self.up = nn.Linear(d, f)
+        self.dwconv = nn.Conv1d(f, f, k, padding=k // 2, groups=groups)
+        self.down = nn.Linear(f, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.up(x).transpose(1, 2)  # (B, f, T): channels first, as Conv1d takes them
+        return self.down(torch.nn.functional.gelu(self.dwconv(h)).transpose(1, 2))
+
+
+def _conv_backward_step(result: Any) -> Any:
+    assert result.backward is not None
+    return next(s for s in result.backward.steps if s.of == "dwconv")
+
+
+def test_a_depthwise_convolutions_backward_is_counted_per_group() -> None:
+    """By hand: each of the 384 channels slides its own 3 weights over 5 positions, for 2
+    sequences; each multiply-add of the forward (2 FLOPs) has one in dW and one in dx."""
+    result = trace_module(ConvFFN(), backward=True)
+    step = _conv_backward_step(result)
+    batch, positions, channels, kernel, inputs_per_group = 2, 5, 384, 3, 1
+    by_hand = 2 * batch * positions * channels * kernel * inputs_per_group
+    assert by_hand == 23_040
+    assert (step.weight_grad_flops, step.input_grad_flops) == (by_hand, by_hand)
+    assert next(s for s in result.steps if s.name == "dwconv").flops == by_hand  # the forward: the same multiply-adds once
+
+
+def test_an_ungrouped_convolutions_backward_agrees_with_flop_counter() -> None:
+    """groups = 1: FlopCounterMode's formula is right there, and ffn's rule gives its number."""
+    torch.manual_seed(0)
+    module = ConvFFN(64, 96, 3, groups=1)
+    result = trace_module(module, backward=True)
+    step = _conv_backward_step(result)
+    x = torch.randn(2, 5, 64)
+    h = module.up(x).transpose(1, 2).detach().requires_grad_(True)
+    y = module.dwconv(h)
+    with FlopCounterMode(display=False) as counter:
+        y.backward(torch.ones_like(y))
+    assert step.weight_grad_flops + step.input_grad_flops == counter.get_total_flops() == 2 * 2 * 2 * 5 * 96 * 96 * 3
+
+
+class SmallFFN(nn.Module):
+    def __init__(self, d: int = 32, f: int = 64) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(d, f), nn.Linear(f, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.relu(self.up(x)))
+
+
+class Ensemble(nn.Module):
+    """torch.func's model ensembling: n FFNs' weights stacked (`stack_module_state`), one
+    forward vmapped over them (`functional_call`), the members' outputs averaged."""
+
+    def __init__(self, n: int = 3, d: int = 32, f: int = 64) -> None:
+        super().__init__()
+        from torch.func import stack_module_state
+
+        params, _buffers = stack_module_state([SmallFFN(d, f) for _ in range(n)])  # type: ignore[arg-type]
+        self.stacked = nn.ParameterDict({k.replace(".", "__"): nn.Parameter(v) for k, v in params.items()})
+        self.base = [SmallFFN(d, f).to("meta")]  # a list: its weights are the stacked ones, not its own
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.func import functional_call, vmap
+
+        params = {k.replace("__", "."): v for k, v in self.stacked.items()}
+        return vmap(lambda p, x: functional_call(self.base[0], p, (x,)), in_dims=(0, None))(params, x).mean(0)
+
+
+@pytest.mark.parametrize("aten", [False, True])
+def test_a_torch_func_ensemble_is_traced_with_its_batched_shapes(aten: bool) -> None:
+    torch.manual_seed(0)
+    module = Ensemble()
+    result = trace_module(module, d_model=32, aten=aten)
+    shapes = [(s.input_shapes[0], s.output_shape) for s in result.steps]
+    members = 3  # each step runs all three at once: the batch of members leads
+    assert shapes == [
+        ((2, 5, 32), (members, 2, 5, 64)),
+        ((members, 2, 5, 64), (members, 2, 5, 64)),
+        ((members, 2, 5, 64), (members, 2, 5, 32)),
+        ((members, 2, 5, 32), (2, 5, 32)),
+    ]
+    x = torch.randn(2, 5, 32)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        module(x)
+    assert result.matmul_flops == counter.get_total_flops() == 3 * (2 * 10 * 32 * 64) * 2  # 3 members × 2 linears
+    assert sum(s.param_count for s in result.steps) == result.total_params == sum(p.numel() for p in module.parameters())
+
+
+def test_a_torch_func_ensembles_width_is_read_and_its_backward_runs() -> None:
+    result = trace_module(Ensemble(), backward=True)
+    assert result.module.d_model == 32 and result.backward is not None
+    grads = {p.name: p for p in result.backward.params}
+    assert set(grads) == {"stacked.up__weight", "stacked.up__bias", "stacked.down__weight", "stacked.down__bias"}
+    assert all(g.stats is not None for g in grads.values())
+
+
+def test_a_torch_module_given_the_wrong_width_is_the_users_not_ffns() -> None:
+    """nn.Sequential's forward is torch's code, run because the user asked for it: its shape
+    error is the user's, though no frame of the user's file is on the stack."""
+    with pytest.raises(Exception) as failed:
+        trace_module(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8)), d_model=4)
+    assert str(failed.value).startswith("Sequential.forward raised in step 0 (Linear)"), str(failed.value)
+    assert "ffn itself" not in str(failed.value)

@@ -36,16 +36,14 @@ from ffn_cli.parallel import (
     check_parallel,
     launch,
     per_rank_params,
-    run_parallel,
-    shard_expert_parallel,
     shard_layout,
-    shard_tensor_parallel,
-    time_parallel_forward,
     tp_allreduce_bytes,
 )
 from ffn_cli.parallel.accounting import token_chunks
 from ffn_cli.parallel.environment import torchrun_env
 from ffn_cli.parallel.job import ParallelJob
+from ffn_cli.parallel.run import run_parallel, time_parallel_forward
+from ffn_cli.parallel.shard import shard_expert_parallel, shard_tensor_parallel
 from ffn_cli.parallel.tensor import local_ffn
 from ffn_cli.render.parallel import parallel_json, rank_params_json, render_parallel, render_rank_params
 from ffn_cli.spec import FFNSpec
@@ -175,7 +173,7 @@ def test_torchrun_joins_the_group(tmp_path: Path) -> None:
         textwrap.dedent(
             """
             import json
-            from ffn_cli.parallel import is_primary_process, run_parallel
+            from ffn_cli.parallel.run import is_primary_process, run_parallel
             from ffn_cli.spec import FFNSpec
             result = run_parallel(FFNSpec("relu", d_model=8, d_ff=16), 2, mode="tp", timeout_s=60)
             if is_primary_process():

@@ -214,3 +214,107 @@ def test_the_text_names_the_variant_at_80_columns() -> None:
     text = " ".join(result.stdout.split())
     assert "your GLUFFN is ffn's glu FFN: W_down·(σ(W_gate·x + b_gate) ⊙ (W_up·x + b_up)) + b_down" in text
     assert "linear1.weight → gate_up_proj.weight (halves swapped)" in text
+
+
+class ReluFFN(nn.Module):
+    """relu's layout; `forward_end` is what each case does to the output (its only change)."""
+
+    def __init__(self, d: int = 32, f: int = 64) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(d, f), nn.Linear(f, d)
+        self.calls = 0
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return F.relu(self.up(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.hidden(x))
+
+
+class ComplexOut(ReluFFN):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.down(self.hidden(x))
+        return torch.complex(y, y)  # relu's output as the real part, the imaginary part as large
+
+
+class NaNOut(ReluFFN):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.hidden(x)) * float("nan")
+
+
+class Flattened(ReluFFN):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.hidden(x)).flatten(1)  # (2, 5, 32) → (2, 160)
+
+
+class DropsInEval(ReluFFN):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.dropout(self.hidden(x), 0.1))  # no training=self.training: drops in eval too
+
+
+class DropsInTrainOnly(ReluFFN):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.dropout(self.hidden(x), 0.1, training=self.training))
+
+
+def test_a_complex_output_is_refused_not_read_as_its_real_part() -> None:
+    match = trace_module(ComplexOut(), reference=True).reference
+    assert match is not None and match.best is None and not match.matched
+    assert match.reason == "its output is complex (complex64), and every registry FFN's is real"
+
+
+def test_a_nan_output_is_said_to_be_nan() -> None:
+    match = trace_module(NaNOut(), reference=True).reference
+    assert match is not None and match.best is None
+    assert match.reason == f"{2 * 5 * 32} of its {2 * 5 * 32} outputs are NaN or infinite: there is nothing to compare"
+
+
+def test_an_output_of_another_shape_says_so() -> None:
+    match = trace_module(Flattened(), reference=True).reference
+    assert match is not None and match.best is None and match.tried > 0
+    assert match.reason == "its output's shape (2, 160) is not its input's (2, 5, 32), and every registry FFN gives back the input's shape"
+
+
+@pytest.mark.parametrize("aten", [False, True])
+def test_a_dropout_that_ignores_eval_mode_is_named(aten: bool) -> None:
+    match = trace_module(DropsInEval(), reference=True, aten=aten).reference
+    assert match is not None and match.best is None
+    op = "aten.bernoulli_" if aten else "torch.dropout"
+    assert match.reason == (
+        f"its forward draws random numbers in eval mode ({op}), so its output changes from run to run "
+        "(a dropout without training=self.training keeps dropping in eval mode)"
+    )
+    fixed = trace_module(DropsInTrainOnly(), reference=True, aten=aten).reference
+    assert fixed is not None and fixed.matched and fixed.best is not None and fixed.best.variant == "relu"
+
+
+def test_the_reference_reuses_an_eval_traces_output() -> None:
+    module = ReluFFN()
+    match = trace_module(module, reference=True).reference
+    assert match is not None and match.matched and match.note == ""
+    assert module.calls == 1  # the user's forward ran once: its prints show once
+    trained = DropsInTrainOnly()
+    match = trace_module(trained, reference=True, mode="train").reference
+    assert match is not None and match.matched and trained.calls == 2
+    assert (
+        match.note == "--reference ran your forward once more, in eval mode, as the trace ran it in train mode: what it prints shows twice"
+    )
+
+
+def test_the_text_says_why_nothing_matches_and_why_the_forward_ran_twice(tmp_path: Path) -> None:
+    path = tmp_path / "flattened.py"
+    path.write_text(
+        "from torch import nn\n"
+        "class Flattened(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.up, self.down = nn.Linear(32, 64), nn.Linear(64, 32)\n"
+        "    def forward(self, x):\n"
+        "        return self.down(self.up(x).relu()).flatten(1)\n"
+    )
+    module = f"{path}:Flattened()"
+    result = CliRunner().invoke(app, ["trace", "--module", module, "--reference", "--mode", "train"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "your Flattened matches no registry FFN: its output's shape (2, 160) is not its input's (2, 5, 32)" in result.stdout
+    assert "--reference ran your forward once more, in eval mode" in result.stdout

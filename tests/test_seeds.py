@@ -15,9 +15,9 @@ import torch
 from ffn_cli.modules import build_ffn
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
 from ffn_cli.tracing.backward_run import output_grad_maker
 from ffn_cli.tracing.pipeline import make_input
+from ffn_cli.tracing.run import trace
 
 DEMO = FFNSpec(variant="relu", d_model=512, d_ff=2048, bias=True)  # `ffn trace` with no options
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
-from ffn_cli.models import load_preset
+from ffn_cli.models.config import load_preset
 from ffn_cli.models.seq_flops import LayerStack, flops_over_length, single_layer
 from ffn_cli.models.source import load_model
 from ffn_cli.models.windows import attention_windows, mean_keys

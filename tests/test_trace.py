@@ -16,7 +16,12 @@ from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import TraceResult, check_failure, estimate_bytes, group_steps, record, tensor_stats, trace
+from ffn_cli.tracing import TraceResult
+from ffn_cli.tracing.check import CHECK_THRESHOLDS, check_failure
+from ffn_cli.tracing.recorder import record
+from ffn_cli.tracing.run import estimate_bytes, trace
+from ffn_cli.tracing.stats import tensor_stats
+from ffn_cli.tracing.steps import group_steps
 from ffn_cli.variants import VARIANTS, Family, variant_names
 from tests.helpers import ALL_VARIANTS, small_spec, specs
 
@@ -246,7 +251,7 @@ _META_70B = """
 import json, resource, sys
 import torch
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
+from ffn_cli.tracing.run import trace
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 result = trace(FFNSpec(variant="swiglu", d_model=8192, d_ff=28672), batch=8, seq_len=4096, device="meta")
 grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
@@ -329,7 +334,7 @@ def test_check_in_a_block_checks_the_ffn() -> None:
 
 
 def test_failed_check_is_a_runtime_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(__import__("ffn_cli.tracing").tracing.CHECK_THRESHOLDS, "float32", 0.0)
+    monkeypatch.setitem(CHECK_THRESHOLDS, "float32", 0.0)
     result = trace(small_spec("relu"), check=True)
     error = check_failure(result)
     assert isinstance(error, FFNRuntimeError) and "--check failed" in str(error)

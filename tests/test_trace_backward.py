@@ -14,9 +14,9 @@ from ffn_cli import build_ffn
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import trace
 from ffn_cli.tracing.backward import record_backward
 from ffn_cli.tracing.backward_run import output_grad_maker
+from ffn_cli.tracing.run import trace
 from tests.helpers import ALL_VARIANTS, small_spec
 
 

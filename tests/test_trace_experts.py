@@ -19,8 +19,11 @@ from ffn_cli.cli.ffn_app import app
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.trace import trace_view
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import TraceResult, group_steps, record, trace
+from ffn_cli.tracing import TraceResult
 from ffn_cli.tracing.expert_summary import SHOW_ALL_UP_TO, SHOW_FIRST, SHOW_LAST, elided_ops, summarise_experts
+from ffn_cli.tracing.recorder import record
+from ffn_cli.tracing.run import trace
+from ffn_cli.tracing.steps import group_steps
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

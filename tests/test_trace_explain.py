@@ -147,3 +147,49 @@ def test_the_backward_steps_are_explained_by_what_autograd_ran() -> None:
         elif step["weight_grads"]:
             assert "dW = dyᵀ·x" in row, row
     assert "每个反向步骤计算什么" in _run("--lang", "zh", *args)
+
+
+GATED_MODULE = """
+from torch import nn
+class Gated(nn.Module):
+    def __init__(self, d=64, f=128):
+        super().__init__()
+        self.gate, self.up, self.down = nn.Linear(d, f), nn.Linear(d, f), nn.Linear(f, d)
+        self.act = nn.SiLU()
+    def forward(self, x):
+        return self.down(self.act(self.gate(x)) * self.up(x))
+"""
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v in ("swiglu", "geglu", "reglu")])
+def test_a_gated_variants_activation_does_not_claim_a_linear_collapse(variant: str) -> None:
+    """Without its activation a gated FFN is the bilinear one, W_down·(W_gate·x ⊙ W_up·x):
+    quadratic in x, so nothing collapses into one matrix."""
+    why = " ".join(_why(_run("trace", "-v", variant, "-d", "64", "--explain"), "en")["activation"].split())
+    assert "collapse" not in why
+    assert "would be the bilinear one, h = g ⊙ u: still not linear" in why
+    assert "bilinear" in VARIANTS and VARIANTS["bilinear"].formula == "W_down·(W_gate·x ⊙ W_up·x)"
+
+
+def test_your_gated_modules_activation_is_said_to_shape_a_gate(tmp_path: Any) -> None:
+    path = tmp_path / "gated.py"
+    path.write_text(GATED_MODULE)
+    why = _why(_run("trace", "--module", f"{path}:Gated", "--explain"), "en")
+    assert "collapse" not in why["act"] and "on a gate" in why["act"] and "bilinear" in why["act"]
+
+
+def test_each_backward_step_says_what_it_does() -> None:
+    """swiglu's backward: the product rule at the multiply, the sum where x's two readers'
+    gradients meet, a copy into .grad where autograd only moves values."""
+    args = ("trace", "-v", "swiglu", "-d", "64", "--backward", "--explain")
+    text, data = _run(*args, width=200), _json(*args)
+    table = text[text.index("What each backward step computes") :].split("\n\n")[0]
+    rows = {int(line.split()[0]): line for line in table.splitlines()[3:] if line.split()[:1] and line.split()[0].isdigit()}
+    for n, step in enumerate(data["backward_steps"], 1):
+        ops = {op.split(".")[1] for op in step["aten_ops"]}
+        if step["of"] == "up_proj + gate_proj":
+            assert ops == {"add"} and "adds the gradients of up_proj + gate_proj" in rows[n] and "derivative" not in rows[n]
+        elif step["of"] == "multiply":
+            assert ops == {"mul"} and "each factor's is dy times the other factor" in rows[n]
+        elif not step["flops"] and "copy_" in ops:
+            assert "copies gradients" in rows[n] and "no arithmetic" in rows[n]

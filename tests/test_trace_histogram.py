@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from ffn_cli.tracing import stats as stats_module
-from ffn_cli.tracing import tensor_stats
 from ffn_cli.tracing.result import HISTOGRAM_BINS
+from ffn_cli.tracing.stats import tensor_stats
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -11,8 +11,7 @@ import torch
 
 from ffn_cli import build_ffn
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import record
-from ffn_cli.tracing.recorder import StorageSerials
+from ffn_cli.tracing.recorder import StorageSerials, record
 from tests.helpers import ALL_VARIANTS, small_spec
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -14,12 +14,12 @@ import torch
 
 import ffn_cli.block  # noqa: F401  (loads the block and attention modules, so they are among NamedSteps' subclasses)
 from ffn_cli import build_ffn
-from ffn_cli.models import preset_model
+from ffn_cli.models.source import preset_model
 from ffn_cli.modules import MoEFFN
 from ffn_cli.modules.ffn import FFNModule
 from ffn_cli.regions import NamedSteps
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing import record
+from ffn_cli.tracing.recorder import record
 from ffn_cli.tracing.steps import group_steps
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant
 from tests.helpers import ALL_VARIANTS, read_preset_names, small_spec

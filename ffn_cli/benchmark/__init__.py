@@ -12,49 +12,18 @@ The modules: `config` (BenchConfig), `implementations` (eager / fused / compiled
 measured peaks), `environment` (BenchEnv, threads), `calibrate` (this device's ceilings),
 `case` (one case → BenchResult), `run` (the sweep → BenchReport), `result` (the dataclasses),
 `estimate` (how long a sweep will take, said before it starts).
+The package's surface is what needs no torch (the renderers read it): the configuration, the
+results and their statistics; what times a module is imported from its module.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-# Loaded on first use: the result dataclasses stay importable without torch.
-_HOME = {
-    "BenchConfig": "config",
-    "BenchEnv": "result",
-    "BenchReport": "result",
-    "BenchResult": "result",
-    "CACHE_MODES": "config",
-    "COLD_INPUT_BUFFERS": "timing",
-    "COMPILE_MODES": "implementations",
-    "CUDA_MIN_FLUSH_BYTES": "timing",
-    "Calibration": "result",
-    "CheckpointDelta": "result",
-    "IMPLS": "implementations",
-    "Impl": "implementations",
-    "MIN_AUTO_REPEATS": "timing",
-    "NOISY_REL_IQR": "stats",
-    "ProgressFn": "run",
-    "EstimateFn": "run",
-    "SweepEstimate": "estimate",
-    "TimingStats": "stats",
-    "estimate_memory_bytes": "memory",
-    "impl_for": "implementations",
-    "min_traffic_bytes": "memory",
-    "parse_impls": "implementations",
-    "run_bench": "run",
-    "summarize": "stats",
-}
-
+from ffn_cli.benchmark.config import CACHE_MODES, BenchConfig
+from ffn_cli.benchmark.result import BenchEnv, BenchReport, BenchResult, Calibration, CheckpointDelta
+from ffn_cli.benchmark.stats import NOISY_REL_IQR, TimingStats, summarize
 
 __all__ = [
     "CACHE_MODES",
-    "COLD_INPUT_BUFFERS",
-    "COMPILE_MODES",
-    "CUDA_MIN_FLUSH_BYTES",
-    "IMPLS",
-    "MIN_AUTO_REPEATS",
     "NOISY_REL_IQR",
     "BenchConfig",
     "BenchEnv",
@@ -62,21 +31,6 @@ __all__ = [
     "BenchResult",
     "Calibration",
     "CheckpointDelta",
-    "EstimateFn",
-    "Impl",
-    "ProgressFn",
-    "SweepEstimate",
     "TimingStats",
-    "estimate_memory_bytes",
-    "impl_for",
-    "min_traffic_bytes",
-    "parse_impls",
-    "run_bench",
     "summarize",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

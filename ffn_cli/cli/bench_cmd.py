@@ -20,7 +20,8 @@ from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
 
 if TYPE_CHECKING:
-    from ffn_cli.benchmark import ProgressFn, SweepEstimate
+    from ffn_cli.benchmark.estimate import SweepEstimate
+    from ffn_cli.benchmark.run import ProgressFn
     from ffn_cli.services.answer import Answer
 
 _TIMING = "Timing"
@@ -152,7 +153,7 @@ def bench(
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
     from ffn_cli.services.bench import bench as answer_bench
 
-    request = BenchRequest(ffn=ffn, **options, typed=typed_options(list(options)))
+    request = BenchRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))
     answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
     if not answer.shown:
         return

@@ -5,18 +5,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import importlib
+import os
 import sys
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 import typer
 from rich.console import Console
 
-from ffn_cli.cli.columns import drop_unusable_columns
 from ffn_cli.errors import RUNTIME_EXIT, SHOWN_VALUE_CHARS, FFNError, FFNRuntimeError, elide
 from ffn_cli.i18n import _
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
+from ffn_cli.spec import spec_options
 
 __all__ = [
     "FIELD_OPTIONS",
@@ -30,21 +30,43 @@ __all__ = [
     "handles_errors",
     "require_cache_dirs",
     "require_temp_dir",
+    "running",
     "settings",
+    "terminal_size",
 ]
 
 
+def _usable(name: str) -> int | None:
+    text = os.environ.get(name, "")
+    return int(text) if text.isascii() and text.isdigit() and 0 < int(text) < 1_000_000 else None
+
+
+def terminal_size(stream: TextIO | None = None) -> tuple[int, int]:
+    """(columns, lines) to draw at, as rich measures them: COLUMNS and LINES, else the terminal
+    of `stream` (stdout), else 80 × 25. A value rich would misread (COLUMNS=0 would make every
+    table zero columns wide, printing nothing; '²' is a digit to `isdigit` but no integer) is
+    passed over: each console is given its size, so none reads the environment itself."""
+    try:
+        measured = os.get_terminal_size((stream or sys.stdout).fileno())
+        columns, lines = measured.columns or 80, measured.lines or 25
+    except (AttributeError, ValueError, OSError):  # not a terminal, or no file behind it
+        columns, lines = 80, 25
+    return _usable("COLUMNS") or columns, _usable("LINES") or lines
+
+
 # emoji=False: text the user typed (cuda:x, a path) must print as typed, not as ❌.
-console = Console(emoji=False)
-err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
+# Sized as made, and again as each command starts (`fit_consoles`).
+_width, _height = terminal_size(sys.stdout)
+console = Console(emoji=False, width=_width, height=_height)
+_width, _height = terminal_size(sys.stderr)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False, width=_width, height=_height)
 
 
 def fit_consoles() -> None:
-    """Measure the terminal as a command starts, COLUMNS first: a rich console reads COLUMNS
-    once, when it is made, and one process (a notebook, a test run) runs many commands."""
-    drop_unusable_columns()
-    console.width = Console().width
-    err_console.width = Console(stderr=True).width
+    """Measure the terminal as a command starts: one process (a notebook, a test run) runs
+    many commands, each under its own COLUMNS."""
+    console.size = terminal_size(sys.stdout)
+    err_console.size = terminal_size(sys.stderr)
 
 
 class _Settings:
@@ -134,17 +156,27 @@ FIELD_OPTIONS = {"min_time_ms": "min_time"}
 
 def _option_of(field: str) -> str:
     """The parameter a field is given by: its FFN option, a renamed one, or its own name."""
-    from ffn_cli.spec import spec_options  # only when an error is described
-
     ffn = spec_options().get(field)
     return ffn.name if ffn is not None else FIELD_OPTIONS.get(field, field)
 
 
+_running: list[Any] = []  # the contexts of the commands running now, innermost last
+
+
+@contextlib.contextmanager
+def running(ctx: Any) -> Iterator[None]:
+    """`ctx` is the running command's context while the block runs (cli/commands.py)."""
+    _running.append(ctx)
+    try:
+        yield
+    finally:
+        _running.pop()
+
+
 def current_context() -> Any:
-    """Click's context of the running command (Typer vendors click in newer releases)."""
-    base = next(c for c in typer.Context.__mro__ if c.__name__ == "Context" and c is not typer.Context)
-    package = base.__module__.rsplit(".", 1)[0]  # click, or typer._click
-    return importlib.import_module(package + ".globals").get_current_context(silent=True)
+    """The click context of the command running now (which options were typed, where each value
+    came from), or None outside one (the Python API)."""
+    return _running[-1] if _running else None
 
 
 def _source_name(ctx: Any, name: str) -> str:

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import typer
 
+from ffn_cli.device_name import RUN_DTYPES
+from ffn_cli.variants import Family, variant_names
+
 __all__ = [
     "complete_devices",
     "complete_dtypes",
@@ -25,8 +28,7 @@ __all__ = [
 ]
 
 # Dtypes a module runs in; params also counts bytes of float8 weights.
-_RUN_DTYPES = ("float32", "float64", "float16", "bfloat16")
-_COUNT_DTYPES = (*_RUN_DTYPES, "float8")
+_COUNT_DTYPES = (*RUN_DTYPES, "float8")
 # Commands that take a comma list of the option: params compares, bench sweeps; trace runs one.
 _LISTS = {"variant": ("params", "bench"), "preset": ("params",), "dtype": ("bench",)}
 _IMPLS = ("eager", "fused", "compile", "fused-compile", "autotune", "fused-autotune", "all")
@@ -53,8 +55,6 @@ def _lists(ctx: typer.Context | None, option: str) -> bool:
 
 
 def complete_variants(ctx: typer.Context, incomplete: str) -> list[str]:
-    from ffn_cli.variants import variant_names
-
     many = _lists(ctx, "variant")
     every = ["all"] if many and "," not in incomplete else []  # all stands alone
     return _items([*variant_names(), *every], comma_list=many)(incomplete)
@@ -62,8 +62,6 @@ def complete_variants(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def complete_expert_variants(incomplete: str) -> list[str]:
     """Experts are dense or gated (spec.py refuses a mixture of mixtures)."""
-    from ffn_cli.variants import Family, variant_names
-
     return _items(variant_names(Family.DENSE) + variant_names(Family.GATED), comma_list=False)(incomplete)
 
 
@@ -88,7 +86,7 @@ def complete_devices(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def complete_dtypes(ctx: typer.Context, incomplete: str) -> list[str]:
-    dtypes = _COUNT_DTYPES if _command(ctx) in ("params", "") else _RUN_DTYPES
+    dtypes = _COUNT_DTYPES if _command(ctx) in ("params", "") else RUN_DTYPES
     return _items(dtypes, comma_list=_lists(ctx, "dtype") and _command(ctx) != "params")(incomplete)
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ffn_cli.cli.common import console, err_console, fail
+from ffn_cli.cli.common import console, described, err_console, fail
 from ffn_cli.errors import USAGE_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 
@@ -75,8 +75,6 @@ def with_export(name: str, command: Callable[..., Any]) -> Callable[..., Any]:
             plain = next((flag for flag in ("json", "markdown") if kwargs.get(flag)), None)
             targets = _targets(name, {**kwargs, "svg": svg, "html": html}, plain)
         except FFNError as exc:
-            from ffn_cli.cli.common import described
-
             message, option = described(exc)
             raise fail(message, USAGE_EXIT, option) from None
         except FFNRuntimeError as exc:  # a place no file can be made (the profile's folder)

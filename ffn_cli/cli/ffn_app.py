@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -14,24 +13,24 @@ from typer.core import TyperGroup
 from ffn_cli import __version__
 from ffn_cli.cli.ascii_output import can_show_chinese, use_ascii_fallback
 from ffn_cli.cli.click_messages import translate_usage_error
-from ffn_cli.cli.commands import COMMANDS, LazyCommands, build_command, flags_take_no_value
+from ffn_cli.cli.commands import COMMANDS, RICH_MARKUP, build_command, flags_take_no_value
 from ffn_cli.cli.common import ERROR_PREFIX, err_console, fail, fit_consoles, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
 from ffn_cli.i18n import LANGUAGES, N_, _, language, language_from_environment, set_language
-from ffn_cli.startup import end_start_up
 
 __all__ = ["app", "main"]
 
 
-def _click_class(name: str) -> Any:
-    # Typer ≥ 0.20 vendors click (typer._click); older releases use click itself. Both are
-    # reachable through the MRO of typer.BadParameter (so the checker cannot know which: Any).
-    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+class UsageProblem(typer.TyperException):
+    """A usage error of ffn's own (`--lang`, `--version`), said as click's usage errors are
+    (all of them `typer.TyperException`s): one line, exit 2."""
 
+    exit_code = USAGE_EXIT
 
-_ClickException = _click_class("ClickException")
-_UsageError = _click_class("UsageError")
+    def __init__(self, message: str, ctx: Any = None) -> None:
+        super().__init__(message)
+        self.ctx = ctx
 
 
 def _pop_lang(args: list[str]) -> tuple[list[str], str | None]:
@@ -44,7 +43,7 @@ def _pop_lang(args: list[str]) -> tuple[list[str], str | None]:
         arg = args[i]
         if i < end and arg == "--lang":
             if i + 1 >= end:
-                raise _UsageError(_("--lang needs a value: {choices}").format(choices=", ".join(LANGUAGES)))
+                raise UsageProblem(_("--lang needs a value: {choices}").format(choices=", ".join(LANGUAGES)))
             chosen = args[i + 1]
             i += 2
             continue
@@ -66,7 +65,7 @@ def _choose_language(chosen: str | None) -> None:
     except ValueError:
         source, value = ("--lang", chosen) if chosen is not None else ("FFN_LANG", os.environ.get("FFN_LANG", ""))
         _fall_back_language(ignoring="FFN_LANG" if chosen is None else None)
-        raise _UsageError(
+        raise UsageProblem(
             _("{source} {value}: expected one of {choices}").format(source=source, value=repr(value), choices=", ".join(LANGUAGES))
         ) from None
     if language() != "en" and not can_show_chinese(sys.stdout, sys.stderr):
@@ -109,15 +108,21 @@ class OneLineErrors(TyperGroup):
     """Usage errors (a mistyped option, a non-integer size) as one line on stderr, exit 2.
     Each subcommand is built when first asked for (cli/commands.py)."""
 
-    def __init__(self, *args: Any, commands: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.commands = LazyCommands(COMMANDS, lambda name: build_command(name, app), built=commands)
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return None
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = build_command(cmd_name)
+        return self.commands[cmd_name]
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         end = args.index("--") if "--" in args else len(args)
         if "--version" in args[:end] and len(args) > 1:  # a flag takes no value, and --version nothing else
             others = " ".join(a for a in args if a != "--version")
-            raise _UsageError(_("--version takes no value and no command (got {others})").format(others=others), ctx=ctx)
+            raise UsageProblem(_("--version takes no value and no command (got {others})").format(others=others), ctx=ctx)
         return super().parse_args(ctx, args)
 
     def get_params(self, ctx: Any) -> list[Any]:
@@ -147,12 +152,13 @@ class OneLineErrors(TyperGroup):
             argv, chosen = _pop_lang(argv)
             _choose_language(chosen)
             result = super().main(argv, prog_name, complete_var, False, windows_expand_args, **kwargs)
-        except _ClickException as exc:
+        except typer.TyperException as exc:  # click's usage errors, and ffn's own
             if not standalone_mode:
                 raise
             message = translate_usage_error(" ".join(exc.format_message().split()))
             message += _split_call_hint(argv, exc)
-            command = f"ffn {exc.ctx.info_name} --help" if getattr(exc, "ctx", None) and exc.ctx.parent else "ffn --help"
+            ctx = getattr(exc, "ctx", None)  # a usage error's; not every TyperException has one
+            command = f"ffn {ctx.info_name} --help" if ctx and ctx.parent else "ffn --help"
             fail(_("{message} (see `{command}`)").format(message=message, command=command), USAGE_EXIT, _click_option(exc))
             sys.exit(USAGE_EXIT)
         except typer.Abort:
@@ -168,7 +174,7 @@ class OneLineErrors(TyperGroup):
 def _split_call_hint(argv: list[str], exc: Exception) -> str:
     """An unquoted `--module f.py:Cls(512, 2048)` reaches ffn in two words, the second an extra
     argument: say to quote it, as it was meant."""
-    if not isinstance(exc, _UsageError) or "--module" not in argv[:-1] or "extra argument" not in str(exc):
+    if getattr(exc, "exit_code", None) != USAGE_EXIT or "--module" not in argv[:-1] or "extra argument" not in str(exc):
         return ""
     value = argv[argv.index("--module") + 1]
     if value.count("(") <= value.count(")"):
@@ -186,7 +192,7 @@ app = typer.Typer(
     invoke_without_command=True,
     add_completion=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=RICH_MARKUP,
 )
 
 
@@ -265,11 +271,3 @@ def main() -> None:
         app()
     except Terminated as exc:  # every `finally` has run: ranks stopped, temp files gone
         sys.exit(exc.exit_code)
-    finally:
-        # The process ends here. At exit Python runs full collections over every object still
-        # alive (with torch loaded, some 190,000: 0.2 to 0.3 s of `ffn trace`); frozen, they are
-        # not walked, and what only a collection would free is left to the system. Nothing of
-        # ours waits on a collection: files close in `with`, ranks stop in `finally`, atexit
-        # handlers still run.
-        end_start_up()  # a command that never began work (`ffn params`) still holds it
-        gc.freeze()

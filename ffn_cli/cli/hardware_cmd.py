@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, handles_errors
+from ffn_cli.cli.common import console, emit_json, err_console, handles_errors, require_temp_dir
 from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.options import JsonOpt
+from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.requests.gpu import resolve_gpu
 
@@ -49,8 +50,6 @@ def hardware(
     --gpu NAME shows one; --measure-cpu adds this machine's CPU as measured; --measure profiles
     this device for --gpu this.
     """
-    from ffn_cli.errors import FFNError
-
     if measure:
         if gpu is not None or measure_cpu:
             raise FFNError("measure", True, _("profiles this device alone: drop --gpu and --measure-cpu"))
@@ -96,9 +95,6 @@ def _measure_cpu(dtype: str) -> MeasuredCPU:
 
 def _measure(quick: bool, threads: int | None, json: bool) -> None:
     """Profile this device with a transient progress line (redrawn between measurements only)."""
-    from ffn_cli.cli.common import err_console, require_temp_dir
-    from ffn_cli.errors import FFNError
-
     if threads is not None and not 1 <= threads <= 4096:
         raise FFNError("threads", threads, _("an integer in [1, 4096]"))
     require_temp_dir()
@@ -107,9 +103,6 @@ def _measure(quick: bool, threads: int | None, json: bool) -> None:
     from ffn_cli.benchmark.measure import measure_device
     from ffn_cli.hardware.profile import save_profile
     from ffn_cli.render.profile import profile_data, profile_view
-    from ffn_cli.startup import end_start_up
-
-    end_start_up()  # torch is loaded; the measurement is the work (ffn_cli/startup.py)
 
     if threads is not None:
         torch.set_num_threads(threads)

@@ -17,6 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.cli.common import terminal_size
 from ffn_cli.i18n import N_, _
 from ffn_cli.render.fit import Wide
 
@@ -142,4 +143,5 @@ def print_help(command: Any, ctx: Any) -> None:
         parts.append(_commands_panel(commands))
     if command.epilog:
         parts += [Text(""), Wide(Text.from_markup(_(command.epilog)))]
-    Console(highlight=False).print(Group(*parts))
+    width, height = terminal_size()
+    Console(highlight=False, width=width, height=height).print(Group(*parts))

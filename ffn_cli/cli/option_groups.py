@@ -16,11 +16,14 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+import typer
+
 __all__ = ["typed_options", "with_option_groups"]
 
 
 # The field every group carries beside its options: which of them the user typed.
 GIVEN = "given"
+_CONTEXT = "option_groups_context"  # the parameter added for a command that takes no context of its own
 
 
 def _is_group(annotation: Any) -> bool:
@@ -37,13 +40,9 @@ def _options(group: type) -> list[inspect.Parameter]:
     ]
 
 
-def typed_options(names: list[str]) -> frozenset[str]:
-    """The names among `names` whose value came from the command line or the environment."""
-    from ffn_cli.cli.common import current_context
-
-    ctx = current_context()
-    if ctx is None:
-        return frozenset()
+def typed_options(ctx: typer.Context, names: list[str]) -> frozenset[str]:
+    """The names among `names` whose value came from the command line or the environment, as
+    the command's context `ctx` says."""
     sources = {name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") for name in names}
     return frozenset(name for name, source in sources.items() if source not in ("DEFAULT", "DEFAULT_MAP"))
 
@@ -51,7 +50,11 @@ def typed_options(names: list[str]) -> frozenset[str]:
 def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
     """The command with each group parameter expanded into the group's options (so a signature of its own)."""
     signature = inspect.signature(command, eval_str=True)
+    # The context, as Typer hands it to a parameter annotated typer.Context: the command's own, or one added for the groups.
+    context = next((p.name for p in signature.parameters.values() if p.annotation is typer.Context), None)
     parameters: list[inspect.Parameter] = []
+    if context is None:
+        parameters.append(inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
     groups: dict[str, tuple[type, list[str]]] = {}
     for parameter in signature.parameters.values():
         if _is_group(parameter.annotation):
@@ -65,9 +68,10 @@ def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = kwargs[context] if context is not None else kwargs.pop(_CONTEXT)
         for name, (group, names) in groups.items():
             values = {option: kwargs.pop(option) for option in names if option in kwargs}
-            kwargs[name] = group(**values, **{GIVEN: typed_options(names)})
+            kwargs[name] = group(**values, **{GIVEN: typed_options(ctx, names)})
         return command(*args, **kwargs)
 
     # What Typer reads (through inspect.signature); typeshed gives functions no such attribute.

@@ -121,7 +121,7 @@ def params(
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
     from ffn_cli.services.params import params as answer_params
 
-    request = ParamsRequest(ffn=ffn, **options, typed=typed_options(list(options)))
+    request = ParamsRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))
     answer = answer_params(request)
     if json:
         emit_json(answer.data())

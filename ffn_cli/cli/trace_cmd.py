@@ -147,10 +147,11 @@ def trace(
     """
     # Every option but the FFN group and --json, by its name: the request's fields are named so.
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
+    # The text view records torch calls; --json (and --ops, --page) the aten ops it lists.
+    request = TraceRequest(ffn=ffn, **options, text_only=not json, typed=typed_options(ctx, list(options)))
+    # The request is whole and checked: only now does the service, and torch with it, load.
     from ffn_cli.services.trace import trace as answer_trace
 
-    # The text view records torch calls; --json (and --ops, --page) the aten ops it lists.
-    request = TraceRequest(ffn=ffn, **options, text_only=not json, typed=typed_options(list(options)))
     answer = answer_trace(request)
     if not answer.shown:
         return

@@ -1,15 +1,18 @@
 """What counting a model by building it finds: its parts by the attribution rule, its routed
-experts, the exact total. Torch-free, shared by the builder (meta_build.py, torch and
+experts, the exact total; and a layout read from built layers. Torch-free, shared by the builder (meta_build.py, torch and
 transformers) and everything that reads its result (fallback.py, render/built.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ffn_cli.i18n import N_
 from ffn_cli.models.attribution import RULES, BuiltKind
+from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["PART_NAMES", "BuiltModel", "BuiltPart", "RoutedExperts"]
+__all__ = ["PART_NAMES", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
 
 PART_NAMES: dict[BuiltKind, str] = {
     "embedding": N_("embeddings"),
@@ -161,3 +164,24 @@ class BuiltModel:
     @property
     def rules(self) -> tuple[tuple[BuiltKind, str], ...]:
         return RULES
+
+
+@dataclass(frozen=True)
+class BuiltLayout:
+    """A model no reader knows, laid out from one built decoder layer of each kind
+    (ffn_cli.models.layer_build): the same ModelSpec a reader gives, and what its answer leaves out.
+
+    `kinds` says, one pair a layer kind, which layers it covers and what was read from its
+    modules ("beside" for what sits beside the layers); `left_out` names each thing built that no part of the spec sizes (a cache, a
+    state, a tower), so an answer folded over the spec says it is missing rather than count it
+    as something else."""
+
+    spec: ModelSpec
+    config: Mapping[str, Any]
+    source: str
+    windows: tuple[int | None, ...]
+    chunks: tuple[int | None, ...]
+    kinds: tuple[tuple[str, str], ...] = ()
+    left_out: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    causal: bool = True

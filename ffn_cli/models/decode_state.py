@@ -3,7 +3,8 @@ full-attention layer's KV cache grows with the context, a sliding-window (or chu
 stops at its window less one (the new token's own keys join the w − 1 latest), a mixer's state
 is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads × head width ×
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
-alone); a layer that reuses an earlier layer's keys and values (Gemma 3n) keeps none.
+alone); a layer that reuses an earlier layer's keys and values (Gemma 3n) keeps none. A mixer
+read from transformers' modules whose state ffn does not know is a row of its own, not sized.
 Elements, priced at the cache dtype's bytes by the caller (`bytes_`), but a recurrent state whose
 dtype the config names (Nemotron 3's float32 SSM state), priced at its own. Pure Python.
 """
@@ -30,9 +31,11 @@ class KindState:
     tokens: int | None  # the tokens an attention layer caches at this context; None for a fixed state
     detail: Message
     width: int = 0  # attention: elements a cached token takes (K and V)
+    window: int | None = None  # attention: the sliding window or chunk that caps its cache
     recurrent: int = 0  # a mixer: its recurrent state's elements …
     conv: int = 0  # … and its convolution's window
     recurrent_bytes: int | None = None  # bytes of a recurrent element where the config names its dtype
+    sized: bool = True  # False: a mixer whose state ffn does not know, named and counted as none
 
     @property
     def elements(self) -> int:
@@ -68,7 +71,7 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
         else:
             kind = Message(N_("attention"))
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
-        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width))
+        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap))
     return rows
 
 
@@ -77,15 +80,19 @@ def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequenc
     rows = _attention_rows(spec, windows, chunks, context)
     m = spec.mixer
     if m is not None and m.layers:
-        detail = Message(N_("conv {conv}"), conv=f"{m.conv_state_elements:,}")
-        if m.scan is not None:
-            detail = Message(N_("state {state} + conv {conv}"), state=f"{m.recurrent_state_elements:,}", conv=f"{m.conv_state_elements:,}")
-        if m.scan is not None and m.state_dtype_bytes is not None:
+        conv = f"{m.conv_state_elements:,}"
+        if not m.state_sized:
+            detail = Message(N_("not sized: left out"))
+        elif m.scan is None:
+            detail = Message(N_("conv {conv}"), conv=conv)
+        elif m.state_dtype_bytes is None:
+            detail = Message(N_("state {state} + conv {conv}"), state=f"{m.recurrent_state_elements:,}", conv=conv)
+        else:
             detail = Message(
                 N_("state {state} at {bytes} B + conv {conv}"),
                 state=f"{m.recurrent_state_elements:,}",
                 bytes=m.state_dtype_bytes,
-                conv=f"{m.conv_state_elements:,}",
+                conv=conv,
             )
         rows.append(
             KindState(
@@ -97,6 +104,7 @@ def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequenc
                 recurrent=m.recurrent_state_elements,
                 conv=m.conv_state_elements,
                 recurrent_bytes=m.state_dtype_bytes if m.scan is not None else None,
+                sized=m.state_sized,
             )
         )
     return tuple(rows)

@@ -14,16 +14,18 @@ from typing import Any
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.built import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.models.built import PART_NAMES, BuiltLayout, BuiltModel, BuiltPart, RoutedExperts
 
 __all__ = [
     "EXTRA",
     "PART_NAMES",
     "REMOTE_CODE",
+    "BuiltLayout",
     "BuiltModel",
     "BuiltPart",
     "RoutedExperts",
     "count_by_building",
+    "layout_by_building",
     "require_transformers",
     "transformers_available",
 ]
@@ -57,9 +59,16 @@ def require_transformers(model_type: object, known: tuple[str, ...]) -> None:
 def count_by_building(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...]) -> BuiltModel:
     """Count a config whose `model_type` no reader knows (`known` lists those that do) by
     building it with transformers on the meta device: no weights, never remote code."""
+    _check_known(config, source=source, known=known)
+    from ffn_cli.models import meta_build  # torch and transformers: only on this path
+
+    return meta_build.count(config, name=name, source=source)
+
+
+def _check_known(config: Mapping[str, Any], *, source: str, known: tuple[str, ...]) -> None:
     model_type = config.get("model_type")
     require_transformers(model_type, known)
-    from ffn_cli.models import meta_build  # torch and transformers: only on this path
+    from ffn_cli.models import meta_build
 
     if not meta_build.knows(str(model_type)):
         if config.get("auto_map"):
@@ -71,4 +80,13 @@ def count_by_building(config: Mapping[str, Any], *, name: str, source: str, know
                 known=", ".join(known), version=meta_build.version()
             ),
         )
-    return meta_build.count(config, name=name, source=source)
+
+
+def layout_by_building(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...]) -> BuiltLayout:
+    """The ModelSpec of a config whose `model_type` no reader knows, read from one decoder layer
+    of each kind built with transformers on meta (ffn_cli.models.layer_build), for the answers
+    that fold over a spec: bytes as stored, per-GPU memory, decode state, roofline."""
+    _check_known(config, source=source, known=known)
+    from ffn_cli.models import layer_build  # torch and transformers: only on this path
+
+    return layer_build.read_layout(config, name=name, source=source)

@@ -25,9 +25,20 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
-from ffn_cli.startup import end_start_up
 
-__all__ = ["FFNModule", "build_on_meta", "count", "count_module", "find_ffn_module", "knows", "version"]
+__all__ = [
+    "FFNModule",
+    "auto_class",
+    "build_on_meta",
+    "config_top_k",
+    "count",
+    "count_module",
+    "find_ffn_module",
+    "hf_config_of",
+    "knows",
+    "quiet",
+    "version",
+]
 
 # Keys that name the experts a token visits, and the experts per MoE layer, across families.
 # Zero-computation (identity) experts in the router's pool beside the real ones (LongCat-Flash).
@@ -57,7 +68,7 @@ def _is_decoder_only(model_type: str, config: PretrainedConfig) -> bool:
     )
 
 
-def _auto_class(model_type: str, config: PretrainedConfig) -> Any:
+def auto_class(model_type: str, config: PretrainedConfig) -> Any:
     """Generative models with their LM head (decoders, and vision-language models such as
     Mistral 3, whose base class has none); everything else as its base model."""
     if _is_decoder_only(model_type, config):
@@ -70,7 +81,7 @@ def _auto_class(model_type: str, config: PretrainedConfig) -> Any:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """transformers' advice about weights and kernels is noise here: nothing is loaded or run."""
     level = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
@@ -82,11 +93,9 @@ def _quiet() -> Iterator[None]:
         transformers.logging.set_verbosity(level)
 
 
-def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn.Module, PretrainedConfig, tuple[str, ...]]:
-    """The transformers model a config.json describes, on the meta device, with notes on what
-    of the config was set aside. Decoder-only families get their causal-LM class (head
-    included); the rest the base model."""
-    end_start_up()  # torch and transformers are loaded; the build is the work (ffn_cli/startup.py)
+def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[PretrainedConfig, tuple[str, ...]]:
+    """transformers' own config object for a config.json, `auto_map` and `quantization_config`
+    set aside (each named in the notes): its class fills every key the file leaves out."""
     model_type = str(config.get("model_type"))
     if not knows(model_type):
         raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))
@@ -95,7 +104,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
     if data.pop("quantization_config", None):
         notes.append(N_("quantization_config ignored: counted as the unquantized model"))
-    with _quiet():
+    with quiet():
         try:
             hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
         except Exception as exc:
@@ -104,8 +113,18 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
                 source,
                 _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=_one_line(exc)),
             ) from None
+    return hf_config, tuple(notes)
+
+
+def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn.Module, PretrainedConfig, tuple[str, ...]]:
+    """The transformers model a config.json describes, on the meta device, with notes on what
+    of the config was set aside. Decoder-only families get their causal-LM class (head
+    included); the rest the base model."""
+    model_type = str(config.get("model_type"))
+    hf_config, notes = hf_config_of(config, source)
+    with quiet():
         check_build_size(hf_config.to_dict())
-        auto = _auto_class(model_type, hf_config)
+        auto = auto_class(model_type, hf_config)
         try:
             with torch.device("meta"):
                 model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
@@ -115,7 +134,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
                 source,
                 _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=_one_line(exc)),
             ) from None
-    return model, hf_config, tuple(notes)
+    return model, hf_config, notes
 
 
 # Meta tensors cost nothing, but every module is a Python object: a million of them take minutes
@@ -258,7 +277,7 @@ class _TopK:
     problem: str | None = None
 
 
-def _config_top_k(config: PretrainedConfig) -> _TopK:
+def config_top_k(config: PretrainedConfig) -> _TopK:
     """The first of TOP_K_KEYS the config sets: a positive integer, or a per-layer list of them
     (Hunyuan's moe_topk), which collapses to one k when every layer agrees. A key that is set to
     anything else is named as unusable, never reported as missing."""
@@ -312,7 +331,7 @@ def _routed_experts(modules: Mapping[str, nn.Module], config: PretrainedConfig) 
     heads (JetMoE)."""
     paths = [p for p, m in modules.items() if p and is_experts(p.rpartition(".")[2], type(m).__name__)]
     innermost = [p for p in paths if not any(q.startswith(p + ".") for q in paths)]
-    top_k = _config_top_k(config)
+    top_k = config_top_k(config)
     by_kind: dict[BuiltKind, list[str]] = {}
     for path in innermost:
         kind, _ = attribute((*_owners(modules, path), Owner("", "")))

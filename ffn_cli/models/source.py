@@ -20,7 +20,7 @@ from ffn_cli.models.spec import ModelSpec
 from ffn_cli.models.windows import attention_chunks, attention_windows, is_causal
 from ffn_cli.names import split_list
 
-__all__ = ["LoadedModel", "config_dtype", "load_model", "load_models"]
+__all__ = ["LoadedModel", "config_dtype", "config_model", "load_model", "load_models", "preset_model"]
 
 # The dtypes a config.json names (torch_dtype, or dtype since transformers 5) that we can run.
 _DTYPES = {"float32": "float32", "float": "float32", "bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float64": "float64"}
@@ -138,3 +138,17 @@ def _config_paths(text: str) -> list[str]:
 def _split(option: str, text: str) -> list[str]:
     """'a, b,a' → ['a', 'b'] (names.split_list: at most MAX_LIST_ITEMS items, none empty)."""
     return split_list(option, text, empty=_("one name or a comma list"))
+
+
+def config_model(path: str) -> ModelSpec:
+    """The ModelSpec of a config.json (or a model directory holding one), named after its
+    `_name_or_path`, else its directory (for a config.json) or its file name."""
+    config, file = load_config(path), Path(path)
+    label = file.name if file.is_dir() else file.parent.name if file.name == "config.json" else file.stem
+    return model_spec_from_config(config, name=str(config.get("_name_or_path") or label or path), source=path)
+
+
+def preset_model(name: str) -> ModelSpec:
+    """The ModelSpec of a shipped preset, named after it."""
+    key = name.strip().lower()
+    return model_spec_from_config(load_preset(key), name=key, source=f"preset {key}")

@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from ffn_cli.accounting import RUN_DTYPES
-from ffn_cli.i18n import N_
+from ffn_cli.device_name import RUN_DTYPES, check_run_dtype
 from ffn_cli.modules.ffn import FFNModule, linears_in
-from ffn_cli.names import unknown_name
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
@@ -27,13 +25,11 @@ if TYPE_CHECKING:
 
 __all__ = ["DTYPES", "apply_init", "build_ffn", "module_class", "resolve_dtype"]
 
-DTYPES = {name: getattr(torch, name) for name in RUN_DTYPES}
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in RUN_DTYPES}
 
 
 def resolve_dtype(name: str) -> torch.dtype:
-    if name not in DTYPES:
-        raise unknown_name("dtype", name, list(DTYPES), what=N_("dtype"))
-    return DTYPES[name]
+    return DTYPES[check_run_dtype(name)]
 
 
 def _init_linear(linear: nn.Linear, spec: FFNSpec, gain_name: InitGain) -> None:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.built import PART_NAMES, BuiltModel, RoutedExperts
+from ffn_cli.models.built import PART_NAMES, BuiltLayout, BuiltModel, RoutedExperts
 from ffn_cli.models.count import training_memory
 from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_count
@@ -19,7 +19,7 @@ from ffn_cli.render.literal import literal, visible
 from ffn_cli.render.params.common import pct, table
 from ffn_cli.render.params.model import memory_rows, training_data
 
-__all__ = ["built_data", "built_view", "how_counted"]
+__all__ = ["built_data", "built_view", "how_counted", "layout_data", "layout_view"]
 
 # At most this many module names per row in the table; JSON carries them all.
 _SHOWN_MODULES = 3
@@ -180,3 +180,29 @@ def built_view(m: BuiltModel, dtype: str = "bfloat16") -> RenderableType:
     notes = [Wide(Text(_("note: {note}").format(note=_(n)), style="dim")) for n in m.notes]
     how = Wide(Text(how_counted(m, _)))
     return Group(_parts_table(m), Text(""), how, _rule_table(m), *notes, Text(""), _summary(m, dtype))
+
+
+_LAID_OUT = N_(
+    "Laid out from transformers' own modules: one decoder layer of each kind built on the meta device "
+    "(no weights, no remote code), each part checked against the built module's count."
+)
+
+
+def layout_view(layout: BuiltLayout) -> RenderableType:
+    """How the layout of a model no reader knows was read: its layer kinds and what is left out."""
+    columns = [Col(_("which layers"), "text", floor=12), Col(_("one built layer of the kind holds"), "text")]
+    rows: list[Any] = [[_("beside the layers") if where == "beside" else where, holds] for where, holds in layout.kinds]
+    lines: list[RenderableType] = [
+        FitTable(Text(_("layout of {name}").format(name=layout.spec.name)), columns, rows, caption=Text(_(_LAID_OUT), style="dim"))
+    ]
+    lines += [Text(_("left out: {what}").format(what=what), style="yellow") for what in layout.left_out]
+    lines += [Text(_("note: {note}").format(note=_(note)), style="dim") for note in layout.notes]
+    return Group(*lines)
+
+
+def layout_data(layout: BuiltLayout) -> dict[str, Any]:
+    return {
+        "read_from": "transformers modules, one layer of each kind",
+        "kinds": [{"layers": where, "holds": holds} for where, holds in layout.kinds],
+        "left_out": list(layout.left_out),
+    }

@@ -28,7 +28,9 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         if batch > 1:
             cells.append([_("batch {batch}").format(batch=f"{batch:,}"), "", "", "", fmt_bytes(batch * total)])
     title = _("what decoding keeps per sequence at context {n}, {bytes} B an element").format(n=f"{context:,}", bytes=act_bytes)
-    caption = _("attention keeps K and V of the tokens before the new one, a window of w its w − 1 latest.")
+    caption = _("attention keeps K and V of every token before the new one.")
+    if any(r.window is not None for r in rows):
+        caption += _(" A layer with a window of w tokens keeps only the w − 1 latest.")
     if any(r.tokens is None for r in rows):
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
     return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
@@ -51,6 +53,7 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "elements_per_layer": r.elements_per_layer,
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),
+                **({} if r.sized else {"sized": False}),
             }
             for r in rows
         ],

@@ -26,6 +26,7 @@ _ACTIVATION_OPS = ("relu", "gelu", "silu", "sigmoid", "tanh", "mish", "elu", "le
 _NORM_OPS = ("native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "rsqrt")
 _MATMUL_OPS = ("mm", "addmm", "bmm", "matmul", "linear")
 _LAYOUT_OPS: tuple[str, ...] = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "split", "chunk")
+_GRAD_COPY_OPS = {"copy_", "new_empty_strided", "empty_like", "new_zeros", "zeros_like"}
 _LAYOUT_OPS += ("split_with_sizes", "unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice", "select", "cat", "stack", "alias")
 
 
@@ -44,8 +45,9 @@ def _linear(step: TraceStep) -> Message:
     return Message.of(N_("a linear layer: mixes each token's {a} features into {b} new ones, at the same width"), a=a, b=b)
 
 
-def _generic(step: TraceStep) -> Message | None:
-    """What the step is, from what the trace saw: its module's class, its ops, its shapes."""
+def _generic(step: TraceStep, gates: bool = False) -> Message | None:
+    """What the step is, from what the trace saw: its module's class, its ops, its shapes;
+    `gates` when its output is one factor of an elementwise product (a gated FFN's gate)."""
     cls, ops, leaf = step.module_class, _ops(step), step.name.rsplit(".", 1)[-1]
     weighted = any(len(p.shape) == 2 and not p.buffer for p in step.params)
     if cls == "Linear" or (weighted and ops & set(_MATMUL_OPS)):
@@ -53,6 +55,13 @@ def _generic(step: TraceStep) -> Message | None:
     if cls.startswith("Dropout") or "dropout" in ops or "native_dropout" in ops or leaf.startswith("dropout"):
         return Message.of(
             N_("dropout: the identity in eval mode; in train mode it zeroes a share p of the values and scales the rest by 1/(1−p)")
+        )
+    if (cls in _ACTIVATION_CLASSES or cls.endswith("Activation") or ops & set(_ACTIVATION_OPS)) and gates:
+        return Message.of(
+            N_(
+                "an activation function on a gate: without it the product it feeds would be bilinear, "
+                "still not linear (a product of two projections), but with no nonlinearity to shape the gate"
+            )
         )
     if cls in _ACTIVATION_CLASSES or cls.endswith("Activation") or ops & set(_ACTIVATION_OPS):
         return Message.of(
@@ -90,7 +99,8 @@ def step_explanation(result: TraceResult, step: TraceStep) -> Message | None:
         owned = result.spec.info.step_explanation(result.spec, name)
         if owned is not None:
             return owned
-    return _generic(step)
+    gates = any(step.name in s.inputs_from and len(s.inputs_from) >= 2 and "mul" in _ops(s) for s in result.steps)
+    return _generic(step, gates)
 
 
 def _shown_steps(result: TraceResult) -> Sequence[tuple[int, TraceStep]]:
@@ -118,12 +128,30 @@ def backward_explanation(step: BackwardStep) -> Message:
         return Message.of(N_("runs {step} forward again, from the checkpoint's input, for the backward steps to read"), step=step.of)
     if step.weight_grads and step.input_grad_flops:
         return Message.of(
-            N_("the gradient of {step}'s weights, dW = dyᵀ·x, and of its input, dx = dy·W, for the step before"), step=step.of
+            N_(
+                "the gradient of {step}'s weights, dW = dyᵀ·x, and of its input, dx = dy·W, "
+                "handed back to what fed it (a step, or the input)"
+            ),
+            step=step.of,
         )
     if step.weight_grads:
         return Message.of(N_("the gradient of {step}'s weights, dW = dyᵀ·x"), step=step.of)
     if step.input_grad_flops:
         return Message.of(N_("the gradient through a product of two activations: each one's is dy times the other"))
+    arithmetic = {op_base(op) for op in step.aten_ops} - set(_LAYOUT_OPS) - _GRAD_COPY_OPS
+    if step.elementwise_flops and arithmetic == {"add"} and len(step.inputs_from) >= 2:
+        return Message.of(
+            N_("adds the gradients of {step}, steps that all read one tensor: a tensor read twice gets the sum of both gradients"),
+            step=step.of,
+        )
+    if step.elementwise_flops and arithmetic == {"mul"} and len(step.reads) >= 2:
+        return Message.of(
+            N_("the gradient through the product {step}: each factor's is dy times the other factor, element by element"), step=step.of
+        )
     if step.elementwise_flops:
         return Message.of(N_("the gradient through {step}, element by element: dy times the step's own derivative"), step=step.of)
+    if any(op_base(op) in _GRAD_COPY_OPS for op in step.aten_ops):
+        return Message.of(
+            N_("copies gradients of {step} into place (a transpose, a copy into a parameter's .grad): no arithmetic"), step=step.of
+        )
     return Message.of(N_("hands the gradient on through {step}, with no arithmetic of its own"), step=step.of)

@@ -19,8 +19,9 @@ def reference_view(match: ReferenceMatch) -> Group:
     title = Text(_("Against ffn's reference (--reference)"), style="bold")
     name = visible(match.module)
     best = match.best
+    notes = [Text(match.note, style="dim")] if match.note else []
     if best is None:
-        return Group(title, Text(_("your {name} matches no registry FFN: {reason}").format(name=name, reason=match.reason)))
+        return Group(title, Text(_("your {name} matches no registry FFN: {reason}").format(name=name, reason=match.reason)), *notes)
     lines = [title]
     if match.matched:
         head = _("your {name} is ffn's {variant} FFN: {formula}").format(name=name, variant=best.variant, formula=best.formula)
@@ -57,7 +58,7 @@ def reference_view(match: ReferenceMatch) -> Group:
         for own, layout, transposed, swapped in best.placed
     )
     lines.append(Text(_("weights placed: {placed}").format(placed=placed), style="dim"))
-    return Group(*lines)
+    return Group(*lines, *notes)
 
 
 FAR = 0.1  # off by more than a tenth of the largest output: no variant is close to it
@@ -99,4 +100,5 @@ def reference_data(match: ReferenceMatch) -> dict[str, Any]:
         "threshold": match.threshold,
         "layouts_tried": match.tried,
         "reason": match.reason or None,
+        **({"note": match.note} if match.note else {}),
     }

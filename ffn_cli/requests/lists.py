@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.spec import check_int
 
 __all__ = ["parse_int_list", "parse_list"]
 
@@ -16,9 +18,6 @@ def parse_list(option: str, text: str) -> list[str]:
 
 def parse_int_list(option: str, text: str) -> list[int]:
     """'512,1024' → [512, 1024], each checked as that option's integer."""
-    from ffn_cli.errors import FFNError
-    from ffn_cli.spec import check_int  # loaded when a list is read, not by `ffn --help`
-
     values = []
     for item in parse_list(option, text):
         # isdigit() alone accepts '²', which int() refuses; no size has 20 digits, and int()

@@ -11,12 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ffn_cli.accounting import RUN_DTYPES
 from ffn_cli.attention import BLOCK_NORMS
-from ffn_cli.device_name import parse_device_name
+from ffn_cli.device_name import check_run_dtype, parse_device_name
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.names import unknown_name
 from ffn_cli.outputs import HTML_FILES, check_output_file
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
@@ -132,8 +130,8 @@ class TraceRequest:
         # An empty --device or --dtype is refused as bench refuses it, not read as the default.
         if self.device is not None:
             parse_device_name(self.device)
-        if self.dtype is not None and self.dtype not in RUN_DTYPES:
-            raise unknown_name("dtype", self.dtype, RUN_DTYPES, what=N_("dtype"))
+        if self.dtype is not None:
+            check_run_dtype(self.dtype)
         object.__setattr__(self, "mode", self.mode.strip().lower())
         object.__setattr__(self, "norm", self.norm.strip().lower())
         if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not

@@ -16,7 +16,7 @@ from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
 if TYPE_CHECKING:
-    from ffn_cli.benchmark import EstimateFn, ProgressFn
+    from ffn_cli.benchmark.run import EstimateFn, ProgressFn
     from ffn_cli.models.layer_select import LayerChoice
     from ffn_cli.requests.bench import BenchRequest
     from ffn_cli.spec import FFNSpec
@@ -28,7 +28,7 @@ def bench(request: BenchRequest, on_progress: ProgressFn | None = None, on_estim
     """The timings `ffn bench` prints for `request` (its `--json` as the data); `on_progress`
     hears of each step of a sweep (never while timing), `on_estimate` how long a long sweep will take."""
     require_temp_dir()  # before torch is imported
-    from ffn_cli.benchmark import impl_for, parse_impls
+    from ffn_cli.benchmark.implementations import impl_for, parse_impls
 
     if request.impl is not None:
         impls = parse_impls(request.impl)
@@ -73,7 +73,8 @@ def _sweep(
     on_progress: ProgressFn | None,
     on_estimate: EstimateFn | None,
 ) -> Answer:
-    from ffn_cli.benchmark import BenchConfig, run_bench
+    from ffn_cli.benchmark import BenchConfig
+    from ffn_cli.benchmark.run import run_bench
     from ffn_cli.render.bench import bench_view
 
     config = BenchConfig(
@@ -114,7 +115,8 @@ def _sweep(
 
 def _parallel(request: BenchRequest, specs: list[FFNSpec], dtype: str) -> Answer:
     """One sharded forward across tp or ep ranks (spawned, or joined under torchrun)."""
-    from ffn_cli.parallel import check_parallel, is_primary_process, time_parallel_forward
+    from ffn_cli.parallel import check_parallel
+    from ffn_cli.parallel.run import is_primary_process, time_parallel_forward
     from ffn_cli.render.parallel import render_parallel_timing
 
     tp, ep = request.tp, request.ep

@@ -163,6 +163,11 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         shown.append(rank_memory_view(ranks, fit))
         data["per_gpu_memory"] = rank_memory_data(ranks, fit)
+        left_out = getattr(loaded, "left_out", ())  # a layout read from built layers names what it does not size
+        if fit is not None and left_out:
+            lines = [Text(_("the verdict leaves out: {what}").format(what=what), style="yellow") for what in left_out]
+            shown.append(Group(*lines))
+            data["per_gpu_memory"]["left_out"] = list(left_out)
     if gpu is not None:
         from ffn_cli.models.roofline import pass_cost
         from ffn_cli.render.roofline import roofline_data, roofline_view

@@ -5,6 +5,8 @@ modules, so the CLI and the API say the same."""
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
@@ -15,8 +17,6 @@ __all__ = ["require_cache_dirs", "require_temp_dir"]
 def require_temp_dir() -> None:
     """torch writes caches and multiprocessing its sockets under the temp folder; with none
     writable (/tmp read-only, TMPDIR unset) they fail deep inside an import. Say so first."""
-    import tempfile
-
     try:
         tempfile.gettempdir()
     except OSError:
@@ -28,8 +28,6 @@ def require_temp_dir() -> None:
 def require_cache_dirs(names: tuple[str, ...], why: str) -> None:
     """Each variable of `names` that is set must name a folder, or one that can be made there: a
     file (/dev/null) fails deep inside torch with a bare FileExistsError."""
-    from pathlib import Path
-
     for name in names:
         value = os.environ.get(name)
         if not value:

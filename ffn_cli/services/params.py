@@ -17,6 +17,7 @@ from ffn_cli.requests.rules import Unused, check_rules
 from ffn_cli.services.answer import Answer
 
 if TYPE_CHECKING:
+    from ffn_cli.models.built import BuiltLayout
     from ffn_cli.models.explain import BlockExplain
     from ffn_cli.models.layer import FFNReport
     from ffn_cli.models.seq_flops import OverLengths
@@ -27,7 +28,6 @@ __all__ = ["params"]
 
 # What a whole model's costs are asked by: refused where there is no one model ffn reads.
 COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "tp", "ep")
-_READS_ITSELF = N_("needs a model ffn reads itself")
 
 
 def params(request: ParamsRequest) -> Answer:
@@ -133,8 +133,9 @@ def _ranks(request: ParamsRequest) -> Answer:
 
 
 def _presets(request: ParamsRequest) -> Answer:
-    from ffn_cli.models import count_model, load_preset, model_spec_from_config, preset_names
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.models.config import load_preset, preset_names
+    from ffn_cli.models.count import count_model
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
     from ffn_cli.render.params.presets import presets_data, presets_table
 
     models: list[tuple[str, Any, str]] = []
@@ -175,11 +176,10 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
         option = "config" if request.config is not None and unknown.source in request.config else "model"
         why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison")
         raise FFNError(option, unknown.source, why.format(value=unknown.value)) from None
-    lengths = {"seq_len": ",".join(map(str, request.seq_lens))} if request.seq_lens else {}
-    check_rules([Unused("seq_len", N_("FLOPs over length need a model ffn reads itself"))], lengths)
-    check_rules([Unused(COSTS, _READS_ITSELF), Unused("explain", _READS_ITSELF)], request.given)
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
+    if request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
+        return _laid_out(request, unknown)
     dtype = request.count_dtype
     built = count_cached(
         unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
@@ -187,8 +187,29 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
     return Answer(built, lambda: built_view(built, dtype), lambda: built_data(built, dtype))
 
 
+def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
+    """No reader knows the model_type, and what it costs is asked: its layout is read from one
+    built decoder layer of each kind (models/layer_build.py), and the answer is a read family's,
+    folded over that spec, with what the layout leaves out named."""
+    from ffn_cli.models.fallback import layout_by_building
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.render.built import layout_data, layout_view
+
+    layout = layout_by_building(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    answer = _one_model(layout, request)
+    data = answer.data
+
+    def with_layout() -> Any:
+        return {**data(), "layout": layout_data(layout)}
+
+    def view() -> Group:
+        return _views(layout_view(layout), answer.view())
+
+    return Answer(answer.value, view, with_layout)
+
+
 def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> Answer:
-    from ffn_cli.models import count_model
+    from ffn_cli.models.count import count_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
 
@@ -199,9 +220,10 @@ def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) 
     return Answer(compared, lambda: model_comparison_view(compared, dtype), lambda: model_comparison_data(compared, dtype))
 
 
-def _one_model(loaded: LoadedModel, request: ParamsRequest) -> Answer:
-    """A whole model: its counts, FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
-    from ffn_cli.models import count_model
+def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> Answer:
+    """A whole model (a reader's, or laid out by building one layer of each kind): its counts,
+    FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
+    from ffn_cli.models.count import count_model
     from ffn_cli.models.explain import explain_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
     from ffn_cli.render.params.model import model_view

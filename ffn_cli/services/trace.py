@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 
+from ffn_cli.device_name import check_run_dtype, parse_device_name
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_temp_dir
+from ffn_cli.tracing.options import RunOptions
 
 if TYPE_CHECKING:
     from ffn_cli.models.layer_select import LayerChoice
     from ffn_cli.requests.trace import TraceRequest
     from ffn_cli.spec import FFNSpec
-    from ffn_cli.tracing.pipeline import RunOptions, Target
+    from ffn_cli.tracing.pipeline import Target
     from ffn_cli.tracing.result import TraceResult
 
 __all__ = ["trace"]
@@ -27,8 +29,7 @@ def trace(request: TraceRequest) -> Answer:
     """What `ffn trace` prints for `request` (its `--json` as the data, its page as the drawing);
     a failed --check is the answer's `failure`, raised once the answer is shown."""
     require_temp_dir()  # before torch is imported
-    from ffn_cli.tracing.pipeline import run_target
-
+    _refuse_before_torch(request)
     choice: LayerChoice | None = None
     dtype = request.dtype
     if request.kind == "module":
@@ -41,13 +42,25 @@ def trace(request: TraceRequest) -> Answer:
 
             assert isinstance(target, VariantTarget)  # check_variant() sets "parallel": a registry FFN's target
             return _parallel(request, target.spec, dtype or "float32")
+    from ffn_cli.tracing.pipeline import run_target
+
     result = run_target(target, _run_options(request, dtype))
     return _answer(request, result, choice)
 
 
-def _run_options(request: TraceRequest, dtype: str | None) -> RunOptions:
-    from ffn_cli.tracing.pipeline import RunOptions
+def _refuse_before_torch(request: TraceRequest) -> None:
+    """Each mistake seen without torch is said before torch loads (some 2 s): the run's numbers
+    and choices, the spelling of --device and --dtype, the FFN of the options."""
+    if request.kind in ("variant", "parallel") and not request.names_model:
+        request.one_spec()
+    _run_options(request, request.dtype)
+    if request.device is not None:
+        parse_device_name(request.device)
+    if request.dtype is not None:
+        check_run_dtype(request.dtype)
 
+
+def _run_options(request: TraceRequest, dtype: str | None) -> RunOptions:
     depth = 1 if request.kind == "model_module" and request.depth is None else request.depth  # a model's module: its own layers
     return RunOptions(
         batch=request.batch, seq_len=request.seq_len, device=request.device, dtype=dtype, seed=request.seed,
@@ -75,9 +88,6 @@ def _module_target(request: TraceRequest) -> Target:
 def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None, Target]:
     """The FFN of the options, or the layer of the model named: as the registry builds it (in
     its block with --block) when a family reads the model, else transformers' own module."""
-    from ffn_cli.block import BlockSpec
-    from ffn_cli.tracing.variant_target import VariantTarget
-
     choice = None
     if request.names_model:
         from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
@@ -91,6 +101,9 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
         request.check_variant()
         choice = select_layer(loaded, request.layer, request.layer_options(), block=request.block, default_dtype="float32")
     spec = choice.ffn if choice is not None else request.one_spec()
+    from ffn_cli.block import BlockSpec  # torch: the layer is chosen, the FFN checked
+    from ffn_cli.tracing.variant_target import VariantTarget
+
     if choice is not None and choice.attention is not None:
         block: BlockSpec | None = BlockSpec(spec, choice.attention, choice.norm, choice.pre_norm, choice.eps)
     elif request.block:
@@ -102,8 +115,8 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
 
 
 def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
-    from ffn_cli.models import SUPPORTED_MODEL_TYPES
     from ffn_cli.models.fallback import require_transformers
+    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
 
     request.check_model_module()
     require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
@@ -121,7 +134,7 @@ def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
 
 def _answer(request: TraceRequest, result: TraceResult, choice: LayerChoice | None) -> Answer:
     from ffn_cli.render.trace import trace_data, trace_view
-    from ffn_cli.tracing import check_failure
+    from ffn_cli.tracing.check import check_failure
 
     extra = {"model": choice.data()} if choice is not None else {}
 
@@ -147,7 +160,8 @@ def _answer(request: TraceRequest, result: TraceResult, choice: LayerChoice | No
 def _parallel(request: TraceRequest, spec: FFNSpec, dtype: str) -> Answer:
     """Shard the FFN over tp or ep ranks (spawned, or joined under torchrun), run it, check it
     against the unsharded module on the same weights; only the primary process shows it."""
-    from ffn_cli.parallel import check_parallel, is_primary_process, run_parallel
+    from ffn_cli.parallel import check_parallel
+    from ffn_cli.parallel.run import is_primary_process, run_parallel
     from ffn_cli.render.parallel import parallel_json, render_parallel
     from ffn_cli.spec import check_int
 

@@ -4,55 +4,15 @@
 path, shapes, FLOPs (`ops`) and value statistics (`stats`); `grouping` and `steps` fold those ops
 into the variant's logical steps; `check` holds the output against the NumPy reference; `run`
 ties it together as `trace(...)`, which returns the dataclasses of `result`.
+
+The package's surface is what needs no torch (the renderers read it): the result dataclasses
+and the run's options. What runs a module imports torch and is imported from its module
+(`ffn_cli.tracing.run.trace`, `ffn_cli.tracing.recorder.record`, …).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ffn_cli.tracing.options import MODES, RunOptions
+from ffn_cli.tracing.result import CheckResult, OpRecord, ParamInfo, TensorStats, TraceResult, TraceStep
 
-# Loaded on first use: the result dataclasses stay importable without torch.
-_HOME = {
-    "CHECK_THRESHOLDS": "check",
-    "CheckResult": "result",
-    "MODES": "run",
-    "OpRecord": "result",
-    "ParamInfo": "result",
-    "Recorder": "recorder",
-    "Recording": "recorder",
-    "TensorStats": "result",
-    "TraceResult": "result",
-    "TraceStep": "result",
-    "check_failure": "check",
-    "estimate_bytes": "run",
-    "group_steps": "steps",
-    "record": "recorder",
-    "tensor_stats": "stats",
-    "trace": "run",
-}
-
-
-__all__ = [
-    "CHECK_THRESHOLDS",
-    "MODES",
-    "CheckResult",
-    "OpRecord",
-    "ParamInfo",
-    "Recorder",
-    "Recording",
-    "TensorStats",
-    "TraceResult",
-    "TraceStep",
-    "check_failure",
-    "estimate_bytes",
-    "group_steps",
-    "record",
-    "tensor_stats",
-    "trace",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["MODES", "CheckResult", "OpRecord", "ParamInfo", "RunOptions", "TensorStats", "TraceResult", "TraceStep"]

@@ -25,7 +25,7 @@ from ffn_cli.tracing.recorder import ForwardError, dtype_name, record
 from ffn_cli.tracing.reference_match import match_reference
 from ffn_cli.tracing.result import ParamInfo, TracedModule, TraceResult, TraceStep
 from ffn_cli.tracing.steps import group_steps
-from ffn_cli.user_code import UserWarnings, running_user_code
+from ffn_cli.user_code import UserWarnings, running_user_code, users_call
 
 __all__ = ["MAX_DEPTH", "ModuleTarget", "infer_d_model", "trace_module"]
 
@@ -52,7 +52,10 @@ def infer_d_model(module: nn.Module) -> tuple[int, str]:
             if p.dim() in (2, 3):  # a matrix, or stacked experts' matrices (E, ·, ·)
                 dims = (p.dim() - 1, p.dim() - 2)
                 for dim in dims if p.shape[dims[0]] != p.shape[dims[1]] else dims[:1]:
-                    if len(dims) == 1 or _accepts(module, int(p.shape[dim]), p):
+                    failed = _fails_on(module, int(p.shape[dim]), p)
+                    if failed is not None and p.is_meta and needs_values(failed) is not None:
+                        raise routes_by_value(module, needs_values(failed) or "")
+                    if failed is None:
                         return int(p.shape[dim]), f"{where}{leaf} {tuple(p.shape)}, dim {dim}"
                 raise FFNError(
                     "d_model",
@@ -87,17 +90,51 @@ def _materialise(module: nn.Module, width: int, dev: torch.device, dt: torch.dty
         return
     torch.manual_seed(stream_seed(seed, Stream.WEIGHTS))
     with torch.no_grad():
-        module(torch.zeros(1, 1, width, device=dev, dtype=dt))
+        users_call(module, torch.zeros(1, 1, width, device=dev, dtype=dt))
 
 
-def _accepts(module: nn.Module, width: int, like: Tensor) -> bool:
-    """Whether the module runs on one token of this width (no gradient, random state restored)."""
+def _fails_on(module: nn.Module, width: int, like: Tensor) -> BaseException | None:
+    """What the module raises on one token of this width (no gradient, random state
+    restored); None when it runs."""
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            module(torch.zeros(1, 1, width, device=like.device, dtype=like.dtype))
-    except Exception:
-        return False
-    return True
+            users_call(module, torch.zeros(1, 1, width, device=like.device, dtype=like.dtype))
+    except Exception as exc:
+        return exc
+    return None
+
+
+# What torch says when an op's result (its shape, or a Python value) depends on the values:
+# on meta it cannot run. Each marker, and the op it names.
+_VALUE_MARKERS = {
+    "torch.nonzero()": "nonzero",
+    "item() cannot be called on meta": "item",
+    "no data!": "tolist",
+    "repeat_interleave a meta tensor": "repeat_interleave",
+    "aten::_unique2": "unique",
+    "aten::masked_select": "masked_select",
+    "aten::bincount": "bincount",
+    "aten::histc": "histc",
+}
+
+
+def needs_values(exc: BaseException) -> str | None:
+    """The op that failed on meta because its result depends on the values (a router's
+    `nonzero`, a `.item()`), or None for any other failure."""
+    text = str(exc)
+    return next((op for marker, op in _VALUE_MARKERS.items() if marker in text), None)
+
+
+def routes_by_value(module: nn.Module, op: str) -> FFNError:
+    """The one line for a module that picks its tokens by value, run on meta."""
+    return FFNError(
+        "device",
+        "meta",
+        _(
+            "{name} routes by value (its forward calls {op}): which tokens go where depends on the values, "
+            "and meta tensors hold none; trace it on --device cpu"
+        ).format(name=type(module).__name__, op=op),
+    )
 
 
 def _place(module: nn.Module, device: str | None, dtype: str | None) -> tuple[torch.device, torch.dtype]:
@@ -184,7 +221,11 @@ class ModuleTarget:
         )
 
     def findings(self, placed: Placed, recorded: Recorded, run: RunOptions) -> dict[str, Any]:
-        matched = match_reference(placed.module, placed.x, placed.dtype) if self.reference else None
+        matched = None
+        if self.reference:  # an eval-mode trace's output is the one to compare: the forward runs once
+            output = recorded.out if run.mode == "eval" else None
+            ops = [op.record for op in recorded.rec.ops]
+            matched = match_reference(placed.module, placed.x, placed.dtype, output, ops)
         return {
             "spec": None,
             "block": None,
@@ -318,8 +359,12 @@ def _preflight(module: nn.Module, shape: tuple[int, int, int], dev: torch.device
     preflight(need * (2 if backward else 1), dev, _("this trace"))
 
 
-def _forward_failed(module: nn.Module, failed: ForwardError) -> FFNRuntimeError:
-    """One line: which module's forward, in which step (its submodule, or its own call), what."""
+def _forward_failed(module: nn.Module, failed: ForwardError) -> FFNError | FFNRuntimeError:
+    """One line: which module's forward, in which step (its submodule, or its own call), what;
+    or, on meta, that it routes by value."""
+    op = needs_values(failed.error)
+    if op is not None and any(p.is_meta for p in module.parameters()):
+        return routes_by_value(module, op)
     where = _("in step {path} ({name})").format(path=failed.path, name=failed.class_name) if failed.path else _("in its own code")
     call = _(" at `{call}`").format(call=failed.call) if failed.call else ""
     meta = _(" (meta tensors hold no values to compute with)") if "meta" in str(failed).lower() else ""

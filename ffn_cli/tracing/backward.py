@@ -35,6 +35,7 @@ from ffn_cli.tracing.result import SavedRead, Shape, TensorStats, TraceStep
 from ffn_cli.tracing.stats import tensor_stats
 from ffn_cli.tracing.steps import group_steps
 from ffn_cli.tracing.torch_names import storage_id
+from ffn_cli.user_code import users_call, users_op
 
 __all__ = ["BackwardRecording", "record_backward"]
 
@@ -72,7 +73,7 @@ class _NodeStamper(TorchFunctionMode):
         for t in tensor_leaves((args, kwargs)):
             self.recorder.stamp_function_node(t)
         first = len(self.rec.ops)
-        out = func(*args, **(kwargs or {}))
+        out = users_op(func, args, kwargs or {})
         ops = tuple(range(first, len(self.rec.ops))) or ((first - 1,) if first else ())
         for t in tensor_leaves(out):
             if t.grad_fn is not None:
@@ -337,7 +338,7 @@ def record_backward(
     recorder.running = _RunningNodes(_graph(out.grad_fn))
     try:
         with tracking_modules(recorder), recorder:  # recomputation calls the modules again
-            out.backward(grad)
+            users_call(out.backward, grad)
     finally:
         recorder.running.remove()
     result.ops = recorder.rec.ops[recorder.backward_from :]

@@ -31,6 +31,13 @@ def _groups(rec: BackwardRecording) -> list[list[RecordedOp]]:
     return groups
 
 
+def _weight_grad_flops(op: RecordedOp) -> int:
+    """What an op that made a weight's gradient spent on it: all its matmul FLOPs, but of an op
+    that made the input's gradient too (a convolution's backward), the weight's part alone."""
+    split = op.record.weight_grad_flops
+    return op.record.matmul_flops if split is None else split
+
+
 def _recomputed_step(op: RecordedOp) -> str:
     """A recomputed op's forward step: its region, else the module it ran in."""
     return op.region or op.record.path.rsplit(".", 1)[-1] or "forward"
@@ -140,7 +147,7 @@ class _Builder:
         if n == self.input_group:
             grad_out += (self.rec.input_grad[2],)
         main = next((op for op in reversed(handed_on) if op.record.name not in LAYOUT_OPS), handed_on[-1] if handed_on else None)
-        weight = sum(op.record.matmul_flops for op in ops if op.record.index in self.weight_ops)
+        weight = sum(_weight_grad_flops(op) for op in ops if op.record.index in self.weight_ops)
         for op in ops:
             for storage, read in self.rec.reads.get(op.record.index, ()):
                 reads.setdefault(storage, read)

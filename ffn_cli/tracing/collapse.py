@@ -5,6 +5,9 @@ single matrix of rank at most the narrower width, so the wide hidden layer adds 
 FLOPs but nothing one matrix could not compute. Found from the steps' ops alone (aten ops or torch calls): a step
 that is one matmul (with its bias add and layout changes) is affine; dropout and layout-only
 steps pass values through; anything else (an activation, a norm, a gate's product) ends the chain.
+
+A low-rank pair whose product is added to a full-rank path (LoRA's B·A beside the frozen
+weight, an adapter beside a residual) is low rank on purpose: it is not warned.
 """
 
 from __future__ import annotations
@@ -58,7 +61,32 @@ def linear_collapses(steps: Sequence[TraceStep], input_width: int) -> tuple[Mess
             current = []
         previous = step.name
     chains.append(current)
-    return tuple(_said(chain, input_width) for chain in chains if len(chain) >= 2)
+    return tuple(_said(chain, input_width) for chain in chains if len(chain) >= 2 and not _an_adapter(chain, steps))
+
+
+def _scales_only(step: TraceStep) -> bool:
+    """A step that multiplies (or divides) one tensor by constants: LoRA's alpha / r."""
+    ops = [op_base(o) for o in step.aten_ops]
+    return len(step.inputs_from) == 1 and bool(ops) and all(o in {"mul", "div"} or o in LAYOUT_OPS for o in ops)
+
+
+def _an_adapter(chain: list[TraceStep], steps: Sequence[TraceStep]) -> bool:
+    """Whether the chain narrows below both its ends (low rank by design) and its result, scaled
+    at most, is added to a full-rank path: one affine step or the input itself (a residual)."""
+    inner = [s.output_shape[-1] for s in chain[:-1] if s.output_shape]
+    ends = [s.output_shape[-1] for s in (chain[-1],) if s.output_shape]
+    first = chain[0].input_shapes[0] if chain[0].input_shapes else ()
+    if not (inner and ends and first and min(inner) < min(first[-1], ends[0])):
+        return False
+    by_name = {s.name: s for s in steps}
+    result = chain[-1].name
+    for step in steps[steps.index(chain[-1]) + 1 :]:
+        if step.inputs_from == (result,) and _scales_only(step):
+            result = step.name
+        elif result in step.inputs_from and len(step.inputs_from) == 2 and {op_base(o) for o in step.aten_ops} <= {"add", "add_"}:
+            other = next(name for name in step.inputs_from if name != result)
+            return other == "input" or (other in by_name and _affine(by_name[other]))
+    return False
 
 
 def _said(chain: list[TraceStep], input_width: int) -> Message:

@@ -11,6 +11,7 @@ dispatch level sees. tests/test_function_level.py holds the two levels to the sa
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -20,6 +21,8 @@ from torch.overrides import TorchFunctionMode
 
 from ffn_cli.tracing.calls import call_name
 from ffn_cli.tracing.ops import ELEMENTWISE_FLOPS, REDUCTION_OPS, elementwise_flops
+from ffn_cli.tracing.torch_names import NoStorage
+from ffn_cli.user_code import users_op
 
 __all__ = ["CallSink", "Flops", "FunctionLevel", "call_rule"]
 
@@ -136,16 +139,19 @@ class FunctionLevel(TorchFunctionMode):
         kwargs = kwargs or {}
         recorder = self.recorder
         if recorder.paused:  # the recorder's own statistics, between ops
-            return func(*args, **kwargs)
+            return users_op(func, args, kwargs)
         rule = call_rule(func, args, kwargs)
         if rule is None:
             if call_name(func) in _METADATA:
-                return func(*args, **kwargs)
+                return users_op(func, args, kwargs)
             # counted as the aten ops it becomes; a property (x.shape, x.T) dispatches only if it computes
             with recorder:
-                return func(*args, **kwargs)
-        out = func(*args, **kwargs)
+                return users_op(func, args, kwargs)
+        out = users_op(func, args, kwargs)
         writes = _writes(func, kwargs)
         if writes or not any(out is a for a in args):  # x.to(its own device), x.contiguous(): no op ran
-            recorder.record_call(func, args, kwargs, out, rule, writes=writes)
+            # A call inside vmap is not recorded here: its result, which no recorded call made, sends
+            # the forward to the aten level, which sees its batched ops.
+            with contextlib.suppress(NoStorage):
+                recorder.record_call(func, args, kwargs, out, rule, writes=writes)
         return out

@@ -16,6 +16,7 @@ from torch import Tensor, nn
 
 from ffn_cli.tracing.leaves import flowing_output, tensor_leaves
 from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id
+from ffn_cli.user_code import users_op
 
 __all__ = ["BackwardMemory", "measure_backward_memory"]
 
@@ -59,7 +60,7 @@ class _LiveBytes(TorchDispatchMode):
         return self.total
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
-        out = func(*args, **(kwargs or {}))
+        out = users_op(func, args, kwargs or {})
         self.watch(tensor_leaves(out))
         self.peak = max(self.peak, self.now())
         return out

@@ -9,6 +9,7 @@ count 0.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.variants import ACTIVATIONS
@@ -16,7 +17,16 @@ from ffn_cli.variants import ACTIVATIONS
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["ELEMENTWISE_FLOPS", "LAYOUT_OPS", "SKIPPED_OPS", "SPLIT_OPS", "UNINITIALISED_OPS", "elementwise_flops", "op_base"]
+__all__ = [
+    "ELEMENTWISE_FLOPS",
+    "LAYOUT_OPS",
+    "SKIPPED_OPS",
+    "SPLIT_OPS",
+    "UNINITIALISED_OPS",
+    "conv_backward_flops",
+    "elementwise_flops",
+    "op_base",
+]
 
 
 # Operations per output element (our convention, shared with accounting.ACTIVATIONS).
@@ -74,3 +84,19 @@ def elementwise_flops(name: str, kwargs: dict[str, Any], inputs: list[Tensor], o
 def op_base(op: str) -> str:
     """A recorded op's bare name: aten.addmm.default → addmm; a torch call torch.linear → linear."""
     return op.removeprefix("aten.").removeprefix("torch.").split(".")[0]
+
+
+def conv_backward_flops(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int]:
+    """aten.convolution_backward's FLOPs as (input's gradient, weight's gradient), ffn's own
+    rule: each is one multiply-add per multiply-add of the forward, 2·batch·(elements of the
+    weight)·(positions the weight slides over: the output's for a convolution, the input's for
+    a transposed one). The weight's shape already divides its input channels by `groups`;
+    FlopCounterMode's weight-gradient formula multiplies both channel counts whole, `groups`
+    times too many for a grouped convolution (C times for a depthwise one)."""
+    names = ("grad_output", "input", "weight", "bias_sizes", "stride", "padding", "dilation", "transposed", "output_padding")
+    named = dict(zip((*names, "groups", "output_mask"), args, strict=False)) | kwargs
+    grad_out, x, weight = named["grad_output"], named["input"], named["weight"]
+    slides = x.shape[2:] if named["transposed"] else grad_out.shape[2:]
+    each = 2 * int(x.shape[0]) * int(weight.numel()) * math.prod(int(n) for n in slides)
+    mask = named["output_mask"]
+    return (each if mask[0] else 0, each if mask[1] else 0)

@@ -24,14 +24,16 @@ from torch import Tensor, nn
 from torch.utils.flop_counter import flop_registry
 
 from ffn_cli import regions
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import _
 from ffn_cli.tracing.calls import CallLabels, call_name
 from ffn_cli.tracing.function_level import Flops, FunctionLevel
 from ffn_cli.tracing.leaves import flowing_output
-from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, elementwise_flops
+from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, conv_backward_flops, elementwise_flops
 from ffn_cli.tracing.result import OpRecord, OutputMember, Shape, TensorStats
 from ffn_cli.tracing.stats import first_values, tensor_stats
-from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id, writes_an_argument
-from ffn_cli.user_code import exception_text, real_interrupt
+from ffn_cli.tracing.torch_names import NoStorage, TorchDispatchMode, storage_id, writes_an_argument
+from ffn_cli.user_code import exception_text, ffn_failed, ffns_fault, real_interrupt, users_call, users_op
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
 
@@ -220,8 +222,12 @@ class Recorder(TorchDispatchMode):
                     self.rec.constant_shapes.setdefault(name, tuple(t.shape))
 
     def _tensor_name(self, t: Tensor) -> str | None:
-        """A parameter's, buffer's or constant's name, for the formula of a call that reads it."""
-        storage = storage_id(t)
+        """A parameter's, buffer's or constant's name, for the formula of a call that reads it
+        (none for a tensor a torch.func transform wraps: its storage is not to be seen)."""
+        try:
+            storage = storage_id(t)
+        except NoStorage:
+            return None
         name = self._params.get(storage) or self._constants.get(storage)
         shape = self.rec.param_shapes.get(name or "")
         if name is not None and shape is not None and t.dim() == 2 and tuple(t.shape) == shape[::-1] != shape:
@@ -233,14 +239,14 @@ class Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         if self._paused:
-            return func(*args, **kwargs)
+            return users_op(func, args, kwargs)
         # As FlopCounterMode: ops without a FLOP formula that can decompose are seen as their parts.
         if func not in flop_registry and func is not torch.ops.prim.device.default:
             with self:
-                decomposed = func.decompose(*args, **kwargs)
+                decomposed = users_op(func.decompose, args, kwargs)
             if decomposed is not NotImplemented:
                 return decomposed
-        out = func(*args, **kwargs)
+        out = users_op(func, args, kwargs)
         if writes_an_argument(func):
             self._stats_by_data.clear()  # an in-place op changed some values: measure afresh
         packet = func.overloadpacket
@@ -278,8 +284,15 @@ class Recorder(TorchDispatchMode):
         if not outputs:
             return
         name = packet.__name__
-        matmul = int(flop_registry[packet](*args, **kwargs, out_val=out)) if packet in flop_registry else _grouped_mm_flops(name, inputs)
-        self._append(f"aten.{name}", name, inputs, outputs, matmul, elementwise_flops(name, kwargs, inputs, outputs))
+        weight_grad = None
+        if name == "convolution_backward":  # ffn's own rule: FlopCounterMode's ignores groups in dW
+            input_grad, weight_grad = conv_backward_flops(args, kwargs)
+            matmul = input_grad + weight_grad
+        elif packet in flop_registry:
+            matmul = int(flop_registry[packet](*args, **kwargs, out_val=out))
+        else:
+            matmul = _grouped_mm_flops(name, inputs)
+        self._append(f"aten.{name}", name, inputs, outputs, matmul, elementwise_flops(name, kwargs, inputs, outputs), weight_grad)
 
     @property
     def paused(self) -> bool:
@@ -306,7 +319,9 @@ class Recorder(TorchDispatchMode):
         finally:
             self._paused = False
 
-    def _append(self, op: str, name: str, inputs: list[Tensor], outputs: list[Tensor], matmul: int, elementwise: int) -> None:
+    def _append(
+        self, op: str, name: str, inputs: list[Tensor], outputs: list[Tensor], matmul: int, elementwise: int, weight_grad: int | None = None
+    ) -> None:
         storages = [storage_id(t) for t in inputs]  # once per tensor: each look-up costs a storage object
         params = tuple(dict.fromkeys(self._params[s] for s in storages if s in self._params))
         constants = tuple(dict.fromkeys(self._constants[s] for s in storages if s in self._constants)) if self._constants else ()
@@ -331,6 +346,7 @@ class Recorder(TorchDispatchMode):
             params,
             constants,
             function[2] if function is not None else "",
+            weight_grad,
         )
         values = first_values(outputs[0], self.values) if meaningful else None
         owner = self._stack[-1] if self._stack else -1
@@ -431,15 +447,17 @@ class Recorder(TorchDispatchMode):
             labels = self.labels if self.labels is not None else _nothing()
             level = self if self.aten else FunctionLevel(self)
             with tracking_modules(self), saving, level, labels:
-                where, out, others = flowing_output((call or self.root)(x), tuple(x.shape))
+                where, out, others = flowing_output(users_call(call or self.root, x), tuple(x.shape))
             if not self.aten and self._source(out) is None and storage_id(out) not in self._params:
                 self.missed = True
-        except (MemoryError, torch.OutOfMemoryError):
+        except (MemoryError, torch.OutOfMemoryError, FFNError, FFNRuntimeError):
             raise
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
             # The modules built here: their errors are ours, as they are; a real Ctrl-C interrupts.
             if self.labels is None or (isinstance(exc, KeyboardInterrupt) and real_interrupt()):
                 raise
+            if ffns_fault(exc):
+                raise ffn_failed(_("{name}.forward").format(name=type(self.root).__name__), exc) from exc
             module = self.rec.calls[self._stack[-1]].module if self._stack else self.root
             raise ForwardError(self._path(), type(module).__name__, self._call(), exc) from exc
         finally:

@@ -12,7 +12,8 @@ with where the outputs part most.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,7 +25,11 @@ from ffn_cli.i18n import _
 from ffn_cli.reference import reference_forward
 from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing.check import CHECK_THRESHOLDS
-from ffn_cli.tracing.result import ReferenceMatch, VariantFit
+from ffn_cli.tracing.leaves import flowing_output
+from ffn_cli.tracing.ops import op_base
+from ffn_cli.tracing.result import OpRecord, ReferenceMatch, VariantFit
+from ffn_cli.tracing.torch_names import TorchDispatchMode
+from ffn_cli.user_code import users_call, users_op
 from ffn_cli.variants import variant_names
 
 __all__ = ["match_reference"]
@@ -33,9 +38,10 @@ MAX_ORDERS = 64  # placements tried per layout: same-shaped matrices in every or
 FUSED = "gate_up_proj."  # its halves are tried both ways: F.glu takes a·σ(b), up first
 
 
-def match_reference(module: nn.Module, x: Tensor, dtype: str) -> ReferenceMatch:
+def match_reference(module: nn.Module, x: Tensor, dtype: str, output: Tensor | None = None, ops: Sequence[OpRecord] = ()) -> ReferenceMatch:
     """The registry variant `module` computes on `x`, or the closest one (module left in the
-    mode it was in)."""
+    mode it was in). `output` is its eval-mode output on `x` when the trace already has it
+    (`ops`, the ops that run recorded): the forward then runs no second time."""
     if x.is_meta:
         raise FFNError(
             "reference", True, _("runs the module and the NumPy reference on values; the meta device holds none: use --device cpu")
@@ -47,7 +53,14 @@ def match_reference(module: nn.Module, x: Tensor, dtype: str) -> ReferenceMatch:
         return ReferenceMatch(name, dtype, threshold, None, 0, _("it holds no parameters, and every registry FFN does"))
     width = int(x.shape[-1])
     preflight(sum(p.numel() for _n, p in params) * 8 * 2, x.device, _("--reference (the weights in float64)"), meta_hint=False)
-    y = _eval_output(module, x)
+    note = ""
+    if output is None:
+        output, ops = _eval_output(module, x)
+        note = _("--reference ran your forward once more, in eval mode, as the trace ran it in train mode: what it prints shows twice")
+    refused = _unlike_any_ffn(output, ops)
+    if refused:
+        return ReferenceMatch(name, dtype, threshold, None, 0, refused, note)
+    y = output.detach().to(device="cpu", dtype=torch.float64).numpy()
     x64 = x.detach().to(device="cpu", dtype=torch.float64).numpy()
     arrays = {n: p.detach().to(device="cpu", dtype=torch.float64).numpy() for n, p in params}
     best: VariantFit | None = None
@@ -58,39 +71,81 @@ def match_reference(module: nn.Module, x: Tensor, dtype: str) -> ReferenceMatch:
             fit = _fit(spec, placed, arrays, x64, y, threshold)
             if fit is not None and (best is None or fit.max_rel_error < best.max_rel_error):
                 best = fit
-    reason = (
-        ""
-        if tried
-        else _("no registry FFN has its parameters' shapes ({shapes})").format(shapes=", ".join(str(tuple(p.shape)) for _n, p in params))
-    )
-    return ReferenceMatch(name, dtype, threshold, best, tried, reason)
+    if not tried:
+        reason = _("no registry FFN has its parameters' shapes ({shapes})").format(
+            shapes=", ".join(str(tuple(p.shape)) for _n, p in params)
+        )
+    elif best is None and y.shape != x64.shape:
+        reason = _("its output's shape {shape} is not its input's {input}, and every registry FFN gives back the input's shape").format(
+            shape=tuple(y.shape), input=tuple(x64.shape)
+        )
+    elif best is None:
+        reason = _("each registry FFN its parameters' shapes fit needs state its parameters do not hold (a sparse mask, a buffer)")
+    else:
+        reason = ""
+    return ReferenceMatch(name, dtype, threshold, best, tried, reason, note)
+
+
+# aten ops that draw random numbers: in eval mode, a dropout that never asked self.training
+RANDOM_OPS = ("bernoulli", "native_dropout", "rand", "randn", "uniform", "normal", "multinomial")
+DROPOUT_CALLS = ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")  # torch calls: arithmetic only when training
+
+
+def _drawn_at_random(ops: Sequence[OpRecord]) -> str | None:
+    """The first op that made the output random: an aten op that draws, or a dropout call that did arithmetic."""
+    for op in ops:
+        base = op_base(op.op).removesuffix("_").removesuffix("_like")
+        if base in RANDOM_OPS or (base in DROPOUT_CALLS and op.elementwise_flops):
+            return op.op
+    return None
+
+
+def _unlike_any_ffn(output: Tensor, ops: Sequence[OpRecord]) -> str:
+    """Why no registry FFN can match this output, or '': it is drawn at random, complex, or
+    not finite."""
+    random = _drawn_at_random(ops)
+    if random is not None:
+        return _(
+            "its forward draws random numbers in eval mode ({op}), so its output changes from run to run "
+            "(a dropout without training=self.training keeps dropping in eval mode)"
+        ).format(op=random)
+    if output.is_complex():
+        return _("its output is complex ({dtype}), and every registry FFN's is real").format(dtype=str(output.dtype).removeprefix("torch."))
+    bad = int((~torch.isfinite(output.detach())).sum())
+    if bad:
+        return _("{bad} of its {total} outputs are NaN or infinite: there is nothing to compare").format(
+            bad=f"{bad:,}", total=f"{output.numel():,}"
+        )
+    return ""
 
 
 def _unique_parameters(module: nn.Module) -> list[tuple[str, Tensor]]:
     return list(module.named_parameters())  # a parameter shared by two submodules comes once
 
 
-def _eval_output(module: nn.Module, x: Tensor) -> np.ndarray:
-    """The module's output on x with dropout off, in float64 for the comparison."""
+class _OpNames(TorchDispatchMode):
+    """Names the aten ops a run makes (to see a dropout that runs in eval mode)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[OpRecord] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops.append(OpRecord(len(self.ops), "", f"aten.{func.overloadpacket.__name__}", (), (), "", 0, 0, ()))
+        return users_op(func, args, kwargs or {})
+
+
+def _eval_output(module: nn.Module, x: Tensor) -> tuple[Tensor, list[OpRecord]]:
+    """The module's output on x in eval mode, and the aten ops it ran."""
     modes = [(m, m.training) for m in module.modules()]
     module.eval()
     try:
-        with torch.no_grad():
-            out = module(x)
+        with torch.no_grad(), _OpNames() as seen:
+            out = users_call(module, x)
     finally:
         for sub, training in modes:
             sub.training = training
-    first = out if isinstance(out, Tensor) else next((t for t in _tensors(out)), None)
-    if first is None:
-        raise FFNError("reference", True, _("the module returned no tensor to compare"))
-    return first.detach().to(device="cpu", dtype=torch.float64).numpy()
-
-
-def _tensors(value: object) -> Iterator[Tensor]:
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
-    for item in items:
-        if isinstance(item, Tensor):
-            yield item
+    return flowing_output(out, tuple(x.shape))[1], seen.ops  # the tensor the trace follows
 
 
 def _candidates(width: int, shapes: list[tuple[int, ...]]) -> Iterator[FFNSpec]:

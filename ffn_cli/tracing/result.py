@@ -94,6 +94,7 @@ class OpRecord:
     params: tuple[str, ...]  # parameter / buffer names this op read
     constants: tuple[str, ...] = ()  # tensor attributes (neither parameter nor buffer) it read
     function: str = ""  # the torch function call it ran in (`F.gelu`, `x * mask`), when recorded
+    weight_grad_flops: int | None = None  # of matmul_flops, the weight's gradient's, for an op that makes two (a convolution's backward)
 
     @property
     def flops(self) -> int:
@@ -220,6 +221,7 @@ class ReferenceMatch:
     best: VariantFit | None
     tried: int  # layouts tried (variant × biases × fused gate/up × orders)
     reason: str = ""
+    note: str = ""  # why the forward ran a second time, when it did
 
     @property
     def matched(self) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ffn_cli.block import BlockSpec
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing.pipeline import MODES, RunOptions, run_target
+from ffn_cli.tracing.options import MODES, RunOptions
+from ffn_cli.tracing.pipeline import run_target
 from ffn_cli.tracing.result import TraceResult
 from ffn_cli.tracing.variant_target import VariantTarget, estimate_bytes
 

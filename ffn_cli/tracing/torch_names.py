@@ -22,12 +22,22 @@ from typing import Any
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["TorchDispatchMode", "storage_id", "writes_an_argument"]
+from ffn_cli.i18n import _
+
+__all__ = ["NoStorage", "TorchDispatchMode", "storage_id", "writes_an_argument"]
+
+
+class NoStorage(Exception):
+    """A tensor that exposes no storage: one a torch.func transform wraps (vmap's batched
+    tensor), seen above the transform; below it, at the aten level, its values are plain."""
 
 
 def storage_id(t: Tensor) -> int:
     """The identity of t's storage: unique among live storages (parameters live throughout)."""
-    return id(t.untyped_storage())
+    try:
+        return id(t.untyped_storage())
+    except NotImplementedError:
+        raise NoStorage(_("a tensor inside a torch.func transform (vmap) holds no storage ffn can follow")) from None
 
 
 _WRITES: dict[Any, bool] = {}

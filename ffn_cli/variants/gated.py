@@ -13,6 +13,7 @@ from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weig
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
 if TYPE_CHECKING:
+    from ffn_cli.variants.base import Variant
     from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
@@ -182,14 +183,24 @@ class GatedVariant(SingleFFN):
             ),
         }
         if step == "activation":
-            text = N_(
-                "{act} on the gate, the activation function: the nonlinearity. Without it the linear layers would "
-                "collapse into one, (xW₁)W₂ = x(W₁W₂)"
+            return Message.of(
+                N_(
+                    "{act} on the gate, the activation function. Without it this FFN would be the {bilinear} one, "
+                    "h = g ⊙ u: still not linear (a product of two projections of x), but with no {act} to shape the gate"
+                ),
+                act=self.act().name,
+                bilinear=self._without_activation().name,
             )
-            return Message.of(text, act=self.act().name)
         if step in texts:
             return Message.of(texts[step], d_model=d, d_ff=f, width=2 * f)
         return super().step_explanation(spec, step)
+
+    @staticmethod
+    def _without_activation() -> Variant:
+        """The registry's gated variant whose gate has no activation: what this one is without its own."""
+        from ffn_cli.variants import VARIANTS
+
+        return next(v for v in VARIANTS.values() if isinstance(v, GatedVariant) and not v.act().runs_an_op)
 
     def tp_step_formula(self, spec: FFNShape, step: str, down_bias: bool) -> str | None:
         act = self.act().name

@@ -1,0 +1,735 @@
+"""The layout of a model no reader knows, read from transformers' own modules: one decoder layer
+of each kind built on the meta device, never the whole model.
+
+Which layers share a kind is read from the config alone: two layers are of one kind when every
+per-layer entry of the text config agrees on them (a list with one value a layer, such as
+layer_types; a list of layer indices, such as mlp_only_layers; a layer rule such as
+first_k_dense_replace, decoder_sparse_step or full_attention_interval). One layer of each kind
+is built with the decoder layer class the model's own class names, and its modules are read:
+
+  token mixer   softmax attention (q/k/v/o projections: heads, KV heads, head width, biases,
+                q/k norms, sinks, a q_proj twice as wide gating the output, a sliding window),
+                latent attention (kv_a_proj_with_mqa, kv_b_proj), a Gated DeltaNet or a Mamba-2
+                mixer (their state's widths); any other mixer counted tensor by tensor, its
+                decode state named as not sized
+  FFN           dense (gated or not), or routed experts ([E, …] tensors or a list of experts)
+                with a router and shared experts
+  beside them   the layer's norms, and tensors of no part (kept per layer, counted exactly)
+
+Each part read is checked against the built module's own parameter count: a part whose count the
+spec does not reproduce is refused, naming the layers and the module, never counted as something
+else. The embeddings, final norm and head are the config's (vocab_size × hidden_size, tied as it
+says). torch and transformers: imported only when such a model is asked for.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import itertools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import transformers
+from torch import nn
+from transformers import PretrainedConfig
+from transformers.models.auto import modeling_auto
+
+from ffn_cli.accounting import ParamTensor, total_params
+from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
+from ffn_cli.errors import FFNError
+from ffn_cli.i18n import N_, _
+from ffn_cli.models.attribution import Owner, attribute, is_experts
+from ffn_cli.models.built import BuiltLayout
+from ffn_cli.models.families.common import FamilyReader
+from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, quiet
+from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
+from ffn_cli.models.spec import ExtraPart, ModelSpec, NormKind, layer_ranges
+from ffn_cli.models.windows import attention_chunks
+from ffn_cli.spec import FFNSpec
+
+__all__ = ["LayerRead", "decoder_layer_class", "layer_kinds", "read_layout"]
+
+# Config keys whose integer value is a rule over layer indices (first_k_dense_replace,
+# decoder_sparse_step, moe_layer_freq, full_attention_interval, sliding_window_pattern, …).
+_LAYER_RULE = re.compile(r"layer|interval|step|freq|replace|pattern|period|every", re.IGNORECASE)
+_NOT_A_RULE = frozenset({"num_hidden_layers"})
+_SHORT_PERIOD = 16
+# Layer classes of a tower beside the decoder, and modules kept whole that are no layer.
+_ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|CrossAttention")
+# The parts table's rows for what no reader's part holds: tensors in every layer beside its token
+# mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
+BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
+BESIDE_THE_LAYERS = N_("beside the layers")
+
+
+def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any, ...]:
+    """What the text config says of layer `layer` alone: equal for two layers of one kind."""
+    said: list[Any] = []
+    for key, value in sorted(data.items()):
+        if isinstance(value, list):
+            ints = bool(value) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            if ints and value[0] >= 0 and value[-1] < n_layers and all(a < b for a, b in itertools.pairwise(value)):
+                said.append((key, layer in value))  # layer indices (Llama 4's moe_layers), however many
+            elif len(value) == n_layers:
+                said.append((key, repr(value[layer])))
+            elif ints:
+                said.append((key, layer in value))
+            elif 0 < len(value) < n_layers and all(isinstance(v, str) for v in value):  # a pattern, cycled (RecurrentGemma's block_types)
+                said.append((key, value[layer % len(value)]))
+        elif isinstance(value, int) and not isinstance(value, bool) and value > 0 and key not in _NOT_A_RULE and _LAYER_RULE.search(key):
+            # A short period by the layer's place in it (Jamba's attn_layer_period with its offset).
+            said.append((key, layer < value, layer % value if value <= _SHORT_PERIOD else layer % value == 0, (layer + 1) % value == 0))
+    return tuple(said)
+
+
+def layer_kinds(text: PretrainedConfig | Mapping[str, Any], n_layers: int) -> list[tuple[int, ...]]:
+    """The layers grouped by what the config says of each, in order of their first layer."""
+    data = text if isinstance(text, Mapping) else text.to_dict()
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(n_layers):
+        groups.setdefault(_signature(data, n_layers, i), []).append(i)
+    return [tuple(g) for g in groups.values()]
+
+
+def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
+    """The decoder layer class the model's causal-LM (else base) class keeps whole on a device
+    (its _no_split_modules), from the modeling module that defines it."""
+    text = hf_config.get_text_config()
+    for model_type in dict.fromkeys((str(text.model_type), str(hf_config.model_type))):
+        for mapping in (modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, modeling_auto.MODEL_MAPPING_NAMES):
+            name = mapping.get(model_type)
+            cls = getattr(transformers, name, None) if isinstance(name, str) else None
+            if cls is None:
+                continue
+            module = importlib.import_module(cls.__module__)
+            names = [n for n in sorted(getattr(cls, "_no_split_modules", None) or ()) if hasattr(module, n) and not _ASIDE.search(n)]
+            found = [getattr(module, n) for n in names if n.endswith(("DecoderLayer", "HybridLayer"))]
+            if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
+                found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
+            if len(found) > 1:  # which layer is built from which class is the model's own code (Jamba, Mllama)
+                raise FFNError(
+                    "model_type",
+                    hf_config.model_type,
+                    _("its layers are built from {n} classes ({names}): ffn builds one class a model").format(
+                        n=len(found), names=", ".join(c.__name__ for c in found)
+                    ),
+                )
+            if found:
+                return found[0]
+    raise FFNError(
+        "model_type", hf_config.model_type, _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
+    )
+
+
+# --- one built layer, read ------------------------------------------------------------------
+
+
+@dataclass
+class LayerRead:
+    """What one built layer of a kind holds, as the spec's pieces."""
+
+    layers: tuple[int, ...]
+    params: int  # the built layer's own count: each piece below is checked to add up to it
+    attention: AnyAttention | None = None
+    attention_extra: tuple[ParamTensor, ...] = ()
+    mixer: LinearMixer | None = None
+    ffn: FFNSpec | None = None
+    ffn_extra: tuple[ParamTensor, ...] = ()
+    norms: int = 0
+    norm: NormKind = "rmsnorm"
+    norm_params: int = 0  # one norm's
+    other: tuple[ParamTensor, ...] = ()
+    window: int | None = None
+    said: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+
+
+def _count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def _linear(modules: Mapping[str, nn.Module], *names: str) -> nn.Linear | None:
+    found = next((modules[n] for n in names if n in modules), None)
+    return found if isinstance(found, nn.Linear) else None
+
+
+def _tensor(path: str, leaf: str, p: torch.Tensor, module: nn.Module) -> ParamTensor:
+    """A tensor no piece of the spec holds, by its name; a Linear's weight keeps `.weight` (its
+    matmul is counted), any other tensor is named without it (no matmul: a norm, a scale)."""
+    name = f"{path}.{leaf}" if path else leaf
+    if not isinstance(module, nn.Linear):
+        name = f"{path} ({leaf})" if path else leaf
+    return ParamTensor(name, tuple(p.shape))
+
+
+def _rest(child: nn.Module, used: set[str]) -> tuple[ParamTensor, ...]:
+    """The tensors of `child` under none of the module paths in `used`."""
+    modules = dict(child.named_modules())
+    rest = []
+    for name, p in child.named_parameters():
+        path, _dot, leaf = name.rpartition(".")
+        if not any(path == u or path.startswith(u + ".") or name == u for u in used):
+            rest.append(_tensor(path, leaf, p, modules[path]))
+    return tuple(rest)
+
+
+@functools.lru_cache(maxsize=64)
+def _ffn_params(spec: FFNSpec) -> int:
+    """An FFN's parameters, once a spec: a mixture's lists every expert's tensors to count them."""
+    return total_params(spec)
+
+
+class _Unread(Exception):
+    """A part whose count the spec cannot reproduce: why, in words."""
+
+
+def _heads(text: PretrainedConfig, child: nn.Module) -> tuple[int, int]:
+    heads = getattr(child, "num_heads", None) or getattr(text, "num_attention_heads", None)
+    if not isinstance(heads, int):
+        raise _Unread("no num_attention_heads")
+    groups = getattr(child, "num_key_value_groups", None)
+    kv = heads // groups if isinstance(groups, int) and groups > 0 else getattr(text, "num_key_value_heads", None) or heads
+    return heads, int(kv)
+
+
+def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
+    m = dict(child.named_modules())
+    q, k, v = _linear(m, "q_proj", "query"), _linear(m, "k_proj", "key"), _linear(m, "v_proj", "value")
+    o = _linear(m, "o_proj", "out_proj", "dense")
+    if q is None or k is None or v is None or o is None:
+        raise _Unread("no q, k, v and o projections")
+    heads, kv = _heads(text, child)
+    if k.out_features % kv:
+        raise _Unread(f"k_proj's {k.out_features} outputs do not split into {kv} KV heads")
+    head_dim = k.out_features // kv
+    if v.out_features != k.out_features:
+        raise _Unread(f"values of {v.out_features // kv} per head beside keys of {head_dim}: one head width for K and V is sized")
+    q_dim = heads * head_dim
+    if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != q_dim:
+        raise _Unread(f"q_proj's {q.out_features} outputs and o_proj's {o.in_features} inputs are not {heads} heads × {head_dim}")
+    norms = {n: m[n] for n in ("q_norm", "k_norm") if n in m}
+    qk_norm: QKNorm = "none"
+    if norms:
+        width = next(iter(norms["q_norm"].parameters())).shape[0] if "q_norm" in norms and _count(norms["q_norm"]) else 0
+        qk_norm = "head" if width == head_dim else "proj"
+    sinks = isinstance(getattr(child, "sinks", None), nn.Parameter)
+    spec = AttentionSpec(
+        d_model=d,
+        n_heads=heads,
+        n_kv_heads=kv,
+        head_dim=head_dim,
+        qkv_bias=q.bias is not None,
+        o_bias=o.bias is not None,
+        qk_norm=qk_norm,
+        qk_norm_bias=any(getattr(n, "bias", None) is not None for n in norms.values()),
+        sinks=sinks,
+    )
+    names = {n for n, mod in m.items() if mod in (q, k, v, o, *norms.values())}
+    extra: tuple[ParamTensor, ...] = ()
+    if q.out_features == 2 * q_dim:  # the second half gates the output (Qwen3-Next, Qwen3.5)
+        extra = (ParamTensor("q_proj.weight (output gate half)", (q_dim, d)),)
+        if q.bias is not None:
+            extra += (ParamTensor("q_proj.bias (output gate half)", (q_dim,)),)
+    used = names | ({"sinks"} if sinks else set())
+    read.attention, read.attention_extra = spec, extra + _rest(child, used)
+    window = getattr(child, "sliding_window", None)
+    read.window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+    read.said.append(f"attention: {heads} heads × {head_dim}, {kv} KV heads" + (f", window {read.window:,}" if read.window else ""))
+
+
+def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
+    m = dict(child.named_modules())
+    kv_a, kv_b = _linear(m, "kv_a_proj_with_mqa"), _linear(m, "kv_b_proj")
+    if kv_a is None or kv_b is None:
+        raise _Unread("no kv_a_proj_with_mqa and kv_b_proj")
+
+    def of(key: str) -> Any:
+        value = getattr(child, key, None)
+        return value if value is not None else getattr(text, key, None)
+
+    q_a = _linear(m, "q_a_proj")
+    spec = LatentAttentionSpec(
+        d_model=d,
+        n_heads=int(of("num_heads") or text.num_attention_heads),
+        kv_lora_rank=int(of("kv_lora_rank")),
+        qk_nope_head_dim=int(of("qk_nope_head_dim")),
+        qk_rope_head_dim=int(of("qk_rope_head_dim")),
+        v_head_dim=int(of("v_head_dim")),
+        q_lora_rank=q_a.out_features if q_a is not None else None,
+        bias=kv_a.bias is not None,
+    )
+    own = ("q_a_proj", "q_a_layernorm", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
+    rest = _rest(child, {n for n in own if n in m})
+    read.attention, read.attention_extra = spec, rest
+    read.said.append(f"latent attention: {spec.n_heads} heads, KV latent {spec.kv_lora_rank} + rope {spec.qk_rope_head_dim}")
+    if rest:
+        beside = sorted({t.name.split(".")[0].split(" ")[0] for t in rest})
+        read.left_out.append(
+            f"what {', '.join(beside)} of {type(child).__name__} caches while decoding "
+            "(its parameters are counted; any cache of its own is not sized)"
+        )
+
+
+def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
+    """A Gated DeltaNet or Mamba-2 by its widths; any other mixer tensor by tensor, its state unsized."""
+    name, a = type(child).__name__, vars(child)
+    mixer: LinearMixer | None = None
+    if name.endswith("GatedDeltaNet") and all(k in a for k in ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim")):
+        mixer = gated_delta_net(
+            d,
+            key_heads=a["num_k_heads"],
+            key_dim=a["head_k_dim"],
+            value_heads=a["num_v_heads"],
+            value_dim=a["head_v_dim"],
+            conv_kernel=a["conv_kernel_size"],
+            layers=read.layers,
+        )
+    elif all(k in a for k in ("num_heads", "head_dim", "n_groups", "ssm_state_size", "conv_kernel_size")) and hasattr(child, "A_log"):
+        m = dict(child.named_modules())
+        conv, proj = m.get("conv1d"), _linear(m, "in_proj")
+        mixer = mamba2(
+            d,
+            heads=a["num_heads"],
+            head_dim=a["head_dim"],
+            groups=a["n_groups"],
+            state=a["ssm_state_size"],
+            conv_kernel=a["conv_kernel_size"],
+            conv_bias=getattr(conv, "bias", None) is not None,
+            proj_bias=proj is not None and proj.bias is not None,
+            layers=read.layers,
+            chunk=int(a.get("chunk_size") or 256),
+        )
+    elif "Delta" in name and all(isinstance(a.get(k), int) for k in ("num_heads", "head_dim", "conv_dim", "conv_kernel_size")):
+        # A delta rule of another shape (Kimi Delta Attention): its tensors as built, its state
+        # a key × value matrix per head and its conv's kernel − 1 latest inputs of each channel.
+        tensors = _rest(child, set())
+        heads, dim, conv, kernel = a["num_heads"], a["head_dim"], a["conv_dim"], a["conv_kernel_size"]
+        flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+        scan = DeltaRuleScan(heads, dim, dim)
+        mixer = LinearMixer(name, name, tensors, (), flops, read.layers, 2 * conv * kernel, conv * (kernel - 1), scan)
+    if mixer is not None and mixer.params + mixer.norm_params == _count(child):
+        read.mixer = mixer
+        read.said.append(f"{mixer.kind}: state {mixer.recurrent_state_elements:,} + conv {mixer.conv_state_elements:,}")
+        return
+    tensors = _rest(child, set())
+    flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
+    read.mixer = LinearMixer(name, name, tensors, (), flops, read.layers, state_sized=False)
+    read.said.append(f"{name}: counted tensor by tensor")
+    read.left_out.append(f"the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size")
+
+
+def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
+    found = [(p, mod) for p, mod in child.named_modules() if p and is_experts(p.rpartition(".")[2], type(mod).__name__)]
+    innermost = [(p, mod) for p, mod in found if not any(q.startswith(p + ".") for q, _m in found)]
+    return innermost[0] if len(innermost) == 1 else None
+
+
+def _widths(d: int, up: nn.Linear | None, gate: nn.Linear | None, fused: nn.Linear | None, down: nn.Linear | None) -> tuple[int, bool]:
+    """(d_ff, gated) of one MLP's projections."""
+    if down is None or down.out_features != d:
+        raise _Unread("no down projection back to hidden_size")
+    f = down.in_features
+    if fused is not None and fused.out_features == 2 * f:
+        return f, True
+    if up is None or up.out_features != f:
+        raise _Unread(f"no up projection to the down projection's {f} inputs")
+    return f, gate is not None
+
+
+def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Linear | None, nn.Linear | None]:
+    m = dict(module.named_modules())
+    up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "dense_h_to_4h", "wi")
+    gate = _linear(m, "gate_proj", "w1")
+    fused = _linear(m, "gate_up_proj", "input_linear")
+    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "dense_4h_to_h", "wo", "output_linear")
+    return up, gate, fused, down
+
+
+def _dense(d: int, r: FamilyReader, child: nn.Module) -> FFNSpec:
+    up, gate, fused, down = _mlp(child)
+    f, gated = _widths(d, up, gate, fused, down)
+    first = up or fused or down
+    bias = first is not None and first.bias is not None
+    return FFNSpec(
+        variant=r.variant("hidden_act", "hidden_activation", gated=gated), d_model=d, d_ff=f, bias=bias, fused_gate_up=fused is not None
+    )
+
+
+def _moe(
+    d: int, r: FamilyReader, hf_config: PretrainedConfig, child: nn.Module, read: LayerRead, beside: tuple[tuple[str, nn.Module], ...] = ()
+) -> None:
+    """Routed experts with their router, and shared experts inside `child` or `beside` it
+    (Granite-4.0-H's shared_mlp sits beside block_sparse_moe)."""
+    found = _experts(child)
+    if found is None:
+        raise _Unread("no one routed experts container")
+    path, experts = found
+    if isinstance(experts, (nn.ModuleList, nn.ModuleDict)):
+        count, first = len(experts), next(iter(experts.children()))
+        f, gated = _widths(d, *_mlp(first))
+        bias = any(n.endswith("bias") for n, _p in first.named_parameters())
+    else:
+        tensors = dict(experts.named_parameters(recurse=False))
+        down = tensors.get("down_proj")
+        if down is None or down.dim() != 3:
+            raise _Unread(f"{type(experts).__name__} holds no [experts, …] down_proj")
+        count = down.shape[0]
+        f = down.shape[2] if down.shape[1] == d else down.shape[1]
+        gated = "gate_up_proj" in tensors
+        bias = any(n.endswith("bias") for n in tensors)
+    top = config_top_k(hf_config)
+    if top.value is None:
+        raise _Unread(top.problem or "no config key names the experts per token")
+    shared = [(p, mod) for p, mod in child.named_children() if "shared" in p and not isinstance(mod, nn.Linear)] + list(beside)
+    gate_linear = _linear(dict(child.named_modules()), "shared_expert_gate")
+    shared_width = 0
+    if shared:
+        shared_width = _widths(d, *_mlp(shared[0][1]))[0]
+    spec = FFNSpec(
+        variant="moe",
+        d_model=d,
+        d_ff=f,
+        experts=count,
+        top_k=top.value,
+        expert_variant=r.variant("hidden_act", "hidden_activation", gated=gated),
+        shared_experts=1 if shared_width else 0,
+        shared_d_ff=shared_width or None,
+        shared_expert_gate=gate_linear is not None and bool(shared_width),
+        normalize_top_k=bool(getattr(hf_config.get_text_config(), "norm_topk_prob", False)),
+        bias=bias,
+    )
+    routers = [p for p, mod in child.named_children() if p in ("gate", "router") and hasattr(mod, "weight")]
+    used = {path, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
+    router_tensors: tuple[ParamTensor, ...] = ()
+    for p in routers:  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
+        router_tensors += tuple(
+            ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != "weight"
+        )
+    read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used)
+    read.said.append(f"MoE: {count} experts × {f}, top-{top.value}" + (f", shared {shared_width}" if shared_width else ""))
+
+
+def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
+    moe = [(n, c) for n, c in children if _experts(c) is not None]
+    if len(moe) == 1 and len(children) <= 2:
+        _moe(d, r, hf_config, moe[0][1], read, tuple(c for c in children if c[0] != moe[0][0]))
+    elif not moe and len(children) == 1:
+        read.ffn = _dense(d, r, children[0][1])
+        read.said.append(f"dense FFN: {read.ffn.d_ff:,} wide")
+    else:
+        raise _Unread(f"the FFN is split over {', '.join(n for n, _c in children)}")
+    assert read.ffn is not None
+    built = sum(_count(c) for _n, c in children)
+    counted = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra)
+    if counted != built:
+        raise _Unread(f"its FFN counts {counted:,} parameters where the module holds {built:,}")
+
+
+def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.Module, layers: tuple[int, ...]) -> LayerRead:
+    """Sort a built layer's children into token mixer, FFN, norms and the rest, and read each."""
+    read = LayerRead(layers, _count(layer))
+    text = hf_config.get_text_config()
+    mixers: list[tuple[str, nn.Module]] = []
+    ffns: list[tuple[str, nn.Module]] = []
+    rest: list[tuple[str, nn.Module]] = []
+    for name, child in layer.named_children():
+        if not _count(child):
+            continue
+        kind, _depth = attribute((Owner(name, type(child).__name__), Owner("", "")))
+        if kind == "norm" or attribute((Owner(name, type(child).__name__),))[0] == "norm":
+            weights = [p for p in child.parameters()]
+            if all(p.dim() == 1 and p.shape[0] == d for p in weights) and len(weights) in (1, 2):
+                read.norms += 1
+                read.norm = "layernorm" if len(weights) == 2 else "rmsnorm"
+                read.norm_params = len(weights) * d
+                continue
+        (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
+    where = f"layers {layer_ranges(layers)}"
+    try:
+        if len(mixers) > 1:
+            raise _Unread(f"{len(mixers)} token mixers in one layer ({', '.join(n for n, _c in mixers)})")
+        if mixers:
+            child = mixers[0][1]
+            modules = dict(child.named_modules())
+            if "kv_a_proj_with_mqa" in modules:
+                _latent_attention(d, text, child, read)
+            elif any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules:
+                _softmax_attention(d, text, child, read)
+            else:
+                _mixer(d, child, read)
+            built = _count(child)
+            if read.attention is not None:
+                counted = read.attention.params + sum(t.count for t in read.attention_extra)
+            else:
+                assert read.mixer is not None
+                counted = read.mixer.params + read.mixer.norm_params
+            if counted != built:
+                raise _Unread(f"{type(child).__name__} counts {counted:,} parameters where the module holds {built:,}")
+        if ffns:
+            _ffn(d, r, hf_config, ffns, read)
+    except _Unread as why:
+        raise FFNError("config", r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
+            where=where, model_type=hf_config.model_type, why=str(why))) from None  # fmt: skip
+    for name, child in rest:
+        read.other += tuple(
+            ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
+        )
+    read.other += tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
+    if not mixers and rest:  # every decoder layer mixes tokens: here in a module ffn does not know
+        names = ", ".join(type(c).__name__ for _n, c in rest)
+        read.left_out.append(
+            f"no token mixer recognised among {names} (counted as tensors beside the parts): what it keeps while decoding is not sized"
+        )
+    counted = _read_params(read)
+    if counted != read.params:  # every tensor of the layer is in one piece, once
+        mismatch = _("its pieces count {counted:,} parameters where the layer holds {built:,}").format(counted=counted, built=read.params)
+        raise FFNError("config", r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
+            where=where, model_type=hf_config.model_type, why=mismatch))  # fmt: skip
+    return read
+
+
+def _read_params(read: LayerRead) -> int:
+    mixer = read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+    if read.mixer is not None:
+        mixer = read.mixer.params + read.mixer.norm_params
+    ffn = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
+    norms = read.norms * read.norm_params
+    return mixer + ffn + norms + sum(t.count for t in read.other)
+
+
+# --- the model ------------------------------------------------------------------------------
+
+
+def _one(reads: list[LayerRead], what: str, value: Any, source: str) -> Any:
+    """The one value every kind that has `what` agrees on; two differing values are refused."""
+    values = [(r, getattr(r, value)) for r in reads if getattr(r, value) is not None and getattr(r, value) != ()]
+    if not values:
+        return None
+    first = values[0][1]
+    for r, v in values[1:]:
+        if v != first:
+            raise FFNError(
+                "config",
+                source,
+                _("layers {a} and {b} have {what} of two shapes; ffn sizes one per model").format(
+                    a=layer_ranges(values[0][0].layers), b=layer_ranges(r.layers), what=_(what)
+                ),
+            )
+    return first
+
+
+def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLayout:
+    """The ModelSpec of `config`, read from one built decoder layer of each kind."""
+    hf_config, notes = hf_config_of(config, source)
+    text = hf_config.get_text_config()
+    for key in ("hidden_size", "num_hidden_layers", "vocab_size"):
+        value = getattr(text, key, None)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
+    d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
+    layer_cls = decoder_layer_class(hf_config)
+    r = FamilyReader(text.to_dict(), str(text.model_type), source)
+    reads = []
+    with quiet():
+        for layers in layer_kinds(r.config, n_layers):
+            first = read_layer(d, r, hf_config, _build(layer_cls, text, layers[0], source), layers)
+            last = read_layer(d, r, hf_config, _build(layer_cls, text, layers[-1], source), layers) if len(layers) > 1 else first
+            if _key(first) == _key(last):
+                reads.append(first)
+            else:  # the config's entries did not tell these layers apart: each one built and read
+                reads += [read_layer(d, r, hf_config, _build(layer_cls, text, i, source), (i,)) for i in layers]
+        shell = _shell(hf_config, layer_cls, source)
+    return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes)
+
+
+@dataclass(frozen=True)
+class Shell:
+    """What the model holds beside its decoder layers, read from it built with none."""
+
+    tied: bool
+    head_bias: bool
+    final_norm: int  # the final norm's parameters
+    beside: tuple[ParamTensor, ...]  # every other tensor (a vision tower, a projector), by its path
+    model_class: str
+
+
+def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str) -> Shell:
+    """The model built on meta with no decoder layer (per-layer config lists emptied): its token
+    embeddings, final norm and head, and whatever else sits beside the layers."""
+    shell_config = copy.deepcopy(hf_config)
+    text = shell_config.get_text_config()
+    n_layers, d, vocab = int(text.num_hidden_layers), int(text.hidden_size), int(text.vocab_size)
+    for key, value in list(vars(text).items()):
+        if isinstance(value, list) and len(value) == n_layers:
+            setattr(text, key, [])
+    text.num_hidden_layers = 0
+    try:
+        with torch.device("meta"):
+            model = auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
+    except Exception as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=why)) from None
+    modules = dict(model.named_modules())
+    if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
+        raise FFNError("config", source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
+            cls=layer_cls.__name__))  # fmt: skip
+    embedding = head = norm = None
+    beside = []
+    for name, p in model.named_parameters():
+        path, _dot, leaf = name.rpartition(".")
+        module, last = modules[path], path.rpartition(".")[2]
+        if embedding is None and isinstance(module, nn.Embedding) and tuple(p.shape) == (vocab, d):
+            embedding = name
+        elif head is None and last in ("lm_head", "embed_out") and leaf == "weight":
+            head = name
+        elif last in ("lm_head", "embed_out") and leaf == "bias":
+            continue
+        elif norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm":
+            norm = path
+        elif not (norm is not None and path == norm):
+            beside.append(_tensor(path, leaf, p, module))
+    heads = [m for n, m in modules.items() if n.rpartition(".")[2] in ("lm_head", "embed_out")]
+    head_bias = any(getattr(m, "bias", None) is not None for m in heads)
+    return Shell(
+        tied=head is None and bool(heads),
+        head_bias=head_bias,
+        final_norm=_count(modules[norm]) if norm is not None else 0,
+        beside=tuple(beside),
+        model_class=type(model).__name__,
+    )
+
+
+def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, source: str) -> nn.Module:
+    try:
+        with torch.device("meta"):
+            return layer_cls(text, layer)
+    except Exception as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FFNError(
+            "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=why)
+        ) from None
+
+
+def _key(read: LayerRead) -> tuple[Any, ...]:
+    """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
+    m = read.mixer
+    return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
+            read.other, read.window, tuple(read.left_out))  # fmt: skip
+
+
+def _merged(reads: list[LayerRead]) -> list[LayerRead]:
+    """Kinds the config told apart whose layers were read alike, as one kind."""
+    merged: dict[tuple[Any, ...], LayerRead] = {}
+    for read in reads:
+        m = read.mixer
+        key = _key(read)
+        if key in merged:
+            kept = merged[key]
+            kept.layers = tuple(sorted(kept.layers + read.layers))
+            if kept.mixer is not None and m is not None:
+                kept.mixer = LinearMixer(**{**vars(kept.mixer), "layers": tuple(sorted(kept.mixer.layers + m.layers))})
+        else:
+            merged[key] = read
+    return sorted(merged.values(), key=lambda r: r.layers[0])
+
+
+def _assemble(
+    hf_config: PretrainedConfig,
+    text_data: Mapping[str, Any],
+    reads: list[LayerRead],
+    shell: Shell,
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    source: str,
+    notes: tuple[str, ...],
+) -> BuiltLayout:
+    text = hf_config.get_text_config()
+    d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
+    attention = _one(reads, N_("attention"), "attention", source)
+    attention_extra = _one(reads, N_("attention's own tensors"), "attention_extra", source) or ()
+    mixers = [r.mixer for r in reads if r.mixer is not None]
+    mixer = None
+    if mixers:
+        first = mixers[0]
+        if any((m.kind, m.tensors) != (first.kind, first.tensors) for m in mixers):
+            raise FFNError("config", source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
+        mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
+    moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
+    dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
+    moe = _one(moe_reads, N_("routed experts"), "ffn", source)
+    moe_extra = _one(moe_reads, N_("tensors beside the experts"), "ffn_extra", source) or ()
+    dense = None
+    widths: tuple[int, ...] = ()
+    if dense_reads:
+        dense = dense_reads[0].ffn
+        assert dense is not None
+        if any(r.ffn is not None and r.ffn.with_(d_ff=dense.d_ff) != dense for r in dense_reads):
+            raise FFNError("config", source, _("its dense FFNs differ beyond their width; ffn sizes one kind per model"))
+        if len({r.ffn.d_ff for r in dense_reads if r.ffn is not None}) > 1:
+            by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
+            widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
+    norms = {r.norms for r in reads}
+    if len(norms) > 1:
+        raise FFNError("config", source, _("its layers hold different numbers of norms; ffn sizes one number per model"))
+    others = {r.other for r in reads}
+    if len(others) > 1:
+        raise FFNError("config", source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
+    other = others.pop()
+    extras: tuple[ExtraPart, ...] = ()
+    if other:
+        extras += (ExtraPart(BESIDE_THE_PARTS, "other", ", ".join(t.name for t in other), other, per_layer=True),)
+    if shell.beside:
+        tops = ", ".join(dict.fromkeys(".".join(t.name.split(" ")[0].split(".")[:2]) for t in shell.beside))
+        extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, shell.beside),)
+    if attention is None:  # no layer attends: a stand-in nothing reads (attention_layers is empty)
+        attention = AttentionSpec(d_model=d, n_heads=1, head_dim=d, qkv_bias=False, o_bias=False)
+    spec = ModelSpec(
+        name=name,
+        model_type=str(hf_config.model_type),
+        d_model=d,
+        n_layers=n_layers,
+        vocab_size=int(text.vocab_size),
+        attention=attention,
+        dense_ffn=dense,
+        moe_ffn=moe,
+        moe_layers=tuple(i for r in moe_reads for i in r.layers),
+        norm=reads[0].norm,
+        norms_per_layer=norms.pop(),
+        tie_word_embeddings=shell.tied,
+        lm_head_bias=shell.head_bias,
+        final_norm=bool(shell.final_norm),
+        moe_extra=moe_extra,
+        mixer=mixer,
+        attention_extra=attention_extra,
+        no_ffn_layers=tuple(i for r in reads if r.ffn is None for i in r.layers),
+        no_mixer_layers=tuple(i for r in reads if r.attention is None and r.mixer is None for i in r.layers),
+        extras=extras,
+        dense_widths=widths,
+        source=source,
+    )
+    windows: list[int | None] = [None] * n_layers
+    for r in reads:
+        for i in r.layers:
+            windows[i] = r.window
+    chunks = attention_chunks(config, n_layers)
+    missing: dict[str, list[int]] = {}
+    for r in reads:
+        for x in r.left_out:
+            missing.setdefault(x, []).extend(r.layers)
+    left_out = [f"layers {layer_ranges(tuple(sorted(layers)))}: {x}" for x, layers in missing.items()]
+    per_layer = sorted(k for k, v in text_data.items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v)
+    if per_layer:  # Gemma 3n's and Gemma 4's per-layer inputs: tables beside the layers, one slice a layer
+        left_out.append(f"tensors beside the layers sized by the layer count ({', '.join(per_layer)}): built with none, not counted")
+    if shell.final_norm not in (0, spec.norm_params):
+        raise FFNError("config", source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
+            n=shell.final_norm, m=spec.norm_params))  # fmt: skip
+    kinds = tuple((layer_ranges(r.layers), "; ".join(r.said)) for r in reads)
+    if shell.beside:
+        kinds += (("beside", f"{extras[-1].detail}: {sum(t.count for t in shell.beside):,} parameters, counted as built"),)
+    return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes)
