@@ -389,8 +389,7 @@ def _moe(
     gate_linear = _linear(dict(child.named_modules()), "shared_expert_gate")
     shared_width = 0
     if shared:
-        up, gate, fused, down = _mlp(shared[0][1])
-        shared_width = _widths(d, up, gate, fused, down)[0]
+        shared_width = _widths(d, *_mlp(shared[0][1]))[0]
     spec = FFNSpec(
         variant="moe",
         d_model=d,
@@ -424,9 +423,7 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         read.said.append(f"dense FFN: {read.ffn.d_ff:,} wide")
     else:
         raise _Unread(f"the FFN is split over {', '.join(n for n, _c in children)}")
-    assert read.ffn is not None
-    built = sum(_count(c) for _n, c in children)
-    counted = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra)
+    built, counted = sum(_count(c) for _n, c in children), _ffn_count(read)
     if counted != built:
         raise _Unread(f"its FFN counts {counted:,} parameters where the module holds {built:,}")
 
@@ -461,12 +458,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 _softmax_attention(d, text, child, read)
             else:
                 _mixer(d, child, read)
-            built = _count(child)
-            if read.attention is not None:
-                counted = read.attention.params + sum(t.count for t in read.attention_extra)
-            else:
-                assert read.mixer is not None
-                counted = read.mixer.params + read.mixer.norm_params
+            built, counted = _count(child), _mixer_params(read)
             if counted != built:
                 raise _Unread(f"{type(child).__name__} counts {counted:,} parameters where the module holds {built:,}")
         if ffns:
@@ -492,13 +484,20 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     return read
 
 
-def _read_params(read: LayerRead) -> int:
-    mixer = read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+def _mixer_params(read: LayerRead) -> int:
+    """The token mixer as read: a linear mixer with its norm, or an attention with its other tensors."""
     if read.mixer is not None:
-        mixer = read.mixer.params + read.mixer.norm_params
-    ffn = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
-    norms = read.norms * read.norm_params
-    return mixer + ffn + norms + sum(t.count for t in read.other)
+        return read.mixer.params + read.mixer.norm_params
+    return read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+
+
+def _ffn_count(read: LayerRead) -> int:
+    """The FFN as read: its spec's parameters and the tensors beside them (a router's bias)."""
+    return _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
+
+
+def _read_params(read: LayerRead) -> int:
+    return _mixer_params(read) + _ffn_count(read) + read.norms * read.norm_params + sum(t.count for t in read.other)
 
 
 # --- the model ------------------------------------------------------------------------------
