@@ -320,12 +320,6 @@ def params(
             raise FFNError("spec_or_model", spec_or_model, _("one model; several side by side are ffn_cli.compare([...])"))
         request = ParamsRequest(**_model_name(spec_or_model), **options)
     answer = answer_params(request)
-    if request.kind == "ffn_gpu":  # the value is the FFN's report; its roofline is in the view and the data
-        from ffn_cli.attention import AttentionSpec
-        from ffn_cli.models.layer import ffn_report
-
-        spec = request.specs[0]
-        return Result(ffn_report(spec, AttentionSpec(spec.d_model), request.count_dtype), answer.view, answer.data)
     return Result(answer.value, answer.view, answer.data)
 
 
