@@ -18,6 +18,7 @@ import contextlib
 import signal
 import sys
 import threading
+import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -73,11 +74,7 @@ def ffns_fault(exc: BaseException) -> bool:
     standard library's is ffn's (reaching `users_call` first, it is the user's). A call that
     failed inside `users_op` is its maker's: the first frame outside ffn's modes, ffn's own
     code calling torch, or anything else (a torch module's forward, the user's)."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
+    frames = [frame for frame, _line in traceback.walk_tb(exc.__traceback__)]
     through_an_op = False  # past users_op: the next frame outside ffn's modes made the call
     for frame in reversed(frames):
         if frame.f_code is users_op.__code__:
