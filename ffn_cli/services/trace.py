@@ -27,8 +27,6 @@ def trace(request: TraceRequest) -> Answer:
     """What `ffn trace` prints for `request` (its `--json` as the data, its page as the drawing);
     a failed --check is the answer's `failure`, raised once the answer is shown."""
     require_temp_dir()  # before torch is imported
-    from ffn_cli.tracing.pipeline import run_target
-
     choice: LayerChoice | None = None
     dtype = request.dtype
     if request.kind == "module":
@@ -38,6 +36,8 @@ def trace(request: TraceRequest) -> Answer:
         dtype = choice.dtype if choice is not None else dtype  # a model's layer runs in the model's dtype
         if request.kind == "parallel":
             return _parallel(request, target.spec, dtype or "float32")  # type: ignore[attr-defined]
+    from ffn_cli.tracing.pipeline import run_target  # torch: once the options have been checked
+
     result = run_target(target, _run_options(request, dtype))
     return _answer(request, result, choice)
 
@@ -72,9 +72,6 @@ def _module_target(request: TraceRequest) -> Target:
 def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None, Target]:
     """The FFN of the options, or the layer of the model named: as the registry builds it (in
     its block with --block) when a family reads the model, else transformers' own module."""
-    from ffn_cli.block import BlockSpec
-    from ffn_cli.tracing.variant_target import VariantTarget
-
     choice = None
     if request.names_model:
         from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
@@ -88,6 +85,8 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
         request.check_variant()
         choice = select_layer(loaded, request.layer, request.layer_options(), block=request.block, default_dtype="float32")
     spec = choice.ffn if choice is not None else request.one_spec()
+    from ffn_cli.block import BlockSpec  # torch: once the options have been checked
+
     if choice is not None and choice.attention is not None:
         block: BlockSpec | None = BlockSpec(spec, choice.attention, choice.norm, choice.pre_norm, choice.eps)
     elif request.block:
@@ -95,6 +94,8 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
         block = BlockSpec.around(spec, n_heads=r.n_heads, n_kv_heads=r.n_kv_heads, head_dim=r.head_dim, norm=r.norm, pre_norm=r.pre_norm)
     else:
         block = None
+    from ffn_cli.tracing.variant_target import VariantTarget
+
     return choice, VariantTarget(spec, block, request.check)
 
 
