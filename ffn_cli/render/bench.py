@@ -271,7 +271,7 @@ def bound_lines(results: Sequence[BenchResult]) -> list[Text]:
 
 def bench_view(report: BenchReport) -> RenderableType:
     """Everything the terminal shows: the table, the bars, the environment, notes."""
-    parts: list[RenderableType] = [results_table(report), bars(report), _env_text(report)]
+    parts: list[RenderableType] = [results_table(report), bars(report), Wide(_env_text(report))]
     if report.checkpoint:
         parts.append(_checkpoint_table(report))
     parts += prediction_lines(report.results) or bound_lines(report.results)
