@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"  # first: the command line's modules read it as they load
@@ -30,22 +31,22 @@ from ffn_cli.api import (
     params_per_rank,
     trace,
 )
-from ffn_cli.benchmark.result import BenchReport
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import set_language
-from ffn_cli.models.built import BuiltModel
-from ffn_cli.models.count import ModelParams
-from ffn_cli.models.layer import FFNReport
-from ffn_cli.parallel.accounting import RankParams
-from ffn_cli.parallel.result import ParallelTiming
 from ffn_cli.spec import FFNSpec
-from ffn_cli.tracing.result import TraceResult
 from ffn_cli.variants import VARIANTS
 
 if TYPE_CHECKING:
     import torch
 
+    from ffn_cli.benchmark.result import BenchReport
+    from ffn_cli.models.built import BuiltModel
+    from ffn_cli.models.count import ModelParams
+    from ffn_cli.models.layer import FFNReport
     from ffn_cli.modules import FFNModule
+    from ffn_cli.parallel.accounting import RankParams
+    from ffn_cli.parallel.result import ParallelTiming
+    from ffn_cli.tracing.result import TraceResult
 
 __all__ = [
     "VARIANTS",
@@ -75,6 +76,24 @@ __all__ = [
     "set_language",
     "trace",
 ]
+
+# The result types, each from the module that defines it, imported when first named: the
+# command line imports this package too, and `ffn params` of one FFN reads no model code.
+_RESULT_TYPES = {
+    "BenchReport": "ffn_cli.benchmark.result",
+    "BuiltModel": "ffn_cli.models.built",
+    "FFNReport": "ffn_cli.models.layer",
+    "ModelParams": "ffn_cli.models.count",
+    "ParallelTiming": "ffn_cli.parallel.result",
+    "RankParams": "ffn_cli.parallel.accounting",
+    "TraceResult": "ffn_cli.tracing.result",
+}
+
+
+def __getattr__(name: str) -> type:
+    if name in _RESULT_TYPES:
+        return getattr(importlib.import_module(_RESULT_TYPES[name]), name)
+    raise AttributeError(f"module 'ffn_cli' has no attribute {name!r}")
 
 
 def build_ffn(spec: FFNSpec, *, device: str | torch.device = "cpu", dtype: torch.dtype | str = "float32", seed: int = 0) -> FFNModule:

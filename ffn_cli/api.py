@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
     from ffn_cli.parallel.accounting import RankParams
     from ffn_cli.parallel.result import ParallelTiming
+    from ffn_cli.requests.bench import BenchRequest
     from ffn_cli.tracing.result import TraceResult
 
 __all__ = [
@@ -319,12 +320,6 @@ def params(
             raise FFNError("spec_or_model", spec_or_model, _("one model; several side by side are ffn_cli.compare([...])"))
         request = ParamsRequest(**_model_name(spec_or_model), **options)
     answer = answer_params(request)
-    if request.kind == "ffn_gpu":  # the value is the FFN's report; its roofline is in the view and the data
-        from ffn_cli.attention import AttentionSpec
-        from ffn_cli.models.layer import ffn_report
-
-        spec = request.specs[0]
-        return Result(ffn_report(spec, AttentionSpec(spec.d_model), request.count_dtype), answer.view, answer.data)
     return Result(answer.value, answer.view, answer.data)
 
 
@@ -363,8 +358,7 @@ def params_per_rank(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str | Non
     from ffn_cli.requests.params import ParamsRequest
     from ffn_cli.services.params import params as answer_params
 
-    if tp == 1 and ep == 1:
-        raise FFNError("tp", tp, _("splits the FFN over 2 or more ranks: give tp or ep"))
+    _check_split(tp, ep)
     answer = answer_params(ParamsRequest(ffn=OneSpec(spec), tp=tp, ep=ep, dtype=dtype))
     return Result(answer.value, answer.view, answer.data)
 
@@ -401,8 +395,6 @@ def bench(
     (`tp` / `ep`) is `bench_sharded`'s. `plot`: also draw the results to that file, as `--plot` does.
     `to_dict()` is the command's `--json` for the same options."""
     check_arguments(bench, _keywords(locals(), "spec_or_model"))
-    from ffn_cli.requests.bench import BenchRequest
-    from ffn_cli.requests.ffn import OneSpec
     from ffn_cli.services.bench import bench as answer_bench
 
     if tp != 1 or ep != 1:
@@ -416,13 +408,7 @@ def bench(
         "cache": cache, "calibrate": calibrate, "warmup_ms": warmup_ms, "repeats": repeats, "min_time": min_time,
         "threads": threads, "seed": seed, "max_cases": max_cases, "tp": tp, "ep": ep, "layer": layer, "gpu": gpu, "plot": plot,
     }  # fmt: skip
-    if isinstance(spec_or_model, FFNSpec):
-        request = BenchRequest(ffn=OneSpec(spec_or_model), **options)
-    elif isinstance(spec_or_model, str):
-        request = BenchRequest(**_model_name(spec_or_model), **options)
-    else:
-        raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
-    answer = answer_bench(request)
+    answer = answer_bench(_bench_request(spec_or_model, options))
     if plot is not None:
         from ffn_cli.render.bench import write_plot
 
@@ -450,25 +436,34 @@ def bench_sharded(
     `rank_timeout` the seconds the ranks may take (`--rank-timeout`; default 300).
     `to_dict()` is the command's `--json` for the same options."""
     check_arguments(bench_sharded, _keywords(locals(), "spec_or_model"))
-    from ffn_cli.requests.bench import BenchRequest
-    from ffn_cli.requests.ffn import OneSpec
     from ffn_cli.services.bench import bench as answer_bench
 
-    if tp == 1 and ep == 1:
-        raise FFNError("tp", tp, _("splits the FFN over 2 or more ranks: give tp or ep"))
+    _check_split(tp, ep)
     options: dict[str, Any] = {
         "tp": tp, "ep": ep, "batch": batch, "seq_len": str(seq_len), "dtype": _torch_name("dtype", dtype),
         "device": _torch_name("device", device), "warmup_ms": warmup_ms, "repeats": repeats, "seed": seed, "layer": layer,
         "rank_timeout": rank_timeout,
     }  # fmt: skip
-    if isinstance(spec_or_model, FFNSpec):
-        request = BenchRequest(ffn=OneSpec(spec_or_model), **options)
-    elif isinstance(spec_or_model, str):
-        request = BenchRequest(**_model_name(spec_or_model), **options)
-    else:
-        raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
-    answer = answer_bench(request)
+    answer = answer_bench(_bench_request(spec_or_model, options))
     return Result(answer.value, answer.view, answer.data)
+
+
+def _bench_request(spec_or_model: FFNSpec | str, options: dict[str, Any]) -> BenchRequest:
+    """`ffn bench`'s request for an FFNSpec, a preset name or a config.json path."""
+    from ffn_cli.requests.bench import BenchRequest
+    from ffn_cli.requests.ffn import OneSpec
+
+    if isinstance(spec_or_model, FFNSpec):
+        return BenchRequest(ffn=OneSpec(spec_or_model), **options)
+    if isinstance(spec_or_model, str):
+        return BenchRequest(**_model_name(spec_or_model), **options)
+    raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
+
+
+def _check_split(tp: int, ep: int) -> None:
+    """A split over ranks needs tp or ep above 1."""
+    if tp == 1 and ep == 1:
+        raise FFNError("tp", tp, _("splits the FFN over 2 or more ranks: give tp or ep"))
 
 
 def _comma_list(value: int | list[int] | tuple[int, ...] | None) -> str | None:

@@ -99,10 +99,19 @@ def _fits_one(value: object, expected: Any) -> bool:
 
 def describe(expected: Any) -> str:
     """What an annotation allows, in words: 'True or False', 'one of cold, hot', 'a whole number or a list of them'."""
-    words = [_describe_one(option) for option in _options(expected) if option not in (None, type(None))]
+    allowed = [option for option in _options(expected) if option not in (None, type(None))]
+    words = [_describe_list(option, allowed[:k]) or _describe_one(option) for k, option in enumerate(allowed)]
     if any(option in (None, type(None)) for option in _options(expected)):
         words.append("None")
     return functools.reduce(lambda head, last: _("{names} or {last}").format(names=head, last=last), words)
+
+
+def _describe_list(expected: Any, before: list[Any]) -> str | None:
+    """A list of what an earlier option names is 'a list of them'; alone, it says what it holds."""
+    if typing.get_origin(expected) not in (list, tuple) or not typing.get_args(expected):
+        return None
+    item = typing.get_args(expected)[0]
+    return None if item in before else _("a list, each {item}").format(item=_describe_one(item))
 
 
 def _describe_one(expected: Any) -> str:

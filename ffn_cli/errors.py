@@ -14,8 +14,8 @@ RUNTIME_EXIT = 1
 
 # A value an error echoes (what was typed, a key's value, an unexpected exception's text) is
 # shown whole up to this length, else by its two ends: a 5,000-item list typed by mistake is not
-# printed back in full, and the error stays one short line.
-SHOWN_VALUE_CHARS = 80
+# printed back in full, and the error stays one line; a file's path, however deep, is shown whole.
+SHOWN_VALUE_CHARS = 160
 
 
 def elide(text: str, limit: int = SHOWN_VALUE_CHARS) -> str:

@@ -83,11 +83,11 @@ def destination_problem(target: Path, *, room_bytes: int = 0) -> str | None:
 def _probe(folder: Path) -> str | None:
     """Create and remove a file in `folder`: permissions, read-only mounts and pseudo file systems
     (/proc, /sys) all answer the same question this way."""
-    probe = folder / temp_name("ffn-write-check", _name_max(folder))
     try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        fd, probe = _open_temp(folder / "ffn-write-check", 0o600)
     except OSError as exc:
         return _("cannot write in its folder {folder}: {reason}").format(folder=folder, reason=exc.strerror or exc)
+    os.close(fd)
     os.unlink(probe)
     return None
 

@@ -15,9 +15,11 @@ none of that may end ffn silently, break its `--json`, or reach the terminal raw
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
+import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -73,11 +75,9 @@ def ffns_fault(exc: BaseException) -> bool:
     standard library's is ffn's (reaching `users_call` first, it is the user's). A call that
     failed inside `users_op` is its maker's: the first frame outside ffn's modes, ffn's own
     code calling torch, or anything else (a torch module's forward, the user's)."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and not str(exc.filename or "").startswith(_FFN_FOLDER):
+        return False  # the user's file did not compile: no frame of theirs ran to be found
+    frames = [frame for frame, _line in traceback.walk_tb(exc.__traceback__)]
     through_an_op = False  # past users_op: the next frame outside ffn's modes made the call
     for frame in reversed(frames):
         if frame.f_code is users_op.__code__:
@@ -96,6 +96,7 @@ def ffns_fault(exc: BaseException) -> bool:
     return False
 
 
+_FFN_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _MODE_HANDLERS = ("__torch_function__", "__torch_dispatch__")  # ffn's modes, which run each call on the maker's behalf
 
 

@@ -531,10 +531,10 @@ def test_a_comma_list_of_64_items_is_read() -> None:
 )
 def test_a_long_value_is_echoed_by_its_ends(runner: CliRunner, args: list[str], typed: str) -> None:
     said = _usage_error(runner, [*args, typed], f"error: {args[-1]} ")
-    # Its first 53 and last 27 characters: 80 of them shown, the rest counted.
-    left_out = f"{len(typed) - 80:,}"
-    assert f" {typed[:53]}…({left_out} characters left out)…{typed[-27:]}: " in said
-    assert len(said.rstrip("\n")) <= 200, said
+    # Its first 106 and last 54 characters: 160 of them shown, the rest counted.
+    left_out = f"{len(typed) - 160:,}"
+    assert f" {typed[:106]}…({left_out} characters left out)…{typed[-54:]}: " in said
+    assert len(said.rstrip("\n")) <= 300, said
 
 
 def test_the_api_error_echoes_a_long_value_by_its_ends() -> None:
@@ -542,4 +542,4 @@ def test_the_api_error_echoes_a_long_value_by_its_ends() -> None:
 
     with pytest.raises(ffn_cli.FFNError) as caught:
         ffn_cli.params(ffn_cli.FFNSpec("relu", 16), dtype="z" * 5000)
-    assert len(str(caught.value)) <= 200 and "(4,922 characters left out)" in str(caught.value)  # repr: 5,002 characters
+    assert len(str(caught.value)) <= 300 and "(4,842 characters left out)" in str(caught.value)  # repr: 5,002 characters

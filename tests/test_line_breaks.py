@@ -4,14 +4,18 @@ never inside a word of the examples under bare `ffn`."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 
 import pytest
 from rich.cells import cell_len
+from rich.console import Console
 from typer.testing import CliRunner
 
+from ffn_cli import set_language
 from ffn_cli.cli import app
+from ffn_cli.render.bench import bench_view
 
 COMMANDS = [
     ["params", "--preset", "llama-2-7b", "--gpu", "h100"],
@@ -95,3 +99,17 @@ def test_bare_ffn_breaks_no_word_of_its_examples(lang: str) -> None:
         words = {w for line in examples.split("\n") for w in line.split()}
         for expected in ("step", "side", "parameters", "origin", "shell") if lang == "en" else ("FFN", "FLOPs", "shell"):
             assert expected in words or any(w.startswith(expected) or w.endswith(expected) for w in words), f"{expected} at {width}"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_bench_environment_line_keeps_each_size_with_its_unit(lang: str) -> None:
+    from tests.test_cli_bench import _fake_report
+
+    set_language(lang)
+    try:
+        for width in WIDTHS:
+            console = Console(width=width, file=io.StringIO(), color_system=None)
+            console.print(bench_view(_fake_report()))
+            assert breaks_inside(console.file.getvalue()) == [], f"at {width} columns"  # type: ignore[attr-defined]
+    finally:
+        set_language("en")

@@ -136,6 +136,7 @@ def user_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("user")
     (folder / "my_ffn.py").write_text(USER_FILE)
     (folder / "exits_on_import.py").write_text("import sys\nsys.exit(0)\n")
+    (folder / "unclosed.py").write_text("from torch import nn\nclass X(nn.Module\n")
     (folder / "paren(1).py").write_text("x = 1\n")
     (folder / "hint_only.py").write_text("x = 1\n")
     (folder / "compiled.pyc").write_bytes(b"\x00")
@@ -198,6 +199,7 @@ CONTAINED = [
     ("my_ffn.py:PrintsInStr", 1, "error: my_ffn.py:PrintsInStr raised Bye"),
     ("my_ffn.py:BadStr", 1, "error: my_ffn.py:BadStr raised StrRaises (its message could not be read: RuntimeError raised)"),
     ("exits_on_import.py:X", 1, "error: loading exits_on_import.py called sys.exit(0); ffn stopped there"),
+    ("unclosed.py:X", 1, "error: loading unclosed.py raised SyntaxError: '(' was never closed (unclosed.py, line 2)"),
     ("my_ffn.py:to_raises", 1, "error: moving to_raises to cpu raised RuntimeError: cannot move"),
     (
         "my_ffn.py:meta_instance",

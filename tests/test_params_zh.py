@@ -128,3 +128,17 @@ def test_weight_formats_are_said_in_chinese(args: list[str]) -> None:
     data = json.loads(_run("--lang", "zh", "params", *args, "--json"))
     described = data.get("checkpoint", {}).get("format", {}).get("description", "bits/weight")
     assert "bits/weight" in described
+
+
+def test_the_rule_of_a_built_count_is_said_in_chinese_and_kept_in_english_in_json(tmp_path: Any) -> None:
+    from tests.tiny_families import tiny_config
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(tiny_config("cohere")))
+    runner = CliRunner()
+    shown = runner.invoke(app, ["--lang", "zh", "params", "--config", str(config)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "其余全部，按模块列出" in shown.stdout
+    assert "everything else" not in shown.stdout and "held by a module" not in shown.stdout
+    data = json.loads(runner.invoke(app, ["--lang", "zh", "params", "--config", str(config), "--json"]).stdout)
+    assert {"part": "other", "kind": "other", "rule": "everything else, listed by module"} in data["rule"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,18 @@ def test_one_file_for_one_case_or_forty(tmp_path: Path, cases: int) -> None:
     text = target.read_text()
     assert text.lstrip().startswith(("<?xml", "<svg")) and "roofline" in text
     assert [p.name for p in tmp_path.iterdir()] == ["bench.svg"]
+
+
+def test_the_roofline_plot_labels_the_batch_axis_with_the_batches_alone(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    target = tmp_path / "roofline.svg"
+    result = CliRunner().invoke(app, ["params", "--preset", "llama-2-7b", "--gpu", "h100", "--batch", "1,8", "--plot", str(target)])
+    assert result.exit_code == 0, result.output
+    # matplotlib's SVG writes each text it draws as a comment beside its glyphs
+    labels = re.findall(r"<!-- (.*?) -->", target.read_text(encoding="utf-8"))
+    assert "1" in labels and "8" in labels
+    assert not [label for label in labels if r"\times10^{0}" in label], labels

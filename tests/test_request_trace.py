@@ -183,3 +183,20 @@ def test_the_trace_command_module_imports_no_torch() -> None:
     code = "import sys; import ffn_cli.cli.trace_cmd, ffn_cli.requests.trace; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [(["-d", "0"], "--d-model 0"), (["-v", "swigl"], "--variant swigl"), (["--seq-len", "0"], "--seq-len 0"), (["-b", "0"], "--batch 0")],
+)
+def test_a_mistyped_option_is_refused_before_torch_is_imported(args: list[str], option: str) -> None:
+    # A simple mistake is answered at once, not after the seconds torch takes to import.
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom ffn_cli.cli import app\n"
+        f"result = CliRunner().invoke(app, ['trace', *{args!r}])\n"
+        "print(result.exit_code, 'torch' in sys.modules)\nprint(result.output.strip())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    status, error = out.stdout.strip().split("\n", 1)
+    assert error.startswith(f"error: {option}"), out.stdout
+    assert status == "2 False", out.stdout

@@ -4,6 +4,9 @@ through the CLI)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -149,3 +152,24 @@ def test_a_bench_request_is_checked_before_torch_is_needed():
         BenchRequest(ffn=OneSpec(FFNSpec("relu", 64)), min_time=3601)
     with pytest.raises(FFNError, match="not both"):
         BenchRequest(ffn=OneSpec(FFNSpec("relu", 64)), repeats=3, min_time=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--seq-len", "0"], "--seq-len 0"),
+        (["--batch", "-1"], "--batch -1"),
+        (["--dtype", "bf16"], "--dtype bf16"),
+        (["-d", "0"], "--d-model 0"),
+    ],
+)
+def test_a_mistyped_bench_option_is_refused_before_torch_is_imported(args: list[str], option: str) -> None:
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom ffn_cli.cli import app\n"
+        f"result = CliRunner().invoke(app, ['bench', *{args!r}])\n"
+        "print(result.exit_code, 'torch' in sys.modules)\nprint(result.output.strip())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    status, error = out.stdout.strip().split("\n", 1)
+    assert error.startswith(f"error: {option}"), out.stdout
+    assert status == "2 False", out.stdout

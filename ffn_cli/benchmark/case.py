@@ -31,7 +31,7 @@ from ffn_cli.modules import build_ffn
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["Case", "Sweep", "bench_case", "ceilings", "preflight_case"]
+__all__ = ["Case", "Sweep", "bench_case", "ceilings", "measured_ceilings", "preflight_case"]
 
 
 @dataclass(frozen=True)
@@ -66,18 +66,28 @@ class Sweep:
     calibrations: dict[str, Calibration]
 
 
-def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str | None]:
-    """(peak TFLOP/s, bandwidth GB/s, where they come from) for this device and dtype."""
+def measured_ceilings(sweep: Sweep, dtype: str) -> tuple[float, float, Message] | None:
+    """(peak TFLOP/s, bandwidth GB/s, where they come from) as measured on this device: by
+    --calibrate, else by `ffn hardware --measure`; None where neither measured this dtype."""
     cal = sweep.calibrations.get(dtype)
     if cal is not None:
         m, k, n = cal.gemm_shape
         measured = Message(N_("measured here: the best {dtype} GEMM ({shape}) and copy"), dtype=dtype, shape=f"{m}×{k}·{k}×{n}")
         return cal.gemm_tflops, cal.copy_gbps, measured
+    profile = profile_for(sweep.device.type, sweep.config.gpu)
+    peak = profile.peak_tflops(TABLE_DTYPE.get(dtype, dtype)) if profile is not None else None
+    if profile is None or peak is None:
+        return None
+    measured = Message(N_("measured by ffn hardware --measure: the best {dtype} GEMM of its grid and copy"), dtype=dtype)
+    return peak, profile.copy_gbps, measured
+
+
+def ceilings(sweep: Sweep, dtype: str) -> tuple[float | None, float | None, str | None]:
+    """(peak TFLOP/s, bandwidth GB/s, where they come from) for this device and dtype."""
+    measured = measured_ceilings(sweep, dtype)
+    if measured is not None:
+        return measured
     named = sweep.config.gpu
-    profile = profile_for(sweep.device.type, named)
-    if profile is not None and profile.peak_tflops(TABLE_DTYPE.get(dtype, dtype)) is not None:
-        measured = Message(N_("measured by ffn hardware --measure: the best {dtype} GEMM of its grid and copy"), dtype=dtype)
-        return profile.peak_tflops(TABLE_DTYPE.get(dtype, dtype)), profile.copy_gbps, measured
     if sweep.device.type != "cuda" and named is None:
         return None, None, None
     entry = find_gpu(named) if named is not None else gpu_for_device_name(sweep.env.device_name)

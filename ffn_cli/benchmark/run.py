@@ -10,7 +10,7 @@ import torch
 
 from ffn_cli.accounting import DTYPE_BYTES, activation_bytes
 from ffn_cli.benchmark.calibrate import calibrate
-from ffn_cli.benchmark.case import Case, Sweep, bench_case, ceilings, preflight_case
+from ffn_cli.benchmark.case import Case, Sweep, bench_case, ceilings, measured_ceilings, preflight_case
 from ffn_cli.benchmark.config import MAX_REPEATS, BenchConfig
 from ffn_cli.benchmark.environment import capture_env, cpu_threads
 from ffn_cli.benchmark.estimate import SHOWN_FROM_S, SweepEstimate, estimate_sweep
@@ -23,7 +23,6 @@ from ffn_cli.benchmark.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.spec import FFNSpec, check_int
 
@@ -113,11 +112,8 @@ def _run_sweep(
 
 def _measured_tflops(sweep: Sweep, dtype: str) -> float | None:
     """This device's GEMM rate as measured already (--calibrate, ffn hardware --measure), or None."""
-    cal = sweep.calibrations.get(dtype)
-    if cal is not None:
-        return cal.gemm_tflops
-    profile = profile_for(sweep.device.type, sweep.config.gpu)
-    return profile.peak_tflops(TABLE_DTYPE.get(dtype, dtype)) if profile is not None else None
+    measured = measured_ceilings(sweep, dtype)
+    return measured[0] if measured is not None else None
 
 
 def _mark_fastest(results: list[BenchResult]) -> list[BenchResult]:

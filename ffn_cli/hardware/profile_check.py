@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ffn_cli.errors import elide
 from ffn_cli.hardware.gpus import DTYPES
 from ffn_cli.i18n import _
 
@@ -32,13 +33,8 @@ class DamagedProfile(ValueError):
         self.why = why
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "…"
-
-
 def _expected(field: str, value: object, what: str) -> DamagedProfile:
-    return DamagedProfile(field, _("holds {value}, not {what}").format(value=_shown(value), what=what))
+    return DamagedProfile(field, _("holds {value}, not {what}").format(value=elide(repr(value)), what=what))
 
 
 def _finite(value: object) -> float | None:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ffn_cli.i18n import N_
+
 __all__ = ["RULES", "BuiltKind", "Owner", "attribute", "is_experts", "pattern"]
 
 BuiltKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "other"]
@@ -21,27 +23,35 @@ BuiltKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "
 RULES: tuple[tuple[BuiltKind, str], ...] = (
     (
         "norm",
-        "held by a module whose class ends in Norm (LayerNorm, RMSNorm, …); a q/k norm inside attention (q_norm, k_norm, "
-        "q_a_layernorm, kv_a_layernorm) is attention's, as the readers count it",
+        N_(
+            "held by a module whose class ends in Norm (LayerNorm, RMSNorm, …); a q/k norm inside attention (q_norm, k_norm, "
+            "q_a_layernorm, kv_a_layernorm) is attention's, as the readers count it"
+        ),
     ),
     (
         "embedding",
-        "held by an nn.Embedding or an *Embedding(s) class; or under a module whose name has a part beginning embed "
-        "(embed_tokens, word_embeddings; not unembed)",
+        N_(
+            "held by an nn.Embedding or an *Embedding(s) class; or under a module whose name has a part beginning embed "
+            "(embed_tokens, word_embeddings; not unembed)"
+        ),
     ),
-    ("head", "under a module named lm_head / embed_out / head / cls / score / classifier, outside the layers"),
-    ("pooler", "under a module named pooler, outside the layers"),
+    ("head", N_("under a module named lm_head / embed_out / head / cls / score / classifier, outside the layers")),
+    ("pooler", N_("under a module named pooler, outside the layers")),
     (
         "attention",
-        "under a module named *attn* / *attention*, or of class *Attention; a token mixer in attention's place, of class "
-        "*Mixer / *MambaLayer (Mamba) or *ShortConv (LFM2)",
+        N_(
+            "under a module named *attn* / *attention*, or of class *Attention; a token mixer in attention's place, of class "
+            "*Mixer / *MambaLayer (Mamba) or *ShortConv (LFM2)"
+        ),
     ),
     (
         "ffn",
-        "under a module named *mlp* / *ffn* / feed_forward / *expert* / moe / fc1 / fc2, or of class *MLP / *FeedForward / "
-        "*Experts / *MoeBlock / *LayerFF; BERT-style intermediate and the layer's output",
+        N_(
+            "under a module named *mlp* / *ffn* / feed_forward / *expert* / moe / fc1 / fc2, or of class *MLP / *FeedForward / "
+            "*Experts / *MoeBlock / *LayerFF; BERT-style intermediate and the layer's output"
+        ),
     ),
-    ("other", "everything else, listed by module"),
+    ("other", N_("everything else, listed by module")),
 )
 
 _NORM_CLASS = re.compile(r"Norm(alization)?(Gated|1P|\dd)?$")

@@ -110,14 +110,13 @@ def count_cached(config: Mapping[str, Any], *, name: str, source: str, known: tu
     The entry is keyed by the config as given: transformers adds keys to the dicts it is handed
     (a `rope_scaling` gains `rope_theta`), so the build gets a copy and the caller's config, the
     one the next call hashes, stays as read from the file."""
-    as_given = copy.deepcopy(dict(config))
     if use_cache:
-        hit = load(as_given, name=name, source=source)
+        hit = load(config, name=name, source=source)
         if hit is not None:
             return replace(hit[0], cached_from=str(hit[1]))
-    built = count_by_building(copy.deepcopy(as_given), name=name, source=source, known=known)
+    built = count_by_building(copy.deepcopy(dict(config)), name=name, source=source, known=known)
     if use_cache:
-        store(as_given, built)
+        store(config, built)
     return built
 
 

@@ -46,7 +46,7 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import Owner, attribute, is_experts
 from ffn_cli.models.built import BuiltLayout
 from ffn_cli.models.families.common import FamilyReader
-from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, quiet
+from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, one_line, quiet
 from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
 from ffn_cli.models.spec import ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.models.windows import attention_chunks
@@ -423,9 +423,7 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         read.said.append(f"dense FFN: {read.ffn.d_ff:,} wide")
     else:
         raise _Unread(f"the FFN is split over {', '.join(n for n, _c in children)}")
-    assert read.ffn is not None
-    built = sum(_count(c) for _n, c in children)
-    counted = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra)
+    built, counted = sum(_count(c) for _n, c in children), _ffn_count(read)
     if counted != built:
         raise _Unread(f"its FFN counts {counted:,} parameters where the module holds {built:,}")
 
@@ -462,12 +460,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 _softmax_attention(d, text, child, read)
             else:
                 _mixer(d, child, read)
-            built = _count(child)
-            if read.attention is not None:
-                counted = read.attention.params + sum(t.count for t in read.attention_extra)
-            else:
-                assert read.mixer is not None
-                counted = read.mixer.params + read.mixer.norm_params
+            built, counted = _count(child), _mixer_params(read)
             if counted != built:
                 raise _Unread(f"{type(child).__name__} counts {counted:,} parameters where the module holds {built:,}")
         if ffns:
@@ -493,13 +486,20 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     return read
 
 
-def _read_params(read: LayerRead) -> int:
-    mixer = read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+def _mixer_params(read: LayerRead) -> int:
+    """The token mixer as read: a linear mixer with its norm, or an attention with its other tensors."""
     if read.mixer is not None:
-        mixer = read.mixer.params + read.mixer.norm_params
-    ffn = _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
-    norms = read.norms * read.norm_params
-    return mixer + ffn + norms + sum(t.count for t in read.other)
+        return read.mixer.params + read.mixer.norm_params
+    return read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+
+
+def _ffn_count(read: LayerRead) -> int:
+    """The FFN as read: its spec's parameters and the tensors beside them (a router's bias)."""
+    return _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
+
+
+def _read_params(read: LayerRead) -> int:
+    return _mixer_params(read) + _ffn_count(read) + read.norms * read.norm_params + sum(t.count for t in read.other)
 
 
 # --- the model ------------------------------------------------------------------------------
@@ -572,8 +572,7 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
         with torch.device("meta"):
             model = auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
     except Exception as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=why)) from None
+        raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=one_line(exc))) from None
     modules = dict(model.named_modules())
     if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
         raise FFNError("config", source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
@@ -609,9 +608,8 @@ def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, sourc
         with torch.device("meta"):
             return layer_cls(text, layer)
     except Exception as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FFNError(
-            "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=why)
+            "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=one_line(exc))
         ) from None
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "find_ffn_module",
     "hf_config_of",
     "knows",
+    "one_line",
     "quiet",
     "version",
 ]
@@ -111,7 +112,7 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
             raise FFNError(
                 "config",
                 source,
-                _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=_one_line(exc)),
+                _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=one_line(exc)),
             ) from None
     return hf_config, tuple(notes)
 
@@ -132,7 +133,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
             raise FFNError(
                 "config",
                 source,
-                _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=_one_line(exc)),
+                _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=one_line(exc)),
             ) from None
     return model, hf_config, notes
 
@@ -177,7 +178,7 @@ def check_build_size(data: Mapping[str, Any]) -> None:
         )
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """The message in one line: transformers' validation errors put the reason on line two."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return " ".join(lines[:2]) or type(exc).__name__

@@ -47,7 +47,7 @@ def _duration(seconds: float) -> str:
 
 
 def estimate_line(estimate: SweepEstimate) -> str:
-    """One line before a long sweep: how long, and from what (bench/estimate.py)."""
+    """One line before a long sweep: how long, and from what (benchmark/estimate.py)."""
     rates = ", ".join(f"{dtype} {fmt_si(tflops * 1e12, 'FLOP/s')}" for dtype, tflops in estimate.tflops.items())
     source = _("a GEMM timed just now") if estimate.measured else _("this device's measured GEMM rate")
     cases = ngettext("{n} case", "{n} cases", estimate.cases).format(n=f"{estimate.cases:,}")
@@ -271,7 +271,7 @@ def bound_lines(results: Sequence[BenchResult]) -> list[Text]:
 
 def bench_view(report: BenchReport) -> RenderableType:
     """Everything the terminal shows: the table, the bars, the environment, notes."""
-    parts: list[RenderableType] = [results_table(report), bars(report), _env_text(report)]
+    parts: list[RenderableType] = [results_table(report), bars(report), Wide(_env_text(report))]
     if report.checkpoint:
         parts.append(_checkpoint_table(report))
     parts += prediction_lines(report.results) or bound_lines(report.results)

@@ -127,7 +127,7 @@ def _parts_table(m: BuiltModel) -> FitTable:
 
 
 def _rule_table(m: BuiltModel) -> FitTable:
-    rows = [[_(PART_NAMES[kind]), f"[dim]{text}[/]"] for kind, text in m.rules]
+    rows = [[_(PART_NAMES[kind]), f"[dim]{_(text)}[/]"] for kind, text in m.rules]
     return table("", [Col(_("part"), "fixed"), Col(_("rule"), "text")], rows, show_header=False)
 
 

@@ -45,9 +45,19 @@ def _linear(step: TraceStep) -> Message:
     return Message.of(N_("a linear layer: mixes each token's {a} features into {b} new ones, at the same width"), a=a, b=b)
 
 
-def _generic(step: TraceStep, gates: bool = False) -> Message | None:
-    """What the step is, from what the trace saw: its module's class, its ops, its shapes;
-    `gates` when its output is one factor of an elementwise product (a gated FFN's gate)."""
+def _multiplies_two(step: TraceStep) -> bool:
+    """An elementwise product of two tensors: a gate and what it scales."""
+    return "mul" in _ops(step) and len(step.inputs_from) >= 2
+
+
+def _gates(result: TraceResult, step: TraceStep) -> bool:
+    """Whether the step's output is one factor of an elementwise product (a gated FFN's gate)."""
+    return any(step.name in s.inputs_from and _multiplies_two(s) for s in result.steps)
+
+
+def _generic(result: TraceResult, step: TraceStep) -> Message | None:
+    """What the step is, from what the trace saw: its module's class, its ops, its shapes, and
+    whether a product reads it (a gate)."""
     cls, ops, leaf = step.module_class, _ops(step), step.name.rsplit(".", 1)[-1]
     weighted = any(len(p.shape) == 2 and not p.buffer for p in step.params)
     if cls == "Linear" or (weighted and ops & set(_MATMUL_OPS)):
@@ -56,14 +66,14 @@ def _generic(step: TraceStep, gates: bool = False) -> Message | None:
         return Message.of(
             N_("dropout: the identity in eval mode; in train mode it zeroes a share p of the values and scales the rest by 1/(1−p)")
         )
-    if (cls in _ACTIVATION_CLASSES or cls.endswith("Activation") or ops & set(_ACTIVATION_OPS)) and gates:
-        return Message.of(
-            N_(
-                "an activation function on a gate: without it the product it feeds would be bilinear, "
-                "still not linear (a product of two projections), but with no nonlinearity to shape the gate"
-            )
-        )
     if cls in _ACTIVATION_CLASSES or cls.endswith("Activation") or ops & set(_ACTIVATION_OPS):
+        if _gates(result, step):
+            return Message.of(
+                N_(
+                    "an activation function on a gate: without it the product it feeds would be bilinear, "
+                    "still not linear (a product of two projections), but with no nonlinearity to shape the gate"
+                )
+            )
         return Message.of(
             N_(
                 "an activation function: the nonlinearity, without which the linear layers around it "
@@ -78,7 +88,7 @@ def _generic(step: TraceStep, gates: bool = False) -> Message | None:
         return Message.of(N_("a matrix product of two activations (no weights): each row against each column"))
     if ops and ops <= set(_LAYOUT_OPS):
         return Message.of(N_("a change of layout (view, reshape, transpose): the values are not changed"))
-    if "mul" in ops and len(step.inputs_from) >= 2:
+    if _multiplies_two(step):
         return Message.of(N_("multiplies two tensors elementwise: one scales the other, value by value (a gate)"))
     if "add" in ops and len(step.inputs_from) >= 2:
         return Message.of(N_("adds two tensors: a residual connection, or the sum of two branches"))
@@ -99,8 +109,7 @@ def step_explanation(result: TraceResult, step: TraceStep) -> Message | None:
         owned = result.spec.info.step_explanation(result.spec, name)
         if owned is not None:
             return owned
-    gates = any(step.name in s.inputs_from and len(s.inputs_from) >= 2 and "mul" in _ops(s) for s in result.steps)
-    return _generic(step, gates)
+    return _generic(result, step)
 
 
 def _shown_steps(result: TraceResult) -> Sequence[tuple[int, TraceStep]]:

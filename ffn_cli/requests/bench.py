@@ -7,12 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from ffn_cli.device_name import RUN_DTYPES
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.names import unknown_name
 from ffn_cli.requests.ffn import FFNChoice
+from ffn_cli.requests.lists import parse_int_list, parse_list
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
-from ffn_cli.spec import FFNSpec
+from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["BenchAnswer", "BenchRequest"]
 
@@ -91,6 +94,12 @@ class BenchRequest:
         if self.min_time is not None and not 0 < self.min_time <= MAX_MIN_TIME:
             raise FFNError("min_time", self.min_time, _("seconds in (0, 3600]"))
         check_rank_timeout(self.rank_timeout)
+        # The case's sizes and dtypes here too, not only by the sweep: before torch is imported.
+        check_int("batch", self.batch)
+        parse_int_list("seq_len", self.seq_len)
+        for dtype in parse_list("dtype", self.dtype):
+            if dtype not in RUN_DTYPES:
+                raise unknown_name("dtype", dtype, RUN_DTYPES, what=N_("dtype"))
         check_rules(_RULES, given)
         if self.plot is not None:
             from ffn_cli.render.bench import check_plot_target

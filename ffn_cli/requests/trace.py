@@ -19,7 +19,7 @@ from ffn_cli.outputs import HTML_FILES, check_output_file
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
-from ffn_cli.spec import FFNSpec
+from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["TraceAnswer", "TraceRequest"]
 
@@ -132,6 +132,8 @@ class TraceRequest:
             parse_device_name(self.device)
         if self.dtype is not None:
             check_run_dtype(self.dtype)
+        check_int("batch", self.batch)  # here too, not only by the pipeline: before torch is imported
+        check_int("seq_len", self.seq_len)
         object.__setattr__(self, "mode", self.mode.strip().lower())
         object.__setattr__(self, "norm", self.norm.strip().lower())
         if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not

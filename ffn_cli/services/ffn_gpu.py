@@ -20,8 +20,10 @@ __all__ = ["ffn_on_gpu"]
 
 def ffn_on_gpu(request: ParamsRequest) -> Answer:
     from ffn_cli.accounting import DTYPE_BYTES
+    from ffn_cli.attention import AttentionSpec
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
     from ffn_cli.models.ffn_roofline import ffn_passes
+    from ffn_cli.models.layer import ffn_report
     from ffn_cli.render.prediction import ffn_roofline_view
 
     spec, run_dtype = request.specs[0], request.count_dtype
@@ -31,12 +33,6 @@ def ffn_on_gpu(request: ParamsRequest) -> Answer:
         why = _("{name} has no dense {column} rate in the table: choose another --dtype or GPU")
         raise FFNError("gpu", request.gpu, why.format(name=gpu.name, column=column))
     passes = ffn_passes(spec, pass_cases(cost_options(request), DTYPE_BYTES[run_dtype]), gpu.key, run_dtype)
-
-    def data() -> dict:
-        from ffn_cli.attention import AttentionSpec
-        from ffn_cli.models.layer import ffn_report
-
-        report = ffn_report(spec, AttentionSpec(spec.d_model), run_dtype)
-        return json_data.ffn_gpu_data(report, passes, gpu, column)
-
-    return Answer(passes, lambda: ffn_roofline_view(passes, gpu, column), data)
+    # The value is the FFN's report (the Python API's result); its roofline is in the view and the data.
+    report = ffn_report(spec, AttentionSpec(spec.d_model), run_dtype)
+    return Answer(report, lambda: ffn_roofline_view(passes, gpu, column), lambda: json_data.ffn_gpu_data(report, passes, gpu, column))

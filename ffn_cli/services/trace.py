@@ -111,6 +111,7 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
         block = BlockSpec.around(spec, n_heads=r.n_heads, n_kv_heads=r.n_kv_heads, head_dim=r.head_dim, norm=r.norm, pre_norm=r.pre_norm)
     else:
         block = None
+
     return choice, VariantTarget(spec, block, request.check)
 
 

@@ -53,10 +53,11 @@ def infer_d_model(module: nn.Module) -> tuple[int, str]:
                 dims = (p.dim() - 1, p.dim() - 2)
                 for dim in dims if p.shape[dims[0]] != p.shape[dims[1]] else dims[:1]:
                     failed = _fails_on(module, int(p.shape[dim]), p)
-                    if failed is not None and p.is_meta and needs_values(failed) is not None:
-                        raise routes_by_value(module, needs_values(failed) or "")
                     if failed is None:
                         return int(p.shape[dim]), f"{where}{leaf} {tuple(p.shape)}, dim {dim}"
+                    op = needs_values(failed) if p.is_meta else None
+                    if op is not None:
+                        raise routes_by_value(module, op)
                 raise FFNError(
                     "d_model",
                     None,
