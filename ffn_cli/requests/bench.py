@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ffn_cli.accounting import RUN_DTYPES
+from ffn_cli.device_name import RUN_DTYPES
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
