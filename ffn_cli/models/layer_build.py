@@ -115,18 +115,16 @@ def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
             if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
                 found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
             if len(found) > 1:  # which layer is built from which class is the model's own code (Jamba, Mllama)
-                raise FFNError(
-                    "model_type",
-                    hf_config.model_type,
+                raise _beyond(
+                    f"model_type {hf_config.model_type}",
                     _("its layers are built from {n} classes ({names}): ffn builds one class a model").format(
                         n=len(found), names=", ".join(c.__name__ for c in found)
                     ),
                 )
             if found:
                 return found[0]
-    raise FFNError(
-        "model_type", hf_config.model_type, _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
-    )
+    why = _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
+    raise _beyond(f"model_type {hf_config.model_type}", why)
 
 
 # --- one built layer, read ------------------------------------------------------------------
@@ -185,6 +183,11 @@ def _rest(child: nn.Module, used: set[str]) -> tuple[ParamTensor, ...]:
 def _ffn_params(spec: FFNSpec) -> int:
     """An FFN's parameters, once a spec: a mixture's lists every expert's tensors to count them."""
     return total_params(spec)
+
+
+def _beyond(source: str, why: str) -> FFNRuntimeError:
+    """A config transformers builds whose layout ffn does not size: a limit of the tool (exit 1), not bad input."""
+    return FFNRuntimeError(_("{source}: {why}").format(source=source, why=why))
 
 
 class _Unread(Exception):
@@ -497,9 +500,9 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                                       cls=type(child).__name__, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
         if ffns:
             _ffn(d, r, hf_config, ffns, read)
-    except _Unread as unread:  # a layout beyond what ffn sizes, not a bad config: a runtime refusal
-        raise FFNRuntimeError(_("{source}: ffn cannot lay out {where} of {model_type}: {why}").format(
-            source=r.source, where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
+    except _Unread as unread:
+        raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
+            where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
     for name, child in rest:
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
@@ -511,8 +514,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     counted = _read_params(read)
     if counted != read.params:  # every tensor of the layer is in one piece, once
         why = _("its pieces count {counted:,} parameters where the layer holds {built:,}").format(counted=counted, built=read.params)
-        raise FFNRuntimeError(_("{source}: ffn cannot lay out {where} of {model_type}: {why}").format(
-            source=r.source, where=where.shown(), model_type=hf_config.model_type, why=why))  # fmt: skip
+        raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
+            where=where.shown(), model_type=hf_config.model_type, why=why))  # fmt: skip
     return read
 
 
@@ -547,8 +550,7 @@ def _one(reads: list[LayerRead], what: str, value: Any, source: str) -> Any:
     first = values[0][1]
     for r, v in values[1:]:
         if v != first:
-            raise FFNError(
-                "config",
+            raise _beyond(
                 source,
                 _("layers {a} and {b} have {what} of two shapes; ffn sizes one per model").format(
                     a=layer_ranges(values[0][0].layers), b=layer_ranges(r.layers), what=_(what)
@@ -609,7 +611,7 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=one_line(exc))) from None
     modules = dict(model.named_modules())
     if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
-        raise FFNError("config", source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
+        raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
             cls=layer_cls.__name__))  # fmt: skip
     embedding = head = norm = None
     beside = []
@@ -690,7 +692,7 @@ def _assemble(
     if mixers:
         first = mixers[0]
         if any((m.kind, m.tensors) != (first.kind, first.tensors) for m in mixers):
-            raise FFNError("config", source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
+            raise _beyond(source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
@@ -701,16 +703,16 @@ def _assemble(
         dense = dense_reads[0].ffn
         assert dense is not None
         if any(r.ffn is not None and r.ffn.with_(d_ff=dense.d_ff) != dense for r in dense_reads):
-            raise FFNError("config", source, _("its dense FFNs differ beyond their width; ffn sizes one kind per model"))
+            raise _beyond(source, _("its dense FFNs differ beyond their width; ffn sizes one kind per model"))
         if len({r.ffn.d_ff for r in dense_reads if r.ffn is not None}) > 1:
             by_layer = {i: r.ffn.d_ff for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.d_ff) for i in range(n_layers))
     norms = {r.norms for r in reads}
     if len(norms) > 1:
-        raise FFNError("config", source, _("its layers hold different numbers of norms; ffn sizes one number per model"))
+        raise _beyond(source, _("its layers hold different numbers of norms; ffn sizes one number per model"))
     others = {r.other for r in reads}
     if len(others) > 1:
-        raise FFNError("config", source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
+        raise _beyond(source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
     other = others.pop()
     extras = ()
     if other:
@@ -762,7 +764,7 @@ def _assemble(
             )
         )
     if shell.final_norm not in (0, spec.norm_params):
-        raise FFNError("config", source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
+        raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
     kinds = tuple((layer_ranges(r.layers), Message.join(*_between(r.said, Message(N_("; "))))) for r in reads)
     if shell.beside:
