@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.i18n import shown as in_language
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import parse_int_list
 
@@ -188,7 +189,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         data["per_gpu_memory"] = rank_memory_data(ranks, fit)
         left_out = getattr(loaded, "left_out", ())  # a layout read from built layers names what it does not size
         if fit is not None and left_out:
-            lines = [Text(_("the verdict leaves out: {what}").format(what=what), style="yellow") for what in left_out]
+            lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in left_out]
             shown.append(Group(*lines))
             data["per_gpu_memory"]["left_out"] = list(left_out)
     if gpu is not None:
