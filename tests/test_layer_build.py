@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.models.count import count_model
 from ffn_cli.models.decode_state import decode_state
 from ffn_cli.models.families import model_spec_from_config
@@ -46,7 +46,7 @@ def test_layout_counts_the_whole_build_or_is_refused(model_type: str, keys: dict
     config = small_config(model_type, keys)
     try:
         layout = _layout(config)
-    except FFNError as refused:  # refused by name: the layers and the module it cannot size
+    except (FFNError, FFNRuntimeError) as refused:  # refused by name: the layers and the module it cannot size
         assert "small" in str(refused) or model_type in str(refused)
         return
     built = meta_build.count(config, name="small", source="small")
@@ -89,7 +89,8 @@ def test_no_silent_miscount(model_type: str) -> None:
     # sizes (BLT): counted exactly, or refused by name, never counted as something else.
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
     if model_type in _REFUSED:
-        with pytest.raises(FFNError, match=re.escape(_REFUSED[model_type])):
+        # A config without the text sizes is bad input (exit 2); a layout ffn does not size is a limit of the tool (exit 1).
+        with pytest.raises(FFNError if model_type == "blt" else FFNRuntimeError, match=re.escape(_REFUSED[model_type])):
             _layout(config)
         return
     layout = _layout(config)
@@ -272,8 +273,12 @@ def test_a_layer_kind_ffn_cannot_size_is_named(tmp_path: Path) -> None:
                  num_key_value_heads=2, head_dim=24, v_head_dim=16, vocab_size=128, n_routed_experts=4, moe_layer_freq=[0, 1],
                  hybrid_layer_pattern=[0, 1])  # fmt: skip
     result = CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200"])
-    assert result.exit_code == 2
-    assert "ffn cannot lay out layers" in result.output and "values of 16 per head beside keys of 24" in result.output
+    # A config transformers builds whose layout is beyond what ffn sizes: a runtime refusal, not a usage error.
+    assert result.exit_code == 1
+    assert "ffn cannot lay out layer 0 of" in result.output and "values of 16 per head beside keys of 24" in result.output
+    zh = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", path, "--gpu", "h200"])
+    assert zh.exit_code == 1 and "每头的值宽 16，键宽 24" in zh.output and "层 0" in zh.output
+    assert not re.search(r"values|per head|beside keys|lay out|layers? 0", zh.output), zh.output
     # Counting alone still builds the whole model.
     assert CliRunner().invoke(app, ["params", "--config", path]).exit_code == 0
 
@@ -296,3 +301,33 @@ def test_flops_over_length_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "glm_moe_dsa", **_GLM5)
     data = json.loads(CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "128,1024", "--json"]).stdout)
     assert [r["seq_len"] for r in data["flops_over_seq_len"]["rows"]] == [128, 1024] and data["layout"]["kinds"]
+
+
+_ENGLISH_LAYOUT_WORDS = re.compile(r"latent attention|heads|dense FFN|experts|shared|wide|caches while decoding|layers? \d|left out:")
+
+
+def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:
+    # The routed experts 1,536 wide, so widths carry separators; --json stays English, the table follows --lang.
+    path = _tiny(tmp_path, "glm_moe_dsa", **{**_GLM5, "moe_intermediate_size": 1536})
+    args = ["params", "--config", path, "--gpu", "h200"]
+    data = json.loads(CliRunner().invoke(app, ["--lang", "zh", *args, "--json"]).stdout)
+    assert [k["holds"] for k in data["layout"]["kinds"]] == [
+        "latent attention: 4 heads, KV latent 16 + rope 8; dense FFN: 96 wide",
+        "latent attention: 4 heads, KV latent 16 + rope 8; MoE: 8 experts × 1,536, top-2, shared 1,536",
+    ]
+    assert data["layout"]["left_out"][0].startswith("layers 0–3: what indexer of GlmMoeDsaAttention caches while decoding")
+    zh = CliRunner().invoke(app, ["--lang", "zh", *args], env={"COLUMNS": "80"})
+    assert zh.exit_code == 0, zh.output
+    assert "潜在注意力：4 头，KV 潜在向量 16 + rope 8；稠密 FFN：宽 96" in zh.output and "8 个专家 × 1,536" in zh.output
+    assert "略去：层 0–3：GlmMoeDsaAttention 的 indexer" in zh.output
+    layout_part = zh.output.split("的布局", 1)[1].split("d_model", 1)[0]
+    assert not _ENGLISH_LAYOUT_WORDS.search(layout_part), layout_part
+
+
+def test_one_layer_is_named_in_the_singular(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "falcon_mamba", hidden_size=64, num_hidden_layers=1, state_size=4, vocab_size=128, intermediate_size=128)
+    data = json.loads(CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200", "--json"]).stdout)
+    (note,) = data["layout"]["left_out"]
+    assert note.startswith("layer 0: the decode state of FalconMambaMixer"), note
+    zh = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", path, "--gpu", "h200"], env={"COLUMNS": "80"}).output
+    assert "略去：层 0：FalconMambaMixer 的解码状态" in zh and "decode state" not in zh

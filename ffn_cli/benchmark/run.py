@@ -23,6 +23,8 @@ from ffn_cli.benchmark.timing import cache_flush_bytes
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.device_name import parse_device_name
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.hardware import find_gpu
+from ffn_cli.hardware.profile import PROFILE_NAME
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.spec import FFNSpec, check_int
 
@@ -208,8 +210,16 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
             "(a datasheet peak too low, or a calibration the machine's load held back: --calibrate again, or raise --min-time): {cases}"
         )
         notes.append(Message.of(words, cases=_some([r.label for r in above], marked="above_peak")))
+    named = find_gpu(sweep.config.gpu) if sweep.config.gpu is not None and sweep.config.gpu != PROFILE_NAME else None
     for dtype in dtypes:
-        if ceilings(sweep, dtype)[0] is None:
-            words = N_("no known peak for {device} in {dtype}: --calibrate measures one (for % of peak and the bound)")
-            notes.append(Message.of(words, device=env.device_name, dtype=dtype))
+        if ceilings(sweep, dtype)[0] is not None:
+            continue
+        if named is not None and not named.tflops:  # a row the sources disagree on: say which row and why
+            words = N_(
+                "no known peak for {gpu} (--gpu): the table holds none of its peak rates ({note}); --calibrate measures this machine's"
+            )
+            notes.append(Message.of(words, gpu=named.name, note="; ".join(named.notes)))
+            break
+        words = N_("no known peak for {device} in {dtype}: --calibrate measures one (for % of peak and the bound)")
+        notes.append(Message.of(words, device=named.name if named is not None else env.device_name, dtype=dtype))
     return notes

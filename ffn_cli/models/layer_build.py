@@ -41,8 +41,8 @@ from transformers.models.auto import modeling_auto
 
 from ffn_cli.accounting import ParamTensor, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
-from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, _
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.models.attribution import Owner, attribute, is_experts
 from ffn_cli.models.built import BuiltLayout
 from ffn_cli.models.families.common import FamilyReader
@@ -65,6 +65,9 @@ _ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|
 # mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
 BESIDE_THE_LAYERS = N_("beside the layers")
+_NO_MIXER_RECOGNISED = N_(
+    "no token mixer recognised among {names} (counted as tensors beside the parts): what it keeps while decoding is not sized"
+)
 
 
 def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any, ...]:
@@ -112,18 +115,16 @@ def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
             if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
                 found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
             if len(found) > 1:  # which layer is built from which class is the model's own code (Jamba, Mllama)
-                raise FFNError(
-                    "model_type",
-                    hf_config.model_type,
+                raise _beyond(
+                    f"model_type {hf_config.model_type}",
                     _("its layers are built from {n} classes ({names}): ffn builds one class a model").format(
                         n=len(found), names=", ".join(c.__name__ for c in found)
                     ),
                 )
             if found:
                 return found[0]
-    raise FFNError(
-        "model_type", hf_config.model_type, _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
-    )
+    why = _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
+    raise _beyond(f"model_type {hf_config.model_type}", why)
 
 
 # --- one built layer, read ------------------------------------------------------------------
@@ -145,8 +146,8 @@ class LayerRead:
     norm_params: int = 0  # one norm's
     other: tuple[ParamTensor, ...] = ()
     window: int | None = None
-    said: list[str] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)
+    said: list[Message] = field(default_factory=list)
+    left_out: list[Message] = field(default_factory=list)
 
 
 def _count(module: nn.Module) -> int:
@@ -184,14 +185,28 @@ def _ffn_params(spec: FFNSpec) -> int:
     return total_params(spec)
 
 
+def _beyond(source: str, why: str) -> FFNRuntimeError:
+    """A config transformers builds whose layout ffn does not size: a limit of the tool (exit 1), not bad input."""
+    return FFNRuntimeError(_("{source}: {why}").format(source=source, why=why))
+
+
 class _Unread(Exception):
-    """A part whose count the spec cannot reproduce: why, in words."""
+    """A part whose count the spec cannot reproduce: why, in words (a Message, said in the reader's language)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _layers_named(layers: tuple[int, ...]) -> Message:
+    """'layer 0' or 'layers 0-2, 5'."""
+    return Message(N_("layer {layers}") if len(layers) == 1 else N_("layers {layers}"), layers=layer_ranges(layers))
 
 
 def _heads(text: PretrainedConfig, child: nn.Module) -> tuple[int, int]:
     heads = getattr(child, "num_heads", None) or getattr(text, "num_attention_heads", None)
     if not isinstance(heads, int):
-        raise _Unread("no num_attention_heads")
+        raise _Unread(Message(N_("no num_attention_heads")))
     groups = getattr(child, "num_key_value_groups", None)
     kv = heads // groups if isinstance(groups, int) and groups > 0 else getattr(text, "num_key_value_heads", None) or heads
     return heads, int(kv)
@@ -202,16 +217,20 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     q, k, v = _linear(m, "q_proj", "query"), _linear(m, "k_proj", "key"), _linear(m, "v_proj", "value")
     o = _linear(m, "o_proj", "out_proj", "dense")
     if q is None or k is None or v is None or o is None:
-        raise _Unread("no q, k, v and o projections")
+        raise _Unread(Message(N_("no q, k, v and o projections")))
     heads, kv = _heads(text, child)
     if k.out_features % kv:
-        raise _Unread(f"k_proj's {k.out_features} outputs do not split into {kv} KV heads")
+        raise _Unread(
+            Message(N_("k_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{k.out_features:,}", kv=f"{kv:,}")
+        )
     head_dim = k.out_features // kv
     if v.out_features != k.out_features:
-        raise _Unread(f"values of {v.out_features // kv} per head beside keys of {head_dim}: one head width for K and V is sized")
+        raise _Unread(Message(N_("values of {v} per head beside keys of {k}: one head width for K and V is sized"),
+                              v=f"{v.out_features // kv:,}", k=f"{head_dim:,}"))  # fmt: skip
     q_dim = heads * head_dim
     if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != q_dim:
-        raise _Unread(f"q_proj's {q.out_features} outputs and o_proj's {o.in_features} inputs are not {heads} heads × {head_dim}")
+        raise _Unread(Message(N_("q_proj's {q} outputs and o_proj's {o} inputs are not {heads} heads × {head_dim}"),
+                              q=f"{q.out_features:,}", o=f"{o.in_features:,}", heads=f"{heads:,}", head_dim=f"{head_dim:,}"))  # fmt: skip
     norms = {n: m[n] for n in ("q_norm", "k_norm") if n in m}
     qk_norm: QKNorm = "none"
     if norms:
@@ -239,14 +258,16 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     read.attention, read.attention_extra = spec, extra + _rest(child, used)
     window = getattr(child, "sliding_window", None)
     read.window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
-    read.said.append(f"attention: {heads} heads × {head_dim}, {kv} KV heads" + (f", window {read.window:,}" if read.window else ""))
+    said = Message(N_("attention: {heads} heads × {head_dim}, {kv} KV heads"), heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
+    window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
+    read.said.append(Message.join(said, window_said))
 
 
 def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
     m = dict(child.named_modules())
     kv_a, kv_b = _linear(m, "kv_a_proj_with_mqa"), _linear(m, "kv_b_proj")
     if kv_a is None or kv_b is None:
-        raise _Unread("no kv_a_proj_with_mqa and kv_b_proj")
+        raise _Unread(Message(N_("no kv_a_proj_with_mqa and kv_b_proj")))
 
     def of(key: str) -> Any:
         value = getattr(child, key, None)
@@ -266,12 +287,16 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
     own = ("q_a_proj", "q_a_layernorm", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
     rest = _rest(child, {n for n in own if n in m})
     read.attention, read.attention_extra = spec, rest
-    read.said.append(f"latent attention: {spec.n_heads} heads, KV latent {spec.kv_lora_rank} + rope {spec.qk_rope_head_dim}")
+    read.said.append(Message(N_("latent attention: {heads} heads, KV latent {latent} + rope {rope}"),
+                             heads=f"{spec.n_heads:,}", latent=f"{spec.kv_lora_rank:,}", rope=f"{spec.qk_rope_head_dim:,}"))  # fmt: skip
     if rest:
         beside = sorted({t.name.split(".")[0].split(" ")[0] for t in rest})
         read.left_out.append(
-            f"what {', '.join(beside)} of {type(child).__name__} caches while decoding "
-            "(its parameters are counted; any cache of its own is not sized)"
+            Message(
+                N_("what {modules} of {cls} caches while decoding (its parameters are counted; any cache of its own is not sized)"),
+                modules=", ".join(beside),
+                cls=type(child).__name__,
+            )
         )
 
 
@@ -314,13 +339,18 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         mixer = LinearMixer(name, name, tensors, (), flops, read.layers, 2 * conv * kernel, conv * (kernel - 1), scan)
     if mixer is not None and mixer.params + mixer.norm_params == _count(child):
         read.mixer = mixer
-        read.said.append(f"{mixer.kind}: state {mixer.recurrent_state_elements:,} + conv {mixer.conv_state_elements:,}")
+        read.said.append(Message(N_("{kind}: state {state} + conv {conv}"), kind=mixer.kind,
+                                 state=f"{mixer.recurrent_state_elements:,}", conv=f"{mixer.conv_state_elements:,}"))  # fmt: skip
         return
     tensors = _rest(child, set())
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
     read.mixer = LinearMixer(name, name, tensors, (), flops, read.layers, state_sized=False)
-    read.said.append(f"{name}: counted tensor by tensor")
-    read.left_out.append(f"the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size")
+    read.said.append(Message(N_("{name}: counted tensor by tensor"), name=name))
+    read.left_out.append(
+        Message(
+            N_("the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size"), name=name
+        )
+    )
 
 
 def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
@@ -332,12 +362,12 @@ def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
 def _widths(d: int, up: nn.Linear | None, gate: nn.Linear | None, fused: nn.Linear | None, down: nn.Linear | None) -> tuple[int, bool]:
     """(d_ff, gated) of one MLP's projections."""
     if down is None or down.out_features != d:
-        raise _Unread("no down projection back to hidden_size")
+        raise _Unread(Message(N_("no down projection back to hidden_size")))
     f = down.in_features
     if fused is not None and fused.out_features == 2 * f:
         return f, True
     if up is None or up.out_features != f:
-        raise _Unread(f"no up projection to the down projection's {f} inputs")
+        raise _Unread(Message(N_("no up projection to the down projection's {width} inputs"), width=f"{f:,}"))
     return f, gate is not None
 
 
@@ -367,7 +397,7 @@ def _moe(
     (Granite-4.0-H's shared_mlp sits beside block_sparse_moe)."""
     found = _experts(child)
     if found is None:
-        raise _Unread("no one routed experts container")
+        raise _Unread(Message(N_("no one routed experts container")))
     path, experts = found
     if isinstance(experts, (nn.ModuleList, nn.ModuleDict)):
         count, first = len(experts), next(iter(experts.children()))
@@ -377,14 +407,14 @@ def _moe(
         tensors = dict(experts.named_parameters(recurse=False))
         down = tensors.get("down_proj")
         if down is None or down.dim() != 3:
-            raise _Unread(f"{type(experts).__name__} holds no [experts, …] down_proj")
+            raise _Unread(Message(N_("{cls} holds no [experts, …] down_proj"), cls=type(experts).__name__))
         count = down.shape[0]
         f = down.shape[2] if down.shape[1] == d else down.shape[1]
         gated = "gate_up_proj" in tensors
         bias = any(n.endswith("bias") for n in tensors)
     top = config_top_k(hf_config)
     if top.value is None:
-        raise _Unread(top.problem or "no config key names the experts per token")
+        raise _Unread(top.problem or Message(N_("no config key names the experts per token")))
     shared = [(p, mod) for p, mod in child.named_children() if "shared" in p and not isinstance(mod, nn.Linear)] + list(beside)
     gate_linear = _linear(dict(child.named_modules()), "shared_expert_gate")
     shared_width = 0
@@ -411,7 +441,9 @@ def _moe(
             ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != "weight"
         )
     read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used)
-    read.said.append(f"MoE: {count} experts × {f}, top-{top.value}" + (f", shared {shared_width}" if shared_width else ""))
+    said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
+    shared_said = Message(N_(", shared {width}"), width=f"{shared_width:,}") if shared_width else ""
+    read.said.append(Message.join(said, shared_said))
 
 
 def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
@@ -420,12 +452,14 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         _moe(d, r, hf_config, moe[0][1], read, tuple(c for c in children if c[0] != moe[0][0]))
     elif not moe and len(children) == 1:
         read.ffn = _dense(d, r, children[0][1])
-        read.said.append(f"dense FFN: {read.ffn.d_ff:,} wide")
+        read.said.append(Message(N_("dense FFN: {width} wide"), width=f"{read.ffn.d_ff:,}"))
     else:
-        raise _Unread(f"the FFN is split over {', '.join(n for n, _c in children)}")
+        raise _Unread(Message(N_("the FFN is split over {names}"), names=", ".join(n for n, _c in children)))
     built, counted = sum(_count(c) for _n, c in children), _ffn_count(read)
     if counted != built:
-        raise _Unread(f"its FFN counts {counted:,} parameters where the module holds {built:,}")
+        raise _Unread(
+            Message(N_("its FFN counts {counted} parameters where the module holds {built}"), counted=f"{counted:,}", built=f"{built:,}")
+        )
 
 
 def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.Module, layers: tuple[int, ...]) -> LayerRead:
@@ -447,10 +481,12 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 read.norm_params = len(weights) * d
                 continue
         (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
-    where = f"layers {layer_ranges(layers)}"
+    where = _layers_named(layers)
     try:
         if len(mixers) > 1:
-            raise _Unread(f"{len(mixers)} token mixers in one layer ({', '.join(n for n, _c in mixers)})")
+            raise _Unread(
+                Message(N_("{n} token mixers in one layer ({names})"), n=f"{len(mixers):,}", names=", ".join(n for n, _c in mixers))
+            )
         if mixers:
             child = mixers[0][1]
             modules = dict(child.named_modules())
@@ -462,12 +498,13 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 _mixer(d, child, read)
             built, counted = _count(child), _mixer_params(read)
             if counted != built:
-                raise _Unread(f"{type(child).__name__} counts {counted:,} parameters where the module holds {built:,}")
+                raise _Unread(Message(N_("{cls} counts {counted} parameters where the module holds {built}"),
+                                      cls=type(child).__name__, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
         if ffns:
             _ffn(d, r, hf_config, ffns, read)
-    except _Unread as why:
-        raise FFNError("config", r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
-            where=where, model_type=hf_config.model_type, why=str(why))) from None  # fmt: skip
+    except _Unread as unread:
+        raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
+            where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
     for name, child in rest:
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
@@ -475,15 +512,17 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     read.other += tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
     if not mixers and rest:  # every decoder layer mixes tokens: here in a module ffn does not know
         names = ", ".join(type(c).__name__ for _n, c in rest)
-        read.left_out.append(
-            f"no token mixer recognised among {names} (counted as tensors beside the parts): what it keeps while decoding is not sized"
-        )
+        read.left_out.append(Message(_NO_MIXER_RECOGNISED, names=names))
     counted = _read_params(read)
     if counted != read.params:  # every tensor of the layer is in one piece, once
         mismatch = _("its pieces count {counted:,} parameters where the layer holds {built:,}").format(counted=counted, built=read.params)
-        raise FFNError("config", r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
-            where=where, model_type=hf_config.model_type, why=mismatch))  # fmt: skip
+        raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
+            where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
+
+
+def _between(parts: list[Message], separator: Message) -> list[Message]:
+    return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
 
 
 def _mixer_params(read: LayerRead) -> int:
@@ -513,8 +552,7 @@ def _one(reads: list[LayerRead], what: str, value: Any, source: str) -> Any:
     first = values[0][1]
     for r, v in values[1:]:
         if v != first:
-            raise FFNError(
-                "config",
+            raise _beyond(
                 source,
                 _("layers {a} and {b} have {what} of two shapes; ffn sizes one per model").format(
                     a=layer_ranges(values[0][0].layers), b=layer_ranges(r.layers), what=_(what)
@@ -575,7 +613,7 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=one_line(exc))) from None
     modules = dict(model.named_modules())
     if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
-        raise FFNError("config", source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
+        raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
             cls=layer_cls.__name__))  # fmt: skip
     embedding = head = norm = None
     beside = []
@@ -656,7 +694,7 @@ def _assemble(
     if mixers:
         first = mixers[0]
         if any((m.kind, m.tensors) != (first.kind, first.tensors) for m in mixers):
-            raise FFNError("config", source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
+            raise _beyond(source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
@@ -668,16 +706,16 @@ def _assemble(
         dense = dense_reads[0].ffn
         assert dense is not None
         if any(r.ffn is not None and r.ffn.with_(d_ff=dense.d_ff) != dense for r in dense_reads):
-            raise FFNError("config", source, _("its dense FFNs differ beyond their width; ffn sizes one kind per model"))
+            raise _beyond(source, _("its dense FFNs differ beyond their width; ffn sizes one kind per model"))
         if len({r.ffn.d_ff for r in dense_reads if r.ffn is not None}) > 1:
             by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
     norms = {r.norms for r in reads}
     if len(norms) > 1:
-        raise FFNError("config", source, _("its layers hold different numbers of norms; ffn sizes one number per model"))
+        raise _beyond(source, _("its layers hold different numbers of norms; ffn sizes one number per model"))
     others = {r.other for r in reads}
     if len(others) > 1:
-        raise FFNError("config", source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
+        raise _beyond(source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
     other = others.pop()
     extras: tuple[ExtraPart, ...] = ()
     if other:
@@ -720,14 +758,20 @@ def _assemble(
     for r in reads:
         for x in r.left_out:
             missing.setdefault(x, []).extend(r.layers)
-    left_out = [f"layers {layer_ranges(tuple(sorted(layers)))}: {x}" for x, layers in missing.items()]
+    left_out = [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
     per_layer = sorted(k for k, v in text_data.items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v)
     if per_layer:  # Gemma 3n's and Gemma 4's per-layer inputs: tables beside the layers, one slice a layer
-        left_out.append(f"tensors beside the layers sized by the layer count ({', '.join(per_layer)}): built with none, not counted")
+        left_out.append(
+            Message(
+                N_("tensors beside the layers sized by the layer count ({keys}): built with none, not counted"), keys=", ".join(per_layer)
+            )
+        )
     if shell.final_norm not in (0, spec.norm_params):
-        raise FFNError("config", source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
+        raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
-    kinds = tuple((layer_ranges(r.layers), "; ".join(r.said)) for r in reads)
+    kinds = tuple((layer_ranges(r.layers), Message.join(*_between(r.said, Message(N_("; "))))) for r in reads)
     if shell.beside:
-        kinds += (("beside", f"{extras[-1].detail}: {sum(t.count for t in shell.beside):,} parameters, counted as built"),)
+        beside = Message(N_("{modules}: {count} parameters, counted as built"), modules=extras[-1].detail,
+                         count=f"{sum(t.count for t in shell.beside):,}")  # fmt: skip
+        kinds += (("beside", beside),)
     return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes)

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, _, shown
 from ffn_cli.models.built import PART_NAMES, BuiltLayout, BuiltModel, RoutedExperts
 from ffn_cli.models.count import training_memory
 from ffn_cli.render.fit import Col, FitTable, Wide
@@ -191,11 +191,11 @@ _LAID_OUT = N_(
 def layout_view(layout: BuiltLayout) -> RenderableType:
     """How the layout of a model no reader knows was read: its layer kinds and what is left out."""
     columns = [Col(_("which layers"), "text", floor=12), Col(_("one built layer of the kind holds"), "text")]
-    rows: list[Any] = [[_("beside the layers") if where == "beside" else where, holds] for where, holds in layout.kinds]
+    rows: list[Any] = [[_("beside the layers") if where == "beside" else where, shown(holds)] for where, holds in layout.kinds]
     lines: list[RenderableType] = [
         FitTable(Text(_("layout of {name}").format(name=layout.spec.name)), columns, rows, caption=Text(_(_LAID_OUT), style="dim"))
     ]
-    lines += [Text(_("left out: {what}").format(what=what), style="yellow") for what in layout.left_out]
+    lines += [Text(_("left out: {what}").format(what=shown(what)), style="yellow") for what in layout.left_out]
     lines += [Text(_("note: {note}").format(note=_(note)), style="dim") for note in layout.notes]
     return Group(*lines)
 

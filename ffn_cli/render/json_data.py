@@ -65,11 +65,14 @@ def rank_params_data(spec: FFNSpec, ranks: list[RankParams]) -> dict[str, Any]:
     return rank_params_json(spec, ranks) | {"total_params": total_params(spec)}
 
 
-def ffn_gpu_data(report: FFNReport, passes: list[Any], gpu: GPU, column: str) -> dict[str, Any]:
-    """One FFN's counts and its roofline on --gpu."""
+def ffn_gpu_data(report: FFNReport, passes: list[Any] | None, gpu: GPU, column: str) -> dict[str, Any]:
+    """One FFN's counts and its roofline on --gpu; on a row with no peak rate (passes None), a
+    null roofline and the row's notes, which say why."""
     from ffn_cli.render.params.report import ffn_report_data
     from ffn_cli.render.prediction import ffn_roofline_data
 
+    if passes is None:
+        return ffn_report_data(report) | {"roofline": None, "roofline_missing": "; ".join(gpu.notes)}
     return ffn_report_data(report) | {"roofline": ffn_roofline_data(passes, gpu, column)}
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ffn_cli.device_name import RUN_DTYPES
+from ffn_cli.device_name import check_run_dtype
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.names import unknown_name
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.lists import parse_int_list, parse_list
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
@@ -98,8 +97,7 @@ class BenchRequest:
         check_int("batch", self.batch)
         parse_int_list("seq_len", self.seq_len)
         for dtype in parse_list("dtype", self.dtype):
-            if dtype not in RUN_DTYPES:
-                raise unknown_name("dtype", dtype, RUN_DTYPES, what=N_("dtype"))
+            check_run_dtype(dtype)
         check_rules(_RULES, given)
         if self.plot is not None:
             from ffn_cli.render.bench import check_plot_target

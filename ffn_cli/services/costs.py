@@ -12,15 +12,18 @@ from rich.text import Text
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.i18n import shown as in_language
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import parse_int_list
 
 if TYPE_CHECKING:
     from ffn_cli.requests.params import ParamsRequest
 
-__all__ = ["CostOptions", "cost_options", "model_costs", "pass_cases"]
+__all__ = ["CostOptions", "cost_options", "missing_rate", "model_costs", "pass_cases"]
 
 DEFAULT_SEQ_LEN = 4096
+# The --dtype values a whole model's --gpu takes: those a checkpoint format stores (_plan).
+WEIGHT_DTYPES = ("float32", "bfloat16", "float16", "float8")
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,26 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     return [PassCase(phase, b, seq_len, act_bytes) for b in batches]
 
 
+def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...] = WEIGHT_DTYPES) -> str | None:
+    """None when the table has --gpu's dense rate in this column. A row with no dense rate at all
+    (its sources disagree): the line that says so in place of the roofline, whose memory answer
+    needs no rate. A row with rates, but not this one: refused, naming the --dtype values it has."""
+    from ffn_cli.hardware.dtypes import TABLE_DTYPE
+
+    if gpu.tflops_for(column) is not None:
+        return None
+    if not gpu.tflops:
+        why = _("no roofline on {name}: the table holds none of its peak rates ({note})")
+        return why.format(name=gpu.name, note="; ".join(gpu.notes) or _("no source gives one"))
+    have = [dtype for dtype in takes if TABLE_DTYPE.get(dtype) in gpu.tflops]
+    if not have:
+        raise FFNError(
+            "gpu", named, _("{name} has a dense rate in the table for no --dtype this takes: choose another GPU").format(name=gpu.name)
+        )
+    why = _("{name} has no dense {column} rate in the table; it has one for --dtype {dtypes}")
+    raise FFNError("gpu", named, why.format(name=gpu.name, column=column, dtypes=", ".join(have)))
+
+
 def context_limit(config: Any) -> int | None:
     """The longest context the model takes: its config's max_position_embeddings (GPT-2's
     n_positions; a multimodal config's text_config's), or None when it names none."""
@@ -126,7 +149,6 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     checkpoint stores its weights as --dtype)."""
     from ffn_cli.accounting import DTYPE_BYTES
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.models.seq_flops import model_stack
     from ffn_cli.models.shipped import mtp_layers, shipped_tensors
     from ffn_cli.models.weights import checkpoint, plan_from_options
     from ffn_cli.render.weights import checkpoint_data, checkpoint_view
@@ -165,57 +187,76 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         data["per_gpu_memory"] = rank_memory_data(ranks, fit)
         left_out = getattr(loaded, "left_out", ())  # a layout read from built layers names what it does not size
         if fit is not None and left_out:
-            lines = [Text(_("the verdict leaves out: {what}").format(what=what), style="yellow") for what in left_out]
+            lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in left_out]
             shown.append(Group(*lines))
             data["per_gpu_memory"]["left_out"] = list(left_out)
     if gpu is not None:
-        from ffn_cli.models.roofline import pass_cost
-        from ffn_cli.render.roofline import roofline_data, roofline_view
-
         column = TABLE_DTYPE.get(dtype, dtype)
-        if gpu.tflops_for(column) is None:
-            raise FFNError(
-                "gpu",
-                opts.gpu,
-                _("{name} has no dense {column} rate in the table: choose another --dtype or GPU").format(name=gpu.name, column=column),
-            )
-        stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
+        missing = missing_rate(gpu, column, opts.gpu)
         cases = pass_cases(opts, DTYPE_BYTES[dtype])
-        costs = [pass_cost(spec, stack, plan, case) for case in cases]
-        per_gpu = None
-        if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
-            from ffn_cli.models.gpu_roofline import gpu_pass
-            from ffn_cli.models.parallel_layout import Layout
-
-            per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
-            costs = [g.cost for g in per_gpu]
-        backward = None
-        if opts.backward:
-            from ffn_cli.models.roofline import backward_cost
-
-            backward = [backward_cost(spec, stack, plan, case) for case in cases]
-        shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
-        data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
-        from ffn_cli.models.ffn_roofline import model_forecasts
-        from ffn_cli.render.prediction import add_forecasts, forecast_lines
-
-        add_forecasts(data["roofline"], model_forecasts(gpu.key, spec, cases, dtype))
-        shown += forecast_lines(data["roofline"])
-        if opts.plot is not None:
-            from ffn_cli.render.plot import write_roofline_plot
-
-            written = write_roofline_plot(costs, gpu, column, spec.name, spec.n_layers, opts.plot, backward)
-            data["roofline"]["plot"] = str(written)
-            from ffn_cli.render.literal import visible
-
-            shown.append(Group(Text(_("plot written to {path}").format(path=visible(written)), style="dim")))
-        if costs[0].case.phase == "decode":  # the cache the decode pass reads, by layer kind
+        if missing is None:
+            _add_roofline(shown, data, loaded, plan, gpu, column, dtype, cases, opts)
+        else:
+            if opts.plot is not None:
+                raise FFNError("plot", opts.plot, missing)
+            shown.append(Group(Text(missing, style="yellow")))
+            data["roofline"] = None
+            data["roofline_missing"] = "; ".join(gpu.notes)
+        if cases[0].phase == "decode":  # the cache the decode pass reads, by layer kind: no rate needed
             from ffn_cli.models.decode_state import decode_state
             from ffn_cli.render.decode_state import decode_state_data, decode_state_view
 
-            case = costs[0].case
+            case = cases[0]
             kinds = decode_state(spec, loaded.windows, loaded.chunks, case.seq_len)
-            batches = [c.case.batch for c in costs]
+            batches = [c.batch for c in cases]
             shown.append(decode_state_view(kinds, case.seq_len, batches, case.act_bytes))
             data["decode_state"] = decode_state_data(kinds, case.seq_len, batches, case.act_bytes)
     return shown, data
+
+
+def _add_roofline(
+    shown: list[RenderableType],
+    data: dict[str, Any],
+    loaded: Any,
+    plan: Any,
+    gpu: Any,
+    column: str,
+    dtype: str,
+    cases: list[Any],
+    opts: CostOptions,
+) -> None:
+    """The roofline of the passes asked on --gpu (its table, JSON, forecasts and --plot)."""
+    from ffn_cli.models.roofline import pass_cost
+    from ffn_cli.models.seq_flops import model_stack
+    from ffn_cli.render.roofline import roofline_data, roofline_view
+
+    spec = loaded.spec
+    stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
+    costs = [pass_cost(spec, stack, plan, case) for case in cases]
+    per_gpu = None
+    if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
+        from ffn_cli.models.gpu_roofline import gpu_pass
+        from ffn_cli.models.parallel_layout import Layout
+
+        per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
+        costs = [g.cost for g in per_gpu]
+    backward = None
+    if opts.backward:
+        from ffn_cli.models.roofline import backward_cost
+
+        backward = [backward_cost(spec, stack, plan, case) for case in cases]
+    shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
+    data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
+    from ffn_cli.models.ffn_roofline import model_forecasts
+    from ffn_cli.render.prediction import add_forecasts, forecast_lines
+
+    add_forecasts(data["roofline"], model_forecasts(gpu.key, spec, cases, dtype))
+    shown += forecast_lines(data["roofline"])
+    if opts.plot is not None:
+        from ffn_cli.render.plot import write_roofline_plot
+
+        written = write_roofline_plot(costs, gpu, column, spec.name, spec.n_layers, opts.plot, backward)
+        data["roofline"]["plot"] = str(written)
+        from ffn_cli.render.literal import visible
+
+        shown.append(Group(Text(_("plot written to {path}").format(path=visible(written)), style="dim")))

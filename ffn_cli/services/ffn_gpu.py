@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from rich.text import Text
+
 from ffn_cli.render import json_data
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.services.answer import Answer
-from ffn_cli.services.costs import cost_options, pass_cases
+from ffn_cli.services.costs import cost_options, missing_rate, pass_cases
 
 if TYPE_CHECKING:
     from ffn_cli.requests.params import ParamsRequest
@@ -29,10 +29,10 @@ def ffn_on_gpu(request: ParamsRequest) -> Answer:
     spec, run_dtype = request.specs[0], request.count_dtype
     gpu = resolve_gpu(str(request.gpu))
     column = TABLE_DTYPE.get(run_dtype, run_dtype)
-    if gpu.tflops_for(column) is None:
-        why = _("{name} has no dense {column} rate in the table: choose another --dtype or GPU")
-        raise FFNError("gpu", request.gpu, why.format(name=gpu.name, column=column))
-    passes = ffn_passes(spec, pass_cases(cost_options(request), DTYPE_BYTES[run_dtype]), gpu.key, run_dtype)
+    missing = missing_rate(gpu, column, str(request.gpu), tuple(TABLE_DTYPE))
     # The value is the FFN's report (the Python API's result); its roofline is in the view and the data.
     report = ffn_report(spec, AttentionSpec(spec.d_model), run_dtype)
+    if missing is not None:  # a row without rates: the counts, and one line in place of the roofline
+        return Answer(report, lambda: Text(missing, style="yellow"), lambda: json_data.ffn_gpu_data(report, None, gpu, column))
+    passes = ffn_passes(spec, pass_cases(cost_options(request), DTYPE_BYTES[run_dtype]), gpu.key, run_dtype)
     return Answer(report, lambda: ffn_roofline_view(passes, gpu, column), lambda: json_data.ffn_gpu_data(report, passes, gpu, column))
