@@ -17,7 +17,7 @@ from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.hardware.predict import ElementwisePass, Gemm, Prediction, predict
 from ffn_cli.hardware.profile import DeviceProfile
 from ffn_cli.spec import FFNSpec
-from ffn_cli.variants import ACTIVATIONS, SingleFFN, mixture_of
+from ffn_cli.variants import ACTIVATIONS, mixture_of, single_of
 
 __all__ = ["ForwardOps", "forward_ops", "predict_forward", "priced_variants"]
 
@@ -45,10 +45,9 @@ def _activation_ops(name: str) -> tuple[str, ...]:
 def forward_ops(spec: FFNSpec, tokens: int) -> ForwardOps | None:
     """The GEMMs and elementwise passes of `spec`'s forward over `tokens` tokens in eval mode,
     or None when the spec is not one the forecast prices (see the module's doc)."""
-    info = spec.info
-    if mixture_of(info) is not None:  # a mixture's forward is its routing too: not priced
+    if mixture_of(spec.info) is not None:  # a mixture's forward is its routing too: not priced
         return None
-    assert isinstance(info, SingleFFN)  # every variant that is not a mixture
+    info = single_of(spec.info, spec)  # one FFN: the variant itself
     shapes = {t.name: t.shape for t in param_tensors(spec)}
     gemms: list[Gemm] = []
     passes: list[ElementwisePass] = []
