@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ffn_cli.benchmark.timing import CallFn, cache_flush_bytes, collector_paused, time_calls
+from ffn_cli.benchmark.timing import CallFn, cache_flush_bytes, collector_paused, first_call_s, time_calls
 from ffn_cli.hardware.cpu import cpu_memory_bytes, cpu_name
 from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, ElementwisePoint, GemmPoint
 from ffn_cli.models.forward_ops import forward_ops, priced_variants
@@ -84,19 +84,9 @@ def plan_for(device: torch.device, *, quick: bool) -> MeasurePlan:
     )
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _median_s(run: CallFn, prepare: CallFn, device: torch.device, budget_s: float) -> float:
     """One untimed call (it warms and sizes the rest), then the median of enough timed calls."""
-    prepare(0)
-    _sync(device)
-    t0 = time.perf_counter()
-    run(0)
-    _sync(device)
-    first = time.perf_counter() - t0
+    first = first_call_s(run, prepare, device)
     n = max(MIN_CALLS, min(MAX_CALLS, int(budget_s / max(first, 1e-7))))
     samples = sorted(time_calls(run, prepare, n, device))
     return samples[len(samples) // 2] * 1e-3

@@ -27,6 +27,7 @@ __all__ = [
     "WarmUp",
     "cache_flush_bytes",
     "collector_paused",
+    "first_call_s",
     "input_buffers",
     "measure_calls",
     "repeats_for",
@@ -83,6 +84,16 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def first_call_s(run: CallFn, prepare: CallFn, device: torch.device) -> float:
+    """Seconds of the first call alone (it compiles, or sizes the calls after it), synchronised."""
+    prepare(0)
+    _sync(device)
+    t0 = time.perf_counter()
+    run(0)
+    _sync(device)
+    return time.perf_counter() - t0
+
+
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """No cyclic collection inside: one full collection first (tens of ms with torch loaded),
@@ -131,12 +142,7 @@ class WarmUp:
 def warm_up(run: CallFn, prepare: CallFn, device: torch.device, warmup_ms: float) -> WarmUp:
     """The first call alone (it compiles), then calls until warmup_ms have passed (at least one).
     Synchronised after each call, so the host clock is right; nothing here is reported as a time."""
-    prepare(0)
-    _sync(device)
-    t0 = time.perf_counter()
-    run(0)
-    _sync(device)
-    first_s = time.perf_counter() - t0
+    first_s = first_call_s(run, prepare, device)
     calls, start = 0, time.perf_counter()
     while calls == 0 or (time.perf_counter() - start) * 1e3 < warmup_ms:
         prepare(calls + 1)
