@@ -159,7 +159,7 @@ def test_output_is_whole_when_the_process_ends_frozen(tmp_path: Path) -> None:
     assert (tmp_path / "frozen.svg").read_text(encoding="utf-8").rstrip().endswith("</svg>")
 
 
-@pytest.mark.parametrize("package", ["ffn_cli", "ffn_cli.tracing", "ffn_cli.benchmark", "ffn_cli.parallel", "ffn_cli.models"])
+@pytest.mark.parametrize("package", ["ffn_cli", "ffn_cli.tracing", "ffn_cli.benchmark", "ffn_cli.parallel", "ffn_cli.models", "ffn_cli.costs"])
 def test_a_package_surface_needs_no_torch(package: str) -> None:
     """What a package names at its top needs no torch: what runs a module is imported from its
     own module (`ffn_cli.tracing.run`, `ffn_cli.benchmark.run`, `ffn_cli.parallel.run`)."""

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.costs.roofline.bound import Roofline, expected_distinct_experts
 from ffn_cli.hardware.formats import parse_format
-from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
 
 runner = CliRunner()
 GIB = 2**30

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.hardware.roofline import busiest_rank_experts, expected_distinct_experts
+from ffn_cli.costs.roofline.bound import busiest_rank_experts, expected_distinct_experts
 from tests.helpers import cli_json
 
 runner = CliRunner()

@@ -285,7 +285,7 @@ def test_nemotron_h_params_through_its_reader(tmp_path: Any) -> None:
 
 def test_nemotron_h_weights_hold_every_parameter() -> None:
     # The weight tensors (what --weights and --tp price) sum to the meta build's parameters.
-    from ffn_cli.models.weights import weight_tensors
+    from ffn_cli.costs.weights import weight_tensors
 
     for keys in NEMOTRON_CASES:
         config = small_config("nemotron_h", keys)

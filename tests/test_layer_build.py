@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.models.count import count_model
-from ffn_cli.models.decode_state import decode_state
 from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.families.common import Unreadable
 from ffn_cli.models.source import LoadedModel

@@ -7,7 +7,7 @@ import time
 import torch
 
 from ffn_cli.benchmark.measure import MeasurePlan, measure_device, run_passes
-from ffn_cli.models.forward_ops import priced_variants
+from ffn_cli.costs.forward_ops import priced_variants
 from ffn_cli.variants import VARIANTS
 
 PLAN = MeasurePlan(("fp32",), (64,), (256, 512), (256,), (1 << 12,), 0.01)

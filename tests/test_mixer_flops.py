@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.models.decode_state import decode_state
+from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.mixers import DeltaRuleScan, SSDScan
 from ffn_cli.models.seq_flops import flops_over_length, model_stack

@@ -7,11 +7,11 @@ import io
 import json
 import math
 
+from ffn_cli.costs.forward_ops import forward_ops
+from ffn_cli.costs.roofline.model_pass import PassCase
+from ffn_cli.costs.roofline.one_ffn import ffn_passes
 from ffn_cli.hardware.predict import elementwise_seconds, gemm_seconds
 from ffn_cli.hardware.profile import DeviceProfile, ElementwisePoint, GemmPoint, save_profile
-from ffn_cli.models.ffn_roofline import ffn_passes
-from ffn_cli.models.forward_ops import forward_ops
-from ffn_cli.models.roofline import PassCase
 from ffn_cli.spec import FFNSpec
 
 AXIS = (1, 16, 256)

@@ -261,6 +261,8 @@ TORCH_FREE = [
     "ffn_cli.accounting",
     "ffn_cli.attention",
     "ffn_cli.models",
+    "ffn_cli.costs",
+    "ffn_cli.costs.roofline",
     "ffn_cli.regions",
     "ffn_cli.render.params.report",
     "ffn_cli.render.params.comparison",

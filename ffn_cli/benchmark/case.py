@@ -21,11 +21,11 @@ from ffn_cli.benchmark.memory import PeakMemory, estimate_memory_bytes, min_traf
 from ffn_cli.benchmark.result import BenchEnv, BenchResult, Calibration, case_label, settings_text
 from ffn_cli.benchmark.stats import TimingStats, summarize
 from ffn_cli.benchmark.timing import WarmUp, repeats_for, time_calls, warm_up
+from ffn_cli.costs.roofline.bound import Roofline
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte
 from ffn_cli.hardware.dtypes import TABLE_DTYPE, peak_dtype_key
-from ffn_cli.hardware.roofline import Roofline
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.modules import build_ffn
 from ffn_cli.seeds import Stream, stream_seed

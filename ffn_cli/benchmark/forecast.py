@@ -3,8 +3,8 @@ on a device of the kind the bench runs on; the forecast of one case from it (for
 
 from __future__ import annotations
 
+from ffn_cli.costs.forward_ops import predict_forward
 from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, ProfileError, find_profile, load_profile, profile_path
-from ffn_cli.models.forward_ops import predict_forward
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["predicted_ms", "profile_for", "unread_profile"]

@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 
 from ffn_cli.benchmark.timing import CallFn, cache_flush_bytes, collector_paused, first_call_s, time_calls
+from ffn_cli.costs.forward_ops import forward_ops, priced_variants
 from ffn_cli.hardware.cpu import cpu_memory_bytes, cpu_name
 from ffn_cli.hardware.profile import PROFILE_NAME, DeviceProfile, ElementwisePoint, GemmPoint
-from ffn_cli.models.forward_ops import forward_ops, priced_variants
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import ACTIVATIONS, VARIANTS, Activation

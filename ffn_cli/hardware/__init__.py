@@ -1,5 +1,5 @@
 """Hardware: the GPU table (dense peaks per dtype, bandwidth, memory, each with its source),
-this machine's CPU as measured, weight storage formats and the roofline. Pure Python: it
+this machine's CPU as measured, weight storage formats, measured profiles and their forecasts. Pure Python: it
 imports nothing else of ffn's and never torch."""
 
 from ffn_cli.hardware.gpus import DTYPES, GPU, GPUS, SOURCES, gpu_for_device_name, ridge_flop_per_byte

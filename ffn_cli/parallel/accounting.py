@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ffn_cli.accounting import DTYPE_BYTES, ParamTensor, param_tensors
+from ffn_cli.costs.parallel_layout import MAX_WORLD_SIZE
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.parallel_layout import MAX_WORLD_SIZE
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec, check_int
 from ffn_cli.variants import SplitKind

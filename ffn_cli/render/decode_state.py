@@ -8,8 +8,8 @@ from typing import Any
 
 from rich.text import Text
 
+from ffn_cli.costs.decode_state import KindState
 from ffn_cli.i18n import _, shown
-from ffn_cli.models.decode_state import KindState
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 

@@ -9,10 +9,10 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.benchmark.result import BenchResult
+from ffn_cli.costs.roofline.one_ffn import FFNPass
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.predict import Prediction
 from ffn_cli.i18n import _
-from ffn_cli.models.ffn_roofline import FFNPass
 from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_flops
 from ffn_cli.render.literal import visible

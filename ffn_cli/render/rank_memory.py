@@ -7,12 +7,12 @@ from typing import Any
 
 from rich.text import Text
 
+from ffn_cli.costs.gpu_memory import GPUMemory
+from ffn_cli.costs.rank_memory import RankMemory
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.gpus import DRIVER_SOURCES, SOURCES
 from ffn_cli.hardware.reserve import RESERVE_SOURCE
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.gpu_memory import GPUMemory
-from ffn_cli.models.rank_memory import RankMemory
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 from ffn_cli.render.literal import literal

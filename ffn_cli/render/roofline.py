@@ -8,10 +8,10 @@ from typing import Any
 
 from rich.text import Text
 
+from ffn_cli.costs.roofline.model_pass import PartCost, PassCost
+from ffn_cli.costs.roofline.per_gpu import NODE_GPUS, GPUPass
 from ffn_cli.hardware import GPU
 from ffn_cli.i18n import N_, _, shown
-from ffn_cli.models.gpu_roofline import NODE_GPUS, GPUPass
-from ffn_cli.models.roofline import PartCost, PassCost
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops
 from ffn_cli.render.literal import visible

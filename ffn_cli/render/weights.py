@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
+from ffn_cli.costs.weights import PART_WORDS, ROLE_WORDS, Checkpoint
 from ffn_cli.i18n import N_, _, shown
-from ffn_cli.models.weights import PART_WORDS, ROLE_WORDS, Checkpoint
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count
 from ffn_cli.render.literal import visible

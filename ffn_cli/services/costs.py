@@ -55,9 +55,9 @@ def cost_options(request: ParamsRequest) -> CostOptions:
 
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
+    from ffn_cli.costs.weights import check_scope, plan_from_config, plan_from_options
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
     from ffn_cli.hardware.formats import FORMATS
-    from ffn_cli.models.weights import check_scope, plan_from_config, plan_from_options
 
     rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
     if rest not in FORMATS and (opts.weights is not None or loaded.config.get("quantization_config") is None):
@@ -84,7 +84,7 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
 
 def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     """The passes --batch / --tokens / --phase / --seq-len ask for."""
-    from ffn_cli.models.roofline import PassCase, Phase
+    from ffn_cli.costs.roofline.model_pass import PassCase, Phase
 
     # A str as typed: PassCase refuses any phase but these two, with one clear line.
     phase: Phase = opts.phase  # type: ignore[assignment]
@@ -134,8 +134,8 @@ def context_limit(config: Any) -> int | None:
 
 def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> Any:
     """One GPU's bytes at the pass asked (the largest batch of a sweep) against its memory."""
-    from ffn_cli.models.gpu_memory import MemoryCase, gpu_memory
-    from ffn_cli.models.parallel_layout import Layout
+    from ffn_cli.costs.gpu_memory import MemoryCase, gpu_memory
+    from ffn_cli.costs.parallel_layout import Layout
 
     case = max(pass_cases(opts, act_bytes), key=lambda c: c.batch)
     memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
@@ -148,13 +148,13 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     """The tables and the JSON fields the cost options ask for (none when none is asked and the
     checkpoint stores its weights as --dtype)."""
     from ffn_cli.accounting import DTYPE_BYTES
+    from ffn_cli.costs.shipped import mtp_layers, shipped_tensors
+    from ffn_cli.costs.weights import checkpoint, plan_from_options
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.models.shipped import mtp_layers, shipped_tensors
-    from ffn_cli.models.weights import checkpoint, plan_from_options
     from ffn_cli.render.weights import checkpoint_data, checkpoint_view
 
     if opts.tp != 1 or opts.ep != 1:
-        from ffn_cli.models.parallel_layout import check_model_parallel
+        from ffn_cli.costs.parallel_layout import check_model_parallel
 
         check_model_parallel(loaded.spec, tp=opts.tp, ep=opts.ep)
     if opts.plot is not None:
@@ -178,7 +178,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
         data["checkpoint"] = checkpoint_data(stored, bf16, note)
     gpu = resolve_gpu(opts.gpu) if opts.gpu is not None else None
     if opts.tp != 1 or opts.ep != 1 or gpu is not None:
-        from ffn_cli.models.rank_memory import rank_memory
+        from ffn_cli.costs.rank_memory import rank_memory
         from ffn_cli.render.rank_memory import rank_memory_data, rank_memory_view
 
         ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
@@ -203,7 +203,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
             data["roofline"] = None
             data["roofline_missing"] = "; ".join(gpu.notes)
         if cases[0].phase == "decode":  # the cache the decode pass reads, by layer kind: no rate needed
-            from ffn_cli.models.decode_state import decode_state
+            from ffn_cli.costs.decode_state import decode_state
             from ffn_cli.render.decode_state import decode_state_data, decode_state_view
 
             case = cases[0]
@@ -226,7 +226,7 @@ def _add_roofline(
     opts: CostOptions,
 ) -> None:
     """The roofline of the passes asked on --gpu (its table, JSON, forecasts and --plot)."""
-    from ffn_cli.models.roofline import pass_cost
+    from ffn_cli.costs.roofline.model_pass import pass_cost
     from ffn_cli.models.seq_flops import model_stack
     from ffn_cli.render.roofline import roofline_data, roofline_view
 
@@ -235,19 +235,19 @@ def _add_roofline(
     costs = [pass_cost(spec, stack, plan, case) for case in cases]
     per_gpu = None
     if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
-        from ffn_cli.models.gpu_roofline import gpu_pass
-        from ffn_cli.models.parallel_layout import Layout
+        from ffn_cli.costs.parallel_layout import Layout
+        from ffn_cli.costs.roofline.per_gpu import gpu_pass
 
         per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
         costs = [g.cost for g in per_gpu]
     backward = None
     if opts.backward:
-        from ffn_cli.models.roofline import backward_cost
+        from ffn_cli.costs.roofline.model_pass import backward_cost
 
         backward = [backward_cost(spec, stack, plan, case) for case in cases]
     shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
     data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
-    from ffn_cli.models.ffn_roofline import model_forecasts
+    from ffn_cli.costs.roofline.one_ffn import model_forecasts
     from ffn_cli.render.prediction import add_forecasts, forecast_lines
 
     add_forecasts(data["roofline"], model_forecasts(gpu.key, spec, cases, dtype))

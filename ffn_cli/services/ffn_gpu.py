@@ -21,8 +21,8 @@ __all__ = ["ffn_on_gpu"]
 def ffn_on_gpu(request: ParamsRequest) -> Answer:
     from ffn_cli.accounting import DTYPE_BYTES
     from ffn_cli.attention import AttentionSpec
+    from ffn_cli.costs.roofline.one_ffn import ffn_passes
     from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.models.ffn_roofline import ffn_passes
     from ffn_cli.models.layer import ffn_report
     from ffn_cli.render.prediction import ffn_roofline_view
 

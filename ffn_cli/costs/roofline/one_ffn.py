@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffn_cli.accounting import matmul_flops_per_token, total_params
+from ffn_cli.costs.forward_ops import predict_forward
+from ffn_cli.costs.roofline.model_pass import PartCost, PassCase
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.predict import Prediction
 from ffn_cli.hardware.profile import PROFILE_NAME, load_profile
 from ffn_cli.i18n import _
-from ffn_cli.models.forward_ops import predict_forward
-from ffn_cli.models.roofline import PartCost, PassCase
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
 

@@ -1,7 +1,7 @@
 """One forward pass as one GPU of a --tp / --ep layout runs it: its share of the FLOPs and bytes,
 and the communication each layer needs, for the roofline per GPU.
 
-Per GPU (the layout as models/parallel_layout.py lays it): attention, a mixer, dense and shared
+Per GPU (the layout as costs/parallel_layout.py lays it): attention, a mixer, dense and shared
 FFNs, embeddings and the LM head split over tp (FLOPs and weights ÷ tp), on the sequences of
 this GPU's attention group; the KV cache read and written for its share of the KV heads (all of
 MLA's latent); the routed experts over the expert ranks: with ep > 1 a rank holds E / ep
@@ -22,13 +22,25 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ffn_cli.accounting import matmul_flops_per_token
-from ffn_cli.hardware.roofline import busiest_rank_experts
-from ffn_cli.models import roofline as rl
-from ffn_cli.models.parallel_layout import Layout
-from ffn_cli.models.roofline import PartCost, PassCase, PassCost
+from ffn_cli.costs.parallel_layout import Layout
+from ffn_cli.costs.roofline.bound import busiest_rank_experts
+from ffn_cli.costs.roofline.model_pass import (
+    PartCost,
+    PassCase,
+    PassCost,
+    assemble,
+    attention_cost,
+    embedding_cost,
+    extras_cost,
+    ffn_cost,
+    head_cost,
+    mixer_cost,
+    read_cost,
+    routed_expert_tensors,
+)
+from ffn_cli.costs.weights import StoragePlan
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.weights import StoragePlan
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["NODE_GPUS", "Communication", "GPUPass", "gpu_pass"]
@@ -69,15 +81,15 @@ def _split(p: PartCost, tp: int, kv_share: float) -> PartCost:
 
 def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
     """One routed expert's stored bytes, matmul FLOPs per token and parameters."""
-    tensors = rl._routed_expert(spec, ffn)
-    bytes_, params = rl._read(plan, tensors)
+    tensors = routed_expert_tensors(spec, ffn)
+    bytes_, params = read_cost(plan, tensors)
     flops = sum(2 * t.numel for t in tensors if len(t.shape) == 2)
     return bytes_, flops, params
 
 
 def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, local: PassCase, layout: Layout) -> PartCost:
     """A MoE layer on the busiest expert rank (see the module's docstring)."""
-    whole = rl._ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
+    whole = ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
     expert_bytes, expert_flops, expert_params = _expert_parts(spec, ffn, plan)
     k = ffn.active_experts
     fixed_flops = matmul_flops_per_token(ffn) - k * expert_flops  # router and shared experts, per token
@@ -127,20 +139,20 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}
     ffn_costs = {
-        key: _moe_rank(spec, f, plan, case, local, layout) if f.info.experts_held(f) else _split(rl._ffn_cost(spec, f, plan, local), tp, 1)
+        key: _moe_rank(spec, f, plan, case, local, layout) if f.info.experts_held(f) else _split(ffn_cost(spec, f, plan, local), tp, 1)
         for key, f in unique.items()
     }
-    mixer = _split(rl._mixer_cost(spec, plan, local), tp, 1 / tp) if spec.mixer is not None else None
+    mixer = _split(mixer_cost(spec, plan, local), tp, 1 / tp) if spec.mixer is not None else None
     attention: list[PartCost] = []
     for i in range(spec.n_layers):
         label = spec.mixer_label(i)
         if label == "attention":
-            attention.append(_split(rl._attention_cost(spec, stack, i, plan, local), tp, share))
+            attention.append(_split(attention_cost(spec, stack, i, plan, local), tp, share))
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
-    head = _split(rl._head_cost(spec, plan, local), tp, 1)  # the vocabulary split over tp
-    embed = _split(rl._embedding_cost(spec, plan, local), tp, 1)
-    extras = [_split(rl._extras_cost(spec, plan, local), tp, 1)] if spec.extras else []
-    cost = rl._assemble(spec, case, ffn_costs, layers, attention, head, embed, extras)
+    head = _split(head_cost(spec, plan, local), tp, 1)  # the vocabulary split over tp
+    embed = _split(embedding_cost(spec, plan, local), tp, 1)
+    extras = [_split(extras_cost(spec, plan, local), tp, 1)] if spec.extras else []
+    cost = assemble(spec, case, ffn_costs, layers, attention, head, embed, extras)
     return GPUPass(layout, cost, _communication(spec, case, local, layout))

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ffn_cli.models.parallel_layout import layout_for
+from ffn_cli.costs.parallel_layout import layout_for
+from ffn_cli.costs.weights import Checkpoint
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.weights import Checkpoint
 
 __all__ = ["RankMemory", "rank_memory"]
 

@@ -33,18 +33,34 @@ from typing import Literal
 
 from ffn_cli.accounting import matmul_flops_per_token, saved_tensors
 from ffn_cli.attention import LatentAttentionSpec
+from ffn_cli.costs.roofline.bound import Roofline, expected_distinct_experts
+from ffn_cli.costs.weights import StoragePlan, WeightTensor
 from ffn_cli.errors import FFNError
-from ffn_cli.hardware.roofline import Roofline, expected_distinct_experts
 from ffn_cli.i18n import _
 from ffn_cli.models.count import ffn_part_name
 from ffn_cli.models.layout import PlacedTensor, Role, attention_tensors, extra_tensors, ffn_tensors, mixer_tensors
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.weights import StoragePlan, WeightTensor
 from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["PartCost", "PassCase", "PassCost", "backward_cost", "kv_width", "pass_cost"]
+__all__ = [
+    "PartCost",
+    "PassCase",
+    "PassCost",
+    "assemble",
+    "attention_cost",
+    "backward_cost",
+    "embedding_cost",
+    "extras_cost",
+    "ffn_cost",
+    "head_cost",
+    "kv_width",
+    "mixer_cost",
+    "pass_cost",
+    "read_cost",
+    "routed_expert_tensors",
+]
 
 Phase = Literal["prefill", "decode"]
 
@@ -102,22 +118,22 @@ def _bytes(plan: StoragePlan, role: Role, shape: tuple[int, ...]) -> float:
     return plan.format_of(t).tensor_bits(shape) / 8
 
 
-def _read(plan: StoragePlan, tensors: Iterable[PlacedTensor]) -> tuple[float, int]:
+def read_cost(plan: StoragePlan, tensors: Iterable[PlacedTensor]) -> tuple[float, int]:
     """The stored bytes and parameters of one copy of each of `tensors`, each read once."""
     tensors = list(tensors)
     return sum(_bytes(plan, t.role, t.shape) for t in tensors), sum(t.numel for t in tensors)
 
 
-def _routed_expert(spec: ModelSpec, ffn: FFNSpec) -> list[PlacedTensor]:
+def routed_expert_tensors(spec: ModelSpec, ffn: FFNSpec) -> list[PlacedTensor]:
     """The tensors of one routed expert of `ffn` (none in a dense FFN)."""
     return [t for t in ffn_tensors(spec, ffn) if t.name.startswith("experts.")]
 
 
-def _ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+def ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     tokens = case.tokens
     # what every pass reads (router, shared experts, moe_extra), and one routed expert
-    fixed, fixed_params = _read(plan, (t for t in ffn_tensors(spec, ffn) if not t.name.startswith("experts.")))
-    expert, expert_params = _read(plan, _routed_expert(spec, ffn))
+    fixed, fixed_params = read_cost(plan, (t for t in ffn_tensors(spec, ffn) if not t.name.startswith("experts.")))
+    expert, expert_params = read_cost(plan, routed_expert_tensors(spec, ffn))
     experts = ffn.info.experts_held(ffn)  # 0: one FFN
     touched = expected_distinct_experts(experts, ffn.active_experts, tokens) if experts else 0.0
     weights = fixed + touched * expert
@@ -145,13 +161,13 @@ def _keys(case: PassCase, window: int | None, chunk: int | None, causal: bool) -
     return min(seen, window) if window else seen
 
 
-def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase) -> PartCost:
+def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase) -> PartCost:
     chunk = stack.chunks[layer] if stack.chunks else None
     keys = case.batch * _keys(case, stack.windows[layer], chunk, stack.causal)
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
     flops = case.tokens * spec.attention_flops_of(layer) + keys * stack.score_flops_per_key[layer]
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
-    weights, params = _read(plan, attention_tensors(spec, (layer,), shared_kv=shared))
+    weights, params = read_cost(plan, attention_tensors(spec, (layer,), shared_kv=shared))
     width = kv_width(spec) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written;
     # a KV-shared layer reads the keys another layer wrote and writes none
@@ -161,7 +177,7 @@ def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     return PartCost("attention", flops, weights, io, kv, weight_params=params)
 
 
-def _extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+def extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """A family's own tensors beside attention and FFN (Gemma 3n's AltUp, Laurel, per-layer
     inputs): their matmuls, each weight read once, an embedding table one row per token."""
     flops = case.tokens * spec.extra_flops
@@ -177,12 +193,12 @@ def _extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost
     return PartCost("other", flops, weights, 0.0, weight_params=params)
 
 
-def _mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+def mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """A hybrid's token mixer in attention's place: its projections, its weights, and its state
     (one per sequence, whatever the length) written in prefill, read and written in decode."""
     m = spec.mixer
     assert m is not None
-    weights, params = _read(plan, mixer_tensors(spec))
+    weights, params = read_cost(plan, mixer_tensors(spec))
     state = case.batch * m.state_bytes(case.act_bytes) * (1 if case.phase == "prefill" else 2)
     # Beyond the projections: the conv and the state update, chunked over a prefill, recurrent in decode.
     update = case.tokens * (m.sequence_flops(case.seq_len) if case.phase == "prefill" else m.decode_flops())
@@ -195,21 +211,21 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
     """One forward pass: its FFN and attention per layer, and the whole model. A layer without
     an FFN or without a token mixer costs nothing for it; a mixer layer costs its mixer."""
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
-    ffn_costs = {id(f): _ffn_cost(spec, f, plan, case) for f in {id(f): f for f in ffn_of.values() if f}.values()}
-    mixer = _mixer_cost(spec, plan, case) if spec.mixer is not None else None
+    ffn_costs = {id(f): ffn_cost(spec, f, plan, case) for f in {id(f): f for f in ffn_of.values() if f}.values()}
+    mixer = mixer_cost(spec, plan, case) if spec.mixer is not None else None
     attention: list[PartCost] = []
     for i in range(spec.n_layers):
         label = spec.mixer_label(i)
         if label == "attention":
-            attention.append(_attention_cost(spec, stack, i, plan, case))
+            attention.append(attention_cost(spec, stack, i, plan, case))
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
-    extras = [_extras_cost(spec, plan, case)] if spec.extras else []
-    return _assemble(spec, case, ffn_costs, layers, attention, _head_cost(spec, plan, case), _embedding_cost(spec, plan, case), extras)
+    extras = [extras_cost(spec, plan, case)] if spec.extras else []
+    return assemble(spec, case, ffn_costs, layers, attention, head_cost(spec, plan, case), embedding_cost(spec, plan, case), extras)
 
 
-def _head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+def head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The LM head: every token's logits, its weight read once."""
     d, v, t = spec.d_model, spec.vocab_size, case.tokens
     head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
@@ -217,7 +233,7 @@ def _head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     return PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
 
 
-def _embedding_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
+def embedding_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The embeddings: one row read per token, no matmul."""
     d, t = spec.d_model, case.tokens
     return PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
@@ -236,7 +252,7 @@ def _total(name: str, parts: list[PartCost]) -> PartCost:
     )
 
 
-def _assemble(
+def assemble(
     spec: ModelSpec,
     case: PassCase,
     ffn_costs: dict[int, PartCost],
@@ -314,11 +330,11 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}
     ffn_costs = {
-        key: _backward_of(_ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case) for key, f in unique.items()
+        key: _backward_of(ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case) for key, f in unique.items()
     }
     saved = _attention_saved(spec, case)
     attention = [
-        _backward_of(_attention_cost(spec, stack, i, plan, case), saved, case)
+        _backward_of(attention_cost(spec, stack, i, plan, case), saved, case)
         for i in range(spec.n_layers)
         if spec.mixer_label(i) == "attention"
     ]
@@ -330,4 +346,4 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     head = _backward_of(head_forward, t * d * b, case)
     # Embeddings: no matmul and no weight read; the output's gradient read, one gradient row per token written.
     embed = PartCost("embeddings", 0, 0.0, t * d * b, gradient_bytes=t * d * b, weight_params=t * d)
-    return _assemble(spec, case, ffn_costs, layers, attention, head, embed)
+    return assemble(spec, case, ffn_costs, layers, attention, head, embed)

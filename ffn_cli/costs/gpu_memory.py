@@ -1,9 +1,9 @@
 """Does a deployment fit: one GPU's bytes under a layout, at a phase, batch and context, against
 what the driver says the GPU holds, and the largest batch and longest context that still fit.
 
-Counted per GPU: the weights as stored (models/rank_memory.py); the KV cache of the sequences
+Counted per GPU: the weights as stored (costs/rank_memory.py); the KV cache of the sequences
 this GPU's attention holds at the context (sliding windows and chunks capped as decoding keeps
-them, models/decode_state.py), of its share of the KV heads (models/parallel_layout.py), and a
+them, costs/decode_state.py), of its share of the KV heads (costs/parallel_layout.py), and a
 hybrid's recurrent state, split over tp; the pass's activations: its tokens × (the layer's
 input and residual, 2·d_model, plus its widest intermediate on this GPU), and one float32 row
 of logits per sequence (a serving engine samples from the last position alone); and the runtime
@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import ceil
 
+from ffn_cli.costs.decode_state import decode_state
+from ffn_cli.costs.parallel_layout import Layout, intermediate_width
+from ffn_cli.costs.rank_memory import RankMemory
 from ffn_cli.hardware.gpus import GPU
 from ffn_cli.hardware.reserve import RuntimeReserve, runtime_reserve
-from ffn_cli.models.decode_state import decode_state
-from ffn_cli.models.parallel_layout import Layout, intermediate_width
-from ffn_cli.models.rank_memory import RankMemory
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["GPUMemory", "MemoryCase", "gpu_memory"]

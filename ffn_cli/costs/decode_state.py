@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ffn_cli.costs.roofline.model_pass import kv_width
 from ffn_cli.i18n import N_, Message
-from ffn_cli.models.roofline import kv_width
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["KindState", "decode_state"]

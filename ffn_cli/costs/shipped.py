@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ffn_cli.costs.weights import WeightTensor
 from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.weights import WeightTensor
 
 __all__ = ["MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors"]
 
