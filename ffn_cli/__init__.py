@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import torch
 
     from ffn_cli.benchmark.result import BenchReport
-    from ffn_cli.models.built import BuiltModel
+    from ffn_cli.configs.built import BuiltModel
     from ffn_cli.models.count import ModelParams
     from ffn_cli.models.layer import FFNReport
     from ffn_cli.modules import FFNModule
@@ -81,7 +81,7 @@ __all__ = [
 # command line imports this package too, and `ffn params` of one FFN reads no model code.
 _RESULT_TYPES = {
     "BenchReport": "ffn_cli.benchmark.result",
-    "BuiltModel": "ffn_cli.models.built",
+    "BuiltModel": "ffn_cli.configs.built",
     "FFNReport": "ffn_cli.models.layer",
     "ModelParams": "ffn_cli.models.count",
     "ParallelTiming": "ffn_cli.parallel.result",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from torch import Tensor, nn
 
     from ffn_cli.benchmark.result import BenchReport
-    from ffn_cli.models.built import BuiltModel
+    from ffn_cli.configs.built import BuiltModel
     from ffn_cli.models.count import ModelParams
     from ffn_cli.models.layer import FFNReport
     from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack

@@ -59,7 +59,7 @@ OPTION = "option"
 class Option:
     """How an FFNSpec field is given on the command line: plain data, no typer. cli/ffn_options.py
     makes it a typer option of trace, params and bench, typed, parsed and defaulted as its field;
-    models/layer_select.py lets it override a model layer's value unless `fixed_by_model`."""
+    configs/layer_select.py lets it override a model layer's value unless `fixed_by_model`."""
 
     flags: tuple[str, ...]  # the long name first ("--d-ff", "--bias/--no-bias"), then a short one
     help: str  # plain English; --help translates it as it draws it
@@ -97,7 +97,7 @@ class FFNSpec:
     """
 
     # A field with `option(...)` metadata is an option of trace, params and bench (cli/ffn_options.py
-    # makes it one) and, beside a model, overrides the layer's value (models/layer_select.py).
+    # makes it one) and, beside a model, overrides the layer's value (configs/layer_select.py).
     variant: str = field(
         default="relu", metadata=option("--variant", "-v", help=_VARIANT_HELP, panel=None, comma_list=True, complete="variants")
     )

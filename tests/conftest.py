@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test its own $XDG_CACHE_HOME: the fallback's cached counts (ffn_cli.models.built_cache)
+    """Every test its own $XDG_CACHE_HOME: the fallback's cached counts (ffn_cli.configs.built_cache)
     never carry from one test, or from the user's own runs, into another."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 

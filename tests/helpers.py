@@ -69,7 +69,7 @@ def cli_json(*args: str) -> dict:  # type: ignore[type-arg]
 def read_preset_names() -> list[str]:
     """The presets a family reader knows; the others are counted by building them with
     transformers (tests/test_active_conventions.py and tests/test_presets_2026.py check those)."""
-    from ffn_cli.models.config import load_preset, preset_names
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.files import load_preset, preset_names
 
     return [n for n in preset_names() if load_preset(n)["model_type"] in SUPPORTED_MODEL_TYPES]

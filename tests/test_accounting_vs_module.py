@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from ffn_cli import build_ffn
 from ffn_cli.accounting import param_tensors, total_params
 from ffn_cli.attention import AttentionSpec
+from ffn_cli.configs.source import preset_model
 from ffn_cli.models.comparison import compare_variants, match_d_ff
 from ffn_cli.models.layer import ffn_report
-from ffn_cli.models.source import preset_model
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants import VARIANTS
 from tests.helpers import EXPERT_VARIANTS, read_preset_names, specs

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.models.config import load_preset
+from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+from ffn_cli.configs.files import load_preset
+from ffn_cli.configs.source import preset_model
 from ffn_cli.models.count import count_model
-from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
-from ffn_cli.models.source import preset_model
 
 
 def _params_json(*args: str) -> Any:
@@ -89,7 +89,7 @@ def _tiny_longcat(zero: int, top_k: int) -> dict[str, Any]:
 
 
 def _built(config: dict[str, Any]) -> Any:
-    from ffn_cli.models.built_cache import count_cached
+    from ffn_cli.configs.built_cache import count_cached
 
     return count_cached(config, name="tiny", source="test", known=SUPPORTED_MODEL_TYPES, use_cache=False)
 

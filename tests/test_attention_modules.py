@@ -20,9 +20,9 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, SelfAttention, build_attention
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
-from ffn_cli.models.config import load_preset
+from ffn_cli.configs.files import load_preset
+from ffn_cli.configs.source import preset_model
 from ffn_cli.models.count import count_model
-from ffn_cli.models.source import preset_model
 from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing.backward_run import output_grad_maker
 from ffn_cli.tracing.run import trace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ffn_cli.models.attribution import RULES, Owner, attribute, is_experts, pattern
+from ffn_cli.configs.attribution import RULES, Owner, attribute, is_experts, pattern
 
 
 def _path(text: str) -> tuple[Owner, ...]:

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 pytest.importorskip("transformers")
 
 from ffn_cli.cli import app
-from ffn_cli.models import built_cache, meta_build
-from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+from ffn_cli.configs import built_cache, meta_build
+from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 from tests.tiny_families import tiny_config
 
 KNOWN = SUPPORTED_MODEL_TYPES

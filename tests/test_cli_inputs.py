@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.models.config import read_capped
+from ffn_cli.configs.files import read_capped
 
 ROOT = Path(__file__).resolve().parent.parent
 CATCH_ALL = "ffn --debug"

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from ffn_cli import device
 from ffn_cli.cli import app
+from ffn_cli.configs.source import load_model, preset_model
 from ffn_cli.models.count import count_model, ffn_params
-from ffn_cli.models.source import load_model, preset_model
 from tests.helpers import read_preset_names
 from tests.model_configs import CASES, small_config
 
@@ -149,7 +149,7 @@ def test_preflight_refuses_with_the_meta_hint(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_trace_config_file(tmp_path: Any) -> None:
-    from ffn_cli.models.config import load_preset
+    from ffn_cli.configs.files import load_preset
 
     (tmp_path / "config.json").write_text(json.dumps(load_preset("qwen2-0.5b")), encoding="utf-8")
     data = _invoke("trace", "--config", str(tmp_path), "--device", "meta", "--json")
@@ -218,7 +218,7 @@ def test_block_attention_is_the_models_whole(name: str) -> None:
 def test_block_names_what_changes_values_at_the_same_shapes(name: str) -> None:
     """Read from the preset's own config.json: Gemma's (1 + w) norms, a score scale that is not
     head_dim^-½, soft-capped scores, Llama 4's L2 q/k norm; a plain Llama has none of them."""
-    from ffn_cli.models.config import load_preset
+    from ffn_cli.configs.files import load_preset
 
     config = load_preset(name)
     text = config.get("text_config", config)

@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from ffn_cli.attention import AttentionSpec
 from ffn_cli.cli import app
+from ffn_cli.configs.files import preset_names
+from ffn_cli.configs.source import preset_model
 from ffn_cli.models.comparison import compare_variants
-from ffn_cli.models.config import preset_names
 from ffn_cli.models.count import count_model
 from ffn_cli.models.layer import ffn_report
-from ffn_cli.models.source import preset_model
 from ffn_cli.render.params.comparison import comparison_table
 from ffn_cli.render.params.model import model_view
 from ffn_cli.render.params.report import ffn_report_view
@@ -248,7 +248,7 @@ def test_golden_model(golden: Any, width: int) -> None:
 
 def test_presets_configs_and_models_compare_in_one_table(runner: CliRunner, tmp_path: Path) -> None:
     # --config a.json,b.json was refused, and a preset could not stand beside a config.
-    from ffn_cli.models.config import load_preset
+    from ffn_cli.configs.files import load_preset
 
     (tmp_path / "a.json").write_text(json.dumps(load_preset("qwen2-0.5b")))
     (tmp_path / "b.json").write_text(json.dumps(load_preset("gpt2")))

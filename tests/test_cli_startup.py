@@ -46,10 +46,10 @@ def _commands(*names: str) -> list[str]:
     ],
 )
 def test_a_command_builds_itself_alone(args: list[str], command: str) -> None:
-    watched = [*_commands(*COMMAND_MODULES), "torch", "ffn_cli.models.families"]
+    watched = [*_commands(*COMMAND_MODULES), "torch", "ffn_cli.configs.families"]
     loaded = _loaded_after(args, watched)
     assert loaded & set(_commands(*COMMAND_MODULES)) == set(_commands(command))
-    assert "ffn_cli.models.families" not in loaded  # no model named: no model reader
+    assert "ffn_cli.configs.families" not in loaded  # no model named: no model reader
     assert ("torch" in loaded) == (command == "trace")
 
 
@@ -159,7 +159,9 @@ def test_output_is_whole_when_the_process_ends_frozen(tmp_path: Path) -> None:
     assert (tmp_path / "frozen.svg").read_text(encoding="utf-8").rstrip().endswith("</svg>")
 
 
-@pytest.mark.parametrize("package", ["ffn_cli", "ffn_cli.tracing", "ffn_cli.benchmark", "ffn_cli.parallel", "ffn_cli.models", "ffn_cli.costs"])
+@pytest.mark.parametrize(
+    "package", ["ffn_cli", "ffn_cli.tracing", "ffn_cli.benchmark", "ffn_cli.parallel", "ffn_cli.models", "ffn_cli.costs"]
+)
 def test_a_package_surface_needs_no_torch(package: str) -> None:
     """What a package names at its top needs no torch: what runs a module is imported from its
     own module (`ffn_cli.tracing.run`, `ffn_cli.benchmark.run`, `ffn_cli.parallel.run`)."""

@@ -80,7 +80,7 @@ def test_a_config_error_names_the_files_key(runner: CliRunner, tmp_path: Path) -
 
 
 def test_completion_of_variants_presets_devices() -> None:
-    from ffn_cli.models.config import preset_names
+    from ffn_cli.configs.files import preset_names
     from ffn_cli.variants import VARIANTS
 
     assert complete_variants(None, "sw") == ["swiglu", "swiglu_clamp"]  # type: ignore[arg-type]

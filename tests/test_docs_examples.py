@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from ffn_cli import device
 from ffn_cli.cli import app
-from ffn_cli.models.fallback import EXTRA, transformers_available
+from ffn_cli.configs.fallback import EXTRA, transformers_available
 
 ROOT = Path(__file__).parents[1]
 # The Chinese pages: the README's translation and the learner's path under docs/zh/.

@@ -25,12 +25,12 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.configs import fallback, meta_build
+from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+from ffn_cli.configs.files import load_preset, preset_names
+from ffn_cli.configs.source import preset_model
 from ffn_cli.errors import FFNError
-from ffn_cli.models import fallback, meta_build
-from ffn_cli.models.config import load_preset, preset_names
 from ffn_cli.models.count import count_model
-from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
-from ffn_cli.models.source import preset_model
 from ffn_cli.render.built import built_data, built_view
 from tests.helpers import read_preset_names
 from tests.model_configs import CASES

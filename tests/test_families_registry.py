@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ffn_cli.models.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnknownModelType, family_of, model_spec_from_config
-from ffn_cli.models.families.text import TEXT_FAMILIES
+from ffn_cli.configs.families import FAMILIES, SUPPORTED_MODEL_TYPES, UnknownModelType, family_of, model_spec_from_config
+from ffn_cli.configs.families.text import TEXT_FAMILIES
 from tests.model_configs import CASES, ENCODERS, NOT_IN_TRANSFORMERS, WRAPPERS, small_config
 
 _FAMILIES = {id(f): f for f in FAMILIES.values()}.values()

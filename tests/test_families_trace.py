@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.configs.families import model_spec_from_config
+from ffn_cli.configs.source import preset_model
 from ffn_cli.models.count import count_model, ffn_params
-from ffn_cli.models.families import model_spec_from_config
-from ffn_cli.models.source import preset_model
 from tests.model_configs import CASES, NEW_FAMILIES, small_config
 
 transformers = pytest.importorskip("transformers")

@@ -138,7 +138,7 @@ def test_an_unknown_ssm_state_dtype_is_one_line(tmp_path) -> None:  # type: igno
     from typer.testing import CliRunner
 
     from ffn_cli.cli import app
-    from ffn_cli.models.config import load_preset
+    from ffn_cli.configs.files import load_preset
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**load_preset("nemotron-3-nano-30b-a3b"), "mamba_ssm_cache_dtype": "int3"}))

@@ -11,9 +11,9 @@ import pytest
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from ffn_cli.models import meta_build  # noqa: E402
+from ffn_cli.configs import meta_build  # noqa: E402
+from ffn_cli.configs.families import model_spec_from_config  # noqa: E402
 from ffn_cli.models.count import count_model  # noqa: E402
-from ffn_cli.models.families import model_spec_from_config  # noqa: E402
 from tests.tiny_families import SMALL  # noqa: E402
 
 CONFIGS: dict[str, dict[str, Any]] = {

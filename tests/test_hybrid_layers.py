@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.configs.families import model_spec_from_config
+from ffn_cli.configs.source import preset_model
 from ffn_cli.models.count import count_model
-from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.seq_flops import flops_over_length, model_stack
-from ffn_cli.models.source import preset_model
 from tests.model_configs import CASES, small_config
 
 transformers = pytest.importorskip("transformers")
@@ -238,7 +238,7 @@ def test_nemotron_h_layers_are_one_block_each() -> None:
 def test_nemotron_h_8b_part_by_part_against_transformers() -> None:
     """The Nemotron-H-8B preset (no published total at hand): its total and every part against
     transformers' meta build, module by module."""
-    from ffn_cli.models.config import load_preset
+    from ffn_cli.configs.files import load_preset
 
     config = {k: v for k, v in load_preset("nemotron-h-8b").items() if not k.startswith("_")}
     model = _meta_model(config)
@@ -264,7 +264,7 @@ def test_nemotron_h_8b_part_by_part_against_transformers() -> None:
 
 def test_nemotron_h_params_through_its_reader(tmp_path: Any) -> None:
     # A config file, as a checkpoint's config.json: the reader's parts, not the fallback's build.
-    from ffn_cli.models.config import load_preset
+    from ffn_cli.configs.files import load_preset
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps(load_preset("nemotron-h-8b")), encoding="utf-8")

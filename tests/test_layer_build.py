@@ -1,4 +1,4 @@
-"""A model's layout read from one built decoder layer of each kind (ffn_cli/models/layer_build.py),
+"""A model's layout read from one built decoder layer of each kind (ffn_cli/configs/layer_build.py),
 checked by second paths: the whole model built on meta (its parameters() total), the reader of
 the same model_type (the same counts and the same deployment answer), transformers' own cache
 after a real forward (what decoding keeps), and hand counts."""
@@ -14,20 +14,20 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.configs.families import model_spec_from_config
+from ffn_cli.configs.families.common import Unreadable
+from ffn_cli.configs.source import LoadedModel
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.models.count import count_model
-from ffn_cli.models.families import model_spec_from_config
-from ffn_cli.models.families.common import Unreadable
-from ffn_cli.models.source import LoadedModel
 from ffn_cli.services.costs import CostOptions, model_costs
 from tests.model_configs import CASES, small_config
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from ffn_cli.models import meta_build  # noqa: E402  (torch and transformers)
-from ffn_cli.models.layer_build import layer_kinds, read_layout  # noqa: E402
+from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
+from ffn_cli.configs.layer_build import layer_kinds, read_layout  # noqa: E402
 
 
 def _layout(config: dict[str, Any]) -> Any:

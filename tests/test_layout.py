@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from ffn_cli.configs.families import model_spec_from_config
+from ffn_cli.configs.files import load_preset
+from ffn_cli.configs.source import config_model, preset_model
 from ffn_cli.costs.weights import weight_tensors
-from ffn_cli.models.config import load_preset
 from ffn_cli.models.count import count_model
-from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.layout import PlacedTensor, blocks, model_layout
-from ffn_cli.models.source import config_model, preset_model
 from tests.model_configs import CASES, ENCODERS, WRAPPERS, small_config
 from tests.test_models import PUBLISHED
 

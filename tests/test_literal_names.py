@@ -145,8 +145,8 @@ def test_modules_to_not_convert_from_a_config_are_spelled_out(runner: CliRunner,
 
 def test_a_model_counted_by_building_it_prints_its_name_as_written(runner: CliRunner, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from ffn_cli.models import meta_build
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs import meta_build
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
     from tests.tiny_families import FAMILIES, tiny_config
 
     model_type = next((t for t in FAMILIES if t not in SUPPORTED_MODEL_TYPES and meta_build.knows(t)), None)

@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.configs.families import model_spec_from_config
+from ffn_cli.configs.source import preset_model
+from ffn_cli.configs.windows import attention_chunks, attention_windows
 from ffn_cli.costs.decode_state import decode_state
-from ffn_cli.models.families import model_spec_from_config
 from ffn_cli.models.mixers import DeltaRuleScan, SSDScan
 from ffn_cli.models.seq_flops import flops_over_length, model_stack
-from ffn_cli.models.source import preset_model
-from ffn_cli.models.windows import attention_chunks, attention_windows
 from tests.model_configs import CASES, small_config
 
 transformers = pytest.importorskip("transformers")

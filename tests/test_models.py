@@ -11,11 +11,11 @@ import pytest
 
 from ffn_cli.accounting import active_params, matmul_flops_per_token, total_params
 from ffn_cli.attention import AttentionSpec
+from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
+from ffn_cli.configs.files import load_config, load_preset
+from ffn_cli.configs.source import config_model, preset_model
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.models.config import load_config, load_preset
 from ffn_cli.models.count import count_model, training_memory
-from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
-from ffn_cli.models.source import config_model, preset_model
 from ffn_cli.models.spec import ModelSpec, layer_ranges
 from ffn_cli.spec import FFNSpec
 from tests.helpers import read_preset_names

@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
+from ffn_cli.configs.families import GPT_OSS_EXPERT_VARIANT, model_spec_from_config
+from ffn_cli.configs.files import load_preset
+from ffn_cli.configs.source import preset_model
 from ffn_cli.errors import FFNError
-from ffn_cli.models.config import load_preset
 from ffn_cli.models.count import count_model
-from ffn_cli.models.families import GPT_OSS_EXPERT_VARIANT, model_spec_from_config
 from ffn_cli.models.layer import attention_summary
-from ffn_cli.models.source import preset_model
 from tests.model_configs import CASES, small_config
 
 _JSON = st.recursive(

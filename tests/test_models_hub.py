@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.models.config import load_preset
+from ffn_cli.configs.files import load_preset
 
 pytest.importorskip("huggingface_hub")
 from huggingface_hub import errors
@@ -91,7 +91,7 @@ def test_models_side_by_side(hub_cache: Path) -> None:
 def test_cache_lookup_agrees_with_huggingface_hub(hub_cache: Path) -> None:
     from huggingface_hub import try_to_load_from_cache
 
-    from ffn_cli.models.hub import cached_config
+    from ffn_cli.configs.hub import cached_config
 
     for revision in (None, "main", "v2", OTHER, COMMIT, "absent", "0" * 40):
         expected = try_to_load_from_cache("test-org/tiny-llama", "config.json", revision=revision)
@@ -100,7 +100,7 @@ def test_cache_lookup_agrees_with_huggingface_hub(hub_cache: Path) -> None:
 
 
 def test_hf_home_locates_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ffn_cli.models.hub import hub_cache_dir
+    from ffn_cli.configs.hub import hub_cache_dir
 
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from ffn_cli.models.config import load_preset
+from ffn_cli.configs.defaults import DEFAULTS
+from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
+from ffn_cli.configs.files import load_preset
 from ffn_cli.models.count import count_model
-from ffn_cli.models.defaults import DEFAULTS
-from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
 from tests.helpers import read_preset_names
 from tests.model_configs import CASES, ENCODERS, NOT_IN_TRANSFORMERS, WRAPPERS, small_config
 

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from ffn_cli.cli import app
 from ffn_cli.cli.ffn_options import VALUES_ONLY, ffn_options
 from ffn_cli.cli.option_groups import with_option_groups
+from ffn_cli.configs.layer_select import FFN_OVERRIDES, FIXED_BY_MODEL, ffn_overrides, fixed_by_model
 from ffn_cli.errors import FFNError
-from ffn_cli.models.layer_select import FFN_OVERRIDES, FIXED_BY_MODEL, ffn_overrides, fixed_by_model
 from ffn_cli.spec import MOE_PANEL, FFNSpec, option
 
 

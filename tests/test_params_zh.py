@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.models.config import load_preset
+from ffn_cli.configs.files import load_preset
 
 
 def _run(*args: str, width: int = 100) -> str:

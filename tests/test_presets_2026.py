@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.models.config import load_preset
+from ffn_cli.configs.files import load_preset
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from ffn_cli.configs.families import model_spec_from_config
 from ffn_cli.i18n import Message, set_language
-from ffn_cli.models.families import model_spec_from_config
 from tests.model_configs import small_config
 
 _MLA = {"kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 12, "v_head_dim": 10, "moe_intermediate_size": 24}

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
 from ffn_cli.block import BlockSpec, build_block
 from ffn_cli.cli import app
-from ffn_cli.models.config import load_preset
-from ffn_cli.models.seq_flops import LayerStack, flops_over_length, single_layer
-from ffn_cli.models.source import load_model
-from ffn_cli.models.windows import attention_windows, mean_keys
+from ffn_cli.configs.files import load_preset
+from ffn_cli.configs.source import load_model
+from ffn_cli.configs.windows import attention_windows
+from ffn_cli.models.seq_flops import LayerStack, flops_over_length, mean_keys, single_layer
 from ffn_cli.spec import FFNSpec
 
 
@@ -207,7 +207,7 @@ def test_chunked_mean_keys_against_brute_force(chunk: int) -> None:
 
 def test_llama4_chunks_match_transformers_layer_types() -> None:
     transformers = pytest.importorskip("transformers")
-    from ffn_cli.models.windows import attention_chunks
+    from ffn_cli.configs.windows import attention_chunks
 
     raw = load_preset("llama-4-scout")
     text = raw["text_config"]

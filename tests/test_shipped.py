@@ -68,7 +68,7 @@ def test_the_configs_quantization_config_decides_what_weights_quantizes() -> Non
 
 
 def _config_with(tmp_path, preset: str, qc: dict) -> str:  # type: ignore[no-untyped-def, type-arg]
-    from ffn_cli.models.config import load_preset
+    from ffn_cli.configs.files import load_preset
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps(dict(load_preset(preset)) | {"quantization_config": qc}), encoding="utf-8")

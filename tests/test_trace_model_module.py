@@ -17,7 +17,7 @@ from ffn_cli.cli import app
 
 transformers = pytest.importorskip("transformers")
 
-from ffn_cli.models import meta_build  # noqa: E402
+from ffn_cli.configs import meta_build  # noqa: E402
 from tests.tiny_families import tiny_config  # noqa: E402
 
 

@@ -14,7 +14,7 @@ import torch
 
 import ffn_cli.block  # noqa: F401  (loads the block and attention modules, so they are among NamedSteps' subclasses)
 from ffn_cli import build_ffn
-from ffn_cli.models.source import preset_model
+from ffn_cli.configs.source import preset_model
 from ffn_cli.modules import MoEFFN
 from ffn_cli.modules.ffn import FFNModule
 from ffn_cli.regions import NamedSteps
@@ -261,6 +261,7 @@ TORCH_FREE = [
     "ffn_cli.accounting",
     "ffn_cli.attention",
     "ffn_cli.models",
+    "ffn_cli.configs",
     "ffn_cli.costs",
     "ffn_cli.costs.roofline",
     "ffn_cli.regions",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ffn_cli.models.fallback import EXTRA
+from ffn_cli.configs.fallback import EXTRA
 from tests.without_package import run_without
 
 REPO = Path(__file__).resolve().parent.parent

@@ -66,7 +66,7 @@ def complete_expert_variants(incomplete: str) -> list[str]:
 
 
 def complete_presets(ctx: typer.Context, incomplete: str) -> list[str]:
-    from ffn_cli.models.config import preset_names
+    from ffn_cli.configs.files import preset_names
 
     return _items(preset_names(), comma_list=_lists(ctx, "preset") and _command(ctx) != "")(incomplete)
 

@@ -1,7 +1,7 @@
-"""Real models and the layer around one FFN, pure Python (no torch).
-
-config.json or a preset → `ModelSpec` (`models.spec`, read by `models.families`) →
-`count_model` (`models.count`) → `ModelParams`; and one FFN beside its attention →
-`ffn_report` (`models.layer`) / `compare_variants` (`models.comparison`). Each is imported from
-its module: `ffn params` for one FFN reads none of the model readers.
+"""A whole model as the accounting sees it, pure Python (no torch): `ModelSpec`
+(`models.spec`), every tensor it places (`models.layout`), its counts (`models.count` →
+`ModelParams`), FFN against attention FLOPs as the context grows (`models.seq_flops`); and one
+FFN beside its attention (`models.layer`) and variants side by side (`models.comparison`).
+Reading a config into a `ModelSpec` is `configs/`; what a model costs on hardware is `costs/`.
+Each is imported from its module.
 """

@@ -20,7 +20,6 @@ from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
-from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec, check_int
 
 # Types only: one FFN's FLOPs over length (`ffn params --variant`) load no model spec.
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
     from ffn_cli.models.mixers import LinearMixer
     from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["MAX_SEQ_LEN", "FlopsAtLength", "LayerStack", "OverLengths", "flops_over_length", "model_stack", "single_layer"]
+__all__ = ["MAX_SEQ_LEN", "FlopsAtLength", "LayerStack", "OverLengths", "flops_over_length", "mean_keys", "model_stack", "single_layer"]
 
 # Beyond any published context; a crossover further out than this is reported as none.
 MAX_SEQ_LEN = 1 << 30
@@ -196,3 +195,21 @@ def flops_over_length(stack: LayerStack, seq_lens: Sequence[int]) -> tuple[Flops
         check_int("seq_len", seq_len, maximum=MAX_SEQ_LEN)
         rows.append(FlopsAtLength(seq_len, stack.ffn_flops, stack.projection_flops, stack.score_flops(seq_len), stack.mixer_flops(seq_len)))
     return tuple(rows)
+
+
+def mean_keys(seq_len: int, window: int | None, *, causal: bool = True, chunk: int | None = None) -> tuple[int, int]:
+    """(keys read by all seq_len queries together, seq_len): their ratio is the mean per query.
+
+    Causal: query i (from 0) reads min(i + 1, window) keys, so a full layer reads
+    L·(L + 1)/2 in all, (L + 1)/2 on average; in chunks of c, (i mod c) + 1;
+    bidirectional: L each, L² in all.
+    """
+    if chunk is not None and causal:
+        full, rest = divmod(seq_len, chunk)
+        return full * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2, seq_len
+    if not causal:
+        w = seq_len if window is None else min(window, seq_len)
+        return seq_len * w, seq_len
+    if window is None or seq_len <= window:
+        return seq_len * (seq_len + 1) // 2, seq_len
+    return window * (window + 1) // 2 + (seq_len - window) * window, seq_len

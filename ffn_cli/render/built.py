@@ -10,8 +10,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.configs.built import PART_NAMES, BuiltLayout, BuiltModel, RoutedExperts
 from ffn_cli.i18n import N_, _, shown
-from ffn_cli.models.built import PART_NAMES, BuiltLayout, BuiltModel, RoutedExperts
 from ffn_cli.models.count import training_memory
 from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_count

@@ -7,8 +7,8 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
+from ffn_cli.configs.layer_select import LayerChoice
 from ffn_cli.i18n import _
-from ffn_cli.models.layer_select import LayerChoice
 from ffn_cli.render.fit import Wide
 from ffn_cli.render.literal import visible
 

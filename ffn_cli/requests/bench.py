@@ -130,7 +130,7 @@ class BenchRequest:
         return 1e3 * (DEFAULT_MIN_TIME if self.min_time is None else self.min_time)
 
     def layer_options(self) -> dict[str, Any]:
-        """The options given that override a model layer's values (models/layer_select.py): the
+        """The options given that override a model layer's values (configs/layer_select.py): the
         FFN options but --fused, which here picks the implementation."""
         return {name: value for name, value in self.given.items() if name != "fused"}
 

@@ -188,7 +188,7 @@ class TraceRequest:
         object.__setattr__(self, "kind", "model_module")
 
     def layer_options(self) -> dict[str, Any]:
-        """The options given that override a model layer's values (models/layer_select.py)."""
+        """The options given that override a model layer's values (configs/layer_select.py)."""
         return dict(self.given)
 
     def one_spec(self) -> FFNSpec:

@@ -17,7 +17,7 @@ from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark.run import EstimateFn, ProgressFn
-    from ffn_cli.models.layer_select import LayerChoice
+    from ffn_cli.configs.layer_select import LayerChoice
     from ffn_cli.requests.bench import BenchRequest
     from ffn_cli.spec import FFNSpec
 
@@ -48,9 +48,9 @@ def _model_layer(request: BenchRequest) -> LayerChoice | None:
     over its values; None when none is named."""
     if not request.names_model:
         return None
-    from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
-    from ffn_cli.models.source import load_model
-    from ffn_cli.models.unknown import UnknownModelType
+    from ffn_cli.configs.layer_select import select_layer  # the model readers load with a model
+    from ffn_cli.configs.source import load_model
+    from ffn_cli.configs.unknown import UnknownModelType
 
     try:
         loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)

@@ -17,12 +17,12 @@ from ffn_cli.requests.rules import Unused, check_rules
 from ffn_cli.services.answer import Answer
 
 if TYPE_CHECKING:
-    from ffn_cli.models.built import BuiltLayout
+    from ffn_cli.configs.built import BuiltLayout
+    from ffn_cli.configs.source import LoadedModel
+    from ffn_cli.configs.unknown import UnknownModelType
     from ffn_cli.models.explain import BlockExplain
     from ffn_cli.models.layer import FFNReport
     from ffn_cli.models.seq_flops import OverLengths
-    from ffn_cli.models.source import LoadedModel
-    from ffn_cli.models.unknown import UnknownModelType
 
 __all__ = ["params"]
 
@@ -133,9 +133,9 @@ def _ranks(request: ParamsRequest) -> Answer:
 
 
 def _presets(request: ParamsRequest) -> Answer:
-    from ffn_cli.models.config import load_preset, preset_names
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
+    from ffn_cli.configs.files import load_preset, preset_names
     from ffn_cli.models.count import count_model
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
     from ffn_cli.render.params.presets import presets_data, presets_table
 
     models: list[tuple[str, Any, str]] = []
@@ -151,8 +151,8 @@ def _presets(request: ParamsRequest) -> Answer:
 def _models(request: ParamsRequest) -> Answer:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is counted by building it with transformers."""
-    from ffn_cli.models.source import load_models
-    from ffn_cli.models.unknown import UnknownModelType
+    from ffn_cli.configs.source import load_models
+    from ffn_cli.configs.unknown import UnknownModelType
 
     try:
         models = load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
@@ -167,8 +167,8 @@ def _models(request: ParamsRequest) -> Answer:
 def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
     """No reader knows the model_type: count it by building it with transformers on meta (or
     read the counts of an earlier build of the same config from the cache)."""
-    from ffn_cli.models.built_cache import count_cached
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.built_cache import count_cached
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.render.built import built_data, built_view
 
     named = [item for text in (request.preset, request.config, request.model) if text for item in text.split(",") if item.strip()]
@@ -189,10 +189,10 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
 
 def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
     """No reader knows the model_type, and what it costs is asked: its layout is read from one
-    built decoder layer of each kind (models/layer_build.py), and the answer is a read family's,
+    built decoder layer of each kind (configs/layer_build.py), and the answer is a read family's,
     folded over that spec, with what the layout leaves out named."""
-    from ffn_cli.models.fallback import layout_by_building
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.fallback import layout_by_building
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.render.built import layout_data, layout_view
 
     layout = layout_by_building(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)

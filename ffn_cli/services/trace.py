@@ -16,7 +16,7 @@ from ffn_cli.services.environment import require_temp_dir
 from ffn_cli.tracing.options import RunOptions
 
 if TYPE_CHECKING:
-    from ffn_cli.models.layer_select import LayerChoice
+    from ffn_cli.configs.layer_select import LayerChoice
     from ffn_cli.requests.trace import TraceRequest
     from ffn_cli.spec import FFNSpec
     from ffn_cli.tracing.pipeline import Target
@@ -90,9 +90,9 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
     its block with --block) when a family reads the model, else transformers' own module."""
     choice = None
     if request.names_model:
-        from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
-        from ffn_cli.models.source import load_model
-        from ffn_cli.models.unknown import UnknownModelType
+        from ffn_cli.configs.layer_select import select_layer  # the model readers load with a model
+        from ffn_cli.configs.source import load_model
+        from ffn_cli.configs.unknown import UnknownModelType
 
         try:
             loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
@@ -116,8 +116,8 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
 
 
 def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
-    from ffn_cli.models.fallback import require_transformers
-    from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.fallback import require_transformers
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 
     request.check_model_module()
     require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it

@@ -18,11 +18,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from ffn_cli.configs.attribution import is_experts
+from ffn_cli.configs.meta_build import build_on_meta, find_ffn_module
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.attribution import is_experts
-from ffn_cli.models.meta_build import build_on_meta, find_ffn_module
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.tracing.any_module import ModuleTarget
 from ffn_cli.tracing.pipeline import RUNTIME_BYTES, Placed, RunOptions, run_target

@@ -39,9 +39,8 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.count import ffn_part_name
 from ffn_cli.models.layout import PlacedTensor, Role, attention_tensors, extra_tensors, ffn_tensors, mixer_tensors
-from ffn_cli.models.seq_flops import LayerStack
+from ffn_cli.models.seq_flops import LayerStack, mean_keys
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.windows import mean_keys
 from ffn_cli.spec import FFNSpec
 
 __all__ = [

@@ -13,20 +13,16 @@ keys, itself included.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ffn_cli.models.families import AttentionReach
+from ffn_cli.configs.families import AttentionReach, family_of
 
-__all__ = ["attention_chunks", "attention_windows", "is_causal", "mean_keys"]
+__all__ = ["attention_chunks", "attention_windows", "is_causal"]
 
 
 def _reach(model_type: str) -> AttentionReach:
     """The family's reach; a model_type no family reads gets the default (causal, windows only
     where layer_types names them)."""
-    # Imported here: mean_keys serves commands with no model, which load no family.
-    from ffn_cli.models.families import AttentionReach, family_of
-
     family = family_of(model_type)
     return family.reach if family is not None else AttentionReach()
 
@@ -90,21 +86,3 @@ def attention_chunks(config: Mapping[str, Any], n_layers: int) -> tuple[int | No
         no_rope = [int((i + 1) % interval != 0) for i in range(n_layers)]
     # transformers' flag is 1 where the layer keeps rotary positions, and those layers are chunked.
     return tuple(chunk if flag else None for flag in no_rope)
-
-
-def mean_keys(seq_len: int, window: int | None, *, causal: bool = True, chunk: int | None = None) -> tuple[int, int]:
-    """(keys read by all seq_len queries together, seq_len): their ratio is the mean per query.
-
-    Causal: query i (from 0) reads min(i + 1, window) keys, so a full layer reads
-    L·(L + 1)/2 in all, (L + 1)/2 on average; in chunks of c, (i mod c) + 1;
-    bidirectional: L each, L² in all.
-    """
-    if chunk is not None and causal:
-        full, rest = divmod(seq_len, chunk)
-        return full * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2, seq_len
-    if not causal:
-        w = seq_len if window is None else min(window, seq_len)
-        return seq_len * w, seq_len
-    if window is None or seq_len <= window:
-        return seq_len * (seq_len + 1) // 2, seq_len
-    return window * (window + 1) // 2 + (seq_len - window) * window, seq_len

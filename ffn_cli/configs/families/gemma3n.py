@@ -5,10 +5,10 @@ activation sparsity and the tensors it adds (AltUp, Laurel, per-layer inputs).
 from __future__ import annotations
 
 from ffn_cli.accounting import ParamTensor
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec
+from ffn_cli.configs.families.family import AttentionReach, Family
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec
-from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import MAX_LAYERS, ExtraPart, ModelSpec
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 

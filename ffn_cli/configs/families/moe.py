@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ffn_cli.accounting import ParamTensor
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, every_layer, moe_spec
+from ffn_cli.configs.families.family import AttentionReach, Family
+from ffn_cli.configs.routing_words import TOP_K_SIGMOID, routing_rules
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, every_layer, moe_spec
-from ffn_cli.models.families.family import AttentionReach, Family
-from ffn_cli.models.routing_words import TOP_K_SIGMOID, routing_rules
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.spec import MAX_DIM, check_int
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
+from ffn_cli.configs.source import LoadedModel
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.source import LoadedModel
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int, spec_options
 
 __all__ = ["FFN_OVERRIDES", "FIXED_BY_MODEL", "LayerChoice", "default_layer", "ffn_overrides", "fixed_by_model", "select_layer"]

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ffn_cli.configs.families import wrappers
+from ffn_cli.configs.families.common import FamilyReader, Unreadable
+from ffn_cli.configs.families.family import Family
+from ffn_cli.configs.families.text import TEXT_FAMILIES
+from ffn_cli.configs.unknown import UnknownModelType
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.families import wrappers
-from ffn_cli.models.families.common import FamilyReader, Unreadable
-from ffn_cli.models.families.family import Family
-from ffn_cli.models.families.text import TEXT_FAMILIES
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.unknown import UnknownModelType
 
 __all__ = ["FAMILIES", "SUPPORTED_MODEL_TYPES", "family_of", "model_spec_from_config"]
 

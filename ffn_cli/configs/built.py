@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ffn_cli.configs.attribution import RULES, BuiltKind
 from ffn_cli.i18n import N_
-from ffn_cli.models.attribution import RULES, BuiltKind
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["PART_NAMES", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
@@ -130,7 +130,7 @@ class BuiltModel:
     d_model: int | None = None
     vocab_size: int | None = None
     notes: tuple[str, ...] = ()
-    cached_from: str = ""  # the cache file these counts were read from (ffn_cli.models.built_cache)
+    cached_from: str = ""  # the cache file these counts were read from (ffn_cli.configs.built_cache)
 
     @property
     def total_params(self) -> int:
@@ -169,7 +169,7 @@ class BuiltModel:
 @dataclass(frozen=True)
 class BuiltLayout:
     """A model no reader knows, laid out from one built decoder layer of each kind
-    (ffn_cli.models.layer_build): the same ModelSpec a reader gives, and what its answer leaves out.
+    (ffn_cli.configs.layer_build): the same ModelSpec a reader gives, and what its answer leaves out.
 
     `kinds` says, one pair a layer kind, which layers it covers and what was read from its
     modules ("beside" for what sits beside the layers); `left_out` names each thing built that no part of the spec sizes (a cache, a

@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ffn_cli.accounting import ParamTensor
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, every_layer, moe_spec
+from ffn_cli.configs.families.family import Family
+from ffn_cli.configs.families.qwen import qwen_moe
+from ffn_cli.configs.reader import REQUIRED
+from ffn_cli.configs.routing_words import routing_rules
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, every_layer, moe_spec
-from ffn_cli.models.families.family import Family
-from ffn_cli.models.families.qwen import qwen_moe
 from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
-from ffn_cli.models.reader import REQUIRED
-from ffn_cli.models.routing_words import routing_rules
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 

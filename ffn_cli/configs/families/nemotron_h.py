@@ -8,12 +8,12 @@ from dataclasses import replace
 from typing import Any
 
 from ffn_cli.accounting import ParamTensor
+from ffn_cli.configs.families.common import FamilyReader, Unreadable, attention_spec, decoder_spec, moe_spec
+from ffn_cli.configs.families.family import Family
+from ffn_cli.configs.routing_words import routing_rules
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.families.common import FamilyReader, Unreadable, attention_spec, decoder_spec, moe_spec
-from ffn_cli.models.families.family import Family
 from ffn_cli.models.mixers import mamba2
-from ffn_cli.models.routing_words import routing_rules
 from ffn_cli.models.spec import MAX_LAYERS, ModelSpec
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 

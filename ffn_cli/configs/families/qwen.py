@@ -6,8 +6,8 @@ max_window_layers on.
 from __future__ import annotations
 
 from ffn_cli.accounting import ParamTensor
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, llama_like, moe_spec, sparse_step_layers
-from ffn_cli.models.families.family import AttentionReach, Family
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, llama_like, moe_spec, sparse_step_layers
+from ffn_cli.configs.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
 

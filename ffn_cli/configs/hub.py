@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ffn_cli.configs.files import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.models.config import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
 
 __all__ = ["REPO_ID", "cached_config", "hub_cache_dir", "hub_config"]
 

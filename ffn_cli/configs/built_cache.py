@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ffn_cli.models.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts, count_by_building
+from ffn_cli.configs.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts, count_by_building
 
 __all__ = ["FORMAT", "cache_dir", "cache_key", "count_cached", "load", "store"]
 

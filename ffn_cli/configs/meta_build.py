@@ -20,10 +20,10 @@ from torch import nn
 from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
+from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
+from ffn_cli.configs.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
-from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
 
 __all__ = [

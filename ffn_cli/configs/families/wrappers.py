@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from ffn_cli.configs.defaults import DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
+from ffn_cli.configs.families.common import FamilyReader
+from ffn_cli.configs.families.family import Family
+from ffn_cli.configs.families.text import TEXT_FAMILIES
+from ffn_cli.configs.vision import llama4_tower, pixtral_tower, siglip_tower
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.defaults import DEFAULTS, TEXT_DEFAULTS, VISION_DEFAULTS
-from ffn_cli.models.families.common import FamilyReader
-from ffn_cli.models.families.family import Family
-from ffn_cli.models.families.text import TEXT_FAMILIES
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.vision import VisionTower, llama4_tower, pixtral_tower, siglip_tower
+from ffn_cli.models.vision import VisionTower
 
 __all__ = ["GEMMA3", "LLAMA4", "MISTRAL3"]
 

@@ -2,7 +2,7 @@
 
 The readers in families/ stay the source of truth for the families they know; this path
 answers for every other `model_type` the installed transformers can build. This module is
-torch-free: it holds the result, the refusals, and the lazy step into ffn_cli.models.meta_build
+torch-free: it holds the result, the refusals, and the lazy step into ffn_cli.configs.meta_build
 (which imports torch and transformers) only when a count is asked for.
 """
 
@@ -12,9 +12,9 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
+from ffn_cli.configs.built import PART_NAMES, BuiltLayout, BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.models.built import PART_NAMES, BuiltLayout, BuiltModel, BuiltPart, RoutedExperts
 
 __all__ = [
     "EXTRA",
@@ -60,7 +60,7 @@ def count_by_building(config: Mapping[str, Any], *, name: str, source: str, know
     """Count a config whose `model_type` no reader knows (`known` lists those that do) by
     building it with transformers on the meta device: no weights, never remote code."""
     _check_known(config, source=source, known=known)
-    from ffn_cli.models import meta_build  # torch and transformers: only on this path
+    from ffn_cli.configs import meta_build  # torch and transformers: only on this path
 
     return meta_build.count(config, name=name, source=source)
 
@@ -68,7 +68,7 @@ def count_by_building(config: Mapping[str, Any], *, name: str, source: str, know
 def _check_known(config: Mapping[str, Any], *, source: str, known: tuple[str, ...]) -> None:
     model_type = config.get("model_type")
     require_transformers(model_type, known)
-    from ffn_cli.models import meta_build
+    from ffn_cli.configs import meta_build
 
     if not meta_build.knows(str(model_type)):
         if config.get("auto_map"):
@@ -84,9 +84,9 @@ def _check_known(config: Mapping[str, Any], *, source: str, known: tuple[str, ..
 
 def layout_by_building(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...]) -> BuiltLayout:
     """The ModelSpec of a config whose `model_type` no reader knows, read from one decoder layer
-    of each kind built with transformers on meta (ffn_cli.models.layer_build), for the answers
+    of each kind built with transformers on meta (ffn_cli.configs.layer_build), for the answers
     that fold over a spec: bytes as stored, per-GPU memory, decode state, roofline."""
     _check_known(config, source=source, known=known)
-    from ffn_cli.models import layer_build  # torch and transformers: only on this path
+    from ffn_cli.configs import layer_build  # torch and transformers: only on this path
 
     return layer_build.read_layout(config, name=name, source=source)

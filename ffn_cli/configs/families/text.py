@@ -3,8 +3,8 @@ text_config may name, and the first part of the registry."""
 
 from __future__ import annotations
 
-from ffn_cli.models.families import classic, deepseek, gemma, gemma3n, hybrids, llama, moe, nemotron_h, qwen
-from ffn_cli.models.families.family import Family
+from ffn_cli.configs.families import classic, deepseek, gemma, gemma3n, hybrids, llama, moe, nemotron_h, qwen
+from ffn_cli.configs.families.family import Family
 
 __all__ = ["TEXT_FAMILIES"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec, QKNorm
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, moe_spec
-from ffn_cli.models.families.family import Family
-from ffn_cli.models.routing_words import routing_rules
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, moe_spec
+from ffn_cli.configs.families.family import Family
+from ffn_cli.configs.routing_words import routing_rules
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
 

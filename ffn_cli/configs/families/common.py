@@ -1,7 +1,7 @@
 """The pieces every family's reader is built from: a ConfigReader that knows the family's
 defaults and activation names, and the attention, FFN, MoE and decoder a reader assembles.
 
-A key a config leaves out takes its config class's default (ffn_cli.models.defaults), so a
+A key a config leaves out takes its config class's default (ffn_cli.configs.defaults), so a
 config that omits a key counts as transformers builds it.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ffn_cli.attention import AnyAttention, AttentionSpec, QKNorm
+from ffn_cli.configs.defaults import ALIASES, DEFAULTS
+from ffn_cli.configs.reader import REQUIRED, ConfigReader
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.defaults import ALIASES, DEFAULTS
-from ffn_cli.models.reader import REQUIRED, ConfigReader
 from ffn_cli.models.spec import ModelSpec, NormKind
 from ffn_cli.spec import FFNSpec
 

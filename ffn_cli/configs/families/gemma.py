@@ -4,8 +4,8 @@ layer from Gemma 2 on, and sliding layers alternating with full ones.
 
 from __future__ import annotations
 
-from ffn_cli.models.families.common import FamilyReader, llama_like
-from ffn_cli.models.families.family import AttentionReach, Family
+from ffn_cli.configs.families.common import FamilyReader, llama_like
+from ffn_cli.configs.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["GEMMA", "GEMMA2", "GEMMA3_TEXT"]

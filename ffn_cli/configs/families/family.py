@@ -1,7 +1,7 @@
 """What ffn knows of one model family, in one object: the model_types it reads, how it reads a
 config into a ModelSpec, and the facts other modules ask of it: which keys each layer's
-attention reads (ffn_cli.models.windows applies them) and what a traced block of it leaves out
-(ffn_cli.models.layer_select lists it)."""
+attention reads (ffn_cli.configs.windows applies them) and what a traced block of it leaves out
+(ffn_cli.configs.layer_select lists it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from ffn_cli.models.families.common import FamilyReader
+    from ffn_cli.configs.families.common import FamilyReader
     from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["AttentionReach", "Family", "SlidingRule"]

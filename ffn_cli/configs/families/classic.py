@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 from ffn_cli.attention import AttentionSpec, QKNorm
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec
+from ffn_cli.configs.families.family import AttentionReach, Family
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec
-from ffn_cli.models.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
 

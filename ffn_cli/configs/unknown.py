@@ -13,7 +13,7 @@ __all__ = ["UnknownModelType"]
 
 class UnknownModelType(FFNError):
     """No reader knows this model_type. It carries the config, so `ffn params` can count it by
-    building it with transformers instead (ffn_cli.models.fallback)."""
+    building it with transformers instead (ffn_cli.configs.fallback)."""
 
     def __init__(self, config: Mapping[str, Any], name: str, source: str, supported: Sequence[str]) -> None:
         super().__init__("model_type", config.get("model_type"), "supported: " + ", ".join(supported))

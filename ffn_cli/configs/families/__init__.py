@@ -7,11 +7,11 @@ modeling_deepseek.py for the first DeepSeek-MoE): which projections carry biases
 q/k norms, how many norms a layer holds, fused projections, which layers are MoE.
 """
 
-from ffn_cli.models.families.family import AttentionReach, Family
-from ffn_cli.models.families.gemma3n import GEMMA3N_WIDTH
-from ffn_cli.models.families.moe import GPT_OSS_EXPERT_VARIANT
-from ffn_cli.models.families.registry import FAMILIES, SUPPORTED_MODEL_TYPES, family_of, model_spec_from_config
-from ffn_cli.models.unknown import UnknownModelType
+from ffn_cli.configs.families.family import AttentionReach, Family
+from ffn_cli.configs.families.gemma3n import GEMMA3N_WIDTH
+from ffn_cli.configs.families.moe import GPT_OSS_EXPERT_VARIANT
+from ffn_cli.configs.families.registry import FAMILIES, SUPPORTED_MODEL_TYPES, family_of, model_spec_from_config
+from ffn_cli.configs.unknown import UnknownModelType
 
 __all__ = [
     "FAMILIES",

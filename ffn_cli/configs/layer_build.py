@@ -41,15 +41,15 @@ from transformers.models.auto import modeling_auto
 
 from ffn_cli.accounting import ParamTensor, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
+from ffn_cli.configs.attribution import Owner, attribute, is_experts
+from ffn_cli.configs.built import BuiltLayout
+from ffn_cli.configs.families.common import FamilyReader
+from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, one_line, quiet
+from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import N_, Message, _, shown
-from ffn_cli.models.attribution import Owner, attribute, is_experts
-from ffn_cli.models.built import BuiltLayout
-from ffn_cli.models.families.common import FamilyReader
-from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, one_line, quiet
 from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
 from ffn_cli.models.spec import ExtraPart, ModelSpec, NormKind, layer_ranges
-from ffn_cli.models.windows import attention_chunks
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["LayerRead", "decoder_layer_class", "layer_kinds", "read_layout"]

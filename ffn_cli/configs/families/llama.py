@@ -5,8 +5,8 @@ Starcoder2, SmolLM3, Seed-OSS, EXAONE 4, GLM-4, Apertus, Command R7B).
 
 from __future__ import annotations
 
-from ffn_cli.models.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, llama_like
-from ffn_cli.models.families.family import AttentionReach, Family
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec, dense_spec, llama_like
+from ffn_cli.configs.families.family import AttentionReach, Family
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = [
