@@ -92,6 +92,20 @@ def test_unexpected_exceptions_are_one_line_and_debug_shows_them(runner: CliRunn
 
 
 @pytest.mark.parametrize(
+    ("exc", "said"),
+    [
+        (RuntimeError(), "RuntimeError"),  # was `RuntimeError: ` and a dangling space
+        (ValueError("shapes differ\n  at frame 3\n"), "ValueError: shapes differ"),
+    ],
+)
+def test_an_unexpected_exception_is_its_kind_and_first_line(runner: CliRunner, monkeypatch: pytest.MonkeyPatch, exc: Exception, said: str) -> None:
+    monkeypatch.setattr(variant_target, "build_ffn", _raise(exc))
+    result = runner.invoke(app, ["trace"])
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {said} (run `ffn --debug …` for the traceback)\n"
+
+
+@pytest.mark.parametrize(
     ("args", "said"),
     [
         (["params", "--preset", "llama-3-70b"], "--preset llama-3-70b: no such preset; did you mean llama-3.3-70b, llama-3.1-70b"),

@@ -22,7 +22,7 @@ from ffn_cli.benchmark.result import BenchEnv, BenchResult, Calibration, case_la
 from ffn_cli.benchmark.stats import TimingStats, summarize
 from ffn_cli.benchmark.timing import WarmUp, repeats_for, time_calls, warm_up
 from ffn_cli.device import preflight, resolve_device_dtype
-from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.errors import FFNRuntimeError, exception_line
 from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte
 from ffn_cli.hardware.dtypes import TABLE_DTYPE, peak_dtype_key
 from ffn_cli.hardware.roofline import Roofline
@@ -160,8 +160,8 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
             if case.impl.compile_mode is None or type(exc).__name__ == "OutOfMemoryError":
                 raise
             raise FFNRuntimeError(
-                _("torch.compile (mode={compile_mode}) failed for {label}: {name}: {first_line}").format(
-                    compile_mode=case.impl.compile_mode, label=case.label, name=type(exc).__name__, first_line=_first_line(exc)
+                _("torch.compile (mode={compile_mode}) failed for {label}: {error}").format(
+                    compile_mode=case.impl.compile_mode, label=case.label, error=exception_line(exc)
                 )
             ) from exc
         reset_grads()
@@ -186,10 +186,6 @@ def hardware_flops(spec: FFNSpec, tokens: int, *, recompute: bool) -> int | None
         y = module(x)
         y.backward(torch.empty_like(y))
     return int(counter.get_total_flops())
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int, mem: tuple[int | None, int | None, str]) -> BenchResult:

@@ -20,7 +20,7 @@ from torch import nn
 from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, first_line
 from ffn_cli.i18n import N_, _
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
@@ -36,7 +36,6 @@ __all__ = [
     "find_ffn_module",
     "hf_config_of",
     "knows",
-    "one_line",
     "quiet",
     "version",
 ]
@@ -112,7 +111,7 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
             raise FFNError(
                 "config",
                 source,
-                _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=one_line(exc)),
+                _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=first_line(exc)),
             ) from None
     return hf_config, tuple(notes)
 
@@ -133,7 +132,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
             raise FFNError(
                 "config",
                 source,
-                _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=one_line(exc)),
+                _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=first_line(exc)),
             ) from None
     return model, hf_config, notes
 
@@ -176,12 +175,6 @@ def check_build_size(data: Mapping[str, Any]) -> None:
             f"{most['layers']:,} layers × {most['experts']:,} experts",
             _("at most {max_expert_modules:,} expert modules can be built to be counted").format(max_expert_modules=MAX_EXPERT_MODULES),
         )
-
-
-def one_line(exc: BaseException) -> str:
-    """The message in one line: transformers' validation errors put the reason on line two."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " ".join(lines[:2]) or type(exc).__name__
 
 
 def count(config: Mapping[str, Any], *, name: str, source: str) -> BuiltModel:
