@@ -98,7 +98,9 @@ def test_unexpected_exceptions_are_one_line_and_debug_shows_them(runner: CliRunn
         (ValueError("shapes differ\n  at frame 3\n"), "ValueError: shapes differ"),
     ],
 )
-def test_an_unexpected_exception_is_its_kind_and_first_line(runner: CliRunner, monkeypatch: pytest.MonkeyPatch, exc: Exception, said: str) -> None:
+def test_an_unexpected_exception_is_its_kind_and_first_line(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, exc: Exception, said: str
+) -> None:
     monkeypatch.setattr(variant_target, "build_ffn", _raise(exc))
     result = runner.invoke(app, ["trace"])
     assert result.exit_code == 1
