@@ -148,7 +148,7 @@ class UserWarnings:
 
     def add(self, caught: list[warnings.WarningMessage]) -> None:
         for w in caught:
-            text = f"{w.category.__name__}: {(str(w.message).strip().splitlines() or [''])[0]}"
+            text = exception_text(w.message if isinstance(w.message, Warning) else w.category(w.message))
             if text not in self.messages:
                 self.messages.append(text)
 

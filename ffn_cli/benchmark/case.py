@@ -156,7 +156,7 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
         try:
             with keep_ieee_subnormals():  # the first call compiles and loads kernels
                 warm = warm_up(call, prepare, device, config.warmup_ms)
-        except Exception as exc:
+        except Exception as exc:  # torch.compile's failures (dynamo's, inductor's, a backend's) share no public base
             if case.impl.compile_mode is None or type(exc).__name__ == "OutOfMemoryError":
                 raise
             raise FFNRuntimeError(

@@ -132,7 +132,7 @@ def handles_errors(command: Callable[P, R]) -> Callable[P, R]:
             if settings.debug:
                 raise
             raise fail(str(exc), exc.exit_code) from None
-        except Exception as exc:
+        except Exception as exc:  # the last boundary: anything else, ffn's own bugs too, said as its kind, not as bad input
             if settings.debug:
                 raise
             if isinstance(exc, OSError) and _is_output_error(exc):

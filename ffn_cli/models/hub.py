@@ -152,7 +152,7 @@ def _download(name: str, revision: str | None) -> str:
         raise FFNRuntimeError(_("--model {where}: the Hub answered {first_line}").format(where=where, first_line=first_line(exc))) from None
     except errors.HFValidationError as exc:
         raise FFNError("model", name, _("not a valid model id or revision ({first_line})").format(first_line=first_line(exc))) from None
-    except Exception as exc:  # no network, a timeout, a proxy refusing: httpx's errors and OSErrors alike
+    except Exception as exc:  # httpx's request errors, found by name (_is_network_error), and OSErrors; the rest raised on
         if not _is_network_error(exc):
             raise
         raise FFNRuntimeError(

@@ -609,7 +609,7 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
     try:
         with torch.device("meta"):
             model = auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
-    except Exception as exc:
+    except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=first_line(exc))) from None
     modules = dict(model.named_modules())
     if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
@@ -645,7 +645,7 @@ def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, sourc
     try:
         with torch.device("meta"):
             return layer_cls(text, layer)
-    except Exception as exc:
+    except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError(
             "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=first_line(exc))
         ) from None

@@ -107,7 +107,7 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
     with quiet():
         try:
             hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
-        except Exception as exc:
+        except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
             raise FFNError(
                 "config",
                 source,
@@ -128,7 +128,7 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         try:
             with torch.device("meta"):
                 model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
-        except Exception as exc:
+        except Exception as exc:  # transformers' code on the config's values (as above)
             raise FFNError(
                 "config",
                 source,
