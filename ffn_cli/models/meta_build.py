@@ -21,7 +21,7 @@ from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.errors import FFNError, first_line
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.models.built import BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.models.spec import MAX_LAYERS
@@ -268,7 +268,7 @@ class _TopK:
     key: str | None = None
     value: int | None = None
     per_layer: tuple[int, ...] = ()
-    problem: str | None = None
+    problem: Message | None = None
 
 
 def config_top_k(config: PretrainedConfig) -> _TopK:
@@ -289,7 +289,10 @@ def config_top_k(config: PretrainedConfig) -> _TopK:
             if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
                 ks = tuple(value)
                 return _TopK(key, ks[0]) if len(set(ks)) == 1 else _TopK(key, None, ks)
-            return _TopK(key, problem=f"{key} is {_short(value)}, not a positive integer or a per-layer list of them")
+            return _TopK(
+                key,
+                problem=Message(N_("{key} is {value}, not a positive integer or a per-layer list of them"), key=key, value=_short(value)),
+            )
     return _TopK()
 
 
@@ -360,9 +363,11 @@ def _per_container(top_k: _TopK, containers: list[str]) -> tuple[int, ...]:
     return tuple(top_k.per_layer[i] for i in layers if i is not None)
 
 
-def _per_layer_problem(top_k: _TopK, containers: list[str]) -> str | None:
+def _per_layer_problem(top_k: _TopK, containers: list[str]) -> Message | None:
     if top_k.per_layer and not _per_container(top_k, containers):
-        return f"{top_k.key} lists {len(top_k.per_layer)} values, which do not cover the layers holding experts"
+        return Message(
+            N_("{key} lists {count} values, which do not cover the layers holding experts"), key=top_k.key, count=len(top_k.per_layer)
+        )
     return None
 
 
