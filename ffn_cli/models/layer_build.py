@@ -606,9 +606,10 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
         if isinstance(value, list) and len(value) == n_layers:
             setattr(text, key, [])
     text.num_hidden_layers = 0
+    auto = auto_class(str(hf_config.model_type), shell_config)  # ffn's choice: outside the config's try
     try:
         with torch.device("meta"):
-            model = auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
+            model = auto.from_config(shell_config, attn_implementation="eager")
     except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=first_line(exc))) from None
     modules = dict(model.named_modules())

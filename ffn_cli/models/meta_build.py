@@ -104,9 +104,10 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
         notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
     if data.pop("quantization_config", None):
         notes.append(N_("quantization_config ignored: counted as the unquantized model"))
+    config_class = configuration_auto.CONFIG_MAPPING[model_type]  # known (above): a KeyError here is ffn's
     with quiet():
         try:
-            hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
+            hf_config = config_class.from_dict(data)
         except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
             raise FFNError(
                 "config",
