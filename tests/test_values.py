@@ -11,9 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ffn_cli.api_arguments import fits
+from ffn_cli.benchmark.config import BenchConfig
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.profile_check import DamagedProfile, check_profile_data
 from ffn_cli.requests.parallel import check_rank_timeout
+from ffn_cli.spec import FFNSpec
 from ffn_cli.values import is_finite_number
 from tests.test_profile_damaged import GOOD
 
@@ -36,6 +38,11 @@ def test_each_reader_of_a_number_refuses_the_same_values(value: object) -> None:
     assert not fits(value, float)
     with pytest.raises(DamagedProfile, match="copy_gbps"):
         check_profile_data({**GOOD, "copy_gbps": value})
-    if value is not None:  # None is --rank-timeout's own default
+    if value is None:  # None is --rank-timeout's and ffn_dim_multiplier's own default
+        return
+    with pytest.raises(FFNError, match="rank_timeout"):
+        check_rank_timeout(value)  # type: ignore[arg-type]
+    for make, field in [(FFNSpec, "ffn_dim_multiplier"), (FFNSpec, "dropout"), (BenchConfig, "warmup_ms"), (BenchConfig, "min_time_ms")]:
+        make(**{field: 0.5})  # a number in range passes
         with pytest.raises(FFNError):
-            check_rank_timeout(value)  # type: ignore[arg-type]
+            make(**{field: value})
