@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import sys
 import types
 import typing
@@ -19,6 +18,7 @@ from typing import Any, Literal, Union
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.values import is_finite_number
 
 __all__ = ["check_arguments", "describe", "fits"]
 
@@ -89,7 +89,7 @@ def _fits_one(value: object, expected: Any) -> bool:
     if expected is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if expected is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return is_finite_number(value)
     if isinstance(expected, type):
         return isinstance(value, expected)
     if isinstance(origin, type):  # a generic class: os.PathLike[str]

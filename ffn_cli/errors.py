@@ -1,13 +1,23 @@
 """The one error type the tool raises for bad input, and its runtime sibling.
 
-The CLI turns either into a single line on stderr: usage errors exit 2, runtime failures 1.
+The CLI turns either into a single line on stderr: usage errors exit 2, runtime failures 1. Any
+other exception an error quotes is said in one line too (`first_line`, `exception_line`).
 """
 
 from __future__ import annotations
 
 from ffn_cli.i18n import _
 
-__all__ = ["RUNTIME_EXIT", "SHOWN_VALUE_CHARS", "USAGE_EXIT", "FFNError", "FFNRuntimeError", "elide"]
+__all__ = [
+    "RUNTIME_EXIT",
+    "SHOWN_VALUE_CHARS",
+    "USAGE_EXIT",
+    "FFNError",
+    "FFNRuntimeError",
+    "elide",
+    "exception_line",
+    "first_line",
+]
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
@@ -27,6 +37,28 @@ def elide(text: str, limit: int = SHOWN_VALUE_CHARS) -> str:
     tail = limit - head
     left_out = _("…({count} characters left out)…").format(count=f"{len(text) - limit:,}")
     return text[:head] + left_out + text[-tail:]
+
+
+def first_line(exc: BaseException) -> str:
+    """What an exception says, in one line (see `_said`); its class name when it says nothing."""
+    return _said(exc) or type(exc).__name__
+
+
+def exception_line(exc: BaseException) -> str:
+    """`Kind: what it says` in one line, or the kind alone when it says nothing."""
+    said = _said(exc)
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
+
+def _said(exc: BaseException) -> str:
+    """The message's first line, and the next when the first is a heading ending in `:`
+    (huggingface_hub's validation errors give the reason on line two), elided past twice
+    SHOWN_VALUE_CHARS: one line of an error, not a page. '' when the message is empty."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    said = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+    return elide(said, 2 * SHOWN_VALUE_CHARS)
 
 
 class FFNError(ValueError):

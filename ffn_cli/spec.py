@@ -8,6 +8,7 @@ from typing import Any
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
+from ffn_cli.values import is_finite_number
 from ffn_cli.variants import VARIANTS, Family, MixtureVariant, SingleFFN, Variant, mixture_of, single_of, variant_names
 from ffn_cli.variants.gated import llama_hidden_dim
 
@@ -41,7 +42,7 @@ def check_int(option: str, value: object, *, minimum: int = 1, maximum: int = MA
 
 
 def _check_fraction(option: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+    if not is_finite_number(value) or not 0.0 <= value < 1.0:
         raise FFNError(option, value, _("must be a number in [0, 1)"))
     return float(value)
 
@@ -151,11 +152,7 @@ class FFNSpec:
             raise unknown_name("variant", self.variant, variant_names(), what=N_("variant"), listed_by="ffn variants")
         check_int("d_model", self.d_model)
         check_int("multiple_of", self.multiple_of)
-        if self.ffn_dim_multiplier is not None and (
-            isinstance(self.ffn_dim_multiplier, bool)
-            or not isinstance(self.ffn_dim_multiplier, (int, float))
-            or not 0 < self.ffn_dim_multiplier <= 64
-        ):
+        if self.ffn_dim_multiplier is not None and (not is_finite_number(self.ffn_dim_multiplier) or not 0 < self.ffn_dim_multiplier <= 64):
             raise FFNError("ffn_dim_multiplier", self.ffn_dim_multiplier, _("must be a number in (0, 64]"))
         self._check_moe()
         if self.d_ff is None:
@@ -195,11 +192,7 @@ class FFNSpec:
         if expert is None or not expert.can_be_expert:
             allowed = [name for name, v in VARIANTS.items() if v.can_be_expert]
             raise unknown_name("expert_variant", self.expert_variant, allowed, what=N_("dense or gated variant"))
-        if self.capacity_factor is not None and (
-            isinstance(self.capacity_factor, bool)
-            or not isinstance(self.capacity_factor, (int, float))
-            or not 0 < self.capacity_factor <= 1024
-        ):
+        if self.capacity_factor is not None and (not is_finite_number(self.capacity_factor) or not 0 < self.capacity_factor <= 1024):
             raise FFNError("capacity_factor", self.capacity_factor, _("must be a number in (0, 1024]"))
 
     # --- derived views -------------------------------------------------------------------

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError, exception_line
 from ffn_cli.i18n import _
 
 __all__ = [
@@ -40,22 +40,15 @@ __all__ = [
     "users_op",
 ]
 
-MESSAGE_CHARS = 300  # an exception's first line is cut here: one line of an error, not a page
-
 
 def exception_text(exc: BaseException) -> str:
-    """`Kind: first line of the message`, whatever the exception does when asked for its text:
-    a `__str__` that raises, prints or returns a page."""
-    kind = type(exc).__name__
+    """`Kind: first line of the message` (`exception_line`), whatever the exception does when
+    asked for its text: a `__str__` that raises, prints or returns a page."""
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            text = str(exc)
+            return exception_line(exc)
     except Exception as failed:  # the user's __str__: its failure is shown, not raised
-        return _("{kind} (its message could not be read: {failed} raised)").format(kind=kind, failed=type(failed).__name__)
-    first = (text.strip().splitlines() or [""])[0]
-    if len(first) > MESSAGE_CHARS:
-        first = first[:MESSAGE_CHARS] + "…"
-    return f"{kind}: {first}" if first else kind
+        return _("{kind} (its message could not be read: {failed} raised)").format(kind=type(exc).__name__, failed=type(failed).__name__)
 
 
 def users_op(func: Callable[..., Any], args: Any, kwargs: Any) -> Any:
@@ -155,7 +148,7 @@ class UserWarnings:
 
     def add(self, caught: list[warnings.WarningMessage]) -> None:
         for w in caught:
-            text = f"{w.category.__name__}: {(str(w.message).strip().splitlines() or [''])[0]}"
+            text = exception_text(w.message if isinstance(w.message, Warning) else w.category(w.message))
             if text not in self.messages:
                 self.messages.append(text)
 

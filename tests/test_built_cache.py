@@ -160,3 +160,16 @@ def test_a_config_with_rope_scaling_hits_on_the_second_call(cache_home: Path, tm
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
     built_cache.count_cached(given, name="x", source="y", known=KNOWN)
     assert given == as_written
+
+
+def test_why_active_is_unknown_is_said_in_the_readers_language_built_or_read_back(cache_home: Path, tmp_path: Path) -> None:
+    # The reason was English under --lang zh; a hit now keeps its id and values, not the English.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**tiny_config("olmoe"), "num_experts_per_tok": 0}))
+    for run in ("built", "read back"):  # a build, then the cache's hit
+        result = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", str(path)])
+        shown = result.stdout
+        assert result.exit_code == 0, result.output
+        assert "num_experts_per_tok 是 0，不是正整数" in shown and "not a positive integer" not in shown, run
+    said = _params("--config", str(path), "--json")["routed_experts"][0]["unknown_because"]
+    assert said == "num_experts_per_tok is 0, not a positive integer or a per-layer list of them"  # --json stays English

@@ -92,6 +92,22 @@ def test_unexpected_exceptions_are_one_line_and_debug_shows_them(runner: CliRunn
 
 
 @pytest.mark.parametrize(
+    ("exc", "said"),
+    [
+        (RuntimeError(), "RuntimeError"),  # was `RuntimeError: ` and a dangling space
+        (ValueError("shapes differ\n  at frame 3\n"), "ValueError: shapes differ"),
+    ],
+)
+def test_an_unexpected_exception_is_its_kind_and_first_line(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, exc: Exception, said: str
+) -> None:
+    monkeypatch.setattr(variant_target, "build_ffn", _raise(exc))
+    result = runner.invoke(app, ["trace"])
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {said} (run `ffn --debug …` for the traceback)\n"
+
+
+@pytest.mark.parametrize(
     ("args", "said"),
     [
         (["params", "--preset", "llama-3-70b"], "--preset llama-3-70b: no such preset; did you mean llama-3.3-70b, llama-3.1-70b"),
@@ -124,6 +140,7 @@ FAILURES = [
     (["params", "--bogus"], 2, "--bogus"),  # click's own usage error
     (["params", "--preset", "nope"], 2, "--preset"),
     (["trace", "--module", "no_such_file.py:M"], 2, "--module"),
+    (["params", "--config", "/no/such/folder/config.json"], 2, "--config"),
 ]
 
 
@@ -149,6 +166,28 @@ def test_a_json_run_that_fails_prints_the_error_as_json(runner: CliRunner, args:
     assert json.loads(result.stdout) == {
         "error": {"message": result.stderr.removeprefix("error: ").rstrip("\n"), "option": option, "exit_code": code}
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--lang", "xx", "params"], "--lang"),  # was null: ffn's own usage errors named no option
+        (["params", "--lang"], "--lang"),
+        (["--version", "params"], "--version"),
+    ],
+)
+def test_a_json_error_of_ffns_own_options_names_the_option(runner: CliRunner, args: list[str], option: str) -> None:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 2 and _one_line(result.stderr), result.output
+    assert json.loads(result.stdout) == {
+        "error": {"message": result.stderr.removeprefix("error: ").rstrip("\n"), "option": option, "exit_code": 2}
+    }
+
+
+def test_a_json_error_about_no_option_says_null(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FFN_LANG", "xx")  # the environment's, not an option typed
+    result = runner.invoke(app, ["params", "--json"])
+    assert result.exit_code == 2 and json.loads(result.stdout)["error"]["option"] is None, result.output
 
 
 def test_a_json_error_from_a_config_key_names_the_file_option(runner: CliRunner, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -30,6 +30,7 @@ from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 from ffn_cli.configs.files import load_preset, preset_names
 from ffn_cli.configs.source import preset_model
 from ffn_cli.errors import FFNError
+from ffn_cli.i18n import set_language, shown
 from ffn_cli.models.count import count_model
 from ffn_cli.render.built import built_data, built_view
 from tests.helpers import read_preset_names
@@ -445,3 +446,17 @@ def test_every_count_a_built_model_has_is_bounded_before_building(
     assert line.startswith(f"error: --config {tmp_path}") or line.startswith(f"error: {named}") or named in line, line
     assert "at most" in line
     assert built == []  # checked by what ran, not by the clock: a 100,000-layer build takes minutes
+
+
+def test_why_active_is_unknown_is_said_in_chinese() -> None:
+    # 10 parameters in 2 containers: 5 each, which 4 experts do not split.
+    routed = fallback.RoutedExperts(
+        kind="ffn", modules=("m",), containers=2, params=10, experts=4, top_k=None, top_k_key="moe_topk", layer_top_k=(1, 3)
+    )
+    assert routed.active_params is None
+    because = routed.unknown_because
+    assert because == "10 parameters do not split into 4 equal experts with top-1–3 by layer"
+    set_language("zh")
+    assert shown(because) == "10 个参数不能均分为 4 个专家（top-1–3，逐层不同）"
+    no_experts = fallback.RoutedExperts(kind="ffn", modules=("m",), containers=2, params=10, experts=None, top_k=2, top_k_key="k")
+    assert shown(no_experts.unknown_because or "") == "无法从构建出的模块读出每个容器的专家数"

@@ -331,3 +331,17 @@ def test_one_layer_is_named_in_the_singular(tmp_path: Path) -> None:
     assert note.startswith("layer 0: the decode state of FalconMambaMixer"), note
     zh = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", path, "--gpu", "h200"], env={"COLUMNS": "80"}).output
     assert "略去：层 0：FalconMambaMixer 的解码状态" in zh and "decode state" not in zh
+
+
+def test_ffns_own_fault_beside_transformers_build_is_not_the_configs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only transformers' build on the config's values is read as the config's fault (a usage
+    error): ffn's own step before it raises as it is, for --debug to show."""
+    import functools
+
+    from ffn_cli.configs import layer_build
+
+    config = small_config("llama", {})
+    assert _layout(config).spec.n_layers == config["num_hidden_layers"]  # builds as it is
+    monkeypatch.setattr(layer_build, "auto_class", functools.partial(int, "a fault of ffn's"))  # raises in ffn's own frame
+    with pytest.raises(TypeError):
+        _layout(config)

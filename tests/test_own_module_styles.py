@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.tracing.any_module import trace_module
+from ffn_cli.tracing.any_module import infer_d_model, trace_module
 
 
 class PositionWiseFFN(nn.Module):
@@ -484,6 +484,32 @@ class WrongWidth(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down(self.up(x))  # 32 features into a layer that takes 16
+
+
+class RawMatrix(nn.Module):
+    """No linear, no norm: its input width is found by trying each width of its matrix."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.w
+
+
+def test_a_width_is_found_by_trying_the_module() -> None:
+    assert infer_d_model(RawMatrix()) == (8, "w (8, 32), dim 0")
+
+
+def test_ffns_own_failure_while_trying_a_width_is_not_the_modules_no(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault in ffn's own probe is raised, never read as `neither width runs the module`."""
+    import functools
+
+    import ffn_cli.tracing.any_module as any_module
+
+    monkeypatch.setattr(any_module, "users_call", functools.partial(int, "a fault of ffn's"))  # raises in ffn's own frame
+    with pytest.raises(TypeError):
+        infer_d_model(RawMatrix())
 
 
 @pytest.mark.parametrize("where", ["tensor_stats", "elementwise_flops"])  # before the forward, and inside it at each op

@@ -23,7 +23,7 @@ from ffn_cli.benchmark.stats import TimingStats, summarize
 from ffn_cli.benchmark.timing import WarmUp, repeats_for, time_calls, warm_up
 from ffn_cli.costs.roofline.bound import Roofline
 from ffn_cli.device import preflight, resolve_device_dtype
-from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.errors import FFNRuntimeError, exception_line
 from ffn_cli.hardware import find_gpu, gpu_for_device_name, ridge_flop_per_byte
 from ffn_cli.hardware.dtypes import TABLE_DTYPE, peak_dtype_key
 from ffn_cli.i18n import N_, Message, _
@@ -156,12 +156,12 @@ def bench_case(case: Case, sweep: Sweep) -> BenchResult:
         try:
             with keep_ieee_subnormals():  # the first call compiles and loads kernels
                 warm = warm_up(call, prepare, device, config.warmup_ms)
-        except Exception as exc:
+        except Exception as exc:  # torch.compile's failures (dynamo's, inductor's, a backend's) share no public base
             if case.impl.compile_mode is None or type(exc).__name__ == "OutOfMemoryError":
                 raise
             raise FFNRuntimeError(
-                _("torch.compile (mode={compile_mode}) failed for {label}: {name}: {first_line}").format(
-                    compile_mode=case.impl.compile_mode, label=case.label, name=type(exc).__name__, first_line=_first_line(exc)
+                _("torch.compile (mode={compile_mode}) failed for {label}: {error}").format(
+                    compile_mode=case.impl.compile_mode, label=case.label, error=exception_line(exc)
                 )
             ) from exc
         reset_grads()
@@ -186,10 +186,6 @@ def hardware_flops(spec: FFNSpec, tokens: int, *, recompute: bool) -> int | None
         y = module(x)
         y.backward(torch.empty_like(y))
     return int(counter.get_total_flops())
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def _result(case: Case, sweep: Sweep, stats: TimingStats, warm: WarmUp, est: int, mem: tuple[int | None, int | None, str]) -> BenchResult:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.spec import check_int
+from ffn_cli.values import is_finite_number
 
 __all__ = ["CACHE_MODES", "MAX_REPEATS", "BenchConfig"]
 
@@ -35,11 +36,11 @@ class BenchConfig:
             raise FFNError("cache", self.cache, _("choose cold or hot"))
         if self.checkpoint and not self.backward:
             raise FFNError("checkpoint", True, _("checkpointing changes only the backward pass: add --backward"))
-        if isinstance(self.warmup_ms, bool) or not isinstance(self.warmup_ms, (int, float)) or not 0 <= self.warmup_ms <= 600_000:
+        if not is_finite_number(self.warmup_ms) or not 0 <= self.warmup_ms <= 600_000:
             raise FFNError("warmup_ms", self.warmup_ms, _("must be a number of milliseconds in [0, 600000]"))
         if self.repeats is not None:
             check_int("repeats", self.repeats, maximum=MAX_REPEATS)
-        if isinstance(self.min_time_ms, bool) or not isinstance(self.min_time_ms, (int, float)) or not 0 < self.min_time_ms <= 3_600_000:
+        if not is_finite_number(self.min_time_ms) or not 0 < self.min_time_ms <= 3_600_000:
             raise FFNError("min_time", self.min_time_ms, _("must be a positive time of at most an hour"))
         if self.threads is not None:
             check_int("threads", self.threads, maximum=1024)

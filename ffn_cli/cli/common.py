@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TextIO, TypeVar
 import typer
 from rich.console import Console
 
-from ffn_cli.errors import RUNTIME_EXIT, SHOWN_VALUE_CHARS, FFNError, FFNRuntimeError, elide
+from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError, elide, exception_line
 from ffn_cli.i18n import _
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 from ffn_cli.spec import spec_options
@@ -132,7 +132,7 @@ def handles_errors(command: Callable[P, R]) -> Callable[P, R]:
             if settings.debug:
                 raise
             raise fail(str(exc), exc.exit_code) from None
-        except Exception as exc:
+        except Exception as exc:  # the last boundary: anything else, ffn's own bugs too, said as its kind, not as bad input
             if settings.debug:
                 raise
             if isinstance(exc, OSError) and _is_output_error(exc):
@@ -140,10 +140,7 @@ def handles_errors(command: Callable[P, R]) -> Callable[P, R]:
             elif _is_out_of_memory(exc):
                 message = _("out of memory while running; try smaller sizes or --device meta")
             else:
-                first_line = elide((str(exc).strip().splitlines() or [""])[0], 2 * SHOWN_VALUE_CHARS)
-                message = _("{kind}: {first_line} (run `ffn --debug …` for the traceback)").format(
-                    kind=type(exc).__name__, first_line=first_line
-                )
+                message = _("{error} (run `ffn --debug …` for the traceback)").format(error=exception_line(exc))
             raise fail(message, RUNTIME_EXIT) from None
 
     return wrapper

@@ -24,13 +24,15 @@ __all__ = ["app", "main"]
 
 class UsageProblem(typer.TyperException):
     """A usage error of ffn's own (`--lang`, `--version`), said as click's usage errors are
-    (all of them `typer.TyperException`s): one line, exit 2."""
+    (all of them `typer.TyperException`s): one line, exit 2; `option_name`, as click's
+    NoSuchOption has it, is the option it is about (`--json` says it), None for FFN_LANG."""
 
     exit_code = USAGE_EXIT
 
-    def __init__(self, message: str, ctx: Any = None) -> None:
+    def __init__(self, message: str, ctx: Any = None, option_name: str | None = None) -> None:
         super().__init__(message)
         self.ctx = ctx
+        self.option_name = option_name
 
 
 def _pop_lang(args: list[str]) -> tuple[list[str], str | None]:
@@ -43,7 +45,7 @@ def _pop_lang(args: list[str]) -> tuple[list[str], str | None]:
         arg = args[i]
         if i < end and arg == "--lang":
             if i + 1 >= end:
-                raise UsageProblem(_("--lang needs a value: {choices}").format(choices=", ".join(LANGUAGES)))
+                raise UsageProblem(_("--lang needs a value: {choices}").format(choices=", ".join(LANGUAGES)), option_name="--lang")
             chosen = args[i + 1]
             i += 2
             continue
@@ -66,7 +68,8 @@ def _choose_language(chosen: str | None) -> None:
         source, value = ("--lang", chosen) if chosen is not None else ("FFN_LANG", os.environ.get("FFN_LANG", ""))
         _fall_back_language(ignoring="FFN_LANG" if chosen is None else None)
         raise UsageProblem(
-            _("{source} {value}: expected one of {choices}").format(source=source, value=repr(value), choices=", ".join(LANGUAGES))
+            _("{source} {value}: expected one of {choices}").format(source=source, value=repr(value), choices=", ".join(LANGUAGES)),
+            option_name="--lang" if chosen is not None else None,
         ) from None
     if language() != "en" and not can_show_chinese(sys.stdout, sys.stderr):
         set_language("en")  # the note in English: this stream shows no Chinese
@@ -122,7 +125,7 @@ class OneLineErrors(TyperGroup):
         end = args.index("--") if "--" in args else len(args)
         if "--version" in args[:end] and len(args) > 1:  # a flag takes no value, and --version nothing else
             others = " ".join(a for a in args if a != "--version")
-            raise UsageProblem(_("--version takes no value and no command (got {others})").format(others=others), ctx=ctx)
+            raise UsageProblem(_("--version takes no value and no command (got {others})").format(others=others), ctx, "--version")
         return super().parse_args(ctx, args)
 
     def get_params(self, ctx: Any) -> list[Any]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ffn_cli.configs.attribution import RULES, BuiltKind
-from ffn_cli.i18n import N_
+from ffn_cli.i18n import N_, Message
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["PART_NAMES", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
@@ -66,7 +66,7 @@ class RoutedExperts:
     top_k: int | None
     top_k_key: str | None
     layer_top_k: tuple[int, ...] = ()
-    top_k_problem: str | None = None
+    top_k_problem: Message | None = None
     zero_experts: int = 0
 
     @property
@@ -96,22 +96,27 @@ class RoutedExperts:
         return self.params // self.experts * self.top_k
 
     @property
-    def top_k_text(self) -> str:
+    def top_k_text(self) -> Message:
         """top-8, or top-2–8 by layer."""
         if self.layer_top_k:
-            return f"top-{min(self.layer_top_k)}–{max(self.layer_top_k)} by layer"
-        return f"top-{self.top_k}"
+            return Message(N_("top-{least}–{most} by layer"), least=min(self.layer_top_k), most=max(self.layer_top_k))
+        return Message(N_("top-{k}"), k=self.top_k)
 
     @property
-    def unknown_because(self) -> str | None:
+    def unknown_because(self) -> Message | None:
         if self.experts is None:
-            return "the number of experts per container cannot be read from the built modules"
+            return Message(N_("the number of experts per container cannot be read from the built modules"))
         if self.top_k_problem is not None:
             return self.top_k_problem
         if self.top_k is None and not self.layer_top_k:
-            return "no config key names the experts per token (num_experts_per_tok, moe_top_k, …)"
+            return Message(N_("no config key names the experts per token (num_experts_per_tok, moe_top_k, …)"))
         if self.active_params is None:
-            return f"{self.params:,} parameters do not split into {self.experts} equal experts with {self.top_k_text}"
+            return Message(
+                N_("{params} parameters do not split into {experts} equal experts with {top_k}"),
+                params=f"{self.params:,}",
+                experts=self.experts,
+                top_k=self.top_k_text,
+            )
         return None
 
 

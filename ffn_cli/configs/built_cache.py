@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.configs.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts, count_by_building
+from ffn_cli.i18n import Message
 
 __all__ = ["FORMAT", "cache_dir", "cache_key", "count_cached", "load", "store"]
 
 # Bumped whenever what is stored, or how the fallback counts, changes: older entries then miss.
-FORMAT = 2
+FORMAT = 3
 # A stored entry is a few kilobytes; anything much larger is not ours.
 _MAX_BYTES = 1 << 20
 
@@ -87,7 +88,10 @@ def store(config: Mapping[str, Any], built: BuiltModel) -> Path | None:
     if key is None:
         return None
     path = _path(key)
-    text = json.dumps({"key": key, "model": asdict(replace(built, cached_from=""))}, sort_keys=True)
+    model = asdict(replace(built, cached_from=""))
+    for routed in model["routed"]:
+        routed["top_k_problem"] = _message_data(routed["top_k_problem"])
+    text = json.dumps({"key": key, "model": model}, sort_keys=True)
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +136,19 @@ def _strs(values: Any) -> tuple[str, ...]:
     return tuple(values)
 
 
+def _message_data(message: Message | None) -> dict[str, Any] | None:
+    """A Message as its id and values: a hit is said in the reader's language, as a build is."""
+    return None if message is None else {"msgid": message.msgid, "args": message.args}
+
+
+def _message(data: Any) -> Message | None:
+    if data is None:
+        return None
+    if not isinstance(data["msgid"], str) or not isinstance(data["args"], dict):
+        raise TypeError("not a stored message")
+    return Message(data["msgid"], **data["args"])
+
+
 def _kind(value: Any) -> Any:
     if value not in PART_NAMES:
         raise KeyError(value)
@@ -153,7 +170,7 @@ def _from_data(data: Mapping[str, Any], *, name: str, source: str) -> BuiltModel
             top_k=None if r["top_k"] is None else int(r["top_k"]),
             top_k_key=None if r["top_k_key"] is None else str(r["top_k_key"]),
             layer_top_k=_ints(r["layer_top_k"]),
-            top_k_problem=None if r["top_k_problem"] is None else str(r["top_k_problem"]),
+            top_k_problem=_message(r["top_k_problem"]),
             zero_experts=int(r["zero_experts"]),
         )
         for r in data["routed"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.configs.files import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import _
 
 __all__ = ["REPO_ID", "cached_config", "hub_cache_dir", "hub_config"]
@@ -123,7 +123,7 @@ def _download(name: str, revision: str | None) -> str:
     except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
         pass
     except errors.HFValidationError as exc:
-        raise FFNError("model", name, _("not a valid model id or revision ({first_line})").format(first_line=_first_line(exc))) from None
+        raise FFNError("model", name, _("not a valid model id or revision ({first_line})").format(first_line=first_line(exc))) from None
     if _offline():
         raise FFNRuntimeError(
             _("--model {where}: not in the local cache and HF_HUB_OFFLINE is set; unset it to download config.json").format(where=where)
@@ -149,17 +149,15 @@ def _download(name: str, revision: str | None) -> str:
     except errors.RemoteEntryNotFoundError:
         raise FFNRuntimeError(_("--model {where}: the repository has no config.json").format(where=where)) from None
     except errors.HfHubHTTPError as exc:
-        raise FFNRuntimeError(
-            _("--model {where}: the Hub answered {first_line}").format(where=where, first_line=_first_line(exc))
-        ) from None
+        raise FFNRuntimeError(_("--model {where}: the Hub answered {first_line}").format(where=where, first_line=first_line(exc))) from None
     except errors.HFValidationError as exc:
-        raise FFNError("model", name, _("not a valid model id or revision ({first_line})").format(first_line=_first_line(exc))) from None
-    except Exception as exc:  # no network, a timeout, a proxy refusing: httpx's errors and OSErrors alike
+        raise FFNError("model", name, _("not a valid model id or revision ({first_line})").format(first_line=first_line(exc))) from None
+    except Exception as exc:  # httpx's request errors, found by name (_is_network_error), and OSErrors; the rest raised on
         if not _is_network_error(exc):
             raise
         raise FFNRuntimeError(
             _("--model {where}: cannot reach the Hugging Face Hub ({first_line}) and it is not cached").format(
-                where=where, first_line=_first_line(exc)
+                where=where, first_line=first_line(exc)
             )
         ) from None
 
@@ -169,7 +167,3 @@ def _is_network_error(exc: BaseException) -> bool:
     if isinstance(exc, (OSError, ConnectionError, TimeoutError)):
         return True
     return any(c.__module__.split(".")[0].startswith("httpx") and c.__name__ == "RequestError" for c in type(exc).__mro__)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

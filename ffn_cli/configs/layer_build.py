@@ -44,9 +44,9 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, 
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.families.common import FamilyReader
-from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, one_line, quiet
+from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, quiet
 from ffn_cli.configs.windows import attention_chunks
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
 from ffn_cli.models.spec import ExtraPart, ModelSpec, NormKind, layer_ranges
@@ -606,11 +606,12 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
         if isinstance(value, list) and len(value) == n_layers:
             setattr(text, key, [])
     text.num_hidden_layers = 0
+    auto = auto_class(str(hf_config.model_type), shell_config)  # ffn's choice: outside the config's try
     try:
         with torch.device("meta"):
-            model = auto_class(str(hf_config.model_type), shell_config).from_config(shell_config, attn_implementation="eager")
-    except Exception as exc:
-        raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=one_line(exc))) from None
+            model = auto.from_config(shell_config, attn_implementation="eager")
+    except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
+        raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=first_line(exc))) from None
     modules = dict(model.named_modules())
     if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
         raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
@@ -645,9 +646,9 @@ def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, sourc
     try:
         with torch.device("meta"):
             return layer_cls(text, layer)
-    except Exception as exc:
+    except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError(
-            "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=one_line(exc))
+            "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=first_line(exc))
         ) from None
 
 

@@ -22,8 +22,8 @@ from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.configs.built import BuiltModel, BuiltPart, RoutedExperts
-from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, _
+from ffn_cli.errors import FFNError, first_line
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import MAX_LAYERS
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "find_ffn_module",
     "hf_config_of",
     "knows",
-    "one_line",
     "quiet",
     "version",
 ]
@@ -105,14 +104,15 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
         notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
     if data.pop("quantization_config", None):
         notes.append(N_("quantization_config ignored: counted as the unquantized model"))
+    config_class = configuration_auto.CONFIG_MAPPING[model_type]  # known (above): a KeyError here is ffn's
     with quiet():
         try:
-            hf_config = configuration_auto.CONFIG_MAPPING[model_type].from_dict(data)
-        except Exception as exc:
+            hf_config = config_class.from_dict(data)
+        except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
             raise FFNError(
                 "config",
                 source,
-                _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=one_line(exc)),
+                _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=first_line(exc)),
             ) from None
     return hf_config, tuple(notes)
 
@@ -129,11 +129,11 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
         try:
             with torch.device("meta"):
                 model = auto.from_config(hf_config, trust_remote_code=False, attn_implementation="eager")
-        except Exception as exc:
+        except Exception as exc:  # transformers' code on the config's values (as above)
             raise FFNError(
                 "config",
                 source,
-                _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=one_line(exc)),
+                _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=first_line(exc)),
             ) from None
     return model, hf_config, notes
 
@@ -176,12 +176,6 @@ def check_build_size(data: Mapping[str, Any]) -> None:
             f"{most['layers']:,} layers × {most['experts']:,} experts",
             _("at most {max_expert_modules:,} expert modules can be built to be counted").format(max_expert_modules=MAX_EXPERT_MODULES),
         )
-
-
-def one_line(exc: BaseException) -> str:
-    """The message in one line: transformers' validation errors put the reason on line two."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " ".join(lines[:2]) or type(exc).__name__
 
 
 def count(config: Mapping[str, Any], *, name: str, source: str) -> BuiltModel:
@@ -275,7 +269,7 @@ class _TopK:
     key: str | None = None
     value: int | None = None
     per_layer: tuple[int, ...] = ()
-    problem: str | None = None
+    problem: Message | None = None
 
 
 def config_top_k(config: PretrainedConfig) -> _TopK:
@@ -296,7 +290,10 @@ def config_top_k(config: PretrainedConfig) -> _TopK:
             if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
                 ks = tuple(value)
                 return _TopK(key, ks[0]) if len(set(ks)) == 1 else _TopK(key, None, ks)
-            return _TopK(key, problem=f"{key} is {_short(value)}, not a positive integer or a per-layer list of them")
+            return _TopK(
+                key,
+                problem=Message(N_("{key} is {value}, not a positive integer or a per-layer list of them"), key=key, value=_short(value)),
+            )
     return _TopK()
 
 
@@ -367,9 +364,11 @@ def _per_container(top_k: _TopK, containers: list[str]) -> tuple[int, ...]:
     return tuple(top_k.per_layer[i] for i in layers if i is not None)
 
 
-def _per_layer_problem(top_k: _TopK, containers: list[str]) -> str | None:
+def _per_layer_problem(top_k: _TopK, containers: list[str]) -> Message | None:
     if top_k.per_layer and not _per_container(top_k, containers):
-        return f"{top_k.key} lists {len(top_k.per_layer)} values, which do not cover the layers holding experts"
+        return Message(
+            N_("{key} lists {count} values, which do not cover the layers holding experts"), key=top_k.key, count=len(top_k.per_layer)
+        )
     return None
 
 

@@ -7,13 +7,13 @@ Pure Python: it checks the JSON's values and hands back the same values, checked
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 from ffn_cli.errors import elide
 from ffn_cli.hardware.gpus import DTYPES
 from ffn_cli.i18n import _
+from ffn_cli.values import is_finite_number
 
 __all__ = ["DEVICES", "DamagedProfile", "check_profile_data"]
 
@@ -37,18 +37,10 @@ def _expected(field: str, value: object, what: str) -> DamagedProfile:
     return DamagedProfile(field, _("holds {value}, not {what}").format(value=elide(repr(value)), what=what))
 
 
-def _finite(value: object) -> float | None:
-    """The value as a float when it is a finite number (a bool is not one), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 def _above_zero(field: str, value: object, what: str) -> float:
-    number = _finite(value)
-    if number is None or number <= 0:
+    if not is_finite_number(value) or value <= 0:
         raise _expected(field, value, what)
-    return number
+    return float(value)
 
 
 def _time(field: str, value: object) -> float:
@@ -61,10 +53,9 @@ def _rate(field: str, value: object) -> float:
 
 
 def _at_least_zero(field: str, value: object) -> float:
-    number = _finite(value)
-    if number is None or number < 0:
+    if not is_finite_number(value) or value < 0:
         raise _expected(field, value, _("a finite number of 0 or more"))
-    return number
+    return float(value)
 
 
 def _count(field: str, value: object, least: int = 1) -> int:

@@ -22,7 +22,7 @@ from typing import Any, cast
 import torch
 import torch.multiprocessing as mp
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError, exception_line
 from ffn_cli.i18n import _
 from ffn_cli.parallel.environment import torchrun_env
 from ffn_cli.parallel.job import ParallelJob
@@ -135,8 +135,7 @@ def _error_message(rank: int, exc: BaseException) -> tuple[str, int, Any]:
         return ("usage", rank, (exc.option, exc.value, exc.allowed))
     if isinstance(exc, FFNRuntimeError):
         return ("runtime", rank, str(exc))
-    first_line = (str(exc).strip().splitlines() or [""])[0]
-    return ("crash", rank, f"{type(exc).__name__}: {first_line}")
+    return ("crash", rank, exception_line(exc))
 
 
 def _raise_from(kind: str, rank: int, payload: Any) -> None:

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError, exception_line
 from ffn_cli.i18n import _
 from ffn_cli.modules import build_ffn, resolve_dtype
 from ffn_cli.parallel.accounting import ShardTensor
@@ -197,18 +197,16 @@ def _init_group(job: ParallelJob, device: torch.device) -> None:
         dist.init_process_group(job.backend, timeout=timedelta(seconds=job.timeout_s), **init)
     except (dist.DistStoreError, dist.DistNetworkError) as exc:
         where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
-        first_line = (str(exc).strip().splitlines() or [""])[0][:200]
         raise FFNRuntimeError(
             _(
-                "rank {rank} of {world_size}: the ranks did not meet at {where} within {timeout_s:g} s ({name}: "
-                "{first_line}); if RANK and WORLD_SIZE are left from an earlier torchrun, unset them"
+                "rank {rank} of {world_size}: the ranks did not meet at {where} within {timeout_s:g} s ({error}); "
+                "if RANK and WORLD_SIZE are left from an earlier torchrun, unset them"
             ).format(
                 rank=os.environ.get("RANK"),
                 world_size=os.environ.get("WORLD_SIZE"),
                 where=where,
                 timeout_s=job.timeout_s,
-                name=type(exc).__name__,
-                first_line=first_line,
+                error=exception_line(exc),
             )
         ) from None
 

@@ -15,6 +15,7 @@ from ffn_cli.parallel.launch import run_job
 from ffn_cli.parallel.rank import Checked
 from ffn_cli.parallel.result import ParallelResult, ParallelTiming, tolerance_for
 from ffn_cli.spec import FFNSpec, check_int
+from ffn_cli.values import is_finite_number
 
 __all__ = ["check_devices", "is_primary_process", "make_input", "run_parallel", "time_parallel_forward", "under_torchrun"]
 
@@ -82,7 +83,7 @@ def time_parallel_forward(
     if mode not in ("tp", "ep"):
         raise FFNError("mode", mode, _("choose tp or ep"))
     check_int("repeats", repeats, maximum=100_000)
-    if isinstance(warmup_ms, bool) or not isinstance(warmup_ms, (int, float)) or not 0 <= warmup_ms <= 600_000:
+    if not is_finite_number(warmup_ms) or not 0 <= warmup_ms <= 600_000:
         raise FFNError("warmup_ms", warmup_ms, _("must be a number of milliseconds in [0, 600000]"))
     kw = {"batch": batch, "seq_len": seq_len, "dtype": dtype, "device": device, "seed": seed, "timeout_s": timeout_s}
     job = make_job(mode, spec, world_size, warmup_ms=float(warmup_ms), repeats=repeats, **kw)

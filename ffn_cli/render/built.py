@@ -134,12 +134,16 @@ def _rule_table(m: BuiltModel) -> FitTable:
 def _routed_line(r: RoutedExperts) -> list[str]:
     where = f"{r.containers} × {_modules(r.modules)}"
     if r.active_params is None:
-        return [_("active experts"), _("unknown"), _("{why}; routed experts in {where}").format(why=r.unknown_because, where=where)]
+        return [
+            _("active experts"),
+            _("unknown"),
+            _("{why}; routed experts in {where}").format(why=shown(r.unknown_because or ""), where=where),
+        ]
     text = _("of {params}: {top_k} ({key}) of {experts}, in {where}")
     return [
         _("active experts"),
         fmt_count(r.active_params),
-        text.format(params=fmt_count(r.params), top_k=r.top_k_text, key=r.top_k_key, experts=r.experts, where=where),
+        text.format(params=fmt_count(r.params), top_k=r.top_k_text.shown(), key=r.top_k_key, experts=r.experts, where=where),
     ]
 
 

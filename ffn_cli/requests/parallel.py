@@ -3,11 +3,10 @@ how long the ranks may take before they are stopped, checked as the request is m
 
 from __future__ import annotations
 
-import math
-
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.requests.rules import Needs
+from ffn_cli.values import is_finite_number
 
 __all__ = ["MAX_RANK_TIMEOUT_S", "RANK_TIMEOUT_RULE", "check_rank_timeout"]
 
@@ -21,9 +20,5 @@ def check_rank_timeout(seconds: float | None) -> None:
     """None (the command's own limit) or a finite number of seconds in (0, a week]."""
     if seconds is None:
         return
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, (int, float))
-        or not (math.isfinite(seconds) and 0 < seconds <= MAX_RANK_TIMEOUT_S)
-    ):
+    if not is_finite_number(seconds) or not 0 < seconds <= MAX_RANK_TIMEOUT_S:
         raise FFNError("rank_timeout", seconds, _("seconds, a number in (0, {max}]").format(max=MAX_RANK_TIMEOUT_S))

@@ -25,7 +25,7 @@ from ffn_cli.tracing.recorder import ForwardError, dtype_name, record
 from ffn_cli.tracing.reference_match import match_reference
 from ffn_cli.tracing.result import ParamInfo, TracedModule, TraceResult, TraceStep
 from ffn_cli.tracing.steps import group_steps
-from ffn_cli.user_code import UserWarnings, running_user_code, users_call
+from ffn_cli.user_code import UserWarnings, ffns_fault, running_user_code, users_call
 
 __all__ = ["MAX_DEPTH", "ModuleTarget", "infer_d_model", "trace_module"]
 
@@ -100,7 +100,9 @@ def _fails_on(module: nn.Module, width: int, like: Tensor) -> BaseException | No
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[]):
             users_call(module, torch.zeros(1, 1, width, device=like.device, dtype=like.dtype))
-    except Exception as exc:
+    except Exception as exc:  # the user's module at a width it may not take: what it raises says no
+        if ffns_fault(exc):
+            raise
         return exc
     return None
 

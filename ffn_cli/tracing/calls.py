@@ -137,7 +137,7 @@ class CallLabels(TorchFunctionMode):
             self.current = self._label(func, args, kwargs)
         try:
             return users_op(func, args, kwargs)
-        except Exception:
+        except Exception:  # whoever's the failure, it is noted and raised on unchanged
             self.failed = self.failed or self.current
             raise
         finally:
