@@ -254,6 +254,34 @@ def test_hugging_face_variables_that_cannot_work_are_named(environ: dict[str, st
     assert done.stderr.startswith(said) and done.stderr.count("\n") == 1 and CATCH_ALL not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({"HF_HUB_ETAG_TIMEOUT": "abc"}, "error: HF_HUB_ETAG_TIMEOUT='abc' 不是整数秒；请改正或取消设置"),
+        ({"HF_ENDPOINT": "ftp://example.org"}, "error: HF_ENDPOINT='ftp://example.org' 不是 http(s) URL"),
+        ({"HF_HOME": "/dev/null/hf"}, "error: HF_HOME='/dev/null/hf' 把 Hugging Face 缓存放在 /dev/null 之下"),
+    ],
+)
+def test_hugging_face_variables_that_cannot_work_are_named_in_chinese(environ: dict[str, str], said: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "XDG_"))} | {"HF_HUB_OFFLINE": "1", "FFN_LANG": "zh"}
+    env |= environ
+    command = [sys.executable, "-m", "ffn_cli", "params", "--model", "evil/remote"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    assert done.returncode == 2 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.startswith(said) and done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_a_config_number_that_is_not_finite_is_refused(runner: CliRunner, tmp_path: Path, value: str) -> None:
+    # Python's json reads NaN and Infinity; a count made from them would be no number at all.
+    config = tmp_path / "config.json"
+    text = (ROOT / "ffn_cli" / "presets" / "deepseek-v3.json").read_text()
+    config.write_text(text.replace('"routed_scaling_factor": 2.5', f'"routed_scaling_factor": {value}'))
+    assert config.read_text() != text
+    said = _usage_error(runner, ["params", "--config", str(config)])
+    assert "must be a finite number" in said, said
+
+
 def test_a_bad_config_json_from_the_hub_is_named_as_the_model(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     commit = "0" * 40
     repo = tmp_path / "hub" / "models--evil--remote"

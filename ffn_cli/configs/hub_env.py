@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, first_line
+from ffn_cli.i18n import _
 
 __all__ = ["check_hub_environment"]
 
@@ -27,7 +28,12 @@ class HubEnvError(FFNError):
 
     def __init__(self, name: str, value: str, problem: str) -> None:
         self.option, self.value, self.allowed = name, value, ""
-        ValueError.__init__(self, f"{name}={value!r} {problem}; fix or unset it (--model reads it through huggingface_hub)")
+        ValueError.__init__(
+            self,
+            _("{name}={value} {problem}; fix or unset it (--model reads it through huggingface_hub)").format(
+                name=name, value=repr(value), problem=problem
+            ),
+        )
 
 
 def _not_a_folder(path: Path) -> Path | None:
@@ -44,20 +50,22 @@ def check_hub_environment(environ: Mapping[str, str] | None = None) -> None:
     for name in _WHOLE_SECONDS:
         text = environ.get(name, "").strip()
         if text and not (text.isascii() and text.isdigit() and len(text) < 10):
-            raise HubEnvError(name, environ[name], "is not a whole number of seconds")
+            raise HubEnvError(name, environ[name], _("is not a whole number of seconds"))
     endpoint = environ.get("HF_ENDPOINT")
     if endpoint is not None:
         try:
             parts = urlsplit(endpoint.strip())
             parts.port  # noqa: B018 - a port out of range raises only when read
         except ValueError as exc:
-            raise HubEnvError("HF_ENDPOINT", endpoint, f"is not a URL ({exc})") from None
+            raise HubEnvError("HF_ENDPOINT", endpoint, _("is not a URL ({error})").format(error=first_line(exc))) from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise HubEnvError("HF_ENDPOINT", endpoint, "is not an http(s) URL such as https://huggingface.co")
+            raise HubEnvError("HF_ENDPOINT", endpoint, _("is not an http(s) URL such as https://huggingface.co"))
     for group in _FOLDERS:
         folder_variable = next((n for n in group if environ.get(n)), None)
         if folder_variable is not None:
             value = environ[folder_variable]
             blocked = _not_a_folder(Path(value).expanduser())
             if blocked is not None:
-                raise HubEnvError(folder_variable, value, f"puts the Hugging Face cache under {blocked}, which is not a folder")
+                raise HubEnvError(
+                    folder_variable, value, _("puts the Hugging Face cache under {folder}, which is not a folder").format(folder=blocked)
+                )

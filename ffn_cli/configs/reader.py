@@ -13,6 +13,7 @@ from typing import Any
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.spec import MAX_DIM, check_int
+from ffn_cli.values import is_finite_number
 
 __all__ = ["REQUIRED", "ConfigReader"]
 
@@ -64,6 +65,8 @@ class ConfigReader:
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise FFNError(self.key(key), value, _("must be a number"))
+        if not is_finite_number(value):  # JSON's NaN and Infinity, which Python's json reads
+            raise FFNError(self.key(key), value, _("must be a finite number"))
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
