@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, first_line
 from ffn_cli.i18n import N_, _
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
@@ -100,7 +100,7 @@ def parse_module_ref(text: str) -> ModuleRef:
     except (ValueError, SyntaxError):
         raise FFNError("module", shown, _("the arguments must be {literals}").format(literals=_LITERALS)) from None
     except TypeError as exc:  # {[1]: 2}: a literal Python cannot build
-        raise FFNError("module", shown, _("the arguments are literals Python cannot build: {exc}").format(exc=exc)) from None
+        raise FFNError("module", shown, _("the arguments are literals Python cannot build: {exc}").format(exc=first_line(exc))) from None
     except (RecursionError, MemoryError):
         raise FFNError("module", shown, _("the arguments are nested too deeply to read")) from None
     return ModuleRef(target.strip(), node.func.id, args, kwargs, called=True)

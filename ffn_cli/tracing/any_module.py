@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ffn_cli.device import preflight, resolve_device_dtype
-from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import _
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
@@ -333,7 +333,9 @@ def _given_input(x: Any, dev: torch.device, dt: torch.dtype) -> Tensor:
         try:
             x = torch.as_tensor(x)
         except (TypeError, ValueError, RuntimeError) as exc:
-            raise FFNError("x", type(x).__name__, _("give a tensor, a NumPy array or a list of numbers ({exc})").format(exc=exc)) from None
+            raise FFNError(
+                "x", type(x).__name__, _("give a tensor, a NumPy array or a list of numbers ({exc})").format(exc=first_line(exc))
+            ) from None
     if x.dim() < 1:
         raise FFNError("x", tuple(x.shape), _("needs at least one dimension, the model width last"))
     if x.numel() == 0:
