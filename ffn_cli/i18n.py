@@ -60,7 +60,7 @@ def parse_language(text: str, source: str = "--lang") -> str:
     """'zh', 'zh_CN.UTF-8', 'zh-Hans', 'EN' → a language ffn speaks; anything else is refused."""
     code = text.strip().replace("-", "_").split(".")[0].split("_")[0].lower()
     if code not in LANGUAGES:
-        raise ValueError(f"{source} {text!r}: expected one of {', '.join(LANGUAGES)}")
+        raise ValueError(f"{source} {text!r}: must be one of {', '.join(LANGUAGES)}")
     return code
 
 

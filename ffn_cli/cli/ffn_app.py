@@ -68,7 +68,7 @@ def _choose_language(chosen: str | None) -> None:
         source, value = ("--lang", chosen) if chosen is not None else ("FFN_LANG", os.environ.get("FFN_LANG", ""))
         _fall_back_language(ignoring="FFN_LANG" if chosen is None else None)
         raise UsageProblem(
-            _("{source} {value}: expected one of {choices}").format(source=source, value=repr(value), choices=", ".join(LANGUAGES)),
+            _("{source} {value}: must be one of {choices}").format(source=source, value=repr(value), choices=", ".join(LANGUAGES)),
             option_name="--lang" if chosen is not None else None,
         ) from None
     if language() != "en" and not can_show_chinese(sys.stdout, sys.stderr):
