@@ -11,15 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ffn_cli.attention import BLOCK_NORMS
 from ffn_cli.device_name import check_run_dtype, parse_device_name
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.outputs import HTML_FILES, check_output_file
+from ffn_cli.requests.choices import Loss, Mode, Norm, check_choice
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
+from ffn_cli.requests.view import options_view
 from ffn_cli.spec import FFNSpec, check_int
+from ffn_cli.tracing.options import RunOptions
 
 __all__ = ["TraceAnswer", "TraceRequest"]
 
@@ -89,19 +91,19 @@ class TraceRequest:
     device: str | None = "cpu"
     dtype: str | None = "float32"
     seed: int = 0
-    mode: str = "eval"
+    mode: Mode = "eval"
     values: int = 0
     ops: bool = False
     check: bool = False
     explain: bool = False
     block: bool = False
     backward: bool = False
-    loss: str | None = None
+    loss: Loss | None = None
     checkpoint: bool = False
     n_heads: int | None = None
     n_kv_heads: int | None = None
     head_dim: int | None = None
-    norm: str = "layernorm"
+    norm: Norm = "layernorm"
     pre_norm: bool = False
     tp: int = 1
     ep: int = 1
@@ -135,9 +137,7 @@ class TraceRequest:
         check_int("batch", self.batch)  # here too, not only by the pipeline: before torch is imported
         check_int("seq_len", self.seq_len)
         object.__setattr__(self, "mode", self.mode.strip().lower())
-        object.__setattr__(self, "norm", self.norm.strip().lower())
-        if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not
-            raise FFNError("norm", self.norm, _("choose one of {norms}").format(norms=", ".join(BLOCK_NORMS)))
+        object.__setattr__(self, "norm", check_choice("norm", self.norm, Norm))  # a misspelt norm is named as such, --block or not
         check_rank_timeout(self.rank_timeout)
         given = self._given()
         object.__setattr__(self, "given", given)
@@ -146,10 +146,17 @@ class TraceRequest:
             check_rules(_MODULE_RULES, given)
             check_rules([Unused(tuple(n for n in self._ffn_typed() if n != "d_model"), _SIZES_A_VARIANT)], given)
             object.__setattr__(self, "kind", "module")
-            return
-        if not self.names_model:
+        elif not self.names_model:
             check_rules(_NO_MODEL_RULES, given)
             self.check_variant()
+            self.one_spec()  # the FFN of the options: one variant at one width
+        self.run_options(self.dtype)  # how it runs (--mode, --values, --loss, …), checked as RunOptions checks it
+
+    def run_options(self, dtype: str | None) -> RunOptions:
+        """How the target runs, a view of this request: `dtype` the run's (a model's layer runs in
+        the model's); a model's own FFN module is grouped by its own layers unless --depth says."""
+        depth = 1 if self.kind == "model_module" and self.depth is None else self.depth
+        return options_view(RunOptions, self, dtype=dtype, depth=depth)
 
     @property
     def names_model(self) -> bool:

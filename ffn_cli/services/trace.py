@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 
-from ffn_cli.device_name import check_run_dtype, parse_device_name
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_temp_dir
-from ffn_cli.tracing.options import RunOptions
 
 if TYPE_CHECKING:
     from ffn_cli.models.layer_select import LayerChoice
@@ -28,8 +26,7 @@ __all__ = ["trace"]
 def trace(request: TraceRequest) -> Answer:
     """What `ffn trace` prints for `request` (its `--json` as the data, its page as the drawing);
     a failed --check is the answer's `failure`, raised once the answer is shown."""
-    require_temp_dir()  # before torch is imported
-    _refuse_before_torch(request)
+    require_temp_dir()  # before torch is imported; the request was checked whole as it was made
     choice: LayerChoice | None = None
     dtype = request.dtype
     if request.kind == "module":
@@ -44,29 +41,8 @@ def trace(request: TraceRequest) -> Answer:
             return _parallel(request, target.spec, dtype or "float32")
     from ffn_cli.tracing.pipeline import run_target
 
-    result = run_target(target, _run_options(request, dtype))
+    result = run_target(target, request.run_options(dtype))
     return _answer(request, result, choice)
-
-
-def _refuse_before_torch(request: TraceRequest) -> None:
-    """Each mistake seen without torch is said before torch loads (some 2 s): the run's numbers
-    and choices, the spelling of --device and --dtype, the FFN of the options."""
-    if request.kind in ("variant", "parallel") and not request.names_model:
-        request.one_spec()
-    _run_options(request, request.dtype)
-    if request.device is not None:
-        parse_device_name(request.device)
-    if request.dtype is not None:
-        check_run_dtype(request.dtype)
-
-
-def _run_options(request: TraceRequest, dtype: str | None) -> RunOptions:
-    depth = 1 if request.kind == "model_module" and request.depth is None else request.depth  # a model's module: its own layers
-    return RunOptions(
-        batch=request.batch, seq_len=request.seq_len, device=request.device, dtype=dtype, seed=request.seed,
-        mode=request.mode, values=request.values, depth=depth, backward=request.backward, loss=request.loss,
-        checkpoint=request.checkpoint, aten=request.aten,
-    )  # fmt: skip
 
 
 def _module_target(request: TraceRequest) -> Target:
