@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 from ffn_cli.api_arguments import check_arguments
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.requests.choices import Cache, ImplChoice, ImplName, Loss, Mode, Phase
+from ffn_cli.requests.choices import Cache, Loss, Mode, Phase
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -369,7 +369,7 @@ def bench(
     dtype: str | torch.dtype | list[str | torch.dtype] = "float32",
     device: str | torch.device = "cpu",
     backward: bool = False,
-    impl: ImplChoice | list[ImplName] | None = None,
+    impl: str | list[str] | None = None,  # ImplChoice names, checked by the request in the CLI's words
     checkpoint: bool = False,
     cache: Cache = "cold",
     calibrate: bool = False,

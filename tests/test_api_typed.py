@@ -38,7 +38,7 @@ BAD = [
     (lambda: ffn_cli.params(3), "spec_or_model", "give an FFNSpec, a preset name or a config.json path"),
     (lambda: ffn_cli.params_per_rank(SPEC, tp=2.0), "tp", "a whole number"),
     (lambda: ffn_cli.compare(["gpt2", 7]), "models", "a list, each a string"),
-    (lambda: ffn_cli.bench(SPEC, impl=5), "impl", "one of eager, fused, compile"),
+    (lambda: ffn_cli.bench(SPEC, impl=5), "impl", "a string or a list of them"),
     (lambda: ffn_cli.bench(SPEC, plot=5), "plot", "a string or PathLike"),
     (lambda: ffn_cli.bench(SPEC, cache="warm"), "cache", "choose one of cold, hot"),
     (lambda: ffn_cli.bench(SPEC, warmup_ms=float("nan")), "warmup_ms", "a finite number"),
