@@ -178,3 +178,13 @@ def test_a_view_of_a_request_that_lacks_a_field_fails_at_once() -> None:
     assert options_view(Wants, Asked(), colour="blue") == Wants(2, "blue")
     with pytest.raises(AttributeError, match="colour"):
         options_view(Wants, Asked())
+
+
+def test_a_model_resolves_a_new_request_and_leaves_the_one_made() -> None:
+    made = TraceRequest(preset="llama-3.1-8b", tp=2)
+    assert made.kind == "variant"  # a model's answer is known once it is read
+    assert made.resolve(own_module=False).kind == "parallel" and made.kind == "variant"
+    own = TraceRequest(preset="llama-3.1-8b", depth=2)
+    assert own.resolve(own_module=True).kind == "model_module" and own.kind == "variant"
+    with pytest.raises(ffn_cli.FFNError, match="tp=2"):
+        made.resolve(own_module=True)  # transformers' own module is not sharded here

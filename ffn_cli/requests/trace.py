@@ -3,11 +3,12 @@ variant or its block, a model's layer, the user's module, a model's own FFN modu
 runs, and every option that answer would ignore refused, by the rules declared below.
 
 Which model a --preset / --config / --model names is known only once it is read: its layer is
-a registry FFN when a family reads it, else transformers' own module (`check_model_module`). The
-service reads it and asks the request which rules then hold."""
+a registry FFN when a family reads it, else transformers' own module. The service reads it and
+resolves the request against it (`resolve`), which checks the rules that then hold."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -82,8 +83,8 @@ class TraceRequest:
     with its input `x` (both torch objects, never looked at here); `d_model`: the API's width for
     a module; `page`: --page's file; `text_only`: the answer is read as text alone (no --json, no
     page), so the torch calls are recorded rather than the aten ops; `typed`: the options typed
-    on the command line (rules.given_options). Made, it knows its answer (`kind`; a model's is
-    "variant" until the service has read it)."""
+    on the command line (rules.given_options). Made, it knows its answer (`kind`); a model's is
+    known once the service has read it, from `resolve(own_module=…)`."""
 
     ffn: FFNChoice | None = None
     batch: int = 2
@@ -148,7 +149,7 @@ class TraceRequest:
             object.__setattr__(self, "kind", "module")
         elif not self.names_model:
             check_rules(_NO_MODEL_RULES, given)
-            self.check_variant()
+            object.__setattr__(self, "kind", self._variant_answer())
             self.one_spec()  # the FFN of the options: one variant at one width
         self.run_options(self.dtype)  # how it runs (--mode, --values, --loss, …), checked as RunOptions checks it
 
@@ -180,19 +181,29 @@ class TraceRequest:
             return self.ffn.widths()[0], "--d-model"
         return None, "--d-model"
 
-    def check_variant(self) -> None:
+    def resolve(self, *, own_module: bool) -> TraceRequest:
+        """This request once the model it names is read: a family reads it (its layer a registry
+        FFN), or none does (`own_module`: transformers' own FFN module is traced). The rules of
+        that answer checked, a request that knows it (`kind`) is returned; this one stays as made."""
+        kind = self._model_module_answer() if own_module else self._variant_answer()
+        resolved = copy.copy(self)
+        object.__setattr__(resolved, "kind", kind)  # the copy's, once: the request as made is not changed
+        return resolved
+
+    def _variant_answer(self) -> TraceAnswer:
         """The rules of a registry FFN (the options' one, or a model's layer a family reads),
-        then those of one sharded forward under --tp / --ep; sets `kind`."""
+        then those of one sharded forward under --tp / --ep."""
         check_rules(_VARIANT_RULES, self.given)
         if self.tp != 1 or self.ep != 1:
             check_rules(_PARALLEL_RULES, self.given)
-            object.__setattr__(self, "kind", "parallel")
+            return "parallel"
+        return "variant"
 
-    def check_model_module(self) -> None:
-        """The rules of a model's own FFN module (a model no family reads); sets `kind`."""
+    def _model_module_answer(self) -> TraceAnswer:
+        """The rules of a model's own FFN module (a model no family reads)."""
         check_rules(_MODEL_MODULE_RULES, self.given)
         check_rules([Unused(tuple(self._ffn_typed()), _OWN_MODULE_SIZES)], self.given)
-        object.__setattr__(self, "kind", "model_module")
+        return "model_module"
 
     def layer_options(self) -> dict[str, Any]:
         """The options given that override a model layer's values (models/layer_select.py)."""

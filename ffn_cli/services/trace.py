@@ -32,12 +32,12 @@ def trace(request: TraceRequest) -> Answer:
     if request.kind == "module":
         target: Target = _module_target(request)
     else:
-        choice, target = _registry_or_model_target(request)
+        request, choice, target = _registry_or_model_target(request)
         dtype = choice.dtype if choice is not None else dtype  # a model's layer runs in the model's dtype
         if request.kind == "parallel":
             from ffn_cli.tracing.variant_target import VariantTarget
 
-            assert isinstance(target, VariantTarget)  # check_variant() sets "parallel": a registry FFN's target
+            assert isinstance(target, VariantTarget)  # "parallel" is a registry FFN's answer
             return _parallel(request, target.spec, dtype or "float32")
     from ffn_cli.tracing.pipeline import run_target
 
@@ -61,9 +61,10 @@ def _module_target(request: TraceRequest) -> Target:
     return ModuleTarget(built, request.x, width, width_from, request.reference, origin=ref.describe())
 
 
-def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None, Target]:
+def _registry_or_model_target(request: TraceRequest) -> tuple[TraceRequest, LayerChoice | None, Target]:
     """The FFN of the options, or the layer of the model named: as the registry builds it (in
-    its block with --block) when a family reads the model, else transformers' own module."""
+    its block with --block) when a family reads the model, else transformers' own module; with
+    the request resolved against the model read."""
     choice = None
     if request.names_model:
         from ffn_cli.models.layer_select import select_layer  # the model readers load with a model
@@ -73,8 +74,9 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
         try:
             loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
         except UnknownModelType as unknown:  # no reader: the model's own FFN module, built by transformers
-            return None, _model_module_target(request, unknown)
-        request.check_variant()
+            request = request.resolve(own_module=True)
+            return request, None, _model_module_target(request, unknown)
+        request = request.resolve(own_module=False)
         choice = select_layer(loaded, request.layer, request.layer_options(), block=request.block, default_dtype="float32")
     spec = choice.ffn if choice is not None else request.one_spec()
     from ffn_cli.block import BlockSpec  # torch: the layer is chosen, the FFN checked
@@ -88,14 +90,13 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
     else:
         block = None
 
-    return choice, VariantTarget(spec, block, request.check)
+    return request, choice, VariantTarget(spec, block, request.check)
 
 
 def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
     from ffn_cli.models.fallback import require_transformers
     from ffn_cli.models.families import SUPPORTED_MODEL_TYPES
 
-    request.check_model_module()
     require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
     from ffn_cli.tracing.model_module import model_module_target
 
