@@ -10,7 +10,7 @@ import inspect
 import sys
 import textwrap
 import typing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import pytest
@@ -188,3 +188,16 @@ def test_a_model_resolves_a_new_request_and_leaves_the_one_made() -> None:
     assert own.resolve(own_module=True).kind == "model_module" and own.kind == "variant"
     with pytest.raises(ffn_cli.FFNError, match="tp=2"):
         made.resolve(own_module=True)  # transformers' own module is not sharded here
+
+
+def test_how_bench_measures_is_the_requests_own_values() -> None:
+    from ffn_cli.benchmark.config import BenchConfig
+
+    spec = OneSpec(ffn_cli.FFNSpec("relu", 64))
+    request = BenchRequest(ffn=spec, warmup_ms=5, repeats=3, threads=2, seed=4, cache="hot", backward=True, checkpoint=True, calibrate=True)
+    expected = BenchConfig(
+        device="cpu", backward=True, checkpoint=True, cache="hot", warmup_ms=5, repeats=3, min_time_ms=500.0, threads=2, calibrate=True
+    )
+    assert request.bench_config(gpu="h100") == replace(expected, seed=4, gpu="h100")
+    with pytest.raises(ffn_cli.FFNError, match="warmup_ms=-1"):
+        BenchRequest(ffn=spec, warmup_ms=-1)  # as the request is made, not once the sweep starts

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from ffn_cli.benchmark.config import BenchConfig
 from ffn_cli.device_name import check_run_dtype
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
@@ -15,6 +16,7 @@ from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.lists import check_ints, check_names, comma_text
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
+from ffn_cli.requests.view import options_view
 from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["BenchAnswer", "BenchRequest"]
@@ -37,8 +39,6 @@ _RULES: tuple[Rule, ...] = (
 _NO_MODEL_RULES: tuple[Rule, ...] = (
     Needs(("layer", "revision"), MODEL, N_("picks a layer of a model: give --preset, --config or --model")),
 )
-# A sweep of cases: what the timing itself needs.
-_SWEEP_RULES: tuple[Rule, ...] = (Needs("checkpoint", "backward", N_("checkpointing changes only the backward pass: add --backward")),)
 # --tp / --ep: one eager sharded forward, timed by --repeats and --warmup-ms alone.
 _PARALLEL_RULES: tuple[Rule, ...] = (
     Unused(
@@ -115,7 +115,10 @@ class BenchRequest:
             check_rules(_NO_MODEL_RULES, given)
             self._set("specs", tuple(_sweep_specs(self._ffn())))
         parallel = self.tp != 1 or self.ep != 1
-        check_rules(_PARALLEL_RULES if parallel else _SWEEP_RULES, given)
+        if parallel:
+            check_rules(_PARALLEL_RULES, given)
+        else:
+            self.bench_config(gpu=None)  # how to measure (--warmup-ms, --repeats, --threads, …), checked as BenchConfig checks it
         self._set("kind", "parallel" if parallel else "sweep")
 
     @property
@@ -135,6 +138,11 @@ class BenchRequest:
     @property
     def min_time_ms(self) -> float:
         return 1e3 * (DEFAULT_MIN_TIME if self.min_time is None else self.min_time)
+
+    def bench_config(self, gpu: str | None) -> BenchConfig:
+        """How to measure, the same for every case: a view of this request; `gpu` the table's key
+        of --gpu, whose ceilings the cases are held to."""
+        return options_view(BenchConfig, self, gpu=gpu)
 
     def layer_options(self) -> dict[str, Any]:
         """The options given that override a model layer's values (models/layer_select.py): the

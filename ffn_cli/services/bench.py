@@ -11,7 +11,6 @@ from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.render import json_data
 from ffn_cli.requests.gpu import resolve_gpu
-from ffn_cli.requests.view import options_view
 from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
@@ -75,12 +74,10 @@ def _sweep(
     on_progress: ProgressFn | None,
     on_estimate: EstimateFn | None,
 ) -> Answer:
-    from ffn_cli.benchmark import BenchConfig
     from ffn_cli.benchmark.run import run_bench
     from ffn_cli.render.bench import bench_view
 
-    # How to measure, a view of the request; --gpu's ceilings by the table's key.
-    config = options_view(BenchConfig, request, gpu=None if request.gpu is None else resolve_gpu(request.gpu).key)
+    config = request.bench_config(gpu=None if request.gpu is None else resolve_gpu(request.gpu).key)
     report = run_bench(
         specs=specs,
         dtypes=list(dtypes),
