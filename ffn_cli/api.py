@@ -10,7 +10,7 @@ import io
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ffn_cli.api_arguments import check_arguments
 from ffn_cli.errors import FFNError
