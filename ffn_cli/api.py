@@ -51,7 +51,7 @@ __all__ = [
 NOTEBOOK_WIDTH = 100  # columns a notebook cell renders the tables at
 
 # The choices the commands take (`ffn trace --mode`, `--loss`; `ffn params --phase`; `ffn bench
-# --cache`, `--impl`) are the requests' own Literal types (requests/choices.py).
+# --cache`) are the requests' own Literal types (requests/choices.py), exported as they are.
 # One model of several side by side: its name, counts, layers and FLOPs at each length asked.
 ComparedModel = tuple[str, "ModelParams", "LayerStack", tuple["FlopsAtLength", ...]]
 
