@@ -10,11 +10,12 @@ import io
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ffn_cli.api_arguments import check_arguments
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.requests.choices import Cache, Loss, Mode, Phase
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -49,11 +50,8 @@ __all__ = [
 
 NOTEBOOK_WIDTH = 100  # columns a notebook cell renders the tables at
 
-# The choices the commands take, by the same names (`ffn trace --mode`, `--loss`; `ffn params --phase`; `ffn bench --cache`).
-Mode = Literal["eval", "train"]
-Loss = Literal["random", "sum", "mse"]
-Phase = Literal["prefill", "decode"]
-Cache = Literal["cold", "hot"]
+# The choices the commands take (`ffn trace --mode`, `--loss`; `ffn params --phase`; `ffn bench
+# --cache`) are the requests' own Literal types (requests/choices.py), exported as they are.
 # One model of several side by side: its name, counts, layers and FLOPs at each length asked.
 ComparedModel = tuple[str, "ModelParams", "LayerStack", tuple["FlopsAtLength", ...]]
 
@@ -306,7 +304,7 @@ def params(
 
     options: dict[str, Any] = {
         "dtype": dtype, "gpu": gpu, "weights": weights, "quantize": quantize, "tp": tp, "ep": ep, "phase": phase,
-        "batch": _comma_list(batch), "seq_len": _comma_list(seq_len), "tokens": tokens, "no_mtp": not mtp, "explain": explain,
+        "batch": _as_tuple(batch), "seq_len": _as_tuple(seq_len), "tokens": tokens, "no_mtp": not mtp, "explain": explain,
     }  # fmt: skip
     if not isinstance(spec_or_model, (FFNSpec, str)):
         raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))
@@ -344,7 +342,7 @@ def compare(
         names = {"config": ",".join(paths)}
     if names is None:
         raise FFNError("models", list(models), _("preset names alone, or config.json paths alone, as ffn params takes them"))
-    request = ParamsRequest(**names, dtype=dtype, seq_len=_comma_list(seq_len))
+    request = ParamsRequest(**names, dtype=dtype, seq_len=_as_tuple(seq_len))
     answer = answer_params(request)
     return Result(answer.value, answer.view, answer.data)
 
@@ -371,7 +369,7 @@ def bench(
     dtype: str | torch.dtype | list[str | torch.dtype] = "float32",
     device: str | torch.device = "cpu",
     backward: bool = False,
-    impl: str | list[str] | None = None,
+    impl: str | list[str] | None = None,  # ImplChoice names, checked by the request in the CLI's words
     checkpoint: bool = False,
     cache: Cache = "cold",
     calibrate: bool = False,
@@ -401,10 +399,10 @@ def bench(
         option, value = ("tp", tp) if tp != 1 else ("ep", ep)
         raise FFNError(option, value, _("one sharded forward is timed by ffn_cli.bench_sharded(spec, tp=…, ep=…)"))
     plot = None if plot is None else os.fspath(plot)
-    dtypes = [_torch_name("dtype", d) for d in dtype] if isinstance(dtype, (list, tuple)) else [_torch_name("dtype", dtype)]
+    dtypes = tuple(_torch_name("dtype", d) for d in _as_tuple(dtype))
     options: dict[str, Any] = {
-        "batch": batch, "seq_len": _comma_list(seq_len), "dtype": ",".join(str(d) for d in dtypes), "device": _torch_name("device", device),
-        "backward": backward, "impl": impl if impl is None or isinstance(impl, str) else ",".join(impl), "checkpoint": checkpoint,
+        "batch": batch, "seq_len": _as_tuple(seq_len), "dtype": dtypes, "device": _torch_name("device", device),
+        "backward": backward, "impl": _as_tuple(impl), "checkpoint": checkpoint,
         "cache": cache, "calibrate": calibrate, "warmup_ms": warmup_ms, "repeats": repeats, "min_time": min_time,
         "threads": threads, "seed": seed, "max_cases": max_cases, "tp": tp, "ep": ep, "layer": layer, "gpu": gpu, "plot": plot,
     }  # fmt: skip
@@ -440,7 +438,7 @@ def bench_sharded(
 
     _check_split(tp, ep)
     options: dict[str, Any] = {
-        "tp": tp, "ep": ep, "batch": batch, "seq_len": str(seq_len), "dtype": _torch_name("dtype", dtype),
+        "tp": tp, "ep": ep, "batch": batch, "seq_len": (seq_len,), "dtype": (_torch_name("dtype", dtype),),
         "device": _torch_name("device", device), "warmup_ms": warmup_ms, "repeats": repeats, "seed": seed, "layer": layer,
         "rank_timeout": rank_timeout,
     }  # fmt: skip
@@ -466,8 +464,12 @@ def _check_split(tp: int, ep: int) -> None:
         raise FFNError("tp", tp, _("splits the FFN over 2 or more ranks: give tp or ep"))
 
 
-def _comma_list(value: int | list[int] | tuple[int, ...] | None) -> str | None:
-    """A number or a list, as the option's comma list (`[1, 64]` is `1,64`)."""
+@overload
+def _as_tuple(value: None) -> None: ...
+@overload
+def _as_tuple(value: T | list[T]) -> tuple[T, ...]: ...
+def _as_tuple(value: T | list[T] | None) -> tuple[T, ...] | None:
+    """One value or a list of them (`seq_len=512`, `seq_len=[128, 512]`) as the request's tuple."""
     if value is None:
         return None
-    return ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+    return tuple(value) if isinstance(value, list) else (value,)

@@ -113,10 +113,10 @@ def test_one_layer_of_each_kind_is_built() -> None:
 
 
 _ASKED = [
-    CostOptions(gpu="h200", phase="decode", batch="1,8", seq_len="4096"),
-    CostOptions(gpu="h100", phase="prefill", batch="2", seq_len="2048", tp=2),
-    CostOptions(gpu="h200", phase="decode", batch="16", seq_len="32768", tp=2, ep=2),
-    CostOptions(weights="fp8", gpu="h200", phase="decode", batch="4", seq_len="1000"),
+    CostOptions(gpu="h200", phase="decode", batch=(1, 8), seq_len=(4096,)),
+    CostOptions(gpu="h100", phase="prefill", batch=(2,), seq_len=(2048,), tp=2),
+    CostOptions(gpu="h200", phase="decode", batch=(16,), seq_len=(32768,), tp=2, ep=2),
+    CostOptions(weights="fp8", gpu="h200", phase="decode", batch=(4,), seq_len=(1000,)),
 ]
 
 

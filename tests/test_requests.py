@@ -161,6 +161,11 @@ def test_a_bench_request_is_checked_before_torch_is_needed():
         (["--batch", "-1"], "--batch -1"),
         (["--dtype", "bf16"], "--dtype bf16"),
         (["-d", "0"], "--d-model 0"),
+        (["--warmup-ms", "-1"], "--warmup-ms -1"),
+        (["--threads", "0"], "--threads 0"),
+        (["--checkpoint"], "--checkpoint"),
+        (["--cache", "warm"], "--cache warm"),
+        (["--compile-mode", "fast"], "--compile-mode fast"),
     ],
 )
 def test_a_mistyped_bench_option_is_refused_before_torch_is_imported(args: list[str], option: str) -> None:

@@ -14,10 +14,23 @@ from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.numbers import parse_float, parse_int
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
-from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, RankTimeoutOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
+from ffn_cli.cli.options import (
+    BatchOpt,
+    DTypeListOpt,
+    EPOpt,
+    JsonOpt,
+    RankTimeoutOpt,
+    SeedOpt,
+    SeqLenListOpt,
+    TPOpt,
+    as_name,
+    parse_int_tuple,
+    parse_tuple,
+)
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
+from ffn_cli.requests.lists import comma_text
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark.estimate import SweepEstimate
@@ -115,8 +128,8 @@ def bench(
     ctx: typer.Context,
     ffn: FFNOptions,
     batch: BatchOpt = BenchRequest.batch,
-    seq_len: SeqLenListOpt = BenchRequest.seq_len,
-    dtype: DTypeListOpt = BenchRequest.dtype,
+    seq_len: SeqLenListOpt = comma_text(BenchRequest.seq_len),
+    dtype: DTypeListOpt = comma_text(BenchRequest.dtype),
     device: BenchDeviceOpt = BenchRequest.device,
     backward: BackwardOpt = False,
     compile: CompileOpt = False,
@@ -151,6 +164,9 @@ def bench(
     """
     # Every option but the FFN group and --json, by its name: the request's fields are named so.
     options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
+    # A comma list is read here, at the boundary, into the request's tuple.
+    options |= {"seq_len": parse_int_tuple("seq_len", seq_len), "dtype": parse_tuple("dtype", dtype)}
+    options["impl"] = None if impl is None else parse_tuple("impl", impl)
     from ffn_cli.services.bench import bench as answer_bench
 
     request = BenchRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))

@@ -3,7 +3,7 @@ by side, or of a whole model from its config.json. Pure Python: it never imports
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -23,7 +23,8 @@ from ffn_cli.cli.hardware_options import (
 )
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
-from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name
+from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_tuple
+from ffn_cli.requests.choices import Phase  # the text of a choice, checked by the request against its Literal
 from ffn_cli.requests.params import ParamsRequest  # each option's default is the request's
 
 EXAMPLES = """[bold]Examples[/]
@@ -117,11 +118,17 @@ def params(
     one comparison table. With --preset, --config or --model: a whole model, exact to the
     parameter; a comma list compares models.
     """
-    # Every option but the FFN group and --json, by its name: the request's fields are named so.
-    options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
     from ffn_cli.services.params import params as answer_params
 
-    request = ParamsRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))
+    # One request field per option, by the same name (tests/test_declarations.py holds them so);
+    # a comma list is read here, at the boundary, into the request's tuple.
+    request = ParamsRequest(
+        ffn=ffn, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, attn_bias=attn_bias, match_params=match_params,
+        config=config, preset=preset, model=model, revision=revision, list_presets=list_presets, no_cache=no_cache,
+        seq_len=None if seq_len is None else parse_int_tuple("seq_len", seq_len), dtype=dtype, tp=tp, ep=ep,
+        weights=weights, quantize=quantize, no_mtp=no_mtp, gpu=gpu, batch=None if batch is None else parse_int_tuple("batch", batch),
+        tokens=tokens, phase=cast(Phase, phase), backward=backward, plot=plot, explain=explain, typed=typed_options(ctx, list(ctx.params)),
+    )  # fmt: skip
     answer = answer_params(request)
     if json:
         emit_json(answer.data())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -29,6 +29,7 @@ from ffn_cli.cli.options import (
     TPOpt,
 )
 from ffn_cli.cli.page_option import PageOpt, save_page
+from ffn_cli.requests.choices import Loss, Mode, Norm  # the text of a choice, checked by the request against its Literal
 from ffn_cli.requests.trace import TraceRequest  # each option's default is the request's
 
 _SHOW = "What to show"
@@ -145,10 +146,15 @@ def trace(
     With --preset, --config or --model it is one layer of that model at its real sizes.
     With --module it is your own nn.Module, step by step.
     """
-    # Every option but the FFN group and --json, by its name: the request's fields are named so.
-    options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
-    # The text view records torch calls; --json (and --ops, --page) the aten ops it lists.
-    request = TraceRequest(ffn=ffn, **options, text_only=not json, typed=typed_options(ctx, list(options)))
+    # One request field per option, by the same name (tests/test_declarations.py holds them so);
+    # the text view records torch calls, --json (and --ops, --page) the aten ops it lists.
+    request = TraceRequest(
+        ffn=ffn, batch=batch, seq_len=seq_len, device=device, dtype=dtype, seed=seed, mode=cast(Mode, mode), values=values, ops=ops,
+        check=check, explain=explain, block=block, backward=backward, loss=cast(Loss | None, loss), checkpoint=checkpoint, n_heads=n_heads,
+        n_kv_heads=n_kv_heads, head_dim=head_dim, norm=cast(Norm, norm), pre_norm=pre_norm, tp=tp, ep=ep, rank_timeout=rank_timeout,
+        preset=preset, config=config, model=model, revision=revision, layer=layer, module=module, depth=depth,
+        reference=reference, page=page, text_only=not json, typed=typed_options(ctx, list(ctx.params)),
+    )  # fmt: skip
     # The request is whole and checked: only now does the service, and torch with it, load.
     from ffn_cli.services.trace import trace as answer_trace
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from ffn_cli.benchmark.config import BenchConfig
 from ffn_cli.device_name import check_run_dtype
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.requests.choices import ALL_IMPLS, Cache, CompileMode, ImplChoice, ImplName, check_choice, choices
 from ffn_cli.requests.ffn import FFNChoice
-from ffn_cli.requests.lists import parse_int_list, parse_list
+from ffn_cli.requests.lists import check_ints, check_names, comma_text
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
+from ffn_cli.requests.view import options_view
 from ffn_cli.spec import FFNSpec, check_int
 
 __all__ = ["BenchAnswer", "BenchRequest"]
@@ -55,15 +58,15 @@ class BenchRequest:
 
     ffn: FFNChoice | None = None
     batch: int = 8
-    seq_len: str = "512"
-    dtype: str = "float32"
+    seq_len: tuple[int, ...] = (512,)
+    dtype: tuple[str, ...] = ("float32",)
     device: str = "cpu"
     backward: bool = False
     compile: bool = False
-    compile_mode: str = "default"
-    impl: str | None = None
+    compile_mode: CompileMode = "default"
+    impl: tuple[ImplChoice, ...] | None = None
     checkpoint: bool = False
-    cache: str = "cold"
+    cache: Cache = "cold"
     calibrate: bool = False
     warmup_ms: float = 300.0
     repeats: int | None = None
@@ -88,16 +91,21 @@ class BenchRequest:
     given: dict[str, Any] = field(init=False, default_factory=dict, compare=False, repr=False)  # rules.given_options
 
     def __post_init__(self) -> None:
+        # The case's sizes and dtypes, the choices: here, not only by the sweep, before torch is imported.
+        check_int("batch", self.batch)
+        self._set("seq_len", check_ints("seq_len", self.seq_len))
+        self._set("dtype", check_names("dtype", self.dtype))
+        for dtype in self.dtype:
+            check_run_dtype(dtype)
+        if self.impl is not None:
+            self._set("impl", _check_impls(self.impl))
+        self._set("cache", check_choice("cache", self.cache, Cache))
+        self._set("compile_mode", check_choice("compile_mode", self.compile_mode, CompileMode))
         given = self._given()
-        object.__setattr__(self, "given", given)
+        self._set("given", given)
         if self.min_time is not None and not 0 < self.min_time <= MAX_MIN_TIME:
             raise FFNError("min_time", self.min_time, _("seconds in (0, 3600]"))
         check_rank_timeout(self.rank_timeout)
-        # The case's sizes and dtypes here too, not only by the sweep: before torch is imported.
-        check_int("batch", self.batch)
-        parse_int_list("seq_len", self.seq_len)
-        for dtype in parse_list("dtype", self.dtype):
-            check_run_dtype(dtype)
         check_rules(_RULES, given)
         if self.plot is not None:
             from ffn_cli.render.bench import check_plot_target
@@ -105,11 +113,13 @@ class BenchRequest:
             check_plot_target(self.plot)
         if not self.names_model:
             check_rules(_NO_MODEL_RULES, given)
-            object.__setattr__(self, "specs", tuple(_sweep_specs(self._ffn())))
+            self._set("specs", tuple(_sweep_specs(self._ffn())))
         parallel = self.tp != 1 or self.ep != 1
         if parallel:
             check_rules(_PARALLEL_RULES, given)
-        object.__setattr__(self, "kind", "parallel" if parallel else "sweep")
+        else:
+            self.bench_config(gpu=None)  # how to measure (--warmup-ms, --repeats, --threads, …), checked as BenchConfig checks it
+        self._set("kind", "parallel" if parallel else "sweep")
 
     @property
     def names_model(self) -> bool:
@@ -129,10 +139,19 @@ class BenchRequest:
     def min_time_ms(self) -> float:
         return 1e3 * (DEFAULT_MIN_TIME if self.min_time is None else self.min_time)
 
+    def bench_config(self, gpu: str | None) -> BenchConfig:
+        """How to measure, the same for every case: a view of this request; `gpu` the table's key
+        of --gpu, whose ceilings the cases are held to."""
+        return options_view(BenchConfig, self, gpu=gpu)
+
     def layer_options(self) -> dict[str, Any]:
         """The options given that override a model layer's values (configs/layer_select.py): the
-        FFN options but --fused, which here picks the implementation."""
-        return {name: value for name, value in self.given.items() if name != "fused"}
+        FFN options but --fused, which here picks the implementation; --dtype as the layer names
+        it, as typed (`--dtype float32,bfloat16`)."""
+        options = {name: value for name, value in self.given.items() if name != "fused"}
+        if "dtype" in options:
+            options["dtype"] = comma_text(self.dtype)
+        return options
 
     def _given(self) -> dict[str, Any]:
         options = [f for f in fields(self) if f.init and f.name not in ("ffn", "typed")]
@@ -144,6 +163,17 @@ class BenchRequest:
         if self.ffn is None:
             raise ValueError("a request without a model names its FFN: ffn=FFNOptions or OneSpec(spec)")
         return self.ffn
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)  # a frozen dataclass sets what its checks found once
+
+
+def _check_impls(names: tuple[str, ...]) -> tuple[str, ...]:
+    """--impl's names, each an implementation, or `all` alone."""
+    impls = check_names("impl", names)
+    if impls != (ALL_IMPLS,) and any(name not in choices(ImplName) for name in impls):
+        raise FFNError("impl", comma_text(impls), _("a comma list of {impls}, or all").format(impls=", ".join(choices(ImplName))))
+    return impls
 
 
 def _sweep_specs(ffn: FFNChoice) -> list[FFNSpec]:

@@ -1,12 +1,16 @@
-"""Comma lists as options give them ('relu,swiglu', '512,1024'), read one way everywhere."""
+"""Lists of values an option takes: read from the command line's comma text once, at the CLI's
+boundary ('relu,swiglu', '512,1024'), and checked as a request holds them (a tuple, from the
+command line or as the API's keywords gave them), one way everywhere."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.spec import check_int
 
-__all__ = ["parse_int_list", "parse_list"]
+__all__ = ["check_ints", "check_names", "comma_text", "parse_int_list", "parse_int_tuple", "parse_list", "parse_tuple"]
 
 
 def parse_list(option: str, text: str) -> list[str]:
@@ -29,3 +33,43 @@ def parse_int_list(option: str, text: str) -> list[int]:
             raise FFNError(option, f"{item[:10]}…({len(item)} digits)", _("far too large for a size"))
         values.append(check_int(option, int(item)))
     return values
+
+
+def parse_tuple(option: str, text: str) -> tuple[str, ...]:
+    """The command line's comma text as a request's tuple of names."""
+    return tuple(parse_list(option, text))
+
+
+def parse_int_tuple(option: str, text: str) -> tuple[int, ...]:
+    """The command line's comma text as a request's tuple of integers."""
+    return tuple(parse_int_list(option, text))
+
+
+def _listed(option: str, values: tuple[object, ...]) -> tuple[object, ...]:
+    """The values de-duplicated, order kept; as many as a comma list may hold, and at least one."""
+    from ffn_cli.names import MAX_LIST_ITEMS
+
+    if not values:
+        raise FFNError(option, values, _("one value or a comma list"))
+    if len(values) > MAX_LIST_ITEMS:
+        said = _("a comma list takes at most {max} items; this one has {count}")
+        raise FFNError(option, comma_text(values), said.format(max=MAX_LIST_ITEMS, count=f"{len(values):,}"))
+    return tuple(dict.fromkeys(values))
+
+
+def check_ints(option: str, values: tuple[int, ...]) -> tuple[int, ...]:
+    """A request's list of integers (seq_len=(128, 512)): each one that option's integer."""
+    return tuple(check_int(option, v) for v in _listed(option, tuple(values)))
+
+
+def check_names(option: str, values: tuple[str, ...]) -> tuple[str, ...]:
+    """A request's list of names (dtype=('float32', 'bfloat16')): each a name, none empty."""
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            raise FFNError(option, value, _("one value or a comma list"))
+    return tuple(str(v) for v in _listed(option, tuple(v.strip() for v in values)))
+
+
+def comma_text(values: Iterable[object]) -> str:
+    """A list as the option's comma text, to name it in an error as it would be typed: '128,512'."""
+    return ",".join(str(v) for v in values)

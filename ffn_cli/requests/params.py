@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
-from ffn_cli.requests.lists import parse_int_list
+from ffn_cli.requests.choices import Phase, check_choice
+from ffn_cli.requests.lists import check_ints
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec, spec_options
 
@@ -101,7 +102,7 @@ class ParamsRequest:
     revision: str | None = None
     list_presets: bool = False
     no_cache: bool = False
-    seq_len: str | None = None
+    seq_len: tuple[int, ...] | None = None
     dtype: str | None = None
     tp: int = 1
     ep: int = 1
@@ -109,9 +110,9 @@ class ParamsRequest:
     quantize: str | None = None
     no_mtp: bool = False
     gpu: str | None = None
-    batch: str | None = None
+    batch: tuple[int, ...] | None = None
     tokens: int | None = None
-    phase: str = "prefill"
+    phase: Phase = "prefill"
     backward: bool = False
     plot: str | None = None
     explain: bool = False
@@ -125,6 +126,10 @@ class ParamsRequest:
     given: dict[str, Any] = field(init=False, default_factory=dict, compare=False, repr=False)  # rules.given_options
 
     def __post_init__(self) -> None:
+        for name in ("seq_len", "batch"):
+            if getattr(self, name) is not None:
+                self._set(name, check_ints(name, getattr(self, name)))
+        self._set("phase", check_choice("phase", self.phase, Phase))
         given = self._given()
         self._set("given", given)
         if self.list_presets:
@@ -133,7 +138,7 @@ class ParamsRequest:
             return self._found("presets")
         # With --gpu, --seq-len sizes the roofline's pass instead of listing lengths to count FLOPs at.
         if self.seq_len is not None and self.gpu is None:
-            self._set("seq_lens", tuple(parse_int_list("seq_len", self.seq_len)))
+            self._set("seq_lens", self.seq_len)
         if self.names_model:
             check_rules(_MODEL_RULES, given)
             self._set("count_dtype", _check_dtype("bfloat16" if self.dtype is None else self.dtype))
@@ -158,8 +163,7 @@ class ParamsRequest:
         self._set("count_dtype", _check_dtype("float32" if self.dtype is None else self.dtype))
         if len(self.specs) == 1 and not self.match_params:
             return self._found("ffn")
-        # Once read, a list of lengths is named as read: `-s 128,128` is 128.
-        check_rules(_COMPARISON_RULES, given | ({"seq_len": ",".join(map(str, self.seq_lens))} if self.seq_lens else {}))
+        check_rules(_COMPARISON_RULES, given)
         if self.match_params and len(self.specs) < 2:
             raise FFNError("match_params", True, _("needs two or more variants, e.g. --variant relu,swiglu"))
         return self._found("comparison")

@@ -14,6 +14,7 @@ from typing import Any
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.requests.lists import comma_text
 
 __all__ = ["Conflicts", "Needs", "Rule", "Unused", "check_rules", "given_options"]
 
@@ -38,7 +39,8 @@ _NOT_ALLOWED = object()
 def _refuse_first(names: Names, given: Mapping[str, Any], why: str, allowed: Mapping[str, Any] | None = None) -> None:
     for name in _names(names):
         if name in given and (allowed is None or given[name] != allowed.get(name, _NOT_ALLOWED)):
-            raise FFNError(name, given[name], _(why))
+            value = given[name]  # a list is named as it is typed: `-s 128,512`
+            raise FFNError(name, comma_text(value) if isinstance(value, tuple) else value, _(why))
 
 
 @dataclass(frozen=True)

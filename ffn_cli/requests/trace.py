@@ -3,23 +3,26 @@ variant or its block, a model's layer, the user's module, a model's own FFN modu
 runs, and every option that answer would ignore refused, by the rules declared below.
 
 Which model a --preset / --config / --model names is known only once it is read: its layer is
-a registry FFN when a family reads it, else transformers' own module (`check_model_module`). The
-service reads it and asks the request which rules then hold."""
+a registry FFN when a family reads it, else transformers' own module. The service reads it and
+resolves the request against it (`resolve`), which checks the rules that then hold."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ffn_cli.attention import BLOCK_NORMS
 from ffn_cli.device_name import check_run_dtype, parse_device_name
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.outputs import HTML_FILES, check_output_file
+from ffn_cli.requests.choices import Loss, Mode, Norm, check_choice
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
+from ffn_cli.requests.view import options_view
 from ffn_cli.spec import FFNSpec, check_int
+from ffn_cli.tracing.options import RunOptions
 
 __all__ = ["TraceAnswer", "TraceRequest"]
 
@@ -80,8 +83,8 @@ class TraceRequest:
     with its input `x` (both torch objects, never looked at here); `d_model`: the API's width for
     a module; `page`: --page's file; `text_only`: the answer is read as text alone (no --json, no
     page), so the torch calls are recorded rather than the aten ops; `typed`: the options typed
-    on the command line (rules.given_options). Made, it knows its answer (`kind`; a model's is
-    "variant" until the service has read it)."""
+    on the command line (rules.given_options). Made, it knows its answer (`kind`); a model's is
+    known once the service has read it, from `resolve(own_module=…)`."""
 
     ffn: FFNChoice | None = None
     batch: int = 2
@@ -89,19 +92,19 @@ class TraceRequest:
     device: str | None = "cpu"
     dtype: str | None = "float32"
     seed: int = 0
-    mode: str = "eval"
+    mode: Mode = "eval"
     values: int = 0
     ops: bool = False
     check: bool = False
     explain: bool = False
     block: bool = False
     backward: bool = False
-    loss: str | None = None
+    loss: Loss | None = None
     checkpoint: bool = False
     n_heads: int | None = None
     n_kv_heads: int | None = None
     head_dim: int | None = None
-    norm: str = "layernorm"
+    norm: Norm = "layernorm"
     pre_norm: bool = False
     tp: int = 1
     ep: int = 1
@@ -135,9 +138,7 @@ class TraceRequest:
         check_int("batch", self.batch)  # here too, not only by the pipeline: before torch is imported
         check_int("seq_len", self.seq_len)
         object.__setattr__(self, "mode", self.mode.strip().lower())
-        object.__setattr__(self, "norm", self.norm.strip().lower())
-        if self.norm not in BLOCK_NORMS:  # a misspelt norm is named as such, --block or not
-            raise FFNError("norm", self.norm, _("choose one of {norms}").format(norms=", ".join(BLOCK_NORMS)))
+        object.__setattr__(self, "norm", check_choice("norm", self.norm, Norm))  # a misspelt norm is named as such, --block or not
         check_rank_timeout(self.rank_timeout)
         given = self._given()
         object.__setattr__(self, "given", given)
@@ -146,10 +147,17 @@ class TraceRequest:
             check_rules(_MODULE_RULES, given)
             check_rules([Unused(tuple(n for n in self._ffn_typed() if n != "d_model"), _SIZES_A_VARIANT)], given)
             object.__setattr__(self, "kind", "module")
-            return
-        if not self.names_model:
+        elif not self.names_model:
             check_rules(_NO_MODEL_RULES, given)
-            self.check_variant()
+            object.__setattr__(self, "kind", self._variant_answer())
+            self.one_spec()  # the FFN of the options: one variant at one width
+        self.run_options(self.dtype)  # how it runs (--mode, --values, --loss, …), checked as RunOptions checks it
+
+    def run_options(self, dtype: str | None) -> RunOptions:
+        """How the target runs, a view of this request: `dtype` the run's (a model's layer runs in
+        the model's); a model's own FFN module is grouped by its own layers unless --depth says."""
+        depth = 1 if self.kind == "model_module" and self.depth is None else self.depth
+        return options_view(RunOptions, self, dtype=dtype, depth=depth)
 
     @property
     def names_model(self) -> bool:
@@ -173,19 +181,29 @@ class TraceRequest:
             return self.ffn.widths()[0], "--d-model"
         return None, "--d-model"
 
-    def check_variant(self) -> None:
+    def resolve(self, *, own_module: bool) -> TraceRequest:
+        """This request once the model it names is read: a family reads it (its layer a registry
+        FFN), or none does (`own_module`: transformers' own FFN module is traced). The rules of
+        that answer checked, a request that knows it (`kind`) is returned; this one stays as made."""
+        kind = self._model_module_answer() if own_module else self._variant_answer()
+        resolved = copy.copy(self)
+        object.__setattr__(resolved, "kind", kind)  # the copy's, once: the request as made is not changed
+        return resolved
+
+    def _variant_answer(self) -> TraceAnswer:
         """The rules of a registry FFN (the options' one, or a model's layer a family reads),
-        then those of one sharded forward under --tp / --ep; sets `kind`."""
+        then those of one sharded forward under --tp / --ep."""
         check_rules(_VARIANT_RULES, self.given)
         if self.tp != 1 or self.ep != 1:
             check_rules(_PARALLEL_RULES, self.given)
-            object.__setattr__(self, "kind", "parallel")
+            return "parallel"
+        return "variant"
 
-    def check_model_module(self) -> None:
-        """The rules of a model's own FFN module (a model no family reads); sets `kind`."""
+    def _model_module_answer(self) -> TraceAnswer:
+        """The rules of a model's own FFN module (a model no family reads)."""
         check_rules(_MODEL_MODULE_RULES, self.given)
         check_rules([Unused(tuple(self._ffn_typed()), _OWN_MODULE_SIZES)], self.given)
-        object.__setattr__(self, "kind", "model_module")
+        return "model_module"
 
     def layer_options(self) -> dict[str, Any]:
         """The options given that override a model layer's values (configs/layer_select.py)."""

@@ -11,7 +11,6 @@ from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.render import json_data
 from ffn_cli.requests.gpu import resolve_gpu
-from ffn_cli.requests.lists import parse_int_list, parse_list
 from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 
@@ -28,19 +27,21 @@ def bench(request: BenchRequest, on_progress: ProgressFn | None = None, on_estim
     """The timings `ffn bench` prints for `request` (its `--json` as the data); `on_progress`
     hears of each step of a sweep (never while timing), `on_estimate` how long a long sweep will take."""
     require_temp_dir()  # before torch is imported
-    from ffn_cli.benchmark.implementations import impl_for, parse_impls
+    from ffn_cli.benchmark.implementations import IMPLS, impl_for
 
-    if request.impl is not None:
-        impls = parse_impls(request.impl)
+    if request.impl is not None:  # names the request checked; `all`: every one
+        impls = list(IMPLS.values()) if request.impl == ("all",) else [IMPLS[name] for name in request.impl]
     else:
         impls = [impl_for(fused=request.fused, compile_mode=request.compile_mode if request.compile_asked else None)]
     if any(i.compile_mode for i in impls):
         require_cache_dirs(("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"), _("torch.compile writes its kernels there"))
     choice = _model_layer(request)
-    specs, dtype = ([choice.ffn], choice.dtype) if choice is not None else (list(request.specs), request.dtype)
+    specs = [choice.ffn] if choice is not None else list(request.specs)
+    # A model's layer runs in its own dtype (the config's) unless --dtype names the ones to time.
+    dtypes = (choice.dtype,) if choice is not None and "dtype" not in request.given else request.dtype
     if request.kind == "parallel":
-        return _parallel(request, specs, dtype)
-    return _sweep(request, specs, dtype, impls, choice, on_progress, on_estimate)
+        return _parallel(request, specs, dtypes)
+    return _sweep(request, specs, dtypes, impls, choice, on_progress, on_estimate)
 
 
 def _model_layer(request: BenchRequest) -> LayerChoice | None:
@@ -67,34 +68,21 @@ def _model_layer(request: BenchRequest) -> LayerChoice | None:
 def _sweep(
     request: BenchRequest,
     specs: list[FFNSpec],
-    dtype: str,
+    dtypes: tuple[str, ...],
     impls: list,
     choice: LayerChoice | None,
     on_progress: ProgressFn | None,
     on_estimate: EstimateFn | None,
 ) -> Answer:
-    from ffn_cli.benchmark import BenchConfig
     from ffn_cli.benchmark.run import run_bench
     from ffn_cli.render.bench import bench_view
 
-    config = BenchConfig(
-        device=request.device,
-        backward=request.backward,
-        checkpoint=request.checkpoint,
-        cache=request.cache,
-        warmup_ms=request.warmup_ms,
-        repeats=request.repeats,
-        min_time_ms=request.min_time_ms,
-        threads=request.threads,
-        calibrate=request.calibrate,
-        seed=request.seed,
-        gpu=None if request.gpu is None else resolve_gpu(request.gpu).key,
-    )
+    config = request.bench_config(gpu=None if request.gpu is None else resolve_gpu(request.gpu).key)
     report = run_bench(
         specs=specs,
-        dtypes=parse_list("dtype", dtype),
+        dtypes=list(dtypes),
         batch=request.batch,
-        seq_lens=parse_int_list("seq_len", request.seq_len),
+        seq_lens=list(request.seq_len),
         impls=impls,
         config=config,
         on_progress=on_progress,
@@ -113,14 +101,14 @@ def _sweep(
     return Answer(report, view, lambda: json_data.bench_data(report, model))
 
 
-def _parallel(request: BenchRequest, specs: list[FFNSpec], dtype: str) -> Answer:
+def _parallel(request: BenchRequest, specs: list[FFNSpec], dtypes: tuple[str, ...]) -> Answer:
     """One sharded forward across tp or ep ranks (spawned, or joined under torchrun)."""
     from ffn_cli.parallel import check_parallel
     from ffn_cli.parallel.run import is_primary_process, time_parallel_forward
     from ffn_cli.render.parallel import render_parallel_timing
 
     tp, ep = request.tp, request.ep
-    seq_lens, dtypes = parse_int_list("seq_len", request.seq_len), parse_list("dtype", dtype)
+    seq_lens = request.seq_len
     if len(specs) != 1 or len(seq_lens) != 1 or len(dtypes) != 1:
         raise FFNError("tp" if tp != 1 else "ep", max(tp, ep), _("times one case: give one variant, d_model, seq_len and dtype"))
     check_parallel(specs[0], tp=tp, ep=ep)

@@ -14,7 +14,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.i18n import shown as in_language
 from ffn_cli.requests.gpu import resolve_gpu
-from ffn_cli.requests.lists import parse_int_list
+from ffn_cli.requests.lists import comma_text
 
 if TYPE_CHECKING:
     from ffn_cli.requests.params import ParamsRequest
@@ -34,10 +34,10 @@ class CostOptions:
     weights: str | None = None
     quantize: str | None = None
     gpu: str | None = None
-    batch: str | None = None
+    batch: tuple[int, ...] | None = None
     tokens: int | None = None
     phase: str = "prefill"
-    seq_len: str | None = None
+    seq_len: tuple[int, ...] | None = None
     tp: int = 1
     ep: int = 1
     backward: bool = False
@@ -88,16 +88,17 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
 
     # A str as typed: PassCase refuses any phase but these two, with one clear line.
     phase: Phase = opts.phase  # type: ignore[assignment]
-    seq_lens = parse_int_list("seq_len", opts.seq_len) if opts.seq_len is not None else [DEFAULT_SEQ_LEN]
+    seq_lens = opts.seq_len if opts.seq_len is not None else (DEFAULT_SEQ_LEN,)
     if len(seq_lens) != 1:
-        raise FFNError("seq_len", opts.seq_len, _("with --gpu, one length: the tokens per sequence (prefill) or the context (decode)"))
+        why = _("with --gpu, one length: the tokens per sequence (prefill) or the context (decode)")
+        raise FFNError("seq_len", comma_text(seq_lens), why)  # named as typed: -s 128,512
     seq_len = seq_lens[0]
     if opts.tokens is not None:
         from ffn_cli.spec import check_int
 
         check_int("tokens", opts.tokens, maximum=1 << 40)
         return [PassCase(phase, 1, opts.tokens, act_bytes) if phase == "prefill" else PassCase(phase, opts.tokens, seq_len, act_bytes)]
-    batches = parse_int_list("batch", opts.batch) if opts.batch is not None else [1]
+    batches = opts.batch if opts.batch is not None else (1,)
     return [PassCase(phase, b, seq_len, act_bytes) for b in batches]
 
 
@@ -160,7 +161,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[Render
     if opts.plot is not None:
         from ffn_cli.render.plot import check_plot_target
 
-        if opts.tokens is not None or opts.batch is None or "," not in opts.batch:
+        if opts.tokens is not None or opts.batch is None or len(opts.batch) < 2:
             raise FFNError("plot", opts.plot, _("draws a sweep over batch: give --batch a comma list (1,8,64,512)"))
         check_plot_target(opts.plot)
     plan, note = _plan(loaded, opts, dtype)

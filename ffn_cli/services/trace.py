@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 
-from ffn_cli.device_name import check_run_dtype, parse_device_name
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
 from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_temp_dir
-from ffn_cli.tracing.options import RunOptions
 
 if TYPE_CHECKING:
     from ffn_cli.configs.layer_select import LayerChoice
@@ -28,45 +26,23 @@ __all__ = ["trace"]
 def trace(request: TraceRequest) -> Answer:
     """What `ffn trace` prints for `request` (its `--json` as the data, its page as the drawing);
     a failed --check is the answer's `failure`, raised once the answer is shown."""
-    require_temp_dir()  # before torch is imported
-    _refuse_before_torch(request)
+    require_temp_dir()  # before torch is imported; the request was checked whole as it was made
     choice: LayerChoice | None = None
     dtype = request.dtype
     if request.kind == "module":
         target: Target = _module_target(request)
     else:
-        choice, target = _registry_or_model_target(request)
+        request, choice, target = _registry_or_model_target(request)
         dtype = choice.dtype if choice is not None else dtype  # a model's layer runs in the model's dtype
         if request.kind == "parallel":
             from ffn_cli.tracing.variant_target import VariantTarget
 
-            assert isinstance(target, VariantTarget)  # check_variant() sets "parallel": a registry FFN's target
+            assert isinstance(target, VariantTarget)  # "parallel" is a registry FFN's answer
             return _parallel(request, target.spec, dtype or "float32")
     from ffn_cli.tracing.pipeline import run_target
 
-    result = run_target(target, _run_options(request, dtype))
+    result = run_target(target, request.run_options(dtype))
     return _answer(request, result, choice)
-
-
-def _refuse_before_torch(request: TraceRequest) -> None:
-    """Each mistake seen without torch is said before torch loads (some 2 s): the run's numbers
-    and choices, the spelling of --device and --dtype, the FFN of the options."""
-    if request.kind in ("variant", "parallel") and not request.names_model:
-        request.one_spec()
-    _run_options(request, request.dtype)
-    if request.device is not None:
-        parse_device_name(request.device)
-    if request.dtype is not None:
-        check_run_dtype(request.dtype)
-
-
-def _run_options(request: TraceRequest, dtype: str | None) -> RunOptions:
-    depth = 1 if request.kind == "model_module" and request.depth is None else request.depth  # a model's module: its own layers
-    return RunOptions(
-        batch=request.batch, seq_len=request.seq_len, device=request.device, dtype=dtype, seed=request.seed,
-        mode=request.mode, values=request.values, depth=depth, backward=request.backward, loss=request.loss,
-        checkpoint=request.checkpoint, aten=request.aten,
-    )  # fmt: skip
 
 
 def _module_target(request: TraceRequest) -> Target:
@@ -85,9 +61,10 @@ def _module_target(request: TraceRequest) -> Target:
     return ModuleTarget(built, request.x, width, width_from, request.reference, origin=ref.describe())
 
 
-def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None, Target]:
+def _registry_or_model_target(request: TraceRequest) -> tuple[TraceRequest, LayerChoice | None, Target]:
     """The FFN of the options, or the layer of the model named: as the registry builds it (in
-    its block with --block) when a family reads the model, else transformers' own module."""
+    its block with --block) when a family reads the model, else transformers' own module; with
+    the request resolved against the model read."""
     choice = None
     if request.names_model:
         from ffn_cli.configs.layer_select import select_layer  # the model readers load with a model
@@ -97,8 +74,9 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
         try:
             loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
         except UnknownModelType as unknown:  # no reader: the model's own FFN module, built by transformers
-            return None, _model_module_target(request, unknown)
-        request.check_variant()
+            request = request.resolve(own_module=True)
+            return request, None, _model_module_target(request, unknown)
+        request = request.resolve(own_module=False)
         choice = select_layer(loaded, request.layer, request.layer_options(), block=request.block, default_dtype="float32")
     spec = choice.ffn if choice is not None else request.one_spec()
     from ffn_cli.block import BlockSpec  # torch: the layer is chosen, the FFN checked
@@ -112,14 +90,13 @@ def _registry_or_model_target(request: TraceRequest) -> tuple[LayerChoice | None
     else:
         block = None
 
-    return choice, VariantTarget(spec, block, request.check)
+    return request, choice, VariantTarget(spec, block, request.check)
 
 
 def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
     from ffn_cli.configs.fallback import require_transformers
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 
-    request.check_model_module()
     require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # before model_module imports it
     from ffn_cli.tracing.model_module import model_module_target
 
