@@ -148,15 +148,14 @@ def _routed_line(r: RoutedExperts) -> list[str]:
 def _active_rows(m: BuiltModel) -> list[list[str]]:
     """What one token touches, with and without the token embeddings (vendors state either); a
     range where zero-computation experts can take some of the picks."""
-    total, active, least = m.total_params, m.active_params, m.least_active_params
-    if active is None or least is None:
+    total, active, least, mean = m.total_params, m.active_params, m.least_active_params, m.mean_active_params
+    if active is None or least is None or mean is None:
         return [[_("active per token"), _("unknown"), _("needs the experts per token")]]
     embeddings = m.params_of("embedding")
     without = _("{share} of the total; {n} without the token embeddings")
     if least == active:
         return [[_("active per token"), fmt_count(active), without.format(share=pct(active, total), n=fmt_count(active - embeddings))]]
     zero = max(r.zero_experts for r in m.routed)
-    mean = m.mean_active_params
     least_how = _("its picks land on the {zero} zero-computation (identity) experts where they can; ") + without
     mean_how = _("each expert of the pool, real or zero, picked equally often: k · E / (E + Z) real experts a layer; ") + without
     most_how = _("every pick a real expert; ") + without
@@ -166,7 +165,7 @@ def _active_rows(m: BuiltModel) -> list[list[str]]:
             fmt_count(least),
             least_how.format(zero=zero, share=pct(least, total), n=fmt_count(least - embeddings)),
         ],
-        [_("active per token, mean"), fmt_count(mean), mean_how.format(share=pct(mean, total), n=fmt_count((mean or 0) - embeddings))],
+        [_("active per token, mean"), fmt_count(mean), mean_how.format(share=pct(mean, total), n=fmt_count(mean - embeddings))],
         [_("active per token, most"), fmt_count(active), most_how.format(share=pct(active, total), n=fmt_count(active - embeddings))],
     ]
 
