@@ -10,8 +10,9 @@ changed reader misses). Stored as JSON under $XDG_CACHE_HOME/ffn/layout (else
 ~/.cache/ffn/layout), one file per key, written whole or not at all (ffn_cli.outputs.write_text).
 
 An entry is never trusted unchecked: it must name its own key, carry the SHA-256 of its payload,
-and hold only the classes a layout is made of (listed from BuiltLayout's field types), each rebuilt
-through its own constructor, which validates it as it validates a reader's. Anything else (a file
+and hold only the classes a layout is made of (listed from BuiltLayout's field types), each value
+of its field's declared type, each object rebuilt through its own constructor, which validates it
+as it validates a reader's. Anything else (a file
 that does not parse, is too large, names another class, fails a check) is a miss, and is rewritten
 after the build. A directory that cannot be made or written is skipped. Torch-free: a hit imports
 neither torch nor transformers.
@@ -26,6 +27,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -176,8 +178,45 @@ def _decode(data: Any) -> Any:
         names = {f.name for f in dataclasses.fields(cls) if f.init}
         if not set(data["fields"]) <= names:
             raise ValueError(f"{data['class']} has no field {sorted(set(data['fields']) - names)}")
-        return cls(**{k: _decode(v) for k, v in data["fields"].items()})  # its own checks run
+        fields = {k: _decode(v) for k, v in data["fields"].items()}
+        hints = _hints(cls)
+        wrong = [k for k, v in fields.items() if not _conforms(v, hints[k])]
+        if wrong:
+            raise ValueError(f"{data['class']}: {wrong} not of their declared types")
+        return cls(**fields)  # and its own checks run
     raise ValueError("not an encoded value")
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether `value` is of the declared type `hint` (unions, literals, tuples, the scalars, the
+    classes); a hint this check does not read leaves the value to the constructor's checks."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_conforms(value, a) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if hint is type(None):
+        return value is None
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(v, args[0]) for v in value)
+        return len(args) == len(value) and all(_conforms(v, a) for v, a in zip(value, args, strict=True))
+    if origin is not None:
+        return isinstance(value, origin) if isinstance(origin, type) else True
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
 
 
 def _path(key: str) -> Path:
