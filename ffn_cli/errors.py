@@ -44,21 +44,21 @@ def first_line(exc: BaseException) -> str:
     return _said(exc) or type(exc).__name__
 
 
-def exception_line(exc: BaseException) -> str:
+def exception_line(exc: BaseException, limit: int = 2 * SHOWN_VALUE_CHARS) -> str:
     """`Kind: what it says` in one line, or the kind alone when it says nothing."""
-    said = _said(exc)
+    said = _said(exc, limit)
     return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
-def _said(exc: BaseException) -> str:
+def _said(exc: BaseException, limit: int = 2 * SHOWN_VALUE_CHARS) -> str:
     """The message's first line, and the next when the first is a heading ending in `:`
-    (huggingface_hub's validation errors give the reason on line two), elided past twice
-    SHOWN_VALUE_CHARS: one line of an error, not a page. '' when the message is empty."""
+    (huggingface_hub's validation errors give the reason on line two), elided past `limit`
+    (twice SHOWN_VALUE_CHARS: one line of an error, not a page). '' when the message is empty."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     if not lines:
         return ""
     said = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
-    return elide(said, 2 * SHOWN_VALUE_CHARS)
+    return elide(said, limit)
 
 
 class FFNError(ValueError):

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-from ffn_cli.errors import FFNError, FFNRuntimeError, exception_line
+from ffn_cli.errors import SHOWN_VALUE_CHARS, FFNError, FFNRuntimeError, exception_line
 from ffn_cli.i18n import _
 
 __all__ = [
@@ -41,12 +41,12 @@ __all__ = [
 ]
 
 
-def exception_text(exc: BaseException) -> str:
+def exception_text(exc: BaseException, limit: int = 2 * SHOWN_VALUE_CHARS) -> str:
     """`Kind: first line of the message` (`exception_line`), whatever the exception does when
     asked for its text: a `__str__` that raises, prints or returns a page."""
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            return exception_line(exc)
+            return exception_line(exc, limit)
     except Exception as failed:  # the user's __str__: its failure is shown, not raised
         return _("{kind} (its message could not be read: {failed} raised)").format(kind=type(exc).__name__, failed=type(failed).__name__)
 
@@ -89,6 +89,7 @@ def ffns_fault(exc: BaseException) -> bool:
     return False
 
 
+WARNING_CHARS = 8 * SHOWN_VALUE_CHARS  # a warning of the user's code, kept as a note: a library's run long
 _FFN_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _MODE_HANDLERS = ("__torch_function__", "__torch_dispatch__")  # ffn's modes, which run each call on the maker's behalf
 
@@ -148,7 +149,9 @@ class UserWarnings:
 
     def add(self, caught: list[warnings.WarningMessage]) -> None:
         for w in caught:
-            text = exception_text(w.message if isinstance(w.message, Warning) else w.category(w.message))
+            # A warning is a note the trace keeps, read at leisure: shown whole up to a page's worth.
+            message = w.message if isinstance(w.message, Warning) else w.category(w.message)
+            text = exception_text(message, WARNING_CHARS)
             if text not in self.messages:
                 self.messages.append(text)
 

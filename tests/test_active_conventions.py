@@ -102,8 +102,8 @@ def _transformers_total(config: dict[str, Any]) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-@pytest.mark.parametrize(("zero", "top_k", "least_real"), [(4, 3, 0), (2, 3, 1), (0, 3, 3)])
-def test_zero_computation_experts_make_the_active_count_a_range(zero: int, top_k: int, least_real: int) -> None:
+@pytest.mark.parametrize(("zero", "top_k", "least_real", "mean_real"), [(4, 3, 0, 2), (2, 3, 1, 2.4), (0, 3, 3, 3)])
+def test_zero_computation_experts_make_the_active_count_a_range(zero: int, top_k: int, least_real: int, mean_real: float) -> None:
     # An expert: gate and up (2 × 16 × 64) and down (64 × 16); 8 of them in each of 2 layers.
     # A token picks top_k of the 8 + zero: the most it touches is top_k real experts, the least
     # top_k − zero of them (none when the zero experts can take every pick).
@@ -114,6 +114,9 @@ def test_zero_computation_experts_make_the_active_count_a_range(zero: int, top_k
     assert m.total_params == _transformers_total(config)
     assert m.active_params == m.total_params - routed + 2 * top_k * expert
     assert m.least_active_params == m.total_params - routed + 2 * least_real * expert
+    # The mean with each of the 8 + zero experts picked equally often: top_k · 8 / (8 + zero) real
+    # experts a layer, written out above (3 · 8 / 12 = 2, 3 · 8 / 10 = 2.4, 3 without zero experts).
+    assert m.mean_active_params == round(m.total_params - routed + 2 * mean_real * expert)
 
 
 def test_longcat_flash_chat_published_range(cache_home: Path) -> None:
@@ -130,8 +133,13 @@ def test_longcat_flash_chat_published_range(cache_home: Path) -> None:
     assert int(total / 1e9) == 560  # 560.66B
     assert int((least - embeddings) / 1e8) / 10 == 18.6  # the report truncates: 18.69B
     assert int((most - embeddings) / 1e8) / 10 == 31.3  # 31.38B
+    # The mean from the config alone: each of the 512 + 256 experts picked equally often, 12 · 512 /
+    # 768 = 8 real experts a layer: 27.15B without the embeddings, the report's "27B on average".
+    mean = data["mean_active_params"]
+    assert mean - least == 28 * 8 * expert and least < mean < most
+    assert round((mean - embeddings) / 1e9) == 27
     text = " ".join(CliRunner().invoke(app, ["params", "--preset", "longcat-flash-chat"]).output.split())
-    assert "active per token, least" in text and "active per token, most" in text
+    assert "active per token, least" in text and "active per token, mean" in text and "active per token, most" in text
     assert "zero-computation (identity) experts" in text
 
 

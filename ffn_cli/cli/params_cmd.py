@@ -67,7 +67,7 @@ NoCacheOpt = Annotated[
     bool,
     typer.Option(
         "--no-cache",
-        help="Build a model no reader knows with transformers again, rather than read its counts from ffn's cache.",
+        help="Build a model no reader knows with transformers again, rather than read its counts or layout from ffn's cache.",
         rich_help_panel=_MODEL,
     ),
 ]

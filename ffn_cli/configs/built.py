@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from ffn_cli.configs.attribution import RULES, BuiltKind
@@ -79,6 +80,19 @@ class RoutedExperts:
         ks = self.layer_top_k or (self.top_k,) * self.containers
         each = self.params // self.containers // self.experts
         return sum(each * max(0, k - self.zero_experts) for k in ks if k is not None)
+
+    @property
+    def mean_active_params(self) -> int | None:
+        """What a token touches on average when the router picks each expert of its pool, real
+        or zero-computation, equally often: k · E / (E + Z) real experts a layer (LongCat-Flash:
+        12 · 512 / 768 = 8), computed from the config alone; active_params without zero experts."""
+        most = self.active_params
+        if most is None or self.experts is None or not self.zero_experts:
+            return most
+        ks = self.layer_top_k or (self.top_k,) * self.containers
+        each = self.params // self.containers // self.experts
+        pool = self.experts + self.zero_experts
+        return round(sum(Fraction(each * k * self.experts, pool) for k in ks if k is not None))
 
     @property
     def active_params(self) -> int | None:
@@ -158,6 +172,15 @@ class BuiltModel:
             return None
         # Every routed part's count is known here: active_params is None otherwise.
         return active - sum((r.active_params or 0) - (r.least_active_params or 0) for r in self.routed)
+
+    @property
+    def mean_active_params(self) -> int | None:
+        """The parameters one token touches on average when its routers pick each expert of their
+        pools, real or zero-computation, equally often (RoutedExperts.mean_active_params)."""
+        active = self.active_params
+        if active is None:
+            return None
+        return active - sum((r.active_params or 0) - (r.mean_active_params or 0) for r in self.routed)
 
     def part(self, kind: BuiltKind) -> BuiltPart | None:
         return next((p for p in self.parts if p.kind == kind), None)

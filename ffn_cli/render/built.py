@@ -53,6 +53,7 @@ def _routed_data(r: RoutedExperts) -> dict[str, Any]:
         "active_params": r.active_params,
         "zero_experts": r.zero_experts,
         "least_active_params": r.least_active_params,
+        "mean_active_params": r.mean_active_params,
         "unknown_because": r.unknown_because,
     }
 
@@ -79,6 +80,7 @@ def built_data(m: BuiltModel, dtype: str = "bfloat16") -> dict[str, Any]:
         "total_params": total,
         "active_params": m.active_params,
         "least_active_params": m.least_active_params,
+        "mean_active_params": m.mean_active_params,
         "embedding_params": m.params_of("embedding"),
         "attention_params": m.params_of("attention"),
         "ffn_params": m.params_of("ffn"),
@@ -150,8 +152,8 @@ def _routed_line(r: RoutedExperts) -> list[str]:
 def _active_rows(m: BuiltModel) -> list[list[str]]:
     """What one token touches, with and without the token embeddings (vendors state either); a
     range where zero-computation experts can take some of the picks."""
-    total, active, least = m.total_params, m.active_params, m.least_active_params
-    if active is None or least is None:
+    total, active, least, mean = m.total_params, m.active_params, m.least_active_params, m.mean_active_params
+    if active is None or least is None or mean is None:
         return [[_("active per token"), _("unknown"), _("needs the experts per token")]]
     embeddings = m.params_of("embedding")
     without = _("{share} of the total; {n} without the token embeddings")
@@ -159,13 +161,15 @@ def _active_rows(m: BuiltModel) -> list[list[str]]:
         return [[_("active per token"), fmt_count(active), without.format(share=pct(active, total), n=fmt_count(active - embeddings))]]
     zero = max(r.zero_experts for r in m.routed)
     least_how = _("its picks land on the {zero} zero-computation (identity) experts where they can; ") + without
-    most_how = _("every pick a real expert; the mean is the trained router's, not the config's; ") + without
+    mean_how = _("each expert of the pool, real or zero, picked equally often: k · E / (E + Z) real experts a layer; ") + without
+    most_how = _("every pick a real expert; ") + without
     return [
         [
             _("active per token, least"),
             fmt_count(least),
             least_how.format(zero=zero, share=pct(least, total), n=fmt_count(least - embeddings)),
         ],
+        [_("active per token, mean"), fmt_count(mean), mean_how.format(share=pct(mean, total), n=fmt_count(mean - embeddings))],
         [_("active per token, most"), fmt_count(active), most_how.format(share=pct(active, total), n=fmt_count(active - embeddings))],
     ]
 

@@ -189,13 +189,15 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
 
 def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
     """No reader knows the model_type, and what it costs is asked: its layout is read from one
-    built decoder layer of each kind (configs/layer_build.py), and the answer is a read family's,
+    built decoder layer of each kind (configs/layer_build.py; kept in configs/layout_cache.py), and the answer is a read family's,
     folded over that spec, with what the layout leaves out named."""
-    from ffn_cli.configs.fallback import layout_by_building
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.layout_cache import layout_cached
     from ffn_cli.render.built import layout_data, layout_view
 
-    layout = layout_by_building(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    layout = layout_cached(
+        unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
+    )
     answer = _one_model(layout, request)
     data = answer.data
 
