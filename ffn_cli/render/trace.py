@@ -174,7 +174,8 @@ def _totals(result: TraceResult) -> Table:
     if result.activation_bytes_estimate is not None and result.spec is not None:
         add_words(grid, "", _estimate_line(result))
     same = _("output shape = input shape ✓") if result.output_shape == result.input_shape else _("output shape ≠ input shape ✗")
-    add_words(grid, _("shape"), f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: {same}")
+    shapes = _("{input} → {output}: {verdict}")  # the colon is the language's (full-width in Chinese)
+    add_words(grid, _("shape"), shapes.format(input=fmt_shape(result.input_shape), output=fmt_shape(result.output_shape), verdict=same))
     if result.other_outputs:
         add_words(grid, _("output"), _other_outputs_line(result))
     if result.check is not None:
