@@ -318,3 +318,28 @@ def test_the_text_says_why_nothing_matches_and_why_the_forward_ran_twice(tmp_pat
     assert result.exit_code == 0, result.output
     assert "your Flattened matches no registry FFN: its output's shape (2, 160) is not its input's (2, 5, 32)" in result.stdout
     assert "--reference ran your forward once more, in eval mode" in result.stdout
+
+
+def test_the_text_says_how_far_the_outputs_differ_in_plain_words(tmp_path: Path) -> None:
+    """A relu FFN scaled by 1.01: every output differs by 1% of itself, the largest where the
+    output is largest. The sentence says "differ by", names the share past float32's allowance
+    and the place, and its numbers are the module's own (a second run of the module)."""
+    path = tmp_path / "scaled.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n"
+        "class Scaled(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.up, self.down = nn.Linear(32, 64), nn.Linear(64, 32)\n"
+        "    def forward(self, x):\n"
+        "        return self.down(torch.relu(self.up(x))) * 1.01\n"
+    )
+    result = CliRunner().invoke(app, ["trace", "--module", f"{path}:Scaled", "--reference"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.split("\n") if line.startswith("outputs "))
+    assert line.startswith("outputs differ by up to ") and "part by" not in line
+    assert "of them by more than float32 allows, the largest at token " in line
+    data = json.loads(CliRunner().invoke(app, ["trace", "--module", f"{path}:Scaled", "--reference", "--json"]).stdout)["reference"]
+    worst = data["closest"]["worst"]
+    assert data["closest"]["variant"] == "relu" and f"token {worst['token']}, feature {worst['feature']}" in line
+    assert abs(worst["module"] - worst["reference"] * 1.01) < 1e-5 * abs(worst["module"])

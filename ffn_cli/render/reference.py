@@ -36,8 +36,9 @@ def reference_view(match: ReferenceMatch) -> Group:
         head = head.format(name=name, variant=best.variant, formula=best.formula)
         lines.append(Text(head, style="yellow"))
         part = _(
-            "outputs part by up to {abs_error} ({rel_error} of the largest output, {dtype} allows {threshold:g}); "
-            "{share} of the outputs differ, most at token {token}, feature {feature}: yours {yours:.6g}, {variant}'s {theirs:.6g}"
+            "outputs differ by up to {abs_error} ({rel_error} of the largest output, {dtype} allows {threshold:g}); "
+            "{share} of them by more than {dtype} allows, the largest at token {token}, feature {feature}: "
+            "yours {yours:.6g}, {variant}'s {theirs:.6g}"
         )
         token, feature, yours, theirs = best.worst
         lines.append(
