@@ -220,4 +220,22 @@ def test_each_moe_backward_step_says_what_it_does() -> None:
         elif ops & {"sum", "_softmax_backward_data"} and not ops & {"mm", "addmm"}:
             seen.add("row")
             assert "row by row" in rows[n] and "element by element" not in rows[n], rows[n]
-    assert seen == {"put back", "weighted sum", "row"}
+        elif step["of"].startswith("experts."):  # a whole SwiGLU expert: three weight matrices, silu between
+            seen.add("expert")
+            assert len(step["weight_grads"]) == 3 and sum(op.endswith(".mm") for op in step["aten_ops"]) == 6
+            assert "a module of several layers, as one step" in rows[n], rows[n]
+    assert seen == {"put back", "weighted sum", "row", "expert"}
+
+
+def test_a_norms_backward_is_not_called_a_matmuls() -> None:
+    """A LayerNorm's weight gradient is Σ over tokens of dy ⊙ x̂, no matmul (its step has no
+    matmul FLOPs): its row says so, and dW = dyᵀ·x stays for the linear layers."""
+    rows, steps = _backward_rows("trace", "--block", "-d", "64", "--backward", "--explain")
+    norms = [n for n, s in enumerate(steps, 1) if any("layer_norm_backward" in op for op in s["aten_ops"])]
+    assert len(norms) == 2
+    for n, step in enumerate(steps, 1):
+        if n in norms:
+            assert not step["weight_grad_flops"] and not step["input_grad_flops"]
+            assert "per-feature weights" in rows[n] and "dyᵀ·x" not in rows[n], rows[n]
+        elif step["weight_grad_flops"]:
+            assert "dW = dyᵀ·x" in rows[n], rows[n]

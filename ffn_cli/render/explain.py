@@ -139,12 +139,25 @@ def backward_explanation(step: BackwardStep) -> Message:
     """What a backward step computes, by what autograd ran in it."""
     if step.recompute:
         return Message.of(N_("runs {step} forward again, from the checkpoint's input, for the backward steps to read"), step=step.of)
+    if sum(len(w.shape) >= 2 for w in step.weight_grads) >= 2:  # a whole expert, a block's FFN
+        return Message.of(
+            N_(
+                "the backward of {step}, a module of several layers, as one step: "
+                "each layer's weight gradient dW = dyᵀ·x and input gradient dx = dy·W, last layer first, through what lies between"
+            ),
+            step=step.of,
+        )
     if step.weight_grads and step.input_grad_flops:
         return Message.of(
             N_(
                 "the gradient of {step}'s weights, dW = dyᵀ·x, and of its input, dx = dy·W, "
                 "handed back to what fed it (a step, or the input)"
             ),
+            step=step.of,
+        )
+    if step.weight_grads and not step.matmul_flops:  # a norm's scale, a learned per-feature factor
+        return Message.of(
+            N_("the gradient of {step}'s per-feature weights (dy times what each one multiplied, summed over the tokens) and of its input"),
             step=step.of,
         )
     if step.weight_grads:
