@@ -265,3 +265,19 @@ def test_a_model_only_building_counts_is_refused_in_a_comparison(runner: CliRunn
     (tmp_path / "u.json").write_text(json.dumps({"model_type": "no_such_family", "hidden_size": 8}))
     output = _fails(runner, "--preset", "gpt2", "--config", str(tmp_path / "u.json"))
     assert f"--config {tmp_path / 'u.json'}: model_type 'no_such_family' has no reader" in output and "alone" in output
+
+
+@pytest.mark.parametrize(("lang", "one", "many"), [("en", "(layer 0)", "(layers 1–27)"), ("zh", "（第 0 层）", "（第 1–27 层）")])
+def test_a_part_of_one_layer_says_layer(runner: CliRunner, lang: str, one: str, many: str) -> None:
+    """deepseek-moe-16b's config keeps its first layer dense (first_k_dense_replace 1 of 28
+    layers): the dense FFN row names one layer, the MoE row the other 27, each kept whole on
+    its line at 80 columns."""
+    config = json.loads((Path(__file__).parents[1] / "ffn_cli" / "presets" / "deepseek-moe-16b.json").read_text())
+    dense = config["first_k_dense_replace"]
+    assert (dense, config["num_hidden_layers"]) == (1, 28)
+    result = runner.invoke(app, ["--lang", lang, "params", "--preset", "deepseek-moe-16b"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.split("\n")
+    assert any(line.rstrip().endswith(one) for line in lines), result.stdout
+    assert any(many in line for line in lines), result.stdout
+    assert "(layers 0)" not in result.stdout

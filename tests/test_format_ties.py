@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_docs_examples import EXAMPLES, _other_releases, _pattern, _stripped, run_example
 
-from ffn_cli.render.format import fmt_fixed, fmt_value
+from ffn_cli.render.format import fmt_fixed, fmt_rate, fmt_value
 from ffn_cli.tracing import backward, recorder
 from ffn_cli.tracing.result import TensorStats
 
@@ -84,3 +84,20 @@ def test_docs_examples_do_not_move_with_the_last_bits(example, tmp_path: Path, m
             printed[factor] = run_example(example, tmp_path / str(factor))
     assert printed[1 + FLOAT32_NOISE] == printed[1 - FLOAT32_NOISE]
     assert _pattern(tuple(_stripped("\n".join(example.expected)).splitlines())).fullmatch(printed[1 + FLOAT32_NOISE])
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(1307.4, "1,307.4"), (15000.0, "15,000"), (1979.0, "1,979"), (989.5, "989.5"), (0.0351234, "0.03512")]
+)
+def test_a_rate_reads_as_a_datasheet_writes_it(value: float, shown: str) -> None:
+    # The roofline's title printed 1307.4 beside 5,300 GB/s, and one FFN's forward 1.31e+03.
+    assert fmt_rate(value) == shown
+
+
+def test_the_roofline_titles_separate_thousands() -> None:
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    out = CliRunner().invoke(app, ["params", "-v", "swiglu", "--gpu", "mi300x", "--dtype", "bfloat16"]).stdout
+    assert "bf16 1,307.4 TFLOP/s" in out and "e+" not in out, out

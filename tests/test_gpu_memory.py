@@ -145,3 +145,26 @@ def test_an_unknown_ssm_state_dtype_is_one_line(tmp_path) -> None:  # type: igno
     result = CliRunner().invoke(app, ["params", "--config", str(path)])
     assert result.exit_code == 2 and "mamba_ssm_cache_dtype" in result.stderr and "float32" in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "gpu", [g for g in GPUS if "bf16" in g.tflops and ("AMD" in g.name or g.key in ("h100", "a100"))], ids=lambda g: g.key
+)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_reserve_names_the_gpus_own_runtime(gpu, lang: str) -> None:  # type: ignore[no-untyped-def]
+    """AMD's cards run ROCm: the reserve is a HIP context and, on two GPUs, RCCL's buffers, never
+    CUDA's; NVIDIA's keep CUDA and NCCL. The vendor is read from the card's own name."""
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    amd = gpu.name.startswith("AMD")
+    context, collectives = ("HIP", "RCCL") if amd else ("CUDA", "NCCL")
+    args = ["--lang", lang, "params", "--preset", "llama-2-7b", "--gpu", gpu.key, "--tp", "2"]
+    out = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.stdout.split())
+    assert context in text and collectives in text and f"{context} graph" in text
+    assert ("CUDA" in text) != amd and ("NCCL" in text) != amd
+    data = cli_json("params", "--preset", "llama-2-7b", "--gpu", gpu.key)["per_gpu_memory"]
+    assert f"Not counted: {context} graphs" in data["counted"]

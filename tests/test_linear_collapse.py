@@ -40,8 +40,8 @@ def test_linears_with_only_dropout_between_are_one_map(mode: str) -> None:
     module = nn.Sequential(nn.Linear(16, 8), nn.Dropout(0.0), nn.Linear(8, 64), nn.Linear(64, 16)).double()
     result = trace_module(module, mode=mode)
     assert [str(w) for w in result.warnings] == [
-        "0, 2, 3: linear maps with nothing nonlinear between them, so together one linear map (16 → 16) of rank at most 8; "
-        "the hidden width adds parameters and FLOPs, not capacity"
+        "0, 2, 3: linear maps with nothing nonlinear between them, so together they are one linear map (16 → 16) of rank at most 8; "
+        "the hidden widths add parameters and FLOPs, not capacity"
     ]
     # The second path: one matrix computes the module's output, and its rank is what is said.
     w = _collapsed(module)
@@ -64,7 +64,7 @@ def test_the_articles_memory_efficient_ffn_is_warned_in_text_and_json() -> None:
     module = f"{EXAMPLES / 'article_002.py'}:MemoryEfficientFFN(64, 256)"
     data = json.loads(CliRunner().invoke(app, ["trace", "--module", module, "--json"]).stdout)
     assert data["warnings"] == [
-        "linear1, linear2: linear maps with nothing nonlinear between them, so together one linear map (64 → 64) of rank at most 64; "
+        "linear1, linear2: linear maps with nothing nonlinear between them, so together they are one linear map (64 → 64); "
         "the hidden width adds parameters and FLOPs, not capacity"
     ]
     zh = CliRunner().invoke(app, ["--lang", "zh", "trace", "--module", module, "--explain"], env={"COLUMNS": "80"})
@@ -123,3 +123,42 @@ def test_the_same_low_rank_pair_alone_is_warned() -> None:
     module = nn.Sequential(nn.Linear(32, 4), nn.Linear(4, 32))
     (warning,) = trace_module(module).warnings
     assert str(warning).startswith("0, 1: linear maps with nothing nonlinear between them") and "of rank at most 4" in str(warning)
+
+
+class EinsumFFN(nn.Module):
+    """Weights as Parameters, each layer an einsum; `act` between them or nothing."""
+
+    def __init__(self, act: bool, d: int = 16, f: int = 64) -> None:
+        super().__init__()
+        self.act = act
+        self.w_in = nn.Parameter(torch.randn(d, f, generator=torch.Generator().manual_seed(2)) / 4)
+        self.w_out = nn.Parameter(torch.randn(f, d, generator=torch.Generator().manual_seed(3)) / 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.einsum("btd,df->btf", x, self.w_in)
+        return torch.einsum("btf,fd->btd", torch.relu(h) if self.act else h, self.w_out)
+
+
+class SquareEinsum(nn.Module):
+    """x·x contracted with a weight: quadratic in x, not linear (einsum of x with itself)."""
+
+    def __init__(self, d: int = 16) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(d, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        sq = torch.einsum("btd,bte->btde", x, x)
+        return torch.einsum("btde,de->bt", sq, self.w).unsqueeze(-1) * x
+
+
+@pytest.mark.parametrize("aten", [False, True])
+def test_einsum_layers_with_nothing_between_are_one_map(aten: bool) -> None:
+    """Second path: the product of the two weight matrices computes the module's output."""
+    module = EinsumFFN(act=False).double()
+    (warning,) = trace_module(module, aten=aten).warnings
+    assert "they are one linear map (16 → 16);" in str(warning) and "rank at most" not in str(warning)
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    with torch.no_grad():
+        np.testing.assert_allclose(module(x).numpy(), (x @ (module.w_in @ module.w_out)).numpy(), atol=1e-12)
+    assert trace_module(EinsumFFN(act=True), aten=aten).warnings == ()
+    assert trace_module(SquareEinsum(), aten=aten).warnings == ()

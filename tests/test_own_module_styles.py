@@ -651,3 +651,44 @@ def test_a_torch_module_given_the_wrong_width_is_the_users_not_ffns() -> None:
         trace_module(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8)), d_model=4)
     assert str(failed.value).startswith("Sequential.forward raised in step 0 (Linear)"), str(failed.value)
     assert "ffn itself" not in str(failed.value)
+
+
+class YAndNone(nn.Module):
+    """A forward that returns `(y, None)`, as some libraries' MLPs do (a bias or a loss slot left empty)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(16, 64), nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return self.down(torch.relu(self.up(x))), None
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("en", "output[0] (2, 5, 16) is followed: the only tensor the forward returned"),
+        ("zh", "output[0] (2, 5, 16)：forward 返回的唯一张量"),
+    ],
+)
+def test_y_and_none_says_which_member_is_traced(lang: str, said: str) -> None:
+    """The output was a tuple: the footer says which member the trace follows, even with no other tensor to list."""
+    import io
+
+    from rich.console import Console
+
+    from ffn_cli.i18n import set_language
+    from ffn_cli.render.trace import trace_data, trace_view
+
+    result = trace_module(YAndNone())
+    out = YAndNone()(torch.zeros(2, 5, 16))
+    assert isinstance(out, tuple) and out[1] is None and tuple(out[0].shape) == result.output_shape
+    assert result.output_member == "[0]" and result.other_outputs == ()
+    assert trace_data(result)["output_member"] == "[0]"
+    set_language(lang)
+    try:
+        console = Console(width=200, file=io.StringIO(), color_system=None)
+        console.print(trace_view(result))
+    finally:
+        set_language("en")
+    assert said in console.file.getvalue()

@@ -174,6 +174,18 @@ def test_the_chinese_page(runner: CliRunner, tmp_path: Path) -> None:
     assert json.loads(parse(text).scripts["ffn-trace"]) == data  # --json stays English
 
 
+def test_the_chinese_backward_page_says_what_the_table_says(runner: CliRunner, tmp_path: Path) -> None:
+    # The lane's title read "dL/dy: random" (the --json key) and a row of steps side by side
+    # "各自读取 input", where the table says 随机种子的正态分布 and 输入.
+    _, text = run_page(runner, tmp_path, "--lang", "zh", "-v", "swiglu", "--backward")
+    title = re.search(r'<section class="lane backward" aria-label="([^"]*)"', text)
+    assert title is not None and "random" not in title.group(1) and "dL/dy" in title.group(1)
+    steps = re.findall(r"各自读取 ([^<]*)<", text)
+    assert steps and all("input" not in s for s in steps), steps
+    _, english = run_page(runner, tmp_path, "--lang", "en", "-v", "swiglu", "--backward")
+    assert "(dL/dy: seeded normal)" in english
+
+
 def test_a_notebook_shows_the_drawing() -> None:
     r = ffn_cli.trace(articles.TransformerFFN(16, 32), torch.randn(1, 2, 16))
     first, second = r._repr_html_(), r._repr_html_()

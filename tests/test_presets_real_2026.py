@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ffn_cli.configs.files import load_preset
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.configs.files import load_preset
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from rich.cells import cell_len
 from torch import nn
 from typer.testing import CliRunner
 
@@ -318,3 +319,51 @@ def test_the_text_says_why_nothing_matches_and_why_the_forward_ran_twice(tmp_pat
     assert result.exit_code == 0, result.output
     assert "your Flattened matches no registry FFN: its output's shape (2, 160) is not its input's (2, 5, 32)" in result.stdout
     assert "--reference ran your forward once more, in eval mode" in result.stdout
+
+
+def test_the_text_says_how_far_the_outputs_differ_in_plain_words(tmp_path: Path) -> None:
+    """A relu FFN scaled by 1.01: every output differs by 1% of itself, the largest where the
+    output is largest. The sentence says "differ by", names the share past float32's allowance
+    and the place, and its numbers are the module's own (a second run of the module)."""
+    path = tmp_path / "scaled.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n"
+        "class Scaled(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.up, self.down = nn.Linear(32, 64), nn.Linear(64, 32)\n"
+        "    def forward(self, x):\n"
+        "        return self.down(torch.relu(self.up(x))) * 1.01\n"
+    )
+    result = CliRunner().invoke(app, ["trace", "--module", f"{path}:Scaled", "--reference"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.split("\n") if line.startswith("outputs "))
+    assert line.startswith("outputs differ by up to ") and "part by" not in line
+    assert "of them by more than float32 allows, the largest at token " in line
+    data = json.loads(CliRunner().invoke(app, ["trace", "--module", f"{path}:Scaled", "--reference", "--json"]).stdout)["reference"]
+    worst = data["closest"]["worst"]
+    assert data["closest"]["variant"] == "relu" and f"token {worst['token']}, feature {worst['feature']}" in line
+    assert abs(worst["module"] - worst["reference"] * 1.01) < 1e-5 * abs(worst["module"])
+
+
+def test_the_chinese_answer_breaks_between_characters(tmp_path: Path) -> None:
+    """At 60 columns, the Chinese sentence on how far the outputs differ fills its lines (it
+    breaks between characters, not only at spaces, where a run of Chinese would jump whole to
+    the next line), and the weights placed are listed with the Chinese comma."""
+    path = tmp_path / "scaled.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n"
+        "class Scaled(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.up, self.down = nn.Linear(32, 64), nn.Linear(64, 32)\n"
+        "    def forward(self, x):\n"
+        "        return self.down(torch.relu(self.up(x))) * 1.01\n"
+    )
+    result = CliRunner().invoke(app, ["--lang", "zh", "trace", "--module", f"{path}:Scaled", "--reference"], env={"COLUMNS": "60"})
+    assert result.exit_code == 0, result.output
+    block = result.stdout[result.stdout.index("输出最多相差") :].split("\n")
+    sentence = block[: next(i for i, line in enumerate(block) if line.startswith("权重对应"))]
+    assert len(sentence) >= 3 and all(48 <= cell_len(line.rstrip()) <= 60 for line in sentence[:-1]), sentence
+    placed = " ".join(block[len(sentence) :]).split("\n\n")[0]
+    assert "up.weight → up_proj.weight，up.bias" in " ".join(placed.split()).replace("， ", "，") and ", " not in placed

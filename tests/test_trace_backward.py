@@ -189,3 +189,57 @@ def test_the_sum_of_two_steps_gradients_is_named_after_them() -> None:
     assert sources == {"up_proj", "gate_proj"}
     assert step.elementwise_flops == 2 * 5 * 16 and step.grad_out == ((2, 5, 16),)
     assert not any(s.of == "output" for s in steps)
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_a_weights_gradient_is_made_not_handed_on(variant: str) -> None:
+    """What a step hands on is an activation's gradient: a weight's gradient (or its transpose)
+    goes under `makes`, never into `gradient in → out`. Shapes from the module's own parameters
+    and the forward's activations (a shape both have is left out)."""
+    spec = _spec(variant)
+    result = trace(spec, backward=True)
+    assert result.backward is not None
+    activations = {(2, 5, spec.d_model)} | {s for step in result.steps for s in (*step.input_shapes, *step.output_shapes)}
+    activations |= {
+        s for step in result.steps for s in step.input_shapes + step.output_shapes if len(s) == 3 for s in [(s[0] * s[1], s[2])]
+    }
+    weights = {tuple(p.shape) for p in build_ffn(spec).parameters() if p.dim() == 2}
+    weights = ({*weights, *{(b, a) for a, b in weights}}) - activations
+    for n, step in enumerate(result.backward.steps, 1):
+        assert not set(step.grad_out) & weights, (n, step.of, step.grad_out)
+        assert not set(step.grad_in) & weights, (n, step.of, step.grad_in)
+
+
+@pytest.mark.parametrize("variant", ALL_VARIANTS)
+def test_no_step_only_moves_what_an_earlier_step_made(variant: str) -> None:
+    """A weight gradient's transpose and its copy into .grad, run late by the engine, belong to
+    the step that made the gradient: no row of moves alone repeats the name of a step that ran
+    before it."""
+    result = trace(_spec(variant), backward=True)
+    assert result.backward is not None
+    moves = {"aten.t", "aten.view", "aten.transpose", "aten.new_empty_strided", "aten.copy_"}
+    seen: set[str] = set()
+    for n, step in enumerate(result.backward.steps, 1):
+        if step.of in seen and not step.recompute:
+            assert not set(step.aten_ops) <= moves, (n, step.of, step.aten_ops)
+        seen.add(step.of)
+
+
+def test_swiglu_backward_steps_by_hand() -> None:
+    """SwiGLU's backward written out: down_proj, the product, silu, up_proj, gate_proj, then
+    the sum of the two projections' dx (both read x), which is dL/dx. gate_proj's weight
+    gradient is gate_proj's (its transpose and copy into .grad included), x's copy into
+    x.grad is the sum's."""
+    spec = FFNSpec(variant="swiglu", d_model=16, d_ff=32)
+    backward = trace(spec, backward=True).backward
+    assert backward is not None
+    steps = backward.steps
+    assert [s.of for s in steps] == ["down_proj", "multiply", "activation", "up_proj", "gate_proj", "up_proj + gate_proj"]
+    x = (2, 5, 16)
+    assert [s.grad_out for s in steps] == [((2, 5, 32),), ((2, 5, 32),), ((2, 5, 32),), (x,), (x,), (x,)]
+    assert steps[5].inputs_from == (4, 5) and steps[5].grad_in == (x, x)
+    assert [w.name for w in steps[4].weight_grads] == ["gate_proj.weight"]
+    assert {p.name: p.step for p in backward.params} == {"gate_proj.weight": 5, "up_proj.weight": 4, "down_proj.weight": 1}
+    # Each projection's backward: two matmuls, a transpose of dW, its copy into .grad.
+    assert sum(op.endswith(".copy_") for op in steps[4].aten_ops) == 1
+    assert sum(op.endswith(".copy_") for op in steps[5].aten_ops) == 1  # dL/dx into x.grad

@@ -178,18 +178,64 @@ def test_your_gated_modules_activation_is_said_to_shape_a_gate(tmp_path: Any) ->
     assert "collapse" not in why["act"] and "on a gate" in why["act"] and "bilinear" in why["act"]
 
 
-def test_each_backward_step_says_what_it_does() -> None:
-    """swiglu's backward: the product rule at the multiply, the sum where x's two readers'
-    gradients meet, a copy into .grad where autograd only moves values."""
-    args = ("trace", "-v", "swiglu", "-d", "64", "--backward", "--explain")
-    text, data = _run(*args, width=200), _json(*args)
+def _backward_rows(*args: str) -> tuple[dict[int, str], list[dict[str, Any]]]:
+    """The backward explanations table (row number → its line) and --json's backward steps."""
+    text, data = _run(*args, width=240), _json(*args)
     table = text[text.index("What each backward step computes") :].split("\n\n")[0]
     rows = {int(line.split()[0]): line for line in table.splitlines()[3:] if line.split()[:1] and line.split()[0].isdigit()}
-    for n, step in enumerate(data["backward_steps"], 1):
+    return rows, data["backward_steps"]
+
+
+def test_each_backward_step_says_what_it_does() -> None:
+    """swiglu's backward: the product rule at the multiply, the sum where x's two readers'
+    gradients meet (its copy into x.grad with it), and no row that only moves values."""
+    rows, steps = _backward_rows("trace", "-v", "swiglu", "-d", "64", "--backward", "--explain")
+    assert len(rows) == len(steps) == 6
+    for n, step in enumerate(steps, 1):
         ops = {op.split(".")[1] for op in step["aten_ops"]}
         if step["of"] == "up_proj + gate_proj":
-            assert ops == {"add"} and "adds the gradients of up_proj + gate_proj" in rows[n] and "derivative" not in rows[n]
+            assert ops == {"add", "new_empty_strided", "copy_"}, ops
+            assert "adds the gradients up_proj + gate_proj hand back: they read one tensor" in rows[n] and "derivative" not in rows[n]
         elif step["of"] == "multiply":
             assert ops == {"mul"} and "each factor's is dy times the other factor" in rows[n]
-        elif not step["flops"] and "copy_" in ops:
-            assert "copies gradients" in rows[n] and "no arithmetic" in rows[n]
+        else:
+            assert step["flops"] and "copies" not in rows[n] and "no arithmetic" not in rows[n]
+
+
+def test_each_moe_backward_step_says_what_it_does() -> None:
+    """A mixture's backward by its ops: a gather's gradient is put back where it was picked
+    from (index_put, scatter), the weighted sum's has a product and a sum over d_model, a
+    softmax's and a renormalisation's sum over their row; none is called element by element."""
+    rows, steps = _backward_rows("trace", "-v", "moe", "-d", "32", "--experts", "4", "--backward", "--explain")
+    seen = set()
+    for n, step in enumerate(steps, 1):
+        ops = {op.split(".")[1] for op in step["aten_ops"]}
+        if ops & {"index_put", "scatter"} and not ops & {"mul", "mm"}:
+            seen.add("put back")
+            assert "picked back where it was picked from" in rows[n], rows[n]
+            assert ("adds what earlier steps handed back" in rows[n]) == ("add" in ops), rows[n]
+        elif {"index_select", "mul", "sum"} <= ops and not step["weight_grad_flops"]:
+            seen.add("weighted sum")
+            assert "the gradient through the weighted sum" in rows[n], rows[n]
+        elif ops & {"sum", "_softmax_backward_data"} and not ops & {"mm", "addmm"}:
+            seen.add("row")
+            assert "row by row" in rows[n] and "element by element" not in rows[n], rows[n]
+        elif step["of"].startswith("experts."):  # a whole SwiGLU expert: three weight matrices, silu between
+            seen.add("expert")
+            assert len(step["weight_grads"]) == 3 and sum(op.endswith(".mm") for op in step["aten_ops"]) == 6
+            assert "a module of several layers, as one step" in rows[n], rows[n]
+    assert seen == {"put back", "weighted sum", "row", "expert"}
+
+
+def test_a_norms_backward_is_not_called_a_matmuls() -> None:
+    """A LayerNorm's weight gradient is Σ over tokens of dy ⊙ x̂, no matmul (its step has no
+    matmul FLOPs): its row says so, and dW = dyᵀ·x stays for the linear layers."""
+    rows, steps = _backward_rows("trace", "--block", "-d", "64", "--backward", "--explain")
+    norms = [n for n, s in enumerate(steps, 1) if any("layer_norm_backward" in op for op in s["aten_ops"])]
+    assert len(norms) == 2
+    for n, step in enumerate(steps, 1):
+        if n in norms:
+            assert not step["weight_grad_flops"] and not step["input_grad_flops"]
+            assert "per-feature weights" in rows[n] and "dyᵀ·x" not in rows[n], rows[n]
+        elif step["weight_grad_flops"]:
+            assert "dW = dyᵀ·x" in rows[n], rows[n]

@@ -83,3 +83,11 @@ def test_one_table_tells_active_parameters_from_activations() -> None:
     out = _zh("params", "--preset", "mixtral-8x7b")
     assert "激活参数 12,879,925,248" in out and "激活值另计" in out
     assert not re.search("激活(?!值|函数|参数|路径|专家)", out)
+
+
+@pytest.mark.parametrize("args", [["trace"], ["trace", "-v", "swiglu", "--backward", "--explain"], ["trace", "-v", "moe"]])
+def test_a_chinese_trace_writes_the_full_width_colon(args: list[str]) -> None:
+    """Chinese text takes `：` (as the glossary and the rest of the output do), never `: `."""
+    out = _zh(*args, width=200)
+    assert "形状" in out and "→ (2, 5, 64)：" in _zh("trace", "-d", "64")
+    assert not [line for line in out.split("\n") if ": " in line], out

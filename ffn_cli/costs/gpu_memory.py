@@ -127,7 +127,7 @@ def gpu_memory(
     """One GPU's bytes for `case`, and the largest batch (at its context) and longest context
     (at its batch, up to `context_limit`, the model's max_position_embeddings) that fit."""
     sizer = _Sizer(spec, windows, chunks, layout, case.phase, causal)
-    reserve = runtime_reserve(layout.gpus)
+    reserve = runtime_reserve(layout.gpus, gpu.runtime)
     fixed = ranks.per_gpu_bytes + reserve.bytes_
     b = case.act_bytes
 

@@ -57,6 +57,11 @@ class GPU:
         return self.driver_mib * MIB if self.driver_mib is not None else round(self.memory_gb * 1e9)
 
     @property
+    def runtime(self) -> str:
+        """The stack a process on it runs on: AMD's cards run ROCm (HIP, RCCL), NVIDIA's CUDA (NCCL)."""
+        return "ROCm" if self.name.startswith("AMD ") else "CUDA"
+
+    @property
     def memory_from_driver(self) -> bool:
         return self.driver_mib is not None
 

@@ -26,10 +26,14 @@ RESERVE_SOURCE = (
 class RuntimeReserve:
     bytes_: int
     what: str  # in words, English (the renderer translates it)
+    context: str = "CUDA"  # whose context and graphs: "CUDA", or "HIP" on ROCm
 
 
-def runtime_reserve(gpus: int) -> RuntimeReserve:
-    """Per GPU: the CUDA context and allocator alone on one GPU; with NCCL's buffers on more."""
+def runtime_reserve(gpus: int, runtime: str = "CUDA") -> RuntimeReserve:
+    """Per GPU: the runtime's context and allocator alone on one GPU; with the collective
+    library's buffers on more. `runtime` is the GPU's: "CUDA" (NCCL) or "ROCm" (HIP, RCCL);
+    the bytes are the one figure measured (on CUDA) for both."""
+    context, collectives = ("HIP", "RCCL") if runtime == "ROCm" else ("CUDA", "NCCL")
     if gpus > 1:
-        return RuntimeReserve(_PARALLEL, "CUDA context, allocator, NCCL buffers")
-    return RuntimeReserve(_ONE_GPU, "CUDA context and allocator")
+        return RuntimeReserve(_PARALLEL, f"{context} context, allocator, {collectives} buffers", context)
+    return RuntimeReserve(_ONE_GPU, f"{context} context and allocator", context)

@@ -239,7 +239,8 @@ def _attention_detail(spec: ModelSpec) -> Message:
 
 
 def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Message:
-    where = "" if len(layers) == spec.n_layers else Message(N_(" (layers {layers})"), layers=layer_ranges(layers))
+    said = N_(" (layer {layers})") if len(layers) == 1 else N_(" (layers {layers})")
+    where = "" if len(layers) == spec.n_layers else Message(said, layers=layer_ranges(layers))
     if spec.no_ffn_layers and len(layers) < spec.n_layers:  # one block a layer: the layers are counted, not listed
         where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
@@ -249,7 +250,8 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
         parts.append(Message.join(", ", spec.routing_of(ffn)))
     noted = [i for i in spec.ffn_note_layers if i in layers]
     if noted:
-        parts.append(Message(N_(", layers {layers}: {note}"), layers=layer_ranges(tuple(noted)), note=spec.ffn_note))
+        said = N_(", layer {layers}: {note}") if len(noted) == 1 else N_(", layers {layers}: {note}")
+        parts.append(Message(said, layers=layer_ranges(tuple(noted)), note=spec.ffn_note))
     return Message.join(*parts, where)
 
 
@@ -277,8 +279,12 @@ def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
 
 
 def _shared_kv_row(spec: ModelSpec, block: Block) -> Message:
-    said = N_("no k_proj, v_proj or k_norm: an earlier layer's keys and values (layers {layers})")
-    return Message(said, layers=layer_ranges(block.layers or ()))
+    layers = block.layers or ()
+    if len(layers) == 1:
+        said = N_("no k_proj, v_proj or k_norm: an earlier layer's keys and values (layer {layers})")
+    else:
+        said = N_("no k_proj, v_proj or k_norm: an earlier layer's keys and values (layers {layers})")
+    return Message(said, layers=layer_ranges(layers))
 
 
 def _head_row(spec: ModelSpec, block: Block) -> Message:

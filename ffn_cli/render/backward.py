@@ -23,7 +23,7 @@ from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape, fm
 from ffn_cli.tracing.expert_summary import ElidedBackward, elided_backward, summarise_experts
 from ffn_cli.tracing.result import BackwardResult, BackwardStep, ParamGrad, SavedRead, TensorStats, TraceResult, grad_norm
 
-__all__ = ["backward_data", "backward_sections"]
+__all__ = ["backward_data", "backward_sections", "loss_words"]
 
 # As the forward's steps table: exact FLOPs below this total, SI prefixes above.
 EXACT_FLOPS_BELOW = 10**13
@@ -66,7 +66,7 @@ def _flops(s: BackwardStep, b: BackwardResult) -> str:
 def _steps_table(result: TraceResult, b: BackwardResult) -> Layouts:
     """Wide: one row per backward step with every column. Narrower: the weight gradients each
     step makes move to a table of their own, so that no step loses its shapes."""
-    title = _("Backward, step by step, as autograd ran it (dL/dy: {loss})").format(loss=_loss_text(b.loss))
+    title = _("Backward, step by step, as autograd ran it (dL/dy: {loss})").format(loss=loss_words(b.loss))
     footer = f"dW {_count(b.weight_grad_flops, b)}\ndx {_count(b.input_grad_flops, b)}"
     # The FLOPs cell's lines (`dW …`, `dx …`) are numbers: each stands whole, right-aligned.
     columns = [
@@ -150,7 +150,8 @@ def _plain(rows: list[list[str]]) -> list[list[Text]]:
     return [[Text(cell) for cell in row] for row in rows]
 
 
-def _loss_text(loss: str) -> str:
+def loss_words(loss: str) -> str:
+    """dL/dy as the reader reads it: how the output gradient was made."""
     return {"random": _("seeded normal"), "sum": _("L = Σy, all ones"), "mse": "L = mean((y − t)²)"}[loss]
 
 

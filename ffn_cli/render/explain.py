@@ -27,6 +27,10 @@ _NORM_OPS = ("native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "
 _MATMUL_OPS = ("mm", "addmm", "bmm", "matmul", "linear")
 _LAYOUT_OPS: tuple[str, ...] = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "expand", "split", "chunk")
 _GRAD_COPY_OPS = {"copy_", "new_empty_strided", "empty_like", "new_zeros", "zeros_like"}
+# A backward that puts rows back where the forward took them from (the gradient of a gather).
+_PLACING_OPS = {"index_put", "index_put_", "index_add", "index_add_", "scatter", "scatter_", "scatter_add", "scatter_add_", "index_select"}
+# A derivative that mixes a row: each output of the forward depended on its whole row.
+_ROW_OPS = {"sum", "mean", "_softmax_backward_data", "_log_softmax_backward_data"}
 _LAYOUT_OPS += ("split_with_sizes", "unsqueeze", "squeeze", "contiguous", "clone", "flatten", "slice", "select", "cat", "stack", "alias")
 
 
@@ -135,6 +139,14 @@ def backward_explanation(step: BackwardStep) -> Message:
     """What a backward step computes, by what autograd ran in it."""
     if step.recompute:
         return Message.of(N_("runs {step} forward again, from the checkpoint's input, for the backward steps to read"), step=step.of)
+    if sum(len(w.shape) >= 2 for w in step.weight_grads) >= 2:  # a whole expert, a block's FFN
+        return Message.of(
+            N_(
+                "the backward of {step}, a module of several layers, as one step: "
+                "each layer's weight gradient dW = dyᵀ·x and input gradient dx = dy·W, last layer first, through what lies between"
+            ),
+            step=step.of,
+        )
     if step.weight_grads and step.input_grad_flops:
         return Message.of(
             N_(
@@ -143,24 +155,58 @@ def backward_explanation(step: BackwardStep) -> Message:
             ),
             step=step.of,
         )
+    if step.weight_grads and not step.matmul_flops:  # a norm's scale, a learned per-feature factor
+        return Message.of(
+            N_("the gradient of {step}'s per-feature weights (dy times what each one multiplied, summed over the tokens) and of its input"),
+            step=step.of,
+        )
     if step.weight_grads:
         return Message.of(N_("the gradient of {step}'s weights, dW = dyᵀ·x"), step=step.of)
     if step.input_grad_flops:
         return Message.of(N_("the gradient through a product of two activations: each one's is dy times the other"))
-    arithmetic = {op_base(op) for op in step.aten_ops} - set(_LAYOUT_OPS) - _GRAD_COPY_OPS
-    if step.elementwise_flops and arithmetic == {"add"} and len(step.inputs_from) >= 2:
+    ops = {op_base(op) for op in step.aten_ops}
+    arithmetic = ops - set(_LAYOUT_OPS) - _GRAD_COPY_OPS - _PLACING_OPS
+    adds_reads = len(step.inputs_from) >= 2 and "add" in arithmetic  # the engine's sum of one tensor's gradients
+    if step.elementwise_flops and arithmetic == {"add"} and len(step.inputs_from) >= 2 and not ops & _PLACING_OPS:
         return Message.of(
-            N_("adds the gradients of {step}, steps that all read one tensor: a tensor read twice gets the sum of both gradients"),
+            N_(
+                "adds the gradients {step} hand back: "
+                "they read one tensor, and a tensor read by several steps gets the sum of their gradients"
+            ),
+            step=step.of,
+        )
+    if ops & _PLACING_OPS and arithmetic <= {"add"}:
+        if adds_reads:
+            return Message.of(
+                N_(
+                    "puts the gradient of what {step} picked back where it was picked from, "
+                    "and adds what earlier steps handed back for the same tensor"
+                ),
+                step=step.of,
+            )
+        return Message.of(
+            N_("puts the gradient of what {step} picked back where it was picked from, zeros elsewhere: no arithmetic"), step=step.of
+        )
+    if step.elementwise_flops and arithmetic - {"add"} == {"mul", "sum"} and ops & _PLACING_OPS:
+        return Message.of(
+            N_(
+                "the gradient through the weighted sum {step}: "
+                "each term's is dy times its weight, each weight's is dy times its term, summed"
+            ),
             step=step.of,
         )
     if step.elementwise_flops and arithmetic == {"mul"} and len(step.reads) >= 2:
         return Message.of(
             N_("the gradient through the product {step}: each factor's is dy times the other factor, element by element"), step=step.of
         )
+    if step.elementwise_flops and arithmetic & _ROW_OPS:
+        return Message.of(
+            N_(
+                "the gradient through {step}, row by row: "
+                "each output depends on its whole row, so each input's gradient sums dy times a derivative over the row"
+            ),
+            step=step.of,
+        )
     if step.elementwise_flops:
         return Message.of(N_("the gradient through {step}, element by element: dy times the step's own derivative"), step=step.of)
-    if any(op_base(op) in _GRAD_COPY_OPS for op in step.aten_ops):
-        return Message.of(
-            N_("copies gradients of {step} into place (a transpose, a copy into a parameter's .grad): no arithmetic"), step=step.of
-        )
     return Message.of(N_("hands the gradient on through {step}, with no arithmetic of its own"), step=step.of)

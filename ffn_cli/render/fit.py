@@ -187,8 +187,8 @@ def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
     return out
 
 
-# A number: 4.2, 7,658, 12%, a shape's parts, (2, 5, 64), and one that ends a clause (64):, 3;).
-_NUMBER = re.compile(r"[(\[]?[-+−]?\d[\d.,]*[)\]%]*[,;:.]?")
+# A number: 4.2, 7,658, 12%, a range (1–27), a shape's parts, (2, 5, 64), and one that ends a clause (64):, 3;).
+_NUMBER = re.compile(r"[(\[]?[-+−]?\d[\d.,–]*[)\]%]*[,;:.]?")
 _CLAUSE_END = (";", ":", ".", "；", "：", "。")
 _GROUP_CELLS = 16  # the widest run of words kept together: `min 0, median 1`, `(2, 5, 64)`
 _ARROWS = ("→", "←", "×")  # each stays with what it points at or multiplies

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ffn_cli.sizes import fmt_bytes
 
-__all__ = ["fmt_bytes", "fmt_count", "fmt_fixed", "fmt_flops", "fmt_shape", "fmt_si", "fmt_value"]
+__all__ = ["fmt_bytes", "fmt_count", "fmt_fixed", "fmt_flops", "fmt_rate", "fmt_shape", "fmt_si", "fmt_value"]
 
 # A statistic summed in float32 lands a few parts in 10⁷ either side of an exact value (the mean
 # of a softmax over 64 experts is 1/64 = 0.015625), and which side depends on the machine's
@@ -43,6 +43,14 @@ def fmt_fixed(value: float, decimals: int = 4) -> str:
 def fmt_count(n: int) -> str:
     """Exact, with thousands separators: 2,099,712."""
     return f"{n:,}"
+
+
+def fmt_rate(value: float) -> str:
+    """A peak rate or a bandwidth as a datasheet writes it (TFLOP/s, GB/s): thousands
+    separated, four significant digits below a thousand, never e-notation: 1,307.4, 989.5, 0.0351."""
+    if abs(value) >= 1000:
+        return f"{value:,.1f}".removesuffix(".0")
+    return f"{value:.4g}"
 
 
 def fmt_si(value: float, unit: str = "", digits: int = 3) -> str:

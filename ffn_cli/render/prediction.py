@@ -14,7 +14,7 @@ from ffn_cli.hardware import GPU
 from ffn_cli.hardware.predict import Prediction
 from ffn_cli.i18n import _
 from ffn_cli.render.fit import Col, FitTable, Wide
-from ffn_cli.render.format import fmt_bytes, fmt_flops
+from ffn_cli.render.format import fmt_bytes, fmt_flops, fmt_rate
 from ffn_cli.render.literal import visible
 from ffn_cli.render.prose import ProseLine
 from ffn_cli.render.roofline import BOUND_NOTE, bound_word, fmt_intensity, fmt_time, part_data
@@ -153,7 +153,7 @@ def ffn_roofline_view(passes: Sequence[FFNPass], gpu: GPU, dtype: str) -> FitTab
             cells.append(fmt_time(p.forecast.seconds) if p.forecast is not None else "—")
         rows.append(cells)
     title = _("one FFN's forward on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s)").format(
-        gpu=visible(gpu.name), dtype=dtype, peak=f"{peak:.3g}", bandwidth=f"{bandwidth:,.1f}"
+        gpu=visible(gpu.name), dtype=dtype, peak=fmt_rate(peak), bandwidth=fmt_rate(bandwidth)
     )
     caption = _(BOUND_NOTE)
     if measured:

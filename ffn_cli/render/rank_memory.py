@@ -27,13 +27,15 @@ COUNTED = N_(
     "counted: the weights as stored; the KV cache of this GPU's sequences at the context (its share of the KV heads; "
     "MLA's latent whole; a mixer's state split over --tp); activations: the pass's tokens × (2 × d_model + the widest "
     "intermediate of a layer on this GPU) and a float32 logits row per sequence; the runtime reserve as vLLM measured "
-    "it. Not counted: CUDA graphs, fragmentation beyond the reserve"
+    "it. Not counted: {context} graphs, fragmentation beyond the reserve"
 )
 _PHASE_WORDS = {"prefill": N_("prefill"), "decode": N_("decode")}
 # hardware/reserve.py's words for what the reserve holds (that package translates nothing)
 _RESERVE_WORDS = {
     "CUDA context and allocator": N_("CUDA context and allocator"),
     "CUDA context, allocator, NCCL buffers": N_("CUDA context, allocator, NCCL buffers"),
+    "HIP context and allocator": N_("HIP context and allocator"),
+    "HIP context, allocator, RCCL buffers": N_("HIP context, allocator, RCCL buffers"),
 }
 
 
@@ -67,7 +69,7 @@ def _fit_data(fit: GPUMemory) -> dict[str, Any]:
         "max_batch": fit.max_batch,
         "max_context": fit.max_context,
         "context_limit": fit.context_limit,
-        "counted": COUNTED,
+        "counted": COUNTED.format(context=fit.reserve.context),
     }
 
 
@@ -158,7 +160,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
             title = _("memory per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
                 tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
             )
-        caption = _(COUNTED)
+        caption = _(COUNTED).format(context=fit.reserve.context)
     columns = [Col(_("weights"), "text"), Col(_("bytes"))]
     if fit is not None:
         columns[0] = Col(_("per GPU"), "text")

@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.text import Text
 
 from ffn_cli.i18n import _
+from ffn_cli.render.fit import Wide
 from ffn_cli.render.literal import visible
 from ffn_cli.tracing.result import ReferenceMatch, VariantFit
 
@@ -19,7 +20,7 @@ def reference_view(match: ReferenceMatch) -> Group:
     title = Text(_("Against ffn's reference (--reference)"), style="bold")
     name = visible(match.module)
     best = match.best
-    notes = [Text(match.note, style="dim")] if match.note else []
+    notes = [Wide(Text(match.note, style="dim"))] if match.note else []
     if best is None:
         return Group(title, Text(_("your {name} matches no registry FFN: {reason}").format(name=name, reason=match.reason)), *notes)
     lines = [title]
@@ -36,8 +37,9 @@ def reference_view(match: ReferenceMatch) -> Group:
         head = head.format(name=name, variant=best.variant, formula=best.formula)
         lines.append(Text(head, style="yellow"))
         part = _(
-            "outputs part by up to {abs_error} ({rel_error} of the largest output, {dtype} allows {threshold:g}); "
-            "{share} of the outputs differ, most at token {token}, feature {feature}: yours {yours:.6g}, {variant}'s {theirs:.6g}"
+            "outputs differ by up to {abs_error} ({rel_error} of the largest output, {dtype} allows {threshold:g}); "
+            "{share} of them by more than {dtype} allows, the largest at token {token}, feature {feature}: "
+            "yours {yours:.6g}, {variant}'s {theirs:.6g}"
         )
         token, feature, yours, theirs = best.worst
         lines.append(
@@ -53,12 +55,12 @@ def reference_view(match: ReferenceMatch) -> Group:
                 )
             )
         )
-    placed = ", ".join(
+    placed = _(", ").join(
         f"{visible(own)} → {_placed(layout, transposed, swapped, _(' (halves swapped)'))}"
         for own, layout, transposed, swapped in best.placed
     )
     lines.append(Text(_("weights placed: {placed}").format(placed=placed), style="dim"))
-    return Group(*lines, *notes)
+    return Group(*(Wide(line) for line in lines), *notes)
 
 
 FAR = 0.1  # off by more than a tenth of the largest output: no variant is close to it

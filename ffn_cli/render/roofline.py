@@ -13,7 +13,7 @@ from ffn_cli.costs.roofline.per_gpu import NODE_GPUS, GPUPass
 from ffn_cli.hardware import GPU
 from ffn_cli.i18n import N_, _, shown
 from ffn_cli.render.fit import Col, FitTable
-from ffn_cli.render.format import fmt_bytes, fmt_flops
+from ffn_cli.render.format import fmt_bytes, fmt_flops, fmt_rate
 from ffn_cli.render.literal import visible
 
 __all__ = ["bound_word", "fmt_intensity", "fmt_time", "part_data", "roofline_data", "roofline_view"]
@@ -226,7 +226,7 @@ def roofline_view(
     else:
         what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
     title_text = _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
-        gpu=visible(gpu.name), dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
+        gpu=visible(gpu.name), dtype=dtype, peak=fmt_rate(peak), bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
     )
     if per_gpu is not None:
         layout = per_gpu[0].layout

@@ -174,8 +174,9 @@ def _totals(result: TraceResult) -> Table:
     if result.activation_bytes_estimate is not None and result.spec is not None:
         add_words(grid, "", _estimate_line(result))
     same = _("output shape = input shape ✓") if result.output_shape == result.input_shape else _("output shape ≠ input shape ✗")
-    add_words(grid, _("shape"), f"{fmt_shape(result.input_shape)} → {fmt_shape(result.output_shape)}: {same}")
-    if result.other_outputs:
+    shapes = _("{input} → {output}: {verdict}")  # the colon is the language's (full-width in Chinese)
+    add_words(grid, _("shape"), shapes.format(input=fmt_shape(result.input_shape), output=fmt_shape(result.output_shape), verdict=same))
+    if result.output_member:
         add_words(grid, _("output"), _other_outputs_line(result))
     if result.check is not None:
         c = result.check
@@ -237,6 +238,9 @@ STEPS_TITLE = N_("Shape flow, step by step")
 
 def _other_outputs_line(result: TraceResult) -> str:
     """Which tensor of a tuple / dict output the trace follows, and the others it returned."""
+    if not result.other_outputs:  # `return y, None`: the rest is no tensor
+        said = _("output{member} {shape} is followed: the only tensor the forward returned")
+        return said.format(member=result.output_member, shape=fmt_shape(result.output_shape))
     others = "; ".join(f"{m.where} {fmt_shape(m.shape)} {m.dtype}" for m in result.other_outputs)
     said = _("output{member} {shape} is followed; also returned: {others}")
     return said.format(member=result.output_member, shape=fmt_shape(result.output_shape), others=escape(others))

@@ -6,7 +6,7 @@ input-gradient, the saved tensors it read, and the gradient's statistics and fla
 from __future__ import annotations
 
 from ffn_cli.tracing.backward import BackwardRecording
-from ffn_cli.tracing.ops import LAYOUT_OPS
+from ffn_cli.tracing.ops import LAYOUT_OPS, UNINITIALISED_OPS
 from ffn_cli.tracing.recorder import Producer, RecordedOp
 from ffn_cli.tracing.result import BackwardStep, ParamGrad, ParamInfo, SavedRead, Shape
 from ffn_cli.tracing.stats import value_flags
@@ -28,7 +28,61 @@ def _groups(rec: BackwardRecording) -> list[list[RecordedOp]]:
             groups.append([])
             last = key
         groups[-1].append(op)
-    return groups
+    return _fold_deferred_moves(groups, rec)
+
+
+# Ops that only move or store gradients already computed: a transpose, the copy into `.grad`.
+_MOVE_OPS = frozenset((*LAYOUT_OPS, *UNINITIALISED_OPS, "copy_"))
+
+
+def _fold_deferred_moves(groups: list[list[RecordedOp]], rec: BackwardRecording) -> list[list[RecordedOp]]:
+    """The engine may run a step's last moves late, after other steps: the transpose of a
+    weight's gradient and its copy into `.grad`, or the copy of dL/dx into `x.grad` (its node
+    stamped by the first step that read x). A move of values an earlier run of the same step
+    made joins that run; a run of moves alone, named after a step that already ran, is no step
+    of its own: each of its ops joins the step whose values it moves."""
+    group_of = {op.record.index: n for n, g in enumerate(groups) for op in g}
+    names = [rec.stamps.get(g[0].record.index, "") if g[0].record.index not in rec.recompute else None for g in groups]
+    seen: set[str | None] = set()
+    for n, group in enumerate(groups):
+        if names[n] is None:
+            continue
+        moves = _tail_moves(group)
+        placed = dict(group_of)
+        homes = {}
+        for op in moves:
+            home = _home(op, placed, n)
+            if home is not None:
+                placed[op.record.index] = home
+                homes[op.record.index] = home
+        if len(moves) == len(group) == len(homes) and names[n] in seen:
+            group_of.update(homes)  # a run of moves alone: each to the step it serves
+        else:
+            group_of.update({i: home for i, home in homes.items() if names[home] == names[n]})
+        seen.add(names[n])
+    folded: dict[int, list[RecordedOp]] = {}
+    for op in (op for g in groups for op in g):
+        folded.setdefault(group_of[op.record.index], []).append(op)
+    return [folded[n] for n in sorted(folded)]
+
+
+def _tail_moves(group: list[RecordedOp]) -> list[RecordedOp]:
+    """The moves in a group that no computation of the group reads, directly or through
+    other moves (a transpose of dy that a matmul here reads is part of this step)."""
+    needed: set[int] = set()
+    for op in reversed(group):
+        if op.record.name not in _MOVE_OPS or op.record.index in needed:
+            needed.update(j for (kind, j), _shape in op.sources if kind == "op")
+    return [op for op in group if op.record.name in _MOVE_OPS and op.record.index not in needed]
+
+
+def _home(op: RecordedOp, group_of: dict[int, int], n: int) -> int | None:
+    """The group an op that moves values belongs to: that of the op whose values it moves (a
+    copy's source is its last argument), followed through moves already placed."""
+    for (kind, j), _shape in reversed(op.sources):
+        if kind == "op" and j in group_of and group_of[j] != n:
+            return group_of[j]
+    return None
 
 
 def _weight_grad_flops(op: RecordedOp) -> int:

@@ -20,7 +20,8 @@ from ffn_cli.tracing.result import TraceStep
 
 __all__ = ["linear_collapses"]
 
-_MATMULS = {"mm", "addmm", "matmul", "bmm", "baddbmm", "linear"}
+_MATMULS = {"mm", "addmm", "matmul", "bmm", "baddbmm", "linear", "einsum"}
+_LAYOUT = {*LAYOUT_OPS, "permute"}  # an einsum's aten ops move axes around its bmm
 _BIAS = {"add", "add_", "sub", "sub_"}  # a bias added to a matmul's output keeps the map affine
 # Dropout's own ops: a mask drawn (into uninitialised memory), scaled, multiplied in.
 _DROPOUT = {"native_dropout", "dropout", "bernoulli_", "empty_like", "div", "div_", "mul"}
@@ -29,7 +30,9 @@ _DROPOUT = {"native_dropout", "dropout", "bernoulli_", "empty_like", "div", "div
 def _affine(step: TraceStep) -> bool:
     ops = [op_base(o) for o in step.aten_ops]
     matmuls = [o for o in ops if o in _MATMULS]
-    return len(matmuls) == 1 and all(o in _MATMULS or o in _BIAS or o in LAYOUT_OPS or o in SKIPPED_OPS for o in ops)
+    # An einsum is linear in x when its other operand is a weight (not x itself: `btd,btd->bt`).
+    weighted = "einsum" not in matmuls or (bool(step.params) and len(step.inputs_from) == 1)
+    return len(matmuls) == 1 and weighted and all(o in _MATMULS or o in _BIAS or o in _LAYOUT or o in SKIPPED_OPS for o in ops)
 
 
 def _passes_through(step: TraceStep) -> bool:
@@ -92,11 +95,18 @@ def _an_adapter(chain: list[TraceStep], steps: Sequence[TraceStep]) -> bool:
 def _said(chain: list[TraceStep], input_width: int) -> Message:
     first = chain[0].input_shapes[0] if chain[0].input_shapes else ()
     widths = [first[-1] if first else input_width, *(s.output_shape[-1] for s in chain if s.output_shape)]
+    if min(widths) < min(widths[0], widths[-1]):  # a narrow layer between: the one map is low rank too
+        said = N_(
+            "{names}: linear maps with nothing nonlinear between them, so together they are one linear map "
+            "({d_in} → {d_out}) of rank at most {rank}; the hidden widths add parameters and FLOPs, not capacity"
+        )
+    else:  # any map d_in → d_out has rank at most the narrower: not worth saying
+        said = N_(
+            "{names}: linear maps with nothing nonlinear between them, so together they are one linear map "
+            "({d_in} → {d_out}); the hidden width adds parameters and FLOPs, not capacity"
+        )
     return Message.of(
-        N_(
-            "{names}: linear maps with nothing nonlinear between them, so together one linear map "
-            "({d_in} → {d_out}) of rank at most {rank}; the hidden width adds parameters and FLOPs, not capacity"
-        ),
+        said,
         names=", ".join(s.name for s in chain),
         d_in=widths[0],
         d_out=widths[-1],

@@ -181,7 +181,7 @@ def _parts(node: Node, scale: Scale) -> str:
 def _row(row: tuple[Node, ...], scale: Scale, root: str) -> str:
     if len(row) == 1:
         return f'<div class="row">{_node(row[0], scale, root)}</div>'
-    sources = ", ".join(row[0].sources) or _("input")
+    sources = ", ".join(_("input") if source == "input" else source for source in row[0].sources) or _("input")
     kind = "experts" if row[0].kind == "expert" else "branches"
     note = _("{count} steps side by side, each reading {sources}").format(count=len(row), sources=sources)
     cells = "".join(_node(n, scale, root) for n in row)

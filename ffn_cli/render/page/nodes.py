@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ffn_cli.i18n import _, shown
+from ffn_cli.render.backward import loss_words
 from ffn_cli.render.explain import backward_explanation, step_explanation
 from ffn_cli.render.format import fmt_shape
 from ffn_cli.render.trace import _operation, _shapes
@@ -201,5 +202,5 @@ def backward_lane(result: TraceResult, data: dict[str, Any]) -> Lane | None:
                 kind="backward",
             )
         )
-    title = _("Backward, as autograd ran it (dL/dy: {loss})").format(loss=data["loss"])
+    title = _("Backward, as autograd ran it (dL/dy: {loss})").format(loss=loss_words(data["loss"]))
     return Lane("backward", title, tuple((n,) for n in nodes))
