@@ -123,7 +123,6 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
     """One GPU's share of the pass `case` (the whole batch) under `layout`, and what it sends."""
     tp = layout.tp
     local = replace(case, batch=layout.sequences(case.batch))  # this GPU's attention group
-    share = layout.kv_share(spec)
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}
     ffn_costs = {
@@ -135,7 +134,7 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
     for i in range(spec.n_layers):
         label = spec.mixer_label(i)
         if label == "attention":
-            attention.append(_split(rl._attention_cost(spec, stack, i, plan, local), tp, share))
+            attention.append(_split(rl._attention_cost(spec, stack, i, plan, local), tp, layout.kv_share(spec, i)))
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]

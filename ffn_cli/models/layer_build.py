@@ -48,7 +48,7 @@ from ffn_cli.models.built import BuiltLayout
 from ffn_cli.models.families.common import FamilyReader
 from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, one_line, quiet
 from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
-from ffn_cli.models.spec import ExtraPart, ModelSpec, NormKind, layer_ranges
+from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.models.windows import attention_chunks
 from ffn_cli.spec import FFNSpec
 
@@ -224,11 +224,13 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
             Message(N_("k_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{k.out_features:,}", kv=f"{kv:,}")
         )
     head_dim = k.out_features // kv
-    if v.out_features != k.out_features:
-        raise _Unread(Message(N_("values of {v} per head beside keys of {k}: one head width for K and V is sized"),
-                              v=f"{v.out_features // kv:,}", k=f"{head_dim:,}"))  # fmt: skip
+    if v.out_features % kv:
+        raise _Unread(
+            Message(N_("v_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{v.out_features:,}", kv=f"{kv:,}")
+        )
+    v_head_dim = v.out_features // kv  # MiMo-V2-Flash's values are narrower than its keys
     q_dim = heads * head_dim
-    if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != q_dim:
+    if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != heads * v_head_dim:
         raise _Unread(Message(N_("q_proj's {q} outputs and o_proj's {o} inputs are not {heads} heads × {head_dim}"),
                               q=f"{q.out_features:,}", o=f"{o.in_features:,}", heads=f"{heads:,}", head_dim=f"{head_dim:,}"))  # fmt: skip
     norms = {n: m[n] for n in ("q_norm", "k_norm") if n in m}
@@ -247,6 +249,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         qk_norm=qk_norm,
         qk_norm_bias=any(getattr(n, "bias", None) is not None for n in norms.values()),
         sinks=sinks,
+        v_head_dim=v_head_dim if v_head_dim != head_dim else None,
     )
     names = {n for n, mod in m.items() if mod in (q, k, v, o, *norms.values())}
     extra: tuple[ParamTensor, ...] = ()
@@ -259,6 +262,8 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window = getattr(child, "sliding_window", None)
     read.window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
     said = Message(N_("attention: {heads} heads × {head_dim}, {kv} KV heads"), heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
+    if spec.v_head_dim is not None:
+        said = Message.join(said, Message(N_(", values {v} a head"), v=f"{v_head_dim:,}"))
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     read.said.append(Message.join(said, window_said))
 
@@ -561,6 +566,19 @@ def _one(reads: list[LayerRead], what: str, value: Any, source: str) -> Any:
     return first
 
 
+def _attention_shapes(reads: list[LayerRead]) -> tuple[AnyAttention | None, tuple[ParamTensor, ...], tuple[AttentionKind, ...]]:
+    """The model's attention (its first attention layer's shape, with the tensors beside it), and
+    each other shape with its layers (Gemma 4's full layers beside its sliding ones)."""
+    shapes: dict[tuple[AnyAttention, tuple[ParamTensor, ...]], list[int]] = {}
+    for r in reads:
+        if r.attention is not None:
+            shapes.setdefault((r.attention, r.attention_extra), []).extend(r.layers)
+    if not shapes:
+        return None, (), ()
+    (attention, extra), *others = shapes
+    return attention, extra, tuple(AttentionKind(a, e, tuple(sorted(shapes[(a, e)]))) for a, e in others)
+
+
 def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLayout:
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
@@ -687,8 +705,7 @@ def _assemble(
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
-    attention = _one(reads, N_("attention"), "attention", source)
-    attention_extra = _one(reads, N_("attention's own tensors"), "attention_extra", source) or ()
+    attention, attention_extra, attention_kinds = _attention_shapes(reads)
     mixers = [r.mixer for r in reads if r.mixer is not None]
     mixer = None
     if mixers:
@@ -747,6 +764,7 @@ def _assemble(
         no_mixer_layers=tuple(i for r in reads if r.attention is None and r.mixer is None for i in r.layers),
         extras=extras,
         dense_widths=widths,
+        attention_kinds=attention_kinds,
         source=source,
     )
     windows: list[int | None] = [None] * n_layers

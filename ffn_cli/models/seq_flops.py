@@ -137,6 +137,10 @@ def _per_key(attention: AnyAttention) -> int:
     return attention.score_flops_per_token(1)
 
 
+def _between(parts: list[Message], separator: Message) -> list[Message]:
+    return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
+
+
 def _detail(a: AnyAttention) -> Message:
     if isinstance(a, LatentAttentionSpec):
         return Message(
@@ -168,6 +172,9 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         assert layer_ffn is not None
         ffn += matmul_flops_per_token(layer_ffn)
     a = spec.attention
+    # Attention of several shapes (Gemma 4's sliding and full layers): each said, in layer order.
+    kinds = list(dict.fromkeys(attention for attention, _extra, layers in spec.attention_groups if layers)) or [a]
+    detail = _detail(a) if len(kinds) == 1 else Message.join(*_between([_detail(k) for k in kinds], Message(N_("; "))))
     # A layer without attention reads no keys: a mixer's, and one that is an FFN alone.
     mixed = set(spec.mixer.layers) if spec.mixer is not None else set()
     unmixed = set(spec.no_mixer_layers)
@@ -176,11 +183,11 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     return LayerStack(
         ffn,
         spec.attention_flops + mixer_flops,
-        tuple(0 if i in mixed | unmixed else _per_key(a) for i in range(spec.n_layers)),
+        tuple(0 if i in mixed | unmixed else _per_key(spec.attention_of(i)) for i in range(spec.n_layers)),
         tuple(None if i in mixed | unmixed else w for i, w in enumerate(windows)),
         causal,
-        a.kind,
-        _detail(a),
+        "/".join(dict.fromkeys(k.kind for k in kinds)),
+        detail,
         tuple(None if i in mixed | unmixed else c for i, c in enumerate(chunks)),
         tuple(kind if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
         mixer_flops,
