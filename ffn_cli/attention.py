@@ -48,6 +48,9 @@ class AttentionSpec:
     # The values' head width where it differs from the keys' (MiMo-V2-Flash: keys 192, values
     # 128); None: head_dim, as in most models.
     v_head_dim: int | None = None
+    # Values taken from the keys' projection, no v_proj of its own (Gemma 4's attention_k_eq_v
+    # full layers); the cache still holds K and V apart (V normed, K normed and rotated).
+    values_from_keys: bool = False
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
@@ -63,6 +66,8 @@ class AttentionSpec:
         check_int("head_dim", self.head_dim)
         if self.v_head_dim is not None:
             check_int("v_head_dim", self.v_head_dim)
+        if self.values_from_keys and self.v_width != self.head_width:
+            raise FFNError("v_head_dim", self.v_head_dim, _("must equal head_dim ({head_dim}) when the values are the keys' projection").format(head_dim=self.head_dim))
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", heads)
         kv = check_int("n_kv_heads", self.n_kv_heads, maximum=MAX_DIM)
@@ -113,7 +118,8 @@ class AttentionSpec:
         """Named as Hugging Face's LLaMA attention names them."""
         d = self.d_model
         out = []
-        for name, rows in (("q_proj", self.q_dim), ("k_proj", self.kv_dim), ("v_proj", self.v_dim)):
+        projections = (("q_proj", self.q_dim), ("k_proj", self.kv_dim), ("v_proj", self.v_dim))
+        for name, rows in projections[:2] if self.values_from_keys else projections:
             out.append(ParamTensor(f"{prefix}{name}.weight", (rows, d)))
             if self.qkv_bias:
                 out.append(ParamTensor(f"{prefix}{name}.bias", (rows,)))
@@ -144,7 +150,8 @@ class AttentionSpec:
 
     def projection_flops_per_token(self) -> int:
         """Matmul FLOPs of the four projections for one token."""
-        return 2 * self.d_model * (self.q_dim + self.kv_dim + self.v_dim) + 2 * self.o_dim * self.d_model
+        v_dim = 0 if self.values_from_keys else self.v_dim
+        return 2 * self.d_model * (self.q_dim + self.kv_dim + v_dim) + 2 * self.o_dim * self.d_model
 
     def score_flops_per_token(self, seq_len: int) -> int:
         """Q·Kᵀ over the key width and softmax(·)·V over the value width for one query attending

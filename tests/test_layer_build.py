@@ -267,20 +267,82 @@ def test_gpu_answer_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     assert "the verdict leaves out" in text and "indexer" in text
 
 
-def test_a_layer_kind_ffn_cannot_size_is_named(tmp_path: Path) -> None:
-    # MiMo-V2-Flash's values are narrower than its keys: one head width is all an AttentionSpec holds.
-    path = _tiny(tmp_path, "mimo_v2_flash", hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=24, v_head_dim=16, vocab_size=128, n_routed_experts=4, moe_layer_freq=[0, 1],
-                 hybrid_layer_pattern=[0, 1])  # fmt: skip
-    result = CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200"])
-    # A config transformers builds whose layout is beyond what ffn sizes: a runtime refusal, not a usage error.
-    assert result.exit_code == 1
-    assert "ffn cannot lay out layer 0 of" in result.output and "values of 16 per head beside keys of 24" in result.output
-    zh = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", path, "--gpu", "h200"])
-    assert zh.exit_code == 1 and "每头的值宽 16，键宽 24" in zh.output and "层 0" in zh.output
-    assert not re.search(r"values|per head|beside keys|lay out|layers? 0", zh.output), zh.output
-    # Counting alone still builds the whole model.
-    assert CliRunner().invoke(app, ["params", "--config", path]).exit_code == 0
+_MIMO = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3, num_attention_heads=4,
+             num_key_value_heads=2, head_dim=24, v_head_dim=16, vocab_size=128, n_routed_experts=4, num_experts_per_tok=2,
+             layer_types=["full_attention", "sliding_attention", "full_attention"], sliding_window=4)  # fmt: skip
+
+
+def _per_layer_cache(cache: Any) -> list[int]:
+    """Elements transformers' cache holds in each layer for one sequence of the two run: K and V."""
+    return [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]
+
+
+@pytest.mark.parametrize("context", [2, 9])
+def test_values_narrower_than_keys_against_transformers(context: int) -> None:
+    # MiMo-V2-Flash: keys 24 wide a head, values 16; its sliding layers hold twice the KV heads (and sinks).
+    config = {**transformers.AutoConfig.for_model("mimo_v2_flash", **_MIMO).to_dict(), "model_type": "mimo_v2_flash"}
+    layout = _layout(config)
+    assert layout.windows == (None, 4, None)
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    kinds = _kinds(layout, context)
+    # By hand: full layers 2 KV heads × (24 + 16) a token; sliding layers 4 × (24 + 16), the window's 3 latest tokens.
+    assert kinds["attention"].elements_per_layer == context * 2 * (24 + 16)
+    assert kinds["attention, sliding 4"].elements_per_layer == min(context, 3) * 4 * (24 + 16)
+    held = _per_layer_cache(_cache_after(config, context))
+    assert held == [kinds["attention"].elements_per_layer, kinds["attention, sliding 4"].elements_per_layer, kinds["attention"].elements_per_layer]
+
+
+def test_gpu_answer_with_values_narrower_than_keys(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "mimo_v2_flash", **_MIMO)
+    args = ["params", "--config", path, "--gpu", "h200", "--tp", "2", "--phase", "decode", "--batch", "2", "--seq-len", "100", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # By hand, per GPU (--tp 2 halves the KV heads): 2 full layers of 100 tokens × 1 KV head × (24 + 16), 1 sliding layer of
+    # 3 tokens × 2 KV heads × (24 + 16); 2 bytes; 2 sequences.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 2 * (2 * 100 * 1 * 40 + 3 * 2 * 40)
+    assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
+    assert data["roofline"]["cases"] and not data["per_gpu_memory"].get("left_out")
+
+
+_GEMMA4 = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+               global_head_dim=32, sliding_window=4, layer_types=["sliding_attention"] * 3 + ["full_attention"], vocab_size=128,
+               hidden_size_per_layer_input=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("k_eq_v", [False, True])
+@pytest.mark.parametrize("context", [2, 9])
+def test_two_attention_shapes_against_transformers(context: int, k_eq_v: bool) -> None:
+    # Gemma 4: sliding layers of heads 16 wide, a full layer of heads 32 wide (global_head_dim); with
+    # attention_k_eq_v the full layer has 1 KV head and no v_proj (its values from k_proj), yet caches K and V.
+    keys = {**_GEMMA4, "attention_k_eq_v": True, "num_global_key_value_heads": 1} if k_eq_v else _GEMMA4
+    config = {**transformers.AutoConfig.for_model("gemma4_text", **keys).to_dict(), "model_type": "gemma4_text"}
+    layout = _layout(config)
+    spec = layout.spec
+    assert [spec.attention_of(i).head_dim for i in range(4)] == [16, 16, 16, 32]
+    assert count_model(spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    kinds = _kinds(layout, context)
+    # By hand: 2 KV heads × 16, K and V, the window's 3 latest tokens; the full layer 2 (or 1) × 32 × 2 every token.
+    assert kinds["attention, sliding 4"].elements_per_layer == min(context, 3) * 2 * 16 * 2
+    assert kinds["attention"].elements_per_layer == context * (1 if k_eq_v else 2) * 32 * 2
+    held = _per_layer_cache(_cache_after(config, context))
+    assert held == [kinds["attention, sliding 4"].elements_per_layer] * 3 + [kinds["attention"].elements_per_layer]
+
+
+def test_two_attention_shapes_in_the_parts_and_the_roofline(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "gemma4_text", **_GEMMA4)
+    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "1", "--seq-len", "64", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # By hand: q, k, v, o and the q/k norms of each shape, 64 wide: 4 heads, 2 KV heads.
+    sliding = 64 * 4 * 16 + 2 * 64 * 2 * 16 + 4 * 16 * 64 + 2 * 16
+    full = 64 * 4 * 32 + 2 * 64 * 2 * 32 + 4 * 32 * 64 + 2 * 32
+    assert data["attention_params"] == 3 * sliding + full
+    # Decoding's keys and values: 3 sliding layers × 3 tokens × 64, the full layer 64 tokens × 128; 2 bytes.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * (3 * 3 * 64 + 64 * 128)
+    text = CliRunner().invoke(app, args[:-1], env={"COLUMNS": "80"}).output
+    assert "4 heads × 16" in text and "4 heads × 32" in text
 
 
 def test_an_unsized_state_is_a_row_of_its_own(tmp_path: Path) -> None:

@@ -216,6 +216,9 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     m = dict(child.named_modules())
     q, k, v = _linear(m, "q_proj", "query"), _linear(m, "k_proj", "key"), _linear(m, "v_proj", "value")
     o = _linear(m, "o_proj", "out_proj", "dense")
+    # Gemma 4's attention_k_eq_v full layers: no v_proj, the values projected by k_proj.
+    values_from_keys = v is None and bool(getattr(child, "use_alternative_attention", False) and getattr(text, "attention_k_eq_v", False))
+    v = k if values_from_keys else v
     if q is None or k is None or v is None or o is None:
         raise _Unread(Message(N_("no q, k, v and o projections")))
     heads, kv = _heads(text, child)
@@ -250,6 +253,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         qk_norm_bias=any(getattr(n, "bias", None) is not None for n in norms.values()),
         sinks=sinks,
         v_head_dim=v_head_dim if v_head_dim != head_dim else None,
+        values_from_keys=values_from_keys,
     )
     names = {n for n, mod in m.items() if mod in (q, k, v, o, *norms.values())}
     extra: tuple[ParamTensor, ...] = ()
@@ -264,6 +268,8 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     said = Message(N_("attention: {heads} heads × {head_dim}, {kv} KV heads"), heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
     if spec.v_head_dim is not None:
         said = Message.join(said, Message(N_(", values {v} a head"), v=f"{v_head_dim:,}"))
+    if values_from_keys:
+        said = Message.join(said, Message(N_(", values from k_proj")))
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     read.said.append(Message.join(said, window_said))
 

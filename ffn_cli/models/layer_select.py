@@ -203,9 +203,10 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
         )
         raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
     layer_attention = spec.attention_of(choice.layer)
-    if isinstance(layer_attention, AttentionSpec) and layer_attention.v_width != layer_attention.head_width:
-        why = _("{name}'s values are {v} wide a head beside keys of {k}, which ffn does not build; drop --block to trace its FFN")
-        raise FFNError("block", True, why.format(name=spec.name, v=layer_attention.v_width, k=layer_attention.head_width))
+    if isinstance(layer_attention, AttentionSpec) and (layer_attention.v_width != layer_attention.head_width or layer_attention.values_from_keys):
+        why = _("layer {layer} of {name} projects its values unlike ffn's block (narrower than its keys, or taken from them); "
+                "drop --block to trace its FFN")  # fmt: skip
+        raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
     attention = _block_attention(layer_attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
     pre_norm = bool(given.get("pre_norm", model.causal))
