@@ -207,6 +207,33 @@ def test_hybrid_state_against_transformers(model_type: str, keys: dict[str, Any]
     assert kinds[mixer.kind].layers == len(mixer.layers)
 
 
+_NEMOTRON_H = next(keys for t, keys in CASES if t == "nemotron_h")
+
+
+@pytest.mark.parametrize(("dtype", "element_bytes"), [("float32", 4), ("float16", 2), ("auto", 2), (None, 2)])
+def test_a_state_dtype_the_file_names_is_honoured(dtype: str | None, element_bytes: int) -> None:
+    # mamba_ssm_cache_dtype, as the Nemotron-H reader reads it: the recurrent state at its own dtype, the
+    # conv window at the cache dtype (2 bytes here); a file that names none (the class defaults to float32) is cached as the rest.
+    config = small_config("nemotron_h", {**_NEMOTRON_H, "mamba_ssm_cache_dtype": dtype})
+    layout = _layout(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.state_dtype_bytes == (None if dtype in ("auto", None) else element_bytes)
+    # By hand: 8 heads × 16 × a state of 16; conv over 8 × 16 + 2 × 2 groups × 16 channels, kernel 4 less one.
+    state, conv = 8 * 16 * 16, (8 * 16 + 2 * 2 * 16) * 3
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (state, conv)
+    (row,) = [k for k in decode_state(layout.spec, layout.windows, layout.chunks, 64) if k.kind == "Mamba-2"]
+    assert row.bytes_per_layer(2) == state * element_bytes + conv * 2
+    reader = model_spec_from_config(config)  # the reader's answer, the same
+    (by_reader,) = [k for k in decode_state(reader, layout.windows, layout.chunks, 64) if k.kind == "Mamba-2"]
+    assert by_reader.bytes_(2) == row.bytes_(2)
+
+
+def test_a_state_dtype_of_no_known_name_is_refused() -> None:
+    config = small_config("nemotron_h", {**_NEMOTRON_H, "mamba_ssm_cache_dtype": "float64"})
+    with pytest.raises(FFNError, match="mamba_ssm_cache_dtype.*float32, bfloat16, float16 or auto"):
+        _layout(config)
+
+
 _KIMI = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=4, num_experts=4, num_experts_per_token=2, kv_lora_rank=16, qk_rope_head_dim=8,
              qk_nope_head_dim=8, v_head_dim=8, vocab_size=128, linear_head_dim=8, linear_num_heads=4,

@@ -47,7 +47,7 @@ from ffn_cli.models.attribution import Owner, attribute, is_experts
 from ffn_cli.models.built import BuiltLayout
 from ffn_cli.models.families.common import FamilyReader
 from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, one_line, quiet
-from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
+from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.models.windows import attention_chunks
 from ffn_cli.spec import FFNSpec
@@ -585,6 +585,22 @@ def _attention_shapes(reads: list[LayerRead]) -> tuple[AnyAttention | None, tupl
     return attention, extra, tuple(AttentionKind(a, e, tuple(sorted(shapes[(a, e)]))) for a, e in others)
 
 
+def _state_dtype_bytes(config: Mapping[str, Any], source: str) -> int | None:
+    """Bytes of a recurrent-state element where the file as given names the state's dtype
+    (mamba_ssm_cache_dtype, or any key ending ssm_cache_dtype), as the Nemotron-H reader reads it;
+    a class's default is not read: a file that names none is cached at the cache dtype."""
+    nested = config.get("text_config")
+    said = {k: v for part in (config, nested if isinstance(nested, Mapping) else {}) for k, v in part.items() if k.endswith("ssm_cache_dtype")}
+    sizes = set()
+    for key, value in said.items():
+        if value not in STATE_DTYPE_BYTES:
+            raise FFNError(key, value, _("must be float32, bfloat16, float16 or auto"))
+        sizes.add(STATE_DTYPE_BYTES[value])
+    if len(sizes) > 1:
+        raise _beyond(source, _("{keys} name two dtypes for one recurrent state").format(keys=", ".join(sorted(said))))
+    return sizes.pop() if sizes else None
+
+
 def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLayout:
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
@@ -719,6 +735,8 @@ def _assemble(
         if any((m.kind, m.tensors) != (first.kind, first.tensors) for m in mixers):
             raise _beyond(source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
+        if mixer.scan is not None and mixer.state_sized:  # a recurrent state at the dtype the file names, not --dtype
+            mixer = LinearMixer(**{**vars(mixer), "state_dtype_bytes": _state_dtype_bytes(config, source)})
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
     moe = _one(moe_reads, N_("routed experts"), "ffn", source)

@@ -26,7 +26,11 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.i18n import N_, Message
 from ffn_cli.spec import check_int
 
-__all__ = ["DeltaRuleScan", "LinearMixer", "SSDScan", "gated_delta_net", "mamba2", "short_conv"]
+__all__ = ["STATE_DTYPE_BYTES", "DeltaRuleScan", "LinearMixer", "SSDScan", "gated_delta_net", "mamba2", "short_conv"]
+
+# A recurrent state's dtype where the config names it (mamba_ssm_cache_dtype; vLLM keeps the
+# state in it, Nemotron 3 asks for float32) → bytes an element; "auto" (vLLM's word): the cache dtype.
+STATE_DTYPE_BYTES: dict[str, int | None] = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": None}
 
 # The chunk of Qwen3-Next's chunked delta rule: transformers' torch_chunk_gated_delta_rule and
 # fla's chunk kernels both take 64 tokens, and the config has no key for it.
