@@ -283,15 +283,33 @@ def test_gpu_answer_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    # By hand: 4 layers of MLA, each token its 16-wide latent and 8-wide rotary key, 2 bytes, 2 sequences.
-    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 100 * 4 * (16 + 8) * 2
-    assert data["decode_state"]["kinds"][0]["elements_per_token"] == 16 + 8
+    # By hand: 4 layers of MLA, each token its 16-wide latent and 8-wide rotary key, and the indexer's
+    # 8-wide key (index_head_dim); 2 bytes, 2 sequences.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 100 * 4 * (16 + 8 + 8) * 2
+    assert [k["elements_per_token"] for k in data["decode_state"]["kinds"]] == [16 + 8, 8]
     assert data["roofline"]["cases"]
-    # The indexer's own key cache is not sized: named where the verdict is, never counted as MLA's.
-    assert any("indexer" in x for x in data["per_gpu_memory"]["left_out"]) and data["layout"]["left_out"]
+    assert not data["per_gpu_memory"].get("left_out") and not data["layout"]["left_out"]
     assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
     text = CliRunner().invoke(app, args[:-1], env={"COLUMNS": "80"}).output
-    assert "the verdict leaves out" in text and "indexer" in text
+    assert "the verdict leaves out" not in text and "sparse-attention indexer" in text
+
+
+@pytest.mark.parametrize(("model_type", "shared"), [("glm_moe_dsa", False), ("glm_moe_dsa", True), ("deepseek_v32", False)])
+def test_indexer_keys_against_transformers(model_type: str, shared: bool) -> None:
+    # DeepSeek Sparse Attention: each layer whose indexer runs caches one index_head_dim key a token
+    # (cache.update_indexer); GLM-5's "shared" layers reuse an earlier layer's top-k and cache none.
+    keys = {**_GLM5, "indexer_types": ["full", "shared", "full", "shared"]} if shared else _GLM5
+    if model_type == "deepseek_v32":  # one expert group, as 8 experts allow
+        keys = {**keys, "n_group": 1, "topk_group": 1}
+    config = {**transformers.AutoConfig.for_model(model_type, **keys).to_dict(), "model_type": model_type}
+    layout = _layout(config)
+    assert layout.spec.index_layers == ((0, 2) if shared else (0, 1, 2, 3)) and not layout.left_out
+    row = _kinds(layout, 9)["sparse-attention indexer"]
+    assert (row.layers, row.elements_per_layer) == (len(layout.spec.index_layers), 9 * 8)  # by hand: 9 tokens × 8
+    cache = _cache_after(config, 9)
+    held = [getattr(layer, "indexer_keys", None) for layer in cache.layers]
+    assert [i for i, k in enumerate(held) if k is not None] == list(layout.spec.index_layers)
+    assert all(k.numel() // 2 == row.elements_per_layer for k in held if k is not None)
 
 
 _MIMO = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3, num_attention_heads=4,
@@ -392,7 +410,7 @@ def test_flops_over_length_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     assert [r["seq_len"] for r in data["flops_over_seq_len"]["rows"]] == [128, 1024] and data["layout"]["kinds"]
 
 
-_ENGLISH_LAYOUT_WORDS = re.compile(r"latent attention|heads|dense FFN|experts|shared|wide|caches while decoding|layers? \d|left out:")
+_ENGLISH_LAYOUT_WORDS = re.compile(r"latent attention|heads|dense FFN|experts|shared|wide|caches while decoding|indexer|layers? \d|left out:")
 
 
 def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:
@@ -401,14 +419,14 @@ def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:
     args = ["params", "--config", path, "--gpu", "h200"]
     data = json.loads(CliRunner().invoke(app, ["--lang", "zh", *args, "--json"]).stdout)
     assert [k["holds"] for k in data["layout"]["kinds"]] == [
-        "latent attention: 4 heads, KV latent 16 + rope 8; dense FFN: 96 wide",
-        "latent attention: 4 heads, KV latent 16 + rope 8; MoE: 8 experts × 1,536, top-2, shared 1,536",
+        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 a token; dense FFN: 96 wide",
+        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 a token; MoE: 8 experts × 1,536, top-2, shared 1,536",
     ]
-    assert data["layout"]["left_out"][0].startswith("layers 0–3: what indexer of GlmMoeDsaAttention caches while decoding")
+    assert not data["layout"]["left_out"]
     zh = CliRunner().invoke(app, ["--lang", "zh", *args], env={"COLUMNS": "80"})
     assert zh.exit_code == 0, zh.output
-    assert "潜在注意力：4 头，KV 潜在向量 16 + rope 8；稠密 FFN：宽 96" in zh.output and "8 个专家 × 1,536" in zh.output
-    assert "略去：层 0–3：GlmMoeDsaAttention 的 indexer" in zh.output
+    assert "潜在注意力：4 头，KV 潜在向量 16 + rope 8；索引器的键每 token 8；稠密" in zh.output and "8 个专家 × 1,536" in zh.output
+    assert "索引器" in zh.output
     layout_part = zh.output.split("的布局", 1)[1].split("d_model", 1)[0]
     assert not _ENGLISH_LAYOUT_WORDS.search(layout_part), layout_part
 

@@ -79,6 +79,10 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
             kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
         rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads))
+    if spec.index_layers:  # one key a token, no heads to split: whole on each GPU, as MLA's latent
+        width = spec.index_key_width
+        detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
+        rows.append(KindState(Message(N_("sparse-attention indexer")), len(spec.index_layers), context * width, context, detail, width=width))
     return rows
 
 

@@ -146,6 +146,7 @@ class LayerRead:
     norm_params: int = 0  # one norm's
     other: tuple[ParamTensor, ...] = ()
     window: int | None = None
+    index_keys: int | None = None  # a sparse-attention indexer's key, elements a token
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
 
@@ -300,8 +301,17 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
     read.attention, read.attention_extra = spec, rest
     read.said.append(Message(N_("latent attention: {heads} heads, KV latent {latent} + rope {rope}"),
                              heads=f"{spec.n_heads:,}", latent=f"{spec.kv_lora_rank:,}", rope=f"{spec.qk_rope_head_dim:,}"))  # fmt: skip
-    if rest:
-        beside = sorted({t.name.split(".")[0].split(" ")[0] for t in rest})
+    beside = sorted({t.name.split(".")[0].split(" ")[0] for t in rest})
+    indexer = getattr(child, "indexer", None)
+    wk = getattr(indexer, "wk", None)
+    if "indexer" in beside and isinstance(wk, nn.Linear) and wk.out_features == getattr(indexer, "head_dim", None):
+        # DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5): one key of index_head_dim a token,
+        # cached beside the latent (transformers' cache.update_indexer); a layer whose indexer_types
+        # says "shared" builds none and caches none.
+        read.index_keys = wk.out_features
+        beside.remove("indexer")
+        read.said.append(Message(N_("indexer keys {width} a token"), width=f"{wk.out_features:,}"))
+    if beside:
         read.left_out.append(
             Message(
                 N_("what {modules} of {cls} caches while decoding (its parameters are counted; any cache of its own is not sized)"),
@@ -695,7 +705,7 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
-            read.other, read.window, tuple(read.left_out))  # fmt: skip
+            read.other, read.window, read.index_keys, tuple(read.left_out))  # fmt: skip
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -789,6 +799,8 @@ def _assemble(
         extras=extras,
         dense_widths=widths,
         attention_kinds=attention_kinds,
+        index_key_width=_one(reads, N_("indexer keys"), "index_keys", source) or 0,
+        index_layers=tuple(i for r in reads if r.index_keys for i in r.layers),
         source=source,
     )
     windows: list[int | None] = [None] * n_layers

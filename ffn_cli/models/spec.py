@@ -140,6 +140,11 @@ class ModelSpec:
     # Attention layers of other shapes than `attention` (Gemma 4's full layers, wider heads and
     # fewer KV heads than its sliding ones): each kind its own spec, tensors and layers.
     attention_kinds: tuple[AttentionKind, ...] = ()
+    # DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5): in `index_layers` one key of
+    # `index_key_width` elements a token, cached beside the attention's own (its tensors are in
+    # attention_extra); a layer that reuses another's top-k caches none.
+    index_key_width: int = 0
+    index_layers: tuple[int, ...] = ()
     _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
@@ -174,6 +179,9 @@ class ModelSpec:
         if self.mixer is not None and set(self.no_mixer_layers) & set(self.mixer.layers):
             raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a {kind} layer has a token mixer").format(kind=self.mixer.kind))
         self._check_attention_kinds()
+        check_int("index_head_dim", self.index_key_width, minimum=0)
+        if set(self.index_layers) - set(self.attention_layers) or (self.index_layers and not self.index_key_width):
+            raise FFNError("index_layers", self.index_layers, _("must be attention layers, with an index_head_dim"))
         self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)
         self._check_ffn("dense_ffn", self.dense_ffn, needed=bool(self.dense_layers), moe=False)
         if self.dense_widths:
