@@ -67,7 +67,11 @@ class AttentionSpec:
         if self.v_head_dim is not None:
             check_int("v_head_dim", self.v_head_dim)
         if self.values_from_keys and self.v_width != self.head_width:
-            raise FFNError("v_head_dim", self.v_head_dim, _("must equal head_dim ({head_dim}) when the values are the keys' projection").format(head_dim=self.head_dim))
+            raise FFNError(
+                "v_head_dim",
+                self.v_head_dim,
+                _("must equal head_dim ({head_dim}) when the values are the keys' projection").format(head_dim=self.head_dim),
+            )
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", heads)
         kv = check_int("n_kv_heads", self.n_kv_heads, maximum=MAX_DIM)

@@ -230,7 +230,7 @@ def test_a_state_dtype_the_file_names_is_honoured(dtype: str | None, element_byt
 
 def test_a_state_dtype_of_no_known_name_is_refused() -> None:
     config = small_config("nemotron_h", {**_NEMOTRON_H, "mamba_ssm_cache_dtype": "float64"})
-    with pytest.raises(FFNError, match="mamba_ssm_cache_dtype.*float32, bfloat16, float16 or auto"):
+    with pytest.raises(FFNError, match=r"mamba_ssm_cache_dtype.*float32, bfloat16, float16 or auto"):
         _layout(config)
 
 
@@ -334,7 +334,11 @@ def test_values_narrower_than_keys_against_transformers(context: int) -> None:
     assert kinds["attention"].elements_per_layer == context * 2 * (24 + 16)
     assert kinds["attention, sliding 4"].elements_per_layer == min(context, 3) * 4 * (24 + 16)
     held = _per_layer_cache(_cache_after(config, context))
-    assert held == [kinds["attention"].elements_per_layer, kinds["attention, sliding 4"].elements_per_layer, kinds["attention"].elements_per_layer]
+    assert held == [
+        kinds["attention"].elements_per_layer,
+        kinds["attention, sliding 4"].elements_per_layer,
+        kinds["attention"].elements_per_layer,
+    ]
 
 
 def test_gpu_answer_with_values_narrower_than_keys(tmp_path: Path) -> None:
@@ -410,7 +414,9 @@ def test_flops_over_length_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     assert [r["seq_len"] for r in data["flops_over_seq_len"]["rows"]] == [128, 1024] and data["layout"]["kinds"]
 
 
-_ENGLISH_LAYOUT_WORDS = re.compile(r"latent attention|heads|dense FFN|experts|shared|wide|caches while decoding|indexer|layers? \d|left out:")
+_ENGLISH_LAYOUT_WORDS = re.compile(
+    r"latent attention|heads|dense FFN|experts|shared|wide|caches while decoding|indexer|layers? \d|left out:"
+)
 
 
 def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:

@@ -85,7 +85,9 @@ class _Sizer:
         if not self.causal:
             return 0.0
         kinds = decode_state(self.spec, self.windows, self.chunks, context)
-        return sum(k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None else 1 / self.layout.tp) for k in kinds)
+        return sum(
+            k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None else 1 / self.layout.tp) for k in kinds
+        )
 
     def kv_bytes(self, batch: int, context: int, act_bytes: int) -> int:
         return ceil(self.layout.sequences(batch) * self.kv_bytes_per_sequence(context, act_bytes))

@@ -600,7 +600,9 @@ def _state_dtype_bytes(config: Mapping[str, Any], source: str) -> int | None:
     (mamba_ssm_cache_dtype, or any key ending ssm_cache_dtype), as the Nemotron-H reader reads it;
     a class's default is not read: a file that names none is cached at the cache dtype."""
     nested = config.get("text_config")
-    said = {k: v for part in (config, nested if isinstance(nested, Mapping) else {}) for k, v in part.items() if k.endswith("ssm_cache_dtype")}
+    said = {
+        k: v for part in (config, nested if isinstance(nested, Mapping) else {}) for k, v in part.items() if k.endswith("ssm_cache_dtype")
+    }
     sizes = set()
     for key, value in said.items():
         if value not in STATE_DTYPE_BYTES:

@@ -203,7 +203,9 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
         )
         raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
     layer_attention = spec.attention_of(choice.layer)
-    if isinstance(layer_attention, AttentionSpec) and (layer_attention.v_width != layer_attention.head_width or layer_attention.values_from_keys):
+    if isinstance(layer_attention, AttentionSpec) and (
+        layer_attention.v_width != layer_attention.head_width or layer_attention.values_from_keys
+    ):
         why = _("layer {layer} of {name} projects its values unlike ffn's block (narrower than its keys, or taken from them); "
                 "drop --block to trace its FFN")  # fmt: skip
         raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
