@@ -291,7 +291,7 @@ def test_gpu_answer_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     assert not data["per_gpu_memory"].get("left_out") and not data["layout"]["left_out"]
     assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
     text = CliRunner().invoke(app, args[:-1], env={"COLUMNS": "80"}).output
-    assert "the verdict leaves out" not in text and "sparse-attention indexer" in text
+    assert "the verdict leaves out" not in text and "DSA indexer" in text
 
 
 @pytest.mark.parametrize(("model_type", "shared"), [("glm_moe_dsa", False), ("glm_moe_dsa", True), ("deepseek_v32", False)])
@@ -304,7 +304,7 @@ def test_indexer_keys_against_transformers(model_type: str, shared: bool) -> Non
     config = {**transformers.AutoConfig.for_model(model_type, **keys).to_dict(), "model_type": model_type}
     layout = _layout(config)
     assert layout.spec.index_layers == ((0, 2) if shared else (0, 1, 2, 3)) and not layout.left_out
-    row = _kinds(layout, 9)["sparse-attention indexer"]
+    row = _kinds(layout, 9)["DSA indexer"]
     assert (row.layers, row.elements_per_layer) == (len(layout.spec.index_layers), 9 * 8)  # by hand: 9 tokens × 8
     cache = _cache_after(config, 9)
     held = [getattr(layer, "indexer_keys", None) for layer in cache.layers]

@@ -83,7 +83,7 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
         width = spec.index_key_width
         detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
         rows.append(
-            KindState(Message(N_("sparse-attention indexer")), len(spec.index_layers), context * width, context, detail, width=width)
+            KindState(Message(N_("DSA indexer")), len(spec.index_layers), context * width, context, detail, width=width)
         )
     return rows
 

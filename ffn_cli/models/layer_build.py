@@ -146,7 +146,7 @@ class LayerRead:
     norm_params: int = 0  # one norm's
     other: tuple[ParamTensor, ...] = ()
     window: int | None = None
-    index_keys: int | None = None  # a sparse-attention indexer's key, elements a token
+    index_keys: int | None = None  # a DSA indexer's key, elements a token
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
 

@@ -153,7 +153,7 @@ def _attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     flops = case.tokens * spec.attention_flops_of(layer) + keys * stack.score_flops_per_key[layer]
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
     weights, params = _read(plan, attention_tensors(spec, (layer,), shared_kv=shared))
-    # a sparse-attention indexer's keys are cached and read beside the attention's
+    # a DSA indexer's keys are cached and read beside the attention's
     width = (kv_width(spec, layer) + (spec.index_key_width if layer in spec.index_layers else 0)) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written;
     # a KV-shared layer reads the keys another layer wrote and writes none
