@@ -72,19 +72,17 @@ def test_default_configs_count_the_whole_build(model_type: str) -> None:
 
 
 _REFUSED = {
-    "jamba": "built from 2 classes",
-    "olmo_hybrid": "built from 2 classes",
-    "zamba2": "built from 2 classes (Zamba2HybridLayer, Zamba2MambaDecoderLayer)",
+    "zamba2": "its layers share tensors (tied blocks)",
     "hrm_text": "layers beside its num_hidden_layers",
     "recurrent_gemma": "different tensors beside their parts",
     "blt": "names no hidden_size",
 }
 
 
-@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", *_REFUSED])
+@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", *_REFUSED])
 def test_no_silent_miscount(model_type: str) -> None:
     # Families whose layers hold tensors of their own (Doge's residual scales), are blocks of
-    # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid, Zamba2), outnumber
+    # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid; Zamba2's tie blocks across layers), outnumber
     # num_hidden_layers (HRM), alternate by a cycled pattern (RecurrentGemma) or lack the text
     # sizes (BLT): counted exactly, or refused by name, never counted as something else.
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
@@ -232,6 +230,33 @@ def test_a_state_dtype_of_no_known_name_is_refused() -> None:
     config = small_config("nemotron_h", {**_NEMOTRON_H, "mamba_ssm_cache_dtype": "float64"})
     with pytest.raises(FFNError, match=r"mamba_ssm_cache_dtype.*float32, bfloat16, float16 or auto"):
         _layout(config)
+
+
+_OLMO_HYBRID = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                    vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2, layer_types=["linear_attention"] * 3 + ["full_attention"],
+                    linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [2, 30])
+def test_layers_of_two_classes_against_transformers(context: int) -> None:
+    # OLMo-Hybrid builds its Gated DeltaNet layers and its attention layers from two classes: the layers
+    # are read as the model builds them, each of its own class.
+    config = {**transformers.AutoConfig.for_model("olmo_hybrid", **_OLMO_HYBRID).to_dict(), "model_type": "olmo_hybrid"}
+    layout = _layout(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.layers == (0, 1, 2) and layout.spec.attention_layers == (3,)
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    # By hand: 4 value heads × 8 × 8 of state; q, k, v convolved over 2 · 2 · 8 + 4 · 8 channels, kernel 4 less one;
+    # the attention layer 2 KV heads × 16, K and V, each token.
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (4 * 8 * 8, 64 * 3)
+    cache = _cache_after(config, context)
+    for i in mixer.layers:
+        conv = cache.get_conv_state(i, state_idx=0)
+        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
+        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+    attention = cache.layers[3]
+    assert (attention.keys.numel() + attention.values.numel()) // 2 == _kinds(layout, context)["attention"].elements_per_layer
+    assert _kinds(layout, context)["attention"].elements_per_layer == context * 2 * 16 * 2
 
 
 _KIMI = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,

@@ -82,9 +82,7 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
     if spec.index_layers:  # one key a token, no heads to split: whole on each GPU, as MLA's latent
         width = spec.index_key_width
         detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
-        rows.append(
-            KindState(Message(N_("DSA indexer")), len(spec.index_layers), context * width, context, detail, width=width)
-        )
+        rows.append(KindState(Message(N_("DSA indexer")), len(spec.index_layers), context * width, context, detail, width=width))
     return rows
 
 

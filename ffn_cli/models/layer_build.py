@@ -52,7 +52,7 @@ from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, l
 from ffn_cli.models.windows import attention_chunks
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["LayerRead", "decoder_layer_class", "layer_kinds", "read_layout"]
+__all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
 
 # Config keys whose integer value is a rule over layer indices (first_k_dense_replace,
 # decoder_sparse_step, moe_layer_freq, full_attention_interval, sliding_window_pattern, …).
@@ -99,9 +99,10 @@ def layer_kinds(text: PretrainedConfig | Mapping[str, Any], n_layers: int) -> li
     return [tuple(g) for g in groups.values()]
 
 
-def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
-    """The decoder layer class the model's causal-LM (else base) class keeps whole on a device
-    (its _no_split_modules), from the modeling module that defines it."""
+def decoder_layer_classes(hf_config: PretrainedConfig) -> tuple[type[nn.Module], ...]:
+    """The decoder layer classes the model's causal-LM (else base) class keeps whole on a device
+    (its _no_split_modules), from the modeling module that defines them: one, or one a layer
+    kind (Jamba's attention and Mamba layers)."""
     text = hf_config.get_text_config()
     for model_type in dict.fromkeys((str(text.model_type), str(hf_config.model_type))):
         for mapping in (modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, modeling_auto.MODEL_MAPPING_NAMES):
@@ -114,15 +115,8 @@ def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
             found = [getattr(module, n) for n in names if n.endswith(("DecoderLayer", "HybridLayer"))]
             if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
                 found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
-            if len(found) > 1:  # which layer is built from which class is the model's own code (Jamba, Mllama)
-                raise _beyond(
-                    f"model_type {hf_config.model_type}",
-                    _("its layers are built from {n} classes ({names}): ffn builds one class a model").format(
-                        n=len(found), names=", ".join(c.__name__ for c in found)
-                    ),
-                )
             if found:
-                return found[0]
+                return tuple(found)
     why = _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
     raise _beyond(f"model_type {hf_config.model_type}", why)
 
@@ -622,18 +616,29 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
-    layer_cls = decoder_layer_class(hf_config)
+    classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
     with quiet():
+        if len(classes) == 1:
+            layer_cls = classes[0]
+
+            def built(i: int) -> nn.Module:
+                return _build(layer_cls, text, i, source)
+        else:  # which layer is built from which class is the model's own code: its layers, as it builds them
+            every = _every_layer(hf_config, classes, n_layers, source)
+
+            def built(i: int) -> nn.Module:
+                return every[i]
+
         for layers in layer_kinds(r.config, n_layers):
-            first = read_layer(d, r, hf_config, _build(layer_cls, text, layers[0], source), layers)
-            last = read_layer(d, r, hf_config, _build(layer_cls, text, layers[-1], source), layers) if len(layers) > 1 else first
+            first = read_layer(d, r, hf_config, built(layers[0]), layers)
+            last = read_layer(d, r, hf_config, built(layers[-1]), layers) if len(layers) > 1 else first
             if _key(first) == _key(last):
                 reads.append(first)
             else:  # the config's entries did not tell these layers apart: each one built and read
-                reads += [read_layer(d, r, hf_config, _build(layer_cls, text, i, source), (i,)) for i in layers]
-        shell = _shell(hf_config, layer_cls, source)
+                reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
+        shell = _shell(hf_config, classes, source)
     return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes)
 
 
@@ -648,7 +653,31 @@ class Shell:
     model_class: str
 
 
-def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str) -> Shell:
+def _every_layer(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], n_layers: int, source: str) -> list[nn.Module]:
+    """The decoder layers of a model whose layers come from several classes (Jamba's attention and
+    Mamba layers, OLMo-Hybrid's), as the model builds them: the whole model on meta, once, each
+    layer then read alone. Layers that share tensors (Zamba2's tied shared blocks) are refused:
+    read one by one, each would count them again."""
+    try:
+        with torch.device("meta"):
+            model = auto_class(str(hf_config.model_type), hf_config).from_config(hf_config, attn_implementation="eager")
+    except Exception as exc:
+        raise FFNError("config", source, _("transformers cannot build it: {why}").format(why=one_line(exc))) from None
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m)]
+    if len(lists) != 1:
+        raise _beyond(source, _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which").format(
+            n=len(classes)))  # fmt: skip
+    layers = list(lists[0])
+    seen: set[int] = set()
+    for layer in layers:
+        own = {id(p) for p in layer.parameters()}
+        if own & seen:
+            raise _beyond(source, _("its layers share tensors (tied blocks): ffn sizes each layer's own"))
+        seen |= own
+    return layers
+
+
+def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], source: str) -> Shell:
     """The model built on meta with no decoder layer (per-layer config lists emptied): its token
     embeddings, final norm and head, and whatever else sits beside the layers."""
     shell_config = copy.deepcopy(hf_config)
@@ -664,9 +693,10 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
     except Exception as exc:
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=one_line(exc))) from None
     modules = dict(model.named_modules())
-    if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
+    built = [m for m in modules.values() if isinstance(m, classes)]
+    if built:  # layers beside num_hidden_layers' (HRM's stacks)
         raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
-            cls=layer_cls.__name__))  # fmt: skip
+            cls=type(built[0]).__name__))  # fmt: skip
     embedding = head = norm = None
     beside = []
     for name, p in model.named_parameters():
