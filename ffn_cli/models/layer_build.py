@@ -665,8 +665,8 @@ def _every_layer(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ..
         raise FFNError("config", source, _("transformers cannot build it: {why}").format(why=one_line(exc))) from None
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m)]
     if len(lists) != 1:
-        raise _beyond(source, _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which").format(
-            n=len(classes)))  # fmt: skip
+        why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
+        raise _beyond(source, why.format(n=len(classes)))
     layers = list(lists[0])
     seen: set[int] = set()
     for layer in layers:
