@@ -234,7 +234,8 @@ def test_a_state_dtype_of_no_known_name_is_refused() -> None:
 
 _OLMO_HYBRID = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
                     vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-                    layer_types=["linear_attention"] * 3 + ["full_attention"], linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8)  # fmt: skip
+                    layer_types=["linear_attention"] * 3 + ["full_attention"], linear_num_key_heads=2, linear_num_value_heads=4,
+                    linear_key_head_dim=8, linear_value_head_dim=8)  # fmt: skip
 
 
 @pytest.mark.parametrize("context", [2, 30])
