@@ -93,8 +93,8 @@ def test_no_silent_miscount(model_type: str) -> None:
         return
     layout = _layout(config)
     assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
-    if model_type == "falcon_mamba":  # a mixer of its own: counted tensor by tensor, its state named as not sized
-        assert layout.spec.mixer is not None and not layout.spec.mixer.state_sized and layout.left_out
+    if model_type == "falcon_mamba":  # Mamba-1: its tensors as built, its selective scan's state sized
+        assert layout.spec.mixer is not None and layout.spec.mixer.state_sized and not layout.left_out
 
 
 def test_one_layer_of_each_kind_is_built() -> None:
@@ -260,6 +260,31 @@ def test_layers_of_two_classes_against_transformers(context: int) -> None:
     assert _kinds(layout, context)["attention"].elements_per_layer == context * 2 * 16 * 2
 
 
+_JAMBA = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+              num_experts=4, num_experts_per_tok=2, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1,
+              mamba_d_state=4, mamba_expand=2, mamba_dt_rank=8, pad_token_id=0, use_mamba_kernels=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [2, 30])
+def test_mamba1_state_against_transformers(context: int) -> None:
+    # Jamba: Mamba-1 layers and attention layers, two classes. Mamba-1's state is a state-size vector per
+    # channel of its selective scan, beside its conv's window.
+    config = {**transformers.AutoConfig.for_model("jamba", **_JAMBA).to_dict(), "model_type": "jamba"}
+    layout = _layout(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.kind == "Mamba" and mixer.layers == (0, 2) and not layout.left_out
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    # By hand: 2 × 64 = 128 channels × a state of 4; the conv over the 128 channels, kernel 4 less one.
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (128 * 4, 128 * 3)
+    cache = _cache_after(config, context)
+    for i in mixer.layers:
+        conv = cache.get_conv_state(i, state_idx=0)
+        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
+        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+    attention = cache.layers[1]
+    assert (attention.keys.numel() + attention.values.numel()) // 2 == _kinds(layout, context)["attention"].elements_per_layer
+
+
 _KIMI = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=4, num_experts=4, num_experts_per_token=2, kv_lora_rank=16, qk_rope_head_dim=8,
              qk_nope_head_dim=8, v_head_dim=8, vocab_size=128, linear_head_dim=8, linear_num_heads=4,
@@ -420,17 +445,21 @@ def test_two_attention_shapes_in_the_parts_and_the_roofline(tmp_path: Path) -> N
     assert "4 heads × 16" in text and "4 heads × 32" in text
 
 
+_MINIMAX = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,
+                num_local_experts=4, num_experts_per_tok=2)  # fmt: skip
+
+
 def test_an_unsized_state_is_a_row_of_its_own(tmp_path: Path) -> None:
-    # Falcon-Mamba's mixer is none ffn sizes: its tensors counted by name, its state a row marked
-    # not sized, and the verdict says it leaves it out.
-    path = _tiny(tmp_path, "falcon_mamba", hidden_size=64, num_hidden_layers=2, state_size=4, vocab_size=128, intermediate_size=128)
+    # MiniMax's lightning attention is a mixer ffn does not size: its tensors counted by name, its state a
+    # row marked not sized, and the verdict says it leaves it out.
+    path = _tiny(tmp_path, "minimax", **_MINIMAX, num_hidden_layers=2, layer_types=["linear_attention"] * 2)
     args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "64", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     (row,) = data["decode_state"]["kinds"]
-    assert row["kind"] == "FalconMambaMixer" and row["sized"] is False and row["bytes"] == 0
-    assert data["per_gpu_memory"]["kv_cache_bytes"] == 0 and "FalconMambaMixer" in data["per_gpu_memory"]["left_out"][0]
+    assert row["kind"] == "MiniMaxLightningAttention" and row["sized"] is False and row["bytes"] == 0
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 0 and "MiniMaxLightningAttention" in data["per_gpu_memory"]["left_out"][0]
     assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
 
 
@@ -464,9 +493,9 @@ def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:
 
 
 def test_one_layer_is_named_in_the_singular(tmp_path: Path) -> None:
-    path = _tiny(tmp_path, "falcon_mamba", hidden_size=64, num_hidden_layers=1, state_size=4, vocab_size=128, intermediate_size=128)
+    path = _tiny(tmp_path, "minimax", **_MINIMAX, num_hidden_layers=1, layer_types=["linear_attention"])
     data = json.loads(CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200", "--json"]).stdout)
     (note,) = data["layout"]["left_out"]
-    assert note.startswith("layer 0: the decode state of FalconMambaMixer"), note
+    assert note.startswith("layer 0: the decode state of MiniMaxLightningAttention"), note
     zh = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", path, "--gpu", "h200"], env={"COLUMNS": "80"}).output
-    assert "略去：层 0：FalconMambaMixer 的解码状态" in zh and "decode state" not in zh
+    assert "层 0：MiniMaxLightningAttention 的解码状态" in zh and "decode state" not in zh

@@ -47,7 +47,7 @@ from ffn_cli.models.attribution import Owner, attribute, is_experts
 from ffn_cli.models.built import BuiltLayout
 from ffn_cli.models.families.common import FamilyReader
 from ffn_cli.models.meta_build import auto_class, config_top_k, hf_config_of, one_line, quiet
-from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
+from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, SelectiveScan, gated_delta_net, mamba2
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.models.windows import attention_chunks
 from ffn_cli.spec import FFNSpec
@@ -319,6 +319,7 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     """A Gated DeltaNet or Mamba-2 by its widths; any other mixer tensor by tensor, its state unsized."""
     name, a = type(child).__name__, vars(child)
     mixer: LinearMixer | None = None
+    selective = _selective_scan(child)
     if name.endswith("GatedDeltaNet") and all(k in a for k in ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim")):
         mixer = gated_delta_net(
             d,
@@ -344,6 +345,14 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             layers=read.layers,
             chunk=int(a.get("chunk_size") or 256),
         )
+    elif selective is not None:
+        # Mamba-1 (Jamba, Falcon-Mamba): its tensors as built, its state a state-size vector per
+        # channel (A_log's [channels, state]) and its depthwise conv's kernel − 1 latest inputs.
+        tensors = _rest(child, set())
+        scan, kernel = selective
+        flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+        c = scan.channels
+        mixer = LinearMixer("Mamba", name, tensors, (), flops, read.layers, 2 * c * kernel, c * (kernel - 1), scan)
     elif "Delta" in name and all(isinstance(a.get(k), int) for k in ("num_heads", "head_dim", "conv_dim", "conv_kernel_size")):
         # A delta rule of another shape (Kimi Delta Attention): its tensors as built, its state
         # a key × value matrix per head and its conv's kernel − 1 latest inputs of each channel.
@@ -366,6 +375,18 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             N_("the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size"), name=name
         )
     )
+
+
+def _selective_scan(child: nn.Module) -> tuple[SelectiveScan, int] | None:
+    """Mamba-1's scan and conv kernel where the module is one: A_log of [channels, state] and a
+    depthwise Conv1d over those channels."""
+    a_log, conv = getattr(child, "A_log", None), getattr(child, "conv1d", None)
+    if not isinstance(a_log, nn.Parameter) or a_log.dim() != 2 or not isinstance(conv, nn.Conv1d):
+        return None
+    channels, state = a_log.shape
+    if conv.in_channels != channels or conv.groups != channels:
+        return None
+    return SelectiveScan(int(channels), int(state)), int(conv.kernel_size[0])
 
 
 def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
