@@ -285,6 +285,18 @@ def test_mamba1_state_against_transformers(context: int) -> None:
     assert (attention.keys.numel() + attention.values.numel()) // 2 == _kinds(layout, context)["attention"].elements_per_layer
 
 
+def test_mamba1_flops_over_length(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "jamba", **_JAMBA)
+    result = CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "128", "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["flops_over_seq_len"]["rows"]
+    # By hand: the scan's update and read, 2 × 2 × 128 channels × a state of 4, and the conv, 2 × 128 × 4 taps,
+    # in each of the 2 Mamba layers, per token at any length.
+    assert row["mixer_state_flops"] == 2 * (4 * 128 * 4 + 2 * 128 * 4)
+    text = CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "128"], env={"COLUMNS": "80"}).output
+    assert "the selective scan, token by token" in text and "padded" not in text
+
+
 _KIMI = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=4, num_experts=4, num_experts_per_token=2, kv_lora_rank=16, qk_rope_head_dim=8,
              qk_nope_head_dim=8, v_head_dim=8, vocab_size=128, linear_head_dim=8, linear_num_heads=4,
