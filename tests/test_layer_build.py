@@ -297,6 +297,53 @@ def test_mamba1_flops_over_length(tmp_path: Path) -> None:
     assert "the selective scan, token by token" in text and "padded" not in text
 
 
+_FALCON_H1 = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                  mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4,
+                  mamba_chunk_size=8, pad_token_id=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [2, 30])
+def test_attention_beside_a_mixer_against_transformers(context: int) -> None:
+    # Falcon-H1: every layer runs its attention and a Mamba-2 side by side; each keeps its own state.
+    config = {**transformers.AutoConfig.for_model("falcon_h1", **_FALCON_H1).to_dict(), "model_type": "falcon_h1"}
+    layout = _layout(config)
+    spec, mixer = layout.spec, layout.spec.mixer
+    assert mixer is not None and spec.mixer_beside_attention and spec.attention_layers == mixer.layers == (0, 1)
+    assert count_model(spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    kinds = _kinds(layout, context)
+    # By hand: 2 KV heads × 16, K and V, each token; 4 heads × 16 × a state of 8, and the conv over
+    # 64 + 2 × 8 channels, kernel 4 less one.
+    assert kinds["attention"].elements_per_layer == context * 2 * 16 * 2
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (4 * 16 * 8, 80 * 3)
+    cache = _cache_after(config, context)
+    for i in (0, 1):
+        layer = cache.layers[i]
+        assert (layer.keys.numel() + layer.values.numel()) // 2 == kinds["attention"].elements_per_layer
+        conv = cache.get_conv_state(i, state_idx=0)
+        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
+        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+
+
+def test_attention_beside_a_mixer_in_the_deployment_answer(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "falcon_h1", **_FALCON_H1)
+    args = ["params", "--config", path, "--gpu", "h200", "--tp", "2", "--phase", "decode", "--batch", "2", "--seq-len", "64", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # By hand, per GPU of 2: the attention's 1 KV head of 2 × 16, K and V, 64 tokens; half of Mamba-2's
+    # state and conv window (512 + 240); 2 layers, 2 bytes, 2 sequences.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 2 * 2 * (64 * 16 * 2 + (512 + 240) // 2)
+    # The roofline's layer holds both: the attention's q, k, v, o (64 × (64 + 32 + 32) + 64 × 64) and the Mamba-2's
+    # in_proj (64 → 64 + 80 + 4), conv (80 × 4 + bias), out_proj and its 3 vectors of 4, halved over --tp 2, 2 bytes.
+    (case,) = data["roofline"]["cases"]
+    attention, mamba = 64 * 128 + 64 * 64, 64 * 148 + 80 * 5 + 64 * 64 + 3 * 4
+    assert case["attention_one_layer_mean"]["weight_bytes"] == 2 * (attention + mamba) / 2
+    rows = json.loads(CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "64", "--json"]).stdout)["flops_over_seq_len"][
+        "rows"
+    ]
+    assert rows[0]["attention_score_flops"] > 0 and rows[0]["mixer_state_flops"] > 0
+
+
 _KIMI = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=4, num_experts=4, num_experts_per_token=2, kv_lora_rank=16, qk_rope_head_dim=8,
              qk_nope_head_dim=8, v_head_dim=8, vocab_size=128, linear_head_dim=8, linear_num_heads=4,

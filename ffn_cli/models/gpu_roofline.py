@@ -135,6 +135,10 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
         label = spec.mixer_label(i)
         if label == "attention":
             attention.append(_split(rl._attention_cost(spec, stack, i, plan, local), tp, layout.kv_share(spec, i)))
+        elif label and mixer is not None and spec.mixer_beside_attention:  # both side by side: one layer's token mixing
+            attention.append(
+                rl._total("attention", [_split(rl._attention_cost(spec, stack, i, plan, local), tp, layout.kv_share(spec, i)), mixer])
+            )
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]

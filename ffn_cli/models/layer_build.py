@@ -345,14 +345,17 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             layers=read.layers,
             chunk=int(a.get("chunk_size") or 256),
         )
+        norm = m.get("norm")
+        if norm is None or not _count(norm):  # no gated norm (Falcon-H1's mamba_rms_norm off)
+            mixer = LinearMixer(**{**vars(mixer), "norm_tensors": ()})
     elif selective is not None:
         # Mamba-1 (Jamba, Falcon-Mamba): its tensors as built, its state a state-size vector per
         # channel (A_log's [channels, state]) and its depthwise conv's kernel − 1 latest inputs.
         tensors = _rest(child, set())
-        scan, kernel = selective
+        selective_scan, taps = selective
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
-        c = scan.channels
-        mixer = LinearMixer("Mamba", name, tensors, (), flops, read.layers, 2 * c * kernel, c * (kernel - 1), scan)
+        c = selective_scan.channels
+        mixer = LinearMixer("Mamba", name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), selective_scan)
     elif "Delta" in name and all(isinstance(a.get(k), int) for k in ("num_heads", "head_dim", "conv_dim", "conv_kernel_size")):
         # A delta rule of another shape (Kimi Delta Attention): its tensors as built, its state
         # a key × value matrix per head and its conv's kernel − 1 latest inputs of each channel.
@@ -519,23 +522,26 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
     where = _layers_named(layers)
     try:
-        if len(mixers) > 1:
+        attends = [(n, c) for n, c in mixers if _attends(c)]
+        if len(mixers) > 2 or (len(mixers) == 2 and len(attends) != 1):  # one attention beside one mixer at most (Falcon-H1)
             raise _Unread(
                 Message(N_("{n} token mixers in one layer ({names})"), n=f"{len(mixers):,}", names=", ".join(n for n, _c in mixers))
             )
-        if mixers:
-            child = mixers[0][1]
+        for _name, child in sorted(mixers, key=lambda m: not _attends(m[1])):  # the attention first
             modules = dict(child.named_modules())
             if "kv_a_proj_with_mqa" in modules:
                 _latent_attention(d, text, child, read)
-            elif any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules:
+            elif _attends(child):
                 _softmax_attention(d, text, child, read)
             else:
                 _mixer(d, child, read)
-            built, counted = _count(child), _mixer_params(read)
-            if counted != built:
-                raise _Unread(Message(N_("{cls} counts {counted} parameters where the module holds {built}"),
-                                      cls=type(child).__name__, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
+            if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized:
+                raise _Unread(Message(N_("{cls} beside attention is a mixer ffn does not size"), cls=type(child).__name__))
+        built, counted = sum(_count(c) for _n, c in mixers), _mixer_params(read)
+        if counted != built:
+            cls = " + ".join(type(c).__name__ for _n, c in mixers)
+            raise _Unread(Message(N_("{cls} counts {counted} parameters where the module holds {built}"),
+                                  cls=cls, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
         if ffns:
             _ffn(d, r, hf_config, ffns, read)
     except _Unread as unread:
@@ -561,11 +567,16 @@ def _between(parts: list[Message], separator: Message) -> list[Message]:
     return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
 
 
+def _attends(child: nn.Module) -> bool:
+    """Softmax attention (latent or not), by its projections; not a mixer with a conv."""
+    modules = dict(child.named_modules())
+    return "kv_a_proj_with_mqa" in modules or (any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules)
+
+
 def _mixer_params(read: LayerRead) -> int:
-    """The token mixer as read: a linear mixer with its norm, or an attention with its other tensors."""
-    if read.mixer is not None:
-        return read.mixer.params + read.mixer.norm_params
-    return read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+    """The token mixers as read: a linear mixer with its norm, an attention with its other tensors, or both side by side."""
+    mixer = read.mixer.params + read.mixer.norm_params if read.mixer is not None else 0
+    return mixer + (read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0)
 
 
 def _ffn_count(read: LayerRead) -> int:
@@ -800,6 +811,9 @@ def _assemble(
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
         if mixer.scan is not None and mixer.state_sized:  # a recurrent state at the dtype the file names, not --dtype
             mixer = LinearMixer(**{**vars(mixer), "state_dtype_bytes": _state_dtype_bytes(config, source)})
+    mixer_beside = any(r.mixer is not None and r.attention is not None for r in reads)
+    if mixer_beside and any(r.mixer is not None and r.attention is None for r in reads):
+        raise _beyond(source, _("its mixer runs beside attention in some layers and alone in others; ffn sizes one way a model"))
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
     moe = _one(moe_reads, N_("routed experts"), "ffn", source)
@@ -849,6 +863,7 @@ def _assemble(
         attention_extra=attention_extra,
         no_ffn_layers=tuple(i for r in reads if r.ffn is None for i in r.layers),
         no_mixer_layers=tuple(i for r in reads if r.attention is None and r.mixer is None for i in r.layers),
+        mixer_beside_attention=mixer_beside,
         extras=extras,
         dense_widths=widths,
         attention_kinds=attention_kinds,

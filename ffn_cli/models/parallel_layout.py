@@ -114,7 +114,7 @@ def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
 
 
 def _has_attention(model: ModelSpec) -> bool:
-    return any(model.mixer_label(i) == "attention" for i in range(model.n_layers))
+    return bool(model.attention_layers)
 
 
 def check_model_parallel(model: ModelSpec, *, tp: int, ep: int) -> None:

@@ -204,6 +204,8 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
         label = spec.mixer_label(i)
         if label == "attention":
             attention.append(_attention_cost(spec, stack, i, plan, case))
+        elif label and mixer is not None and spec.mixer_beside_attention:  # both side by side: one layer's token mixing
+            attention.append(_total("attention", [_attention_cost(spec, stack, i, plan, case), mixer]))
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]

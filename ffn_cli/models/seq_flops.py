@@ -57,6 +57,8 @@ class LayerStack:
     mixer: LinearMixer | None = None
     # A family's own tensors beside attention and FFN (ExtraPart names: Gemma 3n's AltUp), not counted here.
     left_out: tuple[str, ...] = ()
+    # The mixer's layers attend too, side by side with it (Falcon-H1).
+    mixer_beside_attention: bool = False
 
     def mixer_flops(self, seq_len: int | None) -> Fraction:
         """Per-token FLOPs of every mixer layer beyond its projections: convolution and state
@@ -178,22 +180,24 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     # A layer without attention reads no keys: a mixer's, and one that is an FFN alone.
     mixed = set(spec.mixer.layers) if spec.mixer is not None else set()
     unmixed = set(spec.no_mixer_layers)
+    keyless = (mixed - set(spec.attention_layers)) | unmixed  # Falcon-H1's mixer layers attend too
     mixer_flops = len(mixed) * spec.mixer.projection_flops if spec.mixer is not None else 0
-    kind = spec.mixer.kind if spec.mixer is not None else None
+    kind = spec.mixer_label(min(mixed)) if mixed else None
     return LayerStack(
         ffn,
         spec.attention_flops + mixer_flops,
-        tuple(0 if i in mixed | unmixed else _per_key(spec.attention_of(i)) for i in range(spec.n_layers)),
-        tuple(None if i in mixed | unmixed else w for i, w in enumerate(windows)),
+        tuple(0 if i in keyless else _per_key(spec.attention_of(i)) for i in range(spec.n_layers)),
+        tuple(None if i in keyless else w for i, w in enumerate(windows)),
         causal,
         "/".join(dict.fromkeys(k.kind for k in kinds)),
         detail,
-        tuple(None if i in mixed | unmixed else c for i, c in enumerate(chunks)),
+        tuple(None if i in keyless else c for i, c in enumerate(chunks)),
         tuple(kind if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
         mixer_flops,
         tuple(i in unmixed for i in range(spec.n_layers)) if unmixed else (),
         spec.mixer,
         tuple(e.name for e in spec.extras if e.flops),
+        spec.mixer_beside_attention,
     )
 
 

@@ -117,6 +117,9 @@ class ModelSpec:
     # A hybrid's layers that mix tokens without softmax attention (Qwen3-Next's Gated DeltaNet);
     # the other layers use `attention`.
     mixer: LinearMixer | None = None
+    # The mixer's layers attend too, the two side by side in one layer (Falcon-H1's Mamba-2 beside
+    # its attention): both run, both keep their state.
+    mixer_beside_attention: bool = False
     # Tensors of each attention layer beside its AttentionSpec's, each a Linear weight run once per
     # token: Qwen3-Next's output gate, the second half of a q_proj twice as wide.
     attention_extra: tuple[ParamTensor, ...] = ()
@@ -230,7 +233,8 @@ class ModelSpec:
     def attention_layers(self) -> tuple[int, ...]:
         """The layers that use `attention` (every layer but a hybrid's mixer layers and the
         layers without a token mixer)."""
-        other = set(self.no_mixer_layers) | (set(self.mixer.layers) if self.mixer is not None else set())
+        beside = self.mixer is None or self.mixer_beside_attention
+        other = set(self.no_mixer_layers) | (set(self.mixer.layers) if self.mixer is not None and not beside else set())
         return tuple(i for i in range(self.n_layers) if i not in other)
 
     def ffn_of(self, layer: int) -> FFNSpec | None:
@@ -252,10 +256,13 @@ class ModelSpec:
         return tuple((ffn, layers) for ffn, layers in groups if layers)
 
     def mixer_label(self, layer: int) -> str:
-        """What mixes tokens in `layer`: 'attention', the mixer's kind, or '' for none."""
+        """What mixes tokens in `layer`: 'attention', the mixer's kind ('Mamba-2 + attention' where
+        both run side by side), or '' for none."""
         if layer in self.no_mixer_layers:
             return ""
-        return self.mixer.kind if self.mixer is not None and layer in self.mixer.layers else "attention"
+        if self.mixer is not None and layer in self.mixer.layers:
+            return f"{self.mixer.kind} + attention" if self.mixer_beside_attention else self.mixer.kind
+        return "attention"
 
     @property
     def attention_layer_params(self) -> int:
