@@ -488,6 +488,24 @@ def test_two_attention_shapes_against_transformers(context: int, k_eq_v: bool) -
     assert held == [kinds["attention, sliding 4"].elements_per_layer] * 3 + [kinds["attention"].elements_per_layer]
 
 
+def test_a_dense_mlp_beside_the_experts() -> None:
+    # Gemma 4's MoE layers (26B-A4B): a dense MLP, a router (a Linear to the experts, a scale, a scale per
+    # expert) and [E, …] experts side by side; the MLP runs for every token, as a shared expert does.
+    keys = {**_GEMMA4, "attention_k_eq_v": True, "num_global_key_value_heads": 2, "enable_moe_block": True, "num_experts": 8,
+            "top_k_experts": 2, "moe_intermediate_size": 64}  # fmt: skip
+    config = {**transformers.AutoConfig.for_model("gemma4_text", **keys).to_dict(), "model_type": "gemma4_text"}
+    layout = _layout(config)
+    moe = layout.spec.moe_ffn
+    assert moe is not None and layout.spec.moe_layers == (0, 1, 2, 3) and (moe.experts, moe.top_k, moe.shared_d_ff) == (8, 2, 96)
+    counted, built = count_model(layout.spec), meta_build.count(config, name="x", source="x")
+    assert counted.total_params == built.total_params
+    # By hand: 4 layers leave 6 of 8 experts idle, each gate_up (2 × 64, 64) and down (64, 64).
+    assert counted.active_params == built.total_params - 4 * 6 * 3 * 64 * 64
+    held = _per_layer_cache(_cache_after(config, 9))
+    kinds = _kinds(layout, 9)
+    assert held == [kinds["attention, sliding 4"].elements_per_layer] * 3 + [kinds["attention"].elements_per_layer]
+
+
 def test_two_attention_shapes_in_the_parts_and_the_roofline(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "gemma4_text", **_GEMMA4)
     args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "1", "--seq-len", "64", "--json"]

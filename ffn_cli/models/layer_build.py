@@ -472,12 +472,13 @@ def _moe(
         normalize_top_k=bool(getattr(hf_config.get_text_config(), "norm_topk_prob", False)),
         bias=bias,
     )
-    routers = [p for p, mod in child.named_children() if p in ("gate", "router") and hasattr(mod, "weight")]
+    routers = {p: _router_weight(mod, count) for p, mod in child.named_children() if p in ("gate", "router")}
+    routers = {p: w for p, w in routers.items() if w is not None}
     used = {path, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
     router_tensors: tuple[ParamTensor, ...] = ()
-    for p in routers:  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
+    for p, weight in routers.items():  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
         router_tensors += tuple(
-            ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != "weight"
+            ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != weight
         )
     read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used)
     said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
@@ -485,7 +486,32 @@ def _moe(
     read.said.append(Message.join(said, shared_said))
 
 
+def _router_weight(router: nn.Module, experts: int) -> str | None:
+    """The name of a router's [experts, d] weight: its own `weight`, or its one Linear to the
+    experts (Gemma 4's router.proj, beside its scales)."""
+    if hasattr(router, "weight"):
+        return "weight"
+    found = [f"{n}.weight" for n, m in router.named_modules() if isinstance(m, nn.Linear) and m.out_features == experts]
+    return found[0] if len(found) == 1 else None
+
+
+def _beside_the_mlp(children: list[tuple[str, nn.Module]]) -> list[tuple[str, nn.Module]]:
+    """Gemma 4's MoE layers hold a dense MLP, a router and an experts container side by side: the
+    three as one block, the MLP a shared expert every token runs, the router the experts'."""
+    containers = [(n, c) for n, c in children if is_experts(n, type(c).__name__)]
+    mlps = [(n, c) for n, c in children if n not in ("router", "gate") and (n, c) not in containers]
+    routers = [(n, c) for n, c in children if n in ("router", "gate")]
+    if len(containers) != 1 or len(mlps) != 1 or len(routers) != 1:
+        return children
+    block = nn.Module()
+    block.add_module("experts", containers[0][1])
+    block.add_module("shared_mlp", mlps[0][1])
+    block.add_module(routers[0][0], routers[0][1])
+    return [(f"{mlps[0][0]}, {routers[0][0]}, {containers[0][0]}", block)]
+
+
 def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
+    children = _beside_the_mlp(children)
     moe = [(n, c) for n, c in children if _experts(c) is not None]
     if len(moe) == 1 and len(children) <= 2:
         _moe(d, r, hf_config, moe[0][1], read, tuple(c for c in children if c[0] != moe[0][0]))
@@ -520,6 +546,9 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 read.norm_params = len(weights) * d
                 continue
         (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
+    if any(is_experts(n, type(c).__name__) for n, c in ffns):  # a router beside the experts (Gemma 4): the FFN's
+        ffns += [(n, c) for n, c in rest if n in ("router", "gate")]
+        rest = [(n, c) for n, c in rest if n not in ("router", "gate")]
     where = _layers_named(layers)
     try:
         attends = [(n, c) for n, c in mixers if _attends(c)]
