@@ -149,6 +149,15 @@ def _kinds(layout: Any, context: int) -> dict[str, Any]:
     return {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, context)}
 
 
+def _held_state_is(cache: Any, mixer: Any) -> None:
+    """transformers' cache holds each mixer layer's recurrent state, and its conv's kernel width of
+    inputs, the newest included: one more than decoding needs."""
+    for i in mixer.layers:
+        conv = cache.get_conv_state(i, state_idx=0)
+        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
+        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+
+
 @pytest.mark.parametrize("context", [2, 9])
 def test_gqa_cache_against_transformers(context: int) -> None:
     config = small_config("llama", {"num_key_value_heads": 2, "head_dim": 24})
@@ -251,10 +260,7 @@ def test_layers_of_two_classes_against_transformers(context: int) -> None:
     # the attention layer 2 KV heads × 16, K and V, each token.
     assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (4 * 8 * 8, 64 * 3)
     cache = _cache_after(config, context)
-    for i in mixer.layers:
-        conv = cache.get_conv_state(i, state_idx=0)
-        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
-        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+    _held_state_is(cache, mixer)
     attention = cache.layers[3]
     assert (attention.keys.numel() + attention.values.numel()) // 2 == _kinds(layout, context)["attention"].elements_per_layer
     assert _kinds(layout, context)["attention"].elements_per_layer == context * 2 * 16 * 2
@@ -277,10 +283,7 @@ def test_mamba1_state_against_transformers(context: int) -> None:
     # By hand: 2 × 64 = 128 channels × a state of 4; the conv over the 128 channels, kernel 4 less one.
     assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (128 * 4, 128 * 3)
     cache = _cache_after(config, context)
-    for i in mixer.layers:
-        conv = cache.get_conv_state(i, state_idx=0)
-        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
-        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+    _held_state_is(cache, mixer)
     attention = cache.layers[1]
     assert (attention.keys.numel() + attention.values.numel()) // 2 == _kinds(layout, context)["attention"].elements_per_layer
 
@@ -319,9 +322,7 @@ def test_attention_beside_a_mixer_against_transformers(context: int) -> None:
     for i in (0, 1):
         layer = cache.layers[i]
         assert (layer.keys.numel() + layer.values.numel()) // 2 == kinds["attention"].elements_per_layer
-        conv = cache.get_conv_state(i, state_idx=0)
-        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
-        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+    _held_state_is(cache, mixer)
 
 
 def test_attention_beside_a_mixer_in_the_deployment_answer(tmp_path: Path) -> None:
@@ -362,10 +363,7 @@ def test_kimi_delta_attention_state_against_transformers(context: int) -> None:
     cache = _cache_after(config, context)
     # By hand: 4 heads × 8 × 8 of state; q, k and v convolved over 3 × 4 × 8 channels, kernel 4 less one.
     assert mixer.recurrent_state_elements == 4 * 8 * 8 and mixer.conv_state_elements == 3 * 4 * 8 * 3
-    for i in mixer.layers:
-        conv = cache.get_conv_state(i, state_idx=0)
-        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
-        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+    _held_state_is(cache, mixer)
     # Its MLA layer caches the latent and the rotary key, 16 + 8 a token, as transformers' cache holds them.
     latent = cache.layers[3]
     assert (latent.keys.numel() + latent.values.numel()) // 2 == kinds["attention"].elements_per_layer == context * (16 + 8)

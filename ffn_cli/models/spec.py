@@ -69,10 +69,15 @@ class AttentionKind:
 
     @property
     def flops(self) -> int:
-        """Projection FLOPs per token, the extra Linear weights included."""
+        """Projection FLOPs per token, the extra tensors' Linear weights (and biases) included."""
         weights = sum(t.count for t in self.extra if ".weight" in t.name)
         biases = sum(t.count for t in self.extra if ".bias" in t.name)
         return self.attention.projection_flops_per_token() + 2 * weights + biases
+
+
+def _own_kind(spec: ModelSpec) -> AttentionKind:
+    """The model's `attention` and attention_extra, as a kind (its layers are not needed here)."""
+    return AttentionKind(spec.attention, spec.attention_extra, ())
 
 
 @dataclass(frozen=True)
@@ -267,14 +272,12 @@ class ModelSpec:
     @property
     def attention_layer_params(self) -> int:
         """One attention layer's parameters: the AttentionSpec's and attention_extra."""
-        return self.attention.params + sum(t.count for t in self.attention_extra)
+        return _own_kind(self).params
 
     @property
     def attention_layer_flops(self) -> int:
         """One attention layer's projection FLOPs per token, attention_extra's Linear weights included."""
-        weights = sum(t.count for t in self.attention_extra if ".weight" in t.name)
-        biases = sum(t.count for t in self.attention_extra if ".bias" in t.name)
-        return self.attention.projection_flops_per_token() + 2 * weights + biases
+        return _own_kind(self).flops
 
     def _kind_of(self, layer: int) -> AttentionKind | None:
         return next((k for k in self.attention_kinds if layer in k.layers), None)
