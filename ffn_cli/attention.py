@@ -45,6 +45,12 @@ class AttentionSpec:
     qk_norm: QKNorm = "none"
     qk_norm_bias: bool = False  # LayerNorm q/k norms (Phi) carry a bias beside the weight
     sinks: bool = False  # gpt-oss: one learned logit per head joins the softmax
+    # The values' head width where it differs from the keys' (MiMo-V2-Flash: keys 192, values
+    # 128); None: head_dim, as in most models.
+    v_head_dim: int | None = None
+    # Values taken from the keys' projection, no v_proj of its own (Gemma 4's attention_k_eq_v
+    # full layers); the cache still holds K and V apart (V normed, K normed and rotated).
+    values_from_keys: bool = False
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
@@ -58,6 +64,14 @@ class AttentionSpec:
                 raise FFNError("n_heads", heads, _("must divide d_model ({d_model}), or give --head-dim").format(d_model=self.d_model))
             object.__setattr__(self, "head_dim", self.d_model // heads)
         check_int("head_dim", self.head_dim)
+        if self.v_head_dim is not None:
+            check_int("v_head_dim", self.v_head_dim)
+        if self.values_from_keys and self.v_width != self.head_width:
+            raise FFNError(
+                "v_head_dim",
+                self.v_head_dim,
+                _("must equal head_dim ({head_dim}) when the values are the keys' projection").format(head_dim=self.head_dim),
+            )
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", heads)
         kv = check_int("n_kv_heads", self.n_kv_heads, maximum=MAX_DIM)
@@ -81,22 +95,39 @@ class AttentionSpec:
         return self.head_dim
 
     @property
+    def v_width(self) -> int:
+        """The values' head width: v_head_dim where given, else head_dim."""
+        return self.v_head_dim if self.v_head_dim is not None else self.head_width
+
+    @property
     def q_dim(self) -> int:
         return self.heads * self.head_width
 
     @property
     def kv_dim(self) -> int:
+        """The keys' width over the KV heads (the values' too, unless v_head_dim differs)."""
         return self.kv_heads * self.head_width
+
+    @property
+    def v_dim(self) -> int:
+        """The values' width over the KV heads."""
+        return self.kv_heads * self.v_width
+
+    @property
+    def o_dim(self) -> int:
+        """o_proj's inputs: every query head's weighted values."""
+        return self.heads * self.v_width
 
     def tensors(self, prefix: str = "") -> list[ParamTensor]:
         """Named as Hugging Face's LLaMA attention names them."""
         d = self.d_model
         out = []
-        for name, rows in (("q_proj", self.q_dim), ("k_proj", self.kv_dim), ("v_proj", self.kv_dim)):
+        projections = (("q_proj", self.q_dim), ("k_proj", self.kv_dim), ("v_proj", self.v_dim))
+        for name, rows in projections[:2] if self.values_from_keys else projections:
             out.append(ParamTensor(f"{prefix}{name}.weight", (rows, d)))
             if self.qkv_bias:
                 out.append(ParamTensor(f"{prefix}{name}.bias", (rows,)))
-        out.append(ParamTensor(f"{prefix}o_proj.weight", (d, self.q_dim)))
+        out.append(ParamTensor(f"{prefix}o_proj.weight", (d, self.o_dim)))
         if self.o_bias:
             out.append(ParamTensor(f"{prefix}o_proj.bias", (d,)))
         if self.qk_norm != "none":
@@ -123,11 +154,13 @@ class AttentionSpec:
 
     def projection_flops_per_token(self) -> int:
         """Matmul FLOPs of the four projections for one token."""
-        return 2 * self.d_model * (self.q_dim + 2 * self.kv_dim) + 2 * self.q_dim * self.d_model
+        v_dim = 0 if self.values_from_keys else self.v_dim
+        return 2 * self.d_model * (self.q_dim + self.kv_dim + v_dim) + 2 * self.o_dim * self.d_model
 
     def score_flops_per_token(self, seq_len: int) -> int:
-        """Q·Kᵀ and softmax(·)·V for one query attending to seq_len keys (no causal saving)."""
-        return 2 * 2 * seq_len * self.q_dim
+        """Q·Kᵀ over the key width and softmax(·)·V over the value width for one query attending
+        to seq_len keys (no causal saving)."""
+        return 2 * seq_len * (self.q_dim + self.o_dim)
 
     def flops_per_token(self, seq_len: int) -> int:
         return self.projection_flops_per_token() + self.score_flops_per_token(seq_len)

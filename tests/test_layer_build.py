@@ -72,19 +72,17 @@ def test_default_configs_count_the_whole_build(model_type: str) -> None:
 
 
 _REFUSED = {
-    "jamba": "built from 2 classes",
-    "olmo_hybrid": "built from 2 classes",
-    "zamba2": "built from 2 classes (Zamba2HybridLayer, Zamba2MambaDecoderLayer)",
+    "zamba2": "its layers share tensors (tied blocks)",
     "hrm_text": "layers beside its num_hidden_layers",
     "recurrent_gemma": "different tensors beside their parts",
     "blt": "names no hidden_size",
 }
 
 
-@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", *_REFUSED])
+@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", *_REFUSED])
 def test_no_silent_miscount(model_type: str) -> None:
     # Families whose layers hold tensors of their own (Doge's residual scales), are blocks of
-    # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid, Zamba2), outnumber
+    # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid; Zamba2's tie blocks across layers), outnumber
     # num_hidden_layers (HRM), alternate by a cycled pattern (RecurrentGemma) or lack the text
     # sizes (BLT): counted exactly, or refused by name, never counted as something else.
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
@@ -95,8 +93,8 @@ def test_no_silent_miscount(model_type: str) -> None:
         return
     layout = _layout(config)
     assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
-    if model_type == "falcon_mamba":  # a mixer of its own: counted tensor by tensor, its state named as not sized
-        assert layout.spec.mixer is not None and not layout.spec.mixer.state_sized and layout.left_out
+    if model_type == "falcon_mamba":  # Mamba-1: its tensors as built, its selective scan's state sized
+        assert layout.spec.mixer is not None and layout.spec.mixer.state_sized and not layout.left_out
 
 
 def test_one_layer_of_each_kind_is_built() -> None:
@@ -149,6 +147,15 @@ def _cache_after(config: dict[str, Any], context: int) -> Any:
 
 def _kinds(layout: Any, context: int) -> dict[str, Any]:
     return {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, context)}
+
+
+def _held_state_is(cache: Any, mixer: Any) -> None:
+    """transformers' cache holds each mixer layer's recurrent state, and its conv's kernel width of
+    inputs, the newest included: one more than decoding needs."""
+    for i in mixer.layers:
+        conv = cache.get_conv_state(i, state_idx=0)
+        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
+        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
 
 
 @pytest.mark.parametrize("context", [2, 9])
@@ -207,6 +214,137 @@ def test_hybrid_state_against_transformers(model_type: str, keys: dict[str, Any]
     assert kinds[mixer.kind].layers == len(mixer.layers)
 
 
+_NEMOTRON_H = next(keys for t, keys in CASES if t == "nemotron_h")
+
+
+@pytest.mark.parametrize(("dtype", "element_bytes"), [("float32", 4), ("float16", 2), ("auto", 2), (None, 2)])
+def test_a_state_dtype_the_file_names_is_honoured(dtype: str | None, element_bytes: int) -> None:
+    # mamba_ssm_cache_dtype, as the Nemotron-H reader reads it: the recurrent state at its own dtype, the
+    # conv window at the cache dtype (2 bytes here); a file that names none (the class defaults to float32) is cached as the rest.
+    config = small_config("nemotron_h", {**_NEMOTRON_H, "mamba_ssm_cache_dtype": dtype})
+    layout = _layout(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.state_dtype_bytes == (None if dtype in ("auto", None) else element_bytes)
+    # By hand: 8 heads × 16 × a state of 16; conv over 8 × 16 + 2 × 2 groups × 16 channels, kernel 4 less one.
+    state, conv = 8 * 16 * 16, (8 * 16 + 2 * 2 * 16) * 3
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (state, conv)
+    (row,) = [k for k in decode_state(layout.spec, layout.windows, layout.chunks, 64) if k.kind == "Mamba-2"]
+    assert row.bytes_per_layer(2) == state * element_bytes + conv * 2
+    reader = model_spec_from_config(config)  # the reader's answer, the same
+    (by_reader,) = [k for k in decode_state(reader, layout.windows, layout.chunks, 64) if k.kind == "Mamba-2"]
+    assert by_reader.bytes_(2) == row.bytes_(2)
+
+
+def test_a_state_dtype_of_no_known_name_is_refused() -> None:
+    config = small_config("nemotron_h", {**_NEMOTRON_H, "mamba_ssm_cache_dtype": "float64"})
+    with pytest.raises(FFNError, match=r"mamba_ssm_cache_dtype.*float32, bfloat16, float16 or auto"):
+        _layout(config)
+
+
+_OLMO_HYBRID = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                    vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                    layer_types=["linear_attention"] * 3 + ["full_attention"], linear_num_key_heads=2, linear_num_value_heads=4,
+                    linear_key_head_dim=8, linear_value_head_dim=8)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [2, 30])
+def test_layers_of_two_classes_against_transformers(context: int) -> None:
+    # OLMo-Hybrid builds its Gated DeltaNet layers and its attention layers from two classes: the layers
+    # are read as the model builds them, each of its own class.
+    config = {**transformers.AutoConfig.for_model("olmo_hybrid", **_OLMO_HYBRID).to_dict(), "model_type": "olmo_hybrid"}
+    layout = _layout(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.layers == (0, 1, 2) and layout.spec.attention_layers == (3,)
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    # By hand: 4 value heads × 8 × 8 of state; q, k, v convolved over 2 · 2 · 8 + 4 · 8 channels, kernel 4 less one;
+    # the attention layer 2 KV heads × 16, K and V, each token.
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (4 * 8 * 8, 64 * 3)
+    cache = _cache_after(config, context)
+    _held_state_is(cache, mixer)
+    attention = cache.layers[3]
+    assert (attention.keys.numel() + attention.values.numel()) // 2 == _kinds(layout, context)["attention"].elements_per_layer
+    assert _kinds(layout, context)["attention"].elements_per_layer == context * 2 * 16 * 2
+
+
+_JAMBA = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+              num_experts=4, num_experts_per_tok=2, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1,
+              mamba_d_state=4, mamba_expand=2, mamba_dt_rank=8, pad_token_id=0, use_mamba_kernels=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [2, 30])
+def test_mamba1_state_against_transformers(context: int) -> None:
+    # Jamba: Mamba-1 layers and attention layers, two classes. Mamba-1's state is a state-size vector per
+    # channel of its selective scan, beside its conv's window.
+    config = {**transformers.AutoConfig.for_model("jamba", **_JAMBA).to_dict(), "model_type": "jamba"}
+    layout = _layout(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.kind == "Mamba" and mixer.layers == (0, 2) and not layout.left_out
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    # By hand: 2 × 64 = 128 channels × a state of 4; the conv over the 128 channels, kernel 4 less one.
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (128 * 4, 128 * 3)
+    cache = _cache_after(config, context)
+    _held_state_is(cache, mixer)
+    attention = cache.layers[1]
+    assert (attention.keys.numel() + attention.values.numel()) // 2 == _kinds(layout, context)["attention"].elements_per_layer
+
+
+def test_mamba1_flops_over_length(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "jamba", **_JAMBA)
+    result = CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "128", "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["flops_over_seq_len"]["rows"]
+    # By hand: the scan's update and read, 2 × 2 × 128 channels × a state of 4, and the conv, 2 × 128 × 4 taps,
+    # in each of the 2 Mamba layers, per token at any length.
+    assert row["mixer_state_flops"] == 2 * (4 * 128 * 4 + 2 * 128 * 4)
+    text = CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "128"], env={"COLUMNS": "80"}).output
+    assert "the selective scan, token by token" in text and "padded" not in text
+
+
+_FALCON_H1 = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                  mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4,
+                  mamba_chunk_size=8, pad_token_id=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [2, 30])
+def test_attention_beside_a_mixer_against_transformers(context: int) -> None:
+    # Falcon-H1: every layer runs its attention and a Mamba-2 side by side; each keeps its own state.
+    config = {**transformers.AutoConfig.for_model("falcon_h1", **_FALCON_H1).to_dict(), "model_type": "falcon_h1"}
+    layout = _layout(config)
+    spec, mixer = layout.spec, layout.spec.mixer
+    assert mixer is not None and spec.mixer_beside_attention and spec.attention_layers == mixer.layers == (0, 1)
+    assert count_model(spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    kinds = _kinds(layout, context)
+    # By hand: 2 KV heads × 16, K and V, each token; 4 heads × 16 × a state of 8, and the conv over
+    # 64 + 2 × 8 channels, kernel 4 less one.
+    assert kinds["attention"].elements_per_layer == context * 2 * 16 * 2
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (4 * 16 * 8, 80 * 3)
+    cache = _cache_after(config, context)
+    for i in (0, 1):
+        layer = cache.layers[i]
+        assert (layer.keys.numel() + layer.values.numel()) // 2 == kinds["attention"].elements_per_layer
+    _held_state_is(cache, mixer)
+
+
+def test_attention_beside_a_mixer_in_the_deployment_answer(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "falcon_h1", **_FALCON_H1)
+    args = ["params", "--config", path, "--gpu", "h200", "--tp", "2", "--phase", "decode", "--batch", "2", "--seq-len", "64", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # By hand, per GPU of 2: the attention's 1 KV head of 2 × 16, K and V, 64 tokens; half of Mamba-2's
+    # state and conv window (512 + 240); 2 layers, 2 bytes, 2 sequences.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 2 * 2 * (64 * 16 * 2 + (512 + 240) // 2)
+    # The roofline's layer holds both: the attention's q, k, v, o (64 × (64 + 32 + 32) + 64 × 64) and the Mamba-2's
+    # in_proj (64 → 64 + 80 + 4), conv (80 × 4 + bias), out_proj and its 3 vectors of 4, halved over --tp 2, 2 bytes.
+    (case,) = data["roofline"]["cases"]
+    attention, mamba = 64 * 128 + 64 * 64, 64 * 148 + 80 * 5 + 64 * 64 + 3 * 4
+    assert case["attention_one_layer_mean"]["weight_bytes"] == 2 * (attention + mamba) / 2
+    rows = json.loads(CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "64", "--json"]).stdout)["flops_over_seq_len"][
+        "rows"
+    ]
+    assert rows[0]["attention_score_flops"] > 0 and rows[0]["mixer_state_flops"] > 0
+
+
 _KIMI = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
              num_key_value_heads=4, num_experts=4, num_experts_per_token=2, kv_lora_rank=16, qk_rope_head_dim=8,
              qk_nope_head_dim=8, v_head_dim=8, vocab_size=128, linear_head_dim=8, linear_num_heads=4,
@@ -225,10 +363,7 @@ def test_kimi_delta_attention_state_against_transformers(context: int) -> None:
     cache = _cache_after(config, context)
     # By hand: 4 heads × 8 × 8 of state; q, k and v convolved over 3 × 4 × 8 channels, kernel 4 less one.
     assert mixer.recurrent_state_elements == 4 * 8 * 8 and mixer.conv_state_elements == 3 * 4 * 8 * 3
-    for i in mixer.layers:
-        conv = cache.get_conv_state(i, state_idx=0)
-        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
-        assert cache.get_recurrent_state(i, state_idx=0).numel() // 2 == mixer.recurrent_state_elements
+    _held_state_is(cache, mixer)
     # Its MLA layer caches the latent and the rotary key, 16 + 8 a token, as transformers' cache holds them.
     latent = cache.layers[3]
     assert (latent.keys.numel() + latent.values.numel()) // 2 == kinds["attention"].elements_per_layer == context * (16 + 8)
@@ -256,44 +391,152 @@ def test_gpu_answer_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    # By hand: 4 layers of MLA, each token its 16-wide latent and 8-wide rotary key, 2 bytes, 2 sequences.
-    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 100 * 4 * (16 + 8) * 2
-    assert data["decode_state"]["kinds"][0]["elements_per_token"] == 16 + 8
+    # By hand: 4 layers of MLA, each token its 16-wide latent and 8-wide rotary key, and the indexer's
+    # 8-wide key (index_head_dim); 2 bytes, 2 sequences.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 100 * 4 * (16 + 8 + 8) * 2
+    assert [k["elements_per_token"] for k in data["decode_state"]["kinds"]] == [16 + 8, 8]
     assert data["roofline"]["cases"]
-    # The indexer's own key cache is not sized: named where the verdict is, never counted as MLA's.
-    assert any("indexer" in x for x in data["per_gpu_memory"]["left_out"]) and data["layout"]["left_out"]
+    assert not data["per_gpu_memory"].get("left_out") and not data["layout"]["left_out"]
     assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
     text = CliRunner().invoke(app, args[:-1], env={"COLUMNS": "80"}).output
-    assert "the verdict leaves out" in text and "indexer" in text
+    assert "the verdict leaves out" not in text and "DSA indexer" in text
 
 
-def test_a_layer_kind_ffn_cannot_size_is_named(tmp_path: Path) -> None:
-    # MiMo-V2-Flash's values are narrower than its keys: one head width is all an AttentionSpec holds.
-    path = _tiny(tmp_path, "mimo_v2_flash", hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=24, v_head_dim=16, vocab_size=128, n_routed_experts=4, moe_layer_freq=[0, 1],
-                 hybrid_layer_pattern=[0, 1])  # fmt: skip
-    result = CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200"])
-    # A config transformers builds whose layout is beyond what ffn sizes: a runtime refusal, not a usage error.
-    assert result.exit_code == 1
-    assert "ffn cannot lay out layer 0 of" in result.output and "values of 16 per head beside keys of 24" in result.output
-    zh = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", path, "--gpu", "h200"])
-    assert zh.exit_code == 1 and "每头的值宽 16，键宽 24" in zh.output and "层 0" in zh.output
-    assert not re.search(r"values|per head|beside keys|lay out|layers? 0", zh.output), zh.output
-    # Counting alone still builds the whole model.
-    assert CliRunner().invoke(app, ["params", "--config", path]).exit_code == 0
+@pytest.mark.parametrize(("model_type", "shared"), [("glm_moe_dsa", False), ("glm_moe_dsa", True), ("deepseek_v32", False)])
+def test_indexer_keys_against_transformers(model_type: str, shared: bool) -> None:
+    # DeepSeek Sparse Attention: each layer whose indexer runs caches one index_head_dim key a token
+    # (cache.update_indexer); GLM-5's "shared" layers reuse an earlier layer's top-k and cache none.
+    keys = {**_GLM5, "indexer_types": ["full", "shared", "full", "shared"]} if shared else _GLM5
+    if model_type == "deepseek_v32":  # one expert group, as 8 experts allow
+        keys = {**keys, "n_group": 1, "topk_group": 1}
+    config = {**transformers.AutoConfig.for_model(model_type, **keys).to_dict(), "model_type": model_type}
+    layout = _layout(config)
+    assert layout.spec.index_layers == ((0, 2) if shared else (0, 1, 2, 3)) and not layout.left_out
+    row = _kinds(layout, 9)["DSA indexer"]
+    assert (row.layers, row.elements_per_layer) == (len(layout.spec.index_layers), 9 * 8)  # by hand: 9 tokens × 8
+    cache = _cache_after(config, 9)
+    held = [getattr(layer, "indexer_keys", None) for layer in cache.layers]
+    assert [i for i, k in enumerate(held) if k is not None] == list(layout.spec.index_layers)
+    assert all(k.numel() // 2 == row.elements_per_layer for k in held if k is not None)
+
+
+_MIMO = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3, num_attention_heads=4,
+             num_key_value_heads=2, head_dim=24, v_head_dim=16, vocab_size=128, n_routed_experts=4, num_experts_per_tok=2,
+             layer_types=["full_attention", "sliding_attention", "full_attention"], sliding_window=4)  # fmt: skip
+
+
+def _per_layer_cache(cache: Any) -> list[int]:
+    """Elements transformers' cache holds in each layer for one sequence of the two run: K and V."""
+    return [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]
+
+
+@pytest.mark.parametrize("context", [2, 9])
+def test_values_narrower_than_keys_against_transformers(context: int) -> None:
+    # MiMo-V2-Flash: keys 24 wide a head, values 16; its sliding layers hold twice the KV heads (and sinks).
+    config = {**transformers.AutoConfig.for_model("mimo_v2_flash", **_MIMO).to_dict(), "model_type": "mimo_v2_flash"}
+    layout = _layout(config)
+    assert layout.windows == (None, 4, None)
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    kinds = _kinds(layout, context)
+    # By hand: full layers 2 KV heads × (24 + 16) a token; sliding layers 4 × (24 + 16), the window's 3 latest tokens.
+    assert kinds["attention"].elements_per_layer == context * 2 * (24 + 16)
+    assert kinds["attention, sliding 4"].elements_per_layer == min(context, 3) * 4 * (24 + 16)
+    held = _per_layer_cache(_cache_after(config, context))
+    assert held == [
+        kinds["attention"].elements_per_layer,
+        kinds["attention, sliding 4"].elements_per_layer,
+        kinds["attention"].elements_per_layer,
+    ]
+
+
+def test_gpu_answer_with_values_narrower_than_keys(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "mimo_v2_flash", **_MIMO)
+    args = ["params", "--config", path, "--gpu", "h200", "--tp", "2", "--phase", "decode", "--batch", "2", "--seq-len", "100", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # By hand, per GPU (--tp 2 halves the KV heads): 2 full layers of 100 tokens × 1 KV head × (24 + 16), 1 sliding layer of
+    # 3 tokens × 2 KV heads × (24 + 16); 2 bytes; 2 sequences.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 2 * (2 * 100 * 1 * 40 + 3 * 2 * 40)
+    assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
+    assert data["roofline"]["cases"] and not data["per_gpu_memory"].get("left_out")
+
+
+_GEMMA4 = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+               global_head_dim=32, sliding_window=4, layer_types=["sliding_attention"] * 3 + ["full_attention"], vocab_size=128,
+               hidden_size_per_layer_input=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("k_eq_v", [False, True])
+@pytest.mark.parametrize("context", [2, 9])
+def test_two_attention_shapes_against_transformers(context: int, k_eq_v: bool) -> None:
+    # Gemma 4: sliding layers of heads 16 wide, a full layer of heads 32 wide (global_head_dim); with
+    # attention_k_eq_v the full layer has 1 KV head and no v_proj (its values from k_proj), yet caches K and V.
+    keys = {**_GEMMA4, "attention_k_eq_v": True, "num_global_key_value_heads": 1} if k_eq_v else _GEMMA4
+    config = {**transformers.AutoConfig.for_model("gemma4_text", **keys).to_dict(), "model_type": "gemma4_text"}
+    layout = _layout(config)
+    spec = layout.spec
+    assert [spec.attention_of(i).head_dim for i in range(4)] == [16, 16, 16, 32]
+    assert count_model(spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    kinds = _kinds(layout, context)
+    # By hand: 2 KV heads × 16, K and V, the window's 3 latest tokens; the full layer 2 (or 1) × 32 × 2 every token.
+    assert kinds["attention, sliding 4"].elements_per_layer == min(context, 3) * 2 * 16 * 2
+    assert kinds["attention"].elements_per_layer == context * (1 if k_eq_v else 2) * 32 * 2
+    held = _per_layer_cache(_cache_after(config, context))
+    assert held == [kinds["attention, sliding 4"].elements_per_layer] * 3 + [kinds["attention"].elements_per_layer]
+
+
+def test_a_dense_mlp_beside_the_experts() -> None:
+    # Gemma 4's MoE layers (26B-A4B): a dense MLP, a router (a Linear to the experts, a scale, a scale per
+    # expert) and [E, …] experts side by side; the MLP runs for every token, as a shared expert does.
+    keys = {**_GEMMA4, "attention_k_eq_v": True, "num_global_key_value_heads": 2, "enable_moe_block": True, "num_experts": 8,
+            "top_k_experts": 2, "moe_intermediate_size": 64}  # fmt: skip
+    config = {**transformers.AutoConfig.for_model("gemma4_text", **keys).to_dict(), "model_type": "gemma4_text"}
+    layout = _layout(config)
+    moe = layout.spec.moe_ffn
+    assert moe is not None and layout.spec.moe_layers == (0, 1, 2, 3) and (moe.experts, moe.top_k, moe.shared_d_ff) == (8, 2, 96)
+    counted, built = count_model(layout.spec), meta_build.count(config, name="x", source="x")
+    assert counted.total_params == built.total_params
+    # By hand: 4 layers leave 6 of 8 experts idle, each gate_up (2 × 64, 64) and down (64, 64).
+    assert counted.active_params == built.total_params - 4 * 6 * 3 * 64 * 64
+    held = _per_layer_cache(_cache_after(config, 9))
+    kinds = _kinds(layout, 9)
+    assert held == [kinds["attention, sliding 4"].elements_per_layer] * 3 + [kinds["attention"].elements_per_layer]
+
+
+def test_two_attention_shapes_in_the_parts_and_the_roofline(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "gemma4_text", **_GEMMA4)
+    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "1", "--seq-len", "64", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # By hand: q, k, v, o and the q/k norms of each shape, 64 wide: 4 heads, 2 KV heads.
+    sliding = 64 * 4 * 16 + 2 * 64 * 2 * 16 + 4 * 16 * 64 + 2 * 16
+    full = 64 * 4 * 32 + 2 * 64 * 2 * 32 + 4 * 32 * 64 + 2 * 32
+    assert data["attention_params"] == 3 * sliding + full
+    # Decoding's keys and values: 3 sliding layers × 3 tokens × 64, the full layer 64 tokens × 128; 2 bytes.
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * (3 * 3 * 64 + 64 * 128)
+    # hidden_size_per_layer_input 0: no per-layer input tables, whatever vocab_size_per_layer_input says
+    assert not data["per_gpu_memory"].get("left_out"), data["per_gpu_memory"].get("left_out")
+    text = CliRunner().invoke(app, args[:-1], env={"COLUMNS": "80"}).output
+    assert "4 heads × 16" in text and "4 heads × 32" in text
+
+
+_MINIMAX = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,
+                num_local_experts=4, num_experts_per_tok=2)  # fmt: skip
 
 
 def test_an_unsized_state_is_a_row_of_its_own(tmp_path: Path) -> None:
-    # Falcon-Mamba's mixer is none ffn sizes: its tensors counted by name, its state a row marked
-    # not sized, and the verdict says it leaves it out.
-    path = _tiny(tmp_path, "falcon_mamba", hidden_size=64, num_hidden_layers=2, state_size=4, vocab_size=128, intermediate_size=128)
+    # MiniMax's lightning attention is a mixer ffn does not size: its tensors counted by name, its state a
+    # row marked not sized, and the verdict says it leaves it out.
+    path = _tiny(tmp_path, "minimax", **_MINIMAX, num_hidden_layers=2, layer_types=["linear_attention"] * 2)
     args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "64", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     (row,) = data["decode_state"]["kinds"]
-    assert row["kind"] == "FalconMambaMixer" and row["sized"] is False and row["bytes"] == 0
-    assert data["per_gpu_memory"]["kv_cache_bytes"] == 0 and "FalconMambaMixer" in data["per_gpu_memory"]["left_out"][0]
+    assert row["kind"] == "MiniMaxLightningAttention" and row["sized"] is False and row["bytes"] == 0
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 0 and "MiniMaxLightningAttention" in data["per_gpu_memory"]["left_out"][0]
     assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
 
 
@@ -303,7 +546,9 @@ def test_flops_over_length_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     assert [r["seq_len"] for r in data["flops_over_seq_len"]["rows"]] == [128, 1024] and data["layout"]["kinds"]
 
 
-_ENGLISH_LAYOUT_WORDS = re.compile(r"latent attention|heads|dense FFN|experts|shared|wide|caches while decoding|layers? \d|left out:")
+_ENGLISH_LAYOUT_WORDS = re.compile(
+    r"latent attention|heads|dense FFN|experts|shared|wide|caches while decoding|indexer|layers? \d|left out:"
+)
 
 
 def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:
@@ -312,25 +557,25 @@ def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:
     args = ["params", "--config", path, "--gpu", "h200"]
     data = json.loads(CliRunner().invoke(app, ["--lang", "zh", *args, "--json"]).stdout)
     assert [k["holds"] for k in data["layout"]["kinds"]] == [
-        "latent attention: 4 heads, KV latent 16 + rope 8; dense FFN: 96 wide",
-        "latent attention: 4 heads, KV latent 16 + rope 8; MoE: 8 experts × 1,536, top-2, shared 1,536",
+        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 a token; dense FFN: 96 wide",
+        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 a token; MoE: 8 experts × 1,536, top-2, shared 1,536",
     ]
-    assert data["layout"]["left_out"][0].startswith("layers 0–3: what indexer of GlmMoeDsaAttention caches while decoding")
+    assert not data["layout"]["left_out"]
     zh = CliRunner().invoke(app, ["--lang", "zh", *args], env={"COLUMNS": "80"})
     assert zh.exit_code == 0, zh.output
-    assert "潜在注意力：4 头，KV 潜在向量 16 + rope 8；稠密 FFN：宽 96" in zh.output and "8 个专家 × 1,536" in zh.output
-    assert "略去：层 0–3：GlmMoeDsaAttention 的 indexer" in zh.output
+    assert "潜在注意力：4 头，KV 潜在向量 16 + rope 8；索引器的键每 token 8" in zh.output and "个专家 × 1,536" in zh.output
+    assert "索引器" in zh.output
     layout_part = zh.output.split("的布局", 1)[1].split("d_model", 1)[0]
     assert not _ENGLISH_LAYOUT_WORDS.search(layout_part), layout_part
 
 
 def test_one_layer_is_named_in_the_singular(tmp_path: Path) -> None:
-    path = _tiny(tmp_path, "falcon_mamba", hidden_size=64, num_hidden_layers=1, state_size=4, vocab_size=128, intermediate_size=128)
+    path = _tiny(tmp_path, "minimax", **_MINIMAX, num_hidden_layers=1, layer_types=["linear_attention"])
     data = json.loads(CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200", "--json"]).stdout)
     (note,) = data["layout"]["left_out"]
-    assert note.startswith("layer 0: the decode state of FalconMambaMixer"), note
+    assert note.startswith("layer 0: the decode state of MiniMaxLightningAttention"), note
     zh = CliRunner().invoke(app, ["--lang", "zh", "params", "--config", path, "--gpu", "h200"], env={"COLUMNS": "80"}).output
-    assert "略去：层 0：FalconMambaMixer 的解码状态" in zh and "decode state" not in zh
+    assert "层 0：MiniMaxLightningAttention 的解码状态" in zh and "decode state" not in zh
 
 
 def test_ffns_own_fault_beside_transformers_build_is_not_the_configs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,11 +48,11 @@ from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, q
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
-from ffn_cli.models.mixers import DeltaRuleScan, LinearMixer, gated_delta_net, mamba2
-from ffn_cli.models.spec import ExtraPart, ModelSpec, NormKind, layer_ranges
+from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, SelectiveScan, gated_delta_net, mamba2
+from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["LayerRead", "decoder_layer_class", "layer_kinds", "read_layout"]
+__all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
 
 # Config keys whose integer value is a rule over layer indices (first_k_dense_replace,
 # decoder_sparse_step, moe_layer_freq, full_attention_interval, sliding_window_pattern, …).
@@ -99,9 +99,10 @@ def layer_kinds(text: PretrainedConfig | Mapping[str, Any], n_layers: int) -> li
     return [tuple(g) for g in groups.values()]
 
 
-def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
-    """The decoder layer class the model's causal-LM (else base) class keeps whole on a device
-    (its _no_split_modules), from the modeling module that defines it."""
+def decoder_layer_classes(hf_config: PretrainedConfig) -> tuple[type[nn.Module], ...]:
+    """The decoder layer classes the model's causal-LM (else base) class keeps whole on a device
+    (its _no_split_modules), from the modeling module that defines them: one, or one a layer
+    kind (Jamba's attention and Mamba layers)."""
     text = hf_config.get_text_config()
     for model_type in dict.fromkeys((str(text.model_type), str(hf_config.model_type))):
         for mapping in (modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, modeling_auto.MODEL_MAPPING_NAMES):
@@ -114,15 +115,8 @@ def decoder_layer_class(hf_config: PretrainedConfig) -> type[nn.Module]:
             found = [getattr(module, n) for n in names if n.endswith(("DecoderLayer", "HybridLayer"))]
             if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
                 found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
-            if len(found) > 1:  # which layer is built from which class is the model's own code (Jamba, Mllama)
-                raise _beyond(
-                    f"model_type {hf_config.model_type}",
-                    _("its layers are built from {n} classes ({names}): ffn builds one class a model").format(
-                        n=len(found), names=", ".join(c.__name__ for c in found)
-                    ),
-                )
             if found:
-                return found[0]
+                return tuple(found)
     why = _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
     raise _beyond(f"model_type {hf_config.model_type}", why)
 
@@ -146,6 +140,7 @@ class LayerRead:
     norm_params: int = 0  # one norm's
     other: tuple[ParamTensor, ...] = ()
     window: int | None = None
+    index_keys: int | None = None  # a DSA indexer's key, elements a token
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
 
@@ -216,6 +211,9 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     m = dict(child.named_modules())
     q, k, v = _linear(m, "q_proj", "query"), _linear(m, "k_proj", "key"), _linear(m, "v_proj", "value")
     o = _linear(m, "o_proj", "out_proj", "dense")
+    # Gemma 4's attention_k_eq_v full layers: no v_proj, the values projected by k_proj.
+    values_from_keys = v is None and bool(getattr(child, "use_alternative_attention", False) and getattr(text, "attention_k_eq_v", False))
+    v = k if values_from_keys else v
     if q is None or k is None or v is None or o is None:
         raise _Unread(Message(N_("no q, k, v and o projections")))
     heads, kv = _heads(text, child)
@@ -224,11 +222,13 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
             Message(N_("k_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{k.out_features:,}", kv=f"{kv:,}")
         )
     head_dim = k.out_features // kv
-    if v.out_features != k.out_features:
-        raise _Unread(Message(N_("values of {v} per head beside keys of {k}: one head width for K and V is sized"),
-                              v=f"{v.out_features // kv:,}", k=f"{head_dim:,}"))  # fmt: skip
+    if v.out_features % kv:
+        raise _Unread(
+            Message(N_("v_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{v.out_features:,}", kv=f"{kv:,}")
+        )
+    v_head_dim = v.out_features // kv  # MiMo-V2-Flash's values are narrower than its keys
     q_dim = heads * head_dim
-    if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != q_dim:
+    if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != heads * v_head_dim:
         raise _Unread(Message(N_("q_proj's {q} outputs and o_proj's {o} inputs are not {heads} heads × {head_dim}"),
                               q=f"{q.out_features:,}", o=f"{o.in_features:,}", heads=f"{heads:,}", head_dim=f"{head_dim:,}"))  # fmt: skip
     norms = {n: m[n] for n in ("q_norm", "k_norm") if n in m}
@@ -247,6 +247,8 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         qk_norm=qk_norm,
         qk_norm_bias=any(getattr(n, "bias", None) is not None for n in norms.values()),
         sinks=sinks,
+        v_head_dim=v_head_dim if v_head_dim != head_dim else None,
+        values_from_keys=values_from_keys,
     )
     names = {n for n, mod in m.items() if mod in (q, k, v, o, *norms.values())}
     extra: tuple[ParamTensor, ...] = ()
@@ -259,6 +261,10 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window = getattr(child, "sliding_window", None)
     read.window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
     said = Message(N_("attention: {heads} heads × {head_dim}, {kv} KV heads"), heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
+    if spec.v_head_dim is not None:
+        said = Message.join(said, Message(N_(", values {v} a head"), v=f"{v_head_dim:,}"))
+    if values_from_keys:
+        said = Message.join(said, Message(N_(", values from k_proj")))
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     read.said.append(Message.join(said, window_said))
 
@@ -289,8 +295,17 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
     read.attention, read.attention_extra = spec, rest
     read.said.append(Message(N_("latent attention: {heads} heads, KV latent {latent} + rope {rope}"),
                              heads=f"{spec.n_heads:,}", latent=f"{spec.kv_lora_rank:,}", rope=f"{spec.qk_rope_head_dim:,}"))  # fmt: skip
-    if rest:
-        beside = sorted({t.name.split(".")[0].split(" ")[0] for t in rest})
+    beside = sorted({t.name.split(".")[0].split(" ")[0] for t in rest})
+    indexer = getattr(child, "indexer", None)
+    wk = getattr(indexer, "wk", None)
+    if "indexer" in beside and isinstance(wk, nn.Linear) and wk.out_features == getattr(indexer, "head_dim", None):
+        # DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5): one key of index_head_dim a token,
+        # cached beside the latent (transformers' cache.update_indexer); a layer whose indexer_types
+        # says "shared" builds none and caches none.
+        read.index_keys = wk.out_features
+        beside.remove("indexer")
+        read.said.append(Message(N_("indexer keys {width} a token"), width=f"{wk.out_features:,}"))
+    if beside:
         read.left_out.append(
             Message(
                 N_("what {modules} of {cls} caches while decoding (its parameters are counted; any cache of its own is not sized)"),
@@ -304,6 +319,7 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     """A Gated DeltaNet or Mamba-2 by its widths; any other mixer tensor by tensor, its state unsized."""
     name, a = type(child).__name__, vars(child)
     mixer: LinearMixer | None = None
+    selective = _selective_scan(child)
     if name.endswith("GatedDeltaNet") and all(k in a for k in ("num_k_heads", "head_k_dim", "num_v_heads", "head_v_dim")):
         mixer = gated_delta_net(
             d,
@@ -329,6 +345,17 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             layers=read.layers,
             chunk=int(a.get("chunk_size") or 256),
         )
+        norm = m.get("norm")
+        if norm is None or not _count(norm):  # no gated norm (Falcon-H1's mamba_rms_norm off)
+            mixer = LinearMixer(**{**vars(mixer), "norm_tensors": ()})
+    elif selective is not None:
+        # Mamba-1 (Jamba, Falcon-Mamba): its tensors as built, its state a state-size vector per
+        # channel (A_log's [channels, state]) and its depthwise conv's kernel − 1 latest inputs.
+        tensors = _rest(child, set())
+        selective_scan, taps = selective
+        flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+        c = selective_scan.channels
+        mixer = LinearMixer("Mamba", name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), selective_scan)
     elif "Delta" in name and all(isinstance(a.get(k), int) for k in ("num_heads", "head_dim", "conv_dim", "conv_kernel_size")):
         # A delta rule of another shape (Kimi Delta Attention): its tensors as built, its state
         # a key × value matrix per head and its conv's kernel − 1 latest inputs of each channel.
@@ -351,6 +378,18 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             N_("the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size"), name=name
         )
     )
+
+
+def _selective_scan(child: nn.Module) -> tuple[SelectiveScan, int] | None:
+    """Mamba-1's scan and conv kernel where the module is one: A_log of [channels, state] and a
+    depthwise Conv1d over those channels."""
+    a_log, conv = getattr(child, "A_log", None), getattr(child, "conv1d", None)
+    if not isinstance(a_log, nn.Parameter) or a_log.dim() != 2 or not isinstance(conv, nn.Conv1d):
+        return None
+    channels, state = a_log.shape
+    if conv.in_channels != channels or conv.groups != channels:
+        return None
+    return SelectiveScan(int(channels), int(state)), int(conv.kernel_size[0])
 
 
 def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
@@ -433,12 +472,13 @@ def _moe(
         normalize_top_k=bool(getattr(hf_config.get_text_config(), "norm_topk_prob", False)),
         bias=bias,
     )
-    routers = [p for p, mod in child.named_children() if p in ("gate", "router") and hasattr(mod, "weight")]
+    routers = {p: _router_weight(mod, count) for p, mod in child.named_children() if p in ("gate", "router")}
+    routers = {p: w for p, w in routers.items() if w is not None}
     used = {path, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
     router_tensors: tuple[ParamTensor, ...] = ()
-    for p in routers:  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
+    for p, weight in routers.items():  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
         router_tensors += tuple(
-            ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != "weight"
+            ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != weight
         )
     read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used)
     said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
@@ -446,7 +486,32 @@ def _moe(
     read.said.append(Message.join(said, shared_said))
 
 
+def _router_weight(router: nn.Module, experts: int) -> str | None:
+    """The name of a router's [experts, d] weight: its own `weight`, or its one Linear to the
+    experts (Gemma 4's router.proj, beside its scales)."""
+    if hasattr(router, "weight"):
+        return "weight"
+    found = [f"{n}.weight" for n, m in router.named_modules() if isinstance(m, nn.Linear) and m.out_features == experts]
+    return found[0] if len(found) == 1 else None
+
+
+def _beside_the_mlp(children: list[tuple[str, nn.Module]]) -> list[tuple[str, nn.Module]]:
+    """Gemma 4's MoE layers hold a dense MLP, a router and an experts container side by side: the
+    three as one block, the MLP a shared expert every token runs, the router the experts'."""
+    containers = [(n, c) for n, c in children if is_experts(n, type(c).__name__)]
+    mlps = [(n, c) for n, c in children if n not in ("router", "gate") and (n, c) not in containers]
+    routers = [(n, c) for n, c in children if n in ("router", "gate")]
+    if len(containers) != 1 or len(mlps) != 1 or len(routers) != 1:
+        return children
+    block = nn.Module()
+    block.add_module("experts", containers[0][1])
+    block.add_module("shared_mlp", mlps[0][1])
+    block.add_module(routers[0][0], routers[0][1])
+    return [(f"{mlps[0][0]}, {routers[0][0]}, {containers[0][0]}", block)]
+
+
 def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
+    children = _beside_the_mlp(children)
     moe = [(n, c) for n, c in children if _experts(c) is not None]
     if len(moe) == 1 and len(children) <= 2:
         _moe(d, r, hf_config, moe[0][1], read, tuple(c for c in children if c[0] != moe[0][0]))
@@ -481,25 +546,31 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 read.norm_params = len(weights) * d
                 continue
         (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
+    if any(is_experts(n, type(c).__name__) for n, c in ffns):  # a router beside the experts (Gemma 4): the FFN's
+        ffns += [(n, c) for n, c in rest if n in ("router", "gate")]
+        rest = [(n, c) for n, c in rest if n not in ("router", "gate")]
     where = _layers_named(layers)
     try:
-        if len(mixers) > 1:
+        attends = [(n, c) for n, c in mixers if _attends(c)]
+        if len(mixers) > 2 or (len(mixers) == 2 and len(attends) != 1):  # one attention beside one mixer at most (Falcon-H1)
             raise _Unread(
                 Message(N_("{n} token mixers in one layer ({names})"), n=f"{len(mixers):,}", names=", ".join(n for n, _c in mixers))
             )
-        if mixers:
-            child = mixers[0][1]
+        for _name, child in sorted(mixers, key=lambda m: not _attends(m[1])):  # the attention first
             modules = dict(child.named_modules())
             if "kv_a_proj_with_mqa" in modules:
                 _latent_attention(d, text, child, read)
-            elif any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules:
+            elif _attends(child):
                 _softmax_attention(d, text, child, read)
             else:
                 _mixer(d, child, read)
-            built, counted = _count(child), _mixer_params(read)
-            if counted != built:
-                raise _Unread(Message(N_("{cls} counts {counted} parameters where the module holds {built}"),
-                                      cls=type(child).__name__, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
+            if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized:
+                raise _Unread(Message(N_("{cls} beside attention is a mixer ffn does not size"), cls=type(child).__name__))
+        built, counted = sum(_count(c) for _n, c in mixers), _mixer_params(read)
+        if counted != built:
+            cls = " + ".join(type(c).__name__ for _n, c in mixers)
+            raise _Unread(Message(N_("{cls} counts {counted} parameters where the module holds {built}"),
+                                  cls=cls, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
         if ffns:
             _ffn(d, r, hf_config, ffns, read)
     except _Unread as unread:
@@ -525,11 +596,16 @@ def _between(parts: list[Message], separator: Message) -> list[Message]:
     return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
 
 
+def _attends(child: nn.Module) -> bool:
+    """Softmax attention (latent or not), by its projections; not a mixer with a conv."""
+    modules = dict(child.named_modules())
+    return "kv_a_proj_with_mqa" in modules or (any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules)
+
+
 def _mixer_params(read: LayerRead) -> int:
-    """The token mixer as read: a linear mixer with its norm, or an attention with its other tensors."""
-    if read.mixer is not None:
-        return read.mixer.params + read.mixer.norm_params
-    return read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0
+    """The token mixers as read: a linear mixer with its norm, an attention with its other tensors, or both side by side."""
+    mixer = read.mixer.params + read.mixer.norm_params if read.mixer is not None else 0
+    return mixer + (read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0)
 
 
 def _ffn_count(read: LayerRead) -> int:
@@ -561,6 +637,37 @@ def _one(reads: list[LayerRead], what: str, value: Any, source: str) -> Any:
     return first
 
 
+def _attention_shapes(reads: list[LayerRead]) -> tuple[AnyAttention | None, tuple[ParamTensor, ...], tuple[AttentionKind, ...]]:
+    """The model's attention (its first attention layer's shape, with the tensors beside it), and
+    each other shape with its layers (Gemma 4's full layers beside its sliding ones)."""
+    shapes: dict[tuple[AnyAttention, tuple[ParamTensor, ...]], list[int]] = {}
+    for r in reads:
+        if r.attention is not None:
+            shapes.setdefault((r.attention, r.attention_extra), []).extend(r.layers)
+    if not shapes:
+        return None, (), ()
+    (attention, extra), *others = shapes
+    return attention, extra, tuple(AttentionKind(a, e, tuple(sorted(shapes[(a, e)]))) for a, e in others)
+
+
+def _state_dtype_bytes(config: Mapping[str, Any], source: str) -> int | None:
+    """Bytes of a recurrent-state element where the file as given names the state's dtype
+    (mamba_ssm_cache_dtype, or any key ending ssm_cache_dtype), as the Nemotron-H reader reads it;
+    a class's default is not read: a file that names none is cached at the cache dtype."""
+    nested = config.get("text_config")
+    said = {
+        k: v for part in (config, nested if isinstance(nested, Mapping) else {}) for k, v in part.items() if k.endswith("ssm_cache_dtype")
+    }
+    sizes = set()
+    for key, value in said.items():
+        if value not in STATE_DTYPE_BYTES:
+            raise FFNError(key, value, _("must be float32, bfloat16, float16 or auto"))
+        sizes.add(STATE_DTYPE_BYTES[value])
+    if len(sizes) > 1:
+        raise _beyond(source, _("{keys} name two dtypes for one recurrent state").format(keys=", ".join(sorted(said))))
+    return sizes.pop() if sizes else None
+
+
 def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLayout:
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
@@ -570,18 +677,29 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
-    layer_cls = decoder_layer_class(hf_config)
+    classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
     with quiet():
+        if len(classes) == 1:
+            layer_cls = classes[0]
+
+            def built(i: int) -> nn.Module:
+                return _build(layer_cls, text, i, source)
+        else:  # which layer is built from which class is the model's own code: its layers, as it builds them
+            every = _every_layer(hf_config, classes, n_layers, source)
+
+            def built(i: int) -> nn.Module:
+                return every[i]
+
         for layers in layer_kinds(r.config, n_layers):
-            first = read_layer(d, r, hf_config, _build(layer_cls, text, layers[0], source), layers)
-            last = read_layer(d, r, hf_config, _build(layer_cls, text, layers[-1], source), layers) if len(layers) > 1 else first
+            first = read_layer(d, r, hf_config, built(layers[0]), layers)
+            last = read_layer(d, r, hf_config, built(layers[-1]), layers) if len(layers) > 1 else first
             if _key(first) == _key(last):
                 reads.append(first)
             else:  # the config's entries did not tell these layers apart: each one built and read
-                reads += [read_layer(d, r, hf_config, _build(layer_cls, text, i, source), (i,)) for i in layers]
-        shell = _shell(hf_config, layer_cls, source)
+                reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
+        shell = _shell(hf_config, classes, source)
     return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes)
 
 
@@ -596,7 +714,32 @@ class Shell:
     model_class: str
 
 
-def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str) -> Shell:
+def _every_layer(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], n_layers: int, source: str) -> list[nn.Module]:
+    """The decoder layers of a model whose layers come from several classes (Jamba's attention and
+    Mamba layers, OLMo-Hybrid's), as the model builds them: the whole model on meta, once, each
+    layer then read alone. Layers that share tensors (Zamba2's tied shared blocks) are refused:
+    read one by one, each would count them again."""
+    model_class = auto_class(str(hf_config.model_type), hf_config)  # ffn's own step: a fault here is ffn's
+    try:
+        with torch.device("meta"):
+            model = model_class.from_config(hf_config, attn_implementation="eager")
+    except Exception as exc:  # transformers building the config's values: any failure is the config's
+        raise FFNError("config", source, _("transformers cannot build it: {why}").format(why=first_line(exc))) from None
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m)]
+    if len(lists) != 1:
+        why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
+        raise _beyond(source, why.format(n=len(classes)))
+    layers = list(lists[0])
+    seen: set[int] = set()
+    for layer in layers:
+        own = {id(p) for p in layer.parameters()}
+        if own & seen:
+            raise _beyond(source, _("its layers share tensors (tied blocks): ffn sizes each layer's own"))
+        seen |= own
+    return layers
+
+
+def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], source: str) -> Shell:
     """The model built on meta with no decoder layer (per-layer config lists emptied): its token
     embeddings, final norm and head, and whatever else sits beside the layers."""
     shell_config = copy.deepcopy(hf_config)
@@ -613,9 +756,10 @@ def _shell(hf_config: PretrainedConfig, layer_cls: type[nn.Module], source: str)
     except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=first_line(exc))) from None
     modules = dict(model.named_modules())
-    if any(isinstance(m, layer_cls) for m in modules.values()):  # layers beside num_hidden_layers' (HRM's stacks)
+    built = [m for m in modules.values() if isinstance(m, classes)]
+    if built:  # layers beside num_hidden_layers' (HRM's stacks)
         raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
-            cls=layer_cls.__name__))  # fmt: skip
+            cls=type(built[0]).__name__))  # fmt: skip
     embedding = head = norm = None
     beside = []
     for name, p in model.named_parameters():
@@ -656,7 +800,7 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
-            read.other, read.window, tuple(read.left_out))  # fmt: skip
+            read.other, read.window, read.index_keys, tuple(read.left_out))  # fmt: skip
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -688,8 +832,7 @@ def _assemble(
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
-    attention = _one(reads, N_("attention"), "attention", source)
-    attention_extra = _one(reads, N_("attention's own tensors"), "attention_extra", source) or ()
+    attention, attention_extra, attention_kinds = _attention_shapes(reads)
     mixers = [r.mixer for r in reads if r.mixer is not None]
     mixer = None
     if mixers:
@@ -697,6 +840,11 @@ def _assemble(
         if any((m.kind, m.tensors) != (first.kind, first.tensors) for m in mixers):
             raise _beyond(source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
+        if mixer.scan is not None and mixer.state_sized:  # a recurrent state at the dtype the file names, not --dtype
+            mixer = LinearMixer(**{**vars(mixer), "state_dtype_bytes": _state_dtype_bytes(config, source)})
+    mixer_beside = any(r.mixer is not None and r.attention is not None for r in reads)
+    if mixer_beside and any(r.mixer is not None and r.attention is None for r in reads):
+        raise _beyond(source, _("its mixer runs beside attention in some layers and alone in others; ffn sizes one way a model"))
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
     moe = _one(moe_reads, N_("routed experts"), "ffn", source)
@@ -746,8 +894,12 @@ def _assemble(
         attention_extra=attention_extra,
         no_ffn_layers=tuple(i for r in reads if r.ffn is None for i in r.layers),
         no_mixer_layers=tuple(i for r in reads if r.attention is None and r.mixer is None for i in r.layers),
+        mixer_beside_attention=mixer_beside,
         extras=extras,
         dense_widths=widths,
+        attention_kinds=attention_kinds,
+        index_key_width=_one(reads, N_("indexer keys"), "index_keys", source) or 0,
+        index_layers=tuple(i for r in reads if r.index_keys for i in r.layers),
         source=source,
     )
     windows: list[int | None] = [None] * n_layers
@@ -761,6 +913,8 @@ def _assemble(
             missing.setdefault(x, []).extend(r.layers)
     left_out = [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
     per_layer = sorted(k for k, v in text_data.items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v)
+    if text_data.get("hidden_size_per_layer_input", None) == 0:
+        per_layer = []  # no per-layer inputs (Gemma 4's larger sizes), whatever vocab_size_per_layer_input says
     if per_layer:  # Gemma 3n's and Gemma 4's per-layer inputs: tables beside the layers, one slice a layer
         left_out.append(
             Message(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ffn_cli.attention import AnyAttention, LatentAttentionSpec
+from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.configs.source import LoadedModel
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
@@ -202,7 +202,14 @@ def _with_block(choice: LayerChoice, given: Mapping[str, Any]) -> LayerChoice:
             "drop --block to trace its FFN"
         )
         raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
-    attention = _block_attention(spec.attention, spec.name, given)
+    layer_attention = spec.attention_of(choice.layer)
+    if isinstance(layer_attention, AttentionSpec) and (
+        layer_attention.v_width != layer_attention.head_width or layer_attention.values_from_keys
+    ):
+        why = _("layer {layer} of {name} projects its values unlike ffn's block (narrower than its keys, or taken from them); "
+                "drop --block to trace its FFN")  # fmt: skip
+        raise FFNError("block", True, why.format(layer=choice.layer, name=spec.name))
+    attention = _block_attention(layer_attention, spec.name, given)
     norm = str(given.get("norm", "layernorm" if spec.norm.startswith("layernorm") else "rmsnorm"))
     pre_norm = bool(given.get("pre_norm", model.causal))
     overrides = [*choice.overrides, *(_flag(k, given[k]) for k in ("n_heads", "n_kv_heads", "head_dim", "norm", "pre_norm") if k in given)]

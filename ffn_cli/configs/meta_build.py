@@ -43,7 +43,10 @@ __all__ = [
 # Keys that name the experts a token visits, and the experts per MoE layer, across families.
 # Zero-computation (identity) experts in the router's pool beside the real ones (LongCat-Flash).
 ZERO_EXPERT_KEYS = ("zero_expert_num",)
-TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "moe_top_k", "moe_topk", "num_selected_experts", "experts_per_token", "moe_k")
+TOP_K_KEYS = (
+    "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "moe_topk", "num_selected_experts", "experts_per_token", "moe_k",
+    "top_k_experts",  # Gemma 4
+)  # fmt: skip
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_routed_experts")
 _KIND_ORDER: tuple[BuiltKind, ...] = ("embedding", "attention", "ffn", "norm", "head", "pooler", "other")
 

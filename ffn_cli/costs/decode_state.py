@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.costs.roofline.model_pass import kv_width
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.spec import ModelSpec
@@ -32,6 +33,7 @@ class KindState:
     detail: Message
     width: int = 0  # attention: elements a cached token takes (K and V)
     window: int | None = None  # attention: the sliding window or chunk that caps its cache
+    kv_heads: int = 0  # attention: the KV heads --tp splits its cache over (0: whole on each GPU, MLA's latent)
     recurrent: int = 0  # a mixer: its recurrent state's elements …
     conv: int = 0  # … and its convolution's window
     recurrent_bytes: int | None = None  # bytes of a recurrent element where the config names its dtype
@@ -53,16 +55,19 @@ class KindState:
 
 
 def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> list[KindState]:
-    width = kv_width(spec)
-    kept: dict[tuple[str, int | None], int] = {}
+    # One row a reach and width: Gemma 4's sliding layers and its full layers of wider heads apart.
+    kept: dict[tuple[str, int | None, int, int], int] = {}
     for i in spec.attention_layers:
         if i in spec.kv_shared_layers:  # reads an earlier layer's cache, keeps none
             continue
         window, chunk = windows[i], chunks[i] if chunks else None
-        key = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
+        how, cap = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
+        a = spec.attention_of(i)
+        key = (how, cap, kv_width(spec, i), 0 if isinstance(a, LatentAttentionSpec) else a.kv_heads)
         kept[key] = kept.get(key, 0) + 1
     rows = []
-    for (how, cap), count in kept.items():
+    reaches = [(how, cap) for how, cap, _width, _heads in kept]
+    for (how, cap, width, heads), count in kept.items():
         tokens = min(context, cap - 1) if cap else context
         if how == "sliding":
             kind = Message(N_("attention, sliding {window}"), window=f"{cap:,}")
@@ -70,8 +75,14 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
             kind = Message(N_("attention, chunks of {chunk}"), chunk=f"{cap:,}")
         else:
             kind = Message(N_("attention"))
+        if reaches.count((how, cap)) > 1:  # layers of one reach and two widths: each row named by its width
+            kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
-        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap))
+        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads))
+    if spec.index_layers:  # one key a token, no heads to split: whole on each GPU, as MLA's latent
+        width = spec.index_key_width
+        detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
+        rows.append(KindState(Message(N_("DSA indexer")), len(spec.index_layers), context * width, context, detail, width=width))
     return rows
 
 

@@ -79,14 +79,15 @@ class _Sizer:
     ) -> None:
         self.spec, self.windows, self.chunks, self.layout, self.phase = spec, windows, chunks, layout, phase
         self.causal = causal  # an encoder (BERT) attends to the whole input at once and caches nothing
-        self.kv_share = layout.kv_share(spec)
         self.width = 2 * spec.d_model + intermediate_width(spec, layout)
 
     def kv_bytes_per_sequence(self, context: int, act_bytes: int) -> float:
         if not self.causal:
             return 0.0
         kinds = decode_state(self.spec, self.windows, self.chunks, context)
-        return sum(k.bytes_(act_bytes) * (self.kv_share if k.tokens is not None else 1 / self.layout.tp) for k in kinds)
+        return sum(
+            k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None else 1 / self.layout.tp) for k in kinds
+        )
 
     def kv_bytes(self, batch: int, context: int, act_bytes: int) -> int:
         return ceil(self.layout.sequences(batch) * self.kv_bytes_per_sequence(context, act_bytes))

@@ -50,13 +50,15 @@ class Layout:
         """Sequences one GPU's attention holds: the busiest group's share of the batch."""
         return ceil(batch / self.dp)
 
-    def kv_share(self, spec: ModelSpec) -> float:
-        """The fraction of a token's cached K and V one GPU keeps."""
-        a = spec.attention
-        if isinstance(a, LatentAttentionSpec):
-            return 1.0
-        heads = a.kv_heads
-        return ceil(heads / self.tp) / heads
+    def kv_share(self, spec: ModelSpec, layer: int | None = None) -> float:
+        """The fraction of a token's cached K and V one GPU keeps in layer `layer` (the model's
+        `attention` when None): MLA's latent whole on each GPU, KV heads split over tp."""
+        a = spec.attention if layer is None else spec.attention_of(layer)
+        return 1.0 if isinstance(a, LatentAttentionSpec) else self.kv_heads_share(a.kv_heads)
+
+    def kv_heads_share(self, heads: int) -> float:
+        """The fraction of `heads` KV heads one GPU keeps (a head fewer than tp copied); 0 heads: all of it."""
+        return ceil(heads / self.tp) / heads if heads else 1.0
 
 
 def layout_for(spec: ModelSpec, *, tp: int, ep: int) -> Layout:
@@ -83,8 +85,10 @@ def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
     of all dp groups arriving at the expert_share ranks."""
     d = spec.d_model
     # every attention matrix that does not write the residual (MLA: its latents and their up-projections too)
-    attention = sum(t.shape[0] for t in attention_tensors(spec, ()) if len(t.shape) == 2 and t.shape[0] != d)
-    widest = attention / layout.tp
+    widest = 0.0
+    for _attention, _extra, layers in spec.attention_groups:  # the widest of each attention shape
+        attention = sum(t.shape[0] for t in attention_tensors(spec, layers[:1]) if len(t.shape) == 2 and t.shape[0] != d)
+        widest = max(widest, attention / layout.tp)
     ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None and spec.moe_layers else [])
     for ffn in ffns:
         read = [t for t in ffn_tensors(spec, ffn) if _reads_residual(t.shape, d)]
@@ -99,7 +103,8 @@ def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
 def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
     """What --tp cuts across GPUs in a whole model, each with its size: the attention heads and
     every FFN's hidden units (the routed experts' too, when --ep does not spread them)."""
-    sizes = [(_("{n} attention heads"), model.attention.heads)] if _has_attention(model) else []
+    heads = dict.fromkeys(a.heads for a, _extra, layers in model.attention_groups if layers) if _has_attention(model) else {}
+    sizes = [(_("{n} attention heads"), n) for n in heads]
     widths = [ffn.hidden for ffn, _layers in model.dense_groups]
     if model.moe_ffn is not None and model.moe_layers:
         widths += [model.moe_ffn.hidden] if ep == 1 else []
@@ -109,7 +114,7 @@ def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
 
 
 def _has_attention(model: ModelSpec) -> bool:
-    return any(model.mixer_label(i) == "attention" for i in range(model.n_layers))
+    return bool(model.attention_layers)
 
 
 def check_model_parallel(model: ModelSpec, *, tp: int, ep: int) -> None:
@@ -129,8 +134,9 @@ def check_model_parallel(model: ModelSpec, *, tp: int, ep: int) -> None:
         else:
             allowed = _("must divide what it splits across GPUs ({sizes}); no --tp above 1 does").format(sizes=shown)
         raise FFNError("tp", tp, allowed)
-    kv = model.attention.kv_heads
-    if _has_attention(model) and kv % tp and tp % kv:
-        raise FFNError(
-            "tp", tp, _("must divide the {kv} KV heads, or be a multiple of them (each then held by tp/{kv} GPUs)").format(kv=kv)
-        )
+    for a, _extra, layers in model.attention_groups:
+        kv = a.kv_heads
+        if layers and _has_attention(model) and kv % tp and tp % kv:
+            raise FFNError(
+                "tp", tp, _("must divide the {kv} KV heads, or be a multiple of them (each then held by tp/{kv} GPUs)").format(kv=kv)
+            )

@@ -356,9 +356,10 @@ class Checkpoint:
 
 
 def _has_linear_biases(spec: ModelSpec) -> bool:
-    a = spec.attention
+    attentions = [spec.attention, *(k.attention for k in spec.attention_kinds)]
     ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None else [])
-    return any(bool(getattr(a, name, False)) for name in ("qkv_bias", "o_bias", "bias")) or any(bool(f.bias) for f in ffns)
+    biased = any(bool(getattr(a, name, False)) for a in attentions for name in ("qkv_bias", "o_bias", "bias"))
+    return biased or any(bool(f.bias) for f in ffns)
 
 
 def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, ...] = ()) -> Checkpoint:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
+from ffn_cli.attention import AnyAttention
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models import layout
 from ffn_cli.models.layer import attention_summary
@@ -189,18 +190,23 @@ class ModelParams:
     def per_layer(self) -> list[dict[str, object]]:
         """Attention and FFN of each distinct layer kind (dense-first layers apart)."""
         spec = self.spec
-        attention = spec.attention_layer_params * (2 if spec.cross_attention else 1)
-        return [
-            {
-                "layers": list(layers),
-                "ffn_variant": ffn.variant,
-                "attention_params": attention,
-                "ffn_params": ffn_params(spec, ffn),
-                "ffn_active_params": ffn_params(spec, ffn, active=True),
-                "ffn_attention_ratio": ffn_params(spec, ffn) / attention,
-            }
-            for ffn, layers in _ffn_groups(spec)
-        ]
+        rows = []
+        for ffn, layers in _ffn_groups(spec):
+            # Attention of several shapes (Gemma 4): the shape of the group's first attention layer.
+            first = next((i for i in layers if i in spec.attention_layers), None) if spec.attention_kinds else None
+            attention = spec.attention_layer_params if first is None else spec.attention_params_of(first)
+            attention *= 2 if spec.cross_attention else 1
+            rows.append(
+                {
+                    "layers": list(layers),
+                    "ffn_variant": ffn.variant,
+                    "attention_params": attention,
+                    "ffn_params": ffn_params(spec, ffn),
+                    "ffn_active_params": ffn_params(spec, ffn, active=True),
+                    "ffn_attention_ratio": ffn_params(spec, ffn) / attention,
+                }
+            )
+        return rows
 
 
 def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:
@@ -233,9 +239,10 @@ def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
     return groups
 
 
-def _attention_detail(spec: ModelSpec) -> Message:
+def _attention_detail(spec: ModelSpec, attention: AnyAttention | None = None) -> Message:
     fused = Message(N_(", fused qkv")) if spec.fused_qkv else ""
-    return Message.join(attention_summary(spec.attention), fused, Message(N_(", parallel with the FFN")) if spec.parallel_block else "")
+    parallel = Message(N_(", parallel with the FFN")) if spec.parallel_block else ""
+    return Message.join(attention_summary(attention or spec.attention), fused, parallel)
 
 
 def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Message:
@@ -268,6 +275,11 @@ def _norm_name(spec: ModelSpec) -> Message:
 
 
 def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
+    if spec.attention_kinds and block.layers:  # one row a shape (Gemma 4's sliding and full layers), each with its layers
+        first = block.layers[0]
+        extra = (f", + {t.name}" for t in spec.attention_extra_of(first))
+        where = Message(N_(" (layers {layers})"), layers=layer_ranges(block.layers))
+        return Message.join(_attention_detail(spec, spec.attention_of(first)), *extra, where)
     detail = Message.join(_attention_detail(spec), *(f", + {t.name}" for t in spec.attention_extra))
     if spec.mixer is not None or spec.no_mixer_layers:
         # "attention" and ", then" are words of the pattern, a mixer's kind a name: only the words are translated.

@@ -148,7 +148,11 @@ def attention_summary(attention: AnyAttention) -> Message:
         heads = f"{a.qk_nope_head_dim}+{a.qk_rope_head_dim}"
         return Message(N_("MLA, {heads} heads × {dim} (v {v}), {q}, {kv}"), heads=a.n_heads, dim=heads, v=a.v_head_dim, q=q, kv=kv)
     text = Message(N_("{heads} heads × {dim}"), heads=a.n_heads, dim=a.head_dim)
+    if a.v_width != a.head_width:  # MiMo-V2-Flash: values narrower than keys
+        text = Message(N_("{heads} heads × {dim} (v {v})"), heads=a.n_heads, dim=a.head_dim, v=a.v_width)
     kv_heads = Message(N_(", {kv} KV heads"), kv=a.n_kv_heads) if a.n_kv_heads != a.n_heads else ""
+    if a.values_from_keys:
+        kv_heads = Message.join(kv_heads, Message(N_(", values from k_proj")))
     bias = (
         N_(", biases")
         if a.qkv_bias and a.o_bias

@@ -146,9 +146,13 @@ def _one(
 
 
 def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bool = False) -> tuple[PlacedTensor, ...]:
-    """The attention block in `layers`: the AttentionSpec's tensors and attention_extra; a
-    KV-shared layer's without the keys' and values' (it reads an earlier layer's)."""
-    tensors = (*spec.attention.tensors(), *spec.attention_extra)
+    """The attention block in `layers` (of one shape): its AttentionSpec's tensors and the tensors
+    beside it; a KV-shared layer's without the keys' and values' (it reads an earlier layer's)."""
+    first = layers[0] if layers else None
+    if first is None:
+        tensors = (*spec.attention.tensors(), *spec.attention_extra)
+    else:
+        tensors = (*spec.attention_of(first).tensors(), *spec.attention_extra_of(first))
     if shared_kv:
         return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in spec.kv_tensors), layers))
     return tuple(_place(ATTENTION, "attention", "attention", tensors, layers))
@@ -213,7 +217,8 @@ def _token_mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
     """Attention in its layers (the KV-shared ones apart), a hybrid's mixer in its own, and
     GPT-2's cross-attention in every layer."""
     shared = tuple(i for i in spec.attention_layers if i in spec.kv_shared_layers)
-    yield from attention_tensors(spec, tuple(i for i in spec.attention_layers if i not in shared))
+    for _attention, _extra, layers in spec.attention_groups:  # one block a shape (Gemma 4's sliding and full layers)
+        yield from attention_tensors(spec, tuple(i for i in layers if i not in shared))
     if shared:
         yield from attention_tensors(spec, shared, shared_kv=True)
     yield from (t for t in mixer_tensors(spec) if t.part == "attention")

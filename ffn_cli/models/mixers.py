@@ -26,7 +26,11 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.i18n import N_, Message
 from ffn_cli.spec import check_int
 
-__all__ = ["DeltaRuleScan", "LinearMixer", "SSDScan", "gated_delta_net", "mamba2", "short_conv"]
+__all__ = ["STATE_DTYPE_BYTES", "DeltaRuleScan", "LinearMixer", "SSDScan", "SelectiveScan", "gated_delta_net", "mamba2", "short_conv"]
+
+# A recurrent state's dtype where the config names it (mamba_ssm_cache_dtype; vLLM keeps the
+# state in it, Nemotron 3 asks for float32) → bytes an element; "auto" (vLLM's word): the cache dtype.
+STATE_DTYPE_BYTES: dict[str, int | None] = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": None}
 
 # The chunk of Qwen3-Next's chunked delta rule: transformers' torch_chunk_gated_delta_rule and
 # fla's chunk kernels both take 64 tokens, and the config has no key for it.
@@ -113,6 +117,32 @@ class SSDScan:
 
 
 @dataclass(frozen=True)
+class SelectiveScan:
+    """Mamba-1's selective scan (Gu & Dao 2023; Jamba's, Falcon-Mamba's mixer), per channel: a
+    state of `state` values for each of `channels` channels, B and C shared by the channels.
+
+    Per token, prefill or decode alike (the scan runs token by token, or as an associative scan
+    of the same products): the state's update by dt·B ⊗ x and its read by C (2·D·N each); the
+    decay exp(dt·A) is elementwise. `chunk` is 1: nothing is padded."""
+
+    channels: int
+    state: int
+    chunk: int = 1
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        return Fraction(self.decode_flops())
+
+    def decode_flops(self) -> int:
+        return 4 * self.channels * self.state
+
+    def detail(self) -> Message:
+        return Message(N_("the selective scan, token by token"))
+
+    def state_elements(self) -> int:
+        return self.channels * self.state
+
+
+@dataclass(frozen=True)
 class LinearMixer:
     """One kind of mixer, and the layers that use it in place of attention.
 
@@ -132,7 +162,7 @@ class LinearMixer:
     layers: tuple[int, ...]
     conv_flops: int = 0
     conv_state_elements: int = 0
-    scan: DeltaRuleScan | SSDScan | None = None
+    scan: DeltaRuleScan | SSDScan | SelectiveScan | None = None
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None

@@ -56,6 +56,8 @@ class LayerStack:
     mixer: LinearMixer | None = None
     # A family's own tensors beside attention and FFN (ExtraPart names: Gemma 3n's AltUp), not counted here.
     left_out: tuple[str, ...] = ()
+    # The mixer's layers attend too, side by side with it (Falcon-H1).
+    mixer_beside_attention: bool = False
 
     def mixer_flops(self, seq_len: int | None) -> Fraction:
         """Per-token FLOPs of every mixer layer beyond its projections: convolution and state
@@ -136,6 +138,10 @@ def _per_key(attention: AnyAttention) -> int:
     return attention.score_flops_per_token(1)
 
 
+def _between(parts: list[Message], separator: Message) -> list[Message]:
+    return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
+
+
 def _detail(a: AnyAttention) -> Message:
     if isinstance(a, LatentAttentionSpec):
         return Message(
@@ -167,25 +173,30 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         assert layer_ffn is not None
         ffn += matmul_flops_per_token(layer_ffn)
     a = spec.attention
+    # Attention of several shapes (Gemma 4's sliding and full layers): each said, in layer order.
+    kinds = list(dict.fromkeys(attention for attention, _extra, layers in spec.attention_groups if layers)) or [a]
+    detail = _detail(a) if len(kinds) == 1 else Message.join(*_between([_detail(k) for k in kinds], Message(N_("; "))))
     # A layer without attention reads no keys: a mixer's, and one that is an FFN alone.
     mixed = set(spec.mixer.layers) if spec.mixer is not None else set()
     unmixed = set(spec.no_mixer_layers)
+    keyless = (mixed - set(spec.attention_layers)) | unmixed  # Falcon-H1's mixer layers attend too
     mixer_flops = len(mixed) * spec.mixer.projection_flops if spec.mixer is not None else 0
-    kind = spec.mixer.kind if spec.mixer is not None else None
+    kind = spec.mixer_label(min(mixed)) if mixed else None
     return LayerStack(
         ffn,
         spec.attention_flops + mixer_flops,
-        tuple(0 if i in mixed | unmixed else _per_key(a) for i in range(spec.n_layers)),
-        tuple(None if i in mixed | unmixed else w for i, w in enumerate(windows)),
+        tuple(0 if i in keyless else _per_key(spec.attention_of(i)) for i in range(spec.n_layers)),
+        tuple(None if i in keyless else w for i, w in enumerate(windows)),
         causal,
-        a.kind,
-        _detail(a),
-        tuple(None if i in mixed | unmixed else c for i, c in enumerate(chunks)),
+        "/".join(dict.fromkeys(k.kind for k in kinds)),
+        detail,
+        tuple(None if i in keyless else c for i, c in enumerate(chunks)),
         tuple(kind if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
         mixer_flops,
         tuple(i in unmixed for i in range(spec.n_layers)) if unmixed else (),
         spec.mixer,
         tuple(e.name for e in spec.extras if e.flops),
+        spec.mixer_beside_attention,
     )
 
 

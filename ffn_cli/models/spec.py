@@ -18,7 +18,7 @@ from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
 
-__all__ = ["KV_TENSORS", "NORM_KINDS", "ExtraKind", "ExtraPart", "ModelSpec", "NormKind", "layer_ranges"]
+__all__ = ["KV_TENSORS", "NORM_KINDS", "AttentionKind", "ExtraKind", "ExtraPart", "ModelSpec", "NormKind", "layer_ranges"]
 
 NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine", "layernorm_no_bias"]
 # Parameters of one norm over d_model, in units of d: RMSNorm a weight, LayerNorm weight and
@@ -52,6 +52,32 @@ class ExtraPart:
     @property
     def params_each(self) -> int:
         return sum(t.count for t in self.tensors)
+
+
+@dataclass(frozen=True)
+class AttentionKind:
+    """Attention layers whose shapes are not the model's `attention`: their own AttentionSpec and
+    the tensors beside it (Gemma 4's full layers, heads twice as wide as its sliding layers')."""
+
+    attention: AnyAttention
+    extra: tuple[ParamTensor, ...]
+    layers: tuple[int, ...]
+
+    @property
+    def params(self) -> int:
+        return self.attention.params + sum(t.count for t in self.extra)
+
+    @property
+    def flops(self) -> int:
+        """Projection FLOPs per token, the extra tensors' Linear weights (and biases) included."""
+        weights = sum(t.count for t in self.extra if ".weight" in t.name)
+        biases = sum(t.count for t in self.extra if ".bias" in t.name)
+        return self.attention.projection_flops_per_token() + 2 * weights + biases
+
+
+def _own_kind(spec: ModelSpec) -> AttentionKind:
+    """The model's `attention` and attention_extra, as a kind (its layers are not needed here)."""
+    return AttentionKind(spec.attention, spec.attention_extra, ())
 
 
 @dataclass(frozen=True)
@@ -96,6 +122,9 @@ class ModelSpec:
     # A hybrid's layers that mix tokens without softmax attention (Qwen3-Next's Gated DeltaNet);
     # the other layers use `attention`.
     mixer: LinearMixer | None = None
+    # The mixer's layers attend too, the two side by side in one layer (Falcon-H1's Mamba-2 beside
+    # its attention): both run, both keep their state.
+    mixer_beside_attention: bool = False
     # Tensors of each attention layer beside its AttentionSpec's, each a Linear weight run once per
     # token: Qwen3-Next's output gate, the second half of a q_proj twice as wide.
     attention_extra: tuple[ParamTensor, ...] = ()
@@ -116,6 +145,14 @@ class ModelSpec:
     # The dense FFN's width in each layer where the widths differ (Gemma 3n's MatFormer slices):
     # one per layer, each layer's FFN dense_ffn at its own d_ff. Empty: dense_ffn's in every layer.
     dense_widths: tuple[int, ...] = ()
+    # Attention layers of other shapes than `attention` (Gemma 4's full layers, wider heads and
+    # fewer KV heads than its sliding ones): each kind its own spec, tensors and layers.
+    attention_kinds: tuple[AttentionKind, ...] = ()
+    # DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5): in `index_layers` one key of
+    # `index_key_width` elements a token, cached beside the attention's own (its tensors are in
+    # attention_extra); a layer that reuses another's top-k caches none.
+    index_key_width: int = 0
+    index_layers: tuple[int, ...] = ()
     _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
@@ -149,6 +186,10 @@ class ModelSpec:
             raise FFNError("kv_shared_layers", self.kv_shared_layers, _("must be attention layers"))
         if self.mixer is not None and set(self.no_mixer_layers) & set(self.mixer.layers):
             raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a {kind} layer has a token mixer").format(kind=self.mixer.kind))
+        self._check_attention_kinds()
+        check_int("index_head_dim", self.index_key_width, minimum=0)
+        if set(self.index_layers) - set(self.attention_layers) or (self.index_layers and not self.index_key_width):
+            raise FFNError("index_layers", self.index_layers, _("must be attention layers, with an index_head_dim"))
         self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)
         self._check_ffn("dense_ffn", self.dense_ffn, needed=bool(self.dense_layers), moe=False)
         if self.dense_widths:
@@ -157,6 +198,17 @@ class ModelSpec:
                 raise FFNError("intermediate_size", list(self.dense_widths), why)
             for w in self.dense_widths:  # the same object for a width each time ffn_of is asked
                 self._by_width.setdefault(check_int("intermediate_size", w), self.dense_ffn.with_(d_ff=w))
+
+    def _check_attention_kinds(self) -> None:
+        seen: set[int] = set()
+        for kind in self.attention_kinds:
+            if kind.attention.d_model != self.d_model:
+                why = _("must equal hidden_size ({d_model})").format(d_model=self.d_model)
+                raise FFNError("attention_kinds.d_model", kind.attention.d_model, why)
+            layers = set(kind.layers)
+            if not layers or layers & seen or layers - set(self.attention_layers) or layers & set(self.kv_shared_layers):
+                raise FFNError("attention_kinds", kind.layers, _("must be attention layers of one kind each, none KV-shared"))
+            seen |= layers
 
     def _check_ffn(self, field: str, spec: FFNSpec | None, *, needed: bool, moe: bool) -> None:
         if spec is None:
@@ -186,7 +238,8 @@ class ModelSpec:
     def attention_layers(self) -> tuple[int, ...]:
         """The layers that use `attention` (every layer but a hybrid's mixer layers and the
         layers without a token mixer)."""
-        other = set(self.no_mixer_layers) | (set(self.mixer.layers) if self.mixer is not None else set())
+        beside = self.mixer is None or self.mixer_beside_attention
+        other = set(self.no_mixer_layers) | (set(self.mixer.layers) if self.mixer is not None and not beside else set())
         return tuple(i for i in range(self.n_layers) if i not in other)
 
     def ffn_of(self, layer: int) -> FFNSpec | None:
@@ -208,22 +261,45 @@ class ModelSpec:
         return tuple((ffn, layers) for ffn, layers in groups if layers)
 
     def mixer_label(self, layer: int) -> str:
-        """What mixes tokens in `layer`: 'attention', the mixer's kind, or '' for none."""
+        """What mixes tokens in `layer`: 'attention', the mixer's kind ('Mamba-2 + attention' where
+        both run side by side), or '' for none."""
         if layer in self.no_mixer_layers:
             return ""
-        return self.mixer.kind if self.mixer is not None and layer in self.mixer.layers else "attention"
+        if self.mixer is not None and layer in self.mixer.layers:
+            return f"{self.mixer.kind} + attention" if self.mixer_beside_attention else self.mixer.kind
+        return "attention"
 
     @property
     def attention_layer_params(self) -> int:
         """One attention layer's parameters: the AttentionSpec's and attention_extra."""
-        return self.attention.params + sum(t.count for t in self.attention_extra)
+        return _own_kind(self).params
 
     @property
     def attention_layer_flops(self) -> int:
         """One attention layer's projection FLOPs per token, attention_extra's Linear weights included."""
-        weights = sum(t.count for t in self.attention_extra if ".weight" in t.name)
-        biases = sum(t.count for t in self.attention_extra if ".bias" in t.name)
-        return self.attention.projection_flops_per_token() + 2 * weights + biases
+        return _own_kind(self).flops
+
+    def _kind_of(self, layer: int) -> AttentionKind | None:
+        return next((k for k in self.attention_kinds if layer in k.layers), None)
+
+    def attention_of(self, layer: int) -> AnyAttention:
+        """Layer `layer`'s attention: its kind's, else `attention`."""
+        kind = self._kind_of(layer)
+        return kind.attention if kind is not None else self.attention
+
+    def attention_extra_of(self, layer: int) -> tuple[ParamTensor, ...]:
+        """The tensors beside layer `layer`'s AttentionSpec: its kind's, else attention_extra."""
+        kind = self._kind_of(layer)
+        return kind.extra if kind is not None else self.attention_extra
+
+    @property
+    def attention_groups(self) -> tuple[tuple[AnyAttention, tuple[ParamTensor, ...], tuple[int, ...]], ...]:
+        """(attention, the tensors beside it, its layers), one a shape: `attention` in the
+        attention layers no kind takes, then each AttentionKind (a group without layers left out)."""
+        taken = {i for k in self.attention_kinds for i in k.layers}
+        own = tuple(i for i in self.attention_layers if i not in taken)
+        groups = [(self.attention, self.attention_extra, own)] if own or not self.attention_kinds else []
+        return (*groups, *((k.attention, k.extra, k.layers) for k in self.attention_kinds))
 
     def copies_of(self, extra: ExtraPart) -> int:
         """How many copies of `extra`'s tensors the model holds: its copies in each layer, or in all."""
@@ -253,10 +329,16 @@ class ModelSpec:
 
     def attention_params_of(self, layer: int) -> int:
         """Layer `layer`'s attention parameters (an attention layer's)."""
+        kind = self._kind_of(layer)
+        if kind is not None:
+            return kind.params
         return self.kv_shared_layer_params if layer in self.kv_shared_layers else self.attention_layer_params
 
     def attention_flops_of(self, layer: int) -> int:
         """Layer `layer`'s attention projection FLOPs per token (an attention layer's)."""
+        kind = self._kind_of(layer)
+        if kind is not None:
+            return kind.flops
         return self.kv_shared_layer_flops if layer in self.kv_shared_layers else self.attention_layer_flops
 
     @property

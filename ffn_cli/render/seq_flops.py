@@ -92,11 +92,16 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         kind = next(m for m in stack.mixers if m is not None)
         count = sum(m is not None for m in stack.mixers)
         mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys")
+        if stack.mixer_beside_attention and stack.mixer is not None:  # Falcon-H1: the layers attend too
+            kind = stack.mixer.kind
+            mixer = _("{kind} beside attention in {count} of {n} layers: {flops} of the attn proj")
         lines.append(mixer.format(kind=kind, count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops)))
     if stack.mixer is not None:
         scan = stack.mixer.scan
-        if scan is not None:
+        if scan is not None and scan.chunk > 1:
             what = _("mixer: the causal conv and the state update, {scan}, the last chunk padded").format(scan=scan.detail().shown())
+        elif scan is not None:  # Mamba-1's scan runs token by token: nothing is padded
+            what = _("mixer: the causal conv and the state update, {scan}").format(scan=scan.detail().shown())
         else:
             what = _("mixer: the causal conv")
         lines.append(what + _(", a cost per token that does not grow with the length"))

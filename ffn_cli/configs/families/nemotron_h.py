@@ -13,7 +13,7 @@ from ffn_cli.configs.families.family import Family
 from ffn_cli.configs.routing_words import routing_rules
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.models.mixers import mamba2
+from ffn_cli.models.mixers import STATE_DTYPE_BYTES, mamba2
 from ffn_cli.models.spec import MAX_LAYERS, ModelSpec
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
@@ -65,10 +65,6 @@ def _legacy_flag(r: FamilyReader, key: str, old: str) -> bool:
     return value
 
 
-# mamba_ssm_cache_dtype → bytes per SSM state element; "auto" (vLLM's word) is the cache dtype.
-_SSM_STATE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": None}
-
-
 def _ssm_state_bytes(r: FamilyReader) -> int | None:
     """The SSM state's element size where the file names its dtype (vLLM keeps the state in it;
     Nemotron 3 asks for float32), else None: the cache dtype. The class's own default is not
@@ -76,9 +72,9 @@ def _ssm_state_bytes(r: FamilyReader) -> int | None:
     value = r.config.get("mamba_ssm_cache_dtype")
     if value is None:
         return None
-    if value not in _SSM_STATE_BYTES:
+    if value not in STATE_DTYPE_BYTES:
         raise FFNError(r.key("mamba_ssm_cache_dtype"), value, _("must be float32, bfloat16, float16 or auto"))
-    return _SSM_STATE_BYTES[value]
+    return STATE_DTYPE_BYTES[value]
 
 
 def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:

@@ -59,6 +59,7 @@ __all__ = [
     "pass_cost",
     "read_cost",
     "routed_expert_tensors",
+    "total_cost",
 ]
 
 Phase = Literal["prefill", "decode"]
@@ -142,12 +143,13 @@ def ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) -
     return PartCost(name, tokens * matmul_flops_per_token(ffn), weights, io, 0.0, experts, touched, weight_params=params)
 
 
-def kv_width(spec: ModelSpec) -> int:
-    """Elements the KV cache holds per token per layer."""
-    a = spec.attention
+def kv_width(spec: ModelSpec, layer: int | None = None) -> int:
+    """Elements the KV cache holds per token in layer `layer` (the model's `attention` when None):
+    its keys and values over the KV heads, each at its own head width; MLA's latent and rotary key."""
+    a = spec.attention if layer is None else spec.attention_of(layer)
     if isinstance(a, LatentAttentionSpec):
         return a.kv_lora_rank + a.qk_rope_head_dim
-    return 2 * a.kv_heads * a.head_width
+    return a.kv_dim + a.v_dim
 
 
 def _keys(case: PassCase, window: int | None, chunk: int | None, causal: bool) -> int:
@@ -167,7 +169,8 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     flops = case.tokens * spec.attention_flops_of(layer) + keys * stack.score_flops_per_key[layer]
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
     weights, params = read_cost(plan, attention_tensors(spec, (layer,), shared_kv=shared))
-    width = kv_width(spec) * case.act_bytes
+    # a DSA indexer's keys are cached and read beside the attention's
+    width = (kv_width(spec, layer) + (spec.index_key_width if layer in spec.index_layers else 0)) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written;
     # a KV-shared layer reads the keys another layer wrote and writes none
     written = 0 if shared else case.tokens
@@ -217,6 +220,8 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
         label = spec.mixer_label(i)
         if label == "attention":
             attention.append(attention_cost(spec, stack, i, plan, case))
+        elif label and mixer is not None and spec.mixer_beside_attention:  # both side by side: one layer's token mixing
+            attention.append(total_cost("attention", [attention_cost(spec, stack, i, plan, case), mixer]))
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
@@ -238,7 +243,7 @@ def embedding_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCo
     return PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
 
 
-def _total(name: str, parts: list[PartCost]) -> PartCost:
+def total_cost(name: str, parts: list[PartCost]) -> PartCost:
     return PartCost(
         name,
         sum(p.flops for p in parts),
@@ -262,7 +267,7 @@ def assemble(
     extras: list[PartCost] | None = None,
 ) -> PassCost:
     """One layer's FFN (the MoE one), the mean layer's attention and the model's sum."""
-    model = _total("model", [*layers, *attention, head, embed, *(extras or [])])
+    model = total_cost("model", [*layers, *attention, head, embed, *(extras or [])])
     if spec.moe_ffn is not None and spec.moe_layers:
         one_ffn = ffn_costs[id(spec.moe_ffn)]
     else:  # no FFN in any layer (a pattern of mixers alone) costs nothing
@@ -281,18 +286,18 @@ def assemble(
     return PassCost(case, one_ffn, mean_attention, model)
 
 
-def _attention_saved(spec: ModelSpec, case: PassCase) -> float:
-    """What a fused attention kernel's backward reads of the forward, per pass: the layer's input
-    (for the projections' weight gradients), Q, K, V, the output before o_proj, the float32
-    log-sum-exp per query and head; MLA also its q and kv latents (q_b_proj's and kv_b_proj's inputs)."""
-    a = spec.attention
+def _attention_saved(spec: ModelSpec, layer: int, case: PassCase) -> float:
+    """What a fused attention kernel's backward reads of layer `layer`'s forward, per pass: the
+    layer's input (for the projections' weight gradients), Q, K, V, the output before o_proj, the
+    float32 log-sum-exp per query and head; MLA also its q and kv latents (q_b_proj's and kv_b_proj's inputs)."""
+    a = spec.attention_of(layer)
     if isinstance(a, LatentAttentionSpec):
         h = a.n_heads
         latents = (a.q_lora_rank or 0) + a.kv_lora_rank
         values = spec.d_model + latents + 2 * h * a.qk_head_dim + 2 * h * a.v_head_dim
     else:
         h = a.heads
-        values = spec.d_model + 2 * a.q_dim + 2 * a.kv_dim
+        values = spec.d_model + a.q_dim + a.kv_dim + a.v_dim + a.o_dim
     return case.tokens * (values * case.act_bytes + h * 4)
 
 
@@ -331,9 +336,8 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     ffn_costs = {
         key: _backward_of(ffn_cost(spec, f, plan, case), sum(s.bytes_(t, b) for s in saved_tensors(f)), case) for key, f in unique.items()
     }
-    saved = _attention_saved(spec, case)
     attention = [
-        _backward_of(attention_cost(spec, stack, i, plan, case), saved, case)
+        _backward_of(attention_cost(spec, stack, i, plan, case), _attention_saved(spec, i, case), case)
         for i in range(spec.n_layers)
         if spec.mixer_label(i) == "attention"
     ]

@@ -37,6 +37,7 @@ from ffn_cli.costs.roofline.model_pass import (
     mixer_cost,
     read_cost,
     routed_expert_tensors,
+    total_cost,
 )
 from ffn_cli.costs.weights import StoragePlan
 from ffn_cli.models.seq_flops import LayerStack
@@ -135,7 +136,6 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
     """One GPU's share of the pass `case` (the whole batch) under `layout`, and what it sends."""
     tp = layout.tp
     local = replace(case, batch=layout.sequences(case.batch))  # this GPU's attention group
-    share = layout.kv_share(spec)
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}
     ffn_costs = {
@@ -147,7 +147,11 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
     for i in range(spec.n_layers):
         label = spec.mixer_label(i)
         if label == "attention":
-            attention.append(_split(attention_cost(spec, stack, i, plan, local), tp, share))
+            attention.append(_split(attention_cost(spec, stack, i, plan, local), tp, layout.kv_share(spec, i)))
+        elif label and mixer is not None and spec.mixer_beside_attention:  # both side by side: one layer's token mixing
+            attention.append(
+                total_cost("attention", [_split(attention_cost(spec, stack, i, plan, local), tp, layout.kv_share(spec, i)), mixer])
+            )
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
