@@ -402,6 +402,29 @@ def test_gpu_answer_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     assert "the verdict leaves out" not in text and "DSA indexer" in text
 
 
+def _decode_attention(tmp_path: Path, **keys: Any) -> dict[str, Any]:
+    path = _tiny(tmp_path, "glm_moe_dsa", **{**_GLM5, **keys})
+    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "2", "--seq-len", "100", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    attention: dict[str, Any] = json.loads(result.stdout)["roofline"]["cases"][0]["attention_one_layer_mean"]
+    return attention
+
+
+def test_sparse_attention_reads_its_top_k(tmp_path: Path) -> None:
+    # DeepSeek Sparse Attention decoding: the indexer reads every cached index key (101 a sequence: the
+    # context and the new token), the attention only its top-k latents. By hand, 2 sequences, 2 bytes:
+    # latents (16 + 8 wide) read 2 × min(101, topk), index keys (8 wide) 2 × 101, both written for the 2 new tokens.
+    sparse = _decode_attention(tmp_path, index_topk=16)
+    assert sparse["kv_cache_bytes"] == (2 * 16 + 2) * 24 * 2 + (2 * 101 + 2) * 8 * 2
+    dense = _decode_attention(tmp_path, index_topk=2048)  # a top-k past the context: every latent read
+    assert dense["kv_cache_bytes"] == (2 * 101 + 2) * (24 + 8) * 2
+    # Twice the indexer's heads: its scores, 2 FLOPs a head and element of each of the 202 keys it reads, and
+    # its projections for the 2 tokens, wq_b (24 → heads × 8) and weights_proj (64 → heads), 2 FLOPs a weight.
+    wider = _decode_attention(tmp_path, index_topk=16, index_n_heads=4)
+    assert wider["flops"] - sparse["flops"] == 202 * 2 * (4 - 2) * 8 + 2 * 2 * (24 * 8 + 64) * (4 - 2)
+
+
 @pytest.mark.parametrize(("model_type", "shared"), [("glm_moe_dsa", False), ("glm_moe_dsa", True), ("deepseek_v32", False)])
 def test_indexer_keys_against_transformers(model_type: str, shared: bool) -> None:
     # DeepSeek Sparse Attention: each layer whose indexer runs caches one index_head_dim key a token

@@ -141,6 +141,8 @@ class LayerRead:
     other: tuple[ParamTensor, ...] = ()
     window: int | None = None
     index_keys: int | None = None  # a DSA indexer's key, elements a token
+    index_heads: int | None = None  # its heads
+    index_topk: int | None = None  # the keys its layer's attention then reads
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
 
@@ -303,6 +305,7 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
         # cached beside the latent (transformers' cache.update_indexer); a layer whose indexer_types
         # says "shared" builds none and caches none.
         read.index_keys = wk.out_features
+        read.index_heads, read.index_topk = int(getattr(indexer, "n_heads", 0)) or None, int(getattr(indexer, "index_topk", 0)) or None
         beside.remove("indexer")
         read.said.append(Message(N_("indexer keys {width} a token"), width=f"{wk.out_features:,}"))
     if beside:
@@ -900,6 +903,8 @@ def _assemble(
         attention_kinds=attention_kinds,
         index_key_width=_one(reads, N_("indexer keys"), "index_keys", source) or 0,
         index_layers=tuple(i for r in reads if r.index_keys for i in r.layers),
+        index_heads=_one(reads, N_("indexer heads"), "index_heads", source) or 0,
+        sparse_topk=_one(reads, N_("indexer top-k"), "index_topk", source) or 0,
         source=source,
     )
     windows: list[int | None] = [None] * n_layers

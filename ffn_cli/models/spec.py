@@ -153,6 +153,11 @@ class ModelSpec:
     # attention_extra); a layer that reuses another's top-k caches none.
     index_key_width: int = 0
     index_layers: tuple[int, ...] = ()
+    # The indexer's heads (its scores cost 2·index_heads·index_key_width FLOPs a key read), and the
+    # keys each query's attention then reads, its top-k (index_topk), in every attention layer:
+    # a layer that reuses another's top-k reads as few. 0: no indexer, every key read.
+    index_heads: int = 0
+    sparse_topk: int = 0
     _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
@@ -188,6 +193,10 @@ class ModelSpec:
             raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a {kind} layer has a token mixer").format(kind=self.mixer.kind))
         self._check_attention_kinds()
         check_int("index_head_dim", self.index_key_width, minimum=0)
+        check_int("index_n_heads", self.index_heads, minimum=0)
+        check_int("index_topk", self.sparse_topk, minimum=0)
+        if bool(self.index_layers) != bool(self.index_heads) or (self.sparse_topk and not self.index_layers):
+            raise FFNError("index_n_heads", self.index_heads, _("an indexer's heads and top-k go with its layers"))
         if set(self.index_layers) - set(self.attention_layers) or (self.index_layers and not self.index_key_width):
             raise FFNError("index_layers", self.index_layers, _("must be attention layers, with an index_head_dim"))
         self._check_ffn("moe_ffn", self.moe_ffn, needed=bool(layers), moe=True)

@@ -164,17 +164,30 @@ def _keys(case: PassCase, window: int | None, chunk: int | None, causal: bool) -
 
 def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase) -> PartCost:
     chunk = stack.chunks[layer] if stack.chunks else None
-    keys = case.batch * _keys(case, stack.windows[layer], chunk, stack.causal)
+    window = stack.windows[layer]
+    keys = case.batch * _keys(case, window, chunk, stack.causal)
+    # DeepSeek Sparse Attention: the indexer scores every key, the attention reads its top-k
+    # (a query's latest index_topk keys and as many as a window of that width: the count is the same)
+    read = keys
+    if spec.sparse_topk:
+        read = case.batch * _keys(case, min(window or spec.sparse_topk, spec.sparse_topk), chunk, stack.causal)
+    indexed = layer in spec.index_layers
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
-    flops = case.tokens * spec.attention_flops_of(layer) + keys * stack.score_flops_per_key[layer]
+    flops = case.tokens * spec.attention_flops_of(layer) + read * stack.score_flops_per_key[layer]
+    if indexed:
+        flops += keys * 2 * spec.index_heads * spec.index_key_width
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
     weights, params = read_cost(plan, attention_tensors(spec, (layer,), shared_kv=shared))
     # a DSA indexer's keys are cached and read beside the attention's
-    width = (kv_width(spec, layer) + (spec.index_key_width if layer in spec.index_layers else 0)) * case.act_bytes
+    width = kv_width(spec, layer) * case.act_bytes
+    index_width = (spec.index_key_width if indexed else 0) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written;
     # a KV-shared layer reads the keys another layer wrote and writes none
     written = 0 if shared else case.tokens
-    kv = (written + case.tokens) * width if case.phase == "prefill" else (keys + written) * width
+    if case.phase == "prefill":
+        kv = (written + case.tokens) * (width + index_width)
+    else:
+        kv = (read + written) * width + (keys + written) * index_width
     io = 2 * case.tokens * spec.d_model * case.act_bytes
     return PartCost("attention", flops, weights, io, kv, weight_params=params)
 
