@@ -171,9 +171,9 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.render.built import built_data, built_view
 
-    named = [item for text in (request.preset, request.config, request.model) if text for item in text.split(",") if item.strip()]
+    named = [*(request.preset or ()), *(request.config or ()), *(request.model or ())]
     if len(named) > 1:  # counted by building it: alone, not in a comparison
-        option = "config" if request.config is not None and unknown.source in request.config else "model"
+        option = "config" if unknown.source in (request.config or ()) else "model"
         why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison")
         raise FFNError(option, unknown.source, why.format(value=unknown.value)) from None
     if not isinstance(unknown.config.get("model_type"), str):
