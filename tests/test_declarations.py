@@ -17,7 +17,7 @@ import pytest
 from typer.main import get_command
 
 import ffn_cli
-from ffn_cli.cli import app, params_cmd, trace_cmd
+from ffn_cli.cli import app, bench_cmd, params_cmd, trace_cmd
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.options import parse_int_tuple, parse_tuple
 from ffn_cli.requests import choices
@@ -102,7 +102,7 @@ def _request_call_keywords(command: Any, request: type) -> dict[str, set[str]]:
     return {str(k.arg): {n.id for n in ast.walk(k.value) if isinstance(n, ast.Name)} for k in call.keywords}
 
 
-@pytest.mark.parametrize(("command", "function"), [("trace", trace_cmd.trace), ("params", params_cmd.params)])
+@pytest.mark.parametrize(("command", "function"), [("trace", trace_cmd.trace), ("params", params_cmd.params), ("bench", bench_cmd.bench)])
 def test_the_command_hands_each_option_to_the_field_of_its_name(command: str, function: Any) -> None:
     passed = _request_call_keywords(function, REQUESTS[command])
     for name in set(_cli_options(command)) - OUTPUT_OPTIONS:
