@@ -265,3 +265,13 @@ def test_a_model_only_building_counts_is_refused_in_a_comparison(runner: CliRunn
     (tmp_path / "u.json").write_text(json.dumps({"model_type": "no_such_family", "hidden_size": 8}))
     output = _fails(runner, "--preset", "gpt2", "--config", str(tmp_path / "u.json"))
     assert f"--config {tmp_path / 'u.json'}: model_type 'no_such_family' has no reader" in output and "alone" in output
+
+
+def test_a_preset_only_building_counts_is_named_as_the_preset_it_is(runner: CliRunner) -> None:
+    # glm-5's model_type (glm_moe_dsa) has no reader: it was named as a --model 'preset glm-5'.
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.files import load_preset
+
+    assert load_preset("glm-5")["model_type"] not in SUPPORTED_MODEL_TYPES
+    output = _fails(runner, "--preset", "gpt2,glm-5")
+    assert "--preset glm-5: model_type 'glm_moe_dsa' has no reader" in output and "alone" in output

@@ -145,7 +145,7 @@ def select_layer(
                 index=index, name=spec.name, kind=kind, first=default_layer(model)
             ),
         )
-    # A layer is one FFN: --variant's list stands as typed, and FFNSpec names more than one unknown.
+    # A layer is one FFN: a --variant list reaches FFNSpec as typed, which refuses it as no variant it knows.
     changes = {FFN_OVERRIDES[k]: _as_typed(v) for k, v in given.items() if k in FFN_OVERRIDES}
     for key in ("variant", "expert_variant"):
         if isinstance(changes.get(key), str):
