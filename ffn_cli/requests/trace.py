@@ -231,7 +231,8 @@ class TraceRequest:
         options = [f for f in fields(self) if f.init and f.name not in skip]
         values = {f.name: getattr(self, f.name) for f in options}
         given = given_options(values, {f.name: f.default for f in options}, self.typed)
-        return self._ffn_typed() | given
+        # --d-model typed is the FFN options' width, not the API's d_model field of the same name.
+        return self._ffn_typed() | given | self._ffn_typed()
 
     def _ffn(self) -> FFNChoice:
         if self.ffn is None:
