@@ -316,7 +316,8 @@ def params(
     else:
         if "," in spec_or_model:
             raise FFNError("spec_or_model", spec_or_model, _("one model; several side by side are ffn_cli.compare([...])"))
-        request = ParamsRequest(**_model_name(spec_or_model), **options)
+        named: dict[str, Any] = {option: (name,) for option, name in _model_name(spec_or_model).items()}  # one model: a list of one
+        request = ParamsRequest(**named, **options)
     answer = answer_params(request)
     return Result(answer.value, answer.view, answer.data)
 
@@ -336,10 +337,10 @@ def compare(
 
     if len(models) < 2:
         raise FFNError("models", list(models), _("sets two or more models side by side; one model is ffn_cli.params(name)"))
-    paths = [m for m in models if "preset" not in _model_name(m)]
-    names: dict[str, Any] | None = {"preset": ",".join(models)} if not paths else None
+    paths = tuple(m for m in models if "preset" not in _model_name(m))
+    names: dict[str, Any] | None = {"preset": tuple(models)} if not paths else None
     if len(paths) == len(models):
-        names = {"config": ",".join(paths)}
+        names = {"config": paths}  # each path as it is, commas and all
     if names is None:
         raise FFNError("models", list(models), _("preset names alone, or config.json paths alone, as ffn params takes them"))
     request = ParamsRequest(**names, dtype=dtype, seq_len=_as_tuple(seq_len))

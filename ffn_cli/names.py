@@ -4,12 +4,12 @@ wrong one answered with the closest right ones, in one short line. Pure Python."
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 
-__all__ = ["MAX_LIST_ITEMS", "normalise", "split_list", "unknown_name"]
+__all__ = ["MAX_LIST_ITEMS", "comma_text", "normalise", "split_list", "unknown_name"]
 
 # The most items a comma list option takes (--variant, --d-model, --seq-len, --batch, --dtype,
 # --impl, --preset, --config, --model): a sweep's cases multiply, and a longer list is a slip.
@@ -37,6 +37,11 @@ def split_list(option: str, text: str, *, empty: str) -> list[str]:
     if not all(parts):
         raise FFNError(option, text, _("an empty item in the comma list: remove the extra comma"))
     return list(dict.fromkeys(parts))
+
+
+def comma_text(values: Iterable[object]) -> str:
+    """A list as the option's comma text, to name it in an error as it would be typed: '128,512'."""
+    return ",".join(str(v) for v in values)
 
 
 def _closest(value: str, names: Sequence[str]) -> list[str]:

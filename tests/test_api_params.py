@@ -82,6 +82,18 @@ def test_models_side_by_side_are_the_clis_json() -> None:
     assert [name for name, *_ in api.value] == ["gpt2", "llama-2-7b"]
 
 
+def test_config_paths_side_by_side_are_each_read_as_given(tmp_path) -> None:
+    # The list is handed as it is: a folder with a comma in its name is one path, as `--config`
+    # reads a path that exists as typed (it was joined with commas, then split again, and lost).
+    from ffn_cli.configs.files import load_preset
+
+    for folder, preset in (("a,b", "gpt2"), ("c", "qwen2-0.5b")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text(json.dumps(load_preset(preset)))
+    api = ffn_cli.compare([str(tmp_path / "a,b"), str(tmp_path / "c")])
+    assert [m["total_params"] for m in api.to_dict()["models"]] == [124_439_808, 494_032_768]  # published totals, in order
+
+
 def test_an_ffn_on_a_gpu_is_drawn_as_the_cli_draws_it() -> None:
     result = CliRunner().invoke(app, ["params", "-v", "relu", "-d", "1024", "--gpu", "h100"], env={"COLUMNS": "100"})
     assert result.exit_code == 0

@@ -121,7 +121,12 @@ def test_options_override_and_are_listed() -> None:
     assert "overridden: --d-ff 1024" in out
     # The config's dtype is the default.
     assert _invoke("trace", "--preset", "mixtral-8x7b", "--device", "meta", "--json")["dtype"] == "bfloat16"
-    assert "fixes d_model" in _fails("trace", "--preset", "mixtral-8x7b", "--d-model", "1024")
+    # The width is named as typed (trace named it without one: the API's own d_model field, unset).
+    assert "--d-model 1024,2048: mixtral-8x7b fixes d_model" in _fails("trace", "--preset", "mixtral-8x7b", "--d-model", "1024,2048")
+    # A list of variants reaches the layer as typed, refused as no variant (a layer is one FFN).
+    assert "--variant relu,swiglu: no such variant" in _fails("trace", "--preset", "mixtral-8x7b", "-v", "relu,swiglu")
+    renamed = _invoke("trace", "--preset", "mixtral-8x7b", "--device", "meta", "-v", "GeGLU", "--json")
+    assert renamed["model"]["overrides"] == ["--variant GeGLU"] and renamed["spec"]["variant"] == "geglu"  # listed as typed
 
 
 @pytest.mark.parametrize(

@@ -281,3 +281,13 @@ def test_a_part_of_one_layer_says_layer(runner: CliRunner, lang: str, one: str, 
     assert any(line.rstrip().endswith(one) for line in lines), result.stdout
     assert any(many in line for line in lines), result.stdout
     assert "(layers 0)" not in result.stdout
+
+
+def test_a_preset_only_building_counts_is_named_as_the_preset_it_is(runner: CliRunner) -> None:
+    # glm-5's model_type (glm_moe_dsa) has no reader: it was named as a --model 'preset glm-5'.
+    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+    from ffn_cli.configs.files import load_preset
+
+    assert load_preset("glm-5")["model_type"] not in SUPPORTED_MODEL_TYPES
+    output = _fails(runner, "--preset", "gpt2,glm-5")
+    assert "--preset glm-5: model_type 'glm_moe_dsa' has no reader" in output and "alone" in output

@@ -17,7 +17,7 @@ import pytest
 from typer.main import get_command
 
 import ffn_cli
-from ffn_cli.cli import app, params_cmd, trace_cmd
+from ffn_cli.cli import app, bench_cmd, params_cmd, trace_cmd
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.options import parse_int_tuple, parse_tuple
 from ffn_cli.requests import choices
@@ -102,7 +102,7 @@ def _request_call_keywords(command: Any, request: type) -> dict[str, set[str]]:
     return {str(k.arg): {n.id for n in ast.walk(k.value) if isinstance(n, ast.Name)} for k in call.keywords}
 
 
-@pytest.mark.parametrize(("command", "function"), [("trace", trace_cmd.trace), ("params", params_cmd.params)])
+@pytest.mark.parametrize(("command", "function"), [("trace", trace_cmd.trace), ("params", params_cmd.params), ("bench", bench_cmd.bench)])
 def test_the_command_hands_each_option_to_the_field_of_its_name(command: str, function: Any) -> None:
     passed = _request_call_keywords(function, REQUESTS[command])
     for name in set(_cli_options(command)) - OUTPUT_OPTIONS:
@@ -201,3 +201,33 @@ def test_how_bench_measures_is_the_requests_own_values() -> None:
     assert request.bench_config(gpu="h100") == replace(expected, seed=4, gpu="h100")
     with pytest.raises(ffn_cli.FFNError, match="warmup_ms=-1"):
         BenchRequest(ffn=spec, warmup_ms=-1)  # as the request is made, not once the sweep starts
+
+
+def test_the_ffn_options_hold_tuples_read_once_from_the_comma_text() -> None:
+    # As the command line types them: read once, as the group is made; the names stay as typed
+    # (the registry reads SwiGLU as swiglu when the request asks for the FFNs).
+    typed = FFNOptions(variant="relu, SwiGLU,relu", d_model="64, 128")  # type: ignore[call-arg]
+    assert (typed.variant, typed.d_model) == (("relu", "SwiGLU"), (64, 128))
+    assert typed.variants() == ["relu", "swiglu"]
+    assert FFNOptions(variant=("gelu",), d_model=(32,)).variant == ("gelu",)  # type: ignore[call-arg]
+    with pytest.raises(ffn_cli.FFNError, match="d_model='64,,128'"):
+        FFNOptions(d_model="64,,128")  # type: ignore[call-arg]
+    # A refusal names the list as it is typed, not as a tuple.
+    with pytest.raises(ffn_cli.FFNError, match="d_model='64,128' is invalid"):
+        TraceRequest(ffn=FFNOptions(d_model="64,128"))  # type: ignore[call-arg]
+
+
+def test_params_names_its_models_as_tuples_the_cli_splits_once(tmp_path: Any) -> None:
+    from ffn_cli.cli.options import parse_names, parse_paths
+
+    assert ParamsRequest(preset=("gpt2", " gpt2", "llama-2-7b")).preset == ("gpt2", "llama-2-7b")
+    assert parse_names("preset", "gpt2, llama-2-7b") == ("gpt2", "llama-2-7b")
+    # A config path that exists as typed is one path, commas and all; else the text is a list.
+    folder = tmp_path / "a,b"
+    folder.mkdir()
+    assert parse_paths("config", str(folder)) == (str(folder),)
+    assert parse_paths("config", f"{tmp_path}/x.json,{tmp_path}/y.json") == (f"{tmp_path}/x.json", f"{tmp_path}/y.json")
+    with pytest.raises(ffn_cli.FFNError, match="one name or a comma list"):
+        parse_names("preset", " , ")
+    with pytest.raises(ffn_cli.FFNError, match="preset='gpt2,llama-2-7b' is invalid"):
+        ParamsRequest(preset=("gpt2", "llama-2-7b"), list_presets=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -30,6 +30,7 @@ from ffn_cli.cli.options import (
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
+from ffn_cli.requests.choices import Cache, CompileMode, ImplChoice  # the text of a choice, checked by the request against its Literal
 from ffn_cli.requests.lists import comma_text
 
 if TYPE_CHECKING:
@@ -162,14 +163,18 @@ def bench(
     Once `ffn hardware --measure` has profiled this machine, each case shows the forecast from
     that profile beside the measured time and the roofline bound, with the error in %.
     """
-    # Every option but the FFN group and --json, by its name: the request's fields are named so.
-    options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
-    # A comma list is read here, at the boundary, into the request's tuple.
-    options |= {"seq_len": parse_int_tuple("seq_len", seq_len), "dtype": parse_tuple("dtype", dtype)}
-    options["impl"] = None if impl is None else parse_tuple("impl", impl)
     from ffn_cli.services.bench import bench as answer_bench
 
-    request = BenchRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))
+    # One request field per option, by the same name (tests/test_declarations.py holds them so);
+    # a comma list is read here, at the boundary, into the request's tuple.
+    request = BenchRequest(
+        ffn=ffn, batch=batch, seq_len=parse_int_tuple("seq_len", seq_len), dtype=parse_tuple("dtype", dtype), device=device,
+        backward=backward, compile=compile, compile_mode=cast(CompileMode, compile_mode),
+        impl=None if impl is None else cast(tuple[ImplChoice, ...], parse_tuple("impl", impl)), checkpoint=checkpoint,
+        cache=cast(Cache, cache), calibrate=calibrate, warmup_ms=warmup_ms, repeats=repeats, min_time=min_time, threads=threads,
+        seed=seed, plot=plot, max_cases=max_cases, tp=tp, ep=ep, rank_timeout=rank_timeout, preset=preset, config=config,
+        model=model, revision=revision, layer=layer, gpu=gpu, typed=typed_options(ctx, list(ctx.params)),
+    )  # fmt: skip
     answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
     if not answer.shown:
         return

@@ -4,7 +4,8 @@
 with the field's own default, type and parser, its flags, help and panel as the Option says;
 `with_option_groups` gives a command these options and hands it one parsed `FFNOptions`.
 `--variant` and `--d-model` take a comma list: params compares the variants, bench sweeps
-both, trace runs one FFN and says so when given more.
+both, trace runs one FFN and says so when given more. The command line types them as text; the
+group reads it once, as it is made, into the tuples it holds.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import typer
 
 from ffn_cli.cli.complete import complete_expert_variants, complete_variants
 from ffn_cli.cli.numbers import parse_float, parse_int
-from ffn_cli.cli.options import parse_int_list, parse_list
+from ffn_cli.cli.options import parse_int_tuple, parse_tuple
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
+from ffn_cli.requests.lists import comma_text
 from ffn_cli.spec import FFNSpec, Option, spec_options
 from ffn_cli.variants import VARIANTS
 
@@ -43,8 +45,9 @@ def _value_type(hint: Any) -> Any:
 
 
 def _option_field(spec_field: Field[Any], opt: Option, hint: Any) -> tuple[str, Any, Any]:
-    """One FFNOptions field: the spec field's type (text for a comma list) and default, declared
-    as the typer option the Option describes."""
+    """One FFNOptions field: the spec field's type (text for a comma list, as the command line
+    types it: the group holds the tuple read from it) and default, declared as the typer option
+    the Option describes."""
     kind, default = (str, str(spec_field.default)) if opt.comma_list else (hint, spec_field.default)
     declaration = typer.Option(
         *opt.flags,
@@ -65,27 +68,34 @@ def _panel_order(options: dict[str, Option]) -> list[str]:
 
 
 class _FFNOptions:
-    """The FFN options as parsed: text for the ones that take a comma list, values otherwise."""
+    """The FFN options as parsed: a tuple for each that takes a comma list, values otherwise."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each class ffn_options() makes is a dataclass
     spec_class: ClassVar[type[FFNSpec]]
     spec_fields: ClassVar[dict[str, str]]  # option name → FFNSpec field: --fused is fused_gate_up
     comma_lists: ClassVar[frozenset[str]]  # the options typed as a comma list
     # What the methods and the requests (FFNChoice) read of the fields ffn_options() makes.
-    variant: str
-    d_model: str
+    variant: tuple[str, ...]
+    d_model: tuple[int, ...]
     expert_variant: str
     fused: bool
     multiple_of: int
     given: frozenset[str]
 
+    def __post_init__(self) -> None:
+        """The command line's comma text read once, here: 'relu, swiglu' → ('relu', 'swiglu'),
+        '512,1024' → (512, 1024); a tuple is taken as it is."""
+        if isinstance(self.variant, str):
+            object.__setattr__(self, "variant", _variant_names(self.variant))
+        if isinstance(self.d_model, str):
+            object.__setattr__(self, "d_model", parse_int_tuple("d_model", self.d_model))
+
     def variants(self) -> list[str]:
-        """'relu, swiglu' → ['relu', 'swiglu']; 'all' → every registry variant."""
-        if not self.variant.replace(",", "").strip():
-            raise FFNError(
-                "variant", self.variant, _("choose from {variants}, a comma list of them, or all").format(variants=", ".join(VARIANTS))
-            )
-        names = [name.lower() for name in parse_list("variant", self.variant)]  # SwiGLU is swiglu
+        """('relu', 'SwiGLU') → ['relu', 'swiglu']; ('all',) → every registry variant."""
+        if any(_blank(name) for name in self.variant):
+            why = _("choose from {variants}, a comma list of them, or all").format(variants=", ".join(VARIANTS))
+            raise FFNError("variant", comma_text(self.variant), why)
+        names = [name.lower() for name in self.variant]  # SwiGLU is swiglu
         if names == ["all"]:
             return list(VARIANTS)
         for name in names:
@@ -93,9 +103,6 @@ class _FFNOptions:
                 every = _("; all alone takes every one")
                 raise unknown_name("variant", name, list(VARIANTS), what=N_("variant"), listed_by="ffn variants", extra=every)
         return names
-
-    def widths(self) -> list[int]:
-        return parse_int_list("d_model", self.d_model)
 
     def spec(self, variant: str, d_model: int, **changes: Any) -> FFNSpec:
         """One FFNSpec from these options (FFNSpec validates); `changes` replace spec fields."""
@@ -105,7 +112,7 @@ class _FFNOptions:
 
     def specs(self, **changes: Any) -> list[FFNSpec]:
         """Every variant at every width, variants outermost."""
-        specs = [self.spec(v, d, **changes) for v in self.variants() for d in self.widths()]
+        specs = [self.spec(v, d, **changes) for v in self.variants() for d in self.d_model]
         self.check_used(specs)
         return specs
 
@@ -120,7 +127,7 @@ class _FFNOptions:
             users = [v for v, variant in VARIANTS.items() if field in variant.own_options]
             raise FFNError(
                 name,
-                getattr(self, name),
+                comma_text(getattr(self, name)) if name in self.comma_lists else getattr(self, name),
                 _("{chosen} does not use it (it applies to {users})").format(chosen=chosen, users=", ".join(users)),
             )
 
@@ -128,13 +135,16 @@ class _FFNOptions:
         """The options the user typed (among `names`, if given), with their values."""
         return {name: getattr(self, name) for name in sorted(self.given) if names is None or name in names}
 
-    def refuse(self, names: tuple[str, ...], why: str, *, unless_default: bool = False) -> None:
-        """Refuse the first of `names` that was typed (and, with unless_default, set to other
-        than its default): the chosen path would ignore it."""
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in names and f.name in self.given and not (unless_default and value == f.default):
-                raise FFNError(f.name, value, why)
+
+def _variant_names(text: str) -> tuple[str, ...]:
+    """--variant's comma text as names, checked by the registry when the request reads them.
+    Blank text ('', ',') is held as typed, one blank name, refused then too, once the rules have
+    had their say (beside a model it is an unknown variant)."""
+    return (text,) if _blank(text) else parse_tuple("variant", text)
+
+
+def _blank(text: str) -> bool:
+    return not text.replace(",", "").strip()
 
 
 def ffn_options(spec_class: type[FFNSpec] = FFNSpec) -> type[_FFNOptions]:

@@ -9,7 +9,7 @@ import typer
 
 from ffn_cli.cli.complete import complete_devices, complete_dtypes
 from ffn_cli.cli.numbers import parse_float, parse_int
-from ffn_cli.requests.lists import parse_int_list, parse_int_tuple, parse_list, parse_tuple
+from ffn_cli.requests.lists import parse_int_list, parse_int_tuple, parse_list, parse_names, parse_paths, parse_tuple
 
 __all__ = [
     "AttnBiasOpt",
@@ -34,6 +34,8 @@ __all__ = [
     "parse_int_list",
     "parse_int_tuple",
     "parse_list",
+    "parse_names",
+    "parse_paths",
     "parse_tuple",
 ]
 

@@ -23,7 +23,19 @@ from ffn_cli.cli.hardware_options import (
 )
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
-from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name, parse_int_tuple
+from ffn_cli.cli.options import (
+    AttnBiasOpt,
+    EPOpt,
+    HeadDimOpt,
+    JsonOpt,
+    NHeadsOpt,
+    NKVHeadsOpt,
+    TPOpt,
+    as_name,
+    parse_int_tuple,
+    parse_names,
+    parse_paths,
+)
 from ffn_cli.requests.choices import Phase  # the text of a choice, checked by the request against its Literal
 from ffn_cli.requests.params import ParamsRequest  # each option's default is the request's
 
@@ -124,7 +136,9 @@ def params(
     # a comma list is read here, at the boundary, into the request's tuple.
     request = ParamsRequest(
         ffn=ffn, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim, attn_bias=attn_bias, match_params=match_params,
-        config=config, preset=preset, model=model, revision=revision, list_presets=list_presets, no_cache=no_cache,
+        config=None if config is None else parse_paths("config", config),
+        preset=None if preset is None else parse_names("preset", preset),
+        model=None if model is None else parse_names("model", model), revision=revision, list_presets=list_presets, no_cache=no_cache,
         seq_len=None if seq_len is None else parse_int_tuple("seq_len", seq_len), dtype=dtype, tp=tp, ep=ep,
         weights=weights, quantize=quantize, no_mtp=no_mtp, gpu=gpu, batch=None if batch is None else parse_int_tuple("batch", batch),
         tokens=tokens, phase=cast(Phase, phase), backward=backward, plot=plot, explain=explain, typed=typed_options(ctx, list(ctx.params)),

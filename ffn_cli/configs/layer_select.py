@@ -16,6 +16,7 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.configs.source import LoadedModel
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.names import comma_text
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int, spec_options
 
 __all__ = ["FFN_OVERRIDES", "FIXED_BY_MODEL", "LayerChoice", "default_layer", "ffn_overrides", "fixed_by_model", "select_layer"]
@@ -100,7 +101,12 @@ def _flag(option: str, value: Any) -> str:
     name = "--" + option.replace("_", "-")
     if isinstance(value, bool):
         return name if value else _OFF_FLAGS.get(option, "--no-" + option.replace("_", "-"))
-    return f"{name} {value}"
+    return f"{name} {_as_typed(value)}"
+
+
+def _as_typed(value: Any) -> Any:
+    """A list option's tuple as its comma text (`--variant relu,swiglu`), any other value as it is."""
+    return comma_text(value) if isinstance(value, tuple) else value
 
 
 def select_layer(
@@ -121,7 +127,7 @@ def select_layer(
         if option in given:
             raise FFNError(
                 option,
-                given[option],
+                _as_typed(given[option]),
                 _("{name} fixes d_model ({d_model:,}) and every width; give --d-ff to resize").format(name=spec.name, d_model=spec.d_model),
             )
     if not spec.ffn_layers:
@@ -139,7 +145,8 @@ def select_layer(
                 index=index, name=spec.name, kind=kind, first=default_layer(model)
             ),
         )
-    changes = {FFN_OVERRIDES[k]: v for k, v in given.items() if k in FFN_OVERRIDES}
+    # A layer is one FFN: a --variant list reaches FFNSpec as typed, which refuses it as no variant it knows.
+    changes = {FFN_OVERRIDES[k]: _as_typed(v) for k, v in given.items() if k in FFN_OVERRIDES}
     for key in ("variant", "expert_variant"):
         if isinstance(changes.get(key), str):
             changes[key] = changes[key].strip().lower()

@@ -18,7 +18,6 @@ from ffn_cli.configs.windows import attention_chunks, attention_windows, is_caus
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.names import split_list
 
 __all__ = ["LoadedModel", "config_dtype", "config_model", "load_model", "load_models", "preset_model"]
 
@@ -116,28 +115,23 @@ def load_model(
 
 
 def load_models(
-    *, preset: str | None = None, config: str | None = None, model: str | None = None, revision: str | None = None
+    *,
+    preset: tuple[str, ...] | None = None,
+    config: tuple[str, ...] | None = None,
+    model: tuple[str, ...] | None = None,
+    revision: str | None = None,
 ) -> list[LoadedModel]:
-    """Every model named by the three options together, each a comma list: presets, then
-    config files, then model ids, side by side. A config path that exists as typed is one file,
-    commas and all."""
+    """Every model named by the three options together, each a list (the request's, read from
+    the command line's comma text: requests/lists.py): presets, then config files, then model
+    ids, side by side."""
     if preset is None and config is None and model is None:
         raise FFNError("preset", None, _("give --preset, --config or --model (each a comma list, in any mix)"))
     if revision is not None and model is None:
         raise FFNError("revision", revision, _("applies to --model (a Hub model id)"))
-    loaded = [load_model(preset=p) for p in (_split("preset", preset) if preset is not None else [])]
-    loaded += [load_model(config=c) for c in (_config_paths(config) if config is not None else [])]
-    loaded += [load_model(model=m, revision=revision) for m in (_split("model", model) if model is not None else [])]
+    loaded = [load_model(preset=p) for p in preset or ()]
+    loaded += [load_model(config=c) for c in config or ()]
+    loaded += [load_model(model=m, revision=revision) for m in model or ()]
     return loaded
-
-
-def _config_paths(text: str) -> list[str]:
-    return [text] if "," not in text or Path(text).expanduser().exists() else _split("config", text)
-
-
-def _split(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b'] (names.split_list: at most MAX_LIST_ITEMS items, none empty)."""
-    return split_list(option, text, empty=_("one name or a comma list"))
 
 
 def config_model(path: str) -> ModelSpec:

@@ -178,6 +178,6 @@ def _check_impls(names: tuple[str, ...]) -> tuple[str, ...]:
 
 def _sweep_specs(ffn: FFNChoice) -> list[FFNSpec]:
     """Every variant at every width, variants outermost; --fused picks the fused implementation instead."""
-    specs = [ffn.spec(v, d, fused_gate_up=False) for v in ffn.variants() for d in ffn.widths()]
+    specs = [ffn.spec(v, d, fused_gate_up=False) for v in ffn.variants() for d in ffn.d_model]
     ffn.check_used(specs)
     return specs

@@ -1,6 +1,6 @@
 """The FFN a request is about, as the commands' FFN options describe it (`cli/ffn_options.py`:
-comma lists of variants and widths) or as the API hands it (one FFNSpec): what a request reads
-of either, so neither knows the other."""
+tuples of variants and widths, read from the command line's comma lists) or as the API hands it
+(one FFNSpec): what a request reads of either, so neither knows the other."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ class FFNChoice(Protocol):
     """The FFN options as parsed: the variants and widths asked for, and which were typed."""
 
     @property
-    def variant(self) -> str: ...
+    def variant(self) -> tuple[str, ...]: ...
     @property
-    def d_model(self) -> str: ...
+    def d_model(self) -> tuple[int, ...]: ...
     @property
     def fused(self) -> bool: ...
     @property
@@ -26,7 +26,6 @@ class FFNChoice(Protocol):
 
     def typed(self, names: tuple[str, ...] | None = None) -> dict[str, Any]: ...
     def variants(self) -> list[str]: ...
-    def widths(self) -> list[int]: ...
     def spec(self, variant: str, d_model: int, **changes: Any) -> FFNSpec: ...
     def check_used(self, specs: list[FFNSpec]) -> None: ...
 
@@ -38,12 +37,12 @@ class OneSpec:
     value: FFNSpec
 
     @property
-    def variant(self) -> str:
-        return self.value.variant
+    def variant(self) -> tuple[str, ...]:
+        return (self.value.variant,)
 
     @property
-    def d_model(self) -> str:
-        return str(self.value.d_model)
+    def d_model(self) -> tuple[int, ...]:
+        return (self.value.d_model,)
 
     @property
     def fused(self) -> bool:
@@ -58,9 +57,6 @@ class OneSpec:
 
     def variants(self) -> list[str]:
         return [self.value.variant]
-
-    def widths(self) -> list[int]:
-        return [self.value.d_model]
 
     def spec(self, variant: str, d_model: int, **changes: Any) -> FFNSpec:
         return self.value.with_(**changes)

@@ -4,20 +4,31 @@ command line or as the API's keywords gave them), one way everywhere."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.names import comma_text  # a list named as typed: the inverse of the split here
 from ffn_cli.spec import check_int
 
-__all__ = ["check_ints", "check_names", "comma_text", "parse_int_list", "parse_int_tuple", "parse_list", "parse_tuple"]
+__all__ = [
+    "check_ints",
+    "check_names",
+    "check_paths",
+    "comma_text",
+    "parse_int_list",
+    "parse_int_tuple",
+    "parse_list",
+    "parse_names",
+    "parse_paths",
+    "parse_tuple",
+]
 
 
-def parse_list(option: str, text: str) -> list[str]:
-    """'a, b,a' → ['a', 'b'] (names.split_list: at most MAX_LIST_ITEMS items, none empty)."""
+def parse_list(option: str, text: str, *, empty: str | None = None) -> list[str]:
+    """'a, b,a' → ['a', 'b'] (names.split_list: at most MAX_LIST_ITEMS items, none empty);
+    `empty` says what the option takes when no item is given."""
     from ffn_cli.names import split_list
 
-    return split_list(option, text, empty=_("one value or a comma list"))
+    return split_list(option, text, empty=_("one value or a comma list") if empty is None else empty)
 
 
 def parse_int_list(option: str, text: str) -> list[int]:
@@ -38,6 +49,19 @@ def parse_int_list(option: str, text: str) -> list[int]:
 def parse_tuple(option: str, text: str) -> tuple[str, ...]:
     """The command line's comma text as a request's tuple of names."""
     return tuple(parse_list(option, text))
+
+
+def parse_names(option: str, text: str) -> tuple[str, ...]:
+    """--preset's and --model's comma text as a request's tuple of names: 'gpt2, llama-2-7b'."""
+    return tuple(parse_list(option, text, empty=_("one name or a comma list")))
+
+
+def parse_paths(option: str, text: str) -> tuple[str, ...]:
+    """--config's comma text as a request's tuple of paths: a path that exists as typed is one
+    file, commas and all, and so is text without a comma (kept as typed, spaces too)."""
+    from pathlib import Path
+
+    return (text,) if "," not in text or Path(text).expanduser().exists() else parse_names(option, text)
 
 
 def parse_int_tuple(option: str, text: str) -> tuple[int, ...]:
@@ -70,6 +94,10 @@ def check_names(option: str, values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(str(v) for v in _listed(option, tuple(v.strip() for v in values)))
 
 
-def comma_text(values: Iterable[object]) -> str:
-    """A list as the option's comma text, to name it in an error as it would be typed: '128,512'."""
-    return ",".join(str(v) for v in values)
+def check_paths(option: str, values: tuple[str, ...]) -> tuple[str, ...]:
+    """A request's list of paths (config=('a.json', 'b.json')): each a path as given, not
+    stripped (a file is read as it is named; one that is not there says so)."""
+    for value in values:
+        if not isinstance(value, str):
+            raise FFNError(option, value, _("one value or a comma list"))
+    return tuple(str(v) for v in _listed(option, tuple(values)))

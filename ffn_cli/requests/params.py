@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.requests.choices import Phase, check_choice
-from ffn_cli.requests.lists import check_ints
+from ffn_cli.requests.lists import check_ints, check_names, check_paths, comma_text
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.spec import FFNSpec, spec_options
 
@@ -86,9 +86,9 @@ _COMPARISON_RULES: tuple[Rule, ...] = (
 class ParamsRequest:
     """The options of `ffn params`, by field name as the options are named (`--no-mtp` is
     `no_mtp`), checked as the request is made. `ffn`: the FFN options (a parsed FFNOptions, or
-    OneSpec for the API); `typed`: the options typed on the command line (see rules.given_options).
-    Made, it knows its answer (`kind`) and what that answer reads: `specs`, `attention`,
-    `seq_lens`, `count_dtype`."""
+    OneSpec for the API); `preset`, `config`, `model`: the models named, side by side (tuples);
+    `typed`: the options typed on the command line (see rules.given_options). Made, it knows its
+    answer (`kind`) and what that answer reads: `specs`, `attention`, `seq_lens`, `count_dtype`."""
 
     ffn: FFNChoice | None = None
     n_heads: int | None = None
@@ -96,9 +96,9 @@ class ParamsRequest:
     head_dim: int | None = None
     attn_bias: bool | None = None
     match_params: bool = False
-    config: str | None = None
-    preset: str | None = None
-    model: str | None = None
+    config: tuple[str, ...] | None = None
+    preset: tuple[str, ...] | None = None
+    model: tuple[str, ...] | None = None
     revision: str | None = None
     list_presets: bool = False
     no_cache: bool = False
@@ -129,6 +129,10 @@ class ParamsRequest:
         for name in ("seq_len", "batch"):
             if getattr(self, name) is not None:
                 self._set(name, check_ints(name, getattr(self, name)))
+        # The models side by side: presets and model ids are names, config files paths as given.
+        for name, check in (("preset", check_names), ("config", check_paths), ("model", check_names)):
+            if getattr(self, name) is not None:
+                self._set(name, check(name, getattr(self, name)))
         self._set("phase", check_choice("phase", self.phase, Phase))
         given = self._given()
         self._set("given", given)
@@ -147,7 +151,7 @@ class ParamsRequest:
         ffn = self._ffn()
         if self.gpu is not None:
             check_rules(_FFN_GPU_RULES, given)
-            variants, widths = ffn.variants(), ffn.widths()
+            variants, widths = ffn.variants(), ffn.d_model
             if len(variants) != 1 or len(widths) != 1:
                 raise FFNError("gpu", self.gpu, _("times one FFN: give one --variant and one --d-model"))
             self._set("specs", (ffn.spec(variants[0], widths[0], fused_gate_up=ffn.fused),))
@@ -207,9 +211,10 @@ def _check_dtype(dtype: str) -> str:
 
 def _ffn_specs(ffn: FFNChoice) -> list[FFNSpec]:
     """The FFNs to count, at one width; --fused where a variant reads it."""
-    widths = ffn.widths()
+    widths = ffn.d_model
     if len(widths) > 1:
-        raise FFNError("d_model", ffn.d_model, _("ffn params compares variants at one width; give one --d-model (ffn bench sweeps)"))
+        why = _("ffn params compares variants at one width; give one --d-model (ffn bench sweeps)")
+        raise FFNError("d_model", comma_text(ffn.d_model), why)
     specs = [ffn.spec(name, widths[0], fused_gate_up=False) for name in ffn.variants()]
     specs = [s.with_(fused_gate_up=True) if ffn.fused and "fused_gate_up" in s.info.options_used(s) else s for s in specs]
     ffn.check_used(specs)

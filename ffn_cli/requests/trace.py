@@ -18,6 +18,7 @@ from ffn_cli.i18n import N_, _
 from ffn_cli.outputs import HTML_FILES, check_output_file
 from ffn_cli.requests.choices import Loss, Mode, Norm, check_choice
 from ffn_cli.requests.ffn import FFNChoice
+from ffn_cli.requests.lists import comma_text
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
 from ffn_cli.requests.view import options_view
@@ -178,7 +179,7 @@ class TraceRequest:
         if self.d_model is not None:
             return self.d_model, "d_model"
         if self.ffn is not None and "d_model" in self._ffn_typed():
-            return self.ffn.widths()[0], "--d-model"
+            return self.ffn.d_model[0], "--d-model"
         return None, "--d-model"
 
     def resolve(self, *, own_module: bool) -> TraceRequest:
@@ -213,11 +214,11 @@ class TraceRequest:
         """The FFN of the options (one variant at one width): trace runs one."""
         ffn = self._ffn()
         why = _("ffn trace runs one FFN: give one value (ffn params compares, ffn bench sweeps)")
-        variants, widths = ffn.variants(), ffn.widths()
+        variants, widths = ffn.variants(), ffn.d_model
         if len(variants) > 1:
-            raise FFNError("variant", ffn.variant, why)
+            raise FFNError("variant", comma_text(ffn.variant), why)  # named as typed: -v relu,swiglu
         if len(widths) > 1:
-            raise FFNError("d_model", ffn.d_model, why)
+            raise FFNError("d_model", comma_text(ffn.d_model), why)
         spec = ffn.spec(variants[0], widths[0])
         ffn.check_used([spec])
         return spec
@@ -230,7 +231,8 @@ class TraceRequest:
         options = [f for f in fields(self) if f.init and f.name not in skip]
         values = {f.name: getattr(self, f.name) for f in options}
         given = given_options(values, {f.name: f.default for f in options}, self.typed)
-        return self._ffn_typed() | given
+        # --d-model typed is the FFN options' width, not the API's d_model field of the same name.
+        return self._ffn_typed() | given | self._ffn_typed()
 
     def _ffn(self) -> FFNChoice:
         if self.ffn is None:

@@ -171,11 +171,10 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.render.built import built_data, built_view
 
-    named = [item for text in (request.preset, request.config, request.model) if text for item in text.split(",") if item.strip()]
+    named = [*(request.preset or ()), *(request.config or ()), *(request.model or ())]
     if len(named) > 1:  # counted by building it: alone, not in a comparison
-        option = "config" if request.config is not None and unknown.source in request.config else "model"
         why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison")
-        raise FFNError(option, unknown.source, why.format(value=unknown.value)) from None
+        raise FFNError(*_named_by(request, unknown), why.format(value=unknown.value)) from None
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
     if request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
@@ -185,6 +184,15 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
         unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
     )
     return Answer(built, lambda: built_view(built, dtype), lambda: built_data(built, dtype))
+
+
+def _named_by(request: ParamsRequest, unknown: UnknownModelType) -> tuple[str, str]:
+    """The option that named the model no reader knows, and the name it was given as."""
+    if unknown.source in (request.config or ()):
+        return "config", unknown.source
+    if unknown.source == f"preset {unknown.name}":  # configs/source.py's label of a preset
+        return "preset", unknown.name
+    return "model", unknown.source
 
 
 def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
