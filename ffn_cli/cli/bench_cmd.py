@@ -13,16 +13,16 @@ from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.numbers import parse_float, parse_int
-from ffn_cli.cli.option_groups import typed_options, with_option_groups
+from ffn_cli.cli.option_groups import request_fields, typed_options, with_option_groups
 from ffn_cli.cli.options import BatchOpt, DTypeListOpt, EPOpt, JsonOpt, RankTimeoutOpt, SeedOpt, SeqLenListOpt, TPOpt, as_name
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
+from ffn_cli.services.results import BenchSweep, ShardedTiming
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark.estimate import SweepEstimate
     from ffn_cli.benchmark.run import ProgressFn
-    from ffn_cli.services.answer import Answer
 
 _TIMING = "Timing"
 _IMPL = "Implementation"
@@ -149,23 +149,53 @@ def bench(
     Once `ffn hardware --measure` has profiled this machine, each case shows the forecast from
     that profile beside the measured time and the roofline bound, with the error in %.
     """
-    # Every option but the FFN group and --json, by its name: the request's fields are named so.
-    options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
+    from ffn_cli.render.presenters.bench import present
     from ffn_cli.services.bench import bench as answer_bench
 
-    request = BenchRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))
-    answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
-    if not answer.shown:
+    request = BenchRequest(
+        ffn=ffn,
+        batch=batch,
+        seq_len=seq_len,
+        dtype=dtype,
+        device=device,
+        backward=backward,
+        compile=compile,
+        compile_mode=compile_mode,
+        impl=impl,
+        checkpoint=checkpoint,
+        cache=cache,
+        calibrate=calibrate,
+        warmup_ms=warmup_ms,
+        repeats=repeats,
+        min_time=min_time,
+        threads=threads,
+        seed=seed,
+        plot=plot,
+        max_cases=max_cases,
+        tp=tp,
+        ep=ep,
+        rank_timeout=rank_timeout,
+        preset=preset,
+        config=config,
+        model=model,
+        revision=revision,
+        layer=layer,
+        gpu=gpu,
+        typed=typed_options(ctx, request_fields(BenchRequest, FFNOptions)),
+    )
+    result = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
+    if isinstance(result, ShardedTiming) and not result.shown:
         return
+    shown = present(result)
     # The results first: a plot that fails to write must not take the table (or the JSON) with it.
     if json:
-        emit_json(answer.data())
+        emit_json(shown.data())
     else:
-        console.print(answer.view())
-    if plot is not None and request.kind == "sweep":
+        console.print(shown.view())
+    if plot is not None and isinstance(result, BenchSweep):
         from ffn_cli.render.bench import write_plot
 
-        written = write_plot(answer.value, plot)
+        written = write_plot(result.report, plot)
         said = _("plot written to {path}").format(path=visible(written))
         (err_console if json else console).print(said, markup=False, highlight=False)  # stdout holds the JSON alone
 
@@ -177,7 +207,7 @@ def _say_estimate(estimate: SweepEstimate) -> None:
     err_console.print(estimate_line(estimate), markup=False, highlight=False)
 
 
-def _run_with_progress(work: Callable[[ProgressFn | None], Answer]) -> Answer:
+def _run_with_progress(work: Callable[[ProgressFn | None], BenchSweep | ShardedTiming]) -> BenchSweep | ShardedTiming:
     """A transient progress line on stderr. auto_refresh is off, so no refresh thread exists:
     it redraws only when the core reports a step, and the core never reports while timing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -22,9 +22,10 @@ from ffn_cli.cli.hardware_options import (
     WeightsOpt,
 )
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
-from ffn_cli.cli.option_groups import typed_options, with_option_groups
+from ffn_cli.cli.option_groups import request_fields, typed_options, with_option_groups
 from ffn_cli.cli.options import AttnBiasOpt, EPOpt, HeadDimOpt, JsonOpt, NHeadsOpt, NKVHeadsOpt, TPOpt, as_name
 from ffn_cli.requests.params import ParamsRequest  # each option's default is the request's
+from ffn_cli.services.results import ModelParamsAnswer, Roofline
 
 EXAMPLES = """[bold]Examples[/]
 
@@ -32,9 +33,10 @@ EXAMPLES = """[bold]Examples[/]
   ffn params --preset llama-3.1-8b        a whole model: parameters, memory
   ffn params --config config.json --json  any config.json, as JSON"""
 
-# The request, its service and the renderers load inside the command: `ffn --help` and
-# `ffn variants` register this command without paying for them. The command is its options
-# and a face: ParamsRequest checks them (requests/params.py), services/params.py answers.
+# The service and its presenter load inside the command: `ffn --help` and `ffn variants`
+# register this command without paying for them. The command is its options and a face:
+# ParamsRequest checks them (requests/params.py), services/params.py answers with a result
+# (services/results.py), render/presenters/params.py shows it.
 
 _MODEL = "Real model"
 
@@ -117,13 +119,53 @@ def params(
     one comparison table. With --preset, --config or --model: a whole model, exact to the
     parameter; a comma list compares models.
     """
-    # Every option but the FFN group and --json, by its name: the request's fields are named so.
-    options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
+    from ffn_cli.render.presenters.params import present
     from ffn_cli.services.params import params as answer_params
 
-    request = ParamsRequest(ffn=ffn, **options, typed=typed_options(ctx, list(options)))
-    answer = answer_params(request)
+    request = ParamsRequest(
+        ffn=ffn,
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=head_dim,
+        attn_bias=attn_bias,
+        match_params=match_params,
+        config=config,
+        preset=preset,
+        model=model,
+        revision=revision,
+        list_presets=list_presets,
+        no_cache=no_cache,
+        seq_len=seq_len,
+        dtype=dtype,
+        tp=tp,
+        ep=ep,
+        weights=weights,
+        quantize=quantize,
+        no_mtp=no_mtp,
+        gpu=gpu,
+        batch=batch,
+        tokens=tokens,
+        phase=phase,
+        backward=backward,
+        plot=plot,
+        explain=explain,
+        typed=typed_options(ctx, request_fields(ParamsRequest, FFNOptions)),
+    )
+    result = answer_params(request)
+    if isinstance(result, ModelParamsAnswer) and result.costs.roofline is not None:
+        _draw_plot(result.costs.roofline)  # before the tables, which say it was written
+    shown = present(result)
     if json:
-        emit_json(answer.data())
+        emit_json(shown.data())
     else:
-        console.print(answer.view())
+        console.print(shown.view())
+
+
+def _draw_plot(roofline: Roofline) -> None:
+    """--plot's sweep, drawn and written by ffn_cli/outputs.py's writer (under --json too)."""
+    if roofline.plot is None:
+        return
+    from ffn_cli.render.plot import write_roofline_plot
+
+    r = roofline
+    write_roofline_plot(r.costs, r.gpu, r.column, r.model, r.n_layers, str(r.plot), r.backward)

@@ -10,7 +10,7 @@ from ffn_cli.cli.common import console, emit_json, handles_errors
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.model_options import ConfigOpt, LayerOpt, ModelOpt, PresetOpt, RevisionOpt
 from ffn_cli.cli.numbers import parse_int
-from ffn_cli.cli.option_groups import typed_options, with_option_groups
+from ffn_cli.cli.option_groups import request_fields, typed_options, with_option_groups
 from ffn_cli.cli.options import (
     BatchOpt,
     DeviceOpt,
@@ -30,6 +30,7 @@ from ffn_cli.cli.options import (
 )
 from ffn_cli.cli.page_option import PageOpt, save_page
 from ffn_cli.requests.trace import TraceRequest  # each option's default is the request's
+from ffn_cli.services.results import ShardedTrace
 
 _SHOW = "What to show"
 ValuesOpt = Annotated[
@@ -145,21 +146,56 @@ def trace(
     With --preset, --config or --model it is one layer of that model at its real sizes.
     With --module it is your own nn.Module, step by step.
     """
-    # Every option but the FFN group and --json, by its name: the request's fields are named so.
-    options = {name: value for name, value in locals().items() if name not in ("ctx", "ffn", "json")}
     # The text view records torch calls; --json (and --ops, --page) the aten ops it lists.
-    request = TraceRequest(ffn=ffn, **options, text_only=not json, typed=typed_options(ctx, list(options)))
-    # The request is whole and checked: only now does the service, and torch with it, load.
+    request = TraceRequest(
+        ffn=ffn,
+        batch=batch,
+        seq_len=seq_len,
+        device=device,
+        dtype=dtype,
+        seed=seed,
+        mode=mode,
+        values=values,
+        ops=ops,
+        check=check,
+        explain=explain,
+        block=block,
+        backward=backward,
+        loss=loss,
+        checkpoint=checkpoint,
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=head_dim,
+        norm=norm,
+        pre_norm=pre_norm,
+        tp=tp,
+        ep=ep,
+        rank_timeout=rank_timeout,
+        preset=preset,
+        config=config,
+        model=model,
+        revision=revision,
+        layer=layer,
+        module=module,
+        depth=depth,
+        reference=reference,
+        page=page,
+        text_only=not json,
+        typed=typed_options(ctx, request_fields(TraceRequest, FFNOptions)),
+    )
+    # The request is whole and checked: only now do the service, and torch with it, and the presenter load.
+    from ffn_cli.render.presenters.trace import present
     from ffn_cli.services.trace import trace as answer_trace
 
-    answer = answer_trace(request)
-    if not answer.shown:
+    result = answer_trace(request)
+    if isinstance(result, ShardedTrace) and not result.shown:
         return
+    shown = present(result)
     if json:
-        emit_json(answer.data())
+        emit_json(shown.data())
     else:
-        console.print(answer.view())
-    if page is not None and answer.drawing is not None:
-        save_page(page, answer.drawing(True))
-    if answer.failure is not None:
-        raise answer.failure
+        console.print(shown.view())
+    if page is not None and shown.drawing is not None:
+        save_page(page, shown.drawing(True))
+    if result.failure is not None:
+        raise result.failure

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from ffn_cli.device_name import check_run_dtype
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.outputs import check_plot_file
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.lists import parse_int_list, parse_list
 from ffn_cli.requests.parallel import RANK_TIMEOUT_RULE, check_rank_timeout
@@ -100,9 +101,7 @@ class BenchRequest:
             check_run_dtype(dtype)
         check_rules(_RULES, given)
         if self.plot is not None:
-            from ffn_cli.render.bench import check_plot_target
-
-            check_plot_target(self.plot)
+            check_plot_file(self.plot)
         if not self.names_model:
             check_rules(_NO_MODEL_RULES, given)
             object.__setattr__(self, "specs", tuple(_sweep_specs(self._ffn())))
