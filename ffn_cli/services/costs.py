@@ -5,16 +5,30 @@ ModelCosts): render/presenters/costs.py shows it, the command draws --plot. Pure
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.hardware.dtypes import TABLE_DTYPE
+from ffn_cli.hardware.formats import FORMATS
+from ffn_cli.i18n import N_, Message, _
+from ffn_cli.models.decode_state import decode_state
+from ffn_cli.models.ffn_roofline import model_forecasts
+from ffn_cli.models.gpu_memory import MemoryCase, gpu_memory
+from ffn_cli.models.gpu_roofline import gpu_pass
+from ffn_cli.models.parallel_layout import Layout, check_model_parallel
+from ffn_cli.models.rank_memory import rank_memory
+from ffn_cli.models.roofline import PassCase, Phase, backward_cost, pass_cost
+from ffn_cli.models.seq_flops import model_stack
+from ffn_cli.models.shipped import mtp_layers, shipped_tensors
+from ffn_cli.models.weights import check_scope, checkpoint, plan_from_config, plan_from_options
 from ffn_cli.outputs import check_plot_file
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import parse_int_list
 from ffn_cli.services.results import DecodeState, ModelCosts, Roofline, StoredWeights
+from ffn_cli.spec import check_int
 
 if TYPE_CHECKING:
     from ffn_cli.requests.params import ParamsRequest
@@ -55,10 +69,6 @@ def cost_options(request: ParamsRequest) -> CostOptions:
 
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
-    from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.hardware.formats import FORMATS
-    from ffn_cli.models.weights import check_scope, plan_from_config, plan_from_options
-
     rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
     if rest not in FORMATS and (opts.weights is not None or loaded.config.get("quantization_config") is None):
         allowed = _(
@@ -74,18 +84,12 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
     if plan is None:
-        from dataclasses import replace
-
-        from ffn_cli.i18n import N_, Message
-
         plan = replace(plan_from_options(rest, None, rest), origin=Message(N_("{format} everywhere (--dtype)"), format=rest))
     return plan, note
 
 
 def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     """The passes --batch / --tokens / --phase / --seq-len ask for."""
-    from ffn_cli.models.roofline import PassCase, Phase
-
     # A str as typed: PassCase refuses any phase but these two, with one clear line.
     phase: Phase = opts.phase  # type: ignore[assignment]
     seq_lens = parse_int_list("seq_len", opts.seq_len) if opts.seq_len is not None else [DEFAULT_SEQ_LEN]
@@ -93,8 +97,6 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
         raise FFNError("seq_len", opts.seq_len, _("with --gpu, one length: the tokens per sequence (prefill) or the context (decode)"))
     seq_len = seq_lens[0]
     if opts.tokens is not None:
-        from ffn_cli.spec import check_int
-
         check_int("tokens", opts.tokens, maximum=1 << 40)
         return [PassCase(phase, 1, opts.tokens, act_bytes) if phase == "prefill" else PassCase(phase, opts.tokens, seq_len, act_bytes)]
     batches = parse_int_list("batch", opts.batch) if opts.batch is not None else [1]
@@ -105,8 +107,6 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
     """None when the table has --gpu's dense rate in this column. A row with no dense rate at all
     (its sources disagree): the line that says so in place of the roofline, whose memory answer
     needs no rate. A row with rates, but not this one: refused, naming the --dtype values it has."""
-    from ffn_cli.hardware.dtypes import TABLE_DTYPE
-
     if gpu.tflops_for(column) is not None:
         return None
     if not gpu.tflops:
@@ -134,9 +134,6 @@ def context_limit(config: Any) -> int | None:
 
 def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> Any:
     """One GPU's bytes at the pass asked (the largest batch of a sweep) against its memory."""
-    from ffn_cli.models.gpu_memory import MemoryCase, gpu_memory
-    from ffn_cli.models.parallel_layout import Layout
-
     case = max(pass_cases(opts, act_bytes), key=lambda c: c.batch)
     memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
     layout = Layout(opts.tp, opts.ep)
@@ -147,14 +144,7 @@ def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -
 def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     """What the cost options ask of the model (nothing when none is asked and the checkpoint
     stores its weights as --dtype)."""
-    from ffn_cli.accounting import DTYPE_BYTES
-    from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.models.shipped import mtp_layers, shipped_tensors
-    from ffn_cli.models.weights import checkpoint, plan_from_options
-
     if opts.tp != 1 or opts.ep != 1:
-        from ffn_cli.models.parallel_layout import check_model_parallel
-
         check_model_parallel(loaded.spec, tp=opts.tp, ep=opts.ep)
     plot = None
     if opts.plot is not None:
@@ -175,8 +165,6 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     ranks = fit = None
     left_out: tuple[str, ...] = ()
     if opts.tp != 1 or opts.ep != 1 or gpu is not None:
-        from ffn_cli.models.rank_memory import rank_memory
-
         ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
@@ -200,8 +188,6 @@ def _decode(loaded: Any, cases: list[Any]) -> DecodeState | None:
     """The cache the decode pass reads, by layer kind (no rate needed); None for a prefill."""
     if cases[0].phase != "decode":
         return None
-    from ffn_cli.models.decode_state import decode_state
-
     case = cases[0]
     kinds = decode_state(loaded.spec, loaded.windows, loaded.chunks, case.seq_len)
     return DecodeState(kinds, case.seq_len, [c.batch for c in cases], case.act_bytes)
@@ -211,24 +197,15 @@ def _roofline(
     loaded: Any, plan: Any, gpu: Any, column: str, dtype: str, cases: list[Any], opts: CostOptions, plot: Path | None
 ) -> Roofline:
     """The roofline of the passes asked on --gpu, their forecasts, and the file --plot draws them to."""
-    from ffn_cli.models.ffn_roofline import model_forecasts
-    from ffn_cli.models.roofline import pass_cost
-    from ffn_cli.models.seq_flops import model_stack
-
     spec = loaded.spec
     stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
     costs = [pass_cost(spec, stack, plan, case) for case in cases]
     per_gpu = None
     if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
-        from ffn_cli.models.gpu_roofline import gpu_pass
-        from ffn_cli.models.parallel_layout import Layout
-
         per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
         costs = [g.cost for g in per_gpu]
     backward = None
     if opts.backward:
-        from ffn_cli.models.roofline import backward_cost
-
         backward = [backward_cost(spec, stack, plan, case) for case in cases]
     forecasts = model_forecasts(gpu.key, spec, cases, dtype)
     return Roofline(costs, gpu, column, plan.origin, spec.name, spec.n_layers, backward, per_gpu, forecasts, plot)
