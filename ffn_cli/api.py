@@ -234,8 +234,8 @@ def trace(
 
     traced = answer_trace(request)
     assert isinstance(traced, TraceAnswer)  # the API's trace is never sharded (no tp, ep)
-    shown = present(traced)
-    return Result(traced.result, shown.view, shown.data, shown.drawing)
+    presented = present(traced)
+    return Result(traced.result, presented.view, presented.data, presented.drawing)
 
 
 def _params_result(result: ParamsResult) -> Any:
@@ -258,8 +258,8 @@ def _params_result(result: ParamsResult) -> Any:
             value = result.ranks
         case _:
             value = result
-    shown = present(result)
-    return Result(value, shown.view, shown.data)
+    presented = present(result)
+    return Result(value, presented.view, presented.data)
 
 
 def _torch_name(option: str, value: Any) -> str | None:
@@ -500,8 +500,8 @@ def bench(
         from ffn_cli.render.bench import write_plot
 
         write_plot(swept.report, plot)
-    shown = present(swept)
-    return Result(swept.report, shown.view, shown.data)
+    presented = present(swept)
+    return Result(swept.report, presented.view, presented.data)
 
 
 def bench_sharded(
@@ -552,8 +552,8 @@ def bench_sharded(
 
     sharded = answer_bench(_bench_request(spec_or_model, options))
     assert isinstance(sharded, ShardedTiming)  # _check_split: tp or ep above 1
-    shown = present(sharded)
-    return Result(sharded.timing, shown.view, shown.data)
+    presented = present(sharded)
+    return Result(sharded.timing, presented.view, presented.data)
 
 
 def _bench_request(spec_or_model: FFNSpec | str, options: dict[str, Any]) -> BenchRequest:

@@ -186,12 +186,12 @@ def bench(
     result = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
     if isinstance(result, ShardedTiming) and not result.shown:
         return
-    shown = present(result)
+    presented = present(result)
     # The results first: a plot that fails to write must not take the table (or the JSON) with it.
     if json:
-        emit_json(shown.data())
+        emit_json(presented.data())
     else:
-        console.print(shown.view())
+        console.print(presented.view())
     if plot is not None and isinstance(result, BenchSweep):
         from ffn_cli.render.bench import write_plot
 

@@ -154,11 +154,11 @@ def params(
     result = answer_params(request)
     if isinstance(result, ModelParamsAnswer) and result.costs.roofline is not None:
         _draw_plot(result.costs.roofline)  # before the tables, which say it was written
-    shown = present(result)
+    presented = present(result)
     if json:
-        emit_json(shown.data())
+        emit_json(presented.data())
     else:
-        console.print(shown.view())
+        console.print(presented.view())
 
 
 def _draw_plot(roofline: Roofline) -> None:

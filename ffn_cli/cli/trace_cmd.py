@@ -190,12 +190,12 @@ def trace(
     result = answer_trace(request)
     if isinstance(result, ShardedTrace) and not result.shown:
         return
-    shown = present(result)
+    presented = present(result)
     if json:
-        emit_json(shown.data())
+        emit_json(presented.data())
     else:
-        console.print(shown.view())
-    if page is not None and shown.drawing is not None:
-        save_page(page, shown.drawing(True))
+        console.print(presented.view())
+    if page is not None and presented.drawing is not None:
+        save_page(page, presented.drawing(True))
     if result.failure is not None:
         raise result.failure

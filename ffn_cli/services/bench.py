@@ -1,6 +1,6 @@
 """`ffn bench` and `ffn_cli.bench(...)`: a checked BenchRequest timed, a sweep of cases or one
-sharded forward under --tp / --ep. Returns services/results.py's BenchSweep or ShardedTiming. Imports torch, after checking the
-folders it writes to: hence the imports inside `bench`."""
+sharded forward under --tp / --ep, returned as services/results.py's BenchSweep or ShardedTiming.
+Imports torch, after checking the folders it writes to: hence the imports inside functions."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ __all__ = ["bench"]
 def bench(
     request: BenchRequest, on_progress: ProgressFn | None = None, on_estimate: EstimateFn | None = None
 ) -> BenchSweep | ShardedTiming:
-    """The timings `ffn bench` answers for `request`; `on_progress`
-    hears of each step of a sweep (never while timing), `on_estimate` how long a long sweep will take."""
+    """The timings `ffn bench` answers for `request`; `on_progress` hears of each step of a sweep
+    (never while timing), `on_estimate` how long a long sweep will take."""
     require_temp_dir()  # before torch is imported
     from ffn_cli.benchmark.implementations import impl_for, parse_impls
 
