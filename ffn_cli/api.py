@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ffn_cli.parallel.accounting import RankParams
     from ffn_cli.parallel.result import ParallelTiming
     from ffn_cli.requests.bench import BenchRequest
+    from ffn_cli.services.results import ParamsResult
     from ffn_cli.tracing.result import TraceResult
 
 __all__ = [
@@ -162,7 +163,28 @@ def trace(
     `reference`: a module only: which registry FFN it computes, held to the NumPy float64
     reference on its own weights (`to_dict()["reference"]`).
     """
-    check_arguments(trace, _keywords(locals(), "module_or_spec", "x"))
+    check_arguments(
+        trace,
+        {
+            "batch": batch,
+            "seq_len": seq_len,
+            "d_model": d_model,
+            "device": device,
+            "dtype": dtype,
+            "seed": seed,
+            "mode": mode,
+            "values": values,
+            "depth": depth,
+            "backward": backward,
+            "loss": loss,
+            "checkpoint": checkpoint,
+            "check": check,
+            "layer": layer,
+            "ops": ops,
+            "explain": explain,
+            "reference": reference,
+        },
+    )
     from ffn_cli.requests.ffn import OneSpec
     from ffn_cli.requests.trace import TraceRequest
     from ffn_cli.services.trace import trace as answer_trace
@@ -205,13 +227,37 @@ def trace(
         request = TraceRequest(**_model_name(module_or_spec), layer=layer, check=check, **options)
     else:
         request = TraceRequest(own=module_or_spec, x=x, depth=depth, reference=reference, d_model=d_model, **options)
-    answer = answer_trace(request)
-    return Result(answer.value, answer.view, answer.data, answer.drawing)
+    from ffn_cli.render.presenters.trace import present
+    from ffn_cli.services.results import TraceAnswer
+
+    traced = answer_trace(request)
+    assert isinstance(traced, TraceAnswer)  # the API's trace is never sharded (no tp, ep)
+    presented = present(traced)
+    return Result(traced.result, presented.view, presented.data, presented.drawing)
 
 
-def _keywords(arguments: dict[str, Any], *positional: str) -> dict[str, Any]:
-    """A call's keyword arguments (its `locals()` on entry), less the positional ones checked by hand."""
-    return {name: value for name, value in arguments.items() if name not in positional}
+def _params_result(result: ParamsResult) -> Any:
+    """`ffn params`'s result as the API gives it: its principal value (the FFN's report, the
+    model's counts, the models side by side, the ranks), shown by the command's presenter."""
+    from ffn_cli.render.presenters.params import present
+    from ffn_cli.services.results import BuiltCount, FFNOnGPU, FFNParams, ModelParamsAnswer, ModelsCompared, RanksHeld
+
+    value: Any
+    match result:
+        case FFNParams() | FFNOnGPU():
+            value = result.report
+        case ModelParamsAnswer():
+            value = result.counted
+        case BuiltCount():
+            value = result.built
+        case ModelsCompared():
+            value = result.compared
+        case RanksHeld():
+            value = result.ranks
+        case _:
+            value = result
+    presented = present(result)
+    return Result(value, presented.view, presented.data)
 
 
 def _torch_name(option: str, value: Any) -> str | None:
@@ -297,7 +343,23 @@ def params(
     layers the checkpoint ships. `explain`: why the FFN is about two thirds of a layer. Several
     models side by side: `compare`; what each rank of a split FFN holds: `params_per_rank`.
     `to_dict()` is the command's `--json` for the same options."""
-    check_arguments(params, _keywords(locals(), "spec_or_model"))
+    check_arguments(
+        params,
+        {
+            "dtype": dtype,
+            "gpu": gpu,
+            "weights": weights,
+            "quantize": quantize,
+            "tp": tp,
+            "ep": ep,
+            "phase": phase,
+            "batch": batch,
+            "seq_len": seq_len,
+            "tokens": tokens,
+            "mtp": mtp,
+            "explain": explain,
+        },
+    )
     from ffn_cli.requests.ffn import OneSpec
     from ffn_cli.requests.params import ParamsRequest
     from ffn_cli.services.params import params as answer_params
@@ -318,8 +380,7 @@ def params(
             raise FFNError("spec_or_model", spec_or_model, _("one model; several side by side are ffn_cli.compare([...])"))
         named: dict[str, Any] = {option: (name,) for option, name in _model_name(spec_or_model).items()}  # one model: a list of one
         request = ParamsRequest(**named, **options)
-    answer = answer_params(request)
-    return Result(answer.value, answer.view, answer.data)
+    return _params_result(answer_params(request))
 
 
 def compare(
@@ -344,8 +405,7 @@ def compare(
     if names is None:
         raise FFNError("models", list(models), _("preset names alone, or config.json paths alone, as ffn params takes them"))
     request = ParamsRequest(**names, dtype=dtype, seq_len=_as_tuple(seq_len))
-    answer = answer_params(request)
-    return Result(answer.value, answer.view, answer.data)
+    return _params_result(answer_params(request))
 
 
 def params_per_rank(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str | None = None) -> Result[list[RankParams]]:
@@ -358,8 +418,7 @@ def params_per_rank(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str | Non
     from ffn_cli.services.params import params as answer_params
 
     _check_split(tp, ep)
-    answer = answer_params(ParamsRequest(ffn=OneSpec(spec), tp=tp, ep=ep, dtype=dtype))
-    return Result(answer.value, answer.view, answer.data)
+    return _params_result(answer_params(ParamsRequest(ffn=OneSpec(spec), tp=tp, ep=ep, dtype=dtype)))
 
 
 def bench(
@@ -393,7 +452,31 @@ def bench(
     `device` and `dtype` take names or a `torch.device` / `torch.dtype`; one sharded forward
     (`tp` / `ep`) is `bench_sharded`'s. `plot`: also draw the results to that file, as `--plot` does.
     `to_dict()` is the command's `--json` for the same options."""
-    check_arguments(bench, _keywords(locals(), "spec_or_model"))
+    check_arguments(
+        bench,
+        {
+            "batch": batch,
+            "seq_len": seq_len,
+            "dtype": dtype,
+            "device": device,
+            "backward": backward,
+            "impl": impl,
+            "checkpoint": checkpoint,
+            "cache": cache,
+            "calibrate": calibrate,
+            "warmup_ms": warmup_ms,
+            "repeats": repeats,
+            "min_time": min_time,
+            "threads": threads,
+            "seed": seed,
+            "max_cases": max_cases,
+            "tp": tp,
+            "ep": ep,
+            "layer": layer,
+            "gpu": gpu,
+            "plot": plot,
+        },
+    )
     from ffn_cli.services.bench import bench as answer_bench
 
     if tp != 1 or ep != 1:
@@ -407,12 +490,17 @@ def bench(
         "cache": cache, "calibrate": calibrate, "warmup_ms": warmup_ms, "repeats": repeats, "min_time": min_time,
         "threads": threads, "seed": seed, "max_cases": max_cases, "tp": tp, "ep": ep, "layer": layer, "gpu": gpu, "plot": plot,
     }  # fmt: skip
-    answer = answer_bench(_bench_request(spec_or_model, options))
-    if plot is not None:
+    from ffn_cli.render.presenters.bench import present
+    from ffn_cli.services.results import BenchSweep
+
+    swept = answer_bench(_bench_request(spec_or_model, options))
+    assert isinstance(swept, BenchSweep)  # tp and ep are 1: bench_sharded's are refused above
+    if plot is not None:  # drawn here, written by ffn_cli/outputs.py's writer
         from ffn_cli.render.bench import write_plot
 
-        write_plot(answer.value, plot)
-    return Result(answer.value, answer.view, answer.data)
+        write_plot(swept.report, plot)
+    presented = present(swept)
+    return Result(swept.report, presented.view, presented.data)
 
 
 def bench_sharded(
@@ -434,7 +522,22 @@ def bench_sharded(
     processes), timed and held to the unsharded module, as `ffn bench --tp N` / `--ep N` does it;
     `rank_timeout` the seconds the ranks may take (`--rank-timeout`; default 300).
     `to_dict()` is the command's `--json` for the same options."""
-    check_arguments(bench_sharded, _keywords(locals(), "spec_or_model"))
+    check_arguments(
+        bench_sharded,
+        {
+            "tp": tp,
+            "ep": ep,
+            "batch": batch,
+            "seq_len": seq_len,
+            "dtype": dtype,
+            "device": device,
+            "warmup_ms": warmup_ms,
+            "repeats": repeats,
+            "seed": seed,
+            "layer": layer,
+            "rank_timeout": rank_timeout,
+        },
+    )
     from ffn_cli.services.bench import bench as answer_bench
 
     _check_split(tp, ep)
@@ -443,8 +546,13 @@ def bench_sharded(
         "device": _torch_name("device", device), "warmup_ms": warmup_ms, "repeats": repeats, "seed": seed, "layer": layer,
         "rank_timeout": rank_timeout,
     }  # fmt: skip
-    answer = answer_bench(_bench_request(spec_or_model, options))
-    return Result(answer.value, answer.view, answer.data)
+    from ffn_cli.render.presenters.bench import present
+    from ffn_cli.services.results import ShardedTiming
+
+    sharded = answer_bench(_bench_request(spec_or_model, options))
+    assert isinstance(sharded, ShardedTiming)  # _check_split: tp or ep above 1
+    presented = present(sharded)
+    return Result(sharded.timing, presented.view, presented.data)
 
 
 def _bench_request(spec_or_model: FFNSpec | str, options: dict[str, Any]) -> BenchRequest:

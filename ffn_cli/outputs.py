@@ -31,9 +31,11 @@ from ffn_cli.i18n import _
 
 __all__ = [
     "HTML_FILES",
+    "PLOT_FILES",
     "SVG_FILES",
     "check_distinct",
     "check_output_file",
+    "check_plot_file",
     "destination_problem",
     "same_file",
     "temp_name",
@@ -43,6 +45,7 @@ __all__ = [
 
 HTML_FILES = (".html", ".htm")
 SVG_FILES = (".svg",)
+PLOT_FILES = (".png", ".svg", ".pdf")
 NAME_MAX = 255  # bytes in one file name on Linux, macOS and Windows alike; pathconf may say less
 _RANDOM_HEX = 8
 _TEMP_OVERHEAD = len(".") + len(".") + _RANDOM_HEX + len(".tmp")
@@ -58,6 +61,16 @@ def check_output_file(option: str, path: str, suffixes: Sequence[str]) -> Path:
     problem = destination_problem(target)
     if problem is not None:
         raise FFNError(option, path, problem)
+    return target
+
+
+def check_plot_file(path: str) -> Path:
+    """--plot's file, refused before any work starts when it could not be written or drawn."""
+    target = check_output_file("plot", path, PLOT_FILES)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]") from None
     return target
 
 

@@ -1,7 +1,8 @@
 """The import layers of docs/design.md, as import-linter checks them (.importlinter): one
-direction between layers, no cycle inside a package, no torch in a pure layer; function-level
-imports count. The contract itself must be able to fail: a copy of the package with a new
-cycle and a torch import in a pure layer breaks it."""
+direction between layers, no cycle inside a package, no renderer and no rich in a service, no
+torch in a pure layer; function-level imports count. The contract itself must be able to fail:
+a copy of the package with a new cycle, a service that draws and a torch import in a pure
+layer breaks it."""
 
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 def test_the_package_keeps_its_layers() -> None:
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "3 kept, 0 broken" in result.stdout
+    assert "4 kept, 0 broken" in result.stdout
 
 
-def test_a_new_cycle_or_torch_in_a_pure_layer_breaks_the_contract(tmp_path: Path) -> None:
+def test_a_new_cycle_a_drawing_service_or_torch_in_a_pure_layer_breaks_the_contract(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "ffn_cli", tmp_path / "ffn_cli", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", tmp_path)
     with (tmp_path / "ffn_cli" / "variants" / "base.py").open("a") as f:
@@ -49,10 +50,14 @@ def test_a_new_cycle_or_torch_in_a_pure_layer_breaks_the_contract(tmp_path: Path
         f.write("\n\ndef _lazy_torch() -> None:\n    import torch  # noqa: F401\n")
     with (tmp_path / "ffn_cli" / "render" / "format.py").open("a") as f:
         f.write("\n\ndef _lazy_cycle() -> None:\n    from ffn_cli.render import params  # noqa: F401\n")
+    with (tmp_path / "ffn_cli" / "services" / "environment.py").open("a") as f:
+        f.write("\n\ndef _lazy_view() -> None:\n    import rich.text  # noqa: F401\n    from ffn_cli.render import format  # noqa: F401\n")
     result = _lint(tmp_path)
     assert result.returncode != 0
     out = " ".join(result.stdout.split())
     assert "ffn_cli.variants.base -> ffn_cli.modules" in out  # a layer importing upwards
     assert "ffn_cli.accounting -> torch" in out  # torch in a pure layer
     assert "No cycles are allowed in ffn_cli.render" in out  # a cycle inside a package
-    assert "0 kept, 3 broken" in out
+    assert "ffn_cli.services.environment -> rich" in out  # a service that draws
+    assert "ffn_cli.services.environment -> ffn_cli.render.format" in out
+    assert "0 kept, 4 broken" in out

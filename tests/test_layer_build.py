@@ -20,6 +20,7 @@ from ffn_cli.configs.source import LoadedModel
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.models.count import count_model
+from ffn_cli.render.presenters.costs import costs_data
 from ffn_cli.services.costs import CostOptions, model_costs
 from tests.model_configs import CASES, small_config
 
@@ -128,8 +129,8 @@ def test_layout_and_reader_give_the_same_answer(model_type: str, asked: int) -> 
     reader = LoadedModel(model_spec_from_config(config, name="m", source="m"), config, "m")
     layout = read_layout(config, name="m", source="m")
     assert layout.windows == reader.windows
-    _, by_reader = model_costs(reader, "bfloat16", opts)
-    _, by_layout = model_costs(layout, "bfloat16", opts)
+    by_reader = costs_data(model_costs(reader, "bfloat16", opts))
+    by_layout = costs_data(model_costs(layout, "bfloat16", opts))
     assert {"per_gpu_memory", "roofline"} <= set(by_reader)
     assert json.dumps(by_layout, sort_keys=True, default=str) == json.dumps(by_reader, sort_keys=True, default=str)
 

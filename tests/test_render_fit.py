@@ -412,10 +412,11 @@ BENCH = [
 def test_bench_numbers_are_whole_at_every_width(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Timings differ run to run, so the JSON compared is that of the report the tables drew."""
     from ffn_cli.render import bench as render_bench
+    from ffn_cli.render.presenters import bench as bench_presenter
 
     reports: list[Any] = []
     view = render_bench.bench_view
-    monkeypatch.setattr(render_bench, "bench_view", lambda report: reports.append(report) or view(report))
+    monkeypatch.setattr(bench_presenter, "bench_view", lambda report: reports.append(report) or view(report))
     renderables = _printed(command.split(), monkeypatch)
     known = sorted(set(_leaves(json.loads(json.dumps(render_bench.bench_json(reports[0]), default=list)))))
     for width in WIDTHS:

@@ -32,11 +32,11 @@ from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
 from ffn_cli.requests.choices import Cache, CompileMode, ImplChoice  # the text of a choice, checked by the request against its Literal
 from ffn_cli.requests.lists import comma_text
+from ffn_cli.services.results import BenchSweep, ShardedTiming
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark.estimate import SweepEstimate
     from ffn_cli.benchmark.run import ProgressFn
-    from ffn_cli.services.answer import Answer
 
 _TIMING = "Timing"
 _IMPL = "Implementation"
@@ -163,6 +163,7 @@ def bench(
     Once `ffn hardware --measure` has profiled this machine, each case shows the forecast from
     that profile beside the measured time and the roofline bound, with the error in %.
     """
+    from ffn_cli.render.presenters.bench import present
     from ffn_cli.services.bench import bench as answer_bench
 
     # One request field per option, by the same name (tests/test_declarations.py holds them so);
@@ -175,18 +176,19 @@ def bench(
         seed=seed, plot=plot, max_cases=max_cases, tp=tp, ep=ep, rank_timeout=rank_timeout, preset=preset, config=config,
         model=model, revision=revision, layer=layer, gpu=gpu, typed=typed_options(ctx, list(ctx.params)),
     )  # fmt: skip
-    answer = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
-    if not answer.shown:
+    result = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
+    if isinstance(result, ShardedTiming) and not result.shown:
         return
+    presented = present(result)
     # The results first: a plot that fails to write must not take the table (or the JSON) with it.
     if json:
-        emit_json(answer.data())
+        emit_json(presented.data())
     else:
-        console.print(answer.view())
-    if plot is not None and request.kind == "sweep":
+        console.print(presented.view())
+    if plot is not None and isinstance(result, BenchSweep):
         from ffn_cli.render.bench import write_plot
 
-        written = write_plot(answer.value, plot)
+        written = write_plot(result.report, plot)
         said = _("plot written to {path}").format(path=visible(written))
         (err_console if json else console).print(said, markup=False, highlight=False)  # stdout holds the JSON alone
 
@@ -198,7 +200,7 @@ def _say_estimate(estimate: SweepEstimate) -> None:
     err_console.print(estimate_line(estimate), markup=False, highlight=False)
 
 
-def _run_with_progress(work: Callable[[ProgressFn | None], Answer]) -> Answer:
+def _run_with_progress(work: Callable[[ProgressFn | None], BenchSweep | ShardedTiming]) -> BenchSweep | ShardedTiming:
     """A transient progress line on stderr. auto_refresh is off, so no refresh thread exists:
     it redraws only when the core reports a step, and the core never reports while timing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

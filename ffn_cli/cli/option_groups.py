@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["typed_options", "with_option_groups"]
+__all__ = ["request_fields", "typed_options", "with_option_groups"]
 
 
 # The field every group carries beside its options: which of them the user typed.
@@ -45,6 +45,13 @@ def typed_options(ctx: typer.Context, names: list[str]) -> frozenset[str]:
     the command's context `ctx` says."""
     sources = {name: getattr(ctx.get_parameter_source(name), "name", "DEFAULT") for name in names}
     return frozenset(name for name, source in sources.items() if source not in ("DEFAULT", "DEFAULT_MAP"))
+
+
+def request_fields(request: type, *groups: type) -> list[str]:
+    """The fields a request dataclass is made with, each an option of the command by the same
+    name, less the options of its `groups` (they reach the request whole, as one field)."""
+    grouped = {f.name for group in groups for f in fields(group)}
+    return [f.name for f in fields(request) if f.init and f.name not in grouped]
 
 
 def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -38,6 +38,7 @@ from ffn_cli.cli.options import (
 )
 from ffn_cli.requests.choices import Phase  # the text of a choice, checked by the request against its Literal
 from ffn_cli.requests.params import ParamsRequest  # each option's default is the request's
+from ffn_cli.services.results import ModelParamsAnswer, Roofline
 
 EXAMPLES = """[bold]Examples[/]
 
@@ -45,9 +46,10 @@ EXAMPLES = """[bold]Examples[/]
   ffn params --preset llama-3.1-8b        a whole model: parameters, memory
   ffn params --config config.json --json  any config.json, as JSON"""
 
-# The request, its service and the renderers load inside the command: `ffn --help` and
-# `ffn variants` register this command without paying for them. The command is its options
-# and a face: ParamsRequest checks them (requests/params.py), services/params.py answers.
+# The service and its presenter load inside the command: `ffn --help` and `ffn variants`
+# register this command without paying for them. The command is its options and a face:
+# ParamsRequest checks them (requests/params.py), services/params.py answers with a result
+# (services/results.py), render/presenters/params.py shows it.
 
 _MODEL = "Real model"
 
@@ -130,6 +132,7 @@ def params(
     one comparison table. With --preset, --config or --model: a whole model, exact to the
     parameter; a comma list compares models.
     """
+    from ffn_cli.render.presenters.params import present
     from ffn_cli.services.params import params as answer_params
 
     # One request field per option, by the same name (tests/test_declarations.py holds them so);
@@ -143,8 +146,21 @@ def params(
         weights=weights, quantize=quantize, no_mtp=no_mtp, gpu=gpu, batch=None if batch is None else parse_int_tuple("batch", batch),
         tokens=tokens, phase=cast(Phase, phase), backward=backward, plot=plot, explain=explain, typed=typed_options(ctx, list(ctx.params)),
     )  # fmt: skip
-    answer = answer_params(request)
+    result = answer_params(request)
+    if isinstance(result, ModelParamsAnswer) and result.costs.roofline is not None:
+        _draw_plot(result.costs.roofline)  # before the tables, which say it was written
+    presented = present(result)
     if json:
-        emit_json(answer.data())
+        emit_json(presented.data())
     else:
-        console.print(answer.view())
+        console.print(presented.view())
+
+
+def _draw_plot(roofline: Roofline) -> None:
+    """--plot's sweep, drawn and written by ffn_cli/outputs.py's writer (under --json too)."""
+    if roofline.plot is None:
+        return
+    from ffn_cli.render.plot import write_roofline_plot
+
+    r = roofline
+    write_roofline_plot(r.costs, r.gpu, r.column, r.model, r.n_layers, str(r.plot), r.backward)

@@ -31,6 +31,7 @@ from ffn_cli.cli.options import (
 from ffn_cli.cli.page_option import PageOpt, save_page
 from ffn_cli.requests.choices import Loss, Mode, Norm  # the text of a choice, checked by the request against its Literal
 from ffn_cli.requests.trace import TraceRequest  # each option's default is the request's
+from ffn_cli.services.results import ShardedTrace
 
 _SHOW = "What to show"
 ValuesOpt = Annotated[
@@ -155,17 +156,19 @@ def trace(
         preset=preset, config=config, model=model, revision=revision, layer=layer, module=module, depth=depth,
         reference=reference, page=page, text_only=not json, typed=typed_options(ctx, list(ctx.params)),
     )  # fmt: skip
-    # The request is whole and checked: only now does the service, and torch with it, load.
+    # The request is whole and checked: only now do the service, and torch with it, and the presenter load.
+    from ffn_cli.render.presenters.trace import present
     from ffn_cli.services.trace import trace as answer_trace
 
-    answer = answer_trace(request)
-    if not answer.shown:
+    result = answer_trace(request)
+    if isinstance(result, ShardedTrace) and not result.shown:
         return
+    presented = present(result)
     if json:
-        emit_json(answer.data())
+        emit_json(presented.data())
     else:
-        console.print(answer.view())
-    if page is not None and answer.drawing is not None:
-        save_page(page, answer.drawing(True))
-    if answer.failure is not None:
-        raise answer.failure
+        console.print(presented.view())
+    if page is not None and presented.drawing is not None:
+        save_page(page, presented.drawing(True))
+    if result.failure is not None:
+        raise result.failure

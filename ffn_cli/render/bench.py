@@ -11,10 +11,11 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.i18n import N_, _, ngettext, shown
+from ffn_cli.outputs import check_plot_file
 from ffn_cli.render import plot
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Kind, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_si
-from ffn_cli.render.plot import PLOT_FORMATS, cache_words, check_plot_target
+from ffn_cli.render.plot import PLOT_FORMATS, cache_words
 from ffn_cli.render.prediction import prediction_lines, prediction_summary
 from ffn_cli.render.roofline import bound_word
 
@@ -27,7 +28,6 @@ __all__ = [
     "bars",
     "bench_json",
     "bench_view",
-    "check_plot_target",
     "constant_parts",
     "estimate_line",
     "results_table",
@@ -310,7 +310,7 @@ def constant_parts(results: Sequence[BenchResult]) -> list[str]:
 
 def write_plot(report: BenchReport, path: str) -> Path:
     """The report drawn to `path` (bars with IQR whiskers, and the roofline); see render.plot."""
-    check_plot_target(path)
+    check_plot_file(path)
     with plot.picture_language():
         varying, shared = _split_columns(report.results)
         starred = _starred(report.results)

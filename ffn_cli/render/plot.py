@@ -14,9 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import N_, _, language, set_language
-from ffn_cli.outputs import check_output_file, write_file
+from ffn_cli.outputs import PLOT_FILES, check_plot_file, write_file
 from ffn_cli.render.literal import visible
 
 if TYPE_CHECKING:
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = [
     "PLOT_FORMATS",
     "cache_words",
-    "check_plot_target",
     "iqr_tflops",
     "picture_language",
     "ridge_batch",
@@ -33,23 +31,13 @@ __all__ = [
     "write_roofline_plot",
 ]
 
-PLOT_FORMATS = (".png", ".svg", ".pdf")
+PLOT_FORMATS = PLOT_FILES
 WIDTH_IN = 9.0
 TITLE_CHARS = 90  # characters of title per line at WIDTH_IN inches and 10 pt
 ROOFLINE_IN = 4.2
 # Fonts with Chinese glyphs, any of which lets the picture speak Chinese; without one it stays English
 # (matplotlib's own DejaVu Sans has no CJK glyphs, and would draw boxes).
 CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Micro Hei", "Microsoft YaHei", "PingFang SC", "SimHei")
-
-
-def check_plot_target(path: str) -> Path:
-    """Refuse a plot file we could not write, before any timing starts."""
-    target = check_output_file("plot", path, PLOT_FORMATS)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]") from None
-    return target
 
 
 def _save(fig: Any, target: Path) -> Path:
@@ -182,7 +170,7 @@ def cache_words(cache: str) -> str:
 
 def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Sequence[str]) -> Path:
     """The bars and the roofline in one picture, written whole or not at all."""
-    target = check_plot_target(path)
+    target = check_plot_file(path)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -226,7 +214,7 @@ def write_roofline_plot(
     """The sweep in one picture: top, each part's time lower bound against batch (log-log), its
     memory floor (bytes / bandwidth) dashed; below, the attainable TFLOP/s (FLOPs / the bound)
     under the peak, with the batch where the FFN's intensity reaches the ridge point marked."""
-    target = check_plot_target(path)
+    target = check_plot_file(path)
     with picture_language():
         return _roofline_sweep(target, costs, gpu, dtype, model, n_layers, backward)
 

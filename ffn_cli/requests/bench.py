@@ -11,6 +11,7 @@ from ffn_cli.benchmark.config import BenchConfig
 from ffn_cli.device_name import check_run_dtype
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.outputs import check_plot_file
 from ffn_cli.requests.choices import ALL_IMPLS, Cache, CompileMode, ImplChoice, ImplName, check_choice, choices
 from ffn_cli.requests.ffn import FFNChoice
 from ffn_cli.requests.lists import check_ints, check_names, comma_text
@@ -108,9 +109,7 @@ class BenchRequest:
         check_rank_timeout(self.rank_timeout)
         check_rules(_RULES, given)
         if self.plot is not None:
-            from ffn_cli.render.bench import check_plot_target
-
-            check_plot_target(self.plot)
+            check_plot_file(self.plot)
         if not self.names_model:
             check_rules(_NO_MODEL_RULES, given)
             self._set("specs", tuple(_sweep_specs(self._ffn())))

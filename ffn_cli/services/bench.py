@@ -1,18 +1,16 @@
 """`ffn bench` and `ffn_cli.bench(...)`: a checked BenchRequest timed, a sweep of cases or one
-sharded forward under --tp / --ep. Imports torch (after checking the folders it writes to)."""
+sharded forward under --tp / --ep, returned as services/results.py's BenchSweep or ShardedTiming.
+Imports torch, after checking the folders it writes to: hence the imports inside functions."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Group
-
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.render import json_data
 from ffn_cli.requests.gpu import resolve_gpu
-from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
+from ffn_cli.services.results import BenchSweep, ShardedTiming
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark.run import EstimateFn, ProgressFn
@@ -23,9 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["bench"]
 
 
-def bench(request: BenchRequest, on_progress: ProgressFn | None = None, on_estimate: EstimateFn | None = None) -> Answer:
-    """The timings `ffn bench` prints for `request` (its `--json` as the data); `on_progress`
-    hears of each step of a sweep (never while timing), `on_estimate` how long a long sweep will take."""
+def bench(
+    request: BenchRequest, on_progress: ProgressFn | None = None, on_estimate: EstimateFn | None = None
+) -> BenchSweep | ShardedTiming:
+    """The timings `ffn bench` answers for `request`; `on_progress` hears of each step of a sweep
+    (never while timing), `on_estimate` how long a long sweep will take."""
     require_temp_dir()  # before torch is imported
     from ffn_cli.benchmark.implementations import IMPLS, impl_for
 
@@ -73,9 +73,8 @@ def _sweep(
     choice: LayerChoice | None,
     on_progress: ProgressFn | None,
     on_estimate: EstimateFn | None,
-) -> Answer:
+) -> BenchSweep:
     from ffn_cli.benchmark.run import run_bench
-    from ffn_cli.render.bench import bench_view
 
     config = request.bench_config(gpu=None if request.gpu is None else resolve_gpu(request.gpu).key)
     report = run_bench(
@@ -89,23 +88,13 @@ def _sweep(
         max_cases=request.max_cases,
         on_estimate=on_estimate,
     )
-    model = choice.data() if choice is not None else None
-
-    def view() -> Group:
-        if choice is None:
-            return Group(bench_view(report))
-        from ffn_cli.render.model_layer import model_layer_view
-
-        return Group(model_layer_view(choice), bench_view(report))
-
-    return Answer(report, view, lambda: json_data.bench_data(report, model))
+    return BenchSweep(report, choice)
 
 
-def _parallel(request: BenchRequest, specs: list[FFNSpec], dtypes: tuple[str, ...]) -> Answer:
+def _parallel(request: BenchRequest, specs: list[FFNSpec], dtypes: tuple[str, ...]) -> ShardedTiming:
     """One sharded forward across tp or ep ranks (spawned, or joined under torchrun)."""
     from ffn_cli.parallel import check_parallel
     from ffn_cli.parallel.run import is_primary_process, time_parallel_forward
-    from ffn_cli.render.parallel import render_parallel_timing
 
     tp, ep = request.tp, request.ep
     seq_lens = request.seq_len
@@ -125,5 +114,4 @@ def _parallel(request: BenchRequest, specs: list[FFNSpec], dtypes: tuple[str, ..
         repeats=20 if request.repeats is None else request.repeats,
         **({} if request.rank_timeout is None else {"timeout_s": request.rank_timeout}),
     )
-    view = lambda: render_parallel_timing(timing)  # noqa: E731
-    return Answer(timing, view, lambda: json_data.parallel_bench_data(timing), shown=is_primary_process())
+    return ShardedTiming(timing, shown=is_primary_process())

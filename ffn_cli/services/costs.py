@@ -1,20 +1,34 @@
 """What `ffn params` adds for a whole model when asked what it costs: the weights as stored
 (--weights, --quantize, or the checkpoint's quantization_config), per-GPU memory under
---tp / --ep, and the roofline of a forward pass on --gpu. Pure Python."""
+--tp / --ep, and the roofline of a forward pass on --gpu, as data (services/results.py's
+ModelCosts): render/presenters/costs.py shows it, the command draws --plot. Pure Python."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group, RenderableType
-from rich.text import Text
-
+from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.costs.decode_state import decode_state
+from ffn_cli.costs.gpu_memory import MemoryCase, gpu_memory
+from ffn_cli.costs.parallel_layout import Layout, check_model_parallel
+from ffn_cli.costs.rank_memory import rank_memory
+from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pass_cost
+from ffn_cli.costs.roofline.one_ffn import model_forecasts
+from ffn_cli.costs.roofline.per_gpu import gpu_pass
+from ffn_cli.costs.shipped import mtp_layers, shipped_tensors
+from ffn_cli.costs.weights import check_scope, checkpoint, plan_from_config, plan_from_options
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
-from ffn_cli.i18n import shown as in_language
+from ffn_cli.hardware.dtypes import TABLE_DTYPE
+from ffn_cli.hardware.formats import FORMATS
+from ffn_cli.i18n import N_, Message, _
+from ffn_cli.models.seq_flops import model_stack
+from ffn_cli.outputs import check_plot_file
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import comma_text
+from ffn_cli.services.results import DecodeState, ModelCosts, Roofline, StoredWeights
+from ffn_cli.spec import check_int
 
 if TYPE_CHECKING:
     from ffn_cli.requests.params import ParamsRequest
@@ -55,10 +69,6 @@ def cost_options(request: ParamsRequest) -> CostOptions:
 
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
-    from ffn_cli.costs.weights import check_scope, plan_from_config, plan_from_options
-    from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.hardware.formats import FORMATS
-
     rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
     if rest not in FORMATS and (opts.weights is not None or loaded.config.get("quantization_config") is None):
         allowed = _(
@@ -74,18 +84,12 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
     if plan is None:
-        from dataclasses import replace
-
-        from ffn_cli.i18n import N_, Message
-
         plan = replace(plan_from_options(rest, None, rest), origin=Message(N_("{format} everywhere (--dtype)"), format=rest))
     return plan, note
 
 
 def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
     """The passes --batch / --tokens / --phase / --seq-len ask for."""
-    from ffn_cli.costs.roofline.model_pass import PassCase, Phase
-
     # A str as typed: PassCase refuses any phase but these two, with one clear line.
     phase: Phase = opts.phase  # type: ignore[assignment]
     seq_lens = opts.seq_len if opts.seq_len is not None else (DEFAULT_SEQ_LEN,)
@@ -94,8 +98,6 @@ def pass_cases(opts: CostOptions, act_bytes: int) -> list[Any]:
         raise FFNError("seq_len", comma_text(seq_lens), why)  # named as typed: -s 128,512
     seq_len = seq_lens[0]
     if opts.tokens is not None:
-        from ffn_cli.spec import check_int
-
         check_int("tokens", opts.tokens, maximum=1 << 40)
         return [PassCase(phase, 1, opts.tokens, act_bytes) if phase == "prefill" else PassCase(phase, opts.tokens, seq_len, act_bytes)]
     batches = opts.batch if opts.batch is not None else (1,)
@@ -106,8 +108,6 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
     """None when the table has --gpu's dense rate in this column. A row with no dense rate at all
     (its sources disagree): the line that says so in place of the roofline, whose memory answer
     needs no rate. A row with rates, but not this one: refused, naming the --dtype values it has."""
-    from ffn_cli.hardware.dtypes import TABLE_DTYPE
-
     if gpu.tflops_for(column) is not None:
         return None
     if not gpu.tflops:
@@ -135,9 +135,6 @@ def context_limit(config: Any) -> int | None:
 
 def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> Any:
     """One GPU's bytes at the pass asked (the largest batch of a sweep) against its memory."""
-    from ffn_cli.costs.gpu_memory import MemoryCase, gpu_memory
-    from ffn_cli.costs.parallel_layout import Layout
-
     case = max(pass_cases(opts, act_bytes), key=lambda c: c.batch)
     memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
     layout = Layout(opts.tp, opts.ep)
@@ -145,119 +142,71 @@ def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -
     return gpu_memory(loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, limit, causal=loaded.causal)
 
 
-def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> tuple[list[RenderableType], dict[str, Any]]:
-    """The tables and the JSON fields the cost options ask for (none when none is asked and the
-    checkpoint stores its weights as --dtype)."""
-    from ffn_cli.accounting import DTYPE_BYTES
-    from ffn_cli.costs.shipped import mtp_layers, shipped_tensors
-    from ffn_cli.costs.weights import checkpoint, plan_from_options
-    from ffn_cli.hardware.dtypes import TABLE_DTYPE
-    from ffn_cli.render.weights import checkpoint_data, checkpoint_view
-
+def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
+    """What the cost options ask of the model (nothing when none is asked and the checkpoint
+    stores its weights as --dtype)."""
     if opts.tp != 1 or opts.ep != 1:
-        from ffn_cli.costs.parallel_layout import check_model_parallel
-
         check_model_parallel(loaded.spec, tp=opts.tp, ep=opts.ep)
+    plot = None
     if opts.plot is not None:
-        from ffn_cli.render.plot import check_plot_target
-
         if opts.tokens is not None or opts.batch is None or len(opts.batch) < 2:
             raise FFNError("plot", opts.plot, _("draws a sweep over batch: give --batch a comma list (1,8,64,512)"))
-        check_plot_target(opts.plot)
+        plot = check_plot_file(opts.plot)
     plan, note = _plan(loaded, opts, dtype)
     spec = loaded.spec
-    shown: list[RenderableType] = []
-    data: dict[str, Any] = {}
     quantized = opts.weights is not None or loaded.config.get("quantization_config") is not None
     shipped = shipped_tensors(spec, loaded.config, mtp=opts.mtp)
     if not opts.mtp and not mtp_layers(spec, loaded.config):
         raise FFNError("no_mtp", True, _("{name}'s config declares no multi-token-prediction layers to leave out").format(name=spec.name))
     stored = checkpoint(spec, plan, shipped)
+    weights = None
     if quantized or note:
-        bf16 = checkpoint(spec, plan_from_options("bf16", None), shipped).bytes_
-        shown.append(checkpoint_view(stored, bf16, note))
-        data["checkpoint"] = checkpoint_data(stored, bf16, note)
+        weights = StoredWeights(stored, checkpoint(spec, plan_from_options("bf16", None), shipped).bytes_, note)
     gpu = resolve_gpu(opts.gpu) if opts.gpu is not None else None
+    ranks = fit = None
+    left_out: tuple[str, ...] = ()
     if opts.tp != 1 or opts.ep != 1 or gpu is not None:
-        from ffn_cli.costs.rank_memory import rank_memory
-        from ffn_cli.render.rank_memory import rank_memory_data, rank_memory_view
-
         ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
-        shown.append(rank_memory_view(ranks, fit))
-        data["per_gpu_memory"] = rank_memory_data(ranks, fit)
-        left_out = getattr(loaded, "left_out", ())  # a layout read from built layers names what it does not size
-        if fit is not None and left_out:
-            lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in left_out]
-            shown.append(Group(*lines))
-            data["per_gpu_memory"]["left_out"] = list(left_out)
-    if gpu is not None:
-        column = TABLE_DTYPE.get(dtype, dtype)
-        missing = missing_rate(gpu, column, opts.gpu)
-        cases = pass_cases(opts, DTYPE_BYTES[dtype])
-        if missing is None:
-            _add_roofline(shown, data, loaded, plan, gpu, column, dtype, cases, opts)
-        else:
-            if opts.plot is not None:
-                raise FFNError("plot", opts.plot, missing)
-            shown.append(Group(Text(missing, style="yellow")))
-            data["roofline"] = None
-            data["roofline_missing"] = "; ".join(gpu.notes)
-        if cases[0].phase == "decode":  # the cache the decode pass reads, by layer kind: no rate needed
-            from ffn_cli.costs.decode_state import decode_state
-            from ffn_cli.render.decode_state import decode_state_data, decode_state_view
-
-            case = cases[0]
-            kinds = decode_state(spec, loaded.windows, loaded.chunks, case.seq_len)
-            batches = [c.batch for c in cases]
-            shown.append(decode_state_view(kinds, case.seq_len, batches, case.act_bytes))
-            data["decode_state"] = decode_state_data(kinds, case.seq_len, batches, case.act_bytes)
-    return shown, data
+        # A layout read from built layers names what it does not size: said beside the verdict.
+        left_out = tuple(getattr(loaded, "left_out", ())) if fit is not None else ()
+    if gpu is None:
+        return ModelCosts(weights, ranks, fit, left_out)
+    column = TABLE_DTYPE.get(dtype, dtype)
+    missing = missing_rate(gpu, column, opts.gpu)
+    cases = pass_cases(opts, DTYPE_BYTES[dtype])
+    roofline = None
+    if missing is None:
+        roofline = _roofline(loaded, plan, gpu, column, dtype, cases, opts, plot)
+    elif plot is not None:
+        raise FFNError("plot", opts.plot, missing)
+    return ModelCosts(
+        weights, ranks, fit, left_out, roofline, missing, "; ".join(gpu.notes) if missing is not None else "", _decode(loaded, cases)
+    )
 
 
-def _add_roofline(
-    shown: list[RenderableType],
-    data: dict[str, Any],
-    loaded: Any,
-    plan: Any,
-    gpu: Any,
-    column: str,
-    dtype: str,
-    cases: list[Any],
-    opts: CostOptions,
-) -> None:
-    """The roofline of the passes asked on --gpu (its table, JSON, forecasts and --plot)."""
-    from ffn_cli.costs.roofline.model_pass import pass_cost
-    from ffn_cli.models.seq_flops import model_stack
-    from ffn_cli.render.roofline import roofline_data, roofline_view
+def _decode(loaded: Any, cases: list[Any]) -> DecodeState | None:
+    """The cache the decode pass reads, by layer kind (no rate needed); None for a prefill."""
+    if cases[0].phase != "decode":
+        return None
+    case = cases[0]
+    kinds = decode_state(loaded.spec, loaded.windows, loaded.chunks, case.seq_len)
+    return DecodeState(kinds, case.seq_len, [c.batch for c in cases], case.act_bytes)
 
+
+def _roofline(
+    loaded: Any, plan: Any, gpu: Any, column: str, dtype: str, cases: list[Any], opts: CostOptions, plot: Path | None
+) -> Roofline:
+    """The roofline of the passes asked on --gpu, their forecasts, and the file --plot draws them to."""
     spec = loaded.spec
     stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
     costs = [pass_cost(spec, stack, plan, case) for case in cases]
     per_gpu = None
     if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
-        from ffn_cli.costs.parallel_layout import Layout
-        from ffn_cli.costs.roofline.per_gpu import gpu_pass
-
         per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
         costs = [g.cost for g in per_gpu]
     backward = None
     if opts.backward:
-        from ffn_cli.costs.roofline.model_pass import backward_cost
-
         backward = [backward_cost(spec, stack, plan, case) for case in cases]
-    shown.append(roofline_view(costs, gpu, column, plan.origin, spec.n_layers, backward, per_gpu))
-    data["roofline"] = roofline_data(costs, gpu, column, plan.origin, backward, per_gpu)
-    from ffn_cli.costs.roofline.one_ffn import model_forecasts
-    from ffn_cli.render.prediction import add_forecasts, forecast_lines
-
-    add_forecasts(data["roofline"], model_forecasts(gpu.key, spec, cases, dtype))
-    shown += forecast_lines(data["roofline"])
-    if opts.plot is not None:
-        from ffn_cli.render.plot import write_roofline_plot
-
-        written = write_roofline_plot(costs, gpu, column, spec.name, spec.n_layers, opts.plot, backward)
-        data["roofline"]["plot"] = str(written)
-        from ffn_cli.render.literal import visible
-
-        shown.append(Group(Text(_("plot written to {path}").format(path=visible(written)), style="dim")))
+    forecasts = model_forecasts(gpu.key, spec, cases, dtype)
+    return Roofline(costs, gpu, column, plan.origin, spec.name, spec.n_layers, backward, per_gpu, forecasts, plot)

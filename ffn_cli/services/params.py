@@ -1,20 +1,33 @@
 """`ffn params` and `ffn_cli.params(...)`: a checked ParamsRequest answered, by the answer its
-checks chose (request.kind). Pure Python: it never imports torch."""
+checks chose (request.kind), as one of services/results.py's results. Pure Python: it never
+imports torch.
+
+The imports inside functions keep `ffn params` of one FFN to what it counts (tests/test_cli_startup.py):
+a model's readers, FLOPs over length, --explain's block, the comparison and the GPU costs load
+only with the answer that uses them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group, RenderableType
-from rich.text import Text
-
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, _, shown
-from ffn_cli.render import json_data
-from ffn_cli.render.fit import Wide
+from ffn_cli.i18n import N_, _
+from ffn_cli.models.layer import ffn_report
 from ffn_cli.requests.params import EXPLAINS_ONE, ParamsRequest
 from ffn_cli.requests.rules import Unused, check_rules
-from ffn_cli.services.answer import Answer
+from ffn_cli.services.results import (
+    BuiltCount,
+    FFNOnGPU,
+    FFNParams,
+    ModelParamsAnswer,
+    ModelsCompared,
+    ParamsResult,
+    PresetList,
+    RanksHeld,
+    VariantsCompared,
+)
 
 if TYPE_CHECKING:
     from ffn_cli.configs.built import BuiltLayout
@@ -30,48 +43,34 @@ __all__ = ["params"]
 COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "tp", "ep")
 
 
-def params(request: ParamsRequest) -> Answer:
-    """The answer `ffn params` prints for `request` (its `--json` as the data)."""
-    answers = {"presets": _presets, "models": _models, "ffn_gpu": _ffn_gpu, "ranks": _ranks, "ffn": _ffn, "comparison": _comparison}
+def params(request: ParamsRequest) -> ParamsResult:
+    """What `ffn params` answers for `request`: the result its checks chose."""
+    answers: dict[str, Callable[[ParamsRequest], ParamsResult]] = {
+        "presets": _presets,
+        "models": _models,
+        "ffn_gpu": _ffn_gpu,
+        "ranks": _ranks,
+        "ffn": _ffn,
+        "comparison": _comparison,
+    }
     return answers[request.kind](request)
 
 
-def _ffn_gpu(request: ParamsRequest) -> Answer:
+def _ffn_gpu(request: ParamsRequest) -> FFNOnGPU:
     # The GPU's costs load with a --gpu: one FFN's counts never need them.
     from ffn_cli.services.ffn_gpu import ffn_on_gpu
 
     return ffn_on_gpu(request)
 
 
-def _views(*parts: RenderableType | None) -> Group:
-    """The tables one under another, a blank line between (what the command prints)."""
-    shown_parts = [p for p in parts if p is not None]
-    return Group(*[piece for i, p in enumerate(shown_parts) for piece in ([Text(""), p] if i else [p])])
-
-
-def _explain_view(block: BlockExplain | None) -> RenderableType | None:
-    if block is None:
-        return None
-    from ffn_cli.render.params.explain import explain_view
-
-    return explain_view(block)
-
-
-def _ffn(request: ParamsRequest) -> Answer:
+def _ffn(request: ParamsRequest) -> FFNParams:
     """One FFN's report, with its FLOPs over --seq-len and --explain's block."""
-    from ffn_cli.models.layer import ffn_report
-    from ffn_cli.render.params.report import ffn_report_view
-
     spec = request.specs[0]
     assert request.attention is not None  # read for every "ffn" request
     report = ffn_report(spec, request.attention, request.count_dtype)
     over = _one_layer_over_lengths(request) if request.seq_lens else None
     block = _explain_ffn(report) if request.explain else None
-
-    def view() -> Group:
-        return _views(ffn_report_view(report), _over_lengths_view(over), _explain_view(block))
-
-    return Answer(report, view, lambda: json_data.ffn_params_data(report, over, block))
+    return FFNParams(report, over, block)
 
 
 # FLOPs over length and --explain's block load when asked for (--seq-len, --explain): one FFN's
@@ -85,43 +84,28 @@ def _one_layer_over_lengths(request: ParamsRequest) -> OverLengths:
     return stack, flops_over_length(stack, request.seq_lens)
 
 
-def _over_lengths_view(over: OverLengths | None) -> RenderableType | None:
-    if over is None:
-        return None
-    from ffn_cli.render.seq_flops import seq_flops_view
-
-    return seq_flops_view(*over, _("one layer"))
-
-
 def _explain_ffn(report: FFNReport) -> BlockExplain:
     from ffn_cli.models.explain import explain_ffn
 
     return explain_ffn(report)
 
 
-def _comparison(request: ParamsRequest) -> Answer:
+def _comparison(request: ParamsRequest) -> VariantsCompared:
     """Variants side by side (--match-params: sized to the first's parameters)."""
     from ffn_cli.models.comparison import compare_variants
     from ffn_cli.models.matching import match_misses
-    from ffn_cli.render.params.comparison import comparison_table
 
     multiple_of = request.ffn.multiple_of if request.ffn is not None else request.specs[0].multiple_of
     specs = list(request.specs)
     assert request.attention is not None  # read for every "comparison" request
     comparison = compare_variants(specs, request.attention, request.count_dtype, match_params=request.match_params, multiple_of=multiple_of)
     warnings = [miss.message(multiple_of) for miss in match_misses(comparison, multiple_of)]
-
-    def view() -> Group:
-        lines = [Wide(Text(_("warning: {message}").format(message=shown(w)), style="yellow")) for w in warnings]
-        return Group(comparison_table(comparison), *lines)
-
-    return Answer(comparison, view, lambda: json_data.comparison_params_data(comparison, warnings))
+    return VariantsCompared(comparison, warnings)
 
 
-def _ranks(request: ParamsRequest) -> Answer:
+def _ranks(request: ParamsRequest) -> RanksHeld:
     """What each of the tp or ep ranks holds, from the spec alone (no processes, no torch)."""
     from ffn_cli.parallel.accounting import check_parallel, per_rank_params
-    from ffn_cli.render.parallel import render_rank_params
 
     tp, ep = request.tp, request.ep
     if len(request.specs) != 1:
@@ -129,14 +113,13 @@ def _ranks(request: ParamsRequest) -> Answer:
     spec = request.specs[0]
     check_parallel(spec, tp=tp, ep=ep)
     ranks = per_rank_params(spec, tp=tp, ep=ep, dtype=request.count_dtype)
-    return Answer(ranks, lambda: render_rank_params(spec, ranks), lambda: json_data.rank_params_data(spec, ranks))
+    return RanksHeld(spec, ranks)
 
 
-def _presets(request: ParamsRequest) -> Answer:
+def _presets(request: ParamsRequest) -> PresetList:
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
     from ffn_cli.configs.files import load_preset, preset_names
     from ffn_cli.models.count import count_model
-    from ffn_cli.render.params.presets import presets_data, presets_table
 
     models: list[tuple[str, Any, str]] = []
     for name in preset_names():
@@ -145,10 +128,10 @@ def _presets(request: ParamsRequest) -> Answer:
         known = config.get("model_type") in SUPPORTED_MODEL_TYPES
         counted = count_model(model_spec_from_config(config, name=name)) if known else str(config.get("model_type"))
         models.append((name, counted, str(config.get("_name_or_path", ""))))
-    return Answer(models, lambda: presets_table(models), lambda: presets_data(models))
+    return PresetList(models)
 
 
-def _models(request: ParamsRequest) -> Answer:
+def _models(request: ParamsRequest) -> ParamsResult:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is counted by building it with transformers."""
     from ffn_cli.configs.source import load_models
@@ -164,12 +147,11 @@ def _models(request: ParamsRequest) -> Answer:
     return _one_model(models[0], request)
 
 
-def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
+def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | ModelParamsAnswer:
     """No reader knows the model_type: count it by building it with transformers on meta (or
     read the counts of an earlier build of the same config from the cache)."""
     from ffn_cli.configs.built_cache import count_cached
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
-    from ffn_cli.render.built import built_data, built_view
 
     named = [*(request.preset or ()), *(request.config or ()), *(request.model or ())]
     if len(named) > 1:  # counted by building it: alone, not in a comparison
@@ -179,11 +161,10 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
         raise unknown
     if request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
         return _laid_out(request, unknown)
-    dtype = request.count_dtype
     built = count_cached(
         unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
     )
-    return Answer(built, lambda: built_view(built, dtype), lambda: built_data(built, dtype))
+    return BuiltCount(built, request.count_dtype)
 
 
 def _named_by(request: ParamsRequest, unknown: UnknownModelType) -> tuple[str, str]:
@@ -195,60 +176,42 @@ def _named_by(request: ParamsRequest, unknown: UnknownModelType) -> tuple[str, s
     return "model", unknown.source
 
 
-def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> Answer:
+def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> ModelParamsAnswer:
     """No reader knows the model_type, and what it costs is asked: its layout is read from one
     built decoder layer of each kind (configs/layer_build.py; kept in configs/layout_cache.py), and the answer is a read family's,
     folded over that spec, with what the layout leaves out named."""
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.configs.layout_cache import layout_cached
-    from ffn_cli.render.built import layout_data, layout_view
 
     layout = layout_cached(
         unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
     )
-    answer = _one_model(layout, request)
-    data = answer.data
-
-    def with_layout() -> Any:
-        return {**data(), "layout": layout_data(layout)}
-
-    def view() -> Group:
-        return _views(layout_view(layout), answer.view())
-
-    return Answer(answer.value, view, with_layout)
+    return replace(_one_model(layout, request), layout=layout)
 
 
-def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> Answer:
+def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> ModelsCompared:
     from ffn_cli.models.count import count_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
-    from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
 
     compared = []
     for m in models:
         stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)
         compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
-    return Answer(compared, lambda: model_comparison_view(compared, dtype), lambda: model_comparison_data(compared, dtype))
+    return ModelsCompared(compared, dtype)
 
 
-def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> Answer:
+def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> ModelParamsAnswer:
     """A whole model (a reader's, or laid out by building one layer of each kind): its counts,
     FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
     from ffn_cli.models.count import count_model
     from ffn_cli.models.explain import explain_model
     from ffn_cli.models.seq_flops import flops_over_length, model_stack
-    from ffn_cli.render.params.model import model_view
-    from ffn_cli.render.seq_flops import seq_flops_view
     from ffn_cli.services.costs import cost_options, model_costs
 
     dtype = request.count_dtype
     stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
     counted = count_model(loaded.spec)
     rows = flops_over_length(stack, request.seq_lens)
-    tables, cost_data = model_costs(loaded, dtype, cost_options(request))
+    costs = model_costs(loaded, dtype, cost_options(request))
     block = explain_model(counted) if request.explain else None
-
-    def view() -> Group:
-        over = seq_flops_view(stack, rows, _("{n} layers").format(n=counted.spec.n_layers)) if rows else None
-        return _views(model_view(counted, dtype), over, *tables, _explain_view(block))
-
-    return Answer(counted, view, lambda: json_data.model_params_data(counted, dtype, stack, rows, cost_data, block))
+    return ModelParamsAnswer(counted, dtype, stack, rows, costs, block)

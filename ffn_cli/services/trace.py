@@ -1,31 +1,29 @@
 """`ffn trace` and `ffn_cli.trace(...)`: a checked TraceRequest traced, through the one
 pipeline (`tracing/pipeline.py`) for every target, or as one sharded forward under --tp / --ep.
-Imports torch (after checking the folders it writes to)."""
+Returns services/results.py's TraceAnswer or ShardedTrace. Imports torch, after checking the
+folders it writes to and the options torch-free: hence the imports inside functions."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
-
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.services.answer import Answer
 from ffn_cli.services.environment import require_temp_dir
+from ffn_cli.services.results import ShardedTrace, TraceAnswer
 
 if TYPE_CHECKING:
     from ffn_cli.configs.layer_select import LayerChoice
     from ffn_cli.requests.trace import TraceRequest
     from ffn_cli.spec import FFNSpec
     from ffn_cli.tracing.pipeline import Target
-    from ffn_cli.tracing.result import TraceResult
 
 __all__ = ["trace"]
 
 
-def trace(request: TraceRequest) -> Answer:
-    """What `ffn trace` prints for `request` (its `--json` as the data, its page as the drawing);
-    a failed --check is the answer's `failure`, raised once the answer is shown."""
+def trace(request: TraceRequest) -> TraceAnswer | ShardedTrace:
+    """What `ffn trace` answers for `request`; a failed --check is the result's `failure`,
+    raised once the result is shown."""
     require_temp_dir()  # before torch is imported; the request was checked whole as it was made
     choice: LayerChoice | None = None
     dtype = request.dtype
@@ -39,10 +37,11 @@ def trace(request: TraceRequest) -> Answer:
 
             assert isinstance(target, VariantTarget)  # "parallel" is a registry FFN's answer
             return _parallel(request, target.spec, dtype or "float32")
+    from ffn_cli.tracing.check import check_failure
     from ffn_cli.tracing.pipeline import run_target
 
     result = run_target(target, request.run_options(dtype))
-    return _answer(request, result, choice)
+    return TraceAnswer(result, choice, request.ops, request.values, request.explain, check_failure(result))
 
 
 def _module_target(request: TraceRequest) -> Target:
@@ -110,37 +109,11 @@ def _model_module_target(request: TraceRequest, unknown: Any) -> Target:
     )
 
 
-def _answer(request: TraceRequest, result: TraceResult, choice: LayerChoice | None) -> Answer:
-    from ffn_cli.render.trace import trace_data, trace_view
-    from ffn_cli.tracing.check import check_failure
-
-    extra = {"model": choice.data()} if choice is not None else {}
-
-    def view() -> Any:
-        steps = trace_view(result, ops=request.ops, values=request.values, explain=request.explain)
-        if choice is None:
-            return steps
-        from ffn_cli.render.model_layer import model_layer_view
-
-        return Group(model_layer_view(choice), steps)
-
-    def drawing(whole: bool) -> str:
-        from ffn_cli.render.json_data import json_ready
-        from ffn_cli.render.page import trace_fragment, trace_page
-
-        data = json_ready(trace_data(result, explain=True) | extra)  # the page's data is its --json, explained
-        return (trace_page if whole else trace_fragment)(result, data)
-
-    data = lambda: trace_data(result, ops=request.ops, explain=request.explain) | extra  # noqa: E731
-    return Answer(result, view, data, drawing=drawing, failure=check_failure(result))
-
-
-def _parallel(request: TraceRequest, spec: FFNSpec, dtype: str) -> Answer:
+def _parallel(request: TraceRequest, spec: FFNSpec, dtype: str) -> ShardedTrace:
     """Shard the FFN over tp or ep ranks (spawned, or joined under torchrun), run it, check it
     against the unsharded module on the same weights; only the primary process shows it."""
     from ffn_cli.parallel import check_parallel
     from ffn_cli.parallel.run import is_primary_process, run_parallel
-    from ffn_cli.render.parallel import parallel_json, render_parallel
     from ffn_cli.spec import check_int
 
     tp, ep = request.tp, request.ep
@@ -163,4 +136,4 @@ def _parallel(request: TraceRequest, spec: FFNSpec, dtype: str) -> Answer:
         failure = FFNRuntimeError(
             _("sharded output differs from the unsharded module by {diff:.3g}").format(diff=result.max_abs_diff_vs_unsharded)
         )
-    return Answer(result, lambda: render_parallel(result), lambda: parallel_json(result), shown=is_primary_process(), failure=failure)
+    return ShardedTrace(result, shown=is_primary_process(), failure=failure)

@@ -1,0 +1,77 @@
+"""The presenter of a whole model's costs (services/costs.py's ModelCosts): its tables, one under
+another, and its `--json` fields, in the same order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ffn_cli.i18n import _
+from ffn_cli.i18n import shown as in_language
+from ffn_cli.render.decode_state import decode_state_data, decode_state_view
+from ffn_cli.render.literal import visible
+from ffn_cli.render.prediction import add_forecasts, forecast_lines
+from ffn_cli.render.rank_memory import rank_memory_data, rank_memory_view
+from ffn_cli.render.roofline import roofline_data, roofline_view
+from ffn_cli.render.weights import checkpoint_data, checkpoint_view
+from ffn_cli.services.results import ModelCosts, Roofline
+
+__all__ = ["costs_data", "costs_views"]
+
+
+def costs_views(costs: ModelCosts) -> list[RenderableType]:
+    """The tables the cost options asked for, in the order the command prints them."""
+    shown: list[RenderableType] = []
+    if costs.weights is not None:
+        shown.append(checkpoint_view(costs.weights.stored, costs.weights.bf16_bytes, costs.weights.note))
+    if costs.ranks is not None:
+        shown.append(rank_memory_view(costs.ranks, costs.fit))
+        if costs.left_out:
+            lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in costs.left_out]
+            shown.append(Group(*lines))
+    if costs.roofline is not None:
+        shown += _roofline_views(costs.roofline)
+    elif costs.missing is not None:
+        shown.append(Group(Text(costs.missing, style="yellow")))
+    if costs.decode is not None:
+        d = costs.decode
+        shown.append(decode_state_view(d.kinds, d.seq_len, d.batches, d.act_bytes))
+    return shown
+
+
+def _roofline_views(r: Roofline) -> list[RenderableType]:
+    shown: list[RenderableType] = [roofline_view(r.costs, r.gpu, r.column, r.origin, r.n_layers, r.backward, r.per_gpu)]
+    shown += forecast_lines(_roofline_data(r))
+    if r.plot is not None:
+        shown.append(Group(Text(_("plot written to {path}").format(path=visible(r.plot)), style="dim")))
+    return shown
+
+
+def _roofline_data(r: Roofline) -> dict[str, Any]:
+    data = roofline_data(r.costs, r.gpu, r.column, r.origin, r.backward, r.per_gpu)
+    add_forecasts(data, r.forecasts)
+    if r.plot is not None:
+        data["plot"] = str(r.plot)
+    return data
+
+
+def costs_data(costs: ModelCosts) -> dict[str, Any]:
+    """The `--json` fields of the costs asked (none when none is asked)."""
+    data: dict[str, Any] = {}
+    if costs.weights is not None:
+        data["checkpoint"] = checkpoint_data(costs.weights.stored, costs.weights.bf16_bytes, costs.weights.note)
+    if costs.ranks is not None:
+        data["per_gpu_memory"] = rank_memory_data(costs.ranks, costs.fit)
+        if costs.left_out:
+            data["per_gpu_memory"]["left_out"] = list(costs.left_out)
+    if costs.roofline is not None:
+        data["roofline"] = _roofline_data(costs.roofline)
+    elif costs.missing is not None:
+        data["roofline"] = None
+        data["roofline_missing"] = costs.missing_notes
+    if costs.decode is not None:
+        d = costs.decode
+        data["decode_state"] = decode_state_data(d.kinds, d.seq_len, d.batches, d.act_bytes)
+    return data
