@@ -431,3 +431,20 @@ def test_measure_with_gpu_is_still_its_own_refusal(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     result = runner.invoke(app, ["hardware", "--measure", "--gpu", "this"])
     assert result.exit_code == 2 and result.stderr == "error: --measure: profiles this device alone: drop --gpu and --measure-cpu\n"
+
+
+def test_no_module_but_the_writer_writes_a_file() -> None:
+    # The fallback's count cache once wrote its entries with a temporary file of its own: every
+    # file ffn writes goes through ffn_cli/outputs.py (cache entries through configs/cache_files.py).
+    import re
+
+    root = Path(__file__).resolve().parent.parent / "ffn_cli"
+    writes = re.compile(r"os\.replace\(|os\.rename\(|mkstemp\(|NamedTemporaryFile\(|\.write_text\(|\.write_bytes\(|open\([^)]*,\s*['\"][wax]b?\+?['\"]")
+    found = [
+        f"{path.relative_to(root)}:{n}: {line.strip()}"
+        for path in root.rglob("*.py")
+        if path.name != "outputs.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if writes.search(line) and "/proc/self/clear_refs" not in line  # a kernel knob, not a file ffn makes
+    ]
+    assert not found, found

@@ -10,18 +10,17 @@ model is built as without it. Torch-free: reading a hit imports neither torch no
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import importlib.metadata
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from ffn_cli.configs.cache_files import read_entry, write_entry
 from ffn_cli.configs.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts, count_by_building
 from ffn_cli.i18n import Message
 
@@ -70,14 +69,12 @@ def load(config: Mapping[str, Any], *, name: str, source: str) -> tuple[BuiltMod
     if key is None:
         return None
     path = _path(key)
+    data = read_entry(path, key, _MAX_BYTES)
+    if data is None:
+        return None
     try:
-        if not path.is_file() or path.stat().st_size > _MAX_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("key") != key:
-            return None
         return _from_data(data["model"], name=name, source=source), path
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -91,20 +88,7 @@ def store(config: Mapping[str, Any], built: BuiltModel) -> Path | None:
     model = asdict(replace(built, cached_from=""))
     for routed in model["routed"]:
         routed["top_k_problem"] = _message_data(routed["top_k_problem"])
-    text = json.dumps({"key": key, "model": model}, sort_keys=True)
-    tmp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-        return path
-    except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return None
+    return write_entry(path, {"key": key, "model": model})
 
 
 def count_cached(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...], use_cache: bool = True) -> BuiltModel:

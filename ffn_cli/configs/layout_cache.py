@@ -35,9 +35,8 @@ from typing import Any
 
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.built_cache import cache_dir as _built_dir
-from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.configs.cache_files import read_entry, write_entry
 from ffn_cli.i18n import Message
-from ffn_cli.outputs import write_text
 
 __all__ = ["FORMAT", "cache_dir", "cache_key", "layout_cached", "load", "store"]
 
@@ -234,12 +233,10 @@ def load(config: Mapping[str, Any], *, name: str, source: str) -> tuple[BuiltLay
     if key is None:
         return None
     path = _path(key)
+    data = read_entry(path, key, _MAX_BYTES)
+    if data is None:
+        return None
     try:
-        if not path.is_file() or path.stat().st_size > _MAX_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("key") != key:
-            return None
         payload = data["layout"]
         if data.get("sha256") != hashlib.sha256(_payload_text(payload).encode()).hexdigest():
             return None
@@ -263,13 +260,7 @@ def store(config: Mapping[str, Any], layout: BuiltLayout) -> Path | None:
         text = _payload_text(payload)
     except (_Unstorable, TypeError, ValueError):
         return None
-    entry = json.dumps({"key": key, "sha256": hashlib.sha256(text.encode()).hexdigest(), "layout": payload}, sort_keys=True)
-    path = _path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return write_text(path, entry, option="config")
-    except (OSError, FFNRuntimeError):
-        return None
+    return write_entry(_path(key), {"key": key, "sha256": hashlib.sha256(text.encode()).hexdigest(), "layout": payload})
 
 
 def _layout_by_building(config: dict[str, Any], *, name: str, source: str, known: tuple[str, ...]) -> BuiltLayout:

@@ -1,0 +1,37 @@
+"""One cache entry on disk, for both of the fallback's caches (the counts, `built_cache.py`, and
+the layout, `layout_cache.py`): a JSON object that names the key it was stored under, read
+back only when it is a bounded, well-formed object under that key, and written through the one
+writer (`ffn_cli/outputs.py`: whole or not at all). A cache is never trusted and never an
+error: anything else is a miss, and a failed write is no answer lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.outputs import write_text
+
+__all__ = ["read_entry", "write_entry"]
+
+
+def read_entry(path: Path, key: str, max_bytes: int) -> dict[str, Any] | None:
+    """The entry stored at `path` under `key`; None when there is none, it is larger than
+    `max_bytes`, or it is not a JSON object naming that key."""
+    try:
+        if not path.is_file() or path.stat().st_size > max_bytes:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: a miss
+        return None
+    return data if isinstance(data, dict) and data.get("key") == key else None
+
+
+def write_entry(path: Path, entry: dict[str, Any]) -> Path | None:
+    """`entry` (with its "key") written to `path`; the path, or None when it could not be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return write_text(path, json.dumps(entry, sort_keys=True), option="config")
+    except (OSError, FFNRuntimeError):
+        return None
