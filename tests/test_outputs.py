@@ -439,7 +439,9 @@ def test_no_module_but_the_writer_writes_a_file() -> None:
     import re
 
     root = Path(__file__).resolve().parent.parent / "ffn_cli"
-    writes = re.compile(r"os\.replace\(|os\.rename\(|mkstemp\(|NamedTemporaryFile\(|\.write_text\(|\.write_bytes\(|open\([^)]*,\s*['\"][wax]b?\+?['\"]")
+    writes = re.compile(
+        r"os\.replace\(|os\.rename\(|mkstemp\(|NamedTemporaryFile\(|\.write_text\(|\.write_bytes\(|open\([^)]*,\s*['\"][wax]b?\+?['\"]"
+    )
     found = [
         f"{path.relative_to(root)}:{n}: {line.strip()}"
         for path in root.rglob("*.py")
