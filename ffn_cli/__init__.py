@@ -13,24 +13,10 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"  # first: the command line's modules read it as they load
 
-from ffn_cli.api import (
-    Cache,
-    ComparedModel,
-    Loss,
-    Mode,
-    Phase,
-    Result,
-    bench,
-    bench_sharded,
-    compare,
-    params,
-    params_per_rank,
-    trace,
-)
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import set_language
 from ffn_cli.spec import FFNSpec
@@ -39,6 +25,20 @@ from ffn_cli.variants import VARIANTS
 if TYPE_CHECKING:
     import torch
 
+    from ffn_cli.api import (
+        Cache,
+        ComparedModel,
+        Loss,
+        Mode,
+        Phase,
+        Result,
+        bench,
+        bench_sharded,
+        compare,
+        params,
+        params_per_rank,
+        trace,
+    )
     from ffn_cli.benchmark.result import BenchReport
     from ffn_cli.configs.built import BuiltModel
     from ffn_cli.models.count import ModelParams
@@ -77,9 +77,24 @@ __all__ = [
     "trace",
 ]
 
-# The result types, each from the module that defines it, imported when first named: the
-# command line imports this package too, and `ffn params` of one FFN reads no model code.
-_RESULT_TYPES = {
+# The API and its result types, each from the module that defines it, imported when first
+# named: the command line imports this package too, and never the API (`ffn params` of one FFN
+# reads no model code, no service it does not run), so api.py imports what it calls at its top.
+_API = (
+    "Cache",
+    "ComparedModel",
+    "Loss",
+    "Mode",
+    "Phase",
+    "Result",
+    "bench",
+    "bench_sharded",
+    "compare",
+    "params",
+    "params_per_rank",
+    "trace",
+)
+_LAZY = {name: "ffn_cli.api" for name in _API} | {
     "BenchReport": "ffn_cli.benchmark.result",
     "BuiltModel": "ffn_cli.configs.built",
     "FFNReport": "ffn_cli.models.layer",
@@ -90,9 +105,11 @@ _RESULT_TYPES = {
 }
 
 
-def __getattr__(name: str) -> type:
-    if name in _RESULT_TYPES:
-        return getattr(importlib.import_module(_RESULT_TYPES[name]), name)
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # once: the next look-up is a plain attribute
+        return value
     raise AttributeError(f"module 'ffn_cli' has no attribute {name!r}")
 
 

@@ -10,12 +10,39 @@ import io
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from rich.console import Console
 
 from ffn_cli.api_arguments import check_arguments
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.outputs import HTML_FILES, check_output_file, write_text
+from ffn_cli.render.bench import write_plot
+from ffn_cli.render.json_data import json_ready
+from ffn_cli.render.presenters import bench as bench_presenter
+from ffn_cli.render.presenters import params as params_presenter
+from ffn_cli.render.presenters import trace as trace_presenter
+from ffn_cli.requests.bench import BenchRequest
 from ffn_cli.requests.choices import Cache, Loss, Mode, Phase
+from ffn_cli.requests.ffn import OneSpec
+from ffn_cli.requests.params import ParamsRequest
+from ffn_cli.requests.trace import TraceRequest
+from ffn_cli.services.bench import bench as answer_bench
+from ffn_cli.services.params import params as answer_params
+from ffn_cli.services.results import (
+    BenchSweep,
+    BuiltCount,
+    FFNOnGPU,
+    FFNParams,
+    ModelParamsAnswer,
+    ModelsCompared,
+    RanksHeld,
+    ShardedTiming,
+    TraceAnswer,
+)
+from ffn_cli.services.trace import trace as answer_trace
 from ffn_cli.spec import FFNSpec
 
 if TYPE_CHECKING:
@@ -75,12 +102,10 @@ class Result(Generic[T]):
         return self.view()
 
     def to_dict(self) -> dict[str, Any]:
-        from ffn_cli.render.json_data import json_ready
 
         return json_ready(self.data())
 
     def _console(self, width: int) -> Console:
-        from rich.console import Console
 
         console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor", force_jupyter=False)
         console.print(self.view())
@@ -93,8 +118,6 @@ class Result(Generic[T]):
         check_arguments(Result.page, {"path": path})
         text = self.drawing(True)
         if path is not None:  # written as `ffn trace --page` writes it, by the one writer
-            from ffn_cli.outputs import HTML_FILES, check_output_file, write_text
-
             write_text(check_output_file("page", str(path), HTML_FILES), text, option="page")
         return text
 
@@ -116,14 +139,12 @@ class Result(Generic[T]):
         """The text at the width of the console it is printed to: rich's detected width (the
         terminal's, COLUMNS, a notebook's), 80 when it cannot tell; tables fold their words there,
         never their numbers."""
-        from rich.console import Console
 
         return self._console(Console().width).export_text()
 
 
 def _model_name(text: str) -> dict[str, Any]:
     """A preset name, or a config.json path (a file or its folder)."""
-    from pathlib import Path
 
     return {"config": text} if Path(text).expanduser().exists() or text.endswith(".json") else {"preset": text}
 
@@ -185,9 +206,6 @@ def trace(
             "reference": reference,
         },
     )
-    from ffn_cli.requests.ffn import OneSpec
-    from ffn_cli.requests.trace import TraceRequest
-    from ffn_cli.services.trace import trace as answer_trace
 
     device_name, dtype_name = _torch_name("device", device), _torch_name("dtype", dtype)
     if not isinstance(module_or_spec, (FFNSpec, str)) and not _is_module(module_or_spec):
@@ -227,20 +245,16 @@ def trace(
         request = TraceRequest(**_model_name(module_or_spec), layer=layer, check=check, **options)
     else:
         request = TraceRequest(own=module_or_spec, x=x, depth=depth, reference=reference, d_model=d_model, **options)
-    from ffn_cli.render.presenters.trace import present
-    from ffn_cli.services.results import TraceAnswer
 
     traced = answer_trace(request)
     assert isinstance(traced, TraceAnswer)  # the API's trace is never sharded (no tp, ep)
-    presented = present(traced)
+    presented = trace_presenter.present(traced)
     return Result(traced.result, presented.view, presented.data, presented.drawing)
 
 
 def _params_result(result: ParamsResult) -> Any:
     """`ffn params`'s result as the API gives it: its principal value (the FFN's report, the
     model's counts, the models side by side, the ranks), shown by the command's presenter."""
-    from ffn_cli.render.presenters.params import present
-    from ffn_cli.services.results import BuiltCount, FFNOnGPU, FFNParams, ModelParamsAnswer, ModelsCompared, RanksHeld
 
     value: Any
     match result:
@@ -256,7 +270,7 @@ def _params_result(result: ParamsResult) -> Any:
             value = result.ranks
         case _:
             value = result
-    presented = present(result)
+    presented = params_presenter.present(result)
     return Result(value, presented.view, presented.data)
 
 
@@ -360,9 +374,6 @@ def params(
             "explain": explain,
         },
     )
-    from ffn_cli.requests.ffn import OneSpec
-    from ffn_cli.requests.params import ParamsRequest
-    from ffn_cli.services.params import params as answer_params
 
     options: dict[str, Any] = {
         "dtype": dtype, "gpu": gpu, "weights": weights, "quantize": quantize, "tp": tp, "ep": ep, "phase": phase,
@@ -393,8 +404,6 @@ def compare(
     (bytes in `dtype`, bfloat16 by default) and, with `seq_len`, its FLOPs at those lengths.
     `models`: preset names or config.json paths. `to_dict()` is the command's `--json`."""
     check_arguments(compare, {"models": models, "dtype": dtype, "seq_len": seq_len})
-    from ffn_cli.requests.params import ParamsRequest
-    from ffn_cli.services.params import params as answer_params
 
     if len(models) < 2:
         raise FFNError("models", list(models), _("sets two or more models side by side; one model is ffn_cli.params(name)"))
@@ -413,9 +422,6 @@ def params_per_rank(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str | Non
     expert-parallel ranks, as `ffn params -v … --tp N` / `--ep N` shows it: its tensors, their
     parameters and bytes in `dtype` (float32 by default). No processes, no torch."""
     check_arguments(params_per_rank, {"spec": spec, "tp": tp, "ep": ep, "dtype": dtype})
-    from ffn_cli.requests.ffn import OneSpec
-    from ffn_cli.requests.params import ParamsRequest
-    from ffn_cli.services.params import params as answer_params
 
     _check_split(tp, ep)
     return _params_result(answer_params(ParamsRequest(ffn=OneSpec(spec), tp=tp, ep=ep, dtype=dtype)))
@@ -477,7 +483,6 @@ def bench(
             "plot": plot,
         },
     )
-    from ffn_cli.services.bench import bench as answer_bench
 
     if tp != 1 or ep != 1:
         option, value = ("tp", tp) if tp != 1 else ("ep", ep)
@@ -490,16 +495,12 @@ def bench(
         "cache": cache, "calibrate": calibrate, "warmup_ms": warmup_ms, "repeats": repeats, "min_time": min_time,
         "threads": threads, "seed": seed, "max_cases": max_cases, "tp": tp, "ep": ep, "layer": layer, "gpu": gpu, "plot": plot,
     }  # fmt: skip
-    from ffn_cli.render.presenters.bench import present
-    from ffn_cli.services.results import BenchSweep
 
     swept = answer_bench(_bench_request(spec_or_model, options))
     assert isinstance(swept, BenchSweep)  # tp and ep are 1: bench_sharded's are refused above
     if plot is not None:  # drawn here, written by ffn_cli/outputs.py's writer
-        from ffn_cli.render.bench import write_plot
-
         write_plot(swept.report, plot)
-    presented = present(swept)
+    presented = bench_presenter.present(swept)
     return Result(swept.report, presented.view, presented.data)
 
 
@@ -538,7 +539,6 @@ def bench_sharded(
             "rank_timeout": rank_timeout,
         },
     )
-    from ffn_cli.services.bench import bench as answer_bench
 
     _check_split(tp, ep)
     options: dict[str, Any] = {
@@ -546,19 +546,15 @@ def bench_sharded(
         "device": _torch_name("device", device), "warmup_ms": warmup_ms, "repeats": repeats, "seed": seed, "layer": layer,
         "rank_timeout": rank_timeout,
     }  # fmt: skip
-    from ffn_cli.render.presenters.bench import present
-    from ffn_cli.services.results import ShardedTiming
 
     sharded = answer_bench(_bench_request(spec_or_model, options))
     assert isinstance(sharded, ShardedTiming)  # _check_split: tp or ep above 1
-    presented = present(sharded)
+    presented = bench_presenter.present(sharded)
     return Result(sharded.timing, presented.view, presented.data)
 
 
 def _bench_request(spec_or_model: FFNSpec | str, options: dict[str, Any]) -> BenchRequest:
     """`ffn bench`'s request for an FFNSpec, a preset name or a config.json path."""
-    from ffn_cli.requests.bench import BenchRequest
-    from ffn_cli.requests.ffn import OneSpec
 
     if isinstance(spec_or_model, FFNSpec):
         return BenchRequest(ffn=OneSpec(spec_or_model), **options)
