@@ -426,6 +426,18 @@ def test_sparse_attention_reads_its_top_k(tmp_path: Path) -> None:
     assert wider["flops"] - sparse["flops"] == 202 * 2 * (4 - 2) * 8 + 2 * 2 * (24 * 8 + 64) * (4 - 2)
 
 
+def test_sparse_attention_flops_over_length(tmp_path: Path) -> None:
+    # Per token at 64 tokens, 4 layers. Each query i reads min(i + 1, 16) latents: 16·17/2 + 48·16 = 904 keys in
+    # all; the scores, 2 FLOPs × 4 heads × (Q·K over 8 + 8, V over 8) = 192 a key. The indexer reads all 64·65/2
+    # keys, 2 FLOPs × 2 heads × 8 = 32 a key.
+    path = _tiny(tmp_path, "glm_moe_dsa", **{**_GLM5, "index_topk": 16})
+    result = CliRunner().invoke(app, ["params", "--config", path, "--seq-len", "64", "--json"])
+    assert result.exit_code == 0, result.output
+    flops = json.loads(result.stdout)["flops_over_seq_len"]
+    assert flops["rows"][0]["attention_score_flops"] == 4 * (192 * 904 + 32 * 64 * 65 // 2) / 64
+    assert (flops["sparse_topk"], flops["index_flops_per_key"]) == (16, [32] * 4)
+
+
 @pytest.mark.parametrize(("model_type", "shared"), [("glm_moe_dsa", False), ("glm_moe_dsa", True), ("deepseek_v32", False)])
 def test_indexer_keys_against_transformers(model_type: str, shared: bool) -> None:
     # DeepSeek Sparse Attention: each layer whose indexer runs caches one index_head_dim key a token

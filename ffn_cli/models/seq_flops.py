@@ -58,6 +58,10 @@ class LayerStack:
     left_out: tuple[str, ...] = ()
     # The mixer's layers attend too, side by side with it (Falcon-H1).
     mixer_beside_attention: bool = False
+    # DeepSeek Sparse Attention: each layer's indexer score FLOPs per key (it reads every key;
+    # 0 where none runs), and the keys each query's attention then reads (0: every key).
+    index_flops_per_key: tuple[int, ...] = ()
+    sparse_topk: int = 0
 
     def mixer_flops(self, seq_len: int | None) -> Fraction:
         """Per-token FLOPs of every mixer layer beyond its projections: convolution and state
@@ -70,9 +74,13 @@ class LayerStack:
         """Per-token score FLOPs at seq_len: every layer's keys read by all queries, over L."""
         total = 0
         chunks = self.chunks or (None,) * len(self.windows)
-        for per_key, window, chunk in zip(self.score_flops_per_key, self.windows, chunks, strict=True):
+        indexers = self.index_flops_per_key or (0,) * len(self.windows)
+        for per_key, window, chunk, index in zip(self.score_flops_per_key, self.windows, chunks, indexers, strict=True):
             keys, _ = mean_keys(seq_len, window, causal=self.causal, chunk=chunk)
-            total += per_key * keys
+            read = keys
+            if self.sparse_topk and per_key:  # a query's top-k, counted as a window of that width counts
+                read, _ = mean_keys(seq_len, min(window or self.sparse_topk, self.sparse_topk), causal=self.causal, chunk=chunk)
+            total += per_key * read + index * keys
         return Fraction(total, seq_len)
 
     def attention_flops(self, seq_len: int, *, padded: bool = True) -> Fraction:
@@ -197,6 +205,8 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         spec.mixer,
         tuple(e.name for e in spec.extras if e.flops),
         spec.mixer_beside_attention,
+        tuple(spec.index_flops_per_key if i in spec.index_layers else 0 for i in range(spec.n_layers)) if spec.index_layers else (),
+        spec.sparse_topk,
     )
 
 

@@ -232,6 +232,11 @@ class ModelSpec:
             )
 
     @property
+    def index_flops_per_key(self) -> int:
+        """A DSA indexer's score FLOPs for each cached key it reads: 2 a head and element."""
+        return 2 * self.index_heads * self.index_key_width
+
+    @property
     def dense_layers(self) -> tuple[int, ...]:
         """The layers that use `dense_ffn`: neither MoE nor without an FFN."""
         other = set(self.moe_layers) | set(self.no_ffn_layers)

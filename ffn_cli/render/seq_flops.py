@@ -130,5 +130,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "mixer_chunk": stack.mixer.scan.chunk if stack.mixer is not None and stack.mixer.scan is not None else None,
         "ffn_only": list(stack.ffn_only) or None,
         "crossover_seq_len": stack.crossover(),
+        # DeepSeek Sparse Attention's indexer and top-k, where the model has them
+        **({"index_flops_per_key": list(stack.index_flops_per_key), "sparse_topk": stack.sparse_topk} if stack.sparse_topk else {}),
         "rows": [r.data() for r in rows],
     }

@@ -175,7 +175,7 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
     flops = case.tokens * spec.attention_flops_of(layer) + read * stack.score_flops_per_key[layer]
     if indexed:
-        flops += keys * 2 * spec.index_heads * spec.index_key_width
+        flops += keys * spec.index_flops_per_key
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
     weights, params = read_cost(plan, attention_tensors(spec, (layer,), shared_kv=shared))
     # a DSA indexer's keys are cached and read beside the attention's
