@@ -27,6 +27,7 @@ from ffn_cli.models.seq_flops import model_stack
 from ffn_cli.outputs import check_plot_file
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import comma_text
+from ffn_cli.requests.view import options_view
 from ffn_cli.services.results import DecodeState, ModelCosts, Roofline, StoredWeights
 from ffn_cli.spec import check_int
 
@@ -60,12 +61,10 @@ class CostOptions:
 
 
 def cost_options(request: ParamsRequest) -> CostOptions:
-    """The cost options of a whole model, or of one FFN on a GPU: with --gpu, --seq-len sizes the pass."""
-    return CostOptions(
-        request.weights, request.quantize, request.gpu, request.batch, request.tokens, request.phase,
-        request.seq_len if request.gpu is not None else None, request.tp, request.ep, request.backward, request.plot,
-        not request.no_mtp,
-    )  # fmt: skip
+    """The cost options of a whole model, or of one FFN on a GPU, read off the request by name
+    (requests/view.py): with --gpu, --seq-len sizes the pass; --no-mtp leaves the MTP layers out."""
+    seq_len = request.seq_len if request.gpu is not None else None
+    return options_view(CostOptions, request, seq_len=seq_len, mtp=not request.no_mtp)
 
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
