@@ -17,18 +17,19 @@ import pytest
 from typer.main import get_command
 
 import ffn_cli
-from ffn_cli.cli import app, bench_cmd, params_cmd, trace_cmd
+from ffn_cli.cli import app, bench_cmd, hardware_cmd, params_cmd, trace_cmd
 from ffn_cli.cli.ffn_options import FFNOptions
 from ffn_cli.cli.options import parse_int_tuple, parse_tuple
 from ffn_cli.requests import choices
 from ffn_cli.requests.bench import BenchRequest
 from ffn_cli.requests.ffn import OneSpec
+from ffn_cli.requests.hardware import HardwareRequest
 from ffn_cli.requests.params import ParamsRequest
 from ffn_cli.requests.trace import TraceRequest
 from ffn_cli.requests.view import options_view
 from ffn_cli.tracing.options import RunOptions
 
-REQUESTS: dict[str, type] = {"trace": TraceRequest, "params": ParamsRequest, "bench": BenchRequest}
+REQUESTS: dict[str, type] = {"trace": TraceRequest, "params": ParamsRequest, "bench": BenchRequest, "hardware": HardwareRequest}
 # How the answer is shown or written (--json, --svg, --html), not what is asked: no request field.
 OUTPUT_OPTIONS = {"json", "svg", "html"}
 # Request fields that are no option of the command: the FFN group (FFNOptions, its own
@@ -102,7 +103,10 @@ def _request_call_keywords(command: Any, request: type) -> dict[str, set[str]]:
     return {str(k.arg): {n.id for n in ast.walk(k.value) if isinstance(n, ast.Name)} for k in call.keywords}
 
 
-@pytest.mark.parametrize(("command", "function"), [("trace", trace_cmd.trace), ("params", params_cmd.params), ("bench", bench_cmd.bench)])
+@pytest.mark.parametrize(
+    ("command", "function"),
+    [("trace", trace_cmd.trace), ("params", params_cmd.params), ("bench", bench_cmd.bench), ("hardware", hardware_cmd.hardware)],
+)
 def test_the_command_hands_each_option_to_the_field_of_its_name(command: str, function: Any) -> None:
     passed = _request_call_keywords(function, REQUESTS[command])
     for name in set(_cli_options(command)) - OUTPUT_OPTIONS:

@@ -281,3 +281,42 @@ def test_the_gb200_ridge_by_hand() -> None:
     assert find_gpu("gb200").ridge("bf16") == pytest.approx(312.5)
     assert find_gpu("l20").ridge("fp8") == pytest.approx(239e12 / 864e9)
     assert find_gpu("rtx-pro-6000").ridge("bf16") is None
+
+
+def test_the_hardware_service_answers_the_table_the_command_prints() -> None:
+    # The service's frozen answer, shown by the presenter the API would use, is the command's --json.
+    from dataclasses import FrozenInstanceError
+
+    from ffn_cli.render.presenters.hardware import present
+    from ffn_cli.requests.hardware import HardwareRequest
+    from ffn_cli.services.hardware import hardware
+    from ffn_cli.services.results import GPUTable
+
+    every = hardware(HardwareRequest())
+    assert isinstance(every, GPUTable) and every.gpus == tuple(GPUS) and every.cpu is None
+    one = hardware(HardwareRequest(gpu="H100"))
+    assert isinstance(one, GPUTable) and one.gpus == (find_gpu("h100"),)
+    with pytest.raises(FrozenInstanceError):
+        one.gpus = ()  # type: ignore[misc]
+    for answer, args in ((every, []), (one, ["--gpu", "H100"])):
+        printed = runner.invoke(app, ["hardware", *args, "--json"])
+        assert printed.exit_code == 0 and json.loads(printed.stdout) == present(answer).data()
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"measure": True, "gpu": "h100"}, "measure"),
+        ({"measure": True, "threads": 0}, "threads"),
+        ({"quick": True, "threads": 2}, "quick"),
+        ({"threads": 2}, "threads"),
+        ({"dtype": "int8"}, "dtype"),
+    ],
+)
+def test_a_hardware_request_refuses_what_its_answer_would_ignore(options: dict, named: str) -> None:
+    from ffn_cli.errors import FFNError
+    from ffn_cli.requests.hardware import HardwareRequest
+
+    with pytest.raises(FFNError) as refused:
+        HardwareRequest(**options)
+    assert refused.value.option == named

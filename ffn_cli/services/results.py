@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ffn_cli.costs.rank_memory import RankMemory
     from ffn_cli.costs.weights import Checkpoint
     from ffn_cli.hardware import GPU
+    from ffn_cli.hardware.cpu import MeasuredCPU
+    from ffn_cli.hardware.profile import DeviceProfile
     from ffn_cli.i18n import Message
     from ffn_cli.models.comparison import Comparison
     from ffn_cli.models.count import ModelParams
@@ -32,8 +34,10 @@ __all__ = [
     "BenchSweep",
     "BuiltCount",
     "DecodeState",
+    "DeviceProfiled",
     "FFNOnGPU",
     "FFNParams",
+    "GPUTable",
     "ModelCosts",
     "ModelParamsAnswer",
     "ModelsCompared",
@@ -224,3 +228,23 @@ class ShardedTrace:
     result: ParallelResult
     shown: bool = True
     failure: Exception | None = None
+
+
+# --- ffn hardware ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GPUTable:
+    """The GPUs asked (every row of the table, or the one --gpu names) and this CPU as measured
+    (--measure-cpu; None when not asked)."""
+
+    gpus: tuple[GPU, ...]
+    cpu: MeasuredCPU | None = None
+
+
+@dataclass(frozen=True)
+class DeviceProfiled:
+    """This device's profile as measured (--measure), and the file it was saved to."""
+
+    profile: DeviceProfile
+    path: Path
