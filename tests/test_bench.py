@@ -418,3 +418,14 @@ def test_cuda_calibration() -> None:
 def test_cuda_compile() -> None:
     (r,) = _run([_spec("swiglu", d_model=128, d_ff=256)], device="cuda", dtypes=("float16",), impls=parse_impls("fused-compile")).results
     assert r.compile_mode == "default"
+
+
+def test_a_noisy_case_names_the_option_the_run_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With --repeats the advice said "raise --min-time", which beside --repeats is refused.
+    from ffn_cli.benchmark import stats
+
+    monkeypatch.setattr(stats, "NOISY_REL_IQR", -1.0)  # every case noisy, whatever the machine
+    (by_count,) = [w for w in _run(repeats=3, cache="hot").warnings if w.startswith("IQR over")]
+    assert "raise --repeats)" in by_count and "--min-time" not in by_count
+    (by_time,) = [w for w in _run(repeats=None, min_time_ms=1e-6, cache="hot").warnings if w.startswith("IQR over")]
+    assert "raise --min-time)" in by_time

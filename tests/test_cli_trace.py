@@ -229,3 +229,13 @@ def test_meta_moe_says_how_the_tokens_were_spread(runner: CliRunner) -> None:
     assert "tokens per expert: 3, 3, 3, 3, 2, 2, 2, 2." in text
     _, dense, _ = _run(runner, "-v", "swiglu", "--device", "meta")
     assert "Routing" not in dense
+
+
+def test_where_the_dtype_came_from_is_said_in_chinese(runner: CliRunner) -> None:
+    # The header's "(default: the config names none)" was English in zh output; --json keeps the English key.
+    result = runner.invoke(app, ["--lang", "zh", "trace", "--preset", "llama-3-8b", "--device", "meta"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert "dtype float32 (默认：配置未声明)" in result.stdout
+    assert "config names none" not in result.stdout
+    data = json.loads(runner.invoke(app, ["trace", "--preset", "llama-3-8b", "--device", "meta", "--json"], env=WIDE).stdout)
+    assert data["model"]["dtype_from"] == "default: the config names none"

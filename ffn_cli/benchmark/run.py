@@ -180,7 +180,10 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
     notes: list[Message] = []
     noisy = [r.label for r in results if r.noisy]
     if noisy:
-        words = N_("IQR over {share} of the median (busy machine or too few calls; close other programs or raise --min-time): {cases}")
+        if sweep.config.repeats is None:
+            words = N_("IQR over {share} of the median (busy machine or too few calls; close other programs or raise --min-time): {cases}")
+        else:  # --min-time beside --repeats is refused: name the option this run was given
+            words = N_("IQR over {share} of the median (busy machine or too few calls; close other programs or raise --repeats): {cases}")
         notes.append(Message.of(words, share=f"{NOISY_REL_IQR:.0%}", cases=_some(noisy)))
     capped = [r.label for r in results if sweep.config.repeats is None and r.samples >= MAX_REPEATS]
     if capped:

@@ -8,11 +8,14 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ffn_cli.configs.layer_select import LayerChoice
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 from ffn_cli.render.fit import Wide
 from ffn_cli.render.literal import visible
 
 __all__ = ["model_layer_view"]
+
+# Where the dtype came from, as LayerChoice.dtype_from names it.
+_DTYPE_FROM = {"config": N_("config"), "default: the config names none": N_("default: the config names none")}
 
 
 def model_layer_view(choice: LayerChoice) -> Panel:
@@ -20,7 +23,8 @@ def model_layer_view(choice: LayerChoice) -> Panel:
     kind = choice.kind + (_(", sliding window {window:,}").format(window=choice.window) if choice.window is not None else "")
     kind += _(", attention in chunks of {chunk:,}").format(chunk=choice.chunk) if choice.chunk is not None else ""
     moe = " · " + _("MoE layers {moe} of {layers}").format(moe=len(spec.moe_layers), layers=spec.n_layers) if spec.moe_layers else ""
-    dtype = choice.dtype + ("" if choice.dtype_from == "--dtype" else f" ({choice.dtype_from})")
+    said = _DTYPE_FROM.get(choice.dtype_from)  # --json keeps the English key; the view says it in the reader's language
+    dtype = choice.dtype + ("" if choice.dtype_from == "--dtype" else f" ({_(said) if said else choice.dtype_from})")
     lines = [f"{choice.model.source} · {spec.model_type}{moe} · dtype {dtype}"]
     if choice.overrides:
         lines.append(_("overridden: {options}").format(options=", ".join(choice.overrides)))
