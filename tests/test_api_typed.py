@@ -173,3 +173,13 @@ def test_print_is_80_columns_when_the_width_is_unknown(monkeypatch: pytest.Monke
     assert max(len(line) for line in text.splitlines()) <= 80
     data = ffn_cli.params("llama-2-7b").to_dict()
     assert f"{data['total_params']:,}" in _numbers(text)
+
+
+def test_the_root_names_the_api_as_api_py_declares_it() -> None:
+    # The package root names the API lazily (the command line never loads api.py): its list of
+    # names is the API's own, and each resolves to the API's object.
+    import ffn_cli.api
+
+    assert set(ffn_cli._API) == set(ffn_cli.api.__all__)
+    assert all(getattr(ffn_cli, name) is getattr(ffn_cli.api, name) for name in ffn_cli.api.__all__)
+    assert set(ffn_cli.api.__all__) <= set(ffn_cli.__all__)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
@@ -27,6 +26,7 @@ from ffn_cli.cli.options import (
     parse_int_tuple,
     parse_tuple,
 )
+from ffn_cli.cli.progress import with_progress
 from ffn_cli.i18n import _
 from ffn_cli.render.literal import visible
 from ffn_cli.requests.bench import BenchRequest  # each option's default is the request's
@@ -36,7 +36,6 @@ from ffn_cli.services.results import BenchSweep, ShardedTiming
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark.estimate import SweepEstimate
-    from ffn_cli.benchmark.run import ProgressFn
 
 _TIMING = "Timing"
 _IMPL = "Implementation"
@@ -176,7 +175,7 @@ def bench(
         seed=seed, plot=plot, max_cases=max_cases, tp=tp, ep=ep, rank_timeout=rank_timeout, preset=preset, config=config,
         model=model, revision=revision, layer=layer, gpu=gpu, typed=typed_options(ctx, list(ctx.params)),
     )  # fmt: skip
-    result = _run_with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate))
+    result = with_progress(lambda on_progress: answer_bench(request, on_progress, _say_estimate), "starting")
     if isinstance(result, ShardedTiming) and not result.shown:
         return
     presented = present(result)
@@ -198,28 +197,3 @@ def _say_estimate(estimate: SweepEstimate) -> None:
     from ffn_cli.render.bench import estimate_line
 
     err_console.print(estimate_line(estimate), markup=False, highlight=False)
-
-
-def _run_with_progress(work: Callable[[ProgressFn | None], BenchSweep | ShardedTiming]) -> BenchSweep | ShardedTiming:
-    """A transient progress line on stderr. auto_refresh is off, so no refresh thread exists:
-    it redraws only when the core reports a step, and the core never reports while timing."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    if not err_console.is_terminal:  # nobody to show it to (a pipe, a log, a test)
-        return work(None)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        auto_refresh=False,
-    ) as progress:
-        task = progress.add_task("starting", total=None)
-
-        def on_progress(done: int, total: int, what: str) -> None:
-            progress.update(task, completed=done, total=total, description=what)
-            progress.refresh()
-
-        return work(on_progress)

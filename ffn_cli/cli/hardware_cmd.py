@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ffn_cli.cli.common import console, emit_json, err_console, handles_errors
+from ffn_cli.cli.common import console, emit_json, handles_errors
 from ffn_cli.cli.hardware_options import GPUOpt
 from ffn_cli.cli.options import JsonOpt
+from ffn_cli.cli.progress import with_progress
 from ffn_cli.i18n import _
 from ffn_cli.requests.hardware import HardwareRequest  # each option's default is the request's
 
@@ -62,27 +63,9 @@ def hardware(
 
 def _answer(request: HardwareRequest) -> GPUTable | DeviceProfiled:
     """The service's answer; a profile measured with a transient progress line on a terminal's
-    stderr. auto_refresh is off, so no refresh thread exists: it redraws only between
-    measurements, never while one runs."""
+    stderr (cli/progress.py), which redraws only between measurements, never while one runs."""
     from ffn_cli.services.hardware import hardware as answer_hardware
 
-    if not request.measure or not err_console.is_terminal:  # nothing to wait on, or nobody to show it to
+    if not request.measure:  # nothing to wait on
         return answer_hardware(request)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        auto_refresh=False,
-    ) as progress:
-        task = progress.add_task(_("measuring"), total=None)
-
-        def on_progress(done: int, total: int, what: str) -> None:
-            progress.update(task, completed=done, total=total, description=what)
-            progress.refresh()
-
-        return answer_hardware(request, on_progress)
+    return with_progress(lambda on_progress: answer_hardware(request, on_progress), _("measuring"))
