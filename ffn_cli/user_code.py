@@ -91,7 +91,8 @@ def ffns_fault(exc: BaseException) -> bool:
 
 WARNING_CHARS = 8 * SHOWN_VALUE_CHARS  # a warning of the user's code, kept as a note: a library's run long
 _FFN_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_MODE_HANDLERS = ("__torch_function__", "__torch_dispatch__")  # ffn's modes, which run each call on the maker's behalf
+# ffn's modes (and torch_names.DispatchMode's `dispatch`), which run each call on the maker's behalf
+_MODE_HANDLERS = ("__torch_function__", "__torch_dispatch__", "dispatch")
 
 
 def ffn_failed(what: str, exc: BaseException) -> FFNRuntimeError:

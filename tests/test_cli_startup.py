@@ -72,8 +72,7 @@ def test_a_default_trace_loads_no_model_spec_and_no_gpu_table() -> None:
 
 
 def test_a_block_trace_loads_no_dynamo() -> None:
-    """The block's trace records torch calls, as the plain trace does: no dispatch mode, so no
-    Dynamo (torch wraps every mode's dispatch in it; --backward and --page record aten ops)."""
+    """The block's trace records torch calls, as the plain trace does, and needs no Dynamo."""
     assert _loaded_after(["trace", "--block"], ["torch", "torch._dynamo"]) == {"torch"}
 
 

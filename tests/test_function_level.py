@@ -13,6 +13,7 @@ import io
 import itertools
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -177,6 +178,28 @@ print("loaded:", ",".join(loaded) or "-", file=sys.stderr)
     ids=["default", "moe explain", "block", "module"],
 )
 def test_a_text_trace_imports_neither_dynamo_nor_sympy(args: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-c", CHECK_IMPORTS, "trace", *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "loaded: -" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--json"],
+        ["--ops"],
+        ["--backward"],
+        ["--backward", "--module", "tests/data/module_styles.py:FusedSwiGLU"],
+        ["--module", "tests/data/module_styles.py:FusedSwiGLU", "--reference"],
+        ["--page", "PAGE"],
+    ],
+    ids=["json", "ops", "backward", "module backward", "reference", "page"],
+)
+def test_an_aten_level_trace_imports_neither_dynamo_nor_sympy(args: list[str], tmp_path: Path) -> None:
+    """ffn's dispatch modes leave their dispatch unwrapped (tracing/torch_names.DispatchMode), and
+    a backward starts from a scalar (tracing/gradient_seed.py): neither imports Dynamo or SymPy.
+    (`--checkpoint` does: torch.utils.checkpoint is wrapped in Dynamo's disable by torch itself.)"""
+    args = [str(tmp_path / "page.html") if a == "PAGE" else a for a in args]
     done = subprocess.run([sys.executable, "-c", CHECK_IMPORTS, "trace", *args], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "loaded: -" in done.stderr

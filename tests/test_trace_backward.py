@@ -16,6 +16,7 @@ from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing.backward import record_backward
 from ffn_cli.tracing.backward_run import output_grad_maker
+from ffn_cli.tracing.gradient_seed import gradient_seed
 from ffn_cli.tracing.run import trace
 from tests.helpers import ALL_VARIANTS, small_spec
 
@@ -243,3 +244,17 @@ def test_swiglu_backward_steps_by_hand() -> None:
     # Each projection's backward: two matmuls, a transpose of dW, its copy into .grad.
     assert sum(op.endswith(".copy_") for op in steps[4].aten_ops) == 1
     assert sum(op.endswith(".copy_") for op in steps[5].aten_ops) == 1  # dL/dx into x.grad
+
+
+def test_a_backward_from_the_seed_is_the_backward_from_the_gradient() -> None:
+    """gradient_seed(out, g).backward() gives every parameter and the input the gradients
+    torch.autograd.grad(out, …, g) gives."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(6, 10), torch.nn.GELU(), torch.nn.Linear(10, 6))
+    x = torch.randn(3, 4, 6, requires_grad=True)
+    out = module(x)
+    g = torch.randn(out.shape)
+    expected = torch.autograd.grad(out, [x, *module.parameters()], g, retain_graph=True)
+    gradient_seed(out, g).backward()
+    for got, want in zip([x.grad, *(p.grad for p in module.parameters())], expected, strict=True):
+        assert got is not None and torch.equal(got, want)

@@ -28,6 +28,7 @@ from torch.overrides import TorchFunctionMode
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
+from ffn_cli.tracing.gradient_seed import gradient_seed
 from ffn_cli.tracing.leaves import tensor_leaves
 from ffn_cli.tracing.ops import LAYOUT_OPS
 from ffn_cli.tracing.recorder import ModuleCall, Producer, RecordedOp, Recorder, Recording, dtype_name, tracking_modules
@@ -121,14 +122,19 @@ class _RunningNodes:
     def __init__(self, nodes: list[Any]) -> None:
         self._local = threading.local()
         self._handles = []
+        self.started = False  # whether the engine has run one of the nodes yet
         for node in nodes:
-            self._handles.append(node.register_prehook(lambda _grads, node=node: self._stack().append(node)))
+            self._handles.append(node.register_prehook(lambda _grads, node=node: self._push(node)))
             self._handles.append(node.register_hook(lambda _inputs, _outputs: self._pop()))
 
     def _stack(self) -> list[Any]:
         if not hasattr(self._local, "stack"):
             self._local.stack = []
         return self._local.stack
+
+    def _push(self, node: Any) -> None:
+        self.started = True
+        self._stack().append(node)
 
     def _pop(self) -> None:
         stack = self._stack()
@@ -160,9 +166,11 @@ class _PassRecorder(Recorder):
         self._node_reads: dict[int, list[_Packed]] = {}  # node id → what it unpacked, in order
         self.reading = False  # whether unpacking notes reads (not under checkpointing)
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.running is not None and not self.running.started:  # torch making the seed's one (gradient_seed.py)
+            return users_op(func, args, kwargs)
         before = len(self.rec.ops)
-        out = super().__torch_dispatch__(func, types, args, kwargs)
+        out = super().dispatch(func, types, args, kwargs)
         if self.backward_from is None or len(self.rec.ops) == before:
             return out
         node = self.running.current if self.running is not None else None
@@ -336,9 +344,10 @@ def record_backward(
     recorder._producers[recorder._key(grad)] = ("input", 0)
     recorder.backward_from = len(recorder.rec.ops)
     recorder.running = _RunningNodes(_graph(out.grad_fn))
+    seed = gradient_seed(out, grad)
     try:
         with tracking_modules(recorder), recorder:  # recomputation calls the modules again
-            users_call(out.backward, grad)
+            users_call(seed.backward)
     finally:
         recorder.running.remove()
     result.ops = recorder.rec.ops[recorder.backward_from :]

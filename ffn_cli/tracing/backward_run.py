@@ -16,6 +16,7 @@ from ffn_cli.spec import FFNSpec
 from ffn_cli.tracing.backward import record_backward
 from ffn_cli.tracing.backward_steps import fold_backward
 from ffn_cli.tracing.check import CHECK_THRESHOLDS, registry_ffn
+from ffn_cli.tracing.gradient_seed import gradient_seed
 from ffn_cli.tracing.memory import measure_backward_memory
 from ffn_cli.tracing.recorder import Recording
 from ffn_cli.tracing.result import BackwardResult, CheckResult, TraceStep
@@ -123,7 +124,7 @@ def check_backward(spec: FFNSpec, module: nn.Module, x: Tensor, make_grad: Calla
     try:
         with torch.enable_grad():
             out = module(x.detach().requires_grad_(True))
-            out.backward(make_grad(out.detach()))
+            gradient_seed(out, make_grad(out.detach())).backward()
     finally:
         for handle in handles:
             handle.remove()

@@ -1,9 +1,8 @@
 """Record a forward at the torch-function level: `F.linear`, `F.silu`, `x * y`, `torch.topk`.
 
 A `torch.overrides.TorchFunctionMode` sees each torch call as the forward makes it, before it
-splits into aten ops. It needs none of what a dispatch mode brings in (the first op under a
-`TorchDispatchMode` imports Dynamo and SymPy, seconds on a small machine), so a trace that
-shows no aten op (the default view) records here. Each call becomes one op of the recording,
+splits into aten ops, with fewer ops to look at and no decomposition, so a trace that shows
+no aten op (the default view) records here. Each call becomes one op of the recording,
 with its FLOPs from the same formulas the aten level uses (`call_rule`); a call this file
 cannot count runs under the aten-level recorder instead, so its ops are exactly those the
 dispatch level sees. tests/test_function_level.py holds the two levels to the same steps.

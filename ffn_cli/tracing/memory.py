@@ -14,8 +14,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ffn_cli.tracing.gradient_seed import gradient_seed
 from ffn_cli.tracing.leaves import flowing_output, tensor_leaves
-from ffn_cli.tracing.torch_names import TorchDispatchMode, storage_id
+from ffn_cli.tracing.torch_names import DispatchMode, storage_id
 from ffn_cli.user_code import users_op
 
 __all__ = ["BackwardMemory", "measure_backward_memory"]
@@ -27,7 +28,7 @@ class BackwardMemory:
     peak_bytes: int  # the most alive at once during the backward
 
 
-class _LiveBytes(TorchDispatchMode):
+class _LiveBytes(DispatchMode):
     """The bytes of every watched storage still alive, kept as a running sum: a storage's weak
     reference takes its bytes off when it is freed, so no op rescans the live set (a rescan
     per op is quadratic in a mixture's thousands of expert weights)."""
@@ -59,7 +60,7 @@ class _LiveBytes(TorchDispatchMode):
     def now(self) -> int:
         return self.total
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         out = users_op(func, args, kwargs or {})
         self.watch(tensor_leaves(out))
         self.peak = max(self.peak, self.now())
@@ -78,9 +79,10 @@ def measure_backward_memory(
         _where, out, _others = flowing_output((call or module)(x), tuple(x.shape))  # the tensor the trace follows
     grad = make_grad(out.detach())
     watcher.watch([grad])
+    seed = gradient_seed(out, grad)
     start = watcher.now()
     watcher.peak = start
     with watcher:
-        out.backward(grad)
+        seed.backward()
     module.zero_grad(set_to_none=True)
     return BackwardMemory(start, watcher.peak)

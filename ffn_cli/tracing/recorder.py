@@ -32,7 +32,7 @@ from ffn_cli.tracing.leaves import flowing_output
 from ffn_cli.tracing.ops import SKIPPED_OPS, UNINITIALISED_OPS, conv_backward_flops, elementwise_flops
 from ffn_cli.tracing.result import OpRecord, OutputMember, Shape, TensorStats
 from ffn_cli.tracing.stats import first_values, tensor_stats
-from ffn_cli.tracing.torch_names import NoStorage, TorchDispatchMode, storage_id, writes_an_argument
+from ffn_cli.tracing.torch_names import DispatchMode, NoStorage, storage_id, writes_an_argument
 from ffn_cli.user_code import exception_text, ffn_failed, ffns_fault, real_interrupt, users_call, users_op
 
 __all__ = ["ForwardError", "ModuleCall", "Producer", "RecordedOp", "Recorder", "Recording", "dtype_name", "record"]
@@ -164,7 +164,7 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-class Recorder(TorchDispatchMode):
+class Recorder(DispatchMode):
     """Records every aten op of `root`'s forward with its module path, shapes, FLOPs and stats."""
 
     def __init__(
@@ -236,7 +236,7 @@ class Recorder(TorchDispatchMode):
 
     # dispatch ---------------------------------------------------------------------------
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    def dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         kwargs = kwargs or {}
         if self._paused:
             return users_op(func, args, kwargs)

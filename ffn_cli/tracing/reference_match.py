@@ -28,7 +28,7 @@ from ffn_cli.tracing.check import CHECK_THRESHOLDS
 from ffn_cli.tracing.leaves import flowing_output
 from ffn_cli.tracing.ops import op_base
 from ffn_cli.tracing.result import OpRecord, ReferenceMatch, VariantFit
-from ffn_cli.tracing.torch_names import TorchDispatchMode
+from ffn_cli.tracing.torch_names import DispatchMode
 from ffn_cli.user_code import users_call, users_op
 from ffn_cli.variants import variant_names
 
@@ -123,14 +123,14 @@ def _unique_parameters(module: nn.Module) -> list[tuple[str, Tensor]]:
     return list(module.named_parameters())  # a parameter shared by two submodules comes once
 
 
-class _OpNames(TorchDispatchMode):
+class _OpNames(DispatchMode):
     """Names the aten ops a run makes (to see a dropout that runs in eval mode)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: list[OpRecord] = []
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def dispatch(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         self.ops.append(OpRecord(len(self.ops), "", f"aten.{func.overloadpacket.__name__}", (), (), "", 0, 0, ()))
         return users_op(func, args, kwargs or {})
 

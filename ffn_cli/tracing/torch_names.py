@@ -4,7 +4,12 @@ Each is what torch's own documentation points to, and tests/test_torch_names.py 
 its meaning on every torch the project supports (scripts/check_floor_versions.sh runs it there):
 
 - `TorchDispatchMode`, from `torch.utils._python_dispatch`: the extension point the docs'
-  "__torch_dispatch__" notes name, and what torch's own `FlopCounterMode` subclasses.
+  "__torch_dispatch__" notes name, and what torch's own `FlopCounterMode` subclasses. ffn's
+  modes subclass it through `DispatchMode` and write `dispatch`: `__torch_dispatch__` is
+  inherited from a plain class, so torch 2.13 does not wrap it in Dynamo's disable (it wraps a
+  mode's own `__torch_dispatch__`, which imports Dynamo and SymPy on the first op, about a
+  second). A `torch.compile`d module is still traced (`tests/test_own_module_styles.py`), and
+  `tests/test_function_level.py` holds that an aten-level trace imports neither.
 - an op's `_schema`, read for one fact (does it write into an argument); where a torch has none,
   the names say it (in-place ops end in "_", out= overloads are named "out"), which is the
   same answer for every op a feed-forward layer runs.
@@ -24,7 +29,23 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ffn_cli.i18n import _
 
-__all__ = ["NoStorage", "TorchDispatchMode", "storage_id", "writes_an_argument"]
+__all__ = ["DispatchMode", "NoStorage", "storage_id", "writes_an_argument"]
+
+
+class _CallsDispatch:
+    """Where a DispatchMode's `__torch_dispatch__` is defined: outside TorchDispatchMode's
+    subclasses, which torch wraps when they define it themselves (see above)."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        return self.dispatch(func, types, args, kwargs or {})  # type: ignore[attr-defined]
+
+
+class DispatchMode(_CallsDispatch, TorchDispatchMode):
+    """A TorchDispatchMode whose subclasses write `dispatch(func, types, args, kwargs)` in place
+    of `__torch_dispatch__` (kwargs always a dict)."""
+
+    def dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
 
 
 class NoStorage(Exception):
