@@ -20,6 +20,7 @@ The guarantees, in order:
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -67,10 +68,8 @@ def check_output_file(option: str, path: str, suffixes: Sequence[str]) -> Path:
 def check_plot_file(path: str) -> Path:
     """--plot's file, refused before any work starts when it could not be written or drawn."""
     target = check_output_file("plot", path, PLOT_FILES)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]") from None
+    if importlib.util.find_spec("matplotlib") is None:  # found, not loaded: nothing is drawn yet
+        raise FFNRuntimeError("--plot needs matplotlib: pip install ffn-cli[plot]")
     return target
 
 

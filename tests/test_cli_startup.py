@@ -90,7 +90,6 @@ ONE_FFN_UNUSED = [
     "ffn_cli.models.comparison",
     "ffn_cli.services.costs",
     "ffn_cli.services.ffn_gpu",
-    "ffn_cli.outputs",
     "ffn_cli.requests.ffn",
 ]
 

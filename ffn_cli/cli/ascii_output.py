@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import sys
+import unicodedata
 
 __all__ = ["ERROR_HANDLER", "can_show_chinese", "to_ascii", "use_ascii_fallback"]
 
@@ -34,8 +35,6 @@ def to_ascii(text: str) -> str:
     for ch in text:
         spelled = _SPELLED.get(ch)
         if spelled is None:
-            import unicodedata  # on an ASCII stream only, for a character the table does not spell
-
             spelled = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii")
             spelled = spelled if spelled and spelled.isprintable() else "?"
         out.append(spelled)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -15,6 +16,8 @@ from rich.console import Console
 
 from ffn_cli.errors import RUNTIME_EXIT, FFNError, FFNRuntimeError, elide, exception_line
 from ffn_cli.i18n import _
+from ffn_cli.render.json_data import finite_floats, json_default
+from ffn_cli.render.literal import visible
 from ffn_cli.services.environment import require_cache_dirs, require_temp_dir
 from ffn_cli.spec import spec_options
 
@@ -89,8 +92,6 @@ def fail(message: str, code: int, option: str | None = None) -> typer.Exit:
     """Print one line on stderr, `error: ` and the message, and return the Exit to raise. Under
     --json the same error is also a JSON object on stdout (README, Common errors): the message as on
     stderr, the option it is about as typed (None when it is about no option), the exit code."""
-    from ffn_cli.render.literal import visible  # (and unicodedata): an error's path alone reads it
-
     text = visible(message)
     err_console.print(ERROR_PREFIX + text, markup=False)
     if settings.json:
@@ -237,9 +238,5 @@ def _model_source(ctx: Any) -> tuple[str, str] | None:
 def emit_json(data: Any) -> None:
     """Write `data` as JSON on stdout, plainly (no rich markup or wrapping). NaN and ±Inf,
     which JSON cannot hold (Python would write bare NaN / Infinity), become null."""
-    import json  # only --json prints it
-
-    from ffn_cli.render.json_data import finite_floats, json_default
-
     sys.stdout.write(json.dumps(finite_floats(data), indent=2, default=json_default, allow_nan=False) + "\n")
     sys.stdout.flush()

@@ -16,8 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from ffn_cli.cli.common import console, described, err_console, fail
+from ffn_cli.cli.files import check_command_files
 from ffn_cli.errors import USAGE_EXIT, FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
+from ffn_cli.outputs import write_text
 
 __all__ = ["HtmlOpt", "SvgOpt", "with_export"]
 
@@ -33,8 +35,6 @@ HtmlOpt = Annotated[
 def _targets(command: str, values: dict[str, Any], plain: str | None) -> dict[str, Path]:
     """Every output of the command checked (cli/files.py), and those of --svg / --html; `plain`
     names an option given that prints without tables."""
-    from ffn_cli.cli.files import check_command_files
-
     outputs = check_command_files(command, values)
     targets: dict[str, Path] = {kind: outputs[kind] for kind in ("svg", "html") if kind in outputs}
     if targets and plain:
@@ -48,8 +48,6 @@ def _targets(command: str, values: dict[str, Any], plain: str | None) -> dict[st
 
 
 def _save(targets: dict[str, Path], title: str) -> None:
-    from ffn_cli.outputs import write_text
-
     if not console.export_text(clear=False).strip():
         return  # this process printed nothing (a torchrun rank other than 0): rank 0 writes the file
 

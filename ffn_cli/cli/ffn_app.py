@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from ffn_cli import __version__
 from ffn_cli.cli.ascii_output import can_show_chinese, use_ascii_fallback
 from ffn_cli.cli.click_messages import translate_usage_error
 from ffn_cli.cli.commands import COMMANDS, RICH_MARKUP, build_command, flags_take_no_value
-from ffn_cli.cli.common import ERROR_PREFIX, err_console, fail, fit_consoles, settings
+from ffn_cli.cli.common import ERROR_PREFIX, console, err_console, fail, fit_consoles, settings
 from ffn_cli.cli.signals import Terminated, handle_termination
 from ffn_cli.errors import USAGE_EXIT
 from ffn_cli.i18n import LANGUAGES, N_, _, language, language_from_environment, set_language
+from ffn_cli.render.fit import Wide
 
 __all__ = ["app", "main"]
 
@@ -239,15 +244,6 @@ def root(
 
 def _print_try() -> None:
     """The examples under bare `ffn`: each command whole on its line, its words wrapping beside it."""
-    import re
-
-    from rich.padding import Padding
-    from rich.table import Table
-    from rich.text import Text
-
-    from ffn_cli.cli.common import console
-    from ffn_cli.render.fit import Wide
-
     heading, *examples = _(TRY).split("\n")
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ffn_cli.outputs import HTML_FILES, PLOT_FILES, SVG_FILES, check_distinct, check_output_file
+
 __all__ = ["COMMAND_FILES", "INPUT_FILES", "OUTPUT_FILES", "CommandFiles", "check_command_files"]
 
 
@@ -34,24 +36,16 @@ COMMAND_FILES: dict[str, CommandFiles] = {
 }
 
 
-# Each check imports the writer when it runs: a command given no output (`ffn params`) never loads it.
 def _html(option: str, value: str) -> Path:
-    from ffn_cli.outputs import HTML_FILES, check_output_file
-
     return check_output_file(option, value, HTML_FILES)
 
 
 def _svg(option: str, value: str) -> Path:
-    from ffn_cli.outputs import SVG_FILES, check_output_file
-
     return check_output_file(option, value, SVG_FILES)
 
 
 def _plot(option: str, value: str) -> Path:
-    from ffn_cli.outputs import check_output_file
-    from ffn_cli.render.plot import PLOT_FORMATS
-
-    return check_output_file(option, value, PLOT_FORMATS)
+    return check_output_file(option, value, PLOT_FILES)
 
 
 def _profile(option: str, value: bool) -> Path | None:
@@ -114,8 +108,6 @@ def check_command_files(command: str, values: Mapping[str, Any]) -> dict[str, Pa
     given = {option: values[option] for option in files.outputs if values.get(option) not in (None, False)}
     if not given:
         return {}
-    from ffn_cli.outputs import check_distinct
-
     outputs = {}
     for option, value in given.items():
         target = OUTPUT_FILES[option](option, value)

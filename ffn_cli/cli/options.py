@@ -9,6 +9,7 @@ import typer
 
 from ffn_cli.cli.complete import complete_devices, complete_dtypes
 from ffn_cli.cli.numbers import parse_float, parse_int
+from ffn_cli.names import normalise
 from ffn_cli.requests.lists import parse_int_list, parse_int_tuple, parse_list, parse_names, parse_paths, parse_tuple
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
 
 def as_name(value: str | None) -> str | None:
     """A name option's value as it is matched: ' BFloat16 ' is bfloat16, for every such option alike."""
-    from ffn_cli.names import normalise
 
     return None if value is None else normalise(value)
 

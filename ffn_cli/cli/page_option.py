@@ -13,6 +13,7 @@ import typer
 
 from ffn_cli.cli.common import err_console
 from ffn_cli.i18n import _
+from ffn_cli.outputs import HTML_FILES, check_output_file, write_text
 
 __all__ = ["PageOpt", "save_page"]
 
@@ -29,8 +30,6 @@ PageOpt = Annotated[
 
 def save_page(target: Path | str, text: str) -> Path:
     """Write the page as ffn_cli/outputs.py writes every file, and say so on stderr."""
-    from ffn_cli.outputs import HTML_FILES, check_output_file, write_text
-
     path = write_text(check_output_file("page", str(target), HTML_FILES), text, option="page")
     err_console.print(_("wrote {file}").format(file=path), markup=False)
     return path

@@ -14,6 +14,8 @@ from typing import Any
 
 from ffn_cli.configs.families import Family, family_of, model_spec_from_config
 from ffn_cli.configs.files import load_config, load_preset
+from ffn_cli.configs.hub import hub_config
+from ffn_cli.configs.hub_env import check_hub_environment
 from ffn_cli.configs.windows import attention_chunks, attention_windows, is_causal
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
@@ -91,8 +93,6 @@ def load_model(
         label = file.name if file.is_dir() else file.parent.name if file.name == "config.json" else file.stem
         name = str(raw.get("_name_or_path") or label or config)
         return LoadedModel(model_spec_from_config(raw, name=name, source=config), raw, f"config {config}")
-    from ffn_cli.configs.hub import hub_config
-    from ffn_cli.configs.hub_env import check_hub_environment
 
     name = str(model).strip()
     check_hub_environment()

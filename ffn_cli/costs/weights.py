@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from math import ceil, prod
 from typing import Any
 
+from ffn_cli.costs.compressed_tensors import compressed_tensors_format
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, awq, gptq, parse_format
 from ffn_cli.i18n import N_, Message, _
@@ -245,8 +246,6 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
         # transformers' FP8 replaces nn.Linear layers: MoE routers, embeddings and the head are not ones.
         scope = _LINEARS
     elif method == "compressed-tensors":
-        from ffn_cli.costs.compressed_tensors import compressed_tensors_format
-
         read_ct = compressed_tensors_format(qc, str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"))
         if isinstance(read_ct, str):
             return None, read_ct

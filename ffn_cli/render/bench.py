@@ -12,10 +12,8 @@ from rich.text import Text
 
 from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.outputs import check_plot_file
-from ffn_cli.render import plot
 from ffn_cli.render.fit import BarChart, Cell, Col, FitTable, Kind, Wide
-from ffn_cli.render.format import fmt_bytes, fmt_si
-from ffn_cli.render.plot import PLOT_FORMATS, cache_words
+from ffn_cli.render.format import cache_words, fmt_bytes, fmt_si
 from ffn_cli.render.prediction import prediction_lines, prediction_summary
 from ffn_cli.render.roofline import bound_word
 
@@ -24,7 +22,6 @@ if TYPE_CHECKING:  # the renderer only reads the dataclasses; it needs no torch
     from ffn_cli.benchmark.result import BenchReport, BenchResult
 
 __all__ = [
-    "PLOT_FORMATS",
     "bars",
     "bench_json",
     "bench_view",
@@ -311,6 +308,8 @@ def constant_parts(results: Sequence[BenchResult]) -> list[str]:
 def write_plot(report: BenchReport, path: str) -> Path:
     """The report drawn to `path` (bars with IQR whiskers, and the roofline); see render.plot."""
     check_plot_file(path)
+    from ffn_cli.render import plot  # matplotlib: loaded when a plot is drawn
+
     with plot.picture_language():
         varying, shared = _split_columns(report.results)
         starred = _starred(report.results)

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
+from ffn_cli.costs.roofline.bound import expected_distinct_experts
 from ffn_cli.i18n import _
 
 __all__ = ["experts_touched_data", "experts_touched_note"]
@@ -16,7 +17,6 @@ def experts_touched_data(spec: Any, tokens_per_expert: tuple[int, ...] | None, t
     """None unless a routed (top-k) mixture ran with values: on meta the spread is assumed, not chosen."""
     if tokens_per_expert is None or not getattr(spec, "top_k", 0) or not getattr(spec, "experts", 0):
         return None
-    from ffn_cli.costs.roofline.bound import expected_distinct_experts  # the GPU table loads with a mixture only
 
     touched = sum(1 for n in tokens_per_expert if n > 0)
     expected = expected_distinct_experts(spec.experts, spec.top_k, tokens)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ffn_cli.i18n import N_, _
 from ffn_cli.sizes import fmt_bytes
 
 __all__ = ["fmt_bytes", "fmt_count", "fmt_fixed", "fmt_flops", "fmt_rate", "fmt_shape", "fmt_si", "fmt_value"]
@@ -68,3 +69,12 @@ def fmt_flops(flops: float) -> str:
 def fmt_shape(shape: Sequence[int]) -> str:
     """(2, 5, 512), as the tutorials print shapes."""
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# Each cache mode said whole, so that a language names it in its own words (冷缓存, not "缓存 cold").
+_CACHE_WORDS = {"cold": N_("cache cold"), "hot": N_("cache hot")}
+
+
+def cache_words(cache: str) -> str:
+    """A bench run's cache mode (cold / hot) as its table and its plot name it."""
+    return _(_CACHE_WORDS[cache]) if cache in _CACHE_WORDS else cache

@@ -3,6 +3,7 @@ objects themselves are made by the presenters, render/presenters/)."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -11,7 +12,6 @@ __all__ = ["finite_floats", "json_default", "json_ready"]
 
 def json_ready(data: Any) -> Any:
     """`data` exactly as `--json` prints it, read back: plain dicts, lists, numbers, None."""
-    import json
 
     return json.loads(json.dumps(finite_floats(data), default=json_default, allow_nan=False))
 

@@ -3,7 +3,8 @@
 Top: a bar per case of achieved TFLOP/s, whiskers from the first to the third quartile of the
 times, a colour per variant with its legend. Below: the roofline, each case at its arithmetic
 intensity under the device's compute peak and memory bandwidth (measured by --calibrate, or
-the datasheet). Matplotlib is imported here only, and only when a plot is asked for.
+the datasheet). Matplotlib is imported here only: this module is loaded when a plot is drawn
+(render/bench.py's and cli/params_cmd.py's --plot), never by a command that draws none.
 """
 
 from __future__ import annotations
@@ -11,19 +12,26 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import pairwise
+from math import exp, log
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ffn_cli.i18n import N_, _, language, set_language
-from ffn_cli.outputs import PLOT_FILES, check_plot_file, write_file
+import numpy as np
+from matplotlib import colormaps, font_manager, rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ffn_cli.i18n import _, language, set_language
+from ffn_cli.outputs import check_plot_file, write_file
+from ffn_cli.render.format import cache_words
 from ffn_cli.render.literal import visible
 
 if TYPE_CHECKING:
     from ffn_cli.benchmark import BenchReport, BenchResult
 
 __all__ = [
-    "PLOT_FORMATS",
-    "cache_words",
     "iqr_tflops",
     "picture_language",
     "ridge_batch",
@@ -31,7 +39,6 @@ __all__ = [
     "write_roofline_plot",
 ]
 
-PLOT_FORMATS = PLOT_FILES
 WIDTH_IN = 9.0
 TITLE_CHARS = 90  # characters of title per line at WIDTH_IN inches and 10 pt
 ROOFLINE_IN = 4.2
@@ -52,7 +59,6 @@ def iqr_tflops(r: BenchResult) -> tuple[float, float]:
 
 
 def _colours(results: Sequence[BenchResult]) -> dict[str, Any]:
-    from matplotlib import colormaps
 
     palette = colormaps["tab10"]
     variants = list(dict.fromkeys(r.variant for r in results))
@@ -64,7 +70,6 @@ def _title(parts: Sequence[str]) -> str:
 
 
 def _cjk_font() -> str | None:
-    from matplotlib import font_manager
 
     names = {f.name for f in font_manager.fontManager.ttflist}
     return next((name for name in CJK_FONTS if name in names), None)
@@ -74,7 +79,6 @@ def _cjk_font() -> str | None:
 def picture_language() -> Iterator[None]:
     """Draw in the current language where a font has its glyphs; Chinese without a CJK font would
     be boxes, so the picture then speaks English (the terminal keeps its language)."""
-    from matplotlib import rc_context
 
     spoken = language()
     cjk = _cjk_font() if spoken != "en" else None
@@ -116,7 +120,6 @@ def _bars(ax: Any, report: BenchReport, labels: Sequence[str], colours: dict[str
 
 
 def _patch(colour: Any, label: str) -> Any:
-    from matplotlib.patches import Patch
 
     return Patch(color=colour, label=label)
 
@@ -131,7 +134,6 @@ def _ceilings(results: Sequence[BenchResult]) -> dict[str, tuple[float, float]]:
 
 
 def _roofline(ax: Any, report: BenchReport, colours: dict[str, Any], starred: Sequence[bool]) -> None:
-    import numpy as np
 
     results = report.results
     xs = [r.intensity_flop_per_byte for r in results]
@@ -160,19 +162,9 @@ def _roofline(ax: Any, report: BenchReport, colours: dict[str, Any], starred: Se
     ax.grid(True, which="both", alpha=0.25)
 
 
-# Each cache mode said whole, so that a language names it in its own words (冷缓存, not "缓存 cold").
-_CACHE_WORDS = {"cold": N_("cache cold"), "hot": N_("cache hot")}
-
-
-def cache_words(cache: str) -> str:
-    return _(_CACHE_WORDS[cache]) if cache in _CACHE_WORDS else cache
-
-
 def write_plot(report: BenchReport, path: str, labels: Sequence[str], shared: Sequence[str]) -> Path:
     """The bars and the roofline in one picture, written whole or not at all."""
     target = check_plot_file(path)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     n = len(report.results)
     bars_in = max(1.4, 0.3 * n + 0.9)
@@ -195,8 +187,6 @@ def ridge_batch(batches: Sequence[int], intensities: Sequence[float], ridge: flo
     """The batch at which a part's intensity reaches the ridge, interpolated between the two sweep
     points around it in log-log (intensity grows as a power of batch between them); None when the
     sweep never crosses, or starts past, the ridge."""
-    from itertools import pairwise
-    from math import exp, log
 
     points = list(zip(batches, intensities, strict=True))
     for (b0, i0), (b1, i1) in pairwise(points):
@@ -222,9 +212,6 @@ def write_roofline_plot(
 def _roofline_sweep(
     target: Path, costs: Sequence[Any], gpu: Any, dtype: str, model: str, n_layers: int, backward: Sequence[Any] | None
 ) -> Path:
-    from matplotlib import colormaps
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     ridge = gpu.ridge(dtype)

@@ -4,9 +4,15 @@ command line or as the API's keywords gave them), one way everywhere."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
-from ffn_cli.names import comma_text  # a list named as typed: the inverse of the split here
+from ffn_cli.names import (
+    MAX_LIST_ITEMS,
+    comma_text,  # a list named as typed: the inverse of the split here
+    split_list,
+)
 from ffn_cli.spec import check_int
 
 __all__ = [
@@ -26,7 +32,6 @@ __all__ = [
 def parse_list(option: str, text: str, *, empty: str | None = None) -> list[str]:
     """'a, b,a' → ['a', 'b'] (names.split_list: at most MAX_LIST_ITEMS items, none empty);
     `empty` says what the option takes when no item is given."""
-    from ffn_cli.names import split_list
 
     return split_list(option, text, empty=_("one value or a comma list") if empty is None else empty)
 
@@ -59,7 +64,6 @@ def parse_names(option: str, text: str) -> tuple[str, ...]:
 def parse_paths(option: str, text: str) -> tuple[str, ...]:
     """--config's comma text as a request's tuple of paths: a path that exists as typed is one
     file, commas and all, and so is text without a comma (kept as typed, spaces too)."""
-    from pathlib import Path
 
     return (text,) if "," not in text or Path(text).expanduser().exists() else parse_names(option, text)
 
@@ -71,7 +75,6 @@ def parse_int_tuple(option: str, text: str) -> tuple[int, ...]:
 
 def _listed(option: str, values: tuple[object, ...]) -> tuple[object, ...]:
     """The values de-duplicated, order kept; as many as a comma list may hold, and at least one."""
-    from ffn_cli.names import MAX_LIST_ITEMS
 
     if not values:
         raise FFNError(option, values, _("one value or a comma list"))

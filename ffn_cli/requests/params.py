@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from ffn_cli.attention import AttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.models.layer import check_dtype
 from ffn_cli.requests.choices import Phase, check_choice
 from ffn_cli.requests.lists import check_ints, check_names, check_paths, comma_text
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
@@ -190,7 +192,6 @@ class ParamsRequest:
     def _attention(self) -> AttentionSpec:
         """One attention for the whole table, whatever the order of the list: biased when
         every FFN is (the tutorial's block), else not, unless --attn-bias says."""
-        from ffn_cli.attention import AttentionSpec
 
         bias = all(bool(s.bias) for s in self.specs) if self.attn_bias is None else self.attn_bias
         d_model = self.specs[0].d_model
@@ -204,7 +205,6 @@ class ParamsRequest:
 
 
 def _check_dtype(dtype: str) -> str:
-    from ffn_cli.models.layer import check_dtype
 
     return check_dtype(dtype)
 

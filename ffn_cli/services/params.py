@@ -2,27 +2,23 @@
 checks chose (request.kind), as one of services/results.py's results. Pure Python: it never
 imports torch.
 
-The imports inside functions keep `ffn params` of one FFN to what it counts (tests/test_cli_startup.py):
-a model's readers, FLOPs over length, --explain's block, the comparison and the GPU costs load
-only with the answer that uses them."""
+Whole models are answered by services/model_params.py. The imports inside functions keep
+`ffn params` of one FFN to what it counts (tests/test_cli_startup.py): a model's answers, FLOPs
+over length, --explain's block, the comparison and the GPU costs load only with the answer
+that uses them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import _
 from ffn_cli.models.layer import ffn_report
-from ffn_cli.requests.params import EXPLAINS_ONE, ParamsRequest
-from ffn_cli.requests.rules import Unused, check_rules
+from ffn_cli.requests.params import ParamsRequest
 from ffn_cli.services.results import (
-    BuiltCount,
     FFNOnGPU,
     FFNParams,
-    ModelParamsAnswer,
-    ModelsCompared,
     ParamsResult,
     PresetList,
     RanksHeld,
@@ -30,17 +26,11 @@ from ffn_cli.services.results import (
 )
 
 if TYPE_CHECKING:
-    from ffn_cli.configs.built import BuiltLayout
-    from ffn_cli.configs.source import LoadedModel
-    from ffn_cli.configs.unknown import UnknownModelType
     from ffn_cli.models.explain import BlockExplain
     from ffn_cli.models.layer import FFNReport
     from ffn_cli.models.seq_flops import OverLengths
 
 __all__ = ["params"]
-
-# What a whole model's costs are asked by: refused where there is no one model ffn reads.
-COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "tp", "ep")
 
 
 def params(request: ParamsRequest) -> ParamsResult:
@@ -116,102 +106,14 @@ def _ranks(request: ParamsRequest) -> RanksHeld:
     return RanksHeld(spec, ranks)
 
 
+# A whole model's answers load with a model named: one FFN's counts never read a config.
 def _presets(request: ParamsRequest) -> PresetList:
-    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
-    from ffn_cli.configs.files import load_preset, preset_names
-    from ffn_cli.models.count import count_model
+    from ffn_cli.services import model_params
 
-    models: list[tuple[str, Any, str]] = []
-    for name in preset_names():
-        config = load_preset(name)
-        # A preset no reader knows is counted by building it when named: listed without counts.
-        known = config.get("model_type") in SUPPORTED_MODEL_TYPES
-        counted = count_model(model_spec_from_config(config, name=name)) if known else str(config.get("model_type"))
-        models.append((name, counted, str(config.get("_name_or_path", ""))))
-    return PresetList(models)
+    return model_params.presets(request)
 
 
 def _models(request: ParamsRequest) -> ParamsResult:
-    """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
-    model_type no reader knows is counted by building it with transformers."""
-    from ffn_cli.configs.source import load_models
-    from ffn_cli.configs.unknown import UnknownModelType
+    from ffn_cli.services import model_params
 
-    try:
-        models = load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
-    except UnknownModelType as unknown:
-        return _built(request, unknown)
-    if len(models) > 1:
-        check_rules([Unused(COSTS, N_("is asked of one model: name one")), Unused("explain", EXPLAINS_ONE)], request.given)
-        return _compared(models, request.count_dtype, request.seq_lens)
-    return _one_model(models[0], request)
-
-
-def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | ModelParamsAnswer:
-    """No reader knows the model_type: count it by building it with transformers on meta (or
-    read the counts of an earlier build of the same config from the cache)."""
-    from ffn_cli.configs.built_cache import count_cached
-    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
-
-    named = [*(request.preset or ()), *(request.config or ()), *(request.model or ())]
-    if len(named) > 1:  # counted by building it: alone, not in a comparison
-        why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison")
-        raise FFNError(*_named_by(request, unknown), why.format(value=unknown.value)) from None
-    if not isinstance(unknown.config.get("model_type"), str):
-        raise unknown
-    if request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
-        return _laid_out(request, unknown)
-    built = count_cached(
-        unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
-    )
-    return BuiltCount(built, request.count_dtype)
-
-
-def _named_by(request: ParamsRequest, unknown: UnknownModelType) -> tuple[str, str]:
-    """The option that named the model no reader knows, and the name it was given as."""
-    if unknown.source in (request.config or ()):
-        return "config", unknown.source
-    if unknown.source == f"preset {unknown.name}":  # configs/source.py's label of a preset
-        return "preset", unknown.name
-    return "model", unknown.source
-
-
-def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> ModelParamsAnswer:
-    """No reader knows the model_type, and what it costs is asked: its layout is read from one
-    built decoder layer of each kind (configs/layer_build.py; kept in configs/layout_cache.py), and the answer is a read family's,
-    folded over that spec, with what the layout leaves out named."""
-    from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
-    from ffn_cli.configs.layout_cache import layout_cached
-
-    layout = layout_cached(
-        unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
-    )
-    return replace(_one_model(layout, request), layout=layout)
-
-
-def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> ModelsCompared:
-    from ffn_cli.models.count import count_model
-    from ffn_cli.models.seq_flops import flops_over_length, model_stack
-
-    compared = []
-    for m in models:
-        stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)
-        compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
-    return ModelsCompared(compared, dtype)
-
-
-def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> ModelParamsAnswer:
-    """A whole model (a reader's, or laid out by building one layer of each kind): its counts,
-    FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
-    from ffn_cli.models.count import count_model
-    from ffn_cli.models.explain import explain_model
-    from ffn_cli.models.seq_flops import flops_over_length, model_stack
-    from ffn_cli.services.costs import cost_options, model_costs
-
-    dtype = request.count_dtype
-    stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
-    counted = count_model(loaded.spec)
-    rows = flops_over_length(stack, request.seq_lens)
-    costs = model_costs(loaded, dtype, cost_options(request))
-    block = explain_model(counted) if request.explain else None
-    return ModelParamsAnswer(counted, dtype, stack, rows, costs, block)
+    return model_params.models(request)

@@ -18,6 +18,7 @@ from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import _
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.spec import check_int
+from ffn_cli.tracing.backward_run import run_backward
 from ffn_cli.tracing.collapse import linear_collapses
 from ffn_cli.tracing.gc_pause import gc_paused
 from ffn_cli.tracing.pipeline import MAX_DEPTH, RUNTIME_BYTES, Placed, Recorded, RunOptions, make_input, run_target
@@ -280,8 +281,6 @@ def _run(placed: Placed, run: RunOptions) -> Recorded:
     module, x = placed.module, placed.x
     try:
         if run.backward:
-            from ffn_cli.tracing.backward_run import run_backward
-
             out, rec, steps, backward = run_backward(
                 None,
                 module,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint as checkpointed
 
 from ffn_cli.reference import reference_backward
 from ffn_cli.seeds import Stream, stream_seed
@@ -95,7 +96,6 @@ def run_backward(
 def _whole_module_call(module: nn.Module, checkpoint: bool) -> Callable[[Tensor], Any]:
     """module(x)'s output, as it returned it; with `checkpoint`, under torch.utils.checkpoint (the backward
     recomputes the whole module's activations)."""
-    from torch.utils.checkpoint import checkpoint as checkpointed
 
     if checkpoint:
         return lambda x: checkpointed(module, x, use_reentrant=False)

@@ -18,6 +18,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.modules import build_ffn
 from ffn_cli.spec import FFNSpec
+from ffn_cli.tracing.backward_run import run_backward
 from ffn_cli.tracing.check import check_against_reference
 from ffn_cli.tracing.gc_pause import gc_paused
 from ffn_cli.tracing.pipeline import RUNTIME_BYTES, Placed, Recorded, RunOptions, make_input
@@ -107,8 +108,6 @@ class VariantTarget:
 
     def record(self, placed: Placed, run: RunOptions) -> Recorded:
         if run.backward:
-            from ffn_cli.tracing.backward_run import run_backward
-
             kept = torch.get_rng_state()
             out, rec, steps, backward = run_backward(
                 self.spec,

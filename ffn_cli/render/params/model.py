@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.i18n import _
+from ffn_cli.models.count import training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops
@@ -144,7 +145,6 @@ def _parts_table(m: ModelParams) -> FitTable:
 
 def memory_rows(params: int, dtype: str) -> list[list[str]]:
     """The weights and training-memory rows of a model summary, from its parameter total."""
-    from ffn_cli.models.count import training_memory  # loaded with a model, not for one FFN
 
     weights = [f"{d} {fmt_bytes(params * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES]
     t = training_memory(params, dtype)

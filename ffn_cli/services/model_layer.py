@@ -1,0 +1,44 @@
+"""The layer of the model `ffn trace` or `ffn bench` names (--preset / --config / --model, with
+--layer and the options given over its values). Pure Python: it never imports torch, so a
+mistyped preset or layer is refused before torch loads."""
+
+from __future__ import annotations
+
+from ffn_cli.configs.fallback import require_transformers
+from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+from ffn_cli.configs.layer_select import LayerChoice, select_layer
+from ffn_cli.configs.source import load_model
+from ffn_cli.configs.unknown import UnknownModelType
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.i18n import _
+from ffn_cli.requests.bench import BenchRequest
+from ffn_cli.requests.trace import TraceRequest
+
+__all__ = ["bench_layer", "trace_layer"]
+
+
+def trace_layer(request: TraceRequest) -> tuple[TraceRequest, LayerChoice | None, UnknownModelType | None]:
+    """The request resolved against the model read, and the layer chosen; or, where no reader
+    knows the model_type, no layer and the model no reader knows (traced as transformers'
+    own FFN module)."""
+    try:
+        loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+    except UnknownModelType as unknown:
+        require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # one line, before torch or transformers loads
+        return request.resolve(own_module=True), None, unknown
+    request = request.resolve(own_module=False)
+    return request, select_layer(loaded, request.layer, request.layer_options(), block=request.block, default_dtype="float32"), None
+
+
+def bench_layer(request: BenchRequest) -> LayerChoice:
+    """The layer to time; a model no reader knows is refused (ffn bench times the FFNs it builds)."""
+    try:
+        loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        return select_layer(loaded, request.layer, request.layer_options(), default_dtype="float32")
+    except UnknownModelType as unknown:
+        raise FFNRuntimeError(
+            _(
+                "model_type {value!r}: ffn bench times the FFNs it builds from the families it reads; ffn "
+                "trace --config traces this model's own FFN module, ffn params --config counts it"
+            ).format(value=unknown.value)
+        ) from None
