@@ -54,7 +54,7 @@ class QKNorm(nn.Module):
 
     @property
     def formula(self) -> str:
-        kind = "LayerNorm: (x − μ)/σ·γ + β" if self.bias is not None else "RMSNorm: x/rms(x)·γ"
+        kind = "LayerNorm: (x−μ)/σ·γ + β" if self.bias is not None else "RMSNorm: x/rms(x)·γ"
         where = "over the whole projection" if self.group == self.width else f"over each head's {self.group}"
         return f"{kind}, {where}"
 
@@ -132,7 +132,7 @@ class SelfAttention(nn.Module, NamedSteps):
             "q_proj": _linear_formula(self.q_proj, "x·W_Qᵀ"),
             "k_proj": _linear_formula(self.k_proj, "x·W_Kᵀ"),
             "v_proj": _linear_formula(self.v_proj, "x·W_Vᵀ"),
-            "o_proj": _linear_formula(self.o_proj, "·W_Oᵀ"),
+            "o_proj": _linear_formula(self.o_proj, "(P·V)·W_Oᵀ"),
             "q_norm": self.q_norm.formula if self.q_norm is not None else "",
             "k_norm": self.k_norm.formula if self.k_norm is not None else "",
             "heads": heads,
@@ -217,7 +217,7 @@ class LatentAttention(nn.Module, NamedSteps):
             "softmax": N_("P = softmax(S) over keys"),
             "context": "P·V",
             "merge": N_("concat heads: (B·H, T, d_v) → (B, T, H·d_v)"),
-            "o_proj": "·W_Oᵀ: H·d_v → d",
+            "o_proj": "(P·V)·W_Oᵀ: H·d_v → d",
         }
         text = formulas.get(step, step)
         layer = getattr(self, step, None)

@@ -204,6 +204,9 @@ REFUSED_BEFORE_TORCH = [
     ["trace", "--loss", "mse"],
     ["trace", "--preset", "nope"],
     ["trace", "--preset", "gpt2", "--layer", "99"],
+    ["trace", "--module", "no_such_file.py:FFN(512, 2048)"],
+    ["trace", "--module", "tests/data/module_styles.py"],
+    ["trace", "--module", "tests/data/module_styles.py:FusedSwiGLU(d_model=)"],
     ["bench", "-v", "nope"],
 ]
 

@@ -239,3 +239,46 @@ def test_a_norms_backward_is_not_called_a_matmuls() -> None:
             assert "per-feature weights" in rows[n] and "dyᵀ·x" not in rows[n], rows[n]
         elif step["weight_grad_flops"]:
             assert "dW = dyᵀ·x" in rows[n], rows[n]
+
+
+FUNCTIONAL_DROPOUT = """
+import torch.nn.functional as F
+from torch import nn
+
+
+class Drop(nn.Module):
+    def __init__(self, d_model=32, d_ff=128, p=0.5, follow_mode=False):
+        super().__init__()
+        self.fc1, self.fc2, self.p, self.follow_mode = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model), p, follow_mode
+
+    def forward(self, x):
+        h = F.gelu(self.fc1(x))
+        h = F.dropout(h, self.p, training=self.training) if self.follow_mode else F.dropout(h, self.p)
+        return self.fc2(h)
+"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_functional_dropout_that_drops_in_eval_mode_is_named(tmp_path: Any, lang: str) -> None:
+    """`F.dropout(h, p)` with no training= drops in eval mode: torch itself shows it (two eval
+    forwards differ), and the trace says so in its note and its explanation, not "the identity"."""
+    import torch
+
+    path = tmp_path / "drop.py"
+    path.write_text(FUNCTIONAL_DROPOUT)
+    namespace: dict[str, Any] = {}
+    exec(FUNCTIONAL_DROPOUT, namespace)
+    module, x = namespace["Drop"]().eval(), torch.randn(2, 5, 32)
+    assert not torch.equal(module(x), module(x))  # the second path: it does drop
+    args = ("--lang", lang, "trace", "--module", f"{path}:Drop", "--explain")
+    text = _run(*args, width=100)
+    why, data = _why(text, lang), _json(*args)
+    dropout = next(s for s in data["steps"] if s["name"] == "dropout")
+    assert dropout["stats"]["zeros"] > 0
+    if lang == "en":
+        assert why["dropout"].startswith("dropout that still drops in eval mode") and "training=self.training" in why["dropout"]
+        assert "still drops in eval mode: F.dropout without training=self.training" in text
+    else:
+        assert why["dropout"].startswith("评估模式下仍在丢弃的 dropout") and "评估模式下仍在丢弃" in text
+    followed = _why(_run("--lang", lang, "trace", "--module", f"{path}:Drop(follow_mode=True)", "--explain", width=100), lang)
+    assert "still drops" not in followed["dropout"] and "仍在丢弃" not in followed["dropout"]

@@ -175,7 +175,8 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
         for k, r in enumerate(s.reads):
             first = k == 0
             size = fmt_bytes(r.bytes_) if r.bytes_ else _("recomputed") if r.recomputed else _("kept")
-            saved_by = r.saved_by + " " + _("(recomputed)") if r.recomputed else r.saved_by
+            by = _("input") if r.saved_by == "input" else r.saved_by  # the forward tables' word for it
+            saved_by = by + " " + _("(recomputed)") if r.recomputed else by
             rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, saved_by, size])
     return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows))
 

@@ -29,6 +29,6 @@ def experts_touched_note(data: dict[str, Any]) -> Text:
         "experts touched: {touched} of {experts} by {tokens:,} tokens (top-{k}); uniform routing would touch "
         "{formula} = {expected} in expectation (ffn params --gpu reads that many)"
     )
-    formula = f"{e}·(1 − (1 − {k}/{e})^{t})"
+    formula = f"{e}·(1−(1−{k}/{e})^{t})"  # no space inside: the formula wraps only whole
     expected = f"{data['uniform_expected']:.3g}"
     return Text(text.format(touched=data["touched"], experts=e, tokens=t, k=k, formula=formula, expected=expected), style="dim")

@@ -67,6 +67,14 @@ def _generic(result: TraceResult, step: TraceStep) -> Message | None:
     if cls == "Linear" or (weighted and ops & set(_MATMUL_OPS)):
         return _linear(step)
     if cls.startswith("Dropout") or "dropout" in ops or "native_dropout" in ops or leaf.startswith("dropout"):
+        if result.mode == "eval" and step.elementwise_flops:  # a dropout does arithmetic only when it drops
+            return Message.of(
+                N_(
+                    "dropout that still drops in eval mode: it zeroed a share p of the values and scaled the rest by "
+                    "1/(1−p), as in training. F.dropout defaults to training=True: pass training=self.training "
+                    "(nn.Dropout follows the module's mode)"
+                )
+            )
         return Message.of(
             N_("dropout: the identity in eval mode; in train mode it zeroes a share p of the values and scales the rest by 1/(1−p)")
         )

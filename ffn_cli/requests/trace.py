@@ -15,6 +15,7 @@ from typing import Any, Literal
 from ffn_cli.device_name import check_run_dtype, parse_device_name
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
+from ffn_cli.module_ref import check_module_file, parse_module_ref
 from ffn_cli.outputs import HTML_FILES, check_output_file
 from ffn_cli.requests.choices import Loss, Mode, Norm, check_choice
 from ffn_cli.requests.ffn import FFNChoice
@@ -147,6 +148,8 @@ class TraceRequest:
         if self.names_module:
             check_rules(_MODULE_RULES, given)
             check_rules([Unused(tuple(n for n in self._ffn_typed() if n != "d_model"), _SIZES_A_VARIANT)], given)
+            if self.module is not None:  # its form and its file, before torch loads
+                check_module_file(parse_module_ref(self.module))
             object.__setattr__(self, "kind", "module")
         elif not self.names_model:
             check_rules(_NO_MODEL_RULES, given)

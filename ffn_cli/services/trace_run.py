@@ -10,7 +10,8 @@ from ffn_cli.block import BlockSpec
 from ffn_cli.device import resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
-from ffn_cli.modules.user import build_user_module, parse_module_ref
+from ffn_cli.module_ref import parse_module_ref
+from ffn_cli.modules.user import build_user_module
 from ffn_cli.requests.trace import TraceRequest
 from ffn_cli.services.results import ShardedTrace, TraceAnswer
 from ffn_cli.spec import FFNSpec, check_int

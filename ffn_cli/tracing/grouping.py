@@ -182,7 +182,7 @@ class _Grouper:
     # the block --------------------------------------------------------------------------------
 
     def _block(self, call: int, prefix: str, block: TransformerBlock) -> list[StepGroup]:
-        norm = "LayerNorm: (x − μ)/σ·γ + β" if block.spec.norm == "layernorm" else "RMSNorm: x/rms(x)·γ"
+        norm = "LayerNorm: (x−μ)/σ·γ + β" if block.spec.norm == "layernorm" else "RMSNorm: x/rms(x)·γ"
         groups: list[StepGroup] = []
         last_child = "attn"
         for kind, i in self.segments(call):

@@ -10,12 +10,15 @@ count 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.variants import ACTIVATIONS
 
 if TYPE_CHECKING:
     from torch import Tensor
+
+    from ffn_cli.tracing.result import OpRecord
 
 __all__ = [
     "ELEMENTWISE_FLOPS",
@@ -26,6 +29,7 @@ __all__ = [
     "conv_backward_flops",
     "elementwise_flops",
     "op_base",
+    "still_drops",
 ]
 
 
@@ -100,3 +104,12 @@ def conv_backward_flops(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
     each = 2 * int(x.shape[0]) * int(weight.numel()) * math.prod(int(n) for n in slides)
     mask = named["output_mask"]
     return (each if mask[0] else 0, each if mask[1] else 0)
+
+
+def still_drops(ops: Iterable[OpRecord]) -> bool:
+    """Whether these ops are a dropout that ran as in training: a dropout does arithmetic (its
+    mask and rescale) only when it drops; in eval mode nn.Dropout and F.dropout(…,
+    training=False) hand their input on untouched."""
+    ops = list(ops)
+    named = any("dropout" in op.op or "bernoulli" in op.op or "dropout" in op.function for op in ops)
+    return named and sum(op.elementwise_flops for op in ops) > 0

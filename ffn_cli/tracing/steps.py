@@ -10,7 +10,7 @@ from torch import nn
 
 from ffn_cli.i18n import N_, Message
 from ffn_cli.tracing.grouping import StepGroup, group_calls
-from ffn_cli.tracing.ops import LAYOUT_OPS
+from ffn_cli.tracing.ops import LAYOUT_OPS, still_drops
 from ffn_cli.tracing.recorder import Producer, RecordedOp, Recording
 from ffn_cli.tracing.result import ParamInfo, Shape, TensorStats, TraceStep
 from ffn_cli.tracing.stats import value_flags
@@ -166,7 +166,13 @@ class _StepBuilder:
                 text = N_("changed {changed:,} of {numel:,}: {zeroed:,} zeroed, the rest scaled by 1/(1−p)")
                 note = Message.of(text, changed=call.dropout_changed, numel=stats.numel, zeroed=call.dropout_zeroed)
             return call.dropout_changed, call.dropout_zeroed, note
+        if stats is not None and self._in_eval_mode() and still_drops(op.record for op in (self.rec.ops[i] for i in self._ops_of(g))):
+            return None, None, Message.of(N_("still drops in eval mode: F.dropout without training=self.training"))
         return None, None, Message()
+
+    def _in_eval_mode(self) -> bool:
+        root = next((c for c in self.rec.calls if c.parent is None), None)
+        return root is not None and not root.module.training
 
 
 def _flags(step: TraceStep, ops: list[RecordedOp]) -> tuple[str, ...]:

@@ -3,7 +3,9 @@ CPU's row when measured, and a profile of this device with the file it was saved
 
 from __future__ import annotations
 
+from ffn_cli.render.hardware import hardware_data, hardware_view
 from ffn_cli.render.presenters import Presented
+from ffn_cli.render.profile import profile_data, profile_view
 from ffn_cli.services.results import DeviceProfiled, GPUTable
 
 __all__ = ["present"]
@@ -12,11 +14,8 @@ __all__ = ["present"]
 def present(result: GPUTable | DeviceProfiled) -> Presented:
     """The view and the `--json` of either of `ffn hardware`'s results."""
     if isinstance(result, DeviceProfiled):
-        from ffn_cli.render.profile import profile_data, profile_view
-
         profile, path = result.profile, result.path
         return Presented(lambda: profile_view(profile, path), lambda: profile_data(profile, path))
-    from ffn_cli.render.hardware import hardware_data, hardware_view
 
     gpus, cpu = list(result.gpus), result.cpu
     return Presented(lambda: hardware_view(gpus, cpu), lambda: hardware_data(gpus, cpu))

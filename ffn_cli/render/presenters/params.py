@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ffn_cli.accounting import total_params
 from ffn_cli.i18n import _, shown
 from ffn_cli.render.fit import Wide
 from ffn_cli.render.params.report import ffn_report_data, ffn_report_view
@@ -104,7 +105,6 @@ def _ranks_view(r: RanksHeld) -> RenderableType:
 
 
 def _ranks_data(r: RanksHeld) -> dict[str, Any]:
-    from ffn_cli.accounting import total_params
     from ffn_cli.render.parallel import rank_params_json
 
     return rank_params_json(r.spec, r.ranks) | {"total_params": total_params(r.spec)}
