@@ -119,7 +119,7 @@ def test_the_sharded_forward_takes_what_it_does_anyway() -> None:
         ({"ffn": OneSpec(FFNSpec()), "text_only": True, "ops": True}, "variant", True),
         ({"ffn": OneSpec(FFNSpec()), "text_only": True, "page": "run.html"}, "variant", True),
         ({"ffn": OneSpec(FFNSpec()), "ep": 2}, "parallel", True),
-        ({"module": "tiny.py:Tiny(8)", "text_only": True}, "module", False),
+        ({"module": "tests/data/module_styles.py:FusedSwiGLU", "text_only": True}, "module", False),
         ({"own": nn.Linear(4, 4)}, "module", True),
         ({"preset": "llama-3.1-8b"}, "variant", True),  # until the service has read the model
     ],
@@ -127,6 +127,16 @@ def test_the_sharded_forward_takes_what_it_does_anyway() -> None:
 def test_a_trace_request_knows_its_answer_and_what_it_records(options: dict, kind: str, aten: bool) -> None:
     request = TraceRequest(**options)
     assert (request.kind, request.aten) == (kind, aten)
+
+
+def test_a_module_file_is_checked_as_the_request_is_made(tmp_path: Path) -> None:
+    """--module's form and file are refused by the request, before torch loads (module_ref.py)."""
+    with pytest.raises(FFNError) as raised:
+        TraceRequest(module=str(tmp_path / "missing.py") + ":FFN(8)")
+    assert (raised.value.option, raised.value.allowed) == ("module", "no such file")
+    with pytest.raises(FFNError) as raised:
+        TraceRequest(module="tests/data/module_styles.py")
+    assert raised.value.allowed.startswith("write FILE.py:NAME")
 
 
 def test_the_request_refuses_with_the_words_the_cli_prints(module_file: str) -> None:
