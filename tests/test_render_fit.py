@@ -541,6 +541,19 @@ def test_a_number_keeps_its_unit_and_an_arrow_what_it_points_at(width: int) -> N
     assert not [line for line in lines if line.endswith(("→", "7,658 →"))], lines
 
 
+@pytest.mark.parametrize("width", range(18, 41))
+def test_an_identity_and_a_per_gpu_stay_whole(width: int) -> None:
+    """`(xW₁)W₂ = x(W₁W₂)` and `(per GPU)` are never split at their spaces where they fit."""
+    from ffn_cli.render.fit import wrap_wide
+
+    for text, whole in (
+        ("the linear layers would collapse into one, (xW₁)W₂ = x(W₁W₂), and learn nothing more", "(xW₁)W₂ = x(W₁W₂)"),
+        ("NVIDIA GB300 (per GPU) driver: 284,208 MiB", "(per GPU)"),
+    ):
+        lines = wrap_wide(Text(text), width).plain.split("\n")
+        assert " ".join(lines) == text and any(whole in line for line in lines), lines
+
+
 def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> None:
     # A run of CJK characters has no spaces: it wraps between any two (as rich draws it), so a
     # long Chinese note narrows to fit instead of pushing a column out; a header stays whole.
