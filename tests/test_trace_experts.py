@@ -205,3 +205,21 @@ def test_backward_tables_summarise_the_same_experts_and_add_up() -> None:
     assert f"{3 * summary.idle} parameters of {summary.idle} idle experts" in text
     # The result (and so --json) keeps every parameter.
     assert len({p.name for p in b.params if p.name.startswith("experts.")}) == 3 * experts
+
+
+def test_the_dispatch_row_holds_every_expert_s_rows() -> None:
+    """The dispatch step's values are all the rows it gathered, each expert's: with top-k and no
+    capacity, every token goes out k times, so they are the tokens' own values k times over
+    (the same mean and std, k times the count and the negatives), not the last expert's alone."""
+    from ffn_cli.spec import FFNSpec
+    from ffn_cli.tracing.run import trace as run_trace
+
+    k, d = 2, 16
+    result = run_trace(FFNSpec(variant="moe", d_model=d, d_ff=32, experts=4, top_k=k), batch=2, seq_len=5)
+    steps = {s.name: s for s in result.steps}
+    tokens, dispatched = steps["flatten"].stats, steps["dispatch"].stats
+    assert tokens is not None and dispatched is not None
+    assert dispatched.numel == k * tokens.numel == k * 2 * 5 * d
+    assert dispatched.negatives == k * tokens.negatives and dispatched.zeros == k * tokens.zeros
+    assert dispatched.mean == pytest.approx(tokens.mean, abs=1e-12) and dispatched.std == pytest.approx(tokens.std, rel=1e-12)
+    assert (dispatched.min, dispatched.max) == (tokens.min, tokens.max)

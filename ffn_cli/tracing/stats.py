@@ -24,7 +24,7 @@ from torch import Tensor
 from ffn_cli.i18n import N_, Message
 from ffn_cli.tracing.result import HISTOGRAM_BINS, TensorStats, histogram_edges
 
-__all__ = ["CHUNK_ELEMENTS", "first_values", "tensor_stats", "value_flags"]
+__all__ = ["CHUNK_ELEMENTS", "first_values", "pooled_stats", "tensor_stats", "value_flags"]
 
 # Elements per chunk: a 2 MiB float64 buffer on CPU (it stays in cache); larger on GPUs,
 # where each chunk is a kernel launch.
@@ -176,3 +176,23 @@ def value_flags(stats: Sequence[TensorStats], dtype: str, input_stats: TensorSta
     if low and subnormal:
         flags.append(Message(N_("underflow ({count} subnormal)"), count=subnormal))
     return tuple(flags)
+
+
+def pooled_stats(parts: Sequence[TensorStats]) -> TensorStats:
+    """Several tensors' statistics as those of all their values together: counts add up, and the
+    means and variances combine as the chunks of one tensor do (Chan et al.). No histogram:
+    the parts' bins do not share edges."""
+    n = mean = m2 = 0.0
+    for part in parts:
+        finite = part.numel - part.nan - part.inf
+        if finite <= 0 or math.isnan(part.mean):
+            continue
+        total = n + finite
+        delta = part.mean - mean
+        mean += delta * finite / total
+        m2 += part.std * part.std * finite + delta * delta * n * finite / total
+        n = total
+    finite_parts = [p for p in parts if p.numel - p.nan - p.inf > 0 and not math.isnan(p.mean)]
+    moments: Moments = (mean, math.sqrt(m2 / n), min(p.min for p in finite_parts), max(p.max for p in finite_parts)) if n else _NO_MOMENTS
+    counts = [sum(getattr(p, name) for p in parts) for name in ("zeros", "negatives", "nan", "inf", "subnormal")]
+    return TensorStats(sum(p.numel for p in parts), *moments, *counts)

@@ -13,7 +13,7 @@ from ffn_cli.tracing.grouping import StepGroup, group_calls
 from ffn_cli.tracing.ops import LAYOUT_OPS, still_drops
 from ffn_cli.tracing.recorder import Producer, RecordedOp, Recording
 from ffn_cli.tracing.result import ParamInfo, Shape, TensorStats, TraceStep
-from ffn_cli.tracing.stats import value_flags
+from ffn_cli.tracing.stats import pooled_stats, value_flags
 
 __all__ = ["group_steps"]
 
@@ -65,12 +65,15 @@ class _StepBuilder:
 
     def build(self, fallback: _StepBuilder | None = None) -> list[TraceStep]:
         self._read: set[str] = set()  # parameters an earlier step read
+        self._read_ops: set[int] = set()  # ops whose output another step reads
         consumed: dict[str, list[Shape]] = {}
         for g in self.groups:
             for producer, shape in self._sources(g):
                 name = self.producer_step(producer)
                 if name and name != g.name:
                     consumed.setdefault(name, []).append(shape)
+                    if producer[0] == "op":
+                        self._read_ops.add(producer[1])
         return [self._step(g, fallback, consumed.get(g.name, ())) for g in self.groups]
 
     def _sources(self, g: StepGroup) -> list[tuple[Producer, Shape]]:
@@ -133,13 +136,23 @@ class _StepBuilder:
         return replace(step, flags=flags, note=note) if flags or note else step
 
     def _main(self, g: StepGroup) -> tuple[Shape, str, TensorStats | None, tuple[float, ...] | None]:
-        """The step's output: its last call's, or its last own op's, whichever ran last."""
+        """The step's output: its last call's, or its last own op's, whichever ran last. A step
+        whose output is several tensors of the last one's kind (a mixture's dispatch: each
+        expert's rows) has the statistics of all of them together."""
         last_call = self.rec.calls[g.calls[-1]] if g.calls else None
         last_op = self.rec.ops[g.ops[-1]] if g.ops else None
         if last_call is not None and (last_op is None or last_call.seq > last_op.seq):
             return last_call.output_shape, last_call.dtype, last_call.stats, last_call.values
         assert last_op is not None
-        return last_op.record.output_shapes[0], last_op.record.dtype, last_op.stats, last_op.values
+        stats = last_op.stats
+        outputs = [op.stats for op in self._outputs(g) if op.record.dtype == last_op.record.dtype]
+        if len(outputs) > 1 and stats is not None and all(s is not None for s in outputs):
+            stats = pooled_stats([s for s in outputs if s is not None])
+        return last_op.record.output_shapes[0], last_op.record.dtype, stats, last_op.values
+
+    def _outputs(self, g: StepGroup) -> list[RecordedOp]:
+        """The step's own ops whose outputs later steps read, views of another's left out."""
+        return [self.rec.ops[i] for i in g.ops if i in self._read_ops and self.rec.ops[i].record.name not in LAYOUT_OPS]
 
     def _input_stats(self, g: StepGroup) -> TensorStats | None:
         for producer, _ in self._sources(g):
