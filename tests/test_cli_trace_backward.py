@@ -105,3 +105,19 @@ def test_a_failed_gradient_check_is_an_error() -> None:
     failed = replace(result, backward=replace(result.backward, check=CheckResult(1.0, 1e-4, "float32")))
     error = check_failure(failed)
     assert error is not None and "gradient" in str(error)
+
+
+def test_a_saved_chunk_is_marked_as_part_of_the_tensor_it_keeps_alive() -> None:
+    """A fused gate/up projection split by chunk: autograd keeps each half, and each half keeps
+    the whole (B, T, 2·d_ff) storage alive. Its row says so; a whole tensor's row does not."""
+    d_ff = 96  # module_styles.FusedSwiGLU's default
+    args = ["trace", "--module", "tests/data/module_styles.py:FusedSwiGLU", "--backward"]
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "120"}).stdout
+    data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    table = text[text.index("Saved tensors each backward step reads") :].split("\n\n")[0]
+    whole = 2 * 5 * 2 * d_ff * 4  # the fused output, (2, 5, 2·d_ff) in float32: what one half keeps
+    marked = [line for line in table.splitlines() if line.rstrip().endswith(" *")]
+    reads = [r for s in data["backward_steps"] for r in s["saved_inputs"] if r["saved_by"] == "chunk"]
+    assert reads and all(r["bytes"] == whole and r["shape"] == [2, 5, d_ff] for r in reads)
+    assert len(marked) == len(reads) and all("chunk" in line for line in marked)
+    assert "* part of a larger tensor" in text

@@ -14,6 +14,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.i18n import _, shown
 from ffn_cli.render.cells import gradient_stats_cells, num, shapes
 from ffn_cli.render.experts import elided_label, idle_label
@@ -165,6 +166,7 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
         Col(_("bytes")),
     ]
     rows = []
+    views = False
     span = _elided(result, b)
     for n, s in enumerate(b.steps, 1):
         if span is not None and span.start < n <= span.end:
@@ -175,10 +177,23 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
         for k, r in enumerate(s.reads):
             first = k == 0
             size = fmt_bytes(r.bytes_) if r.bytes_ else _("recomputed") if r.recomputed else _("kept")
+            if _views_more(r):
+                size, views = size + " *", True
             by = _("input") if r.saved_by == "input" else r.saved_by  # the forward tables' word for it
             saved_by = by + " " + _("(recomputed)") if r.recomputed else by
             rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, saved_by, size])
-    return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows))
+    caption = _("* part of a larger tensor (a chunk, a view): the bytes are the whole tensor's, which the part keeps alive")
+    return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows), caption=caption if views else None)
+
+
+_ITEM_BYTES = {**DTYPE_BYTES, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+
+
+def _views_more(read: SavedRead) -> bool:
+    """Whether the tensor read is part of a larger one it keeps alive: its storage holds more
+    bytes than its own elements do."""
+    item = _ITEM_BYTES.get(read.dtype)
+    return item is not None and read.bytes_ > math.prod(read.shape) * item
 
 
 # The norm says most about a gradient; its mean, then its largest entry, leave first.
