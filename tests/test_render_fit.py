@@ -588,3 +588,21 @@ def test_a_parallel_trace_keeps_every_ranks_shapes_at_60_and_80_columns(lang: st
             section = flow[1].split("\n\n")[0] if len(flow) > 1 else text
             for step in rank["steps"]:
                 assert "→ " + _shape(step["output_shape"]) in section, (width, rank["rank"], step["name"])
+
+
+def test_a_columns_legend_is_said_while_the_column_is_shown() -> None:
+    table = FitTable(
+        "t",
+        [Col("name", "fixed"), Col("kept", legend="kept: stays"), Col("wide", drop=1, legend="wide: leaves first")],
+        [["a", "1", "x" * 30], ["b", "2", "y" * 30]],
+        caption="caption",
+    )
+
+    def shown(width: int) -> str:
+        console = Console(width=width, file=io.StringIO(), record=True)
+        console.print(table)
+        return console.export_text()
+
+    assert "caption · kept: stays · wide: leaves first" in shown(80)
+    narrow = shown(20)
+    assert "wide" not in narrow.split("hidden")[0] and "kept: stays" in narrow.replace("\n", " ")

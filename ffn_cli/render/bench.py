@@ -123,21 +123,21 @@ def _row_label(r: BenchResult, varying: Sequence[tuple[str, Callable[[BenchResul
     return " ".join(names) + (" ★" if star else "")
 
 
-# How soon each measured column leaves a narrow terminal (1 first); None: it always stays.
-_MEASURED: tuple[tuple[str, int | None], ...] = (
-    (N_("median ms"), None),
-    (N_("IQR ms"), 6),
-    ("n", 1),
-    (N_("tokens/s"), 3),
-    ("TFLOP/s", None),
-    (N_("% peak"), 5),
-    (N_("peak mem"), 2),
-    (N_("extra mem"), 4),
+# How soon each measured column leaves a narrow terminal (1 first; None: it always stays), and
+# what it holds, said under the table while it is shown.
+_MEASURED: tuple[tuple[str, int | None, str], ...] = (
+    (N_("median ms"), None, ""),
+    (N_("IQR ms"), 6, N_("IQR: spread of the middle half of the samples")),
+    ("n", 1, ""),
+    (N_("tokens/s"), 3, ""),
+    ("TFLOP/s", None, ""),
+    (N_("% peak"), 5, ""),
+    (N_("peak mem"), 2, N_("peak mem: CUDA max allocated, or the process's peak RSS on CPU")),
+    (N_("extra mem"), 4, N_("extra mem: over what was allocated before the call")),
 )
 _CASE_KIND: dict[str, Kind] = {"d_model": "num", "d_ff": "num", "tokens": "num", "settings": "text"}
 # Distinct: columns that share a drop leave together, and each of these says something alone.
 _CASE_DROP = {"variant": None, "settings": 10, "impl": None, "pass": 8, "dtype": 9, "d_model": 13, "d_ff": 12, "tokens": 11}
-MEMORY_NOTE = N_("peak mem: CUDA max allocated, or the process's peak RSS on CPU · extra mem: over what was allocated before the call")
 
 
 def results_table(report: BenchReport) -> FitTable:
@@ -145,7 +145,7 @@ def results_table(report: BenchReport) -> FitTable:
     varying, constant = _split_columns(report.results)
     starred = _starred(report.results)
     columns = [Col(_(_CASE_HEADERS.get(name, name)), _CASE_KIND.get(name, "fixed"), drop=_CASE_DROP[name]) for name, _get in varying]
-    columns += [Col(_(name), drop=drop) for name, drop in _MEASURED]
+    columns += [Col(_(name), drop=drop, legend=_(legend) if legend else "") for name, drop, legend in _MEASURED]
     columns.append(Col(_("bound"), "fixed", drop=7))
     rows: list[list[Cell]] = []
     names = [name for name, _get in varying]
@@ -165,10 +165,8 @@ def results_table(report: BenchReport) -> FitTable:
             bound_word(r.bound) if r.bound else "—",
         ]
         rows.append(cells)
-    legend = [_("★ fastest implementation of its case")] if starred else []
-    legend += [_("IQR: spread of the middle half of the samples"), _(MEMORY_NOTE)]
     title = " · ".join([*constant, f"{env.device_name} ({env.device})", cache_words(env.cache)])
-    return FitTable(Text(title), columns, rows, caption=" · ".join(legend))
+    return FitTable(Text(title), columns, rows, caption=_("★ fastest implementation of its case") if starred else None)
 
 
 def bars(report: BenchReport) -> BarChart:

@@ -68,7 +68,8 @@ class Col:
     line whole: names, shapes), "text" (wraps at word boundaries), "terms" (a sum, wrapped only
     before a ` + `, each term whole). drop: the order in which the column leaves a narrow
     terminal (1 first; equal values leave together); None keeps it. floor: the narrowest a
-    "text" or "terms" column is squeezed to before a column leaves (or its widest line)."""
+    "text" or "terms" column is squeezed to before a column leaves (or its widest line).
+    legend: what the column holds, said under the table with the caption while it is shown."""
 
     header: str
     kind: Kind = "num"
@@ -76,6 +77,7 @@ class Col:
     footer: Cell = ""
     style: str = ""
     floor: int = TEXT_FLOOR
+    legend: str = ""
 
 
 def _text(cell: Cell) -> Text:
@@ -426,8 +428,10 @@ class FitTable:
         if self.title:
             yield wrap_wide(Text.assemble(_text(self.title), style="table.title"), width)
         yield table
-        if self.caption:
-            yield wrap_wide(Text.assemble(_text(self.caption), style="table.caption"), width)
+        legends = [self.columns[i].legend for i in shown if self.columns[i].legend]
+        caption = Text(" · ").join([_text(self.caption), *map(Text, legends)] if self.caption else list(map(Text, legends)))
+        if caption.plain:
+            yield wrap_wide(Text.assemble(caption, style="table.caption"), width)
         hidden = self._left_out(shown)
         if hidden:
             yield wrap_wide(Text(hidden_note(hidden, width), style="dim"), width)
