@@ -2,7 +2,7 @@
 
 CLI choices, `ffn variants`, docs/variants.md, the torch modules, the NumPy reference, the
 accounting, tensor parallelism and the test parametrisation all ask these objects. Adding a
-variant is one file here and one line below. Nothing here imports torch or NumPy at import time,
+variant is one file here and one line in `table.py`. Nothing here imports torch or NumPy at import time,
 and a variant's file is imported only when its name is first looked up (`registry.Registry`).
 """
 
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from ffn_cli.variants.activations import ACTIVATIONS, Activation
 from ffn_cli.variants.base import Family, FlopStep, ParamTensor, SavedTensor, SplitKind, TensorTemplate, Variant, Weights, Width
 from ffn_cli.variants.mixture import MixtureVariant
-from ffn_cli.variants.registry import Registry
 from ffn_cli.variants.single import SingleFFN
+from ffn_cli.variants.table import VARIANTS
 
 if TYPE_CHECKING:
     from ffn_cli.variants.shape import FFNShape
@@ -38,27 +38,6 @@ __all__ = [
     "single_of",
     "variant_names",
 ]
-
-# name → its class; the order is `ffn variants`', the CLI's and the docs'.
-VARIANTS = Registry(
-    {
-        "relu": "ffn_cli.variants.relu:ReLU",
-        "gelu": "ffn_cli.variants.gelu:GELU",
-        "gelu_tanh": "ffn_cli.variants.gelu_tanh:GELUTanh",
-        "silu": "ffn_cli.variants.silu:SiLU",
-        "relu2": "ffn_cli.variants.relu2:ReLUSquared",
-        "xielu": "ffn_cli.variants.xielu:XIELU",
-        "glu": "ffn_cli.variants.glu:GLU",
-        "bilinear": "ffn_cli.variants.bilinear:Bilinear",
-        "reglu": "ffn_cli.variants.reglu:ReGLU",
-        "geglu": "ffn_cli.variants.geglu:GEGLU",
-        "swiglu": "ffn_cli.variants.swiglu:SwiGLU",
-        "swiglu_clamp": "ffn_cli.variants.swiglu_clamp:SwiGLUClamp",
-        "moe": "ffn_cli.variants.moe:RoutedMoE",
-        "soft_moe": "ffn_cli.variants.soft_moe:SoftMoE",
-        "sparse": "ffn_cli.variants.sparse:Sparse",
-    }
-)
 
 
 def variant_names(family: Family | str | None = None) -> list[str]:

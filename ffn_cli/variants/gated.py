@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.single import LinearSpec, SingleFFN
+from ffn_cli.variants.table import VARIANTS
 
 if TYPE_CHECKING:
     from ffn_cli.variants.base import Variant
@@ -198,8 +199,6 @@ class GatedVariant(SingleFFN):
     @staticmethod
     def _without_activation() -> Variant:
         """The registry's gated variant whose gate has no activation: what this one is without its own."""
-        from ffn_cli.variants import VARIANTS
-
         return next(v for v in VARIANTS.values() if isinstance(v, GatedVariant) and not v.act().runs_an_op)
 
     def tp_step_formula(self, spec: FFNShape, step: str, down_bias: bool) -> str | None:

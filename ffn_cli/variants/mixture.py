@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ffn_cli.i18n import N_, Message
 from ffn_cli.variants.base import ExpertLayout, Family, FlopStep, ParamTensor, SavedTensor, SplitKind, Variant, Weights, Width
 from ffn_cli.variants.single import SingleFFN
+from ffn_cli.variants.table import VARIANTS
 
 if TYPE_CHECKING:
     from ffn_cli.variants.shape import FFNShape
@@ -62,8 +63,6 @@ class MixtureVariant(Variant):
         return self.own_options | self.expert(spec).options_used(spec)
 
     def expert(self, spec: FFNShape) -> SingleFFN:
-        from ffn_cli.variants import VARIANTS
-
         expert = VARIANTS[spec.expert_variant]
         assert isinstance(expert, SingleFFN)
         return expert
