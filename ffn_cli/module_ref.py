@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.errors import FFNError, first_line
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, _
 
 __all__ = ["LITERALS", "ModuleRef", "check_module_file", "parse_module_ref"]
 
 LITERALS = "literal values only (numbers, strings, True/False/None, tuples, lists and dicts of them)"
-_FORM = "FILE.py:NAME, FILE.py:NAME(args) or package.module:NAME(args)"
+_FORM = N_("FILE.py:NAME, FILE.py:NAME(args) or package.module:NAME(args)")
 _SHOWN_ARGUMENT = 40  # characters of one argument an error repeats (a 4,000-digit number is not repeated whole)
 _SHOWN_REF = 160  # characters of the whole --module value an error repeats
 _NAME_AFTER_COLON = re.compile(r":(?=\s*[A-Za-z_]\w*\s*(\(.*\))?\s*$)", re.DOTALL)
@@ -61,7 +61,7 @@ def parse_module_ref(text: str) -> ModuleRef:
     target, sep, call = text.strip().rpartition(":") if "(" not in text else _split_call(text.strip())
     shown = _shorten(text, _SHOWN_REF)
     if not sep or not target.strip() or not call.strip():
-        raise FFNError("module", shown, _("write {form}").format(form=_FORM))
+        raise FFNError("module", shown, _("write {form}").format(form=_(_FORM)))
     try:
         node = ast.parse(call.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte

@@ -272,3 +272,15 @@ def test_bench_takes_every_moe_option(runner: CliRunner) -> None:
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         build_ffn(spec)(torch.randn(r["tokens"], spec.d_model))
     assert r["flops"] == counter.get_total_flops()
+
+
+@pytest.mark.parametrize(("tokens", "said"), [(1, "1 token ·"), (8192, "8192 tokens ·")])
+def test_the_title_counts_its_tokens_in_the_singular_and_the_plural(tokens: int, said: str) -> None:
+    import dataclasses
+
+    report = _fake_report()
+    results = tuple(dataclasses.replace(r, tokens=tokens, seq_len=tokens) for r in report.results)
+    console = Console(width=200, file=io.StringIO(), color_system=None)
+    console.print(bench_view(dataclasses.replace(report, results=results)))
+    title = console.file.getvalue().splitlines()[0]  # type: ignore[attr-defined]
+    assert said in title and ("1 tokens" not in title), title

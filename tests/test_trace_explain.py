@@ -282,3 +282,13 @@ def test_a_functional_dropout_that_drops_in_eval_mode_is_named(tmp_path: Any, la
         assert why["dropout"].startswith("评估模式下仍在丢弃的 dropout") and "评估模式下仍在丢弃" in text
     followed = _why(_run("--lang", lang, "trace", "--module", f"{path}:Drop(follow_mode=True)", "--explain", width=100), lang)
     assert "dropout" not in followed  # F.dropout(…, training=False) hands its input on: no op, no step
+
+
+def test_a_split_says_it_splits_and_whose_values_its_row_shows() -> None:
+    """A fused gate/up projection split by chunk: the step says it splits, not "a change of
+    layout", and that its values row is the first part's (the recorder's stats of a split are
+    its first output's)."""
+    module = "tests/data/module_styles.py:FusedSwiGLU"
+    for lang, said in (("en", "splits one tensor into parts"), ("zh", "沿一个维度把张量拆成几部分")):
+        why = _why(_run("--lang", lang, "trace", "--module", module, "--explain", width=200), lang)
+        assert why["chunk"].startswith(said), why["chunk"]

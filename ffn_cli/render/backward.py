@@ -177,10 +177,10 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
         for k, r in enumerate(s.reads):
             first = k == 0
             size = fmt_bytes(r.bytes_) if r.bytes_ else _("recomputed") if r.recomputed else _("kept")
-            if _views_more(r):
-                size, views = size + " *", True
             by = _("input") if r.saved_by == "input" else r.saved_by  # the forward tables' word for it
             saved_by = by + " " + _("(recomputed)") if r.recomputed else by
+            if _views_more(r):  # marked beside its maker: the bytes stay aligned
+                saved_by, views = saved_by + " *", True
             rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, saved_by, size])
     caption = _("* part of a larger tensor (a chunk, a view): the bytes are the whole tensor's, which the part keeps alive")
     return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows), caption=caption if views else None)

@@ -86,11 +86,13 @@ _CASE_HEADERS = {
     "pass": N_("pass"),
     "tokens": N_("tokens"),
 }
-_TITLE_FORMAT = {"d_model": "d_model {value}", "d_ff": "d_ff {value}", "tokens": N_("{value} tokens")}
+_TITLE_FORMAT = {"d_model": "d_model {value}", "d_ff": "d_ff {value}"}
 
 
 def _titled(name: str, value: str) -> str:
-    """A case value as a title or a bar label says it: 'd_model 512', '4096 tokens'."""
+    """A case value as a title or a bar label says it: 'd_model 512', '4096 tokens', '1 token'."""
+    if name == "tokens":
+        return ngettext("{value} token", "{value} tokens", int(value.replace(",", ""))).format(value=value)
     return _(_TITLE_FORMAT.get(name, "{value}")).format(value=value)
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.tracing.expert_summary import summarise_experts
-from ffn_cli.tracing.ops import op_base
+from ffn_cli.tracing.ops import SPLIT_OPS, op_base
 from ffn_cli.tracing.result import BackwardStep, TraceResult, TraceStep
 
 __all__ = ["backward_explanation", "explain_table", "step_explanation"]
@@ -98,6 +98,13 @@ def _generic(result: TraceResult, step: TraceStep) -> Message | None:
         return Message.of(N_("a softmax: turns scores into weights that are positive and sum to 1"))
     if ops & set(_MATMUL_OPS):
         return Message.of(N_("a matrix product of two activations (no weights): each row against each column"))
+    if ops and ops <= set(_LAYOUT_OPS) and ops & set(SPLIT_OPS):
+        return Message.of(
+            N_(
+                "splits one tensor into parts along a dimension (a fused projection into its halves): no value is "
+                "changed; the values row is the first part's"
+            )
+        )
     if ops and ops <= set(_LAYOUT_OPS):
         return Message.of(N_("a change of layout (view, reshape, transpose): the values are not changed"))
     if _multiplies_two(step):
