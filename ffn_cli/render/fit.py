@@ -111,7 +111,7 @@ def _pieces(word: str) -> list[str]:
 # "(per GPU)": each is one word, never broken at the spaces inside it.
 UNIT = r"(?:%|[KMGTP]i?B(?:/s)?|B|[kKMGTP]?FLOPs?(?:/(?:s|B|token))?|[KMGT]?params|ms|µs|ns|s|tokens?)"
 _SHAPE = r"\((?:[\w·.+\-*/]+, ?)+[\w·.+\-*/]+\)"
-_IDENTITY = r"\S*\(\S+\)\S* = \S*\(\S+\)\S*"
+_IDENTITY = r"(?<!\S)\(\S+\)\S* = \S*\(\S+\)\S*"
 UNBREAKABLE = re.compile(rf"[-+−]?\d[\d.,]* {UNIT}(?![\w/])|{_SHAPE}|{_IDENTITY}|\(per \w+\)")
 
 
