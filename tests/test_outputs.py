@@ -323,7 +323,7 @@ def test_the_api_writes_its_page_without_the_cli(tmp_path: Path) -> None:
 
 @pytest.fixture
 def never_measured(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ffn_cli.benchmark.measure as measure
+    import ffn_cli.services.hardware_measure as measure  # where ffn hardware --measure calls it
 
     def fake(*args: object, **kwargs: object) -> object:
         raise AssertionError("the device was measured")
@@ -385,7 +385,7 @@ def test_measure_refuses_a_read_only_profiles_folder(
 
 
 def test_the_measured_profile_is_written_where_checked(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ffn_cli.benchmark.measure as measure
+    import ffn_cli.services.hardware_measure as measure  # where ffn hardware --measure calls it
     from ffn_cli.hardware.profile import load_profile, profile_path
     from tests.test_predict import _profile
 
