@@ -102,11 +102,9 @@ class Result(Generic[T]):
         return self.view()
 
     def to_dict(self) -> dict[str, Any]:
-
         return json_ready(self.data())
 
     def _console(self, width: int) -> Console:
-
         console = Console(record=True, width=width, file=io.StringIO(), color_system="truecolor", force_jupyter=False)
         console.print(self.view())
         return console

@@ -59,7 +59,6 @@ def iqr_tflops(r: BenchResult) -> tuple[float, float]:
 
 
 def _colours(results: Sequence[BenchResult]) -> dict[str, Any]:
-
     palette = colormaps["tab10"]
     variants = list(dict.fromkeys(r.variant for r in results))
     return {v: palette(i % 10) for i, v in enumerate(variants)}
@@ -70,7 +69,6 @@ def _title(parts: Sequence[str]) -> str:
 
 
 def _cjk_font() -> str | None:
-
     names = {f.name for f in font_manager.fontManager.ttflist}
     return next((name for name in CJK_FONTS if name in names), None)
 
@@ -120,7 +118,6 @@ def _bars(ax: Any, report: BenchReport, labels: Sequence[str], colours: dict[str
 
 
 def _patch(colour: Any, label: str) -> Any:
-
     return Patch(color=colour, label=label)
 
 
@@ -134,7 +131,6 @@ def _ceilings(results: Sequence[BenchResult]) -> dict[str, tuple[float, float]]:
 
 
 def _roofline(ax: Any, report: BenchReport, colours: dict[str, Any], starred: Sequence[bool]) -> None:
-
     results = report.results
     xs = [r.intensity_flop_per_byte for r in results]
     ys = [max(r.tflops, 1e-9) for r in results]
@@ -212,7 +208,6 @@ def write_roofline_plot(
 def _roofline_sweep(
     target: Path, costs: Sequence[Any], gpu: Any, dtype: str, model: str, n_layers: int, backward: Sequence[Any] | None
 ) -> Path:
-
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     ridge = gpu.ridge(dtype)
     batches = [c.case.batch for c in costs]

@@ -205,7 +205,6 @@ class ParamsRequest:
 
 
 def _check_dtype(dtype: str) -> str:
-
     return check_dtype(dtype)
 
 

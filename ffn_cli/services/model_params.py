@@ -31,28 +31,28 @@ COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "n
 
 
 def presets(request: ParamsRequest) -> PresetList:
-
-    models: list[tuple[str, Any, str]] = []
+    """Every preset with its counts; one no reader knows is listed by its model_type alone."""
+    listed: list[tuple[str, Any, str]] = []
     for name in preset_names():
         config = load_preset(name)
         # A preset no reader knows is counted by building it when named: listed without counts.
         known = config.get("model_type") in SUPPORTED_MODEL_TYPES
         counted = count_model(model_spec_from_config(config, name=name)) if known else str(config.get("model_type"))
-        models.append((name, counted, str(config.get("_name_or_path", ""))))
-    return PresetList(models)
+        listed.append((name, counted, str(config.get("_name_or_path", ""))))
+    return PresetList(listed)
 
 
 def models(request: ParamsRequest) -> ParamsResult:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is counted by building it with transformers."""
     try:
-        models = load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        loaded = load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
     except UnknownModelType as unknown:
         return _built(request, unknown)
-    if len(models) > 1:
+    if len(loaded) > 1:
         check_rules([Unused(COSTS, N_("is asked of one model: name one")), Unused("explain", EXPLAINS_ONE)], request.given)
-        return _compared(models, request.count_dtype, request.seq_lens)
-    return _one_model(models[0], request)
+        return _compared(loaded, request.count_dtype, request.seq_lens)
+    return _one_model(loaded[0], request)
 
 
 def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | ModelParamsAnswer:
@@ -92,7 +92,6 @@ def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> ModelParamsA
 
 
 def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> ModelsCompared:
-
     compared = []
     for m in models:
         stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)

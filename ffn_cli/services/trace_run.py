@@ -36,11 +36,11 @@ def run_trace(request: TraceRequest, choice: LayerChoice | None, unknown: Unknow
     elif unknown is not None:
         target = _model_module_target(request, unknown)
     else:
-        target = _registry_target(request, choice)
+        registry = _registry_target(request, choice)
         dtype = choice.dtype if choice is not None else dtype  # a model's layer runs in the model's dtype
-        if request.kind == "parallel":
-            assert isinstance(target, VariantTarget)  # "parallel" is a registry FFN's answer
-            return _parallel(request, target.spec, dtype or "float32")
+        if request.kind == "parallel":  # a registry FFN's answer
+            return _parallel(request, registry.spec, dtype or "float32")
+        target = registry
     result = run_target(target, request.run_options(dtype))
     return TraceAnswer(result, choice, request.ops, request.values, request.explain, check_failure(result))
 
