@@ -258,3 +258,16 @@ def test_a_backward_from_the_seed_is_the_backward_from_the_gradient() -> None:
     gradient_seed(out, g).backward()
     for got, want in zip([x.grad, *(p.grad for p in module.parameters())], expected, strict=True):
         assert got is not None and torch.equal(got, want)
+
+
+def test_a_backward_from_the_seed_runs_inside_no_grad_as_out_backward_does() -> None:
+    """A notebook's `torch.no_grad()` block around the call stops neither."""
+    module = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4, requires_grad=True)
+    out = module(x)
+    g = torch.randn(out.shape)
+    expected = torch.autograd.grad(out, [x, module.weight], g, retain_graph=True)
+    with torch.no_grad():
+        gradient_seed(out, g).backward()
+    assert x.grad is not None and module.weight.grad is not None
+    assert torch.equal(x.grad, expected[0]) and torch.equal(module.weight.grad, expected[1])

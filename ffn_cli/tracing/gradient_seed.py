@@ -30,5 +30,7 @@ class _HandOn(torch.autograd.Function):
 
 def gradient_seed(out: Tensor, grad: Tensor) -> Tensor:
     """A one-element tensor whose `.backward()` is `out.backward(grad)`. Made before any of ffn's
-    recording modes is entered: its own making is not part of the run."""
-    return _HandOn.apply(out, grad.detach())
+    recording modes is entered: its own making is not part of the run. Made with grad mode on,
+    as `out.backward(grad)` needs none (a caller's `torch.no_grad()` block stops neither)."""
+    with torch.enable_grad():
+        return _HandOn.apply(out, grad.detach())
