@@ -37,15 +37,15 @@ class _CallsDispatch:
     subclasses, which torch wraps when they define it themselves (see above)."""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
-        return self.dispatch(func, types, args, kwargs or {})  # type: ignore[attr-defined]
+        return self.dispatch(func, types, args, kwargs or {})
+
+    def dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError
 
 
 class DispatchMode(_CallsDispatch, TorchDispatchMode):
     """A TorchDispatchMode whose subclasses write `dispatch(func, types, args, kwargs)` in place
     of `__torch_dispatch__` (kwargs always a dict)."""
-
-    def dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        raise NotImplementedError
 
 
 class NoStorage(Exception):
