@@ -14,7 +14,6 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.i18n import _, shown
 from ffn_cli.render.cells import gradient_stats_cells, num, shapes
 from ffn_cli.render.experts import elided_label, idle_label
@@ -179,21 +178,11 @@ def _reads_table(result: TraceResult, b: BackwardResult) -> FitTable:
             size = fmt_bytes(r.bytes_) if r.bytes_ else _("recomputed") if r.recomputed else _("kept")
             by = _("input") if r.saved_by == "input" else r.saved_by  # the forward tables' word for it
             saved_by = by + " " + _("(recomputed)") if r.recomputed else by
-            if _views_more(r):  # marked beside its maker: the bytes stay aligned
+            if r.part:  # marked beside its maker: the bytes stay aligned
                 saved_by, views = saved_by + " *", True
             rows.append([str(n) if first else "", s.of if first else "", fmt_shape(r.shape), r.dtype, saved_by, size])
     caption = _("* part of a larger tensor (a chunk, a view): the bytes are the whole tensor's, which the part keeps alive")
     return FitTable(_("Saved tensors each backward step reads"), columns, _plain(rows), caption=caption if views else None)
-
-
-_ITEM_BYTES = {**DTYPE_BYTES, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
-
-
-def _views_more(read: SavedRead) -> bool:
-    """Whether the tensor read is part of a larger one it keeps alive: its storage holds more
-    bytes than its own elements do."""
-    item = _ITEM_BYTES.get(read.dtype)
-    return item is not None and read.bytes_ > math.prod(read.shape) * item
 
 
 # The norm says most about a gradient; its mean, then its largest entry, leave first.

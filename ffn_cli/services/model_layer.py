@@ -7,7 +7,7 @@ from __future__ import annotations
 from ffn_cli.configs.fallback import require_transformers
 from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 from ffn_cli.configs.layer_select import LayerChoice, select_layer
-from ffn_cli.configs.source import load_model
+from ffn_cli.configs.source import LoadedModel, load_model
 from ffn_cli.configs.unknown import UnknownModelType
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import _
@@ -22,7 +22,7 @@ def trace_layer(request: TraceRequest) -> tuple[TraceRequest, LayerChoice | None
     knows the model_type, no layer and the model no reader knows (traced as transformers'
     own FFN module)."""
     try:
-        loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        loaded = _named_model(request)
     except UnknownModelType as unknown:
         require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # one line, before torch or transformers loads
         return request.resolve(own_module=True), None, unknown
@@ -33,7 +33,7 @@ def trace_layer(request: TraceRequest) -> tuple[TraceRequest, LayerChoice | None
 def bench_layer(request: BenchRequest) -> LayerChoice:
     """The layer to time; a model no reader knows is refused (ffn bench times the FFNs it builds)."""
     try:
-        loaded = load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        loaded = _named_model(request)
         return select_layer(loaded, request.layer, request.layer_options(), default_dtype="float32")
     except UnknownModelType as unknown:
         raise FFNRuntimeError(
@@ -42,3 +42,8 @@ def bench_layer(request: BenchRequest) -> LayerChoice:
                 "trace --config traces this model's own FFN module, ffn params --config counts it"
             ).format(value=unknown.value)
         ) from None
+
+
+def _named_model(request: TraceRequest | BenchRequest) -> LoadedModel:
+    """The model --preset, --config or --model names (UnknownModelType where no reader knows it)."""
+    return load_model(preset=request.preset, config=request.config, model=request.model, revision=request.revision)

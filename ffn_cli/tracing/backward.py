@@ -251,7 +251,9 @@ class _PassRecorder(Recorder):
             if producer is None and t.dim() == 0:
                 continue  # a Python number autograd wrapped (`0.5 * e`): kept as a scalar, no tensor
             name = self._producer_step(producer) if producer else by_serial.get(packed.key[0], "input")
-            packed.read = SavedRead(name, tuple(t.shape), dtype_name(t.dtype), t.untyped_storage().nbytes())
+            storage = t.untyped_storage().nbytes()
+            part = t.numel() * t.element_size() < storage  # a chunk's half keeps the whole alive
+            packed.read = SavedRead(name, tuple(t.shape), dtype_name(t.dtype), storage, part=part)
 
     def reads_of_ops(self) -> dict[int, tuple[tuple[int, SavedRead], ...]]:
         """Each backward op's reads: what the node it ran in unpacked."""

@@ -342,6 +342,7 @@ class SavedRead:
     dtype: str
     bytes_: int
     recomputed: bool = False  # not kept: --checkpoint recomputed it in the backward (bytes_ 0)
+    part: bool = False  # part of a larger tensor (a chunk's half): bytes_ is the whole's, which it keeps alive
 
 
 @dataclass(frozen=True)
