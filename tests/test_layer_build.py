@@ -27,6 +27,8 @@ from tests.model_configs import CASES, small_config
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
 from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
 from ffn_cli.configs.layer_build import layer_kinds, read_layout  # noqa: E402
 
@@ -556,6 +558,44 @@ def test_two_attention_shapes_in_the_parts_and_the_roofline(tmp_path: Path) -> N
     assert not data["per_gpu_memory"].get("left_out"), data["per_gpu_memory"].get("left_out")
     text = CliRunner().invoke(app, args[:-1], env={"COLUMNS": "80"}).output
     assert "4 heads × 16" in text and "4 heads × 32" in text
+
+
+_GEMMA4_E = dict(_GEMMA4, num_hidden_layers=6, layer_types=(["sliding_attention"] * 2 + ["full_attention"]) * 2, num_kv_shared_layers=3,
+                 use_double_wide_mlp=True, hidden_size_per_layer_input=8, vocab_size_per_layer_input=128)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [2, 9])
+def test_kv_shared_layers_against_transformers(context: int) -> None:
+    # Gemma 4's E2B and E4B: the last num_kv_shared_layers build no k_proj or v_proj (each reads the keys and values
+    # of the last earlier layer of its kind and keeps none), their MLP twice as wide (use_double_wide_mlp); the
+    # per-layer embeddings are a table beside the layers, num_hidden_layers × hidden_size_per_layer_input wide.
+    config = {**transformers.AutoConfig.for_model("gemma4_text", **_GEMMA4_E).to_dict(), "model_type": "gemma4_text"}
+    layout = _layout(config)
+    spec = layout.spec
+    assert spec.kv_shared_layers == (3, 4, 5)
+    assert count_model(spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    # By hand: a shared sliding layer keeps q_proj (64, 64), q_norm 16 and o_proj (64, 64); a shared full layer
+    # q_proj (128, 64), q_norm 32 and o_proj (64, 128); the per-layer table 128 rows × 6 layers × 8.
+    assert [spec.attention_params_of(i) for i in (3, 5)] == [64 * 64 + 16 + 64 * 64, 2 * 128 * 64 + 32]
+    (table,) = (e for e in spec.extras if e.kind == "embedding")
+    assert table.params_each == 128 * 6 * 8
+    assert [ffn.d_ff for i in range(6) if (ffn := spec.ffn_of(i)) is not None] == [96] * 3 + [192] * 3
+    kinds = _kinds(layout, context)
+    cache = _cache_after(config, context)
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 if getattr(layer, "keys", None) is not None else 0 for layer in cache.layers]
+    assert held == [kinds["attention, sliding 4"].elements_per_layer] * 2 + [kinds["attention"].elements_per_layer] + [0] * 3
+    assert sum(k.elements for k in kinds.values()) == sum(held)
+
+
+def test_kv_shared_layers_flops_against_flop_counter() -> None:
+    # One token through the whole model: FlopCounterMode's matmuls are ffn's (no k or v projected in a shared
+    # layer, the per-layer input gate and projection in every layer) and the per-layer model projection
+    # (64 → 6 × 8), a tensor beside the layers that ffn counts with no FLOPs.
+    config = {**transformers.AutoConfig.for_model("gemma4_text", **_GEMMA4_E).to_dict(), "model_type": "gemma4_text"}
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.zeros(1, 1, dtype=torch.long))
+    assert counter.get_total_flops() == count_model(_layout(config).spec).matmul_flops_per_token + 2 * 64 * 6 * 8
 
 
 _MINIMAX = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,

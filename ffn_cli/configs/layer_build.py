@@ -36,7 +36,7 @@ from typing import Any
 import torch
 import transformers
 from torch import nn
-from transformers import PretrainedConfig
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.auto import modeling_auto
 
 from ffn_cli.accounting import ParamTensor, total_params
@@ -49,7 +49,7 @@ from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, SelectiveScan, gated_delta_net, mamba2
-from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
+from ffn_cli.models.spec import KV_TENSORS, AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
@@ -65,6 +65,7 @@ _ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|
 # mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
 BESIDE_THE_LAYERS = N_("beside the layers")
+LOOKUP_TABLES = N_("lookup tables beside the layers")
 _NO_MIXER_RECOGNISED = N_(
     "no token mixer recognised among {names} (counted as tensors beside the parts): what it keeps while decoding is not sized"
 )
@@ -143,6 +144,7 @@ class LayerRead:
     index_keys: int | None = None  # a DSA indexer's key, elements a token
     index_heads: int | None = None  # its heads
     index_topk: int | None = None  # the keys its layer's attention then reads
+    kv_shared: bool = False  # its attention reads an earlier layer's keys and values, and builds no k/v projections
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
 
@@ -216,19 +218,28 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     # Gemma 4's attention_k_eq_v full layers: no v_proj, the values projected by k_proj.
     values_from_keys = v is None and bool(getattr(child, "use_alternative_attention", False) and getattr(text, "attention_k_eq_v", False))
     v = k if values_from_keys else v
-    if q is None or k is None or v is None or o is None:
+    # A KV-shared layer (Gemma 4's E2B and E4B, as Gemma 3n's) builds no k_proj or v_proj: it reads
+    # the keys and values an earlier layer of its kind computed, and is the shape of that kind less them.
+    read.kv_shared = k is None and v is None and getattr(child, "is_kv_shared_layer", False) is True
+    if q is None or o is None or (not read.kv_shared and (k is None or v is None)):
         raise _Unread(Message(N_("no q, k, v and o projections")))
     heads, kv = _heads(text, child)
-    if k.out_features % kv:
-        raise _Unread(
-            Message(N_("k_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{k.out_features:,}", kv=f"{kv:,}")
-        )
-    head_dim = k.out_features // kv
-    if v.out_features % kv:
-        raise _Unread(
-            Message(N_("v_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{v.out_features:,}", kv=f"{kv:,}")
-        )
-    v_head_dim = v.out_features // kv  # MiMo-V2-Flash's values are narrower than its keys
+    if k is None or v is None:
+        head_dim = getattr(child, "head_dim", None)
+        if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1:
+            raise _Unread(Message(N_("a KV-shared attention that names no head_dim")))
+        v_head_dim = head_dim
+    else:
+        if k.out_features % kv:
+            raise _Unread(
+                Message(N_("k_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{k.out_features:,}", kv=f"{kv:,}")
+            )
+        head_dim = k.out_features // kv
+        if v.out_features % kv:
+            raise _Unread(
+                Message(N_("v_proj's {outputs} outputs do not split into {kv} KV heads"), outputs=f"{v.out_features:,}", kv=f"{kv:,}")
+            )
+        v_head_dim = v.out_features // kv  # MiMo-V2-Flash's values are narrower than its keys
     q_dim = heads * head_dim
     if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != heads * v_head_dim:
         raise _Unread(Message(N_("q_proj's {q} outputs and o_proj's {o} inputs are not {heads} heads × {head_dim}"),
@@ -252,7 +263,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         v_head_dim=v_head_dim if v_head_dim != head_dim else None,
         values_from_keys=values_from_keys,
     )
-    names = {n for n, mod in m.items() if mod in (q, k, v, o, *norms.values())}
+    names = {n for n, mod in m.items() if mod is not None and mod in (q, k, v, o, *norms.values())}
     extra: tuple[ParamTensor, ...] = ()
     if q.out_features == 2 * q_dim:  # the second half gates the output (Qwen3-Next, Qwen3.5)
         extra = (ParamTensor("q_proj.weight (output gate half)", (q_dim, d)),)
@@ -268,7 +279,8 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     if values_from_keys:
         said = Message.join(said, Message(N_(", values from k_proj")))
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
-    read.said.append(Message.join(said, window_said))
+    shared_said = Message(N_(", an earlier layer's keys and values")) if read.kv_shared else ""
+    read.said.append(Message.join(said, window_said, shared_said))
 
 
 def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
@@ -608,7 +620,10 @@ def _attends(child: nn.Module) -> bool:
 def _mixer_params(read: LayerRead) -> int:
     """The token mixers as read: a linear mixer with its norm, an attention with its other tensors, or both side by side."""
     mixer = read.mixer.params + read.mixer.norm_params if read.mixer is not None else 0
-    return mixer + (read.attention.params + sum(t.count for t in read.attention_extra) if read.attention is not None else 0)
+    if read.attention is None:
+        return mixer
+    kv = sum(t.count for t in read.attention.tensors() if t.name.startswith(KV_TENSORS)) if read.kv_shared else 0
+    return mixer + read.attention.params - kv + sum(t.count for t in read.attention_extra)
 
 
 def _ffn_count(read: LayerRead) -> int:
@@ -684,13 +699,17 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
     with quiet():
+        # The whole model is built once where the layers come from several classes (which layer is
+        # which is the model's own code) or tensors beside the layers are sized by the layer count.
+        whole = _whole_model(hf_config, source) if len(classes) > 1 or sized_by_layer_count(r.config) else None
         if len(classes) == 1:
             layer_cls = classes[0]
 
             def built(i: int) -> nn.Module:
                 return _build(layer_cls, text, i, source)
-        else:  # which layer is built from which class is the model's own code: its layers, as it builds them
-            every = _every_layer(hf_config, classes, n_layers, source)
+        else:
+            assert whole is not None
+            every = _every_layer(whole, classes, n_layers, source)
 
             def built(i: int) -> nn.Module:
                 return every[i]
@@ -702,32 +721,48 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                 reads.append(first)
             else:  # the config's entries did not tell these layers apart: each one built and read
                 reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
-        shell = _shell(hf_config, classes, source)
+        shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True)
     return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes)
 
 
 @dataclass(frozen=True)
 class Shell:
-    """What the model holds beside its decoder layers, read from it built with none."""
+    """What the model holds beside its decoder layers, read from it built with none (or whole,
+    its layers passed over)."""
 
     tied: bool
     head_bias: bool
     final_norm: int  # the final norm's parameters
     beside: tuple[ParamTensor, ...]  # every other tensor (a vision tower, a projector), by its path
     model_class: str
+    # Tables read a row a token beside the token embeddings (Gemma 4's per-layer embeddings), by path.
+    tables: tuple[ParamTensor, ...] = ()
 
 
-def _every_layer(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], n_layers: int, source: str) -> list[nn.Module]:
-    """The decoder layers of a model whose layers come from several classes (Jamba's attention and
-    Mamba layers, OLMo-Hybrid's), as the model builds them: the whole model on meta, once, each
-    layer then read alone. Layers that share tensors (Zamba2's tied shared blocks) are refused:
-    read one by one, each would count them again."""
+def sized_by_layer_count(text_data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The text config's keys that size tensors beside the layers by the layer count (Gemma 3n's and
+    Gemma 4's per-layer inputs: one slice of a table a layer); none where hidden_size_per_layer_input
+    is 0 (Gemma 4's larger sizes), whatever vocab_size_per_layer_input says."""
+    if text_data.get("hidden_size_per_layer_input", None) == 0:
+        return ()
+    return tuple(sorted(k for k, v in text_data.items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v))
+
+
+def _whole_model(hf_config: PretrainedConfig, source: str) -> PreTrainedModel:
+    """The whole model built on meta, once."""
     model_class = auto_class(str(hf_config.model_type), hf_config)  # ffn's own step: a fault here is ffn's
     try:
         with torch.device("meta"):
-            model = model_class.from_config(hf_config, attn_implementation="eager")
+            return model_class.from_config(hf_config, attn_implementation="eager")
     except Exception as exc:  # transformers building the config's values: any failure is the config's
         raise FFNError("config", source, _("transformers cannot build it: {why}").format(why=first_line(exc))) from None
+
+
+def _every_layer(model: nn.Module, classes: tuple[type[nn.Module], ...], n_layers: int, source: str) -> list[nn.Module]:
+    """The decoder layers of a model whose layers come from several classes (Jamba's attention and
+    Mamba layers, OLMo-Hybrid's), as the whole model built them, each layer then read alone. Layers
+    that share tensors (Zamba2's tied shared blocks) are refused: read one by one, each would count
+    them again."""
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m)]
     if len(lists) != 1:
         why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
@@ -747,7 +782,7 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
     embeddings, final norm and head, and whatever else sits beside the layers."""
     shell_config = copy.deepcopy(hf_config)
     text = shell_config.get_text_config()
-    n_layers, d, vocab = int(text.num_hidden_layers), int(text.hidden_size), int(text.vocab_size)
+    n_layers = int(text.num_hidden_layers)
     for key, value in list(vars(text).items()):
         if isinstance(value, list) and len(value) == n_layers:
             setattr(text, key, [])
@@ -758,14 +793,27 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
             model = auto.from_config(shell_config, attn_implementation="eager")
     except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=first_line(exc))) from None
+    return _shell_of(model, classes, source, whole=False)
+
+
+def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], source: str, *, whole: bool) -> Shell:
+    """The tensors of `model` outside its decoder layers: built with none, or `whole` with them all."""
+    text = model.config.get_text_config()
+    d, vocab = int(text.hidden_size), int(text.vocab_size)
     modules = dict(model.named_modules())
-    built = [m for m in modules.values() if isinstance(m, classes)]
-    if built:  # layers beside num_hidden_layers' (HRM's stacks)
+    built = [(n, m) for n, m in modules.items() if isinstance(m, classes)]
+    if built and not whole:  # layers beside num_hidden_layers' (HRM's stacks)
         raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
-            cls=type(built[0]).__name__))  # fmt: skip
+            cls=type(built[0][1]).__name__))  # fmt: skip
+    inside = tuple(f"{n}." for n, _m in built)
+    # A table looked up by token (Gemma 4's per-layer embeddings) has a vocabulary's rows, as the config sizes one.
+    data = text.to_dict()
+    vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
     embedding = head = norm = None
-    beside = []
+    beside, tables = [], []
     for name, p in model.named_parameters():
+        if name.startswith(inside):
+            continue
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
         if embedding is None and isinstance(module, nn.Embedding) and tuple(p.shape) == (vocab, d):
@@ -776,6 +824,8 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
             continue
         elif norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm":
             norm = path
+        elif isinstance(module, nn.Embedding) and module.num_embeddings in vocabularies:
+            tables.append(_tensor(path, leaf, p, module))
         elif not (norm is not None and path == norm):
             beside.append(_tensor(path, leaf, p, module))
     heads = [m for n, m in modules.items() if n.rpartition(".")[2] in ("lm_head", "embed_out")]
@@ -786,6 +836,7 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
         final_norm=_count(modules[norm]) if norm is not None else 0,
         beside=tuple(beside),
         model_class=type(model).__name__,
+        tables=tuple(tables),
     )
 
 
@@ -803,7 +854,7 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
-            read.other, read.window, read.index_keys, tuple(read.left_out))  # fmt: skip
+            read.other, read.window, read.index_keys, read.kv_shared, tuple(read.left_out))  # fmt: skip
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -870,8 +921,12 @@ def _assemble(
         raise _beyond(source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
     other = others.pop()
     extras: tuple[ExtraPart, ...] = ()
-    if other:
-        extras += (ExtraPart(BESIDE_THE_PARTS, "other", ", ".join(t.name for t in other), other, per_layer=True),)
+    if other:  # a Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do
+        linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
+        extras += (ExtraPart(BESIDE_THE_PARTS, "other", ", ".join(t.name for t in other), other, per_layer=True, flops=linear),)
+    if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
+        shapes = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
+        extras += (ExtraPart(LOOKUP_TABLES, "embedding", shapes, shell.tables),)
     if shell.beside:
         tops = ", ".join(dict.fromkeys(".".join(t.name.split(" ")[0].split(".")[:2]) for t in shell.beside))
         extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, shell.beside),)
@@ -897,6 +952,7 @@ def _assemble(
         attention_extra=attention_extra,
         no_ffn_layers=tuple(i for r in reads if r.ffn is None for i in r.layers),
         no_mixer_layers=tuple(i for r in reads if r.attention is None and r.mixer is None for i in r.layers),
+        kv_shared_layers=tuple(i for r in reads if r.kv_shared for i in r.layers),
         mixer_beside_attention=mixer_beside,
         extras=extras,
         dense_widths=widths,
@@ -917,15 +973,6 @@ def _assemble(
         for x in r.left_out:
             missing.setdefault(x, []).extend(r.layers)
     left_out = [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
-    per_layer = sorted(k for k, v in text_data.items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v)
-    if text_data.get("hidden_size_per_layer_input", None) == 0:
-        per_layer = []  # no per-layer inputs (Gemma 4's larger sizes), whatever vocab_size_per_layer_input says
-    if per_layer:  # Gemma 3n's and Gemma 4's per-layer inputs: tables beside the layers, one slice a layer
-        left_out.append(
-            Message(
-                N_("tensors beside the layers sized by the layer count ({keys}): built with none, not counted"), keys=", ".join(per_layer)
-            )
-        )
     if shell.final_norm not in (0, spec.norm_params):
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip

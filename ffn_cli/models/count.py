@@ -278,7 +278,7 @@ def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
     if spec.attention_kinds and block.layers:  # one row a shape (Gemma 4's sliding and full layers), each with its layers
         first = block.layers[0]
         extra = (f", + {t.name}" for t in spec.attention_extra_of(first))
-        where = Message(N_(" (layers {layers})"), layers=layer_ranges(block.layers))
+        where = Message(N_(" (layer {layers})") if len(block.layers) == 1 else N_(" (layers {layers})"), layers=layer_ranges(block.layers))
         return Message.join(_attention_detail(spec, spec.attention_of(first)), *extra, where)
     detail = Message.join(_attention_detail(spec), *(f", + {t.name}" for t in spec.attention_extra))
     if spec.mixer is not None or spec.no_mixer_layers:

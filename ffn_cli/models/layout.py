@@ -154,7 +154,8 @@ def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bo
     else:
         tensors = (*spec.attention_of(first).tensors(), *spec.attention_extra_of(first))
     if shared_kv:
-        return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in spec.kv_tensors), layers))
+        kv = spec.kv_tensors_of(layers[0]) if layers else ()
+        return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in kv), layers))
     return tuple(_place(ATTENTION, "attention", "attention", tensors, layers))
 
 
@@ -216,11 +217,13 @@ def _embeddings(spec: ModelSpec) -> Iterator[PlacedTensor]:
 def _token_mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
     """Attention in its layers (the KV-shared ones apart), a hybrid's mixer in its own, and
     GPT-2's cross-attention in every layer."""
-    shared = tuple(i for i in spec.attention_layers if i in spec.kv_shared_layers)
-    for _attention, _extra, layers in spec.attention_groups:  # one block a shape (Gemma 4's sliding and full layers)
+    shared = set(spec.kv_shared_layers)
+    groups = spec.attention_groups  # one block a shape (Gemma 4's sliding and full layers)
+    for _attention, _extra, layers in groups:
         yield from attention_tensors(spec, tuple(i for i in layers if i not in shared))
-    if shared:
-        yield from attention_tensors(spec, shared, shared_kv=True)
+    for _attention, _extra, layers in groups:  # the KV-shared layers of each shape (Gemma 4's E2B and E4B)
+        if mine := tuple(i for i in layers if i in shared):
+            yield from attention_tensors(spec, mine, shared_kv=True)
     yield from (t for t in mixer_tensors(spec) if t.part == "attention")
     if spec.cross_attention:
         yield from _place(CROSS_ATTENTION, "attention", "attention", spec.attention.tensors(), tuple(range(spec.n_layers)))

@@ -215,8 +215,8 @@ class ModelSpec:
                 why = _("must equal hidden_size ({d_model})").format(d_model=self.d_model)
                 raise FFNError("attention_kinds.d_model", kind.attention.d_model, why)
             layers = set(kind.layers)
-            if not layers or layers & seen or layers - set(self.attention_layers) or layers & set(self.kv_shared_layers):
-                raise FFNError("attention_kinds", kind.layers, _("must be attention layers of one kind each, none KV-shared"))
+            if not layers or layers & seen or layers - set(self.attention_layers):
+                raise FFNError("attention_kinds", kind.layers, _("must be attention layers of one kind each"))
             seen |= layers
 
     def _check_ffn(self, field: str, spec: FFNSpec | None, *, needed: bool, moe: bool) -> None:
@@ -324,36 +324,29 @@ class ModelSpec:
         """The matmul FLOPs per token of every ExtraPart, all copies."""
         return sum(e.flops * self.copies_of(e) for e in self.extras)
 
-    @property
-    def kv_tensors(self) -> tuple[ParamTensor, ...]:
-        """The attention's key and value projections and key norm: what a KV-shared layer lacks."""
-        return tuple(t for t in self.attention.tensors() if t.name.startswith(KV_TENSORS))
-
-    @property
-    def kv_shared_layer_params(self) -> int:
-        """One KV-shared attention layer's parameters: an attention layer's less kv_tensors."""
-        return self.attention_layer_params - sum(t.count for t in self.kv_tensors)
-
-    @property
-    def kv_shared_layer_flops(self) -> int:
-        """One KV-shared attention layer's projection FLOPs per token: no keys or values projected."""
-        weights = sum(t.count for t in self.kv_tensors if t.name.endswith("proj.weight"))
-        biases = sum(t.count for t in self.kv_tensors if t.name.endswith("proj.bias"))
-        return self.attention_layer_flops - 2 * weights - biases
+    def kv_tensors_of(self, layer: int) -> tuple[ParamTensor, ...]:
+        """Layer `layer`'s key and value projections and key norm, as its shape has them: what a
+        KV-shared layer of that shape lacks."""
+        return tuple(t for t in self.attention_of(layer).tensors() if t.name.startswith(KV_TENSORS))
 
     def attention_params_of(self, layer: int) -> int:
-        """Layer `layer`'s attention parameters (an attention layer's)."""
-        kind = self._kind_of(layer)
-        if kind is not None:
+        """Layer `layer`'s attention parameters (an attention layer's): its shape's, less the keys'
+        and values' in a KV-shared layer."""
+        kind = self._kind_of(layer) or _own_kind(self)
+        if layer not in self.kv_shared_layers:
             return kind.params
-        return self.kv_shared_layer_params if layer in self.kv_shared_layers else self.attention_layer_params
+        return kind.params - sum(t.count for t in self.kv_tensors_of(layer))
 
     def attention_flops_of(self, layer: int) -> int:
-        """Layer `layer`'s attention projection FLOPs per token (an attention layer's)."""
-        kind = self._kind_of(layer)
-        if kind is not None:
+        """Layer `layer`'s attention projection FLOPs per token (an attention layer's): no keys or
+        values projected in a KV-shared layer."""
+        kind = self._kind_of(layer) or _own_kind(self)
+        if layer not in self.kv_shared_layers:
             return kind.flops
-        return self.kv_shared_layer_flops if layer in self.kv_shared_layers else self.attention_layer_flops
+        kv = self.kv_tensors_of(layer)
+        weights = sum(t.count for t in kv if t.name.endswith("proj.weight"))
+        biases = sum(t.count for t in kv if t.name.endswith("proj.bias"))
+        return kind.flops - 2 * weights - biases
 
     @property
     def attention_flops(self) -> int:
