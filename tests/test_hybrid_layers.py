@@ -401,5 +401,6 @@ def test_gemma3n_decode_roofline_and_state_by_hand() -> None:
     assert model["flops"] == 2 * (layers * ffn + vocab * d) + projections + extra + scores
     width = 2 * 2 * 256 * 2  # K and V, 2 heads × 256, bf16
     assert model["kv_cache_bytes"] == width * (4 * 1002 + 16 * 513 + 3 * 1001 + 12 * 512)
-    state = {row["kind"]: row["layers"] for row in data["decode_state"]["kinds"]}
-    assert state == {"attention, sliding 512": 16, "attention": 4}  # the shared layers keep no cache
+    state = {row["kind"]: (row["layers"], row["bytes"]) for row in data["decode_state"]["kinds"]}
+    # the shared layers keep no cache: a row of their own, so that the table names all 35 layers
+    assert state == {"attention, sliding 512": (16, 16 * 511 * width), "attention": (4, 4 * 1000 * width), "attention, shared KV": (15, 0)}

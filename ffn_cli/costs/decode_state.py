@@ -3,8 +3,9 @@ full-attention layer's KV cache grows with the context, a sliding-window (or chu
 stops at its window less one (the new token's own keys join the w − 1 latest), a mixer's state
 is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads × head width ×
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
-alone); a layer that reuses an earlier layer's keys and values (Gemma 3n) keeps none. A mixer
-read from transformers' modules whose state ffn does not know is a row of its own, not sized.
+alone); a layer that reuses an earlier layer's keys and values (Gemma 3n, Gemma 4's E2B and
+E4B) keeps none, in a row of its own. A mixer read from transformers' modules whose state ffn
+does not know is a row of its own, not sized.
 Elements, priced at the cache dtype's bytes by the caller (`bytes_`), but a recurrent state whose
 dtype the config names (Nemotron 3's float32 SSM state), priced at its own. Pure Python.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.costs.roofline.model_pass import kv_width
 from ffn_cli.i18n import N_, Message
+from ffn_cli.models.layout import SHARED_KV_ATTENTION
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["KindState", "decode_state"]
@@ -79,6 +81,10 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
             kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
         rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads))
+    shared = [i for i in spec.attention_layers if i in spec.kv_shared_layers]
+    if shared:  # a row of their own, so that every layer is in the table: they read an earlier layer's cache
+        detail = Message(N_("none: an earlier layer's keys and values"))
+        rows.append(KindState(Message(SHARED_KV_ATTENTION), len(shared), 0, 0, detail))
     if spec.index_layers:  # one key a token, no heads to split: whole on each GPU, as MLA's latent
         width = spec.index_key_width
         detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
