@@ -2,8 +2,10 @@
 
 CLI choices, `ffn variants`, docs/variants.md, the torch modules, the NumPy reference, the
 accounting, tensor parallelism and the test parametrisation all ask these objects. Adding a
-variant is one file here and one line in `table.py`. Nothing here imports torch or NumPy at import time,
-and a variant's file is imported only when its name is first looked up (`registry.Registry`).
+variant is one file here and one line in `table.py` (and, where it computes differently from
+its base class, its NumPy form in `ffn_cli/reference/`, found by its class). Nothing here
+imports torch or NumPy at import time, and a variant's file is imported only when its name is
+first looked up (`registry.Registry`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Elementwise nonlinearities: their formula, FLOP convention, init gain, what backward keeps,
-and their torch and NumPy float64 forms (imported lazily: this module stays torch-free)."""
+and their torch form (imported lazily: this module stays torch-free). Their NumPy float64
+forms, the reference the torch path is held to, are `ffn_cli/reference/activations.py`."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,49 +46,6 @@ class Activation:
         if self.name == "sigmoid":
             return z.sigmoid()
         return z
-
-    def numpy(self, z: Any) -> Any:
-        """Written from the formula, not from torch: the reference the torch path is held to."""
-        import numpy as np
-
-        if self.name == "relu":
-            return np.maximum(0.0, z)
-        if self.name == "relu2":
-            return np.maximum(0.0, z) ** 2
-        if self.name == "gelu":
-            erf = np.frompyfunc(math.erf, 1, 1)
-            return 0.5 * z * (1.0 + erf(z / math.sqrt(2.0)).astype(np.float64))
-        if self.name == "gelu_tanh":
-            return 0.5 * z * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z**3)))
-        if self.name == "silu":
-            return z / (1.0 + np.exp(-z))
-        if self.name == "sigmoid":
-            return 1.0 / (1.0 + np.exp(-z))
-        return z
-
-    def numpy_derivative(self, z: Any) -> Any:
-        """d act / dz, differentiated by hand from the formula (the NumPy backward's reference)."""
-        import numpy as np
-
-        if self.name == "relu":
-            return (z > 0).astype(np.float64)
-        if self.name == "relu2":
-            return 2.0 * np.maximum(0.0, z)
-        if self.name == "gelu":
-            erf = np.frompyfunc(math.erf, 1, 1)
-            cdf = 0.5 * (1.0 + erf(z / math.sqrt(2.0)).astype(np.float64))
-            return cdf + z * np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-        if self.name == "gelu_tanh":
-            c = math.sqrt(2.0 / math.pi)
-            t = np.tanh(c * (z + 0.044715 * z**3))
-            return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * z * z)
-        if self.name == "silu":
-            s = 1.0 / (1.0 + np.exp(-z))
-            return s * (1.0 + z * (1.0 - s))
-        if self.name == "sigmoid":
-            s = 1.0 / (1.0 + np.exp(-z))
-            return s * (1.0 - s)
-        return np.ones_like(z)
 
 
 ACTIVATIONS: dict[str, Activation] = {

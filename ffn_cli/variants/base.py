@@ -1,8 +1,9 @@
 """What every variant is made of: its family, its tensors, its FLOP steps, what it saves for
 backward, and the interface its forward is written against.
 
-Pure Python: torch and NumPy are imported only inside the methods that compute with them, so
-the registry (and `ffn params`) stays torch-free.
+Pure Python: torch is imported only inside the methods that compute with it, so the registry
+(and `ffn params`) loads neither torch nor NumPy. A variant's NumPy float64 forward and
+backward, the reference its torch forward is held to, live apart in `ffn_cli/reference/`.
 """
 
 from __future__ import annotations
@@ -290,13 +291,3 @@ class Variant:
         """Why `step` is in this variant's forward, in a line or two, with the spec's own numbers
         (`ffn trace --explain`); None where the variant has nothing to add to what the step is."""
         return None
-
-    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
-        """The float64 forward on (N, d) tokens, from the module's state_dict as arrays."""
-        raise NotImplementedError
-
-    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any) -> tuple[Any, dict[str, Any]]:
-        """The float64 backward on (N, d) tokens, differentiated by hand: given the output's
-        gradient, the input's gradient and every parameter's, named as the state_dict names it
-        (buffers, such as the sparse mask, have none)."""
-        raise NotImplementedError

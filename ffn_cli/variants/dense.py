@@ -9,7 +9,6 @@ from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weig
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
 if TYPE_CHECKING:
-    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["DenseVariant"]
@@ -41,31 +40,6 @@ class DenseVariant(SingleFFN):
 
     def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         return w.step("activation", self.act().torch, pre)
-
-    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
-        from ffn_cli.variants.numpy_ops import linear
-
-        h = self.numpy_activate(spec, weights, linear(x, weights, prefix + "up_proj"), prefix)
-        return linear(h, weights, prefix + "down_proj")
-
-    def numpy_activate(self, spec: FFNShape, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
-        return self.act().numpy(pre)
-
-    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
-        """Back through down_proj (dW_down = dyᵀ·h, dh = dy·W_down), the activation
-        (dpre = dh ⊙ act′(pre)) and up_proj (dW_up = dpreᵀ·x, dx = dpre·W_up)."""
-        from ffn_cli.variants.numpy_ops import linear, linear_backward
-
-        pre = linear(x, weights, prefix + "up_proj")  # (N, d_ff)
-        h = self.numpy_activate(spec, weights, pre, prefix)
-        grad_h, down = linear_backward(h, grad_out, weights, prefix + "down_proj")
-        grad_pre, own = self.numpy_activate_backward(spec, weights, pre, grad_h, prefix)
-        grad_x, up = linear_backward(x, grad_pre, weights, prefix + "up_proj")
-        return grad_x, {**up, **down, **own}
-
-    def numpy_activate_backward(self, spec: FFNShape, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
-        """(d pre, gradients of the activation's own parameters)."""
-        return grad_h * self.act().numpy_derivative(pre), {}
 
     # --- accounting ---------------------------------------------------------------------------
 

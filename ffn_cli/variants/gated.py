@@ -15,7 +15,6 @@ from ffn_cli.variants.table import VARIANTS
 
 if TYPE_CHECKING:
     from ffn_cli.variants.base import Variant
-    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["GLU_FORMULA", "GLU_ORIGIN", "GatedVariant", "llama_hidden_dim"]
@@ -81,46 +80,6 @@ class GatedVariant(SingleFFN):
     def combine(self, spec: FFNShape, w: Weights, gate: Any, up: Any) -> Any:
         activated = w.step("activation", self.act().torch, gate)
         return w.step("multiply", _mul, activated, up)
-
-    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
-        from ffn_cli.variants.numpy_ops import linear
-
-        gate, up = self.numpy_gate_up(spec, weights, x, prefix)
-        return linear(self.numpy_combine(gate, up), weights, prefix + "down_proj")
-
-    def numpy_gate_up(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str) -> tuple[Any, Any]:
-        from ffn_cli.variants.numpy_ops import linear
-
-        if spec.fused_gate_up:
-            gate_up = linear(x, weights, prefix + "gate_up_proj")
-            half = gate_up.shape[-1] // 2
-            return gate_up[..., :half], gate_up[..., half:]
-        return linear(x, weights, prefix + "gate_proj"), linear(x, weights, prefix + "up_proj")
-
-    def numpy_combine(self, gate: Any, up: Any) -> Any:
-        return self.act().numpy(gate) * up
-
-    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
-        """Back through down_proj, the gate multiply (each operand's gradient is dh times the
-        other operand) and the two projections, whose input gradients add up at x."""
-        import numpy as np
-
-        from ffn_cli.variants.numpy_ops import linear_backward
-
-        gate, up = self.numpy_gate_up(spec, weights, x, prefix)
-        grad_h, down = linear_backward(self.numpy_combine(gate, up), grad_out, weights, prefix + "down_proj")
-        grad_gate, grad_up = self.numpy_combine_backward(gate, up, grad_h)
-        if spec.fused_gate_up:
-            grad_x, proj = linear_backward(x, np.concatenate([grad_gate, grad_up], axis=-1), weights, prefix + "gate_up_proj")
-            return grad_x, {**proj, **down}
-        grad_x_gate, gate_grads = linear_backward(x, grad_gate, weights, prefix + "gate_proj")
-        grad_x_up, up_grads = linear_backward(x, grad_up, weights, prefix + "up_proj")
-        return grad_x_gate + grad_x_up, {**gate_grads, **up_grads, **down}
-
-    def numpy_combine_backward(self, gate: Any, up: Any, grad_h: Any) -> tuple[Any, Any]:
-        """h = act(gate) ⊙ up: d gate = dh ⊙ up ⊙ act′(gate), d up = dh ⊙ act(gate)."""
-        act = self.act()
-        return grad_h * up * act.numpy_derivative(gate), grad_h * act.numpy(gate)
 
     # --- accounting ---------------------------------------------------------------------------
 

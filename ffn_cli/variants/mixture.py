@@ -153,13 +153,10 @@ class MixtureVariant(Variant):
             return Message.of(texts[step], experts=spec.experts, shared=self.shared_hidden(spec))
         return None
 
-    # --- torch and NumPy ----------------------------------------------------------------------
+    # --- torch --------------------------------------------------------------------------------
 
     def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
         """The forward on (B, T, d) tokens, written once against `Weights` (torch ops from `routing.py`)."""
-        raise NotImplementedError
-
-    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
         raise NotImplementedError
 
 

@@ -11,7 +11,6 @@ from ffn_cli.variants.base import ExpertLayout, FlopStep, ParamTensor, SavedTens
 from ffn_cli.variants.mixture import MixtureVariant
 
 if TYPE_CHECKING:
-    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["DispatchOrder", "DispatchStats", "RoutedMoE"]
@@ -211,7 +210,7 @@ class RoutedMoE(MixtureVariant):
             return Message.of(texts[step], k=spec.top_k, experts=spec.experts)
         return super().step_explanation(spec, step)
 
-    # --- torch and NumPy ----------------------------------------------------------------------
+    # --- torch --------------------------------------------------------------------------------
 
     def forward(self, spec: FFNShape, w: Weights, x: Any) -> Any:
         return self.forward_routed(spec, w, x)[0]
@@ -288,92 +287,3 @@ class RoutedMoE(MixtureVariant):
             e: w.step("dispatch", r.kept_rows, rows, slot, 0, kept[e]) if kept[e] < counts[e] else (rows, slot)
             for e, (rows, slot) in pairs.items()
         }
-
-    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
-        import numpy as np
-
-        from ffn_cli.variants.numpy_ops import linear, sigmoid, softmax
-
-        expert = self.expert(spec)
-        probs = softmax(linear(x, weights, "router"))  # (N, E)
-        chosen, gates = self._numpy_route(spec, probs)
-        out = np.zeros_like(x)
-        for e, (rows, slots) in enumerate(self._numpy_rows(spec, chosen)):
-            if rows.size:
-                out[rows] += gates[rows, slots][:, None] * expert.numpy_forward(spec, weights, x[rows], f"experts.{e}.")
-        if self.shared_hidden(spec):
-            shared = expert.numpy_forward(spec, weights, x, "shared_experts.")
-            if spec.shared_expert_gate:
-                shared = sigmoid(linear(x, weights, "shared_expert_gate")) * shared
-            out = out + shared
-        return out
-
-    def _numpy_route(self, spec: FFNShape, probs: Any) -> tuple[Any, Any]:
-        """(chosen experts (N, k), their weights (N, k), renormalised when the spec says so)."""
-        import numpy as np
-
-        chosen = np.argsort(-probs, axis=-1, kind="stable")[:, : spec.top_k]  # (N, k)
-        gates = np.take_along_axis(probs, chosen, axis=-1)
-        if spec.normalize_top_k:
-            gates = gates / gates.sum(axis=-1, keepdims=True)
-        return chosen, gates
-
-    def _numpy_rows(self, spec: FFNShape, chosen: Any) -> list[tuple[Any, Any]]:
-        """Each expert's (token rows, slots) in token order, cut at the capacity."""
-        import math
-
-        import numpy as np
-
-        n = chosen.shape[0]
-        capacity = None if spec.capacity_factor is None else math.ceil(spec.capacity_factor * n * spec.top_k / spec.experts)
-        pairs = []
-        for e in range(spec.experts):
-            rows, slots = np.nonzero(chosen == e)  # row-major: token order
-            pairs.append((rows[:capacity], slots[:capacity]) if capacity is not None else (rows, slots))
-        return pairs
-
-    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any) -> Gradients:
-        """Each expert gets its rows of dy scaled by their gate weights, and scatters its input
-        gradient back to those rows; each gate weight's gradient is dy·y_expert, which flows back
-        through the renormalisation and the softmax into the router. The top-k choice itself
-        has no gradient; a row dropped over capacity gets none from the expert it missed."""
-        import numpy as np
-
-        from ffn_cli.variants.numpy_ops import linear, linear_backward, sigmoid, softmax, softmax_backward
-
-        expert = self.expert(spec)
-        probs = softmax(linear(x, weights, "router"))  # (N, E)
-        chosen, gates = self._numpy_route(spec, probs)
-        grad_x, grads = np.zeros_like(x), {}
-        grad_gates = np.zeros_like(gates)  # (N, k)
-        for e, (rows, slots) in enumerate(self._numpy_rows(spec, chosen)):
-            prefix = f"experts.{e}."
-            if not rows.size:  # an expert no token reached learns nothing
-                grads.update({t.name: np.zeros(t.shape) for t in expert.tensors(spec, spec.hidden, prefix)})
-                continue
-            grad_gates[rows, slots] = (grad_out[rows] * expert.numpy_forward(spec, weights, x[rows], prefix)).sum(axis=-1)
-            grad_rows, own = expert.numpy_backward(spec, weights, x[rows], gates[rows, slots][:, None] * grad_out[rows], prefix)
-            np.add.at(grad_x, rows, grad_rows)
-            grads.update(own)
-        if spec.normalize_top_k:  # ĝ = g / Σg: dg = (dĝ − Σ dĝ ⊙ ĝ) / Σg
-            picked = np.take_along_axis(probs, chosen, axis=-1)
-            grad_gates = (grad_gates - (grad_gates * gates).sum(axis=-1, keepdims=True)) / picked.sum(axis=-1, keepdims=True)
-        grad_probs = np.zeros_like(probs)
-        np.put_along_axis(grad_probs, chosen, grad_gates, axis=-1)
-        grad_router_x, router = linear_backward(x, softmax_backward(probs, grad_probs), weights, "router")
-        grad_x += grad_router_x
-        grads.update(router)
-        if self.shared_hidden(spec):
-            grad_shared = grad_out
-            if spec.shared_expert_gate:  # out += σ(z)·shared, z = x·w_g
-                z = linear(x, weights, "shared_expert_gate")
-                shared = expert.numpy_forward(spec, weights, x, "shared_experts.")
-                grad_z = (grad_out * shared).sum(axis=-1, keepdims=True) * sigmoid(z) * (1.0 - sigmoid(z))
-                grad_gate_x, gate = linear_backward(x, grad_z, weights, "shared_expert_gate")
-                grad_x += grad_gate_x
-                grads.update(gate)
-                grad_shared = sigmoid(z) * grad_out
-            grad_shared_x, shared_grads = expert.numpy_backward(spec, weights, x, grad_shared, "shared_experts.")
-            grad_x += grad_shared_x
-            grads.update(shared_grads)
-        return grad_x, grads

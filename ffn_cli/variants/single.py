@@ -18,7 +18,6 @@ from ffn_cli.variants.base import FlopStep, ParamTensor, SavedTensor, SplitKind,
 if TYPE_CHECKING:
     from torch import nn
 
-    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["LinearSpec", "SingleFFN"]
@@ -43,13 +42,6 @@ class SingleFFN(Variant):
 
     def act(self) -> Activation:
         return ACTIVATIONS[self.activation]
-
-    # A mixture runs its expert's float64 reference once per expert, on that expert's weights.
-    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any, prefix: str = "") -> Any:
-        raise NotImplementedError
-
-    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any, prefix: str = "") -> Gradients:
-        raise NotImplementedError
 
     def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
         words: list[str] = [Message.of(N_(", d_ff {d_ff}"), d_ff=f"{spec.hidden:,}")]

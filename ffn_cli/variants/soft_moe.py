@@ -9,7 +9,6 @@ from ffn_cli.variants.base import FlopStep, SavedTensor, Weights, Width
 from ffn_cli.variants.mixture import MixtureVariant
 
 if TYPE_CHECKING:
-    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["SoftMoE"]
@@ -61,30 +60,3 @@ class SoftMoE(MixtureVariant):
             expert_out = w.call(f"experts.{e}", tokens)  # (N, d)
             out = w.step("combine", r.add_column, out, gates, e, expert_out)
         return w.step("unflatten", r.unflatten, out, x.shape)
-
-    def numpy_forward(self, spec: FFNShape, weights: dict[str, Any], x: Any) -> Any:
-        from ffn_cli.variants.numpy_ops import linear, softmax
-
-        expert = self.expert(spec)
-        gates = softmax(linear(x, weights, "router"))  # (N, E)
-        return sum(gates[:, e : e + 1] * expert.numpy_forward(spec, weights, x, f"experts.{e}.") for e in range(spec.experts))
-
-    def numpy_backward(self, spec: FFNShape, weights: dict[str, Any], x: Any, grad_out: Any) -> Gradients:
-        """Every expert gets dy scaled by its gate column; each gate's gradient is dy·y_expert,
-        which flows back through the softmax into the router."""
-        import numpy as np
-
-        from ffn_cli.variants.numpy_ops import linear, linear_backward, softmax, softmax_backward
-
-        expert = self.expert(spec)
-        gates = softmax(linear(x, weights, "router"))  # (N, E)
-        grad_x, grads = np.zeros_like(x), {}
-        grad_gates = np.zeros_like(gates)
-        for e in range(spec.experts):
-            prefix = f"experts.{e}."
-            grad_gates[:, e] = (grad_out * expert.numpy_forward(spec, weights, x, prefix)).sum(axis=-1)
-            grad_expert_x, own = expert.numpy_backward(spec, weights, x, gates[:, e : e + 1] * grad_out, prefix)
-            grad_x += grad_expert_x
-            grads.update(own)
-        grad_router_x, router = linear_backward(x, softmax_backward(gates, grad_gates), weights, "router")
-        return grad_x + grad_router_x, {**router, **grads}

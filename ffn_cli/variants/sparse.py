@@ -11,7 +11,6 @@ from ffn_cli.variants.dense import DenseVariant
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
-    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["Sparse", "sparsity_mask"]
@@ -69,13 +68,6 @@ class Sparse(DenseVariant):
     def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         h = super().activate(spec, w, pre)
         return w.step("mask", _mul, h, w.tensor("hidden_mask"))
-
-    def numpy_activate(self, spec: FFNShape, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
-        return self.act().numpy(pre) * weights[prefix + "hidden_mask"]
-
-    def numpy_activate_backward(self, spec: FFNShape, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
-        """The mask multiplies the gradient as it multiplied the activation: masked units learn nothing."""
-        return grad_h * weights[prefix + "hidden_mask"] * self.act().numpy_derivative(pre), {}
 
     def activation_steps(self, spec: FFNShape, d_ff: int, prefix: str) -> list[FlopStep]:
         return [*super().activation_steps(spec, d_ff, prefix), FlopStep(prefix + "mask", 0, d_ff, "m ⊙ h")]

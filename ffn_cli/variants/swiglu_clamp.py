@@ -53,25 +53,6 @@ class SwiGLUClamp(GatedVariant):
         glu = w.step("activation", _swish, gate)
         return w.step("multiply", _plus_one_times, up, glu)
 
-    def numpy_combine(self, gate: Any, up: Any) -> Any:
-        import numpy as np
-
-        g = np.minimum(gate, LIMIT)
-        u = np.clip(up, -LIMIT, LIMIT)
-        return (u + 1.0) * g / (1.0 + np.exp(-ALPHA * g))
-
-    def numpy_combine_backward(self, gate: Any, up: Any, grad_h: Any) -> tuple[Any, Any]:
-        """h = (u + 1)·g·σ(αg): d g = dh·(u + 1)·(σ + αg·σ·(1 − σ)), d u = dh·g·σ; each clamp
-        passes the gradient only where it left its input unchanged (torch's bounds inclusive)."""
-        import numpy as np
-
-        g = np.minimum(gate, LIMIT)
-        u = np.clip(up, -LIMIT, LIMIT)
-        s = 1.0 / (1.0 + np.exp(-ALPHA * g))
-        grad_g = grad_h * (u + 1.0) * (s + ALPHA * g * s * (1.0 - s))
-        grad_u = grad_h * g * s
-        return grad_g * (gate <= LIMIT), grad_u * ((up >= -LIMIT) & (up <= LIMIT))
-
     def combine_steps(self, spec: FFNShape, d_ff: int, prefix: str) -> list[FlopStep]:
         # Clamps are comparisons: 0 FLOPs by our convention.
         return [

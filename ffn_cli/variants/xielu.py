@@ -18,7 +18,6 @@ from ffn_cli.variants.dense import DenseVariant
 if TYPE_CHECKING:
     from torch import nn
 
-    from ffn_cli.variants.numpy_ops import Gradients
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = ["XIELU"]
@@ -77,34 +76,6 @@ class XIELU(DenseVariant):
 
     def activate(self, spec: FFNShape, w: Weights, pre: Any) -> Any:
         return w.step("activation", _xielu, pre, w.tensor("act_fn.alpha_p"), w.tensor("act_fn.alpha_n"))
-
-    def numpy_activate(self, spec: FFNShape, weights: dict[str, Any], pre: Any, prefix: str) -> Any:
-        import numpy as np
-
-        alpha_p = np.log1p(np.exp(weights[prefix + "act_fn.alpha_p"]))
-        alpha_n = BETA + np.log1p(np.exp(weights[prefix + "act_fn.alpha_n"]))
-        negative = (np.expm1(np.minimum(pre, EPS)) - pre) * alpha_n + BETA * pre
-        return np.where(pre > 0, alpha_p * pre * pre + BETA * pre, negative)
-
-    def numpy_activate_backward(self, spec: FFNShape, weights: dict[str, Any], pre: Any, grad_h: Any, prefix: str) -> Gradients:
-        """z > 0: d/dz = 2·α_p·z + β, d/dα_p = z²; else d/dz = (e^z·[z ≤ ε] − 1)·α_n + β,
-        d/dα_n = expm1(min(z, ε)) − z; each α is a softplus of its raw scalar, whose slope is σ."""
-        import numpy as np
-
-        from ffn_cli.variants.numpy_ops import sigmoid
-
-        raw_p, raw_n = weights[prefix + "act_fn.alpha_p"], weights[prefix + "act_fn.alpha_n"]
-        alpha_p, alpha_n = np.log1p(np.exp(raw_p)), BETA + np.log1p(np.exp(raw_n))
-        positive = pre > 0
-        slope_e = np.where(pre <= EPS, np.exp(np.minimum(pre, EPS)), 0.0)
-        dz = np.where(positive, 2.0 * alpha_p * pre + BETA, (slope_e - 1.0) * alpha_n + BETA)
-        d_alpha_p = np.where(positive, pre * pre, 0.0)
-        d_alpha_n = np.where(positive, 0.0, np.expm1(np.minimum(pre, EPS)) - pre)
-        own = {
-            prefix + "act_fn.alpha_p": (grad_h * d_alpha_p).sum(keepdims=True).reshape(1) * sigmoid(raw_p),
-            prefix + "act_fn.alpha_n": (grad_h * d_alpha_n).sum(keepdims=True).reshape(1) * sigmoid(raw_n),
-        }
-        return grad_h * dz, own
 
     def saved(self, spec: FFNShape, d_ff: int) -> list[SavedTensor]:
         """The pre-activation, expm1's output, e − z, α_p·z + β, the sign mask (bool), the

@@ -1,4 +1,4 @@
-"""The few NumPy float64 building blocks the variants' reference forwards share.
+"""The few NumPy float64 building blocks the reference forms share.
 
 Weights come as the module's state_dict converted to arrays, in torch's (out, in) layout.
 """
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Gradients", "linear", "linear_backward", "sigmoid", "softmax", "softmax_backward"]
+__all__ = ["Array", "Gradients", "linear", "linear_backward", "sigmoid", "softmax", "softmax_backward"]
 
 Array = Any
 # What a NumPy backward returns: the input's gradient, and each parameter's by its state_dict name.
