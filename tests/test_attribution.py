@@ -56,6 +56,10 @@ def _path(text: str) -> tuple[Owner, ...]:
         ("model.layers.0.mamba:GraniteMoeHybridMambaLayer.in_proj:Linear", "attention", "model.layers.*.mamba"),
         ("model.layers.0.rwkv:Rwkv7TimeMix.key:Linear", "other", "model.layers.*.rwkv"),
         ("vision_tower.patch_conv:Conv2d", "other", "vision_tower.patch_conv"),
+        # DeepSeek-V4's hyper-connections mix copies of the residual stream, whatever their names say.
+        ("model.layers.0.attn_hc:DeepseekV4HyperConnection", "other", "model.layers.*.attn_hc"),
+        ("model.layers.0.ffn_hc:DeepseekV4HyperConnection", "other", "model.layers.*.ffn_hc"),
+        ("model.hc_head:DeepseekV4HyperHead", "other", "model.hc_head"),
     ],
 )
 def test_each_line_of_the_rule(path: str, kind: str, shown: str) -> None:

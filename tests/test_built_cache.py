@@ -63,6 +63,23 @@ def test_the_key_is_the_content_not_its_spelling() -> None:
     assert built_cache.cache_key(config) != built_cache.cache_key({**config, "num_hidden_layers": 3})
 
 
+def test_the_key_is_the_code_that_counts_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A count stored before the attribution rule changed (DeepSeek-V4's hyper-connections moved from
+    # attention and FFN to other) is a miss, never a stale split: the rule's source is in the key.
+    assert "ffn_cli.configs.attribution" in built_cache._COUNTERS
+    module = tmp_path / "counting_rule.py"
+    module.write_text("RULE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(built_cache, "_COUNTERS", ("counting_rule",))
+    built_cache._counters.cache_clear()
+    config = tiny_config("olmoe")
+    before = built_cache.cache_key(config)
+    module.write_text("RULE = 2\n")
+    built_cache._counters.cache_clear()
+    assert built_cache.cache_key(config) != before
+    built_cache._counters.cache_clear()
+
+
 def test_the_cli_says_the_counts_are_transformers_build_read_back(cache_home: Path, tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(tiny_config("olmoe")))

@@ -598,6 +598,28 @@ def test_kv_shared_layers_flops_against_flop_counter() -> None:
     assert counter.get_total_flops() == count_model(_layout(config).spec).matmul_flops_per_token + 2 * 64 * 6 * 8
 
 
+_DEEPSEEK_V4 = dict(hidden_size=64, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4, head_dim=32, q_lora_rank=16,
+                    n_routed_experts=4, num_experts_per_tok=2, vocab_size=128, o_groups=2, o_lora_rank=16, index_n_heads=2,
+                    index_head_dim=16, index_topk=4, sliding_window=4, hc_mult=2)  # fmt: skip
+
+
+def test_deepseek_v4_hyper_connections_are_other_and_its_attention_is_named(tmp_path: Path) -> None:
+    # DeepSeek-V4's attn_hc and ffn_hc mix copies of the residual stream: counted as other, never as a
+    # second token mixer or a second FFN; its compressed attention, of two shapes (CSA and HCA layers), is
+    # named in the refusal of --gpu, which is no answer ffn can give whole.
+    config = {**transformers.AutoConfig.for_model("deepseek_v4", **_DEEPSEEK_V4).to_dict(), "model_type": "deepseek_v4"}
+    counted = meta_build.count(config, name="x", source="x")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    mixing = [m for m in model.modules() if type(m).__name__.endswith(("HyperConnection", "HyperHead"))]
+    assert len(mixing) == 2 * 4 + 1
+    assert counted.params_of("other") == sum(p.numel() for m in mixing for p in m.parameters(recurse=False))
+    path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
+    result = CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200"])
+    assert result.exit_code == 1
+    assert "DeepseekV4Attention in 2 shapes, a mixer ffn does not size" in result.output and "_hc" not in result.output
+
+
 _MINIMAX = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,
                 num_local_experts=4, num_experts_per_tok=2)  # fmt: skip
 

@@ -51,7 +51,13 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
             "*Experts / *MoeBlock / *LayerFF; BERT-style intermediate and the layer's output"
         ),
     ),
-    ("other", N_("everything else, listed by module")),
+    (
+        "other",
+        N_(
+            "everything else, listed by module; whatever a *HyperConnection / *HyperHead holds (DeepSeek-V4's mHC, which mixes "
+            "copies of the residual stream, not tokens), wherever it sits"
+        ),
+    ),
 )
 
 _NORM_CLASS = re.compile(r"Norm(alization)?(Gated|1P|\dd)?$")
@@ -67,6 +73,9 @@ _ATTENTION_CLASS = re.compile(r"(Attention|Mixer|MambaLayer|ShortConv)$")
 _FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$", re.IGNORECASE)
 _FFN_CLASS = re.compile(r"(MLP|Mlp|FeedForward|FFN|Ffn|Experts|MoeBlock|MoE|SparseMoe|LayerFF|DenseReluDense)$")
 _LAYER_INDEX = re.compile(r"^\d+$")
+# Hyper-connections (DeepSeek-V4's mHC) mix copies of the residual stream around each sublayer:
+# named attn_hc and ffn_hc, they are neither attention nor FFN.
+_RESIDUAL_MIX_CLASS = re.compile(r"Hyper(Connection|Head)$")
 # Norms on the queries and keys (Qwen3, Gemma 3, OLMo 2, DeepSeek's MLA) belong to attention.
 _QK_NORM_NAME = re.compile(r"^(q|k|kv|q_a|kv_a|query|key)_?(norm|layernorm|layer_norm|ln)$", re.IGNORECASE)
 
@@ -118,6 +127,9 @@ def attribute(path: tuple[Owner, ...], *, is_embedding: bool = False) -> tuple[B
         return "norm", len(path)
     if is_embedding or _EMBEDDING_CLASS.search(owner.cls):
         return "embedding", len(path)
+    mix = next((d for d, m in enumerate(path) if _RESIDUAL_MIX_CLASS.search(m.cls)), None)
+    if mix is not None:
+        return "other", mix + 1
     for kind in _BY_PATH:
         depth = next((d for d in range(len(path)) if _on_path(kind, path, d)), None)
         if depth is not None:

@@ -11,6 +11,7 @@ model is built as without it. Torch-free: reading a hit imports neither torch no
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -20,7 +21,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ffn_cli.configs.cache_files import read_entry, write_entry
+from ffn_cli.configs.cache_files import read_entry, sources_digest, write_entry
 from ffn_cli.configs.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts, count_by_building
 from ffn_cli.i18n import Message
 
@@ -30,6 +31,8 @@ __all__ = ["FORMAT", "cache_dir", "cache_key", "count_cached", "load", "store"]
 FORMAT = 3
 # A stored entry is a few kilobytes; anything much larger is not ours.
 _MAX_BYTES = 1 << 20
+# The modules whose code decides what a count holds: their source is part of the key.
+_COUNTERS = ("ffn_cli.configs.meta_build", "ffn_cli.configs.attribution", "ffn_cli.configs.fallback", "ffn_cli.configs.built_cache")
 
 
 def cache_dir() -> Path:
@@ -47,7 +50,9 @@ def _transformers_version() -> str | None:
 
 def cache_key(config: Mapping[str, Any]) -> str | None:
     """The hash of the config's content (key order and whitespace aside), the transformers
-    version and the format; None when the config does not serialise or transformers is absent."""
+    version, the format and the source of the code that counts and sorts the parts (a changed
+    attribution rule is a miss, never a stale count); None when the config does not serialise
+    or transformers is absent."""
     version = _transformers_version()
     if version is None:
         return None
@@ -55,7 +60,12 @@ def cache_key(config: Mapping[str, Any]) -> str | None:
         text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
         return None
-    return hashlib.sha256(f"{FORMAT}\n{version}\n{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{FORMAT}\n{version}\n{_counters()}\n{text}".encode()).hexdigest()
+
+
+@functools.cache
+def _counters() -> str:
+    return sources_digest(_COUNTERS)
 
 
 def _path(key: str) -> Path:

@@ -6,14 +6,17 @@ error: anything else is a miss, and a failed write is no answer lost."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.outputs import write_text
 
-__all__ = ["read_entry", "write_entry"]
+__all__ = ["read_entry", "sources_digest", "write_entry"]
 
 
 def read_entry(path: Path, key: str, max_bytes: int) -> dict[str, Any] | None:
@@ -35,3 +38,18 @@ def write_entry(path: Path, entry: dict[str, Any]) -> Path | None:
         return write_text(path, json.dumps(entry, sort_keys=True), option="config")
     except (OSError, FFNRuntimeError):
         return None
+
+
+def sources_digest(modules: Iterable[str]) -> str:
+    """The hash of the source of `modules`: the code that decides what an entry holds, part of
+    its key, so that an entry made by other code is a miss. A module whose file cannot be read
+    counts by its name alone."""
+    digest = hashlib.sha256()
+    for module in modules:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec is not None else None
+        try:
+            digest.update(Path(origin).read_bytes() if origin else module.encode())
+        except OSError:
+            digest.update(module.encode())
+    return digest.hexdigest()

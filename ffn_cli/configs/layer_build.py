@@ -892,6 +892,10 @@ def _assemble(
     if mixers:
         first = mixers[0]
         if any((m.kind, m.tensors) != (first.kind, first.tensors) for m in mixers):
+            if not any(m.state_sized for m in mixers):  # DeepSeek-V4's compressed attention, its CSA and HCA layers
+                shapes = len({(m.kind, m.tensors) for m in mixers})
+                why = _("its layers mix tokens with {classes} in {n} shapes, a mixer ffn does not size; ffn sizes one kind per model")
+                raise _beyond(source, why.format(classes=", ".join(sorted({m.kind for m in mixers})), n=shapes))
             raise _beyond(source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
         if mixer.scan is not None and mixer.state_sized:  # a recurrent state at the dtype the file names, not --dtype

@@ -35,7 +35,7 @@ from typing import Any
 
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.built_cache import cache_dir as _built_dir
-from ffn_cli.configs.cache_files import read_entry, write_entry
+from ffn_cli.configs.cache_files import read_entry, sources_digest, write_entry
 from ffn_cli.i18n import Message
 
 __all__ = ["FORMAT", "cache_dir", "cache_key", "layout_cached", "load", "store"]
@@ -96,13 +96,7 @@ def _schema() -> str:
     for name, cls in sorted(_classes().items()):
         fields = ",".join(f.name for f in dataclasses.fields(cls) if f.init)
         digest.update(f"{name}({fields})\n".encode())
-    for module in _READERS:
-        spec = importlib.util.find_spec(module)
-        origin = spec.origin if spec is not None else None
-        try:
-            digest.update(Path(origin).read_bytes() if origin else module.encode())
-        except OSError:
-            digest.update(module.encode())
+    digest.update(sources_digest(_READERS).encode())
     return digest.hexdigest()
 
 
