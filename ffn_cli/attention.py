@@ -4,8 +4,8 @@
 head) K and V shrink. Optional extras as real models carry them: q/k norms per head (Qwen3,
 Gemma 3) or over the whole projection (OLMo-2), and one learned sink logit per head (gpt-oss).
 `LatentAttentionSpec` is DeepSeek-V2/V3's multi-head latent attention: q and kv pass through
-low-rank bottlenecks. The tutorials' check: d_model 512 with biases → 4·(512² + 512) =
-1,050,624 parameters.
+low-rank bottlenecks; `CompressedAttentionSpec` (compressed_attention.py) is DeepSeek-V4's. The
+tutorials' check: d_model 512 with biases → 4·(512² + 512) = 1,050,624 parameters.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ffn_cli.accounting import ParamTensor
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.spec import MAX_DIM, check_int
@@ -289,5 +290,5 @@ class LatentAttentionSpec:
         }
 
 
-# What a model's layer may hold; both answer params, tensors, FLOPs and shape_data alike.
-AnyAttention = AttentionSpec | LatentAttentionSpec
+# What a model's layer may hold; each answers params, tensors, FLOPs and shape_data alike.
+AnyAttention = AttentionSpec | LatentAttentionSpec | CompressedAttentionSpec

@@ -20,7 +20,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
-from ffn_cli.i18n import N_, Message
+from ffn_cli.compressed_attention import CompressedAttentionSpec
+from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.regions import NamedSteps, StepNaming, region
 
 __all__ = ["AttentionModule", "LatentAttention", "QKNorm", "RMSNorm", "SelfAttention", "attend", "build_attention"]
@@ -261,4 +263,6 @@ def build_attention(spec: AnyAttention, eps: float = 1e-5) -> AttentionModule:
     """The module for `spec`; `eps` is the q/k norms' (the model's norm epsilon)."""
     if isinstance(spec, LatentAttentionSpec):
         return LatentAttention(spec)
+    if isinstance(spec, CompressedAttentionSpec):  # transformers' own module runs it; ffn builds none
+        raise FFNRuntimeError(_("ffn builds no module for DeepSeek-V4's compressed attention"))
     return SelfAttention(spec, eps)

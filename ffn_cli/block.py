@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from ffn_cli.accounting import ParamTensor, total_params
 from ffn_cli.attention import BLOCK_NORMS, AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.attention_modules import LatentAttention, RMSNorm, SelfAttention, build_attention
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.modules import FFNModule, build_ffn, resolve_dtype
@@ -104,6 +105,8 @@ def _attention_words(a: AnyAttention) -> Message:
         if a.q_lora_rank is not None:
             words += Message.of(N_("q rank {rank:,}, "), rank=a.q_lora_rank)
         return words + Message.of(N_("kv rank {rank:,}"), rank=a.kv_lora_rank)
+    if isinstance(a, CompressedAttentionSpec):
+        return Message.of(N_("{kind}, {heads} heads of {dim}, K = V"), kind=a.kind, heads=a.n_heads, dim=a.head_dim)
     words = Message.of(N_("{heads} heads of {dim}"), heads=a.n_heads, dim=a.head_dim)
     if a.n_kv_heads != a.n_heads:
         words += Message.of(N_(", {heads} K/V heads (GQA)"), heads=a.n_kv_heads)

@@ -41,6 +41,7 @@ from transformers.models.auto import modeling_auto
 
 from ffn_cli.accounting import ParamTensor, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.families.common import FamilyReader
@@ -48,6 +49,7 @@ from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, q
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
+from ffn_cli.models.layer import compressed_summary
 from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, SelectiveScan, gated_delta_net, mamba2
 from ffn_cli.models.spec import KV_TENSORS, AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
 from ffn_cli.spec import FFNSpec
@@ -330,6 +332,39 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
         )
 
 
+def _is_compressed(child: nn.Module) -> bool:
+    """DeepSeek-V4's attention: one shared key-and-value projection, a sliding window, and a
+    compressor slot (None in a layer of the window alone)."""
+    return hasattr(child, "compressor") and isinstance(getattr(child, "kv_proj", None), nn.Linear) and hasattr(child, "sliding_window")
+
+
+def _compressed_attention(d: int, child: nn.Module, read: LayerRead) -> None:
+    """DeepSeek-V4's attention by its modules: heads and head width, the window, the compressor's
+    rate and series, the indexer's heads, width and top-k; its tensors counted as built."""
+    a, kv = vars(child), getattr(child, "kv_proj", None)
+    widths = [a.get(k) for k in ("num_heads", "head_dim", "sliding_window")]
+    heads, head_dim, window = (v if isinstance(v, int) and not isinstance(v, bool) else 0 for v in widths)
+    if not (heads and head_dim and window) or not isinstance(kv, nn.Linear) or kv.out_features != head_dim:
+        raise _Unread(Message(N_("a compressed attention without one key-and-value head of head_dim and a sliding_window")))
+    compressor, rate, overlap = child.compressor, 0, False
+    index_heads = index_dim = topk = 0
+    if compressor is not None:
+        said_rate = getattr(compressor, "compress_rate", None)
+        rate = said_rate if isinstance(said_rate, int) and not isinstance(said_rate, bool) else 0
+        proj = getattr(compressor, "kv_proj", None)
+        if not rate or not isinstance(proj, nn.Linear) or proj.out_features not in (head_dim, 2 * head_dim):
+            raise _Unread(Message(N_("a compressor without a compress_rate and a kv_proj of one or two head widths")))
+        overlap = proj.out_features == 2 * head_dim
+        indexer = getattr(compressor, "indexer", None)
+        if indexer is not None:
+            index_heads, index_dim, topk = (int(getattr(indexer, k, 0) or 0) for k in ("num_heads", "head_dim", "index_topk"))
+            if not (index_heads and index_dim and topk):
+                raise _Unread(Message(N_("an indexer without its heads, head width and top-k")))
+    spec = CompressedAttentionSpec(d, heads, head_dim, window, _rest(child, set()), rate, overlap, index_heads, index_dim, topk)
+    read.attention = spec
+    read.said.append(compressed_summary(spec))
+
+
 def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     """A Gated DeltaNet or Mamba-2 by its widths; any other mixer tensor by tensor, its state unsized."""
     name, a = type(child).__name__, vars(child)
@@ -575,6 +610,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             modules = dict(child.named_modules())
             if "kv_a_proj_with_mqa" in modules:
                 _latent_attention(d, text, child, read)
+            elif _is_compressed(child):
+                _compressed_attention(d, child, read)
             elif _attends(child):
                 _softmax_attention(d, text, child, read)
             else:
@@ -614,7 +651,11 @@ def _between(parts: list[Message], separator: Message) -> list[Message]:
 def _attends(child: nn.Module) -> bool:
     """Softmax attention (latent or not), by its projections; not a mixer with a conv."""
     modules = dict(child.named_modules())
-    return "kv_a_proj_with_mqa" in modules or (any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules)
+    return (
+        "kv_a_proj_with_mqa" in modules
+        or _is_compressed(child)
+        or (any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules)
+    )
 
 
 def _mixer_params(read: LayerRead) -> int:
@@ -929,8 +970,8 @@ def _assemble(
         linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
         extras += (ExtraPart(BESIDE_THE_PARTS, "other", ", ".join(t.name for t in other), other, per_layer=True, flops=linear),)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
-        shapes = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
-        extras += (ExtraPart(LOOKUP_TABLES, "embedding", shapes, shell.tables),)
+        tables = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
+        extras += (ExtraPart(LOOKUP_TABLES, "embedding", tables, shell.tables),)
     if shell.beside:
         tops = ", ".join(dict.fromkeys(".".join(t.name.split(" ")[0].split(".")[:2]) for t in shell.beside))
         extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, shell.beside),)

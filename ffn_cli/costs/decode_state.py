@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ffn_cli.attention import LatentAttentionSpec
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.model_pass import kv_width
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.layout import SHARED_KV_ATTENTION
@@ -40,6 +41,7 @@ class KindState:
     conv: int = 0  # … and its convolution's window
     recurrent_bytes: int | None = None  # bytes of a recurrent element where the config names its dtype
     sized: bool = True  # False: a mixer whose state ffn does not know, named and counted as none
+    rate: int = 0  # DeepSeek-V4's compressed attention: the tokens pooled into one entry it keeps
 
     @property
     def elements(self) -> int:
@@ -59,8 +61,12 @@ class KindState:
 def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> list[KindState]:
     # One row a reach and width: Gemma 4's sliding layers and its full layers of wider heads apart.
     kept: dict[tuple[str, int | None, int, int], int] = {}
+    compressed: dict[CompressedAttentionSpec, int] = {}
     for i in spec.attention_layers:
         if i in spec.kv_shared_layers:  # reads an earlier layer's cache, keeps none
+            continue
+        if isinstance(c := spec.attention_of(i), CompressedAttentionSpec):
+            compressed[c] = compressed.get(c, 0) + 1
             continue
         window, chunk = windows[i], chunks[i] if chunks else None
         how, cap = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
@@ -81,6 +87,7 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
             kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
         rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads))
+    rows += [_compressed_row(c, count, context) for c, count in compressed.items()]
     shared = [i for i in spec.attention_layers if i in spec.kv_shared_layers]
     if shared:  # a row of their own, so that every layer is in the table: they read an earlier layer's cache
         detail = Message(N_("none: an earlier layer's keys and values"))
@@ -90,6 +97,22 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
         detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
         rows.append(KindState(Message(N_("DSA indexer")), len(spec.index_layers), context * width, context, detail, width=width))
     return rows
+
+
+def _compressed_row(c: CompressedAttentionSpec, layers: int, context: int) -> KindState:
+    """DeepSeek-V4's layers of one kind: the window's keys (K = V, once), the pooled entries and
+    the indexer's keys, the window not yet closed and CSA's overlap; one head, whole on every GPU."""
+    tokens = min(context, c.window - 1)
+    kind = Message(N_("{kind}, window {window}"), kind=c.kind, window=f"{c.window:,}")
+    detail = Message(N_("{tokens} tokens × {width} (K = V)"), tokens=f"{tokens:,}", width=f"{c.head_dim:,}")
+    if c.rate:
+        kind = Message.join(kind, Message(N_(", an entry per {rate} tokens"), rate=f"{c.rate:,}"))
+        entries = Message(N_(" + {n} entries × {width}"), n=f"{c.entries(context):,}", width=f"{c.head_dim:,}")
+        index = Message(N_(" + {n} indexer keys × {width}"), n=f"{c.entries(context):,}", width=f"{c.index_dim:,}") if c.index_heads else ""
+        pending = c.cached_elements(context) - tokens * c.head_dim - c.entries(context) * (c.head_dim + c.index_dim)
+        rest = Message(N_(" + {n} pending"), n=f"{pending:,}") if pending else ""
+        detail = Message.join(detail, entries, index, rest)
+    return KindState(kind, layers, c.cached_elements(context), tokens, detail, width=c.head_dim, window=c.window, rate=c.rate)
 
 
 def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> tuple[KindState, ...]:

@@ -20,6 +20,7 @@ from ffn_cli.accounting import (
     total_params,
 )
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.names import unknown_name
@@ -127,6 +128,8 @@ def attention_formula(attention: AnyAttention) -> str:
     if isinstance(a, LatentAttentionSpec):
         q = "d·r_q + r_q + r_q·h·(n + r)" if a.q_lora_rank is not None else "d·h·(n + r)"
         return f"{q} + d·(r_kv + r) + r_kv + r_kv·h·(n + v) + h·v·d" + (" + biases" if a.bias else "")
+    if isinstance(a, CompressedAttentionSpec):
+        return "the tensors as built"
     bias = {(True, True): ("4·d", "q + 2·kv + d"), (True, False): ("3·d", "q + 2·kv"), (False, True): ("d", "d")}
     plain = a.q_dim == a.d_model and a.kv_dim == a.d_model
     text = "4·d²" if plain else "2·d·q + 2·d·kv"
@@ -147,6 +150,8 @@ def attention_summary(attention: AnyAttention) -> Message:
         kv = f"kv {a.d_model:,}→{a.kv_lora_rank:,}+{a.qk_rope_head_dim}→{a.n_heads * (a.qk_nope_head_dim + a.v_head_dim):,}"
         heads = f"{a.qk_nope_head_dim}+{a.qk_rope_head_dim}"
         return Message(N_("MLA, {heads} heads × {dim} (v {v}), {q}, {kv}"), heads=a.n_heads, dim=heads, v=a.v_head_dim, q=q, kv=kv)
+    if isinstance(a, CompressedAttentionSpec):
+        return compressed_summary(a)
     text = Message(N_("{heads} heads × {dim}"), heads=a.n_heads, dim=a.head_dim)
     if a.v_width != a.head_width:  # MiMo-V2-Flash: values narrower than keys
         text = Message(N_("{heads} heads × {dim} (v {v})"), heads=a.n_heads, dim=a.head_dim, v=a.v_width)
@@ -164,6 +169,19 @@ def attention_summary(attention: AnyAttention) -> Message:
     )
     norms = {"head": N_(", q/k norms per head"), "proj": N_(", q/k norms"), "none": ""}[a.qk_norm]
     return Message.join(text, kv_heads, Message(bias), Message(norms) if norms else "", Message(N_(", sinks")) if a.sinks else "")
+
+
+def compressed_summary(a: CompressedAttentionSpec) -> Message:
+    """'CSA, 64 heads × 512, K = V, window 128, an entry per 4 tokens, top-512 by an indexer of 64 × 128'."""
+    text = Message(N_("{kind}, {heads} heads × {dim}, K = V, window {window}"), kind=a.kind, heads=f"{a.n_heads:,}",
+                   dim=f"{a.head_dim:,}", window=f"{a.window:,}")  # fmt: skip
+    if a.rate:
+        text = Message.join(text, Message(N_(", an entry per {rate} tokens"), rate=f"{a.rate:,}"))
+    if a.index_heads:
+        by = Message(N_(", top-{k} by an indexer of {heads} × {dim}"), k=f"{a.index_topk:,}", heads=f"{a.index_heads:,}",
+                     dim=f"{a.index_dim:,}")  # fmt: skip
+        text = Message.join(text, by)
+    return text
 
 
 def check_dtype(dtype: str) -> str:

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.attention import AnyAttention, LatentAttentionSpec
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
+from ffn_cli.models.layer import compressed_summary
 from ffn_cli.spec import FFNSpec, check_int
 
 # Types only: one FFN's FLOPs over length (`ffn params --variant`) load no model spec.
@@ -62,6 +64,9 @@ class LayerStack:
     # 0 where none runs), and the keys each query's attention then reads (0: every key).
     index_flops_per_key: tuple[int, ...] = ()
     sparse_topk: int = 0
+    # DeepSeek-V4's compressed attention, per layer (None elsewhere): its window, the entries each
+    # query reads and its indexer's scores, counted by the spec itself (its score_flops_per_key is 0).
+    compressed: tuple[CompressedAttentionSpec | None, ...] = ()
 
     def mixer_flops(self, seq_len: int | None) -> Fraction:
         """Per-token FLOPs of every mixer layer beyond its projections: convolution and state
@@ -81,6 +86,7 @@ class LayerStack:
             if self.sparse_topk and per_key:  # a query's top-k, counted as a window of that width counts
                 read, _ = mean_keys(seq_len, min(window or self.sparse_topk, self.sparse_topk), causal=self.causal, chunk=chunk)
             total += per_key * read + index * keys
+        total += sum(c.score_flops_sum(seq_len) for c in self.compressed if c is not None)
         return Fraction(total, seq_len)
 
     def attention_flops(self, seq_len: int, *, padded: bool = True) -> Fraction:
@@ -160,6 +166,8 @@ def _detail(a: AnyAttention) -> Message:
             rope=a.qk_rope_head_dim,
             v=a.v_head_dim,
         )
+    if isinstance(a, CompressedAttentionSpec):
+        return compressed_summary(a)
     return Message(N_("{heads} query heads × {dim}"), heads=a.n_heads, dim=a.head_dim)
 
 
@@ -190,6 +198,9 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     keyless = (mixed - set(spec.attention_layers)) | unmixed  # Falcon-H1's mixer layers attend too
     mixer_flops = len(mixed) * spec.mixer.projection_flops if spec.mixer is not None else 0
     kind = spec.mixer_label(min(mixed)) if mixed else None
+    compressed = tuple(a if isinstance(a := spec.attention_of(i), CompressedAttentionSpec) and i not in keyless else None
+                       for i in range(spec.n_layers))  # fmt: skip
+    keyless |= {i for i, c in enumerate(compressed) if c is not None}  # their keys counted by their spec
     return LayerStack(
         ffn,
         spec.attention_flops + mixer_flops,
@@ -207,6 +218,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         spec.mixer_beside_attention,
         tuple(spec.index_flops_per_key if i in spec.index_layers else 0 for i in range(spec.n_layers)) if spec.index_layers else (),
         spec.sparse_topk,
+        compressed if any(c is not None for c in compressed) else (),
     )
 
 

@@ -31,6 +31,11 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     caption = _("attention keeps K and V of every token before the new one.")
     if any(r.window is not None for r in rows):
         caption += _(" A layer with a window of w tokens keeps only the w − 1 latest.")
+    if any(r.rate for r in rows):
+        caption += _(
+            " A compressed layer (DeepSeek-V4) keeps its keys once (K = V) and an entry for each m tokens it has seen"
+            " (CSA: the indexer's key too), the tokens of a window not yet closed beside them."
+        )
     if any(r.tokens is None for r in rows):
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
     return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
@@ -54,6 +59,7 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),
                 **({} if r.sized else {"sized": False}),
+                **({"compress_rate": r.rate} if r.rate else {}),
             }
             for r in rows
         ],

@@ -77,7 +77,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         row.append(f"{100 * r.ffn_share:.1f}%")
     crossover = stack.crossover()
     scores = _("scores: Q·Kᵀ and softmax·V; {kind}, {detail}").format(kind=stack.attention_kind, detail=shown(stack.attention_detail))
-    lines = [scores, _keys_text(stack)]
+    every_compressed = bool(stack.compressed) and all(c is not None for c in stack.compressed)
+    lines = [scores] if every_compressed else [scores, _keys_text(stack)]
     if len(stack.windows) > 1:
         lines.append(_("all layers summed; embeddings and the LM head left out"))
     if stack.left_out:
@@ -85,6 +86,11 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     windows = windows_text(stack)
     if windows:
         lines.append(_("{windows}: those layers read at most that many keys").format(windows=windows))
+    compressed = [c for c in stack.compressed if c is not None]
+    if compressed:
+        said = _("compressed attention in {count} of {n} layers: a query reads the window's latest keys and an entry for each m "
+                 "tokens it has seen (CSA: the indexer's top-k of them, after scoring them all)")  # fmt: skip
+        lines.append(said.format(count=len(compressed), n=len(stack.compressed)))
     pattern = pattern_text(stack, translate=True)
     if pattern:
         lines.append(_("layers: {pattern}").format(pattern=pattern))
@@ -123,6 +129,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "attention_detail": stack.attention_detail,
         "score_flops_per_key": list(stack.score_flops_per_key),
         "windows": list(stack.windows),
+        **({"compressed_layers": [i for i, c in enumerate(stack.compressed) if c is not None]} if stack.compressed else {}),
         "chunks": list(stack.chunks) or [None] * len(stack.windows),
         "layer_pattern": pattern_text(stack) or None,
         "mixers": list(stack.mixers) or None,

@@ -33,6 +33,7 @@ from typing import Literal
 
 from ffn_cli.accounting import matmul_flops_per_token, saved_tensors
 from ffn_cli.attention import LatentAttentionSpec
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.bound import Roofline, expected_distinct_experts
 from ffn_cli.costs.weights import StoragePlan, WeightTensor
 from ffn_cli.errors import FFNError
@@ -162,7 +163,28 @@ def _keys(case: PassCase, window: int | None, chunk: int | None, causal: bool) -
     return min(seen, window) if window else seen
 
 
+def _compressed_cost(spec: ModelSpec, a: CompressedAttentionSpec, layer: int, plan: StoragePlan, case: PassCase) -> PartCost:
+    """DeepSeek-V4's attention in layer `layer`: its projections and pooling for every token; the
+    scores of every query (the window's keys, the entries it reads, the indexer's over every entry
+    it may read); its weights once. Prefill writes the window's keys, the entries and the
+    indexer's keys and reads them once; decode reads the window and the entries its query reads,
+    the indexer every key of its own, and writes the new token's key."""
+    if case.phase == "prefill":
+        scores = case.batch * a.score_flops_sum(case.seq_len)
+        kv = 2 * case.batch * (case.seq_len * a.head_dim + a.entries(case.seq_len) * (a.head_dim + a.index_dim))
+    else:
+        seen = case.seq_len + 1  # the new token reads its context and itself
+        scores = case.batch * a.score_flops(seen)
+        kv = case.batch * (a.keys_read(seen) * a.head_dim + a.entries(seen) * a.index_dim + a.head_dim)
+    weights, params = read_cost(plan, attention_tensors(spec, (layer,)))
+    io = 2 * case.tokens * spec.d_model * case.act_bytes
+    flops = case.tokens * spec.attention_flops_of(layer) + scores
+    return PartCost("attention", flops, weights, io, kv * case.act_bytes, weight_params=params)
+
+
 def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase) -> PartCost:
+    if isinstance(a := spec.attention_of(layer), CompressedAttentionSpec):
+        return _compressed_cost(spec, a, layer, plan, case)
     chunk = stack.chunks[layer] if stack.chunks else None
     window = stack.windows[layer]
     keys = case.batch * _keys(case, window, chunk, stack.causal)
