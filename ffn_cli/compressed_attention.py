@@ -11,7 +11,8 @@ What decoding keeps per sequence at context T is what transformers' DeepseekV4HC
 DeepseekV4CSACache hold: the window's w − 1 latest tokens × head_dim; ⌊T/m⌋ pooled entries ×
 head_dim (the indexer's × index_dim); the T mod m tokens of the window not yet closed, each
 with its projected entry and gate (CSA's two series twice as wide, the indexer's alike); and
-CSA's overlap, the last closed window's first series, entry and gate, once a window has closed.
+CSA's overlap, the first series of the last closed window's m tokens, entries and gates, once a
+window has closed.
 
 FLOPs per token, at 2 a multiply-add: every Linear weight once (the grouped output projection
 too, group by group); the pooling, a softmax-weighted sum of m tokens (CSA: 2·m) into each entry
@@ -166,9 +167,10 @@ class CompressedAttentionSpec:
             return sliding
         closed, pending = divmod(context, self.rate)
         series = 2 if self.overlap else 1
-        kept = closed * self.head_dim + 2 * pending * series * self.head_dim + (2 * self.head_dim if self.overlap and closed else 0)
+        overlap = 2 * self.rate if closed else 0  # the last closed window's first series: its m tokens' entries and gates
+        kept = closed * self.head_dim + 2 * pending * series * self.head_dim + (overlap * self.head_dim if self.overlap else 0)
         if self.index_heads:
-            kept += closed * self.index_dim + 2 * pending * 2 * self.index_dim + (2 * self.index_dim if closed else 0)
+            kept += closed * self.index_dim + 2 * pending * 2 * self.index_dim + overlap * self.index_dim
         return sliding + kept
 
     def shape_data(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.families import model_spec_from_config
 from ffn_cli.configs.families.common import Unreadable
 from ffn_cli.configs.source import LoadedModel
@@ -600,24 +601,103 @@ def test_kv_shared_layers_flops_against_flop_counter() -> None:
 
 _DEEPSEEK_V4 = dict(hidden_size=64, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4, head_dim=32, q_lora_rank=16,
                     n_routed_experts=4, num_experts_per_tok=2, vocab_size=128, o_groups=2, o_lora_rank=16, index_n_heads=2,
-                    index_head_dim=16, index_topk=4, sliding_window=4, hc_mult=2)  # fmt: skip
+                    index_head_dim=16, index_topk=3, sliding_window=4, hc_mult=2,
+                    compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                    layer_types=["sliding_attention", "heavily_compressed_attention", "compressed_sparse_attention",
+                                 "compressed_sparse_attention"])  # fmt: skip
 
 
-def test_deepseek_v4_hyper_connections_are_other_and_its_attention_is_named(tmp_path: Path) -> None:
+def _deepseek_v4() -> dict[str, Any]:
+    return {**transformers.AutoConfig.for_model("deepseek_v4", **_DEEPSEEK_V4).to_dict(), "model_type": "deepseek_v4"}
+
+
+def test_deepseek_v4_hyper_connections_are_other() -> None:
     # DeepSeek-V4's attn_hc and ffn_hc mix copies of the residual stream: counted as other, never as a
-    # second token mixer or a second FFN; its compressed attention, of two shapes (CSA and HCA layers), is
-    # named in the refusal of --gpu, which is no answer ffn can give whole.
-    config = {**transformers.AutoConfig.for_model("deepseek_v4", **_DEEPSEEK_V4).to_dict(), "model_type": "deepseek_v4"}
+    # second token mixer or a second FFN.
+    config = _deepseek_v4()
     counted = meta_build.count(config, name="x", source="x")
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
     mixing = [m for m in model.modules() if type(m).__name__.endswith(("HyperConnection", "HyperHead"))]
     assert len(mixing) == 2 * 4 + 1
     assert counted.params_of("other") == sum(p.numel() for m in mixing for p in m.parameters(recurse=False))
+    assert count_model(_layout(config).spec).total_params == counted.total_params
+
+
+def _compressed(spec: Any, layer: int) -> CompressedAttentionSpec:
+    attention = spec.attention_of(layer)
+    assert isinstance(attention, CompressedAttentionSpec)
+    return attention
+
+
+def _v4_cache_elements(layer: Any) -> int:
+    """Elements one of the two sequences' cache layer holds: its window's keys (the values are the same
+    tensor in a compressed layer), the pooled entries, the open window's buffers and CSA's overlap."""
+    held = layer.keys.numel()
+    if layer.values.data_ptr() != layer.keys.data_ptr():
+        held += layer.values.numel()
+    for name in ("compressed_kv", "buffer_kv", "buffer_gate", "overlap_kv", "overlap_gate"):
+        held += sum(t.numel() for t in getattr(layer, name, {}).values() if t is not None)
+    return held // 2
+
+
+@pytest.mark.parametrize("context", [3, 9, 19])
+def test_deepseek_v4_decode_state_against_transformers(context: int) -> None:
+    # A window of 4 and entries of 8 (HCA) and 4 (CSA) tokens: at 3 tokens no window has closed, at 9 and 19
+    # some have, with tokens pending; CSA keeps the last closed window's first series (the overlap).
+    config = _deepseek_v4()
+    layout = _layout(config)
+    spec = layout.spec
+    assert [spec.attention_of(i).kind for i in range(4)] == ["SWA", "HCA", "CSA", "CSA"]
+    ours = [_compressed(spec, i).cached_elements(context) for i in range(4)]
+    # By hand: the window's 3 latest tokens × 32 (K = V); HCA ⌊T/8⌋ entries × 32, T mod 8 tokens' entry and gate;
+    # CSA ⌊T/4⌋ entries × 32 and indexer keys × 16, T mod 4 tokens' two series (entry and gate, 2 × 32 and
+    # 2 × 16 each), and once a window has closed its 4 tokens' first series (entry and gate, 32 and 16).
+    window = min(context, 3) * 32
+    csa_closed, csa_open = divmod(context, 4)
+    hca_closed, hca_open = divmod(context, 8)
+    csa = csa_closed * (32 + 16) + csa_open * 2 * (64 + 32) + (2 * 4 * (32 + 16) if csa_closed else 0)
+    assert ours == [window, window + hca_closed * 32 + hca_open * 2 * 32, window + csa, window + csa]
+    cache = _cache_after(config, context)
+    held = [_v4_cache_elements(layer) for layer in cache.layers]
+    # transformers' sliding-only layer keeps K and V as two copies of one tensor; V4 holds it once
+    assert held == [2 * ours[0], *ours[1:]]
+    state = _kinds(layout, context)
+    assert sum(k.elements for k in state.values()) == sum(ours)
+
+
+def test_deepseek_v4_flops_by_hand() -> None:
+    spec = _layout(_deepseek_v4()).spec
+    sliding, hca, csa = (_compressed(spec, i) for i in (0, 1, 2))
+    # q_a (16, 64), q_b (128, 16), kv (32, 64), o_a (2 × 16, 64), o_b (64, 32): every layer's Linears.
+    own = 16 * 64 + 128 * 16 + 32 * 64 + 32 * 64 + 64 * 32
+    assert sliding.projection_flops_per_token() == 2 * own
+    # HCA: its compressor's kv and gate (32, 64) each; the pooling, 2 × 32 a token.
+    assert hca.projection_flops_per_token() == 2 * (own + 2 * 32 * 64) + 2 * 32
+    # CSA: kv and gate (64, 64) each, the indexer's (32, 64) each, its q_b (32, 16) and weights (2, 64);
+    # the pooling of two series, 4 × 32 a token, the indexer's 4 × 16.
+    assert csa.projection_flops_per_token() == 2 * (own + 2 * 64 * 64 + 2 * 32 * 64 + 32 * 16 + 2 * 64) + 4 * 32 + 4 * 16
+    # A query that has seen 20 tokens: the window's 4 keys; HCA 2 entries; CSA 5 entries, 3 read, all 5 scored.
+    per_key = 4 * 4 * 32
+    assert [a.score_flops(20) for a in (sliding, hca, csa)] == [per_key * 4, per_key * 6, per_key * 7 + 2 * 2 * 16 * 5]
+    for a in (sliding, hca, csa):  # the closed form is the sum over the queries of a causal sequence
+        assert [a.score_flops_sum(n) for n in (1, 7, 40)] == [sum(a.score_flops(s) for s in range(1, n + 1)) for n in (1, 7, 40)]
+
+
+def test_deepseek_v4_gets_the_whole_answer(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
-    result = CliRunner().invoke(app, ["params", "--config", path, "--gpu", "h200"])
-    assert result.exit_code == 1
-    assert "DeepseekV4Attention in 2 shapes, a mixer ffn does not size" in result.output and "_hc" not in result.output
+    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "19", "--tp", "2", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    spec = _layout(_deepseek_v4()).spec
+    # One key-and-value head: every GPU of --tp keeps the whole cache, 2 bytes an element.
+    per_sequence = sum(_compressed(spec, i).cached_elements(19) for i in range(4))
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * per_sequence
+    assert [k["layers"] for k in data["decode_state"]["kinds"]] == [1, 1, 2]
+    # What the verdict leaves out is the residual stream's copies, and nothing else.
+    (left_out,) = data["per_gpu_memory"]["left_out"]
+    assert left_out == "layers 0–3: the hyper-connections' 2 copies of the residual stream: activations count one"
 
 
 _MINIMAX = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,

@@ -628,6 +628,10 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     except _Unread as unread:
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
+    copies = {getattr(c, "hc_mult", None) for _n, c in rest if type(c).__name__.endswith("HyperConnection")}
+    if copies:  # DeepSeek-V4's mHC: the residual stream is that many copies of the hidden state wide
+        read.left_out.append(Message(N_("the hyper-connections' {n} copies of the residual stream: activations count one"),
+                                     n=", ".join(str(n) for n in sorted(copies, key=str))))  # fmt: skip
     for name, child in rest:
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())

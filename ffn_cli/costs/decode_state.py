@@ -110,7 +110,7 @@ def _compressed_row(c: CompressedAttentionSpec, layers: int, context: int) -> Ki
         entries = Message(N_(" + {n} entries × {width}"), n=f"{c.entries(context):,}", width=f"{c.head_dim:,}")
         index = Message(N_(" + {n} indexer keys × {width}"), n=f"{c.entries(context):,}", width=f"{c.index_dim:,}") if c.index_heads else ""
         pending = c.cached_elements(context) - tokens * c.head_dim - c.entries(context) * (c.head_dim + c.index_dim)
-        rest = Message(N_(" + {n} pending"), n=f"{pending:,}") if pending else ""
+        rest = Message(N_(" + {n} buffered"), n=f"{pending:,}") if pending else ""  # the open window, CSA's overlap
         detail = Message.join(detail, entries, index, rest)
     return KindState(kind, layers, c.cached_elements(context), tokens, detail, width=c.head_dim, window=c.window, rate=c.rate)
 

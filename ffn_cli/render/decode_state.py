@@ -28,14 +28,16 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         if batch > 1:
             cells.append([_("batch {batch}").format(batch=f"{batch:,}"), "", "", "", fmt_bytes(batch * total)])
     title = _("what decoding keeps per sequence at context {n}, {bytes} B an element").format(n=f"{context:,}", bytes=act_bytes)
-    caption = _("attention keeps K and V of every token before the new one.")
-    if any(r.window is not None for r in rows):
+    attends = [r for r in rows if r.tokens is not None and not r.rate and r.width]
+    caption = _("attention keeps K and V of every token before the new one.") if attends or not rows else ""
+    if any(r.window is not None for r in attends):
         caption += _(" A layer with a window of w tokens keeps only the w − 1 latest.")
     if any(r.rate for r in rows):
         caption += _(
-            " A compressed layer (DeepSeek-V4) keeps its keys once (K = V) and an entry for each m tokens it has seen"
-            " (CSA: the indexer's key too), the tokens of a window not yet closed beside them."
+            " A compressed layer (DeepSeek-V4) keeps its window's w − 1 latest tokens, their keys once (K = V), and an"
+            " entry for each m tokens it has seen (CSA: the indexer's key too), the tokens of a window not yet closed beside them."
         )
+    caption = caption.lstrip()
     if any(r.tokens is None for r in rows):
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
     return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
