@@ -141,4 +141,5 @@ def test_the_rule_of_a_built_count_is_said_in_chinese_and_kept_in_english_in_jso
     assert "其余全部，按模块列出" in shown.stdout
     assert "everything else" not in shown.stdout and "held by a module" not in shown.stdout
     data = json.loads(runner.invoke(app, ["--lang", "zh", "params", "--config", str(config), "--json"]).stdout)
-    assert {"part": "other", "kind": "other", "rule": "everything else, listed by module"} in data["rule"]
+    other = [r for r in data["rule"] if r["kind"] == "other"]
+    assert len(other) == 1 and other[0]["rule"].startswith("everything else, listed by module; whatever a *HyperConnection")
