@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 from math import ceil
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
@@ -114,3 +116,26 @@ def test_a_compressed_tensors_scheme_ffn_does_not_read_says_so(tmp_path) -> None
     qc = _ct("marlin-24", {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128})
     result = runner.invoke(app, ["params", "--config", _config_with(tmp_path, "llama-3.1-8b", qc), "--json"])
     assert result.exit_code == 0 and "not read" in json.loads(result.stdout)["checkpoint"]["note"]
+
+
+def test_glm5s_mtp_layer_against_transformers_last_layer(tmp_path: Path) -> None:
+    # GLM-5 (glm_moe_dsa) ships its MTP layer as DeepSeek-V3 does, indexer and all (vLLM loads it as
+    # deepseek_mtp): one more of transformers' own last decoder layer, and beside it enorm, hnorm and
+    # shared_head.norm (3 · d), eh_proj (d, 2 · d), shared_head.head and a copy of the embeddings (v, d) each.
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    keys = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
+                num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, kv_lora_rank=16, q_lora_rank=24,
+                qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, index_head_dim=8, index_n_heads=2, vocab_size=128,
+                first_k_dense_replace=1, max_position_embeddings=4096)  # fmt: skip
+    config = {**transformers.AutoConfig.for_model("glm_moe_dsa", **keys).to_dict(), "model_type": "glm_moe_dsa"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "num_nextn_predict_layers": 1}))
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    last = sum(p.numel() for p in model.model.layers[-1].parameters())
+    d, v = 64, 128
+    row = next(r for r in _checkpoint("--config", str(path), "--weights", "fp8")["roles"] if r["role"] == "mtp")
+    assert row["params"] == last + 3 * d + 2 * d * d + 2 * v * d
+    path.write_text(json.dumps(config))  # no num_nextn_predict_layers: no MTP layer
+    assert not any(r["role"] == "mtp" for r in _checkpoint("--config", str(path), "--weights", "fp8")["roles"])

@@ -2,9 +2,10 @@
 bytes: the multi-token-prediction (MTP) layers a config declares, and DeepSeek-V3's router score
 biases. Pure Python.
 
-An MTP layer (`num_nextn_predict_layers`: DeepSeek-V3's layer 61, GLM-4.5's layer 46), as the
-checkpoints store it and vLLM's deepseek_mtp / glm4_moe_mtp load it: one more decoder layer of
-the last layer's kind (attention, its MoE FFN, two norms), `enorm` and `hnorm` (norms of the
+An MTP layer (`num_nextn_predict_layers`: DeepSeek-V3's layer 61, GLM-4.5's layer 46, GLM-5's
+and DeepSeek-V3.2's with their indexer), as the checkpoints store it and vLLM's deepseek_mtp /
+glm4_moe_mtp load it: one more decoder layer of the last layer's kind (attention, its MoE FFN,
+its norms), `enorm` and `hnorm` (norms of the
 embedding and of the hidden state), `eh_proj` (2·d → d, a linear, stored as the layers' are),
 `shared_head` (a norm and a copy of the LM head) and a copy of the embeddings. transformers
 builds none of it, so `ffn params` counts the model without it; serving may drop it (`--no-mtp`).
@@ -25,7 +26,9 @@ from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors"]
 
-MTP_MODEL_TYPES = frozenset({"deepseek_v3", "glm4_moe"})
+# The families whose checkpoints hold their MTP layers in this shape (vLLM's deepseek_mtp and
+# glm4_moe_mtp load them): DeepSeek-V3 and V3.2, GLM-4.5 to 4.7, GLM-4.7-Flash (glm4_moe_lite), GLM-5.
+MTP_MODEL_TYPES = frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa"})
 
 
 def mtp_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
