@@ -684,6 +684,26 @@ def test_deepseek_v4_flops_by_hand() -> None:
         assert [a.score_flops_sum(n) for n in (1, 7, 40)] == [sum(a.score_flops(s) for s in range(1, n + 1)) for n in (1, 7, 40)]
 
 
+def test_deepseek_v4_flops_against_flop_counter() -> None:
+    # One token through the whole model, module by module (FlopCounterMode cannot see the routed experts'
+    # grouped matmuls, so the FFN is held to the hand count above instead): each attention's matmuls are
+    # ffn's, less the pooling no window has closed for, plus the scores over the one key; the
+    # hyper-connections' projections and comb mixes are ffn's, less the two collapses (2 · N · d each, a
+    # sum of products torch runs as elementwise work).
+    config = _deepseek_v4()
+    spec = _layout(config).spec
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.zeros(1, 1, dtype=torch.long))
+    counts = {name.removeprefix("DeepseekV4ForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
+    (beside,) = (e for e in spec.extras if e.per_layer)
+    for i in range(4):
+        attention = _compressed(spec, i)
+        assert counts[f"layers.{i}.self_attn"] == attention.projection_flops_per_token() - attention.pooling_flops_per_token() + 4 * 4 * 32
+        children = sum(counts[f"layers.{i}.{c}"] for c in ("self_attn", "mlp"))
+        assert counts[f"layers.{i}"] - children == beside.flops - 2 * (2 * 2 * 64)
+
+
 def test_deepseek_v4_gets_the_whole_answer(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
     args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "19", "--tp", "2", "--json"]

@@ -142,6 +142,7 @@ class LayerRead:
     norm: NormKind = "rmsnorm"
     norm_params: int = 0  # one norm's
     other: tuple[ParamTensor, ...] = ()
+    other_flops: int = 0  # per token, of `other` beyond its Linear weights (DeepSeek-V4's hyper-connections)
     window: int | None = None
     index_keys: int | None = None  # a DSA indexer's key, elements a token
     index_heads: int | None = None  # its heads
@@ -628,10 +629,12 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     except _Unread as unread:
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
-    copies = {getattr(c, "hc_mult", None) for _n, c in rest if type(c).__name__.endswith("HyperConnection")}
-    if copies:  # DeepSeek-V4's mHC: the residual stream is that many copies of the hidden state wide
+    hyper = [c for _n, c in rest if type(c).__name__.endswith("HyperConnection")]
+    if hyper:  # DeepSeek-V4's mHC: the residual stream is that many copies of the hidden state wide
+        copies = sorted({str(getattr(c, "hc_mult", "?")) for c in hyper})
         read.left_out.append(Message(N_("the hyper-connections' {n} copies of the residual stream: activations count one"),
-                                     n=", ".join(str(n) for n in sorted(copies, key=str))))  # fmt: skip
+                                     n=", ".join(copies)))  # fmt: skip
+        read.other_flops = sum(_hyper_connection_flops(d, c) for c in hyper)
     for name, child in rest:
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
@@ -646,6 +649,17 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
+
+
+def _hyper_connection_flops(d: int, module: nn.Module) -> int:
+    """One hyper-connection's contractions per token (transformers' DeepseekV4HyperConnection and the
+    decoder layer around it), N copies of the residual stream: the projection of the N·d flattened
+    copies to the (2 + N)·N mixing weights (2 a weight of `fn`), the copies collapsed into the
+    block's input (2·N·d) and mixed into the output's copies by the N × N comb (2·N²·d)."""
+    n, fn = getattr(module, "hc_mult", None), getattr(module, "fn", None)
+    if not isinstance(n, int) or not isinstance(fn, nn.Parameter):
+        return 0
+    return 2 * fn.numel() + 2 * n * d + 2 * n * n * d
 
 
 def _between(parts: list[Message], separator: Message) -> list[Message]:
@@ -972,6 +986,7 @@ def _assemble(
     extras: tuple[ExtraPart, ...] = ()
     if other:  # a Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do
         linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
+        linear += reads[0].other_flops
         extras += (ExtraPart(BESIDE_THE_PARTS, "other", ", ".join(t.name for t in other), other, per_layer=True, flops=linear),)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         tables = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
