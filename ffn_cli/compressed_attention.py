@@ -173,6 +173,15 @@ class CompressedAttentionSpec:
             kept += closed * self.index_dim + 2 * pending * 2 * self.index_dim + overlap * self.index_dim
         return sliding + kept
 
+    def peak_elements(self, context: int) -> int:
+        """The most one sequence's cache holds on the way to `context` tokens: decoding passes
+        through every shorter context, and the cache shrinks as a window closes (its buffered
+        tokens pooled into one entry), so the peak is at `context` or just before the last close."""
+        if not self.rate or context < self.rate:
+            return self.cached_elements(context)
+        before_close = context // self.rate * self.rate - 1
+        return max(self.cached_elements(context), self.cached_elements(before_close))
+
     def shape_data(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

@@ -704,6 +704,31 @@ def test_deepseek_v4_flops_against_flop_counter() -> None:
         assert counts[f"layers.{i}"] - children == beside.flops - 2 * (2 * 2 * 64)
 
 
+def test_deepseek_v4_memory_holds_the_peak_on_the_way() -> None:
+    # A compressed layer's cache shrinks when a window closes (its buffered tokens pooled into one entry):
+    # the memory a context needs is the most the cache held on the way there, decoding passing every one.
+    spec = _layout(_deepseek_v4()).spec
+    for a in (_compressed(spec, i) for i in (0, 1, 2)):
+        held = [a.cached_elements(t) for t in range(60)]
+        assert [a.peak_elements(t) for t in range(60)] == [max(held[: t + 1]) for t in range(60)]
+
+
+def test_deepseek_v4_longest_context_fits_all_the_way(tmp_path: Path) -> None:
+    path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
+
+    def memory(context: int) -> dict[str, Any]:
+        args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "200000", "--seq-len", str(context)]
+        result = CliRunner().invoke(app, [*args, "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)["per_gpu_memory"]  # type: ignore[no-any-return]
+
+    longest = memory(64)["max_context"]
+    assert 8 < longest < 1 << 20  # the search ends inside the model's limit, past the first windows
+    assert not memory(longest + 1)["fits"]
+    # every context on the way fits too: the last two HCA windows before it, closes and all
+    assert all(memory(context)["fits"] for context in range(longest - 16, longest + 1))
+
+
 def test_deepseek_v4_gets_the_whole_answer(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
     args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "19", "--tp", "2", "--json"]
@@ -711,13 +736,23 @@ def test_deepseek_v4_gets_the_whole_answer(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     spec = _layout(_deepseek_v4()).spec
-    # One key-and-value head: every GPU of --tp keeps the whole cache, 2 bytes an element.
-    per_sequence = sum(_compressed(spec, i).cached_elements(19) for i in range(4))
+    # One key-and-value head: every GPU of --tp keeps the whole cache, 2 bytes an element, at the most it
+    # held on the way to 19 tokens; the decode state is what it holds at 19.
+    per_sequence = sum(_compressed(spec, i).peak_elements(19) for i in range(4))
+    held = sum(_compressed(spec, i).cached_elements(19) for i in range(4))
+    assert data["decode_state"]["bytes_per_sequence"] == 2 * held < 2 * per_sequence
     assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * per_sequence
     assert [k["layers"] for k in data["decode_state"]["kinds"]] == [1, 1, 2]
-    # What the verdict leaves out is the residual stream's copies, and nothing else.
-    (left_out,) = data["per_gpu_memory"]["left_out"]
-    assert left_out == "layers 0–3: the hyper-connections' 2 copies of the residual stream: activations count one"
+    # Each attention shape its own row of per_layer, held to transformers' own modules.
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**_deepseek_v4()))
+    built = [sum(p.numel() for p in layer.self_attn.parameters()) for layer in model.model.layers]
+    assert [(r["layers"], r["attention_params"]) for r in data["per_layer"]] == [([0], built[0]), ([1], built[1]), ([2, 3], built[2])]
+    assert data["attention"]["kind"] == "SWA" and [k["kind"] for k in data["attention_kinds"]] == ["HCA", "CSA"]
+    # What the verdict leaves out: the residual stream's copies, and the MTP layer of a shape ffn does not know.
+    copies, mtp = data["per_gpu_memory"]["left_out"]
+    assert copies == "layers 0–3: the hyper-connections' 2 copies of the residual stream: activations count one"
+    assert "num_nextn_predict_layers 1" in mtp
 
 
 _MINIMAX = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,

@@ -139,3 +139,15 @@ def test_glm5s_mtp_layer_against_transformers_last_layer(tmp_path: Path) -> None
     assert row["params"] == last + 3 * d + 2 * d * d + 2 * v * d
     path.write_text(json.dumps(config))  # no num_nextn_predict_layers: no MTP layer
     assert not any(r["role"] == "mtp" for r in _checkpoint("--config", str(path), "--weights", "fp8")["roles"])
+
+
+def test_an_mtp_layer_of_unknown_shape_is_named_not_counted() -> None:
+    # DeepSeek-V4's config declares one MTP layer, which transformers skips on load and whose shape
+    # (beside its hyper-connections) ffn does not know: the verdict names it as left out, and
+    # --no-mtp, which serves without it, is taken and drops the line.
+    pytest.importorskip("transformers")
+    args = ["params", "--preset", "deepseek-v4-flash", "--gpu", "h200", "--tp", "8", "--json"]
+    with_mtp, without = (json.loads(runner.invoke(app, a).stdout)["per_gpu_memory"] for a in (args, [*args, "--no-mtp"]))
+    assert any("num_nextn_predict_layers 1" in line for line in with_mtp["left_out"])
+    assert not any("num_nextn_predict_layers" in line for line in without["left_out"])
+    assert with_mtp["checkpoint_bytes"] == without["checkpoint_bytes"]  # neither counts it

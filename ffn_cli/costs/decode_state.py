@@ -41,7 +41,9 @@ class KindState:
     conv: int = 0  # … and its convolution's window
     recurrent_bytes: int | None = None  # bytes of a recurrent element where the config names its dtype
     sized: bool = True  # False: a mixer whose state ffn does not know, named and counted as none
-    rate: int = 0  # DeepSeek-V4's compressed attention: the tokens pooled into one entry it keeps
+    rate: int = 0  # DeepSeek-V4's compressed attention: the tokens pooled into one entry it keeps …
+    entries: int = 0  # … the entries it keeps, each `width` wide, and each indexer key's width beside one
+    index_width: int = 0
 
     @property
     def elements(self) -> int:
@@ -58,7 +60,9 @@ class KindState:
         return self.layers * self.bytes_per_layer(act_bytes)
 
 
-def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> list[KindState]:
+def _attention_rows(
+    spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int, peak: bool
+) -> list[KindState]:
     # One row a reach and width: Gemma 4's sliding layers and its full layers of wider heads apart.
     kept: dict[tuple[str, int | None, int, int], int] = {}
     compressed: dict[CompressedAttentionSpec, int] = {}
@@ -87,7 +91,7 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
             kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
         detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
         rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads))
-    rows += [_compressed_row(c, count, context) for c, count in compressed.items()]
+    rows += [_compressed_row(c, count, context, peak) for c, count in compressed.items()]
     shared = [i for i in spec.attention_layers if i in spec.kv_shared_layers]
     if shared:  # a row of their own, so that every layer is in the table: they read an earlier layer's cache
         detail = Message(N_("none: an earlier layer's keys and values"))
@@ -99,25 +103,31 @@ def _attention_rows(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequ
     return rows
 
 
-def _compressed_row(c: CompressedAttentionSpec, layers: int, context: int) -> KindState:
+def _compressed_row(c: CompressedAttentionSpec, layers: int, context: int, peak: bool) -> KindState:
     """DeepSeek-V4's layers of one kind: the window's keys (K = V, once), the pooled entries and
-    the indexer's keys, the window not yet closed and CSA's overlap; one head, whole on every GPU."""
+    the indexer's keys, the window not yet closed and CSA's overlap; one head, whole on every GPU.
+    `peak`: the most held on the way to the context (what memory must hold to decode that far)."""
     tokens = min(context, c.window - 1)
-    kind = Message(N_("{kind}, window {window}"), kind=c.kind, window=f"{c.window:,}")
+    kind = Message(N_("{kind}, window {window}"), kind=c.kind, window=f"{c.window:,}")  # short: the table's first column
     detail = Message(N_("{tokens} tokens × {width} (K = V)"), tokens=f"{tokens:,}", width=f"{c.head_dim:,}")
     if c.rate:
-        kind = Message.join(kind, Message(N_(", an entry per {rate} tokens"), rate=f"{c.rate:,}"))
+        kind = Message(N_("{kind}, m = {rate}, window {window}"), kind=c.kind, rate=f"{c.rate:,}", window=f"{c.window:,}")
         entries = Message(N_(" + {n} entries × {width}"), n=f"{c.entries(context):,}", width=f"{c.head_dim:,}")
         index = Message(N_(" + {n} indexer keys × {width}"), n=f"{c.entries(context):,}", width=f"{c.index_dim:,}") if c.index_heads else ""
         pending = c.cached_elements(context) - tokens * c.head_dim - c.entries(context) * (c.head_dim + c.index_dim)
         rest = Message(N_(" + {n} buffered"), n=f"{pending:,}") if pending else ""  # the open window, CSA's overlap
         detail = Message.join(detail, entries, index, rest)
-    return KindState(kind, layers, c.cached_elements(context), tokens, detail, width=c.head_dim, window=c.window, rate=c.rate)
+    elements = c.peak_elements(context) if peak else c.cached_elements(context)
+    return KindState(kind, layers, elements, tokens, detail, width=c.head_dim, window=c.window, rate=c.rate, entries=c.entries(context),
+                     index_width=c.index_dim)  # fmt: skip
 
 
-def decode_state(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int) -> tuple[KindState, ...]:
-    """Every layer kind's cache at `context` tokens, attention first, in elements."""
-    rows = _attention_rows(spec, windows, chunks, context)
+def decode_state(
+    spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int, *, peak: bool = False
+) -> tuple[KindState, ...]:
+    """Every layer kind's cache at `context` tokens, attention first, in elements; with `peak`, the
+    most each holds on the way there (a compressed layer's cache shrinks as a window closes)."""
+    rows = _attention_rows(spec, windows, chunks, context, peak)
     m = spec.mixer
     if m is not None and m.layers:
         conv = f"{m.conv_state_elements:,}"

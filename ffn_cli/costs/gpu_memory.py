@@ -84,7 +84,7 @@ class _Sizer:
     def kv_bytes_per_sequence(self, context: int, act_bytes: int) -> float:
         if not self.causal:
             return 0.0
-        kinds = decode_state(self.spec, self.windows, self.chunks, context)
+        kinds = decode_state(self.spec, self.windows, self.chunks, context, peak=True)  # decoding passes every shorter context
         return sum(
             k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None else 1 / self.layout.tp) for k in kinds
         )

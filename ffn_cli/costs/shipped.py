@@ -24,7 +24,7 @@ from ffn_cli.costs.weights import WeightTensor
 from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors"]
+__all__ = ["MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors", "unsized_mtp_layers"]
 
 # The families whose checkpoints hold their MTP layers in this shape (vLLM's deepseek_mtp and
 # glm4_moe_mtp load them): DeepSeek-V3 and V3.2, GLM-4.5 to 4.7, GLM-4.7-Flash (glm4_moe_lite), GLM-5.
@@ -36,6 +36,14 @@ def mtp_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
     n = config.get("num_nextn_predict_layers", 0)
     known = spec.model_type in MTP_MODEL_TYPES and isinstance(n, int) and not isinstance(n, bool)
     return n if known and n > 0 else 0
+
+
+def unsized_mtp_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
+    """The MTP layers a config declares for a family whose checkpoints' MTP shape ffn does not know
+    (DeepSeek-V4's, beside its hyper-connections): named as left out, never counted as another shape."""
+    n = config.get("num_nextn_predict_layers", 0)
+    declared = isinstance(n, int) and not isinstance(n, bool) and n > 0
+    return n if declared and spec.model_type not in MTP_MODEL_TYPES else 0
 
 
 def _layer(spec: ModelSpec, count: int) -> list[WeightTensor]:

@@ -188,25 +188,29 @@ class ModelParams:
 
     @property
     def per_layer(self) -> list[dict[str, object]]:
-        """Attention and FFN of each distinct layer kind (dense-first layers apart)."""
+        """Attention and FFN of each distinct layer kind (dense-first layers apart; attention of
+        several shapes, Gemma 4's or DeepSeek-V4's, and KV-shared layers apart too)."""
         spec = self.spec
         rows = []
+        attends = set(spec.attention_layers) if spec.attention_kinds or spec.kv_shared_layers else set()
         for ffn, layers in _ffn_groups(spec):
-            # Attention of several shapes (Gemma 4): the shape of the group's first attention layer.
-            first = next((i for i in layers if i in spec.attention_layers), None) if spec.attention_kinds else None
-            attention = spec.attention_layer_params if first is None else spec.attention_params_of(first)
-            attention *= 2 if spec.cross_attention else 1
-            rows.append(
-                {
-                    "layers": list(layers),
-                    "ffn_variant": ffn.variant,
-                    "attention_params": attention,
-                    "ffn_params": ffn_params(spec, ffn),
-                    "ffn_active_params": ffn_params(spec, ffn, active=True),
-                    "ffn_attention_ratio": ffn_params(spec, ffn) / attention,
-                }
-            )
+            by_attention: dict[int, list[int]] = {}
+            for i in layers:  # a hybrid's mixer layers keep the attention layers' figure, as the ratio has always said
+                by_attention.setdefault(spec.attention_params_of(i) if i in attends else spec.attention_layer_params, []).append(i)
+            rows += [self._layer_row(ffn, group, attention) for attention, group in by_attention.items()]
         return rows
+
+    def _layer_row(self, ffn: FFNSpec, layers: list[int], attention: int) -> dict[str, object]:
+        spec = self.spec
+        attention *= 2 if spec.cross_attention else 1
+        return {
+            "layers": list(layers),
+            "ffn_variant": ffn.variant,
+            "attention_params": attention,
+            "ffn_params": ffn_params(spec, ffn),
+            "ffn_active_params": ffn_params(spec, ffn, active=True),
+            "ffn_attention_ratio": ffn_params(spec, ffn) / attention,
+        }
 
 
 def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:

@@ -35,7 +35,9 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     if any(r.rate for r in rows):
         caption += _(
             " A compressed layer (DeepSeek-V4) keeps its window's w − 1 latest tokens, their keys once (K = V), and an"
-            " entry for each m tokens it has seen (CSA: the indexer's key too), the tokens of a window not yet closed beside them."
+            " entry for each m tokens it has seen (CSA: the indexer's key too), the tokens of a window not yet closed beside"
+            " them; one head, whole on every GPU of --tp; the memory of one GPU counts the most it holds on the way to the"
+            " context, before a window closes."
         )
     caption = caption.lstrip()
     if any(r.tokens is None for r in rows):
@@ -61,7 +63,7 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),
                 **({} if r.sized else {"sized": False}),
-                **({"compress_rate": r.rate} if r.rate else {}),
+                **({"compress_rate": r.rate, "entries": r.entries, "index_key_elements": r.index_width or None} if r.rate else {}),
             }
             for r in rows
         ],

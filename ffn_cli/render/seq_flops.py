@@ -78,6 +78,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     crossover = stack.crossover()
     scores = _("scores: Q·Kᵀ and softmax·V; {kind}, {detail}").format(kind=stack.attention_kind, detail=shown(stack.attention_detail))
     every_compressed = bool(stack.compressed) and all(c is not None for c in stack.compressed)
+    if every_compressed:  # each kind's words begin with its name (HCA, CSA): said once
+        scores = _("scores: Q·Kᵀ and softmax·V; {detail}").format(detail=shown(stack.attention_detail))
     lines = [scores] if every_compressed else [scores, _keys_text(stack)]
     if len(stack.windows) > 1:
         lines.append(_("all layers summed; embeddings and the LM head left out"))
@@ -122,6 +124,16 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     return Group(table(title, columns, cells), Text("\n".join(lines), style="dim"))
 
 
+def _compressed_data(stack: LayerStack) -> list[dict[str, Any]]:
+    """DeepSeek-V4's layer kinds, each with its layers (the `windows` list holds them as None: their
+    keys are counted by their own spec)."""
+    kinds: dict[Any, list[int]] = {}
+    for i, c in enumerate(stack.compressed):
+        if c is not None:
+            kinds.setdefault(c, []).append(i)
+    return [{"layers": layers, **c.shape_data()} for c, layers in kinds.items()]
+
+
 def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[str, Any]:
     return {
         "causal": stack.causal,
@@ -129,7 +141,7 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "attention_detail": stack.attention_detail,
         "score_flops_per_key": list(stack.score_flops_per_key),
         "windows": list(stack.windows),
-        **({"compressed_layers": [i for i, c in enumerate(stack.compressed) if c is not None]} if stack.compressed else {}),
+        **({"compressed": _compressed_data(stack)} if stack.compressed else {}),
         "chunks": list(stack.chunks) or [None] * len(stack.windows),
         "layer_pattern": pattern_text(stack) or None,
         "mixers": list(stack.mixers) or None,

@@ -17,7 +17,7 @@ from ffn_cli.costs.rank_memory import rank_memory
 from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pass_cost
 from ffn_cli.costs.roofline.one_ffn import model_forecasts
 from ffn_cli.costs.roofline.per_gpu import gpu_pass
-from ffn_cli.costs.shipped import mtp_layers, shipped_tensors
+from ffn_cli.costs.shipped import mtp_layers, shipped_tensors, unsized_mtp_layers
 from ffn_cli.costs.weights import check_scope, checkpoint, plan_from_config, plan_from_options
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.dtypes import TABLE_DTYPE
@@ -155,7 +155,8 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     spec = loaded.spec
     quantized = opts.weights is not None or loaded.config.get("quantization_config") is not None
     shipped = shipped_tensors(spec, loaded.config, mtp=opts.mtp)
-    if not opts.mtp and not mtp_layers(spec, loaded.config):
+    unsized_mtp = unsized_mtp_layers(spec, loaded.config) if opts.mtp else 0
+    if not opts.mtp and not mtp_layers(spec, loaded.config) and not unsized_mtp_layers(spec, loaded.config):
         raise FFNError("no_mtp", True, _("{name}'s config declares no multi-token-prediction layers to leave out").format(name=spec.name))
     stored = checkpoint(spec, plan, shipped)
     weights = None
@@ -169,6 +170,10 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
         left_out = tuple(getattr(loaded, "left_out", ())) if fit is not None else ()
+        if unsized_mtp and fit is not None:
+            why = _("the checkpoint's multi-token-prediction layers (num_nextn_predict_layers {n}), whose shape ffn does not know for "
+                    "{model_type}: not in the weights (--no-mtp serves without them)")  # fmt: skip
+            left_out += (why.format(n=unsized_mtp, model_type=spec.model_type),)
     if gpu is None:
         return ModelCosts(weights, ranks, fit, left_out)
     column = TABLE_DTYPE.get(dtype, dtype)

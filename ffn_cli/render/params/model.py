@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.i18n import _
 from ffn_cli.models.count import training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR
@@ -71,6 +72,12 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
             **({"dense_widths": list(s.dense_widths)} if s.dense_widths else {}),
         },
         "attention": attention_data(s.attention),
+        # The other attention shapes and their layers (Gemma 4's full layers, DeepSeek-V4's CSA ones).
+        **(
+            {"attention_kinds": [{"layers": list(k.layers), **attention_data(k.attention)} for k in s.attention_kinds]}
+            if s.attention_kinds
+            else {}
+        ),
         "dense_ffn": applied_fields(s.dense_ffn) if s.dense_ffn else None,
         "moe_ffn": applied_fields(s.moe_ffn) if s.moe_ffn else None,
         "parts": [
@@ -193,6 +200,11 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     rows += memory_rows(m.total_params, dtype)
     flops = m.matmul_flops_per_token
     scores = _("matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer")
+    if any(isinstance(m.spec.attention_of(i), CompressedAttentionSpec) for i in m.spec.attention_layers):
+        scores = _(
+            "matmuls on the active path; attention scores add 4·heads·head_dim for each key a query reads (its window's, "
+            "and the pooled entries)"
+        )
     rows.append([_("forward FLOPs/token"), fmt_flops(flops), scores])
     rows.append([_("forward + backward"), fmt_flops(BACKWARD_FACTOR * flops), _("{factor} × forward").format(factor=BACKWARD_FACTOR)])
     return table(_("summary"), [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
