@@ -590,13 +590,13 @@ def test_kv_shared_layers_against_transformers(context: int) -> None:
 
 def test_kv_shared_layers_flops_against_flop_counter() -> None:
     # One token through the whole model: FlopCounterMode's matmuls are ffn's (no k or v projected in a shared
-    # layer, the per-layer input gate and projection in every layer) and the per-layer model projection
-    # (64 → 6 × 8), a tensor beside the layers that ffn counts with no FLOPs.
+    # layer, the per-layer input gate and projection in every layer, and beside the layers the per-layer
+    # model projection, 64 → 6 × 8).
     config = {**transformers.AutoConfig.for_model("gemma4_text", **_GEMMA4_E).to_dict(), "model_type": "gemma4_text"}
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(torch.zeros(1, 1, dtype=torch.long))
-    assert counter.get_total_flops() == count_model(_layout(config).spec).matmul_flops_per_token + 2 * 64 * 6 * 8
+    assert counter.get_total_flops() == count_model(_layout(config).spec).matmul_flops_per_token
 
 
 _DEEPSEEK_V4 = dict(hidden_size=64, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4, head_dim=32, q_lora_rank=16,
@@ -823,3 +823,11 @@ def test_ffns_own_fault_beside_transformers_build_is_not_the_configs(monkeypatch
     monkeypatch.setattr(layer_build, "auto_class", functools.partial(int, "a fault of ffn's"))  # raises in ffn's own frame
     with pytest.raises(TypeError):
         _layout(config)
+
+
+def test_deepseek_v4_on_meta_names_no_dense_layer(tmp_path: Path) -> None:
+    # Every DeepSeek-V4 layer routes by value: the refusal on meta offers the CPU, not a dense layer it lacks.
+    path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
+    result = CliRunner().invoke(app, ["trace", "--config", path, "--device", "meta"])
+    assert result.exit_code == 1 and "routes tokens to experts by value" in result.stderr
+    assert "--layer" not in result.stderr and result.stderr.count("\n") == 1

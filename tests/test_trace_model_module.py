@@ -81,6 +81,10 @@ def test_a_routed_moe_layer_on_meta_is_refused_not_undercounted(tmp_path: Path) 
     result = CliRunner().invoke(app, ["trace", "--config", _write(tmp_path, "jamba"), "--layer", "1", "--device", "meta"])
     assert result.exit_code == 1
     assert "routes tokens to experts by value" in result.stderr and result.stderr.count("\n") == 1
+    # Jamba's layer 0 is dense: the refusal names it, as a layer to trace on meta instead.
+    assert "--layer 0" in result.stderr
+    ok = CliRunner().invoke(app, ["trace", "--config", _write(tmp_path, "jamba"), "--layer", "0", "--device", "meta"])
+    assert ok.exit_code == 0, ok.output
 
 
 def test_check_is_refused_for_a_models_own_module(tmp_path: Path) -> None:

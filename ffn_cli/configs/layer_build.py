@@ -276,7 +276,9 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     read.attention, read.attention_extra = spec, extra + _rest(child, used)
     window = getattr(child, "sliding_window", None)
     read.window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
-    said = Message(N_("attention: {heads} heads × {head_dim}, {kv} KV heads"), heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
+    one, many = N_("attention: {heads} heads × {head_dim}, {kv} KV head"), N_("attention: {heads} heads × {head_dim}, {kv} KV heads")
+    shape = one if kv == 1 else many
+    said = Message(shape, heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
     if spec.v_head_dim is not None:
         said = Message.join(said, Message(N_(", values {v} a head"), v=f"{v_head_dim:,}"))
     if values_from_keys:
@@ -993,7 +995,11 @@ def _assemble(
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", tables, shell.tables),)
     if shell.beside:
         tops = ", ".join(dict.fromkeys(".".join(t.name.split(" ")[0].split(".")[:2]) for t in shell.beside))
-        extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, shell.beside),)
+        # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model
+        # projection); a vision tower's run on image patches, not counted per token.
+        text_only = hf_config.get_text_config() is hf_config
+        beside_flops = 2 * sum(t.count for t in shell.beside if t.name.endswith(".weight")) if text_only else 0
+        extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, shell.beside, flops=beside_flops),)
     if attention is None:  # no layer attends: a stand-in nothing reads (attention_layers is empty)
         attention = AttentionSpec(d_model=d, n_heads=1, head_dim=d, qkv_bias=False, o_bias=False)
     spec = ModelSpec(

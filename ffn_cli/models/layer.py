@@ -155,7 +155,8 @@ def attention_summary(attention: AnyAttention) -> Message:
     text = Message(N_("{heads} heads × {dim}"), heads=a.n_heads, dim=a.head_dim)
     if a.v_width != a.head_width:  # MiMo-V2-Flash: values narrower than keys
         text = Message(N_("{heads} heads × {dim} (v {v})"), heads=a.n_heads, dim=a.head_dim, v=a.v_width)
-    kv_heads = Message(N_(", {kv} KV heads"), kv=a.n_kv_heads) if a.n_kv_heads != a.n_heads else ""
+    kv_said = N_(", {kv} KV head") if a.n_kv_heads == 1 else N_(", {kv} KV heads")
+    kv_heads = Message(kv_said, kv=a.n_kv_heads) if a.n_kv_heads != a.n_heads else ""
     if a.values_from_keys:
         kv_heads = Message.join(kv_heads, Message(N_(", values from k_proj")))
     bias = (

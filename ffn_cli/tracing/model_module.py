@@ -93,13 +93,16 @@ def model_module_target(
     if on_meta and _routed(module):
         # Meta tensors hold no values to route by: transformers' expert loops would run no expert
         # (or fail), and the FLOPs would be silently short. Refuse instead.
-        raise FFNRuntimeError(
-            _(
-                "{what} routes tokens to experts by value, which the meta device does not hold; trace it "
-                "on --device cpu (real routing on random weights), trace a dense layer (--layer), or count "
-                "the model with ffn params --config"
-            ).format(what=what)
-        )
+        layers = int(getattr(text, "num_hidden_layers", 0) or 0)
+        dense = next((i for i in range(layers) if (f := find_ffn_module(model, i)) is not None and not _routed(f.module)), None)
+        if dense is None:  # DeepSeek-V4, Qwen3-MoE: every layer routes
+            why = _("{what} routes tokens to experts by value, which the meta device does not hold; trace it on --device cpu "
+                    "(real routing on random weights), or count the model with ffn params --config")  # fmt: skip
+        else:
+            why = _("{what} routes tokens to experts by value, which the meta device does not hold; trace it on --device cpu "
+                    "(real routing on random weights), trace a dense layer (--layer {dense}), or count the model with ffn "
+                    "params --config")  # fmt: skip
+        raise FFNRuntimeError(why.format(what=what, dense=dense))
     std = float(getattr(text, "initializer_range", DEFAULT_INIT_STD) or DEFAULT_INIT_STD)
     if on_meta:
         described = (*notes, N_("built on the meta device: shapes and FLOPs, no values"))

@@ -363,8 +363,8 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
         why = _("counts attention and FFNs; a {kind} token mixer's backward is not counted")
         raise FFNError("backward", True, why.format(kind=spec.mixer.kind))
     if spec.extras:
-        why = _("counts attention and FFNs; the backward of {name}'s {parts} is not counted")
-        raise FFNError("backward", True, why.format(name=spec.name, parts=_(", ").join(_(e.name) for e in spec.extras)))
+        why = _("counts attention and FFNs; the backward of {name}'s other parts ({parts}) is not counted")
+        raise FFNError("backward", True, why.format(name=spec.name, parts=_("; ").join(_(e.name) for e in spec.extras)))
     t, d, b = case.tokens, spec.d_model, case.act_bytes
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}

@@ -186,7 +186,10 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
             pct=pct(m.vision_params, m.total_params), n=fmt_count(m.text_params)
         )
         rows.append([_("vision tower"), fmt_count(m.vision_params), vision])
-    rows.append([_("non-embedding"), fmt_count(m.non_embedding_params), _("without token/position embeddings and an untied head")])
+    without = _("without token/position embeddings and an untied head")
+    if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
+        without = _("without token/position embeddings, the tables looked up beside them, and an untied head")
+    rows.append([_("non-embedding"), fmt_count(m.non_embedding_params), without])
     rows.append([_("attention"), fmt_count(m.attention_params), of_total.format(pct=pct(m.attention_params, m.total_params))])
     ffn_how = of_total.format(pct=pct(m.ffn_params, m.total_params))
     if has_active:
