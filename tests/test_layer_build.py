@@ -389,12 +389,17 @@ _GLM5 = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num
              first_k_dense_replace=1, max_position_embeddings=4096)  # fmt: skip
 
 
+def _params_json(*args: str) -> dict[str, Any]:
+    """What `ffn params ARGS --json` prints, exit status 0."""
+    result = CliRunner().invoke(app, ["params", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
 def test_gpu_answer_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "glm_moe_dsa", **_GLM5)
-    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "2", "--seq-len", "100", "--json"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "2", "--seq-len", "100"]
+    data = _params_json(*args[1:])
     # By hand: 4 layers of MLA, each token its 16-wide latent and 8-wide rotary key, and the indexer's
     # 8-wide key (index_head_dim); 2 bytes, 2 sequences.
     assert data["per_gpu_memory"]["kv_cache_bytes"] == 2 * 100 * 4 * (16 + 8 + 8) * 2
@@ -402,7 +407,7 @@ def test_gpu_answer_for_a_model_no_reader_knows(tmp_path: Path) -> None:
     assert data["roofline"]["cases"]
     assert not data["per_gpu_memory"].get("left_out") and not data["layout"]["left_out"]
     assert data["total_params"] == meta_build.count(json.loads(Path(path).read_text()), name="x", source="x").total_params
-    text = CliRunner().invoke(app, args[:-1], env={"COLUMNS": "80"}).output
+    text = CliRunner().invoke(app, args, env={"COLUMNS": "80"}).output
     assert "the verdict leaves out" not in text and "DSA indexer" in text
 
 
@@ -717,10 +722,8 @@ def test_deepseek_v4_longest_context_fits_all_the_way(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
 
     def memory(context: int) -> dict[str, Any]:
-        args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "200000", "--seq-len", str(context)]
-        result = CliRunner().invoke(app, [*args, "--json"])
-        assert result.exit_code == 0, result.output
-        return json.loads(result.stdout)["per_gpu_memory"]  # type: ignore[no-any-return]
+        args = ("--config", path, "--gpu", "h200", "--phase", "decode", "--batch", "200000", "--seq-len", str(context))
+        return _params_json(*args)["per_gpu_memory"]  # type: ignore[no-any-return]
 
     longest = memory(64)["max_context"]
     assert 8 < longest < 1 << 20  # the search ends inside the model's limit, past the first windows
@@ -731,10 +734,7 @@ def test_deepseek_v4_longest_context_fits_all_the_way(tmp_path: Path) -> None:
 
 def test_deepseek_v4_gets_the_whole_answer(tmp_path: Path) -> None:
     path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
-    args = ["params", "--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "19", "--tp", "2", "--json"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    data = _params_json("--config", path, "--gpu", "h200", "--phase", "decode", "--seq-len", "19", "--tp", "2")
     spec = _layout(_deepseek_v4()).spec
     # One key-and-value head: every GPU of --tp keeps the whole cache, 2 bytes an element, at the most it
     # held on the way to 19 tokens; the decode state is what it holds at 19.
