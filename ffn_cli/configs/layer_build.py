@@ -8,13 +8,15 @@ first_k_dense_replace, decoder_sparse_step or full_attention_interval). One laye
 is built with the decoder layer class the model's own class names, and its modules are read:
 
   token mixer   softmax attention (q/k/v/o projections: heads, KV heads, head width, biases,
-                q/k norms, sinks, a q_proj twice as wide gating the output, a sliding window),
-                latent attention (kv_a_proj_with_mqa, kv_b_proj), a Gated DeltaNet or a Mamba-2
-                mixer (their state's widths); any other mixer counted tensor by tensor, its
-                decode state named as not sized
+                q/k norms, sinks, a q_proj twice as wide gating the output, a sliding window;
+                a KV-shared layer without k/v projections), latent attention (kv_a_proj_with_mqa,
+                kv_b_proj), DeepSeek-V4's compressed attention (compressed_attention.py), a Gated
+                DeltaNet or a Mamba-2 mixer (their state's widths); any other mixer counted tensor
+                by tensor, its decode state named as not sized
   FFN           dense (gated or not), or routed experts ([E, …] tensors or a list of experts)
                 with a router and shared experts
-  beside them   the layer's norms, and tensors of no part (kept per layer, counted exactly)
+  beside them   the layer's norms, and tensors of no part (kept per layer, counted exactly;
+                DeepSeek-V4's hyper-connections, which mix copies of the residual stream)
 
 Each part read is checked against the built module's own parameter count: a part whose count the
 spec does not reproduce is refused, naming the layers and the module, never counted as something
