@@ -53,7 +53,7 @@ from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.models.layer import compressed_summary
 from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, SelectiveScan, gated_delta_net, mamba2
-from ffn_cli.models.spec import KV_TENSORS, AttentionKind, ExtraPart, ModelSpec, NormKind, layer_ranges
+from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
@@ -685,7 +685,7 @@ def _mixer_params(read: LayerRead) -> int:
     mixer = read.mixer.params + read.mixer.norm_params if read.mixer is not None else 0
     if read.attention is None:
         return mixer
-    kv = sum(t.count for t in read.attention.tensors() if t.name.startswith(KV_TENSORS)) if read.kv_shared else 0
+    kv = sum(t.count for t in kv_tensors(read.attention)) if read.kv_shared else 0
     return mixer + read.attention.params - kv + sum(t.count for t in read.attention_extra)
 
 

@@ -18,7 +18,7 @@ from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
 
-__all__ = ["KV_TENSORS", "NORM_KINDS", "AttentionKind", "ExtraKind", "ExtraPart", "ModelSpec", "NormKind", "layer_ranges"]
+__all__ = ["KV_TENSORS", "NORM_KINDS", "AttentionKind", "ExtraKind", "ExtraPart", "ModelSpec", "NormKind", "kv_tensors", "layer_ranges"]
 
 NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine", "layernorm_no_bias"]
 # Parameters of one norm over d_model, in units of d: RMSNorm a weight, LayerNorm weight and
@@ -327,7 +327,7 @@ class ModelSpec:
     def kv_tensors_of(self, layer: int) -> tuple[ParamTensor, ...]:
         """Layer `layer`'s key and value projections and key norm, as its shape has them: what a
         KV-shared layer of that shape lacks."""
-        return tuple(t for t in self.attention_of(layer).tensors() if t.name.startswith(KV_TENSORS))
+        return kv_tensors(self.attention_of(layer))
 
     def attention_params_of(self, layer: int) -> int:
         """Layer `layer`'s attention parameters (an attention layer's): its shape's, less the keys'
@@ -375,6 +375,11 @@ class ModelSpec:
     def norm_params(self) -> int:
         """Parameters of one norm over d_model."""
         return NORM_KINDS[self.norm] * self.d_model
+
+
+def kv_tensors(attention: AnyAttention) -> tuple[ParamTensor, ...]:
+    """An attention's key and value projections and key norm: what a KV-shared layer of its shape lacks."""
+    return tuple(t for t in attention.tensors() if t.name.startswith(KV_TENSORS))
 
 
 def layer_ranges(layers: tuple[int, ...]) -> str:
