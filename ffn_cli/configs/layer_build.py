@@ -70,6 +70,11 @@ _ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
 BESIDE_THE_LAYERS = N_("beside the layers")
 LOOKUP_TABLES = N_("lookup tables beside the layers")
+_SUBLAYERS = N_(
+    "its {n} decoder layers hold {sub} sublayers each, an attention and an FFN apiece: the {layers} layers here are those "
+    "sublayers, numbered as num_hidden_layers and the KV cache number them; a module beside the sublayers' lists (a "
+    "shortcut MoE) is read with the first sublayer, whose FFN input it reads"
+)
 _NO_MIXER_RECOGNISED = N_(
     "no token mixer recognised among {names} (counted as tensors beside the parts): what it keeps while decoding is not sized"
 )
@@ -150,6 +155,7 @@ class LayerRead:
     index_heads: int | None = None  # its heads
     index_topk: int | None = None  # the keys its layer's attention then reads
     kv_shared: bool = False  # its attention reads an earlier layer's keys and values, and builds no k/v projections
+    zero_experts: int = 0  # zero-computation (identity) experts in its router's pool beside the routed ones
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
 
@@ -527,7 +533,10 @@ def _moe(
         normalize_top_k=bool(getattr(hf_config.get_text_config(), "norm_topk_prob", False)),
         bias=bias,
     )
-    routers = {p: _router_weight(mod, count) for p, mod in child.named_children() if p in ("gate", "router")}
+    # LongCat-Flash's zero-computation experts: picks in the router's pool that pass the token through.
+    zero = getattr(child, "zero_expert_num", 0)
+    read.zero_experts = zero if isinstance(zero, int) and not isinstance(zero, bool) and zero > 0 else 0
+    routers = {p: _router_weight(mod, count + read.zero_experts) for p, mod in child.named_children() if p in ("gate", "router")}
     routers = {p: w for p, w in routers.items() if w is not None}
     used = {path, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
     router_tensors: tuple[ParamTensor, ...] = ()
@@ -535,15 +544,20 @@ def _moe(
         router_tensors += tuple(
             ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != weight
         )
+        if read.zero_experts:  # the FFNSpec's router scores the routed experts; these rows, the zero ones
+            router_tensors += (ParamTensor(f"{p}.{weight} (zero experts' rows)", (read.zero_experts, d)),)
     read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used)
     said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
+    zero_said = Message(N_(" in a pool of {pool}, {zero} of them zero-computation"), pool=f"{count + read.zero_experts:,}",
+                        zero=f"{read.zero_experts:,}") if read.zero_experts else ""  # fmt: skip
     shared_said = Message(N_(", shared {width}"), width=f"{shared_width:,}") if shared_width else ""
-    read.said.append(Message.join(said, shared_said))
+    read.said.append(Message.join(said, zero_said, shared_said))
 
 
 def _router_weight(router: nn.Module, experts: int) -> str | None:
-    """The name of a router's [experts, d] weight: its own `weight`, or its one Linear to the
-    experts (Gemma 4's router.proj, beside its scales)."""
+    """The name of a router's [experts, d] weight (the zero-computation experts' rows among
+    `experts`): its own `weight`, or its one Linear to the experts (Gemma 4's router.proj, beside
+    its scales; LongCat-Flash's router.classifier)."""
     if hasattr(router, "weight"):
         return "weight"
     found = [f"{n}.weight" for n, m in router.named_modules() if isinstance(m, nn.Linear) and m.out_features == experts]
@@ -777,15 +791,67 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             def built(i: int) -> nn.Module:
                 return every[i]
 
-        for layers in layer_kinds(r.config, n_layers):
-            first = read_layer(d, r, hf_config, built(layers[0]), layers)
-            last = read_layer(d, r, hf_config, built(layers[-1]), layers) if len(layers) > 1 else first
-            if _key(first) == _key(last):
-                reads.append(first)
-            else:  # the config's entries did not tell these layers apart: each one built and read
-                reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
+        sublayers = _sublayers(built(0), source) if whole is None else None
+        if sublayers is not None:  # the config's layers are the sublayers; its decoder layers hold N each
+            reads = _read_sublayers(d, r, hf_config, sublayers, _sublayers(built(n_layers // len(sublayers) - 1), source), n_layers)
+        else:
+            for layers in layer_kinds(r.config, n_layers):
+                first = read_layer(d, r, hf_config, built(layers[0]), layers)
+                last = read_layer(d, r, hf_config, built(layers[-1]), layers) if len(layers) > 1 else first
+                if _key(first) == _key(last):
+                    reads.append(first)
+                else:  # the config's entries did not tell these layers apart: each one built and read
+                    reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
         shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True)
-    return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes)
+    sub = len(sublayers) if sublayers is not None else 1
+    return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes, sublayers=sub)
+
+
+def _sublayers(layer: nn.Module, source: str) -> list[nn.Module] | None:
+    """A decoder layer that is N sublayers, each one of num_hidden_layers (LongCat-Flash: its
+    attentions a list of two, each with its layer_idx, its MLPs and norms lists of two beside), as
+    N modules: list entry j of each child in sublayer j; a child that is no list (the shortcut
+    MoE, which reads the first sublayer's FFN input) in the first. None for a layer of one."""
+    children = [(n, c) for n, c in layer.named_children() if _count(c)]
+    lists: dict[str, nn.ModuleList] = {n: c for n, c in children if isinstance(c, nn.ModuleList)}
+    attentions = [c for c in lists.values() if len(c) > 1 and all(_attends(x) for x in c)]
+    if len(attentions) != 1:
+        return None
+    n = len(attentions[0])
+    if any(len(c) != n for c in lists.values()):
+        return None
+    indices = [getattr(x, "layer_idx", None) for x in attentions[0]]
+    first = indices[0]
+    if not isinstance(first, int) or indices != list(range(first, first + n)) or first % n:
+        why = _("its layer holds {n} attentions whose layer_idx are not {n} in a row: ffn cannot tell which cache layer is which")
+        raise _beyond(source, why.format(n=n))
+    subs = [nn.Module() for _j in range(n)]
+    for name, child in children:
+        if name in lists:
+            for j, sub in enumerate(subs):
+                sub.add_module(name, lists[name][j])
+        else:
+            subs[0].add_module(name, child)
+    return subs
+
+
+def _read_sublayers(
+    d: int, r: FamilyReader, hf_config: PretrainedConfig, first: list[nn.Module], last: list[nn.Module] | None, n_layers: int
+) -> list[LayerRead]:
+    """Sublayer j of every decoder layer as one kind: layers j, j + N, j + 2N, … of num_hidden_layers,
+    read in the first decoder layer and checked alike in the last."""
+    n = len(first)
+    if n_layers % n or last is None or len(last) != n:
+        raise _beyond(r.source, _("its {n} sublayers a layer do not divide num_hidden_layers ({layers})").format(n=n, layers=n_layers))
+    reads = []
+    for j in range(n):
+        layers = tuple(range(j, n_layers, n))
+        read = read_layer(d, r, hf_config, first[j], layers)
+        if _key(read) != _key(read_layer(d, r, hf_config, last[j], layers)):
+            why = _("its first and last layers differ in sublayer {j}: ffn reads each sublayer alike in every layer")
+            raise _beyond(r.source, why.format(j=j))
+        reads.append(read)
+    return reads
 
 
 @dataclass(frozen=True)
@@ -917,7 +983,7 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
-            read.other, read.window, read.index_keys, read.kv_shared, tuple(read.left_out))  # fmt: skip
+            read.other, read.window, read.index_keys, read.kv_shared, read.zero_experts, tuple(read.left_out))  # fmt: skip
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -946,6 +1012,7 @@ def _assemble(
     name: str,
     source: str,
     notes: tuple[str, ...],
+    sublayers: int = 1,
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
@@ -1033,6 +1100,8 @@ def _assemble(
         index_layers=tuple(i for r in reads if r.index_keys for i in r.layers),
         index_heads=_one(reads, N_("indexer heads"), "index_heads", source) or 0,
         sparse_topk=_one(reads, N_("indexer top-k"), "index_topk", source) or 0,
+        zero_experts=_one(moe_reads, N_("zero-computation experts"), "zero_experts", source) or 0,
+        sublayers=sublayers,
         source=source,
     )
     windows: list[int | None] = [None] * n_layers
@@ -1053,4 +1122,6 @@ def _assemble(
         beside = Message(N_("{modules}: {count} parameters, counted as built"), modules=extras[-1].detail,
                          count=f"{sum(t.count for t in shell.beside):,}")  # fmt: skip
         kinds += (("beside", beside),)
+    if sublayers > 1:
+        notes += (Message(_SUBLAYERS, n=f"{n_layers // sublayers:,}", sub=sublayers, layers=f"{n_layers:,}"),)
     return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
-from ffn_cli.accounting import DTYPE_BYTES, active_params, matmul_flops_per_token, total_params
+from ffn_cli.accounting import DTYPE_BYTES, active_params, param_tensors, total_params
 from ffn_cli.attention import AnyAttention
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models import layout
@@ -104,6 +105,33 @@ class ModelParams:
     def active_params(self) -> int:
         return self._sum(active=True)
 
+    def _routed_expert_params(self) -> int:
+        """One routed expert's parameters in every MoE layer together."""
+        ffn = self.spec.moe_ffn
+        if ffn is None:
+            return 0
+        one = sum(t.count for t in param_tensors(ffn) if t.name.startswith("experts.0."))
+        return one * len(self.spec.moe_layers)
+
+    @property
+    def least_active_params(self) -> int:
+        """The fewest one token touches: with zero-computation experts in the router's pool, as
+        many of its picks as they can take land on them (active_params is the most)."""
+        ffn = self.spec.moe_ffn
+        if ffn is None:
+            return self.active_params
+        return self.active_params - (ffn.active_experts - self.spec.least_picks(ffn)) * self._routed_expert_params()
+
+    @property
+    def mean_active_params(self) -> int:
+        """What one token touches on average: with zero-computation experts, its real picks
+        (ModelSpec.real_picks, k · E / (E + Z)) in place of k."""
+        ffn = self.spec.moe_ffn
+        if ffn is None:
+            return self.active_params
+        skipped = Fraction(ffn.active_experts * self.spec.zero_experts, ffn.experts + self.spec.zero_experts)
+        return self.active_params - round(skipped * self._routed_expert_params())
+
     @property
     def embedding_params(self) -> int:
         return self._sum("embedding")
@@ -181,7 +209,7 @@ class ModelParams:
         if spec.mixer is not None:
             flops += len(spec.mixer.layers) * spec.mixer.projection_flops
         for ffn, layers in _ffn_groups(spec):
-            flops += len(layers) * matmul_flops_per_token(ffn)
+            flops += len(layers) * spec.ffn_matmul_flops(ffn)
         if spec.lm_head:
             flops += 2 * spec.d_model * spec.vocab_size
         return flops

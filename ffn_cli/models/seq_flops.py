@@ -187,7 +187,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     for i in spec.ffn_layers:
         layer_ffn = spec.ffn_of(i)
         assert layer_ffn is not None
-        ffn += matmul_flops_per_token(layer_ffn)
+        ffn += spec.ffn_matmul_flops(layer_ffn)
     a = spec.attention
     # Attention of several shapes (Gemma 4's sliding and full layers): each said, in layer order.
     kinds = list(dict.fromkeys(attention for attention, _extra, layers in spec.attention_groups if layers)) or [a]

@@ -7,10 +7,11 @@ an AttentionSpec. Everything else (embeddings, norms, head, pooler) is a handful
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ffn_cli.accounting import ParamTensor
+from ffn_cli.accounting import ParamTensor, matmul_flops_per_token, param_tensors
 from ffn_cli.attention import AnyAttention
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
@@ -32,6 +33,8 @@ MAX_VOCAB = 1 << 24
 KV_TENSORS = ("k_proj.", "v_proj.", "k_norm.")
 
 ExtraKind = Literal["embedding", "norm", "other"]
+# Layers in a row, evenly spaced, from which layer_ranges writes them as a series.
+_STRIDED = 5
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,13 @@ class ModelSpec:
     # a layer that reuses another's top-k reads as few. 0: no indexer, every key read.
     index_heads: int = 0
     sparse_topk: int = 0
+    # Zero-computation (identity) experts in the MoE layers' router pool beside moe_ffn's experts
+    # (LongCat-Flash's zero_expert_num): a pick that lands on one passes the token through, so a
+    # token runs from max(0, k − Z) to k real experts, k · E / (E + Z) on average (real_picks).
+    zero_experts: int = 0
+    # Sublayers in each of the config's decoder layers, each one of these layers (LongCat-Flash:
+    # two attention-and-MLP sublayers a layer, its shortcut MoE beside the first one's MLP).
+    sublayers: int = 1
     _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
@@ -195,6 +205,13 @@ class ModelSpec:
         check_int("index_head_dim", self.index_key_width, minimum=0)
         check_int("index_n_heads", self.index_heads, minimum=0)
         check_int("index_topk", self.sparse_topk, minimum=0)
+        check_int("zero_expert_num", self.zero_experts, minimum=0)
+        if self.zero_experts and self.moe_ffn is None:
+            raise FFNError("zero_expert_num", self.zero_experts, _("needs routed experts"))
+        check_int("sublayers", self.sublayers)
+        if self.n_layers % self.sublayers:
+            why = _("must divide num_hidden_layers ({n_layers})").format(n_layers=self.n_layers)
+            raise FFNError("sublayers", self.sublayers, why)
         if bool(self.index_layers) != bool(self.index_heads) or (self.sparse_topk and not self.index_layers):
             raise FFNError("index_n_heads", self.index_heads, _("an indexer's heads and top-k go with its layers"))
         if set(self.index_layers) - set(self.attention_layers) or (self.index_layers and not self.index_key_width):
@@ -366,6 +383,35 @@ class ModelSpec:
         """The routing rules, in words, of the layers of `ffn`: the MoE layers' (`routing`), or ''."""
         return self.routing if ffn == self.moe_ffn else ""
 
+    def real_picks(self, ffn: FFNSpec) -> float:
+        """Real experts a token of a layer of `ffn` runs through, in expectation: its top-k, or
+        with zero experts in the pool k · E / (E + Z), each expert of the pool, real or zero,
+        picked equally often (a balanced router: the config states no other rate)."""
+        k = ffn.active_experts
+        if ffn != self.moe_ffn or not self.zero_experts:
+            return k
+        return k * ffn.experts / (ffn.experts + self.zero_experts)
+
+    def ffn_matmul_flops(self, ffn: FFNSpec) -> int:
+        """Matmul FLOPs per token of one layer of `ffn`, every pick a real expert: its variant's and
+        the Linear weights beside it (moe_extra: LongCat-Flash's router rows for its zero experts)."""
+        beside = sum(t.count for t in self.extra_of(ffn) if len(t.shape) == 2 and ".weight" in t.name)
+        return matmul_flops_per_token(ffn) + 2 * beside
+
+    def mean_ffn_flops(self, ffn: FFNSpec) -> float:
+        """Matmul FLOPs per token of one layer of `ffn` on average: with zero experts in the pool,
+        only its real picks' (real_picks) run an expert."""
+        flops: float = self.ffn_matmul_flops(ffn)
+        skipped = ffn.active_experts - self.real_picks(ffn)
+        if skipped:
+            flops -= skipped * sum(2 * t.count for t in param_tensors(ffn) if t.name.startswith("experts.0.") and len(t.shape) == 2)
+        return flops
+
+    def least_picks(self, ffn: FFNSpec) -> int:
+        """The fewest real experts a token of a layer of `ffn` runs through: k less the zero experts."""
+        k = ffn.active_experts
+        return max(0, k - self.zero_experts) if ffn == self.moe_ffn else k
+
     @property
     def moe_extra_params(self) -> int:
         """Parameters of one MoE layer beside its FFNSpec's (moe_extra)."""
@@ -383,7 +429,10 @@ def kv_tensors(attention: AnyAttention) -> tuple[ParamTensor, ...]:
 
 
 def layer_ranges(layers: tuple[int, ...]) -> str:
-    """(0, 1, 2, 5) → '0–2, 5': which layers a row covers, short."""
+    """(0, 1, 2, 5) → '0–2, 5', (0, 2, 4, 6, 8) → '0, 2, …, 8': which layers a row covers, short."""
+    steps = {b - a for a, b in itertools.pairwise(layers)}
+    if len(layers) >= _STRIDED and len(steps) == 1 and steps.pop() > 1:  # every other layer (LongCat-Flash's sublayers)
+        return f"{layers[0]}, {layers[1]}, …, {layers[-1]}"
     parts: list[str] = []
     start = prev = None
     for i in (*layers, None):

@@ -11,13 +11,13 @@ from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.configs.built import PART_NAMES, BuiltLayout, BuiltModel, RoutedExperts
-from ffn_cli.i18n import N_, _, shown
+from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.models.count import training_memory
 from ffn_cli.render.fit import Col, FitTable, Wide
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.literal import literal, visible
 from ffn_cli.render.params.common import pct, table
-from ffn_cli.render.params.model import memory_rows, training_data
+from ffn_cli.render.params.model import active_range_rows, memory_rows, training_data
 
 __all__ = ["built_data", "built_view", "how_counted", "layout_data", "layout_view"]
 
@@ -159,19 +159,7 @@ def _active_rows(m: BuiltModel) -> list[list[str]]:
     without = _("{share} of the total; {n} without the token embeddings")
     if least == active:
         return [[_("active per token"), fmt_count(active), without.format(share=pct(active, total), n=fmt_count(active - embeddings))]]
-    zero = max(r.zero_experts for r in m.routed)
-    least_how = _("its picks land on the {zero} zero-computation (identity) experts where they can; ") + without
-    mean_how = _("each expert of the pool, real or zero, picked equally often: k · E / (E + Z) real experts a layer; ") + without
-    most_how = _("every pick a real expert; ") + without
-    return [
-        [
-            _("active per token, least"),
-            fmt_count(least),
-            least_how.format(zero=zero, share=pct(least, total), n=fmt_count(least - embeddings)),
-        ],
-        [_("active per token, mean"), fmt_count(mean), mean_how.format(share=pct(mean, total), n=fmt_count(mean - embeddings))],
-        [_("active per token, most"), fmt_count(active), most_how.format(share=pct(active, total), n=fmt_count(active - embeddings))],
-    ]
+    return active_range_rows(least, mean, active, total, embeddings, max(r.zero_experts for r in m.routed))
 
 
 def _summary(m: BuiltModel, dtype: str) -> FitTable:
@@ -204,7 +192,8 @@ def layout_view(layout: BuiltLayout) -> RenderableType:
         FitTable(Text(_("layout of {name}").format(name=layout.spec.name)), columns, rows, caption=Text(_(_LAID_OUT), style="dim"))
     ]
     lines += [Text(_("left out: {what}").format(what=shown(what)), style="yellow") for what in layout.left_out]
-    lines += [Text(_("note: {note}").format(note=_(note)), style="dim") for note in layout.notes]
+    said = [shown(note) if isinstance(note, Message) else _(note) for note in layout.notes]
+    lines += [Text(_("note: {note}").format(note=note), style="dim") for note in said]
     return Group(*lines)
 
 

@@ -11,7 +11,7 @@ from rich.text import Text
 from ffn_cli.costs.roofline.model_pass import PartCost, PassCost
 from ffn_cli.costs.roofline.per_gpu import NODE_GPUS, GPUPass
 from ffn_cli.hardware import GPU
-from ffn_cli.i18n import N_, _, shown
+from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops, fmt_rate
 from ffn_cli.render.literal import visible
@@ -184,6 +184,7 @@ def roofline_view(
     n_layers: int,
     backward: list[PassCost] | None = None,
     per_gpu: list[GPUPass] | None = None,
+    real_picks: Message | None = None,
 ) -> FitTable:
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     moe = any(c.ffn.experts for c in costs)
@@ -239,6 +240,8 @@ def roofline_view(
         caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:
         caption += _(" experts: read by the pass, E·(1 − (1 − k/E)^T) in expectation under uniform routing (real routers touch fewer).")
+        if real_picks is not None:
+            caption += _(" {real_picks}.").format(real_picks=shown(real_picks))
     if per_gpu is not None:
         caption += _(" {per_gpu_note}.").format(per_gpu_note=_per_gpu_caption(per_gpu[0], gpu))
     return FitTable(title, columns, rows, caption=Text(caption, style="dim"))

@@ -213,4 +213,18 @@ def _roofline(
     if opts.backward:
         backward = [backward_cost(spec, stack, plan, case) for case in cases]
     forecasts = model_forecasts(gpu.key, spec, cases, dtype)
-    return Roofline(costs, gpu, column, plan.origin, spec.name, spec.n_layers, backward, per_gpu, forecasts, plot)
+    return Roofline(costs, gpu, column, plan.origin, spec.name, spec.n_layers, backward, per_gpu, forecasts, plot, _real_picks(spec))
+
+
+def _real_picks(spec: Any) -> Message | None:
+    """With zero-computation experts in the router's pool, what the roofline's k is: the real
+    experts a token runs on average (ModelSpec.real_picks), with the least and the most."""
+    ffn = spec.moe_ffn
+    if ffn is None or not spec.zero_experts:
+        return None
+    return Message(
+        N_("k = {k} · {e} / ({e} + {z}) = {picks} real experts a token on average: top-{k} of a pool with {z} zero-computation "
+           "experts, each picked equally often (at least {least}, at most {k}); FLOPs and expert reads count those"),
+        k=ffn.active_experts, e=f"{ffn.experts:,}", z=f"{spec.zero_experts:,}", picks=f"{spec.real_picks(ffn):.4g}",
+        least=spec.least_picks(ffn),
+    )  # fmt: skip

@@ -140,6 +140,7 @@ class Roofline:
     per_gpu: list[Any] | None
     forecasts: Any
     plot: Path | None = None
+    real_picks: Message | None = None  # what k is where zero-computation experts share the router's pool
 
 
 @dataclass(frozen=True)

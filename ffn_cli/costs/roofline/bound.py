@@ -47,17 +47,18 @@ class Roofline:
         return max(self.compute_s, self.memory_s)
 
 
-def expected_distinct_experts(experts: int, top_k: int, tokens: int) -> float:
+def expected_distinct_experts(experts: int, top_k: float, tokens: int) -> float:
     """Experts touched by `tokens` tokens each routed to `top_k` of `experts`, in expectation,
     under uniform routing: each expert is missed by one token with probability 1 − k/E, by
     all of them with (1 − k/E)^T, so E·(1 − (1 − k/E)^T) are touched. Real routers are not
-    uniform: they touch fewer (popular experts repeat)."""
+    uniform: they touch fewer (popular experts repeat). With zero-computation experts in the
+    pool, k is the real picks a token makes on average, k · E / (E + Z): a fraction is fine."""
     if not 0 < top_k <= experts or tokens < 0:
         raise ValueError(f"need 0 < top_k ≤ experts and tokens ≥ 0, got k={top_k}, E={experts}, T={tokens}")
     return experts * (1 - (1 - top_k / experts) ** tokens)
 
 
-def busiest_rank_experts(experts: int, top_k: int, tokens: int, ranks: int) -> float:
+def busiest_rank_experts(experts: int, top_k: float, tokens: int, ranks: int) -> float:
     """The experts the busiest of `ranks` expert-parallel ranks touches, in expectation, each
     rank holding experts / ranks of them, under uniform routing: each expert is touched with
     p = 1 − (1 − k/E)^T, a rank's count taken as Binomial(E / ranks, p) independently of the

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ffn_cli.accounting import matmul_flops_per_token, saved_tensors
+from ffn_cli.accounting import saved_tensors
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.bound import Roofline, expected_distinct_experts
@@ -136,12 +136,13 @@ def ffn_cost(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase) -
     fixed, fixed_params = read_cost(plan, (t for t in ffn_tensors(spec, ffn) if not t.name.startswith("experts.")))
     expert, expert_params = read_cost(plan, routed_expert_tensors(spec, ffn))
     experts = ffn.info.experts_held(ffn)  # 0: one FFN
-    touched = expected_distinct_experts(experts, ffn.active_experts, tokens) if experts else 0.0
+    # zero-computation experts in the pool: a token runs its real picks alone (ModelSpec.real_picks)
+    touched = expected_distinct_experts(experts, spec.real_picks(ffn), tokens) if experts else 0.0
     weights = fixed + touched * expert
     io = 2 * tokens * spec.d_model * case.act_bytes
     name = ffn_part_name(ffn)
     params = fixed_params + touched * expert_params
-    return PartCost(name, tokens * matmul_flops_per_token(ffn), weights, io, 0.0, experts, touched, weight_params=params)
+    return PartCost(name, tokens * spec.mean_ffn_flops(ffn), weights, io, 0.0, experts, touched, weight_params=params)
 
 
 def kv_width(spec: ModelSpec, layer: int | None = None) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ffn_cli.accounting import matmul_flops_per_token
 from ffn_cli.costs.parallel_layout import Layout
 from ffn_cli.costs.roofline.bound import busiest_rank_experts
 from ffn_cli.costs.roofline.model_pass import (
@@ -92,8 +91,8 @@ def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, 
     """A MoE layer on the busiest expert rank (see the module's docstring)."""
     whole = ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
     expert_bytes, expert_flops, expert_params = _expert_parts(spec, ffn, plan)
-    k = ffn.active_experts
-    fixed_flops = matmul_flops_per_token(ffn) - k * expert_flops  # router and shared experts, per token
+    k = spec.real_picks(ffn)  # the real experts a token runs: zero-computation picks run none
+    fixed_flops = spec.mean_ffn_flops(ffn) - k * expert_flops  # router and shared experts, per token
     fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes
     fixed_params = whole.weight_params - whole.experts_touched * expert_params
     experts, ep, tp = whole.experts, layout.ep, layout.tp
@@ -123,7 +122,8 @@ def _communication(spec: ModelSpec, case: PassCase, local: PassCase, layout: Lay
     moe = spec.moe_ffn
     a2a = 0.0
     if ep > 1 and moe is not None:
-        a2a = 2 * case.tokens / layout.gpus * moe.active_experts * d * b * (ep - 1) / ep  # dispatch and combine
+        # dispatch and combine, to the real experts picked: a zero-computation pick stays on its GPU
+        a2a = 2 * case.tokens / layout.gpus * spec.real_picks(moe) * d * b * (ep - 1) / ep
     mixers = sum(1 for i in range(spec.n_layers) if spec.mixer_label(i))
     moe_layers = len(spec.moe_layers) if moe is not None else 0
     ffn_layers = len(spec.ffn_layers)

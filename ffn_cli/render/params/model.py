@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ffn_cli.models.count import ModelParams, TrainingMemory
     from ffn_cli.spec import FFNSpec
 
-__all__ = ["applied_fields", "memory_rows", "model_data", "model_view", "training_data"]
+__all__ = ["active_range_rows", "applied_fields", "memory_rows", "model_data", "model_view", "training_data"]
 
 # Weight memory is shown for these; JSON carries every dtype the accounting knows.
 _SHOWN_DTYPES = ("float32", "bfloat16", "float8")
@@ -94,8 +94,11 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
             for p in m.parts
         ],
         "per_layer": m.per_layer,
+        "sublayers": m.spec.sublayers,
         "total_params": m.total_params,
         "active_params": m.active_params,
+        "least_active_params": m.least_active_params,
+        "mean_active_params": m.mean_active_params,
         "active_params_without_embeddings": m.active_without_embeddings,
         "active_params_without_embeddings_or_head": m.active_without_embeddings_or_head,
         "embedding_params": m.embedding_params,
@@ -126,6 +129,8 @@ def _parts_table(m: ModelParams) -> FitTable:
     s = m.spec
     # Text, not markup: the name comes from the config file or its folder.
     layers = _("{n} layers").format(n=s.n_layers)
+    if s.sublayers > 1:  # LongCat-Flash's config layers are its sublayers
+        layers = _("{n} layers of {sub} sublayers").format(n=s.n_layers // s.sublayers, sub=s.sublayers)
     vocab = _("vocab {n}").format(n=f"{s.vocab_size:,}")
     title = Text(visible(f"{s.name} · {s.model_type} · {layers} · d_model {s.d_model:,} · {vocab}"))
     columns = [Col(_("part"), "text"), Col(_("each"), drop=2), Col("×", drop=3), Col(_("params")), Col("%", drop=1)]
@@ -165,11 +170,32 @@ def memory_rows(params: int, dtype: str) -> list[list[str]]:
     ]
 
 
+def active_range_rows(least: int, mean: int, most: int, total: int, embeddings: int, zero: int) -> list[list[str]]:
+    """What one token touches where `zero` zero-computation experts can take some of its picks:
+    the least, the mean and the most, each with and without the token embeddings."""
+    without = _("{share} of the total; {n} without the token embeddings")
+    least_how = _("its picks land on the {zero} zero-computation (identity) experts where they can; ") + without
+    mean_how = _("each expert of the pool, real or zero, picked equally often: k · E / (E + Z) real experts a layer; ") + without
+    most_how = _("every pick a real expert; ") + without
+    return [
+        [
+            _("active per token, least"),
+            fmt_count(least),
+            least_how.format(zero=f"{zero:,}", share=pct(least, total), n=fmt_count(least - embeddings)),
+        ],
+        [_("active per token, mean"), fmt_count(mean), mean_how.format(share=pct(mean, total), n=fmt_count(mean - embeddings))],
+        [_("active per token, most"), fmt_count(most), most_how.format(share=pct(most, total), n=fmt_count(most - embeddings))],
+    ]
+
+
 def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     has_active = _has_active(m)
     rows: list[Any] = []
     of_total = _("{pct} of the total")
-    if has_active:
+    if has_active and m.least_active_params != m.active_params:
+        zero = m.spec.zero_experts
+        rows += active_range_rows(m.least_active_params, m.mean_active_params, m.active_params, m.total_params, m.embedding_params, zero)
+    elif has_active:
         included = _("{pct} of the total, embeddings and head included").format(pct=pct(m.active_params, m.total_params))
         rows.append([_("active per token"), fmt_count(m.active_params), included])
         # Vendors state active counts in three conventions: name each, as the figures differ by billions.
