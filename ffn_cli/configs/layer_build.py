@@ -7,14 +7,17 @@ layer_types; a list of layer indices, such as mlp_only_layers; a layer rule such
 first_k_dense_replace, decoder_sparse_step or full_attention_interval). One layer of each kind
 is built with the decoder layer class the model's own class names, and its modules are read:
 
-  token mixer   softmax attention (q/k/v/o projections: heads, KV heads, head width, biases,
-                q/k norms, sinks, a q_proj twice as wide gating the output, a sliding window;
-                a KV-shared layer without k/v projections), latent attention (kv_a_proj_with_mqa,
-                kv_b_proj), DeepSeek-V4's compressed attention (compressed_attention.py), a Gated
-                DeltaNet or a Mamba-2 mixer (their state's widths); any other mixer counted tensor
-                by tensor, its decode state named as not sized
+  token mixer   softmax attention (q/k/v/o projections or one fused qkv projection: heads, KV
+                heads, head width, biases, q/k norms, sinks, a q_proj twice as wide gating the
+                output, a sliding window; a KV-shared layer without k/v projections), latent
+                attention (kv_a_proj_with_mqa, kv_b_proj), DeepSeek-V4's compressed attention
+                (compressed_attention.py), a Gated DeltaNet, a Mamba-1 or Mamba-2 mixer, another
+                delta rule, lightning attention or a short convolution (their state's widths); any
+                other mixer counted tensor by tensor, its decode state named as not sized
   FFN           dense (gated or not), or routed experts ([E, …] tensors or a list of experts)
-                with a router and shared experts
+                with a router, shared experts and zero-computation experts in its pool
+  sublayers     a layer whose attentions are a list of N (LongCat-Flash's two), each sublayer
+                one of num_hidden_layers, as the cache numbers them
   beside them   the layer's norms, and tensors of no part (kept per layer, counted exactly;
                 DeepSeek-V4's hyper-connections, which mix copies of the residual stream)
 
@@ -41,7 +44,7 @@ from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.auto import modeling_auto
 
-from ffn_cli.accounting import ParamTensor, total_params
+from ffn_cli.accounting import ParamTensor, param_tensors, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
@@ -52,7 +55,16 @@ from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.models.layer import compressed_summary
-from ffn_cli.models.mixers import STATE_DTYPE_BYTES, DeltaRuleScan, LinearMixer, SelectiveScan, gated_delta_net, mamba2
+from ffn_cli.models.mixers import (
+    STATE_DTYPE_BYTES,
+    DeltaRuleScan,
+    LightningScan,
+    LinearMixer,
+    SelectiveScan,
+    gated_delta_net,
+    mamba2,
+    short_conv,
+)
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
 from ffn_cli.spec import FFNSpec
 
@@ -63,6 +75,12 @@ __all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
 _LAYER_RULE = re.compile(r"layer|interval|step|freq|replace|pattern|period|every", re.IGNORECASE)
 _NOT_A_RULE = frozenset({"num_hidden_layers"})
 _SHORT_PERIOD = 16
+# A query projection, and a fused one to the queries, keys and values, by the names transformers' models give them.
+_Q_NAMES = ("q_proj", "query", "q_gate_proj")
+_QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
+# Attention with queries, keys and values but no softmax over a cache: a recurrent state in its
+# place (MiniMax's lightning attention, a delta rule), whatever its projections are named.
+_LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|Recurrent|RWKV|GLA")
 # Layer classes of a tower beside the decoder, and modules kept whole that are no layer.
 _ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|CrossAttention")
 # The parts table's rows for what no reader's part holds: tensors in every layer beside its token
@@ -224,8 +242,11 @@ def _heads(text: PretrainedConfig, child: nn.Module) -> tuple[int, int]:
 
 def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
     m = dict(child.named_modules())
-    q, k, v = _linear(m, "q_proj", "query"), _linear(m, "k_proj", "key"), _linear(m, "v_proj", "value")
-    o = _linear(m, "o_proj", "out_proj", "dense")
+    q, k, v = _linear(m, *_Q_NAMES), _linear(m, "k_proj", "key"), _linear(m, "v_proj", "value")
+    o = _linear(m, "o_proj", "out_proj", "dense", "c_proj")
+    fused = _linear(m, *_QKV_NAMES) if q is None and k is None and v is None else None
+    if fused is not None and o is not None:  # one projection to the queries, keys and values (Ergo's qkv_proj, MPT's Wqkv)
+        q, k, v = _split_qkv(text, child, fused, o)
     # Gemma 4's attention_k_eq_v full layers: no v_proj, the values projected by k_proj.
     values_from_keys = v is None and bool(getattr(child, "use_alternative_attention", False) and getattr(text, "attention_k_eq_v", False))
     v = k if values_from_keys else v
@@ -235,6 +256,8 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     if q is None or o is None or (not read.kv_shared and (k is None or v is None)):
         raise _Unread(Message(N_("no q, k, v and o projections")))
     heads, kv = _heads(text, child)
+    if fused is not None and k is not None and q is not None:  # the KV heads a fused projection holds
+        kv = k.out_features * heads // q.out_features
     if k is None or v is None:
         head_dim = getattr(child, "head_dim", None)
         if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1:
@@ -255,7 +278,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != heads * v_head_dim:
         raise _Unread(Message(N_("q_proj's {q} outputs and o_proj's {o} inputs are not {heads} heads × {head_dim}"),
                               q=f"{q.out_features:,}", o=f"{o.in_features:,}", heads=f"{heads:,}", head_dim=f"{head_dim:,}"))  # fmt: skip
-    norms = {n: m[n] for n in ("q_norm", "k_norm") if n in m}
+    norms = {n: m[n] for n in ("q_norm", "k_norm") if n in m and _count(m[n])}  # a norm without weights counts none (NanoChat's)
     qk_norm: QKNorm = "none"
     if norms:
         width = next(iter(norms["q_norm"].parameters())).shape[0] if "q_norm" in norms and _count(norms["q_norm"]) else 0
@@ -274,12 +297,13 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         v_head_dim=v_head_dim if v_head_dim != head_dim else None,
         values_from_keys=values_from_keys,
     )
-    names = {n for n, mod in m.items() if mod is not None and mod in (q, k, v, o, *norms.values())}
+    names = {n for n, mod in m.items() if mod is not None and mod in (q, k, v, o, fused, *norms.values())}
     extra: tuple[ParamTensor, ...] = ()
-    if q.out_features == 2 * q_dim:  # the second half gates the output (Qwen3-Next, Qwen3.5)
-        extra = (ParamTensor("q_proj.weight (output gate half)", (q_dim, d)),)
+    if q.out_features == 2 * q_dim:  # the second half gates the output (Qwen3-Next, Qwen3.5, MiniCPM5's q_gate_proj)
+        q_name = next(n for n in _Q_NAMES if m.get(n) is q)
+        extra = (ParamTensor(f"{q_name}.weight (output gate half)", (q_dim, d)),)
         if q.bias is not None:
-            extra += (ParamTensor("q_proj.bias (output gate half)", (q_dim,)),)
+            extra += (ParamTensor(f"{q_name}.bias (output gate half)", (q_dim,)),)
     used = names | ({"sinks"} if sinks else set())
     read.attention, read.attention_extra = spec, extra + _rest(child, used)
     window = getattr(child, "sliding_window", None)
@@ -294,6 +318,25 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     shared_said = Message(N_(", an earlier layer's keys and values")) if read.kv_shared else ""
     read.said.append(Message.join(said, window_said, shared_said))
+
+
+def _split_qkv(text: PretrainedConfig, child: nn.Module, fused: nn.Linear, o: nn.Linear) -> tuple[nn.Linear, nn.Linear, nn.Linear]:
+    """A fused projection as the three it holds, each of its own width: heads × head width for the
+    queries, KV heads × head width for the keys and for the values, the head width o_proj's inputs
+    over the heads and the KV heads what the rest of the width holds (a config's num_key_value_heads
+    is not read by every model that fuses: MPT's and BLOOM's attend with all heads). Built on meta,
+    as the layer is: only their shapes and biases are read."""
+    heads, _kv = _heads(text, child)
+    head_dim, rest = divmod(o.in_features, heads)
+    kv, odd = divmod(fused.out_features // max(head_dim, 1) - heads, 2)
+    if rest or odd or fused.out_features % max(head_dim, 1) or not 0 < kv <= heads or heads % kv:
+        why = N_("a fused qkv projection of {outputs} outputs that is not {heads} heads and twice some KV heads × {head_dim}")
+        raise _Unread(Message(why, outputs=f"{fused.out_features:,}", heads=f"{heads:,}", head_dim=f"{head_dim:,}"))
+    bias = fused.bias is not None
+    with torch.device("meta"):
+        widths = (heads * head_dim, kv * head_dim, kv * head_dim)
+        q, k, v = (nn.Linear(fused.in_features, w, bias=bias) for w in widths)
+    return q, k, v
 
 
 def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
@@ -322,7 +365,10 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
     read.attention, read.attention_extra = spec, rest
     read.said.append(Message(N_("latent attention: {heads} heads, KV latent {latent} + rope {rope}"),
                              heads=f"{spec.n_heads:,}", latent=f"{spec.kv_lora_rank:,}", rope=f"{spec.qk_rope_head_dim:,}"))  # fmt: skip
-    beside = sorted({t.name.split(".")[0].split(" ")[0] for t in rest})
+    # An output gate (a Linear), a norm or a tensor of the attention's own (its sinks) keeps nothing across tokens.
+    children = dict(child.named_children())
+    tops = {t.name.split(".")[0].split(" ")[0] for t in rest}
+    beside = sorted(n for n in tops if not _keeps_nothing(children.get(n), n))
     indexer = getattr(child, "indexer", None)
     wk = getattr(indexer, "wk", None)
     if "indexer" in beside and isinstance(wk, nn.Linear) and wk.out_features == getattr(indexer, "head_dim", None):
@@ -341,6 +387,12 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
                 cls=type(child).__name__,
             )
         )
+
+
+def _keeps_nothing(module: nn.Module | None, name: str) -> bool:
+    """Whether a module beside an attention's own keeps nothing while decoding: none (a tensor of the
+    attention itself), a Linear, or a norm."""
+    return module is None or isinstance(module, nn.Linear) or attribute((Owner(name, type(module).__name__),))[0] == "norm"
 
 
 def _is_compressed(child: nn.Module) -> bool:
@@ -409,6 +461,16 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         norm = m.get("norm")
         if norm is None or not _count(norm):  # no gated norm (Falcon-H1's mamba_rms_norm off)
             mixer = LinearMixer(**{**vars(mixer), "norm_tensors": ()})
+    elif "Lightning" in name and all(isinstance(a.get(k), int) for k in ("num_attention_heads", "head_dim", "block_size")):
+        # MiniMax's lightning attention: its tensors as built (qkv, output gate, norm, out), its state
+        # a head_dim × head_dim matrix per head, in blocks of block_size while prefilling.
+        tensors = _rest(child, set())
+        flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+        lightning = LightningScan(a["num_attention_heads"], a["head_dim"], a["block_size"])
+        mixer = LinearMixer("lightning attention", name, tensors, (), flops, read.layers, scan=lightning)
+    elif (conv := _short_conv(d, child)) is not None:
+        # LFM2's and LFM3's short convolution: a depthwise conv over the gated input, its kernel − 1 latest inputs kept.
+        mixer = short_conv(d, kernel=conv.kernel_size[0], bias=conv.bias is not None, layers=read.layers)
     elif selective is not None:
         # Mamba-1 (Jamba, Falcon-Mamba): its tensors as built, its state a state-size vector per
         # channel (A_log's [channels, state]) and its depthwise conv's kernel − 1 latest inputs.
@@ -439,6 +501,17 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             N_("the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size"), name=name
         )
     )
+
+
+def _short_conv(d: int, child: nn.Module) -> nn.Conv1d | None:
+    """The depthwise conv of a short convolution (transformers' Lfm2ShortConv and its kin): a
+    Conv1d over hidden_size channels, one each, between in_proj (d → 3·d) and out_proj (d → d)."""
+    m = dict(child.named_children())
+    conv, into, out = m.get("conv"), _linear(m, "in_proj"), _linear(m, "out_proj")
+    if not isinstance(conv, nn.Conv1d) or into is None or out is None:
+        return None
+    shaped = conv.in_channels == conv.groups == conv.out_channels == d and (into.out_features, out.in_features) == (3 * d, d)
+    return conv if shaped else None
 
 
 def _selective_scan(child: nn.Module) -> tuple[SelectiveScan, int] | None:
@@ -473,10 +546,10 @@ def _widths(d: int, up: nn.Linear | None, gate: nn.Linear | None, fused: nn.Line
 
 def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Linear | None, nn.Linear | None]:
     m = dict(module.named_modules())
-    up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "dense_h_to_4h", "wi")
+    up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi")
     gate = _linear(m, "gate_proj", "w1")
     fused = _linear(m, "gate_up_proj", "input_linear")
-    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "dense_4h_to_h", "wo", "output_linear")
+    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "output_linear")
     return up, gate, fused, down
 
 
@@ -585,11 +658,18 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
     if len(moe) == 1 and len(children) <= 2:
         _moe(d, r, hf_config, moe[0][1], read, tuple(c for c in children if c[0] != moe[0][0]))
     elif not moe and len(children) == 1:
-        read.ffn = _dense(d, r, children[0][1])
+        name, child = children[0]
+        read.ffn = _dense(d, r, child)
         read.said.append(Message(N_("dense FFN: {width} wide"), width=f"{read.ffn.d_ff:,}"))
+        # Tensors beside its projections and its variant's own (Apertus' xIELU parameters), such as
+        # Dory's per-unit scales: kept by name with the layer's other tensors.
+        projections = {n for n, mod in child.named_modules() if mod is not None and mod in _mlp(child)}
+        projections |= {t.name.rpartition(".")[0] for t in param_tensors(read.ffn)}
+        read.other += tuple(ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape)
+                            for t in _rest(child, projections))  # fmt: skip
     else:
         raise _Unread(Message(N_("the FFN is split over {names}"), names=", ".join(n for n, _c in children)))
-    built, counted = sum(_count(c) for _n, c in children), _ffn_count(read)
+    built, counted = sum(_count(c) for _n, c in children), _ffn_count(read) + sum(t.count for t in read.other)
     if counted != built:
         raise _Unread(
             Message(N_("its FFN counts {counted} parameters where the module holds {built}"), counted=f"{counted:,}", built=f"{built:,}")
@@ -647,9 +727,9 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     except _Unread as unread:
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
-    hyper = [c for _n, c in rest if type(c).__name__.endswith("HyperConnection")]
-    if hyper:  # DeepSeek-V4's mHC: the residual stream is that many copies of the hidden state wide
-        copies = sorted({str(getattr(c, "hc_mult", "?")) for c in hyper})
+    hyper = [c for _n, c in rest if _residual_copies(c)]
+    if hyper:  # DeepSeek-V4's mHC, Qwen4-Exp's gated residuals: the residual stream is that many copies of the hidden state wide
+        copies = sorted({str(_residual_copies(c)) for c in hyper})
         read.left_out.append(Message(N_("the hyper-connections' {n} copies of the residual stream: activations count one"),
                                      n=", ".join(copies)))  # fmt: skip
         read.other_flops = sum(_hyper_connection_flops(d, c) for c in hyper)
@@ -667,6 +747,16 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
+
+
+def _residual_copies(module: nn.Module) -> int:
+    """The copies of the residual stream a hyper-connection mixes (DeepSeek-V4's hc_mult, Qwen4-Exp's
+    hc_count); 0 for any other module."""
+    for key in ("hc_mult", "hc_count"):
+        n = getattr(module, key, None)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+            return n
+    return 0
 
 
 def _hyper_connection_flops(d: int, module: nn.Module) -> int:
@@ -687,11 +777,12 @@ def _between(parts: list[Message], separator: Message) -> list[Message]:
 def _attends(child: nn.Module) -> bool:
     """Softmax attention (latent or not), by its projections; not a mixer with a conv."""
     modules = dict(child.named_modules())
-    return (
-        "kv_a_proj_with_mqa" in modules
-        or _is_compressed(child)
-        or (any(n in modules for n in ("q_proj", "query")) and "conv1d" not in modules)
-    )
+    # A fused projection is read as softmax attention's only in a class named so (MPT's MptAttention).
+    cls = type(child).__name__
+    fused = isinstance(_linear(modules, *_QKV_NAMES), nn.Linear) and cls.endswith("Attention")
+    queries = any(n in modules for n in _Q_NAMES) or fused
+    softmax = queries and "conv1d" not in modules and not _LINEAR_ATTENTION.search(cls)
+    return "kv_a_proj_with_mqa" in modules or _is_compressed(child) or softmax
 
 
 def _mixer_params(read: LayerRead) -> int:

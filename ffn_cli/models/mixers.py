@@ -26,7 +26,17 @@ from ffn_cli.accounting import ParamTensor
 from ffn_cli.i18n import N_, Message
 from ffn_cli.spec import check_int
 
-__all__ = ["STATE_DTYPE_BYTES", "DeltaRuleScan", "LinearMixer", "SSDScan", "SelectiveScan", "gated_delta_net", "mamba2", "short_conv"]
+__all__ = [
+    "STATE_DTYPE_BYTES",
+    "DeltaRuleScan",
+    "LightningScan",
+    "LinearMixer",
+    "SSDScan",
+    "SelectiveScan",
+    "gated_delta_net",
+    "mamba2",
+    "short_conv",
+]
 
 # A recurrent state's dtype where the config names it (mamba_ssm_cache_dtype; vLLM keeps the
 # state in it, Nemotron 3 asks for float32) → bytes an element; "auto" (vLLM's word): the cache dtype.
@@ -117,6 +127,40 @@ class SSDScan:
 
 
 @dataclass(frozen=True)
+class LightningScan:
+    """Lightning attention's scan (MiniMax-Text-01; Qin et al. 2024), per head: a head_dim ×
+    head_dim state of the keys' and values' products, decayed a token at a rate of the head's own.
+
+    In blocks of B tokens (per block and head): the intra-block scores q·kᵀ (2·B²·d) times the
+    values (2·B²·d), the queries' read of the state carried in (2·B·d²) and the block's update of
+    it kᵀ·v (2·B·d²); the decays are elementwise. Recurrent (one token): the update and the read
+    (2·d² each)."""
+
+    heads: int
+    head_dim: int
+    chunk: int
+
+    def chunk_flops(self) -> int:
+        b, d = self.chunk, self.head_dim
+        return self.heads * (4 * b * b * d + 4 * b * d * d)
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        """Per token, over a sequence of seq_len tokens (the last block padded); None: whole blocks."""
+        if seq_len is None:
+            return Fraction(self.chunk_flops(), self.chunk)
+        return Fraction(_padded(seq_len, self.chunk) * self.chunk_flops(), seq_len)
+
+    def decode_flops(self) -> int:
+        return self.heads * 4 * self.head_dim * self.head_dim
+
+    def detail(self) -> Message:
+        return Message(N_("lightning attention in blocks of {chunk}"), chunk=self.chunk)
+
+    def state_elements(self) -> int:
+        return self.heads * self.head_dim * self.head_dim
+
+
+@dataclass(frozen=True)
 class SelectiveScan:
     """Mamba-1's selective scan (Gu & Dao 2023; Jamba's, Falcon-Mamba's mixer), per channel: a
     state of `state` values for each of `channels` channels, B and C shared by the channels.
@@ -162,7 +206,7 @@ class LinearMixer:
     layers: tuple[int, ...]
     conv_flops: int = 0
     conv_state_elements: int = 0
-    scan: DeltaRuleScan | SSDScan | SelectiveScan | None = None
+    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | None = None
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None

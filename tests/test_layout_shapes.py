@@ -1,0 +1,170 @@
+"""Layouts of model types no reader knows whose modules take shapes of their own
+(configs/layer_build.py): one projection to the queries, keys and values; q/k norms without
+weights; a short convolution; output gates, norms and sinks beside a latent attention; tensors
+beside a dense FFN's projections; residual scales and gates. Each held to the whole model built
+on meta and, where it keeps state, to transformers' own cache after a forward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ffn_cli.configs.attribution import Owner, attribute
+from ffn_cli.costs.decode_state import decode_state
+from ffn_cli.models.count import count_model
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
+from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+
+_SMALL = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+              pad_token_id=0)  # fmt: skip
+
+
+def _config(model_type: str, **keys: Any) -> dict[str, Any]:
+    return {**transformers.AutoConfig.for_model(model_type, **{**_SMALL, **keys}).to_dict(), "model_type": model_type}
+
+
+def _layout(config: dict[str, Any]) -> Any:
+    return read_layout(config, name="small", source="small")
+
+
+def _counts_the_whole_build(config: dict[str, Any]) -> Any:
+    layout = _layout(config)
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    return layout
+
+
+def _cache_after(config: dict[str, Any], context: int) -> Any:
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval().requires_grad_(False)
+    with torch.no_grad():
+        return model(torch.randint(1, 100, (2, context)), use_cache=True).past_key_values
+
+
+@pytest.mark.parametrize(("model_type", "kv_heads"), [("mpt", 4), ("bloom", 4), ("persimmon", 4), ("gpt_bigcode", 1), ("codegen", 4)])
+def test_one_projection_to_queries_keys_and_values(model_type: str, kv_heads: int) -> None:
+    # MPT's Wqkv, BLOOM's and Persimmon's query_key_value, StarCoder's c_attn (one KV head), CodeGen's
+    # qkv_proj: the width beside the queries' is the keys' and values', whatever num_key_value_heads says.
+    config = _config(model_type)
+    layout = _counts_the_whole_build(config)
+    attention = layout.spec.attention
+    assert (attention.n_heads, attention.n_kv_heads, attention.head_dim) == (4, kv_heads, 16)
+    if model_type == "codegen":  # its rotary width does not fit a model this small: counted, not run
+        return
+    # By hand: K and V of each of 7 tokens over the KV heads × 16; transformers' cache holds as much a sequence.
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, 7)
+    assert kind.elements_per_layer == 7 * 2 * kv_heads * 16
+    cache = _cache_after(config, 7)
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2
+
+
+def test_qk_norms_without_weights_count_none() -> None:
+    # NanoChat's q_norm and k_norm are RMSNorms with no weight: nothing to count, not a norm per head.
+    layout = _counts_the_whole_build(_config("nanochat"))
+    assert layout.spec.attention.qk_norm == "none"
+
+
+@pytest.mark.parametrize("context", [3, 12])
+def test_a_short_convolution_against_transformers(context: int) -> None:
+    # LFM3's short convolution, as LFM2's: in_proj 64 → 3 · 64, a depthwise conv of 7 taps, out_proj.
+    config = _config("lfm3")
+    layout = _counts_the_whole_build(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.kind == "short conv" and mixer.layers == (0, 1)
+    # By hand: the conv's 6 latest inputs of its 64 channels, whatever the context.
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (0, 6 * 64)
+    cache = _cache_after(config, context)
+    for i in mixer.layers:  # transformers keeps the conv's whole kernel, the newest input included
+        conv = cache.get_conv_state(i, state_idx=0)
+        assert conv.numel() // 2 - conv.shape[1] == mixer.conv_state_elements
+
+
+def test_gates_norms_and_sinks_beside_a_latent_attention_keep_nothing() -> None:
+    # Hunyuan V4's MLA has an output gate (gate_proj) and sinks beside it, and a DSA indexer: the gate and
+    # the sinks are counted and run once a token, keep nothing while decoding; the indexer keeps its keys.
+    layout = _counts_the_whole_build(_config("hy_v4"))
+    assert not any("caches while decoding" in str(x) for x in layout.left_out)
+    names = {t.name.split(" ")[0] for t in layout.spec.attention_extra}
+    assert {"gate_proj.weight", "sinks"} <= names
+    assert layout.spec.index_key_width == 128
+
+
+def test_tensors_beside_a_dense_ffn_are_kept_by_name() -> None:
+    # Dory's MLP holds two scale vectors beside its projections: counted in every layer, by name.
+    layout = _counts_the_whole_build(_config("dory"))
+    (beside,) = (e for e in layout.spec.extras if e.per_layer)
+    assert {t.name for t in beside.tensors} >= {"mlp.suv_gate", "mlp.suv_up"}
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "kind"),
+    [
+        ("post_attention_residual_scale", "ZayaResidualScaling", "other"),
+        ("attention_residual_gate", "ErgoResidualGate", "other"),
+        ("attn_hyper_connection", "Qwen4ExpTextGatedResidual", "other"),
+        ("attn_hc", "DeepseekV4HyperConnection", "other"),
+        ("attention", "BridgeTowerResidualAttention", "attention"),  # a token mixer whose name has Residual inside
+    ],
+)
+def test_residual_scales_and_gates_are_no_token_mixer(name: str, cls: str, kind: str) -> None:
+    path = (Owner("model", "Model"), Owner("layers", "ModuleList"), Owner("0", "DecoderLayer"), Owner(name, cls))
+    assert attribute(path)[0] == kind
+
+
+def _minimax(**keys: Any) -> dict[str, Any]:
+    # Lightning attention in layer 0 (4 heads × 16, blocks of 4), softmax attention in layer 1.
+    return _config("minimax", head_dim=16, block_size=4, num_local_experts=4, num_experts_per_tok=2,
+                   layer_types=["linear_attention", "full_attention"], **keys)  # fmt: skip
+
+
+def test_lightning_attention_state_against_transformers() -> None:
+    config = _minimax()
+    layout = _counts_the_whole_build(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.kind == "lightning attention" and mixer.layers == (0,)
+    # By hand: a 16 × 16 state per head, 4 heads, whatever the context; no conv.
+    assert (mixer.recurrent_state_elements, mixer.conv_state_elements) == (4 * 16 * 16, 0)
+    cache = _cache_after(config, 9)
+    (state,) = (t for t in cache.linear_cache if isinstance(t, torch.Tensor))
+    assert state.numel() // 2 == mixer.recurrent_state_elements
+    # The softmax layer keeps K and V of each token, 2 KV heads × 16.
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, 9)}
+    assert kinds["attention"].elements_per_layer == 9 * 2 * 2 * 16
+
+
+def test_lightning_attention_flops_against_flop_counter() -> None:
+    # Two whole blocks of 4 tokens through the lightning layer: FlopCounterMode's matmuls are the
+    # projections (qkv, output gate, out) and the scan's, 8 tokens at ffn's per-token rate.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = _minimax()
+    mixer = _layout(config).spec.mixer
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.randint(1, 100, (1, 8)))
+    counts = {name.removeprefix("MiniMaxForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
+    projections = sum(counts[f"layers.0.self_attn.{n}"] for n in ("qkv_proj", "output_gate", "out_proj"))
+    assert projections == 8 * mixer.projection_flops
+    # By hand, a block and head: q·kᵀ and its product with v (2 · 4² · 16 each), the state's read and update (2 · 4 · 16² each).
+    assert mixer.scan.chunk_flops() == 4 * (4 * 4 * 4 * 16 + 4 * 4 * 16 * 16)
+    assert counts["layers.0.self_attn"] - projections == 8 * mixer.scan.flops(8) == 2 * mixer.scan.chunk_flops()
+
+
+def test_lightning_attention_decode_flops_against_flop_counter() -> None:
+    # One token decoded after 8: the state's rank-one update and the query's read of it (2 · 16² each, 4 heads).
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = _minimax()
+    mixer = _layout(config).spec.mixer
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(1, 100, (1, 8)), use_cache=True).past_key_values
+        with FlopCounterMode(display=False) as counter:
+            model(torch.randint(1, 100, (1, 1)), past_key_values=cache, use_cache=True)
+    counts = {name.removeprefix("MiniMaxForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
+    projections = sum(counts[f"layers.0.self_attn.{n}"] for n in ("qkv_proj", "output_gate", "out_proj"))
+    assert counts["layers.0.self_attn"] - projections == mixer.scan.decode_flops() == 4 * 4 * 16 * 16
