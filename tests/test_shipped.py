@@ -151,3 +151,23 @@ def test_an_mtp_layer_of_unknown_shape_is_named_not_counted() -> None:
     assert any("num_nextn_predict_layers 1" in line for line in with_mtp["left_out"])
     assert not any("num_nextn_predict_layers" in line for line in without["left_out"])
     assert with_mtp["checkpoint_bytes"] == without["checkpoint_bytes"]  # neither counts it
+
+
+def test_expert_dtype_fp4_stores_the_routed_experts_in_mxfp4(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # DeepSeek-V4's config.json: fp8 128 × 128 blocks for the linears and `expert_dtype: fp4` for the routed
+    # experts, which its reference model stores as float4_e2m1fn_x2 with a float8_e8m0fnu scale per 32 inputs.
+    # On DeepSeek-V3's shapes, by hand: 58 MoE layers of 256 experts, each three (2048, 7168) matrices.
+    qc = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128], "activation_scheme": "dynamic"}
+    fp8 = _checkpoint("--config", _config_with(tmp_path, "deepseek-v3", qc), "--no-mtp")
+    path = tmp_path / "v4-style.json"
+    path.write_text(json.dumps(json.loads(Path(_config_with(tmp_path, "deepseek-v3", qc)).read_text()) | {"expert_dtype": "fp4"}))
+    fp4 = _checkpoint("--config", str(path), "--no-mtp")
+    experts = next(r for r in fp4["roles"] if r["role"] == "experts")
+    matrices = 58 * 256 * 3
+    assert experts["bytes"] == matrices * (2048 * 7168 // 2 + 2048 * (7168 // 32)) and experts["format"] == "mxfp4"
+    before = next(r for r in fp8["roles"] if r["role"] == "experts")["bytes"]
+    assert fp8["bytes"] - fp4["bytes"] == before - experts["bytes"]  # nothing else moves
+    assert fp4["formats_by_role"]["experts"]["bits_per_weight"] == 4.25 and "expert_dtype fp4" in fp4["origin"]
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"expert_dtype": "int3"}))
+    result = runner.invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
+    assert result.exit_code == 2 and "expert_dtype" in result.stderr and "Traceback" not in result.output

@@ -80,7 +80,7 @@ _Q_NAMES = ("q_proj", "query", "q_gate_proj")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 # Attention with queries, keys and values but no softmax over a cache: a recurrent state in its
 # place (MiniMax's lightning attention, a delta rule), whatever its projections are named.
-_LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|Recurrent|RWKV|GLA")
+_LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|RWKV|GLA")
 # Layer classes of a tower beside the decoder, and modules kept whole that are no layer.
 _ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|CrossAttention")
 # The parts table's rows for what no reader's part holds: tensors in every layer beside its token

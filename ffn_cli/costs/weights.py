@@ -110,18 +110,27 @@ def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
 
 @dataclass(frozen=True)
 class StoragePlan:
-    """Which roles are stored in `fmt`; everything else in `rest`. `origin` says who chose."""
+    """Which roles are stored in `fmt`; everything else in `rest`; a role in `by_role` in its own
+    format (DeepSeek-V4's routed experts in fp4 beside its fp8 linears). `origin` says who chose."""
 
     fmt: WeightFormat
     roles: frozenset[str]
     rest: WeightFormat
     origin: str  # a Message where it is words
     not_converted: str = ""  # what the checkpoint's quantization_config keeps unquantized, in words
+    by_role: tuple[tuple[str, WeightFormat], ...] = ()
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:
             return FORMATS[t.stored]
+        own = dict(self.by_role).get(t.role)
+        if own is not None:
+            return own
         return self.fmt if t.role in self.roles else self.rest
+
+    def quantizes(self, role: str) -> bool:
+        """Whether tensors of `role` are stored quantized: in `fmt`'s roles, or a format of their own."""
+        return role in self.roles or role in dict(self.by_role)
 
 
 def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf16", config: Mapping[str, Any] | None = None) -> StoragePlan:
@@ -263,11 +272,30 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     roles = frozenset(scope - excluded)
     note = Message(N_("modules_to_not_convert not matched: {names}"), names=", ".join(unread)) if unread else ""
     kept = _listed([Message(ROLE_WORDS[r]) for r in sorted(excluded)]) or Message(N_("none"))
+    by_role, experts = _expert_dtype(config, qc)
     rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
     if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
         rest = FORMATS["fp16"]
     origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
-    return StoragePlan(fmt, roles, rest, origin, not_converted=kept), note
+    origin = Message.join(origin, experts)
+    return StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role), note
+
+
+# config.json's expert_dtype → the routed experts' format: DeepSeek-V4's reference model stores them
+# as float4_e2m1fn_x2 with a float8_e8m0fnu scale per 32 along the input, MXFP4's layout.
+_EXPERT_DTYPES = {"fp4": "mxfp4"}
+
+
+def _expert_dtype(config: Mapping[str, Any], qc: Mapping[str, Any]) -> tuple[tuple[tuple[str, WeightFormat], ...], Message | str]:
+    """The routed experts' own format where config.json names one (`expert_dtype`, at the top or in
+    quantization_config), and the words that say so; an fp8 or absent one adds nothing."""
+    said = config.get("expert_dtype", qc.get("expert_dtype"))
+    if said is None or str(said).lower() in ("fp8", "", "none"):
+        return (), ""
+    name = _EXPERT_DTYPES.get(str(said).lower())
+    if name is None:
+        raise FFNError("expert_dtype", said, _("choose fp4 or fp8"))
+    return (("experts", FORMATS[name]),), Message(N_("; routed experts in {format} (expert_dtype {said})"), format=name, said=str(said))
 
 
 def _listed(words: list[Message]) -> Message | str:
@@ -328,7 +356,7 @@ class Checkpoint:
         return ceil(sum(self.bits_of(t) for t in self.tensors) / 8)
 
     def quantized(self, t: WeightTensor) -> bool:
-        return not t.stored and t.role in self.plan.roles
+        return not t.stored and self.plan.quantizes(t.role)
 
     @property
     def quantized_params(self) -> int:

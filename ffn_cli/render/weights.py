@@ -42,6 +42,9 @@ def checkpoint_data(c: Checkpoint, bf16_bytes: int, note: str = "") -> dict[str,
     return {
         "origin": c.plan.origin,
         "format": {"name": fmt.name, "bits_per_weight": float(fmt.bits_per_weight()), "description": fmt.describe()},
+        "formats_by_role": {
+            role: {"name": f.name, "bits_per_weight": float(f.bits_per_weight()), "description": f.describe()} for role, f in c.plan.by_role
+        },
         "rest_format": c.plan.rest.name,
         "quantized_roles": sorted({t.role for t in c.tensors if c.quantized(t) and not t.part}),
         "shipped_params": c.shipped_params,
@@ -73,7 +76,8 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
     bits = f"{8 * c.bytes_ / c.total_params:.4g}"
     rows.append(["[bold]" + _("checkpoint") + "[/]", fmt_count(c.total_params), "", bits, f"[bold]{fmt_bytes(c.bytes_)}[/]"])
     rows.append([_("bf16 everywhere"), fmt_count(c.total_params), "bf16", "16", fmt_bytes(bf16_bytes)])
-    caption = _("{origin}. {format}. ").format(origin=shown(c.plan.origin), format=c.plan.fmt.describe().shown()) + _(
+    formats = [c.plan.fmt.describe().shown(), *(f.describe().shown() for _role, f in c.plan.by_role)]
+    caption = _("{origin}. {format}. ").format(origin=shown(c.plan.origin), format="; ".join(formats)) + _(
         "{not_counted}; 1 GiB = 2³⁰ bytes."
     ).format(not_counted=_(NOT_COUNTED))
     caption += f" {visible(shown(note))}." if note else ""  # it quotes config.json: modules_to_not_convert's names
