@@ -61,6 +61,8 @@ LM_HEAD = N_("LM head")
 POOLER = N_("pooler")
 
 _EXPERT = re.compile(r"^experts\.\d+\.")
+# The roles of a Linear's weight, which quantizers replace (weights.py's "linears" scope).
+_LINEAR_ROLES = frozenset({"attention", "experts", "shared", "dense_ffn"})
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,15 @@ def _one(
     copies: int = 1,
     tied: bool = False,
 ) -> PlacedTensor:
-    """One tensor placed: a 1-D one (a bias, a norm) is a "vector" whatever its block's role."""
-    return PlacedTensor(block, part, name, shape, "vector" if len(shape) < 2 else role, layers, copies, tied)
+    """One tensor placed: a 1-D one (a bias, a norm) is a "vector" whatever its block's role; one
+    that is no Linear's weight in a block of linears (a conv's taps, more than 2-D; a parameter the
+    layout names "module (leaf)", DeepSeek-V4's position bias) is "other", as a quantizer that
+    replaces Linear layers leaves it."""
+    if len(shape) < 2:
+        role = "vector"
+    elif role in _LINEAR_ROLES and (len(shape) > 2 or " (" in name):
+        role = "other"
+    return PlacedTensor(block, part, name, shape, role, layers, copies, tied)
 
 
 # --- the blocks, each placed in one place --------------------------------------------------
