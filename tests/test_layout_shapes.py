@@ -93,9 +93,14 @@ def test_gates_norms_and_sinks_beside_a_latent_attention_keep_nothing() -> None:
     assert layout.spec.index_key_width == 128
 
 
+def _dory() -> dict[str, Any]:
+    # One input layer, two recurrent ones, one output layer: num_hidden_layers is their sum.
+    return _config("dory", num_hidden_layers=4, n_input_layers=1, n_output_layers=1)
+
+
 def test_tensors_beside_a_dense_ffn_are_kept_by_name() -> None:
     # Dory's MLP holds two scale vectors beside its projections: counted in every layer, by name.
-    layout = _counts_the_whole_build(_config("dory"))
+    layout = _counts_the_whole_build(_dory())
     (beside,) = (e for e in layout.spec.extras if e.per_layer)
     assert {t.name for t in beside.tensors} >= {"mlp.suv_gate", "mlp.suv_up"}
 
@@ -117,8 +122,8 @@ def test_residual_scales_and_gates_are_no_token_mixer(name: str, cls: str, kind:
 
 def _minimax(**keys: Any) -> dict[str, Any]:
     # Lightning attention in layer 0 (4 heads × 16, blocks of 4), softmax attention in layer 1.
-    return _config("minimax", head_dim=16, block_size=4, num_local_experts=4, num_experts_per_tok=2,
-                   layer_types=["linear_attention", "full_attention"], **keys)  # fmt: skip
+    shape = dict(head_dim=16, block_size=4, num_local_experts=4, num_experts_per_tok=2, layer_types=["linear_attention", "full_attention"])
+    return _config("minimax", **{**shape, **keys})
 
 
 def test_lightning_attention_state_against_transformers() -> None:
@@ -168,3 +173,49 @@ def test_lightning_attention_decode_flops_against_flop_counter() -> None:
     counts = {name.removeprefix("MiniMaxForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
     projections = sum(counts[f"layers.0.self_attn.{n}"] for n in ("qkv_proj", "output_gate", "out_proj"))
     assert counts["layers.0.self_attn"] - projections == mixer.scan.decode_flops() == 4 * 4 * 16 * 16
+
+
+@pytest.mark.parametrize("context", [3, 9])
+def test_a_latent_attention_with_a_window_against_transformers(context: int) -> None:
+    # dots3: two MLA layers with an indexer over every token, two sliding MLA layers (a window of 4) of
+    # another shape (a 1,024-wide latent); each keeps its latent and rotary key a token, the sliding
+    # ones their window's 3 latest, as transformers' sliding-window cache layer does.
+    config = _config("dots3_note_text", num_hidden_layers=4, num_key_value_heads=4, sliding_window=4)
+    layout = _counts_the_whole_build(config)
+    assert layout.windows == (None, None, 4, 4)
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, context)}
+    assert kinds["attention"].elements_per_layer == context * (512 + 64)
+    assert kinds["attention, sliding 4"].elements_per_layer == min(context, 3) * (1024 + 64)
+    cache = _cache_after(config, context)
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]
+    assert held[2:] == [kinds["attention, sliding 4"].elements_per_layer] * 2
+
+
+def test_layers_that_run_more_than_once_are_named() -> None:
+    # Dory runs its recurrent layers n_recurrent_loops times, each pass caching its own keys: ffn sizes one
+    # pass, and says so where the verdict says what it leaves out.
+    layout = _counts_the_whole_build(_dory())
+    assert any(str(x).startswith("its n_recurrent_loops 2: some layers run 2 times over") for x in layout.left_out)
+
+
+def test_learned_positions_are_position_embeddings() -> None:
+    # StarCoder's wpe, 1,024 positions × 64: embeddings, not a tensor beside the layers.
+    config = _config("gpt_bigcode", n_positions=1024)
+    spec = _counts_the_whole_build(config).spec
+    assert spec.max_positions == 1024 and not any(e.name == "beside the layers" for e in spec.extras)
+    assert count_model(spec).embedding_params == (128 + 1024) * 64
+
+
+def test_lightning_attention_norm_is_counted_as_the_whole_build_counts_it() -> None:
+    # Its output norm is a norm, as the attribution rule sorts the whole build's parameters.
+    config = _minimax()
+    counted = count_model(_layout(config).spec)
+    built = meta_build.count(config, name="x", source="x")
+    assert (counted.attention_params, counted.norm_params) == (built.params_of("attention"), built.params_of("norm"))
+
+
+def test_lightning_attention_without_blocks_is_refused() -> None:
+    from ffn_cli.errors import FFNError
+
+    with pytest.raises(FFNError, match="block_size"):
+        _layout(_minimax(block_size=0))

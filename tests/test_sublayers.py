@@ -163,3 +163,28 @@ def test_every_other_layer_is_a_series() -> None:
     assert layer_ranges((1, 5, 9, 13, 17, 21)) == "1, 5, …, 21"
     assert layer_ranges((0, 2, 4, 6)) == "0, 2, 4, 6"  # short: written out
     assert layer_ranges((0, 1, 2, 3, 4)) == "0–4"
+
+
+def test_the_mean_flops_beside_the_most() -> None:
+    # Forward FLOPs a token: every pick a real expert (the count's active path), and on average 2 of the 3
+    # picks in each of the 3 MoE layers: one expert's 2 FLOPs a weight fewer a layer.
+    counted = count_model(_layout(_config()).spec)
+    assert counted.matmul_flops_per_token - counted.mean_matmul_flops_per_token == 3 * 1 * 2 * _EXPERT
+
+
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        ({"zero_expert_num": -5}, "key zero_expert_num = -5: must be a whole number, 0 or more"),
+        ({"zero_expert_num": 2.5}, "zero_expert_num"),
+        # num_hidden_layers is 2 × num_layers: 5 beside num_layers 3 is read as 4
+        ({"num_hidden_layers": 5}, "key num_hidden_layers = 5: transformers reads it as 4 from the file's other keys: they disagree"),
+    ],
+)
+def test_a_config_that_contradicts_itself_is_refused(tmp_path: Path, keys: dict[str, Any], said: str) -> None:
+    # Both paths, counting alone and the deployment answer: one line naming the key, exit 2, nothing built.
+    path = tmp_path / "longcat.json"
+    path.write_text(json.dumps({**_config(), **keys}))
+    for extra in ([], ["--gpu", "h200"]):
+        result = CliRunner().invoke(app, ["params", "--config", str(path), *extra])
+        assert result.exit_code == 2 and said in result.stderr and "Traceback" not in result.output

@@ -93,6 +93,12 @@ _SUBLAYERS = N_(
     "sublayers, numbered as num_hidden_layers and the KV cache number them; a module beside the sublayers' lists (a "
     "shortcut MoE) is read with the first sublayer, whose FFN input it reads"
 )
+# A config key that says how many times layers run over (Dory's n_recurrent_loops).
+_LOOPS = re.compile(r"(^|_)loops($|_)")
+_LOOPED = N_(
+    "its {key} {n}: some layers run {n} times over, each pass with what it caches; ffn sizes each layer once, "
+    "its FLOPs, activations and decode state for one pass"
+)
 _NO_MIXER_RECOGNISED = N_(
     "no token mixer recognised among {names} (counted as tensors beside the parts): what it keeps while decoding is not sized"
 )
@@ -306,8 +312,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
             extra += (ParamTensor(f"{q_name}.bias (output gate half)", (q_dim,)),)
     used = names | ({"sinks"} if sinks else set())
     read.attention, read.attention_extra = spec, extra + _rest(child, used)
-    window = getattr(child, "sliding_window", None)
-    read.window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+    read.window = _window(child)
     one, many = N_("attention: {heads} heads × {head_dim}, {kv} KV head"), N_("attention: {heads} heads × {head_dim}, {kv} KV heads")
     shape = one if kv == 1 else many
     said = Message(shape, heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
@@ -318,6 +323,12 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     shared_said = Message(N_(", an earlier layer's keys and values")) if read.kv_shared else ""
     read.said.append(Message.join(said, window_said, shared_said))
+
+
+def _window(child: nn.Module) -> int | None:
+    """The attention module's own sliding_window (None in a layer that attends to every key)."""
+    window = getattr(child, "sliding_window", None)
+    return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
 
 
 def _split_qkv(text: PretrainedConfig, child: nn.Module, fused: nn.Linear, o: nn.Linear) -> tuple[nn.Linear, nn.Linear, nn.Linear]:
@@ -363,8 +374,11 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
     own = ("q_a_proj", "q_a_layernorm", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
     rest = _rest(child, {n for n in own if n in m})
     read.attention, read.attention_extra = spec, rest
-    read.said.append(Message(N_("latent attention: {heads} heads, KV latent {latent} + rope {rope}"),
-                             heads=f"{spec.n_heads:,}", latent=f"{spec.kv_lora_rank:,}", rope=f"{spec.qk_rope_head_dim:,}"))  # fmt: skip
+    read.window = _window(child)  # dots3's sliding layers keep their window's latents alone
+    said = Message(N_("latent attention: {heads} heads, KV latent {latent} + rope {rope}"),
+                   heads=f"{spec.n_heads:,}", latent=f"{spec.kv_lora_rank:,}", rope=f"{spec.qk_rope_head_dim:,}")  # fmt: skip
+    window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
+    read.said.append(Message.join(said, window_said))
     # An output gate (a Linear), a norm or a tensor of the attention's own (its sinks) keeps nothing across tokens.
     children = dict(child.named_children())
     tops = {t.name.split(".")[0].split(" ")[0] for t in rest}
@@ -464,10 +478,15 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     elif "Lightning" in name and all(isinstance(a.get(k), int) for k in ("num_attention_heads", "head_dim", "block_size")):
         # MiniMax's lightning attention: its tensors as built (qkv, output gate, norm, out), its state
         # a head_dim × head_dim matrix per head, in blocks of block_size while prefilling.
-        tensors = _rest(child, set())
+        # Its output norm is counted with the norms, as the attribution rule sorts a Norm class.
+        norms = {n for n, mod in child.named_modules() if n and attribute((Owner(n, type(mod).__name__),))[0] == "norm"}
+        tensors = _rest(child, norms)
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
         lightning = LightningScan(a["num_attention_heads"], a["head_dim"], a["block_size"])
-        mixer = LinearMixer("lightning attention", name, tensors, (), flops, read.layers, scan=lightning)
+        if lightning.chunk < 1:
+            raise FFNError("block_size", lightning.chunk, _("must be a positive integer"))
+        norm_tensors = tuple(t for t in _rest(child, set()) if t not in tensors)
+        mixer = LinearMixer("lightning attention", name, tensors, norm_tensors, flops, read.layers, scan=lightning)
     elif (conv := _short_conv(d, child)) is not None:
         # LFM2's and LFM3's short convolution: a depthwise conv over the gated input, its kernel − 1 latest inputs kept.
         mixer = short_conv(d, kernel=conv.kernel_size[0], bias=conv.bias is not None, layers=read.layers)
@@ -898,6 +917,13 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes, sublayers=sub)
 
 
+def _loops(text_data: Mapping[str, Any]) -> list[Message]:
+    """A config that runs layers more than once (Dory's n_recurrent_loops), named: the model's own
+    code decides which layers loop and what each pass caches, and ffn sizes each layer once."""
+    said = [(k, v) for k, v in sorted(text_data.items()) if _LOOPS.search(k) and isinstance(v, int) and not isinstance(v, bool) and v > 1]
+    return [Message(_LOOPED, key=k, n=f"{v:,}") for k, v in said]
+
+
 def _sublayers(layer: nn.Module, source: str) -> list[nn.Module] | None:
     """A decoder layer that is N sublayers, each one of num_hidden_layers (LongCat-Flash: its
     attentions a list of two, each with its layer_idx, its MLPs and norms lists of two beside), as
@@ -957,6 +983,7 @@ class Shell:
     model_class: str
     # Tables read a row a token beside the token embeddings (Gemma 4's per-layer embeddings), by path.
     tables: tuple[ParamTensor, ...] = ()
+    positions: int = 0  # the rows of learned absolute position embeddings (StarCoder's wpe), 0 for none
 
 
 def sized_by_layer_count(text_data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -1031,6 +1058,9 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
     embedding = head = norm = None
     beside, tables = [], []
+    # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
+    position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
+    positions = 0
     for name, p in model.named_parameters():
         if name.startswith(inside):
             continue
@@ -1042,6 +1072,8 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             head = name
         elif last in ("lm_head", "embed_out") and leaf == "bias":
             continue
+        elif not positions and isinstance(module, nn.Embedding) and module.num_embeddings in position_rows and tuple(p.shape)[1:] == (d,):
+            positions = module.num_embeddings
         elif norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm":
             norm = path
         elif isinstance(module, nn.Embedding) and module.num_embeddings in vocabularies:
@@ -1057,6 +1089,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         beside=tuple(beside),
         model_class=type(model).__name__,
         tables=tuple(tables),
+        positions=positions,
     )
 
 
@@ -1176,6 +1209,7 @@ def _assemble(
         norms_per_layer=norms.pop(),
         tie_word_embeddings=shell.tied,
         lm_head_bias=shell.head_bias,
+        max_positions=shell.positions,
         final_norm=bool(shell.final_norm),
         moe_extra=moe_extra,
         mixer=mixer,
@@ -1205,6 +1239,7 @@ def _assemble(
         for x in r.left_out:
             missing.setdefault(x, []).extend(r.layers)
     left_out = [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
+    left_out += _loops(text_data)
     if shell.final_norm not in (0, spec.norm_params):
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip

@@ -117,7 +117,32 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
                 source,
                 _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=first_line(exc)),
             ) from None
+    _check_read_as_given(data, hf_config)
     return hf_config, tuple(notes)
+
+
+# Keys whose value transformers may derive from another (LongCat-Flash: num_hidden_layers is 2 ×
+# num_layers): a file that gives both, disagreeing, is refused rather than read one way.
+# A file that gives one is read as its class reads it.
+_DERIVED_COUNTS = ("num_hidden_layers", "num_layers")
+
+
+def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -> None:
+    """The counts the file gives, as transformers reads them, and zero-computation experts as a
+    count: a disagreement or a negative count is the file's, said by its key."""
+    nested = data.get("text_config")
+    text, given = hf_config.get_text_config(), {**data, **(nested if isinstance(nested, Mapping) else {})}
+    for key in ZERO_EXPERT_KEYS:
+        value = given.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise FFNError(key, value, _("must be a whole number, 0 or more"))
+    if not all(k in given for k in _DERIVED_COUNTS):  # one of them alone is read as the class reads it (Dory's loops)
+        return
+    for key in _DERIVED_COUNTS:
+        value, read = given.get(key), getattr(text, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and isinstance(read, int) and read != value:
+            why = _("transformers reads it as {read} from the file's other keys: they disagree").format(read=f"{read:,}")
+            raise FFNError(key, value, why)
 
 
 def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn.Module, PretrainedConfig, tuple[str, ...]]:

@@ -339,7 +339,7 @@ GPUS: tuple[GPU, ...] = (
 
 # source key → (what it shows, where it is published): the memory total the driver reports.
 DRIVER_SOURCES: dict[str, tuple[str, str]] = {
-    "smi-h200": ("nvidia-smi on 8 × H200 SXM, driver 570.158.01: 143771MiB each", "quoted in ffn's issue 35 (the deployment answer)"),
+    "smi-h200": ("NVML (nvidia-smi) on an H200 SXM: 143,771 MiB", "https://thundergolfer.com/blog/nvidia-gpu-memory-capacity"),
     "nccl-1264": ("nvidia-smi on 8 × H100 80GB HBM3, driver 550.54.15: 81559MiB each", "https://github.com/NVIDIA/nccl/issues/1264"),
     "modal-2797": (
         "nvidia-smi totals on Modal's GPUs (H100 81559, A100 80GB 81920, A100 40GB 40960, A10 23028, L40S 46068, L4 23034, T4 15360 MiB)",

@@ -215,6 +215,16 @@ class ModelParams:
         return flops
 
     @property
+    def mean_matmul_flops_per_token(self) -> float:
+        """matmul_flops_per_token on average: with zero-computation experts in the router's pool,
+        each MoE layer's real picks (ModelSpec.real_picks) in place of its top-k."""
+        spec, ffn = self.spec, self.spec.moe_ffn
+        if ffn is None or not spec.zero_experts:
+            return self.matmul_flops_per_token
+        skipped = spec.ffn_matmul_flops(ffn) - spec.mean_ffn_flops(ffn)
+        return self.matmul_flops_per_token - len(spec.moe_layers) * skipped
+
+    @property
     def per_layer(self) -> list[dict[str, object]]:
         """Attention and FFN of each distinct layer kind (dense-first layers apart; attention of
         several shapes, Gemma 4's or DeepSeek-V4's, and KV-shared layers apart too)."""

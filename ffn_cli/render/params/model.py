@@ -116,6 +116,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
         "weight_bytes": {d: m.weight_bytes(d) for d in DTYPE_BYTES},
         "training_memory": training_data(m.training_memory(dtype)),
         "matmul_flops_per_token": flops,
+        "mean_matmul_flops_per_token": m.mean_matmul_flops_per_token,
+        "zero_experts": m.spec.zero_experts,
         "training_flops_per_token": BACKWARD_FACTOR * flops,
     }
 
@@ -234,6 +236,11 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
             "matmuls on the active path; attention scores add 4·heads·head_dim for each key a query reads (its window's, "
             "and the pooled entries)"
         )
+    if m.spec.zero_experts:  # the most, every pick a real expert; the mean beside it
+        mean = _("every pick a real expert; {mean} on average (k · E / (E + Z) real experts a layer); ").format(
+            mean=fmt_flops(m.mean_matmul_flops_per_token)
+        )
+        scores = mean + scores
     rows.append([_("forward FLOPs/token"), fmt_flops(flops), scores])
     rows.append([_("forward + backward"), fmt_flops(BACKWARD_FACTOR * flops), _("{factor} × forward").format(factor=BACKWARD_FACTOR)])
     return table(_("summary"), [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
