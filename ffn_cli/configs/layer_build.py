@@ -508,8 +508,7 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         mixer = LinearMixer(name, name, tensors, (), flops, read.layers, 2 * conv * kernel, conv * (kernel - 1), scan)
     if mixer is not None and mixer.params + mixer.norm_params == _count(child):
         read.mixer = mixer
-        read.said.append(Message(N_("{kind}: state {state} + conv {conv}"), kind=mixer.kind,
-                                 state=f"{mixer.recurrent_state_elements:,}", conv=f"{mixer.conv_state_elements:,}"))  # fmt: skip
+        read.said.append(Message(N_("{kind}: {state}"), kind=mixer.kind, state=mixer.state_words()))
         return
     tensors = _rest(child, set())
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))

@@ -89,7 +89,9 @@ def _attention_rows(
             kind = Message(N_("attention"))
         if reaches.count((how, cap)) > 1:  # layers of one reach and two widths: each row named by its width
             kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
-        detail = Message(N_("{tokens} tokens × {width} (K and V)"), tokens=f"{tokens:,}", width=f"{width:,}")
+        # MLA keeps its latent (with the rotary key) a token, not K and V: no heads (0) to split over --tp
+        what = N_("{tokens} tokens × {width} (latent)") if not heads else N_("{tokens} tokens × {width} (K and V)")
+        detail = Message(what, tokens=f"{tokens:,}", width=f"{width:,}")
         rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads))
     rows += [_compressed_row(c, count, context, peak) for c, count in compressed.items()]
     shared = [i for i in spec.attention_layers if i in spec.kv_shared_layers]
@@ -130,20 +132,7 @@ def decode_state(
     rows = _attention_rows(spec, windows, chunks, context, peak)
     m = spec.mixer
     if m is not None and m.layers:
-        conv = f"{m.conv_state_elements:,}"
-        if not m.state_sized:
-            detail = Message(N_("not sized: left out"))
-        elif m.scan is None:
-            detail = Message(N_("conv {conv}"), conv=conv)
-        elif m.state_dtype_bytes is None:
-            detail = Message(N_("state {state} + conv {conv}"), state=f"{m.recurrent_state_elements:,}", conv=conv)
-        else:
-            detail = Message(
-                N_("state {state} at {bytes} B + conv {conv}"),
-                state=f"{m.recurrent_state_elements:,}",
-                bytes=m.state_dtype_bytes,
-                conv=conv,
-            )
+        detail = m.state_words() if m.state_sized else Message(N_("not sized: left out"))
         rows.append(
             KindState(
                 m.kind,

@@ -237,6 +237,20 @@ class LinearMixer:
         the config names one, the conv's window at the cache dtype's `act_bytes`."""
         return self.recurrent_state_elements * (self.state_dtype_bytes or act_bytes) + self.conv_state_elements * act_bytes
 
+    def state_words(self) -> Message:
+        """What one layer keeps while decoding, in words: its recurrent state (at the dtype the
+        config names) and its conv's window, whichever it has."""
+        conv, state, size = f"{self.conv_state_elements:,}", f"{self.recurrent_state_elements:,}", self.state_dtype_bytes
+        if self.scan is None:
+            return Message(N_("conv {conv}"), conv=conv)
+        if not self.conv_state_elements:  # lightning attention: a state and no conv
+            if size is None:
+                return Message(N_("state {state}"), state=state)
+            return Message(N_("state {state} at {bytes} B"), state=state, bytes=size)
+        if size is None:
+            return Message(N_("state {state} + conv {conv}"), state=state, conv=conv)
+        return Message(N_("state {state} at {bytes} B + conv {conv}"), state=state, bytes=size, conv=conv)
+
     def sequence_flops(self, seq_len: int | None) -> Fraction | int:
         """FLOPs per token beyond the projections over a sequence of seq_len tokens: the
         convolution and the chunked state update; None: at the rate of whole chunks (no padding)."""

@@ -40,8 +40,10 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
             " context, before a window closes."
         )
     caption = caption.lstrip()
-    if any(r.tokens is None for r in rows):
+    if any(r.tokens is None and r.conv for r in rows):
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
+    elif any(r.tokens is None for r in rows):
+        caption += _(" A mixer's state does not grow with the context.")
     return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
 
 
