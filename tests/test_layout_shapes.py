@@ -219,3 +219,11 @@ def test_lightning_attention_without_blocks_is_refused() -> None:
 
     with pytest.raises(FFNError, match="block_size"):
         _layout(_minimax(block_size=0))
+
+
+def test_norms_named_as_built() -> None:
+    # BLOOM normalises its embeddings (word_embeddings_layernorm) beside its final ln_f; MPT's LayerNorms have no bias.
+    bloom = _counts_the_whole_build(_config("bloom")).spec
+    assert bloom.embedding_norm and bloom.final_norm and bloom.norm == "layernorm"
+    assert not any(e.name == "beside the layers" for e in bloom.extras)
+    assert _counts_the_whole_build(_config("mpt")).spec.norm == "layernorm_no_bias"

@@ -709,7 +709,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             weights = [p for p in child.parameters()]
             if all(p.dim() == 1 and p.shape[0] == d for p in weights) and len(weights) in (1, 2):
                 read.norms += 1
-                read.norm = "layernorm" if len(weights) == 2 else "rmsnorm"
+                # one weight: an RMSNorm, or a LayerNorm without its bias (MPT's)
+                read.norm = "layernorm" if len(weights) == 2 else "layernorm_no_bias" if _is_layer_norm(child) else "rmsnorm"
                 read.norm_params = len(weights) * d
                 continue
         (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
@@ -775,6 +776,12 @@ def _residual_copies(module: nn.Module) -> int:
         if isinstance(n, int) and not isinstance(n, bool) and n > 1:
             return n
     return 0
+
+
+def _is_layer_norm(module: nn.Module) -> bool:
+    """A LayerNorm (it centres as well as scales), by its type or its class's name."""
+    name = type(module).__name__
+    return isinstance(module, nn.LayerNorm) or ("LayerNorm" in name and "RMS" not in name)
 
 
 def _hyper_connection_flops(d: int, module: nn.Module) -> int:
@@ -983,6 +990,7 @@ class Shell:
     # Tables read a row a token beside the token embeddings (Gemma 4's per-layer embeddings), by path.
     tables: tuple[ParamTensor, ...] = ()
     positions: int = 0  # the rows of learned absolute position embeddings (StarCoder's wpe), 0 for none
+    embedding_norm: int = 0  # the parameters of a norm over the embeddings (BLOOM's), 0 for none
 
 
 def sized_by_layer_count(text_data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -1055,7 +1063,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     # A table looked up by token (Gemma 4's per-layer embeddings) has a vocabulary's rows, as the config sizes one.
     data = text.to_dict()
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
-    embedding = head = norm = None
+    embedding = head = norm = embedding_norm = None
     beside, tables = [], []
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
     position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
@@ -1073,11 +1081,13 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             continue
         elif not positions and isinstance(module, nn.Embedding) and module.num_embeddings in position_rows and tuple(p.shape)[1:] == (d,):
             positions = module.num_embeddings
+        elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in last:
+            embedding_norm = path  # BLOOM's word_embeddings_layernorm, over the summed embeddings
         elif norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm":
             norm = path
         elif isinstance(module, nn.Embedding) and module.num_embeddings in vocabularies:
             tables.append(_tensor(path, leaf, p, module))
-        elif not (norm is not None and path == norm):
+        elif path not in (norm, embedding_norm):
             beside.append(_tensor(path, leaf, p, module))
     heads = [m for n, m in modules.items() if n.rpartition(".")[2] in ("lm_head", "embed_out")]
     head_bias = any(getattr(m, "bias", None) is not None for m in heads)
@@ -1089,6 +1099,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         model_class=type(model).__name__,
         tables=tuple(tables),
         positions=positions,
+        embedding_norm=_count(modules[embedding_norm]) if embedding_norm is not None else 0,
     )
 
 
@@ -1209,6 +1220,7 @@ def _assemble(
         tie_word_embeddings=shell.tied,
         lm_head_bias=shell.head_bias,
         max_positions=shell.positions,
+        embedding_norm=bool(shell.embedding_norm),
         final_norm=bool(shell.final_norm),
         moe_extra=moe_extra,
         mixer=mixer,
@@ -1239,7 +1251,7 @@ def _assemble(
             missing.setdefault(x, []).extend(r.layers)
     left_out = [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
     left_out += _loops(text_data)
-    if shell.final_norm not in (0, spec.norm_params):
+    if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, spec.norm_params):
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
     kinds = tuple((layer_ranges(r.layers), Message.join(*_between(r.said, Message(N_("; "))))) for r in reads)
