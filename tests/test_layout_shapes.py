@@ -227,3 +227,12 @@ def test_norms_named_as_built() -> None:
     assert bloom.embedding_norm and bloom.final_norm and bloom.norm == "layernorm"
     assert not any(e.name == "beside the layers" for e in bloom.extras)
     assert _counts_the_whole_build(_config("mpt")).spec.norm == "layernorm_no_bias"
+
+
+def test_an_expert_of_more_than_its_projections_is_refused_by_name() -> None:
+    # Ergo's experts each end in a norm no FFNSpec holds: refused, naming the tensor, never counted as something else.
+    from ffn_cli.errors import FFNRuntimeError
+
+    config = _config("ergo", num_hidden_layers=2, num_experts=4, num_experts_per_tok=2, head_dim=16)
+    with pytest.raises(FFNRuntimeError, match="ErgoExperts holds post_expert_norm beside its experts' projections"):
+        _layout(config)

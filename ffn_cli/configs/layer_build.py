@@ -78,6 +78,8 @@ _SHORT_PERIOD = 16
 # A query projection, and a fused one to the queries, keys and values, by the names transformers' models give them.
 _Q_NAMES = ("q_proj", "query", "q_gate_proj")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
+# The tensors of an [experts, …] container that its FFNSpec holds: the projections and their biases.
+_EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
 # Attention with queries, keys and values but no softmax over a cache: a recurrent state in its
 # place (MiniMax's lightning attention, a delta rule), whatever its projections are named.
 _LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|RWKV|GLA")
@@ -603,6 +605,12 @@ def _moe(
         f = down.shape[2] if down.shape[1] == d else down.shape[1]
         gated = "gate_up_proj" in tensors
         bias = any(n.endswith("bias") for n in tensors)
+        # An expert of more than its projections (Ergo's norm after each expert): no FFNSpec holds it.
+        others = sorted(n for n, m in experts.named_children() if _count(m))
+        others += sorted(n for n in tensors if not n.startswith(_EXPERT_TENSORS))
+        if others:
+            why = N_("{cls} holds {names} beside its experts' projections: ffn sizes experts of projections alone")
+            raise _Unread(Message(why, cls=type(experts).__name__, names=", ".join(others)))
     top = config_top_k(hf_config)
     if top.value is None:
         raise _Unread(top.problem or Message(N_("no config key names the experts per token")))
