@@ -24,6 +24,7 @@ from ffn_cli.models.count import count_model
 from ffn_cli.render.presenters.costs import costs_data
 from ffn_cli.services.costs import CostOptions, model_costs
 from tests.model_configs import CASES, small_config
+from tests.module_flops import module_flops
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -697,10 +698,7 @@ def test_deepseek_v4_flops_against_flop_counter() -> None:
     # sum of products torch runs as elementwise work).
     config = _deepseek_v4()
     spec = _layout(config).spec
-    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(torch.zeros(1, 1, dtype=torch.long))
-    counts = {name.removeprefix("DeepseekV4ForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
+    counts = module_flops(config, torch.zeros(1, 1, dtype=torch.long))
     (beside,) = (e for e in spec.extras if e.per_layer)
     for i in range(4):
         attention = _compressed(spec, i)

@@ -13,6 +13,7 @@ import pytest
 from ffn_cli.configs.attribution import Owner, attribute
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.models.count import count_model
+from tests.module_flops import module_flops
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -144,14 +145,9 @@ def test_lightning_attention_state_against_transformers() -> None:
 def test_lightning_attention_flops_against_flop_counter() -> None:
     # Two whole blocks of 4 tokens through the lightning layer: FlopCounterMode's matmuls are the
     # projections (qkv, output gate, out) and the scan's, 8 tokens at ffn's per-token rate.
-    from torch.utils.flop_counter import FlopCounterMode
-
     config = _minimax()
     mixer = _layout(config).spec.mixer
-    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(torch.randint(1, 100, (1, 8)))
-    counts = {name.removeprefix("MiniMaxForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
+    counts = module_flops(config, torch.randint(1, 100, (1, 8)))
     projections = sum(counts[f"layers.0.self_attn.{n}"] for n in ("qkv_proj", "output_gate", "out_proj"))
     assert projections == 8 * mixer.projection_flops
     # By hand, a block and head: q·kᵀ and its product with v (2 · 4² · 16 each), the state's read and update (2 · 4 · 16² each).

@@ -16,11 +16,11 @@ from ffn_cli.cli import app
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.models.count import count_model
 from ffn_cli.models.spec import layer_ranges
+from tests.module_flops import module_flops
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
 from ffn_cli.configs.layer_build import read_layout  # noqa: E402
@@ -108,10 +108,7 @@ def test_flops_against_flop_counter() -> None:
     # not see the experts' grouped matmuls: they are held to the hand count of 2 FLOPs a weight.
     config = _config()
     spec = _layout(config).spec
-    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(torch.zeros(1, 1, dtype=torch.long))
-    counts = {name.removeprefix("LongcatFlashForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
+    counts = module_flops(config, torch.zeros(1, 1, dtype=torch.long))
     scores = 2 * 4 * (16 + 8)
     for i in range(3):
         for j in range(2):

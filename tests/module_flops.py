@@ -1,0 +1,20 @@
+"""FlopCounterMode's count of transformers' own model, module by module: the second path the
+layout's FLOPs are held to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def module_flops(config: dict[str, Any], input_ids: Any) -> dict[str, int]:
+    """The FLOPs of one forward of `input_ids` through the causal LM transformers builds from
+    `config`, by module, named from the decoder down ("layers.0.self_attn")."""
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    prefix = f"{type(model).__name__}.model."
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(input_ids)
+    return {name.removeprefix(prefix): sum(c.values()) for name, c in counter.get_flop_counts().items()}
