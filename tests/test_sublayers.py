@@ -136,6 +136,9 @@ def test_the_whole_deployment_answer(tmp_path: Path) -> None:
     assert not data["per_gpu_memory"].get("left_out") and not data["layout"]["left_out"]
     text = " ".join(CliRunner().invoke(app, ["params", *args], env={"COLUMNS": "80"}).output.split())
     assert "3 layers of 2 sublayers" in text and "active per token, least" in text
+    # FFN ×1 is a MoE sublayer's; the 3 dense ones are in the model's row (and said so)
+    assert data["roofline"]["ffn_one_layer_of"] == "moe" and data["roofline"]["dense_ffn_layers_beside_moe"] == 3
+    assert "FFN ×1: a MoE layer's; model ×6 holds the 3 dense FFN layers too." in text
     assert "zero-computation" in text and "fits" in text
 
 

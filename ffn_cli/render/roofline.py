@@ -185,6 +185,7 @@ def roofline_view(
     backward: list[PassCost] | None = None,
     per_gpu: list[GPUPass] | None = None,
     real_picks: Message | None = None,
+    dense_layers: int = 0,
 ) -> FitTable:
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     moe = any(c.ffn.experts for c in costs)
@@ -236,6 +237,10 @@ def roofline_view(
         )
     title = Text(title_text)
     caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=shown(origin))
+    if dense_layers:  # FFN ×1 is a MoE layer's: the dense ones would read otherwise
+        one = N_(" FFN ×1: a MoE layer's; model ×{n} holds the dense FFN layer too.")
+        many = N_(" FFN ×1: a MoE layer's; model ×{n} holds the {dense} dense FFN layers too.")
+        caption += _(one if dense_layers == 1 else many).format(n=n_layers, dense=dense_layers)
     if backward is not None:
         caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:

@@ -42,7 +42,9 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
 
 
 def _roofline_views(r: Roofline) -> list[RenderableType]:
-    shown: list[RenderableType] = [roofline_view(r.costs, r.gpu, r.column, r.origin, r.n_layers, r.backward, r.per_gpu, r.real_picks)]
+    shown: list[RenderableType] = [
+        roofline_view(r.costs, r.gpu, r.column, r.origin, r.n_layers, r.backward, r.per_gpu, r.real_picks, r.dense_layers)
+    ]
     shown += forecast_lines(_roofline_data(r))
     if r.plot is not None:
         shown.append(Group(Text(_("plot written to {path}").format(path=visible(r.plot)), style="dim")))
@@ -53,6 +55,8 @@ def _roofline_data(r: Roofline) -> dict[str, Any]:
     data = roofline_data(r.costs, r.gpu, r.column, r.origin, r.backward, r.per_gpu)
     if r.real_picks is not None:
         data["real_picks"] = r.real_picks
+    data["ffn_one_layer_of"] = "moe" if r.costs and r.costs[0].ffn.experts else "dense"
+    data["dense_ffn_layers_beside_moe"] = r.dense_layers
     add_forecasts(data, r.forecasts)
     if r.plot is not None:
         data["plot"] = str(r.plot)
