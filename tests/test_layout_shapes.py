@@ -232,3 +232,18 @@ def test_an_expert_of_more_than_its_projections_is_refused_by_name() -> None:
     config = _config("ergo", num_hidden_layers=2, num_experts=4, num_experts_per_tok=2, head_dim=16)
     with pytest.raises(FFNRuntimeError, match="ErgoExperts holds post_expert_norm beside its experts' projections"):
         _layout(config)
+
+
+def test_only_linear_weights_take_a_linears_format() -> None:
+    # A quantizer replaces Linear layers: Qwen3-Next's gate half of q_proj is one (its Linear's rows), a conv's
+    # taps and DeepSeek-V4's compressor position bias are not.
+    from ffn_cli.configs.families import model_spec_from_config
+    from ffn_cli.configs.files import load_preset
+    from ffn_cli.models.layout import model_layout
+
+    qwen = model_spec_from_config(dict(load_preset("qwen3-next-80b-a3b")), name="q", source="q")
+    roles = {t.name: t.role for t in model_layout(qwen)}
+    assert roles["q_proj.weight (output gate half)"] == "attention"
+    v4 = _layout({k: v for k, v in load_preset("deepseek-v4-flash").items() if not k.startswith("_")}).spec
+    roles = {t.name: t.role for t in model_layout(v4)}
+    assert roles["compressor (position_bias)"] == "other" and roles["compressor.kv_proj.weight"] == "attention"

@@ -63,6 +63,8 @@ POOLER = N_("pooler")
 _EXPERT = re.compile(r"^experts\.\d+\.")
 # The roles of a Linear's weight, which quantizers replace (weights.py's "linears" scope).
 _LINEAR_ROLES = frozenset({"attention", "experts", "shared", "dense_ffn"})
+# A parameter the layout names "module (leaf)", no Linear's: not "q_proj.weight (output gate half)".
+_NOT_A_LINEAR = re.compile(r"^(?![^ ]*\.(weight|bias) \()[^ ]* \(")
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def _one(
     replaces Linear layers leaves it."""
     if len(shape) < 2:
         role = "vector"
-    elif role in _LINEAR_ROLES and (len(shape) > 2 or " (" in name):
+    elif role in _LINEAR_ROLES and (len(shape) > 2 or _NOT_A_LINEAR.match(name)):
         role = "other"
     return PlacedTensor(block, part, name, shape, role, layers, copies, tied)
 
