@@ -681,6 +681,7 @@ def _beside_the_mlp(children: list[tuple[str, nn.Module]]) -> list[tuple[str, nn
 def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
     children = _beside_the_mlp(children)
     moe = [(n, c) for n, c in children if _experts(c) is not None]
+    beside: tuple[ParamTensor, ...] = ()
     if len(moe) == 1 and len(children) <= 2:
         _moe(d, r, hf_config, moe[0][1], read, tuple(c for c in children if c[0] != moe[0][0]))
     elif not moe and len(children) == 1:
@@ -691,11 +692,12 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         # Dory's per-unit scales: kept by name with the layer's other tensors.
         projections = {n for n, mod in child.named_modules() if mod is not None and mod in _mlp(child)}
         projections |= {t.name.rpartition(".")[0] for t in param_tensors(read.ffn)}
-        read.other += tuple(ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape)
-                            for t in _rest(child, projections))  # fmt: skip
+        beside = tuple(ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape)
+                       for t in _rest(child, projections))  # fmt: skip
+        read.other += beside
     else:
         raise _Unread(Message(N_("the FFN is split over {names}"), names=", ".join(n for n, _c in children)))
-    built, counted = sum(_count(c) for _n, c in children), _ffn_count(read) + sum(t.count for t in read.other)
+    built, counted = sum(_count(c) for _n, c in children), _ffn_count(read) + sum(t.count for t in beside)
     if counted != built:
         raise _Unread(
             Message(N_("its FFN counts {counted} parameters where the module holds {built}"), counted=f"{counted:,}", built=f"{built:,}")

@@ -12,14 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ffn_cli.accounting import DTYPE_BYTES, active_params, param_tensors, total_params
+from ffn_cli.accounting import DTYPE_BYTES, active_params, total_params
 from ffn_cli.attention import AnyAttention
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models import layout
 from ffn_cli.models.layer import attention_summary
 from ffn_cli.models.layout import Block, PartKind, blocks, model_layout
 from ffn_cli.models.pattern import layer_pattern
-from ffn_cli.models.spec import ModelSpec, layer_ranges
+from ffn_cli.models.spec import ModelSpec, layer_ranges, one_expert
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec
 
@@ -110,8 +110,7 @@ class ModelParams:
         ffn = self.spec.moe_ffn
         if ffn is None:
             return 0
-        one = sum(t.count for t in param_tensors(ffn) if t.name.startswith("experts.0."))
-        return one * len(self.spec.moe_layers)
+        return sum(t.count for t in one_expert(ffn)) * len(self.spec.moe_layers)
 
     @property
     def least_active_params(self) -> int:

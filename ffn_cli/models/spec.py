@@ -19,7 +19,18 @@ from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
 
-__all__ = ["KV_TENSORS", "NORM_KINDS", "AttentionKind", "ExtraKind", "ExtraPart", "ModelSpec", "NormKind", "kv_tensors", "layer_ranges"]
+__all__ = [
+    "KV_TENSORS",
+    "NORM_KINDS",
+    "AttentionKind",
+    "ExtraKind",
+    "ExtraPart",
+    "ModelSpec",
+    "NormKind",
+    "kv_tensors",
+    "layer_ranges",
+    "one_expert",
+]
 
 NormKind = Literal["rmsnorm", "layernorm", "layernorm_no_affine", "layernorm_no_bias"]
 # Parameters of one norm over d_model, in units of d: RMSNorm a weight, LayerNorm weight and
@@ -404,7 +415,7 @@ class ModelSpec:
         flops: float = self.ffn_matmul_flops(ffn)
         skipped = ffn.active_experts - self.real_picks(ffn)
         if skipped:
-            flops -= skipped * sum(2 * t.count for t in param_tensors(ffn) if t.name.startswith("experts.0.") and len(t.shape) == 2)
+            flops -= skipped * sum(2 * t.count for t in one_expert(ffn) if len(t.shape) == 2)
         return flops
 
     def least_picks(self, ffn: FFNSpec) -> int:
@@ -421,6 +432,11 @@ class ModelSpec:
     def norm_params(self) -> int:
         """Parameters of one norm over d_model."""
         return NORM_KINDS[self.norm] * self.d_model
+
+
+def one_expert(ffn: FFNSpec) -> tuple[ParamTensor, ...]:
+    """One routed expert's tensors (experts.0.*, as build_ffn names them); none in a dense FFN."""
+    return tuple(t for t in param_tensors(ffn) if t.name.startswith("experts.0."))
 
 
 def kv_tensors(attention: AnyAttention) -> tuple[ParamTensor, ...]:
