@@ -75,9 +75,16 @@ def test_the_verdict_counts_the_kv_cache_it_prints() -> None:
 
 
 def test_latent_attention_keeps_its_whole_latent_on_every_gpu() -> None:
-    # DeepSeek-V3: kv_lora_rank 512 + rope 64 per token and layer, not split by heads.
-    m = cli_json("params", "--preset", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--ep", "8", "--phase", "decode", "--batch", "4")
-    assert m["per_gpu_memory"]["kv_cache_bytes"] == 4 * 61 * 4096 * (512 + 64) * 2
+    # DeepSeek-V3: kv_lora_rank 512 + rope 64 per token and layer, not split by heads; its 61
+    # layers and the checkpoint's MTP layer (61 + 1), which a speculative decoder runs, unless --no-mtp.
+    args = ("params", "--preset", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--ep", "8", "--phase", "decode", "--batch", "4")
+    m = cli_json(*args)
+    assert m["per_gpu_memory"]["kv_cache_bytes"] == 4 * (61 + 1) * 4096 * (512 + 64) * 2
+    mtp = [k for k in m["decode_state"]["kinds"] if k.get("multi_token_prediction")]
+    assert [(k["kind"], k["layers"], k["bytes"]) for k in mtp] == [("MTP: attention", 1, 4096 * 576 * 2)]
+    bare = cli_json(*args, "--no-mtp")
+    assert bare["per_gpu_memory"]["kv_cache_bytes"] == 4 * 61 * 4096 * (512 + 64) * 2
+    assert not any(k.get("multi_token_prediction") for k in bare["decode_state"]["kinds"])
 
 
 def test_expert_parallel_beyond_tp_spreads_the_sequences() -> None:

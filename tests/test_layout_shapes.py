@@ -247,3 +247,37 @@ def test_only_linear_weights_take_a_linears_format() -> None:
     v4 = _layout({k: v for k, v in load_preset("deepseek-v4-flash").items() if not k.startswith("_")}).spec
     roles = {t.name: t.role for t in model_layout(v4)}
     assert roles["compressor (position_bias)"] == "other" and roles["compressor.kv_proj.weight"] == "attention"
+
+
+@pytest.mark.parametrize("model_type", ["opt", "xglm"])
+def test_an_ffn_straight_in_the_decoder_layer(model_type: str) -> None:
+    # OPT's and XGLM's fc1 and fc2 sit in the decoder layer itself, with no MLP module around them:
+    # one dense FFN of ffn_dim. FlopCounterMode's fc1 and fc2 on 5 tokens are 2 · 2 · 64 · 96 a token;
+    # the attention keeps K and V of every token, 4 heads × 16, as transformers' cache does.
+    config = _config(model_type, ffn_dim=96, max_position_embeddings=64, num_key_value_heads=4)  # no KV-head key of its own
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.ffn_of(0)
+    assert ffn is not None and (ffn.variant, ffn.d_ff) == ({"opt": "relu", "xglm": "gelu"}[model_type], 96)
+    counts = module_flops(config, torch.randint(1, 100, (1, 5)))
+    layer = "decoder.layers.0" if model_type == "opt" else "layers.0"
+    assert counts[f"{layer}.fc1"] + counts[f"{layer}.fc2"] == 5 * 2 * 2 * 64 * ffn.d_ff
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, 7)
+    assert kind.elements_per_layer == 7 * 2 * 4 * 16
+    cache = _cache_after(config, 7)
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2
+
+
+def test_learned_positions_after_rows_of_their_own() -> None:
+    # OPT's position table keeps 2 rows before its max_position_embeddings (its `offset`): 66 × 64.
+    spec = _counts_the_whole_build(_config("opt", ffn_dim=96, max_position_embeddings=64, num_key_value_heads=4)).spec
+    assert spec.max_positions == 66 and not any(e.name == "beside the layers" for e in spec.extras)
+
+
+def test_layers_the_models_class_builds_otherwise_are_read_as_it_builds_them() -> None:
+    # TrOCR's causal LM sets is_decoder, which gives each layer a cross-attention over an encoder's
+    # output: read from the layer as the model builds it (refused: two token mixers), never from a
+    # layer built without it (which counted 2 × 4 · (64² + 64) + 2 · 64 fewer parameters).
+    from ffn_cli.errors import FFNRuntimeError
+
+    with pytest.raises(FFNRuntimeError, match="encoder_attn"):
+        _layout(_config("trocr", d_model=64, decoder_ffn_dim=96, decoder_layers=2, decoder_attention_heads=4))

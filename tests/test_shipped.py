@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from ffn_cli.cli import app
 
 runner = CliRunner()
+ROOT = Path(__file__).parents[1]
 
 
 def _checkpoint(*args: str) -> dict:  # type: ignore[type-arg]
@@ -141,16 +142,62 @@ def test_glm5s_mtp_layer_against_transformers_last_layer(tmp_path: Path) -> None
     assert not any(r["role"] == "mtp" for r in _checkpoint("--config", str(path), "--weights", "fp8")["roles"])
 
 
-def test_an_mtp_layer_of_unknown_shape_is_named_not_counted() -> None:
-    # DeepSeek-V4's config declares one MTP layer, which transformers skips on load and whose shape
-    # (beside its hyper-connections) ffn does not know: the verdict names it as left out, and
+def test_an_mtp_layer_of_unknown_shape_is_named_not_counted(tmp_path: Path) -> None:
+    # A config that declares MTP layers for a family whose checkpoints' MTP shape ffn does not know
+    # (num_nextn_predict_layers added to Qwen3-Next's): the verdict names it as left out, and
     # --no-mtp, which serves without it, is taken and drops the line.
-    pytest.importorskip("transformers")
-    args = ["params", "--preset", "deepseek-v4-flash", "--gpu", "h200", "--tp", "8", "--json"]
+    path = tmp_path / "config.json"
+    config = {k: v for k, v in json.loads((ROOT / "ffn_cli" / "presets" / "qwen3-next-80b-a3b.json").read_text()).items() if k[0] != "_"}
+    path.write_text(json.dumps({**config, "num_nextn_predict_layers": 1}))
+    args = ["params", "--config", str(path), "--gpu", "h200", "--tp", "8", "--json"]
     with_mtp, without = (json.loads(runner.invoke(app, a).stdout)["per_gpu_memory"] for a in (args, [*args, "--no-mtp"]))
     assert any("num_nextn_predict_layers 1" in line for line in with_mtp["left_out"])
-    assert not any("num_nextn_predict_layers" in line for line in without["left_out"])
+    assert not any("num_nextn_predict_layers" in line for line in without.get("left_out", []))
     assert with_mtp["checkpoint_bytes"] == without["checkpoint_bytes"]  # neither counts it
+
+
+_V4_KEYS = dict(hidden_size=64, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4, head_dim=32, q_lora_rank=16,
+                o_lora_rank=16, o_groups=2, n_routed_experts=8, num_experts_per_tok=2, vocab_size=128, index_n_heads=2,
+                index_head_dim=16, index_topk=4, sliding_window=8, hc_mult=2, max_position_embeddings=4096,
+                layer_types=["heavily_compressed_attention", "compressed_sparse_attention"] * 2,
+                mlp_layer_types=["hash_moe", "moe", "moe", "moe"])  # fmt: skip
+
+
+def test_deepseek_v4s_mtp_block_against_transformers_sliding_layer(tmp_path: Path) -> None:
+    # DeepSeek's inference/model.py MTPBlock (the checkpoint's mtp.0.*, which transformers skips on
+    # load): a decoder layer at layer_id = num_hidden_layers, past the hash-routed ones, whose
+    # attention is the window alone (compress ratio 0) — transformers' own DeepseekV4DecoderLayer of
+    # layer type sliding_attention and MLP type moe — and beside it e_proj and h_proj (d × d each),
+    # enorm, hnorm and norm (d each), and hc_head_fn (hc, hc · d), hc_head_base (hc), hc_head_scale (1).
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4DecoderLayer
+
+    config = {**transformers.AutoConfig.for_model("deepseek_v4", **_V4_KEYS).to_dict(), "model_type": "deepseek_v4"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    mtp_keys = {**_V4_KEYS, "num_hidden_layers": 5, "layer_types": [*_V4_KEYS["layer_types"], "sliding_attention"],
+                "mlp_layer_types": [*_V4_KEYS["mlp_layer_types"], "moe"]}  # fmt: skip
+    with torch.device("meta"):
+        body = DeepseekV4DecoderLayer(transformers.AutoConfig.for_model("deepseek_v4", **mtp_keys), 4)
+    d, hc, experts = 64, 2, 8
+    c = _checkpoint("--config", str(path), "--weights", "fp8")
+    row = next(r for r in c["roles"] if r["role"] == "mtp")
+    assert row["params"] == sum(p.numel() for p in body.parameters()) + 2 * d * d + 3 * d + hc * hc * d + hc + 1
+    # The score-routed layers' router biases, float32: layers 1–3 and the MTP layer (layer 0 routes by hash).
+    biases = next(r for r in c["roles"] if r["role"] == "bias")
+    assert biases["params"] == (3 + 1) * experts and biases["bytes"] == 4 * biases["params"]
+    # Layer 0's table, token id → its 2 experts, int32 (DeepSeek's tid2eid): a buffer to transformers.
+    table = next(r for r in c["roles"] if r["role"] == "table")
+    assert (table["params"], table["bytes"], table["format"]) == (128 * 2, 128 * 2 * 4, "int32")
+    bare = _checkpoint("--config", str(path), "--weights", "fp8", "--no-mtp")
+    assert c["bytes"] - bare["bytes"] == row["bytes"] + experts * 4
+    # Decoding speculatively, the MTP layer keeps its window's w − 1 latest tokens, K = V once: 7 × 32, 2 B each.
+    result = runner.invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "64", "--json"])
+    kinds = json.loads(result.stdout)["decode_state"]["kinds"]
+    assert [(k["kind"], k["bytes"]) for k in kinds if k.get("multi_token_prediction")] == [("MTP: SWA, window 8", 7 * 32 * 2)]
+    left_out = json.loads(result.stdout)["per_gpu_memory"]["left_out"]  # the MTP layer sized, not named
+    assert left_out and not any("num_nextn_predict_layers" in line for line in left_out)
 
 
 def test_expert_dtype_fp4_stores_the_routed_experts_in_mxfp4(tmp_path) -> None:  # type: ignore[no-untyped-def]

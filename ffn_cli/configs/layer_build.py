@@ -35,7 +35,7 @@ import importlib
 import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -80,6 +80,8 @@ _Q_NAMES = ("q_proj", "query", "q_gate_proj")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 # The tensors of an [experts, …] container that its FFNSpec holds: the projections and their biases.
 _EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
+# Where a config names its FFN's activation (GPT-2's, OPT's and XGLM's: activation_function).
+_ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function")
 # Attention with queries, keys and values but no softmax over a cache: a recurrent state in its
 # place (MiniMax's lightning attention, a delta rule), whatever its projections are named.
 _LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|RWKV|GLA")
@@ -578,9 +580,7 @@ def _dense(d: int, r: FamilyReader, child: nn.Module) -> FFNSpec:
     f, gated = _widths(d, up, gate, fused, down)
     first = up or fused or down
     bias = first is not None and first.bias is not None
-    return FFNSpec(
-        variant=r.variant("hidden_act", "hidden_activation", gated=gated), d_model=d, d_ff=f, bias=bias, fused_gate_up=fused is not None
-    )
+    return FFNSpec(variant=r.variant(*_ACTIVATION_KEYS, gated=gated), d_model=d, d_ff=f, bias=bias, fused_gate_up=fused is not None)
 
 
 def _moe(
@@ -625,7 +625,7 @@ def _moe(
         d_ff=f,
         experts=count,
         top_k=top.value,
-        expert_variant=r.variant("hidden_act", "hidden_activation", gated=gated),
+        expert_variant=r.variant(*_ACTIVATION_KEYS, gated=gated),
         shared_experts=1 if shared_width else 0,
         shared_d_ff=shared_width or None,
         shared_expert_gate=gate_linear is not None and bool(shared_width),
@@ -678,8 +678,26 @@ def _beside_the_mlp(children: list[tuple[str, nn.Module]]) -> list[tuple[str, nn
     return [(f"{mlps[0][0]}, {routers[0][0]}, {containers[0][0]}", block)]
 
 
+def _position_rows(table: nn.Embedding) -> int:
+    """The positions a learned position table holds, past the rows it keeps before them (OPT's
+    `offset`, 2: its max_position_embeddings + 2 rows)."""
+    offset = getattr(table, "offset", 0)
+    return table.num_embeddings - (offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else 0)
+
+
+def _loose_linears(children: list[tuple[str, nn.Module]]) -> list[tuple[str, nn.Module]]:
+    """OPT's and XGLM's FFN: fc1 and fc2 straight in the decoder layer, no MLP module around
+    them: read as one MLP."""
+    if len(children) < 2 or not all(isinstance(c, nn.Linear) for _n, c in children):
+        return children
+    block = nn.Module()
+    for name, child in children:
+        block.add_module(name, child)
+    return [(", ".join(n for n, _c in children), block)]
+
+
 def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
-    children = _beside_the_mlp(children)
+    children = _loose_linears(_beside_the_mlp(children))
     moe = [(n, c) for n, c in children if _experts(c) is not None]
     beside: tuple[ParamTensor, ...] = ()
     if len(moe) == 1 and len(children) <= 2:
@@ -905,6 +923,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         # The whole model is built once where the layers come from several classes (which layer is
         # which is the model's own code) or tensors beside the layers are sized by the layer count.
         whole = _whole_model(hf_config, source) if len(classes) > 1 or sized_by_layer_count(r.config) else None
+        shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True)
+        if shell.layer_config is not None:  # the config the model's class leaves (TrOCR's is_decoder, the attention kernel)
+            text = shell.layer_config
         if len(classes) == 1:
             layer_cls = classes[0]
 
@@ -928,7 +949,6 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                     reads.append(first)
                 else:  # the config's entries did not tell these layers apart: each one built and read
                     reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
-        shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True)
     sub = len(sublayers) if sublayers is not None else 1
     return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes, sublayers=sub)
 
@@ -1001,6 +1021,10 @@ class Shell:
     tables: tuple[ParamTensor, ...] = ()
     positions: int = 0  # the rows of learned absolute position embeddings (StarCoder's wpe), 0 for none
     embedding_norm: int = 0  # the parameters of a norm over the embeddings (BLOOM's), 0 for none
+    # The text config as the model's class leaves it, its layers' lists and count as given: what its
+    # layers are built from (TrOCR's causal LM sets is_decoder, which gives each a cross-attention;
+    # GPT-Neo's layers read the attention kernel the model sets). None for a whole build.
+    layer_config: PretrainedConfig | None = None
 
 
 def sized_by_layer_count(text_data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -1047,9 +1071,9 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
     shell_config = copy.deepcopy(hf_config)
     text = shell_config.get_text_config()
     n_layers = int(text.num_hidden_layers)
-    for key, value in list(vars(text).items()):
-        if isinstance(value, list) and len(value) == n_layers:
-            setattr(text, key, [])
+    emptied = {key: value for key, value in vars(text).items() if isinstance(value, list) and len(value) == n_layers}
+    for key in emptied:
+        setattr(text, key, [])
     text.num_hidden_layers = 0
     auto = auto_class(str(hf_config.model_type), shell_config)  # ffn's choice: outside the config's try
     try:
@@ -1057,7 +1081,11 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
             model = auto.from_config(shell_config, attn_implementation="eager")
     except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError("config", source, _("transformers cannot build it without its layers: {why}").format(why=first_line(exc))) from None
-    return _shell_of(model, classes, source, whole=False)
+    layer_config = copy.deepcopy(model.config.get_text_config())
+    for key, value in emptied.items():
+        setattr(layer_config, key, value)
+    layer_config.num_hidden_layers = n_layers
+    return replace(_shell_of(model, classes, source, whole=False), layer_config=layer_config)
 
 
 def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], source: str, *, whole: bool) -> Shell:
@@ -1089,7 +1117,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             head = name
         elif last in ("lm_head", "embed_out") and leaf == "bias":
             continue
-        elif not positions and isinstance(module, nn.Embedding) and module.num_embeddings in position_rows and tuple(p.shape)[1:] == (d,):
+        elif not positions and isinstance(module, nn.Embedding) and _position_rows(module) in position_rows and tuple(p.shape)[1:] == (d,):
             positions = module.num_embeddings
         elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in last:
             embedding_norm = path  # BLOOM's word_embeddings_layernorm, over the summed embeddings

@@ -5,7 +5,9 @@ is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
 alone); a layer that reuses an earlier layer's keys and values (Gemma 3n, Gemma 4's E2B and
 E4B) keeps none, in a row of its own. A mixer read from transformers' modules whose state ffn
-does not know is a row of its own, not sized.
+does not know is a row of its own, not sized. The checkpoint's multi-token-prediction layers,
+which a server decoding speculatively runs once a token, keep what the last layer keeps (rows
+of their own, "MTP: …").
 Elements, priced at the cache dtype's bytes by the caller (`bytes_`), but a recurrent state whose
 dtype the config names (Nemotron 3's float32 SSM state), priced at its own. Pure Python.
 """
@@ -13,7 +15,7 @@ dtype the config names (Nemotron 3's float32 SSM state), priced at its own. Pure
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.compressed_attention import CompressedAttentionSpec
@@ -44,6 +46,8 @@ class KindState:
     rate: int = 0  # DeepSeek-V4's compressed attention: the tokens pooled into one entry it keeps …
     entries: int = 0  # … the entries it keeps, each `width` wide, and each indexer key's width beside one
     index_width: int = 0
+    compressed: bool = False  # DeepSeek-V4's attention: one key-and-value head, K = V held once
+    mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
 
     @property
     def elements(self) -> int:
@@ -60,6 +64,39 @@ class KindState:
         return self.layers * self.bytes_per_layer(act_bytes)
 
 
+def _reach(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], i: int) -> tuple[str, int | None, int, int]:
+    """Layer i's attention as the cache sees it: how far it reaches (full, sliding, chunked) and
+    its cap, the elements a token takes, and the KV heads --tp splits them over (0: MLA's latent)."""
+    window, chunk = windows[i], chunks[i] if chunks else None
+    how, cap = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
+    a = spec.attention_of(i)
+    return how, cap, kv_width(spec, i), 0 if isinstance(a, LatentAttentionSpec) else a.kv_heads
+
+
+def _reach_row(key: tuple[str, int | None, int, int], count: int, context: int, named_by_width: bool) -> KindState:
+    how, cap, width, heads = key
+    tokens = min(context, cap - 1) if cap else context
+    if how == "sliding":
+        kind = Message(N_("attention, sliding {window}"), window=f"{cap:,}")
+    elif how == "chunked":
+        kind = Message(N_("attention, chunks of {chunk}"), chunk=f"{cap:,}")
+    else:
+        kind = Message(N_("attention"))
+    if named_by_width:  # layers of one reach and two widths: each row named by its width
+        kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
+    # MLA keeps its latent (with the rotary key) a token, not K and V: no heads (0) to split over --tp
+    what = N_("{tokens} tokens × {width} (latent)") if not heads else N_("{tokens} tokens × {width} (K and V)")
+    detail = Message(what, tokens=f"{tokens:,}", width=f"{width:,}")
+    return KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads)
+
+
+def _indexer_row(spec: ModelSpec, layers: int, context: int) -> KindState:
+    """A DSA indexer's keys: one a token, no heads to split: whole on each GPU, as MLA's latent."""
+    width = spec.index_key_width
+    detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
+    return KindState(Message(N_("DSA indexer")), layers, context * width, context, detail, width=width)
+
+
 def _attention_rows(
     spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int, peak: bool
 ) -> list[KindState]:
@@ -72,37 +109,36 @@ def _attention_rows(
         if isinstance(c := spec.attention_of(i), CompressedAttentionSpec):
             compressed[c] = compressed.get(c, 0) + 1
             continue
-        window, chunk = windows[i], chunks[i] if chunks else None
-        how, cap = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
-        a = spec.attention_of(i)
-        key = (how, cap, kv_width(spec, i), 0 if isinstance(a, LatentAttentionSpec) else a.kv_heads)
+        key = _reach(spec, windows, chunks, i)
         kept[key] = kept.get(key, 0) + 1
-    rows = []
     reaches = [(how, cap) for how, cap, _width, _heads in kept]
-    for (how, cap, width, heads), count in kept.items():
-        tokens = min(context, cap - 1) if cap else context
-        if how == "sliding":
-            kind = Message(N_("attention, sliding {window}"), window=f"{cap:,}")
-        elif how == "chunked":
-            kind = Message(N_("attention, chunks of {chunk}"), chunk=f"{cap:,}")
-        else:
-            kind = Message(N_("attention"))
-        if reaches.count((how, cap)) > 1:  # layers of one reach and two widths: each row named by its width
-            kind = Message(N_("{kind}, {width} a token"), kind=kind, width=f"{width:,}")
-        # MLA keeps its latent (with the rotary key) a token, not K and V: no heads (0) to split over --tp
-        what = N_("{tokens} tokens × {width} (latent)") if not heads else N_("{tokens} tokens × {width} (K and V)")
-        detail = Message(what, tokens=f"{tokens:,}", width=f"{width:,}")
-        rows.append(KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads))
+    rows = [_reach_row(key, count, context, reaches.count(key[:2]) > 1) for key, count in kept.items()]
     rows += [_compressed_row(c, count, context, peak) for c, count in compressed.items()]
     shared = [i for i in spec.attention_layers if i in spec.kv_shared_layers]
     if shared:  # a row of their own, so that every layer is in the table: they read an earlier layer's cache
         detail = Message(N_("none: an earlier layer's keys and values"))
         rows.append(KindState(Message(SHARED_KV_ATTENTION), len(shared), 0, 0, detail))
-    if spec.index_layers:  # one key a token, no heads to split: whole on each GPU, as MLA's latent
-        width = spec.index_key_width
-        detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
-        rows.append(KindState(Message(N_("DSA indexer")), len(spec.index_layers), context * width, context, detail, width=width))
+    if spec.index_layers:
+        rows.append(_indexer_row(spec, len(spec.index_layers), context))
     return rows
+
+
+def _mtp_rows(
+    spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int, peak: bool, mtp: int
+) -> list[KindState]:
+    """What the multi-token-prediction layers keep while a server decodes speculatively with them:
+    each is a layer of the last layer's attention (DeepSeek-V4's of the window alone, compress
+    ratio 0), its DSA indexer's keys too."""
+    last = spec.n_layers - 1
+    a = spec.attention_of(last)
+    if isinstance(a, CompressedAttentionSpec):
+        window_only = tuple(t for t in a.built if not t.name.startswith("compressor"))
+        swa = replace(a, built=window_only, rate=0, overlap=False, index_heads=0, index_dim=0, index_topk=0)
+        row = _compressed_row(swa, mtp, context, peak)
+    else:
+        row = _reach_row(_reach(spec, windows, chunks, last), mtp, context, False)
+    rows = [row, _indexer_row(spec, mtp, context)] if last in spec.index_layers else [row]
+    return [replace(r, kind=Message(N_("MTP: {kind}"), kind=r.kind), mtp=True) for r in rows]
 
 
 def _compressed_row(c: CompressedAttentionSpec, layers: int, context: int, peak: bool) -> KindState:
@@ -121,14 +157,15 @@ def _compressed_row(c: CompressedAttentionSpec, layers: int, context: int, peak:
         detail = Message.join(detail, entries, index, rest)
     elements = c.peak_elements(context) if peak else c.cached_elements(context)
     return KindState(kind, layers, elements, tokens, detail, width=c.head_dim, window=c.window, rate=c.rate, entries=c.entries(context),
-                     index_width=c.index_dim)  # fmt: skip
+                     index_width=c.index_dim, compressed=True)  # fmt: skip
 
 
 def decode_state(
-    spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int, *, peak: bool = False
+    spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int, *, peak: bool = False, mtp: int = 0
 ) -> tuple[KindState, ...]:
     """Every layer kind's cache at `context` tokens, attention first, in elements; with `peak`, the
-    most each holds on the way there (a compressed layer's cache shrinks as a window closes)."""
+    most each holds on the way there (a compressed layer's cache shrinks as a window closes);
+    the `mtp` multi-token-prediction layers' last."""
     rows = _attention_rows(spec, windows, chunks, context, peak)
     m = spec.mixer
     if m is not None and m.layers:
@@ -146,4 +183,6 @@ def decode_state(
                 sized=m.state_sized,
             )
         )
+    if mtp:
+        rows += _mtp_rows(spec, windows, chunks, context, peak, mtp)
     return tuple(rows)

@@ -75,16 +75,24 @@ class _Sizer:
     """KV cache and activation bytes on one GPU for any batch and context (the searches' one path)."""
 
     def __init__(
-        self, spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], layout: Layout, phase: str, causal: bool
+        self,
+        spec: ModelSpec,
+        windows: Sequence[int | None],
+        chunks: Sequence[int | None],
+        layout: Layout,
+        phase: str,
+        causal: bool,
+        mtp: int,
     ) -> None:
-        self.spec, self.windows, self.chunks, self.layout, self.phase = spec, windows, chunks, layout, phase
+        self.spec, self.windows, self.chunks, self.layout, self.phase, self.mtp = spec, windows, chunks, layout, phase, mtp
         self.causal = causal  # an encoder (BERT) attends to the whole input at once and caches nothing
         self.width = 2 * spec.d_model + intermediate_width(spec, layout)
 
     def kv_bytes_per_sequence(self, context: int, act_bytes: int) -> float:
         if not self.causal:
             return 0.0
-        kinds = decode_state(self.spec, self.windows, self.chunks, context, peak=True)  # decoding passes every shorter context
+        # decoding passes every shorter context: the most each kind holds on the way
+        kinds = decode_state(self.spec, self.windows, self.chunks, context, peak=True, mtp=self.mtp)
         return sum(
             k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None else 1 / self.layout.tp) for k in kinds
         )
@@ -124,10 +132,12 @@ def gpu_memory(
     context_limit: int | None = None,
     *,
     causal: bool = True,
+    mtp: int = 0,
 ) -> GPUMemory:
     """One GPU's bytes for `case`, and the largest batch (at its context) and longest context
-    (at its batch, up to `context_limit`, the model's max_position_embeddings) that fit."""
-    sizer = _Sizer(spec, windows, chunks, layout, case.phase, causal)
+    (at its batch, up to `context_limit`, the model's max_position_embeddings) that fit; the
+    cache of the `mtp` multi-token-prediction layers a speculative decoder runs counted too."""
+    sizer = _Sizer(spec, windows, chunks, layout, case.phase, causal, mtp)
     reserve = runtime_reserve(layout.gpus, gpu.runtime)
     fixed = ranks.per_gpu_bytes + reserve.bytes_
     b = case.act_bytes

@@ -10,9 +10,19 @@ embedding and of the hidden state), `eh_proj` (2·d → d, a linear, stored as t
 `shared_head` (a norm and a copy of the LM head) and a copy of the embeddings. transformers
 builds none of it, so `ffn params` counts the model without it; serving may drop it (`--no-mtp`).
 
+DeepSeek-V4's MTP block is another shape (DeepSeek's inference/model.py `MTPBlock`, stored as
+`mtp.{i}.*` and loaded by vLLM's DeepSeekV4MTP): a decoder layer past the hash-routed ones whose
+attention is the window alone (compress ratio 0: the layers' attention without a compressor),
+its MoE FFN, its two norms and the hyper-connections' mixes every layer holds; `e_proj` and
+`h_proj` (d → d each, where V3 has one 2·d → d `eh_proj`), `enorm`, `hnorm` and `norm`, and an
+`hc_head` of its own, shaped as the model's. The embeddings and the head are the model's, shared
+and not stored again.
+
 DeepSeek-V3's routers choose experts on scores plus `e_score_correction_bias`, one float32 per
 expert in every MoE layer (DeepSeek's inference/model.py keeps the Gate's bias in float32 for
-the 7,168-wide model): a buffer to transformers, a tensor in the checkpoint.
+the 7,168-wide model): a buffer to transformers, a tensor in the checkpoint. DeepSeek-V4's
+score-routed layers (the MTP one too) hold one alike; its hash-routed layers route by a table,
+token id → experts (`tid2eid`, int32), which the checkpoint ships and transformers keeps as a buffer.
 """
 
 from __future__ import annotations
@@ -21,29 +31,37 @@ from collections.abc import Mapping
 from typing import Any
 
 from ffn_cli.costs.weights import WeightTensor
-from ffn_cli.models.layout import attention_tensors, ffn_tensors
+from ffn_cli.models.layout import PlacedTensor, attention_tensors, extra_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors", "unsized_mtp_layers"]
+__all__ = ["HC_MTP_MODEL_TYPES", "MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors", "unsized_mtp_layers"]
 
-# The families whose checkpoints hold their MTP layers in this shape (vLLM's deepseek_mtp and
-# glm4_moe_mtp load them): DeepSeek-V3 and V3.2, GLM-4.5 to 4.7, GLM-4.7-Flash (glm4_moe_lite), GLM-5.
+# The families whose checkpoints hold their MTP layers in DeepSeek-V3's shape (vLLM's deepseek_mtp
+# and glm4_moe_mtp load them): DeepSeek-V3 and V3.2, GLM-4.5 to 4.7, GLM-4.7-Flash (glm4_moe_lite), GLM-5.
 MTP_MODEL_TYPES = frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa"})
+# … and in DeepSeek-V4's, beside the hyper-connections (vLLM's DeepSeekV4MTP).
+HC_MTP_MODEL_TYPES = frozenset({"deepseek_v4"})
+
+
+def _declared(config: Mapping[str, Any]) -> int:
+    n = config.get("num_nextn_predict_layers", 0)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
+def _sized(spec: ModelSpec) -> bool:
+    """Whether ffn knows the shape of the family's MTP layers (DeepSeek-V4's needs its hc_head)."""
+    return spec.model_type in MTP_MODEL_TYPES or (spec.model_type in HC_MTP_MODEL_TYPES and bool(_hc_head(spec)))
 
 
 def mtp_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
     """The MTP layers the config declares (0 for a family whose checkpoints ffn does not know to hold them)."""
-    n = config.get("num_nextn_predict_layers", 0)
-    known = spec.model_type in MTP_MODEL_TYPES and isinstance(n, int) and not isinstance(n, bool)
-    return n if known and n > 0 else 0
+    return _declared(config) if _sized(spec) else 0
 
 
 def unsized_mtp_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
-    """The MTP layers a config declares for a family whose checkpoints' MTP shape ffn does not know
-    (DeepSeek-V4's, beside its hyper-connections): named as left out, never counted as another shape."""
-    n = config.get("num_nextn_predict_layers", 0)
-    declared = isinstance(n, int) and not isinstance(n, bool) and n > 0
-    return n if declared and spec.model_type not in MTP_MODEL_TYPES else 0
+    """The MTP layers a config declares for a family whose checkpoints' MTP shape ffn does not
+    know: named as left out, never counted as another shape."""
+    return 0 if _sized(spec) else _declared(config)
 
 
 def _layer(spec: ModelSpec, count: int) -> list[WeightTensor]:
@@ -68,14 +86,71 @@ def _mtp(spec: ModelSpec, count: int) -> list[WeightTensor]:
     ]
 
 
+def _hc_head(spec: ModelSpec) -> list[PlacedTensor]:
+    """The model's hc_head beside its layers, which reduces the hyper-connections' copies to one."""
+    return [t for e in spec.extras if not e.per_layer for t in extra_tensors(spec, e) if "hc_head" in t.name]
+
+
+def _hc_mtp(spec: ModelSpec, count: int) -> list[WeightTensor]:
+    """DeepSeek-V4's MTP blocks: the last layer's attention without its compressor (the window
+    alone), its FFN, the hyper-connections' mixes and two norms; e_proj, h_proj, three norms and
+    an hc_head of the model's shapes."""
+    d, last = spec.d_model, spec.n_layers - 1
+    attention = [t for t in attention_tensors(spec, (last,)) if not t.name.startswith("compressor")]
+    ffn = spec.ffn_of(last)
+    mixes = [t for e in spec.extras if e.per_layer for t in extra_tensors(spec, e)]
+    tensors = (*attention, *(ffn_tensors(spec, ffn, (last,)) if ffn is not None else ()), *mixes, *_hc_head(spec))
+    return [
+        *(WeightTensor(t.role, t.shape, count * t.copies, "mtp") for t in tensors),
+        WeightTensor("vector", (spec.norm_params,), spec.norms_per_layer * count, "mtp"),
+        WeightTensor("vector", (d,), 3 * count, "mtp"),  # enorm, hnorm, norm
+        WeightTensor("attention", (d, d), 2 * count, "mtp"),  # e_proj, h_proj: linears, stored as attention's are
+    ]
+
+
+def _hash_routed_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
+    """DeepSeek-V4's MoE layers that route by token id (`mlp_layer_types`' hash_moe, or the first
+    `num_hash_layers`); 0 where the config says neither."""
+    kinds, hashed = config.get("mlp_layer_types"), config.get("num_hash_layers")
+    if isinstance(kinds, list):
+        return sum(1 for k in kinds[: spec.n_layers] if k == "hash_moe")
+    if isinstance(hashed, int) and not isinstance(hashed, bool) and hashed >= 0:
+        return len([i for i in spec.moe_layers if i < hashed])
+    return 0
+
+
+def _score_routed_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
+    """The MoE layers whose routers add a score bias: DeepSeek-V3's all (noaux_tc), DeepSeek-V4's
+    past its hash-routed ones."""
+    if spec.model_type == "deepseek_v3":
+        return len(spec.moe_layers) if config.get("topk_method") == "noaux_tc" else 0
+    if spec.model_type in HC_MTP_MODEL_TYPES:
+        return len(spec.moe_layers) - _hash_routed_layers(spec, config)
+    return 0
+
+
+def _hash_tables(spec: ModelSpec, config: Mapping[str, Any]) -> list[WeightTensor]:
+    """DeepSeek-V4's hash-routed layers pick their experts from a table, token id → the k experts
+    (DeepSeek's inference/model.py: `tid2eid`, vocabulary × k, int32): a buffer to transformers."""
+    ffn = spec.moe_ffn
+    layers = _hash_routed_layers(spec, config) if spec.model_type in HC_MTP_MODEL_TYPES and ffn is not None else 0
+    # a router's (replicated on every GPU, as the routers are), in its own type whatever the plan
+    return [WeightTensor("router", (spec.vocab_size, ffn.active_experts), layers, "table", stored="int32")] if layers and ffn else []
+
+
 def _score_biases(spec: ModelSpec, config: Mapping[str, Any], mtp: int) -> list[WeightTensor]:
-    if spec.model_type != "deepseek_v3" or config.get("topk_method") != "noaux_tc" or spec.moe_ffn is None:
+    layers = _score_routed_layers(spec, config)
+    if not layers or spec.moe_ffn is None:
         return []
-    layers = len(spec.moe_layers) + (mtp if spec.ffn_of(spec.n_layers - 1) is spec.moe_ffn else 0)
+    layers += mtp if spec.ffn_of(spec.n_layers - 1) is spec.moe_ffn else 0
     return [WeightTensor("vector", (spec.moe_ffn.experts,), layers, "bias", stored="fp32")]
 
 
 def shipped_tensors(spec: ModelSpec, config: Mapping[str, Any], *, mtp: bool = True) -> tuple[WeightTensor, ...]:
     """The tensors the checkpoint holds beside the model's (the MTP layers unless `mtp` is False)."""
     layers = mtp_layers(spec, config) if mtp else 0
-    return (*(_mtp(spec, layers) if layers else []), *_score_biases(spec, config, layers))
+    beside = (*_score_biases(spec, config, layers), *_hash_tables(spec, config))
+    if not layers:
+        return beside
+    shaped = _hc_mtp if spec.model_type in HC_MTP_MODEL_TYPES else _mtp
+    return (*shaped(spec, layers), *beside)

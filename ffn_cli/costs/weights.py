@@ -17,7 +17,7 @@ from typing import Any
 
 from ffn_cli.costs.compressed_tensors import compressed_tensors_format
 from ffn_cli.errors import FFNError
-from ffn_cli.hardware.formats import FORMATS, SYNTAX, WeightFormat, awq, gptq, parse_format
+from ffn_cli.hardware.formats import FORMATS, SYNTAX, TABLE_FORMATS, WeightFormat, awq, gptq, parse_format
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.layout import EMBEDDING_NORM, PlacedTensor, Role, ffn_role, model_layout
 from ffn_cli.models.spec import ModelSpec
@@ -55,7 +55,7 @@ ROLE_WORDS = {
     "vision": N_("vision tower"),
     "other": N_("other"),
 }
-PART_WORDS = {"mtp": N_("multi-token prediction"), "bias": N_("router score biases")}
+PART_WORDS = {"mtp": N_("multi-token prediction"), "bias": N_("router score biases"), "table": N_("hash-routing tables")}
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class StoragePlan:
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:
-            return FORMATS[t.stored]
+            return FORMATS.get(t.stored) or TABLE_FORMATS[t.stored]
         own = dict(self.by_role).get(t.role)
         if own is not None:
             return own

@@ -26,7 +26,7 @@ from math import ceil, prod
 
 from ffn_cli.i18n import N_, Message
 
-__all__ = ["FORMATS", "WeightFormat", "awq", "gptq", "parse_format"]
+__all__ = ["FORMATS", "TABLE_FORMATS", "WeightFormat", "awq", "gptq", "parse_format"]
 
 SCALE_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "e8m0": 8, "e4m3": 8}
 
@@ -188,6 +188,10 @@ FORMATS: dict[str, WeightFormat] = {
         tensor_words=Message(N_("two fp32 per tensor (weight_scale_2, input_scale)")),
     ),
 }
+
+# What a checkpoint stores beside its weights in a fixed type, which --weights never takes:
+# DeepSeek-V4's hash-routing tables (token id → experts, int32).
+TABLE_FORMATS: dict[str, WeightFormat] = {"int32": WeightFormat("int32", 32, "int32")}
 ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8": "fp8", "fp8-e4m3": "fp8", "e4m3": "fp8"}
 SYNTAX = (
     "fp32, bf16, fp16, fp8, fp8-block[-N], int8[-gN][-SCALE][-asym], int4[-gN][-SCALE][-asym], gptq-intB[-gN], "

@@ -28,11 +28,11 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         if batch > 1:
             cells.append([_("batch {batch}").format(batch=f"{batch:,}"), "", "", "", fmt_bytes(batch * total)])
     title = _("what decoding keeps per sequence at context {n}, {bytes} B an element").format(n=f"{context:,}", bytes=act_bytes)
-    attends = [r for r in rows if r.tokens is not None and not r.rate and r.width]
+    attends = [r for r in rows if r.tokens is not None and not r.compressed and r.width]
     caption = _("attention keeps K and V of every token before the new one.") if attends or not rows else ""
     if any(r.window is not None for r in attends):
         caption += _(" A layer with a window of w tokens keeps only the w − 1 latest.")
-    if any(r.rate for r in rows):
+    if any(r.compressed for r in rows):
         caption += _(
             " A compressed layer (DeepSeek-V4) keeps its window's w − 1 latest tokens, their keys once (K = V), and an"
             " entry for each m tokens it has seen (CSA: the indexer's key too), the tokens of a window not yet closed beside"
@@ -44,6 +44,11 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
     elif any(r.tokens is None for r in rows):
         caption += _(" A mixer's state does not grow with the context.")
+    if any(r.mtp for r in rows):
+        caption += _(
+            " MTP: the checkpoint's multi-token-prediction layers, run once a token by a server decoding speculatively,"
+            " each with a cache of the last layer's kind (DeepSeek-V4's: the window alone); --no-mtp leaves them out."
+        )
     return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
 
 
@@ -65,6 +70,7 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),
                 **({} if r.sized else {"sized": False}),
+                **({"multi_token_prediction": True} if r.mtp else {}),
                 **({"compress_rate": r.rate, "entries": r.entries, "index_key_elements": r.index_width or None} if r.rate else {}),
             }
             for r in rows

@@ -132,13 +132,21 @@ def context_limit(config: Any) -> int | None:
     return None
 
 
+def _mtp(loaded: Any, opts: CostOptions) -> int:
+    """The multi-token-prediction layers counted: the checkpoint's, unless --no-mtp."""
+    return mtp_layers(loaded.spec, loaded.config) if opts.mtp else 0
+
+
 def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> Any:
-    """One GPU's bytes at the pass asked (the largest batch of a sweep) against its memory."""
+    """One GPU's bytes at the pass asked (the largest batch of a sweep) against its memory, the
+    cache of the MTP layers a speculative decoder runs counted."""
     case = max(pass_cases(opts, act_bytes), key=lambda c: c.batch)
     memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
     layout = Layout(opts.tp, opts.ep)
     limit = context_limit(loaded.config)
-    return gpu_memory(loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, limit, causal=loaded.causal)
+    return gpu_memory(
+        loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, limit, causal=loaded.causal, mtp=_mtp(loaded, opts)
+    )
 
 
 def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
@@ -185,16 +193,16 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     elif plot is not None:
         raise FFNError("plot", opts.plot, missing)
     return ModelCosts(
-        weights, ranks, fit, left_out, roofline, missing, "; ".join(gpu.notes) if missing is not None else "", _decode(loaded, cases)
+        weights, ranks, fit, left_out, roofline, missing, "; ".join(gpu.notes) if missing is not None else "", _decode(loaded, cases, opts)
     )
 
 
-def _decode(loaded: Any, cases: list[Any]) -> DecodeState | None:
-    """The cache the decode pass reads, by layer kind (no rate needed); None for a prefill."""
+def _decode(loaded: Any, cases: list[Any], opts: CostOptions) -> DecodeState | None:
+    """What decoding keeps, by layer kind (no rate needed), the MTP layers' too; None for a prefill."""
     if cases[0].phase != "decode":
         return None
     case = cases[0]
-    kinds = decode_state(loaded.spec, loaded.windows, loaded.chunks, case.seq_len)
+    kinds = decode_state(loaded.spec, loaded.windows, loaded.chunks, case.seq_len, mtp=_mtp(loaded, opts))
     return DecodeState(kinds, case.seq_len, [c.batch for c in cases], case.act_bytes)
 
 

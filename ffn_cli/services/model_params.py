@@ -64,7 +64,10 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | Mo
         raise FFNError(*_named_by(request, unknown), why.format(value=unknown.value)) from None
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
-    if request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
+    # A checkpoint's quantization_config is priced as a read family's is (its stored-weights table):
+    # that needs the layout too.
+    shipped = unknown.config.get("quantization_config") is not None
+    if shipped or request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
         return _laid_out(request, unknown)
     built = count_cached(
         unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
