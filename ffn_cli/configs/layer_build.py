@@ -184,6 +184,7 @@ class LayerRead:
     index_topk: int | None = None  # the keys its layer's attention then reads
     kv_shared: bool = False  # its attention reads an earlier layer's keys and values, and builds no k/v projections
     zero_experts: int = 0  # zero-computation (identity) experts in its router's pool beside the routed ones
+    residual_copies: int | None = None  # copies of the residual stream its hyper-connections mix
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
 
@@ -490,7 +491,7 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         if lightning.chunk < 1:
             raise FFNError("block_size", lightning.chunk, _("must be a positive integer"))
         norm_tensors = tuple(t for t in _rest(child, set()) if t not in tensors)
-        mixer = LinearMixer("lightning attention", name, tensors, norm_tensors, flops, read.layers, scan=lightning)
+        mixer = LinearMixer(Message(N_("lightning attention")), name, tensors, norm_tensors, flops, read.layers, scan=lightning)
     elif (conv := _short_conv(d, child)) is not None:
         # LFM2's and LFM3's short convolution: a depthwise conv over the gated input, its kernel − 1 latest inputs kept.
         mixer = short_conv(d, kernel=conv.kernel_size[0], bias=conv.bias is not None, layers=read.layers)
@@ -776,9 +777,10 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
     hyper = [c for _n, c in rest if _residual_copies(c)]
     if hyper:  # DeepSeek-V4's mHC, Qwen4-Exp's gated residuals: the residual stream is that many copies of the hidden state wide
-        copies = sorted({str(_residual_copies(c)) for c in hyper})
-        read.left_out.append(Message(N_("the hyper-connections' {n} copies of the residual stream: activations count one"),
-                                     n=", ".join(copies)))  # fmt: skip
+        copies = sorted({_residual_copies(c) for c in hyper})
+        if len(copies) > 1:
+            raise _Unread(Message(N_("hyper-connections over {n} copies of the residual stream"), n=", ".join(map(str, copies))))
+        read.residual_copies = copies[0]
         read.other_flops = sum(_hyper_connection_flops(d, c) for c in hyper)
     for name, child in rest:
         read.other += tuple(
@@ -1155,7 +1157,8 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
-            read.other, read.window, read.index_keys, read.kv_shared, read.zero_experts, tuple(read.left_out))  # fmt: skip
+            read.other, read.window, read.index_keys, read.kv_shared, read.zero_experts, read.residual_copies,
+            tuple(read.left_out))  # fmt: skip
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -1276,6 +1279,7 @@ def _assemble(
         sparse_topk=_one(reads, N_("indexer top-k"), "index_topk", source) or 0,
         zero_experts=_one(moe_reads, N_("zero-computation experts"), "zero_experts", source) or 0,
         sublayers=sublayers,
+        residual_copies=_one(reads, N_("residual-stream copies"), "residual_copies", source) or 1,
         source=source,
     )
     windows: list[int | None] = [None] * n_layers

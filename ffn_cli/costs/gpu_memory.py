@@ -53,6 +53,7 @@ class GPUMemory:
     max_batch: int  # at this context (0: not even one sequence fits)
     max_context: int  # at this batch (0: not even one token fits)
     context_limit: int | None  # the longest context the model takes (None: its config names none)
+    residual_copies: int = 1  # copies of the hidden state on the residual stream (DeepSeek-V4's hyper-connections)
 
     @property
     def total_bytes(self) -> int:
@@ -86,7 +87,8 @@ class _Sizer:
     ) -> None:
         self.spec, self.windows, self.chunks, self.layout, self.phase, self.mtp = spec, windows, chunks, layout, phase, mtp
         self.causal = causal  # an encoder (BERT) attends to the whole input at once and caches nothing
-        self.width = 2 * spec.d_model + intermediate_width(spec, layout)
+        # a layer's input and output on the residual stream (each of its copies), and its widest intermediate
+        self.width = 2 * spec.residual_copies * spec.d_model + intermediate_width(spec, layout)
 
     def kv_bytes_per_sequence(self, context: int, act_bytes: int) -> float:
         if not self.causal:
@@ -157,4 +159,5 @@ def gpu_memory(
         _largest(lambda n: total(n, case.context) <= gpu.memory_bytes, SEARCH_LIMIT),
         _largest(lambda n: total(case.batch, n) <= gpu.memory_bytes, limit),
         context_limit,
+        spec.residual_copies,
     )

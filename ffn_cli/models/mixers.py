@@ -316,7 +316,7 @@ def short_conv(d_model: int, *, kernel: int, bias: bool, layers: tuple[int, ...]
         kernel=kernel,
         biases=biases,
     )
-    return LinearMixer("short conv", detail, tuple(tensors), (), flops, layers, 2 * d_model * kernel, d_model * (kernel - 1))
+    return LinearMixer(Message(N_("short conv")), detail, tuple(tensors), (), flops, layers, 2 * d_model * kernel, d_model * (kernel - 1))
 
 
 def mamba2(

@@ -179,6 +179,9 @@ class ModelSpec:
     # Sublayers in each of the config's decoder layers, each one of these layers (LongCat-Flash:
     # two attention-and-MLP sublayers a layer, its shortcut MoE beside the first one's MLP).
     sublayers: int = 1
+    # Copies of the hidden state the residual stream carries between layers (DeepSeek-V4's
+    # hyper-connections, hc_mult): each layer reads and writes that many.
+    residual_copies: int = 1
     _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
@@ -220,6 +223,7 @@ class ModelSpec:
         if self.zero_experts and self.moe_ffn is None:
             raise FFNError("zero_expert_num", self.zero_experts, _("needs routed experts"))
         check_int("sublayers", self.sublayers)
+        check_int("hc_mult", self.residual_copies)
         if self.n_layers % self.sublayers:
             why = _("must divide num_hidden_layers ({n_layers})").format(n_layers=self.n_layers)
             raise FFNError("sublayers", self.sublayers, why)

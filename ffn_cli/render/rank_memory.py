@@ -25,10 +25,14 @@ NOT_COUNTED = N_(
 )
 COUNTED = N_(
     "counted: the weights as stored; the KV cache of this GPU's sequences at the context (its share of the KV heads; "
-    "MLA's latent whole; a mixer's state split over --tp); activations: the pass's tokens × (2 × d_model + the widest "
+    "MLA's latent whole; a mixer's state split over --tp); activations: the pass's tokens × ({residual} + the widest "
     "intermediate of a layer on this GPU) and a float32 logits row per sequence; the runtime reserve as vLLM measured "
     "it. Not counted: {context} graphs, fragmentation beyond the reserve"
 )
+# A layer's input and output on the residual stream: one copy of the hidden state, or the
+# hyper-connections' copies (DeepSeek-V4's hc_mult).
+RESIDUAL = N_("2 × d_model")
+RESIDUAL_COPIES = N_("2 × {n} copies × d_model")
 _PHASE_WORDS = {"prefill": N_("prefill"), "decode": N_("decode")}
 # hardware/reserve.py's words for what the reserve holds (that package translates nothing)
 _RESERVE_WORDS = {
@@ -37,6 +41,12 @@ _RESERVE_WORDS = {
     "HIP context and allocator": N_("HIP context and allocator"),
     "HIP context, allocator, RCCL buffers": N_("HIP context, allocator, RCCL buffers"),
 }
+
+
+def _residual(fit: GPUMemory, *, translate: bool) -> str:
+    """The residual stream's part of the activations' width, in words (English for --json)."""
+    say = _ if translate else str
+    return say(RESIDUAL) if fit.residual_copies == 1 else say(RESIDUAL_COPIES).format(n=fit.residual_copies)
 
 
 def capacity_data(gpu: GPU) -> dict[str, Any]:
@@ -69,7 +79,7 @@ def _fit_data(fit: GPUMemory) -> dict[str, Any]:
         "max_batch": fit.max_batch,
         "max_context": fit.max_context,
         "context_limit": fit.context_limit,
-        "counted": COUNTED.format(context=fit.reserve.context),
+        "counted": COUNTED.format(context=fit.reserve.context, residual=_residual(fit, translate=False)),
     }
 
 
@@ -160,7 +170,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
             title = _("memory per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
                 tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
             )
-        caption = _(COUNTED).format(context=fit.reserve.context)
+        caption = _(COUNTED).format(context=fit.reserve.context, residual=_residual(fit, translate=True))
     columns = [Col(_("weights"), "text"), Col(_("bytes"))]
     if fit is not None:
         columns[0] = Col(_("per GPU"), "text")
