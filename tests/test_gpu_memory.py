@@ -175,3 +175,23 @@ def test_the_reserve_names_the_gpus_own_runtime(gpu, lang: str) -> None:  # type
     assert ("CUDA" in text) != amd and ("NCCL" in text) != amd
     data = cli_json("params", "--preset", "llama-2-7b", "--gpu", gpu.key)["per_gpu_memory"]
     assert f"Not counted: {context} graphs" in data["counted"]
+
+
+def test_a_context_memory_never_stops_says_so(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # RecurrentGemma: sliding-window attention and RG-LRU layers, a state that stops growing, and a
+    # config that names no longest context: the search reaches its end, 2³⁰ tokens, and says so.
+    transformers = pytest.importorskip("transformers")
+    import json
+
+    keys = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1, vocab_size=128,
+                lru_width=64, attention_window_size=4, block_types=["recurrent", "recurrent", "attention"])  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**transformers.AutoConfig.for_model("recurrent_gemma", **keys).to_dict(), "model_type": "recurrent_gemma"}))
+    m = cli_json("params", "--config", str(path), "--gpu", "h100", "--phase", "decode")["per_gpu_memory"]
+    assert m["max_context"] == m["search_limit"] == 2**30 and m["context_limit"] is None
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    shown = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h100", "--phase", "decode"], env={"COLUMNS": "100"}).output
+    assert "as far as ffn searches" in shown and "≥ 1,073,741,824" in shown

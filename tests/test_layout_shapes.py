@@ -281,3 +281,76 @@ def test_layers_the_models_class_builds_otherwise_are_read_as_it_builds_them() -
 
     with pytest.raises(FFNRuntimeError, match="encoder_attn"):
         _layout(_config("trocr", d_model=64, decoder_ffn_dim=96, decoder_layers=2, decoder_attention_heads=4))
+
+
+def test_layers_that_attend_to_an_images_tokens_are_refused_by_name(tmp_path: Any) -> None:
+    # Llama 3.2 Vision's text model: every fifth layer attends to the image's tokens, whose keys and
+    # values are the image's, not the context's. The layout is refused naming that class (it had
+    # been built as a self-attention layer); the count, from the whole build, stays exact.
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+    from ffn_cli.errors import FFNRuntimeError
+
+    config = _config("mllama", num_hidden_layers=5, cross_attention_layers=[3])
+    with pytest.raises(FFNRuntimeError, match="MllamaCrossAttentionDecoderLayer"):
+        _layout(config)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
+    assert result.exit_code != 0 and "MllamaCrossAttentionDecoderLayer" in result.output and "Traceback" not in result.output
+    counted = CliRunner().invoke(app, ["params", "--config", str(path), "--json"])
+    assert json.loads(counted.stdout)["total_params"] == meta_build.count(config, name="x", source="x").total_params
+
+
+def _griffin() -> dict[str, Any]:
+    return _config("recurrent_gemma", lru_width=64, num_key_value_heads=1, attention_window_size=4,
+                   block_types=["recurrent", "recurrent", "attention"], num_hidden_layers=3)  # fmt: skip
+
+
+def test_a_griffin_recurrent_block_against_transformers() -> None:
+    # RecurrentGemma's recurrent block: linear_x, linear_y (64 → 64), a depthwise conv of 4 taps, the
+    # RG-LRU's two gates (4 heads × 16 × 16) and linear_out. Decoding keeps the RG-LRU's state, 64
+    # values in float32 whatever the dtype, and the conv's 3 latest inputs of its 64 channels, as
+    # transformers' modules hold them after a forward; the attention layer its window's 3 latest
+    # tokens, one KV head × 16 for K and for V, as transformers' sliding cache layer does.
+    config = _griffin()
+    layout = _counts_the_whole_build(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.kind == "RG-LRU" and mixer.layers == (0, 1)
+    assert (mixer.recurrent_state_elements, mixer.state_dtype_bytes, mixer.conv_state_elements) == (64, 4, 3 * 64)
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, 9)}
+    assert kinds["RG-LRU"].bytes_per_layer(2) == 64 * 4 + 3 * 64 * 2
+    assert kinds["attention, sliding 4"].elements_per_layer == 3 * 2 * 1 * 16
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    cache = transformers.DynamicCache(config=model.config)
+    with torch.no_grad():
+        model(torch.randint(1, 100, (2, 9)), use_cache=True, cache=cache)
+    for block in (layer.temporal_block for layer in model.model.layers[:2]):
+        state, conv = block.rg_lru.recurrent_states, block.conv1d_state
+        assert (state.numel() // 2, state.element_size(), conv.numel() // 2) == (64, 4, 3 * 64)
+    layer = cache.layers[2]
+    assert (layer.keys.numel() + layer.values.numel()) // 2 == kinds["attention, sliding 4"].elements_per_layer
+
+
+def test_a_griffin_recurrent_block_flops_against_flop_counter() -> None:
+    # Its matmuls a token: the three projections (2 · 3 · 64 · 64) and the gates' two block-diagonal
+    # products (2 · 2 · 4 · 16 · 16), FlopCounterMode's for a decoded token; the conv (2 · 64 · 4) and
+    # the recurrence run elementwise there.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = _griffin()
+    mixer = _layout(config).spec.mixer
+    assert mixer.projection_flops == 2 * 3 * 64 * 64 + 2 * 2 * 4 * 16 * 16 and mixer.conv_flops == 2 * 64 * 4
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    cache = transformers.DynamicCache(config=model.config)
+    with torch.no_grad():
+        model(torch.randint(1, 100, (1, 8)), use_cache=True, cache=cache)
+        with FlopCounterMode(display=False) as counter:
+            model(torch.randint(1, 100, (1, 1)), position_ids=torch.tensor([[8]]), use_cache=True, cache=cache)
+    counts = {name.removeprefix("RecurrentGemmaForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
+    assert counts["layers.0.temporal_block"] == mixer.projection_flops
+    assert mixer.decode_flops() == mixer.conv_flops  # the recurrence: no matmul

@@ -58,6 +58,7 @@ from ffn_cli.models.layer import compressed_summary
 from ffn_cli.models.mixers import (
     STATE_DTYPE_BYTES,
     DeltaRuleScan,
+    DiagonalScan,
     LightningScan,
     LinearMixer,
     SelectiveScan,
@@ -149,7 +150,13 @@ def decoder_layer_classes(hf_config: PretrainedConfig) -> tuple[type[nn.Module],
             if cls is None:
                 continue
             module = importlib.import_module(cls.__module__)
-            names = [n for n in sorted(getattr(cls, "_no_split_modules", None) or ()) if hasattr(module, n) and not _ASIDE.search(n)]
+            kept = [n for n in sorted(getattr(cls, "_no_split_modules", None) or ()) if hasattr(module, n)]
+            crossed = [n for n in kept if "CrossAttention" in n and n.endswith("DecoderLayer")]
+            if crossed:  # Llama 3.2 Vision's layers that attend to the image's tokens, among the text's own
+                why = _("its {cls} layers attend to another input's tokens (an image's), whose keys and values ffn cannot size: "
+                        "its layout is not read")  # fmt: skip
+                raise _beyond(f"model_type {hf_config.model_type}", why.format(cls=crossed[0]))
+            names = [n for n in kept if not _ASIDE.search(n)]
             found = [getattr(module, n) for n in names if n.endswith(("DecoderLayer", "HybridLayer"))]
             if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
                 found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
@@ -503,6 +510,17 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
         c = selective_scan.channels
         mixer = LinearMixer("Mamba", name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), selective_scan)
+    elif (lru := _rg_lru(child)) is not None:
+        # RecurrentGemma's recurrent block (Griffin): linear_x and linear_y (d → lru_width), a depthwise
+        # conv over the x branch, the RG-LRU's two block-diagonal gates (heads × width² each, matmuls
+        # a token) and its recurrence, linear_out back to d; its tensors as built. transformers keeps
+        # the recurrent state in float32 whatever the dtype (RecurrentGemmaRecurrentBlock._setup_cache).
+        rg, conv = lru
+        tensors = _rest(child, set())
+        gates = sum(p.numel() for p in rg.parameters() if p.dim() == 3)
+        flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2) + 2 * gates
+        c, taps = int(conv.in_channels), int(conv.kernel_size[0])
+        mixer = LinearMixer(Message(N_("RG-LRU")), name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), DiagonalScan(c), 4)
     elif "Delta" in name and all(isinstance(a.get(k), int) for k in ("num_heads", "head_dim", "conv_dim", "conv_kernel_size")):
         # A delta rule of another shape (Kimi Delta Attention): its tensors as built, its state
         # a key × value matrix per head and its conv's kernel − 1 latest inputs of each channel.
@@ -524,6 +542,20 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             N_("the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size"), name=name
         )
     )
+
+
+def _rg_lru(child: nn.Module) -> tuple[nn.Module, nn.Conv1d] | None:
+    """The RG-LRU of a Griffin recurrent block (transformers' RecurrentGemmaRecurrentBlock): an
+    `rg_lru` with a recurrent_param and two [heads, width, width] gates, beside a depthwise
+    `conv_1d` over as many channels."""
+    m = dict(child.named_children())
+    rg, conv = m.get("rg_lru"), m.get("conv_1d")
+    if rg is None or not isinstance(conv, nn.Conv1d) or not conv.in_channels == conv.groups == conv.out_channels:
+        return None
+    gates = [getattr(rg, n, None) for n in ("input_gate_weight", "recurrent_gate_weight")]
+    param = getattr(rg, "recurrent_param", None)
+    shaped = all(isinstance(g, nn.Parameter) and g.dim() == 3 for g in gates) and isinstance(param, nn.Parameter)
+    return (rg, conv) if shaped and param is not None and param.numel() == conv.in_channels else None
 
 
 def _short_conv(d: int, child: nn.Module) -> nn.Conv1d | None:
@@ -1204,7 +1236,8 @@ def _assemble(
             raise _beyond(source, _("its layers mix tokens with two kinds of mixer; ffn sizes one kind per model"))
         mixer = LinearMixer(**{**vars(first), "layers": tuple(sorted(i for m in mixers for i in m.layers))})
         if mixer.scan is not None and mixer.state_sized:  # a recurrent state at the dtype the file names, not --dtype
-            mixer = LinearMixer(**{**vars(mixer), "state_dtype_bytes": _state_dtype_bytes(config, source)})
+            named = _state_dtype_bytes(config, source)  # else the one its module keeps (RecurrentGemma's float32), if any
+            mixer = LinearMixer(**{**vars(mixer), "state_dtype_bytes": named if named is not None else mixer.state_dtype_bytes})
     mixer_beside = any(r.mixer is not None and r.attention is not None for r in reads)
     if mixer_beside and any(r.mixer is not None and r.attention is None for r in reads):
         raise _beyond(source, _("its mixer runs beside attention in some layers and alone in others; ffn sizes one way a model"))

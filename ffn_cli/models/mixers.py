@@ -29,6 +29,7 @@ from ffn_cli.spec import check_int
 __all__ = [
     "STATE_DTYPE_BYTES",
     "DeltaRuleScan",
+    "DiagonalScan",
     "LightningScan",
     "LinearMixer",
     "SSDScan",
@@ -187,6 +188,29 @@ class SelectiveScan:
 
 
 @dataclass(frozen=True)
+class DiagonalScan:
+    """A diagonal linear recurrence (RecurrentGemma's RG-LRU; De et al. 2024, Griffin): one value a
+    channel, decayed and added to a token at a time. Its gates are matmuls of the block (counted
+    with its projections); the recurrence itself is elementwise: no FLOPs by the tables'
+    convention, prefill or decode. `chunk` is 1: nothing is padded."""
+
+    channels: int
+    chunk: int = 1
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        return Fraction(0)
+
+    def decode_flops(self) -> int:
+        return 0
+
+    def detail(self) -> Message:
+        return Message(N_("the RG-LRU recurrence, token by token"))
+
+    def state_elements(self) -> int:
+        return self.channels
+
+
+@dataclass(frozen=True)
 class LinearMixer:
     """One kind of mixer, and the layers that use it in place of attention.
 
@@ -206,7 +230,7 @@ class LinearMixer:
     layers: tuple[int, ...]
     conv_flops: int = 0
     conv_state_elements: int = 0
-    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | None = None
+    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | DiagonalScan | None = None
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None

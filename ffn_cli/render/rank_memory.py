@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ffn_cli.costs.gpu_memory import GPUMemory
+from ffn_cli.costs.gpu_memory import SEARCH_LIMIT, GPUMemory
 from ffn_cli.costs.rank_memory import RankMemory
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.gpus import DRIVER_SOURCES, SOURCES
@@ -79,6 +79,7 @@ def _fit_data(fit: GPUMemory) -> dict[str, Any]:
         "max_batch": fit.max_batch,
         "max_context": fit.max_context,
         "context_limit": fit.context_limit,
+        "search_limit": SEARCH_LIMIT,  # max_batch and max_context reach it where nothing stops them sooner
         "counted": COUNTED.format(context=fit.reserve.context, residual=_residual(fit, translate=False)),
     }
 
@@ -114,8 +115,12 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
     else:
         verdict = _("[bold]does not fit[/]: {share} of it, {over} over").format(share=share, over=fmt_bytes(-fit.free_bytes))
     longest = _("longest context at batch {batch}").format(batch=f"{c.batch:,}")
+    most = f"{fit.max_context:,}"
     if fit.max_context == fit.context_limit:
         longest = _("longest context at batch {batch}: the model's limit").format(batch=f"{c.batch:,}")
+    elif fit.max_context >= SEARCH_LIMIT:  # every layer's state stops growing (windows, recurrences) and no limit is named
+        longest = _("longest context at batch {batch}: as far as ffn searches").format(batch=f"{c.batch:,}")
+        most = f"≥ {SEARCH_LIMIT:,}"
     past = []
     if fit.context_limit is not None and c.context > fit.context_limit:
         past = [
@@ -138,7 +143,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         [_capacity_label(fit.gpu), fmt_bytes(fit.capacity_bytes)],
         [verdict, ""],
         [_("largest batch at context {context}").format(context=f"{c.context:,}"), f"{fit.max_batch:,}"],
-        [longest, f"{fit.max_context:,}"],
+        [longest, most],
         *past,
     ]
 
