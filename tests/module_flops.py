@@ -13,7 +13,9 @@ def module_flops(config: dict[str, Any], input_ids: Any) -> dict[str, int]:
     import transformers
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    # no parameter asks for a gradient: FlopCounterMode's module tracker hooks autograd on them
+    # (DBRX passes views of its expert weights as arguments)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval().requires_grad_(False)
     prefix = f"{type(model).__name__}.model."
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(input_ids)

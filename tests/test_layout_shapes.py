@@ -354,3 +354,31 @@ def test_a_griffin_recurrent_block_flops_against_flop_counter() -> None:
     counts = {name.removeprefix("RecurrentGemmaForCausalLM.model."): sum(c.values()) for name, c in counter.get_flop_counts().items()}
     assert counts["layers.0.temporal_block"] == mixer.projection_flops
     assert mixer.decode_flops() == mixer.conv_flops  # the recurrence: no matmul
+
+
+def _dbrx() -> dict[str, Any]:
+    keys = {"d_model": 64, "n_heads": 4, "n_layers": 2, "vocab_size": 128, "max_seq_len": 64,
+            "attn_config": {"kv_n_heads": 2, "rope_theta": 10000, "clip_qkv": 8},
+            "ffn_config": {"ffn_hidden_size": 96, "moe_num_experts": 4, "moe_top_k": 2}}  # fmt: skip
+    return {**transformers.AutoConfig.for_model("dbrx", **keys).to_dict(), "model_type": "dbrx"}
+
+
+def test_dbrx_norms_around_attention_and_flat_experts() -> None:
+    # DBRX's layer wraps its attention in norm_attn_norm (norm_1, attn, norm_2), its experts are
+    # w1, v1 and w2 of [4 · 96, 64] each in one module: read as attention with its two norms and
+    # a MoE of 4 gated experts × 96, top-2. FlopCounterMode's experts on 5 tokens: each token's 2
+    # experts, three 64 × 96 matmuls each; the router 2 · 64 · 4 a token; the attention keeps K and V
+    # of every token, 2 KV heads × 16, as transformers' cache does.
+    config = _dbrx()
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.moe_ffn
+    assert ffn is not None and (ffn.experts, ffn.d_ff, ffn.top_k, ffn.expert_variant) == (4, 96, 2, "swiglu")
+    assert layout.spec.norms_per_layer == 2
+    counts = module_flops(config, torch.randint(1, 100, (1, 5)))
+    assert counts["DbrxForCausalLM.transformer.blocks.0.ffn.experts"] == 5 * 2 * 3 * 2 * 64 * 96
+    assert counts["DbrxForCausalLM.transformer.blocks.0.ffn.router"] == 5 * 2 * 64 * 4  # its decoder is "transformer"
+    assert 5 * layout.spec.ffn_matmul_flops(ffn) == counts["DbrxForCausalLM.transformer.blocks.0.ffn"]
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, 7)
+    assert kind.elements_per_layer == 7 * 2 * 2 * 16
+    cache = _cache_after(config, 7)
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2

@@ -629,6 +629,9 @@ def _moe(
         count, first = len(experts), next(iter(experts.children()))
         f, gated = _widths(d, *_mlp(first))
         bias = any(n.endswith("bias") for n, _p in first.named_parameters())
+    elif (flat := _flat_experts(d, experts)) is not None:
+        count, f, gated = flat
+        bias = False
     else:
         tensors = dict(experts.named_parameters(recurse=False))
         down = tensors.get("down_proj")
@@ -684,6 +687,19 @@ def _moe(
                         zero=f"{read.zero_experts:,}") if read.zero_experts else ""  # fmt: skip
     shared_said = Message(N_(", shared {width}"), width=f"{shared_width:,}") if shared_width else ""
     read.said.append(Message.join(said, zero_said, shared_said))
+
+
+def _flat_experts(d: int, experts: nn.Module) -> tuple[int, int, bool] | None:
+    """DBRX's experts: w1, v1 and w2 of [experts · width, d] each, in one module inside the
+    container (DbrxExperts.mlp), the expert count the container's num_experts: (E, width, gated)."""
+    count = getattr(experts, "num_experts", None)
+    tensors = {n.rpartition(".")[2]: t for n, t in experts.named_parameters()}
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1 or set(tensors) not in ({"w1", "w2"}, {"w1", "v1", "w2"}):
+        return None
+    rows = {tuple(t.shape) for t in tensors.values()}
+    if len(rows) != 1 or any(len(r) != 2 or r[1] != d or r[0] % count for r in rows):
+        return None
+    return count, next(iter(rows))[0] // count, "v1" in tensors
 
 
 def _router_weight(router: nn.Module, experts: int) -> str | None:
@@ -755,6 +771,20 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         )
 
 
+def _unwrapped(layer: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The layer's children, a module that only wraps an attention with its norms opened (DBRX's
+    norm_attn_norm: norm_1, attn, norm_2), its children named from the layer."""
+    out: list[tuple[str, nn.Module]] = []
+    for name, child in layer.named_children():
+        inner = list(child.named_children())
+        kinds = {attribute((Owner(n, type(c).__name__),))[0] for n, c in inner if _count(c)}
+        if not list(child.parameters(recurse=False)) and {"attention", "norm"} <= kinds <= {"attention", "norm"}:
+            out += [(f"{name}.{n}", c) for n, c in inner]
+        else:
+            out.append((name, child))
+    return out
+
+
 def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.Module, layers: tuple[int, ...]) -> LayerRead:
     """Sort a built layer's children into token mixer, FFN, norms and the rest, and read each."""
     read = LayerRead(layers, _count(layer))
@@ -762,7 +792,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     mixers: list[tuple[str, nn.Module]] = []
     ffns: list[tuple[str, nn.Module]] = []
     rest: list[tuple[str, nn.Module]] = []
-    for name, child in layer.named_children():
+    for name, child in _unwrapped(layer):
         if not _count(child):
             continue
         kind, _depth = attribute((Owner(name, type(child).__name__), Owner("", "")))
