@@ -79,12 +79,11 @@ def test_default_configs_count_the_whole_build(model_type: str) -> None:
 _REFUSED = {
     "zamba2": "its layers share tensors (tied blocks)",
     "hrm_text": "layers beside its num_hidden_layers",
-    "recurrent_gemma": "different tensors beside their parts",
     "blt": "names no hidden_size",
 }
 
 
-@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", *_REFUSED])
+@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", "recurrent_gemma", *_REFUSED])
 def test_no_silent_miscount(model_type: str) -> None:
     # Families whose layers hold tensors of their own (Doge's residual scales), are blocks of
     # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid; Zamba2's tie blocks across layers), outnumber
@@ -98,7 +97,7 @@ def test_no_silent_miscount(model_type: str) -> None:
         return
     layout = _layout(config)
     assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
-    if model_type == "falcon_mamba":  # Mamba-1: its tensors as built, its selective scan's state sized
+    if model_type in ("falcon_mamba", "recurrent_gemma"):  # Mamba-1, the RG-LRU: tensors as built, state sized
         assert layout.spec.mixer is not None and layout.spec.mixer.state_sized and not layout.left_out
 
 
@@ -123,12 +122,13 @@ _ASKED = [
 ]
 
 
-@pytest.mark.parametrize("model_type", ["llama", "qwen3_next", "deepseek_v3", "granitemoehybrid", "gpt_oss", "gemma3_text"])
+# GPT-2's projections are transformers' Conv1D, read as the Linears of their shape.
+@pytest.mark.parametrize("model_type", ["llama", "qwen3_next", "deepseek_v3", "granitemoehybrid", "gpt_oss", "gemma3_text", "gpt2"])
 @pytest.mark.parametrize("asked", range(len(_ASKED)))
 def test_layout_and_reader_give_the_same_answer(model_type: str, asked: int) -> None:
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
     opts = _ASKED[asked]
-    if opts.ep != 1 and model_type in ("llama", "gemma3_text"):
+    if opts.ep != 1 and model_type in ("llama", "gemma3_text", "gpt2"):
         opts = CostOptions(**{**vars(opts), "ep": 1})
     reader = LoadedModel(model_spec_from_config(config, name="m", source="m"), config, "m")
     layout = read_layout(config, name="m", source="m")

@@ -382,3 +382,16 @@ def test_dbrx_norms_around_attention_and_flat_experts() -> None:
     assert kind.elements_per_layer == 7 * 2 * 2 * 16
     cache = _cache_after(config, 7)
     assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2
+
+
+def test_conv1d_projections_are_read_as_linears() -> None:
+    # GPT-SW3 is GPT-2's architecture: c_attn, c_proj, c_fc as transformers' Conv1D ([in, out]
+    # weights). Read as Linears of their shape: one fused qkv of 3 · 64, a 256-wide FFN, each a
+    # Linear's weight (quantized as one); FlopCounterMode's c_fc and c_proj on 5 tokens, 2 · 2 · 64 · 256 a token.
+    config = _config("gpt-sw3", n_embd=64, n_layer=2, n_head=4, n_inner=256, n_positions=64)
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.ffn_of(0)
+    assert ffn is not None and ffn.d_ff == 256 and (layout.spec.attention.n_heads, layout.spec.attention.n_kv_heads) == (4, 4)
+    counts = module_flops(config, torch.randint(1, 100, (1, 5)))
+    prefix = "GPT2LMHeadModel.transformer.h.0.mlp"
+    assert counts[f"{prefix}.c_fc"] + counts[f"{prefix}.c_proj"] == 5 * 2 * 2 * 64 * 256 == 5 * layout.spec.ffn_matmul_flops(ffn)

@@ -43,6 +43,7 @@ import transformers
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.auto import modeling_auto
+from transformers.pytorch_utils import Conv1D
 
 from ffn_cli.accounting import ParamTensor, param_tensors, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
@@ -1119,7 +1120,7 @@ def _every_layer(model: nn.Module, classes: tuple[type[nn.Module], ...], n_layer
     if len(lists) != 1:
         why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
         raise _beyond(source, why.format(n=len(classes)))
-    layers = list(lists[0])
+    layers = [_as_linears(layer) for layer in lists[0]]
     seen: set[int] = set()
     for layer in layers:
         own = {id(p) for p in layer.parameters()}
@@ -1208,11 +1209,25 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
 def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, source: str) -> nn.Module:
     try:
         with torch.device("meta"):
-            return layer_cls(text, layer)
+            built = layer_cls(text, layer)
     except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError(
             "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=first_line(exc))
         ) from None
+    return _as_linears(built)
+
+
+def _as_linears(layer: nn.Module) -> nn.Module:
+    """The built layer (our own copy, on meta) with each of transformers' Conv1D (GPT-2's
+    projections: a Linear whose weight is stored [in, out]) replaced by the nn.Linear of its
+    shape: the same parameters and matmul, read as every other Linear is."""
+    for name, module in list(layer.named_modules()):
+        if isinstance(module, Conv1D):
+            rows, cols = module.weight.shape  # [in, out]
+            with torch.device("meta"):
+                linear = nn.Linear(int(rows), int(cols), bias=module.bias is not None)
+            layer.set_submodule(name, linear)
+    return layer
 
 
 def _key(read: LayerRead) -> tuple[Any, ...]:
