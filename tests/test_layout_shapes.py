@@ -225,13 +225,26 @@ def test_norms_named_as_built() -> None:
     assert _counts_the_whole_build(_config("mpt")).spec.norm == "layernorm_no_bias"
 
 
-def test_an_expert_of_more_than_its_projections_is_refused_by_name() -> None:
-    # Ergo's experts each end in a norm no FFNSpec holds: refused, naming the tensor, never counted as something else.
-    from ffn_cli.errors import FFNRuntimeError
-
-    config = _config("ergo", num_hidden_layers=2, num_experts=4, num_experts_per_tok=2, head_dim=16)
-    with pytest.raises(FFNRuntimeError, match="ErgoExperts holds post_expert_norm beside its experts' projections"):
-        _layout(config)
+def test_tensors_of_one_row_an_expert_are_counted_beside_the_experts() -> None:
+    # Ergo's experts each end in a norm ([4, 64]: one row an expert) and its shared expert in one of
+    # its own (64): counted by name beside the FFN, their work elementwise. The layout's total is the
+    # whole build's, its FFN's FLOPs a token FlopCounterMode's on 5 tokens (2 of 4 experts of two
+    # projections, the shared expert's two, the router); its attention keeps K and V of every token.
+    config = _config("ergo", num_hidden_layers=2, num_experts=4, num_experts_per_tok=2, head_dim=16, moe_intermediate_size=32)
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.moe_ffn
+    assert ffn is not None
+    beside = {t.name: t.shape for t in layout.spec.extra_of(ffn)}
+    assert beside["experts.post_expert_norm (weight)"] == (4, 64) and beside["shared_experts.norm (weight)"] == (64,)
+    # The routed experts by hand (FlopCounterMode does not see transformers' stock experts kernel):
+    # 2 picks of two 64 × 32 projections; the shared expert's and the router's, FlopCounterMode's.
+    counts = module_flops(config, torch.randint(1, 100, (1, 5)))
+    moe_layer = next(i for i in range(2) if i in layout.spec.moe_layers)
+    seen = counts[f"layers.{moe_layer}.mlp.shared_experts"] + counts[f"layers.{moe_layer}.mlp.gate"]
+    assert 5 * layout.spec.ffn_matmul_flops(ffn) == seen + 5 * 2 * 2 * 2 * 64 * 32
+    kind = decode_state(layout.spec, layout.windows, layout.chunks, 3)[0]
+    cache = _cache_after(config, 3)
+    assert (cache.layers[0].keys.numel() + cache.layers[0].values.numel()) // 2 == kind.elements_per_layer
 
 
 def test_only_linear_weights_take_a_linears_format() -> None:

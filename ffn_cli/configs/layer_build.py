@@ -626,6 +626,7 @@ def _moe(
     if found is None:
         raise _Unread(Message(N_("no one routed experts container")))
     path, experts = found
+    each_expert: tuple[ParamTensor, ...] = ()  # tensors of one row an expert beside their projections
     if isinstance(experts, (nn.ModuleList, nn.ModuleDict)):
         count, first = len(experts), next(iter(experts.children()))
         f, gated = _widths(d, *_mlp(first))
@@ -642,20 +643,29 @@ def _moe(
         f = down.shape[2] if down.shape[1] == d else down.shape[1]
         gated = "gate_up_proj" in tensors
         bias = any(n.endswith("bias") for n in tensors)
-        # An expert of more than its projections (Ergo's norm after each expert): no FFNSpec holds it.
-        others = sorted(n for n, m in experts.named_children() if _count(m))
+        # Beside the projections, a module of one row an expert (Ergo's norm after each expert's
+        # output, [E, d]) is counted by name beside the FFN, its work elementwise; anything else
+        # an expert holds no FFNSpec sizes.
+        rowed = [(n, m) for n, m in experts.named_children() if _count(m)]
+        others = sorted(n for n, m in rowed if any(t.dim() != 2 or t.shape[0] != count for t in m.parameters()))
         others += sorted(n for n in tensors if not n.startswith(_EXPERT_TENSORS))
         if others:
             why = N_("{cls} holds {names} beside its experts' projections: ffn sizes experts of projections alone")
             raise _Unread(Message(why, cls=type(experts).__name__, names=", ".join(others)))
+        each_expert = tuple(ParamTensor(f"{path}.{t.name}", t.shape) for t in _rest(experts, set(_EXPERT_TENSORS)))
     top = config_top_k(hf_config)
     if top.value is None:
         raise _Unread(top.problem or Message(N_("no config key names the experts per token")))
     shared = [(p, mod) for p, mod in child.named_children() if "shared" in p and not isinstance(mod, nn.Linear)] + list(beside)
     gate_linear = _linear(dict(child.named_modules()), "shared_expert_gate")
     shared_width = 0
+    shared_beside: tuple[ParamTensor, ...] = ()  # tensors beside the shared expert's projections (Ergo's norm)
     if shared:
-        shared_width = _widths(d, *_mlp(shared[0][1]))[0]
+        name, module = shared[0]
+        projections = _mlp(module)
+        shared_width = _widths(d, *projections)[0]
+        used_by_mlp = {n for n, m in module.named_modules() if m is not None and any(m is x for x in projections)}
+        shared_beside = tuple(ParamTensor(f"{name}.{t.name}", t.shape) for t in _rest(module, used_by_mlp))
     spec = FFNSpec(
         variant="moe",
         d_model=d,
@@ -682,7 +692,7 @@ def _moe(
         )
         if read.zero_experts:  # the FFNSpec's router scores the routed experts; these rows, the zero ones
             router_tensors += (ParamTensor(f"{p}.{weight} (zero experts' rows)", (read.zero_experts, d)),)
-    read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used)
+    read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used) + each_expert + shared_beside
     said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
     zero_said = Message(N_(" in a pool of {pool}, {zero} of them zero-computation"), pool=f"{count + read.zero_experts:,}",
                         zero=f"{read.zero_experts:,}") if read.zero_experts else ""  # fmt: skip
