@@ -138,6 +138,12 @@ def test_glm5s_mtp_layer_against_transformers_last_layer(tmp_path: Path) -> None
     d, v = 64, 128
     row = next(r for r in _checkpoint("--config", str(path), "--weights", "fp8")["roles"] if r["role"] == "mtp")
     assert row["params"] == last + 3 * d + 2 * d * d + 2 * v * d
+    # Decoding speculatively, the MTP layer keeps what the last layer keeps at 16 tokens, 2 B each:
+    # its latent and rotary key (16 + 8 a token) and its indexer's key (8 a token).
+    result = runner.invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "16", "--json"])
+    kinds = json.loads(result.stdout)["decode_state"]["kinds"]
+    mtp = [(k["kind"], k["layers"], k["bytes"]) for k in kinds if k.get("multi_token_prediction")]
+    assert mtp == [("MTP: attention", 1, 16 * (16 + 8) * 2), ("MTP: DSA indexer", 1, 16 * 8 * 2)]
     path.write_text(json.dumps(config))  # no num_nextn_predict_layers: no MTP layer
     assert not any(r["role"] == "mtp" for r in _checkpoint("--config", str(path), "--weights", "fp8")["roles"])
 
