@@ -194,4 +194,4 @@ def test_a_context_memory_never_stops_says_so(tmp_path) -> None:  # type: ignore
     from ffn_cli.cli import app
 
     shown = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h100", "--phase", "decode"], env={"COLUMNS": "100"}).output
-    assert "as far as ffn searches" in shown and "≥ 1,073,741,824" in shown
+    assert "memory sets no limit" in shown and "≥ 1,073,741,824" in shown

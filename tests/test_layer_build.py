@@ -757,7 +757,7 @@ def test_deepseek_v4_gets_the_whole_answer(tmp_path: Path) -> None:
     from ffn_cli.costs.parallel_layout import Layout, intermediate_width
 
     memory = data["per_gpu_memory"]
-    assert not memory.get("left_out") and "2 × 2 copies × d_model" in memory["counted"]
+    assert not memory.get("left_out") and "2 × 2 residual-stream copies × d_model" in memory["counted"]
     assert memory["activation_bytes"] == (2 * 2 * 64 + intermediate_width(spec, Layout(2, 1))) * 2 + 64 * 4
 
 

@@ -386,6 +386,9 @@ def test_dbrx_norms_around_attention_and_flat_experts() -> None:
     layout = _counts_the_whole_build(config)
     ffn = layout.spec.moe_ffn
     assert ffn is not None and (ffn.experts, ffn.d_ff, ffn.top_k, ffn.expert_variant) == (4, 96, 2, "swiglu")
+    from ffn_cli.services.costs import context_limit
+
+    assert context_limit(config) == 64  # its max_seq_len: the longest context a verdict searches to
     assert layout.spec.norms_per_layer == 2
     counts = module_flops(config, torch.randint(1, 100, (1, 5)))
     assert counts["DbrxForCausalLM.transformer.blocks.0.ffn.experts"] == 5 * 2 * 3 * 2 * 64 * 96

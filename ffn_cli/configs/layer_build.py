@@ -206,6 +206,15 @@ def _linear(modules: Mapping[str, nn.Module], *names: str) -> nn.Linear | None:
     return found if isinstance(found, nn.Linear) else None
 
 
+def _named_in(prefix: str, module: nn.Module) -> tuple[ParamTensor, ...]:
+    """Every tensor of `module`, named from `prefix` as `_tensor` names them."""
+    named = []
+    for sub, p in module.named_parameters():
+        path, _dot, leaf = sub.rpartition(".")
+        named.append(_tensor(".".join(filter(None, (prefix, path))), leaf, p, module.get_submodule(path)))
+    return tuple(named)
+
+
 def _tensor(path: str, leaf: str, p: torch.Tensor, module: nn.Module) -> ParamTensor:
     """A tensor no piece of the spec holds, by its name; a Linear's weight keeps `.weight` (its
     matmul is counted), any other tensor is named without it (no matmul: a norm, a scale)."""
@@ -652,7 +661,7 @@ def _moe(
         if others:
             why = N_("{cls} holds {names} beside its experts' projections: ffn sizes experts of projections alone")
             raise _Unread(Message(why, cls=type(experts).__name__, names=", ".join(others)))
-        each_expert = tuple(ParamTensor(f"{path}.{t.name}", t.shape) for t in _rest(experts, set(_EXPERT_TENSORS)))
+        each_expert = tuple(t for n, m in rowed for t in _named_in(f"{path}.{n}", m))
     top = config_top_k(hf_config)
     if top.value is None:
         raise _Unread(top.problem or Message(N_("no config key names the experts per token")))

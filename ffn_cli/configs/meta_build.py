@@ -106,7 +106,7 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
     if data.pop("auto_map", None):
         notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
     if data.pop("quantization_config", None):
-        notes.append(N_("quantization_config ignored: counted as the unquantized model"))
+        notes.append(N_("quantization_config set aside in the build: parameters counted unquantized (the weights as stored follow it)"))
     config_class = configuration_auto.CONFIG_MAPPING[model_type]  # known (above): a KeyError here is ffn's
     with quiet():
         try:

@@ -46,8 +46,8 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         caption += _(" A mixer's state does not grow with the context.")
     if any(r.mtp for r in rows):
         caption += _(
-            " MTP: the checkpoint's multi-token-prediction layers, run once a token by a server decoding speculatively,"
-            " each with a cache of the last layer's kind (DeepSeek-V4's: the window alone); --no-mtp leaves them out."
+            " MTP: the checkpoint's multi-token-prediction layers, which a server decoding speculatively runs for each"
+            " token, each keeping a layer's cache of the kind its row names; --no-mtp leaves them out."
         )
     return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
 

@@ -32,7 +32,7 @@ COUNTED = N_(
 # A layer's input and output on the residual stream: one copy of the hidden state, or the
 # hyper-connections' copies (DeepSeek-V4's hc_mult).
 RESIDUAL = N_("2 × d_model")
-RESIDUAL_COPIES = N_("2 × {n} copies × d_model")
+RESIDUAL_COPIES = N_("2 × {n} residual-stream copies × d_model")
 _PHASE_WORDS = {"prefill": N_("prefill"), "decode": N_("decode")}
 # hardware/reserve.py's words for what the reserve holds (that package translates nothing)
 _RESERVE_WORDS = {
@@ -119,7 +119,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
     if fit.max_context == fit.context_limit:
         longest = _("longest context at batch {batch}: the model's limit").format(batch=f"{c.batch:,}")
     elif fit.max_context >= SEARCH_LIMIT:  # every layer's state stops growing (windows, recurrences) and no limit is named
-        longest = _("longest context at batch {batch}: as far as ffn searches").format(batch=f"{c.batch:,}")
+        longest = _("longest context at batch {batch}: memory sets no limit").format(batch=f"{c.batch:,}")
         most = f"≥ {SEARCH_LIMIT:,}"
     past = []
     if fit.context_limit is not None and c.context > fit.context_limit:

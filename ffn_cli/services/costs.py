@@ -123,9 +123,10 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
 
 def context_limit(config: Any) -> int | None:
     """The longest context the model takes: its config's max_position_embeddings (GPT-2's
-    n_positions; a multimodal config's text_config's), or None when it names none."""
+    n_positions, MPT's and DBRX's max_seq_len; a multimodal config's text_config's), or None
+    when it names none."""
     for c in (config, config.get("text_config") or {}):
-        for key in ("max_position_embeddings", "n_positions"):
+        for key in ("max_position_embeddings", "n_positions", "max_seq_len"):
             n = c.get(key) if isinstance(c, dict) else None
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return n
