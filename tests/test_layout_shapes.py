@@ -411,3 +411,19 @@ def test_conv1d_projections_are_read_as_linears() -> None:
     counts = module_flops(config, torch.randint(1, 100, (1, 5)))
     prefix = "GPT2LMHeadModel.transformer.h.0.mlp"
     assert counts[f"{prefix}.c_fc"] + counts[f"{prefix}.c_proj"] == 5 * 2 * 2 * 64 * 256 == 5 * layout.spec.ffn_matmul_flops(ffn)
+
+
+def test_gpt_neo_local_layers_are_sliding_windows() -> None:
+    # GPT-Neo's attention wraps the module that holds its projections; its local layers' mask keeps
+    # each query's window_size latest keys, itself included (causal XOR tril(−window)): a window of
+    # 8, whose 7 latest keys decoding needs, 4 heads × 16 for K and for V. transformers' cache keeps
+    # every key (9 after 9 tokens) in both kinds; the global layer needs them all.
+    config = {**transformers.AutoConfig.for_model("gpt_neo", hidden_size=64, num_layers=2, num_heads=4, window_size=8, vocab_size=128,
+              attention_types=[[["global", "local"], 1]], max_position_embeddings=64).to_dict(), "model_type": "gpt_neo"}  # fmt: skip
+    layout = _counts_the_whole_build(config)
+    assert layout.windows == (None, 8) and not layout.left_out
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, 9)}
+    assert kinds["attention"].elements_per_layer == 9 * 2 * 4 * 16
+    assert kinds["attention, sliding 8"].elements_per_layer == 7 * 2 * 4 * 16
+    cache = _cache_after(config, 9)
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [9 * 2 * 4 * 16] * 2

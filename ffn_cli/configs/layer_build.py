@@ -348,8 +348,11 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
 
 
 def _window(child: nn.Module) -> int | None:
-    """The attention module's own sliding_window (None in a layer that attends to every key)."""
+    """The attention module's own sliding_window (None in a layer that attends to every key); a
+    GPT-Neo local layer's window_size, which its mask keeps (transformers' cache keeps every key)."""
     window = getattr(child, "sliding_window", None)
+    if window is None and getattr(child, "attention_type", None) == "local":
+        window = getattr(getattr(child, "config", None), "window_size", None)
     return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
 
 
@@ -824,7 +827,9 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 read.norm = "layernorm" if len(weights) == 2 else "layernorm_no_bias" if _is_layer_norm(child) else "rmsnorm"
                 read.norm_params = len(weights) * d
                 continue
-        (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append((name, child))
+        (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append(
+            (name, _inner_attention(child) if kind == "attention" else child)
+        )
     if any(is_experts(n, type(c).__name__) for n, c in ffns):  # a router beside the experts (Gemma 4): the FFN's
         ffns += [(n, c) for n, c in rest if n in ("router", "gate")]
         rest = [(n, c) for n, c in rest if n not in ("router", "gate")]
@@ -920,6 +925,15 @@ def _attends(child: nn.Module) -> bool:
     queries = any(n in modules for n in _Q_NAMES) or fused
     softmax = queries and "conv1d" not in modules and not _LINEAR_ATTENTION.search(cls)
     return "kv_a_proj_with_mqa" in modules or _is_compressed(child) or softmax
+
+
+def _inner_attention(child: nn.Module) -> nn.Module:
+    """An attention module that only wraps another (GPT-Neo's GPTNeoAttention around its
+    GPTNeoSelfAttention): the one that holds the projections."""
+    if _attends(child) or list(child.parameters(recurse=False)):
+        return child
+    inner = [c for _n, c in child.named_children() if _count(c)]
+    return inner[0] if len(inner) == 1 and _attends(inner[0]) else child
 
 
 def _mixer_params(read: LayerRead) -> int:
