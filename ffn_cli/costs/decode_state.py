@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.compressed_attention import CompressedAttentionSpec
@@ -47,6 +48,8 @@ class KindState:
     entries: int = 0  # … the entries it keeps, each `width` wide, and each indexer key's width beside one
     index_width: int = 0
     compressed: bool = False  # DeepSeek-V4's attention: one key-and-value head, K = V held once
+    # what an attention row keeps a token: K and V, MLA's latent (with its rotary key), or a DSA indexer's key
+    keeps: Literal["kv", "latent", "index"] = "kv"
     mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
 
     @property
@@ -87,14 +90,15 @@ def _reach_row(key: tuple[str, int | None, int, int], count: int, context: int, 
     # MLA keeps its latent (with the rotary key) a token, not K and V: no heads (0) to split over --tp
     what = N_("{tokens} tokens × {width} (latent)") if not heads else N_("{tokens} tokens × {width} (K and V)")
     detail = Message(what, tokens=f"{tokens:,}", width=f"{width:,}")
-    return KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads)
+    keeps: Literal["kv", "latent"] = "kv" if heads else "latent"
+    return KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads, keeps=keeps)
 
 
 def _indexer_row(spec: ModelSpec, layers: int, context: int) -> KindState:
     """A DSA indexer's keys: one a token, no heads to split: whole on each GPU, as MLA's latent."""
     width = spec.index_key_width
     detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
-    return KindState(Message(N_("DSA indexer")), layers, context * width, context, detail, width=width)
+    return KindState(Message(N_("DSA indexer")), layers, context * width, context, detail, width=width, keeps="index")
 
 
 def _attention_rows(

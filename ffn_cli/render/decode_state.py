@@ -29,7 +29,13 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
             cells.append([_("batch {batch}").format(batch=f"{batch:,}"), "", "", "", fmt_bytes(batch * total)])
     title = _("what decoding keeps per sequence at context {n}, {bytes} B an element").format(n=f"{context:,}", bytes=act_bytes)
     attends = [r for r in rows if r.tokens is not None and not r.compressed and r.width]
-    caption = _("attention keeps K and V of every token before the new one.") if attends or not rows else ""
+    kept = {r.keeps for r in attends}
+    caption = _("attention keeps K and V of every token before the new one.") if "kv" in kept or not rows else ""
+    if "latent" in kept:
+        caption += _(" MLA keeps its latent and rotary key of every token before the new one, whole on every GPU.")
+    if "index" in kept:
+        caption += _(" A DSA indexer keeps one key of every token, whole on every GPU.")
+    caption = caption.lstrip()
     if any(r.window is not None for r in attends):
         caption += _(" A layer with a window of w tokens keeps only the w − 1 latest.")
     if any(r.compressed for r in rows):
