@@ -295,7 +295,7 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
     name, words = ffn.info.model_words(ffn)
     parts: list[str] = [name, act, *words, *(f", + {t.name}" for t in spec.extra_of(ffn))]
     if spec.routing_of(ffn):
-        parts.append(Message.join(", ", spec.routing_of(ffn)))
+        parts.append(Message.join(Message(N_(", ")), spec.routing_of(ffn)))
     noted = [i for i in spec.ffn_note_layers if i in layers]
     if noted:
         said = N_(", layer {layers}: {note}") if len(noted) == 1 else N_(", layers {layers}: {note}")
