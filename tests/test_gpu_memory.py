@@ -111,9 +111,14 @@ def test_a_dense_models_ffn_carries_no_expert_fields() -> None:
 
 
 def test_the_longest_context_stops_at_the_models_limit() -> None:
-    # GPT-2 takes 1,024 positions (n_positions): a 4,096 context fits the memory, not the model.
-    m = cli_json("params", "--preset", "gpt2", "--gpu", "h100", "--phase", "decode")["per_gpu_memory"]
+    # GPT-2 takes 1,024 positions (n_positions): a 4,096 context fits the memory, not the model,
+    # which the verdict says when asked for one; with no --seq-len the pass is the model's 1,024.
+    m = cli_json("params", "--preset", "gpt2", "--gpu", "h100", "--phase", "decode", "--seq-len", "4096")["per_gpu_memory"]
     assert m["context_limit"] == 1024 and m["max_context"] == 1024 and m["context"] == 4096
+    m = cli_json("params", "--preset", "gpt2", "--gpu", "h100", "--phase", "decode")["per_gpu_memory"]
+    assert m["context_limit"] == m["max_context"] == m["context"] == 1024
+    m = cli_json("params", "--preset", "llama-3.1-8b", "--gpu", "h100", "--phase", "decode")["per_gpu_memory"]
+    assert m["context"] == 4096  # a longer limit: the default
 
 
 def test_an_encoder_keeps_no_cache() -> None:

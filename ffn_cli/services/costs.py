@@ -152,7 +152,11 @@ def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -
 
 def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     """What the cost options ask of the model (nothing when none is asked and the checkpoint
-    stores its weights as --dtype)."""
+    stores its weights as --dtype). With no --seq-len, a pass is DEFAULT_SEQ_LEN tokens long, or
+    as long as the model takes where that is shorter (GPT-2's 1,024)."""
+    limit = context_limit(loaded.config)
+    if opts.seq_len is None and limit is not None and limit < DEFAULT_SEQ_LEN:
+        opts = replace(opts, seq_len=(limit,))
     if opts.tp != 1 or opts.ep != 1:
         check_model_parallel(loaded.spec, tp=opts.tp, ep=opts.ep)
     plot = None
