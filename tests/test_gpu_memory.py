@@ -200,3 +200,14 @@ def test_a_context_memory_never_stops_says_so(tmp_path) -> None:  # type: ignore
 
     shown = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h100", "--phase", "decode"], env={"COLUMNS": "100"}).output
     assert "memory sets no limit" in shown and "≥ 1,073,741,824" in shown
+
+
+def test_a_verdict_that_does_not_fit_names_the_fewest_gpus_that_do() -> None:
+    # DeepSeek-V3 without its MTP layer: 626.92 GiB of fp8 weights, 140.40 GiB an H200. By hand, 4 GPUs
+    # hold at most 561.6 GiB, less than the weights alone: no 4-GPU layout fits, and --tp 8 does.
+    args = ("params", "--preset", "deepseek-v3", "--gpu", "h200", "--phase", "decode", "--no-mtp")
+    one = cli_json(*args)["per_gpu_memory"]
+    assert not one["fits"] and one["fits_at"] == {"tp": 8, "ep": 1}
+    assert 4 * 140.40 < one["checkpoint_bytes"] / 2**30 < 8 * 140.40
+    assert cli_json(*args, "--tp", "8")["per_gpu_memory"]["fits"]
+    assert "fits_at" not in cli_json(*args, "--tp", "8")["per_gpu_memory"]

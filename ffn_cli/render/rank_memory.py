@@ -17,7 +17,7 @@ from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 from ffn_cli.render.literal import literal
 
-__all__ = ["capacity_data", "rank_memory_data", "rank_memory_view"]
+__all__ = ["capacity_data", "fewest_gpus_line", "rank_memory_data", "rank_memory_view"]
 
 NOT_COUNTED = N_(
     "weights only: the KV cache, activations, CUDA context and allocator slack, and communication buffers are not "
@@ -96,6 +96,15 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
         "checkpoint_bytes": r.total_bytes,
     }
     return data | (_fit_data(fit) if fit is not None else {"not_counted": NOT_COUNTED})
+
+
+def fewest_gpus_line(fits_at: tuple[int, int] | None) -> Text:
+    """Under a "does not fit" verdict: the fewest GPUs of the kind that hold the same pass."""
+    if fits_at is None:
+        return Text(_("no layout of up to 64 GPUs of this kind holds this pass"), style="yellow")
+    tp, ep = fits_at
+    said = _("fits on {gpus} of them: --tp {tp} --ep {ep}, the fewest that hold this pass")
+    return Text(said.format(gpus=max(tp, ep), tp=tp, ep=ep), style="yellow")
 
 
 def _capacity_label(gpu: GPU) -> str:

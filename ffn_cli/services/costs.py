@@ -187,6 +187,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
             why = _("the checkpoint's multi-token-prediction layers (num_nextn_predict_layers {n}), whose shape ffn does not know for "
                     "{model_type}: not in the weights (--no-mtp serves without them)")  # fmt: skip
             left_out += (why.format(n=unsized_mtp, model_type=spec.model_type),)
+    fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if fit is not None and not fit.fits else None
     if gpu is None:
         return ModelCosts(weights, ranks, fit, left_out)
     column = TABLE_DTYPE.get(dtype, dtype)
@@ -198,8 +199,47 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     elif plot is not None:
         raise FFNError("plot", opts.plot, missing)
     return ModelCosts(
-        weights, ranks, fit, left_out, roofline, missing, "; ".join(gpu.notes) if missing is not None else "", _decode(loaded, cases, opts)
+        weights,
+        ranks,
+        fit,
+        left_out,
+        roofline,
+        missing,
+        "; ".join(gpu.notes) if missing is not None else "",
+        _decode(loaded, cases, opts),
+        fits_at,
     )
+
+
+# The GPU counts a "does not fit" verdict tries, doubling: one HGX node is 8, the largest deployments 64.
+_TRY_GPUS = (2, 4, 8, 16, 32, 64)
+
+
+def _layouts(gpus: int, moe: bool) -> list[tuple[int, int]]:
+    """The (tp, ep) layouts of `gpus` GPUs, in the order tried: all tensor-parallel; then, with
+    routed experts, --ep as wide and ever fewer GPUs a copy of the attention (more sequences spread)."""
+    if not moe:
+        return [(gpus, 1)]
+    found, tp = [(gpus, 1), (gpus, gpus)], gpus // 2
+    while tp >= 1:
+        found.append((tp, gpus))
+        tp //= 2
+    return found
+
+
+def _fewest_gpus(loaded: Any, stored: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> tuple[int, int] | None:
+    """The fewest GPUs of the kind that hold the pass asked, past the layout asked; a layout the
+    model cannot split is passed over."""
+    for gpus in (g for g in _TRY_GPUS if g > max(opts.tp, opts.ep)):
+        for tp, ep in _layouts(gpus, loaded.spec.moe_ffn is not None):
+            try:
+                check_model_parallel(loaded.spec, tp=tp, ep=ep)
+            except FFNError:
+                continue
+            wider = replace(opts, tp=tp, ep=ep)
+            if _fit(loaded, rank_memory(stored, loaded.spec, tp=tp, ep=ep), gpu, wider, act_bytes).fits:
+                return tp, ep
+    return None
 
 
 def _decode(loaded: Any, cases: list[Any], opts: CostOptions) -> DecodeState | None:

@@ -168,6 +168,9 @@ class ModelCosts:
     missing: str | None = None
     missing_notes: str = ""
     decode: DecodeState | None = None
+    # Where the verdict is "does not fit": the fewest GPUs of the kind that hold the same pass,
+    # as (tp, ep), up to 64 GPUs (services/costs.py tries the layouts); None: none does.
+    fits_at: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ffn_cli.i18n import shown as in_language
 from ffn_cli.render.decode_state import decode_state_data, decode_state_view
 from ffn_cli.render.literal import visible
 from ffn_cli.render.prediction import add_forecasts, forecast_lines
-from ffn_cli.render.rank_memory import rank_memory_data, rank_memory_view
+from ffn_cli.render.rank_memory import fewest_gpus_line, rank_memory_data, rank_memory_view
 from ffn_cli.render.roofline import roofline_data, roofline_view
 from ffn_cli.render.weights import checkpoint_data, checkpoint_view
 from ffn_cli.services.results import ModelCosts, Roofline
@@ -28,6 +28,8 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
         shown.append(checkpoint_view(costs.weights.stored, costs.weights.bf16_bytes, costs.weights.note))
     if costs.ranks is not None:
         shown.append(rank_memory_view(costs.ranks, costs.fit))
+        if costs.fit is not None and not costs.fit.fits:
+            shown.append(Group(fewest_gpus_line(costs.fits_at)))
         if costs.left_out:
             lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in costs.left_out]
             shown.append(Group(*lines))
@@ -70,6 +72,8 @@ def costs_data(costs: ModelCosts) -> dict[str, Any]:
         data["checkpoint"] = checkpoint_data(costs.weights.stored, costs.weights.bf16_bytes, costs.weights.note)
     if costs.ranks is not None:
         data["per_gpu_memory"] = rank_memory_data(costs.ranks, costs.fit)
+        if costs.fit is not None and not costs.fit.fits:
+            data["per_gpu_memory"]["fits_at"] = None if costs.fits_at is None else {"tp": costs.fits_at[0], "ep": costs.fits_at[1]}
         if costs.left_out:
             data["per_gpu_memory"]["left_out"] = list(costs.left_out)
     if costs.roofline is not None:
