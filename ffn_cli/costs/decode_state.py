@@ -6,8 +6,8 @@ state size, each with its convolution's kernel − 1 latest inputs; a short conv
 alone); a layer that reuses an earlier layer's keys and values (Gemma 3n, Gemma 4's E2B and
 E4B) keeps none, in a row of its own. A mixer read from transformers' modules whose state ffn
 does not know is a row of its own, not sized. The checkpoint's multi-token-prediction layers,
-which a server decoding speculatively runs once a token, keep what the last layer keeps (rows
-of their own, "MTP: …").
+which a server decoding speculatively runs for each token, keep a cache of the last layer's kind
+(DeepSeek-V4's of the window alone), in rows of their own ("MTP: …").
 Elements, priced at the cache dtype's bytes by the caller (`bytes_`), but a recurrent state whose
 dtype the config names (Nemotron 3's float32 SSM state), priced at its own. Pure Python.
 """

@@ -103,7 +103,7 @@ def fewest_gpus_line(fits_at: tuple[int, int] | None) -> Text:
     if fits_at is None:
         return Text(_("no layout of up to 64 GPUs of this kind holds this pass"), style="yellow")
     tp, ep = fits_at
-    said = _("fits on {gpus} of them: --tp {tp} --ep {ep}, the fewest that hold this pass")
+    said = _("fits at --tp {tp} --ep {ep}: {gpus} of them, the fewest that hold this pass")
     return Text(said.format(gpus=max(tp, ep), tp=tp, ep=ep), style="yellow")
 
 
