@@ -427,3 +427,18 @@ def test_gpt_neo_local_layers_are_sliding_windows() -> None:
     assert kinds["attention, sliding 8"].elements_per_layer == 7 * 2 * 4 * 16
     cache = _cache_after(config, 9)
     assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [9 * 2 * 4 * 16] * 2
+
+
+def test_a_config_of_several_text_models_is_refused_in_one_line(tmp_path: Any) -> None:
+    # MusicGen holds a text encoder and a decoder: which one is the model is not ffn's to choose.
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**transformers.AutoConfig.for_model("musicgen").to_dict(), "model_type": "musicgen"}))
+    for args in (["--gpu", "h200"], []):
+        result = CliRunner().invoke(app, ["params", "--config", str(path), *args])
+        assert result.exit_code == 1 and "more than one text model" in result.output and "Traceback" not in result.output

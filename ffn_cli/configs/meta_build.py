@@ -22,7 +22,7 @@ from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.configs.built import BuiltModel, BuiltPart, RoutedExperts
-from ffn_cli.errors import FFNError, first_line
+from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import MAX_LAYERS
 
@@ -117,6 +117,11 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
                 source,
                 _("transformers cannot read it as {model_type}: {one_line}").format(model_type=model_type, one_line=first_line(exc)),
             ) from None
+    try:
+        hf_config.get_text_config()
+    except ValueError as exc:  # a model of several text models (MusicGen's text encoder and decoder): which one is not ffn's to choose
+        why = _("transformers finds more than one text model in it ({why}): ffn sizes a model of one")
+        raise FFNRuntimeError(_("{source}: {why}").format(source=source, why=why.format(why=first_line(exc)))) from None
     _check_read_as_given(data, hf_config)
     return hf_config, tuple(notes)
 
