@@ -24,7 +24,7 @@ work (norms, rotary, softmax, the sinks) is left out, as elsewhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ffn_cli.accounting import ParamTensor
@@ -104,6 +104,17 @@ class CompressedAttentionSpec:
     @property
     def kind(self) -> str:
         return "CSA" if self.index_heads else "HCA" if self.rate else "SWA"
+
+    @staticmethod
+    def is_compressor(name: str) -> bool:
+        """Whether a tensor of the layer is its compressor's (and the indexer's within it)."""
+        return name.startswith("compressor")
+
+    def window_alone(self) -> CompressedAttentionSpec:
+        """The layer without its compressor: a layer of the window alone (compress ratio 0), as
+        DeepSeek-V4's MTP block attends."""
+        built = tuple(t for t in self.built if not self.is_compressor(t.name))
+        return replace(self, built=built, rate=0, overlap=False, index_heads=0, index_dim=0, index_topk=0)
 
     def tensors(self, prefix: str = "") -> list[ParamTensor]:
         return [ParamTensor(f"{prefix}{t.name}", t.shape) for t in self.built]

@@ -136,9 +136,7 @@ def _mtp_rows(
     last = spec.n_layers - 1
     a = spec.attention_of(last)
     if isinstance(a, CompressedAttentionSpec):
-        window_only = tuple(t for t in a.built if not t.name.startswith("compressor"))
-        swa = replace(a, built=window_only, rate=0, overlap=False, index_heads=0, index_dim=0, index_topk=0)
-        row = _compressed_row(swa, mtp, context, peak)
+        row = _compressed_row(a.window_alone(), mtp, context, peak)
     else:
         row = _reach_row(_reach(spec, windows, chunks, last), mtp, context, False)
     rows = [row, _indexer_row(spec, mtp, context)] if last in spec.index_layers else [row]

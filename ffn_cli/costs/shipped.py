@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.weights import WeightTensor
 from ffn_cli.models.layout import PlacedTensor, attention_tensors, extra_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
@@ -96,7 +97,7 @@ def _hc_mtp(spec: ModelSpec, count: int) -> list[WeightTensor]:
     alone), its FFN, the hyper-connections' mixes and two norms; e_proj, h_proj, three norms and
     an hc_head of the model's shapes."""
     d, last = spec.d_model, spec.n_layers - 1
-    attention = [t for t in attention_tensors(spec, (last,)) if not t.name.startswith("compressor")]
+    attention = [t for t in attention_tensors(spec, (last,)) if not CompressedAttentionSpec.is_compressor(t.name)]
     ffn = spec.ffn_of(last)
     mixes = [t for e in spec.extras if e.per_layer for t in extra_tensors(spec, e)]
     tensors = (*attention, *(ffn_tensors(spec, ffn, (last,)) if ffn is not None else ()), *mixes, *_hc_head(spec))
