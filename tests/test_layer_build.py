@@ -122,8 +122,11 @@ _ASKED = [
 ]
 
 
-# GPT-2's projections are transformers' Conv1D, read as the Linears of their shape.
-@pytest.mark.parametrize("model_type", ["llama", "qwen3_next", "deepseek_v3", "granitemoehybrid", "gpt_oss", "gemma3_text", "gpt2"])
+# GPT-2's projections are transformers' Conv1D, read as the Linears of their shape; GraniteMoeShared's experts a
+# GraniteMoeSharedExperts ("Shared" the family's name).
+@pytest.mark.parametrize(
+    "model_type", ["llama", "qwen3_next", "deepseek_v3", "granitemoehybrid", "granitemoeshared", "gpt_oss", "gemma3_text", "gpt2"]
+)
 @pytest.mark.parametrize("asked", range(len(_ASKED)))
 def test_layout_and_reader_give_the_same_answer(model_type: str, asked: int) -> None:
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}

@@ -442,3 +442,84 @@ def test_a_config_of_several_text_models_is_refused_in_one_line(tmp_path: Any) -
     for args in (["--gpu", "h200"], []):
         result = CliRunner().invoke(app, ["params", "--config", str(path), *args])
         assert result.exit_code == 1 and "more than one text model" in result.output and "Traceback" not in result.output
+
+
+_BERT_SMALL = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, vocab_size=128,
+                   max_position_embeddings=64, is_decoder=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", ["bert", "camembert", "roberta-prelayernorm", "megatron-bert", "roformer", "big_bird"])
+def test_bert_kin_as_decoders(model_type: str) -> None:
+    # BERT's layer splits its attention (attention.self's query, key, value; attention.output's dense)
+    # and its FFN (intermediate.dense up, output.dense down) over wrappers, each with its LayerNorm
+    # (Megatron-BERT's and RoBERTa-PreLayerNorm's before, BERT's after): read as one attention of 4
+    # heads × 16 and one GELU FFN 96 wide. FlopCounterMode's up and down projections on 5 tokens are
+    # 2 · 2 · 64 · 96 a token; transformers' cache keeps K and V of every token, 4 heads × 16.
+    keys = {"attention_type": "original_full"} if model_type == "big_bird" else {}
+    config = {**transformers.AutoConfig.for_model(model_type, **_BERT_SMALL, **keys).to_dict(), "model_type": model_type}
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.ffn_of(0)
+    act = "gelu_tanh" if model_type == "big_bird" else "gelu"  # BigBird's gelu_new
+    assert ffn is not None and (ffn.variant, ffn.d_ff, ffn.bias) == (act, 96, True)
+    assert (layout.spec.attention.n_heads, layout.spec.attention.n_kv_heads, layout.spec.attention.head_dim) == (4, 4, 16)
+    counts = module_flops(config, torch.randint(1, 100, (1, 5)))
+    ups = {n: c for n, c in counts.items() if n.endswith(("0.intermediate.dense", "0.output.dense")) and "attention" not in n}
+    assert len(ups) == 2 and sum(ups.values()) == 5 * 2 * 2 * 64 * 96 == 5 * layout.spec.ffn_matmul_flops(ffn)
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, 7)
+    assert kind.elements_per_layer == 7 * 2 * 4 * 16
+    cache = _cache_after(config, 7)
+    layers = getattr(cache, "self_attention_cache", cache).layers
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in layers] == [kind.elements_per_layer] * 2
+
+
+@pytest.mark.parametrize(
+    ("model_type", "keys", "why"),
+    [
+        ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
+        ("electra", {"is_decoder": True}, "not one vocab_size × hidden_size table (30,522 × 256)"),  # 128 wide, projected up
+        ("bart", {}, "an encoder and a decoder"),
+    ],
+)
+def test_what_a_decoder_layout_cannot_hold_is_refused_by_name(tmp_path: Any, model_type: str, keys: dict[str, Any], why: str) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**transformers.AutoConfig.for_model(model_type, **keys).to_dict(), "model_type": model_type}))
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--no-cache"])
+    assert result.exit_code == 1 and why in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_a_head_named_otherwise_or_listed_first_is_the_head() -> None:
+    # BioGPT's head is output_projection, tied to the embeddings: transformers' get_output_embeddings
+    # names it. CamemBERT's lm_head comes before its embeddings, so the one tied tensor is listed under
+    # the head's name. Both count the whole build (an untied head would be 128 × 64 more).
+    camembert = {**transformers.AutoConfig.for_model("camembert", **_BERT_SMALL).to_dict(), "model_type": "camembert"}
+    for config in (_config("biogpt", max_position_embeddings=64), camembert):
+        assert _counts_the_whole_build(config).spec.tie_word_embeddings
+
+
+def test_ctrl_reads_its_activation_from_the_module() -> None:
+    # CTRL's FFN is nn.Sequential(Linear, ReLU, Linear) and its config names no activation: ReLU, as
+    # built. Its Wq, Wk, Wv and dense are one attention of 4 heads × 16 (transformers' cache: K and V
+    # of each of 7 tokens).
+    config = _config("ctrl", n_embd=64, dff=96, n_layer=2, n_head=4, n_positions=64)  # its attention reads no num_key_value_heads
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.ffn_of(0)
+    assert ffn is not None and (ffn.variant, ffn.d_ff) == ("relu", 96)
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, 7)
+    assert kind.elements_per_layer == 7 * 2 * 4 * 16
+    cache = _cache_after(config, 7)
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2
+
+
+@pytest.mark.parametrize("shared", [0, 48])
+def test_experts_named_experts_are_routed_whatever_their_class(shared: int) -> None:
+    # GraniteMoeShared's routed experts are a GraniteMoeSharedExperts ("Shared" is the family's name):
+    # 4 experts × 96, top-2, and a shared MLP of shared_intermediate_size beside them where it is set.
+    config = _config("granitemoeshared", num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=shared)
+    ffn = _counts_the_whole_build(config).spec.moe_ffn
+    assert ffn is not None and (ffn.experts, ffn.d_ff, ffn.top_k, ffn.shared_d_ff or 0) == (4, 96, 2, shared)

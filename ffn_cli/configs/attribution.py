@@ -143,10 +143,11 @@ def attribute(path: tuple[Owner, ...], *, is_embedding: bool = False) -> tuple[B
 
 def is_experts(name: str, cls: str) -> bool:
     """A routed experts container (`experts`, or a class ending in Experts), not a shared
-    expert, which every token runs."""
-    if "shared" in name.lower() or "shared" in cls.lower():
+    expert, which every token runs. A module named `experts` is routed whatever its class says
+    (GraniteMoeShared's GraniteMoeSharedExperts: "Shared" is the family's name)."""
+    if "shared" in name.lower():
         return False
-    return name == "experts" or cls.endswith("Experts")
+    return name == "experts" or (cls.endswith("Experts") and "shared" not in cls.lower())
 
 
 def pattern(path: tuple[Owner, ...]) -> str:

@@ -78,12 +78,13 @@ _LAYER_RULE = re.compile(r"layer|interval|step|freq|replace|pattern|period|every
 _NOT_A_RULE = frozenset({"num_hidden_layers"})
 _SHORT_PERIOD = 16
 # A query projection, and a fused one to the queries, keys and values, by the names transformers' models give them.
-_Q_NAMES = ("q_proj", "query", "q_gate_proj")
+_Q_NAMES = ("q_proj", "query", "q_gate_proj", "Wq")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 # The tensors of an [experts, …] container that its FFNSpec holds: the projections and their biases.
 _EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
 # Where a config names its FFN's activation (GPT-2's, OPT's and XGLM's: activation_function).
 _ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function")
+_TORCH_ACTIVATIONS: dict[type[nn.Module], str] = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "silu"}
 # Attention with queries, keys and values but no softmax over a cache: a recurrent state in its
 # place (MiniMax's lightning attention, a delta rule), whatever its projections are named.
 _LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|RWKV|GLA")
@@ -163,8 +164,24 @@ def decoder_layer_classes(hf_config: PretrainedConfig) -> tuple[type[nn.Module],
                 found = [getattr(module, n) for n in names if n.endswith(("Block", "Layer"))]
             if found:
                 return tuple(found)
-    why = _("transformers names no decoder layer class for it: its layout cannot be read layer by layer")
-    raise _beyond(f"model_type {hf_config.model_type}", why)
+    return ()
+
+
+def _listed_layer_classes(model: nn.Module, n_layers: int, source: str) -> tuple[type[nn.Module], ...]:
+    """The class of the one list of num_hidden_layers layers the whole model built, for a model
+    whose classes name none to keep whole (BERT's BertLayer, BioGPT's, CTRL's)."""
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and len({type(x) for x in m}) == 1]
+    lists = [m for m in lists if _count(m[0]) and _attends_within(m[0])]
+    if len(lists) != 1:
+        why = _("transformers names no decoder layer class for it, and it builds no one list of num_hidden_layers layers: "
+                "its layout cannot be read layer by layer")  # fmt: skip
+        raise _beyond(source, why)
+    return (type(lists[0][0]),)
+
+
+def _attends_within(layer: nn.Module) -> bool:
+    """A layer that holds a token mixer somewhere inside it (a list of attentions alone is no layer: XLM's)."""
+    return any(attribute((Owner(n.rpartition(".")[2], type(m).__name__),))[0] == "attention" for n, m in layer.named_modules() if n)
 
 
 # --- one built layer, read ------------------------------------------------------------------
@@ -270,7 +287,7 @@ def _heads(text: PretrainedConfig, child: nn.Module) -> tuple[int, int]:
 
 def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
     m = dict(child.named_modules())
-    q, k, v = _linear(m, *_Q_NAMES), _linear(m, "k_proj", "key"), _linear(m, "v_proj", "value")
+    q, k, v = _linear(m, *_Q_NAMES), _linear(m, "k_proj", "key", "Wk"), _linear(m, "v_proj", "value", "Wv")
     o = _linear(m, "o_proj", "out_proj", "dense", "c_proj")
     fused = _linear(m, *_QKV_NAMES) if q is None and k is None and v is None else None
     if fused is not None and o is not None:  # one projection to the queries, keys and values (Ergo's qkv_proj, MPT's Wqkv)
@@ -284,7 +301,9 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     if q is None or o is None or (not read.kv_shared and (k is None or v is None)):
         raise _Unread(Message(N_("no q, k, v and o projections")))
     heads, kv = _heads(text, child)
-    if fused is not None and k is not None and q is not None:  # the KV heads a fused projection holds
+    # The KV heads a fused projection holds; or a module that reads no num_key_value_heads (BioGPT's,
+    # CTRL's), whose k_proj is as wide as its q_proj whatever the config says.
+    if k is not None and (fused is not None or (k.out_features == q.out_features and not hasattr(child, "num_key_value_groups"))):
         kv = k.out_features * heads // q.out_features
     if k is None or v is None:
         head_dim = getattr(child, "head_dim", None)
@@ -613,6 +632,9 @@ def _widths(d: int, up: nn.Linear | None, gate: nn.Linear | None, fused: nn.Line
 
 
 def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Linear | None, nn.Linear | None]:
+    linears = [c for c in module.children() if isinstance(c, nn.Linear)]
+    if isinstance(module, nn.Sequential) and len(linears) == 2:  # CTRL's ffn: Linear, ReLU, Linear
+        return linears[0], None, None, linears[1]
     m = dict(module.named_modules())
     up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi")
     gate = _linear(m, "gate_proj", "w1")
@@ -626,7 +648,14 @@ def _dense(d: int, r: FamilyReader, child: nn.Module) -> FFNSpec:
     f, gated = _widths(d, up, gate, fused, down)
     first = up or fused or down
     bias = first is not None and first.bias is not None
-    return FFNSpec(variant=r.variant(*_ACTIVATION_KEYS, gated=gated), d_model=d, d_ff=f, bias=bias, fused_gate_up=fused is not None)
+    variant = r.variant(*_ACTIVATION_KEYS, gated=gated, built=_built_activation(child))
+    return FFNSpec(variant=variant, d_model=d, d_ff=f, bias=bias, fused_gate_up=fused is not None)
+
+
+def _built_activation(module: nn.Module) -> str | None:
+    """The activation a module runs, where it holds one of torch's own (CTRL's nn.ReLU, named by no config key)."""
+    found = {name for m in module.modules() for cls, name in _TORCH_ACTIVATIONS.items() if type(m) is cls}
+    return found.pop() if len(found) == 1 else None
 
 
 def _moe(
@@ -1008,6 +1037,10 @@ def _state_dtype_bytes(config: Mapping[str, Any], source: str) -> int | None:
 def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLayout:
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
+    if getattr(hf_config, "is_encoder_decoder", False) is True:
+        why = _("an encoder and a decoder (is_encoder_decoder): ffn lays out a decoder alone, and this one's cross-attention "
+                "keeps the encoder's keys and values, which ffn cannot size")  # fmt: skip
+        raise _beyond(source, why)
     text = hf_config.get_text_config()
     for key in ("hidden_size", "num_hidden_layers", "vocab_size"):
         value = getattr(text, key, None)
@@ -1019,18 +1052,21 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     reads = []
     with quiet():
         # The whole model is built once where the layers come from several classes (which layer is
-        # which is the model's own code) or tensors beside the layers are sized by the layer count.
-        whole = _whole_model(hf_config, source) if len(classes) > 1 or sized_by_layer_count(r.config) else None
+        # which is the model's own code), tensors beside the layers are sized by the layer count, or
+        # the model's classes name no layer class (its layers are then the list the model built).
+        whole = _whole_model(hf_config, source) if len(classes) != 1 or sized_by_layer_count(r.config) else None
+        if not classes:
+            assert whole is not None
+            classes = _listed_layer_classes(whole, n_layers, source)
         shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True)
         if shell.layer_config is not None:  # the config the model's class leaves (TrOCR's is_decoder, the attention kernel)
             text = shell.layer_config
-        if len(classes) == 1:
+        if whole is None:
             layer_cls = classes[0]
 
             def built(i: int) -> nn.Module:
                 return _build(layer_cls, text, i, source)
         else:
-            assert whole is not None
             every = _every_layer(whole, classes, n_layers, source)
 
             def built(i: int) -> nn.Module:
@@ -1112,6 +1148,7 @@ class Shell:
 
     tied: bool
     head_bias: bool
+    head: bool  # an LM head (tied or not); a base model (BertModel) has none
     final_norm: int  # the final norm's parameters
     beside: tuple[ParamTensor, ...]  # every other tensor (a vision tower, a projector), by its path
     model_class: str
@@ -1153,7 +1190,7 @@ def _every_layer(model: nn.Module, classes: tuple[type[nn.Module], ...], n_layer
     if len(lists) != 1:
         why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
         raise _beyond(source, why.format(n=len(classes)))
-    layers = [_as_linears(layer) for layer in lists[0]]
+    layers = [_bert_style(_as_linears(layer), source) for layer in lists[0]]
     seen: set[int] = set()
     for layer in layers:
         own = {id(p) for p in layer.parameters()}
@@ -1196,10 +1233,19 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
             cls=type(built[0][1]).__name__))  # fmt: skip
     inside = tuple(f"{n}." for n, _m in built)
+    # The LM head by transformers' own word (BioGPT's output_projection), else by its usual names.
+    output = model.get_output_embeddings()
+    heads = {n for n, m in modules.items() if (output is not None and m is output) or n.rpartition(".")[2] in ("lm_head", "embed_out")}
+    # A head tied to the token embeddings is one tensor, listed once under whichever name comes first
+    # (CamemBERT's lm_head.decoder, before its embeddings).
+    tied_weight = getattr(output, "weight", None)
+    if tied_weight is not None and tied_weight is not getattr(_input_embeddings(model), "weight", None):
+        tied_weight = None
     # A table looked up by token (Gemma 4's per-layer embeddings) has a vocabulary's rows, as the config sizes one.
     data = text.to_dict()
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
     embedding = head = norm = embedding_norm = None
+    head_bias = False
     beside, tables = [], []
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
     position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
@@ -1209,27 +1255,30 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             continue
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
-        if embedding is None and isinstance(module, nn.Embedding) and tuple(p.shape) == (vocab, d):
+        if embedding is None and tuple(p.shape) == (vocab, d) and (isinstance(module, nn.Embedding) or p is tied_weight):
             embedding = name
-        elif head is None and last in ("lm_head", "embed_out") and leaf == "weight":
+        elif head is None and path in heads and leaf == "weight":
             head = name
-        elif last in ("lm_head", "embed_out") and leaf == "bias":
+        elif path in heads and leaf == "bias":
+            head_bias = True  # its own; a bias it shares with a module beside it (BERT's predictions.bias) is counted there
             continue
         elif not positions and isinstance(module, nn.Embedding) and _position_rows(module) in position_rows and tuple(p.shape)[1:] == (d,):
             positions = module.num_embeddings
-        elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in last:
-            embedding_norm = path  # BLOOM's word_embeddings_layernorm, over the summed embeddings
+        elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in path:
+            embedding_norm = path  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm: over the summed embeddings
         elif norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm":
             norm = path
         elif isinstance(module, nn.Embedding) and module.num_embeddings in vocabularies:
             tables.append(_tensor(path, leaf, p, module))
         elif path not in (norm, embedding_norm):
             beside.append(_tensor(path, leaf, p, module))
-    heads = [m for n, m in modules.items() if n.rpartition(".")[2] in ("lm_head", "embed_out")]
-    head_bias = any(getattr(m, "bias", None) is not None for m in heads)
+    if embedding is None:  # ELECTRA's and RemBERT's narrower table, projected up; CPM-Ant's longer one: the spec's is vocab × d
+        why = _("its token embeddings are not one vocab_size × hidden_size table ({vocab:,} × {d:,}), the one ffn sizes")
+        raise _beyond(source, why.format(vocab=vocab, d=d))
     return Shell(
         tied=head is None and bool(heads),
         head_bias=head_bias,
+        head=bool(heads),
         final_norm=_count(modules[norm]) if norm is not None else 0,
         beside=tuple(beside),
         model_class=type(model).__name__,
@@ -1237,6 +1286,13 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         positions=positions,
         embedding_norm=_count(modules[embedding_norm]) if embedding_norm is not None else 0,
     )
+
+
+def _input_embeddings(model: PreTrainedModel) -> nn.Module | None:
+    try:
+        return model.get_input_embeddings()
+    except NotImplementedError:  # transformers' answer for a model that names none
+        return None
 
 
 def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, source: str) -> nn.Module:
@@ -1247,7 +1303,43 @@ def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, sourc
         raise FFNError(
             "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=first_line(exc))
         ) from None
-    return _as_linears(built)
+    return _bert_style(_as_linears(built), source)
+
+
+def _bert_style(layer: nn.Module, source: str) -> nn.Module:
+    """BERT's layer and its kin's (RoBERTa, ELECTRA, RemBERT, RoFormer, Megatron-BERT): its
+    attention's query, key and value in attention.self and its output projection in
+    attention.output, its FFN's up projection in intermediate and its down projection in output,
+    each LayerNorm inside one of them. Regrouped, the same modules, as one attention, one MLP and
+    the norms beside them, which the layer's reading reads as any other's. Any other layer as it is."""
+    children = dict(layer.named_children())
+    if not {"attention", "intermediate", "output"} <= set(children):
+        return layer
+    parts = dict(children["attention"].named_children())
+    inner, o = parts.get("self"), getattr(parts.get("output"), "dense", None)
+    up, down = getattr(children["intermediate"], "dense", None), getattr(children["output"], "dense", None)
+    if inner is None or not all(isinstance(x, nn.Linear) for x in (o, up, down)):
+        return layer
+    if getattr(layer, "is_decoder", None) is False:  # transformers' own flag: its LM-head class warns, and builds it bidirectional
+        why = _("its layers are built as an encoder's (the config does not set is_decoder): every token attends to the ones "
+                "after it, and nothing is decoded")  # fmt: skip
+        raise _beyond(source, why)
+    block, attention, mlp = nn.Module(), nn.Module(), nn.Module()
+    for name, child in inner.named_children():
+        attention.add_module(name, child)
+    attention.add_module("dense", o)
+    mlp.add_module("up_proj", up)
+    mlp.add_module("down_proj", down)
+    block.add_module("self_attn", attention)
+    block.add_module("mlp", mlp)
+    wrappers = {"attention": children["attention"], "attention_output": parts["output"], "intermediate": children["intermediate"],
+                "output": children["output"]}  # fmt: skip
+    moved = {id(x) for x in (inner, o, up, down, *wrappers.values())}
+    for prefix, wrapper in {"": layer, **wrappers}.items():
+        for name, child in wrapper.named_children():
+            if id(child) not in moved and _count(child):  # a norm (Megatron-BERT's ln), or a part of its own (a cross-attention)
+                block.add_module(f"{prefix}_{name}" if prefix else name, child)
+    return block if _count(block) == _count(layer) else layer
 
 
 def _as_linears(layer: nn.Module) -> nn.Module:
@@ -1370,6 +1462,7 @@ def _assemble(
         norm=reads[0].norm,
         norms_per_layer=norms.pop(),
         tie_word_embeddings=shell.tied,
+        lm_head=shell.head,
         lm_head_bias=shell.head_bias,
         max_positions=shell.positions,
         embedding_norm=bool(shell.embedding_norm),

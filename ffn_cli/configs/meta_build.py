@@ -62,12 +62,13 @@ def knows(model_type: str) -> bool:
 
 def _is_decoder_only(model_type: str, config: PretrainedConfig) -> bool:
     """A generative decoder gets its LM head (as the readers count it); encoders and
-    encoder-decoders are built as the base model, as BertModel is."""
-    return (
-        model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-        and model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    encoder-decoders are built as the base model, as BertModel is. An encoder's config that sets
+    is_decoder (BERT's kin as a causal LM) is the decoder, built as transformers' causal-LM class."""
+    if model_type not in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or getattr(config, "is_encoder_decoder", False):
+        return False
+    return getattr(config.get_text_config(), "is_decoder", False) is True or (
+        model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
         and model_type not in modeling_auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
-        and not getattr(config, "is_encoder_decoder", False)
     )
 
 

@@ -73,9 +73,10 @@ class FamilyReader(ConfigReader):
     def opt_integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int | None:
         return super().opt_integer(key, default if default is not None else self.defaults.get(key), minimum=minimum)
 
-    def variant(self, *keys: str, gated: bool) -> str:
-        """The registry variant for the config's activation; any string is accepted for counting."""
-        name = next((self.config[k] for k in keys if self.config.get(k) is not None), None)
+    def variant(self, *keys: str, gated: bool, built: str | None = None) -> str:
+        """The registry variant for the config's activation; any string is accepted for counting.
+        `built`: the activation the built module runs (CTRL's nn.ReLU), where the config names none."""
+        name = next((self.config[k] for k in keys if self.config.get(k) is not None), built)
         if name is None:
             name = next((self.defaults[k] for k in keys if k in self.defaults), "silu" if gated else "gelu")
         if not isinstance(name, str) or not name:
