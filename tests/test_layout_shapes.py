@@ -523,3 +523,52 @@ def test_experts_named_experts_are_routed_whatever_their_class(shared: int) -> N
     config = _config("granitemoeshared", num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=shared)
     ffn = _counts_the_whole_build(config).spec.moe_ffn
     assert ffn is not None and (ffn.experts, ffn.d_ff, ffn.top_k, ffn.shared_d_ff or 0) == (4, 96, 2, shared)
+
+
+def _xlstm() -> dict[str, Any]:
+    # q and k 64 wide (qk_dim_factor 0.5), v 128: 4 heads of 16 and 32; chunks of 8. transformers'
+    # xLSTMCache rounds qk_dim up to a multiple of 64, so the widths are multiples of 64 here.
+    small = dict(hidden_size=128, embedding_dim=128, num_blocks=2, num_hidden_layers=2, num_heads=4, vocab_size=128, chunk_size=8,
+                 pad_token_id=0)  # fmt: skip
+    return {**transformers.AutoConfig.for_model("xlstm", **small).to_dict(), "model_type": "xlstm"}
+
+
+def test_an_mlstm_memory_against_transformers() -> None:
+    # xLSTM's blocks are built by num_blocks and take no layer index. Each mLSTM layer keeps per head a
+    # 16 × 32 memory, a 16-wide normalizer and a stabilizer, in float32 (inference_state_dtype), as
+    # transformers' xLSTMCache holds them after a forward; its FFN is proj_up_gate, proj_up, proj_down.
+    config = _xlstm()
+    layout = _counts_the_whole_build(config)
+    mixer = layout.spec.mixer
+    assert mixer is not None and mixer.state_sized and mixer.state_dtype_bytes == 4
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, 19)
+    assert kind.elements_per_layer == mixer.recurrent_state_elements == 4 * (16 * 32 + 16 + 1)
+    ffn = layout.spec.ffn_of(0)
+    assert ffn is not None and ffn.variant == "swiglu"
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(1, 100, (1, 19)), use_cache=True).cache_params
+    assert [sum(t.numel() for t in cache.rnn_state[i]) for i in range(2)] == [kind.elements_per_layer] * 2
+    assert {t.dtype for i in range(2) for t in cache.rnn_state[i]} == {torch.float32}
+
+
+@pytest.mark.parametrize("tokens", [19, 16, 5])
+def test_an_mlstm_flops_against_flop_counter(tokens: int) -> None:
+    # transformers' native kernels: whole chunks of 8 in parallel, the tokens past them one by one
+    # (19 = 2 chunks + 3; 16 = 2 chunks; 5 < a chunk); one decoded token after them, in its recurrent
+    # form. FlopCounterMode over the layer: every projection and the memory's matmuls.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = _xlstm()
+    mixer = _layout(config).spec.mixer
+    assert mixer is not None
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    layer = model.backbone.blocks[0].mlstm_layer
+    with torch.no_grad(), FlopCounterMode(display=False) as counted:
+        _out, state = layer(torch.randn(1, tokens, 128))
+    assert counted.get_total_flops() == tokens * (mixer.projection_flops + mixer.sequence_flops(tokens))
+    with torch.no_grad(), FlopCounterMode(display=False) as counted:
+        layer(torch.randn(1, 1, 128), state)
+    assert counted.get_total_flops() == mixer.projection_flops + mixer.decode_flops()

@@ -41,7 +41,7 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
         "attention",
         N_(
             "under a module named *attn* / *attention*, or of class *Attention; a token mixer in attention's place, of class "
-            "*Mixer / *MambaLayer (Mamba), *ShortConv (LFM2) or *RecurrentBlock (RecurrentGemma's RG-LRU)"
+            "*Mixer / *MambaLayer (Mamba), *ShortConv (LFM2), *RecurrentBlock (RecurrentGemma's RG-LRU) or *LSTMLayer (xLSTM's mLSTM)"
         ),
     ),
     (
@@ -70,7 +70,7 @@ _EMBEDDING_PART = re.compile(r"^embed", re.IGNORECASE)
 _ATTENTION_NAME = re.compile(r"attn|attention", re.IGNORECASE)
 # Mamba mixers, short convolutions and Griffin's recurrent blocks mix tokens where other layers
 # attend; the readers count them with attention.
-_ATTENTION_CLASS = re.compile(r"(Attention|Mixer|MambaLayer|ShortConv|RecurrentBlock)$")
+_ATTENTION_CLASS = re.compile(r"(Attention|Mixer|MambaLayer|ShortConv|RecurrentBlock|LSTMLayer)$")
 _FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$", re.IGNORECASE)
 _FFN_CLASS = re.compile(r"(MLP|Mlp|FeedForward|FFN|Ffn|Experts|MoeBlock|MoE|SparseMoe|LayerFF|DenseReluDense)$")
 _LAYER_INDEX = re.compile(r"^\d+$")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
+import inspect
 import itertools
 import re
 from collections.abc import Mapping
@@ -62,6 +63,7 @@ from ffn_cli.models.mixers import (
     DiagonalScan,
     LightningScan,
     LinearMixer,
+    MLSTMScan,
     SelectiveScan,
     gated_delta_net,
     mamba2,
@@ -77,6 +79,8 @@ __all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
 _LAYER_RULE = re.compile(r"layer|interval|step|freq|replace|pattern|period|every", re.IGNORECASE)
 _NOT_A_RULE = frozenset({"num_hidden_layers"})
 _SHORT_PERIOD = 16
+# Keys beside num_hidden_layers that a model builds its layers by (xLSTM's num_blocks), where they say as many.
+_LAYER_COUNTS = ("num_blocks",)
 # A query projection, and a fused one to the queries, keys and values, by the names transformers' models give them.
 _Q_NAMES = ("q_proj", "query", "q_gate_proj", "Wq")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
@@ -553,6 +557,17 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2) + 2 * gates
         c, taps = int(conv.in_channels), int(conv.kernel_size[0])
         mixer = LinearMixer(Message(N_("RG-LRU")), name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), DiagonalScan(c), 4)
+    elif (memory := _mlstm(child)) is not None:
+        # xLSTM's mLSTM layer: q, k, v, the output gate, the input and forget gates (one value a
+        # head), a multi-head norm and out_proj, its tensors as built; its memory kept per head at the
+        # config's inference_state_dtype, as transformers' xLSTMCache keeps it (float32 by default).
+        matrix_memory, state_bytes = memory
+        norms = {n for n, mod in child.named_modules() if n and attribute((Owner(n, type(mod).__name__),))[0] == "norm"}
+        tensors = _rest(child, norms)
+        flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+        norm_tensors = tuple(t for t in _rest(child, set()) if t not in tensors)
+        mixer = LinearMixer(Message(N_("mLSTM")), name, tensors, norm_tensors, flops, read.layers, scan=matrix_memory,
+                            state_dtype_bytes=state_bytes, norm_kind=N_("per-head LayerNorm"))  # fmt: skip
     elif "Delta" in name and all(isinstance(a.get(k), int) for k in ("num_heads", "head_dim", "conv_dim", "conv_kernel_size")):
         # A delta rule of another shape (Kimi Delta Attention): its tensors as built, its state
         # a key × value matrix per head and its conv's kernel − 1 latest inputs of each channel.
@@ -574,6 +589,22 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
             N_("the decode state of {name}, and the FLOPs of its state beyond its projections: a token mixer ffn does not size"), name=name
         )
     )
+
+
+def _mlstm(child: nn.Module) -> tuple[MLSTMScan, int | None] | None:
+    """The matrix memory of an mLSTM layer (transformers' xLSTMLayer) and the bytes of one of its
+    elements: q and k of one width, v, and an input and a forget gate of one value a head; the
+    chunk its kernels run in and the state's dtype from the config it was built with."""
+    m = dict(child.named_children())
+    q, k, v, i, f = (_linear(m, n) for n in ("q", "k", "v", "igate_preact", "fgate_preact"))
+    if q is None or k is None or v is None or i is None or f is None:
+        return None
+    heads, config = i.out_features, getattr(child, "config", None)
+    chunk, dtype = getattr(config, "chunk_size", None), getattr(config, "inference_state_dtype", None)
+    shaped = f.out_features == heads and q.out_features == k.out_features and not (q.out_features % heads or v.out_features % heads)
+    if not shaped or not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1 or dtype not in STATE_DTYPE_BYTES:
+        return None
+    return MLSTMScan(heads, q.out_features // heads, v.out_features // heads, chunk), STATE_DTYPE_BYTES[dtype]
 
 
 def _rg_lru(child: nn.Module) -> tuple[nn.Module, nn.Conv1d] | None:
@@ -636,10 +667,10 @@ def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Line
     if isinstance(module, nn.Sequential) and len(linears) == 2:  # CTRL's ffn: Linear, ReLU, Linear
         return linears[0], None, None, linears[1]
     m = dict(module.named_modules())
-    up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi")
-    gate = _linear(m, "gate_proj", "w1")
+    up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi", "proj_up")
+    gate = _linear(m, "gate_proj", "w1", "proj_up_gate")
     fused = _linear(m, "gate_up_proj", "input_linear")
-    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "output_linear")
+    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "output_linear", "proj_down")
     return up, gate, fused, down
 
 
@@ -1210,6 +1241,9 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
     for key in emptied:
         setattr(text, key, [])
     text.num_hidden_layers = 0
+    counts = [key for key in _LAYER_COUNTS if getattr(text, key, None) == n_layers]  # xLSTM's num_blocks, which its model builds by
+    for key in counts:
+        setattr(text, key, 0)
     auto = auto_class(str(hf_config.model_type), shell_config)  # ffn's choice: outside the config's try
     try:
         with torch.device("meta"):
@@ -1220,6 +1254,8 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
     for key, value in emptied.items():
         setattr(layer_config, key, value)
     layer_config.num_hidden_layers = n_layers
+    for key in counts:
+        setattr(layer_config, key, n_layers)
     return replace(_shell_of(model, classes, source, whole=False), layer_config=layer_config)
 
 
@@ -1296,9 +1332,11 @@ def _input_embeddings(model: PreTrainedModel) -> nn.Module | None:
 
 
 def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, source: str) -> nn.Module:
+    # A layer class that takes its index (layer_idx) beside the config, or the config alone (xLSTM's block).
+    takes_index = len(inspect.signature(layer_cls.__init__).parameters) > 2
     try:
         with torch.device("meta"):
-            built = layer_cls(text, layer)
+            built = layer_cls(text, layer) if takes_index else layer_cls(text)
     except Exception as exc:  # transformers' code on the config's values: whatever it raises, the config caused
         raise FFNError(
             "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=first_line(exc))

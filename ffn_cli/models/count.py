@@ -392,7 +392,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
         detail = _ffn_detail(spec, ffn, layers)
     elif mixer is not None and block.name == mixer.kind and block.part == "norm":
         name = Message(N_("{kind} norms"), kind=mixer.kind)
-        detail = Message(N_("gated RMSNorm over {n}"), n=f"{mixer.norm_params:,}")
+        detail = Message(N_("{norm} over {n}"), norm=Message(mixer.norm_kind), n=f"{mixer.norm_params:,}")
     elif mixer is not None and block.name == mixer.kind:
         detail = mixer.detail
     else:

@@ -32,6 +32,7 @@ __all__ = [
     "DiagonalScan",
     "LightningScan",
     "LinearMixer",
+    "MLSTMScan",
     "SSDScan",
     "SelectiveScan",
     "gated_delta_net",
@@ -69,6 +70,7 @@ class DeltaRuleScan:
     key_dim: int
     value_dim: int
     chunk: int = DELTA_RULE_CHUNK
+    padded = True  # the last chunk of a sequence is padded to a whole one
 
     def chunk_flops(self) -> int:
         c, dk, dv = self.chunk, self.key_dim, self.value_dim
@@ -106,6 +108,7 @@ class SSDScan:
     groups: int
     state: int
     chunk: int
+    padded = True  # the last chunk of a sequence is padded to a whole one
 
     def chunk_flops(self) -> int:
         q, p, n = self.chunk, self.head_dim, self.state
@@ -140,6 +143,7 @@ class LightningScan:
     heads: int
     head_dim: int
     chunk: int
+    padded = True  # the last chunk of a sequence is padded to a whole one
 
     def chunk_flops(self) -> int:
         b, d = self.chunk, self.head_dim
@@ -173,6 +177,7 @@ class SelectiveScan:
     channels: int
     state: int
     chunk: int = 1
+    padded = False
 
     def flops(self, seq_len: int | None) -> Fraction:
         return Fraction(self.decode_flops())
@@ -188,6 +193,45 @@ class SelectiveScan:
 
 
 @dataclass(frozen=True)
+class MLSTMScan:
+    """The mLSTM's matrix memory (xLSTM; Beck et al. 2024), per head: a key_dim × value_dim memory
+    C, a key_dim normalizer n and a stabilizer m, updated by exponential input and forget gates.
+
+    As transformers' native kernels run it over a sequence: whole chunks of L tokens in parallel
+    (per chunk and head: the scores q·kᵀ, 2·L²·dk; their product with v, 2·L²·dv; the queries'
+    read of the memory and of the normalizer carried in, 2·L·dk·dv and 2·L·dk; the chunk's update
+    of the memory kᵀ·v, 2·L·dk·dv), then the tokens past the last whole chunk one by one, as a
+    decoded token runs: the memory's update by k ⊗ v and its read by q (2·dk·dv each) and the
+    normalizer's read (2·dk). Nothing is padded."""
+
+    heads: int
+    key_dim: int
+    value_dim: int
+    chunk: int
+    padded = False
+
+    def chunk_flops(self) -> int:
+        c, dk, dv = self.chunk, self.key_dim, self.value_dim
+        return self.heads * (2 * c * c * (dk + dv) + 4 * c * dk * dv + 2 * c * dk)
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        """Per token, over a sequence of seq_len tokens (whole chunks, the rest token by token); None: whole chunks."""
+        if seq_len is None:
+            return Fraction(self.chunk_flops(), self.chunk)
+        chunks, rest = divmod(seq_len, self.chunk)
+        return Fraction(chunks * self.chunk_flops() + rest * self.decode_flops(), seq_len)
+
+    def decode_flops(self) -> int:
+        return self.heads * (4 * self.key_dim * self.value_dim + 2 * self.key_dim)
+
+    def detail(self) -> Message:
+        return Message(N_("the mLSTM in chunks of {chunk}, the tokens past the last one by one"), chunk=self.chunk)
+
+    def state_elements(self) -> int:
+        return self.heads * (self.key_dim * self.value_dim + self.key_dim + 1)
+
+
+@dataclass(frozen=True)
 class DiagonalScan:
     """A diagonal linear recurrence (RecurrentGemma's RG-LRU; De et al. 2024, Griffin): one value a
     channel, decayed and added to a token at a time. Its gates are matmuls of the block (counted
@@ -196,6 +240,7 @@ class DiagonalScan:
 
     channels: int
     chunk: int = 1
+    padded = False
 
     def flops(self, seq_len: int | None) -> Fraction:
         return Fraction(0)
@@ -230,13 +275,14 @@ class LinearMixer:
     layers: tuple[int, ...]
     conv_flops: int = 0
     conv_state_elements: int = 0
-    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | DiagonalScan | None = None
+    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | DiagonalScan | MLSTMScan | None = None
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None
     # False for a mixer counted tensor by tensor from its built module (ffn_cli.configs.layer_build):
     # what it keeps while decoding is not known, and is named as left out, never taken as zero.
     state_sized: bool = True
+    norm_kind: str = N_("gated RMSNorm")  # what its norm is, in words (an English id)
 
     @property
     def params(self) -> int:

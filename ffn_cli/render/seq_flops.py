@@ -106,9 +106,9 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         lines.append(mixer.format(kind=kind, count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops)))
     if stack.mixer is not None:
         scan = stack.mixer.scan
-        if scan is not None and scan.chunk > 1:
+        if scan is not None and scan.padded:
             what = _("mixer: the causal conv and the state update, {scan}, the last chunk padded").format(scan=scan.detail().shown())
-        elif scan is not None:  # Mamba-1's scan runs token by token: nothing is padded
+        elif scan is not None:  # Mamba-1's scan runs token by token, the mLSTM's rest past whole chunks: nothing is padded
             what = _("mixer: the causal conv and the state update, {scan}").format(scan=scan.detail().shown())
         else:
             what = _("mixer: the causal conv")
