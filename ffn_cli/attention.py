@@ -52,9 +52,17 @@ class AttentionSpec:
     # Values taken from the keys' projection, no v_proj of its own (Gemma 4's attention_k_eq_v
     # full layers); the cache still holds K and V apart (V normed, K normed and rotated).
     values_from_keys: bool = False
+    # Taps of a depthwise causal convolution over the keys and one over the values, after their
+    # projections (Inkling's k_sconv and v_sconv); 0 for none. Decoding keeps each one's taps − 1
+    # latest inputs, at kv_conv_bytes an element where the model keeps them in float32 (None: the
+    # cache dtype).
+    kv_conv: int = 0
+    kv_conv_bytes: int | None = None
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
+        if self.kv_conv:
+            check_int("kv_conv", self.kv_conv)
         if self.qk_norm not in QK_NORMS:
             raise FFNError("qk_norm", self.qk_norm, _("choose one of {qk_norms}").format(qk_norms=", ".join(QK_NORMS)))
         if self.n_heads is None:
@@ -139,7 +147,15 @@ class AttentionSpec:
                     out.append(ParamTensor(f"{prefix}{name}.bias", (width,)))
         if self.sinks:
             out.append(ParamTensor(f"{prefix}sinks", (self.heads,)))
+        if self.kv_conv:
+            convs = (("k_sconv", self.kv_dim), ("v_sconv", self.v_dim))
+            out += [ParamTensor(f"{prefix}{name}.conv1d.weight", (width, 1, self.kv_conv)) for name, width in convs]
         return out
+
+    @property
+    def conv_window(self) -> int:
+        """Elements the convolutions over the keys and values keep while decoding: taps − 1 latest inputs of each channel."""
+        return (self.kv_conv - 1) * (self.kv_dim + self.v_dim) if self.kv_conv else 0
 
     @property
     def kind(self) -> str:
@@ -147,16 +163,18 @@ class AttentionSpec:
         return "MHA" if self.n_kv_heads == self.n_heads else "MQA" if self.n_kv_heads == 1 else "GQA"
 
     def shape_data(self) -> dict[str, Any]:
-        return {"kind": self.kind, "qk_norm": self.qk_norm, "sinks": self.sinks}
+        convs = {"kv_conv_taps": self.kv_conv, "kv_conv_state_elements": self.conv_window} if self.kv_conv else {}
+        return {"kind": self.kind, "qk_norm": self.qk_norm, "sinks": self.sinks, **convs}
 
     @property
     def params(self) -> int:
         return sum(t.count for t in self.tensors())
 
     def projection_flops_per_token(self) -> int:
-        """Matmul FLOPs of the four projections for one token."""
+        """Matmul FLOPs of the four projections for one token, and the key and value convolutions' taps."""
         v_dim = 0 if self.values_from_keys else self.v_dim
-        return 2 * self.d_model * (self.q_dim + self.kv_dim + v_dim) + 2 * self.o_dim * self.d_model
+        convs = 2 * self.kv_conv * (self.kv_dim + self.v_dim)  # each channel's taps, a multiply-add each
+        return 2 * self.d_model * (self.q_dim + self.kv_dim + v_dim) + 2 * self.o_dim * self.d_model + convs
 
     def score_flops_per_token(self, seq_len: int) -> int:
         """Q·Kᵀ over the key width and softmax(·)·V over the value width for one query attending

@@ -572,3 +572,50 @@ def test_an_mlstm_flops_against_flop_counter(tokens: int) -> None:
     with torch.no_grad(), FlopCounterMode(display=False) as counted:
         layer(torch.randn(1, 1, 128), state)
     assert counted.get_total_flops() == mixer.projection_flops + mixer.decode_flops()
+
+
+def _inkling() -> dict[str, Any]:
+    # A sliding layer (window 8, 4 KV heads) and a full one (2 KV heads), heads of 16, MoE of 4 experts
+    # × 32, top-2, and 2 shared experts held as [2, 32, 64] tensors, which the router scores too.
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16, swa_num_attention_heads=4,
+                 swa_num_key_value_heads=4, swa_head_dim=16, sliding_window_size=8, d_rel=4, rel_extent=16, moe_intermediate_size=32,
+                 n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=2, vocab_size=128, pad_token_id=0,
+                 layer_types=["hybrid_sliding", "hybrid"])  # fmt: skip
+    return {**transformers.AutoConfig.for_model("inkling_text", **small).to_dict(), "model_type": "inkling_text"}
+
+
+def test_short_convolutions_beside_attention_against_transformers() -> None:
+    # Inkling convolves its keys and values (k_sconv, v_sconv: 4 taps over each KV channel) and the
+    # residual stream before the attention and before the FFN (attn_sconv, mlp_sconv: 4 taps over 64
+    # channels), all kept in float32 (_keep_in_fp32_modules_strict). Decoding keeps each one's 3
+    # latest inputs beside the cache; transformers' cache holds 4 (the newest too), in float32.
+    config = _inkling()
+    layout = _counts_the_whole_build(config)
+    sliding, full = layout.spec.attention_of(0), layout.spec.attention_of(1)
+    assert (sliding.kv_conv, sliding.kv_conv_bytes, full.kv_conv) == (4, 4, 4)
+    # By hand: q, k, v, r and o (r: 4 heads × d_rel 4), and 4 taps over each K and V channel.
+    assert sliding.projection_flops_per_token() == 2 * 64 * (64 + 64 + 64) + 2 * 64 * 64 + 2 * 4 * (64 + 64)
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, 12)}
+    assert kinds["attention, sliding 8"].elements_per_layer == 7 * 2 * 4 * 16 + 3 * 2 * 64
+    assert kinds["attention"].elements_per_layer == 12 * 2 * 2 * 16 + 3 * 2 * 32
+    assert kinds["short convolutions"].elements_per_layer == 3 * 2 * 64 and kinds["short convolutions"].conv_bytes == 4
+    assert kinds["attention"].bytes_per_layer(2) == 12 * 2 * 2 * 16 * 2 + 3 * 2 * 32 * 4
+    moe = layout.spec.moe_ffn
+    assert moe is not None and (moe.experts, moe.d_ff, moe.top_k, moe.shared_experts, moe.shared_d_ff) == (4, 32, 2, 2, 32)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(1, 100, (1, 12)), use_cache=True).past_key_values
+    held = [(layer.keys.numel() + layer.values.numel()) for layer in cache.layers]
+    convs = [[cache.get_conv_state(i, state_idx=j) for j in range(4)] for i in range(2)]
+    assert held == [7 * 2 * 4 * 16, 12 * 2 * 2 * 16]
+    assert [sum(c.numel() * 3 // 4 for c in layer[:2]) for layer in convs] == [3 * 2 * 64, 3 * 2 * 32]
+    assert [sum(c.numel() * 3 // 4 for c in layer[2:]) for layer in convs] == [3 * 2 * 64] * 2
+    assert {c.dtype for layer in convs for c in layer} == {torch.float32}
+
+
+def test_relative_position_logits_are_named_as_left_out() -> None:
+    # Inkling's rel_logits_proj: each query's relative states against every distance, a matmul no
+    # projection counts; named under the answer, never counted as something else.
+    layout = _layout(_inkling())
+    assert any("relative-position logits" in str(m) for m in layout.left_out)

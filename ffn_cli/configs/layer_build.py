@@ -356,7 +356,17 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         if q.bias is not None:
             extra += (ParamTensor(f"{q_name}.bias (output gate half)", (q_dim,)),)
     used = names | ({"sinks"} if sinks else set())
+    convs = _kv_convs(m, k, v, values_from_keys)
+    if convs is not None:  # Inkling's k_sconv and v_sconv, kept in float32 where the model says so
+        taps, paths = convs
+        fp32 = all(set(p.split(".")) & _kept_in_float32(text) for p in paths)
+        spec = replace(spec, kv_conv=taps, kv_conv_bytes=4 if fp32 else None)
+        used |= set(paths)
     read.attention, read.attention_extra = spec, extra + _rest(child, used)
+    relative = [(n, m) for n, m in child.named_modules() if n and isinstance(getattr(m, "rel_extent", None), int) and _count(m)]
+    for n, m in relative:  # Inkling's relative-position logits: a matmul a token no projection counts
+        why = N_("the FLOPs of {cls}'s relative-position logits ({path}: each query's against {extent} distances), beyond its projections")
+        read.left_out.append(Message(why, cls=type(child).__name__, path=n, extent=f"{m.rel_extent:,}"))
     read.window = _window(child)
     one, many = N_("attention: {heads} heads × {head_dim}, {kv} KV head"), N_("attention: {heads} heads × {head_dim}, {kv} KV heads")
     shape = one if kv == 1 else many
@@ -591,6 +601,60 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     )
 
 
+def _kept_in_float32(hf_config: PretrainedConfig) -> frozenset[str]:
+    """The module names the model's class keeps in float32 whatever dtype it is loaded in
+    (its _keep_in_fp32_modules_strict and _keep_in_fp32_modules: Inkling's short convolutions)."""
+    names: set[str] = set()
+    model_type = str(hf_config.get_text_config().model_type)
+    for mapping in (modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, modeling_auto.MODEL_MAPPING_NAMES):
+        cls = getattr(transformers, str(mapping.get(model_type, "")), None)
+        for key in ("_keep_in_fp32_modules_strict", "_keep_in_fp32_modules"):
+            listed = getattr(cls, key, None)
+            names |= {n for n in listed or () if isinstance(n, str)}
+    return frozenset(names)
+
+
+def _depthwise_convs(module: nn.Module) -> list[tuple[str, nn.Conv1d]]:
+    """The depthwise Conv1d modules in `module` (one filter a channel), by their path in it."""
+    return [(n, m) for n, m in module.named_modules() if isinstance(m, nn.Conv1d) and m.groups == m.in_channels == m.out_channels]
+
+
+def _kv_convs(
+    modules: Mapping[str, nn.Module], k: nn.Linear | None, v: nn.Linear | None, values_from_keys: bool
+) -> tuple[int, tuple[str, ...]] | None:
+    """A depthwise convolution over the keys' channels and one over the values', of one kernel
+    width, inside the attention (Inkling's k_sconv and v_sconv): (taps, their module paths)."""
+    convs = [(n, m) for n, m in modules.items() if isinstance(m, nn.Conv1d) and m.groups == m.in_channels == m.out_channels]
+    if len(convs) != 2 or k is None or v is None or values_from_keys:
+        return None
+    widths = sorted(int(c.in_channels) for _n, c in convs)
+    taps = {int(c.kernel_size[0]) for _n, c in convs}
+    if widths != sorted((k.out_features, v.out_features)) or len(taps) != 1 or any(c.bias is not None for _n, c in convs):
+        return None
+    return taps.pop(), tuple(n for n, _c in convs)
+
+
+def _lone_conv(module: nn.Module) -> bool:
+    """A module that holds one depthwise convolution and nothing else (Inkling's attn_sconv and mlp_sconv
+    over the residual stream): a token mixer of a few tokens, whatever its name."""
+    convs = _depthwise_convs(module)
+    return len(convs) == 1 and _count(convs[0][1]) == _count(module)
+
+
+def _short_convs(convs: list[tuple[str, nn.Conv1d]], layers: tuple[int, ...], fp32: bool) -> LinearMixer:
+    """Depthwise causal convolutions beside the layer's attention (Inkling's: over the keys, the
+    values and the residual stream before the attention and before the FFN) as one mixer: their
+    taps, 2 · channels · taps FLOPs a token each, and each one's kernel − 1 latest inputs kept while
+    decoding, in float32 where the model keeps them so."""
+    tensors = tuple(_tensor(f"{path}", leaf, p, conv) for path, conv in convs for leaf, p in conv.named_parameters())
+    flops = sum(2 * c.in_channels * int(c.kernel_size[0]) for _p, c in convs)
+    window = sum(c.in_channels * (int(c.kernel_size[0]) - 1) for _p, c in convs)
+    detail = Message(N_("{n} depthwise convolutions: {paths}"), n=f"{len(convs):,}", paths=", ".join(p for p, _c in convs))
+    return LinearMixer(
+        Message(N_("short convolutions")), detail, tensors, (), 0, layers, flops, window, conv_dtype_bytes=4 if fp32 else None
+    )
+
+
 def _mlstm(child: nn.Module) -> tuple[MLSTMScan, int | None] | None:
     """The matrix memory of an mLSTM layer (transformers' xLSTMLayer) and the bytes of one of its
     elements: q and k of one width, v, and an input and a forget gate of one value a head; the
@@ -730,14 +794,19 @@ def _moe(
         raise _Unread(top.problem or Message(N_("no config key names the experts per token")))
     shared = [(p, mod) for p, mod in child.named_children() if "shared" in p and not isinstance(mod, nn.Linear)] + list(beside)
     gate_linear = _linear(dict(child.named_modules()), "shared_expert_gate")
-    shared_width = 0
+    shared_width = shared_count = 0
     shared_beside: tuple[ParamTensor, ...] = ()  # tensors beside the shared expert's projections (Ergo's norm)
     if shared:
         name, module = shared[0]
-        projections = _mlp(module)
-        shared_width = _widths(d, *projections)[0]
-        used_by_mlp = {n for n, m in module.named_modules() if m is not None and any(m is x for x in projections)}
-        shared_beside = tuple(ParamTensor(f"{name}.{t.name}", t.shape) for t in _rest(module, used_by_mlp))
+        stacked = _stacked_experts(d, module)
+        if stacked is not None:  # Inkling's: S shared experts as [S, …] tensors, each of `width`
+            shared_count, shared_width, tensor_names = stacked
+            shared_beside = tuple(ParamTensor(f"{name}.{t.name}", t.shape) for t in _rest(module, set()) if t.name not in tensor_names)
+        else:
+            projections = _mlp(module)
+            shared_count, shared_width = 1, _widths(d, *projections)[0]
+            used_by_mlp = {n for n, m in module.named_modules() if m is not None and any(m is x for x in projections)}
+            shared_beside = tuple(ParamTensor(f"{name}.{t.name}", t.shape) for t in _rest(module, used_by_mlp))
     spec = FFNSpec(
         variant="moe",
         d_model=d,
@@ -745,7 +814,7 @@ def _moe(
         experts=count,
         top_k=top.value,
         expert_variant=r.variant(*_ACTIVATION_KEYS, gated=gated),
-        shared_experts=1 if shared_width else 0,
+        shared_experts=shared_count if shared_width else 0,
         shared_d_ff=shared_width or None,
         shared_expert_gate=gate_linear is not None and bool(shared_width),
         normalize_top_k=bool(getattr(hf_config.get_text_config(), "norm_topk_prob", False)),
@@ -764,12 +833,32 @@ def _moe(
         )
         if read.zero_experts:  # the FFNSpec's router scores the routed experts; these rows, the zero ones
             router_tensors += (ParamTensor(f"{p}.{weight} (zero experts' rows)", (read.zero_experts, d)),)
+        rows = child.get_submodule(p).get_parameter(str(weight)).shape[0]
+        if shared_count and rows == count + read.zero_experts + shared_count:  # Inkling's router scores its shared experts too
+            router_tensors += (ParamTensor(f"{p}.{weight} (shared experts' rows)", (shared_count, d)),)
     read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used) + each_expert + shared_beside
     said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
     zero_said = Message(N_(" in a pool of {pool}, {zero} of them zero-computation"), pool=f"{count + read.zero_experts:,}",
                         zero=f"{read.zero_experts:,}") if read.zero_experts else ""  # fmt: skip
     shared_said = Message(N_(", shared {width}"), width=f"{shared_width:,}") if shared_width else ""
+    if shared_count > 1:
+        shared_said = Message(N_(", {n} shared × {width}"), n=f"{shared_count:,}", width=f"{shared_width:,}")
     read.said.append(Message.join(said, zero_said, shared_said))
+
+
+def _stacked_experts(d: int, module: nn.Module) -> tuple[int, int, tuple[str, ...]] | None:
+    """Experts held as [S, …] tensors of their own (Inkling's shared experts: gate_proj and up_proj
+    [S, width, d], down_proj [S, d, width]): (S, width, the tensors' names); None for any other module."""
+    tensors = dict(module.named_parameters(recurse=False))
+    down = tensors.get("down_proj")
+    ins = [tensors.get(n) for n in ("gate_proj", "up_proj")] if "gate_up_proj" not in tensors else [tensors["gate_up_proj"]]
+    if down is None or down.dim() != 3 or down.shape[1] != d or any(t is None or t.dim() != 3 for t in ins):
+        return None
+    count, width = int(down.shape[0]), int(down.shape[2])
+    rows = width * (2 if len(ins) == 1 else 1)
+    if any(t is None or tuple(t.shape) != (count, rows, d) for t in ins):
+        return None
+    return count, width, ("down_proj", *(("gate_up_proj",) if len(ins) == 1 else ("gate_proj", "up_proj")))
 
 
 def _flat_experts(d: int, experts: nn.Module) -> tuple[int, int, bool] | None:
@@ -875,8 +964,12 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     mixers: list[tuple[str, nn.Module]] = []
     ffns: list[tuple[str, nn.Module]] = []
     rest: list[tuple[str, nn.Module]] = []
+    convs: list[tuple[str, nn.Module]] = []  # lone short convolutions over the residual stream (Inkling's)
     for name, child in _unwrapped(layer):
         if not _count(child):
+            continue
+        if _lone_conv(child):
+            convs.append((name, child))
             continue
         kind, _depth = attribute((Owner(name, type(child).__name__), Owner("", "")))
         if kind == "norm" or attribute((Owner(name, type(child).__name__),))[0] == "norm":
@@ -912,6 +1005,14 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 _mixer(d, child, read)
             if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized:
                 raise _Unread(Message(N_("{cls} beside attention is a mixer ffn does not size"), cls=type(child).__name__))
+        if convs:  # short convolutions over the residual stream beside the attention (Inkling's): a mixer beside it
+            if read.mixer is not None or read.attention is None:
+                raise _Unread(Message(N_("short convolutions beside a token mixer other than attention")))
+            inner = [(f"{n}.{path}", conv) for n, c in convs for path, conv in _depthwise_convs(c)]
+            kept = _kept_in_float32(hf_config)
+            read.mixer = _short_convs(inner, layers, fp32=all(set(n.split(".")) & kept for n, _c in inner))
+            read.said.append(Message(N_("{kind}: {state}"), kind=read.mixer.kind, state=read.mixer.state_words()))
+            mixers += convs
         built, counted = sum(_count(c) for _n, c in mixers), _mixer_params(read)
         if counted != built:
             cls = " + ".join(type(c).__name__ for _n, c in mixers)

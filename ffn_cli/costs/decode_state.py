@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ffn_cli.attention import LatentAttentionSpec
+from ffn_cli.attention import AttentionSpec
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.model_pass import kv_width
 from ffn_cli.i18n import N_, Message
@@ -43,6 +43,7 @@ class KindState:
     recurrent: int = 0  # a mixer: its recurrent state's elements …
     conv: int = 0  # … and its convolution's window
     recurrent_bytes: int | None = None  # bytes of a recurrent element where the config names its dtype
+    conv_bytes: int | None = None  # bytes of a conv-window element where the model keeps its convs in float32
     sized: bool = True  # False: a mixer whose state ffn does not know, named and counted as none
     rate: int = 0  # DeepSeek-V4's compressed attention: the tokens pooled into one entry it keeps …
     entries: int = 0  # … the entries it keeps, each `width` wide, and each indexer key's width beside one
@@ -58,26 +59,32 @@ class KindState:
 
     def bytes_per_layer(self, act_bytes: int) -> int:
         """One layer's bytes: every element at the cache dtype's `act_bytes`, but a recurrent
-        state whose dtype the config names (Nemotron 3's float32 SSM state)."""
-        if self.recurrent_bytes is None:
-            return self.elements_per_layer * act_bytes
-        return self.recurrent * self.recurrent_bytes + (self.elements_per_layer - self.recurrent) * act_bytes
+        state whose dtype the config names (Nemotron 3's float32 SSM state) and a conv window the
+        model keeps in float32 (Inkling's)."""
+        rest = self.elements_per_layer - self.recurrent - self.conv
+        return self.recurrent * (self.recurrent_bytes or act_bytes) + self.conv * (self.conv_bytes or act_bytes) + rest * act_bytes
 
     def bytes_(self, act_bytes: int) -> int:
         return self.layers * self.bytes_per_layer(act_bytes)
 
 
-def _reach(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], i: int) -> tuple[str, int | None, int, int]:
+_Reach = tuple[str, int | None, int, int, int, int | None]
+
+
+def _reach(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], i: int) -> _Reach:
     """Layer i's attention as the cache sees it: how far it reaches (full, sliding, chunked) and
-    its cap, the elements a token takes, and the KV heads --tp splits them over (0: MLA's latent)."""
+    its cap, the elements a token takes, the KV heads --tp splits them over (0: MLA's latent), and
+    the window its key and value convolutions keep with the bytes of an element (Inkling's)."""
     window, chunk = windows[i], chunks[i] if chunks else None
     how, cap = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
     a = spec.attention_of(i)
-    return how, cap, kv_width(spec, i), 0 if isinstance(a, LatentAttentionSpec) else a.kv_heads
+    if not isinstance(a, AttentionSpec):  # MLA's latent (a compressed layer has rows of its own)
+        return how, cap, kv_width(spec, i), 0, 0, None
+    return how, cap, kv_width(spec, i), a.kv_heads, a.conv_window, a.kv_conv_bytes
 
 
-def _reach_row(key: tuple[str, int | None, int, int], count: int, context: int, named_by_width: bool) -> KindState:
-    how, cap, width, heads = key
+def _reach_row(key: _Reach, count: int, context: int, named_by_width: bool) -> KindState:
+    how, cap, width, heads, conv, conv_bytes = key
     tokens = min(context, cap - 1) if cap else context
     if how == "sliding":
         kind = Message(N_("attention, sliding {window}"), window=f"{cap:,}")
@@ -90,8 +97,12 @@ def _reach_row(key: tuple[str, int | None, int, int], count: int, context: int, 
     # MLA keeps its latent (with the rotary key) a token, not K and V: no heads (0) to split over --tp
     what = N_("{tokens} tokens × {width} (latent)") if not heads else N_("{tokens} tokens × {width} (K and V)")
     detail = Message(what, tokens=f"{tokens:,}", width=f"{width:,}")
+    if conv:  # the key and value convolutions' latest inputs, beside the cache (Inkling's)
+        words = N_(" + conv {conv} at {bytes} B") if conv_bytes else N_(" + conv {conv}")
+        detail = Message.join(detail, Message(words, conv=f"{conv:,}", bytes=conv_bytes))
     keeps: Literal["kv", "latent"] = "kv" if heads else "latent"
-    return KindState(kind, count, tokens * width, tokens, detail, width=width, window=cap, kv_heads=heads, keeps=keeps)
+    return KindState(kind, count, tokens * width + conv, tokens, detail, width=width, window=cap, kv_heads=heads, conv=conv,
+                     conv_bytes=conv_bytes, keeps=keeps)  # fmt: skip
 
 
 def _indexer_row(spec: ModelSpec, layers: int, context: int) -> KindState:
@@ -105,7 +116,7 @@ def _attention_rows(
     spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], context: int, peak: bool
 ) -> list[KindState]:
     # One row a reach and width: Gemma 4's sliding layers and its full layers of wider heads apart.
-    kept: dict[tuple[str, int | None, int, int], int] = {}
+    kept: dict[_Reach, int] = {}
     compressed: dict[CompressedAttentionSpec, int] = {}
     for i in spec.attention_layers:
         if i in spec.kv_shared_layers:  # reads an earlier layer's cache, keeps none
@@ -115,7 +126,7 @@ def _attention_rows(
             continue
         key = _reach(spec, windows, chunks, i)
         kept[key] = kept.get(key, 0) + 1
-    reaches = [(how, cap) for how, cap, _width, _heads in kept]
+    reaches = [(how, cap) for how, cap, *_rest in kept]
     rows = [_reach_row(key, count, context, reaches.count(key[:2]) > 1) for key, count in kept.items()]
     rows += [_compressed_row(c, count, context, peak) for c, count in compressed.items()]
     shared = [i for i in spec.attention_layers if i in spec.kv_shared_layers]
@@ -182,6 +193,7 @@ def decode_state(
                 recurrent=m.recurrent_state_elements,
                 conv=m.conv_state_elements,
                 recurrent_bytes=m.state_dtype_bytes if m.scan is not None else None,
+                conv_bytes=m.conv_dtype_bytes,
                 sized=m.state_sized,
             )
         )

@@ -283,6 +283,9 @@ class LinearMixer:
     # what it keeps while decoding is not known, and is named as left out, never taken as zero.
     state_sized: bool = True
     norm_kind: str = N_("gated RMSNorm")  # what its norm is, in words (an English id)
+    # Bytes of one conv-window element where the model keeps its convolutions in float32 (Inkling's
+    # short convolutions, in _keep_in_fp32_modules_strict); None: the cache dtype.
+    conv_dtype_bytes: int | None = None
 
     @property
     def params(self) -> int:
@@ -305,13 +308,17 @@ class LinearMixer:
     def state_bytes(self, act_bytes: int) -> int:
         """What decoding keeps per sequence, in bytes: the recurrent state at its own dtype where
         the config names one, the conv's window at the cache dtype's `act_bytes`."""
-        return self.recurrent_state_elements * (self.state_dtype_bytes or act_bytes) + self.conv_state_elements * act_bytes
+        return self.recurrent_state_elements * (self.state_dtype_bytes or act_bytes) + self.conv_state_elements * (
+            self.conv_dtype_bytes or act_bytes
+        )
 
     def state_words(self) -> Message:
         """What one layer keeps while decoding, in words: its recurrent state (at the dtype the
         config names) and its conv's window, whichever it has."""
         conv, state, size = f"{self.conv_state_elements:,}", f"{self.recurrent_state_elements:,}", self.state_dtype_bytes
         if self.scan is None:
+            if self.conv_dtype_bytes is not None:
+                return Message(N_("conv {conv} at {bytes} B"), conv=conv, bytes=self.conv_dtype_bytes)
             return Message(N_("conv {conv}"), conv=conv)
         if not self.conv_state_elements:  # lightning attention: a state and no conv
             if size is None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ffn_cli.accounting import saved_tensors
-from ffn_cli.attention import LatentAttentionSpec
+from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.bound import Roofline, expected_distinct_experts
 from ffn_cli.costs.weights import StoragePlan, WeightTensor
@@ -211,6 +211,8 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
         kv = (written + case.tokens) * (width + index_width)
     else:
         kv = (read + written) * width + (keys + written) * index_width
+    if isinstance(a, AttentionSpec) and a.conv_window:  # the key and value convolutions' windows, as a mixer's state
+        kv += case.batch * a.conv_window * (a.kv_conv_bytes or case.act_bytes) * (1 if case.phase == "prefill" else 2)
     io = 2 * case.tokens * spec.d_model * case.act_bytes
     return PartCost("attention", flops, weights, io, kv, weight_params=params)
 
