@@ -476,7 +476,7 @@ def test_bert_kin_as_decoders(model_type: str) -> None:
     ("model_type", "keys", "why"),
     [
         ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
-        ("electra", {"is_decoder": True}, "not one vocab_size × hidden_size table (30,522 × 256)"),  # 128 wide, projected up
+        ("electra", {"is_decoder": True}, "a 30,522 × 128 table, not vocab_size × hidden_size (30,522 × 256)"),  # projected up
         ("bart", {}, "an encoder and a decoder"),
     ],
 )

@@ -396,6 +396,19 @@ def test_a_text_column_narrows_to_its_own_floor() -> None:
     assert table._bounds[2][:2] == (11, 16)  # the default floor, 16
 
 
+def test_a_long_name_folds_and_the_numbers_stay_whole() -> None:
+    """A tensor's dotted path (53 cells) in a part's name column: at 60 columns the share (%)
+    leaves first, as any column that may; the counts, which never leave, still do not fit beside
+    the whole name, so it folds inside itself and they stay whole (they were cut to `38,603,5`)."""
+    name = "token embeddings\nroberta_prelayernorm.embeddings.token_type_embeddings"
+    columns = [Col("part", "text"), Col("each"), Col("×"), Col("params"), Col("%", drop=1)]
+    table = _table(columns, [[name, "38,603,520", "1", "38,603,520", "31.0%"]])
+    assert table._folded[0] == 24
+    text = _draw([table], 60)
+    assert text.count("38,603,520") == 2 and all(cell_len(line) <= 60 for line in text.splitlines())
+    assert table.hidden(60) == ["%"] and table.hidden(100) == [] and "31.0%" in _draw([table], 100)
+
+
 def test_notes_wrap_at_word_boundaries() -> None:
     table = FitTable(None, [Col("step", "fixed"), Col("mean"), Col("notes", "text")], [["activation", "0.2304", "negatives 10,193 → 0"]])
     text = _draw([table], 60)

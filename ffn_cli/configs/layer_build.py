@@ -1373,6 +1373,9 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     # The LM head by transformers' own word (BioGPT's output_projection), else by its usual names.
     output = model.get_output_embeddings()
     heads = {n for n, m in modules.items() if (output is not None and m is output) or n.rpartition(".")[2] in ("lm_head", "embed_out")}
+    # A head inside a module of its own holds its transform there (BERT's cls.predictions.transform, with
+    # its LayerNorm; CamemBERT's lm_head.dense and lm_head.layer_norm): counted beside, never a final norm.
+    head_blocks = tuple(f"{n.rpartition('.')[0]}." for n in heads if "." in n)
     # A head tied to the token embeddings is one tensor, listed once under whichever name comes first
     # (CamemBERT's lm_head.decoder, before its embeddings).
     tied_weight = getattr(output, "weight", None)
@@ -1403,13 +1406,19 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             positions = module.num_embeddings
         elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in path:
             embedding_norm = path  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm: over the summed embeddings
-        elif norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm":
+        elif (norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
+              and not name.startswith(head_blocks)):  # fmt: skip
             norm = path
         elif isinstance(module, nn.Embedding) and module.num_embeddings in vocabularies:
             tables.append(_tensor(path, leaf, p, module))
         elif path not in (norm, embedding_norm):
             beside.append(_tensor(path, leaf, p, module))
     if embedding is None:  # ELECTRA's and RemBERT's narrower table, projected up; CPM-Ant's longer one: the spec's is vocab × d
+        narrow = [tuple(m.weight.shape) for m in modules.values() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab]
+        if narrow:
+            why = _("its token embeddings are a {rows:,} × {width:,} table, not vocab_size × hidden_size ({vocab:,} × {d:,}), "
+                    "the one ffn sizes")  # fmt: skip
+            raise _beyond(source, why.format(rows=narrow[0][0], width=narrow[0][1], vocab=vocab, d=d))
         why = _("its token embeddings are not one vocab_size × hidden_size table ({vocab:,} × {d:,}), the one ffn sizes")
         raise _beyond(source, why.format(vocab=vocab, d=d))
     return Shell(

@@ -401,5 +401,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
 
 
 def count_model(spec: ModelSpec) -> ModelParams:
-    """Every parameter of `spec`, part by part, in the order the model runs them: a fold over its layout."""
-    return ModelParams(spec, tuple(_part(spec, b) for b in blocks(model_layout(spec))))
+    """Every parameter of `spec`, part by part, in the order the model runs them: a fold over its
+    layout. A block in no layer (the attention of a model no layer of which attends: Mamba's,
+    xLSTM's) is no part."""
+    return ModelParams(spec, tuple(_part(spec, b) for b in blocks(model_layout(spec)) if b.layers != ()))

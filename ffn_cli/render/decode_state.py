@@ -28,6 +28,10 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         if batch > 1:
             cells.append([_("batch {batch}").format(batch=f"{batch:,}"), "", "", "", fmt_bytes(batch * total)])
     title = _("what decoding keeps per sequence at context {n}, {bytes} B an element").format(n=f"{context:,}", bytes=act_bytes)
+    if any(r.recurrent_bytes not in (None, act_bytes) or r.conv_bytes not in (None, act_bytes) for r in rows):
+        title = _("what decoding keeps per sequence at context {n}, {bytes} B an element where a row says no other").format(
+            n=f"{context:,}", bytes=act_bytes
+        )
     attends = [r for r in rows if r.tokens is not None and not r.compressed and r.width]
     kept = {r.keeps for r in attends}
     caption = _("attention keeps K and V of every token before the new one.") if "kv" in kept or not rows else ""
@@ -55,7 +59,7 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
             " MTP: the checkpoint's multi-token-prediction layers, which a server decoding speculatively runs for each"
             " token, each keeping a layer's cache of the kind its row names; --no-mtp leaves them out."
         )
-    return FitTable(Text(title), columns, cells, caption=Text(caption, style="dim"))
+    return FitTable(Text(title), columns, cells, caption=Text(caption.lstrip(), style="dim"))
 
 
 def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int) -> dict[str, Any]:

@@ -51,6 +51,10 @@ __all__ = [
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
+# The widest name a text column keeps whole where a column that never leaves would not fit
+# beside it; a longer one (a module path) then folds inside it.
+FOLD_AT = 24
+_NAME = re.compile(r"[A-Za-z0-9_.]+")
 # A wrapped text column is never squeezed narrower than this (or its longest line, if shorter):
 # a column of two-word lines is harder to read than a column fewer.
 TEXT_FLOOR = 16
@@ -132,11 +136,13 @@ def unbroken_words(line: str) -> list[str]:
     return words + line[end:].split()
 
 
-def _longest_word(lines: Sequence[str], *, cjk_breaks: bool = True) -> int:
+def _longest_word(lines: Sequence[str], *, cjk_breaks: bool = True, folded: bool = False) -> int:
     """The widest word; with cjk_breaks, Chinese breaks between any two characters (a header
-    does not: it wraps between its words only)."""
+    does not: it wraps between its words only); `folded`, a name longer than FOLD_AT cells (a
+    tensor's dotted path) counted as FOLD_AT wide: it may fold inside itself."""
     words = [word for line in lines for word in unbroken_words(line)]
-    return max((cell_len(piece) for word in words for piece in (_pieces(word) if cjk_breaks else [word])), default=0)
+    sizes = [(piece, cell_len(piece)) for word in words for piece in (_pieces(word) if cjk_breaks else [word])]
+    return max((min(size, FOLD_AT) if folded and _NAME.fullmatch(piece) else size for piece, size in sizes), default=0)
 
 
 def _terms(line: str) -> list[str]:
@@ -317,10 +323,13 @@ class FitTable:
     caption: Cell | None = None
     show_header: bool = True
     _bounds: list[tuple[int, int, int]] = field(init=False, repr=False)
+    _folded: list[int] = field(init=False, repr=False)
     _empty: list[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._bounds = [self._column_bounds(i) for i in range(len(self.columns))]
+        # The narrowest each column goes with its long names folded (text columns only).
+        self._folded = [self._folded_bound(i) for i in range(len(self.columns))]
         # A droppable column with nothing in it (every cell blank or `—`) goes before any other.
         rows = [row for row in self.rows if row is not None]
         self._empty = [i for i, c in enumerate(self.columns) if c.drop is not None and all(_empty(row[i]) for row in rows)]
@@ -340,6 +349,14 @@ class FitTable:
         hard = max(unbroken, _longest_word(header, cjk_breaks=False), 1)
         soft = max(hard, min(col.floor, widest)) if col.kind in ("text", "terms") else hard
         return hard, soft, widest
+
+    def _folded_bound(self, i: int) -> int:
+        col, hard = self.columns[i], self._bounds[i][0]
+        if col.kind != "text":
+            return hard
+        body = [line for row in self.rows if row is not None for line in _lines(row[i])] + _lines(col.footer)
+        header = col.header.split("\n") if self.show_header else []
+        return min(hard, max(_longest_word(body, folded=True), _longest_word(header, cjk_breaks=False), 1))
 
     def layout(self, width: int) -> tuple[list[int], list[int]]:
         """(the indices of the columns shown, the width of each), for a console `width` wide."""
@@ -369,7 +386,9 @@ class FitTable:
             first = min(self.columns[i].drop or 0 for i in droppable)
             shown = [i for i in shown if self.columns[i].drop != first]
         widths = [self._bounds[i][0] for i in shown]
-        spare = width - needed(0)
+        if sum(widths) + GAP * (len(shown) - 1) > width:  # a long name would push a number off the screen: it folds
+            widths = [self._folded[i] for i in shown]
+        spare = width - sum(widths) - GAP * (len(shown) - 1)
         # Hand spare cells out one at a time: wrapped text up to a comfortable width first,
         # then wrapped headers of number columns (a few cells each), then the text to its widest.
         for bound, kinds in ((1, ("text", "terms")), (2, ("num", "fixed")), (2, ("text", "terms"))):
