@@ -148,17 +148,20 @@ def test_glm5s_mtp_layer_against_transformers_last_layer(tmp_path: Path) -> None
     assert not any(r["role"] == "mtp" for r in _checkpoint("--config", str(path), "--weights", "fp8")["roles"])
 
 
-def test_an_mtp_layer_of_unknown_shape_is_named_not_counted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["mtp_num_hidden_layers", "num_nextn_predict_layers", "num_mtp_layers"])
+def test_an_mtp_layer_of_unknown_shape_is_named_not_counted(tmp_path: Path, key: str) -> None:
     # A config that declares MTP layers for a family whose checkpoints' MTP shape ffn does not know
-    # (num_nextn_predict_layers added to Qwen3-Next's): the verdict names it as left out, and
-    # --no-mtp, which serves without it, is taken and drops the line.
+    # (Qwen3-Next's and Qwen3.5's own mtp_num_hidden_layers; DeepSeek's key; transformers' name for
+    # it, Inkling's): the verdict names it as left out, by the file's key, and --no-mtp, which
+    # serves without it, is taken and drops the line.
     path = tmp_path / "config.json"
     config = {k: v for k, v in json.loads((ROOT / "ffn_cli" / "presets" / "qwen3-next-80b-a3b.json").read_text()).items() if k[0] != "_"}
-    path.write_text(json.dumps({**config, "num_nextn_predict_layers": 1}))
+    config = {k: v for k, v in config.items() if k != "mtp_num_hidden_layers"}
+    path.write_text(json.dumps({**config, key: 1}))
     args = ["params", "--config", str(path), "--gpu", "h200", "--tp", "8", "--json"]
     with_mtp, without = (json.loads(runner.invoke(app, a).stdout)["per_gpu_memory"] for a in (args, [*args, "--no-mtp"]))
-    assert any("num_nextn_predict_layers 1" in line for line in with_mtp["left_out"])
-    assert not any("num_nextn_predict_layers" in line for line in without.get("left_out", []))
+    assert any(f"({key} 1)" in line for line in with_mtp["left_out"])
+    assert not any(key in line for line in without.get("left_out", []))
     assert with_mtp["checkpoint_bytes"] == without["checkpoint_bytes"]  # neither counts it
 
 

@@ -2,7 +2,7 @@
 bytes: the multi-token-prediction (MTP) layers a config declares, and DeepSeek-V3's router score
 biases. Pure Python.
 
-An MTP layer (`num_nextn_predict_layers`: DeepSeek-V3's layer 61, GLM-4.5's layer 46, GLM-5's
+An MTP layer (`num_nextn_predict_layers`, or `num_mtp_layers`, transformers' name: DeepSeek-V3's layer 61, GLM-4.5's layer 46, GLM-5's
 and DeepSeek-V3.2's with their indexer), as the checkpoints store it and vLLM's deepseek_mtp /
 glm4_moe_mtp load it: one more decoder layer of the last layer's kind (attention, its MoE FFN,
 its norms), `enorm` and `hnorm` (norms of the
@@ -35,7 +35,7 @@ from ffn_cli.costs.weights import WeightTensor
 from ffn_cli.models.layout import PlacedTensor, attention_tensors, extra_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["HC_MTP_MODEL_TYPES", "MTP_MODEL_TYPES", "mtp_layers", "shipped_tensors", "unsized_mtp_layers"]
+__all__ = ["HC_MTP_MODEL_TYPES", "MTP_KEYS", "MTP_MODEL_TYPES", "mtp_key", "mtp_layers", "shipped_tensors", "unsized_mtp_layers"]
 
 # The families whose checkpoints hold their MTP layers in DeepSeek-V3's shape (vLLM's deepseek_mtp
 # and glm4_moe_mtp load them): DeepSeek-V3 and V3.2, GLM-4.5 to 4.7, GLM-4.7-Flash (glm4_moe_lite), GLM-5.
@@ -44,9 +44,26 @@ MTP_MODEL_TYPES = frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "glm4_mo
 HC_MTP_MODEL_TYPES = frozenset({"deepseek_v4"})
 
 
+# The keys a config.json declares its MTP layers by: DeepSeek's and GLM's, transformers' own name
+# for them (DeepSeek-V3's, GLM-4.5's, Inkling's, Ernie 4.5's), Qwen3-Next's and Qwen3.5's.
+MTP_KEYS = ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers")
+
+
+def mtp_key(config: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The key the file as given declares its MTP layers by, and how many (a multimodal file's
+    text_config's too); None where it declares none."""
+    nested = config.get("text_config")
+    for part in (config, nested if isinstance(nested, Mapping) else {}):
+        for key in MTP_KEYS:
+            n = part.get(key)
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                return key, n
+    return None
+
+
 def _declared(config: Mapping[str, Any]) -> int:
-    n = config.get("num_nextn_predict_layers", 0)
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+    found = mtp_key(config)
+    return found[1] if found is not None else 0
 
 
 def _sized(spec: ModelSpec) -> bool:

@@ -17,7 +17,7 @@ from ffn_cli.costs.rank_memory import rank_memory
 from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pass_cost
 from ffn_cli.costs.roofline.one_ffn import model_forecasts
 from ffn_cli.costs.roofline.per_gpu import gpu_pass
-from ffn_cli.costs.shipped import mtp_layers, shipped_tensors, unsized_mtp_layers
+from ffn_cli.costs.shipped import mtp_key, mtp_layers, shipped_tensors, unsized_mtp_layers
 from ffn_cli.costs.weights import check_scope, checkpoint, plan_from_config, plan_from_options
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.dtypes import TABLE_DTYPE
@@ -183,10 +183,11 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
         left_out = tuple(getattr(loaded, "left_out", ())) if fit is not None else ()
-        if unsized_mtp and fit is not None:
-            why = _("the checkpoint's multi-token-prediction layers (num_nextn_predict_layers {n}), whose shape ffn does not know for "
+        declared = mtp_key(loaded.config)
+        if unsized_mtp and fit is not None and declared is not None:
+            why = _("the checkpoint's multi-token-prediction layers ({key} {n}), whose shape ffn does not know for "
                     "{model_type}: not in the weights (--no-mtp serves without them)")  # fmt: skip
-            left_out += (why.format(n=unsized_mtp, model_type=spec.model_type),)
+            left_out += (why.format(key=declared[0], n=unsized_mtp, model_type=spec.model_type),)
     fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if fit is not None and not fit.fits else None
     if gpu is None:
         return ModelCosts(weights, ranks, fit, left_out)
