@@ -151,14 +151,14 @@ def test_glm5s_mtp_layer_against_transformers_last_layer(tmp_path: Path) -> None
 @pytest.mark.parametrize("key", ["mtp_num_hidden_layers", "num_nextn_predict_layers", "num_mtp_layers"])
 def test_an_mtp_layer_of_unknown_shape_is_named_not_counted(tmp_path: Path, key: str) -> None:
     # A config that declares MTP layers for a family whose checkpoints' MTP shape ffn does not know
-    # (Qwen3-Next's and Qwen3.5's own mtp_num_hidden_layers; DeepSeek's key; transformers' name for
-    # it, Inkling's): the verdict names it as left out, by the file's key, and --no-mtp, which
-    # serves without it, is taken and drops the line.
+    # (Ernie 4.5's, by each key configs use: DeepSeek's, transformers' own name for it, Qwen's):
+    # the verdict names it as left out, by the file's key, and --no-mtp, which serves without it,
+    # is taken and drops the line.
     path = tmp_path / "config.json"
-    config = {k: v for k, v in json.loads((ROOT / "ffn_cli" / "presets" / "qwen3-next-80b-a3b.json").read_text()).items() if k[0] != "_"}
-    config = {k: v for k, v in config.items() if k != "mtp_num_hidden_layers"}
+    config = {k: v for k, v in json.loads((ROOT / "ffn_cli" / "presets" / "ernie-4.5-21b-a3b.json").read_text()).items() if k[0] != "_"}
+    config = {k: v for k, v in config.items() if k not in ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers")}
     path.write_text(json.dumps({**config, key: 1}))
-    args = ["params", "--config", str(path), "--gpu", "h200", "--tp", "8", "--json"]
+    args = ["params", "--config", str(path), "--gpu", "h200", "--tp", "4", "--json"]
     with_mtp, without = (json.loads(runner.invoke(app, a).stdout)["per_gpu_memory"] for a in (args, [*args, "--no-mtp"]))
     assert any(f"({key} 1)" in line for line in with_mtp["left_out"])
     assert not any(key in line for line in without.get("left_out", []))
@@ -227,3 +227,33 @@ def test_expert_dtype_fp4_stores_the_routed_experts_in_mxfp4(tmp_path) -> None: 
     path.write_text(json.dumps(json.loads(path.read_text()) | {"expert_dtype": "int3"}))
     result = runner.invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
     assert result.exit_code == 2 and "expert_dtype" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_next", "qwen3_5_moe_text"])
+def test_qwen_next_mtp_layer_against_transformers_full_attention_layer(tmp_path: Path, model_type: str) -> None:
+    # Qwen3-Next's and Qwen3.5's checkpoints hold mtp.* (vLLM's qwen3_next_mtp and qwen3_5_mtp load
+    # them): a decoder layer of the full-attention kind — transformers' own layer at a full-attention
+    # index, its gated attention and its MoE — beside fc (2·d → d, no bias) and three norms (d each).
+    # The embeddings and head are the model's: no copy of them.
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    keys = dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16, moe_intermediate_size=32,
+                shared_expert_intermediate_size=32, num_experts=8, num_experts_per_tok=2, linear_num_key_heads=2,
+                linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16, vocab_size=128)  # fmt: skip
+    hf = transformers.AutoConfig.for_model(model_type, **keys)
+    config = {**hf.to_dict(), "model_type": model_type, "mtp_num_hidden_layers": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    layer_cls = type(transformers.AutoModelForCausalLM.from_config(hf).model.layers[3])
+    with torch.device("meta"):
+        body = layer_cls(hf, 3)  # layer 3: full attention (full_attention_interval 4)
+    d = 64
+    c = _checkpoint("--config", str(path), "--weights", "fp8")
+    row = next(r for r in c["roles"] if r["role"] == "mtp")
+    assert row["params"] == sum(p.numel() for p in body.parameters()) + 2 * d * d + 3 * d
+    # Decoding speculatively, the MTP layer keeps what a full-attention layer keeps: K and V of 16 tokens, 2 KV heads × 16, 2 B.
+    result = runner.invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "16", "--json"])
+    answer = json.loads(result.stdout)
+    kinds = answer["decode_state"]["kinds"]
+    assert [(k["kind"], k["bytes"]) for k in kinds if k.get("multi_token_prediction")] == [("MTP: attention", 16 * 2 * 2 * 16 * 2)]
+    assert not any("multi-token" in line for line in answer["per_gpu_memory"].get("left_out", []))

@@ -18,6 +18,11 @@ its MoE FFN, its two norms and the hyper-connections' mixes every layer holds; `
 `hc_head` of its own, shaped as the model's. The embeddings and the head are the model's, shared
 and not stored again.
 
+Qwen3-Next's and Qwen3.5's MTP layers (`mtp_num_hidden_layers`, stored as `mtp.*` and loaded by
+vLLM's qwen3_next_mtp and qwen3_5_mtp) are a decoder layer of the full-attention kind, with its
+MoE (or dense) FFN and norms, beside `fc` (2·d → d, no bias) and three norms (the embedding's,
+the hidden state's, and one after the layer); the embeddings and head are the model's.
+
 DeepSeek-V3's routers choose experts on scores plus `e_score_correction_bias`, one float32 per
 expert in every MoE layer (DeepSeek's inference/model.py keeps the Gate's bias in float32 for
 the 7,168-wide model): a buffer to transformers, a tensor in the checkpoint. DeepSeek-V4's
@@ -35,13 +40,24 @@ from ffn_cli.costs.weights import WeightTensor
 from ffn_cli.models.layout import PlacedTensor, attention_tensors, extra_tensors, ffn_tensors
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["HC_MTP_MODEL_TYPES", "MTP_KEYS", "MTP_MODEL_TYPES", "mtp_key", "mtp_layers", "shipped_tensors", "unsized_mtp_layers"]
+__all__ = [
+    "FC_MTP_MODEL_TYPES",
+    "HC_MTP_MODEL_TYPES",
+    "MTP_KEYS",
+    "MTP_MODEL_TYPES",
+    "mtp_key",
+    "mtp_layers",
+    "shipped_tensors",
+    "unsized_mtp_layers",
+]
 
 # The families whose checkpoints hold their MTP layers in DeepSeek-V3's shape (vLLM's deepseek_mtp
 # and glm4_moe_mtp load them): DeepSeek-V3 and V3.2, GLM-4.5 to 4.7, GLM-4.7-Flash (glm4_moe_lite), GLM-5.
 MTP_MODEL_TYPES = frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa"})
 # … and in DeepSeek-V4's, beside the hyper-connections (vLLM's DeepSeekV4MTP).
 HC_MTP_MODEL_TYPES = frozenset({"deepseek_v4"})
+# … and in Qwen3-Next's (vLLM's qwen3_next_mtp and qwen3_5_mtp load them): Qwen3-Next, Qwen3.5 and Qwen3.5-MoE.
+FC_MTP_MODEL_TYPES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})
 
 
 # The keys a config.json declares its MTP layers by: DeepSeek's and GLM's, transformers' own name
@@ -67,7 +83,10 @@ def _declared(config: Mapping[str, Any]) -> int:
 
 
 def _sized(spec: ModelSpec) -> bool:
-    """Whether ffn knows the shape of the family's MTP layers (DeepSeek-V4's needs its hc_head)."""
+    """Whether ffn knows the shape of the family's MTP layers (DeepSeek-V4's needs its hc_head;
+    Qwen3-Next's is a full-attention layer, the kind its last layer is)."""
+    if spec.model_type in FC_MTP_MODEL_TYPES:
+        return spec.mixer_label(spec.n_layers - 1) == "attention"
     return spec.model_type in MTP_MODEL_TYPES or (spec.model_type in HC_MTP_MODEL_TYPES and bool(_hc_head(spec)))
 
 
@@ -101,6 +120,18 @@ def _mtp(spec: ModelSpec, count: int) -> list[WeightTensor]:
         WeightTensor("attention", (d, 2 * d), count, "mtp"),  # eh_proj: a linear, quantized as attention's are
         WeightTensor("head", (v, d), count, "mtp"),  # shared_head.head
         WeightTensor("embedding", (v, d), count, "mtp"),  # embed_tokens
+    ]
+
+
+def _fc_mtp(spec: ModelSpec, count: int) -> list[WeightTensor]:
+    """Qwen3-Next's and Qwen3.5's MTP layers: a decoder layer of the full-attention kind (its last
+    layer's), `fc` (2·d → d, no bias), `pre_fc_norm_embedding`, `pre_fc_norm_hidden` and `norm`;
+    the embeddings and head are the model's, shared and not stored again."""
+    d = spec.d_model
+    return [
+        *_layer(spec, count),
+        WeightTensor("vector", (d,), 3 * count, "mtp"),  # pre_fc_norm_embedding, pre_fc_norm_hidden, norm
+        WeightTensor("attention", (d, 2 * d), count, "mtp"),  # fc: a linear, stored as attention's are
     ]
 
 
@@ -170,5 +201,5 @@ def shipped_tensors(spec: ModelSpec, config: Mapping[str, Any], *, mtp: bool = T
     beside = (*_score_biases(spec, config, layers), *_hash_tables(spec, config))
     if not layers:
         return beside
-    shaped = _hc_mtp if spec.model_type in HC_MTP_MODEL_TYPES else _mtp
+    shaped = _hc_mtp if spec.model_type in HC_MTP_MODEL_TYPES else _fc_mtp if spec.model_type in FC_MTP_MODEL_TYPES else _mtp
     return (*shaped(spec, layers), *beside)
