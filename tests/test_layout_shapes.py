@@ -619,3 +619,51 @@ def test_relative_position_logits_are_named_as_left_out() -> None:
     # projection counts; named under the answer, never counted as something else.
     layout = _layout(_inkling())
     assert any("relative-position logits" in str(m) for m in layout.left_out)
+
+
+def _rwkv() -> dict[str, Any]:
+    small = dict(hidden_size=64, attention_hidden_size=64, intermediate_size=96, num_hidden_layers=2, vocab_size=128)
+    return {**transformers.AutoConfig.for_model("rwkv", **small).to_dict(), "model_type": "rwkv"}
+
+
+def test_rwkv_state_against_transformers() -> None:
+    # RWKV-4: its block 0 alone holds pre_ln, over the embeddings (the embedding norm); each block's
+    # time mixing keeps a numerator, denominator and maximum a channel in float32, and each of its
+    # two token shifts (time mixing's, channel mixing's) the latest input a channel at the model's
+    # dtype: transformers' state, five [batch, channels, layers] tensors, the last three float32.
+    config = _rwkv()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    assert spec.embedding_norm and spec.norms_per_layer == 2
+    assert spec.mixer is not None and (spec.mixer.recurrent_state_elements, spec.mixer.conv_state_elements) == (3 * 64, 2 * 64)
+    (kind,) = decode_state(spec, layout.windows, layout.chunks, 7)
+    assert kind.bytes_per_layer(2) == 3 * 64 * 4 + 2 * 64 * 2
+    ffn = spec.ffn_of(0)
+    assert ffn is not None and (ffn.variant, ffn.d_ff) == ("relu2", 96)  # its forward squares a ReLU
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval().to(torch.bfloat16)
+    with torch.no_grad():
+        state = model(torch.randint(1, 100, (1, 7)), use_cache=True).state
+    assert sum(t[:, :, 0].numel() for t in state) == kind.elements_per_layer
+    assert sum(t[:, :, 0].numel() * t.element_size() for t in state) == kind.bytes_per_layer(2)
+
+
+def test_rwkv_flops_against_flop_counter() -> None:
+    # A block's matmuls on 5 tokens: time mixing's key, value, receptance and output, channel
+    # mixing's key and value (the FFN) and its receptance (d × d, beside the FFN's projections).
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = _rwkv()
+    spec = _layout(config).spec
+    ffn, mixer = spec.ffn_of(1), spec.mixer
+    assert ffn is not None and mixer is not None
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counted:
+        model.rwkv.blocks[1](torch.randn(1, 5, 64))
+    beside = next(e for e in spec.extras if e.per_layer)  # the channel mixing's receptance, one layer's
+    assert (
+        counted.get_total_flops()
+        == 5 * (mixer.projection_flops + spec.ffn_matmul_flops(ffn) + beside.flops)
+        == 5 * 2 * 64 * (4 * 64 + 2 * 96 + 64)
+    )

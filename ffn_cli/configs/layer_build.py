@@ -65,6 +65,7 @@ from ffn_cli.models.mixers import (
     LinearMixer,
     MLSTMScan,
     SelectiveScan,
+    WKVScan,
     gated_delta_net,
     mamba2,
     short_conv,
@@ -89,6 +90,8 @@ _EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
 # Where a config names its FFN's activation (GPT-2's, OPT's and XGLM's: activation_function).
 _ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function")
 _TORCH_ACTIVATIONS: dict[type[nn.Module], str] = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "silu"}
+# FFN classes whose forward squares a ReLU, as functions no module or config key names.
+_SQUARED_RELU_CLASSES = frozenset({"RwkvFeedForward"})
 # Attention with queries, keys and values but no softmax over a cache: a recurrent state in its
 # place (MiniMax's lightning attention, a delta rule), whatever its projections are named.
 _LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|RWKV|GLA")
@@ -205,6 +208,7 @@ class LayerRead:
     norms: int = 0
     norm: NormKind = "rmsnorm"
     norm_params: int = 0  # one norm's
+    norm_names: list[str] = field(default_factory=list)  # the children read as the layer's norms
     other: tuple[ParamTensor, ...] = ()
     other_flops: int = 0  # per token, of `other` beyond its Linear weights (DeepSeek-V4's hyper-connections)
     window: int | None = None
@@ -567,6 +571,17 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2) + 2 * gates
         c, taps = int(conv.in_channels), int(conv.kernel_size[0])
         mixer = LinearMixer(Message(N_("RG-LRU")), name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), DiagonalScan(c), 4)
+    elif all(isinstance(getattr(child, n, None), nn.Parameter) for n in ("time_decay", "time_first")) and "receptance" in dict(
+        child.named_children()
+    ):
+        # RWKV-4's time mixing: key, value, receptance and output (d → d), the decay and bonus a
+        # channel, the token-shift mixes; its tensors as built. Its WKV state (numerator,
+        # denominator, maximum a channel) is float32, as transformers keeps it; its token shift
+        # keeps the latest input a channel, a window of one, the channel mixing's beside it.
+        tensors = _rest(child, set())
+        flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+        c = int(child.get_parameter("time_decay").numel())
+        mixer = LinearMixer(Message(N_("RWKV time mixing")), name, tensors, (), flops, read.layers, 0, c, WKVScan(c), 4)
     elif (memory := _mlstm(child)) is not None:
         # xLSTM's mLSTM layer: q, k, v, the output gate, the input and forget gates (one value a
         # head), a multi-head norm and out_proj, its tensors as built; its memory kept per head at the
@@ -731,10 +746,10 @@ def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Line
     if isinstance(module, nn.Sequential) and len(linears) == 2:  # CTRL's ffn: Linear, ReLU, Linear
         return linears[0], None, None, linears[1]
     m = dict(module.named_modules())
-    up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi", "proj_up")
+    up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi", "proj_up", "key")
     gate = _linear(m, "gate_proj", "w1", "proj_up_gate")
     fused = _linear(m, "gate_up_proj", "input_linear")
-    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "output_linear", "proj_down")
+    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "output_linear", "proj_down", "value")
     return up, gate, fused, down
 
 
@@ -748,7 +763,10 @@ def _dense(d: int, r: FamilyReader, child: nn.Module) -> FFNSpec:
 
 
 def _built_activation(module: nn.Module) -> str | None:
-    """The activation a module runs, where it holds one of torch's own (CTRL's nn.ReLU, named by no config key)."""
+    """The activation a module runs, where it holds one of torch's own (CTRL's nn.ReLU, named by no
+    config key), or where its class is one whose forward squares a ReLU (RWKV-4's channel mixing)."""
+    if type(module).__name__ in _SQUARED_RELU_CLASSES:
+        return "relu2"
     found = {name for m in module.modules() for cls, name in _TORCH_ACTIVATIONS.items() if type(m) is cls}
     return found.pop() if len(found) == 1 else None
 
@@ -976,6 +994,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             weights = [p for p in child.parameters()]
             if all(p.dim() == 1 and p.shape[0] == d for p in weights) and len(weights) in (1, 2):
                 read.norms += 1
+                read.norm_names.append(name)
                 # one weight: an RMSNorm, or a LayerNorm without its bias (MPT's)
                 read.norm = "layernorm" if len(weights) == 2 else "layernorm_no_bias" if _is_layer_norm(child) else "rmsnorm"
                 read.norm_params = len(weights) * d
@@ -1020,6 +1039,11 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                                   cls=cls, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
         if ffns:
             _ffn(d, r, hf_config, ffns, read)
+        if read.mixer is not None and isinstance(read.mixer.scan, WKVScan) and any(hasattr(c, "time_mix_key") for _n, c in ffns):
+            # RWKV's channel mixing shifts its input a token too: its latest input, kept beside the time mixing's
+            said = read.said.index(Message(N_("{kind}: {state}"), kind=read.mixer.kind, state=read.mixer.state_words()))
+            read.mixer = replace(read.mixer, conv_state_elements=read.mixer.conv_state_elements + d)
+            read.said[said] = Message(N_("{kind}: {state}"), kind=read.mixer.kind, state=read.mixer.state_words())
     except _Unread as unread:
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=shown(unread.why))) from None  # fmt: skip
@@ -1216,7 +1240,25 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                 else:  # the config's entries did not tell these layers apart: each one built and read
                     reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
     sub = len(sublayers) if sublayers is not None else 1
-    return _assemble(hf_config, r.config, _merged(reads), shell, config, name=name, source=source, notes=notes, sublayers=sub)
+    merged, shell = _embedding_norm_in_first_layer(_merged(reads), shell)
+    return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub)
+
+
+def _embedding_norm_in_first_layer(reads: list[LayerRead], shell: Shell) -> tuple[list[LayerRead], Shell]:
+    """A norm the first layer alone holds, beyond the norms every other layer holds, normalizes
+    what enters the first layer, the embeddings (RWKV's pre_ln, which its block 0 applies before
+    anything else): the model's embedding norm, and layer 0 then reads as the others do."""
+    first = [x for x in reads if x.layers == (0,)]
+    others = [x for x in reads if x.layers != (0,)]
+    if len(first) != 1 or not others or shell.embedding_norm or len({x.norms for x in others}) != 1:
+        return reads, shell
+    read = first[0]
+    extra = [n for n in read.norm_names if not all(n in x.norm_names for x in others)]
+    if len(extra) != 1 or read.norms != others[0].norms + 1 or read.norm_params != others[0].norm_params:
+        return reads, shell
+    read.norms, read.params = read.norms - 1, read.params - read.norm_params
+    read.norm_names = [n for n in read.norm_names if n != extra[0]]
+    return _merged(reads), replace(shell, embedding_norm=read.norm_params)
 
 
 def _loops(text_data: Mapping[str, Any]) -> list[Message]:

@@ -35,6 +35,7 @@ __all__ = [
     "MLSTMScan",
     "SSDScan",
     "SelectiveScan",
+    "WKVScan",
     "gated_delta_net",
     "mamba2",
     "short_conv",
@@ -232,6 +233,30 @@ class MLSTMScan:
 
 
 @dataclass(frozen=True)
+class WKVScan:
+    """RWKV-4's WKV recurrence (Peng et al. 2023), per channel: a running numerator, denominator
+    and maximum (for stability), decayed and added to a token at a time, in float32 as
+    transformers keeps them. It is elementwise: no FLOPs by the tables' convention, prefill or
+    decode. `chunk` is 1: nothing is padded."""
+
+    channels: int
+    chunk: int = 1
+    padded = False
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        return Fraction(0)
+
+    def decode_flops(self) -> int:
+        return 0
+
+    def detail(self) -> Message:
+        return Message(N_("the WKV recurrence, token by token"))
+
+    def state_elements(self) -> int:
+        return 3 * self.channels
+
+
+@dataclass(frozen=True)
 class DiagonalScan:
     """A diagonal linear recurrence (RecurrentGemma's RG-LRU; De et al. 2024, Griffin): one value a
     channel, decayed and added to a token at a time. Its gates are matmuls of the block (counted
@@ -275,7 +300,7 @@ class LinearMixer:
     layers: tuple[int, ...]
     conv_flops: int = 0
     conv_state_elements: int = 0
-    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | DiagonalScan | MLSTMScan | None = None
+    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | DiagonalScan | MLSTMScan | WKVScan | None = None
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None

@@ -231,7 +231,9 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     rows += memory_rows(m.total_params, dtype)
     flops = m.matmul_flops_per_token
     scores = _("matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer")
-    if any(isinstance(m.spec.attention_of(i), CompressedAttentionSpec) for i in m.spec.attention_layers):
+    if not m.spec.attention_layers:  # no layer attends (Mamba, xLSTM, RWKV): no scores over the keys
+        scores = _("matmuls on the active path; no layer attends, so nothing grows with the context")
+    elif any(isinstance(m.spec.attention_of(i), CompressedAttentionSpec) for i in m.spec.attention_layers):
         scores = _(
             "matmuls on the active path; attention scores add 4·heads·head_dim for each key a query reads (its window's, "
             "and the pooled entries)"
