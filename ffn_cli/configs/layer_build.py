@@ -60,12 +60,11 @@ from ffn_cli.models.layer import compressed_summary
 from ffn_cli.models.mixers import (
     STATE_DTYPE_BYTES,
     DeltaRuleScan,
-    DiagonalScan,
+    ElementwiseScan,
     LightningScan,
     LinearMixer,
     MLSTMScan,
     SelectiveScan,
-    WKVScan,
     gated_delta_net,
     mamba2,
     short_conv,
@@ -570,7 +569,9 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         gates = sum(p.numel() for p in rg.parameters() if p.dim() == 3)
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2) + 2 * gates
         c, taps = int(conv.in_channels), int(conv.kernel_size[0])
-        mixer = LinearMixer(Message(N_("RG-LRU")), name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), DiagonalScan(c), 4)
+        mixer = LinearMixer(
+            Message(N_("RG-LRU")), name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), ElementwiseScan(c, "RG-LRU"), 4
+        )
     elif all(isinstance(getattr(child, n, None), nn.Parameter) for n in ("time_decay", "time_first")) and "receptance" in dict(
         child.named_children()
     ):
@@ -581,7 +582,9 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         tensors = _rest(child, set())
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
         c = int(child.get_parameter("time_decay").numel())
-        mixer = LinearMixer(Message(N_("RWKV time mixing")), name, tensors, (), flops, read.layers, 0, c, WKVScan(c), 4)
+        mixer = LinearMixer(
+            Message(N_("RWKV time mixing")), name, tensors, (), flops, read.layers, 0, c, ElementwiseScan(c, "WKV", per_channel=3), 4
+        )
     elif (memory := _mlstm(child)) is not None:
         # xLSTM's mLSTM layer: q, k, v, the output gate, the input and forget gates (one value a
         # head), a multi-head norm and out_proj, its tensors as built; its memory kept per head at the
@@ -1039,7 +1042,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                                   cls=cls, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
         if ffns:
             _ffn(d, r, hf_config, ffns, read)
-        if read.mixer is not None and isinstance(read.mixer.scan, WKVScan) and any(hasattr(c, "time_mix_key") for _n, c in ffns):
+        wkv = read.mixer is not None and isinstance(read.mixer.scan, ElementwiseScan) and read.mixer.scan.name == "WKV"
+        if read.mixer is not None and wkv and any(hasattr(c, "time_mix_key") for _n, c in ffns):
             # RWKV's channel mixing shifts its input a token too: its latest input, kept beside the time mixing's
             said = read.said.index(Message(N_("{kind}: {state}"), kind=read.mixer.kind, state=read.mixer.state_words()))
             read.mixer = replace(read.mixer, conv_state_elements=read.mixer.conv_state_elements + d)

@@ -29,13 +29,12 @@ from ffn_cli.spec import check_int
 __all__ = [
     "STATE_DTYPE_BYTES",
     "DeltaRuleScan",
-    "DiagonalScan",
+    "ElementwiseScan",
     "LightningScan",
     "LinearMixer",
     "MLSTMScan",
     "SSDScan",
     "SelectiveScan",
-    "WKVScan",
     "gated_delta_net",
     "mamba2",
     "short_conv",
@@ -233,13 +232,17 @@ class MLSTMScan:
 
 
 @dataclass(frozen=True)
-class WKVScan:
-    """RWKV-4's WKV recurrence (Peng et al. 2023), per channel: a running numerator, denominator
-    and maximum (for stability), decayed and added to a token at a time, in float32 as
-    transformers keeps them. It is elementwise: no FLOPs by the tables' convention, prefill or
-    decode. `chunk` is 1: nothing is padded."""
+class ElementwiseScan:
+    """A recurrence that is elementwise, a token at a time: `per_channel` values a channel carried
+    from token to token, decayed and added to (RecurrentGemma's RG-LRU, one, De et al. 2024,
+    Griffin; RWKV-4's WKV, a numerator, a denominator and a running maximum, Peng et al. 2023).
+    Its gates, where it has any, are the block's matmuls, counted with its projections; the
+    recurrence itself has no FLOPs by the tables' convention, prefill or decode. `chunk` is 1:
+    nothing is padded."""
 
     channels: int
+    name: str  # the recurrence's name, as its paper gives it
+    per_channel: int = 1
     chunk: int = 1
     padded = False
 
@@ -250,34 +253,10 @@ class WKVScan:
         return 0
 
     def detail(self) -> Message:
-        return Message(N_("the WKV recurrence, token by token"))
+        return Message(N_("the {name} recurrence, token by token"), name=self.name)
 
     def state_elements(self) -> int:
-        return 3 * self.channels
-
-
-@dataclass(frozen=True)
-class DiagonalScan:
-    """A diagonal linear recurrence (RecurrentGemma's RG-LRU; De et al. 2024, Griffin): one value a
-    channel, decayed and added to a token at a time. Its gates are matmuls of the block (counted
-    with its projections); the recurrence itself is elementwise: no FLOPs by the tables'
-    convention, prefill or decode. `chunk` is 1: nothing is padded."""
-
-    channels: int
-    chunk: int = 1
-    padded = False
-
-    def flops(self, seq_len: int | None) -> Fraction:
-        return Fraction(0)
-
-    def decode_flops(self) -> int:
-        return 0
-
-    def detail(self) -> Message:
-        return Message(N_("the RG-LRU recurrence, token by token"))
-
-    def state_elements(self) -> int:
-        return self.channels
+        return self.per_channel * self.channels
 
 
 @dataclass(frozen=True)
@@ -300,7 +279,7 @@ class LinearMixer:
     layers: tuple[int, ...]
     conv_flops: int = 0
     conv_state_elements: int = 0
-    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | DiagonalScan | MLSTMScan | WKVScan | None = None
+    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | ElementwiseScan | MLSTMScan | None = None
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None
