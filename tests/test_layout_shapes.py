@@ -667,3 +667,38 @@ def test_rwkv_flops_against_flop_counter() -> None:
         == 5 * (mixer.projection_flops + spec.ffn_matmul_flops(ffn) + beside.flops)
         == 5 * 2 * 64 * (4 * 64 + 2 * 96 + 64)
     )
+
+
+def test_a_model_that_never_attends_says_so(tmp_path: Any) -> None:
+    # RWKV keeps a fixed state a sequence: the memory row says so, and --json has no stand-in attention.
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_rwkv()))
+    args = ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--batch", "3", "--no-cache"]
+    text = CliRunner().invoke(app, args).output
+    assert "recurrent state: 3 sequences" in text and "KV cache: 3" not in text
+    data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert data["attention"] is None and data["per_gpu_memory"]["kv_cache_bytes"] == 3 * 2 * (3 * 64 * 4 + 2 * 64 * 2)
+
+
+def test_an_attention_rows_conv_window_in_json(tmp_path: Any) -> None:
+    # Inkling's full layer at 12 tokens: K and V of 12 tokens, 2 KV heads × 16, at 2 B, and its key and
+    # value convolutions' 3 latest inputs of 32 + 32 channels at 4 B, each said apart in --json.
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_inkling()))
+    args = ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "12", "--json", "--no-cache"]
+    kinds = {k["kind"]: k for k in json.loads(CliRunner().invoke(app, args).stdout)["decode_state"]["kinds"]}
+    full = kinds["attention"]
+    assert (full["conv_state_elements"], full["conv_bytes_per_element"]) == (3 * 2 * 32, 4)
+    assert full["bytes_per_layer"] == 12 * 2 * 2 * 16 * 2 + 3 * 2 * 32 * 4

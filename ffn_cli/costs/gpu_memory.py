@@ -54,6 +54,7 @@ class GPUMemory:
     max_context: int  # at this batch (0: not even one token fits)
     context_limit: int | None  # the longest context the model takes (None: its config names none)
     residual_copies: int = 1  # copies of the hidden state on the residual stream (DeepSeek-V4's hyper-connections)
+    attends: bool = True  # False: no layer attends (Mamba, xLSTM, RWKV), the cache a fixed state a sequence
 
     @property
     def total_bytes(self) -> int:
@@ -160,4 +161,5 @@ def gpu_memory(
         _largest(lambda n: total(case.batch, n) <= gpu.memory_bytes, limit),
         context_limit,
         spec.residual_copies,
+        bool(spec.attention_layers),
     )

@@ -51,10 +51,9 @@ __all__ = [
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
-# The widest name a text column keeps whole where a column that never leaves would not fit
+# The widest word a text column keeps whole where a column that never leaves would not fit
 # beside it; a longer one (a module path) then folds inside it.
 FOLD_AT = 24
-_NAME = re.compile(r"[A-Za-z0-9_.]+")
 # A wrapped text column is never squeezed narrower than this (or its longest line, if shorter):
 # a column of two-word lines is harder to read than a column fewer.
 TEXT_FLOOR = 16
@@ -139,10 +138,11 @@ def unbroken_words(line: str) -> list[str]:
 def _longest_word(lines: Sequence[str], *, cjk_breaks: bool = True, folded: bool = False) -> int:
     """The widest word; with cjk_breaks, Chinese breaks between any two characters (a header
     does not: it wraps between its words only); `folded`, a name longer than FOLD_AT cells (a
-    tensor's dotted path) counted as FOLD_AT wide: it may fold inside itself."""
+    tensor's dotted path, `gate.moe_statics.e_score_correction_bias,`) counted as FOLD_AT wide:
+    it may fold inside itself."""
     words = [word for line in lines for word in unbroken_words(line)]
-    sizes = [(piece, cell_len(piece)) for word in words for piece in (_pieces(word) if cjk_breaks else [word])]
-    return max((min(size, FOLD_AT) if folded and _NAME.fullmatch(piece) else size for piece, size in sizes), default=0)
+    sizes = [cell_len(piece) for word in words for piece in (_pieces(word) if cjk_breaks else [word])]
+    return max((min(size, FOLD_AT) if folded else size for size in sizes), default=0)
 
 
 def _terms(line: str) -> list[str]:

@@ -12,7 +12,7 @@ from ffn_cli.costs.rank_memory import RankMemory
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.gpus import DRIVER_SOURCES, SOURCES
 from ffn_cli.hardware.reserve import RESERVE_SOURCE
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, _, ngettext
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 from ffn_cli.render.literal import literal
@@ -117,6 +117,8 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
     c = fit.case
     seqs = fit.layout.sequences(c.batch)
     kv = _("KV cache: {n} × {context} tokens").format(n=f"{seqs:,}", context=f"{c.context:,}")
+    if not fit.attends:  # a recurrence keeps a state a sequence, whatever the context
+        kv = ngettext("recurrent state: {n} sequence", "recurrent state: {n} sequences", seqs).format(n=f"{seqs:,}")
     acts = _("activations ({phase})").format(phase=_(_PHASE_WORDS[c.phase]))
     share = f"{100 * fit.total_bytes / fit.capacity_bytes:.1f}%"
     if fit.fits:

@@ -71,7 +71,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
             **({"kv_shared_layers": list(s.kv_shared_layers)} if s.kv_shared_layers else {}),
             **({"dense_widths": list(s.dense_widths)} if s.dense_widths else {}),
         },
-        "attention": attention_data(s.attention),
+        # None where no layer attends (Mamba, xLSTM, RWKV): the spec's stand-in is no attention
+        "attention": attention_data(s.attention) if s.attention_layers else None,
         # The other attention shapes and their layers (Gemma 4's full layers, DeepSeek-V4's CSA ones).
         **(
             {"attention_kinds": [{"layers": list(k.layers), **attention_data(k.attention)} for k in s.attention_kinds]}
