@@ -70,6 +70,7 @@ from ffn_cli.models.mixers import (
     short_conv,
 )
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
+from ffn_cli.models.tensor_notes import GATE_HALF, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, noted
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
@@ -355,9 +356,9 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     extra: tuple[ParamTensor, ...] = ()
     if q.out_features == 2 * q_dim:  # the second half gates the output (Qwen3-Next, Qwen3.5, MiniCPM5's q_gate_proj)
         q_name = next(n for n in _Q_NAMES if m.get(n) is q)
-        extra = (ParamTensor(f"{q_name}.weight (output gate half)", (q_dim, d)),)
+        extra = (ParamTensor(noted(f"{q_name}.weight", GATE_HALF), (q_dim, d)),)
         if q.bias is not None:
-            extra += (ParamTensor(f"{q_name}.bias (output gate half)", (q_dim,)),)
+            extra += (ParamTensor(noted(f"{q_name}.bias", GATE_HALF), (q_dim,)),)
     used = names | ({"sinks"} if sinks else set())
     convs = _kv_convs(m, k, v, values_from_keys)
     if convs is not None:  # Inkling's k_sconv and v_sconv, kept in float32 where the model says so
@@ -853,10 +854,10 @@ def _moe(
             ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != weight
         )
         if read.zero_experts:  # the FFNSpec's router scores the routed experts; these rows, the zero ones
-            router_tensors += (ParamTensor(f"{p}.{weight} (zero experts' rows)", (read.zero_experts, d)),)
+            router_tensors += (ParamTensor(noted(f"{p}.{weight}", ZERO_EXPERTS_ROWS), (read.zero_experts, d)),)
         rows = child.get_submodule(p).get_parameter(str(weight)).shape[0]
         if shared_count and rows == count + read.zero_experts + shared_count:  # Inkling's router scores its shared experts too
-            router_tensors += (ParamTensor(f"{p}.{weight} (shared experts' rows)", (shared_count, d)),)
+            router_tensors += (ParamTensor(noted(f"{p}.{weight}", SHARED_EXPERTS_ROWS), (shared_count, d)),)
     read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used) + each_expert + shared_beside
     said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
     zero_said = Message(N_(" in a pool of {pool}, {zero} of them zero-computation"), pool=f"{count + read.zero_experts:,}",

@@ -16,6 +16,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.mixers import gated_delta_net, mamba2, short_conv
 from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.tensor_notes import GATE_HALF, noted
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
 
 __all__ = ["GRANITEMOEHYBRID", "LFM2", "LFM2_MOE", "QWEN3_NEXT"]
@@ -48,9 +49,9 @@ def _qwen3_next(r: FamilyReader, name: str) -> ModelSpec:
     dense = dense_spec(r, d) if len(moe_layers) < layers else None
     bias = r.flag("attention_bias", False)
     attention = attention_spec(r, d, qkv_bias=bias, qk_norm="head")
-    gate: tuple[ParamTensor, ...] = (ParamTensor("q_proj.weight (output gate half)", (attention.q_dim, d)),)
+    gate: tuple[ParamTensor, ...] = (ParamTensor(noted("q_proj.weight", GATE_HALF), (attention.q_dim, d)),)
     if bias:
-        gate += (ParamTensor("q_proj.bias (output gate half)", (attention.q_dim,)),)
+        gate += (ParamTensor(noted("q_proj.bias", GATE_HALF), (attention.q_dim,)),)
     return decoder_spec(
         r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, mixer=mixer, attention_extra=gate
     )

@@ -219,7 +219,9 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
         without = _("without token/position embeddings, the tables looked up beside them, and an untied head")
     rows.append([_("non-embedding"), fmt_count(m.non_embedding_params), without])
-    rows.append([_("attention"), fmt_count(m.attention_params), of_total.format(pct=pct(m.attention_params, m.total_params))])
+    # A model no layer of which attends mixes tokens in its recurrences alone: their parameters, named so.
+    mixing, per = (_("attention"), _("FFN / attention")) if m.spec.attention_layers else (_("token mixing"), _("FFN / token mixing"))
+    rows.append([mixing, fmt_count(m.attention_params), of_total.format(pct=pct(m.attention_params, m.total_params))])
     ffn_how = of_total.format(pct=pct(m.ffn_params, m.total_params))
     if has_active:
         ffn_how += _("; active {n} ({pct} of active)").format(
@@ -227,7 +229,7 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
         )
     rows.append(["FFN", fmt_count(m.ffn_params), ffn_how])
     active = _(" (active {ratio})").format(ratio=ratio(m.ffn_active_attention_ratio)) if has_active else ""
-    rows.append([_("FFN / attention"), ratio(m.ffn_attention_ratio) + active, _("parameters, all layers")])
+    rows.append([per, ratio(m.ffn_attention_ratio) + active, _("parameters, all layers")])
     rows.append(None)
     rows += memory_rows(m.total_params, dtype)
     flops = m.matmul_flops_per_token
