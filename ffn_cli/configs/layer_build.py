@@ -633,9 +633,9 @@ def _kept_in_float32(hf_config: PretrainedConfig) -> frozenset[str]:
     return frozenset(names)
 
 
-def _depthwise_convs(module: nn.Module) -> list[tuple[str, nn.Conv1d]]:
-    """The depthwise Conv1d modules in `module` (one filter a channel), by their path in it."""
-    return [(n, m) for n, m in module.named_modules() if isinstance(m, nn.Conv1d) and m.groups == m.in_channels == m.out_channels]
+def _depthwise_convs(modules: Mapping[str, nn.Module]) -> list[tuple[str, nn.Conv1d]]:
+    """The depthwise Conv1d modules among `modules` (one filter a channel), by their path."""
+    return [(n, m) for n, m in modules.items() if isinstance(m, nn.Conv1d) and m.groups == m.in_channels == m.out_channels]
 
 
 def _kv_convs(
@@ -643,7 +643,7 @@ def _kv_convs(
 ) -> tuple[int, tuple[str, ...]] | None:
     """A depthwise convolution over the keys' channels and one over the values', of one kernel
     width, inside the attention (Inkling's k_sconv and v_sconv): (taps, their module paths)."""
-    convs = [(n, m) for n, m in modules.items() if isinstance(m, nn.Conv1d) and m.groups == m.in_channels == m.out_channels]
+    convs = _depthwise_convs(modules)
     if len(convs) != 2 or k is None or v is None or values_from_keys:
         return None
     widths = sorted(int(c.in_channels) for _n, c in convs)
@@ -656,16 +656,16 @@ def _kv_convs(
 def _lone_conv(module: nn.Module) -> bool:
     """A module that holds one depthwise convolution and nothing else (Inkling's attn_sconv and mlp_sconv
     over the residual stream): a token mixer of a few tokens, whatever its name."""
-    convs = _depthwise_convs(module)
+    convs = _depthwise_convs(dict(module.named_modules()))
     return len(convs) == 1 and _count(convs[0][1]) == _count(module)
 
 
 def _short_convs(convs: list[tuple[str, nn.Conv1d]], layers: tuple[int, ...], fp32: bool) -> LinearMixer:
-    """Depthwise causal convolutions beside the layer's attention (Inkling's: over the keys, the
-    values and the residual stream before the attention and before the FFN) as one mixer: their
-    taps, 2 · channels · taps FLOPs a token each, and each one's kernel − 1 latest inputs kept while
-    decoding, in float32 where the model keeps them so."""
-    tensors = tuple(_tensor(f"{path}", leaf, p, conv) for path, conv in convs for leaf, p in conv.named_parameters())
+    """Depthwise causal convolutions beside the layer's attention (Inkling's, over the residual
+    stream before the attention and before the FFN) as one mixer: their taps, 2 · channels · taps
+    FLOPs a token each, and each one's kernel − 1 latest inputs kept while decoding, in float32
+    where the model keeps them so."""
+    tensors = tuple(_tensor(path, leaf, p, conv) for path, conv in convs for leaf, p in conv.named_parameters())
     flops = sum(2 * c.in_channels * int(c.kernel_size[0]) for _p, c in convs)
     window = sum(c.in_channels * (int(c.kernel_size[0]) - 1) for _p, c in convs)
     detail = Message(N_("{n} depthwise convolutions: {paths}"), n=f"{len(convs):,}", paths=", ".join(p for p, _c in convs))
@@ -1031,7 +1031,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         if convs:  # short convolutions over the residual stream beside the attention (Inkling's): a mixer beside it
             if read.mixer is not None or read.attention is None:
                 raise _Unread(Message(N_("short convolutions beside a token mixer other than attention")))
-            inner = [(f"{n}.{path}", conv) for n, c in convs for path, conv in _depthwise_convs(c)]
+            inner = [(f"{n}.{path}", conv) for n, c in convs for path, conv in _depthwise_convs(dict(c.named_modules()))]
             kept = _kept_in_float32(hf_config)
             read.mixer = _short_convs(inner, layers, fp32=all(set(n.split(".")) & kept for n, _c in inner))
             read.said.append(Message(N_("{kind}: {state}"), kind=read.mixer.kind, state=read.mixer.state_words()))
