@@ -327,15 +327,16 @@ class FitTable:
     _empty: list[int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._bounds = [self._column_bounds(i) for i in range(len(self.columns))]
-        # The narrowest each column goes with its long names folded (text columns only).
-        self._folded = [self._folded_bound(i) for i in range(len(self.columns))]
+        bounds = [self._column_bounds(i) for i in range(len(self.columns))]
+        self._bounds = [b[:3] for b in bounds]
+        self._folded = [b[3] for b in bounds]  # the narrowest each column goes with its long words folded
         # A droppable column with nothing in it (every cell blank or `—`) goes before any other.
         rows = [row for row in self.rows if row is not None]
         self._empty = [i for i, c in enumerate(self.columns) if c.drop is not None and all(_empty(row[i]) for row in rows)]
 
-    def _column_bounds(self, i: int) -> tuple[int, int, int]:
-        """(narrowest without breaking a number or a word, narrowest comfortable, widest)."""
+    def _column_bounds(self, i: int) -> tuple[int, int, int, int]:
+        """(narrowest without breaking a number or a word, narrowest comfortable, widest, narrowest
+        with its long words folded: a text column's only)."""
         col = self.columns[i]
         body = [line for row in self.rows if row is not None for line in _lines(row[i])] + _lines(col.footer)
         header = col.header.split("\n") if self.show_header else []
@@ -346,17 +347,11 @@ class FitTable:
             unbroken = _longest([term for line in body for term in _terms(line)])
         else:
             unbroken = _longest(body)
-        hard = max(unbroken, _longest_word(header, cjk_breaks=False), 1)
+        words = _longest_word(header, cjk_breaks=False)
+        hard = max(unbroken, words, 1)
         soft = max(hard, min(col.floor, widest)) if col.kind in ("text", "terms") else hard
-        return hard, soft, widest
-
-    def _folded_bound(self, i: int) -> int:
-        col, hard = self.columns[i], self._bounds[i][0]
-        if col.kind != "text":
-            return hard
-        body = [line for row in self.rows if row is not None for line in _lines(row[i])] + _lines(col.footer)
-        header = col.header.split("\n") if self.show_header else []
-        return min(hard, max(_longest_word(body, folded=True), _longest_word(header, cjk_breaks=False), 1))
+        folded = max(_longest_word(body, folded=True), words, 1) if col.kind == "text" else hard
+        return hard, soft, widest, folded
 
     def layout(self, width: int) -> tuple[list[int], list[int]]:
         """(the indices of the columns shown, the width of each), for a console `width` wide."""
