@@ -388,7 +388,7 @@ def test_dbrx_norms_around_attention_and_flat_experts() -> None:
     assert ffn is not None and (ffn.experts, ffn.d_ff, ffn.top_k, ffn.expert_variant) == (4, 96, 2, "swiglu")
     from ffn_cli.services.costs import context_limit
 
-    assert context_limit(config) == 64  # its max_seq_len: the longest context a verdict searches to
+    assert context_limit(config, layout.spec) == 64  # its max_seq_len: the longest context a verdict searches to
     assert layout.spec.norms_per_layer == 2
     counts = module_flops(config, torch.randint(1, 100, (1, 5)))
     assert counts["DbrxForCausalLM.transformer.blocks.0.ffn.experts"] == 5 * 2 * 3 * 2 * 64 * 96
@@ -470,6 +470,28 @@ def test_bert_kin_as_decoders(model_type: str) -> None:
     cache = _cache_after(config, 7)
     layers = getattr(cache, "self_attention_cache", cache).layers
     assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in layers] == [kind.elements_per_layer] * 2
+
+
+@pytest.mark.parametrize(("model_type", "pad"), [("camembert", 1), ("xlm-roberta-xl", 1), ("roberta", 5), ("bert", 0)])
+def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, model_type: str, pad: int) -> None:
+    # RoBERTa's positions start past its padding row (fairseq's): of 64 position rows, a token reads
+    # 64 - (pad + 1) of them. transformers' own model runs that many tokens and fails on one more;
+    # BERT's start at row 0. Read from the layout (CamemBERT, XLM-R XL) and from the reader (RoBERTa,
+    # BERT).
+    import json
+
+    from tests.helpers import cli_json
+
+    config = {**transformers.AutoConfig.for_model(model_type, **_BERT_SMALL, pad_token_id=pad).to_dict(), "model_type": model_type}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    limit = cli_json("params", "--config", str(path), "--gpu", "h200", "--no-cache")["per_gpu_memory"]["context_limit"]
+    assert limit == 64 - (pad + 1 if model_type != "bert" else 0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    with torch.no_grad():
+        model(torch.randint(pad + 1, 100, (1, limit)))
+        with pytest.raises((IndexError, RuntimeError)):  # past the position table's last row
+            model(torch.randint(pad + 1, 100, (1, limit + 1)))
 
 
 @pytest.mark.parametrize(

@@ -1334,6 +1334,7 @@ class Shell:
     # Tables read a row a token beside the token embeddings (Gemma 4's per-layer embeddings), by path.
     tables: tuple[ParamTensor, ...] = ()
     positions: int = 0  # the rows of learned absolute position embeddings (StarCoder's wpe), 0 for none
+    first_position: int = 0  # the row the first token's position reads (RoBERTa's: past its padding row)
     embedding_norm: int = 0  # the parameters of a norm over the embeddings (BLOOM's), 0 for none
     # The text config as the model's class leaves it, its layers' lists and count as given: what its
     # layers are built from (TrOCR's causal LM sets is_decoder, which gives each a cross-attention;
@@ -1436,7 +1437,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     beside, tables = [], []
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
     position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
-    positions = 0
+    positions = first_position = 0
     for name, p in model.named_parameters():
         if name.startswith(inside):
             continue
@@ -1451,6 +1452,8 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             continue
         elif not positions and isinstance(module, nn.Embedding) and _position_rows(module) in position_rows and tuple(p.shape)[1:] == (d,):
             positions = module.num_embeddings
+            # A table with a padding row (RoBERTa's) is read as fairseq's: positions start past it.
+            first_position = module.padding_idx + 1 if module.padding_idx is not None else 0
         elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in path:
             embedding_norm = path  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm: over the summed embeddings
         elif (norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
@@ -1477,6 +1480,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         model_class=type(model).__name__,
         tables=tuple(tables),
         positions=positions,
+        first_position=first_position,
         embedding_norm=_count(modules[embedding_norm]) if embedding_norm is not None else 0,
     )
 
@@ -1660,6 +1664,7 @@ def _assemble(
         lm_head=shell.head,
         lm_head_bias=shell.head_bias,
         max_positions=shell.positions,
+        first_position=shell.first_position,
         embedding_norm=bool(shell.embedding_norm),
         final_norm=bool(shell.final_norm),
         moe_extra=moe_extra,

@@ -113,6 +113,9 @@ class ModelSpec:
     moe_ffn: FFNSpec | None = None
     moe_layers: tuple[int, ...] = ()
     max_positions: int = 0  # learned absolute position embeddings; 0 for rotary (a buffer, not parameters)
+    # The row the first token's position reads: RoBERTa's positions start past its padding row
+    # (padding_idx + 1), so its table of max_positions rows holds max_positions - first_position tokens.
+    first_position: int = 0
     type_vocab_size: int = 0  # BERT's token-type (segment) embeddings
     norm: NormKind = "rmsnorm"
     norms_per_layer: int = 2
@@ -189,6 +192,7 @@ class ModelSpec:
         check_int("num_hidden_layers", self.n_layers, maximum=MAX_LAYERS)
         check_int("vocab_size", self.vocab_size, maximum=MAX_VOCAB)
         check_int("max_position_embeddings", self.max_positions, minimum=0)
+        check_int("first_position", self.first_position, minimum=0, maximum=max(self.max_positions - 1, 0))
         check_int("type_vocab_size", self.type_vocab_size, minimum=0, maximum=MAX_VOCAB)
         if self.norm not in NORM_KINDS:
             raise FFNError("norm", self.norm, _("choose one of {norm_kinds}").format(norm_kinds=", ".join(NORM_KINDS)))

@@ -32,6 +32,7 @@ from ffn_cli.services.results import DecodeState, ModelCosts, Roofline, StoredWe
 from ffn_cli.spec import check_int
 
 if TYPE_CHECKING:
+    from ffn_cli.models.spec import ModelSpec
     from ffn_cli.requests.params import ParamsRequest
 
 __all__ = ["CostOptions", "cost_options", "missing_rate", "model_costs", "pass_cases"]
@@ -121,15 +122,16 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
     raise FFNError("gpu", named, why.format(name=gpu.name, column=column, dtypes=", ".join(have)))
 
 
-def context_limit(config: Any) -> int | None:
+def context_limit(config: Any, spec: ModelSpec) -> int | None:
     """The longest context the model takes: its config's max_position_embeddings (GPT-2's
-    n_positions, MPT's and DBRX's max_seq_len; a multimodal config's text_config's), or None
-    when it names none."""
+    n_positions, MPT's and DBRX's max_seq_len; a multimodal config's text_config's), less the
+    position rows a token never reads (RoBERTa's, up to its padding row), or None when it names
+    none."""
     for c in (config, config.get("text_config") or {}):
         for key in ("max_position_embeddings", "n_positions", "max_seq_len"):
             n = c.get(key) if isinstance(c, dict) else None
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-                return n
+                return min(n, spec.max_positions - spec.first_position) if spec.first_position else n
     return None
 
 
@@ -144,7 +146,7 @@ def _fit(loaded: Any, ranks: Any, gpu: Any, opts: CostOptions, act_bytes: int) -
     case = max(pass_cases(opts, act_bytes), key=lambda c: c.batch)
     memory_case = MemoryCase(case.phase, case.batch, case.seq_len, act_bytes)
     layout = Layout(opts.tp, opts.ep)
-    limit = context_limit(loaded.config)
+    limit = context_limit(loaded.config, loaded.spec)
     return gpu_memory(
         loaded.spec, ranks, loaded.windows, loaded.chunks, gpu, layout, memory_case, limit, causal=loaded.causal, mtp=_mtp(loaded, opts)
     )
@@ -154,7 +156,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     """What the cost options ask of the model (nothing when none is asked and the checkpoint
     stores its weights as --dtype). With no --seq-len, a pass is DEFAULT_SEQ_LEN tokens long, or
     as long as the model takes where that is shorter (GPT-2's 1,024)."""
-    limit = context_limit(loaded.config)
+    limit = context_limit(loaded.config, loaded.spec)
     if opts.seq_len is None and limit is not None and limit < DEFAULT_SEQ_LEN:
         opts = replace(opts, seq_len=(limit,))
     if opts.tp != 1 or opts.ep != 1:

@@ -91,6 +91,13 @@ def _bert(r: FamilyReader, name: str) -> ModelSpec:
     heads = r.integer("num_attention_heads")
     if d % heads:
         raise FFNError(r.key("num_attention_heads"), heads, _("must divide hidden_size ({d})").format(d=d))
+    positions = r.integer("max_position_embeddings")
+    first_position = 0
+    if r.model_type != "bert":  # RoBERTa's positions, as fairseq's, start past its padding row: padding_idx + 1
+        pad = r.integer("pad_token_id", minimum=0)
+        if pad + 1 >= positions:
+            raise FFNError(r.key("pad_token_id"), pad, _("leaves no position rows of the {rows:,}: positions start past it").format(rows=positions))
+        first_position = pad + 1
     return ModelSpec(
         name=name,
         model_type=r.model_type,
@@ -99,7 +106,8 @@ def _bert(r: FamilyReader, name: str) -> ModelSpec:
         vocab_size=r.integer("vocab_size"),
         attention=AttentionSpec(d_model=d, n_heads=heads, qkv_bias=True, o_bias=True),
         dense_ffn=dense_spec(r, d, gated=False, bias=True),
-        max_positions=r.integer("max_position_embeddings"),
+        max_positions=positions,
+        first_position=first_position,
         type_vocab_size=r.integer("type_vocab_size", minimum=0),
         norm="layernorm",
         final_norm=False,
