@@ -56,6 +56,19 @@ def test_no_mtp_leaves_the_layer_out() -> None:
     assert result.exit_code == 2 and "--no-mtp" in result.stderr and "Traceback" not in result.output
 
 
+def test_the_checkpoint_says_what_it_holds_beside_the_parameter_table() -> None:
+    # The summary's weights are the parameter table's 671,026,404,352 (DeepSeek's published 671B);
+    # the checkpoint adds the MTP layer and the router score biases counted by hand above, and says so
+    # beside its bf16 size. A checkpoint with nothing beside the model says nothing.
+    shipped = f"{13_463_426_048 + 59 * 256:,}"  # the MTP layer as counted by hand above, and 59 layers' 256 biases
+    text = " ".join(runner.invoke(app, ["params", "--preset", "deepseek-v3"], terminal_width=100).output.split())
+    assert f"holds the parameter table's 671,026,404,352 and {shipped} it ships beside them" in text
+    assert "(multi-token prediction, router score biases)" in text
+    plain = " ".join(runner.invoke(app, ["params", "--preset", "deepseek-v3", "--no-mtp"], terminal_width=100).output.split())
+    assert "(router score biases)" in plain and "multi-token" not in plain
+    assert "ships beside" not in runner.invoke(app, ["params", "--preset", "llama-3.1-8b", "--weights", "fp8"]).output
+
+
 def test_the_configs_quantization_config_decides_what_weights_quantizes() -> None:
     # gpt-oss-120b's MXFP4 checkpoint keeps attention in bf16, as its quantization_config says:
     # --weights mxfp4 now prices that checkpoint (its published 65,248,815,744 B); --quantize
