@@ -133,6 +133,9 @@ class FFNSpec:
     )
     shared_d_ff: int | None = None
     shared_expert_gate: bool = False
+    # Routed experts that read and write a latent narrower than d_model, through a down and an up
+    # projection every token runs (Nemotron 3's moe_latent_size, its "latent MoE"); None: d_model.
+    latent: int | None = None
     expert_variant: str = field(
         default="swiglu", metadata=option("--expert-variant", help="Variant of each expert.", panel=MOE_PANEL, complete="expert_variants")
     )
@@ -194,6 +197,10 @@ class FFNSpec:
             raise unknown_name("expert_variant", self.expert_variant, allowed, what=N_("dense or gated variant"))
         if self.capacity_factor is not None and (not is_finite_number(self.capacity_factor) or not 0 < self.capacity_factor <= 1024):
             raise FFNError("capacity_factor", self.capacity_factor, _("must be a number in (0, 1024]"))
+        if self.latent is not None:
+            check_int("latent", self.latent)
+            if "latent" not in self.info.own_options:
+                raise FFNError("latent", self.latent, _("applies to routed experts (variant moe)"))
 
     # --- derived views -------------------------------------------------------------------
 
@@ -239,6 +246,10 @@ class FFNSpec:
     def shared_hidden(self) -> int:
         """Width of the one FFN that holds all shared experts (0 when there are none)."""
         return self.mixture.shared_hidden(self) if self.mixture else 0
+
+    def expert_shape(self) -> FFNSpec:
+        """What one routed expert reads and writes: d_model, or the latent where there is one."""
+        return self if self.latent is None else replace(self, d_model=self.latent, latent=None)
 
     def with_(self, **changes: Any) -> FFNSpec:
         return replace(self, **changes)

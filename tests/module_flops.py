@@ -15,7 +15,9 @@ def module_flops(config: dict[str, Any], input_ids: Any) -> dict[str, int]:
 
     # no parameter asks for a gradient: FlopCounterMode's module tracker hooks autograd on them
     # (DBRX passes views of its expert weights as arguments)
-    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval().requires_grad_(False)
+    # eager experts: a loop of matmuls FlopCounterMode counts (a grouped matmul it may not)
+    built = transformers.AutoConfig.for_model(**config)
+    model = transformers.AutoModelForCausalLM.from_config(built, experts_implementation="eager").eval().requires_grad_(False)
     prefix = f"{type(model).__name__}.model."
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(input_ids)

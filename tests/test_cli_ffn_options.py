@@ -118,6 +118,7 @@ def test_defaults_are_the_documented_ones(runner: CliRunner) -> None:
         "shared_experts": 0,
         "shared_d_ff": None,
         "shared_expert_gate": False,
+        "latent": None,
         "expert_variant": "swiglu",
         "capacity_factor": None,
         "normalize_top_k": True,

@@ -351,17 +351,29 @@ def test_nemotron_h_decode_roofline_by_hand() -> None:
     assert model["kv_cache_bytes"] == 4 * 1002 * 2 * 8 * 128 * 2 + 24 * 2 * state * 2
 
 
-def test_nemotron_h_latent_moe_is_counted_by_building_it(tmp_path: Any) -> None:
-    # Experts over a latent narrower than hidden_size (moe_latent_size): no FFNSpec holds them,
-    # so the count is transformers' build, and says so.
-    config = small_config("nemotron_h", NEMOTRON_CASES[0]) | {"moe_latent_size": 32}
+@pytest.mark.parametrize("mlp_bias", [False, True])
+def test_nemotron_h_latent_moe_against_transformers(tmp_path: Any, mlp_bias: bool) -> None:
+    # Nemotron 3 Super's and Ultra's latent MoE: routed experts read and write a latent of 32
+    # between fc1_latent_proj (d → 32) and fc2_latent_proj (32 → d), biased with mlp_bias; the
+    # router and the shared expert read d. The reader's count is transformers' build; its FLOPs of
+    # layer 3 (the MoE) are FlopCounterMode's over transformers' own layer, 7 tokens of k experts.
+    from ffn_cli.models.count import count_model
+    from tests.module_flops import module_flops
+
+    config = small_config("nemotron_h", NEMOTRON_CASES[0]) | {"moe_latent_size": 32, "mlp_bias": mlp_bias}
+    spec = model_spec_from_config(config)
+    assert spec.moe_ffn is not None and spec.moe_ffn.latent == 32 and spec.moe_layers == (3,)
+    assert count_model(spec).total_params == sum(p.numel() for p in _meta_model(config).parameters())
+    counts = module_flops(config, torch.randint(1, 100, (1, 7)))
+    assert counts["layers.3.mixer"] == 7 * spec.ffn_matmul_flops(spec.moe_ffn)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    result = CliRunner().invoke(app, ["params", "--config", str(path), "--no-cache", "--json"])
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--weights", "fp8", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["model_class"] == "NemotronHForCausalLM"
-    assert data["total_params"] == sum(p.numel() for p in _meta_model(config).parameters())
+    assert "model_class" not in data  # read, not built
+    latent = next(r for r in data["checkpoint"]["roles"] if r["role"] == "latent")
+    assert latent["params"] == 2 * 32 * config["hidden_size"] and latent["format"] == "fp8"
 
 
 def test_nemotron_h_of_mixers_alone_counts_and_refuses_a_trace(tmp_path: Any) -> None:

@@ -425,7 +425,10 @@ def test_model_spec_rejects_inconsistent_layers() -> None:
             "num_experts_per_tok=4 is invalid",
         ),
         (json.dumps(_llama_like("qwen2_moe", mlp_only_layers="all")), "mlp_only_layers='all' is invalid"),
-        (json.dumps({**load_preset("roberta-base"), "pad_token_id": 513}), "pad_token_id=513 is invalid: leaves no position rows of the 514"),
+        (
+            json.dumps({**load_preset("roberta-base"), "pad_token_id": 513}),
+            "pad_token_id=513 is invalid: leaves no position rows of the 514",
+        ),
     ],
 )
 def test_bad_configs_raise_one_line_errors(tmp_path: Path, content: str, message: str) -> None:

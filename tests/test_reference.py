@@ -40,6 +40,14 @@ def test_capacity_dropping_matches_the_reference(capacity_factor: float) -> None
     assert _relative_error(spec, torch.float64) < 1e-12
 
 
+@pytest.mark.parametrize("capacity_factor", [None, 0.25])
+def test_a_latent_moe_matches_the_reference(capacity_factor: float | None) -> None:
+    # Experts of width 8 read and write between a 12 → 8 and an 8 → 12 projection (Nemotron 3's).
+    spec = FFNSpec(variant="moe", d_model=12, d_ff=20, experts=4, top_k=2, shared_experts=1, expert_variant="relu2",
+                   capacity_factor=capacity_factor, latent=8)  # fmt: skip
+    assert _relative_error(spec, torch.float64) < 1e-12
+
+
 def test_tutorial_numpy_style() -> None:
     """The first tutorial's computation, written out: relu(x @ W1 + b1) @ W2 + b2."""
     rng = np.random.default_rng(42)

@@ -66,6 +66,17 @@ def test_moe_capacity_and_fused_experts(fused: bool, capacity_factor: float | No
     assert max(_worst_errors(spec, torch.float64).values()) < 1e-12
 
 
+@pytest.mark.parametrize("expert_variant", ["relu2", "swiglu"])
+@pytest.mark.parametrize("capacity_factor", [None, 0.25])
+def test_moe_in_a_latent(expert_variant: str, capacity_factor: float | None) -> None:
+    # Nemotron 3's latent MoE: experts of width 8 between a 12 → 8 and an 8 → 12 projection, a
+    # shared expert at 12; torch's autograd against the NumPy backward written by hand.
+    spec = FFNSpec(variant="moe", d_model=12, d_ff=20, experts=4, top_k=2, shared_experts=1, expert_variant=expert_variant,
+                   capacity_factor=capacity_factor, latent=8)  # fmt: skip
+    errors = _worst_errors(spec, torch.float64)
+    assert {"fc1_latent_proj.weight", "fc2_latent_proj.weight"} <= set(errors) and max(errors.values()) < 1e-12, errors
+
+
 def test_hand_written_relu_backward() -> None:
     """The tutorial's two matmuls differentiated on paper: dW2 = hᵀ·dy, dh = dy·W2ᵀ ⊙ [pre > 0], dW1 = xᵀ·dpre."""
     rng = np.random.default_rng(1)

@@ -35,7 +35,7 @@ __all__ = [
     "weight_tensors",
 ]
 
-_FFN = frozenset({"experts", "shared", "dense_ffn"})
+_FFN = frozenset({"experts", "shared", "latent", "dense_ffn"})
 _LINEARS = _FFN | {"attention"}
 QUANTIZE_SCOPES: dict[str, frozenset[str]] = {
     "experts": frozenset({"experts"}),
@@ -46,6 +46,7 @@ QUANTIZE_SCOPES: dict[str, frozenset[str]] = {
 ROLE_WORDS = {
     "experts": N_("routed experts"),
     "shared": N_("shared experts"),
+    "latent": N_("latent projections"),
     "dense_ffn": N_("dense FFNs"),
     "attention": N_("attention projections"),
     "router": N_("routers"),
@@ -180,6 +181,7 @@ _MODULE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("router", ("router",)),
     ("mlp.gate", ("router",)),
     ("experts", ("experts",)),
+    ("latent_proj", ("latent",)),  # Nemotron 3's fc1_latent_proj, fc2_latent_proj
     ("embed", ("embedding",)),
     ("lm_head", ("head",)),
     ("mlp", tuple(_FFN | {"router"})),

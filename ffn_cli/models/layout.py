@@ -24,6 +24,7 @@ from ffn_cli.accounting import ParamTensor, param_tensors
 from ffn_cli.i18n import N_
 from ffn_cli.models.spec import ExtraPart, ModelSpec
 from ffn_cli.spec import FFNSpec
+from ffn_cli.variants.moe import LATENT_DOWN, LATENT_UP
 
 __all__ = [
     "Block",
@@ -45,7 +46,7 @@ PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "v
 # What a quantizer chooses a tensor by: gpt-oss quantizes only "experts", DeepSeek-V3 every
 # linear but its "router", "embedding" and "head". A 1-D tensor (bias, norm) is a "vector",
 # never quantized; a vision tower is placed by part, as one "vision".
-Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "dense_ffn", "vector", "vision", "other"]
+Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "latent", "dense_ffn", "vector", "vision", "other"]
 
 # Block names, English ids marked for translation: the parts table's rows.
 TOKEN_EMBEDDINGS = N_("token embeddings")
@@ -62,7 +63,7 @@ POOLER = N_("pooler")
 
 _EXPERT = re.compile(r"^experts\.\d+\.")
 # The roles of a Linear's weight, which quantizers replace (weights.py's "linears" scope).
-_LINEAR_ROLES = frozenset({"attention", "experts", "shared", "dense_ffn"})
+_LINEAR_ROLES = frozenset({"attention", "experts", "shared", "latent", "dense_ffn"})
 # A parameter the layout names "module (leaf)", no Linear's: not "q_proj.weight (output gate half)".
 _NOT_A_LINEAR = re.compile(r"^(?![^ ]*\.(weight|bias) \()[^ ]* \(")
 
@@ -122,6 +123,8 @@ def ffn_role(name: str) -> Role:
         return "experts"
     if head.startswith("shared_expert"):
         return "router" if head == "shared_expert_gate" else "shared"
+    if head in (LATENT_DOWN, LATENT_UP):
+        return "latent"
     return "router" if head == "router" else "dense_ffn"
 
 

@@ -25,7 +25,7 @@ class _Mixture(FFNModule):
         self.mixture = variant
         expert = variant.expert(spec)
         self.router = make_linear(spec.d_model, spec.experts, False)
-        self.experts = nn.ModuleList(FFN(spec, expert, spec.hidden) for _ in range(spec.experts))
+        self.experts = nn.ModuleList(FFN(spec.expert_shape(), expert, spec.hidden) for _ in range(spec.experts))
 
     def _forward(self, x: Tensor) -> Tensor:
         return self.mixture.forward(self.spec, ModuleWeights(self), x)
@@ -42,6 +42,9 @@ class MoEFFN(_Mixture):
         expert = variant.expert(spec)
         self.shared_experts = FFN(spec, expert, shared) if shared else None
         self.shared_expert_gate = make_linear(spec.d_model, 1, False) if shared and spec.shared_expert_gate else None
+        if spec.latent:  # the routed experts' way into and out of their latent
+            self.fc1_latent_proj = make_linear(spec.d_model, spec.latent, False)
+            self.fc2_latent_proj = make_linear(spec.latent, spec.d_model, False)
         self.dispatch = dispatch
 
     def _forward(self, x: Tensor) -> Tensor:

@@ -1,6 +1,6 @@
 """`moe`'s form: softmax router, top-k choice (renormalised when the spec says so), capacity
-drops in token order, each expert through its variant's form, shared experts behind an
-optional sigmoid gate."""
+drops in token order, each expert through its variant's form (in a latent, through a down and
+an up projection, where the spec has one), shared experts behind an optional sigmoid gate."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from ffn_cli.reference.forms import MixtureForm, reference_of
 from ffn_cli.reference.numpy_ops import Array, Gradients, linear, linear_backward, sigmoid, softmax, softmax_backward
-from ffn_cli.variants.moe import RoutedMoE
+from ffn_cli.variants.moe import LATENT_DOWN, LATENT_UP, RoutedMoE
 
 if TYPE_CHECKING:
     from ffn_cli.variants.shape import FFNShape
@@ -25,10 +25,13 @@ class RoutedMoEForm(MixtureForm):
         expert = self.expert(spec)
         probs = softmax(linear(x, weights, "router"))  # (N, E)
         chosen, gates = self.route(spec, probs)
-        out = np.zeros_like(x)
+        inner = linear(x, weights, LATENT_DOWN) if spec.latent else x  # what the experts read
+        out = np.zeros_like(inner)
         for e, (rows, slots) in enumerate(self.rows(spec, chosen)):
             if rows.size:
-                out[rows] += gates[rows, slots][:, None] * expert.forward(spec, weights, x[rows], f"experts.{e}.")
+                out[rows] += gates[rows, slots][:, None] * expert.forward(spec, weights, inner[rows], f"experts.{e}.")
+        if spec.latent:
+            out = linear(out, weights, LATENT_UP)
         if self.variant.shared_hidden(spec):
             shared = expert.forward(spec, weights, x, "shared_experts.")
             if spec.shared_expert_gate:
@@ -58,21 +61,37 @@ class RoutedMoEForm(MixtureForm):
         """Each expert gets its rows of dy scaled by their gate weights, and scatters its input
         gradient back to those rows; each gate weight's gradient is dy·y_expert, which flows back
         through the renormalisation and the softmax into the router. The top-k choice itself
-        has no gradient; a row dropped over capacity gets none from the expert it missed."""
+        has no gradient; a row dropped over capacity gets none from the expert it missed. In a
+        latent, the experts' gradient comes back through the up projection and leaves through
+        the down one."""
         expert = self.expert(spec)
         probs = softmax(linear(x, weights, "router"))  # (N, E)
         chosen, gates = self.route(spec, probs)
-        grad_x, grads = np.zeros_like(x), {}
+        grads: dict[str, Array] = {}
+        inner, grad_routed = x, grad_out
+        if spec.latent:
+            inner = linear(x, weights, LATENT_DOWN)
+            combined = np.zeros_like(inner)
+            for e, (rows, slots) in enumerate(self.rows(spec, chosen)):
+                if rows.size:
+                    combined[rows] += gates[rows, slots][:, None] * expert.forward(spec, weights, inner[rows], f"experts.{e}.")
+            grad_routed, up = linear_backward(combined, grad_out, weights, LATENT_UP)
+            grads.update(up)
+        grad_inner = np.zeros_like(inner)
         grad_gates = np.zeros_like(gates)  # (N, k)
         for e, (rows, slots) in enumerate(self.rows(spec, chosen)):
             prefix = f"experts.{e}."
             if not rows.size:  # an expert no token reached learns nothing
-                grads.update({t.name: np.zeros(t.shape) for t in expert.variant.tensors(spec, spec.hidden, prefix)})
+                grads.update({t.name: np.zeros(t.shape) for t in expert.variant.tensors(spec.expert_shape(), spec.hidden, prefix)})
                 continue
-            grad_gates[rows, slots] = (grad_out[rows] * expert.forward(spec, weights, x[rows], prefix)).sum(axis=-1)
-            grad_rows, own = expert.backward(spec, weights, x[rows], gates[rows, slots][:, None] * grad_out[rows], prefix)
-            np.add.at(grad_x, rows, grad_rows)
+            grad_gates[rows, slots] = (grad_routed[rows] * expert.forward(spec, weights, inner[rows], prefix)).sum(axis=-1)
+            grad_rows, own = expert.backward(spec, weights, inner[rows], gates[rows, slots][:, None] * grad_routed[rows], prefix)
+            np.add.at(grad_inner, rows, grad_rows)
             grads.update(own)
+        grad_x = grad_inner
+        if spec.latent:
+            grad_x, down = linear_backward(x, grad_inner, weights, LATENT_DOWN)
+            grads.update(down)
         if spec.normalize_top_k:  # ĝ = g / Σg: dg = (dĝ − Σ dĝ ⊙ ĝ) / Σg
             picked = np.take_along_axis(probs, chosen, axis=-1)
             grad_gates = (grad_gates - (grad_gates * gates).sum(axis=-1, keepdims=True)) / picked.sum(axis=-1, keepdims=True)

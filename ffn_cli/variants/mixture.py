@@ -88,10 +88,10 @@ class MixtureVariant(Variant):
     # --- layout -------------------------------------------------------------------------------
 
     def param_tensors(self, spec: FFNShape) -> list[ParamTensor]:
-        expert = self.expert(spec)
+        expert, inner = self.expert(spec), spec.expert_shape()
         tensors = [ParamTensor("router.weight", (spec.experts, spec.d_model))]
         for i in range(spec.experts):
-            tensors += expert.tensors(spec, spec.hidden, f"experts.{i}.")
+            tensors += expert.tensors(inner, spec.hidden, f"experts.{i}.")
         return tensors
 
     def param_formula(self, spec: FFNShape) -> str:
@@ -110,14 +110,14 @@ class MixtureVariant(Variant):
         ]
 
     def expert_steps(self, spec: FFNShape) -> list[FlopStep]:
-        k = self.active_experts(spec)
-        steps = [s.times(k) for s in self.expert(spec).steps(spec, spec.hidden, "expert.")]
-        return [*steps, FlopStep("combine", 0, 2 * k * spec.d_model, "Σ_k g_k·y_k")]
+        k, inner = self.active_experts(spec), spec.expert_shape()
+        steps = [s.times(k) for s in self.expert(spec).steps(inner, spec.hidden, "expert.")]
+        return [*steps, FlopStep("combine", 0, 2 * k * inner.d_model, "Σ_k g_k·y_k")]
 
     def saved_expert_path(self, spec: FFNShape) -> list[SavedTensor]:
         """One expert's saved tensors, scaled to the tokens that reach it (k per token)."""
-        k = self.active_experts(spec)
-        return [SavedTensor(f"experts: {s.name}", k * s.per_token, s.width, s.fixed) for s in self.expert(spec).saved(spec, spec.hidden)]
+        k, inner = self.active_experts(spec), spec.expert_shape()
+        return [SavedTensor(f"experts: {s.name}", k * s.per_token, s.width, s.fixed) for s in self.expert(spec).saved(inner, spec.hidden)]
 
     def saved_router(self, spec: FFNShape) -> list[SavedTensor]:
         return [SavedTensor("x", spec.d_model), SavedTensor("router probabilities", spec.experts, Width.GATE)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,9 +16,17 @@ if TYPE_CHECKING:
 
 __all__ = ["DispatchOrder", "DispatchStats", "RoutedMoE"]
 
+# A latent MoE's projections around its routed experts (transformers' names, Nemotron 3's).
+LATENT_DOWN, LATENT_UP = "fc1_latent_proj", "fc2_latent_proj"
+
 # How the forward finds each expert's rows: one torch.where per expert, or one sort of all the
 # (token, slot) pairs by expert. Both keep token order within an expert, so both drop alike.
 DispatchOrder = Literal["by_expert", "sorted"]
+
+
+def _in_latent(formula: str) -> str:
+    """An expert's formula in d written for experts that read and write the latent L."""
+    return re.sub(r"\bd\b", "L", formula)
 
 
 @dataclass
@@ -52,6 +61,7 @@ class RoutedMoE(MixtureVariant):
         "shared_expert_gate",
         "capacity_factor",
         "normalize_top_k",
+        "latent",
     }
     active_symbol = "k"
     expert_parallel = True
@@ -62,9 +72,11 @@ class RoutedMoE(MixtureVariant):
         "softmax",
         "top_k",
         "renormalise",
+        LATENT_DOWN,
         "dispatch",
         "experts",
         "combine",
+        LATENT_UP,
         "shared_experts",
         "shared_expert_gate",
         "shared_add",
@@ -86,6 +98,8 @@ class RoutedMoE(MixtureVariant):
         parts = [*super().header_words(spec), Message.of(top_k, k=spec.top_k)]
         if spec.shared_experts:
             parts.append(Message.of(N_("{count} shared"), count=spec.shared_experts))
+        if spec.latent:
+            parts.append(Message.of(N_("experts in a latent of {latent}"), latent=f"{spec.latent:,}"))
         if spec.capacity_factor is not None:
             parts.append(Message.of(N_("capacity factor {factor}"), factor=f"{spec.capacity_factor:g}"))
         return parts
@@ -96,6 +110,8 @@ class RoutedMoE(MixtureVariant):
     def model_words(self, spec: FFNShape) -> tuple[str, list[str]]:
         routed, words = super().model_words(spec)
         words.append(Message.of(N_(", top-{k}"), k=spec.top_k))
+        if spec.latent:
+            words.append(Message.of(N_(", in a latent of {latent}"), latent=f"{spec.latent:,}"))
         shared = self.shared_hidden(spec)
         if shared:
             words.append(Message.of(N_(", shared d_ff {d_ff}"), d_ff=f"{shared:,}"))
@@ -111,6 +127,11 @@ class RoutedMoE(MixtureVariant):
 
     def param_tensors(self, spec: FFNShape) -> list[ParamTensor]:
         tensors = super().param_tensors(spec)
+        if spec.latent:
+            tensors += [
+                ParamTensor(f"{LATENT_DOWN}.weight", (spec.latent, spec.d_model)),
+                ParamTensor(f"{LATENT_UP}.weight", (spec.d_model, spec.latent)),
+            ]
         shared = self.shared_hidden(spec)
         if shared:
             tensors += self.expert(spec).tensors(spec, shared, "shared_experts.")
@@ -120,12 +141,14 @@ class RoutedMoE(MixtureVariant):
 
     def active_params(self, spec: FFNShape) -> int:
         """The router, k experts and the shared ones: what one token touches."""
-        one = sum(t.count for t in self.expert(spec).tensors(spec, spec.hidden))
+        one = sum(t.count for t in self.expert(spec).tensors(spec.expert_shape(), spec.hidden))
         return sum(t.count for t in self.param_tensors(spec)) - (spec.experts - spec.top_k) * one
 
     def param_formula(self, spec: FFNShape) -> str:
         one = self.expert(spec).param_formula(spec)
-        text = f"E·d + E·({one})"
+        text = f"E·d + E·({_in_latent(one)})" if spec.latent else f"E·d + E·({one})"
+        if spec.latent:
+            text += " + 2·d·L"
         if self.shared_hidden(spec):
             text += " + shared(" + one.replace("d_ff", "d_sh") + ")"
             if spec.shared_expert_gate:
@@ -134,7 +157,7 @@ class RoutedMoE(MixtureVariant):
 
     def matmul_flops_formula(self, spec: FFNShape) -> str:
         one = self.expert(spec).matmul_per_token()
-        text = f"2·d·E + k·{one}"
+        text = f"2·d·E + k·{_in_latent(one)} + 4·d·L" if spec.latent else f"2·d·E + k·{one}"
         if self.shared_hidden(spec):
             text += " + " + one.replace("d_ff", "d_sh") + (" + 2·d" if spec.shared_expert_gate else "")
         return text
@@ -146,7 +169,11 @@ class RoutedMoE(MixtureVariant):
         steps = self.router_steps(spec)
         if spec.normalize_top_k:
             steps.append(FlopStep("renormalise", 0, 2 * k, "top-k weights / their sum"))
+        if spec.latent:
+            steps.append(FlopStep(LATENT_DOWN, 2 * d * spec.latent, 0, "x·W_fc1ᵀ: d → L"))
         steps += self.expert_steps(spec)
+        if spec.latent:
+            steps.append(FlopStep(LATENT_UP, 2 * spec.latent * d, 0, "y·W_fc2ᵀ: L → d"))
         shared = self.shared_hidden(spec)
         if shared:
             steps += self.expert(spec).steps(spec, shared, "shared_experts.")
@@ -161,17 +188,21 @@ class RoutedMoE(MixtureVariant):
         per-expert tensors sum to k per token: each expert's own, its output and gate weight
         (kept by the weighting multiply), the weighted output (kept by index_add), and the
         int64 token and slot indices of its rows (one storage: torch.where's columns)."""
-        d, k = spec.d_model, spec.top_k
+        k, inner = spec.top_k, spec.expert_shape().d_model  # what the experts read and write: d, or the latent
         kept = [*self.saved_router(spec), SavedTensor("top-k indices", k, Width.INDEX)]
         if spec.normalize_top_k:
             kept += [SavedTensor("top-k weights", k, Width.GATE), SavedTensor("their sum", 1, Width.GATE)]
+        if spec.latent:
+            kept.append(SavedTensor("latent tokens (fc1's output, the experts' input)", inner))
         kept += self.saved_expert_path(spec)
         kept += [
-            SavedTensor("expert outputs", k * d),
+            SavedTensor("expert outputs", k * inner),
             SavedTensor("gate weight per row", k),
-            SavedTensor("weighted outputs (index_add keeps its source)", k * d),
+            SavedTensor("weighted outputs (index_add keeps its source)", k * inner),
             SavedTensor("token and slot indices", 2 * k, Width.INDEX),
         ]
+        if spec.latent:
+            kept.append(SavedTensor("combined latent (fc2's input)", inner))
         shared = self.shared_hidden(spec)
         if shared:
             # The shared experts read the same tokens as the router: x is kept once.
@@ -181,7 +212,7 @@ class RoutedMoE(MixtureVariant):
                 if s.name != "x"
             ]
             if spec.shared_expert_gate:
-                kept += [SavedTensor("σ(shared gate)", 1), SavedTensor("shared output", d)]
+                kept += [SavedTensor("σ(shared gate)", 1), SavedTensor("shared output", spec.d_model)]
         return kept
 
     # --- labels -------------------------------------------------------------------------------
@@ -193,6 +224,8 @@ class RoutedMoE(MixtureVariant):
             "combine": "Σ_k ĝ_k·expert_k(x)",
             "shared_add": N_("routed + shared"),
             "shared_expert_gate": "σ(x·w_g)·shared + routed",
+            LATENT_DOWN: "x·W_fc1ᵀ: d → L",
+            LATENT_UP: "y·W_fc2ᵀ: L → d",
         }.get(step) or super().step_formula(spec, step)
 
     def step_explanation(self, spec: FFNShape, step: str) -> Message | None:
@@ -205,9 +238,11 @@ class RoutedMoE(MixtureVariant):
             "combine": N_("adds each expert's output back at its tokens, weighted by its ĝ: y = Σ_k ĝ_k·expert_k(x)"),
             "shared_add": N_("adds the shared experts' output to the routed experts'"),
             "shared_expert_gate": N_("a sigmoid gate per token scales the shared experts' output before it joins the routed one"),
+            LATENT_DOWN: N_("projects each token down to the latent of {latent} the routed experts read and write (a latent MoE)"),
+            LATENT_UP: N_("projects the experts' combined output back up from the latent of {latent} to d_model"),
         }
         if step in texts:
-            return Message.of(texts[step], k=spec.top_k, experts=spec.experts)
+            return Message.of(texts[step], k=spec.top_k, experts=spec.experts, latent=f"{spec.latent or spec.d_model:,}")
         return super().step_explanation(spec, step)
 
     # --- torch --------------------------------------------------------------------------------
@@ -225,10 +260,13 @@ class RoutedMoE(MixtureVariant):
         _, weights, chosen = self.route(spec, w, tokens)  # (N, k) each
         n = tokens.shape[0]
         stats = DispatchStats(tokens=n, capacity=r.capacity(spec, n), assumed_balanced=x.is_meta)
-        out = w.step("combine", r.zeros_like, tokens)
+        inner = w.linear(LATENT_DOWN, tokens) if spec.latent else tokens  # what the experts read: (N, d) or (N, L)
+        out = w.step("combine", r.zeros_like, inner)
         for e, (rows, slot) in self._assignments(spec, w, chosen, stats, dispatch).items():
-            expert_out = w.call(f"experts.{e}", w.step("dispatch", r.gather, tokens, rows))  # (n_e, d)
+            expert_out = w.call(f"experts.{e}", w.step("dispatch", r.gather, inner, rows))  # (n_e, d) or (n_e, L)
             out = self.combine(w, out, rows, expert_out, weights, slot)
+        if spec.latent:
+            out = w.linear(LATENT_UP, out)
         return w.step("unflatten", r.unflatten, self.add_shared(spec, w, tokens, out), x.shape), stats
 
     def route(self, spec: FFNShape, w: Weights, tokens: Any) -> tuple[Any, Any, Any]:

@@ -51,6 +51,15 @@ class FFNShape(Protocol):
     def shared_expert_gate(self) -> bool: ...
 
     @property
+    def latent(self) -> int | None:
+        """The width routed experts read and write where it is not d_model (a latent MoE)."""
+        ...
+
+    def expert_shape(self) -> FFNShape:
+        """The shape one routed expert sees: d_model, or the latent."""
+        ...
+
+    @property
     def expert_variant(self) -> str: ...
 
     @property

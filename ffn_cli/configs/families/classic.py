@@ -96,7 +96,9 @@ def _bert(r: FamilyReader, name: str) -> ModelSpec:
     if r.model_type != "bert":  # RoBERTa's positions, as fairseq's, start past its padding row: padding_idx + 1
         pad = r.integer("pad_token_id", minimum=0)
         if pad + 1 >= positions:
-            raise FFNError(r.key("pad_token_id"), pad, _("leaves no position rows of the {rows:,}: positions start past it").format(rows=positions))
+            raise FFNError(
+                r.key("pad_token_id"), pad, _("leaves no position rows of the {rows:,}: positions start past it").format(rows=positions)
+            )
         first_position = pad + 1
     return ModelSpec(
         name=name,

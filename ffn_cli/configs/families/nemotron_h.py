@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ffn_cli.accounting import ParamTensor
-from ffn_cli.configs.families.common import FamilyReader, Unreadable, attention_spec, decoder_spec, moe_spec
+from ffn_cli.configs.families.common import FamilyReader, attention_spec, decoder_spec, moe_spec
 from ffn_cli.configs.families.family import Family
 from ffn_cli.configs.routing_words import routing_rules
 from ffn_cli.errors import FFNError
@@ -16,6 +16,7 @@ from ffn_cli.i18n import _
 from ffn_cli.models.mixers import STATE_DTYPE_BYTES, mamba2
 from ffn_cli.models.spec import MAX_LAYERS, ModelSpec
 from ffn_cli.spec import MAX_DIM, FFNSpec, check_int
+from ffn_cli.variants.moe import LATENT_DOWN, LATENT_UP
 
 __all__ = ["NEMOTRON_H"]
 
@@ -86,11 +87,10 @@ def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:
     # unbiased up/down experts of moe_intermediate_size, top num_experts_per_tok, beside one
     # shared NemotronHMLP of moe_shared_expert_intermediate_size (0 falls back to
     # intermediate_size, as the class's `or` does; n_shared_experts is not read), mlp_bias on
-    # the shared MLP only. e_score_correction_bias is a buffer; transformers builds no MTP layers.
+    # the shared MLP only. With moe_latent_size (Nemotron 3 Super and Ultra) the routed experts
+    # read and write that latent, through fc1_latent_proj and fc2_latent_proj (mlp_bias theirs
+    # too). e_score_correction_bias is a buffer; transformers builds no MTP layers.
     types = _nemotron_h_types(r)
-    if r.config.get("moe_latent_size") is not None and "moe" in types:
-        # Experts over a latent narrower than hidden_size: no FFNSpec holds that; transformers' build counts it.
-        raise Unreadable(r.config, name, r.source)
     d, n = r.integer("hidden_size"), len(types)
     kind = {t: tuple(i for i, x in enumerate(types) if x == t) for t in _NEMOTRON_H_LETTERS.values()}
     mixer = None
@@ -125,9 +125,12 @@ def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:
             shared=1,
             shared_d_ff=shared,
             expert_variant=act,
+            latent=r.opt_integer("moe_latent_size"),
         )
         if mlp_bias:
             extra = tuple(ParamTensor(f"shared_experts.{p}.bias", (w,)) for p, w in (("up_proj", shared), ("down_proj", d)))
+            if moe.latent:
+                extra += (ParamTensor(f"{LATENT_DOWN}.bias", (moe.latent,)), ParamTensor(f"{LATENT_UP}.bias", (d,)))
         groups = r.integer("n_group")
         top_groups = r.integer("topk_group") if groups > 1 else None
         routing = routing_rules(
