@@ -112,6 +112,12 @@ STATED: dict[str, tuple[float, float | None, str]] = {
     # NVIDIA's Nemotron 3 Nano report (arXiv:2512.20848): 31.6B total, 3.2B active per forward
     # pass without the embeddings, 3.6B with them.
     "nemotron-3-nano-30b-a3b": (31.6, 3.6, "31.6B total, 3.6B active with the embeddings"),
+    # Nemotron 3 Super and Ultra (latent MoE), as their names state them; active without the
+    # embeddings, the convention of the Nano report above.
+    "nemotron-3-super-120b-a12b": (120, 12, "120B total, 12B active: active without the embeddings"),
+    "nemotron-3-ultra-550b-a55b": (550, 55, "550B total, 55B active: active without the embeddings"),
+    # nvidia/MiniMax-M2.5-NVFP4: MiniMax-M2.5's architecture (M2's: 230B total, 10B active).
+    "minimax-m2.5-nvfp4": (229, 10, "230B total, 10B active: active without the embedding and head"),
 }
 
 
@@ -187,8 +193,10 @@ def test_preset_matches_its_stated_size(name: str) -> None:
     assert abs(m.total_params / 1e9 - total) < unit
     if active is not None:
         shown = m.active_params
-        if "without the embedding" in how:
+        if "without the embedding and head" in how:
             shown -= m.embedding_params + sum(p.params for p in m.parts if p.kind == "head")
+        elif "without the embeddings" in how:
+            shown -= m.embedding_params
         assert abs(shown / 1e9 - active) < 1
 
 

@@ -31,6 +31,21 @@ STATED: dict[str, tuple[str, float, float, str, str]] = {
 }
 
 
+# Presets that are a checkpoint's own config.json (the preset's `_source` names where it was
+# copied from): total and active held to transformers' meta build and to the size the vendor or
+# the name states, within `unit` billions. The causal-LM class of a multimodal model builds its
+# towers too (Gemma 4's, Kimi K2.5's); Qwen3.5's builds the text model alone.
+REAL: dict[str, tuple[str, float, float, float, str, str]] = {
+    "qwen3.5-27b": ("qwen3_5", 27, 1, 27, "all", "Qwen3.5-27B: 27B, dense"),
+    "qwen3.5-122b-a10b": ("qwen3_5_moe", 122, 1, 10, "all", "Qwen3.5-122B-A10B: 122B total, 10B activated"),
+    "qwen3.5-397b-a17b": ("qwen3_5_moe", 397, 1, 17, "all", "Qwen3.5-397B-A17B: 397B total, 17B activated"),
+    "gemma-4-26b-a4b": ("gemma4", 26, 1, 4, "all", "Gemma 4 26B A4B: 26B total, 4B active"),
+    "gemma-4-31b-it-nvfp4": ("gemma4", 31, 1, 31, "all", "Gemma 4 31B: 31B, dense"),
+    "kimi-k2.5": ("kimi_k25", 1000, 100, 32, "no embeddings", "Kimi K2.5: 1T total, 32B activated"),
+    "deepseek-v4-pro": ("deepseek_v4", 1600, 100, 49, "all", "DeepSeek-V4-Pro: 1.6T total, 49B activated"),
+}
+
+
 @pytest.fixture(scope="module")
 def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("xdg")
@@ -43,8 +58,12 @@ def _params(name: str, cache_home: Path) -> Any:
 
 
 def _transformers_total(config: dict[str, Any]) -> int:
+    own = transformers.AutoConfig.for_model(**{k: v for k, v in config.items() if k != "auto_map"})  # not the repository's code
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(own)
+        except ValueError:  # no causal-LM class: a model of images and text (Kimi K2.5's)
+            model = transformers.AutoModelForImageTextToText.from_config(own)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -76,3 +95,16 @@ def test_the_list_names_them_without_building() -> None:
     for name, (model_type, *_) in STATED.items():
         assert rows[name]["model_type"] == model_type and rows[name]["total_params"] is None
     assert set(rows["glm-5"]) == set(rows["llama-3.1-8b"])  # the same keys, unknown counts None
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_a_checkpoints_own_config_and_its_stated_size(name: str, cache_home: Path) -> None:
+    model_type, total, unit, active, convention, _stated = REAL[name]
+    preset = load_preset(name)
+    config = {k: v for k, v in preset.items() if not k.startswith("_")}
+    assert config["model_type"] == model_type and preset["_source"].startswith("the checkpoint's config.json")
+    data = _params(name, cache_home)
+    assert data["total_params"] == _transformers_total(config)
+    assert abs(data["total_params"] / 1e9 - total) < unit
+    shown = data["active_params"] - (data["embedding_params"] if convention == "no embeddings" else 0)
+    assert abs(shown / 1e9 - active) < 1

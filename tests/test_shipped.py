@@ -132,6 +132,64 @@ def test_a_compressed_tensors_scheme_ffn_does_not_read_says_so(tmp_path) -> None
     assert result.exit_code == 0 and "not read" in json.loads(result.stdout)["checkpoint"]["note"]
 
 
+def test_modelopt_nvfp4_stores_what_nvidias_checkpoints_store() -> None:
+    # nvidia/MiniMax-M2.5-NVFP4 (modelopt, quant_algo NVFP4), its ignore list keeping attention and
+    # the routers: each routed expert matrix stores e2m1 elements, an e4m3 scale per 16 and two
+    # float32 per tensor (weight_scale_2, input_scale). 62 layers × 256 experts × 3 matrices of
+    # 1,536 × 3,072, the rest in bf16.
+    c = _checkpoint("--preset", "minimax-m2.5-nvfp4")
+    experts = next(r for r in c["roles"] if r["role"] == "experts")
+    n = 1536 * 3072
+    assert experts["params"] == 62 * 256 * 3 * n and experts["format"] == "nvfp4"
+    assert experts["bytes"] == 62 * 256 * 3 * (n // 2 + n // 16 + 8)
+    assert c["quantized_roles"] == ["experts"]
+    rest = sum(r["bytes"] for r in c["roles"] if r["role"] != "experts")
+    assert rest == 2 * (c["total_params"] - experts["params"])  # bf16 everywhere else
+    assert "modelopt, not converted: attention projections, LM head, routers" in c["origin"]
+
+
+def test_modelopt_fp8_and_an_algorithm_ffn_does_not_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # ModelOpt's FP8: e4m3 and a float32 weight_scale and input_scale per linear; lm_head ignored.
+    fp8 = {"quant_method": "modelopt", "quant_algo": "FP8", "ignore": ["lm_head"]}
+    c = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", fp8))
+    assert c["bytes"] == 32 * sum(o * i + 8 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
+    qc = {"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}
+    result = runner.invoke(app, ["params", "--config", _config_with(tmp_path, "llama-3.1-8b", qc), "--json"])
+    assert result.exit_code == 0 and "quant_algo 'W4A8_AWQ' is not read" in json.loads(result.stdout)["checkpoint"]["note"]
+
+
+def test_a_wrappers_text_model_quantized_with_regular_expressions_left_out() -> None:
+    # Kimi K2.5 keeps its quantization_config in text_config: compressed-tensors int4, a bf16 scale
+    # per 32, its ignore list regular expressions for attention, the shared experts and the dense MLP
+    # (re:.*mlp\.(gate|up|gate_up|down)_proj.*, which does not reach the routed experts' mlp.experts.N).
+    # 60 MoE layers × 384 experts × 3 matrices of 2,048 × 7,168, each with weight_shape's two int64.
+    c = _checkpoint("--preset", "kimi-k2.5")
+    experts = next(r for r in c["roles"] if r["role"] == "experts")
+    n = 2048 * 7168
+    assert experts["params"] == 60 * 384 * 3 * n and experts["format"] == "ct-w4a16-group32"
+    assert experts["bytes"] == 60 * 384 * 3 * (n // 2 + n // 32 * 2 + 16)
+    for role in ("attention", "dense_ffn", "shared"):
+        assert next(r for r in c["roles"] if r["role"] == role)["format"] == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "roles"),
+    [
+        (r".*self_attn.*", ("attention",)),
+        (r".*mlp\.(gate|up|gate_up|down)_proj.*", ("dense_ffn",)),
+        (r".*mlp.gate$", ("router",)),
+        (r".*experts.*", ("experts", "shared")),
+        (r".*q_proj", None),  # attention's o_proj not: ffn cannot say it keeps attention out
+        (r"(", None),  # no regular expression
+    ],
+)
+def test_a_regular_expression_leaves_out_the_roles_it_matches_whole(pattern: str, roles: tuple[str, ...] | None) -> None:
+    from ffn_cli.costs.weights import _not_converted
+
+    kept, unread = _not_converted([f"re:{pattern}"])
+    assert (tuple(sorted(kept)) or None, unread) == ((tuple(sorted(roles)), []) if roles else (None, [f"re:{pattern}"]))
+
+
 def test_glm5s_mtp_layer_against_transformers_last_layer(tmp_path: Path) -> None:
     # GLM-5 (glm_moe_dsa) ships its MTP layer as DeepSeek-V3 does, indexer and all (vLLM loads it as
     # deepseek_mtp): one more of transformers' own last decoder layer, and beside it enorm, hnorm and

@@ -10,6 +10,7 @@ picks a set of roles, and a config.json's `quantization_config` is read into one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from math import ceil, prod
@@ -32,6 +33,7 @@ __all__ = [
     "ffn_role",
     "plan_from_config",
     "plan_from_options",
+    "quantization_config",
     "weight_tensors",
 ]
 
@@ -180,6 +182,9 @@ _MODULE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("attn", ("attention",)),
     ("router", ("router",)),
     ("mlp.gate", ("router",)),
+    ("block_sparse_moe.gate", ("router",)),  # Mixtral's and MiniMax's router
+    ("vision_tower", ("vision",)),
+    ("embed_vision", ("vision",)),  # Gemma's projector into the text model's width
     ("experts", ("experts",)),
     ("latent_proj", ("latent",)),  # Nemotron 3's fc1_latent_proj, fc2_latent_proj
     ("embed", ("embedding",)),
@@ -188,11 +193,45 @@ _MODULE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# One module path per tensor of each role, as transformers names a decoder's: what a
+# compressed-tensors `re:` pattern is matched against (re.match, as compressed-tensors does).
+_ROLE_PATHS: dict[str, tuple[str, ...]] = {
+    "attention": ("model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.o_proj"),
+    "dense_ffn": ("model.layers.0.mlp.gate_proj", "model.layers.0.mlp.up_proj", "model.layers.0.mlp.down_proj"),
+    "experts": ("model.layers.1.mlp.experts.0.gate_proj", "model.layers.1.mlp.experts.0.down_proj"),
+    "shared": ("model.layers.1.mlp.shared_experts.gate_proj", "model.layers.1.mlp.shared_experts.down_proj"),
+    "latent": ("model.layers.1.mixer.fc1_latent_proj", "model.layers.1.mixer.fc2_latent_proj"),
+    "router": ("model.layers.1.mlp.gate",),
+    "embedding": ("model.embed_tokens",),
+    "head": ("lm_head",),
+}
+
+
+def _pattern_roles(pattern: str) -> tuple[str, ...] | None:
+    """The roles whose every path an `re:` pattern matches; None where it matches only some of a
+    role's paths, or none (ffn cannot say what it keeps out), or is no regular expression."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return None
+    hits = {role: [compiled.match(path) is not None for path in paths] for role, paths in _ROLE_PATHS.items()}
+    if any(any(h) and not all(h) for h in hits.values()):
+        return None
+    return tuple(role for role, h in hits.items() if all(h)) or None
+
+
 def _not_converted(modules: list[str]) -> tuple[frozenset[str], list[str]]:
     """The roles `modules_to_not_convert` keeps out, and the entries no role matched."""
     roles: set[str] = set()
     unread = []
     for module in modules:
+        if module.startswith("re:"):  # compressed-tensors' regular expression: matched against each role's paths
+            matched = _pattern_roles(module.removeprefix("re:"))
+            if matched is None:
+                unread.append(module)
+            else:
+                roles.update(matched)
+            continue
         words = module.replace("*", "")
         hit = next((r for w, r in _MODULE_WORDS if w in words and not (w == "mlp.gate" and "gate_" in words)), None)
         if hit is None:
@@ -231,11 +270,19 @@ def _block_size(qc: Mapping[str, Any]) -> tuple[int, int] | None:
     return block[0], block[1]
 
 
+def quantization_config(config: Mapping[str, Any]) -> Any:
+    """config.json's quantization_config, or its text model's where a wrapper keeps it there (Kimi
+    K2.5's); None where neither has one."""
+    qc = config.get("quantization_config")
+    text = config.get("text_config")
+    return text.get("quantization_config") if qc is None and isinstance(text, Mapping) else qc
+
+
 def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str]:
     """The checkpoint's own storage from config.json's quantization_config, and a note:
     (None, why) when there is none or its method is not one ffn reads. A value of the wrong
     JSON type (a string for a list, `true` for a number) is refused, naming its key."""
-    qc = config.get("quantization_config")
+    qc = quantization_config(config)
     if qc is None:
         return None, ""
     if not isinstance(qc, Mapping):  # a string or a list: no quant_method to read, and silence would count it as bf16
@@ -263,6 +310,13 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
         # every Linear the group targets, lm_head and routers too, unless `ignore` names them
         fmt, scope = read_ct, _LINEARS | {"head", "router"}
         excluded, unread = _not_converted(_module_names(qc, "ignore"))
+    elif method == "modelopt":  # NVIDIA ModelOpt's checkpoints (nvidia/*-NVFP4, *-FP8): every Linear not ignored
+        algo = _MODELOPT.get(str(qc.get("quant_algo", "")).upper())
+        if algo is None:
+            said = N_("quantization_config modelopt quant_algo {algo} is not read by ffn: the checkpoint size is not shown")
+            return None, Message(said, algo=repr(qc.get("quant_algo")))
+        fmt, scope = algo, _LINEARS | {"head", "router"}
+        excluded, unread = _not_converted(_module_names(qc, "ignore" if "ignore" in qc else "exclude_modules"))
     elif method in ("gptq", "awq"):
         read = _integer_config(method, qc)
         if isinstance(read, str):
@@ -282,6 +336,16 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     origin = Message.join(origin, experts)
     return StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role), note
 
+
+# ModelOpt's quant_algo → what each quantized Linear stores: NVFP4's e2m1 with an e4m3 scale per 16
+# and a float32 weight_scale_2 and input_scale per tensor; FP8's e4m3 with a float32 weight_scale
+# and input_scale per tensor.
+_MODELOPT = {
+    "NVFP4": FORMATS["nvfp4"],
+    "FP8": replace(
+        FORMATS["fp8"], name="fp8-static", tensor_scale_bits=64, tensor_words=Message(N_("two fp32 per tensor (weight_scale, input_scale)"))
+    ),
+}
 
 # config.json's expert_dtype → the routed experts' format: DeepSeek-V4's reference model stores them
 # as float4_e2m1fn_x2 with a float8_e8m0fnu scale per 32 along the input, MXFP4's layout.

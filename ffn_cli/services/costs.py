@@ -18,7 +18,7 @@ from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pa
 from ffn_cli.costs.roofline.one_ffn import model_forecasts
 from ffn_cli.costs.roofline.per_gpu import gpu_pass
 from ffn_cli.costs.shipped import mtp_key, mtp_layers, shipped_tensors, unsized_mtp_layers
-from ffn_cli.costs.weights import check_scope, checkpoint, plan_from_config, plan_from_options
+from ffn_cli.costs.weights import check_scope, checkpoint, plan_from_config, plan_from_options, quantization_config
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.hardware.formats import FORMATS
@@ -70,7 +70,7 @@ def cost_options(request: ParamsRequest) -> CostOptions:
 
 def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     rest = TABLE_DTYPE.get(dtype, "bf16") if dtype != "float8" else "bf16"
-    if rest not in FORMATS and (opts.weights is not None or loaded.config.get("quantization_config") is None):
+    if rest not in FORMATS and (opts.weights is not None or quantization_config(loaded.config) is None):
         allowed = _(
             "no checkpoint format stores {dtype} weights; for --gpu, --tp, --ep or --weights choose float32, bfloat16, float16 or float8"
         )
@@ -168,7 +168,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
         plot = check_plot_file(opts.plot)
     plan, note = _plan(loaded, opts, dtype)
     spec = loaded.spec
-    quantized = opts.weights is not None or loaded.config.get("quantization_config") is not None
+    quantized = opts.weights is not None or quantization_config(loaded.config) is not None
     shipped = shipped_tensors(spec, loaded.config, mtp=opts.mtp)
     unsized_mtp = unsized_mtp_layers(spec, loaded.config) if opts.mtp else 0
     if not opts.mtp and not mtp_layers(spec, loaded.config) and not unsized_mtp_layers(spec, loaded.config):

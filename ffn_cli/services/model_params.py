@@ -14,6 +14,7 @@ from ffn_cli.configs.files import load_preset, preset_names
 from ffn_cli.configs.layout_cache import layout_cached
 from ffn_cli.configs.source import LoadedModel, load_models
 from ffn_cli.configs.unknown import UnknownModelType
+from ffn_cli.costs.weights import quantization_config
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.models.count import count_model
@@ -66,7 +67,7 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | Mo
         raise unknown
     # A checkpoint's quantization_config is priced as a read family's is (its stored-weights table):
     # that needs the layout too.
-    shipped = unknown.config.get("quantization_config") is not None
+    shipped = quantization_config(unknown.config) is not None
     if shipped or request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
         return _laid_out(request, unknown)
     built = count_cached(
