@@ -193,6 +193,9 @@ class LatentAttentionSpec:
     q_lora_rank is None (V2-Lite). kv: d → kv_lora_rank + rope (kv_a_proj_with_mqa, the rope
     part a single shared key head), RMSNorm over kv_lora_rank, → heads·(nope + v) (kv_b_proj).
     o: heads·v → d. `bias` (attention_bias) sits on q_a_proj, kv_a_proj_with_mqa and o_proj.
+    With `q_gate` (A.X K2's q_gate_proj) the queries are read from the latent and its norm side by
+    side (2·q_lora_rank) and written with an output gate of heads·v beside them, which scales the
+    attention's output before o_proj.
     """
 
     d_model: int
@@ -203,6 +206,7 @@ class LatentAttentionSpec:
     v_head_dim: int
     q_lora_rank: int | None = None
     bias: bool = False
+    q_gate: bool = False
 
     def __post_init__(self) -> None:
         check_int("hidden_size", self.d_model)
@@ -213,6 +217,8 @@ class LatentAttentionSpec:
         check_int("v_head_dim", self.v_head_dim)
         if self.q_lora_rank is not None:
             check_int("q_lora_rank", self.q_lora_rank)
+        elif self.q_gate:
+            raise FFNError("q_lora_rank", None, _("an output gate read with the queries needs the query latent"))
         if self.qk_head_dim < 1:
             raise FFNError("qk_nope_head_dim", self.qk_nope_head_dim, _("plus qk_rope_head_dim must be at least 1"))
 
@@ -257,11 +263,16 @@ class LatentAttentionSpec:
     def kind(self) -> str:
         return "MLA"
 
-    def _projections(self) -> list[tuple[str, int, int, bool]]:
+    def projections(self) -> list[tuple[str, int, int, bool]]:
         """(name, out, in, bias) of each linear, in the order the forward runs them."""
         h, d = self.n_heads, self.d_model
         if self.q_lora_rank is None:
             q = [("q_proj", h * self.qk_head_dim, d, False)]
+        elif self.q_gate:
+            q = [
+                ("q_a_proj", self.q_lora_rank, d, self.bias),
+                ("q_gate_proj", h * (self.qk_head_dim + self.v_head_dim), 2 * self.q_lora_rank, False),
+            ]
         else:
             q = [("q_a_proj", self.q_lora_rank, d, self.bias), ("q_b_proj", h * self.qk_head_dim, self.q_lora_rank, False)]
         kv = [
@@ -272,7 +283,7 @@ class LatentAttentionSpec:
 
     def tensors(self, prefix: str = "") -> list[ParamTensor]:
         out = []
-        for name, rows, cols, bias in self._projections():
+        for name, rows, cols, bias in self.projections():
             out.append(ParamTensor(f"{prefix}{name}.weight", (rows, cols)))
             if bias:
                 out.append(ParamTensor(f"{prefix}{name}.bias", (rows,)))
@@ -287,7 +298,7 @@ class LatentAttentionSpec:
 
     def projection_flops_per_token(self) -> int:
         """Matmul FLOPs of the projections for one token, latent kv expanded (no absorption)."""
-        return sum(2 * rows * cols for _, rows, cols, _ in self._projections())
+        return sum(2 * rows * cols for _, rows, cols, _ in self.projections())
 
     def score_flops_per_token(self, seq_len: int) -> int:
         """Q·Kᵀ over qk_head_dim and softmax(·)·V over v_head_dim, per query and key."""
@@ -304,7 +315,8 @@ class LatentAttentionSpec:
             "qk_nope_head_dim": self.qk_nope_head_dim,
             "qk_rope_head_dim": self.qk_rope_head_dim,
             "v_head_dim": self.v_head_dim,
-            "projections": {name: [rows, cols] for name, rows, cols, _ in self._projections()},
+            "q_gate": self.q_gate,
+            "projections": {name: [rows, cols] for name, rows, cols, _ in self.projections()},
         }
 
 

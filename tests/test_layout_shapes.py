@@ -724,3 +724,38 @@ def test_an_attention_rows_conv_window_in_json(tmp_path: Any) -> None:
     full = kinds["attention"]
     assert (full["conv_state_elements"], full["conv_bytes_per_element"]) == (3 * 2 * 32, 4)
     assert full["bytes_per_layer"] == 12 * 2 * 2 * 16 * 2 + 3 * 2 * 32 * 4
+
+
+def _axk2() -> dict[str, Any]:
+    keys = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, kv_lora_rank=16, q_lora_rank=24,
+                qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, index_head_dim=8, index_n_heads=2, index_topk=4,
+                gated_norm_rank=4, vocab_size=128, mlp_layer_types=["dense", "sparse", "sparse"],
+                layer_types=["indexed_attention"] * 3)  # fmt: skip
+    return _config("axk2", **keys)
+
+
+def test_a_latent_attention_with_gated_queries_and_gated_norms() -> None:
+    # A.X K2: MLA whose q_gate_proj reads the query latent and its norm side by side (2 · 24) and writes
+    # the queries and an output gate (4 heads × (16 + 8)); its norms gate their output through a
+    # low-rank MLP (64 → 4 → 64): the one before attention in every layer, the one before a MoE in
+    # the MoE layers. FlopCounterMode on 5 tokens: q_gate_proj 2 · 48 · 96 a token, each gate MLP
+    # 2 · 2 · 64 · 4; transformers' cache keeps the latent and rotary key (16 + 8) and the indexer's key.
+    config = _axk2()
+    layout = _counts_the_whole_build(config)
+    attention = layout.spec.attention
+    assert attention.kind == "MLA" and attention.q_gate and attention.shape_data()["projections"]["q_gate_proj"] == [96, 48]
+    gate = {t.name: t.shape for t in layout.spec.moe_extra if "layernorm" in t.name}
+    assert gate == {"post_attention_layernorm.mlp.fc1.weight": (4, 64), "post_attention_layernorm.mlp.fc2.weight": (64, 4)}
+    counts = module_flops(config, torch.randint(1, 100, (1, 5)))
+    assert counts["layers.1.self_attn.q_gate_proj"] == 5 * 2 * 48 * 96
+    for norm in ("input_layernorm", "post_attention_layernorm"):
+        assert counts[f"layers.1.{norm}"] == 5 * 2 * 2 * 64 * 4
+    assert "layers.0.post_attention_layernorm" not in counts  # the dense layer's plain norm
+    assert 5 * layout.spec.extra_flops == sum(counts[f"layers.{i}.input_layernorm"] for i in range(3))  # beside the parts
+    moe = layout.spec.moe_ffn
+    assert counts["layers.1.mlp"] + counts["layers.1.post_attention_layernorm"] == 5 * layout.spec.ffn_matmul_flops(moe)
+    latent, index = decode_state(layout.spec, layout.windows, layout.chunks, 7)
+    layer = _cache_after(config, 7).layers[0]  # 2 sequences
+    assert latent.elements_per_layer == 7 * (16 + 8) == (layer.keys.numel() + layer.values.numel()) // 2
+    assert index.elements_per_layer == 7 * 8 == layer.indexer_keys.numel() // 2

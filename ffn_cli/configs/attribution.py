@@ -24,8 +24,8 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
     (
         "norm",
         N_(
-            "held by a module whose class ends in Norm (LayerNorm, RMSNorm, …); a q/k norm inside attention (q_norm, k_norm, "
-            "q_a_layernorm, kv_a_layernorm) is attention's, as the readers count it"
+            "held by a module whose class ends in Norm (LayerNorm, RMSNorm, …), or under a *Gated*Norm (its gate: A.X K2's); "
+            "a q/k norm inside attention (q_norm, k_norm, q_a_layernorm, kv_a_layernorm) is attention's, as the readers count it"
         ),
     ),
     (
@@ -62,6 +62,9 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
 )
 
 _NORM_CLASS = re.compile(r"Norm(alization)?(Gated|1P|\dd)?$")
+# A norm whose output a small MLP gates (A.X K2's AXK2GatedRMSNorm): that MLP is the norm's. Not
+# any module whose class ends in Norm: DBRX's DbrxNormAttentionNorm wraps its attention.
+_GATED_NORM_CLASS = re.compile(r"Gated\w*Norm$")
 _EMBEDDING_CLASS = re.compile(r"Embeddings?$")
 _HEAD_NAMES = frozenset({"lm_head", "embed_out", "head", "cls", "score", "classifier"})
 # A whole part of the name (split at _ and .) that is or begins "embed": embed_tokens,
@@ -127,6 +130,9 @@ def attribute(path: tuple[Owner, ...], *, is_embedding: bool = False) -> tuple[B
         if in_attention and _QK_NORM_NAME.match(owner.name):
             return "attention", next(d for d in range(len(path)) if _on_path("attention", path, d)) + 1
         return "norm", len(path)
+    gated = next((d for d, m in enumerate(path[:-1]) if _GATED_NORM_CLASS.search(m.cls)), None)
+    if gated is not None:  # a gated norm's gate (A.X K2's AXK2GatedRMSNorm.mlp): the norm's
+        return "norm", gated + 1
     if is_embedding or _EMBEDDING_CLASS.search(owner.cls):
         return "embedding", len(path)
     mix = next((d for d, m in enumerate(path) if _RESIDUAL_MIX_CLASS.search(m.cls)), None)

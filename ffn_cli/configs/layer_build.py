@@ -422,7 +422,7 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
         value = getattr(child, key, None)
         return value if value is not None else getattr(text, key, None)
 
-    q_a = _linear(m, "q_a_proj")
+    q_a, q_gate = _linear(m, "q_a_proj"), _linear(m, "q_gate_proj")
     spec = LatentAttentionSpec(
         d_model=d,
         n_heads=int(of("num_heads") or text.num_attention_heads),
@@ -432,8 +432,15 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
         v_head_dim=int(of("v_head_dim")),
         q_lora_rank=q_a.out_features if q_a is not None else None,
         bias=kv_a.bias is not None,
+        q_gate=q_gate is not None and "q_b_proj" not in m,  # A.X K2's: the queries and an output gate from one projection
     )
-    own = ("q_a_proj", "q_a_layernorm", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
+    if spec.q_gate and q_gate is not None:
+        (shape,) = [(rows, cols) for name, rows, cols, _bias in spec.projections() if name == "q_gate_proj"]
+        if (q_gate.out_features, q_gate.in_features) != shape:
+            why = N_("a q_gate_proj of {rows:,} × {cols:,}, not the queries and an output gate ({want_rows:,} × {want_cols:,}) "
+                     "from the latent and its norm")  # fmt: skip
+            raise _Unread(Message(why, rows=q_gate.out_features, cols=q_gate.in_features, want_rows=shape[0], want_cols=shape[1]))
+    own = ("q_a_proj", "q_a_layernorm", "q_b_proj", "q_gate_proj", "q_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
     rest = _rest(child, {n for n in own if n in m})
     read.attention, read.attention_extra = spec, rest
     read.window = _window(child)  # dots3's sliding layers keep their window's latents alone
@@ -987,6 +994,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     ffns: list[tuple[str, nn.Module]] = []
     rest: list[tuple[str, nn.Module]] = []
     convs: list[tuple[str, nn.Module]] = []  # lone short convolutions over the residual stream (Inkling's)
+    gates: list[tuple[str, tuple[ParamTensor, ...]]] = []  # the gates of gated norms (A.X K2's), by the norm's name
     for name, child in _unwrapped(layer):
         if not _count(child):
             continue
@@ -995,13 +1003,17 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             continue
         kind, _depth = attribute((Owner(name, type(child).__name__), Owner("", "")))
         if kind == "norm" or attribute((Owner(name, type(child).__name__),))[0] == "norm":
-            weights = [p for p in child.parameters()]
+            gated = _gated_norm(name, child)
+            norm = gated[0] if gated is not None else child
+            weights = [p for p in norm.parameters()]
             if all(p.dim() == 1 and p.shape[0] == d for p in weights) and len(weights) in (1, 2):
                 read.norms += 1
                 read.norm_names.append(name)
                 # one weight: an RMSNorm, or a LayerNorm without its bias (MPT's)
-                read.norm = "layernorm" if len(weights) == 2 else "layernorm_no_bias" if _is_layer_norm(child) else "rmsnorm"
+                read.norm = "layernorm" if len(weights) == 2 else "layernorm_no_bias" if _is_layer_norm(norm) else "rmsnorm"
                 read.norm_params = len(weights) * d
+                if gated is not None:
+                    gates.append((name, gated[1]))
                 continue
         (mixers if kind == "attention" else ffns if kind == "ffn" else rest).append(
             (name, _inner_attention(child) if kind == "attention" else child)
@@ -1043,6 +1055,12 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                                   cls=cls, counted=f"{counted:,}", built=f"{built:,}"))  # fmt: skip
         if ffns:
             _ffn(d, r, hf_config, ffns, read)
+        for name, tensors in gates:  # a gate before a routed FFN is the MoE layer's (its moe_extra); any other, the layer's
+            before_ffn = any(w in name for w in ("post_attention", "feedforward", "ffn", "mlp"))
+            if before_ffn and read.ffn is not None and read.ffn.mixture is not None:
+                read.ffn_extra += tensors
+            else:
+                read.other += tensors
         wkv = read.mixer is not None and isinstance(read.mixer.scan, ElementwiseScan) and read.mixer.scan.name == "WKV"
         if read.mixer is not None and wkv and any(hasattr(c, "time_mix_key") for _n, c in ffns):
             # RWKV's channel mixing shifts its input a token too: its latest input, kept beside the time mixing's
@@ -1073,6 +1091,22 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
+
+
+def _gated_norm(name: str, module: nn.Module) -> tuple[nn.Module, tuple[ParamTensor, ...]] | None:
+    """A norm whose output a small MLP of Linears gates (A.X K2's AXK2GatedRMSNorm: y·σ(fc2(silu(fc1(y))))):
+    its one norm, and its gate's tensors named from `name`; None for any other module."""
+    if any(True for _ in module.parameters(recurse=False)):
+        return None
+    children = [(n, c) for n, c in module.named_children() if _count(c)]
+    norms = [c for n, c in children if attribute((Owner(n, type(c).__name__),))[0] == "norm"]
+    gate = [(n, c) for n, c in children if all(c is not x for x in norms)]
+    if len(norms) != 1 or not gate:
+        return None
+    leaves = [(f"{n}.{sub}" if sub else n, m) for n, c in gate for sub, m in c.named_modules() if not list(m.children()) and _count(m)]
+    if any(not isinstance(m, nn.Linear) for _p, m in leaves):
+        return None
+    return norms[0], tuple(t for path, m in leaves for t in _named_in(f"{name}.{path}", m))
 
 
 def _residual_copies(module: nn.Module) -> int:

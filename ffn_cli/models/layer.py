@@ -149,7 +149,11 @@ def attention_summary(attention: AnyAttention) -> Message:
         q = f"q {a.d_model:,}→{a.q_lora_rank:,}→{a.q_dim:,}" if a.q_lora_rank is not None else f"q {a.d_model:,}→{a.q_dim:,}"
         kv = f"kv {a.d_model:,}→{a.kv_lora_rank:,}+{a.qk_rope_head_dim}→{a.n_heads * (a.qk_nope_head_dim + a.v_head_dim):,}"
         heads = f"{a.qk_nope_head_dim}+{a.qk_rope_head_dim}"
-        return Message(N_("MLA, {heads} heads × {dim} (v {v}), {q}, {kv}"), heads=a.n_heads, dim=heads, v=a.v_head_dim, q=q, kv=kv)
+        said = Message(N_("MLA, {heads} heads × {dim} (v {v}), {q}, {kv}"), heads=a.n_heads, dim=heads, v=a.v_head_dim, q=q, kv=kv)
+        if a.q_gate:  # A.X K2's: the latent and its norm side by side, to the queries and an output gate
+            gated = N_("; q from the latent and its norm ({width}), with an output gate of {gate}")
+            said = Message.join(said, Message(gated, width=f"2 × {a.q_lora_rank:,}", gate=f"{a.n_heads * a.v_head_dim:,}"))
+        return said
     if isinstance(a, CompressedAttentionSpec):
         return compressed_summary(a)
     text = Message(N_("{heads} heads × {dim}"), heads=a.n_heads, dim=a.head_dim)
