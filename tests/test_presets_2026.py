@@ -108,3 +108,17 @@ def test_a_checkpoints_own_config_and_its_stated_size(name: str, cache_home: Pat
     assert abs(data["total_params"] / 1e9 - total) < unit
     shown = data["active_params"] - (data["embedding_params"] if convention == "no embeddings" else 0)
     assert abs(shown / 1e9 - active) < 1
+
+
+def test_the_docs_table_is_what_ffn_prints(cache_home: Path) -> None:
+    # docs/params.md's table of these presets: each row's total, active count and checkpoint size
+    # as `ffn params --json` gives them.
+    text = (Path(__file__).parents[1] / "docs" / "params.md").read_text(encoding="utf-8")
+    for name in REAL:
+        (row,) = [line for line in text.splitlines() if line.startswith(f"| `{name}` |")]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        data = _params(name, cache_home)
+        assert cells[2] == f"{data['total_params']:,}"
+        assert cells[3] == ("dense" if data["active_params"] == data["total_params"] else f"{data['active_params']:,}")
+        stored = data.get("checkpoint")
+        assert cells[5] == "bf16" if stored is None else cells[5].startswith(f"{stored['bytes'] / 2**30:.2f} GiB")

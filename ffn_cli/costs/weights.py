@@ -307,15 +307,16 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
         read_ct = compressed_tensors_format(qc, str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"))
         if isinstance(read_ct, str):
             return None, read_ct
-        # every Linear the group targets, lm_head and routers too, unless `ignore` names them
-        fmt, scope = read_ct, _LINEARS | {"head", "router"}
+        # every Linear the group targets, lm_head too, unless `ignore` names it; a router is no Linear in
+        # transformers' MoE classes (nor in DeepSeek's own code), and vLLM loads routers unquantized
+        fmt, scope = read_ct, _LINEARS | {"head"}
         excluded, unread = _not_converted(_module_names(qc, "ignore"))
     elif method == "modelopt":  # NVIDIA ModelOpt's checkpoints (nvidia/*-NVFP4, *-FP8): every Linear not ignored
         algo = _MODELOPT.get(str(qc.get("quant_algo", "")).upper())
         if algo is None:
             said = N_("quantization_config modelopt quant_algo {algo} is not read by ffn: the checkpoint size is not shown")
             return None, Message(said, algo=repr(qc.get("quant_algo")))
-        fmt, scope = algo, _LINEARS | {"head", "router"}
+        fmt, scope = algo, _LINEARS | {"head"}  # as compressed-tensors' above
         excluded, unread = _not_converted(_module_names(qc, "ignore" if "ignore" in qc else "exclude_modules"))
     elif method in ("gptq", "awq"):
         read = _integer_config(method, qc)
