@@ -374,6 +374,12 @@ def test_nemotron_h_latent_moe_against_transformers(tmp_path: Any, mlp_bias: boo
     assert "model_class" not in data  # read, not built
     latent = next(r for r in data["checkpoint"]["roles"] if r["role"] == "latent")
     assert latent["params"] == 2 * 32 * config["hidden_size"] and latent["format"] == "fp8"
+    # The trace writes the latent into the formula, and each expert's without the biases it lacks
+    # (mlp_bias biases the shared MLP and the projections alone).
+    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--layer", "3", "--device", "meta"], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "W_fc2·Σ_{i∈top-k} ĝ_i·expert_i(W_fc1·x)" in result.output
+    assert "W_down·relu(W_up·x)²" in result.output and "b_up" not in result.output.split("Weights each step uses")[0]
 
 
 def test_nemotron_h_of_mixers_alone_counts_and_refuses_a_trace(tmp_path: Any) -> None:

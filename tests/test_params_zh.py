@@ -143,3 +143,26 @@ def test_the_rule_of_a_built_count_is_said_in_chinese_and_kept_in_english_in_jso
     data = json.loads(runner.invoke(app, ["--lang", "zh", "params", "--config", str(config), "--json"]).stdout)
     other = [r for r in data["rule"] if r["kind"] == "other"]
     assert len(other) == 1 and other[0]["rule"].startswith("everything else, listed by module; whatever a *HyperConnection")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_explain_a_latent_moe_and_a_hybrids_token_mixing(lang: str) -> None:
+    # Nemotron 3 Super: each routed expert (relu², up and down) reads the 1,024-wide latent, not d.
+    # Its Mamba-2 layers count with its attention: the ratio is over token mixing.
+    c = load_preset("nemotron-3-super-120b-a12b")
+    latent, d_ff = c["moe_latent_size"], c["moe_intermediate_size"]
+    text = _flat(_run("--lang", lang, "params", "--preset", "nemotron-3-super-120b-a12b", "--explain", width=120))
+    assert f"2·L·d_ff = 2 · {latent:,} · {d_ff:,} = {2 * latent * d_ff:,}" in text
+    assert ("/ token mixing" if lang == "en" else "/ token 混合") in text
+    data = json.loads(_run("params", "--preset", "nemotron-3-super-120b-a12b", "--explain", "--json"))
+    assert data["explain"]["ffn_width"] == latent and data["explain"]["ffn_weight_params"] == 2 * latent * d_ff
+
+
+def test_explain_counts_the_output_gate_beside_the_attention() -> None:
+    # Qwen3-Next's q_proj writes the queries and an output gate of the same width: the gate half,
+    # heads · head_dim × d, is the layer's attention too.
+    c = load_preset("qwen3-next-80b-a3b")
+    d, q, kv = c["hidden_size"], c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
+    gate, norms = q * d, 2 * c["head_dim"]
+    text = _flat(_run("params", "--preset", "qwen3-next-80b-a3b", "--explain", width=120))
+    assert f"+ {gate:,} beside it (q_proj.weight (output gate half)) = {2 * d * q + 2 * d * kv + norms + gate:,}" in text

@@ -122,3 +122,25 @@ def test_the_docs_table_is_what_ffn_prints(cache_home: Path) -> None:
         assert cells[3] == ("dense" if data["active_params"] == data["total_params"] else f"{data['active_params']:,}")
         stored = data.get("checkpoint")
         assert cells[5] == "bf16" if stored is None else cells[5].startswith(f"{stored['bytes'] / 2**30:.2f} GiB")
+
+
+def test_a_tower_is_the_models_vision_part_or_said_to_be_left_out(cache_home: Path) -> None:
+    # Kimi K2.5 is Kimi K2's language model (1,026,408,209,408 parameters as transformers builds it)
+    # beside a vision tower and its projector: laid out (--gpu), those are its vision part, not
+    # tensors beside the layers. Qwen3.5's causal-LM class builds the text model alone: its
+    # vision_config's tower is named as not counted, whichever way it is counted.
+    result = CliRunner().invoke(
+        app, ["params", "--preset", "kimi-k2.5", "--gpu", "h200", "--json"], env={"XDG_CACHE_HOME": str(cache_home)}
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    own = {k: v for k, v in load_preset("kimi-k2.5").items() if not k.startswith("_") and k != "auto_map"}
+    with torch.device("meta"):
+        built = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**own))
+    tower = sum(p.numel() for n, p in built.named_parameters() if n.startswith(("model.vision_tower.", "model.mm_projector.")))
+    assert data["text_params"] == 1_026_408_209_408 and data["vision_params"] == tower
+    assert {p["name"] for p in data["parts"] if p["kind"] == "vision"} == {"vision: model.vision_tower", "vision: model.mm_projector"}
+    for args in ([], ["--gpu", "h200"]):
+        out = CliRunner().invoke(app, ["params", "--preset", "qwen3.5-27b", *args], env={"XDG_CACHE_HOME": str(cache_home)})
+        said = "its vision_config's tower is not counted: transformers' Qwen3_5ForCausalLM builds the text model alone"
+        assert said in " ".join(out.output.split())

@@ -98,6 +98,7 @@ def store(config: Mapping[str, Any], built: BuiltModel) -> Path | None:
     model = asdict(replace(built, cached_from=""))
     for routed in model["routed"]:
         routed["top_k_problem"] = _message_data(routed["top_k_problem"])
+    model["notes"] = [_message_data(n) if isinstance(n, Message) else n for n in built.notes]
     return write_entry(path, {"key": key, "model": model})
 
 
@@ -128,6 +129,13 @@ def _strs(values: Any) -> tuple[str, ...]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise TypeError("not a list of strings")
     return tuple(values)
+
+
+def _notes(values: Any) -> tuple[str, ...]:
+    """The notes as stored: a Message as its id and values (said in the reader's language), text as it is."""
+    if not isinstance(values, list):
+        raise TypeError("not a list of notes")
+    return tuple(v if isinstance(v, str) else _message(v) or "" for v in values)
 
 
 def _message_data(message: Message | None) -> dict[str, Any] | None:
@@ -178,7 +186,7 @@ def _from_data(data: Mapping[str, Any], *, name: str, source: str) -> BuiltModel
         transformers_version=str(data["transformers_version"]),
         parts=parts,
         routed=routed,
-        notes=_strs(data["notes"]),
+        notes=_notes(data["notes"]),
         n_layers=n_layers,
         d_model=d_model,
         vocab_size=vocab_size,

@@ -52,7 +52,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.families.common import FamilyReader
-from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, quiet
+from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, is_tower, quiet, towers_not_built
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
@@ -71,6 +71,7 @@ from ffn_cli.models.mixers import (
 )
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
 from ffn_cli.models.tensor_notes import GATE_HALF, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, noted
+from ffn_cli.models.vision import VisionPart, VisionTower
 from ffn_cli.spec import FFNSpec
 
 __all__ = ["LayerRead", "decoder_layer_classes", "layer_kinds", "read_layout"]
@@ -1109,6 +1110,29 @@ def _gated_norm(name: str, module: nn.Module) -> tuple[nn.Module, tuple[ParamTen
     return norms[0], tuple(t for path, m in leaves for t in _named_in(f"{name}.{path}", m))
 
 
+def _top_module(t: ParamTensor) -> str:
+    """The module beside the layers a tensor belongs to: its path's first two names (model.vision_tower)."""
+    return ".".join(t.name.split(" ")[0].split(".")[:2])
+
+
+def _towers(beside: tuple[ParamTensor, ...]) -> tuple[VisionTower | None, tuple[ParamTensor, ...]]:
+    """The towers among the tensors beside the layers (a vision tower and its projector: Gemma 4's,
+    Kimi K2.5's), each module one part of the model's tower, run on its images, not its tokens;
+    and the rest."""
+    towers: dict[str, int] = {}
+    rest = []
+    for t in beside:
+        top = _top_module(t)
+        if is_tower(top):
+            towers[top] = towers.get(top, 0) + t.count
+        else:
+            rest.append(t)
+    if not towers:
+        return None, tuple(rest)
+    parts = tuple(VisionPart(top, N_("as transformers builds it"), params) for top, params in towers.items())
+    return VisionTower(", ".join(towers), parts), tuple(rest)
+
+
 def _residual_copies(module: nn.Module) -> int:
     """The copies of the residual stream a hyper-connection mixes (DeepSeek-V4's hc_mult, Qwen4-Exp's
     hc_count); 0 for any other module."""
@@ -1280,6 +1304,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                     reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
     sub = len(sublayers) if sublayers is not None else 1
     merged, shell = _embedding_norm_in_first_layer(_merged(reads), shell)
+    notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
     return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub)
 
 
@@ -1673,13 +1698,14 @@ def _assemble(
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         tables = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", tables, shell.tables),)
-    if shell.beside:
-        tops = ", ".join(dict.fromkeys(".".join(t.name.split(" ")[0].split(".")[:2]) for t in shell.beside))
+    vision, beside = _towers(shell.beside)
+    if beside:
+        tops = ", ".join(dict.fromkeys(_top_module(t) for t in beside))
         # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model
-        # projection); a vision tower's run on image patches, not counted per token.
+        # projection); in a model with a tower, what is beside the layers may run on its inputs, not counted per token.
         text_only = hf_config.get_text_config() is hf_config
-        beside_flops = 2 * sum(t.count for t in shell.beside if t.name.endswith(".weight")) if text_only else 0
-        extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, shell.beside, flops=beside_flops),)
+        beside_flops = 2 * sum(t.count for t in beside if t.name.endswith(".weight")) if text_only else 0
+        extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, beside, flops=beside_flops),)
     if attention is None:  # no layer attends: a stand-in nothing reads (attention_layers is empty)
         attention = AttentionSpec(d_model=d, n_heads=1, head_dim=d, qkv_bias=False, o_bias=False)
     spec = ModelSpec(
@@ -1718,6 +1744,7 @@ def _assemble(
         zero_experts=_one(moe_reads, N_("zero-computation experts"), "zero_experts", source) or 0,
         sublayers=sublayers,
         residual_copies=_one(reads, N_("residual-stream copies"), "residual_copies", source) or 1,
+        vision=vision,
         source=source,
     )
     windows: list[int | None] = [None] * n_layers
@@ -1735,10 +1762,10 @@ def _assemble(
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
     kinds = tuple((layer_ranges(r.layers), Message.join(*_between(r.said, Message(N_("; "))))) for r in reads)
-    if shell.beside:
-        beside = Message(N_("{modules}: {count} parameters, counted as built"), modules=extras[-1].detail,
-                         count=f"{sum(t.count for t in shell.beside):,}")  # fmt: skip
-        kinds += (("beside", beside),)
+    built_as_is = [(vision.name, vision.params)] if vision is not None else []  # the towers, then the rest beside the layers
+    built_as_is += [(", ".join(dict.fromkeys(map(_top_module, beside))), sum(t.count for t in beside))] if beside else []
+    for modules, count in built_as_is:
+        kinds += (("beside", Message(N_("{modules}: {count} parameters, counted as built"), modules=modules, count=f"{count:,}")),)
     if sublayers > 1:
         notes += (Message(_SUBLAYERS, n=f"{n_layers // sublayers:,}", sub=sublayers, layers=f"{n_layers:,}"),)
     return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes)

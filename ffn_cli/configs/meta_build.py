@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +151,30 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
             raise FFNError(key, value, why)
 
 
+# A tower a config describes beside its text model, and the words a built module's name has for it
+# (a vision tower's projector into the text model's width too: Kimi K2.5's mm_projector).
+_TOWERS = {"vision_config": ("vision", "visual", "projector"), "audio_config": ("audio",)}
+
+
+def is_tower(path: str) -> bool:
+    """Whether a module beside the text model's layers is a tower or its projector, by its name."""
+    name = path.lower()
+    return any(w in name for words in _TOWERS.values() for w in words)
+
+
+def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_class: str) -> tuple[Message, ...]:
+    """A note for each tower the config describes (its vision_config, audio_config) that the model
+    transformers built holds no module of: Qwen3.5's causal-LM class builds the text model alone,
+    and its checkpoint ships the vision tower beside it, counted nowhere."""
+    held = [n.lower() for n in names]
+    said = N_("its {key}'s tower is not counted: transformers' {cls} builds the text model alone")
+    return tuple(
+        Message(said, key=key, cls=model_class)
+        for key, words in _TOWERS.items()
+        if isinstance(config.get(key), Mapping) and not any(w in n for n in held for w in words)
+    )
+
+
 def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn.Module, PretrainedConfig, tuple[str, ...]]:
     """The transformers model a config.json describes, on the meta device, with notes on what
     of the config was set aside. Decoder-only families get their causal-LM class (head
@@ -169,7 +193,8 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
                 source,
                 _("transformers cannot build {model_type} from it: {one_line}").format(model_type=model_type, one_line=first_line(exc)),
             ) from None
-    return model, hf_config, notes
+    names = (n for n, _m in model.named_modules())
+    return model, hf_config, (*notes, *towers_not_built(config, names, type(model).__name__))
 
 
 # Meta tensors cost nothing, but every module is a Python object: a million of them take minutes

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ffn_cli.accounting import param_tensors
+from ffn_cli.accounting import ParamTensor, param_tensors
 from ffn_cli.attention import AnyAttention, AttentionSpec
 from ffn_cli.models.layer import FFNReport, attention_formula, group_tensors
 from ffn_cli.spec import FFNSpec
@@ -34,8 +34,8 @@ class BlockExplain:
 
     d_model: int
     d_ff: int
-    matrices: int  # weight matrices of d·d_ff elements in one FFN: 2 dense, 3 gated
-    ffn_weights: int  # matrices · d · d_ff
+    matrices: int  # weight matrices of width·d_ff elements in one FFN: 2 dense, 3 gated
+    ffn_weights: int  # matrices · width · d_ff
     ffn_one: int  # one FFN's parameters, biases included
     experts: int  # 0 without a mixture
     active_experts: int
@@ -45,6 +45,9 @@ class BlockExplain:
     ffn_params: int
     ffn_active_params: int
     attention_params: int
+    width: int = 0  # what one FFN (an expert) reads and writes: d_model, or a latent MoE's latent
+    attention_beside: tuple[ParamTensor, ...] = ()  # one layer's tensors beside its attention (Qwen3.5's output gate)
+    mixers: bool = False  # whether attention_params holds a hybrid's mixers too (its token mixing)
 
     @property
     def ratio(self) -> float:
@@ -85,6 +88,7 @@ class BlockExplain:
             "classic_share": CLASSIC_RATIO / (CLASSIC_RATIO + 1),
             "d_model": self.d_model,
             "d_ff": self.d_ff,
+            "ffn_width": self.width,
             "ffn_matrices": self.matrices,
             "ffn_weight_params": self.ffn_weights,
             "classic_ffn_params": self.classic_ffn,
@@ -106,8 +110,9 @@ class BlockExplain:
 
 def _parts(spec: FFNSpec) -> tuple[int, int, int]:
     """(matrices, their elements, the parameters of one FFN) from the accounting's tensors of
-    the FFN a token runs through once: the spec's own, or one expert of a mixture."""
-    one = FFNSpec(variant=spec.ffn_variant.name, d_model=spec.d_model, d_ff=spec.hidden, bias=spec.bias)
+    the FFN a token runs through once: the spec's own, or one expert of a mixture (in its latent)."""
+    width = spec.expert_shape().d_model
+    one = FFNSpec(variant=spec.ffn_variant.name, d_model=width, d_ff=spec.hidden, bias=spec.bias)
     tensors = param_tensors(one)
     weights = sum(t.count for t in tensors if len(t.shape) == 2)
     return weights // (one.d_model * one.hidden), weights, sum(t.count for t in tensors)
@@ -126,6 +131,7 @@ def explain_ffn(r: FFNReport) -> BlockExplain:
     return BlockExplain(
         s.d_model, s.hidden, matrices, weights, one, _experts(s), s.active_experts,
         r.attention, attention_formula(r.attention), 1, r.total_params, r.active_params, r.attention_params,
+        s.expert_shape().d_model,
     )  # fmt: skip
 
 
@@ -139,4 +145,5 @@ def explain_model(m: ModelParams) -> BlockExplain:
     return BlockExplain(
         s.d_model, ffn.hidden, matrices, weights, one, _experts(ffn), ffn.active_experts,
         s.attention, attention_formula(s.attention), s.n_layers, m.ffn_params, m.ffn_active_params, m.attention_params,
+        ffn.expert_shape().d_model, s.attention_extra, s.mixer is not None,
     )  # fmt: skip

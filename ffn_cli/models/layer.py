@@ -129,7 +129,7 @@ def attention_formula(attention: AnyAttention) -> str:
         q = "d·r_q + r_q + r_q·h·(n + r)" if a.q_lora_rank is not None else "d·h·(n + r)"
         return f"{q} + d·(r_kv + r) + r_kv + r_kv·h·(n + v) + h·v·d" + (" + biases" if a.bias else "")
     if isinstance(a, CompressedAttentionSpec):
-        return "the tensors as built"
+        return N_("the tensors as built")  # said in the reader's language where it is shown
     bias = {(True, True): ("4·d", "q + 2·kv + d"), (True, False): ("3·d", "q + 2·kv"), (False, True): ("d", "d")}
     plain = a.q_dim == a.d_model and a.kv_dim == a.d_model
     text = "4·d²" if plain else "2·d·q + 2·d·kv"

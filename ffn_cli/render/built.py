@@ -173,7 +173,7 @@ def _summary(m: BuiltModel, dtype: str) -> FitTable:
 
 
 def built_view(m: BuiltModel, dtype: str = "bfloat16") -> RenderableType:
-    notes = [Wide(Text(_("note: {note}").format(note=_(n)), style="dim")) for n in m.notes]
+    notes = [Wide(Text(_("note: {note}").format(note=shown(n) if isinstance(n, Message) else _(n)), style="dim")) for n in m.notes]
     how = Wide(Text(how_counted(m, _)))
     return Group(_parts_table(m), Text(""), how, _rule_table(m), *notes, Text(""), _summary(m, dtype))
 

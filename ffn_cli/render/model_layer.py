@@ -8,7 +8,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ffn_cli.configs.layer_select import LayerChoice
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, _, shown
 from ffn_cli.render.fit import Wide
 from ffn_cli.render.literal import visible
 
@@ -29,7 +29,7 @@ def model_layer_view(choice: LayerChoice) -> Panel:
     if choice.overrides:
         lines.append(_("overridden: {options}").format(options=", ".join(choice.overrides)))
     if choice.not_built:
-        lines.append(_("not built: {parts}").format(parts=", ".join(choice.not_built)))
+        lines.append(_("not built: {parts}").format(parts=_(", ").join(shown(n) for n in choice.not_built)))
     title = _("{name} · layer {layer} of {layers} ({kind})").format(name=spec.name, layer=choice.layer, layers=spec.n_layers, kind=kind)
     # The name comes from the config's _name_or_path or the path typed: a title, never markup.
     # Names, activations and paths in the lines come from the config too: printed as written.

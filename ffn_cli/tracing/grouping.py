@@ -141,7 +141,7 @@ class _Grouper:
                 continue
             leaf = self.leaf(i)
             if leaf.startswith(EXPERTS_STEP + "."):
-                formula = spec.ffn_variant.formula
+                formula = spec.ffn_variant.header_formula(spec)  # its bias terms exactly where it has biases
                 substeps = self.group(i, prefix + leaf + ".")
                 groups.append(StepGroup(prefix + leaf, formula, calls=[i], substeps=substeps, region=leaf))
             else:

@@ -130,7 +130,7 @@ class MixtureVariant(Variant):
             "router": "x·W_routerᵀ",
             "softmax": N_("g = softmax over E experts, float32"),
             "dispatch": N_("gather each expert's tokens"),
-            "shared_experts": self.expert(spec).formula,
+            "shared_experts": self.expert(spec).header_formula(spec),
             "unflatten": "(B·T, d) → (B, T, d)",
         }.get(step, step)
 

@@ -120,8 +120,12 @@ class RoutedMoE(MixtureVariant):
         return routed, words
 
     def header_formula(self, spec: FFNShape) -> str:
-        """The formula with the shared term only when there are shared experts."""
-        return self.formula if self.shared_hidden(spec) else self.formula.replace(" + shared(x)", "")
+        """The formula with the shared term only when there are shared experts, and the experts in
+        their latent where they have one."""
+        text = self.formula if self.shared_hidden(spec) else self.formula.replace(" + shared(x)", "")
+        if spec.latent:
+            text = text.replace("Σ_{i∈top-k} ĝ_i·expert_i(x)", "W_fc2·Σ_{i∈top-k} ĝ_i·expert_i(W_fc1·x)")
+        return text
 
     # --- layout -------------------------------------------------------------------------------
 

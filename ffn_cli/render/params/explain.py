@@ -7,6 +7,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import _
 from ffn_cli.models.explain import CLASSIC_RATIO, BlockExplain
+from ffn_cli.models.tensor_notes import tensor_label
 from ffn_cli.render.format import fmt_count
 from ffn_cli.render.params import common
 
@@ -17,6 +18,10 @@ def _ffn_line(e: BlockExplain) -> str:
     weights = _("{m}·d·d_ff = {m} · {d} · {d_ff} = {weights}").format(
         m=e.matrices, d=f"{e.d_model:,}", d_ff=f"{e.d_ff:,}", weights=fmt_count(e.ffn_weights)
     )
+    if e.width and e.width != e.d_model:  # a latent MoE's experts read and write the latent L, not d
+        weights = _("{m}·L·d_ff = {m} · {width} · {d_ff} = {weights}, in the latent L the experts read and write").format(
+            m=e.matrices, width=f"{e.width:,}", d_ff=f"{e.d_ff:,}", weights=fmt_count(e.ffn_weights)
+        )
     if e.ffn_one != e.ffn_weights:
         weights += _(" + {n} biases = {total}").format(n=fmt_count(e.ffn_one - e.ffn_weights), total=fmt_count(e.ffn_one))
     kind = {2: _("up and down"), 3: _("gate, up and down")}.get(e.matrices) or _("{m} matrices").format(m=e.matrices)
@@ -28,7 +33,13 @@ def _ffn_line(e: BlockExplain) -> str:
 
 def _attention_line(e: BlockExplain) -> str:
     a = e.attention
-    line = _("its attention: {formula} = {params}").format(formula=e.attention_formula, params=fmt_count(a.params))
+    formula, params = _(e.attention_formula), a.params
+    if e.attention_beside:  # tensors the layer holds beside its attention's projections (Qwen3.5's output gate)
+        beside = sum(t.count for t in e.attention_beside)
+        names = _(", ").join(tensor_label(t.name) for t in e.attention_beside)
+        formula += _(" + {params} beside it ({names})").format(params=fmt_count(beside), names=names)
+        params += beside
+    line = _("its attention: {formula} = {params}").format(formula=formula, params=fmt_count(params))
     if e.grouped:
         line += _(" (grouped-query: K and V are {kv} wide, Q {q})").format(kv=f"{a.kv_dim:,}", q=f"{a.q_dim:,}")
     return line
@@ -36,7 +47,10 @@ def _attention_line(e: BlockExplain) -> str:
 
 def _ratio_line(e: BlockExplain, ffn: int, ratio: float, share: float) -> str:
     scope = _("one layer") if e.layers == 1 else _("all {n} layers").format(n=e.layers)
-    return _("{scope}: FFN {ffn} / attention {attention} = {ratio}, the FFN {share} of the two").format(
+    said = _("{scope}: FFN {ffn} / attention {attention} = {ratio}, the FFN {share} of the two")
+    if e.mixers:  # a hybrid's mixers count with its attention
+        said = _("{scope}: FFN {ffn} / token mixing {attention} = {ratio}, the FFN {share} of the two")
+    return said.format(
         scope=scope, ffn=fmt_count(ffn), attention=fmt_count(e.attention_params), ratio=common.ratio(ratio), share=common.pct(share, 1)
     )
 

@@ -219,9 +219,13 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
     if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
         without = _("without token/position embeddings, the tables looked up beside them, and an untied head")
     rows.append([_("non-embedding"), fmt_count(m.non_embedding_params), without])
-    # A model no layer of which attends mixes tokens in its recurrences alone: their parameters, named so.
-    mixing, per = (_("attention"), _("FFN / attention")) if m.spec.attention_layers else (_("token mixing"), _("FFN / token mixing"))
-    rows.append([mixing, fmt_count(m.attention_params), of_total.format(pct=pct(m.attention_params, m.total_params))])
+    # A hybrid's or a recurrent model's mixers count with its attention: their parameters, named so.
+    mixer = m.spec.mixer
+    mixing, per = (_("attention"), _("FFN / attention")) if mixer is None else (_("token mixing"), _("FFN / token mixing"))
+    mixing_how = of_total.format(pct=pct(m.attention_params, m.total_params))
+    if mixer is not None and m.spec.attention_layers:
+        mixing_how += _("; attention and {mixer} together").format(mixer=mixer.kind)
+    rows.append([mixing, fmt_count(m.attention_params), mixing_how])
     ffn_how = of_total.format(pct=pct(m.ffn_params, m.total_params))
     if has_active:
         ffn_how += _("; active {n} ({pct} of active)").format(
