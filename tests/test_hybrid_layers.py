@@ -422,3 +422,14 @@ def test_gemma3n_decode_roofline_and_state_by_hand() -> None:
     state = {row["kind"]: (row["layers"], row["bytes"]) for row in data["decode_state"]["kinds"]}
     # the shared layers keep no cache: a row of their own, so that the table names all 35 layers
     assert state == {"attention, sliding 512": (16, 16 * 511 * width), "attention": (4, 4 * 1000 * width), "attention, shared KV": (15, 0)}
+
+
+def test_tp_cuts_a_mixers_heads_and_groups_as_vllm_does() -> None:
+    # Nemotron 3 Super's Mamba-2: 128 heads in 8 groups of B and C. vLLM's MambaMixer2 cuts the
+    # groups over --tp (or copies a single one), so --tp 16 cannot run it though every head and
+    # hidden unit would divide; --tp 8 can. Qwen3-Next's Gated DeltaNet: 32 value heads.
+    result = CliRunner().invoke(app, ["params", "--preset", "nemotron-3-super-120b-a12b", "--tp", "16"])
+    assert result.exit_code == 2 and "128 Mamba-2 heads, 8 Mamba-2 groups); 2, 4, 8 do" in " ".join(result.output.split())
+    assert CliRunner().invoke(app, ["params", "--preset", "nemotron-3-super-120b-a12b", "--tp", "8"]).exit_code == 0
+    result = CliRunner().invoke(app, ["params", "--preset", "qwen3-next-80b-a3b", "--tp", "3"])
+    assert result.exit_code == 2 and "32 Gated DeltaNet heads" in " ".join(result.output.split())

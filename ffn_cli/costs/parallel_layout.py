@@ -19,6 +19,7 @@ from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.layout import attention_tensors, ffn_tensors
+from ffn_cli.models.mixers import DeltaRuleScan, SSDScan
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import check_int
 
@@ -101,8 +102,9 @@ def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
 
 
 def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
-    """What --tp cuts across GPUs in a whole model, each with its size: the attention heads and
-    every FFN's hidden units (the routed experts' too, when --ep does not spread them)."""
+    """What --tp cuts across GPUs in a whole model, each with its size: the attention heads,
+    every FFN's hidden units (the routed experts' too, when --ep does not spread them), and a
+    Mamba-2's or Gated DeltaNet's heads (and Mamba-2's groups, more than one), as vLLM cuts them."""
     heads = dict.fromkeys(a.heads for a, _extra, layers in model.attention_groups if layers) if _has_attention(model) else {}
     sizes = [(_("{n} attention heads"), n) for n in heads]
     widths = [ffn.hidden for ffn, _layers in model.dense_groups]
@@ -110,6 +112,12 @@ def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
         widths += [model.moe_ffn.hidden] if ep == 1 else []
         widths += [model.moe_ffn.shared_hidden] if model.moe_ffn.shared_hidden else []
     sizes += [("d_ff {n:,}", w) for w in dict.fromkeys(widths)]
+    mixer = model.mixer
+    scan = mixer.scan if mixer is not None else None
+    if mixer is not None and isinstance(scan, (SSDScan, DeltaRuleScan)):  # a mixer's heads are cut as attention's are
+        sizes.append((_("{n} {kind} heads").format(n=scan.heads, kind=mixer.kind), scan.heads))
+        if isinstance(scan, SSDScan) and scan.groups > 1:  # vLLM's Mamba-2 cuts B and C by group (one group is copied)
+            sizes.append((_("{n} {kind} groups").format(n=scan.groups, kind=mixer.kind), scan.groups))
     return sizes
 
 
