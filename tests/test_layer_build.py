@@ -249,6 +249,19 @@ def test_a_state_dtype_of_no_known_name_is_refused() -> None:
         _layout(config)
 
 
+def test_qwen3_5s_gated_deltanet_state_at_the_dtype_its_config_names() -> None:
+    # Qwen3.5's config.json says mamba_ssm_dtype: float32, the dtype its Gated DeltaNet state is
+    # kept in. By hand: 4 value heads × a 8 × 8 state, at 4 B; the conv window at the cache dtype.
+    keys = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                vocab_size=128, head_dim=16, layer_types=["linear_attention"] * 3 + ["full_attention"], linear_num_key_heads=2,
+                linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, mamba_ssm_dtype="float32")  # fmt: skip
+    config = {**transformers.AutoConfig.for_model("qwen3_5_text", **keys).to_dict(), "model_type": "qwen3_5_text"}
+    mixer = _layout(config).spec.mixer
+    assert mixer is not None and mixer.kind == "Gated DeltaNet" and mixer.state_dtype_bytes == 4
+    assert mixer.recurrent_state_elements == 4 * 8 * 8
+    assert _layout({**config, "mamba_ssm_dtype": None}).spec.mixer.state_dtype_bytes is None  # type: ignore[union-attr]
+
+
 _OLMO_HYBRID = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
                     vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                     layer_types=["linear_attention"] * 3 + ["full_attention"], linear_num_key_heads=2, linear_num_value_heads=4,

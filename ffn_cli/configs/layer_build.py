@@ -1237,12 +1237,12 @@ def _attention_shapes(reads: list[LayerRead]) -> tuple[AnyAttention | None, tupl
 
 def _state_dtype_bytes(config: Mapping[str, Any], source: str) -> int | None:
     """Bytes of a recurrent-state element where the file as given names the state's dtype
-    (mamba_ssm_cache_dtype, or any key ending ssm_cache_dtype), as the Nemotron-H reader reads it;
-    a class's default is not read: a file that names none is cached at the cache dtype."""
+    (mamba_ssm_cache_dtype, or any key ending ssm_cache_dtype, as the Nemotron-H reader reads it;
+    Qwen3.5's mamba_ssm_dtype, the dtype its Gated DeltaNet state is kept in); a class's default is
+    not read: a file that names none is cached at the cache dtype."""
     nested = config.get("text_config")
-    said = {
-        k: v for part in (config, nested if isinstance(nested, Mapping) else {}) for k, v in part.items() if k.endswith("ssm_cache_dtype")
-    }
+    parts = (config, nested if isinstance(nested, Mapping) else {})
+    said = {k: v for part in parts for k, v in part.items() if (k.endswith("ssm_cache_dtype") or k == "mamba_ssm_dtype") and v is not None}
     sizes = set()
     for key, value in said.items():
         if value not in STATE_DTYPE_BYTES:
