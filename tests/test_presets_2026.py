@@ -25,8 +25,6 @@ STATED: dict[str, tuple[str, float, float, str, str]] = {
     "glm-5": ("glm_moe_dsa", 744, 40, "no embeddings or head", "GLM-5 technical report: 744B total, 40B activated"),
     "deepseek-v4-flash": ("deepseek_v4", 284, 13, "all", "DeepSeek-V4-Flash model card: 284B total, 13B activated"),
     "mimo-v2-flash": ("mimo_v2_flash", 309, 15, "all", "MiMo-V2-Flash README: 309B total, 15B active"),
-    # The causal-LM class builds the text model; the 35B of the name includes the vision encoder.
-    "qwen3.5-35b-a3b": ("qwen3_5_moe", 35, 3, "all", "Qwen3.5-35B-A3B model card: 35B total, 3B activated"),
     "longcat-flash-chat": ("longcat_flash", 560, 31.3, "no embeddings", "LongCat-Flash report: 560B, 18.6B-31.3B active"),
 }
 
@@ -37,6 +35,8 @@ STATED: dict[str, tuple[str, float, float, str, str]] = {
 # towers too (Gemma 4's, Kimi K2.5's); Qwen3.5's builds the text model alone.
 REAL: dict[str, tuple[str, float, float, float, str, str]] = {
     "qwen3.5-27b": ("qwen3_5", 27, 1, 27, "all", "Qwen3.5-27B: 27B, dense"),
+    # The causal-LM class builds the text model; the 35B of the name includes the vision encoder.
+    "qwen3.5-35b-a3b": ("qwen3_5_moe", 35, 1, 3, "all", "Qwen3.5-35B-A3B model card: 35B total, 3B activated"),
     "qwen3.5-122b-a10b": ("qwen3_5_moe", 122, 1, 10, "all", "Qwen3.5-122B-A10B: 122B total, 10B activated"),
     "qwen3.5-397b-a17b": ("qwen3_5_moe", 397, 1, 17, "all", "Qwen3.5-397B-A17B: 397B total, 17B activated"),
     "gemma-4-26b-a4b": ("gemma4", 26, 1, 4, "all", "Gemma 4 26B A4B: 26B total, 4B active"),
