@@ -9,5 +9,5 @@ def fmt_bytes(n: float) -> str:
     """Binary units, as memory is sized: 4.00 MiB."""
     for factor, unit in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
         if abs(n) >= factor:
-            return f"{n / factor:.2f} {unit}"
+            return f"{n / factor:,.2f} {unit}"  # 1,023.17 GiB: a separator, as every count has
     return f"{int(n)} B"

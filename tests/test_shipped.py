@@ -146,6 +146,7 @@ def test_modelopt_nvfp4_stores_what_nvidias_checkpoints_store() -> None:
     rest = sum(r["bytes"] for r in c["roles"] if r["role"] != "experts")
     assert rest == 2 * (c["total_params"] - experts["params"])  # bf16 everywhere else
     assert "modelopt, not converted: attention projections, LM head, routers" in c["origin"]
+    assert "KV-cache quantization is not read: the KV cache is priced at --dtype" in c["note"]  # its kv_cache_scheme
 
 
 def test_modelopt_fp8_and_an_algorithm_ffn_does_not_read(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -328,6 +328,10 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
         return None, Message(said, method=repr(method) if method else "(none)")
     roles = frozenset(scope - excluded)
     note = Message(N_("modules_to_not_convert not matched: {names}"), names=", ".join(unread)) if unread else ""
+    if qc.get("kv_cache_scheme") or qc.get("kv_cache_quant_algo"):  # scales for an fp8 cache a server may be told to keep
+        said = N_("The config's KV-cache quantization is not read: the KV cache is priced at --dtype, as a server keeps it unless told fp8")
+        kv = Message(said)
+        note = Message.join(note, Message(N_("; ")), kv) if note else kv
     kept = _listed([Message(ROLE_WORDS[r]) for r in sorted(excluded)]) or Message(N_("none"))
     by_role, experts = _expert_dtype(config, qc)
     rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16

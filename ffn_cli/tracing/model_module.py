@@ -83,7 +83,7 @@ def model_module_target(
         raise FFNRuntimeError(
             _(
                 "{model_type}: layer {layer} has no single FFN module to trace (its FFN is split across "
-                "modules, or the layer has none); ffn params --config counts the whole model"
+                "modules, or the layer has none); ffn params, naming the model as here, counts it whole"
             ).format(model_type=model_type, layer=0 if layer is None else layer)
         )
     module = found.module
@@ -97,11 +97,11 @@ def model_module_target(
         dense = next((i for i in range(layers) if (f := find_ffn_module(model, i)) is not None and not _routed(f.module)), None)
         if dense is None:  # DeepSeek-V4, Qwen3-MoE: every layer routes
             why = _("{what} routes tokens to experts by value, which the meta device does not hold; trace it on --device cpu "
-                    "(real routing on random weights), or count the model with ffn params --config")  # fmt: skip
+                    "(real routing on random weights), or count the model with ffn params, naming it as here")  # fmt: skip
         else:
             why = _("{what} routes tokens to experts by value, which the meta device does not hold; trace it on --device cpu "
                     "(real routing on random weights), trace a dense layer (--layer {dense}), or count the model with ffn "
-                    "params --config")  # fmt: skip
+                    "params, naming it as here")  # fmt: skip
         raise FFNRuntimeError(why.format(what=what, dense=dense))
     std = float(getattr(text, "initializer_range", DEFAULT_INIT_STD) or DEFAULT_INIT_STD)
     if on_meta:
