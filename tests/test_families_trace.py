@@ -168,3 +168,24 @@ def test_gemma3n_block_traces_its_own_attention_and_names_what_it_leaves_out() -
     parts = {p.name: p.params_each for p in count_model(preset_model("gemma-3n-e4b")).parts}
     assert data["param_groups"]["attn"] == parts["attention"]
     assert {"AltUp", "Laurel", "per-layer input gate", "7 norms per layer (built with 2)"} <= set(data["model"]["not_built"])
+
+
+def test_a_routed_layer_no_reader_knows_traces_on_meta_as_laid_out(tmp_path: Path, one_thread: None) -> None:
+    # Qwen3.5-MoE (no reader): on meta, transformers' own MoE block has no values to route by, so the
+    # layer is ffn's FFN of the shapes its layout reads, routed evenly, and says so. Its matmul FLOPs
+    # are FlopCounterMode's over transformers' own block on the CPU: N·k pairs whatever the routing.
+    keys = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8,
+                num_experts_per_tok=2, vocab_size=128, layer_types=["linear_attention"] * 3 + ["full_attention"],
+                linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8)  # fmt: skip
+    config = {**transformers.AutoConfig.for_model("qwen3_5_moe_text", **keys).to_dict(), "model_type": "qwen3_5_moe_text"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    data = _invoke("trace", "--config", str(path), "--device", "meta", "--json")
+    assert any("routes by values the meta device does not hold" in n for n in data["model"]["not_built"])
+    assert data["spec"]["experts"] == 8 and data["spec"]["top_k"] == 2
+    assert data["matmul_flops"] == _transformers_block_flops(config, data["model"]["layer"], data["input_shape"])
+    # On the CPU it is transformers' own module, its routing real.
+    cpu = _invoke("trace", "--config", str(path), "--json")
+    assert cpu["module"]["source"] == "transformers" and cpu["module"]["class"] == "Qwen3_5MoeSparseMoeBlock"
+    assert cpu["matmul_flops"] == data["matmul_flops"]

@@ -4,13 +4,15 @@ mistyped preset or layer is refused before torch loads."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ffn_cli.configs.fallback import require_transformers
 from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 from ffn_cli.configs.layer_select import LayerChoice, select_layer
 from ffn_cli.configs.source import LoadedModel, load_model
 from ffn_cli.configs.unknown import UnknownModelType
 from ffn_cli.errors import FFNRuntimeError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.requests.bench import BenchRequest
 from ffn_cli.requests.trace import TraceRequest
 
@@ -25,9 +27,36 @@ def trace_layer(request: TraceRequest) -> tuple[TraceRequest, LayerChoice | None
         loaded = _named_model(request)
     except UnknownModelType as unknown:
         require_transformers(unknown.value, SUPPORTED_MODEL_TYPES)  # one line, before torch or transformers loads
+        routed = _routed_on_meta(request, unknown)
+        if routed is not None:
+            return request.resolve(own_module=False), routed, None
         return request.resolve(own_module=True), None, unknown
     request = request.resolve(own_module=False)
     return request, select_layer(loaded, request.layer, request.layer_options(), block=request.block, default_dtype="float32"), None
+
+
+# Said in the trace's header where a model no reader knows has its routed layer traced as ffn's FFN.
+_LAID_OUT_ON_META = N_(
+    "transformers' own module, which routes by values the meta device does not hold: this is ffn's FFN of the shapes "
+    "read from its built layer, routed evenly"
+)
+
+
+def _routed_on_meta(request: TraceRequest, unknown: UnknownModelType) -> LayerChoice | None:
+    """A routed layer of a model no reader knows, traced on meta: as a read family's is, ffn's FFN
+    of the shapes its layout reads from transformers' modules (meta holds no values to route
+    transformers' own module by). None on another device, with --block, or for a dense layer:
+    transformers' own module is traced."""
+    if request.device != "meta" or request.block:
+        return None
+    from ffn_cli.configs.layout_cache import layout_cached  # builds one layer of each kind: torch, on a miss
+
+    layout = layout_cached(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    model = LoadedModel(layout.spec, layout.config, layout.source)
+    choice = select_layer(model, request.layer, request.layer_options(), default_dtype="float32")
+    if choice.ffn.mixture is None:
+        return None
+    return replace(choice, not_built=(Message(_LAID_OUT_ON_META), *choice.not_built))
 
 
 def bench_layer(request: BenchRequest) -> LayerChoice:
