@@ -53,9 +53,10 @@ def _routed_on_meta(request: TraceRequest, unknown: UnknownModelType) -> LayerCh
 
     layout = layout_cached(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
     model = LoadedModel(layout.spec, layout.config, layout.source)
-    choice = select_layer(model, request.layer, request.layer_options(), default_dtype="float32")
-    if choice.ffn.mixture is None:
-        return None
+    layer = 0 if request.layer is None else request.layer  # transformers' module's default layer, whatever kind it is
+    if layer not in model.spec.moe_layers:
+        return None  # a dense layer, or none, or no layer of the model: transformers' own module says what it is
+    choice = select_layer(model, layer, request.layer_options(), default_dtype="float32")
     return replace(choice, not_built=(Message(_LAID_OUT_ON_META), *choice.not_built))
 
 
