@@ -860,9 +860,11 @@ def test_ffns_own_fault_beside_transformers_build_is_not_the_configs(monkeypatch
         _layout(config)
 
 
-def test_deepseek_v4_on_meta_names_no_dense_layer(tmp_path: Path) -> None:
-    # Every DeepSeek-V4 layer routes by value: the refusal on meta offers the CPU, not a dense layer it lacks.
+def test_deepseek_v4_on_meta_traces_its_layouts_ffn(tmp_path: Path) -> None:
+    # Every DeepSeek-V4 layer routes by value: on meta, layer 0 is ffn's FFN of its layout's shapes.
     path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
-    result = CliRunner().invoke(app, ["trace", "--config", path, "--device", "meta"])
-    assert result.exit_code == 1 and "routes tokens to experts by value" in result.stderr
-    assert "--layer" not in result.stderr and result.stderr.count("\n") == 1
+    result = CliRunner().invoke(app, ["trace", "--config", path, "--device", "meta", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model"]["layer"] == 0 and data["spec"]["variant"] == "moe"
+    assert any("routes by values the meta device does not hold" in n for n in data["model"]["not_built"])

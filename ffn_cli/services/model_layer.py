@@ -11,7 +11,7 @@ from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 from ffn_cli.configs.layer_select import LayerChoice, select_layer
 from ffn_cli.configs.source import LoadedModel, load_model
 from ffn_cli.configs.unknown import UnknownModelType
-from ffn_cli.errors import FFNRuntimeError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.requests.bench import BenchRequest
 from ffn_cli.requests.trace import TraceRequest
@@ -51,7 +51,10 @@ def _routed_on_meta(request: TraceRequest, unknown: UnknownModelType) -> LayerCh
         return None
     from ffn_cli.configs.layout_cache import layout_cached  # builds one layer of each kind: torch, on a miss
 
-    layout = layout_cached(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    try:
+        layout = layout_cached(unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES)
+    except (FFNError, FFNRuntimeError):  # a layout ffn cannot read: transformers' module refuses in its own words
+        return None
     model = LoadedModel(layout.spec, layout.config, layout.source)
     layer = 0 if request.layer is None else request.layer  # transformers' module's default layer, whatever kind it is
     if layer not in model.spec.moe_layers:
