@@ -23,6 +23,11 @@ def _checkpoint(*args: str) -> dict:  # type: ignore[type-arg]
     return json.loads(result.stdout)["checkpoint"]  # type: ignore[no-any-return]
 
 
+def _role(checkpoint: dict, role: str) -> dict:  # type: ignore[type-arg]
+    """The checkpoint's row of one role."""
+    return next(r for r in checkpoint["roles"] if r["role"] == role)  # type: ignore[no-any-return]
+
+
 def _fp8_block(rows: int, cols: int) -> int:
     """e4m3 elements and one float32 scale per 128 × 128 block, as DeepSeek-V3 ships them."""
     return rows * cols + ceil(rows / 128) * ceil(cols / 128) * 4
@@ -137,12 +142,10 @@ def test_modelopt_nvfp4_stores_what_nvidias_checkpoints_store() -> None:
     # the routers: each routed expert matrix stores e2m1 elements, an e4m3 scale per 16 and two
     # float32 per tensor (weight_scale_2, input_scale). 62 layers × 256 experts × 3 matrices of
     # 1,536 × 3,072, the rest in bf16.
-    c = _checkpoint("--preset", "minimax-m2.5-nvfp4")
-    experts = next(r for r in c["roles"] if r["role"] == "experts")
-    n = 1536 * 3072
-    assert experts["params"] == 62 * 256 * 3 * n and experts["format"] == "nvfp4"
+    c, n = _checkpoint("--preset", "minimax-m2.5-nvfp4"), 1536 * 3072
+    experts = _role(c, "experts")
+    assert (experts["params"], experts["format"], c["quantized_roles"]) == (62 * 256 * 3 * n, "nvfp4", ["experts"])
     assert experts["bytes"] == 62 * 256 * 3 * (n // 2 + n // 16 + 8)
-    assert c["quantized_roles"] == ["experts"]
     rest = sum(r["bytes"] for r in c["roles"] if r["role"] != "experts")
     assert rest == 2 * (c["total_params"] - experts["params"])  # bf16 everywhere else
     assert "modelopt, not converted: attention projections, LM head, routers" in c["origin"]
@@ -164,13 +167,11 @@ def test_a_wrappers_text_model_quantized_with_regular_expressions_left_out() -> 
     # per 32, its ignore list regular expressions for attention, the shared experts and the dense MLP
     # (re:.*mlp\.(gate|up|gate_up|down)_proj.*, which does not reach the routed experts' mlp.experts.N).
     # 60 MoE layers × 384 experts × 3 matrices of 2,048 × 7,168, each with weight_shape's two int64.
-    c = _checkpoint("--preset", "kimi-k2.5")
-    experts = next(r for r in c["roles"] if r["role"] == "experts")
-    n = 2048 * 7168
-    assert experts["params"] == 60 * 384 * 3 * n and experts["format"] == "ct-w4a16-group32"
+    c, n = _checkpoint("--preset", "kimi-k2.5"), 2048 * 7168
+    experts = _role(c, "experts")
+    assert (experts["params"], experts["format"]) == (60 * 384 * 3 * n, "ct-w4a16-group32")
     assert experts["bytes"] == 60 * 384 * 3 * (n // 2 + n // 32 * 2 + 16)
-    for role in ("attention", "dense_ffn", "shared"):
-        assert next(r for r in c["roles"] if r["role"] == role)["format"] == "bf16"
+    assert {_role(c, r)["format"] for r in ("attention", "dense_ffn", "shared", "router")} == {"bf16"}  # routers: no Linear
 
 
 @pytest.mark.parametrize(
