@@ -433,3 +433,14 @@ def test_tp_cuts_a_mixers_heads_and_groups_as_vllm_does() -> None:
     assert CliRunner().invoke(app, ["params", "--preset", "nemotron-3-super-120b-a12b", "--tp", "8"]).exit_code == 0
     result = CliRunner().invoke(app, ["params", "--preset", "qwen3-next-80b-a3b", "--tp", "3"])
     assert result.exit_code == 2 and "32 Gated DeltaNet heads" in " ".join(result.output.split())
+
+
+def test_a_latent_moe_over_expert_parallel_ranks_matches_the_unsharded_module(tmp_path: Any) -> None:
+    # Each rank projects its own tokens down into the latent, sends latent rows to the experts'
+    # owners, and projects the combined rows back up: the same output as the unsharded layer.
+    config = small_config("nemotron_h", NEMOTRON_CASES[0]) | {"moe_latent_size": 32}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--layer", "3", "--ep", "2", "--check"])
+    assert result.exit_code == 0, result.output
+    assert "matches the unsharded module" in " ".join(result.output.split())

@@ -23,6 +23,7 @@ from ffn_cli.parallel.accounting import owned_experts
 from ffn_cli.parallel.steps import StepLog, all_to_all_rows
 from ffn_cli.parallel.tensor import local_ffn
 from ffn_cli.spec import FFNSpec
+from ffn_cli.variants.moe import LATENT_DOWN, LATENT_UP
 from ffn_cli.variants.routing import capacity, sort_by_expert, zeros_like
 
 if TYPE_CHECKING:
@@ -152,9 +153,11 @@ def ep_forward(
     recv_table = recv_counts.view(world_size, per_rank).tolist()  # [source][local expert]
     send_rows = route.counts.view(world_size, per_rank).sum(dim=1).tolist()
     recv_rows = [sum(row) for row in recv_table]
-    # 2. dispatch: rows sorted by expert are already grouped by owning rank.
-    send = tokens[route.token_idx]  # (n·k, d)
-    log.step("dispatch", "gather rows by expert", [tokens], send)
+    # 2. dispatch: rows sorted by expert are already grouped by owning rank; a latent MoE's in its
+    # latent, projected down once on the token's own rank (the projection is replicated).
+    inner = w.linear(LATENT_DOWN, tokens) if spec.latent else tokens  # (n, d) or (n, L)
+    send = inner[route.token_idx]  # (n·k, d) or (n·k, L)
+    log.step("dispatch", "gather rows by expert", [inner], send)
     received = all_to_all_rows(send, send_rows, recv_rows, log, "dispatch")  # (Σ recv, d)
     log.step("all_to_all dispatch", "rows to the rank owning their expert", [send], received)
     # 3. owned experts, with the capacity the unsharded module computes from all tokens.
@@ -164,7 +167,9 @@ def ep_forward(
     returned = all_to_all_rows(expert_out, recv_rows, send_rows, log, "return")  # (n·k, d)
     log.step("all_to_all return", "expert outputs back to the token's rank", [expert_out], returned)
     # 5. combine: Σ_k g_k·y_k into each token's row.
-    routed = variant.combine(w, zeros_like(tokens), route.token_idx, returned, route.weights, route.slot)  # (n, d)
+    routed = variant.combine(w, zeros_like(inner), route.token_idx, returned, route.weights, route.slot)  # (n, d) or (n, L)
     log.step("combine", "Σ_k g_k·y_k", [returned], routed)
+    if spec.latent:
+        routed = w.linear(LATENT_UP, routed)  # back to d_model, on the token's rank
     out = variant.add_shared(spec, w, tokens, routed)  # logged as it runs
     return out, ExpertStats(tuple(mine), computed, send_rows, recv_rows, dropped)
