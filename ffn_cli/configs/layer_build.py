@@ -1115,15 +1115,15 @@ def _top_module(t: ParamTensor) -> str:
     return ".".join(t.name.split(" ")[0].split(".")[:2])
 
 
-def _towers(beside: tuple[ParamTensor, ...]) -> tuple[VisionTower | None, tuple[ParamTensor, ...]]:
-    """The towers among the tensors beside the layers (a vision tower and its projector: Gemma 4's,
-    Kimi K2.5's), each module one part of the model's tower, run on its images, not its tokens;
-    and the rest."""
+def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple[VisionTower | None, tuple[ParamTensor, ...]]:
+    """The towers `config` describes among the tensors beside the layers (a vision tower and its
+    projector: Gemma 4's, Kimi K2.5's), each module one part of the model's tower, run on its
+    images, not its tokens; and the rest."""
     towers: dict[str, int] = {}
     rest = []
     for t in beside:
         top = _top_module(t)
-        if is_tower(top):
+        if is_tower(top, config):
             towers[top] = towers.get(top, 0) + t.count
         else:
             rest.append(t)
@@ -1698,7 +1698,7 @@ def _assemble(
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         tables = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", tables, shell.tables),)
-    vision, beside = _towers(shell.beside)
+    vision, beside = _towers(shell.beside, config)
     if beside:
         tops = ", ".join(dict.fromkeys(_top_module(t) for t in beside))
         # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model

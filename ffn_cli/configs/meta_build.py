@@ -156,10 +156,11 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
 _TOWERS = {"vision_config": ("vision", "visual", "projector"), "audio_config": ("audio",)}
 
 
-def is_tower(path: str) -> bool:
-    """Whether a module beside the text model's layers is a tower or its projector, by its name."""
+def is_tower(path: str, config: Mapping[str, Any]) -> bool:
+    """Whether a module beside the text model's layers is a tower the config describes (its
+    vision_config's, its audio_config's) or the tower's projector, by its name."""
     name = path.lower()
-    return any(w in name for words in _TOWERS.values() for w in words)
+    return any(w in name for key, words in _TOWERS.items() if isinstance(config.get(key), Mapping) for w in words)
 
 
 def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_class: str) -> tuple[Message, ...]:
