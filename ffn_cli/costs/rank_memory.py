@@ -26,6 +26,9 @@ class RankMemory:
     split_bytes: int  # the other matrices' share on one GPU
     replicated_bytes: int
     total_bytes: int  # the whole checkpoint
+    # What the checkpoint ships beside the parameter table (its MTP layers: weights.PART_WORDS' keys),
+    # so a checkpoint larger than the summary's weights says why.
+    shipped_parts: tuple[str, ...] = ()
 
     @property
     def per_gpu_bytes(self) -> int:
@@ -46,4 +49,5 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         ceil(bits["split"] / 8 / tp),
         ceil(bits["replicated"] / 8),
         stored.bytes_,
+        tuple(dict.fromkeys(t.part for t in stored.tensors if t.part)),
     )

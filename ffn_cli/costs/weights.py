@@ -338,6 +338,9 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
         rest = FORMATS["fp16"]
     origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
+    never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope]  # the method's own reach
+    if never:
+        origin = Message.join(origin, Message(N_("; never quantized by it: {roles}"), roles=_listed(never)))
     origin = Message.join(origin, experts)
     return StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role), note
 

@@ -127,6 +127,8 @@ def attention_formula(attention: AnyAttention) -> str:
     a = attention
     if isinstance(a, LatentAttentionSpec):
         q = "d·r_q + r_q + r_q·h·(n + r)" if a.q_lora_rank is not None else "d·h·(n + r)"
+        if a.q_gate:  # A.X K2's: the queries and an output gate from the latent and its norm
+            q = "d·r_q + r_q + 2·r_q·h·(n + r + v)"
         return f"{q} + d·(r_kv + r) + r_kv + r_kv·h·(n + v) + h·v·d" + (" + biases" if a.bias else "")
     if isinstance(a, CompressedAttentionSpec):
         return N_("the tensors as built")  # said in the reader's language where it is shown

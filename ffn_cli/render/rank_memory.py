@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ffn_cli.costs.gpu_memory import SEARCH_LIMIT, GPUMemory
 from ffn_cli.costs.rank_memory import RankMemory
+from ffn_cli.costs.weights import PART_WORDS
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.gpus import DRIVER_SOURCES, SOURCES
 from ffn_cli.hardware.reserve import RESERVE_SOURCE
@@ -173,18 +174,22 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
             None,
             ["[bold]" + _("weights per GPU") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
         ]
+    checkpoint = fmt_bytes(r.total_bytes)
+    if r.shipped_parts:  # more than the summary's weights: say what
+        parts = _(", ").join(_(PART_WORDS[p]) for p in r.shipped_parts)
+        checkpoint = _("{bytes}, with {parts}").format(bytes=checkpoint, parts=parts)
     if fit is None:
         title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
-            tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
+            tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=checkpoint
         )
         caption = _(NOT_COUNTED)
     else:
         rows += _fit_rows(fit)
         if r.gpus == 1:
-            title = _("memory of one GPU (checkpoint {bytes})").format(bytes=fmt_bytes(r.total_bytes))
+            title = _("memory of one GPU (checkpoint {bytes})").format(bytes=checkpoint)
         else:
             title = _("memory per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
-                tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=fmt_bytes(r.total_bytes)
+                tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=checkpoint
             )
         caption = _(COUNTED).format(context=fit.reserve.context, residual=_residual(fit, translate=True))
     columns = [Col(_("weights"), "text"), Col(_("bytes"))]

@@ -85,6 +85,6 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
         beside = _(" The checkpoint holds the parameter table's {model} and {shipped} it ships beside them ({parts}), "
                    "which the summary's weights leave out.")  # fmt: skip
         caption += beside.format(model=fmt_count(c.total_params - c.shipped_params), shipped=fmt_count(c.shipped_params), parts=parts)
-    caption += f" {visible(shown(note))}." if note else ""  # it quotes config.json: modules_to_not_convert's names
+    caption += _(" {note}.").format(note=visible(shown(note))) if note else ""  # it quotes config.json: modules_to_not_convert's names
     title = Text(_("weights as stored: {bytes}").format(bytes=fmt_bytes(c.bytes_)))
     return FitTable(title, columns, rows, caption=Text(caption, style="dim"))

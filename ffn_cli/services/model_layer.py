@@ -37,8 +37,9 @@ def trace_layer(request: TraceRequest) -> tuple[TraceRequest, LayerChoice | None
 
 # Said in the trace's header where a model no reader knows has its routed layer traced as ffn's FFN.
 _LAID_OUT_ON_META = N_(
-    "transformers' own module, which routes by values the meta device does not hold: this is ffn's FFN of the shapes "
-    "read from its built layer, routed evenly"
+    "the model's own router and its rules (its scores, any bias, groups, hashing or scaling): transformers' module "
+    "routes by values the meta device does not hold, so ffn's FFN of the layer's shapes stands in, a softmax top-k "
+    "router spreading the tokens evenly"
 )
 
 
@@ -60,7 +61,7 @@ def _routed_on_meta(request: TraceRequest, unknown: UnknownModelType) -> LayerCh
     if layer not in model.spec.moe_layers:
         return None  # a dense layer, or none, or no layer of the model: transformers' own module says what it is
     choice = select_layer(model, layer, request.layer_options(), default_dtype="float32")
-    return replace(choice, not_built=(Message(_LAID_OUT_ON_META), *choice.not_built))
+    return replace(choice, not_built=(*choice.not_built, Message(_LAID_OUT_ON_META)))
 
 
 def bench_layer(request: BenchRequest) -> LayerChoice:
