@@ -144,3 +144,17 @@ def test_a_tower_is_the_models_vision_part_or_said_to_be_left_out(cache_home: Pa
         out = CliRunner().invoke(app, ["params", "--preset", "qwen3.5-27b", *args], env={"XDG_CACHE_HOME": str(cache_home)})
         said = "its vision_config's tower is not counted: transformers' Qwen3_5ForCausalLM builds the text model alone"
         assert said in " ".join(out.output.split())
+
+
+def test_a_tower_is_one_part_whichever_way_the_model_is_counted(cache_home: Path) -> None:
+    # Gemma 4 26B-A4B's SigLIP tower and its projector: counted by building (no --gpu) they are the
+    # part "vision tower", laid out (--gpu) the model's vision: rows, the same parameters, those
+    # transformers' build holds under model.vision_tower and model.embed_vision.
+    env = {"XDG_CACHE_HOME": str(cache_home)}
+    built = json.loads(CliRunner().invoke(app, ["params", "--preset", "gemma-4-26b-a4b", "--json"], env=env).stdout)
+    laid = json.loads(CliRunner().invoke(app, ["params", "--preset", "gemma-4-26b-a4b", "--gpu", "h200", "--json"], env=env).stdout)
+    own = {k: v for k, v in load_preset("gemma-4-26b-a4b").items() if not k.startswith("_")}
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**own))
+    tower = sum(p.numel() for n, p in model.named_parameters() if n.startswith(("model.vision_tower.", "model.embed_vision.")))
+    assert built["vision_params"] == laid["vision_params"] == tower > 0

@@ -16,11 +16,18 @@ from ffn_cli.i18n import N_
 
 __all__ = ["RULES", "BuiltKind", "Owner", "attribute", "is_experts", "pattern"]
 
-BuiltKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "other"]
+BuiltKind = Literal["vision", "embedding", "attention", "ffn", "norm", "head", "pooler", "other"]
 
 # The rule, in the order it is applied: the first line that matches decides. The first two
 # look at the module holding the parameter; the others at every module on its path.
 RULES: tuple[tuple[BuiltKind, str], ...] = (
+    (
+        "vision",
+        N_(
+            "under a tower the config describes (its vision_config's or audio_config's: vision_tower, visual, audio_tower, …) "
+            "or the tower's projector: run on images or sound, not on the text's tokens"
+        ),
+    ),
     (
         "norm",
         N_(

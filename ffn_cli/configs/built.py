@@ -16,6 +16,7 @@ from ffn_cli.models.spec import ModelSpec
 __all__ = ["PART_NAMES", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
 
 PART_NAMES: dict[BuiltKind, str] = {
+    "vision": N_("vision tower"),
     "embedding": N_("embeddings"),
     "attention": N_("attention"),
     "ffn": N_("FFN"),

@@ -48,7 +48,7 @@ TOP_K_KEYS = (
     "top_k_experts",  # Gemma 4
 )  # fmt: skip
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_routed_experts")
-_KIND_ORDER: tuple[BuiltKind, ...] = ("embedding", "attention", "ffn", "norm", "head", "pooler", "other")
+_KIND_ORDER: tuple[BuiltKind, ...] = ("embedding", "attention", "ffn", "norm", "head", "pooler", "vision", "other")
 
 
 def version() -> str:
@@ -261,10 +261,16 @@ def count_module(model: nn.Module, config: PretrainedConfig, *, name: str, sourc
     modules = dict(model.named_modules())
     params: dict[BuiltKind, int] = dict.fromkeys(_KIND_ORDER, 0)
     where: dict[BuiltKind, dict[str, None]] = {kind: {} for kind in _KIND_ORDER}
+    data = config.to_dict()
     for param_name, param in model.named_parameters():
         module_path, _, leaf = param_name.rpartition(".")
         owners = _owners(modules, module_path)
-        kind, depth = attribute(owners, is_embedding=isinstance(modules[module_path], nn.Embedding))
+        tower = next((d for d, o in enumerate(owners) if is_tower(o.name, data)), None)
+        kind: BuiltKind
+        if tower is not None:  # a tower the config describes, or its projector: the part of its own the rule names first
+            kind, depth = "vision", tower + 1
+        else:
+            kind, depth = attribute(owners, is_embedding=isinstance(modules[module_path], nn.Embedding))
         params[kind] += param.numel()
         where[kind][pattern(owners[:depth]) or leaf] = None
     routed = _routed_experts(modules, config)

@@ -87,6 +87,7 @@ def built_data(m: BuiltModel, dtype: str = "bfloat16") -> dict[str, Any]:
         "norm_params": m.params_of("norm"),
         "head_params": m.params_of("head"),
         "other_params": m.params_of("other"),
+        "vision_params": m.params_of("vision"),
         "ffn_share": m.params_of("ffn") / total if total else None,
         "other_share": m.params_of("other") / total if total else None,
         "weight_bytes": {d: total * DTYPE_BYTES[d] for d in DTYPE_BYTES},
