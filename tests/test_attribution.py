@@ -87,7 +87,7 @@ def test_a_parameter_on_the_model_itself_is_other() -> None:
 
 def test_the_rule_lists_every_kind_once_ending_with_other() -> None:
     kinds = [kind for kind, _ in RULES]
-    assert kinds == ["norm", "embedding", "head", "pooler", "attention", "ffn", "other"]
+    assert kinds == ["vision", "norm", "embedding", "head", "pooler", "attention", "ffn", "other"]
     assert all(text for _, text in RULES)
 
 
