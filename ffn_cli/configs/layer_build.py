@@ -847,7 +847,7 @@ def _moe(
         shared_experts=shared_count if shared_width else 0,
         shared_d_ff=shared_width or None,
         shared_expert_gate=gate_linear is not None and bool(shared_width),
-        normalize_top_k=bool(getattr(hf_config.get_text_config(), "norm_topk_prob", False)),
+        normalize_top_k=_renormalises((child, *(m for _n, m in beside)), hf_config.get_text_config()),
         bias=bias,
     )
     # LongCat-Flash's zero-computation experts: picks in the router's pool that pass the token through.
@@ -1092,6 +1092,19 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
+
+
+def _renormalises(modules: tuple[nn.Module, ...], text: PretrainedConfig) -> bool:
+    """Whether a MoE's router rescales a token's top-k weights to sum to 1: as its module says
+    (norm_topk_prob), else its config, else yes: a router whose class and config name no choice
+    renormalises (Mixtral's, Qwen3.5's and Gemma 4's: top_k_weights /= their sum)."""
+    said = next(
+        (m.norm_topk_prob for top in modules for m in top.modules() if isinstance(getattr(m, "norm_topk_prob", None), bool)),
+        None,
+    )
+    if said is None:
+        said = getattr(text, "norm_topk_prob", None)
+    return said if isinstance(said, bool) else True
 
 
 def _gated_norm(name: str, module: nn.Module) -> tuple[nn.Module, tuple[ParamTensor, ...]] | None:
