@@ -1,6 +1,7 @@
 """The layer of the model `ffn trace` or `ffn bench` names (--preset / --config / --model, with
---layer and the options given over its values). Pure Python: it never imports torch, so a
-mistyped preset or layer is refused before torch loads."""
+--layer and the options given over its values). Pure Python: a mistyped preset or layer is
+refused before torch loads; torch loads here only to lay out a model no reader knows whose routed
+layer is traced on meta (a layout the cache does not hold)."""
 
 from __future__ import annotations
 
