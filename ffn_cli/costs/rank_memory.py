@@ -49,5 +49,5 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         ceil(bits["split"] / 8 / tp),
         ceil(bits["replicated"] / 8),
         stored.bytes_,
-        tuple(dict.fromkeys(t.part for t in stored.tensors if t.part)),
+        stored.shipped_parts,
     )

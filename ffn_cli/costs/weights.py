@@ -446,6 +446,11 @@ class Checkpoint:
         return sum(t.params for t in self.tensors if t.part)
 
     @property
+    def shipped_parts(self) -> tuple[str, ...]:
+        """What the checkpoint ships beside the model's own, in the order it stores them (PART_WORDS' keys)."""
+        return tuple(dict.fromkeys(t.part for t in self.tensors if t.part))
+
+    @property
     def total_params(self) -> int:
         return sum(t.params for t in self.tensors)
 

@@ -45,7 +45,7 @@ class BlockExplain:
     ffn_params: int
     ffn_active_params: int
     attention_params: int
-    width: int = 0  # what one FFN (an expert) reads and writes: d_model, or a latent MoE's latent
+    width: int  # what one FFN (an expert) reads and writes: d_model, or a latent MoE's latent
     attention_beside: tuple[ParamTensor, ...] = ()  # one layer's tensors beside its attention (Qwen3.5's output gate)
     mixers: bool = False  # whether attention_params holds a hybrid's mixers too (its token mixing)
 

@@ -18,7 +18,7 @@ def _ffn_line(e: BlockExplain) -> str:
     weights = _("{m}·d·d_ff = {m} · {d} · {d_ff} = {weights}").format(
         m=e.matrices, d=f"{e.d_model:,}", d_ff=f"{e.d_ff:,}", weights=fmt_count(e.ffn_weights)
     )
-    if e.width and e.width != e.d_model:  # a latent MoE's experts read and write the latent L, not d
+    if e.width != e.d_model:  # a latent MoE's experts read and write the latent L, not d
         weights = _("{m}·L·d_ff = {m} · {width} · {d_ff} = {weights}, in the latent L the experts read and write").format(
             m=e.matrices, width=f"{e.width:,}", d_ff=f"{e.d_ff:,}", weights=fmt_count(e.ffn_weights)
         )
