@@ -66,9 +66,9 @@ COMMANDS = [
     "trace --preset deepseek-v3 --device meta",
 ]
 
-# A number, with the unit or scale that follows it: 1,050,624 · 4.00 MiB · 12.9 GFLOP · 3.2× · 49.8 %
+# A number, with the unit or scale that follows it: 1,050,624 · 4.00 MiB · 1,017.29 MiB · 12.9 GFLOP · 3.2× · 49.8 %
 _NUMBER = re.compile(
-    r"(?<![\w.·])([-+]?\d{1,3}(?:,\d{3})+|[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
+    r"(?<![\w.·])([-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
     r"(?:\s?(KiB|MiB|GiB|TiB|[kMGTP])(?:FLOP)?\b)?(?!\w|\.\d)"
 )
 _BINARY = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
