@@ -344,7 +344,8 @@ def params(
     """Parameters, FLOPs and memory without torch, as `ffn params` answers them: an FFNSpec
     (beside an attention of its width; bytes in float32 by default) gives its FFNReport, a preset
     name or config.json path (the whole model; bfloat16 by default) its ModelParams (a model_type
-    no reader knows: counted by building it with transformers on meta, a BuiltModel).
+    no reader knows: laid out from one decoder layer of each kind built by transformers on meta;
+    where its layout cannot be read, counted by building the whole model, a BuiltModel).
 
     What it costs on GPUs, as `ffn params --gpu … --tp … --ep …` answers it (in the view and
     `to_dict()`): `gpu` (a key of `ffn hardware`: for a model the fit verdict and the roofline,

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
+from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
 from ffn_cli.configs.files import load_preset
 from ffn_cli.configs.source import preset_model
 from ffn_cli.models.count import count_model
@@ -49,6 +49,19 @@ def test_a_dense_model_has_one_active_count() -> None:
     m = count_model(preset_model("llama-3.1-8b"))
     assert m.active_params == m.total_params
     assert m.active_without_embeddings == m.total_params - 128_256 * 4_096
+
+
+def test_a_vision_tower_is_in_the_total_never_in_the_active_count() -> None:
+    """A text token never runs the tower: Llama 4 Scout's active count is its text model's
+    (the preset's text_config read alone), its total that plus the tower; Meta states 17B active."""
+    scout = count_model(preset_model("llama-4-scout"))
+    text = load_preset("llama-4-scout")["text_config"]
+    alone = count_model(model_spec_from_config({**text, "model_type": "llama4_text"}, name="scout-text"))
+    assert scout.vision_params > 0 and scout.total_params == alone.total_params + scout.vision_params
+    assert scout.active_params == alone.active_params and round(scout.active_params / 1e9) == 17
+    assert scout.active_without_embeddings == alone.active_without_embeddings
+    data = _params_json("--preset", "llama-4-scout")
+    assert data["active_params"] == alone.active_params and data["vision_params"] == scout.vision_params
 
 
 # --- zero-computation experts: a range -----------------------------------------------------

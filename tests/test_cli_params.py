@@ -261,10 +261,22 @@ def test_presets_configs_and_models_compare_in_one_table(runner: CliRunner, tmp_
     assert "models side by side" in table and "Qwen/Qwen2-0.5B" in table and "6.74 G" in table
 
 
-def test_a_model_only_building_counts_is_refused_in_a_comparison(runner: CliRunner, tmp_path: Path) -> None:
+def test_a_model_no_one_knows_is_refused_in_a_comparison(runner: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "u.json").write_text(json.dumps({"model_type": "no_such_family", "hidden_size": 8}))
     output = _fails(runner, "--preset", "gpt2", "--config", str(tmp_path / "u.json"))
-    assert f"--config {tmp_path / 'u.json'}: model_type 'no_such_family' has no reader" in output and "alone" in output
+    assert "no_such_family" in output and "neither ffn" in output and "nor transformers" in output
+    assert len(output.strip().splitlines()) == 1
+
+
+def test_a_model_only_building_counts_is_refused_in_a_comparison(runner: CliRunner, tmp_path: Path) -> None:
+    # JetMoE's layout is not read: a count alone has no FLOPs to set beside gpt2's.
+    from tests.tiny_families import tiny_config
+
+    (tmp_path / "j.json").write_text(json.dumps(tiny_config("jetmoe")))
+    result = runner.invoke(app, ["params", "--preset", "gpt2", "--config", str(tmp_path / "j.json")])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: ") and "ffn cannot lay out" in line and "jetmoe" in line
 
 
 @pytest.mark.parametrize(("lang", "one", "many"), [("en", "(layer 0)", "(layers 1–27)"), ("zh", "（第 0 层）", "（第 1–27 层）")])
@@ -283,11 +295,21 @@ def test_a_part_of_one_layer_says_layer(runner: CliRunner, lang: str, one: str, 
     assert "(layers 0)" not in result.stdout
 
 
-def test_a_preset_only_building_counts_is_named_as_the_preset_it_is(runner: CliRunner) -> None:
-    # glm-5's model_type (glm_moe_dsa) has no reader: it was named as a --model 'preset glm-5'.
+def test_a_preset_no_reader_knows_stands_beside_a_read_one(runner: CliRunner) -> None:
+    # glm-5's model_type (glm_moe_dsa) has no reader: laid out from its built layers, it is
+    # compared with gpt2 (a reader's), its total held to transformers' whole model built on meta.
+    import torch
+    import transformers
+
     from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
     from ffn_cli.configs.files import load_preset
 
-    assert load_preset("glm-5")["model_type"] not in SUPPORTED_MODEL_TYPES
-    output = _fails(runner, "--preset", "gpt2,glm-5")
-    assert "--preset glm-5: model_type 'glm_moe_dsa' has no reader" in output and "alone" in output
+    config = {k: v for k, v in load_preset("glm-5").items() if not k.startswith("_")}
+    assert config["model_type"] not in SUPPORTED_MODEL_TYPES
+    result = runner.invoke(app, ["params", "--preset", "gpt2,glm-5", "--json"])
+    assert result.exit_code == 0, result.output
+    totals = {row["name"]: row["total_params"] for row in json.loads(result.stdout)["models"]}
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    assert totals["glm-5"] == sum(p.numel() for p in model.parameters())
+    assert totals["gpt2"] == 124_439_808  # OpenAI's GPT-2 small, its head tied

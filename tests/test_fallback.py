@@ -339,22 +339,61 @@ def test_table_at_80_columns_shows_every_number_whole(model_type: str) -> None:
 
 
 def test_cli_table_and_json_carry_the_same_counts(tmp_path: Path, runner: CliRunner) -> None:
-    path = _write(tmp_path, tiny_config("olmoe"))
+    # JetMoE's mixture of attention heads is no layout ffn reads: the model is counted by building it, and says why.
+    path = _write(tmp_path, tiny_config("jetmoe"))
     table = runner.invoke(app, ["params", "--config", path])
     assert table.exit_code == 0, table.output
     result = runner.invoke(app, ["params", "--config", path, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    m = _count("olmoe")
+    m = _count("jetmoe")
     assert data["counted_by"] == "transformers" and data["device"] == "meta"
-    assert data["model_class"] == "OlmoeForCausalLM" and data["model"] == "tiny-olmoe"
+    assert data["model_class"] == "JetMoeForCausalLM" and data["model"] == "tiny-jetmoe"
     assert data["total_params"] == m.total_params == sum(p["params"] for p in data["parts"])
     assert data["active_params"] == m.active_params
     assert [r["kind"] for r in data["rule"]] == [k for k, _ in m.rules]
     assert data["weight_bytes"]["bfloat16"] == 2 * m.total_params
     for part in data["parts"]:
         assert f"{part['params']:,}" in table.output
-    assert "Counted by building OlmoeForCausalLM" in " ".join(table.output.split())
+    said = " ".join(table.output.split())
+    assert "Counted by building JetMoeForCausalLM" in said
+    assert "its layout is not read (" in said and "so no FLOPs or costs are given" in said
+    assert any("its layout is not read" in n for n in data["notes"])
+
+
+def test_a_model_no_reader_knows_gets_a_read_familys_answer(tmp_path: Path, runner: CliRunner) -> None:
+    """OLMoE has no reader: `ffn params` lays it out from its built layers and answers as for a
+    read family: its total and active counts held to the whole model built on meta, its FLOPs a
+    token to FlopCounterMode on transformers' own model running one token."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = tiny_config("olmoe")
+    result = runner.invoke(app, ["params", "--config", _write(tmp_path, config), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["layout"]["read_from"] == "transformers modules, one layer of each kind"
+    m = _count("olmoe")
+    assert data["total_params"] == m.total_params
+    assert data["active_params"] == m.active_params
+    hf = transformers.AutoConfig.for_model(**config)
+    # every op a matmul FlopCounterMode counts: eager attention, and each chosen expert's own linears
+    model = transformers.AutoModelForCausalLM.from_config(hf, attn_implementation="eager", experts_implementation="eager").eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.tensor([[3]]))
+    head_dim = hf.head_dim or hf.hidden_size // hf.num_attention_heads
+    # One token reads one key: Q·Kᵀ and softmax·V, 2 · heads · head_dim each a layer, which
+    # the FLOPs a token leave out (they grow with the context).
+    scores = hf.num_hidden_layers * 2 * 2 * hf.num_attention_heads * head_dim
+    assert counter.get_total_flops() == data["matmul_flops_per_token"] + scores
+
+
+def test_models_no_reader_knows_stand_beside_read_ones(tmp_path: Path, runner: CliRunner) -> None:
+    path = _write(tmp_path, tiny_config("olmoe"))
+    result = runner.invoke(app, ["params", "--config", path, "--preset", "llama-3.1-8b", "--json"])
+    assert result.exit_code == 0, result.output
+    totals = {row["name"]: row["total_params"] for row in json.loads(result.stdout)["models"]}
+    assert totals["tiny-olmoe"] == _count("olmoe").total_params
+    assert totals["llama-3.1-8b"] == 8_030_261_248  # Meta's published count
 
 
 # --- the FFN module of one layer, for trace and bench -------------------------------------

@@ -824,8 +824,8 @@ def test_the_layout_is_said_in_the_language_of_the_run(tmp_path: Path) -> None:
     args = ["params", "--config", path, "--gpu", "h200"]
     data = json.loads(CliRunner().invoke(app, ["--lang", "zh", *args, "--json"]).stdout)
     assert [k["holds"] for k in data["layout"]["kinds"]] == [
-        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 a token; dense FFN: 96 wide",
-        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 a token; MoE: 8 experts × 1,536, top-2, shared 1,536",
+        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 per token; dense FFN: 96 wide",
+        "latent attention: 4 heads, KV latent 16 + rope 8; indexer keys 8 per token; MoE: 8 experts × 1,536, top-2, shared 1,536",
     ]
     assert not data["layout"]["left_out"]
     zh = CliRunner().invoke(app, ["--lang", "zh", *args], env={"COLUMNS": "80"})

@@ -78,7 +78,7 @@ PUBLISHED: dict[str, tuple[int, int | None]] = {
     "deepseek-v3": (671_026_404_352, 37_552_282_624),
     "gpt-oss-20b": (20_914_757_184, 4_187_440_704),  # "21B, 3.6B active" without the embedding
     "gpt-oss-120b": (116_829_156_672, 5_711_982_912),  # "117B, 5.1B active" without the embedding
-    "llama-4-scout": (108_641_793_536, 18_044_827_136),  # "109B total, 17B active"; tower included
+    "llama-4-scout": (108_641_793_536, 17_172_894_720),  # "109B total, 17B active": the tower in the total, not the active
     "roberta-base": (124_645_632, None),  # RobertaModel with pooler
     "xlm-roberta-base": (278_043_648, None),
     # The models people size today: the safetensors counts of their Hub pages. Active counts

@@ -85,11 +85,16 @@ def _ours(model: Any) -> dict[str, int]:
     return out
 
 
+# Where transformers keeps a vision tower and its projector in the multimodal models these cover.
+_TOWERS = ("vision_model", "multi_modal_projector", "vision_tower")
+
+
 def _experts_active(model: Any, config: dict[str, Any], ours: Any) -> int:
     """The active count from the built model: total minus the routed experts a token skips,
-    E − k of every MoE layer's experts module, its parameters split evenly over E."""
+    E − k of every MoE layer's experts module, its parameters split evenly over E, and minus a
+    vision tower and its projector (a text token never runs them)."""
     spec = ours.spec
-    skipped = 0
+    skipped = sum(p.numel() for name, p in model.named_parameters() if name.split(".")[0] in _TOWERS or ".vision_model." in f".{name}")
     for name, module in model.named_modules():
         if name.endswith(".experts") and not name.endswith("shared_experts"):
             count = sum(p.numel() for p in module.parameters())
@@ -204,3 +209,19 @@ def test_gemma3n_forward_flops_equal_flop_counter_mode() -> None:
         model(input_ids=torch.tensor([[3]]))
     scores = ours.spec.n_layers * 4 * a.n_heads * a.head_dim
     assert counter.get_total_flops() == ours.matmul_flops_per_token + scores
+
+
+# Routers' score biases: buffers, so no parameter count above sees them.
+_SCORE_BIASES = ("e_score_correction_bias", "expert_bias")
+
+
+@pytest.mark.parametrize(("model_type", "keys"), CASES, ids=[f"{t}-{i}" for i, (t, _) in enumerate(CASES)])
+def test_router_score_bias_is_the_buffer_transformers_builds(model_type: str, keys: dict[str, Any]) -> None:
+    # A reader's router_score_bias says whether the model's routers hold a score bias the
+    # checkpoint stores: a persistent buffer (in the state dict, not among the parameters) of
+    # transformers' own model.
+    config = small_config(model_type, keys)
+    model = _build(config)
+    params = {n for n, _p in model.named_parameters()}
+    buffers = [n for n in model.state_dict() if n.rpartition(".")[2] in _SCORE_BIASES and n not in params]
+    assert model_spec_from_config(config).router_score_bias == bool(buffers)

@@ -57,6 +57,11 @@ def _params(name: str, cache_home: Path) -> Any:
     return json.loads(result.stdout)
 
 
+def _config(name: str) -> dict[str, Any]:
+    """A preset as config.json holds it: its `_` keys (where it came from) dropped."""
+    return {k: v for k, v in load_preset(name).items() if not k.startswith("_")}
+
+
 def _transformers_total(config: dict[str, Any]) -> int:
     own = transformers.AutoConfig.for_model(**{k: v for k, v in config.items() if k != "auto_map"})  # not the repository's code
     with torch.device("meta"):
@@ -81,20 +86,54 @@ def test_a_2026_preset_is_transformers_defaults_and_its_stated_size(name: str, c
     assert data["total_params"] == _transformers_total(config)
     assert abs(data["total_params"] / 1e9 - total) < 1
     shown = data["active_params"]
-    if convention != "all":
-        shown -= data["embedding_params"]
-    if convention == "no embeddings or head":
-        shown -= data["head_params"]
+    if convention == "no embeddings":
+        shown = data["active_params_without_embeddings"]
+    elif convention == "no embeddings or head":
+        shown = data["active_params_without_embeddings_or_head"]
     assert abs(shown / 1e9 - active) < 1
 
 
-def test_the_list_names_them_without_building() -> None:
-    result = CliRunner().invoke(app, ["params", "--list-presets", "--json"])
+def test_the_list_names_them_without_building(tmp_path: Path) -> None:
+    # An empty cache: nothing laid out yet, so no counts; the list never builds.
+    result = CliRunner().invoke(app, ["params", "--list-presets", "--json"], env={"XDG_CACHE_HOME": str(tmp_path)})
     assert result.exit_code == 0, result.output
     rows = {row["name"]: row for row in json.loads(result.stdout)}
     for name, (model_type, *_) in STATED.items():
         assert rows[name]["model_type"] == model_type and rows[name]["total_params"] is None
     assert set(rows["glm-5"]) == set(rows["llama-3.1-8b"])  # the same keys, unknown counts None
+
+
+def test_the_list_counts_a_preset_once_it_is_laid_out(tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    laid_out = _params("glm-5", tmp_path)
+    result = CliRunner().invoke(app, ["params", "--list-presets", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert rows["glm-5"]["total_params"] == laid_out["total_params"] == _transformers_total(_config("glm-5"))
+    assert rows["glm-5"]["active_params"] == laid_out["active_params"]
+    assert rows["deepseek-v4-flash"]["total_params"] is None  # not named yet
+
+
+def test_each_layer_has_its_own_token_mixer_in_the_json(cache_home: Path) -> None:
+    """Qwen3.5-35B-A3B: 30 Gated DeltaNet layers and 10 attention ones. Each per_layer row holds
+    its own mixer's parameters, held to transformers' own layers built on meta (the mixer's
+    norm counted with the norms, as the parts are); the attention's JSON names the output gate's
+    half of q_proj beside its projections."""
+    data = _params("qwen3.5-35b-a3b", cache_home)
+    rows = {r["token_mixer"]: r for r in data["per_layer"]}
+    assert sorted(rows) == ["Gated DeltaNet", "attention"]
+    assert (len(rows["Gated DeltaNet"]["layers"]), len(rows["attention"]["layers"])) == (30, 10)
+    assert sum(r["attention_params"] * len(r["layers"]) for r in data["per_layer"]) == data["attention_params"]
+    config = _config("qwen3.5-35b-a3b")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    layers = model.model.layers
+    linear, full = layers[rows["Gated DeltaNet"]["layers"][0]], layers[rows["attention"]["layers"][0]]
+    assert rows["Gated DeltaNet"]["attention_params"] == sum(p.numel() for n, p in linear.linear_attn.named_parameters() if "norm" not in n)
+    assert rows["attention"]["attention_params"] == sum(p.numel() for p in full.self_attn.parameters())
+    attention = data["attention"]
+    assert attention["layer_params"] == rows["attention"]["attention_params"]
+    assert attention["extra_params"] == full.self_attn.q_proj.weight.numel() // 2  # the output gate's half
 
 
 @pytest.mark.parametrize("name", sorted(REAL))
@@ -119,7 +158,7 @@ def test_the_docs_table_is_what_ffn_prints(cache_home: Path) -> None:
         cells = [c.strip() for c in row.strip("|").split("|")]
         data = _params(name, cache_home)
         assert cells[2] == f"{data['total_params']:,}"
-        assert cells[3] == ("dense" if data["active_params"] == data["total_params"] else f"{data['active_params']:,}")
+        assert cells[3] == ("dense" if data["moe_ffn"] is None else f"{data['active_params']:,}")
         stored = data.get("checkpoint")
         assert cells[5] == "bf16" if stored is None else cells[5].startswith(f"{stored['bytes'] / 2**30:.2f} GiB")
 

@@ -1,12 +1,14 @@
-"""Checkpoints as shipped: the multi-token-prediction layer and router score biases DeepSeek-V3
-stores beside the model transformers builds, and the config's quantization_config deciding
-what --weights quantizes; each worked out by hand or against a published size."""
+"""Checkpoints as shipped: the multi-token-prediction layers and router score biases stored beside
+the model transformers builds (the biases held to the buffers transformers' own model holds),
+and the config's quantization_config deciding what --weights quantizes; each worked out by hand,
+against transformers or against a published size."""
 
 from __future__ import annotations
 
 import json
 from math import ceil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -141,13 +143,13 @@ def test_modelopt_nvfp4_stores_what_nvidias_checkpoints_store() -> None:
     # nvidia/MiniMax-M2.5-NVFP4 (modelopt, quant_algo NVFP4), its ignore list keeping attention and
     # the routers: each routed expert matrix stores e2m1 elements, an e4m3 scale per 16 and two
     # float32 per tensor (weight_scale_2, input_scale). 62 layers × 256 experts × 3 matrices of
-    # 1,536 × 3,072, the rest in bf16.
-    c, n = _checkpoint("--preset", "minimax-m2.5-nvfp4"), 1536 * 3072
+    # 1,536 × 3,072, the routers' score biases (62 × 256) in float32, the rest in bf16.
+    c, n, biases = _checkpoint("--preset", "minimax-m2.5-nvfp4"), 1536 * 3072, 62 * 256
     experts = _role(c, "experts")
     assert (experts["params"], experts["format"], c["quantized_roles"]) == (62 * 256 * 3 * n, "nvfp4", ["experts"])
     assert experts["bytes"] == 62 * 256 * 3 * (n // 2 + n // 16 + 8)
     rest = sum(r["bytes"] for r in c["roles"] if r["role"] != "experts")
-    assert rest == 2 * (c["total_params"] - experts["params"])  # bf16 everywhere else
+    assert rest == 2 * (c["total_params"] - experts["params"] - biases) + 4 * biases  # bf16 everywhere else
     assert "modelopt, not converted: attention projections, LM head, routers" in c["origin"]
     assert "KV-cache quantization is not read: the KV cache is priced at --dtype" in c["note"]  # its kv_cache_scheme
 
@@ -330,3 +332,74 @@ def test_qwen_next_mtp_layer_against_transformers_full_attention_layer(tmp_path:
     kinds = answer["decode_state"]["kinds"]
     assert [(k["kind"], k["bytes"]) for k in kinds if k.get("multi_token_prediction")] == [("MTP: attention", 16 * 2 * 2 * 16 * 2)]
     assert not any("multi-token" in line for line in answer["per_gpu_memory"].get("left_out", []))
+
+
+# --- router score biases, against the buffers transformers builds --------------------------------
+
+_SCORE_BIASES = ("e_score_correction_bias", "expert_bias")
+
+
+def _meta_model(config: dict) -> Any:  # type: ignore[type-arg]
+    """transformers' own model of `config`, on the meta device."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+
+
+def _preset_config(name: str) -> dict:  # type: ignore[type-arg]
+    from ffn_cli.configs.files import load_preset
+
+    return {k: v for k, v in load_preset(name).items() if not k.startswith("_")}
+
+
+def _bias_buffers(model: Any) -> list[int]:
+    """The element count of each score-bias buffer the model holds, each one stored in its state dict."""
+    buffers = [(n, b) for n, b in model.named_buffers() if n.rpartition(".")[2] in _SCORE_BIASES]
+    assert {n for n, _b in buffers} <= set(model.state_dict())  # persistent: what a checkpoint holds
+    return [b.numel() for _n, b in buffers]
+
+
+@pytest.mark.parametrize(
+    ("preset", "mtp"),
+    [
+        # GLM-4.5-Air declares num_nextn_predict_layers 1 and its last layer is MoE: its MTP layer's
+        # router holds one more (vLLM's glm4_moe_mtp loads it); transformers builds no MTP layer.
+        ("glm-4.5-air", 1),
+        ("dots.llm1", 0),
+        ("minimax-m2", 0),  # its bias sits on the MoE block itself, not on the router
+        ("nemotron-3-nano-30b-a3b", 0),
+        ("lfm2-8b-a1b", 0),  # LFM2-MoE's expert_bias
+        ("glm-5", 0),  # glm_moe_dsa: no reader, laid out from transformers' modules
+        ("longcat-flash-chat", 0),  # laid out; its routers score the zero experts too
+    ],
+)
+def test_router_score_biases_are_the_buffers_transformers_builds(preset: str, mtp: int) -> None:
+    # One float32 per expert of the router's pool in each layer whose router holds the buffer, as
+    # transformers' own model on meta holds them, and one more bias for each MTP layer counted by hand.
+    sizes = _bias_buffers(_meta_model(_preset_config(preset)))
+    assert sizes and len(set(sizes)) == 1
+    row = _role(_checkpoint("--preset", preset, "--weights", "bf16"), "bias")
+    assert row["params"] == (len(sizes) + mtp) * sizes[0]
+    assert (row["bytes"], row["format"]) == (4 * row["params"], "fp32")
+
+
+def test_a_bias_that_is_a_parameter_is_not_listed_again() -> None:
+    # Ernie 4.5's routers hold e_score_correction_bias as an nn.Parameter: in the parameter table,
+    # so the checkpoint holds what transformers' parameters() counts and lists no score biases.
+    model = _meta_model(_preset_config("ernie-4.5-21b-a3b"))
+    assert any(n.endswith("e_score_correction_bias") for n, _p in model.named_parameters()) and not _bias_buffers(model)
+    c = _checkpoint("--preset", "ernie-4.5-21b-a3b", "--weights", "bf16")
+    assert not any(r["role"] == "bias" for r in c["roles"])
+    assert c["total_params"] == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(("preset", "key", "value"), [("minimax-m2", "use_routing_bias", False), ("deepseek-v3", "topk_method", "greedy")])
+def test_a_config_that_turns_the_bias_off_ships_none(tmp_path: Path, preset: str, key: str, value: object) -> None:
+    # transformers builds the bias whatever these keys say; vLLM loads it from the checkpoint only
+    # under MiniMax-M2's use_routing_bias (its own config.json: true) and DeepSeek-V3's noaux_tc
+    # routing. A config that says otherwise ships none.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_preset_config(preset), key: value}))
+    assert _role(_checkpoint("--preset", preset, "--weights", "bf16"), "bias")["params"] > 0
+    assert not any(r["role"] == "bias" for r in _checkpoint("--config", str(path), "--weights", "bf16")["roles"])

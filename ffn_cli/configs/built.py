@@ -162,7 +162,7 @@ class BuiltModel:
         cannot be read; the total when there are none."""
         if any(r.active_params is None for r in self.routed):
             return None
-        return sum(p.active_params for p in self.parts)
+        return sum(p.active_params for p in self.parts if p.kind != "vision")  # a tower runs on images, not on a text token
 
     @property
     def least_active_params(self) -> int | None:

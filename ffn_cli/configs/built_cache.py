@@ -102,9 +102,11 @@ def store(config: Mapping[str, Any], built: BuiltModel) -> Path | None:
     return write_entry(path, {"key": key, "model": model})
 
 
-def count_cached(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...], use_cache: bool = True) -> BuiltModel:
+def count_cached(
+    config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...], use_cache: bool = True, notes: tuple[str, ...] = ()
+) -> BuiltModel:
     """count_by_building, answered from the cache when it holds this config's counts, and
-    stored there after a build.
+    stored there after a build, with `notes` (why it was counted so) beside the build's own.
 
     The entry is keyed by the config as given: transformers adds keys to the dicts it is handed
     (a `rope_scaling` gains `rope_theta`), so the build gets a copy and the caller's config, the
@@ -114,6 +116,7 @@ def count_cached(config: Mapping[str, Any], *, name: str, source: str, known: tu
         if hit is not None:
             return replace(hit[0], cached_from=str(hit[1]))
     built = count_by_building(copy.deepcopy(dict(config)), name=name, source=source, known=known)
+    built = replace(built, notes=(*built.notes, *notes))
     if use_cache:
         store(config, built)
     return built

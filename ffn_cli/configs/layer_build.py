@@ -15,7 +15,8 @@ is built with the decoder layer class the model's own class names, and its modul
                 delta rule, lightning attention or a short convolution (their state's widths); any
                 other mixer counted tensor by tensor, its decode state named as not sized
   FFN           dense (gated or not), or routed experts ([E, …] tensors or a list of experts)
-                with a router, shared experts and zero-computation experts in its pool
+                with a router, shared experts and zero-computation experts in its pool, and
+                whether the router adds a score bias its checkpoint stores (a buffer, no parameter)
   sublayers     a layer whose attentions are a list of N (LongCat-Flash's two), each sublayer
                 one of num_hidden_layers, as the cache numbers them
   beside them   the layer's norms, and tensors of no part (kept per layer, counted exactly;
@@ -52,7 +53,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.families.common import FamilyReader
-from ffn_cli.configs.meta_build import auto_class, config_top_k, hf_config_of, is_tower, quiet, towers_not_built
+from ffn_cli.configs.meta_build import auto_class, check_build_size, config_top_k, hf_config_of, is_tower, quiet, towers_not_built
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
@@ -88,6 +89,8 @@ _Q_NAMES = ("q_proj", "query", "q_gate_proj", "Wq")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 # The tensors of an [experts, …] container that its FFNSpec holds: the projections and their biases.
 _EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
+# A router's bias on its scores, kept out of the gradient: a buffer (DeepSeek-V3's, LFM2-MoE's).
+_SCORE_BIASES = ("e_score_correction_bias", "expert_bias")
 # Where a config names its FFN's activation (GPT-2's, OPT's and XGLM's: activation_function).
 _ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function")
 _TORCH_ACTIVATIONS: dict[type[nn.Module], str] = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "silu"}
@@ -218,6 +221,7 @@ class LayerRead:
     index_topk: int | None = None  # the keys its layer's attention then reads
     kv_shared: bool = False  # its attention reads an earlier layer's keys and values, and builds no k/v projections
     zero_experts: int = 0  # zero-computation (identity) experts in its router's pool beside the routed ones
+    score_bias: bool = False  # its router chooses on scores plus a stored bias buffer (e_score_correction_bias)
     residual_copies: int | None = None  # copies of the residual stream its hyper-connections mix
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
@@ -377,7 +381,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     shape = one if kv == 1 else many
     said = Message(shape, heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}")
     if spec.v_head_dim is not None:
-        said = Message.join(said, Message(N_(", values {v} a head"), v=f"{v_head_dim:,}"))
+        said = Message.join(said, Message(N_(", values {v} per head"), v=f"{v_head_dim:,}"))
     if values_from_keys:
         said = Message.join(said, Message(N_(", values from k_proj")))
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
@@ -462,7 +466,7 @@ def _latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
         read.index_keys = wk.out_features
         read.index_heads, read.index_topk = int(getattr(indexer, "n_heads", 0)) or None, int(getattr(indexer, "index_topk", 0)) or None
         beside.remove("indexer")
-        read.said.append(Message(N_("indexer keys {width} a token"), width=f"{wk.out_features:,}"))
+        read.said.append(Message(N_("indexer keys {width} per token"), width=f"{wk.out_features:,}"))
     if beside:
         read.left_out.append(
             Message(
@@ -867,6 +871,7 @@ def _moe(
         if shared_count and rows == count + read.zero_experts + shared_count:  # Inkling's router scores its shared experts too
             router_tensors += (ParamTensor(noted(f"{p}.{weight}", SHARED_EXPERTS_ROWS), (shared_count, d)),)
     read.ffn, read.ffn_extra = spec, router_tensors + _rest(child, used) + each_expert + shared_beside
+    read.score_bias = _score_bias(child, count + read.zero_experts)
     said = Message(N_("MoE: {count} experts × {width}, top-{top}"), count=f"{count:,}", width=f"{f:,}", top=f"{top.value:,}")
     zero_said = Message(N_(" in a pool of {pool}, {zero} of them zero-computation"), pool=f"{count + read.zero_experts:,}",
                         zero=f"{read.zero_experts:,}") if read.zero_experts else ""  # fmt: skip
@@ -874,6 +879,15 @@ def _moe(
     if shared_count > 1:
         shared_said = Message(N_(", {n} shared × {width}"), n=f"{shared_count:,}", width=f"{shared_width:,}")
     read.said.append(Message.join(said, zero_said, shared_said))
+
+
+def _score_bias(block: nn.Module, pool: int) -> bool:
+    """Whether a MoE block's router adds a bias to its scores that the checkpoint stores: a buffer
+    named as transformers' routers name it, persistent (in the state dict, not a parameter), one
+    entry an expert of the pool."""
+    params = {n for n, _p in block.named_parameters()}
+    stored = block.state_dict().items()
+    return any(n.rpartition(".")[2] in _SCORE_BIASES and n not in params and t.numel() == pool for n, t in stored)
 
 
 def _stacked_experts(d: int, module: nn.Module) -> tuple[int, int, tuple[str, ...]] | None:
@@ -1269,6 +1283,7 @@ def _state_dtype_bytes(config: Mapping[str, Any], source: str) -> int | None:
 def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLayout:
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
+    check_build_size(hf_config.to_dict())  # a tower, or the whole model where it is built, is bounded as a count's build is
     if getattr(hf_config, "is_encoder_decoder", False) is True:
         why = _("an encoder and a decoder (is_encoder_decoder): ffn lays out a decoder alone, and this one's cross-attention "
                 "keeps the encoder's keys and values, which ffn cannot size")  # fmt: skip
@@ -1643,6 +1658,7 @@ def _merged(reads: list[LayerRead]) -> list[LayerRead]:
         if key in merged:
             kept = merged[key]
             kept.layers = tuple(sorted(kept.layers + read.layers))
+            kept.score_bias |= read.score_bias  # DeepSeek-V4's hash-routed layers hold none, its others one
             if kept.mixer is not None and m is not None:
                 kept.mixer = LinearMixer(**{**vars(kept.mixer), "layers": tuple(sorted(kept.mixer.layers + m.layers))})
         else:
@@ -1755,6 +1771,7 @@ def _assemble(
         index_heads=_one(reads, N_("indexer heads"), "index_heads", source) or 0,
         sparse_topk=_one(reads, N_("indexer top-k"), "index_topk", source) or 0,
         zero_experts=_one(moe_reads, N_("zero-computation experts"), "zero_experts", source) or 0,
+        router_score_bias=any(r.score_bias for r in moe_reads),
         sublayers=sublayers,
         residual_copies=_one(reads, N_("residual-stream copies"), "residual_copies", source) or 1,
         vision=vision,

@@ -301,13 +301,13 @@ def _int_attr(config: Any, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _tied(model: nn.Module) -> list[str]:
+def _tied(model: nn.Module) -> list[Message]:
     """One note per tensor reachable under two names: parameters() counts it once."""
     first: dict[int, str] = {}
     notes = []
     for param_name, param in model.named_parameters(remove_duplicate=False):
         if id(param) in first:
-            notes.append(f"{param_name} is tied to {first[id(param)]}: counted once")
+            notes.append(Message(N_("{name} is tied to {first}: counted once"), name=param_name, first=first[id(param)]))
         else:
             first[id(param)] = param_name
     return notes

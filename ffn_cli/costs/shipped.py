@@ -1,6 +1,6 @@
 """What a checkpoint ships beside the model transformers builds from its config, counted in its
-bytes: the multi-token-prediction (MTP) layers a config declares, and DeepSeek-V3's router score
-biases. Pure Python.
+bytes: the multi-token-prediction (MTP) layers a config declares, the routers' score biases and
+DeepSeek-V4's hash-routing tables. Pure Python.
 
 An MTP layer (`num_nextn_predict_layers`, or `num_mtp_layers`, transformers' name: DeepSeek-V3's layer 61, GLM-4.5's layer 46, GLM-5's
 and DeepSeek-V3.2's with their indexer), as the checkpoints store it and vLLM's deepseek_mtp /
@@ -23,11 +23,16 @@ vLLM's qwen3_next_mtp and qwen3_5_mtp) are a decoder layer of the full-attention
 MoE (or dense) FFN and norms, beside `fc` (2·d → d, no bias) and three norms (the embedding's,
 the hidden state's, and one after the layer); the embeddings and head are the model's.
 
-DeepSeek-V3's routers choose experts on scores plus `e_score_correction_bias`, one float32 per
-expert in every MoE layer (DeepSeek's inference/model.py keeps the Gate's bias in float32 for
-the 7,168-wide model): a buffer to transformers, a tensor in the checkpoint. DeepSeek-V4's
-score-routed layers (the MTP one too) hold one alike; its hash-routed layers route by a table,
-token id → experts (`tid2eid`, int32), which the checkpoint ships and transformers keeps as a buffer.
+Many families' routers choose experts on scores plus a bias, one float32 per expert of the
+router's pool in every MoE layer (`e_score_correction_bias`: DeepSeek-V3's under noaux_tc
+routing, Kimi K2's, GLM-4.5's to GLM-5's, dots.llm1's, MiniMax-M2's, Nemotron 3's, LongCat-Flash's
+over its zero experts too, and more; LFM2-MoE's `expert_bias`): a buffer to transformers, not a
+parameter, but a tensor in the checkpoint (DeepSeek's inference/model.py keeps the Gate's bias in
+float32), and in each MTP layer of a MoE kind. The spec says which models hold one
+(ModelSpec.router_score_bias: a family's reader, or the buffer found in transformers' own MoE
+layer); a bias that is a parameter (Ernie 4.5's) is in the parameter table, not here. DeepSeek-V4's
+hash-routed layers hold none: they route by a table, token id → experts (`tid2eid`, int32), which
+the checkpoint ships and transformers keeps as a buffer.
 """
 
 from __future__ import annotations
@@ -169,13 +174,12 @@ def _hash_routed_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
 
 
 def _score_routed_layers(spec: ModelSpec, config: Mapping[str, Any]) -> int:
-    """The MoE layers whose routers add a score bias: DeepSeek-V3's all (noaux_tc), DeepSeek-V4's
-    past its hash-routed ones."""
-    if spec.model_type == "deepseek_v3":
-        return len(spec.moe_layers) if config.get("topk_method") == "noaux_tc" else 0
-    if spec.model_type in HC_MTP_MODEL_TYPES:
-        return len(spec.moe_layers) - _hash_routed_layers(spec, config)
-    return 0
+    """The MoE layers whose routers add a score bias (router_score_bias): every one, but
+    DeepSeek-V4's hash-routed ones."""
+    if not spec.router_score_bias:
+        return 0
+    hashed = _hash_routed_layers(spec, config) if spec.model_type in HC_MTP_MODEL_TYPES else 0
+    return len(spec.moe_layers) - hashed
 
 
 def _hash_tables(spec: ModelSpec, config: Mapping[str, Any]) -> list[WeightTensor]:
@@ -188,11 +192,13 @@ def _hash_tables(spec: ModelSpec, config: Mapping[str, Any]) -> list[WeightTenso
 
 
 def _score_biases(spec: ModelSpec, config: Mapping[str, Any], mtp: int) -> list[WeightTensor]:
+    """One bias a score-routed MoE layer, the MTP layers' too where the last layer is MoE: one
+    float32 per expert of the router's pool (LongCat-Flash's zero experts among them)."""
     layers = _score_routed_layers(spec, config)
     if not layers or spec.moe_ffn is None:
         return []
     layers += mtp if spec.ffn_of(spec.n_layers - 1) is spec.moe_ffn else 0
-    return [WeightTensor("vector", (spec.moe_ffn.experts,), layers, "bias", stored="fp32")]
+    return [WeightTensor("vector", (spec.moe_ffn.experts + spec.zero_experts,), layers, "bias", stored="fp32")]
 
 
 def shipped_tensors(spec: ModelSpec, config: Mapping[str, Any], *, mtp: bool = True) -> tuple[WeightTensor, ...]:

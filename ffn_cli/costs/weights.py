@@ -45,6 +45,13 @@ QUANTIZE_SCOPES: dict[str, frozenset[str]] = {
     "linears": _LINEARS,
     "all": _LINEARS | {"router", "embedding", "head", "other"},
 }
+# What each --quantize scope stores in the format, in words: the rest stays in bf16.
+SCOPE_WORDS = {
+    "experts": N_("the routed experts alone"),
+    "ffn": N_("the FFNs' linears (routed, shared and dense)"),
+    "linears": N_("the layers' linears (attention and FFN; not the embeddings, routers or LM head)"),
+    "all": N_("every tensor"),
+}
 ROLE_WORDS = {
     "experts": N_("routed experts"),
     "shared": N_("shared experts"),
@@ -153,14 +160,16 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
     except ValueError:  # the one refusal parse_format words: "choose SYNTAX", said here in the run's language
         raise FFNError("weights", weights, _("choose {formats}").format(formats=SYNTAX)) from None
     rest = parse_format(rest_dtype)
-    if quantize is None:
+    if quantize is None:  # said as given: no --quantize the user did not write
         scope = "all" if not fmt.quantized and fmt.element_bits >= 16 else "linears"
+        given = Message(N_("--weights {format} on {what} (--quantize's default)"), format=fmt.name, what=Message(SCOPE_WORDS[scope]))
     elif quantize in QUANTIZE_SCOPES:
         scope = quantize
+        given = Message(N_("--weights {format} --quantize {scope}: {what}"), format=fmt.name, scope=scope, what=Message(SCOPE_WORDS[scope]))
     else:
         raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
     roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if scope == "all" and not fmt.quantized else set())
-    return StoragePlan(fmt, frozenset(roles), rest, f"--weights {fmt.name} --quantize {scope}")
+    return StoragePlan(fmt, frozenset(roles), rest, given)
 
 
 def check_scope(spec: ModelSpec, plan: StoragePlan, quantize: str) -> None:

@@ -118,9 +118,10 @@ class WeightFormat:
             if there
         ]
         joined = Message.join(*[piece for i, part in enumerate(parts) for piece in ((" + " if i else ""), part)])
-        said = Message(
-            N_("{name}: {layout} = {bits} bits/weight"), name=self.name, layout=joined, bits=f"{float(self.bits_per_weight()):.6g}"
-        )
+        bits = f"{float(self.bits_per_weight()):.6g}"
+        if parts == [self.name]:  # a plain float: its name is its whole layout (bf16: 16 bits/weight)
+            return Message(N_("{name}: {bits} bits/weight"), name=self.name, bits=bits)
+        said = Message(N_("{name}: {layout} = {bits} bits/weight"), name=self.name, layout=joined, bits=bits)
         if not tails:
             return said
         listed = Message.join(tails[0], *[Message(N_(" and {what}"), what=t) for t in tails[1:]])

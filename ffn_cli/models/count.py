@@ -104,7 +104,10 @@ class ModelParams:
 
     @property
     def active_params(self) -> int:
-        return self._sum(active=True)
+        """What one text token touches: its path through the layers, the embeddings and the
+        head. A vision tower runs on images, never on a text token (Llama 4 Scout's "17B active"
+        leaves its tower out), so it is in the total alone."""
+        return self._sum(active=True) - self.vision_params
 
     def _routed_expert_params(self) -> int:
         """One routed expert's parameters in every MoE layer together."""
@@ -232,22 +235,33 @@ class ModelParams:
         rows = []
         attends = set(spec.attention_layers) if spec.attention_kinds or spec.kv_shared_layers else set()
         for ffn, layers in _ffn_groups(spec):
-            by_attention: dict[int, list[int]] = {}
-            for i in layers:  # a hybrid's mixer layers keep the attention layers' figure, as the ratio has always said
-                by_attention.setdefault(spec.attention_params_of(i) if i in attends else spec.attention_layer_params, []).append(i)
-            rows += [self._layer_row(ffn, group, attention) for attention, group in by_attention.items()]
+            by_mixer: dict[tuple[str, int], list[int]] = {}
+            for i in layers:  # each layer with its own token mixer: a hybrid's mixer layers with the mixer's
+                by_mixer.setdefault(self._token_mixing(i, attends), []).append(i)
+            rows += [self._layer_row(ffn, group, mixer, params) for (mixer, params), group in by_mixer.items()]
         return rows
 
-    def _layer_row(self, ffn: FFNSpec, layers: list[int], attention: int) -> dict[str, object]:
+    def _token_mixing(self, layer: int, attends: set[int]) -> tuple[str, int]:
+        """What mixes tokens in `layer`, and its parameters: attention's, a hybrid's mixer's (both
+        where they run side by side), none in a layer without one."""
         spec = self.spec
+        label = spec.mixer_label(layer)
+        attention = spec.attention_params_of(layer) if layer in attends else spec.attention_layer_params
         attention *= 2 if spec.cross_attention else 1
+        if spec.mixer is None or layer not in spec.mixer.layers:
+            return label, attention if label else 0
+        return label, spec.mixer.params + (attention if spec.mixer_beside_attention else 0)
+
+    def _layer_row(self, ffn: FFNSpec, layers: list[int], mixer: str, mixing: int) -> dict[str, object]:
+        spec = self.spec
         return {
             "layers": list(layers),
+            "token_mixer": mixer,
             "ffn_variant": ffn.variant,
-            "attention_params": attention,
+            "attention_params": mixing,
             "ffn_params": ffn_params(spec, ffn),
             "ffn_active_params": ffn_params(spec, ffn, active=True),
-            "ffn_attention_ratio": ffn_params(spec, ffn) / attention,
+            "ffn_attention_ratio": ffn_params(spec, ffn) / mixing if mixing else None,
         }
 
 

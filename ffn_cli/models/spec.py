@@ -179,6 +179,11 @@ class ModelSpec:
     # (LongCat-Flash's zero_expert_num): a pick that lands on one passes the token through, so a
     # token runs from max(0, k − Z) to k real experts, k · E / (E + Z) on average (real_picks).
     zero_experts: int = 0
+    # The MoE layers' routers choose their experts on scores plus a bias, one float32 per expert of
+    # the pool (zero experts too), kept out of the gradient (DeepSeek-V3's e_score_correction_bias,
+    # LFM2-MoE's expert_bias): a buffer to transformers, no parameter, but a tensor the checkpoint
+    # stores. A router's bias that is a parameter (Ernie 4.5's) is counted in moe_extra instead.
+    router_score_bias: bool = False
     # Sublayers in each of the config's decoder layers, each one of these layers (LongCat-Flash:
     # two attention-and-MLP sublayers a layer, its shortcut MoE beside the first one's MLP).
     sublayers: int = 1
@@ -226,6 +231,8 @@ class ModelSpec:
         check_int("zero_expert_num", self.zero_experts, minimum=0)
         if self.zero_experts and self.moe_ffn is None:
             raise FFNError("zero_expert_num", self.zero_experts, _("needs routed experts"))
+        if self.router_score_bias and self.moe_ffn is None:
+            raise FFNError("router_score_bias", self.router_score_bias, _("needs routed experts"))
         check_int("sublayers", self.sublayers)
         check_int("hc_mult", self.residual_copies)
         if self.n_layers % self.sublayers:

@@ -203,4 +203,5 @@ def layout_data(layout: BuiltLayout) -> dict[str, Any]:
         "read_from": "transformers modules, one layer of each kind",
         "kinds": [{"layers": where, "holds": holds} for where, holds in layout.kinds],
         "left_out": list(layout.left_out),
+        "notes": list(layout.notes),
     }

@@ -178,6 +178,18 @@ def _is_wide(ch: str) -> bool:
     return cell_len(ch) > 1
 
 
+# The dot of a product written without spaces: a line too narrow for the product breaks after one.
+_PRODUCT_DOT = "·"
+
+
+def _after_dots(start: int, token: str) -> list[tuple[int, str]]:
+    """(offset, piece): `token` cut after each product dot (4·seq·heads·head_dim): where a
+    column is narrower than the product, it breaks there rather than inside a name."""
+    pieces = re.findall(rf"[^{_PRODUCT_DOT}]*{_PRODUCT_DOT}|[^{_PRODUCT_DOT}]+", token)
+    offsets = [start + sum(len(p) for p in pieces[:i]) for i in range(len(pieces))]
+    return list(zip(offsets, pieces, strict=True))
+
+
 def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
     """(offset, token): runs of spaces, runs of narrow characters, and each wide character alone;
     a number with its unit, or a shape, is one token with the narrow runs it touches (where
@@ -191,6 +203,8 @@ def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
             out[-1] = (out[-1][0], out[-1][1] + ch)
         else:
             out.append((i, ch))
+    if width is not None:  # a product too long for a line breaks after its dots, and only then
+        out = [piece for start, token in out for piece in (_after_dots(start, token) if cell_len(token) > width else [(start, token)])]
     for match in UNBREAKABLE.finditer(line):
         inside = [k for k, (start, token) in enumerate(out) if start < match.end() and start + len(token) > match.start()]
         first, last = inside[0], inside[-1]

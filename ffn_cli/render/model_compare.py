@@ -101,12 +101,13 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
     parts: list[RenderableType] = [table(_("models side by side: parameters"), columns, rows)]
     notes = [
         _(
-            "FFN %: share of all parameters · FFN/attn: over attention parameters · FLOPs/token: forward matmuls of one "
-            "token's active path and the LM head, attention scores left out · heads: query/key-value · d_ff/d: an expert's for MoE"
+            "FFN %: share of all parameters · FFN/attn: over token-mixing parameters (attention, and a hybrid's other mixers) · "
+            "FLOPs/token: forward matmuls of one token's active path and the LM head, attention scores left out · "
+            "heads: query/key-value · d_ff/d: an expert's for MoE"
         )
     ]
     towers = [d for d in data if d["vision_params"]]
-    tower = _("* {name}: the total includes its vision tower, {params}")
+    tower = _("* {name}: the total includes its vision tower, {params}; its active count does not")
     notes += [tower.format(name=visible(d["name"]), params=_sig3(d["vision_params"])) for d in towers]
     parts += [Text(note, style="dim") for note in notes]
     if models[0][3]:

@@ -154,8 +154,11 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         ["[bold]" + _("total per GPU") + "[/]", f"[bold]{fmt_bytes(fit.total_bytes)}[/]"],
         [_capacity_label(fit.gpu), fmt_bytes(fit.capacity_bytes)],
         [verdict, ""],
-        [_("largest batch at context {context}").format(context=f"{c.context:,}"), f"{fit.max_batch:,}"],
-        [longest, most],
+        [
+            _("largest batch at context {context}").format(context=f"{c.context:,}"),
+            f"{fit.max_batch:,}" if fit.max_batch else _("none fits"),
+        ],
+        [longest, most if fit.max_context else _("none fits")],
         *past,
     ]
 

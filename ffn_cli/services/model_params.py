@@ -7,16 +7,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ffn_cli.configs import built_cache, layout_cache
 from ffn_cli.configs.built import BuiltLayout
-from ffn_cli.configs.built_cache import count_cached
 from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
 from ffn_cli.configs.files import load_preset, preset_names
 from ffn_cli.configs.layout_cache import layout_cached
-from ffn_cli.configs.source import LoadedModel, load_models
+from ffn_cli.configs.source import LoadedModel, load_model, load_models
 from ffn_cli.configs.unknown import UnknownModelType
 from ffn_cli.costs.weights import quantization_config
-from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, _
+from ffn_cli.errors import FFNError, FFNRuntimeError
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.count import count_model
 from ffn_cli.models.explain import explain_model
 from ffn_cli.models.seq_flops import flops_over_length, model_stack
@@ -27,51 +27,85 @@ from ffn_cli.services.results import BuiltCount, ModelParamsAnswer, ModelsCompar
 
 __all__ = ["COSTS", "models", "presets"]
 
+# Why a model no reader knows was counted by building it: stored with its counts, so a hit says it too.
+_NOT_LAID_OUT = N_("its layout is not read ({why}): counted by building the whole model, so no FLOPs or costs are given")
+
 # What a whole model's costs are asked by: refused where there is no one model ffn reads.
 COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "tp", "ep")
 
 
 def presets(request: ParamsRequest) -> PresetList:
-    """Every preset with its counts; one no reader knows is listed by its model_type alone."""
+    """Every preset with its counts; one no reader knows is counted from its layout where the
+    cache holds it (read without torch), else listed by its model_type alone."""
     listed: list[tuple[str, Any, str]] = []
     for name in preset_names():
         config = load_preset(name)
-        # A preset no reader knows is counted by building it when named: listed without counts.
-        known = config.get("model_type") in SUPPORTED_MODEL_TYPES
-        counted = count_model(model_spec_from_config(config, name=name)) if known else str(config.get("model_type"))
+        counted: Any = str(config.get("model_type"))
+        if config.get("model_type") in SUPPORTED_MODEL_TYPES:
+            counted = count_model(model_spec_from_config(config, name=name))
+        elif not request.no_cache and (hit := layout_cache.load(config, name=name, source=f"preset {name}")) is not None:
+            counted = count_model(hit[0].spec)  # laid out by an earlier call
         listed.append((name, counted, str(config.get("_name_or_path", ""))))
     return PresetList(listed)
 
 
 def models(request: ParamsRequest) -> ParamsResult:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
-    model_type no reader knows is counted by building it with transformers."""
+    model_type no reader knows is laid out from its built layers, or counted by building it
+    where its layout cannot be read."""
     try:
-        loaded = load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        loaded: list[LoadedModel | BuiltLayout] = [
+            *load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+        ]
     except UnknownModelType as unknown:
-        return _built(request, unknown)
+        if len([*(request.preset or ()), *(request.config or ()), *(request.model or ())]) == 1:
+            return _built(request, unknown)
+        loaded = _each_laid_out(request)
     if len(loaded) > 1:
         check_rules([Unused(COSTS, N_("is asked of one model: name one")), Unused("explain", EXPLAINS_ONE)], request.given)
         return _compared(loaded, request.count_dtype, request.seq_lens)
     return _one_model(loaded[0], request)
 
 
+def _each_laid_out(request: ParamsRequest) -> list[LoadedModel | BuiltLayout]:
+    """Every model named, side by side: a reader's, or laid out where no reader knows its
+    model_type (one that cannot be laid out is refused by name: a count alone has no FLOPs to
+    set beside the others')."""
+    named: list[dict[str, Any]] = [{"preset": p} for p in request.preset or ()] + [{"config": c} for c in request.config or ()]
+    named += [{"model": m, "revision": request.revision} for m in request.model or ()]
+    each: list[LoadedModel | BuiltLayout] = []
+    for one in named:
+        try:
+            each.append(load_model(**one))
+        except UnknownModelType as unknown:
+            if not isinstance(unknown.config.get("model_type"), str):
+                raise
+            each.append(_layout(request, unknown, _("side by side needs its layout; named alone, ffn params counts it by building it")))
+    return each
+
+
 def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | ModelParamsAnswer:
-    """No reader knows the model_type: count it by building it with transformers on meta (or
-    read the counts of an earlier build of the same config from the cache)."""
-    named = [*(request.preset or ()), *(request.config or ()), *(request.model or ())]
-    if len(named) > 1:  # counted by building it: alone, not in a comparison
-        why = _("model_type {value!r} has no reader: ffn params counts it by building it, alone; drop it from the comparison")
-        raise FFNError(*_named_by(request, unknown), why.format(value=unknown.value)) from None
+    """No reader knows the model_type: the answer a reader's gets, folded over its layout read
+    from one built layer of each kind; where that layout cannot be read and no cost was asked,
+    the model counted by building it with transformers on meta (or read back from the cache), with why."""
     if not isinstance(unknown.config.get("model_type"), str):
         raise unknown
     # A checkpoint's quantization_config is priced as a read family's is (its stored-weights table):
     # that needs the layout too.
     shipped = quantization_config(unknown.config) is not None
     if shipped or request.seq_lens or any(name in request.given for name in (*COSTS, "explain")):
+        return _laid_out(
+            request, unknown, _("what it costs needs its layout; named alone, without costs, ffn params counts it by building it")
+        )
+    counted = built_cache.load(unknown.config, name=unknown.name, source=unknown.source) if not request.no_cache else None
+    if counted is not None and any(isinstance(n, Message) and n.msgid == _NOT_LAID_OUT for n in counted[0].notes):
+        return BuiltCount(replace(counted[0], cached_from=str(counted[1])), request.count_dtype)  # its layout was refused before
+    try:
         return _laid_out(request, unknown)
-    built = count_cached(
-        unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
+    except (FFNError, FFNRuntimeError) as unread:  # a config its whole build may still count
+        why = Message(_NOT_LAID_OUT, why=str(unread))
+    built = built_cache.count_cached(
+        unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache, notes=(why,)
     )
     return BuiltCount(built, request.count_dtype)
 
@@ -85,22 +119,38 @@ def _named_by(request: ParamsRequest, unknown: UnknownModelType) -> tuple[str, s
     return "model", unknown.source
 
 
-def _laid_out(request: ParamsRequest, unknown: UnknownModelType) -> ModelParamsAnswer:
-    """No reader knows the model_type, and what it costs is asked: its layout is read from one
-    built decoder layer of each kind (configs/layer_build.py; kept in configs/layout_cache.py), and the answer is a read family's,
-    folded over that spec, with what the layout leaves out named."""
-    layout = layout_cached(
-        unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
-    )
+def _layout(request: ParamsRequest, unknown: UnknownModelType, needed_for: str = "") -> BuiltLayout:
+    """The layout of a model no reader knows, read from one built decoder layer of each kind
+    (configs/layer_build.py; kept in configs/layout_cache.py); where ffn cannot read it, the
+    refusal says what needed it (`needed_for`), so the user knows what still answers."""
+    try:
+        return layout_cached(
+            unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
+        )
+    except FFNRuntimeError as unread:
+        if not needed_for:
+            raise
+        raise FFNRuntimeError(_("{why}; {needed_for}").format(why=unread, needed_for=needed_for)) from None
+
+
+def _laid_out(request: ParamsRequest, unknown: UnknownModelType, needed_for: str = "") -> ModelParamsAnswer:
+    """No reader knows the model_type: the answer is a read family's, folded over its layout,
+    with what the layout leaves out named."""
+    layout = _layout(request, unknown, needed_for)
     return replace(_one_model(layout, request), layout=layout)
 
 
-def _compared(models: list[LoadedModel], dtype: str, seq_lens: tuple[int, ...]) -> ModelsCompared:
-    compared = []
+def _compared(models: list[LoadedModel | BuiltLayout], dtype: str, seq_lens: tuple[int, ...]) -> ModelsCompared:
+    compared: list[Any] = []
+    left_out: list[str] = []
+    notes: list[str] = []
     for m in models:
         stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)
         compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
-    return ModelsCompared(compared, dtype)
+        if isinstance(m, BuiltLayout):
+            left_out += [Message(N_("{name}: {what}"), name=m.spec.name, what=what) for what in m.left_out]
+            notes += [Message(N_("{name}: {what}"), name=m.spec.name, what=n if isinstance(n, Message) else Message(n)) for n in m.notes]
+    return ModelsCompared(compared, dtype, tuple(left_out), tuple(notes))
 
 
 def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> ModelParamsAnswer:

@@ -102,7 +102,7 @@ class PresetList:
 
 @dataclass(frozen=True)
 class BuiltCount:
-    """A model no reader knows, counted by building it with transformers on meta."""
+    """A model no reader knows whose layout ffn cannot read, counted by building it with transformers on meta."""
 
     built: BuiltModel
     dtype: str
@@ -114,6 +114,9 @@ class ModelsCompared:
 
     compared: list[tuple[str, ModelParams, LayerStack, tuple[FlopsAtLength, ...]]]
     dtype: str
+    # what a model laid out from its built layers leaves out, and its notes, each named by its model
+    left_out: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

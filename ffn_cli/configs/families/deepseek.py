@@ -46,7 +46,9 @@ def _deepseek_moe(r: FamilyReader, d: int, routed: int) -> FFNSpec:
 def _deepseek_v3(r: FamilyReader, name: str) -> ModelSpec:
     # Multi-head latent attention; MoE in every layer from first_k_dense_replace on (transformers'
     # DeepseekV2/V3 ignore moe_layer_freq); grouped routing and routed_scaling_factor move no parameter,
-    # and V3's e_score_correction_bias is a buffer.
+    # and V3's e_score_correction_bias is a buffer, which checkpoints of its noaux_tc routing store:
+    # transformers routes so whatever topk_method says, and builds the buffer; a config naming
+    # another method (vLLM's key) ships none.
     d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
     attention = LatentAttentionSpec(
         d_model=d,
@@ -76,13 +78,25 @@ def _deepseek_v3(r: FamilyReader, name: str) -> ModelSpec:
     if moe is not None and mlp_bias and moe.shared_hidden:
         sh = moe.shared_hidden
         extra = tuple(ParamTensor(f"shared_experts.{n}.bias", (w,)) for n, w in (("gate_proj", sh), ("up_proj", sh), ("down_proj", d)))
-    return decoder_spec(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, moe_extra=extra, routing=routing)
+    score_bias = v3 and moe is not None and r.config.get("topk_method", "noaux_tc") == "noaux_tc"
+    return decoder_spec(
+        r,
+        name,
+        attention=attention,
+        dense=dense,
+        moe=moe,
+        moe_layers=moe_layers,
+        moe_extra=extra,
+        routing=routing,
+        router_score_bias=score_bias,
+    )
 
 
 def _first_dense_moe(r: FamilyReader, name: str, attention: AttentionSpec) -> ModelSpec:
     """GLM-4.5 and dots.llm1: DeepSeek-V3's MoE on grouped-query attention. Layers from
-    first_k_dense_replace route: router weight (E, d), a bias-correction buffer (no parameter),
-    E SwiGLU experts of moe_intermediate_size and one shared MLP of n_shared × that width."""
+    first_k_dense_replace route: router weight (E, d), a bias-correction buffer (no parameter, in
+    the checkpoint: router_score_bias), E SwiGLU experts of moe_intermediate_size and one shared
+    MLP of n_shared × that width."""
     d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
     first = r.integer("first_k_dense_replace", minimum=0)
     moe_layers = tuple(range(min(first, layers), layers))
@@ -102,7 +116,9 @@ def _first_dense_moe(r: FamilyReader, name: str, attention: AttentionSpec) -> Mo
         sigmoid=True, bias_corrected=True, groups=groups, top_groups=topk_groups, scale=r.number("routed_scaling_factor", 1.0)
     )
     dense = dense_spec(r, d) if first > 0 else None
-    return decoder_spec(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing=routing)
+    return decoder_spec(
+        r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, routing=routing, router_score_bias=moe is not None
+    )
 
 
 def _glm4_moe(r: FamilyReader, name: str) -> ModelSpec:

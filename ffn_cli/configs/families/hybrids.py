@@ -103,7 +103,8 @@ def _lfm2_moe(r: FamilyReader, name: str) -> ModelSpec:
     # LFM2-MoE: LFM2's layers (short conv or attention, as layer_types says); the first
     # num_dense_layers keep a SwiGLU MLP of intermediate_size (no width adjustment), the rest
     # route top-k of num_experts SwiGLU experts of moe_intermediate_size by sigmoid scores: a
-    # router weight (E, d) without bias, use_expert_bias adding a bias-correction buffer (no parameter).
+    # router weight (E, d) without bias, use_expert_bias adding a bias-correction buffer (no parameter;
+    # in the checkpoint as expert_bias: router_score_bias).
     d, layers = r.integer("hidden_size"), r.integer("num_hidden_layers")
     types = _lfm2_types(r, layers)
     conv = tuple(i for i, t in enumerate(types) if t == "conv")
@@ -126,7 +127,18 @@ def _lfm2_moe(r: FamilyReader, name: str) -> ModelSpec:
     routing = routing_rules(sigmoid=True, bias_corrected=bias_corrected, scale=r.number("routed_scaling_factor"))
     dense = FFNSpec(variant="swiglu", d_model=d, d_ff=r.integer("intermediate_size")) if first > 0 else None
     attention = attention_spec(r, d, qk_norm="head")
-    spec = decoder_spec(r, name, attention=attention, dense=dense, moe=moe, moe_layers=moe_layers, mixer=mixer, routing=routing)
+    score_bias = moe is not None and bias_corrected
+    spec = decoder_spec(
+        r,
+        name,
+        attention=attention,
+        dense=dense,
+        moe=moe,
+        moe_layers=moe_layers,
+        mixer=mixer,
+        routing=routing,
+        router_score_bias=score_bias,
+    )
     return replace(spec, tie_word_embeddings=r.flag("tie_embedding", spec.tie_word_embeddings)) if r.has("tie_embedding") else spec
 
 

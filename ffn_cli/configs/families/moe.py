@@ -140,13 +140,16 @@ def _hunyuan_v1_moe(r: FamilyReader, name: str) -> ModelSpec:
 
 def _minimax_m2(r: FamilyReader, name: str) -> ModelSpec:
     # Every layer routes top-k of E SwiGLU experts of intermediate_size by sigmoid scores with a
-    # bias-correction buffer; q/k RMSNorm over the whole projections; no biases.
+    # bias-correction buffer; q/k RMSNorm over the whole projections; no biases. transformers builds
+    # the buffer whatever the config says; vLLM loads it from the checkpoint under use_routing_bias
+    # (MiniMax-M2's true): a config that says false ships none.
     d = r.integer("hidden_size")
     experts, top_k = r.integer("num_local_experts"), r.integer("num_experts_per_tok")
     moe = moe_spec(r, d, d_ff=r.integer("intermediate_size"), experts=experts, top_k=top_k, normalize=True)
     attention = attention_spec(r, d, qk_norm="proj")
-    routing = routing_rules(sigmoid=True, bias_corrected=True)
-    return decoder_spec(r, name, attention=attention, moe=moe, moe_layers=every_layer(r), routing=routing)
+    bias = r.flag("use_routing_bias", True)
+    routing = routing_rules(sigmoid=True, bias_corrected=bias)
+    return decoder_spec(r, name, attention=attention, moe=moe, moe_layers=every_layer(r), routing=routing, router_score_bias=bias)
 
 
 MIXTRAL = Family(("mixtral",), _mixtral, reach=AttentionReach(sliding="every_layer"))

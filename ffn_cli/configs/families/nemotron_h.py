@@ -89,7 +89,8 @@ def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:
     # intermediate_size, as the class's `or` does; n_shared_experts is not read), mlp_bias on
     # the shared MLP only. With moe_latent_size (Nemotron 3 Super and Ultra) the routed experts
     # read and write that latent, through fc1_latent_proj and fc2_latent_proj (mlp_bias theirs
-    # too). e_score_correction_bias is a buffer; transformers builds no MTP layers.
+    # too). e_score_correction_bias is a buffer (router_score_bias: in the checkpoint, not a
+    # parameter); transformers builds no MTP layers.
     types = _nemotron_h_types(r)
     d, n = r.integer("hidden_size"), len(types)
     kind = {t: tuple(i for i, x in enumerate(types) if x == t) for t in _NEMOTRON_H_LETTERS.values()}
@@ -152,6 +153,7 @@ def _nemotron_h(r: FamilyReader, name: str) -> ModelSpec:
         no_mixer_layers=kind["mlp"] + kind["moe"],
         moe_extra=extra,
         routing=routing,
+        router_score_bias=moe is not None,
     )
     return replace(spec, tie_word_embeddings=False)
 

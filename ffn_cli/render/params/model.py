@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.accounting import DTYPE_BYTES, ParamTensor
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.i18n import _
 from ffn_cli.models.count import training_memory
@@ -72,10 +72,14 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
             **({"dense_widths": list(s.dense_widths)} if s.dense_widths else {}),
         },
         # None where no layer attends (Mamba, xLSTM, RWKV): the spec's stand-in is no attention
-        "attention": attention_data(s.attention) if s.attention_layers else None,
+        "attention": _with_extra(attention_data(s.attention), s.attention_extra) if s.attention_layers else None,
         # The other attention shapes and their layers (Gemma 4's full layers, DeepSeek-V4's CSA ones).
         **(
-            {"attention_kinds": [{"layers": list(k.layers), **attention_data(k.attention)} for k in s.attention_kinds]}
+            {
+                "attention_kinds": [
+                    {"layers": list(k.layers), **_with_extra(attention_data(k.attention), k.extra)} for k in s.attention_kinds
+                ]
+            }
             if s.attention_kinds
             else {}
         ),
@@ -123,6 +127,14 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
     }
 
 
+def _with_extra(data: dict[str, Any], extra: tuple[ParamTensor, ...]) -> dict[str, Any]:
+    """An attention's JSON with the tensors beside its projections (an output gate's half of
+    q_proj, an indexer): `params` is the projections', `layer_params` the layer's whole, as the
+    parts table counts it."""
+    beside = sum(t.count for t in extra)
+    return {**data, "extra_params": beside, "layer_params": data["params"] + beside} if extra else data
+
+
 def _has_active(m: ModelParams) -> bool:
     """Whether some part carries an active count of its own (a MoE layer's: what one token touches)."""
     return any(p.active_each is not None for p in m.parts)
@@ -138,7 +150,8 @@ def _parts_table(m: ModelParams) -> FitTable:
     title = Text(visible(f"{s.name} · {s.model_type} · {layers} · d_model {s.d_model:,} · {vocab}"))
     columns = [Col(_("part"), "text"), Col(_("each"), drop=2), Col("×", drop=3), Col(_("params")), Col("%", drop=1)]
     rows: list[Any] = []
-    active = _("active {n}")
+    # Zero-computation experts make the active count a range: the figures here are its most.
+    active = _("active {n}") if not m.spec.zero_experts else _("active at most {n}")
     for p in m.parts:
         params = fmt_count(p.params) + (f"\n[dim]{active.format(n=fmt_count(p.active_params))}[/]" if p.active_params != p.params else "")
         rows.append(
@@ -214,6 +227,8 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
         vision = _("included in the total ({pct}); the text model alone has {n}").format(
             pct=pct(m.vision_params, m.total_params), n=fmt_count(m.text_params)
         )
+        if has_active:  # a text token never runs the tower
+            vision += _("; not in the active counts: it runs on images, not on a text token")
         rows.append([_("vision tower"), fmt_count(m.vision_params), vision])
     without = _("without token/position embeddings and an untied head")
     if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
@@ -227,13 +242,16 @@ def _model_summary(m: ModelParams, dtype: str) -> FitTable:
         mixing_how += _("; attention and {mixer} together").format(mixer=mixer.kind)
     rows.append([mixing, fmt_count(m.attention_params), mixing_how])
     ffn_how = of_total.format(pct=pct(m.ffn_params, m.total_params))
+    most = bool(m.spec.zero_experts)  # a range of active counts: these are its most
     if has_active:
-        ffn_how += _("; active {n} ({pct} of active)").format(
-            n=fmt_count(m.ffn_active_params), pct=pct(m.ffn_active_params, m.active_params)
-        )
+        said = _("; active at most {n} ({pct} of the most active)") if most else _("; active {n} ({pct} of active)")
+        ffn_how += said.format(n=fmt_count(m.ffn_active_params), pct=pct(m.ffn_active_params, m.active_params))
     rows.append(["FFN", fmt_count(m.ffn_params), ffn_how])
-    active = _(" (active {ratio})").format(ratio=ratio(m.ffn_active_attention_ratio)) if has_active else ""
-    rows.append([per, ratio(m.ffn_attention_ratio) + active, _("parameters, all layers")])
+    all_layers = _("parameters, all layers")
+    if has_active and most:  # said beside, not in the number's cell: the range's words are long
+        all_layers += _("; active at most {ratio}").format(ratio=ratio(m.ffn_active_attention_ratio))
+    active = _(" (active {ratio})").format(ratio=ratio(m.ffn_active_attention_ratio)) if has_active and not most else ""
+    rows.append([per, ratio(m.ffn_attention_ratio) + active, all_layers])
     rows.append(None)
     rows += memory_rows(m.total_params, dtype)
     flops = m.matmul_flops_per_token

@@ -18,7 +18,7 @@ __all__ = ["presets_data", "presets_table"]
 
 
 def _row(name: str, m: ModelParams | str, source: str) -> dict[str, Any]:
-    if isinstance(m, str):  # a model_type no reader knows: counted by building it when named
+    if isinstance(m, str):  # a model_type no reader knows: laid out from its built layers when named
         counts = ("n_layers", "d_model", "total_params", "active_params", "ffn_attention_ratio")
         return {"name": name, "source": source, "model_type": m, **dict.fromkeys(counts)}
     return {
@@ -44,7 +44,7 @@ def presets_table(models: list[tuple[str, ModelParams | str, str]]) -> FitTable:
     rows = []
     for row in presets_data(models):
         if row["total_params"] is None:
-            built = _("counted by building it with transformers")
+            built = _("counted once named: laid out with transformers")
             rows.append([f"{literal(row['name'])}\n[dim]{literal(row['model_type'])} · {built}[/]", "—", "", "—"])
             continue
         layers = _("{n} layers").format(n=row["n_layers"])

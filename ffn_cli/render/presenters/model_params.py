@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
+from rich.text import Text
 
-from ffn_cli.i18n import _
+from ffn_cli.i18n import _, shown
 from ffn_cli.render.built import built_data, built_view, layout_data, layout_view
 from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
 from ffn_cli.render.params.model import model_data, model_view
@@ -51,11 +52,15 @@ def _built_data(r: BuiltCount) -> dict[str, Any]:
 
 
 def _models_view(r: ModelsCompared) -> RenderableType:
-    return model_comparison_view(r.compared, r.dtype)
+    """The models side by side, then what a laid-out one leaves out, as its own answer says it."""
+    said = [Text(_("left out: {what}").format(what=shown(what)), style="yellow") for what in r.left_out]
+    said += [Text(_("note: {note}").format(note=shown(note)), style="dim") for note in r.notes]
+    return Group(model_comparison_view(r.compared, r.dtype), *said)
 
 
 def _models_data(r: ModelsCompared) -> dict[str, Any]:
-    return model_comparison_data(r.compared, r.dtype)
+    data = model_comparison_data(r.compared, r.dtype)
+    return data | ({"left_out": list(r.left_out)} if r.left_out else {}) | ({"notes": list(r.notes)} if r.notes else {})
 
 
 def _model_view(r: ModelParamsAnswer) -> RenderableType:
