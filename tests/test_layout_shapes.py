@@ -759,3 +759,30 @@ def test_a_latent_attention_with_gated_queries_and_gated_norms() -> None:
     layer = _cache_after(config, 7).layers[0]  # 2 sequences
     assert latent.elements_per_layer == 7 * (16 + 8) == (layer.keys.numel() + layer.values.numel()) // 2
     assert index.elements_per_layer == 7 * 8 == layer.indexer_keys.numel() // 2
+
+
+def _modernbert_decoder() -> dict[str, Any]:
+    small = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, vocab_size=256, local_attention=8,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2,
+                 layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"])  # fmt: skip
+    return {**transformers.AutoConfig.for_model("modernbert-decoder", **small).to_dict(), "model_type": "modernbert-decoder"}
+
+
+def test_a_first_layer_without_its_first_norm_against_transformers() -> None:
+    # ModernBERT's decoder: layer 0 builds no attn_norm, the norm over the embeddings standing in
+    # for it; its attention's out projection and its MLP's are both Wo, its MLP's gate and input
+    # one Wi. Two full layers and two sliding ones of window 4 (local_attention 8, ±4 around a
+    # token in the encoder; the decoder's causal half).
+    config = _modernbert_decoder()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    assert spec.norms_per_layer == 2 and not spec.embedding_norm
+    assert any("stands in for layer 0's first norm" in str(n) for n in layout.notes)
+    ffn = spec.dense_ffn
+    assert ffn is not None and (ffn.d_ff, ffn.fused_gate_up) == (96, True)
+    rows = {str.__str__(r.kind): r for r in decode_state(spec, layout.windows, layout.chunks, 12)}
+    cache = _cache_after(config, 12)
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]  # a batch of 2
+    full = [i for i, t in enumerate(config["layer_types"]) if t == "full_attention"]
+    assert sum(held[i] for i in full) == rows["attention"].elements
+    assert sum(h for i, h in enumerate(held) if i not in full) == sum(r.elements for k, r in rows.items() if k != "attention")

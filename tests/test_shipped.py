@@ -69,7 +69,7 @@ def test_the_checkpoint_says_what_it_holds_beside_the_parameter_table() -> None:
     # beside its bf16 size. A checkpoint with nothing beside the model says nothing.
     shipped = f"{13_463_426_048 + 59 * 256:,}"  # the MTP layer as counted by hand above, and 59 layers' 256 biases
     text = " ".join(runner.invoke(app, ["params", "--preset", "deepseek-v3"], terminal_width=100).output.split())
-    assert f"holds the parameter table's 671,026,404,352 and {shipped} it ships beside them" in text
+    assert f"holds the parameter table's 671,026,404,352 parameters and {shipped} more it ships beside them" in text
     assert "(multi-token prediction, router score biases)" in text
     plain = " ".join(runner.invoke(app, ["params", "--preset", "deepseek-v3", "--no-mtp"], terminal_width=100).output.split())
     assert "(router score biases)" in plain and "multi-token" not in plain
@@ -370,7 +370,7 @@ def _bias_buffers(model: Any) -> list[int]:
         ("minimax-m2", 0),  # its bias sits on the MoE block itself, not on the router
         ("nemotron-3-nano-30b-a3b", 0),
         ("lfm2-8b-a1b", 0),  # LFM2-MoE's expert_bias
-        ("glm-5", 0),  # glm_moe_dsa: no reader, laid out from transformers' modules
+        ("glm-5", 1),  # glm_moe_dsa: no reader, laid out from transformers' modules; one MTP layer, as GLM-4.5-Air's
         ("longcat-flash-chat", 0),  # laid out; its routers score the zero experts too
     ],
 )

@@ -301,7 +301,7 @@ def _heads(text: PretrainedConfig, child: nn.Module) -> tuple[int, int]:
 def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
     m = dict(child.named_modules())
     q, k, v = _linear(m, *_Q_NAMES), _linear(m, "k_proj", "key", "Wk"), _linear(m, "v_proj", "value", "Wv")
-    o = _linear(m, "o_proj", "out_proj", "dense", "c_proj")
+    o = _linear(m, "o_proj", "out_proj", "dense", "c_proj", "Wo")  # ModernBERT's Wo
     fused = _linear(m, *_QKV_NAMES) if q is None and k is None and v is None else None
     if fused is not None and o is not None:  # one projection to the queries, keys and values (Ergo's qkv_proj, MPT's Wqkv)
         q, k, v = _split_qkv(text, child, fused, o)
@@ -764,8 +764,8 @@ def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Line
     m = dict(module.named_modules())
     up = _linear(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi", "proj_up", "key")
     gate = _linear(m, "gate_proj", "w1", "proj_up_gate")
-    fused = _linear(m, "gate_up_proj", "input_linear")
-    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "output_linear", "proj_down", "value")
+    fused = _linear(m, "gate_up_proj", "input_linear", "Wi")  # ModernBERT's Wi: the gate and the input, one Linear
+    down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "Wo", "output_linear", "proj_down", "value")
     return up, gate, fused, down
 
 
@@ -1332,6 +1332,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                     reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
     sub = len(sublayers) if sublayers is not None else 1
     merged, shell = _embedding_norm_in_first_layer(_merged(reads), shell)
+    merged, shell, stood_in = _first_layer_norm_in_embeddings(merged, shell)
+    notes += tuple(stood_in)
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
     return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub)
 
@@ -1351,6 +1353,25 @@ def _embedding_norm_in_first_layer(reads: list[LayerRead], shell: Shell) -> tupl
     read.norms, read.params = read.norms - 1, read.params - read.norm_params
     read.norm_names = [n for n in read.norm_names if n != extra[0]]
     return _merged(reads), replace(shell, embedding_norm=read.norm_params)
+
+
+def _first_layer_norm_in_embeddings(reads: list[LayerRead], shell: Shell) -> tuple[list[LayerRead], Shell, list[Message]]:
+    """The first layer holds one norm fewer than every other layer, and the model a norm over the
+    embeddings of that size (ModernBERT's embeddings.norm, where its layer 0 builds no attn_norm):
+    that norm is layer 0's, and layer 0 then reads as the others do, with a note saying so."""
+    first = [x for x in reads if x.layers == (0,)]
+    others = [x for x in reads if x.layers != (0,)]
+    if len(first) != 1 or not others or len({x.norms for x in others}) != 1:
+        return reads, shell, []
+    read = first[0]
+    if read.norms != others[0].norms - 1 or shell.embedding_norm != others[0].norm_params:
+        return reads, shell, []
+    read.norms, read.params = read.norms + 1, read.params + shell.embedding_norm
+    read.norm_params = others[0].norm_params
+    said = Message(
+        N_("the norm over the embeddings stands in for layer 0's first norm, which that layer does not build: counted as that norm")
+    )
+    return _merged(reads), replace(shell, embedding_norm=0), [said]
 
 
 def _loops(text_data: Mapping[str, Any]) -> list[Message]:

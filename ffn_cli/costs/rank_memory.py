@@ -29,6 +29,7 @@ class RankMemory:
     # What the checkpoint ships beside the parameter table (its MTP layers: weights.PART_WORDS' keys),
     # so a checkpoint larger than the summary's weights says why.
     shipped_parts: tuple[str, ...] = ()
+    vision_bytes: int = 0  # a vision tower's share of replicated_bytes, named where there is one
 
     @property
     def per_gpu_bytes(self) -> int:
@@ -38,9 +39,11 @@ class RankMemory:
 def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> RankMemory:
     layout = layout_for(spec, tp=tp, ep=ep)
     bits = {"experts": 0, "split": 0, "replicated": 0}
+    vision = 0
     for t in stored.tensors:
         key = "experts" if t.role == "experts" else "replicated" if t.role in _REPLICATED else "split"
         bits[key] += stored.bits_of(t)
+        vision += stored.bits_of(t) if t.role == "vision" else 0
     return RankMemory(
         tp,
         ep,
@@ -50,4 +53,5 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         ceil(bits["replicated"] / 8),
         stored.bytes_,
         stored.shipped_parts,
+        ceil(vision / 8),
     )

@@ -347,7 +347,8 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
     if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
         rest = FORMATS["fp16"]
     origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
-    never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope]  # the method's own reach
+    # the method's own reach, less what the config already names as not converted
+    never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope and r not in excluded]
     if never:
         origin = Message.join(origin, Message(N_("; never quantized by it: {roles}"), roles=_listed(never)))
     origin = Message.join(origin, experts)

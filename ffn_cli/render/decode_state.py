@@ -16,7 +16,7 @@ from ffn_cli.render.format import fmt_bytes
 __all__ = ["decode_state_data", "decode_state_view"]
 
 
-def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int) -> FitTable:
+def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int, *, tp: int = 1) -> FitTable:
     columns = [Col(_("layer kind"), "fixed"), Col(_("layers")), Col(_("each"), "text", drop=1), Col(_("per layer")), Col(_("all layers"))]
     cells: list[Any] = [
         [shown(r.kind), f"{r.layers:,}", shown(r.detail), fmt_bytes(r.bytes_per_layer(act_bytes)), fmt_bytes(r.bytes_(act_bytes))]
@@ -35,6 +35,8 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     attends = [r for r in rows if r.tokens is not None and not r.compressed and r.width]
     kept = {r.keeps for r in attends}
     caption = _("attention keeps K and V of every token before the new one.") if "kv" in kept or not rows else ""
+    if "kv" in kept and tp > 1:  # the rows are the model's: the memory of one GPU holds its heads' share
+        caption += _(" The rows are the whole model's; each GPU of --tp {tp} keeps its share of the KV heads.").format(tp=tp)
     if "latent" in kept:
         caption += _(" MLA keeps its latent and rotary key of every token before the new one, whole on every GPU.")
     if "index" in kept:

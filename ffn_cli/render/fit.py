@@ -31,7 +31,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.i18n import ngettext
+from ffn_cli.i18n import _, ngettext
 
 __all__ = [
     "GAP",
@@ -321,7 +321,7 @@ def hidden_note(names: Sequence[str], width: int) -> str:
         "{count} columns hidden at {width} columns ({names}): widen the terminal, or --json",
         len(names),
     )
-    return text.format(count=len(names), width=width, names=", ".join(names))
+    return text.format(count=len(names), width=width, names=_(", ").join(names))
 
 
 @dataclass

@@ -76,7 +76,7 @@ def model_comparison_data(models: list[ComparedModel], dtype: str) -> dict[str, 
 
 def model_comparison_view(models: list[ComparedModel], dtype: str) -> RenderableType:
     data = [_row(*m, dtype) for m in models]
-    columns = [Col(_("model"), "fixed"), Col(_("total")), Col(_("active"), drop=8)]
+    columns = [Col(_("model"), "text", floor=16), Col(_("total")), Col(_("active"), drop=8)]
     columns += [Col(_("weights {dtype}").format(dtype=dtype), drop=6), Col(_("FFN %"))]
     columns += [Col(_("FFN/attn"), drop=7), Col(_("FLOPs/token"), drop=9), Col("d_model", drop=5), Col(_("heads"), "fixed", drop=4)]
     columns += [Col("d_ff/d", drop=3), Col(_("layers"), drop=2), Col(_("vocab"), drop=1)]

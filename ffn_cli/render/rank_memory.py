@@ -93,14 +93,18 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
         "expert_bytes": r.expert_bytes,
         "split_bytes": r.split_bytes,
         "replicated_bytes": r.replicated_bytes,
+        "vision_bytes": r.vision_bytes,
         "per_gpu_bytes": r.per_gpu_bytes,
         "checkpoint_bytes": r.total_bytes,
     }
     return data | (_fit_data(fit) if fit is not None else {"not_counted": NOT_COUNTED})
 
 
-def fewest_gpus_line(fits_at: tuple[int, int] | None) -> Text:
-    """Under a "does not fit" verdict: the fewest GPUs of the kind that hold the same pass."""
+def fewest_gpus_line(fits_at: tuple[int, int] | None, past_limit: int | None = None) -> Text:
+    """Under a "does not fit" verdict: the fewest GPUs of the kind that hold the same pass; none
+    where the context is past the model's limit (`past_limit`), which no layout runs."""
+    if past_limit is not None:
+        return Text(_("no layout runs this pass: its context is past the model's {limit}").format(limit=f"{past_limit:,}"), style="yellow")
     if fits_at is None:
         return Text(_("no layout of up to 64 GPUs of this kind holds this pass"), style="yellow")
     tp, ep = fits_at
@@ -173,7 +177,10 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
             rows.append([experts, fmt_bytes(r.expert_bytes)])
         rows += [
             [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
-            [_("replicated: biases, norms, routers"), fmt_bytes(r.replicated_bytes)],
+            [
+                _("replicated: biases, norms, routers, vision tower") if r.vision_bytes else _("replicated: biases, norms, routers"),
+                fmt_bytes(r.replicated_bytes),
+            ],
             None,
             ["[bold]" + _("weights per GPU") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"],
         ]

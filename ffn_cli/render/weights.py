@@ -82,7 +82,7 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
     ).format(not_counted=_(NOT_COUNTED))
     if c.shipped_params:  # the summary's weights are the parameter table's: say why the checkpoint's differ
         parts = _(", ").join(_(PART_WORDS[p]) for p in c.shipped_parts)
-        beside = _(" The checkpoint holds the parameter table's {model} and {shipped} it ships beside them ({parts}), "
+        beside = _(" The checkpoint holds the parameter table's {model} parameters and {shipped} more it ships beside them ({parts}), "
                    "which the summary's weights leave out.")  # fmt: skip
         caption += beside.format(model=fmt_count(c.total_params - c.shipped_params), shipped=fmt_count(c.shipped_params), parts=parts)
     caption += _(" {note}.").format(note=visible(shown(note))) if note else ""  # it quotes config.json: modules_to_not_convert's names

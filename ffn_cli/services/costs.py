@@ -190,7 +190,9 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
             why = _("the checkpoint's multi-token-prediction layers ({key} {n}), whose shape ffn does not know for "
                     "{model_type}: not in the weights (--no-mtp serves without them)")  # fmt: skip
             left_out += (why.format(key=declared[0], n=unsized_mtp, model_type=spec.model_type),)
-    fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if fit is not None and not fit.fits else None
+    # No layout runs a context past the model's limit: no fewest GPUs to name for it.
+    past_limit = fit is not None and fit.context_limit is not None and fit.case.context > fit.context_limit
+    fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if fit is not None and not fit.fits and not past_limit else None
     if gpu is None:
         return ModelCosts(weights, ranks, fit, left_out)
     column = TABLE_DTYPE.get(dtype, dtype)

@@ -28,8 +28,10 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
         shown.append(checkpoint_view(costs.weights.stored, costs.weights.bf16_bytes, costs.weights.note))
     if costs.ranks is not None:
         shown.append(rank_memory_view(costs.ranks, costs.fit))
-        if costs.fit is not None and not costs.fit.fits:
-            shown.append(Group(fewest_gpus_line(costs.fits_at)))
+        fit = costs.fit
+        if fit is not None and not fit.fits:
+            past = fit.context_limit is not None and fit.case.context > fit.context_limit
+            shown.append(Group(fewest_gpus_line(costs.fits_at, past_limit=fit.context_limit if past else None)))
         if costs.left_out:
             lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in costs.left_out]
             shown.append(Group(*lines))
@@ -39,7 +41,8 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
         shown.append(Group(Text(costs.missing, style="yellow")))
     if costs.decode is not None:
         d = costs.decode
-        shown.append(decode_state_view(d.kinds, d.seq_len, d.batches, d.act_bytes))
+        tp = costs.ranks.tp if costs.ranks is not None else 1
+        shown.append(decode_state_view(d.kinds, d.seq_len, d.batches, d.act_bytes, tp=tp))
     return shown
 
 
