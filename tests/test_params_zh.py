@@ -140,6 +140,7 @@ def test_the_rule_of_a_built_count_is_said_in_chinese_and_kept_in_english_in_jso
     assert shown.exit_code == 0, shown.output
     assert "其余全部，按模块列出" in shown.stdout
     assert "未读出它的逐层结构" in shown.stdout and "its layout is not read" not in shown.stdout
+    assert "与 model.embed_tokens.weight 绑定：只计一次" in shown.stdout and "is tied to" not in shown.stdout
     assert "everything else" not in shown.stdout and "held by a module" not in shown.stdout
     data = json.loads(runner.invoke(app, ["--lang", "zh", "params", "--config", str(config), "--json"]).stdout)
     other = [r for r in data["rule"] if r["kind"] == "other"]

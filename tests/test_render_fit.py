@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from ffn_cli.cli import app, common
 from ffn_cli.i18n import _ as translate
 from ffn_cli.i18n import set_language
-from ffn_cli.render.fit import FOLD_AT, GAP, TERM_JOIN, Col, FitTable, hidden_note, wrap_terms
+from ffn_cli.render.fit import FOLD_AT, GAP, TERM_JOIN, Col, FitTable, hidden_note, wrap_terms, wrap_wide
 from ffn_cli.render.format import TIE_TOLERANCE
 
 WIDTHS = (60, 80, 100, 120)
@@ -623,3 +623,17 @@ def test_a_columns_legend_is_said_while_the_column_is_shown() -> None:
     assert "caption · kept: stays · wide: leaves first" in shown(80)
     narrow = shown(20)
     assert "wide" not in narrow.split("hidden")[0] and "kept: stays" in narrow.replace("\n", " ")
+
+
+@pytest.mark.parametrize("width", [8, 12, 16, 40])
+def test_a_product_narrower_than_its_line_breaks_only_after_a_dot(width: int) -> None:
+    # 4·seq·heads·head_dim is 20 cells: where the line is narrower it folds after its dots, each
+    # name whole; where the line holds it, it stays one word (moved whole to the next line).
+    text = "注意力分数每层另加 4·seq·heads·head_dim"
+    lines = wrap_wide(Text(text), width).plain.split("\n")
+    pieces = [p for line in lines for p in line.split(" ") if p and all(ord(c) < 0x2E80 for c in p)]  # the narrow words
+    assert "".join(pieces) == "4·seq·heads·head_dim"
+    if width >= 20:
+        assert pieces == ["4·seq·heads·head_dim"]
+    else:
+        assert len(pieces) > 1 and all(p.endswith("·") for p in pieces[:-1]), lines  # each break after a dot

@@ -210,7 +210,7 @@ def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
         first, last = inside[0], inside[-1]
         if width is not None and cell_len(line[out[first][0] : out[last][0] + len(out[last][1])]) > width:
             continue
-        out[first : last + 1] = [(out[first][0], "".join(token for _, token in out[first : last + 1]))]
+        out[first : last + 1] = [(out[first][0], "".join(token for _start, token in out[first : last + 1]))]
     return out
 
 

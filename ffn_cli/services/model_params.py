@@ -110,15 +110,6 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | Mo
     return BuiltCount(built, request.count_dtype)
 
 
-def _named_by(request: ParamsRequest, unknown: UnknownModelType) -> tuple[str, str]:
-    """The option that named the model no reader knows, and the name it was given as."""
-    if unknown.source in (request.config or ()):
-        return "config", unknown.source
-    if unknown.source == f"preset {unknown.name}":  # configs/source.py's label of a preset
-        return "preset", unknown.name
-    return "model", unknown.source
-
-
 def _layout(request: ParamsRequest, unknown: UnknownModelType, needed_for: str = "") -> BuiltLayout:
     """The layout of a model no reader knows, read from one built decoder layer of each kind
     (configs/layer_build.py; kept in configs/layout_cache.py); where ffn cannot read it, the

@@ -1,0 +1,58 @@
+"""The words of a deployment answer hold to its numbers: what the replicated row holds, why no
+layout is named past a model's context, whose rows the decode state counts under --tp, and a
+quantization method's lists without repeats."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+
+pytest.importorskip("transformers")  # the 2026 presets are laid out from transformers' modules
+
+
+def _run(*args: str) -> str:
+    result = CliRunner().invoke(app, ["params", *args], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())
+
+
+def _json(*args: str) -> Any:
+    result = CliRunner().invoke(app, ["params", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_the_replicated_row_names_a_vision_tower_and_holds_its_bytes() -> None:
+    # Gemma 4 26B-A4B's tower stays whole on each GPU of --tp 2, in bf16: 2 bytes a parameter.
+    data = _json("--preset", "gemma-4-26b-a4b", "--gpu", "h100", "--tp", "2")
+    memory = data["per_gpu_memory"]
+    assert memory["vision_bytes"] == 2 * data["vision_params"] > 0
+    assert memory["replicated_bytes"] > memory["vision_bytes"]
+    assert "replicated: biases, norms, routers, vision tower" in _run("--preset", "gemma-4-26b-a4b", "--gpu", "h100", "--tp", "2")
+    assert "vision tower" not in _run("--preset", "qwen3-30b-a3b", "--gpu", "h100", "--tp", "2").split("replicated:")[1][:40]
+
+
+def test_no_layout_is_named_for_a_context_past_the_models_limit() -> None:
+    said = _run("--preset", "llama-3.1-8b", "--gpu", "h100", "--seq-len", "1000000")
+    assert "is past the model's 131,072" in said and "no layout runs this pass" in said and "fits at --tp" not in said
+
+
+@pytest.mark.parametrize(("tp", "said"), [(1, False), (8, True)])
+def test_the_decode_state_says_its_rows_are_the_models_under_tp(tp: int, said: bool) -> None:
+    text = _run("--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", str(tp), "--phase", "decode", "--batch", "1,64")
+    assert ("each GPU of --tp 8 keeps its share of the KV heads" in text) is said
+    data = _json("--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", str(tp), "--phase", "decode", "--batch", "1,64")
+    # The table's rows are the whole model's: 80 layers × 2 × 8 KV heads × 128 × 4,096 tokens × 2 bytes.
+    assert data["decode_state"]["bytes_per_sequence"] == 80 * 2 * 8 * 128 * 4096 * 2
+
+
+def test_a_methods_lists_do_not_repeat_a_role() -> None:
+    # MiniMax-M2.5-NVFP4 keeps its routers out of the quantization by name: said once, as not converted.
+    said = _run("--preset", "minimax-m2.5-nvfp4", "--gpu", "h100", "--tp", "4", "--ep", "4")
+    clause = said.split("quantization_config: modelopt")[1].split(". nvfp4")[0]
+    assert clause.count("routers") == 1 and "not converted:" in clause
