@@ -296,26 +296,26 @@ def test_layers_the_models_class_builds_otherwise_are_read_as_it_builds_them() -
         _layout(_config("trocr", d_model=64, decoder_ffn_dim=96, decoder_layers=2, decoder_attention_heads=4))
 
 
-def test_layers_that_attend_to_an_images_tokens_are_refused_by_name(tmp_path: Any) -> None:
-    # Llama 3.2 Vision's text model: every fifth layer attends to the image's tokens, whose keys and
-    # values are the image's, not the context's. The layout is refused naming that class (it had
-    # been built as a self-attention layer); the count, from the whole build, stays exact.
+def test_layers_that_attend_to_an_images_tokens_are_named_in_the_verdict(tmp_path: Any) -> None:
+    # Llama 3.2 Vision: every fifth layer of its text model attends to the image's tokens, whose keys
+    # and values are the image's, not the context's. The answer counts it exactly and its verdict
+    # names what those layers keep as left out (they had once been built as self-attention layers).
     import json
 
     from typer.testing import CliRunner
 
     from ffn_cli.cli import app
-    from ffn_cli.errors import FFNRuntimeError
 
     config = _config("mllama", num_hidden_layers=5, cross_attention_layers=[3])
-    with pytest.raises(FFNRuntimeError, match="MllamaCrossAttentionDecoderLayer"):
-        _layout(config)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
-    assert result.exit_code != 0 and "MllamaCrossAttentionDecoderLayer" in result.output and "Traceback" not in result.output
-    counted = CliRunner().invoke(app, ["params", "--config", str(path), "--json"])
-    assert json.loads(counted.stdout)["total_params"] == meta_build.count(config, name="x", source="x").total_params
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["total_params"] == meta_build.count(config, name="x", source="x").total_params
+    assert any("MllamaTextCrossAttention" in what for what in data["per_gpu_memory"]["left_out"])
+    (cross,) = [k for k in data["decode_state"]["kinds"] if k.get("sized") is False]
+    assert cross["layers"] == len(config["text_config"]["cross_attention_layers"])
 
 
 def _griffin() -> dict[str, Any]:
@@ -786,3 +786,43 @@ def test_a_first_layer_without_its_first_norm_against_transformers() -> None:
     full = [i for i, t in enumerate(config["layer_types"]) if t == "full_attention"]
     assert sum(held[i] for i in full) == rows["attention"].elements
     assert sum(h for i, h in enumerate(held) if i not in full) == sum(r.elements for k, r in rows.items() if k != "attention")
+
+
+def _mllama() -> dict[str, Any]:
+    text = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                vocab_size=128, cross_attention_layers=[1], pad_token_id=0, bos_token_id=1, eos_token_id=2)  # fmt: skip
+    return {**transformers.AutoConfig.for_model("mllama", text_config=text).to_dict(), "model_type": "mllama"}
+
+
+def test_cross_attention_layers_are_named_not_sized_against_transformers() -> None:
+    # Llama 3.2 Vision: layer 1 attends to an image's tokens (MllamaCrossAttentionDecoderLayer), layers
+    # 0 and 2 to the text's. The cross layer is a token mixer whose keys and values are the image's:
+    # counted tensor by tensor (its q/k norms and both tanh gates with it), a text token running its
+    # q_proj and o_proj alone, and what it keeps named as left out, never counted as attention over
+    # the text. The token table holds 8 rows past vocab_size, a table of its own.
+    config = _mllama()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    assert spec.mixer is not None and spec.mixer.layers == (1,) and not spec.mixer.state_sized
+    assert spec.attention_layers == (0, 2)
+    assert any("keeps of an image's tokens" in str(m) for m in layout.left_out)
+    (table,) = [e for e in spec.extras if e.kind == "embedding"]
+    assert table.params_each == 8 * 64
+    # FlopCounterMode on transformers' own cross-attention, one text token against 5 image tokens:
+    # its q_proj and o_proj are what a text token runs; k_proj and v_proj run on the image's tokens.
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    cross = model.model.layers[1].cross_attn
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        cross(hidden_states=torch.randn(1, 1, 64), cross_attention_states=torch.randn(1, 5, 64))
+    by_module = counter.get_flop_counts()
+    per_token = sum(sum(by_module[f"MllamaTextCrossAttention.{n}"].values()) for n in ("q_proj", "o_proj"))
+    assert spec.mixer.projection_flops == per_token
+    # The text's own layers keep K and V of every token, as transformers' cache after 9 tokens (no image).
+    rows = {str.__str__(r.kind): r for r in decode_state(spec, layout.windows, layout.chunks, 9)}
+    with torch.no_grad():
+        cache = model(torch.randint(3, 100, (1, 9)), use_cache=True).past_key_values
+    held = [layer.keys.numel() + layer.values.numel() for layer in cache.layers if isinstance(layer.keys, torch.Tensor)]
+    assert sum(held) == rows["attention"].elements
+    assert not rows["cross-attention over an image's tokens"].sized

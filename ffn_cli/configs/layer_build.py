@@ -71,7 +71,7 @@ from ffn_cli.models.mixers import (
     short_conv,
 )
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
-from ffn_cli.models.tensor_notes import GATE_HALF, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, noted
+from ffn_cli.models.tensor_notes import GATE_HALF, ROWS_PAST_VOCAB, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, noted
 from ffn_cli.models.vision import VisionPart, VisionTower
 from ffn_cli.spec import FFNSpec
 
@@ -100,7 +100,7 @@ _SQUARED_RELU_CLASSES = frozenset({"RwkvFeedForward"})
 # place (MiniMax's lightning attention, a delta rule), whatever its projections are named.
 _LINEAR_ATTENTION = re.compile(r"Lightning|LinearAttention|Delta|Retention|Mamba|RWKV|GLA")
 # Layer classes of a tower beside the decoder, and modules kept whole that are no layer.
-_ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$|CrossAttention")
+_ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$")
 # The parts table's rows for what no reader's part holds: tensors in every layer beside its token
 # mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
@@ -164,11 +164,6 @@ def decoder_layer_classes(hf_config: PretrainedConfig) -> tuple[type[nn.Module],
                 continue
             module = importlib.import_module(cls.__module__)
             kept = [n for n in sorted(getattr(cls, "_no_split_modules", None) or ()) if hasattr(module, n)]
-            crossed = [n for n in kept if "CrossAttention" in n and n.endswith("DecoderLayer")]
-            if crossed:  # Llama 3.2 Vision's layers that attend to the image's tokens, among the text's own
-                why = _("its {cls} layers attend to another input's tokens (an image's), whose keys and values ffn cannot size: "
-                        "its layout is not read")  # fmt: skip
-                raise _beyond(f"model_type {hf_config.model_type}", why.format(cls=crossed[0]))
             names = [n for n in kept if not _ASIDE.search(n)]
             found = [getattr(module, n) for n in names if n.endswith(("DecoderLayer", "HybridLayer"))]
             if not found:  # GPT-2's GPT2Block, DBRX's DbrxBlock, Mamba-2's Mamba2Block
@@ -516,6 +511,27 @@ def _compressed_attention(d: int, child: nn.Module, read: LayerRead) -> None:
     read.said.append(compressed_summary(spec))
 
 
+def _cross_attention(child: nn.Module, read: LayerRead) -> None:
+    """An attention over another input's tokens (an image's, Llama 3.2 Vision's), in layers of
+    its own among the text's: its tensors as built; a text token runs its queries and output
+    (q_proj, o_proj), while its keys and values are the image's, projected once when it arrives.
+    What it keeps while decoding, and its scores, depend on the image's tokens, which ffn does not
+    size: named as left out, never counted as attention over the text."""
+    name = type(child).__name__
+    m = dict(child.named_modules())
+    q, o = _linear(m, *_Q_NAMES), _linear(m, "o_proj", "out_proj")
+    if q is None or o is None:
+        raise _Unread(Message(N_("no q and o projections")))
+    tensors = _rest(child, set())
+    flops = 2 * (q.weight.numel() + o.weight.numel())
+    kind = Message(N_("cross-attention over an image's tokens"))
+    read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
+    read.said.append(Message(N_("{kind}: q and o a text token, k and v once an image"), kind=kind))
+    why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
+             "the image, whose tokens ffn does not size")  # fmt: skip
+    read.left_out.append(Message(why, name=name))
+
+
 def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     """A Gated DeltaNet or Mamba-2 by its widths; any other mixer tensor by tensor, its state unsized."""
     name, a = type(child).__name__, vars(child)
@@ -620,6 +636,9 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     if mixer is not None and mixer.params + mixer.norm_params == _count(child):
         read.mixer = mixer
         read.said.append(Message(N_("{kind}: {state}"), kind=mixer.kind, state=mixer.state_words()))
+        return
+    if _is_cross(child):
+        _cross_attention(child, read)
         return
     tensors = _rest(child, set())
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
@@ -1096,7 +1115,13 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
         )
-    read.other += tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
+    own = tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
+    if read.mixer is not None and read.attention is None and any(_is_cross(c) for _n, c in mixers):
+        # A cross-attention layer's own gates (Llama 3.2 Vision's tanh gates on the cross-attention's
+        # output and on its MLP's): scalars of that layer kind alone, named with its mixer's tensors.
+        read.mixer = replace(read.mixer, tensors=(*read.mixer.tensors, *own))
+    else:
+        read.other += own
     if not mixers and rest:  # every decoder layer mixes tokens: here in a module ffn does not know
         names = ", ".join(type(c).__name__ for _n, c in rest)
         read.left_out.append(Message(_NO_MIXER_RECOGNISED, names=names))
@@ -1198,8 +1223,14 @@ def _attends(child: nn.Module) -> bool:
     cls = type(child).__name__
     fused = isinstance(_linear(modules, *_QKV_NAMES), nn.Linear) and cls.endswith("Attention")
     queries = any(n in modules for n in _Q_NAMES) or fused
-    softmax = queries and "conv1d" not in modules and not _LINEAR_ATTENTION.search(cls)
+    softmax = queries and "conv1d" not in modules and not _LINEAR_ATTENTION.search(cls) and not _is_cross(child)
     return "kv_a_proj_with_mqa" in modules or _is_compressed(child) or softmax
+
+
+def _is_cross(child: nn.Module) -> bool:
+    """An attention over another input's tokens (Llama 3.2 Vision's MllamaTextCrossAttention over an
+    image's), not over the text's own."""
+    return "CrossAttention" in type(child).__name__
 
 
 def _inner_attention(child: nn.Module) -> nn.Module:
@@ -1553,6 +1584,11 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         module, last = modules[path], path.rpartition(".")[2]
         if embedding is None and tuple(p.shape) == (vocab, d) and (isinstance(module, nn.Embedding) or p is tied_weight):
             embedding = name
+        elif embedding is None and module is _input_embeddings(model) and _rows_past(p, vocab, d):
+            # The token table holds rows past vocab_size (Llama 3.2 Vision's 8 for its image tokens): the
+            # vocabulary's rows are the embeddings, the rest a table looked up beside them.
+            embedding = name
+            tables.append(ParamTensor(noted(name, ROWS_PAST_VOCAB), (int(p.shape[0]) - vocab, d)))
         elif head is None and path in heads and leaf == "weight":
             head = name
         elif path in heads and leaf == "bias":
@@ -1591,6 +1627,11 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         first_position=first_position,
         embedding_norm=_count(modules[embedding_norm]) if embedding_norm is not None else 0,
     )
+
+
+def _rows_past(p: torch.Tensor, vocab: int, d: int) -> bool:
+    """A token table of d columns and more rows than the vocabulary (Llama 3.2 Vision's 8 more)."""
+    return p.dim() == 2 and p.shape[1] == d and p.shape[0] > vocab
 
 
 def _input_embeddings(model: PreTrainedModel) -> nn.Module | None:

@@ -308,7 +308,7 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
         where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
     name, words = ffn.info.model_words(ffn)
-    parts: list[str] = [name, act, *words, *(Message.join(", + ", tensor_label(t.name)) for t in spec.extra_of(ffn))]
+    parts: list[str] = [name, act, *words, *(Message.join(Message(N_(", + ")), tensor_label(t.name)) for t in spec.extra_of(ffn))]
     if spec.routing_of(ffn):
         parts.append(Message.join(Message(N_(", ")), spec.routing_of(ffn)))
     noted = [i for i in spec.ffn_note_layers if i in layers]
@@ -333,14 +333,14 @@ def _norm_name(spec: ModelSpec) -> Message:
 def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
     if spec.attention_kinds and block.layers:  # one row a shape (Gemma 4's sliding and full layers), each with its layers
         first = block.layers[0]
-        extra = (Message.join(", + ", tensor_label(t.name)) for t in spec.attention_extra_of(first))
+        extra = (Message.join(Message(N_(", + ")), tensor_label(t.name)) for t in spec.attention_extra_of(first))
         where = Message(N_(" (layer {layers})") if len(block.layers) == 1 else N_(" (layers {layers})"), layers=layer_ranges(block.layers))
         return Message.join(_attention_detail(spec, spec.attention_of(first)), *extra, where)
-    detail = Message.join(_attention_detail(spec), *(Message.join(", + ", tensor_label(t.name)) for t in spec.attention_extra))
+    detail = Message.join(_attention_detail(spec), *(Message.join(Message(N_(", + ")), tensor_label(t.name)) for t in spec.attention_extra))
     if spec.mixer is not None or spec.no_mixer_layers:
         # "attention" and ", then" are words of the pattern, a mixer's kind a name: only the words are translated.
-        said = {"attention": Message(N_("attention")), ", then ": Message(N_(", then "))}
-        pieces = re.split(r"(\battention\b|, then )", layer_pattern(layer_labels(spec)))
+        said = {"attention": Message(N_("attention")), ", then ": Message(N_(", then ")), ", × ": Message(N_(", × "))}
+        pieces = re.split(r"(\battention\b|, then |, × )", layer_pattern(layer_labels(spec)))
         words: list[str] = [said.get(piece, piece) for piece in pieces if piece]
         detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
     return detail

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from ffn_cli.i18n import N_, Message
 
-__all__ = ["GATE_HALF", "SHARED_EXPERTS_ROWS", "ZERO_EXPERTS_ROWS", "noted", "tensor_label"]
+__all__ = ["GATE_HALF", "ROWS_PAST_VOCAB", "SHARED_EXPERTS_ROWS", "ZERO_EXPERTS_ROWS", "noted", "tensor_label"]
 
 GATE_HALF = N_("output gate half")
 ZERO_EXPERTS_ROWS = N_("zero experts' rows")
 SHARED_EXPERTS_ROWS = N_("shared experts' rows")
-_NOTES = frozenset({GATE_HALF, ZERO_EXPERTS_ROWS, SHARED_EXPERTS_ROWS})
+# A token table's rows past the config's vocab_size (Llama 3.2 Vision's 8 more, for its image tokens).
+ROWS_PAST_VOCAB = N_("rows past vocab_size")
+_NOTES = frozenset({GATE_HALF, ZERO_EXPERTS_ROWS, SHARED_EXPERTS_ROWS, ROWS_PAST_VOCAB})
 
 
 def noted(path: str, note: str) -> str:
@@ -25,5 +27,5 @@ def tensor_label(name: str) -> str:
     --json keeps the English)."""
     path, sep, note = name.partition(" (")
     if sep and note.endswith(")") and note[:-1] in _NOTES:
-        return Message.join(f"{path} (", Message(note[:-1]), ")")
+        return Message(N_("{path} ({note})"), path=path, note=Message(note[:-1]))
     return name
