@@ -339,8 +339,13 @@ def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
     detail = Message.join(_attention_detail(spec), *(Message.join(Message(N_(", + ")), tensor_label(t.name)) for t in spec.attention_extra))
     if spec.mixer is not None or spec.no_mixer_layers:
         # "attention" and ", then" are words of the pattern, a mixer's kind a name: only the words are translated.
-        said = {"attention": Message(N_("attention")), ", then ": Message(N_(", then ")), ", × ": Message(N_(", × "))}
-        pieces = re.split(r"(\battention\b|, then |, × )", layer_pattern(layer_labels(spec)))
+        said: dict[str, Message] = {"attention": Message(N_("attention")), ", then ": Message(N_(", then ")), ", × ": Message(N_(", × "))}
+        mixer = spec.mixer.kind if spec.mixer is not None else None
+        named = [re.escape(str.__str__(mixer))] if isinstance(mixer, Message) else []  # a mixer's kind in words, said whole
+        if isinstance(mixer, Message):
+            said[str.__str__(mixer)] = mixer
+        words_re = "|".join([*named, r"\battention\b", ", then ", ", × "])
+        pieces = re.split(f"({words_re})", layer_pattern(layer_labels(spec)))
         words: list[str] = [said.get(piece, piece) for piece in pieces if piece]
         detail = Message.join(detail, Message(N_(" (layers: {pattern})"), pattern=Message.join(*words)))
     return detail
