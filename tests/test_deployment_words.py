@@ -56,3 +56,17 @@ def test_a_methods_lists_do_not_repeat_a_role() -> None:
     said = _run("--preset", "minimax-m2.5-nvfp4", "--gpu", "h100", "--tp", "4", "--ep", "4")
     clause = said.split("quantization_config: modelopt")[1].split(". nvfp4")[0]
     assert clause.count("routers") == 1 and "not converted:" in clause
+
+
+def test_a_compressed_cache_is_counted_at_its_most_and_said_so() -> None:
+    # DeepSeek-V4's compressed layers shrink their cache as a window closes: the memory of one GPU
+    # counts the most on the way to the context, at least what the decode state holds there
+    # (one head: the whole cache on every GPU of --tp), and its row says so; a plain cache is counted at it.
+    args = ("--gpu", "h200", "--tp", "8", "--phase", "decode", "--seq-len", "100000", "--batch", "2")
+    data = _json("--preset", "deepseek-v4-flash", *args)
+    memory = data["per_gpu_memory"]
+    assert memory["kv_cache_at_its_most"] is True
+    assert memory["kv_cache_bytes"] >= 2 * data["decode_state"]["bytes_per_sequence"]
+    assert "KV cache: 2 × 100,000 tokens, at its most" in _run("--preset", "deepseek-v4-flash", *args)
+    plain = _json("--preset", "llama-3.1-70b", *args)["per_gpu_memory"]
+    assert plain["kv_cache_at_its_most"] is False

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import ceil
 
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.costs.parallel_layout import Layout, intermediate_width
 from ffn_cli.costs.rank_memory import RankMemory
@@ -55,6 +56,9 @@ class GPUMemory:
     context_limit: int | None  # the longest context the model takes (None: its config names none)
     residual_copies: int = 1  # copies of the hidden state on the residual stream (DeepSeek-V4's hyper-connections)
     attends: bool = True  # False: no layer attends (Mamba, xLSTM, RWKV), the cache a fixed state a sequence
+    # A compressed layer's cache shrinks as a window closes (DeepSeek-V4's): the KV cache counted is
+    # the most it holds on the way to the context, a little above what it holds there.
+    peaks: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -162,4 +166,5 @@ def gpu_memory(
         context_limit,
         spec.residual_copies,
         bool(spec.attention_layers),
+        any(isinstance(spec.attention_of(i), CompressedAttentionSpec) for i in spec.attention_layers),
     )

@@ -34,6 +34,7 @@ __all__ = [
     "plan_from_config",
     "plan_from_options",
     "quantization_config",
+    "shipped_words",
     "weight_tensors",
 ]
 
@@ -380,6 +381,11 @@ def _expert_dtype(config: Mapping[str, Any], qc: Mapping[str, Any]) -> tuple[tup
     if name is None:
         raise FFNError("expert_dtype", said, _("choose fp4 or fp8"))
     return (("experts", FORMATS[name]),), Message(N_("; routed experts in {format} (expert_dtype {said})"), format=name, said=str(said))
+
+
+def shipped_words(parts: tuple[str, ...]) -> Message | str:
+    """What a checkpoint ships beside the model (PART_WORDS' keys), as a list in the reader's language."""
+    return _listed([Message(PART_WORDS[p]) for p in parts])
 
 
 def _listed(words: list[Message]) -> Message | str:

@@ -9,11 +9,11 @@ from rich.text import Text
 
 from ffn_cli.costs.gpu_memory import SEARCH_LIMIT, GPUMemory
 from ffn_cli.costs.rank_memory import RankMemory
-from ffn_cli.costs.weights import PART_WORDS
+from ffn_cli.costs.weights import shipped_words
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.gpus import DRIVER_SOURCES, SOURCES
 from ffn_cli.hardware.reserve import RESERVE_SOURCE
-from ffn_cli.i18n import N_, _, ngettext
+from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 from ffn_cli.render.literal import literal
@@ -71,6 +71,7 @@ def _fit_data(fit: GPUMemory) -> dict[str, Any]:
         "context": fit.case.context,
         "sequences_per_gpu": fit.layout.sequences(fit.case.batch),
         "kv_cache_bytes": fit.kv_cache_bytes,
+        "kv_cache_at_its_most": fit.peaks,  # the most on the way to the context (a compressed layer's), not at it
         "activation_bytes": fit.activation_bytes,
         "reserve_bytes": fit.reserve.bytes_,
         "reserve_source": {"what": RESERVE_SOURCE[0], "where": RESERVE_SOURCE[1]},
@@ -122,6 +123,8 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
     c = fit.case
     seqs = fit.layout.sequences(c.batch)
     kv = _("KV cache: {n} × {context} tokens").format(n=f"{seqs:,}", context=f"{c.context:,}")
+    if fit.peaks:  # the decode-state table's figure is at the context; this one the most on the way
+        kv = _("KV cache: {n} × {context} tokens, at its most").format(n=f"{seqs:,}", context=f"{c.context:,}")
     if not fit.attends:  # a recurrence keeps a state a sequence, whatever the context
         kv = ngettext("recurrent state: {n} sequence", "recurrent state: {n} sequences", seqs).format(n=f"{seqs:,}")
     acts = _("activations ({phase})").format(phase=_(_PHASE_WORDS[c.phase]))
@@ -186,7 +189,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
         ]
     checkpoint = fmt_bytes(r.total_bytes)
     if r.shipped_parts:  # more than the summary's weights: say what
-        parts = _(", ").join(_(PART_WORDS[p]) for p in r.shipped_parts)
+        parts = shown(shipped_words(r.shipped_parts))
         checkpoint = _("{bytes}, with {parts}").format(bytes=checkpoint, parts=parts)
     if fit is None:
         title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ffn_cli.costs.weights import PART_WORDS, ROLE_WORDS, Checkpoint
+from ffn_cli.costs.weights import PART_WORDS, ROLE_WORDS, Checkpoint, shipped_words
 from ffn_cli.i18n import N_, _, shown
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count
@@ -81,7 +81,7 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
         "{not_counted}; 1 GiB = 2³⁰ bytes."
     ).format(not_counted=_(NOT_COUNTED))
     if c.shipped_params:  # the summary's weights are the parameter table's: say why the checkpoint's differ
-        parts = _(", ").join(_(PART_WORDS[p]) for p in c.shipped_parts)
+        parts = shown(shipped_words(c.shipped_parts))
         beside = _(" The checkpoint holds the parameter table's {model} parameters and {shipped} more it ships beside them ({parts}), "
                    "which the summary's weights leave out.")  # fmt: skip
         caption += beside.format(model=fmt_count(c.total_params - c.shipped_params), shipped=fmt_count(c.shipped_params), parts=parts)
