@@ -7,19 +7,22 @@ dtype it was saved in and its attention windows are read from it, not from the s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from ffn_cli.configs.families import Family, family_of, model_spec_from_config
 from ffn_cli.configs.files import load_config, load_preset
 from ffn_cli.configs.hub import hub_config
 from ffn_cli.configs.hub_env import check_hub_environment
+from ffn_cli.configs.unknown import UnknownModelType
 from ffn_cli.configs.windows import attention_chunks, attention_windows, is_causal
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.spec import ModelSpec
+
+T = TypeVar("T")
 
 __all__ = ["LoadedModel", "config_dtype", "config_model", "load_model", "load_models", "preset_model"]
 
@@ -114,23 +117,54 @@ def load_model(
     return LoadedModel(spec, raw, f"model {where}")
 
 
+@overload
 def load_models(
     *,
     preset: tuple[str, ...] | None = None,
     config: tuple[str, ...] | None = None,
     model: tuple[str, ...] | None = None,
     revision: str | None = None,
-) -> list[LoadedModel]:
+    unknown: None = None,
+) -> list[LoadedModel]: ...
+
+
+@overload
+def load_models(
+    *,
+    preset: tuple[str, ...] | None = None,
+    config: tuple[str, ...] | None = None,
+    model: tuple[str, ...] | None = None,
+    revision: str | None = None,
+    unknown: Callable[[UnknownModelType], T],
+) -> list[LoadedModel | T]: ...
+
+
+def load_models(
+    *,
+    preset: tuple[str, ...] | None = None,
+    config: tuple[str, ...] | None = None,
+    model: tuple[str, ...] | None = None,
+    revision: str | None = None,
+    unknown: Callable[[UnknownModelType], T] | None = None,
+) -> list[LoadedModel] | list[LoadedModel | T]:
     """Every model named by the three options together, each a list (the request's, read from
     the command line's comma text: requests/lists.py): presets, then config files, then model
-    ids, side by side."""
+    ids, side by side. A model_type no reader knows is raised, or, given `unknown`, stands as
+    what it makes of it (its layout read from transformers' modules)."""
     if preset is None and config is None and model is None:
         raise FFNError("preset", None, _("give --preset, --config or --model (each a comma list, in any mix)"))
     if revision is not None and model is None:
         raise FFNError("revision", revision, _("applies to --model (a Hub model id)"))
-    loaded = [load_model(preset=p) for p in preset or ()]
-    loaded += [load_model(config=c) for c in config or ()]
-    loaded += [load_model(model=m, revision=revision) for m in model or ()]
+    named: list[dict[str, Any]] = [{"preset": p} for p in preset or ()] + [{"config": c} for c in config or ()]
+    named += [{"model": m, "revision": revision} for m in model or ()]
+    loaded: list[LoadedModel | T] = []
+    for one in named:
+        try:
+            loaded.append(load_model(**one))
+        except UnknownModelType as exc:
+            if unknown is None:
+                raise
+            loaded.append(unknown(exc))
     return loaded
 
 

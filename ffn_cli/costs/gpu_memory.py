@@ -65,6 +65,11 @@ class GPUMemory:
         return self.ranks.per_gpu_bytes + self.kv_cache_bytes + self.activation_bytes + self.reserve.bytes_
 
     @property
+    def past_limit(self) -> bool:
+        """The context asked is past the model's limit: no layout runs this pass."""
+        return self.context_limit is not None and self.case.context > self.context_limit
+
+    @property
     def capacity_bytes(self) -> int:
         return self.gpu.memory_bytes
 

@@ -141,7 +141,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         longest = _("longest context at batch {batch}: memory sets no limit").format(batch=f"{c.batch:,}")
         most = f"≥ {SEARCH_LIMIT:,}"
     past = []
-    if fit.context_limit is not None and c.context > fit.context_limit:
+    if fit.past_limit:
         past = [
             [
                 _("[yellow]context {context} is past the model's {limit}[/]").format(

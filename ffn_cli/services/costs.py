@@ -191,8 +191,8 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
                     "{model_type}: not in the weights (--no-mtp serves without them)")  # fmt: skip
             left_out += (why.format(key=declared[0], n=unsized_mtp, model_type=spec.model_type),)
     # No layout runs a context past the model's limit: no fewest GPUs to name for it.
-    past_limit = fit is not None and fit.context_limit is not None and fit.case.context > fit.context_limit
-    fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if fit is not None and not fit.fits and not past_limit else None
+    unfit = fit is not None and not fit.fits and not fit.past_limit
+    fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if unfit else None
     if gpu is None:
         return ModelCosts(weights, ranks, fit, left_out)
     column = TABLE_DTYPE.get(dtype, dtype)

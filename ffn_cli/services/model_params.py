@@ -11,8 +11,7 @@ from ffn_cli.configs import built_cache, layout_cache
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
 from ffn_cli.configs.files import load_preset, preset_names
-from ffn_cli.configs.layout_cache import layout_cached
-from ffn_cli.configs.source import LoadedModel, load_model, load_models
+from ffn_cli.configs.source import LoadedModel, load_models
 from ffn_cli.configs.unknown import UnknownModelType
 from ffn_cli.costs.weights import quantization_config
 from ffn_cli.errors import FFNError, FFNRuntimeError
@@ -53,35 +52,34 @@ def models(request: ParamsRequest) -> ParamsResult:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is laid out from its built layers, or counted by building it
     where its layout cannot be read."""
-    try:
-        loaded: list[LoadedModel | BuiltLayout] = [
-            *load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
-        ]
-    except UnknownModelType as unknown:
-        if len([*(request.preset or ()), *(request.config or ()), *(request.model or ())]) == 1:
+    names = (request.preset, request.config, request.model)
+    if sum(len(n or ()) for n in names) == 1:
+        try:
+            loaded: list[LoadedModel | BuiltLayout] = [
+                *load_models(preset=request.preset, config=request.config, model=request.model, revision=request.revision)
+            ]
+        except UnknownModelType as unknown:
             return _built(request, unknown)
-        loaded = _each_laid_out(request)
+    else:  # side by side: a model no reader knows by its layout (one that cannot be laid out is refused by name)
+        loaded = load_models(
+            preset=request.preset,
+            config=request.config,
+            model=request.model,
+            revision=request.revision,
+            unknown=lambda u: _beside(request, u),
+        )
     if len(loaded) > 1:
         check_rules([Unused(COSTS, N_("is asked of one model: name one")), Unused("explain", EXPLAINS_ONE)], request.given)
         return _compared(loaded, request.count_dtype, request.seq_lens)
     return _one_model(loaded[0], request)
 
 
-def _each_laid_out(request: ParamsRequest) -> list[LoadedModel | BuiltLayout]:
-    """Every model named, side by side: a reader's, or laid out where no reader knows its
-    model_type (one that cannot be laid out is refused by name: a count alone has no FLOPs to
-    set beside the others')."""
-    named: list[dict[str, Any]] = [{"preset": p} for p in request.preset or ()] + [{"config": c} for c in request.config or ()]
-    named += [{"model": m, "revision": request.revision} for m in request.model or ()]
-    each: list[LoadedModel | BuiltLayout] = []
-    for one in named:
-        try:
-            each.append(load_model(**one))
-        except UnknownModelType as unknown:
-            if not isinstance(unknown.config.get("model_type"), str):
-                raise
-            each.append(_layout(request, unknown, _("side by side needs its layout; named alone, ffn params counts it by building it")))
-    return each
+def _beside(request: ParamsRequest, unknown: UnknownModelType) -> BuiltLayout:
+    """A model no reader knows, set beside the others by its layout: a count alone has no FLOPs
+    to set beside theirs."""
+    if not isinstance(unknown.config.get("model_type"), str):
+        raise unknown
+    return _layout(request, unknown, _("side by side needs its layout; named alone, ffn params counts it by building it"))
 
 
 def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | ModelParamsAnswer:
@@ -115,7 +113,7 @@ def _layout(request: ParamsRequest, unknown: UnknownModelType, needed_for: str =
     (configs/layer_build.py; kept in configs/layout_cache.py); where ffn cannot read it, the
     refusal says what needed it (`needed_for`), so the user knows what still answers."""
     try:
-        return layout_cached(
+        return layout_cache.layout_cached(
             unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
         )
     except FFNRuntimeError as unread:

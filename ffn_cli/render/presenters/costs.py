@@ -30,8 +30,7 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
         shown.append(rank_memory_view(costs.ranks, costs.fit))
         fit = costs.fit
         if fit is not None and not fit.fits:
-            past = fit.context_limit is not None and fit.case.context > fit.context_limit
-            shown.append(Group(fewest_gpus_line(costs.fits_at, past_limit=fit.context_limit if past else None)))
+            shown.append(Group(fewest_gpus_line(costs.fits_at, past_limit=fit.context_limit if fit.past_limit else None)))
         if costs.left_out:
             lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in costs.left_out]
             shown.append(Group(*lines))
