@@ -130,7 +130,7 @@ def test_ridge_points_by_hand() -> None:
 )
 def test_cuda_device_names_find_their_row(device_name: str, expected: str) -> None:
     gpu = gpu_for_device_name(device_name)
-    assert gpu is not None and gpu.name == expected
+    assert gpu is not None and gpu.full_name == expected
 
 
 def test_an_unknown_device_has_no_row() -> None:
@@ -199,6 +199,17 @@ def test_ffn_hardware_lists_every_gpu_and_json_carries_the_same() -> None:
     assert [g["key"] for g in data["gpus"]] == [g.key for g in GPUS]
     h100 = next(g for g in data["gpus"] if g["key"] == "h100")
     assert h100["dense_tflops"]["bf16"] == 989.5 and h100["source"]["key"] == "nvidia-h100"
+
+
+def test_a_rows_scope_is_said_in_the_readers_language() -> None:
+    """A superchip's row is per GPU: said after its name in Chinese too, the JSON and the docs in English."""
+    zh = runner.invoke(app, ["--lang", "zh", "hardware"], env={"COLUMNS": "80"})
+    assert zh.exit_code == 0 and "per GPU" not in zh.stdout and "NVIDIA GB300" in zh.stdout and "（每 GPU）" in zh.stdout
+    fit = runner.invoke(app, ["--lang", "zh", "params", "--preset", "gpt2", "--gpu", "gb200"], env={"COLUMNS": "100"})
+    assert fit.exit_code == 0 and "NVIDIA GB200（每 GPU）" in fit.stdout and "per GPU" not in fit.stdout
+    data = json.loads(runner.invoke(app, ["hardware", "--json"]).stdout)
+    assert next(g for g in data["gpus"] if g["key"] == "gb300")["name"] == "NVIDIA GB300 (per GPU)"
+    assert find_gpu("NVIDIA GB300 (per GPU)").key == "gb300" and find_gpu("NVIDIA GB300").key == "gb300"
 
 
 def test_ffn_hardware_wrong_gpu_is_one_line_with_did_you_mean() -> None:

@@ -1,6 +1,6 @@
 """The GPU table: memory, memory bandwidth and dense peak rate per dtype of each known GPU.
 
-Pure data, no torch and nothing else of ours. Every number is a vendor's datasheet or
+Pure data, no torch and nothing else of ours but the words that say a row's scope. Every number is a vendor's datasheet or
 whitepaper figure, or, for a GPU without a public datasheet (the H800, A800, L20, the RTX PRO
 6000), the figure the public tables agree on (docs/hardware.md cites each source by its
 `source` key); a figure the sources dispute is left out and the row's notes say so. Peaks are DENSE:
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+
+from ffn_cli.i18n import _
 
 __all__ = ["DRIVER_SOURCES", "DTYPES", "GPU", "GPUS", "SOURCES", "gpu_for_device_name", "ridge_flop_per_byte"]
 
@@ -49,6 +51,19 @@ class GPU:
     driver_source: str = ""  # a key of DRIVER_SOURCES
     link_gbps: float | None = None  # GPU-to-GPU, both directions together (as datasheets print it)
     link: str = ""  # what that link is: "NVLink 4", "PCIe Gen4 x16"
+    # What of the product the row is, where the product is more than one GPU (a Grace Blackwell
+    # superchip's figures are per GPU): an English id, said after the name in the reader's language.
+    scope: str = ""
+
+    @property
+    def full_name(self) -> str:
+        """The name with its scope, in English: "NVIDIA GB300 (per GPU)"."""
+        return f"{self.name} ({self.scope})" if self.scope else self.name
+
+    @property
+    def label(self) -> str:
+        """The name with its scope in the reader's language: "NVIDIA GB300（每 GPU）"."""
+        return _("{name} ({scope})").format(name=self.name, scope=_(self.scope)) if self.scope else self.name
 
     @property
     def memory_bytes(self) -> int:
@@ -184,23 +199,25 @@ GPUS: tuple[GPU, ...] = (
     ),
     GPU(
         "gb300",
-        "NVIDIA GB300 (per GPU)",
+        "NVIDIA GB300",
         r"GB300",
         288,
         8000,
         _r(bf16=2500, fp8=5000, fp4=15000),
         "tomshardware-blackwell-ultra",
         notes=("one Blackwell Ultra GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given",),
+        scope="per GPU",
     ),
     GPU(
         "gb200",
-        "NVIDIA GB200 (per GPU)",
+        "NVIDIA GB200",
         r"GB200",
         186,
         8000,
         _r(bf16=2500, fp8=5000, fp4=10000),
         "tomshardware-blackwell-ultra",
         notes=("one Blackwell GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given",),
+        scope="per GPU",
     ),
     GPU(
         "b300",

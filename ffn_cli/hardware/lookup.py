@@ -47,7 +47,7 @@ def find_gpu(name: str) -> GPU:
         return load_profile().as_gpu()
     wanted, squashed = _norm(name), _squashed(name)
     for gpu in GPUS:
-        if squashed in {_squashed(known) for known in (gpu.key, *gpu.aliases, gpu.name)}:
+        if squashed in {_squashed(known) for known in (gpu.key, *gpu.aliases, gpu.name, gpu.full_name)}:
             return gpu
     names = {k: g.key for g in GPUS for k in (g.key, *g.aliases)}
     raise UnknownGPU(name, list(dict.fromkeys(names[m] for m in closest(wanted, list(names)))))

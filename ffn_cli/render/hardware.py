@@ -34,7 +34,7 @@ def gpu_data(gpu: GPU) -> dict[str, Any]:
     title, where = SOURCES[gpu.source]
     return {
         "key": gpu.key,
-        "name": gpu.name,
+        "name": gpu.full_name,
         "aliases": list(gpu.aliases),
         "memory_gb": gpu.memory_gb,
         "driver_memory_mib": gpu.driver_mib,
@@ -78,7 +78,7 @@ def _gpu_table(gpus: list[GPU]) -> FitTable:
         driver = "" if g.driver_mib is None else "\n[dim]" + _("driver: {mib} MiB").format(mib=f"{g.driver_mib:,}") + "[/]"
         rows.append(
             [
-                f"{g.key}\n[dim]{literal(g.name)}[/]{driver}",
+                f"{g.key}\n[dim]{literal(g.label)}[/]{driver}",
                 f"{g.memory_gb:,.0f}",
                 f"{g.bandwidth_gbps:,.0f}",
                 *(_rate(g.tflops.get(d)) for d in DTYPES),
@@ -117,7 +117,7 @@ def hardware_markdown(gpus: list[GPU]) -> str:
     for g in gpus:
         cells = [
             f"`{g.key}`",
-            g.name,
+            g.full_name,
             f"{g.memory_gb:,.0f}",
             "—" if g.driver_mib is None else f"{g.driver_mib:,} (`{g.driver_source}`)",
             f"{g.bandwidth_gbps:,.0f}",

@@ -226,7 +226,7 @@ def _roofline_sweep(
     else:
         what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
     head = _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
-        gpu=visible(gpu.name), dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{ridge:.4g}", what=what
+        gpu=visible(gpu.label), dtype=dtype, peak=f"{peak:g}", bandwidth=f"{bandwidth:,.0f}", ridge=f"{ridge:.4g}", what=what
     )
     title = _title([model, head])
     fig = Figure(figsize=(WIDTH_IN, 7.6 + 0.4 * (title.count("\n") + 1)), layout="constrained")

@@ -153,7 +153,7 @@ def ffn_roofline_view(passes: Sequence[FFNPass], gpu: GPU, dtype: str) -> FitTab
             cells.append(fmt_time(p.forecast.seconds) if p.forecast is not None else "—")
         rows.append(cells)
     title = _("one FFN's forward on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s)").format(
-        gpu=visible(gpu.name), dtype=dtype, peak=fmt_rate(peak), bandwidth=fmt_rate(bandwidth)
+        gpu=visible(gpu.label), dtype=dtype, peak=fmt_rate(peak), bandwidth=fmt_rate(bandwidth)
     )
     caption = _(BOUND_NOTE)
     if measured:

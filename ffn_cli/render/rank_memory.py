@@ -115,8 +115,8 @@ def fewest_gpus_line(fits_at: tuple[int, int] | None, past_limit: int | None = N
 
 def _capacity_label(gpu: GPU) -> str:
     if gpu.memory_from_driver:
-        return _("{gpu}: {mib} MiB (driver)").format(gpu=literal(gpu.name), mib=f"{gpu.driver_mib:,}")
-    return _("{gpu}: {gb} GB (datasheet; no driver figure)").format(gpu=literal(gpu.name), gb=f"{gpu.memory_gb:g}")
+        return _("{gpu}: {mib} MiB (driver)").format(gpu=literal(gpu.label), mib=f"{gpu.driver_mib:,}")
+    return _("{gpu}: {gb} GB (datasheet; no driver figure)").format(gpu=literal(gpu.label), gb=f"{gpu.memory_gb:g}")
 
 
 def _fit_rows(fit: GPUMemory) -> list[Any]:

@@ -228,7 +228,7 @@ def roofline_view(
     else:
         what = _("prefill, {n} tokens per sequence").format(n=f"{case.seq_len:,}")
     title_text = _("roofline on {gpu} ({dtype} {peak} TFLOP/s, {bandwidth} GB/s, ridge {ridge} FLOP/B): {what}").format(
-        gpu=visible(gpu.name), dtype=dtype, peak=fmt_rate(peak), bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
+        gpu=visible(gpu.label), dtype=dtype, peak=fmt_rate(peak), bandwidth=f"{bandwidth:,.0f}", ridge=f"{gpu.ridge(dtype):.4g}", what=what
     )
     if per_gpu is not None:
         layout = per_gpu[0].layout
@@ -254,7 +254,7 @@ def roofline_view(
 
 def _per_gpu_caption(g: GPUPass, gpu: GPU) -> str:
     if gpu.link_gbps is None:
-        return _(NO_LINK_NOTE).format(gpu=visible(gpu.name))
+        return _(NO_LINK_NOTE).format(gpu=visible(gpu.label))
     text = _(PER_GPU_NOTE).format(link=gpu.link, gbps=f"{gpu.link_gbps:,.0f}")
     if g.layout.gpus > NODE_GPUS:
         text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=NODE_GPUS)

@@ -112,14 +112,14 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
         return None
     if not gpu.tflops:
         why = _("no roofline on {name}: the table holds none of its peak rates ({note})")
-        return why.format(name=gpu.name, note="; ".join(gpu.notes) or _("no source gives one"))
+        return why.format(name=gpu.label, note="; ".join(gpu.notes) or _("no source gives one"))
     have = [dtype for dtype in takes if TABLE_DTYPE.get(dtype) in gpu.tflops]
     if not have:
         raise FFNError(
-            "gpu", named, _("{name} has a dense rate in the table for no --dtype this takes: choose another GPU").format(name=gpu.name)
+            "gpu", named, _("{name} has a dense rate in the table for no --dtype this takes: choose another GPU").format(name=gpu.label)
         )
     why = _("{name} has no dense {column} rate in the table; it has one for --dtype {dtypes}")
-    raise FFNError("gpu", named, why.format(name=gpu.name, column=column, dtypes=", ".join(have)))
+    raise FFNError("gpu", named, why.format(name=gpu.label, column=column, dtypes=", ".join(have)))
 
 
 def context_limit(config: Any, spec: ModelSpec) -> int | None:
