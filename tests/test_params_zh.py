@@ -167,4 +167,4 @@ def test_explain_counts_the_output_gate_beside_the_attention() -> None:
     d, q, kv = c["hidden_size"], c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
     gate, norms = q * d, 2 * c["head_dim"]
     text = _flat(_run("params", "--preset", "qwen3-next-80b-a3b", "--explain", width=120))
-    assert f"+ {gate:,} beside it (q_proj.weight (output gate half)) = {2 * d * q + 2 * d * kv + norms + gate:,}" in text
+    assert f"+ {gate:,} beside it (q_proj (output gate half)) = {2 * d * q + 2 * d * kv + norms + gate:,}" in text

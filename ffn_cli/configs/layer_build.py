@@ -71,7 +71,7 @@ from ffn_cli.models.mixers import (
     short_conv,
 )
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
-from ffn_cli.models.tensor_notes import GATE_HALF, ROWS_PAST_VOCAB, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, noted
+from ffn_cli.models.tensor_notes import GATE_HALF, ROWS_PAST_VOCAB, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, modules_said, noted
 from ffn_cli.models.vision import VisionPart, VisionTower
 from ffn_cli.spec import FFNSpec
 
@@ -1785,7 +1785,9 @@ def _assemble(
     if other:  # a Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do
         linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
         linear += reads[0].other_flops
-        extras += (ExtraPart(BESIDE_THE_PARTS, "other", ", ".join(t.name for t in other), other, per_layer=True, flops=linear),)
+        said = modules_said(t.name for t in other)
+        detail = Message.join(said[0], *(Message(N_(", {what}"), what=m) for m in said[1:]))
+        extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear),)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         tables = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", tables, shell.tables),)

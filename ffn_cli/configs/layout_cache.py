@@ -52,6 +52,7 @@ _READERS = (
     "ffn_cli.models.mixers",
     "ffn_cli.configs.windows",
     "ffn_cli.models.spec",
+    "ffn_cli.models.tensor_notes",
     "ffn_cli.configs.built",
     "ffn_cli.configs.layout_cache",
 )

@@ -20,7 +20,7 @@ from ffn_cli.models.layer import attention_summary
 from ffn_cli.models.layout import Block, PartKind, blocks, model_layout
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.spec import ModelSpec, layer_ranges, one_expert
-from ffn_cli.models.tensor_notes import tensor_label
+from ffn_cli.models.tensor_notes import modules_said
 from ffn_cli.names import unknown_name
 from ffn_cli.spec import FFNSpec
 
@@ -308,7 +308,7 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
         where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
     name, words = ffn.info.model_words(ffn)
-    parts: list[str] = [name, act, *words, *(Message.join(Message(N_(", + ")), tensor_label(t.name)) for t in spec.extra_of(ffn))]
+    parts: list[str] = [name, act, *words, *(Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.extra_of(ffn)))]
     if spec.routing_of(ffn):
         parts.append(Message.join(Message(N_(", ")), spec.routing_of(ffn)))
     noted = [i for i in spec.ffn_note_layers if i in layers]
@@ -333,10 +333,10 @@ def _norm_name(spec: ModelSpec) -> Message:
 def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
     if spec.attention_kinds and block.layers:  # one row a shape (Gemma 4's sliding and full layers), each with its layers
         first = block.layers[0]
-        extra = (Message.join(Message(N_(", + ")), tensor_label(t.name)) for t in spec.attention_extra_of(first))
+        extra = (Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.attention_extra_of(first)))
         where = Message(N_(" (layer {layers})") if len(block.layers) == 1 else N_(" (layers {layers})"), layers=layer_ranges(block.layers))
         return Message.join(_attention_detail(spec, spec.attention_of(first)), *extra, where)
-    detail = Message.join(_attention_detail(spec), *(Message.join(Message(N_(", + ")), tensor_label(t.name)) for t in spec.attention_extra))
+    detail = Message.join(_attention_detail(spec), *(Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.attention_extra)))
     if spec.mixer is not None or spec.no_mixer_layers:
         # "attention" and ", then" are words of the pattern, a mixer's kind a name: only the words are translated.
         said: dict[str, Message] = {"attention": Message(N_("attention")), ", then ": Message(N_(", then ")), ", × ": Message(N_(", × "))}

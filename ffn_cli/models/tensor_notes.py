@@ -5,9 +5,11 @@ where it is shown. Pure Python."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ffn_cli.i18n import N_, Message
 
-__all__ = ["GATE_HALF", "ROWS_PAST_VOCAB", "SHARED_EXPERTS_ROWS", "ZERO_EXPERTS_ROWS", "noted", "tensor_label"]
+__all__ = ["GATE_HALF", "ROWS_PAST_VOCAB", "SHARED_EXPERTS_ROWS", "ZERO_EXPERTS_ROWS", "modules_said", "noted", "tensor_label"]
 
 GATE_HALF = N_("output gate half")
 ZERO_EXPERTS_ROWS = N_("zero experts' rows")
@@ -29,3 +31,43 @@ def tensor_label(name: str) -> str:
     if sep and note.endswith(")") and note[:-1] in _NOTES:
         return Message(N_("{path} ({note})"), path=path, note=Message(note[:-1]))
     return name
+
+
+def _module(name: str) -> tuple[str, str]:
+    """A tensor's module and its note: "indexer.wk.weight" is indexer.wk's, "indexer.k_norm (bias)"
+    (a leaf the layout names after its module) indexer.k_norm's; "q_proj.weight (output gate half)"
+    keeps its note."""
+    path, sep, note = name.partition(" (")
+    note = note[:-1] if sep and note.endswith(")") else ""
+    if note in ("weight", "bias"):
+        return path, ""
+    return path.removesuffix(".weight").removesuffix(".bias"), note
+
+
+def modules_said(names: Iterable[str]) -> list[str]:
+    """Tensors named as the modules holding them, each once, a module's children under it:
+    "indexer (wq_b, wk, k_norm, weights_proj)", "attn_hc (fn, base, scale)", "q_proj (output gate
+    half)". A row lists what it holds beside its parts so, not a weight and a bias apiece."""
+    children: dict[str, list[str]] = {}
+    said: list[tuple[str, str | None]] = []  # (module, its note) in order; a parent once, its note None
+    for name in names:
+        module, note = _module(name)
+        parent, dot, child = module.partition(".")
+        if note or not dot or "." in child:
+            if (module, note) not in said:
+                said.append((module, note))
+        elif child not in children.setdefault(parent, []):
+            if not children[parent]:
+                said.append((parent, None))
+            children[parent].append(child)
+    out: list[str] = []
+    for module, note in said:
+        if note is not None:
+            out.append(tensor_label(noted(module, note)) if note else module)
+        elif len(children[module]) == 1:  # one child: its path says it
+            out.append(f"{module}.{children[module][0]}")
+        else:
+            first, *rest = children[module]
+            parts = Message.join(first, *(Message(N_(", {what}"), what=r) for r in rest))
+            out.append(Message(N_("{path} ({note})"), path=module, note=parts))
+    return out
