@@ -788,41 +788,75 @@ def test_a_first_layer_without_its_first_norm_against_transformers() -> None:
     assert sum(h for i, h in enumerate(held) if i not in full) == sum(r.elements for k, r in rows.items() if k != "attention")
 
 
-def _mllama() -> dict[str, Any]:
+def _mllama(**vision: Any) -> dict[str, Any]:
     text = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
                 vocab_size=128, cross_attention_layers=[1], pad_token_id=0, bos_token_id=1, eos_token_id=2)  # fmt: skip
-    return {**transformers.AutoConfig.for_model("mllama", text_config=text).to_dict(), "model_type": "mllama"}
+    config = transformers.AutoConfig.for_model("mllama", text_config=text, vision_config=vision or None, image_token_index=128)
+    return {**config.to_dict(), "model_type": "mllama"}
 
 
-def test_cross_attention_layers_are_named_not_sized_against_transformers() -> None:
+# A vision tower small enough to run: 28-pixel tiles of 14-pixel patches, 2 tiles at most.
+_SMALL_VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_global_layers=1, attention_heads=2, image_size=28,
+                     patch_size=14, max_num_tiles=2, intermediate_layers_indices=[0], vision_output_dim=64,
+                     supported_aspect_ratios=[[1, 1], [1, 2], [2, 1]])  # fmt: skip
+
+
+def test_cross_attention_layers_keep_an_images_keys_and_values_against_transformers() -> None:
     # Llama 3.2 Vision: layer 1 attends to an image's tokens (MllamaCrossAttentionDecoderLayer), layers
     # 0 and 2 to the text's. The cross layer is a token mixer whose keys and values are the image's:
     # counted tensor by tensor (its q/k norms and both tanh gates with it), a text token running its
-    # q_proj and o_proj alone, and what it keeps named as left out, never counted as attention over
-    # the text. The token table holds 8 rows past vocab_size, a table of its own.
-    config = _mllama()
+    # q_proj and o_proj and scoring the image's keys; a sequence keeps those keys and values for one
+    # image of the most tiles, 2 tiles × (2² patches + the class token) = 10 tokens here, never
+    # counted as attention over the text. The token table holds 8 rows past vocab_size, a table of its own.
+    config = _mllama(**_SMALL_VISION)
     layout = _counts_the_whole_build(config)
     spec = layout.spec
-    assert spec.mixer is not None and spec.mixer.layers == (1,) and not spec.mixer.state_sized
+    assert spec.mixer is not None and spec.mixer.layers == (1,) and spec.mixer.state_sized
     assert spec.attention_layers == (0, 2)
-    assert any("keeps of an image's tokens" in str(m) for m in layout.left_out)
+    assert any("more than one image of 2 tiles (10 tokens)" in str(m) for m in layout.left_out)
     (table,) = [e for e in spec.extras if e.kind == "embedding"]
     assert table.params_each == 8 * 64
-    # FlopCounterMode on transformers' own cross-attention, one text token against 5 image tokens:
-    # its q_proj and o_proj are what a text token runs; k_proj and v_proj run on the image's tokens.
-    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
-    cross = model.model.layers[1].cross_attn
+    torch.manual_seed(0)
+    hf_config = transformers.AutoConfig.for_model(**config)
+    model = transformers.AutoModelForImageTextToText.from_config(hf_config, attn_implementation="eager").eval().requires_grad_(False)
+    # FlopCounterMode on transformers' own cross-attention, one text token against the image's 10
+    # tokens: its q_proj and o_proj, and the scores and weighted sum, are what a text token runs;
+    # k_proj and v_proj run on the image's tokens, once an image.
+    cross = model.model.language_model.layers[1].cross_attn
     from torch.utils.flop_counter import FlopCounterMode
 
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        cross(hidden_states=torch.randn(1, 1, 64), cross_attention_states=torch.randn(1, 5, 64))
-    by_module = counter.get_flop_counts()
-    per_token = sum(sum(by_module[f"MllamaTextCrossAttention.{n}"].values()) for n in ("q_proj", "o_proj"))
-    assert spec.mixer.projection_flops == per_token
-    # The text's own layers keep K and V of every token, as transformers' cache after 9 tokens (no image).
+    with FlopCounterMode(display=False) as counter:
+        cross(hidden_states=torch.randn(1, 1, 64), cross_attention_states=torch.randn(1, 10, 64))
+    by_module = {name: sum(counts.values()) for name, counts in counter.get_flop_counts().items()}
+    projections = {n: by_module[f"MllamaTextCrossAttention.{n}"] for n in ("q_proj", "k_proj", "v_proj", "o_proj")}
+    assert spec.mixer.projection_flops == projections["q_proj"] + projections["o_proj"]
+    assert spec.mixer.decode_flops() == by_module["MllamaTextCrossAttention"] - sum(projections.values()) == 4 * 10 * 4 * 16
+    # transformers' cache after 9 tokens and one image of 2 tiles: the text's layers keep K and V of
+    # every token, the cross layer the image's 10 tokens' whatever the text's length.
     rows = {str.__str__(r.kind): r for r in decode_state(spec, layout.windows, layout.chunks, 9)}
-    with torch.no_grad():
-        cache = model(torch.randint(3, 100, (1, 9)), use_cache=True).past_key_values
-    held = [layer.keys.numel() + layer.values.numel() for layer in cache.layers if isinstance(layer.keys, torch.Tensor)]
-    assert sum(held) == rows["attention"].elements
+    ids = torch.randint(3, 100, (1, 9))
+    ids[0, 0] = 128  # the image's token
+    cache = model(input_ids=ids, pixel_values=torch.randn(1, 1, 2, 3, 28, 28), aspect_ratio_ids=torch.tensor([[1]]),
+                  aspect_ratio_mask=torch.ones(1, 1, 2, dtype=torch.long), cross_attention_mask=torch.ones(1, 9, 1, 2, dtype=torch.long),
+                  use_cache=True).past_key_values  # fmt: skip
+    held = [layer.keys.numel() + layer.values.numel() for layer in cache.layers]
+    assert held[0] + held[2] == rows["attention"].elements
+    image = rows["cross-attention over an image's tokens"]
+    assert image.sized and image.elements == held[1] == 2 * 2 * 16 * 10
+    # The roofline writes them once (prefill) and reads them each decoded token, never rewrites them.
+    from ffn_cli.costs.roofline.model_pass import PassCase, mixer_cost
+    from ffn_cli.costs.weights import plan_from_options
+
+    plan = plan_from_options("bf16", None)
+    for phase in ("prefill", "decode"):
+        assert mixer_cost(spec, plan, PassCase(phase, 3, 9)).kv_bytes == 3 * held[1] * 2
+
+
+def test_cross_attention_without_a_tile_count_is_named_not_sized() -> None:
+    # A config whose vision part gives no tile count (none at all: 0): what the cross layers keep is left out by name.
+    config = _mllama(max_num_tiles=0, supported_aspect_ratios=[[1, 1]])
+    layout = _counts_the_whole_build(config)
+    assert layout.spec.mixer is not None and not layout.spec.mixer.state_sized
+    assert any("keeps of an image's tokens" in str(m) for m in layout.left_out)
+    rows = {str.__str__(r.kind): r for r in decode_state(layout.spec, layout.windows, layout.chunks, 9)}
     assert not rows["cross-attention over an image's tokens"].sized

@@ -62,6 +62,7 @@ from ffn_cli.models.mixers import (
     STATE_DTYPE_BYTES,
     DeltaRuleScan,
     ElementwiseScan,
+    ImageAttention,
     LightningScan,
     LinearMixer,
     MLSTMScan,
@@ -511,25 +512,47 @@ def _compressed_attention(d: int, child: nn.Module, read: LayerRead) -> None:
     read.said.append(compressed_summary(spec))
 
 
-def _cross_attention(child: nn.Module, read: LayerRead) -> None:
+def _image_tiles(hf_config: PretrainedConfig) -> tuple[int, int] | None:
+    """The tiles an image is cut into at most and the tokens the vision tower hands on for each
+    (Llama 3.2 Vision's: max_num_tiles, and (image_size / patch_size)² patches plus its class
+    token); None where the config does not say."""
+    vision = getattr(hf_config, "vision_config", None)
+    sizes = [getattr(vision, k, None) for k in ("max_num_tiles", "image_size", "patch_size")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+        return None
+    tiles, image, patch = sizes
+    return tiles, (image // patch) ** 2 + 1
+
+
+def _cross_attention(child: nn.Module, read: LayerRead, tiles: tuple[int, int] | None) -> None:
     """An attention over another input's tokens (an image's, Llama 3.2 Vision's), in layers of
     its own among the text's: its tensors as built; a text token runs its queries and output
-    (q_proj, o_proj), while its keys and values are the image's, projected once when it arrives.
-    What it keeps while decoding, and its scores, depend on the image's tokens, which ffn does not
-    size: named as left out, never counted as attention over the text."""
+    (q_proj, o_proj) and scores the image's keys, while those keys and values are projected once
+    when the image arrives. A sequence keeps them for one image of the most `tiles` (tiles, tokens
+    a tile); where the config does not say, they are named as left out, never counted as
+    attention over the text."""
     name = type(child).__name__
     m = dict(child.named_modules())
-    q, o = _linear(m, *_Q_NAMES), _linear(m, "o_proj", "out_proj")
+    q, k, o = _linear(m, *_Q_NAMES), _linear(m, "k_proj"), _linear(m, "o_proj", "out_proj")
+    head_dim = vars(child).get("head_dim")
     if q is None or o is None:
         raise _Unread(Message(N_("no q and o projections")))
     tensors = _rest(child, set())
     flops = 2 * (q.weight.numel() + o.weight.numel())
     kind = Message(N_("cross-attention over an image's tokens"))
-    read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
     read.said.append(Message(N_("{kind}: q and o a text token, k and v once an image"), kind=kind))
-    why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
-             "the image, whose tokens ffn does not size")  # fmt: skip
-    read.left_out.append(Message(why, name=name))
+    sized = tiles is not None and k is not None and isinstance(head_dim, int) and head_dim > 0
+    if not sized or q.out_features % head_dim or k.out_features % head_dim:
+        read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
+        why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
+                 "the image, whose tokens ffn does not size")  # fmt: skip
+        read.left_out.append(Message(why, name=name))
+        return
+    scan = ImageAttention(q.out_features // head_dim, k.out_features // head_dim, head_dim, *tiles)
+    read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, scan=scan)
+    why = N_("the keys and values of more than one image of {tiles} tiles ({tokens} tokens) a sequence; the projections to "
+             "them, run once an image, and the vision tower")  # fmt: skip
+    read.left_out.append(Message(why, tiles=scan.tiles, tokens=f"{scan.tokens:,}"))
 
 
 def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
@@ -636,9 +659,6 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
     if mixer is not None and mixer.params + mixer.norm_params == _count(child):
         read.mixer = mixer
         read.said.append(Message(N_("{kind}: {state}"), kind=mixer.kind, state=mixer.state_words()))
-        return
-    if _is_cross(child):
-        _cross_attention(child, read)
         return
     tensors = _rest(child, set())
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
@@ -1070,6 +1090,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 _compressed_attention(d, child, read)
             elif _attends(child):
                 _softmax_attention(d, text, child, read)
+            elif _is_cross(child):
+                _cross_attention(child, read, _image_tiles(hf_config))
             else:
                 _mixer(d, child, read)
             if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized:

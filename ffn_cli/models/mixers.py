@@ -30,6 +30,7 @@ __all__ = [
     "STATE_DTYPE_BYTES",
     "DeltaRuleScan",
     "ElementwiseScan",
+    "ImageAttention",
     "LightningScan",
     "LinearMixer",
     "MLSTMScan",
@@ -260,6 +261,43 @@ class ElementwiseScan:
 
 
 @dataclass(frozen=True)
+class ImageAttention:
+    """Cross-attention over one image's tokens (Llama 3.2 Vision's cross-attention layers): the
+    image's keys and values, projected once when it arrives, are what a sequence keeps, the same at
+    any length; each text token scores them and sums their values (4 · tokens · heads · head_dim,
+    prefill or decode). `tokens` are the image's as the vision tower hands them on: `tiles` tiles
+    of `patches` each, the processor's most tiles."""
+
+    heads: int
+    kv_heads: int
+    head_dim: int
+    tiles: int
+    patches: int
+    chunk: int = 1
+    padded = False
+
+    @property
+    def tokens(self) -> int:
+        return self.tiles * self.patches
+
+    def flops(self, seq_len: int | None) -> Fraction:
+        return Fraction(self.decode_flops())
+
+    def decode_flops(self) -> int:
+        return 4 * self.tokens * self.heads * self.head_dim
+
+    def detail(self) -> Message:
+        return Message(N_("scores over an image's {tokens} tokens ({tiles} tiles × {patches})"),
+                       tokens=f"{self.tokens:,}", tiles=self.tiles, patches=f"{self.patches:,}")  # fmt: skip
+
+    def state_elements(self) -> int:
+        return 2 * self.kv_heads * self.head_dim * self.tokens
+
+
+Scan = DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | ElementwiseScan | MLSTMScan | ImageAttention
+
+
+@dataclass(frozen=True)
 class LinearMixer:
     """One kind of mixer, and the layers that use it in place of attention.
 
@@ -279,7 +317,7 @@ class LinearMixer:
     layers: tuple[int, ...]
     conv_flops: int = 0
     conv_state_elements: int = 0
-    scan: DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | ElementwiseScan | MLSTMScan | None = None
+    scan: Scan | None = None
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None
@@ -316,10 +354,18 @@ class LinearMixer:
             self.conv_dtype_bytes or act_bytes
         )
 
+    @property
+    def state_rewritten(self) -> bool:
+        """Whether a decoded token rewrites the state (a recurrence's) or only reads it (an image's keys and values)."""
+        return not isinstance(self.scan, ImageAttention)
+
     def state_words(self) -> Message:
         """What one layer keeps while decoding, in words: its recurrent state (at the dtype the
-        config names) and its conv's window, whichever it has."""
+        config names) and its conv's window, whichever it has; an image's keys and values."""
         conv, state, size = f"{self.conv_state_elements:,}", f"{self.recurrent_state_elements:,}", self.state_dtype_bytes
+        if isinstance(self.scan, ImageAttention):
+            width = 2 * self.scan.kv_heads * self.scan.head_dim
+            return Message(N_("{tokens} image tokens × {width} (K and V)"), tokens=f"{self.scan.tokens:,}", width=f"{width:,}")
         if self.scan is None:
             if self.conv_dtype_bytes is not None:
                 return Message(N_("conv {conv} at {bytes} B"), conv=conv, bytes=self.conv_dtype_bytes)

@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.text import Text
 
 from ffn_cli.i18n import N_, _, shown
+from ffn_cli.models.mixers import ImageAttention
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
@@ -100,13 +101,17 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         kind = next(m for m in stack.mixers if m is not None)
         count = sum(m is not None for m in stack.mixers)
         mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys")
-        if stack.mixer_beside_attention and stack.mixer is not None:  # Falcon-H1: the layers attend too
+        if stack.mixer is not None and isinstance(stack.mixer.scan, ImageAttention):  # its scores are over the image's keys alone
+            mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the text's keys")
+        elif stack.mixer_beside_attention and stack.mixer is not None:  # Falcon-H1: the layers attend too
             kind = stack.mixer.kind
             mixer = _("{kind} beside attention in {count} of {n} layers: {flops} of the attn proj")
         lines.append(mixer.format(kind=kind, count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops)))
     if stack.mixer is not None:
         scan = stack.mixer.scan
-        if scan is not None and scan.padded:
+        if isinstance(scan, ImageAttention):  # no conv, no recurrence: an image's keys, the same for every token
+            what = _("mixer: {scan}").format(scan=scan.detail().shown())
+        elif scan is not None and scan.padded:
             what = _("mixer: the causal conv and the state update, {scan}, the last chunk padded").format(scan=scan.detail().shown())
         elif scan is not None:  # Mamba-1's scan runs token by token, the mLSTM's rest past whole chunks: nothing is padded
             what = _("mixer: the causal conv and the state update, {scan}").format(scan=scan.detail().shown())

@@ -235,11 +235,12 @@ def extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
 
 def mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """A hybrid's token mixer in attention's place: its projections, its weights, and its state
-    (one per sequence, whatever the length) written in prefill, read and written in decode."""
+    (one per sequence, whatever the length) written in prefill, read and written in decode (read
+    alone where decoding never rewrites it: an image's keys and values)."""
     m = spec.mixer
     assert m is not None
     weights, params = read_cost(plan, mixer_tensors(spec))
-    state = case.batch * m.state_bytes(case.act_bytes) * (1 if case.phase == "prefill" else 2)
+    state = case.batch * m.state_bytes(case.act_bytes) * (2 if case.phase == "decode" and m.state_rewritten else 1)
     # Beyond the projections: the conv and the state update, chunked over a prefill, recurrent in decode.
     update = case.tokens * (m.sequence_flops(case.seq_len) if case.phase == "prefill" else m.decode_flops())
     flops = case.tokens * m.projection_flops + float(update)
