@@ -298,8 +298,9 @@ def test_layers_the_models_class_builds_otherwise_are_read_as_it_builds_them() -
 
 def test_layers_that_attend_to_an_images_tokens_are_named_in_the_verdict(tmp_path: Any) -> None:
     # Llama 3.2 Vision: every fifth layer of its text model attends to the image's tokens, whose keys
-    # and values are the image's, not the context's. The answer counts it exactly and its verdict
-    # names what those layers keep as left out (they had once been built as self-attention layers).
+    # and values are the image's, not the context's. The answer counts it exactly, sizes what those
+    # layers keep for one image, and its verdict names what more images keep as left out (they had
+    # once been built as self-attention layers).
     import json
 
     from typer.testing import CliRunner
@@ -313,9 +314,13 @@ def test_layers_that_attend_to_an_images_tokens_are_named_in_the_verdict(tmp_pat
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["total_params"] == meta_build.count(config, name="x", source="x").total_params
-    assert any("MllamaTextCrossAttention" in what for what in data["per_gpu_memory"]["left_out"])
-    (cross,) = [k for k in data["decode_state"]["kinds"] if k.get("sized") is False]
-    assert cross["layers"] == len(config["text_config"]["cross_attention_layers"])
+    assert any("more than one image of 4 tiles (4,100 tokens)" in what for what in data["per_gpu_memory"]["left_out"])
+    # By hand: one image of transformers' default 4 tiles of 448-pixel images in 14-pixel patches,
+    # (448 / 14)² + 1 = 1,025 tokens a tile; K and V over 2 KV heads × 16 a token, in bf16.
+    (cross,) = [k for k in data["decode_state"]["kinds"] if "image" in k["kind"]]
+    assert cross["layers"] == len(config["text_config"]["cross_attention_layers"]) and cross.get("sized", True)
+    assert cross["image_tokens"] == 4 * 1025 and cross["recurrent_state_elements"] is None
+    assert cross["elements_per_layer"] == 2 * 2 * 16 * 4 * 1025
 
 
 def _griffin() -> dict[str, Any]:

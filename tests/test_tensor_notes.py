@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ffn_cli.cli import app
-from ffn_cli.i18n import set_language
+from ffn_cli.i18n import Message, set_language
 from ffn_cli.models.tensor_notes import modules_said
 
 runner = CliRunner()
@@ -31,12 +31,14 @@ def test_a_modules_tensors_are_said_once_under_its_name() -> None:
 
 
 def test_a_lone_child_a_deep_path_and_a_noted_part_keep_their_paths() -> None:
-    names = ["router.classifier.weight (zero experts' rows)", "q_proj.weight (output gate half)", "gate.weight", "gate.bias", "a.b.c.weight", "x.y"]
+    names = ["router.classifier.weight (zero experts' rows)", "q_proj.weight (output gate half)", "gate.weight", "gate.bias"]
+    names += ["a.b.c.weight", "x.y"]
     assert modules_said(names) == ["router.classifier (zero experts' rows)", "q_proj (output gate half)", "gate", "a.b.c", "x.y"]
 
 
 def test_the_words_are_chinese_in_chinese(chinese) -> None:  # type: ignore[no-untyped-def]
-    said = [m.shown() if hasattr(m, "shown") else m for m in modules_said(["q_proj.weight (output gate half)", "attn_hc.fn", "attn_hc.base"])]
+    names = ["q_proj.weight (output gate half)", "attn_hc.fn", "attn_hc.base"]
+    said = [m.shown() if isinstance(m, Message) else m for m in modules_said(names)]
     assert said == ["q_proj（输出门那一半）", "attn_hc（fn、base）"]
 
 

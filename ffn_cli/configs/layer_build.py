@@ -518,9 +518,10 @@ def _image_tiles(hf_config: PretrainedConfig) -> tuple[int, int] | None:
     token); None where the config does not say."""
     vision = getattr(hf_config, "vision_config", None)
     sizes = [getattr(vision, k, None) for k in ("max_num_tiles", "image_size", "patch_size")]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+    said = [v for v in sizes if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    if len(said) != len(sizes):
         return None
-    tiles, image, patch = sizes
+    tiles, image, patch = said
     return tiles, (image // patch) ** 2 + 1
 
 
@@ -541,14 +542,14 @@ def _cross_attention(child: nn.Module, read: LayerRead, tiles: tuple[int, int] |
     flops = 2 * (q.weight.numel() + o.weight.numel())
     kind = Message(N_("cross-attention over an image's tokens"))
     read.said.append(Message(N_("{kind}: q and o a text token, k and v once an image"), kind=kind))
-    sized = tiles is not None and k is not None and isinstance(head_dim, int) and head_dim > 0
-    if not sized or q.out_features % head_dim or k.out_features % head_dim:
+    width = head_dim if isinstance(head_dim, int) and head_dim > 0 else 0
+    if tiles is None or k is None or not width or q.out_features % width or k.out_features % width:
         read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
         why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
                  "the image, whose tokens ffn does not size")  # fmt: skip
         read.left_out.append(Message(why, name=name))
         return
-    scan = ImageAttention(q.out_features // head_dim, k.out_features // head_dim, head_dim, *tiles)
+    scan = ImageAttention(q.out_features // width, k.out_features // width, width, *tiles)
     read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, scan=scan)
     why = N_("the keys and values of more than one image of {tiles} tiles ({tokens} tokens) a sequence; the projections to "
              "them, run once an image, and the vision tower")  # fmt: skip

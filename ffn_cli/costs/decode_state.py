@@ -23,6 +23,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.model_pass import kv_width
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.layout import SHARED_KV_ATTENTION
+from ffn_cli.models.mixers import ImageAttention
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["KindState", "decode_state"]
@@ -52,6 +53,7 @@ class KindState:
     # what an attention row keeps a token: K and V, MLA's latent (with its rotary key), or a DSA indexer's key
     keeps: Literal["kv", "latent", "index"] = "kv"
     mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
+    image_tokens: int = 0  # cross-attention: the image's tokens whose K and V (`width` a token) it keeps, whatever the context
 
     @property
     def elements(self) -> int:
@@ -183,20 +185,26 @@ def decode_state(
     m = spec.mixer
     if m is not None and m.layers:
         detail = m.state_words() if m.state_sized else Message(N_("not sized: left out"))
-        rows.append(
-            KindState(
-                m.kind,
-                len(m.layers),
-                m.state_elements,
-                None,
-                detail,
-                recurrent=m.recurrent_state_elements,
-                conv=m.conv_state_elements,
-                recurrent_bytes=m.state_dtype_bytes if m.scan is not None else None,
-                conv_bytes=m.conv_dtype_bytes,
-                sized=m.state_sized,
+        if isinstance(m.scan, ImageAttention):  # an image's keys and values, split over --tp by KV head as attention's
+            image = m.scan
+            width = 2 * image.kv_heads * image.head_dim
+            rows.append(KindState(m.kind, len(m.layers), m.state_elements, None, detail, width=width, kv_heads=image.kv_heads,
+                                  image_tokens=image.tokens))  # fmt: skip
+        else:
+            rows.append(
+                KindState(
+                    m.kind,
+                    len(m.layers),
+                    m.state_elements,
+                    None,
+                    detail,
+                    recurrent=m.recurrent_state_elements,
+                    conv=m.conv_state_elements,
+                    recurrent_bytes=m.state_dtype_bytes if m.scan is not None else None,
+                    conv_bytes=m.conv_dtype_bytes,
+                    sized=m.state_sized,
+                )
             )
-        )
     if mtp:
         rows += _mtp_rows(spec, windows, chunks, context, peak, mtp)
     return tuple(rows)

@@ -106,7 +106,8 @@ class _Sizer:
         # decoding passes every shorter context: the most each kind holds on the way
         kinds = decode_state(self.spec, self.windows, self.chunks, context, peak=True, mtp=self.mtp)
         return sum(
-            k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None else 1 / self.layout.tp) for k in kinds
+            k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None or k.kv_heads else 1 / self.layout.tp)
+            for k in kinds
         )
 
     def kv_bytes(self, batch: int, context: int, act_bytes: int) -> int:

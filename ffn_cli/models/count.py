@@ -308,7 +308,8 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
         where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
     name, words = ffn.info.model_words(ffn)
-    parts: list[str] = [name, act, *words, *(Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.extra_of(ffn)))]
+    beside = (Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.extra_of(ffn)))
+    parts: list[str] = [name, act, *words, *beside]
     if spec.routing_of(ffn):
         parts.append(Message.join(Message(N_(", ")), spec.routing_of(ffn)))
     noted = [i for i in spec.ffn_note_layers if i in layers]
@@ -336,7 +337,8 @@ def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
         extra = (Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.attention_extra_of(first)))
         where = Message(N_(" (layer {layers})") if len(block.layers) == 1 else N_(" (layers {layers})"), layers=layer_ranges(block.layers))
         return Message.join(_attention_detail(spec, spec.attention_of(first)), *extra, where)
-    detail = Message.join(_attention_detail(spec), *(Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.attention_extra)))
+    beside = (Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.attention_extra))
+    detail = Message.join(_attention_detail(spec), *beside)
     if spec.mixer is not None or spec.no_mixer_layers:
         # "attention" and ", then" are words of the pattern, a mixer's kind a name: only the words are translated.
         said: dict[str, Message] = {"attention": Message(N_("attention")), ", then ": Message(N_(", then ")), ", × ": Message(N_(", × "))}

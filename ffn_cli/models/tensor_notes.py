@@ -61,9 +61,9 @@ def modules_said(names: Iterable[str]) -> list[str]:
                 said.append((parent, None))
             children[parent].append(child)
     out: list[str] = []
-    for module, note in said:
-        if note is not None:
-            out.append(tensor_label(noted(module, note)) if note else module)
+    for module, its_note in said:
+        if its_note is not None:
+            out.append(tensor_label(noted(module, its_note)) if its_note else module)
         elif len(children[module]) == 1:  # one child: its path says it
             out.append(f"{module}.{children[module][0]}")
         else:

@@ -55,8 +55,10 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     caption = caption.lstrip()
     if any(r.tokens is None and r.conv for r in rows):
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
-    elif any(r.tokens is None for r in rows):
+    elif any(r.tokens is None and not r.image_tokens for r in rows):
         caption += _(" A mixer's state does not grow with the context.")
+    if any(r.image_tokens for r in rows):
+        caption += _(" A cross-attention layer keeps the keys and values of one image's tokens, whatever the context.")
     if any(r.mtp for r in rows):
         caption += _(
             " MTP: the checkpoint's multi-token-prediction layers, which a server decoding speculatively runs for each"
@@ -76,15 +78,16 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "layers": r.layers,
                 "tokens": r.tokens,
                 "elements_per_token": r.width or None,
-                "recurrent_state_elements": r.recurrent if r.tokens is None else None,
+                "recurrent_state_elements": r.recurrent if r.tokens is None and not r.image_tokens else None,
                 # a mixer's conv window, or the one an attention row keeps beside its cache (Inkling's key and value convs)
                 "conv_state_elements": r.conv if r.tokens is None or r.conv else None,
-                "recurrent_bytes_per_element": (r.recurrent_bytes or act_bytes) if r.tokens is None else None,
+                "recurrent_bytes_per_element": (r.recurrent_bytes or act_bytes) if r.tokens is None and not r.image_tokens else None,
                 "conv_bytes_per_element": (r.conv_bytes or act_bytes) if r.tokens is None or r.conv else None,
                 "elements_per_layer": r.elements_per_layer,
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),
                 **({} if r.sized else {"sized": False}),
+                **({"image_tokens": r.image_tokens} if r.image_tokens else {}),
                 **({"multi_token_prediction": True} if r.mtp else {}),
                 **({"compress_rate": r.rate, "entries": r.entries, "index_key_elements": r.index_width or None} if r.rate else {}),
             }
