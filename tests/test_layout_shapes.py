@@ -316,11 +316,12 @@ def test_layers_that_attend_to_an_images_tokens_are_named_in_the_verdict(tmp_pat
     assert data["total_params"] == meta_build.count(config, name="x", source="x").total_params
     assert any("more than one image of 4 tiles (4,100 tokens)" in what for what in data["per_gpu_memory"]["left_out"])
     # By hand: one image of transformers' default 4 tiles of 448-pixel images in 14-pixel patches,
-    # (448 / 14)² + 1 = 1,025 tokens a tile; K and V over 2 KV heads × 16 a token, in bf16.
+    # (448 / 14)² + 1 = 1,025 tokens a tile; K and V over the text config's KV heads × head width a token.
     (cross,) = [k for k in data["decode_state"]["kinds"] if "image" in k["kind"]]
     assert cross["layers"] == len(config["text_config"]["cross_attention_layers"]) and cross.get("sized", True)
     assert cross["image_tokens"] == 4 * 1025 and cross["recurrent_state_elements"] is None
-    assert cross["elements_per_layer"] == 2 * 2 * 16 * 4 * 1025
+    text = config["text_config"]
+    assert cross["elements_per_layer"] == 2 * text["num_key_value_heads"] * text["hidden_size"] // text["num_attention_heads"] * 4 * 1025
 
 
 def _griffin() -> dict[str, Any]:
