@@ -6,6 +6,8 @@ on meta and, where it keeps state, to transformers' own cache after a forward.""
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import pytest
@@ -322,6 +324,12 @@ def test_layers_that_attend_to_an_images_tokens_are_named_in_the_verdict(tmp_pat
     assert cross["image_tokens"] == 4 * 1025 and cross["recurrent_state_elements"] is None
     text = config["text_config"]
     assert cross["elements_per_layer"] == 2 * text["num_key_value_heads"] * text["hidden_size"] // text["num_attention_heads"] * 4 * 1025
+    # At 60 columns the long kind wraps between its words; every size keeps its unit whole.
+    narrow = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode"], env={"COLUMNS": "60"})
+    table = narrow.stdout.split("what decoding keeps per sequence")[1].split("\nper sequence")[0]
+    assert "cross-attention over" in table and max(map(len, table.splitlines())) <= 60
+    assert all(re.fullmatch(r"\d[\d,.]* [KMGT]?i?B", size) for size in re.findall(r"\d[\d,.]* \S+B\S*", table))
+    assert len(re.findall(r"\d[\d,.]* [KMG]iB", table)) == 4  # both rows' per layer and all layers
 
 
 def _griffin() -> dict[str, Any]:
@@ -855,7 +863,10 @@ def test_cross_attention_layers_keep_an_images_keys_and_values_against_transform
 
     plan = plan_from_options("bf16", None)
     for phase in ("prefill", "decode"):
-        assert mixer_cost(spec, plan, PassCase(phase, 3, 9)).kv_bytes == 3 * held[1] * 2
+        cost = mixer_cost(spec, plan, PassCase(phase, 3, 9))
+        assert cost.kv_bytes == 3 * held[1] * 2
+        # A text token reads q_proj, o_proj, q_norm and the two gates, never the image's k_proj, v_proj and k_norm.
+        assert cost.weight_params == sum(p.numel() for n, p in cross.named_parameters() if not n.startswith(("k_proj", "v_proj", "k_norm"))) + 2
 
 
 def test_cross_attention_without_a_tile_count_is_named_not_sized() -> None:

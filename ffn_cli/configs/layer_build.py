@@ -549,7 +549,8 @@ def _cross_attention(child: nn.Module, read: LayerRead, tiles: tuple[int, int] |
                  "the image, whose tokens ffn does not size")  # fmt: skip
         read.left_out.append(Message(why, name=name))
         return
-    scan = ImageAttention(q.out_features // width, k.out_features // width, width, *tiles)
+    on_image = tuple(t.name for t in tensors if re.match(r"(k_proj|v_proj|k_norm)\b", t.name))  # the keys' and values'
+    scan = ImageAttention(q.out_features // width, k.out_features // width, width, *tiles, on_image=on_image)
     read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, scan=scan)
     why = N_("the keys and values of more than one image of {tiles} tiles ({tokens} tokens) a sequence; the projections to "
              "them, run once an image, and the vision tower")  # fmt: skip

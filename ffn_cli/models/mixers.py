@@ -273,6 +273,9 @@ class ImageAttention:
     head_dim: int
     tiles: int
     patches: int
+    # The tensors that run on the image alone (its keys' and values' projections and norm): read once
+    # an image, never by a text token.
+    on_image: tuple[str, ...] = ()
     chunk: int = 1
     padded = False
 
