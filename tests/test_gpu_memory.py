@@ -95,6 +95,32 @@ def test_expert_parallel_beyond_tp_spreads_the_sequences() -> None:
     assert m["per_gpu_memory"]["kv_cache_bytes"] == one["per_gpu_memory"]["kv_cache_bytes"]
 
 
+def test_expert_parallel_below_tp_cuts_each_expert_over_its_ranks_gpus() -> None:
+    # --tp 4 --ep 2: the experts over 2 ranks, each expert's matrices over the rank's 2 GPUs (SGLang's
+    # moe-tp): a GPU holds a quarter of them, as at --tp 4 and at --ep 4; never half.
+    def held(*layout: str) -> int:
+        return cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h100", *layout)["per_gpu_memory"]["expert_bytes"]
+
+    whole = cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h100")["per_gpu_memory"]["expert_bytes"]
+    assert held("--tp", "4", "--ep", "2") == held("--tp", "4") == held("--ep", "4") == -(-whole // 4)
+
+
+def test_what_every_gpu_holds_whole_is_the_models_own() -> None:
+    # Qwen3-8B: norms alone (no bias, no router); gpt-oss: its linears' biases and its routers too.
+    def words(preset: str) -> str:
+        from typer.testing import CliRunner
+
+        from ffn_cli.cli import app
+
+        result = CliRunner().invoke(app, ["params", "--preset", preset, "--gpu", "h100", "--tp", "2"], env={"COLUMNS": "100"})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        return next(line for line in lines if line.startswith("replicated:")).rsplit("  ", 1)[0].strip()
+
+    assert words("qwen3-8b") == "replicated: norms"
+    assert words("gpt-oss-120b") == "replicated: norms, biases, routers"
+
+
 def test_one_gpu_gets_a_verdict_and_the_reserve_of_one() -> None:
     m = cli_json("params", "--preset", "llama-3.3-70b", "--gpu", "h200")["per_gpu_memory"]
     assert m["gpus"] == 1 and m["reserve_bytes"] == runtime_reserve(1).bytes_ == round(1.79 * GIB)

@@ -55,6 +55,17 @@ def test_expert_parallel_sends_each_tokens_copies_there_and_back() -> None:
     assert ffn["flops"] == 8 * 2 * 128 * 2880 + 64 * 4 / 8 * 2 * (5760 * 2880 + 2880 * 2880)
 
 
+def test_expert_parallel_below_tp_cuts_each_expert_over_its_ranks_gpus() -> None:
+    # gpt-oss-120b, --ep 2: at --tp 2 a GPU is a rank and reads its experts whole; at --tp 4 each
+    # rank's experts are cut over its 2 GPUs, so a GPU reads half of what it read at --tp 2, the
+    # router and the rest over --tp too; the busiest rank's experts are the same 64 of 128.
+    two, four = (_roofline("--preset", "gpt-oss-120b", "--gpu", "h100", *DECODE, "--batch", "64", "--ep", "2", "--tp", tp) for tp in "24")
+    ffn2, ffn4 = (r["cases"][0]["ffn_one_layer"] for r in (two, four))
+    assert ffn2["experts"] == ffn4["experts"] == 64
+    assert ffn4["experts_touched_expected"] == ffn2["experts_touched_expected"] == pytest.approx(busiest_rank_experts(128, 4, 64, 2))
+    assert ffn4["weight_bytes"] == pytest.approx(ffn2["weight_bytes"] / 2)
+
+
 def test_kv_heads_replicate_when_tp_exceeds_them() -> None:
     # Qwen3-235B-A22B has 4 KV heads: on 8 GPUs each keeps one, a quarter of the cache, not an eighth.
     args = ("--preset", "qwen3-235b-a22b", "--gpu", "h200", *DECODE, "--batch", "8")

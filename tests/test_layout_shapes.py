@@ -866,7 +866,10 @@ def test_cross_attention_layers_keep_an_images_keys_and_values_against_transform
         cost = mixer_cost(spec, plan, PassCase(phase, 3, 9))
         assert cost.kv_bytes == 3 * held[1] * 2
         # A text token reads q_proj, o_proj, q_norm and the two gates, never the image's k_proj, v_proj and k_norm.
-        assert cost.weight_params == sum(p.numel() for n, p in cross.named_parameters() if not n.startswith(("k_proj", "v_proj", "k_norm"))) + 2
+        assert (
+            cost.weight_params
+            == sum(p.numel() for n, p in cross.named_parameters() if not n.startswith(("k_proj", "v_proj", "k_norm"))) + 2
+        )
 
 
 def test_cross_attention_without_a_tile_count_is_named_not_sized() -> None:

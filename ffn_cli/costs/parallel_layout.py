@@ -44,8 +44,15 @@ class Layout:
 
     @property
     def expert_share(self) -> int:
-        """The ranks the routed experts are divided over."""
-        return self.ep if self.ep > 1 else self.tp
+        """The GPUs the routed experts are divided over: every one. By expert over the --ep ranks,
+        each expert's matrices over the tp / ep GPUs of its rank where --ep is below --tp (SGLang's
+        expert tensor parallelism, moe-tp), over --tp like any matrix where --ep is 1."""
+        return self.gpus
+
+    @property
+    def expert_split(self) -> int:
+        """The GPUs one routed expert's matrices are cut over: tp / ep where --ep is below --tp."""
+        return max(self.tp // self.ep, 1)
 
     def sequences(self, batch: int) -> int:
         """Sequences one GPU's attention holds: the busiest group's share of the batch."""

@@ -1,5 +1,6 @@
 """Weights per GPU when a whole model is split: routed experts divided over --ep ranks (over
---tp like any linear when --ep is 1), every other matrix (attention, dense and shared FFNs,
+--tp like any linear when --ep is 1, each expert over its rank's tp / ep GPUs where --ep is
+below --tp), every other matrix (attention, dense and shared FFNs,
 embeddings, LM head) divided over --tp, and what is left replicated on every GPU: biases,
 norms, routers and a vision tower. The layout has max(tp, ep) GPUs. Weights only."""
 
@@ -10,11 +11,15 @@ from math import ceil
 
 from ffn_cli.costs.parallel_layout import layout_for
 from ffn_cli.costs.weights import Checkpoint
+from ffn_cli.i18n import N_
+from ffn_cli.models.layout import model_layout
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["RankMemory", "rank_memory"]
 
 _REPLICATED = ("vector", "router", "vision")
+# What every GPU holds whole, in words (English ids): a model's own, in this order.
+NORMS, BIASES, ROUTERS, VISION_TOWER = N_("norms"), N_("biases"), N_("routers"), N_("vision tower")
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,7 @@ class RankMemory:
     # so a checkpoint larger than the summary's weights says why.
     shipped_parts: tuple[str, ...] = ()
     vision_bytes: int = 0  # a vision tower's share of replicated_bytes, named where there is one
+    replicated: tuple[str, ...] = (NORMS,)  # what replicated_bytes holds, the words above that the model has
 
     @property
     def per_gpu_bytes(self) -> int:
@@ -54,4 +60,17 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         stored.bytes_,
         stored.shipped_parts,
         ceil(vision / 8),
+        _replicated_words(spec),
     )
+
+
+def _replicated_words(spec: ModelSpec) -> tuple[str, ...]:
+    """What the model keeps whole on every GPU: its norms (and whatever else is a vector), its
+    biases, routers and vision tower where it has them."""
+    placed = [t for t in model_layout(spec) if t.role in _REPLICATED and not t.tied and t.params]
+    has = {
+        BIASES: any(t.role == "vector" and "bias" in t.name and "norm" not in t.name for t in placed),  # a norm's bias is the norm's
+        ROUTERS: any(t.role == "router" for t in placed) or spec.router_score_bias,
+        VISION_TOWER: any(t.role == "vision" for t in placed),
+    }
+    return (NORMS, *(word for word, held in has.items() if held))

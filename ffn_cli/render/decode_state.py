@@ -17,7 +17,13 @@ __all__ = ["decode_state_data", "decode_state_view"]
 
 
 def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int, *, tp: int = 1) -> FitTable:
-    columns = [Col(_("layer kind"), "text", floor=16), Col(_("layers")), Col(_("each"), "text", drop=1), Col(_("per layer")), Col(_("all layers"))]
+    columns = [
+        Col(_("layer kind"), "text", floor=16),
+        Col(_("layers")),
+        Col(_("each"), "text", drop=1),
+        Col(_("per layer")),
+        Col(_("all layers")),
+    ]
     unsized = _("not sized")  # a mixer ffn counts tensor by tensor: its state is named as left out, never shown as 0 B
     cells: list[Any] = []
     for r in rows:

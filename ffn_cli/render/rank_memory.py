@@ -171,7 +171,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
 
 
 def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
-    experts = _("routed experts ÷ {ranks}").format(ranks=r.ep if r.ep > 1 else r.tp)
+    experts = _("routed experts ÷ {ranks}").format(ranks=r.gpus)
     rows: list[Any] = []
     if fit is not None and r.gpus == 1:  # nothing is split: the checkpoint whole
         rows.append(["[bold]" + _("weights") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"])
@@ -181,7 +181,9 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
         rows += [
             [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
             [
-                _("replicated: biases, norms, routers, vision tower") if r.vision_bytes else _("replicated: biases, norms, routers"),
+                _("replicated: {what}").format(
+                    what=_(r.replicated[0]) + "".join(_(", {what}").format(what=_(w)) for w in r.replicated[1:])
+                ),
                 fmt_bytes(r.replicated_bytes),
             ],
             None,

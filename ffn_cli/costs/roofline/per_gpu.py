@@ -5,9 +5,9 @@ Per GPU (the layout as costs/parallel_layout.py lays it): attention, a mixer, de
 FFNs, embeddings and the LM head split over tp (FLOPs and weights ÷ tp), on the sequences of
 this GPU's attention group; the KV cache read and written for its share of the KV heads (all of
 MLA's latent); the routed experts over the expert ranks: with ep > 1 a rank holds E / ep
-experts whole and reads those its tokens touch, the busiest rank's expected count (not the
-mean: the slowest rank sets the pace), and computes its share of the routed tokens,
-T·k / gpus; with ep = 1 every expert is split over tp.
+experts (each cut over the rank's tp / ep GPUs where ep < tp) and reads those its tokens touch,
+the busiest rank's expected count (not the mean: the slowest rank sets the pace), and computes
+its share of the routed tokens, T·k / gpus; with ep = 1 every expert is split over tp.
 
 Communication, per GPU, bytes sent: a tensor-parallel layer ends in an all-reduce of its output
 (T · d_model elements; a ring sends 2·(tp − 1)/tp of it), after attention and after the FFN; an
@@ -96,10 +96,10 @@ def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, 
     fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes
     fixed_params = whole.weight_params - whole.experts_touched * expert_params
     experts, ep, tp = whole.experts, layout.ep, layout.tp
-    if ep > 1:
+    if ep > 1:  # the busiest rank's experts, each cut over its tp / ep GPUs where --ep is below --tp
         touched = busiest_rank_experts(experts, k, case.tokens, ep)
         routed_flops = case.tokens * k / layout.gpus * expert_flops
-        weights, params = touched * expert_bytes, touched * expert_params
+        weights, params = touched * expert_bytes / layout.expert_split, touched * expert_params / layout.expert_split
     else:
         touched = whole.experts_touched
         routed_flops = case.tokens * k * expert_flops / tp
