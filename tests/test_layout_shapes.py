@@ -7,7 +7,6 @@ on meta and, where it keeps state, to transformers' own cache after a forward.""
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import pytest
