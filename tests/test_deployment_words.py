@@ -33,7 +33,7 @@ def test_the_replicated_row_names_a_vision_tower_and_holds_its_bytes() -> None:
     memory = data["per_gpu_memory"]
     assert memory["vision_bytes"] == 2 * data["vision_params"] > 0
     assert memory["replicated_bytes"] > memory["vision_bytes"]
-    assert "replicated: biases, norms, routers, vision tower" in _run("--preset", "gemma-4-26b-a4b", "--gpu", "h100", "--tp", "2")
+    assert "replicated: norms, routers, vision tower" in _run("--preset", "gemma-4-26b-a4b", "--gpu", "h100", "--tp", "2")
     assert "vision tower" not in _run("--preset", "qwen3-30b-a3b", "--gpu", "h100", "--tp", "2").split("replicated:")[1][:40]
 
 
@@ -70,3 +70,16 @@ def test_a_compressed_cache_is_counted_at_its_most_and_said_so() -> None:
     assert "KV cache: 2 × 100,000 tokens, at its most" in _run("--preset", "deepseek-v4-flash", *args)
     plain = _json("--preset", "llama-3.1-70b", *args)["per_gpu_memory"]
     assert plain["kv_cache_at_its_most"] is False
+
+
+def test_weights_the_reader_chose_are_never_called_the_checkpoint() -> None:
+    # DeepSeek-V4-Flash ships its experts in mxfp4 (148.28 GiB); --weights fp8 sizes it as it would
+    # be stored in fp8, which is no checkpoint's size: every place says whose format it is.
+    shipped = _json("--preset", "deepseek-v4-flash", "--gpu", "h200", "--tp", "8")["per_gpu_memory"]
+    asked = _json("--preset", "deepseek-v4-flash", "--gpu", "h200", "--tp", "8", "--weights", "fp8")["per_gpu_memory"]
+    assert asked["checkpoint_bytes"] > shipped["checkpoint_bytes"]
+    assert (asked["weights_asked"], shipped["weights_asked"]) == ("fp8", None)
+    text = _run("--preset", "deepseek-v4-flash", "--gpu", "h200", "--tp", "8", "--weights", "fp8")
+    assert "as the checkpoint stores them" not in text and "(checkpoint " not in text
+    assert text.count("in --weights fp8") == 3  # the summary, the stored table's total, the memory's title
+    assert "as the checkpoint stores them" in _run("--preset", "deepseek-v4-flash", "--gpu", "h200", "--tp", "8")

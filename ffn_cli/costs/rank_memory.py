@@ -36,6 +36,7 @@ class RankMemory:
     shipped_parts: tuple[str, ...] = ()
     vision_bytes: int = 0  # a vision tower's share of replicated_bytes, named where there is one
     replicated: tuple[str, ...] = (NORMS,)  # what replicated_bytes holds, the words above that the model has
+    asked: str = ""  # the --weights format total_bytes is stored in, where the reader chose one (not the checkpoint's own)
 
     @property
     def per_gpu_bytes(self) -> int:
@@ -61,6 +62,7 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         stored.shipped_parts,
         ceil(vision / 8),
         _replicated_words(spec),
+        stored.plan.asked,
     )
 
 

@@ -130,6 +130,9 @@ class StoragePlan:
     origin: str  # a Message where it is words
     not_converted: str = ""  # what the checkpoint's quantization_config keeps unquantized, in words
     by_role: tuple[tuple[str, WeightFormat], ...] = ()
+    # The format --weights asked for, where the reader chose it: the bytes are then the model as
+    # it would be stored so, not the checkpoint as it ships.
+    asked: str = ""
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:

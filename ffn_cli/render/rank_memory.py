@@ -94,9 +94,11 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
         "expert_bytes": r.expert_bytes,
         "split_bytes": r.split_bytes,
         "replicated_bytes": r.replicated_bytes,
+        "replicated": list(r.replicated),
         "vision_bytes": r.vision_bytes,
         "per_gpu_bytes": r.per_gpu_bytes,
-        "checkpoint_bytes": r.total_bytes,
+        "checkpoint_bytes": r.total_bytes,  # in the format --weights asked for, where it did (weights_asked)
+        "weights_asked": r.asked or None,
     }
     return data | (_fit_data(fit) if fit is not None else {"not_counted": NOT_COUNTED})
 
@@ -193,19 +195,21 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
     if r.shipped_parts:  # more than the summary's weights: say what
         parts = shown(shipped_words(r.shipped_parts))
         checkpoint = _("{bytes}, with {parts}").format(bytes=checkpoint, parts=parts)
+    # the weights whole: the checkpoint as it ships, or the model in the format --weights asked
+    whole = (
+        _("in --weights {format}: {bytes}").format(format=r.asked, bytes=checkpoint)
+        if r.asked
+        else _("checkpoint {bytes}").format(bytes=checkpoint)
+    )
     if fit is None:
-        title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
-            tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=checkpoint
-        )
+        title = _("per GPU: --tp {tp} --ep {ep} on {gpus} GPUs ({whole})").format(tp=r.tp, ep=r.ep, gpus=r.gpus, whole=whole)
         caption = _(NOT_COUNTED)
     else:
         rows += _fit_rows(fit)
         if r.gpus == 1:
-            title = _("memory of one GPU (checkpoint {bytes})").format(bytes=checkpoint)
+            title = _("memory of one GPU ({whole})").format(whole=whole)
         else:
-            title = _("memory per GPU: --tp {tp} --ep {ep} on {gpus} GPUs (checkpoint {bytes})").format(
-                tp=r.tp, ep=r.ep, gpus=r.gpus, bytes=checkpoint
-            )
+            title = _("memory per GPU: --tp {tp} --ep {ep} on {gpus} GPUs ({whole})").format(tp=r.tp, ep=r.ep, gpus=r.gpus, whole=whole)
         caption = _(COUNTED).format(context=fit.reserve.context, residual=_residual(fit, translate=True))
     columns = [Col(_("weights"), "text"), Col(_("bytes"))]
     if fit is not None:

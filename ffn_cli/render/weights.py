@@ -74,7 +74,8 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
         rows.append([_(r["what"]), fmt_count(r["params"]), fmt, f"{r['bits_per_weight']:.6g}", fmt_bytes(r["bytes"])])
     rows.append(None)
     bits = f"{8 * c.bytes_ / c.total_params:.4g}"
-    rows.append(["[bold]" + _("checkpoint") + "[/]", fmt_count(c.total_params), "", bits, f"[bold]{fmt_bytes(c.bytes_)}[/]"])
+    whole = _("in --weights {format}").format(format=c.plan.asked) if c.plan.asked else _("checkpoint")
+    rows.append(["[bold]" + whole + "[/]", fmt_count(c.total_params), "", bits, f"[bold]{fmt_bytes(c.bytes_)}[/]"])
     rows.append([_("bf16 everywhere"), fmt_count(c.total_params), "bf16", "16", fmt_bytes(bf16_bytes)])
     formats = [c.plan.fmt.describe().shown(), *(f.describe().shown() for _role, f in c.plan.by_role)]
     caption = _("{origin}. {format}. ").format(origin=shown(c.plan.origin), format=_("; ").join(formats)) + _(

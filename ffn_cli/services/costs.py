@@ -79,7 +79,7 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config)
         if opts.quantize is not None:
             check_scope(loaded.spec, asked, opts.quantize)
-        return asked, ""
+        return replace(asked, asked=opts.weights), ""
     if opts.quantize is not None:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)

@@ -171,13 +171,15 @@ def _parts_table(m: ModelParams) -> FitTable:
     return table(title, columns, rows)
 
 
-def memory_rows(params: int, dtype: str, stored: int | None = None) -> list[list[str]]:
+def memory_rows(params: int, dtype: str, stored: int | None = None, asked: str = "") -> list[list[str]]:
     """The weights and training-memory rows of a model summary, from its parameter total; with
-    `stored`, the checkpoint's bytes as it stores them where they differ (its own table follows)."""
+    `stored`, the bytes as stored where they differ (their own table follows): the checkpoint's,
+    or the format --weights `asked` for."""
 
     weights = [f"{d} {fmt_bytes(params * DTYPE_BYTES[d])}" for d in _SHOWN_DTYPES]
     if stored is not None and stored != params * DTYPE_BYTES[dtype]:
-        weights.append(_("as the checkpoint stores them {bytes} (below)").format(bytes=fmt_bytes(stored)))
+        said = _("in --weights {format} {bytes} (below)") if asked else _("as the checkpoint stores them {bytes} (below)")
+        weights.append(said.format(format=asked, bytes=fmt_bytes(stored)))
     t = training_memory(params, dtype)
     parts = [_("weights {bytes}").format(bytes=fmt_bytes(t.weights_bytes)), _("grads {bytes}").format(bytes=fmt_bytes(t.grads_bytes))]
     parts += [_("fp32 master {bytes}").format(bytes=fmt_bytes(t.master_bytes))] if t.master_bytes else []
@@ -207,7 +209,7 @@ def active_range_rows(least: int, mean: int, most: int, total: int, embeddings: 
     ]
 
 
-def _model_summary(m: ModelParams, dtype: str, stored: int | None = None) -> FitTable:
+def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked: str = "") -> FitTable:
     has_active = _has_active(m)
     rows: list[Any] = []
     of_total = _("{pct} of the total")
@@ -256,7 +258,7 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None) -> Fit
     active = _(" (active {ratio})").format(ratio=ratio(m.ffn_active_attention_ratio)) if has_active and not most else ""
     rows.append([per, ratio(m.ffn_attention_ratio) + active, all_layers])
     rows.append(None)
-    rows += memory_rows(m.total_params, dtype, stored)
+    rows += memory_rows(m.total_params, dtype, stored, asked)
     flops = m.matmul_flops_per_token
     scores = _("matmuls on the active path; attention scores add 4·seq·heads·head_dim per layer")
     if not m.spec.attention_layers:  # no layer attends (Mamba, xLSTM, RWKV): no scores over the keys
@@ -276,6 +278,7 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None) -> Fit
     return table(_("summary"), [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
 
 
-def model_view(m: ModelParams, dtype: str = "bfloat16", stored: int | None = None) -> RenderableType:
-    """The parts and the summary; `stored`: the checkpoint's bytes where a stored-weights table follows."""
-    return Group(_parts_table(m), _model_summary(m, dtype, stored))
+def model_view(m: ModelParams, dtype: str = "bfloat16", stored: int | None = None, asked: str = "") -> RenderableType:
+    """The parts and the summary; `stored`: the bytes as stored where a stored-weights table follows
+    (the checkpoint's, or in the format --weights `asked` for)."""
+    return Group(_parts_table(m), _model_summary(m, dtype, stored, asked))

@@ -65,8 +65,9 @@ def _models_data(r: ModelsCompared) -> dict[str, Any]:
 
 def _model_view(r: ModelParamsAnswer) -> RenderableType:
     over = seq_flops_view(r.stack, r.rows, _("{n} layers").format(n=r.counted.spec.n_layers)) if r.rows else None
-    stored = r.costs.weights.stored.bytes_ if r.costs.weights is not None else None
-    view = stacked(model_view(r.counted, r.dtype, stored), over, *costs_views(r.costs), explain_block_view(r.block))
+    stored = r.costs.weights.stored if r.costs.weights is not None else None
+    summary = model_view(r.counted, r.dtype, stored.bytes_ if stored else None, stored.plan.asked if stored else "")
+    view = stacked(summary, over, *costs_views(r.costs), explain_block_view(r.block))
     return view if r.layout is None else stacked(layout_view(r.layout), view)
 
 
