@@ -66,6 +66,14 @@ def test_expert_parallel_below_tp_cuts_each_expert_over_its_ranks_gpus() -> None
     assert ffn4["weight_bytes"] == pytest.approx(ffn2["weight_bytes"] / 2)
 
 
+def test_an_nvl72_rack_joins_72_gpus_by_its_link() -> None:
+    # 16 GPUs: past an HGX board's 8 (H200), within a GB200 NVL72 rack's 72.
+    args = ("--preset", "gpt-oss-120b", *DECODE, "--batch", "64", "--ep", "16")
+    h200, gb200 = (_roofline(*args, "--gpu", gpu)["gpus"] for gpu in ("h200", "gb200"))
+    assert (h200["link_domain_gpus"], h200["spans_nodes"]) == (8, True)
+    assert (gb200["link_domain_gpus"], gb200["spans_nodes"]) == (72, False)
+
+
 def test_kv_heads_replicate_when_tp_exceeds_them() -> None:
     # Qwen3-235B-A22B has 4 KV heads: on 8 GPUs each keeps one, a quarter of the cache, not an eighth.
     args = ("--preset", "qwen3-235b-a22b", "--gpu", "h200", *DECODE, "--batch", "8")

@@ -51,6 +51,9 @@ class GPU:
     driver_source: str = ""  # a key of DRIVER_SOURCES
     link_gbps: float | None = None  # GPU-to-GPU, both directions together (as datasheets print it)
     link: str = ""  # what that link is: "NVLink 4", "PCIe Gen4 x16"
+    # The GPUs one link domain joins: an HGX board's or a server's 8; a Grace Blackwell NVL72 rack's
+    # 72 (the form GB200 and GB300 are deployed in). Beyond it a network carries part of the traffic.
+    link_domain: int = 8
     # What of the product the row is, where the product is more than one GPU (a Grace Blackwell
     # superchip's figures are per GPU): an English id, said after the name in the reader's language.
     scope: str = ""
@@ -407,8 +410,8 @@ _LINKS: dict[str, tuple[float, str]] = {
     "h100": (900, "NVLink 4"),
     "h20": (900, "NVLink 4"),
     "h800": (400, "NVLink 4"),
-    "gb300": (1800, "NVLink 5"),
-    "gb200": (1800, "NVLink 5"),
+    "gb300": (1800, "NVLink 5, NVL72 rack"),
+    "gb200": (1800, "NVLink 5, NVL72 rack"),
     "b300": (1800, "NVLink 5"),
     "l20": _PCIE4,
     "rtx-pro-6000": _PCIE5,
@@ -429,10 +432,15 @@ _LINKS: dict[str, tuple[float, str]] = {
 }
 
 
+# A link domain wider than a server's 8: GB200 NVL72 and GB300 NVL72 join 72 GPUs by NVLink 5 switches
+# (NVIDIA's GB200 NVL72 and GB300 NVL72 pages).
+_DOMAINS = {"gb300": 72, "gb200": 72}
+
+
 def _with_driver_and_link(gpu: GPU) -> GPU:
     mib, source = _DRIVER.get(gpu.key, (None, ""))
     gbps, link = _LINKS.get(gpu.key, (None, ""))
-    return replace(gpu, driver_mib=mib, driver_source=source, link_gbps=gbps, link=link)
+    return replace(gpu, driver_mib=mib, driver_source=source, link_gbps=gbps, link=link, link_domain=_DOMAINS.get(gpu.key, 8))
 
 
 GPUS = tuple(_with_driver_and_link(g) for g in GPUS)

@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.costs.roofline.model_pass import PartCost, PassCost
-from ffn_cli.costs.roofline.per_gpu import NODE_GPUS, GPUPass
+from ffn_cli.costs.roofline.per_gpu import GPUPass
 from ffn_cli.hardware import GPU
 from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.render.fit import Col, FitTable
@@ -87,8 +87,8 @@ PER_GPU_NOTE = N_(
 )
 NO_LINK_NOTE = N_("per GPU: its share of the pass; comm not counted: the table has no GPU-to-GPU bandwidth for {gpu}")
 SPANS_NODES_NOTE = N_(
-    "{gpus} GPUs span more than one {node}-GPU node: the network between nodes, slower and not in the table, "
-    "carries part of the traffic, so comm here is a lower bound"
+    "{gpus} GPUs span more than the {node} one {link} domain joins: the network between domains, slower and not in the "
+    "table, carries part of the traffic, so comm here is a lower bound"
 )
 
 
@@ -118,7 +118,8 @@ def layout_data(g: GPUPass, gpu: GPU) -> dict[str, Any]:
         "link_gbps": gpu.link_gbps,
         "link_source": gpu.source if gpu.link_gbps is not None else None,
         "communication": "added, not overlapped" if gpu.link_gbps is not None else "not counted: no link bandwidth",
-        "spans_nodes": layout.gpus > NODE_GPUS,
+        "link_domain_gpus": gpu.link_domain,
+        "spans_nodes": layout.gpus > gpu.link_domain,
     }
 
 
@@ -256,6 +257,6 @@ def _per_gpu_caption(g: GPUPass, gpu: GPU) -> str:
     if gpu.link_gbps is None:
         return _(NO_LINK_NOTE).format(gpu=visible(gpu.label))
     text = _(PER_GPU_NOTE).format(link=gpu.link, gbps=f"{gpu.link_gbps:,.0f}")
-    if g.layout.gpus > NODE_GPUS:
-        text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=NODE_GPUS)
+    if g.layout.gpus > gpu.link_domain:
+        text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=gpu.link_domain, link=gpu.link)
     return text

@@ -43,9 +43,7 @@ from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
 
-__all__ = ["NODE_GPUS", "Communication", "GPUPass", "gpu_pass"]
-
-NODE_GPUS = 8  # the GPUs one HGX board (one NVLink domain) joins; beyond it the network carries part
+__all__ = ["Communication", "GPUPass", "gpu_pass"]
 
 
 @dataclass(frozen=True)
