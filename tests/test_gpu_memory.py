@@ -233,7 +233,23 @@ def test_a_verdict_that_does_not_fit_names_the_fewest_gpus_that_do() -> None:
     # hold at most 561.6 GiB, less than the weights alone: no 4-GPU layout fits, and --tp 8 does.
     args = ("params", "--preset", "deepseek-v3", "--gpu", "h200", "--phase", "decode", "--no-mtp")
     one = cli_json(*args)["per_gpu_memory"]
-    assert not one["fits"] and one["fits_at"] == {"tp": 8, "ep": 1}
+    assert not one["fits"] and one["fits_at"] == {"tp": 8, "ep": 1, "copies": 1, "gpus": 8}
     assert 4 * 140.40 < one["checkpoint_bytes"] / 2**30 < 8 * 140.40
     assert cli_json(*args, "--tp", "8")["per_gpu_memory"]["fits"]
     assert "fits_at" not in cli_json(*args, "--tp", "8")["per_gpu_memory"]
+
+
+def test_a_batch_no_layout_holds_is_shared_among_copies_of_the_fewest_gpus() -> None:
+    # Llama 3.1 8B on L4s at 32,768 tokens: 4 GiB of cache a sequence, so 512 sequences need 2 TiB,
+    # more than 64 L4s' memory under any --tp (8 KV heads: past --tp 8 each GPU keeps a whole head).
+    # Copies of one layout each serve their share: the fewest GPUs over every --tp's copies, each
+    # copy holding the largest batch that layout fits.
+    args = ("params", "--preset", "llama-3.1-8b", "--gpu", "l4", "--phase", "decode", "--seq-len", "32768", "--batch", "512")
+    at = cli_json(*args)["per_gpu_memory"]["fits_at"]
+    held = {}
+    for tp in (1, 2, 4, 8, 16, 32):
+        held[tp] = cli_json(*args[:-1], "1", "--tp", str(tp))["per_gpu_memory"]["max_batch"]
+    gpus = {tp: -(-512 // most) * tp for tp, most in held.items() if most}
+    fewest = min(gpus.values())
+    assert at["gpus"] == fewest and at["copies"] == -(-512 // held[at["tp"]]) > 1 and at["ep"] == 1
+    assert at["tp"] == max(tp for tp, n in gpus.items() if n == fewest)  # where the GPUs tie, the fewer copies

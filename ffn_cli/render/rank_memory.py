@@ -17,6 +17,7 @@ from ffn_cli.i18n import N_, _, ngettext, shown
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 from ffn_cli.render.literal import literal
+from ffn_cli.services.results import FitsAt
 
 __all__ = ["capacity_data", "fewest_gpus_line", "rank_memory_data", "rank_memory_view"]
 
@@ -103,16 +104,20 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
     return data | (_fit_data(fit) if fit is not None else {"not_counted": NOT_COUNTED})
 
 
-def fewest_gpus_line(fits_at: tuple[int, int] | None, past_limit: int | None = None) -> Text:
-    """Under a "does not fit" verdict: the fewest GPUs of the kind that hold the same pass; none
-    where the context is past the model's limit (`past_limit`), which no layout runs."""
+def fewest_gpus_line(fits_at: FitsAt | None, past_limit: int | None = None) -> Text:
+    """Under a "does not fit" verdict: the fewest GPUs of the kind that hold the same pass, one
+    layout or copies of one sharing the batch; none where the context is past the model's limit
+    (`past_limit`), which no layout runs."""
     if past_limit is not None:
         return Text(_("no layout runs this pass: its context is past the model's {limit}").format(limit=f"{past_limit:,}"), style="yellow")
     if fits_at is None:
-        return Text(_("no layout of up to 64 GPUs of this kind holds this pass"), style="yellow")
-    tp, ep = fits_at
-    said = _("fits at --tp {tp} --ep {ep}: {gpus} of them, the fewest that hold this pass")
-    return Text(said.format(gpus=max(tp, ep), tp=tp, ep=ep), style="yellow")
+        return Text(_("no layout of up to 64 GPUs of this kind holds one sequence of this pass"), style="yellow")
+    if fits_at.copies == 1:
+        said = _("fits at --tp {tp} --ep {ep}: {gpus} of them, the fewest that hold this pass")
+    else:
+        said = _("fits as {copies} copies of --tp {tp} --ep {ep}, the batch's sequences shared among them: {gpus} GPUs, the fewest "
+                 "that hold this pass")  # fmt: skip
+    return Text(said.format(gpus=fits_at.gpus, tp=fits_at.tp, ep=fits_at.ep, copies=fits_at.copies), style="yellow")
 
 
 def _capacity_label(gpu: GPU) -> str:
@@ -129,6 +134,10 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         kv = _("KV cache: {n} × {context} tokens, at its most").format(n=f"{seqs:,}", context=f"{c.context:,}")
     if not fit.attends:  # a recurrence keeps a state a sequence, whatever the context
         kv = ngettext("recurrent state: {n} sequence", "recurrent state: {n} sequences", seqs).format(n=f"{seqs:,}")
+    if fit.layout.dp > 1:  # --ep past --tp: the attention is copied, each copy keeping its share of the batch
+        kv += _(" (its share of the batch's {batch}: --ep {ep} over --tp {tp} is {dp} copies of the attention)").format(
+            batch=f"{c.batch:,}", ep=fit.layout.ep, tp=fit.layout.tp, dp=fit.layout.dp
+        )
     acts = _("activations ({phase})").format(phase=_(_PHASE_WORDS[c.phase]))
     share = f"{100 * fit.total_bytes / fit.capacity_bytes:.1f}%"
     if fit.fits:

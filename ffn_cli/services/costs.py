@@ -28,7 +28,7 @@ from ffn_cli.outputs import check_plot_file
 from ffn_cli.requests.gpu import resolve_gpu
 from ffn_cli.requests.lists import comma_text
 from ffn_cli.requests.view import options_view
-from ffn_cli.services.results import DecodeState, ModelCosts, Roofline, StoredWeights
+from ffn_cli.services.results import DecodeState, FitsAt, ModelCosts, Roofline, StoredWeights
 from ffn_cli.spec import check_int
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     )
 
 
-# The GPU counts a "does not fit" verdict tries, doubling: one HGX node is 8, the largest deployments 64.
+# The GPU counts a layout of a "does not fit" verdict tries, doubling: one HGX node is 8, the largest deployments 64.
 _TRY_GPUS = (2, 4, 8, 16, 32, 64)
 
 
@@ -232,19 +232,30 @@ def _layouts(gpus: int, moe: bool) -> list[tuple[int, int]]:
     return found
 
 
-def _fewest_gpus(loaded: Any, stored: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> tuple[int, int] | None:
-    """The fewest GPUs of the kind that hold the pass asked, past the layout asked; a layout the
-    model cannot split is passed over."""
-    for gpus in (g for g in _TRY_GPUS if g > max(opts.tp, opts.ep)):
+def _fewest_gpus(loaded: Any, stored: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> FitsAt | None:
+    """The fewest GPUs of the kind that hold the pass asked: one layout of up to 64 GPUs past the
+    one asked, or copies of a layout (the one asked too), each holding as many of the batch's
+    sequences as fit it at the context; the fewer copies where the GPUs tie. A layout the model
+    cannot split is passed over."""
+    asked = max(opts.tp, opts.ep)
+    batch = max(c.batch for c in pass_cases(opts, act_bytes))
+    best: FitsAt | None = None
+    for gpus in (g for g in (1, *_TRY_GPUS) if g >= asked):
         for tp, ep in _layouts(gpus, loaded.spec.moe_ffn is not None):
             try:
                 check_model_parallel(loaded.spec, tp=tp, ep=ep)
             except FFNError:
                 continue
-            wider = replace(opts, tp=tp, ep=ep)
-            if _fit(loaded, rank_memory(stored, loaded.spec, tp=tp, ep=ep), gpu, wider, act_bytes).fits:
-                return tp, ep
-    return None
+            fit = _fit(loaded, rank_memory(stored, loaded.spec, tp=tp, ep=ep), gpu, replace(opts, tp=tp, ep=ep), act_bytes)
+            if fit.fits and gpus > asked:
+                found = FitsAt(tp, ep)
+            elif not fit.fits and fit.max_batch:  # a copy holds max_batch of the sequences at this context
+                found = FitsAt(tp, ep, -(-batch // fit.max_batch))
+            else:
+                continue
+            if best is None or (found.gpus, found.copies) < (best.gpus, best.copies):
+                best = found
+    return best
 
 
 def _decode(loaded: Any, cases: list[Any], opts: CostOptions) -> DecodeState | None:

@@ -120,6 +120,21 @@ class ModelsCompared:
 
 
 @dataclass(frozen=True)
+class FitsAt:
+    """The fewest GPUs of the kind that hold a pass: `copies` copies of one --tp / --ep layout of
+    up to 64 GPUs, the batch's sequences shared among them (each an independent server); one copy:
+    the layout alone."""
+
+    tp: int
+    ep: int
+    copies: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.copies * max(self.tp, self.ep)
+
+
+@dataclass(frozen=True)
 class StoredWeights:
     """The weights as the checkpoint stores them, beside bfloat16, and where the format came from."""
 
@@ -171,9 +186,9 @@ class ModelCosts:
     missing: str | None = None
     missing_notes: str = ""
     decode: DecodeState | None = None
-    # Where the verdict is "does not fit": the fewest GPUs of the kind that hold the same pass,
-    # as (tp, ep), up to 64 GPUs (services/costs.py tries the layouts); None: none does.
-    fits_at: tuple[int, int] | None = None
+    # Where the verdict is "does not fit": the fewest GPUs of the kind that hold the same pass
+    # (services/costs.py tries the layouts); None: none does.
+    fits_at: FitsAt | None = None
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,8 @@ def costs_data(costs: ModelCosts) -> dict[str, Any]:
     if costs.ranks is not None:
         data["per_gpu_memory"] = rank_memory_data(costs.ranks, costs.fit)
         if costs.fit is not None and not costs.fit.fits:
-            data["per_gpu_memory"]["fits_at"] = None if costs.fits_at is None else {"tp": costs.fits_at[0], "ep": costs.fits_at[1]}
+            at = costs.fits_at
+            data["per_gpu_memory"]["fits_at"] = None if at is None else {"tp": at.tp, "ep": at.ep, "copies": at.copies, "gpus": at.gpus}
         if costs.left_out:
             data["per_gpu_memory"]["left_out"] = list(costs.left_out)
     if costs.roofline is not None:
