@@ -83,3 +83,14 @@ def test_weights_the_reader_chose_are_never_called_the_checkpoint() -> None:
     assert "as the checkpoint stores them" not in text and "(checkpoint " not in text
     assert text.count("in --weights fp8") == 3  # the summary, the stored table's total, the memory's title
     assert "as the checkpoint stores them" in _run("--preset", "deepseek-v4-flash", "--gpu", "h200", "--tp", "8")
+
+
+def test_a_hybrids_stored_projections_are_said_as_token_mixing() -> None:
+    # Nemotron 3 Super's Mamba-2 in/out projections are stored beside its attention's: the row is
+    # token mixing, not attention (its attention alone is a twentieth of it); a dense model's stays attention.
+    hybrid = _json("--preset", "nemotron-3-super-120b-a12b", "--weights", "nvfp4")["checkpoint"]["roles"]
+    (mixing,) = [r for r in hybrid if r["role"] == "attention"]
+    assert mixing["what"] == "token-mixing projections"
+    assert "token-mixing projections" in _run("--preset", "nemotron-3-super-120b-a12b", "--weights", "nvfp4")
+    dense = _json("--preset", "qwen3-8b", "--weights", "fp8")["checkpoint"]["roles"]
+    assert [r["what"] for r in dense if r["role"] == "attention"] == ["attention projections"]

@@ -67,6 +67,9 @@ ROLE_WORDS = {
     "other": N_("other"),
 }
 PART_WORDS = {"mtp": N_("multi-token prediction"), "bias": N_("router score biases"), "table": N_("hash-routing tables")}
+# A model with a mixer beside or in place of attention (Mamba-2, Gated DeltaNet) stores its
+# projections in the attention role: said as token mixing.
+MIXING_WORDS = N_("token-mixing projections")
 
 
 @dataclass(frozen=True)
@@ -440,6 +443,11 @@ class Checkpoint:
 
     plan: StoragePlan
     tensors: tuple[WeightTensor, ...]
+    mixer: bool = False  # the attention role holds a mixer's projections too
+
+    def words(self, role: str) -> str:
+        """What a role's row holds, in words (an English id)."""
+        return MIXING_WORDS if role == "attention" and self.mixer else ROLE_WORDS[role]
 
     def bits_of(self, t: WeightTensor) -> int:
         return self.plan.format_of(t).tensor_bits(t.shape) * t.count
@@ -493,4 +501,4 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
     biases of its own: those are its tensors already, stored as they are."""
     if plan.fmt.row_bias_bits and _has_linear_biases(spec):
         plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
-    return Checkpoint(plan, (*weight_tensors(spec), *shipped))
+    return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None)

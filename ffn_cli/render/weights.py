@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ffn_cli.costs.weights import PART_WORDS, ROLE_WORDS, Checkpoint, shipped_words
+from ffn_cli.costs.weights import PART_WORDS, Checkpoint, shipped_words
 from ffn_cli.i18n import N_, _, shown
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count
@@ -25,7 +25,7 @@ def _rows(c: Checkpoint) -> list[dict[str, Any]]:
     grouped: dict[str, dict[str, Any]] = {}
     for t in c.tensors:
         fmt = c.plan.format_of(t)
-        key, words = (t.part, PART_WORDS[t.part]) if t.part else (t.role, ROLE_WORDS[t.role])
+        key, words = (t.part, PART_WORDS[t.part]) if t.part else (t.role, c.words(t.role))
         row = grouped.setdefault(key, {"role": key, "what": words, "format": fmt.name, "params": 0, "bits": 0})
         if row["format"] != fmt.name:
             row["format"] = "mixed"
