@@ -94,3 +94,14 @@ def test_a_hybrids_stored_projections_are_said_as_token_mixing() -> None:
     assert "token-mixing projections" in _run("--preset", "nemotron-3-super-120b-a12b", "--weights", "nvfp4")
     dense = _json("--preset", "qwen3-8b", "--weights", "fp8")["checkpoint"]["roles"]
     assert [r["what"] for r in dense if r["role"] == "attention"] == ["attention projections"]
+
+
+def test_side_by_side_a_zero_expert_models_active_count_is_said_to_be_its_most() -> None:
+    # LongCat-Flash routes to zero-computation experts: beside another model its active count is the
+    # range's most, and the same least and mean the model alone gives are said under the table.
+    alone = _json("--preset", "longcat-flash-chat")
+    (longcat, qwen) = _json("--preset", "longcat-flash-chat,qwen3-8b")["models"]
+    assert longcat["active_params"] == alone["active_params"]
+    assert (longcat["least_active_params"], longcat["mean_active_params"]) == (alone["least_active_params"], alone["mean_active_params"])
+    assert "mean_active_params" not in qwen
+    assert "longcat-flash-chat: its active count is the most" in _run("--preset", "longcat-flash-chat,qwen3-8b")

@@ -49,7 +49,8 @@ def _row(name: str, m: ModelParams, stack: LayerStack, rows: tuple[FlopsAtLength
         "name": name,
         "model_type": m.spec.model_type,
         "total_params": m.total_params,
-        "active_params": m.active_params,
+        "active_params": m.active_params,  # the most where zero-computation experts make it a range
+        **({"least_active_params": m.least_active_params, "mean_active_params": m.mean_active_params} if m.spec.zero_experts else {}),
         "vision_params": m.vision_params,
         "weights_bytes": m.weight_bytes(dtype),
         "dtype": dtype,
@@ -109,6 +110,13 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
     towers = [d for d in data if d["vision_params"]]
     tower = _("* {name}: the total includes its vision tower, {params}; its active count does not")
     notes += [tower.format(name=visible(d["name"]), params=_sig3(d["vision_params"])) for d in towers]
+    ranged = _("{name}: its active count is the most, every pick a real expert; {least} at least, {mean} on average "
+               "(zero-computation experts)")  # fmt: skip
+    notes += [
+        ranged.format(name=visible(d["name"]), least=_sig3(d["least_active_params"]), mean=_sig3(d["mean_active_params"]))
+        for d in data
+        if "mean_active_params" in d
+    ]
     parts += [Text(note, style="dim") for note in notes]
     if models[0][3]:
         parts += [Text(""), _flops_table(data, models)]
