@@ -40,6 +40,9 @@ def test_the_replicated_row_names_a_vision_tower_and_holds_its_bytes() -> None:
 def test_no_layout_is_named_for_a_context_past_the_models_limit() -> None:
     said = _run("--preset", "llama-3.1-8b", "--gpu", "h100", "--seq-len", "1000000")
     assert "is past the model's 131,072" in said and "no layout runs this pass" in said and "fits at --tp" not in said
+    # Memory holding it is not the model running it: a "fits" past the limit says so in the verdict itself.
+    held = _run("--preset", "qwen3-8b", "--gpu", "h100", "--seq-len", "300000")
+    assert "fits in memory (" in held and "at a context the model does not run" in held and "fits: " not in held
 
 
 @pytest.mark.parametrize(("tp", "said"), [(1, False), (8, True)])

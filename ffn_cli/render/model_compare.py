@@ -45,7 +45,7 @@ def _sig3(value: float) -> str:
 
 def _row(name: str, m: ModelParams, stack: LayerStack, rows: tuple[FlopsAtLength, ...], dtype: str) -> dict[str, Any]:
     a = m.spec.attention
-    data = {
+    data: dict[str, Any] = {
         "name": name,
         "model_type": m.spec.model_type,
         "total_params": m.total_params,

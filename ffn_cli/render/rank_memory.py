@@ -140,7 +140,11 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         )
     acts = _("activations ({phase})").format(phase=_(_PHASE_WORDS[c.phase]))
     share = f"{100 * fit.total_bytes / fit.capacity_bytes:.1f}%"
-    if fit.fits:
+    if fit.fits and fit.past_limit:  # memory holds it, the model does not run it
+        verdict = _("fits in memory ({share} used, {free} free), at a context the model does not run").format(
+            share=share, free=fmt_bytes(fit.free_bytes)
+        )
+    elif fit.fits:
         verdict = _("fits: {share} used, {free} free").format(share=share, free=fmt_bytes(fit.free_bytes))
     else:
         verdict = _("[bold]does not fit[/]: {share} of it, {over} over").format(share=share, over=fmt_bytes(-fit.free_bytes))
