@@ -14,7 +14,7 @@ from __future__ import annotations
 import gettext
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -145,6 +145,12 @@ class Message(str):
     @classmethod
     def join(cls, *parts: str) -> Message:  # type: ignore[override]
         return cls(parts=tuple(p for p in parts if p))
+
+    @classmethod
+    def listed(cls, items: Sequence[str]) -> Message:
+        """Items one after another: ", " between them in English, "、" in Chinese (each item a name
+        shown as it is, or a Message said in the reader's language)."""
+        return cls.join(*items[:1], *(cls(N_(", {what}"), what=item) for item in items[1:]))
 
     @classmethod
     def of(cls, msgid: str, /, **args: object) -> Message:

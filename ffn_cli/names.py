@@ -7,9 +7,9 @@ import difflib
 from collections.abc import Iterable, Sequence
 
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import Message, _
 
-__all__ = ["MAX_LIST_ITEMS", "comma_text", "normalise", "split_list", "unknown_name"]
+__all__ = ["MAX_LIST_ITEMS", "comma_text", "either_of", "normalise", "split_list", "unknown_name"]
 
 # The most items a comma list option takes (--variant, --d-model, --seq-len, --batch, --dtype,
 # --impl, --preset, --config, --model): a sweep's cases multiply, and a longer list is a slip.
@@ -53,8 +53,11 @@ def _closest(value: str, names: Sequence[str]) -> list[str]:
     return (close + alike)[:3]
 
 
-def _either(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else _("{names} or {last}").format(names=", ".join(names[:-1]), last=names[-1])
+def either_of(names: Sequence[str]) -> str:
+    """Names said as alternatives: "a, b or c" ("a、b 或 c" in Chinese)."""
+    if len(names) == 1:
+        return names[0]
+    return _("{names} or {last}").format(names=Message.listed(names[:-1]).shown(), last=names[-1])
 
 
 def unknown_name(option: str, value: str, names: Sequence[str], *, what: str, listed_by: str | None = None, extra: str = "") -> FFNError:
@@ -64,7 +67,7 @@ def unknown_name(option: str, value: str, names: Sequence[str], *, what: str, li
     N_ by the caller ('preset'), translated here."""
     whole = len(names) <= _SHOWN_WHOLE or listed_by is None
     close = _closest(value, names)[: 1 if len(names) <= _SHOWN_WHOLE else 3]  # among a few, the one nearest
-    guess = _("did you mean {names}? ").format(names=_either(close)) if close else ""
+    guess = _("did you mean {names}? ").format(names=either_of(close)) if close else ""
     if whole:
         return FFNError(option, value, _("{guess}choose one of {names}{extra}").format(guess=guess, names=", ".join(names), extra=extra))
     return FFNError(

@@ -1809,8 +1809,7 @@ def _assemble(
     if other:  # a Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do
         linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
         linear += reads[0].other_flops
-        said = modules_said(t.name for t in other)
-        detail = Message.join(said[0], *(Message(N_(", {what}"), what=m) for m in said[1:]))
+        detail = Message.listed(modules_said(t.name for t in other))
         extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear),)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         tables = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)

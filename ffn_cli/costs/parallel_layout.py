@@ -17,7 +17,7 @@ from math import ceil, prod
 
 from ffn_cli.attention import LatentAttentionSpec
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import Message, _
 from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.mixers import DeltaRuleScan, SSDScan
 from ffn_cli.models.spec import ModelSpec
@@ -143,9 +143,10 @@ def check_model_parallel(model: ModelSpec, *, tp: int, ep: int) -> None:
     sizes = _split_sizes(model, ep)
     if any(n % tp for _label, n in sizes):
         fits = [str(k) for k in range(2, 65) if all(n % k == 0 for _label, n in sizes)]
-        shown = ", ".join(label.format(n=n) for label, n in sizes)
+        shown = Message.listed([label.format(n=n) for label, n in sizes]).shown()
         if fits:
-            allowed = _("must divide what it splits across GPUs ({sizes}); {divisors} do").format(sizes=shown, divisors=", ".join(fits))
+            divisors = Message.listed(fits).shown()
+            allowed = _("must divide what it splits across GPUs ({sizes}); {divisors} do").format(sizes=shown, divisors=divisors)
         else:
             allowed = _("must divide what it splits across GPUs ({sizes}); no --tp above 1 does").format(sizes=shown)
         raise FFNError("tp", tp, allowed)

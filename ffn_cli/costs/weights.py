@@ -395,10 +395,8 @@ def shipped_words(parts: tuple[str, ...]) -> Message | str:
 
 
 def _listed(words: list[Message]) -> Message | str:
-    """Role words in a list, each said in the reader's language."""
-    if not words:
-        return ""
-    return Message.join(words[0], *[Message(N_(", {what}"), what=w) for w in words[1:]])
+    """Role words in a list, each said in the reader's language; none: nothing."""
+    return Message.listed(words) if words else ""
 
 
 def _made_by_gptqmodel(qc: Mapping[str, Any]) -> bool:

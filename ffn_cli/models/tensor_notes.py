@@ -67,7 +67,5 @@ def modules_said(names: Iterable[str]) -> list[str]:
         elif len(children[module]) == 1:  # one child: its path says it
             out.append(f"{module}.{children[module][0]}")
         else:
-            first, *rest = children[module]
-            parts = Message.join(first, *(Message(N_(", {what}"), what=r) for r in rest))
-            out.append(Message(N_("{path} ({note})"), path=module, note=parts))
+            out.append(Message(N_("{path} ({note})"), path=module, note=Message.listed(children[module])))
     return out

@@ -13,7 +13,7 @@ from ffn_cli.costs.weights import shipped_words
 from ffn_cli.hardware import GPU
 from ffn_cli.hardware.gpus import DRIVER_SOURCES, SOURCES
 from ffn_cli.hardware.reserve import RESERVE_SOURCE
-from ffn_cli.i18n import N_, _, ngettext, shown
+from ffn_cli.i18n import N_, Message, _, ngettext, shown
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 from ffn_cli.render.literal import literal
@@ -196,9 +196,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
         rows += [
             [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
             [
-                _("replicated: {what}").format(
-                    what=_(r.replicated[0]) + "".join(_(", {what}").format(what=_(w)) for w in r.replicated[1:])
-                ),
+                _("replicated: {what}").format(what=Message.listed([Message(w) for w in r.replicated]).shown()),
                 fmt_bytes(r.replicated_bytes),
             ],
             None,

@@ -3,11 +3,11 @@ the Python API alike."""
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import _
+from ffn_cli.names import either_of
 
 if TYPE_CHECKING:
     from ffn_cli.hardware import GPU
@@ -27,8 +27,7 @@ def resolve_gpu(name: str) -> GPU:
         raise FFNRuntimeError(str(missing)) from None
     except UnknownGPU as unknown:
         close = unknown.suggestions
-        either = functools.reduce(lambda names, last: _("{names} or {last}").format(names=names, last=last), close) if close else ""
-        hint = _("did you mean {names}? ").format(names=either) if close else ""
+        hint = _("did you mean {names}? ").format(names=either_of(close)) if close else ""
         raise FFNError(
             "gpu", name, _("{guess}known: {gpus} (ffn hardware lists them)").format(guess=hint, gpus=", ".join(gpu_keys()))
         ) from None
