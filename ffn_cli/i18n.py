@@ -14,6 +14,7 @@ from __future__ import annotations
 import gettext
 import io
 import os
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "parse_language",
     "set_language",
     "shown",
+    "tidy",
 ]
 
 DOMAIN = "ffn"
@@ -181,6 +183,16 @@ def _fill(msgid: str, parts: tuple[str, ...], args: dict[str, object], *, transl
         return "".join(str(one(p)) for p in parts)
     text = _(msgid) if translate else msgid
     return text.format(**{k: one(v) for k, v in args.items()}) if args else text
+
+
+# A space between two Chinese characters: what a translation's spacing around a Latin name leaves
+# when the name is said in Chinese too.
+_SPACE_IN_CHINESE = re.compile(r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]) (?=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef])")
+
+
+def tidy(text: str) -> str:
+    """Text whose spaces stand only where its language puts them: none between Chinese characters."""
+    return _SPACE_IN_CHINESE.sub("", text)
 
 
 def shown(text: str) -> str:

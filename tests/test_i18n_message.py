@@ -40,3 +40,24 @@ def test_a_message_keeps_its_id_and_values_through_pickle() -> None:
     assert str(received) == str(sent) == "h[r]·W_down[:, r]ᵀ (partial sum)"
     set_language("zh")
     assert received.shown() == sent.shown() != str(sent)
+
+
+def test_a_list_is_said_in_the_readers_language() -> None:
+    from ffn_cli.i18n import Message, set_language
+
+    items = Message.listed(["a", Message("norms"), "c"])
+    assert str(items) == "a, norms, c"
+    set_language("zh")
+    try:
+        assert items.shown() == "a、归一化、c"
+    finally:
+        set_language("en")
+    assert Message.listed(["one"]) == "one"
+
+
+def test_tidy_takes_out_only_the_spaces_between_chinese_characters() -> None:
+    from ffn_cli.i18n import tidy
+
+    assert tidy("注意力与 对图像 token 的交叉注意力 合计") == "注意力与对图像 token 的交叉注意力合计"
+    assert tidy("注意力与 Gated DeltaNet 合计") == "注意力与 Gated DeltaNet 合计"
+    assert tidy("attention and cross-attention together") == "attention and cross-attention together"

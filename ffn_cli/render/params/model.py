@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ffn_cli.accounting import DTYPE_BYTES, ParamTensor
 from ffn_cli.compressed_attention import CompressedAttentionSpec
-from ffn_cli.i18n import _, shown
+from ffn_cli.i18n import _, shown, tidy
 from ffn_cli.models.count import training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR
 from ffn_cli.render.fit import Col, FitTable
@@ -244,7 +244,7 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
     mixing, per = (_("attention"), _("FFN / attention")) if mixer is None else (_("token mixing"), _("FFN / token mixing"))
     mixing_how = of_total.format(pct=pct(m.attention_params, m.total_params))
     if mixer is not None and m.spec.attention_layers:
-        mixing_how += _("; attention and {mixer} together").format(mixer=shown(mixer.kind))
+        mixing_how += tidy(_("; attention and {mixer} together").format(mixer=shown(mixer.kind)))  # a mixer said in Chinese
     rows.append([mixing, fmt_count(m.attention_params), mixing_how])
     ffn_how = of_total.format(pct=pct(m.ffn_params, m.total_params))
     most = bool(m.spec.zero_experts)  # a range of active counts: these are its most
