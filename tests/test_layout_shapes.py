@@ -828,7 +828,7 @@ def test_cross_attention_layers_keep_an_images_keys_and_values_against_transform
     assert spec.attention_layers == (0, 2)
     assert any("more than one image of 2 tiles (10 tokens)" in str(m) for m in layout.left_out)
     (table,) = [e for e in spec.extras if e.kind == "embedding"]
-    assert table.params_each == 8 * 64
+    assert table.params_each == 8 * 64 and str(table.detail) == "model.embed_tokens (rows past vocab_size): (8, 64)"
     torch.manual_seed(0)
     hf_config = transformers.AutoConfig.for_model(**config)
     model = transformers.AutoModelForImageTextToText.from_config(hf_config, attn_implementation="eager").eval().requires_grad_(False)

@@ -1812,8 +1812,10 @@ def _assemble(
         detail = Message.listed(modules_said(t.name for t in other))
         extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear),)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
-        tables = ", ".join(f"{t.name.split(' ')[0]} ({', '.join(map(str, t.shape))})" for t in shell.tables)
-        extras += (ExtraPart(LOOKUP_TABLES, "embedding", tables, shell.tables),)
+        # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
+        said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
+                for t in shell.tables for m in modules_said([t.name])]  # fmt: skip
+        extras += (ExtraPart(LOOKUP_TABLES, "embedding", Message.listed(said), shell.tables),)
     vision, beside = _towers(shell.beside, config)
     if beside:
         tops = ", ".join(dict.fromkeys(_top_module(t) for t in beside))
