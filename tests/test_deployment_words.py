@@ -108,3 +108,12 @@ def test_side_by_side_a_zero_expert_models_active_count_is_said_to_be_its_most()
     assert (longcat["least_active_params"], longcat["mean_active_params"]) == (alone["least_active_params"], alone["mean_active_params"])
     assert "mean_active_params" not in qwen
     assert "longcat-flash-chat: its active count is the most" in _run("--preset", "longcat-flash-chat,qwen3-8b")
+
+
+def test_the_roofline_says_the_mtp_layers_the_memory_counts_are_not_in_its_pass() -> None:
+    # GLM-5's checkpoint holds one MTP layer (num_nextn_predict_layers): its weights and cache are in
+    # the memory, and the pass the roofline prices is the model's 78 layers without it.
+    args = ("--preset", "glm-5", "--gpu", "h200", "--tp", "8", "--phase", "decode")
+    assert _json(*args)["roofline"]["mtp_layers_not_run"] == 1
+    assert _json(*args, "--no-mtp")["roofline"]["mtp_layers_not_run"] == 0
+    assert "1 multi-token-prediction layer, which the memory counts, is not in this pass" in _run(*args)

@@ -11,7 +11,7 @@ from rich.text import Text
 from ffn_cli.costs.roofline.model_pass import PartCost, PassCost
 from ffn_cli.costs.roofline.per_gpu import GPUPass
 from ffn_cli.hardware import GPU
-from ffn_cli.i18n import N_, Message, _, shown
+from ffn_cli.i18n import N_, Message, _, ngettext, shown
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops, fmt_rate
 from ffn_cli.render.literal import visible
@@ -187,6 +187,7 @@ def roofline_view(
     per_gpu: list[GPUPass] | None = None,
     real_picks: Message | None = None,
     dense_layers: int = 0,
+    mtp_layers: int = 0,
 ) -> FitTable:
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     moe = any(c.ffn.experts for c in costs)
@@ -242,6 +243,15 @@ def roofline_view(
         one = N_(" FFN ×1: a MoE layer's; model ×{n} holds the dense FFN layer too.")
         many = N_(" FFN ×1: a MoE layer's; model ×{n} holds the {dense} dense FFN layers too.")
         caption += _(one if dense_layers == 1 else many).format(n=n_layers, dense=dense_layers)
+    if mtp_layers:  # in the memory, not in the pass: a speculative decoder's draft runs beside it
+        mtp = ngettext(
+            " The checkpoint's {n} multi-token-prediction layer, which the memory counts, is not in this pass (a speculative "
+            "decoder runs it beside the model).",
+            " The checkpoint's {n} multi-token-prediction layers, which the memory counts, are not in this pass (a speculative "
+            "decoder runs them beside the model).",
+            mtp_layers,
+        )
+        caption += mtp.format(n=mtp_layers)
     if backward is not None:
         caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:

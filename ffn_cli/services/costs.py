@@ -283,7 +283,21 @@ def _roofline(
         backward = [backward_cost(spec, stack, plan, case) for case in cases]
     forecasts = model_forecasts(gpu.key, spec, cases, dtype)
     dense = len(spec.dense_layers) if spec.moe_layers else 0
-    return Roofline(costs, gpu, column, plan.origin, spec.name, spec.n_layers, backward, per_gpu, forecasts, plot, _real_picks(spec), dense)
+    return Roofline(
+        costs,
+        gpu,
+        column,
+        plan.origin,
+        spec.name,
+        spec.n_layers,
+        backward,
+        per_gpu,
+        forecasts,
+        plot,
+        _real_picks(spec),
+        dense,
+        _mtp(loaded, opts),
+    )
 
 
 def _real_picks(spec: Any) -> Message | None:

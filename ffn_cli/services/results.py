@@ -160,6 +160,7 @@ class Roofline:
     plot: Path | None = None
     real_picks: Message | None = None  # what k is where zero-computation experts share the router's pool
     dense_layers: int = 0  # the dense FFN layers beside MoE ones: FFN ×1 is a MoE layer's (0: one kind)
+    mtp_layers: int = 0  # the checkpoint's multi-token-prediction layers the memory counts and the pass does not run
 
 
 @dataclass(frozen=True)

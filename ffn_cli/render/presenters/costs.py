@@ -47,7 +47,7 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
 
 def _roofline_views(r: Roofline) -> list[RenderableType]:
     shown: list[RenderableType] = [
-        roofline_view(r.costs, r.gpu, r.column, r.origin, r.n_layers, r.backward, r.per_gpu, r.real_picks, r.dense_layers)
+        roofline_view(r.costs, r.gpu, r.column, r.origin, r.n_layers, r.backward, r.per_gpu, r.real_picks, r.dense_layers, r.mtp_layers)
     ]
     shown += forecast_lines(_roofline_data(r))
     if r.plot is not None:
@@ -61,6 +61,7 @@ def _roofline_data(r: Roofline) -> dict[str, Any]:
         data["real_picks"] = r.real_picks
     data["ffn_one_layer_of"] = "moe" if r.costs and r.costs[0].ffn.experts else "dense"
     data["dense_ffn_layers_beside_moe"] = r.dense_layers
+    data["mtp_layers_not_run"] = r.mtp_layers
     add_forecasts(data, r.forecasts)
     if r.plot is not None:
         data["plot"] = str(r.plot)
