@@ -117,3 +117,10 @@ def test_the_roofline_says_the_mtp_layers_the_memory_counts_are_not_in_its_pass(
     assert _json(*args)["roofline"]["mtp_layers_not_run"] == 1
     assert _json(*args, "--no-mtp")["roofline"]["mtp_layers_not_run"] == 0
     assert "1 multi-token-prediction layer, which the memory counts, is not in this pass" in _run(*args)
+
+
+def test_what_one_model_answers_is_refused_side_by_side_before_any_model_is_read() -> None:
+    # Two models and --gpu: refused by the option, before the second (a file that is not there) is read.
+    result = CliRunner().invoke(app, ["params", "--preset", "qwen3-8b", "--config", "/nonexistent/config.json", "--gpu", "h100"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--gpu h100: answers for one model at a time" in result.stderr and "nonexistent" not in result.stderr

@@ -48,6 +48,10 @@ def presets(request: ParamsRequest) -> PresetList:
     return PresetList(listed)
 
 
+# What only one model answers (memory, roofline, stored weights), asked of several side by side.
+ONE_MODEL = N_("answers for one model at a time: name one (side by side compares parameters and FLOPs)")
+
+
 def models(request: ParamsRequest) -> ParamsResult:
     """One model's breakdown (with its FLOPs over --seq-len), or several side by side; a
     model_type no reader knows is laid out from its built layers, or counted by building it
@@ -61,6 +65,7 @@ def models(request: ParamsRequest) -> ParamsResult:
         except UnknownModelType as unknown:
             return _built(request, unknown)
     else:  # side by side: a model no reader knows by its layout (one that cannot be laid out is refused by name)
+        check_rules([Unused(COSTS, ONE_MODEL), Unused("explain", EXPLAINS_ONE)], request.given)  # before any is read
         loaded = load_models(
             preset=request.preset,
             config=request.config,
@@ -69,7 +74,6 @@ def models(request: ParamsRequest) -> ParamsResult:
             unknown=lambda u: _beside(request, u),
         )
     if len(loaded) > 1:
-        check_rules([Unused(COSTS, N_("is asked of one model: name one")), Unused("explain", EXPLAINS_ONE)], request.given)
         return _compared(loaded, request.count_dtype, request.seq_lens)
     return _one_model(loaded[0], request)
 
