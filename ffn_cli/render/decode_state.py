@@ -18,7 +18,7 @@ __all__ = ["decode_state_data", "decode_state_view"]
 
 def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int, *, tp: int = 1) -> FitTable:
     columns = [
-        Col(_("layer kind"), "text", floor=16),
+        Col(_("layer kind"), "text", floor=26),
         Col(_("layers")),
         Col(_("each"), "text", drop=1),
         Col(_("per layer")),
