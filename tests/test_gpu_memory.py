@@ -118,7 +118,7 @@ def test_what_every_gpu_holds_whole_is_the_models_own() -> None:
         return next(line for line in lines if line.startswith("replicated:")).rsplit("  ", 1)[0].strip()
 
     assert words("qwen3-8b") == "replicated: norms"
-    assert words("gpt-oss-120b") == "replicated: norms, biases, routers"
+    assert words("gpt-oss-120b") == "replicated: norms, linear biases, routers"
 
 
 def test_one_gpu_gets_a_verdict_and_the_reserve_of_one() -> None:
@@ -253,3 +253,28 @@ def test_a_batch_no_layout_holds_is_shared_among_copies_of_the_fewest_gpus() -> 
     fewest = min(gpus.values())
     assert at["gpus"] == fewest and at["copies"] == -(-512 // held[at["tp"]]) > 1 and at["ep"] == 1
     assert at["tp"] == max(tp for tp, n in gpus.items() if n == fewest)  # where the GPUs tie, the fewer copies
+    # Whatever layout was asked: a wider one asked does not narrow the search.
+    assert cli_json(*args, "--tp", "16")["per_gpu_memory"]["fits_at"] == at
+
+
+def test_a_layout_asked_past_64_gpus_is_one_the_copies_are_tried_of() -> None:
+    # DeepSeek-V3 at --tp 8 --ep 128 holds some of a batch of 8,192: copies of it, or of a layout of
+    # up to 64 GPUs, not "no layout".
+    args = ("params", "--preset", "deepseek-v3", "--gpu", "h100", "--tp", "8", "--ep", "128", "--phase", "decode")
+    memory = cli_json(*args, "--batch", "8192", "--seq-len", "32768")["per_gpu_memory"]
+    assert not memory["fits"] and memory["max_batch"] > 0
+    at = memory["fits_at"]
+    assert at is not None and at["gpus"] <= -(-8192 // memory["max_batch"]) * 128
+
+
+def test_a_routed_experts_biases_go_where_the_expert_goes() -> None:
+    # gpt-oss-120b: 36 layers of 128 experts, each a gate_up (5,760 × 2,880) and a down (2,880 ×
+    # 2,880) in mxfp4 (4 bits and an 8-bit scale per 32: 4.25 bits) and their biases (5,760 + 2,880)
+    # in bf16. On one GPU every expert's bytes by hand; at --ep 4 a quarter of them, the biases too,
+    # and what every GPU holds whole is the same.
+    one = cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h200")["per_gpu_memory"]
+    four = cli_json("params", "--preset", "gpt-oss-120b", "--gpu", "h200", "--ep", "4")["per_gpu_memory"]
+    experts = 36 * 128
+    bits = experts * (5760 * 2880 + 2880 * 2880) * 4.25 + experts * (5760 + 2880) * 16
+    assert one["expert_bytes"] == -(-int(bits) // 8)
+    assert four["expert_bytes"] == -(-one["expert_bytes"] // 4) and four["replicated_bytes"] == one["replicated_bytes"]

@@ -73,7 +73,7 @@ def layout_for(spec: ModelSpec, *, tp: int, ep: int) -> Layout:
     """The layout --tp / --ep ask for, refused where the model cannot be split so."""
     check_model_parallel(spec, tp=tp, ep=ep)
     if max(tp, ep) % min(tp, ep):
-        raise FFNError("ep", ep, _("and --tp {tp} must divide one another: the layout has max(tp, ep) GPUs").format(tp=tp))
+        raise FFNError("ep", ep, _("must divide --tp {tp}, or --tp divide it: the layout has max(tp, ep) GPUs").format(tp=tp))
     experts = spec.moe_ffn.experts if spec.moe_ffn is not None and spec.moe_layers else 0
     if ep > 1 and not experts:
         raise FFNError("ep", ep, _("{name} has no routed experts to divide: use --tp").format(name=spec.name))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from ffn_cli.costs.parallel_layout import layout_for
-from ffn_cli.costs.weights import Checkpoint
+from ffn_cli.costs.weights import PART_WORDS, Checkpoint
 from ffn_cli.i18n import N_
 from ffn_cli.models.layout import model_layout
 from ffn_cli.models.spec import ModelSpec
@@ -19,7 +19,7 @@ __all__ = ["RankMemory", "rank_memory"]
 
 _REPLICATED = ("vector", "router", "vision")
 # What every GPU holds whole, in words (English ids): a model's own, in this order.
-NORMS, BIASES, ROUTERS, VISION_TOWER = N_("norms"), N_("biases"), N_("routers"), N_("vision tower")
+NORMS, BIASES, ROUTERS, VISION_TOWER = N_("norms"), N_("linear biases"), N_("routers"), N_("vision tower")
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
     bits = {"experts": 0, "split": 0, "replicated": 0}
     vision = 0
     for t in stored.tensors:
-        key = "experts" if t.role == "experts" else "replicated" if t.role in _REPLICATED else "split"
+        key = "experts" if t.role == "experts" or t.expert else "replicated" if t.role in _REPLICATED else "split"
         bits[key] += stored.bits_of(t)
         vision += stored.bits_of(t) if t.role == "vision" else 0
     return RankMemory(
@@ -61,18 +61,20 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         stored.bytes_,
         stored.shipped_parts,
         ceil(vision / 8),
-        _replicated_words(spec),
+        _replicated_words(spec, stored),
         stored.plan.asked,
     )
 
 
-def _replicated_words(spec: ModelSpec) -> tuple[str, ...]:
+def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
     """What the model keeps whole on every GPU: its norms (and whatever else is a vector), its
-    biases, routers and vision tower where it has them."""
-    placed = [t for t in model_layout(spec) if t.role in _REPLICATED and not t.tied and t.params]
+    biases (not a routed expert's, held with the expert), routers, vision tower and the hash-routing
+    tables its checkpoint ships, where it has them."""
+    placed = [t for t in model_layout(spec) if t.role in _REPLICATED and not t.tied and t.params and not t.name.startswith("experts.")]
     has = {
         BIASES: any(t.role == "vector" and "bias" in t.name and "norm" not in t.name for t in placed),  # a norm's bias is the norm's
         ROUTERS: any(t.role == "router" for t in placed) or spec.router_score_bias,
         VISION_TOWER: any(t.role == "vision" for t in placed),
+        PART_WORDS["table"]: any(t.part == "table" for t in stored.tensors),
     }
     return (NORMS, *(word for word, held in has.items() if held))

@@ -83,6 +83,9 @@ class WeightTensor:
     count: int
     part: str = ""
     stored: str = ""
+    # A routed expert's own (its biases, a vector each): stored as its role says, held where the
+    # expert is (--ep splits it with the expert's matrices).
+    expert: bool = False
 
     @property
     def params(self) -> int:
@@ -110,13 +113,14 @@ def _storage_order(spec: ModelSpec) -> Callable[[PlacedTensor], int]:
 def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     """Every parameter tensor of the model, merged by (role, shape); they sum to its total. A
     tied tensor is the one it shares, stored once; a vision tower is one tensor of its parameters."""
-    found: dict[tuple[Role, tuple[int, ...]], int] = {}
+    found: dict[tuple[Role, tuple[int, ...], bool], int] = {}
     placed = sorted(model_layout(spec), key=_storage_order(spec))
     vision = [t for t in placed if t.role == "vision"]
     for t in placed:
         if t.role != "vision" and not t.tied and t.instances and t.numel:
-            found[t.role, t.shape] = found.get((t.role, t.shape), 0) + t.instances
-    tensors = [WeightTensor(role, shape, count) for (role, shape), count in found.items()]
+            key = (t.role, t.shape, t.name.startswith("experts."))
+            found[key] = found.get(key, 0) + t.instances
+    tensors = [WeightTensor(role, shape, count, expert=expert) for (role, shape, expert), count in found.items()]
     if vision:  # counted by part, not by tensor: kept in the rest's format
         tensors.append(WeightTensor("vision", (sum(t.params for t in vision),), 1))
     return tensors

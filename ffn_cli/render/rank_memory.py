@@ -111,12 +111,12 @@ def fewest_gpus_line(fits_at: FitsAt | None, past_limit: int | None = None) -> T
     if past_limit is not None:
         return Text(_("no layout runs this pass: its context is past the model's {limit}").format(limit=f"{past_limit:,}"), style="yellow")
     if fits_at is None:
-        return Text(_("no layout of up to 64 GPUs of this kind holds one sequence of this pass"), style="yellow")
+        return Text(_("no layout tried (a power of two up to 64 GPUs, and the one asked) holds one sequence of this pass"), style="yellow")
     if fits_at.copies == 1:
-        said = _("fits at --tp {tp} --ep {ep}: {gpus} of them, the fewest that hold this pass")
+        said = _("fits at --tp {tp} --ep {ep}: {gpus} GPUs, the fewest of the layouts tried (a power of two up to 64 GPUs a copy)")
     else:
         said = _("fits as {copies} copies of --tp {tp} --ep {ep}, the batch's sequences shared among them: {gpus} GPUs, the fewest "
-                 "that hold this pass")  # fmt: skip
+                 "of the layouts tried (a power of two up to 64 GPUs a copy)")  # fmt: skip
     return Text(said.format(gpus=fits_at.gpus, tp=fits_at.tp, ep=fits_at.ep, copies=fits_at.copies), style="yellow")
 
 
@@ -178,7 +178,8 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         [verdict, ""],
         [
             _("largest batch at context {context}").format(context=f"{c.context:,}"),
-            f"{fit.max_batch:,}" if fit.max_batch else _("none fits"),
+            # past the model's limit no batch runs, whatever memory holds
+            "—" if fit.past_limit else f"{fit.max_batch:,}" if fit.max_batch else _("none fits"),
         ],
         [longest, most if fit.max_context else _("none fits")],
         *past,
@@ -194,7 +195,8 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
         if r.expert_bytes or fit is None:
             rows.append([experts, fmt_bytes(r.expert_bytes)])
         rows += [
-            [_("other matrices ÷ {ranks}").format(ranks=r.tp), fmt_bytes(r.split_bytes)],
+            # "other" beside the routed experts' row; a model without them splits all its matrices so
+            [(_("other matrices ÷ {ranks}") if r.expert_bytes else _("matrices ÷ {ranks}")).format(ranks=r.tp), fmt_bytes(r.split_bytes)],
             [
                 _("replicated: {what}").format(what=Message.listed([Message(w) for w in r.replicated]).shown()),
                 fmt_bytes(r.replicated_bytes),

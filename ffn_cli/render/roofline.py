@@ -11,7 +11,7 @@ from rich.text import Text
 from ffn_cli.costs.roofline.model_pass import PartCost, PassCost
 from ffn_cli.costs.roofline.per_gpu import GPUPass
 from ffn_cli.hardware import GPU
-from ffn_cli.i18n import N_, Message, _, ngettext, shown
+from ffn_cli.i18n import N_, Message, _, ngettext, shown, tidy
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops, fmt_rate
 from ffn_cli.render.literal import visible
@@ -87,7 +87,7 @@ PER_GPU_NOTE = N_(
 )
 NO_LINK_NOTE = N_("per GPU: its share of the pass; comm not counted: the table has no GPU-to-GPU bandwidth for {gpu}")
 SPANS_NODES_NOTE = N_(
-    "{gpus} GPUs span more than the {node} one {link} domain joins: the network between domains, slower and not in the "
+    "{gpus} GPUs span more than one {link} domain ({node} GPUs): the network between domains, slower and not in the "
     "table, carries part of the traffic, so comm here is a lower bound"
 )
 
@@ -237,7 +237,7 @@ def roofline_view(
         title_text = _("one GPU of {gpus} (--tp {tp} --ep {ep}), {roofline}").format(
             gpus=layout.gpus, tp=layout.tp, ep=layout.ep, roofline=title_text
         )
-    title = Text(title_text)
+    title = Text(tidy(title_text))  # a GPU's scope said in Chinese ends in a full-width bracket: no space after it
     caption = _("{note}. weights: {origin}. attn ×1: the mean layer.").format(note=_(BOUND_NOTE), origin=shown(origin))
     if dense_layers:  # FFN ×1 is a MoE layer's: the dense ones would read otherwise
         one = N_(" FFN ×1: a MoE layer's; model ×{n} holds the dense FFN layer too.")

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from ffn_cli.i18n import N_, _, shown
+from ffn_cli.i18n import N_, _, shown, tidy
 from ffn_cli.models.mixers import ImageAttention
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
@@ -39,8 +39,9 @@ def pattern_text(stack: LayerStack, *, translate: bool = False) -> str:
 
     chunks = stack.chunks or (None,) * len(stack.windows)
     mixers = stack.mixers or (None,) * len(stack.windows)
+    said = {m: shown(m) if translate else str.__str__(m) for m in mixers if m is not None}  # a mixer's kind, in words
     labels = [
-        m
+        said[m]
         if m is not None
         else say(N_("sliding {window}")).format(window=f"{w:,}")
         if w is not None
@@ -52,11 +53,11 @@ def pattern_text(stack: LayerStack, *, translate: bool = False) -> str:
     if stack.mixers:  # a hybrid: its attention layers are attention, whatever their keys
         full = say(N_("full"))
         attention = [say(N_("attention")) if label == full else say(N_("attention {keys}")).format(keys=label) for label in labels]
-        labels = [label if label in stack.mixers else a for label, a in zip(labels, attention, strict=True)]
+        labels = [label if label in said.values() else a for label, a in zip(labels, attention, strict=True)]
     if stack.ffn_only:  # one block a layer: the FFN's layers have no token mixer
         labels = ["FFN" if alone else label for label, alone in zip(labels, stack.ffn_only, strict=True)]
     pattern = layer_pattern(labels) if len(set(labels)) > 1 else ""
-    return pattern.replace(", then ", say(N_(", then ")))
+    return pattern.replace(", then ", say(N_(", then "))).replace(", × ", say(N_(", × ")))
 
 
 def _keys_text(stack: LayerStack) -> str:
@@ -106,7 +107,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         elif stack.mixer_beside_attention and stack.mixer is not None:  # Falcon-H1: the layers attend too
             kind = stack.mixer.kind
             mixer = _("{kind} beside attention in {count} of {n} layers: {flops} of the attn proj")
-        lines.append(mixer.format(kind=kind, count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops)))
+        said = mixer.format(kind=shown(kind), count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops))
+        lines.append(tidy(said))  # a kind said in Chinese takes no spaces around it
     if stack.mixer is not None:
         scan = stack.mixer.scan
         if isinstance(scan, ImageAttention):  # no conv, no recurrence: an image's keys, the same for every token

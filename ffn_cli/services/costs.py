@@ -233,28 +233,29 @@ def _layouts(gpus: int, moe: bool) -> list[tuple[int, int]]:
 
 
 def _fewest_gpus(loaded: Any, stored: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> FitsAt | None:
-    """The fewest GPUs of the kind that hold the pass asked: one layout of up to 64 GPUs past the
-    one asked, or copies of a layout (the one asked too), each holding as many of the batch's
-    sequences as fit it at the context; the fewer copies where the GPUs tie. A layout the model
-    cannot split is passed over."""
-    asked = max(opts.tp, opts.ep)
+    """The fewest GPUs of the kind that hold the pass asked, whatever layout was asked: one
+    layout of 1, 2, 4 … 64 GPUs, or copies of one (of those, or the one asked), each holding as
+    many of the batch's sequences as fit it at the context; the fewer copies where the GPUs tie.
+    A layout the model cannot split is passed over."""
+    asked = (opts.tp, opts.ep)
     batch = max(c.batch for c in pass_cases(opts, act_bytes))
+    moe = loaded.spec.moe_ffn is not None
+    tried = list(dict.fromkeys(layout for gpus in (1, *_TRY_GPUS) for layout in _layouts(gpus, moe)))
     best: FitsAt | None = None
-    for gpus in (g for g in (1, *_TRY_GPUS) if g >= asked):
-        for tp, ep in _layouts(gpus, loaded.spec.moe_ffn is not None):
-            try:
-                layout_for(loaded.spec, tp=tp, ep=ep)  # heads, widths and experts that the layout divides
-            except FFNError:
-                continue
-            fit = _fit(loaded, rank_memory(stored, loaded.spec, tp=tp, ep=ep), gpu, replace(opts, tp=tp, ep=ep), act_bytes)
-            if fit.fits and gpus > asked:
-                found = FitsAt(tp, ep)
-            elif not fit.fits and fit.max_batch:  # a copy holds max_batch of the sequences at this context
-                found = FitsAt(tp, ep, -(-batch // fit.max_batch))
-            else:
-                continue
-            if best is None or (found.gpus, found.copies) < (best.gpus, best.copies):
-                best = found
+    for tp, ep in [*tried, *([asked] if asked not in tried else [])]:
+        try:
+            layout_for(loaded.spec, tp=tp, ep=ep)  # heads, widths and experts that the layout divides
+        except FFNError:
+            continue
+        fit = _fit(loaded, rank_memory(stored, loaded.spec, tp=tp, ep=ep), gpu, replace(opts, tp=tp, ep=ep), act_bytes)
+        if fit.fits:
+            found = FitsAt(tp, ep)
+        elif fit.max_batch:  # a copy holds max_batch of the sequences at this context
+            found = FitsAt(tp, ep, -(-batch // fit.max_batch))
+        else:
+            continue
+        if best is None or (found.gpus, found.copies) < (best.gpus, best.copies):
+            best = found
     return best
 
 
