@@ -198,9 +198,10 @@ def test_monte_carlo_of_the_registry_router_matches_the_formula() -> None:
 
 
 def test_per_gpu_memory_by_hand_and_fit() -> None:
-    # gpt-oss-120b in its MXFP4 checkpoint, --ep 8: one eighth of the experts per GPU, the other
-    # matrices in full (tp 1), biases, norms and routers on every GPU.
-    experts = 36 * 128 * (5760 * 2880 + 2880 * 2880) * 17 // 32
+    # gpt-oss-120b in its MXFP4 checkpoint, --ep 8: one eighth of the experts per GPU (their matrices
+    # at 4.25 bits a weight and their bf16 biases), the other matrices in full (tp 1), norms, the
+    # attention's biases and the routers on every GPU.
+    experts = 36 * 128 * (5760 * 2880 + 2880 * 2880) * 17 // 32 + 36 * 128 * (5760 + 2880) * 2
     data = _json("params", "--preset", "gpt-oss-120b", "--ep", "8", "--gpu", "h100")
     m = data["per_gpu_memory"]
     assert m["gpus"] == 8 and m["expert_bytes"] == -(-experts // 8)
