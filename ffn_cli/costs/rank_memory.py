@@ -1,8 +1,9 @@
 """Weights per GPU when a whole model is split: routed experts divided over --ep ranks (over
 --tp like any linear when --ep is 1, each expert over its rank's tp / ep GPUs where --ep is
 below --tp), every other matrix (attention, dense and shared FFNs,
-embeddings, LM head) divided over --tp, and what is left replicated on every GPU: biases,
-norms, routers and a vision tower. The layout has max(tp, ep) GPUs. Weights only."""
+embeddings, LM head) divided over --tp, and what is left replicated on every GPU: norms,
+linear biases (a routed expert's go with the expert), routers, hash-routing tables and a vision
+tower. The layout has max(tp, ep) GPUs. Weights only."""
 
 from __future__ import annotations
 
