@@ -103,10 +103,23 @@ PreNormOpt = Annotated[
 
 _PAR = "Parallelism"
 TPOpt = Annotated[
-    int, typer.Option("--tp", parser=parse_int, help="Tensor-parallel ranks: d_ff split across N (Megatron).", rich_help_panel=_PAR)
+    int,
+    typer.Option(
+        "--tp",
+        parser=parse_int,
+        help="Tensor-parallel ranks: d_ff split across N (Megatron); a whole model's heads and widths too.",
+        rich_help_panel=_PAR,
+    ),
 ]
 EPOpt = Annotated[
-    int, typer.Option("--ep", parser=parse_int, help="Expert-parallel ranks: experts split across N (moe).", rich_help_panel=_PAR)
+    int,
+    typer.Option(
+        "--ep",
+        parser=parse_int,
+        help="Expert-parallel ranks: experts split across N (moe). A whole model on max(tp, ep) GPUs: past --tp, copies of "
+        "the attention share the batch; below it, each expert is cut over tp / ep GPUs.",
+        rich_help_panel=_PAR,
+    ),
 ]
 RankTimeoutOpt = Annotated[
     float | None,
