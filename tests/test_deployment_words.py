@@ -43,6 +43,7 @@ def test_no_layout_is_named_for_a_context_past_the_models_limit() -> None:
     # Memory holding it is not the model running it: a "fits" past the limit says so in the verdict itself.
     held = _run("--preset", "qwen3-8b", "--gpu", "h100", "--seq-len", "300000")
     assert "fits in memory (" in held and "at a context the model does not run" in held and "fits: " not in held
+    assert _json("--preset", "qwen3-8b", "--gpu", "h100", "--seq-len", "300000")["per_gpu_memory"]["max_batch"] is None
 
 
 @pytest.mark.parametrize(("tp", "said"), [(1, False), (8, True)])

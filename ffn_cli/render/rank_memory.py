@@ -79,7 +79,7 @@ def _fit_data(fit: GPUMemory) -> dict[str, Any]:
         "total_bytes": fit.total_bytes,
         "fits": fit.fits,
         "free_bytes": fit.free_bytes,
-        "max_batch": fit.max_batch,
+        "max_batch": None if fit.past_limit else fit.max_batch,  # no batch runs a context past the model's limit
         "max_context": fit.max_context,
         "context_limit": fit.context_limit,
         "search_limit": SEARCH_LIMIT,  # max_batch and max_context reach it where nothing stops them sooner
