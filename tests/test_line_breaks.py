@@ -113,3 +113,18 @@ def test_the_bench_environment_line_keeps_each_size_with_its_unit(lang: str) -> 
             assert breaks_inside(console.file.getvalue()) == [], f"at {width} columns"  # type: ignore[attr-defined]
     finally:
         set_language("en")
+
+
+def test_chinese_prose_under_a_table_fills_its_lines() -> None:
+    # The side-by-side legend in Chinese breaks between characters, never a whole run of them
+    # jumping to the next line and leaving the one above half empty.
+    out = CliRunner().invoke(app, ["--lang", "zh", "params", "--preset", "qwen3-8b,llama-3-8b"], env={"COLUMNS": "80"}).stdout
+    lines = out.split("\n")
+    first = next(i for i, line in enumerate(lines) if line.startswith("FFN %："))
+    paragraph = []
+    for line in lines[first:]:
+        if not line.strip():
+            break
+        paragraph.append(line.rstrip())
+    assert len(paragraph) >= 2
+    assert all(80 - 4 <= cell_len(line) <= 80 for line in paragraph[:-1]), paragraph

@@ -192,9 +192,9 @@ def layout_view(layout: BuiltLayout) -> RenderableType:
     lines: list[RenderableType] = [
         FitTable(Text(_("layout of {name}").format(name=layout.spec.name)), columns, rows, caption=Text(_(_LAID_OUT), style="dim"))
     ]
-    lines += [Text(_("left out: {what}").format(what=shown(what)), style="yellow") for what in layout.left_out]
+    lines += [Wide(Text(_("left out: {what}").format(what=shown(what)), style="yellow")) for what in layout.left_out]
     said = [shown(note) if isinstance(note, Message) else _(note) for note in layout.notes]
-    lines += [Text(_("note: {note}").format(note=note), style="dim") for note in said]
+    lines += [Wide(Text(_("note: {note}").format(note=note), style="dim")) for note in said]
     return Group(*lines)
 
 

@@ -10,7 +10,7 @@ from rich.text import Text
 from ffn_cli.i18n import _
 from ffn_cli.models.count import ModelParams
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
-from ffn_cli.render.fit import Col
+from ffn_cli.render.fit import Col, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_count
 from ffn_cli.render.literal import literal, visible
 from ffn_cli.render.params.common import table
@@ -117,7 +117,7 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
         for d in data
         if "mean_active_params" in d
     ]
-    parts += [Text(note, style="dim") for note in notes]
+    parts += [Wide(Text(note, style="dim")) for note in notes]  # Chinese breaks between its characters
     if models[0][3]:
         parts += [Text(""), _flops_table(data, models)]
     return Group(*parts)

@@ -11,6 +11,7 @@ from rich.text import Text
 from ffn_cli.i18n import _
 from ffn_cli.i18n import shown as in_language
 from ffn_cli.render.decode_state import decode_state_data, decode_state_view
+from ffn_cli.render.fit import Wide
 from ffn_cli.render.literal import visible
 from ffn_cli.render.prediction import add_forecasts, forecast_lines
 from ffn_cli.render.rank_memory import fewest_gpus_line, rank_memory_data, rank_memory_view
@@ -32,12 +33,13 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
         if fit is not None and not fit.fits:
             shown.append(Group(fewest_gpus_line(costs.fits_at, past_limit=fit.context_limit if fit.past_limit else None)))
         if costs.left_out:
-            lines = [Text(_("the verdict leaves out: {what}").format(what=in_language(what)), style="yellow") for what in costs.left_out]
+            said = [_("the verdict leaves out: {what}").format(what=in_language(what)) for what in costs.left_out]
+            lines = [Wide(Text(line, style="yellow")) for line in said]
             shown.append(Group(*lines))
     if costs.roofline is not None:
         shown += _roofline_views(costs.roofline)
     elif costs.missing is not None:
-        shown.append(Group(Text(costs.missing, style="yellow")))
+        shown.append(Group(Wide(Text(costs.missing, style="yellow"))))
     if costs.decode is not None:
         d = costs.decode
         tp = costs.ranks.tp if costs.ranks is not None else 1

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ffn_cli.i18n import _, shown
 from ffn_cli.render.built import built_data, built_view, layout_data, layout_view
+from ffn_cli.render.fit import Wide
 from ffn_cli.render.model_compare import model_comparison_data, model_comparison_view
 from ffn_cli.render.params.model import model_data, model_view
 from ffn_cli.render.params.presets import presets_data, presets_table
@@ -53,8 +54,8 @@ def _built_data(r: BuiltCount) -> dict[str, Any]:
 
 def _models_view(r: ModelsCompared) -> RenderableType:
     """The models side by side, then what a laid-out one leaves out, as its own answer says it."""
-    said = [Text(_("left out: {what}").format(what=shown(what)), style="yellow") for what in r.left_out]
-    said += [Text(_("note: {note}").format(note=shown(note)), style="dim") for note in r.notes]
+    said = [Wide(Text(_("left out: {what}").format(what=shown(what)), style="yellow")) for what in r.left_out]
+    said += [Wide(Text(_("note: {note}").format(note=shown(note)), style="dim")) for note in r.notes]
     return Group(model_comparison_view(r.compared, r.dtype), *said)
 
 
