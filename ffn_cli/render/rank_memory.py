@@ -111,12 +111,17 @@ def fewest_gpus_line(fits_at: FitsAt | None, past_limit: int | None = None) -> T
     if past_limit is not None:
         return Text(_("no layout runs this pass: its context is past the model's {limit}").format(limit=f"{past_limit:,}"), style="yellow")
     if fits_at is None:
-        return Text(_("no layout tried (a power of two up to 64 GPUs, and the one asked) holds one sequence of this pass"), style="yellow")
+        return Text(
+            _("no layout tried (up to 64 GPUs: 1, 2, 4 or a multiple of 8; and the one asked) holds one sequence of this pass"),
+            style="yellow",
+        )
     if fits_at.copies == 1:
-        said = _("fits at --tp {tp} --ep {ep}: {gpus} GPUs, the fewest of the layouts tried (a power of two up to 64 GPUs a copy)")
+        said = _(
+            "fits at --tp {tp} --ep {ep}: {gpus} GPUs, the fewest of the layouts tried (up to 64 GPUs a copy: 1, 2, 4 or a multiple of 8)"
+        )
     else:
         said = _("fits as {copies} copies of --tp {tp} --ep {ep}, the batch's sequences shared among them: {gpus} GPUs, the fewest "
-                 "of the layouts tried (a power of two up to 64 GPUs a copy)")  # fmt: skip
+                 "of the layouts tried (up to 64 GPUs a copy: 1, 2, 4 or a multiple of 8)")  # fmt: skip
     return Text(said.format(gpus=fits_at.gpus, tp=fits_at.tp, ep=fits_at.ep, copies=fits_at.copies), style="yellow")
 
 

@@ -216,8 +216,9 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     )
 
 
-# The GPU counts a layout of a "does not fit" verdict tries, doubling: one HGX node is 8, the largest deployments 64.
-_TRY_GPUS = (2, 4, 8, 16, 32, 64)
+# The GPU counts a layout of a "does not fit" verdict tries: 2 and 4 on one board, then whole
+# 8-GPU nodes (an HGX board) up to 64, the largest deployments.
+_TRY_GPUS = (2, 4, 8, 16, 24, 32, 40, 48, 56, 64)
 
 
 def _layouts(gpus: int, moe: bool) -> list[tuple[int, int]]:
@@ -234,7 +235,7 @@ def _layouts(gpus: int, moe: bool) -> list[tuple[int, int]]:
 
 def _fewest_gpus(loaded: Any, stored: Any, gpu: Any, opts: CostOptions, act_bytes: int) -> FitsAt | None:
     """The fewest GPUs of the kind that hold the pass asked, whatever layout was asked: one
-    layout of 1, 2, 4 … 64 GPUs, or copies of one (of those, or the one asked), each holding as
+    layout of 1, 2, 4 or a multiple of 8 up to 64 GPUs, or copies of one (of those, or the one asked), each holding as
     many of the batch's sequences as fit it at the context; the fewer copies where the GPUs tie.
     A layout the model cannot split is passed over."""
     asked = (opts.tp, opts.ep)
