@@ -278,3 +278,16 @@ def test_a_routed_experts_biases_go_where_the_expert_goes() -> None:
     bits = experts * (5760 * 2880 + 2880 * 2880) * 4.25 + experts * (5760 + 2880) * 16
     assert one["expert_bytes"] == -(-int(bits) // 8)
     assert four["expert_bytes"] == -(-one["expert_bytes"] // 4) and four["replicated_bytes"] == one["replicated_bytes"]
+
+
+def test_whole_nodes_past_a_power_of_two_are_tried() -> None:
+    # Kimi K2 in fp8 at 32,768 tokens × 64 sequences: no layout of 16 GPUs holds it, three 8-GPU
+    # nodes do (--ep 24 divides its 384 experts), fewer than the 32 a doubling search would name.
+    args = ("params", "--preset", "kimi-k2", "--gpu", "h100", "--weights", "fp8", "--phase", "decode")
+    args += ("--seq-len", "32768", "--batch", "64")
+    at = cli_json(*args)["per_gpu_memory"]["fits_at"]
+    assert at["gpus"] == 24 and at["copies"] == 1
+    assert cli_json(*args, "--tp", str(at["tp"]), "--ep", str(at["ep"]))["per_gpu_memory"]["fits"]
+    for tp in (1, 2, 4, 8, 16):
+        assert not cli_json(*args, "--tp", str(tp), "--ep", "16")["per_gpu_memory"]["fits"]
+    assert not cli_json(*args, "--tp", "16")["per_gpu_memory"]["fits"]
