@@ -61,3 +61,16 @@ def test_tidy_takes_out_only_the_spaces_between_chinese_characters() -> None:
     assert tidy("注意力与 对图像 token 的交叉注意力 合计") == "注意力与对图像 token 的交叉注意力合计"
     assert tidy("注意力与 Gated DeltaNet 合计") == "注意力与 Gated DeltaNet 合计"
     assert tidy("attention and cross-attention together") == "attention and cross-attention together"
+
+
+def test_layer_ranges_are_a_list_in_the_readers_language() -> None:
+    from ffn_cli.i18n import set_language
+    from ffn_cli.models.spec import layer_ranges
+
+    ranges, strided = layer_ranges((0, 1, 2, 5, 7, 8)), layer_ranges((3, 8, 13, 18, 23, 28, 33, 38))
+    assert (ranges, strided) == ("0–2, 5, 7–8", "3, 8, …, 38")  # the English, as --json carries it
+    set_language("zh")
+    try:
+        assert (shown(ranges), shown(strided)) == ("0–2、5、7–8", "3、8、…、38")
+    finally:
+        set_language("en")

@@ -14,7 +14,7 @@ from typing import Literal
 from ffn_cli.accounting import ParamTensor, matmul_flops_per_token, param_tensors
 from ffn_cli.attention import AnyAttention
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import Message, _
 from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
@@ -460,10 +460,11 @@ def kv_tensors(attention: AnyAttention) -> tuple[ParamTensor, ...]:
 
 
 def layer_ranges(layers: tuple[int, ...]) -> str:
-    """(0, 1, 2, 5) → '0–2, 5', (0, 2, 4, 6, 8) → '0, 2, …, 8': which layers a row covers, short."""
+    """(0, 1, 2, 5) → '0–2, 5', (0, 2, 4, 6, 8) → '0, 2, …, 8': which layers a row covers, short
+    (a list in the reader's language: '0、2、…、8' in Chinese)."""
     steps = {b - a for a, b in itertools.pairwise(layers)}
     if len(layers) >= _STRIDED and len(steps) == 1 and steps.pop() > 1:  # every other layer (LongCat-Flash's sublayers)
-        return f"{layers[0]}, {layers[1]}, …, {layers[-1]}"
+        return Message.listed([str(layers[0]), str(layers[1]), "…", str(layers[-1])])
     parts: list[str] = []
     start = prev = None
     for i in (*layers, None):
@@ -473,4 +474,4 @@ def layer_ranges(layers: tuple[int, ...]) -> str:
         if start is not None:
             parts.append(str(start) if start == prev else f"{start}–{prev}")
         start = prev = i
-    return ", ".join(parts)
+    return Message.listed(parts)

@@ -188,7 +188,7 @@ _LAID_OUT = N_(
 def layout_view(layout: BuiltLayout) -> RenderableType:
     """How the layout of a model no reader knows was read: its layer kinds and what is left out."""
     columns = [Col(_("which layers"), "text", floor=12), Col(_("one built layer of the kind holds"), "text")]
-    rows: list[Any] = [[_("beside the layers") if where == "beside" else where, shown(holds)] for where, holds in layout.kinds]
+    rows: list[Any] = [[_("beside the layers") if where == "beside" else shown(where), shown(holds)] for where, holds in layout.kinds]
     lines: list[RenderableType] = [
         FitTable(Text(_("layout of {name}").format(name=layout.spec.name)), columns, rows, caption=Text(_(_LAID_OUT), style="dim"))
     ]
