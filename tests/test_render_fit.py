@@ -571,6 +571,15 @@ def test_an_identity_and_a_per_gpu_stay_whole(width: int) -> None:
         assert " ".join(lines) == text and any(whole in line for line in lines), lines
 
 
+@pytest.mark.parametrize("width", range(12, 30))
+def test_a_symbol_formula_in_full_width_brackets_stays_whole(width: int) -> None:
+    """Chinese brackets a formula in full-width marks: "（K = V）" breaks before it, never inside."""
+    from ffn_cli.render.fit import wrap_wide
+
+    lines = wrap_wide(Text("127 个 token × 512（K = V）"), width).plain.split("\n")
+    assert any("（K = V）" in line for line in lines), lines
+
+
 def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> None:
     # A run of CJK characters has no spaces: it wraps between any two (as rich draws it), so a
     # long Chinese note narrows to fit instead of pushing a column out; a header stays whole.
