@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.costs.gpu_memory import MemoryCase, gpu_memory
-from ffn_cli.costs.parallel_layout import Layout, check_model_parallel, layout_for
+from ffn_cli.costs.parallel_layout import Layout, check_model_parallel
 from ffn_cli.costs.rank_memory import rank_memory
 from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pass_cost
 from ffn_cli.costs.roofline.one_ffn import model_forecasts
@@ -245,10 +245,10 @@ def _fewest_gpus(loaded: Any, stored: Any, gpu: Any, opts: CostOptions, act_byte
     best: FitsAt | None = None
     for tp, ep in [*tried, *([asked] if asked not in tried else [])]:
         try:
-            layout_for(loaded.spec, tp=tp, ep=ep)  # heads, widths and experts that the layout divides
+            ranks = rank_memory(stored, loaded.spec, tp=tp, ep=ep)  # refused where the layout cannot divide the model
         except FFNError:
             continue
-        fit = _fit(loaded, rank_memory(stored, loaded.spec, tp=tp, ep=ep), gpu, replace(opts, tp=tp, ep=ep), act_bytes)
+        fit = _fit(loaded, ranks, gpu, replace(opts, tp=tp, ep=ep), act_bytes)
         if fit.fits:
             found = FitsAt(tp, ep)
         elif fit.max_batch:  # a copy holds max_batch of the sequences at this context
