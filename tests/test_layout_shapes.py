@@ -656,6 +656,64 @@ def test_relative_position_logits_are_named_as_left_out() -> None:
     assert any("relative-position logits" in str(m) for m in layout.left_out)
 
 
+def _inkling2() -> dict[str, Any]:
+    # Six layers of 64: four sliding (window 4) and two full, each 4 heads × 16 over 2 KV heads; an
+    # LM head of 120 rows beside a table of 128 (unpadded_vocab_size); blocks of two layers for the
+    # attention residuals; MoE of 4 experts × 32, top-2.
+    small = dict(vocab_size=128, unpadded_vocab_size=120, hidden_size=64, num_hidden_layers=6, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=16,
+                 sliding_window_size=4, rel_extent=8, d_rel=4, moe_intermediate_size=32, n_routed_experts=4, num_experts_per_tok=2,
+                 n_layers_per_attn_res_block=2, layer_types=["hybrid_sliding", "hybrid_sliding", "hybrid"] * 2)  # fmt: skip
+    return {**transformers.AutoConfig.for_model("inkling2_text", **small).to_dict(), "model_type": "inkling2_text"}
+
+
+def test_inkling2_wrapped_projections_and_dynamic_convolutions_against_transformers() -> None:
+    # Inkling 2 wraps each projection's Linear with a norm, a convolution or a gate (q_proj.linear,
+    # k_proj.linear with k_proj.sconv after it); its full layers' key and value convolutions are
+    # dynamic (static taps [4, 32] plus taps a weight_proj projects from each token). Decoding keeps
+    # each convolution's 3 latest inputs in float32, the residual stream's two as well, beside K and
+    # V of the window's 3 tokens (sliding) or of every token (full); transformers' cache after a
+    # forward in bfloat16 holds 4 (the newest too), every one in float32.
+    config = _inkling2()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    sliding, full = spec.attention_of(0), spec.attention_of(2)
+    assert (sliding.kv_conv, sliding.kv_conv_bytes, full.kv_conv, full.kv_conv_bytes) == (4, 4, 4, 4)
+    assert spec.head_rows == 120 and spec.vocab_size == 128
+    kinds = {str.__str__(k.kind): k for k in decode_state(spec, layout.windows, layout.chunks, 11)}
+    assert kinds["attention, sliding 4"].elements_per_layer == 3 * 2 * 2 * 16 + 3 * 2 * 32
+    assert kinds["attention"].bytes_per_layer(2) == 11 * 2 * 2 * 16 * 2 + 3 * 2 * 32 * 4
+    assert kinds["short convolutions"].elements_per_layer == 3 * 2 * 64 and kinds["short convolutions"].conv_bytes == 4
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config), dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(1, 100, (1, 11)), use_cache=True).past_key_values
+    held = [layer.keys.numel() + layer.values.numel() for layer in cache.layers]
+    assert held == [3 * 2 * 2 * 16, 3 * 2 * 2 * 16, 11 * 2 * 2 * 16] * 2
+    convs = [[cache.get_conv_state(i, state_idx=j) for j in range(4)] for i in range(6)]
+    assert [sum(c.numel() * 3 // 4 for c in layer[:2]) for layer in convs] == [3 * 2 * 32] * 6
+    assert [sum(c.numel() * 3 // 4 for c in layer[2:]) for layer in convs] == [3 * 2 * 64] * 6
+    assert {c.dtype for layer in convs for c in layer} == {torch.float32}
+    assert model.lm_head.weight.shape[0] == spec.head_rows
+
+
+def test_inkling2_tensors_some_layers_hold_are_counted_in_those_layers() -> None:
+    # Layer 0 has no attention_input; the full layers' reads three queries ([3, 64]) and they norm
+    # the keys' and values' inputs apart from the queries' (two norms more than a sliding layer):
+    # each set a part of its own, in its layers, held to each built layer's tensors.
+    config = _inkling2()
+    spec = _layout(config).spec
+    beside = {e.layers: e for e in spec.extras if e.per_layer}
+    assert set(beside) == {(0,), (1, 3, 4), (2, 5)}
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    for layers, part in beside.items():
+        layer = model.model.layers[layers[0]]
+        own = sum(p.numel() for n, p in layer.named_parameters() if n.startswith(("attention_input", "mlp_input", "k_input", "v_input")))
+        assert part.params_each == own
+    assert spec.norms_per_layer == 2
+    assert any("Inkling2BlockAttentionResidual" in str(m) for m in _layout(config).left_out)
+
+
 def _rwkv() -> dict[str, Any]:
     small = dict(hidden_size=64, attention_hidden_size=64, intermediate_size=96, num_hidden_layers=2, vocab_size=128)
     return {**transformers.AutoConfig.for_model("rwkv", **small).to_dict(), "model_type": "rwkv"}

@@ -89,6 +89,7 @@ _LAYER_COUNTS = ("num_blocks",)
 _Q_NAMES = ("q_proj", "query", "q_gate_proj", "Wq")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 # The tensors of an [experts, …] container that its FFNSpec holds: the projections and their biases.
+_STATIC_TAPS = ".static_weight"  # a dynamic short convolution's taps that every token shares (Inkling 2's)
 _EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
 # A router's bias on its scores, kept out of the gradient: a buffer (DeepSeek-V3's, LFM2-MoE's).
 _SCORE_BIASES = ("e_score_correction_bias", "expert_bias")
@@ -232,6 +233,16 @@ def _linear(modules: Mapping[str, nn.Module], *names: str) -> nn.Linear | None:
     return found if isinstance(found, nn.Linear) else None
 
 
+def _projection(modules: Mapping[str, nn.Module], *names: str) -> nn.Linear | None:
+    """An attention's projection by its name: the Linear itself, or the one Linear a module of that
+    name wraps with a norm or a convolution after it (Inkling 2's q_proj.linear, k_proj.linear)."""
+    found = _linear(modules, *names)
+    if found is None:
+        name = next((n for n in names if n in modules), None)
+        found = _linear(modules, f"{name}.linear") if name is not None else None
+    return found
+
+
 def _named_in(prefix: str, module: nn.Module) -> tuple[ParamTensor, ...]:
     """Every tensor of `module`, named from `prefix` as `_tensor` names them."""
     named = []
@@ -296,8 +307,8 @@ def _heads(text: PretrainedConfig, child: nn.Module) -> tuple[int, int]:
 
 def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
     m = dict(child.named_modules())
-    q, k, v = _linear(m, *_Q_NAMES), _linear(m, "k_proj", "key", "Wk"), _linear(m, "v_proj", "value", "Wv")
-    o = _linear(m, "o_proj", "out_proj", "dense", "c_proj", "Wo")  # ModernBERT's Wo
+    q, k, v = _projection(m, *_Q_NAMES), _projection(m, "k_proj", "key", "Wk"), _projection(m, "v_proj", "value", "Wv")
+    o = _projection(m, "o_proj", "out_proj", "dense", "c_proj", "Wo")  # ModernBERT's Wo
     fused = _linear(m, *_QKV_NAMES) if q is None and k is None and v is None else None
     if fused is not None and o is not None:  # one projection to the queries, keys and values (Ergo's qkv_proj, MPT's Wqkv)
         q, k, v = _split_qkv(text, child, fused, o)
@@ -364,7 +375,8 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     convs = _kv_convs(m, k, v, values_from_keys)
     if convs is not None:  # Inkling's k_sconv and v_sconv, kept in float32 where the model says so
         taps, paths = convs
-        fp32 = all(set(p.split(".")) & _kept_in_float32(text) for p in paths)
+        # A dynamic convolution's window is float32 as its taps are (Inkling 2's sums them per token in float32).
+        fp32 = all(p.endswith(_STATIC_TAPS) or _kept_as(p, _kept_in_float32(text)) for p in paths)
         spec = replace(spec, kv_conv=taps, kv_conv_bytes=4 if fp32 else None)
         used |= set(paths)
     read.attention, read.attention_extra = spec, extra + _rest(child, used)
@@ -686,6 +698,12 @@ def _kept_in_float32(hf_config: PretrainedConfig) -> frozenset[str]:
     return frozenset(names)
 
 
+def _kept_as(path: str, kept: frozenset[str]) -> bool:
+    """Whether the module at `path` is one a class keeps in float32: a name it lists is the path,
+    or a run of the path's module names (Inkling 2's "sconv.conv1d" in k_proj.sconv.conv1d)."""
+    return any(f".{name}." in f".{path}." for name in kept)
+
+
 def _depthwise_convs(modules: Mapping[str, nn.Module]) -> list[tuple[str, nn.Conv1d]]:
     """The depthwise Conv1d modules among `modules` (one filter a channel), by their path."""
     return [(n, m) for n, m in modules.items() if isinstance(m, nn.Conv1d) and m.groups == m.in_channels == m.out_channels]
@@ -695,15 +713,30 @@ def _kv_convs(
     modules: Mapping[str, nn.Module], k: nn.Linear | None, v: nn.Linear | None, values_from_keys: bool
 ) -> tuple[int, tuple[str, ...]] | None:
     """A depthwise convolution over the keys' channels and one over the values', of one kernel
-    width, inside the attention (Inkling's k_sconv and v_sconv): (taps, their module paths)."""
-    convs = _depthwise_convs(modules)
+    width, inside the attention (Inkling's k_sconv and v_sconv; Inkling 2's k_proj.sconv.conv1d):
+    (taps, the paths of their tensors' modules, or of the tensors). A dynamic one's static taps,
+    [taps, channels] (Inkling 2's full layers, which add taps projected from each token by a
+    weight_proj, a Linear beside them), are its convolution."""
+    convs = [(n, int(c.in_channels), int(c.kernel_size[0]), c.bias is None) for n, c in _depthwise_convs(modules)]
+    convs += [(f"{n}{_STATIC_TAPS}", int(w.shape[1]), int(w.shape[0]), True) for n, w in _static_taps(modules)]
     if len(convs) != 2 or k is None or v is None or values_from_keys:
         return None
-    widths = sorted(int(c.in_channels) for _n, c in convs)
-    taps = {int(c.kernel_size[0]) for _n, c in convs}
-    if widths != sorted((k.out_features, v.out_features)) or len(taps) != 1 or any(c.bias is not None for _n, c in convs):
+    widths = sorted(width for _n, width, _t, _b in convs)
+    taps = {t for _n, _w, t, _b in convs}
+    if widths != sorted((k.out_features, v.out_features)) or len(taps) != 1 or not all(unbiased for *_x, unbiased in convs):
         return None
-    return taps.pop(), tuple(n for n, _c in convs)
+    return taps.pop(), tuple(n for n, *_x in convs)
+
+
+def _static_taps(modules: Mapping[str, nn.Module]) -> list[tuple[str, nn.Parameter]]:
+    """A dynamic short convolution's static taps among `modules`: its static_weight of [taps, channels]
+    beside the Linear that projects each token's own taps (Inkling 2's weight_proj)."""
+    found = []
+    for n, m in modules.items():
+        weight = getattr(m, "static_weight", None)
+        if isinstance(weight, nn.Parameter) and weight.dim() == 2 and isinstance(getattr(m, "weight_proj", None), nn.Linear):
+            found.append((n, weight))
+    return found
 
 
 def _lone_conv(module: nn.Module) -> bool:
@@ -1103,7 +1136,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 raise _Unread(Message(N_("short convolutions beside a token mixer other than attention")))
             inner = [(f"{n}.{path}", conv) for n, c in convs for path, conv in _depthwise_convs(dict(c.named_modules()))]
             kept = _kept_in_float32(hf_config)
-            read.mixer = _short_convs(inner, layers, fp32=all(set(n.split(".")) & kept for n, _c in inner))
+            read.mixer = _short_convs(inner, layers, fp32=all(_kept_as(n, kept) for n, _c in inner))
             read.said.append(Message(N_("{kind}: {state}"), kind=read.mixer.kind, state=read.mixer.state_words()))
             mixers += convs
         built, counted = sum(_count(c) for _n, c in mixers), _mixer_params(read)
@@ -1135,6 +1168,10 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             raise _Unread(Message(N_("hyper-connections over {n} copies of the residual stream"), n=", ".join(map(str, copies))))
         read.residual_copies = copies[0]
         read.other_flops = sum(_hyper_connection_flops(d, c) for c in hyper)
+    attending = [(n, c) for n, c in rest if "Attention" in type(c).__name__]
+    for cls in dict.fromkeys(type(c).__name__ for _n, c in attending):  # Inkling 2's attention over earlier blocks' outputs
+        paths = ", ".join(n for n, c in attending if type(c).__name__ == cls)
+        read.left_out.append(Message(N_("the FLOPs of {cls}'s attention ({paths}), beyond its parameters"), cls=cls, paths=paths))
     for name, child in rest:
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
@@ -1499,6 +1536,7 @@ class Shell:
     positions: int = 0  # the rows of learned absolute position embeddings (StarCoder's wpe), 0 for none
     first_position: int = 0  # the row the first token's position reads (RoBERTa's: past its padding row)
     embedding_norm: int = 0  # the parameters of a norm over the embeddings (BLOOM's), 0 for none
+    head_rows: int = 0  # an untied head's rows where other than the vocabulary's (Inkling 2's), 0 for vocab_size
     # The text config as the model's class leaves it, its layers' lists and count as given: what its
     # layers are built from (TrOCR's causal LM sets is_decoder, which gives each a cross-attention;
     # GPT-Neo's layers read the attention kernel the model sets). None for a whole build.
@@ -1596,7 +1634,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     data = text.to_dict()
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
     embedding = head = norm = embedding_norm = None
-    head_bias = False
+    head_bias, head_rows = False, 0
     beside, tables = [], []
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
     position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
@@ -1615,6 +1653,8 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             tables.append(ParamTensor(noted(name, ROWS_PAST_VOCAB), (int(p.shape[0]) - vocab, d)))
         elif head is None and path in heads and leaf == "weight":
             head = name
+            # A head of other rows than the vocabulary's (Inkling 2's unpadded_vocab_size): its own logits.
+            head_rows = int(p.shape[0]) if p.dim() == 2 and p.shape[1] == d and p.shape[0] != vocab else 0
         elif path in heads and leaf == "bias":
             head_bias = True  # its own; a bias it shares with a module beside it (BERT's predictions.bias) is counted there
             continue
@@ -1650,6 +1690,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         positions=positions,
         first_position=first_position,
         embedding_norm=_count(modules[embedding_norm]) if embedding_norm is not None else 0,
+        head_rows=head_rows,
     )
 
 
@@ -1752,6 +1793,43 @@ def _merged(reads: list[LayerRead]) -> list[LayerRead]:
     return sorted(merged.values(), key=lambda r: r.layers[0])
 
 
+def _common_norms(reads: list[LayerRead], d: int) -> tuple[int, list[LayerRead]]:
+    """The norms every layer holds, and the reads with the norms a kind holds beyond them as
+    tensors beside its parts (Inkling 2's full layers: norms before the keys and the values as
+    well as before the queries), the names the kinds share kept as norms first."""
+    fewest = min(r.norms for r in reads)
+    if all(r.norms == fewest for r in reads):
+        return fewest, reads
+    shared = set.intersection(*(set(r.norm_names) for r in reads))
+    out = []
+    for r in reads:
+        kept = [n for n in r.norm_names if n in shared][:fewest]
+        kept += [n for n in r.norm_names if n not in kept][: fewest - len(kept)]
+        leaves = ("weight", "bias") if r.norm == "layernorm" else ("weight",)
+        surplus = tuple(ParamTensor(f"{n} ({leaf})", (d,)) for n in r.norm_names if n not in kept for leaf in leaves)
+        out.append(replace(r, norms=fewest, norm_names=kept, other=r.other + surplus))
+    return fewest, out
+
+
+def _beside_the_parts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
+    """The tensors each kind of layer holds beside its parts, one part a set: in every layer, or in
+    the layers that hold it (Inkling 2's first layer has no attention_input; its full layers' reads
+    three queries). A Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do."""
+    groups: dict[tuple[ParamTensor, ...], list[LayerRead]] = {}
+    for r in reads:
+        groups.setdefault(r.other, []).append(r)
+    extras: tuple[ExtraPart, ...] = ()
+    for other, holders in groups.items():
+        if not other:
+            continue
+        linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
+        linear += holders[0].other_flops
+        detail = Message.listed(modules_said(t.name for t in other))
+        layers = () if len(groups) == 1 else tuple(sorted(i for r in holders for i in r.layers))
+        extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear, layers=layers),)
+    return extras
+
+
 def _assemble(
     hf_config: PretrainedConfig,
     text_data: Mapping[str, Any],
@@ -1798,19 +1876,8 @@ def _assemble(
         if len({r.ffn.d_ff for r in dense_reads if r.ffn is not None}) > 1:
             by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
-    norms = {r.norms for r in reads}
-    if len(norms) > 1:
-        raise _beyond(source, _("its layers hold different numbers of norms; ffn sizes one number per model"))
-    others = {r.other for r in reads}
-    if len(others) > 1:
-        raise _beyond(source, _("its layers hold different tensors beside their parts; ffn sizes one set per model"))
-    other = others.pop()
-    extras: tuple[ExtraPart, ...] = ()
-    if other:  # a Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do
-        linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
-        linear += reads[0].other_flops
-        detail = Message.listed(modules_said(t.name for t in other))
-        extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear),)
+    norms, reads = _common_norms(reads, d)
+    extras = _beside_the_parts(reads)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
@@ -1837,10 +1904,11 @@ def _assemble(
         moe_ffn=moe,
         moe_layers=tuple(i for r in moe_reads for i in r.layers),
         norm=reads[0].norm,
-        norms_per_layer=norms.pop(),
+        norms_per_layer=norms,
         tie_word_embeddings=shell.tied,
         lm_head=shell.head,
         lm_head_bias=shell.head_bias,
+        lm_head_rows=shell.head_rows,
         max_positions=shell.positions,
         first_position=shell.first_position,
         embedding_norm=bool(shell.embedding_norm),

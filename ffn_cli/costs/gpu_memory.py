@@ -116,7 +116,7 @@ class _Sizer:
     def activation_bytes(self, batch: int, context: int, act_bytes: int) -> int:
         sequences = self.layout.sequences(batch)
         tokens = sequences * context if self.phase == "prefill" else sequences
-        logits = sequences * ceil(self.spec.vocab_size / self.layout.tp) * LOGIT_BYTES
+        logits = sequences * ceil(self.spec.head_rows / self.layout.tp) * LOGIT_BYTES
         return ceil(tokens * self.width * act_bytes) + logits
 
 

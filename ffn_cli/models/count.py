@@ -214,7 +214,7 @@ class ModelParams:
         for ffn, layers in _ffn_groups(spec):
             flops += len(layers) * spec.ffn_matmul_flops(ffn)
         if spec.lm_head:
-            flops += 2 * spec.d_model * spec.vocab_size
+            flops += 2 * spec.d_model * spec.head_rows
         return flops
 
     @property
@@ -301,9 +301,13 @@ def _attention_detail(spec: ModelSpec, attention: AnyAttention | None = None) ->
     return Message.join(attention_summary(attention or spec.attention), fused, parallel)
 
 
+def _where(layers: tuple[int, ...]) -> Message:
+    """' (layer 3)' or ' (layers 0–4, 6)': the layers a row covers, after its words."""
+    return Message(N_(" (layer {layers})") if len(layers) == 1 else N_(" (layers {layers})"), layers=layer_ranges(layers))
+
+
 def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Message:
-    said = N_(" (layer {layers})") if len(layers) == 1 else N_(" (layers {layers})")
-    where = "" if len(layers) == spec.n_layers else Message(said, layers=layer_ranges(layers))
+    where = "" if len(layers) == spec.n_layers else _where(layers)
     if spec.no_ffn_layers and len(layers) < spec.n_layers:  # one block a layer: the layers are counted, not listed
         where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
@@ -335,8 +339,7 @@ def _attention_row(spec: ModelSpec, block: Block) -> Message | str:
     if spec.attention_kinds and block.layers:  # one row a shape (Gemma 4's sliding and full layers), each with its layers
         first = block.layers[0]
         extra = (Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.attention_extra_of(first)))
-        where = Message(N_(" (layer {layers})") if len(block.layers) == 1 else N_(" (layers {layers})"), layers=layer_ranges(block.layers))
-        return Message.join(_attention_detail(spec, spec.attention_of(first)), *extra, where)
+        return Message.join(_attention_detail(spec, spec.attention_of(first)), *extra, _where(block.layers))
     beside = (Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.attention_extra))
     detail = Message.join(_attention_detail(spec), *beside)
     if spec.mixer is not None or spec.no_mixer_layers:
@@ -366,7 +369,7 @@ def _head_row(spec: ModelSpec, block: Block) -> Message:
     bias = Message(N_(", own bias") if spec.tie_word_embeddings else N_(" + bias")) if spec.lm_head_bias else ""
     if spec.tie_word_embeddings:
         return Message.join(Message(N_("tied to the token embeddings")), bias)
-    return Message.join(f"({spec.vocab_size}, {spec.d_model})", bias, Message(N_(", untied")))
+    return Message.join(f"({spec.head_rows}, {spec.d_model})", bias, Message(N_(", untied")))
 
 
 def _shape_row(spec: ModelSpec, block: Block) -> str:
@@ -398,11 +401,13 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
     each = sum(t.numel * t.copies for t in block.tensors if not t.tied)
     name: str = block.name
     unit, active = 1, None
-    extras = {e.name: e for e in spec.extras}
+    extras = {e.name: e for e in spec.extras if spec.layers_of(e) == block.layers}
     mixer = spec.mixer
     if block.name in extras:
         e = extras[block.name]
         unit, detail = e.copies, e.detail
+        if e.layers:  # a part only some layers hold (Inkling 2's full layers' input norms for the keys and values)
+            detail = Message.join(detail, _where(e.layers))
     elif block.part == "vision" and spec.vision is not None:
         vision = next(p for p in spec.vision.parts if p.name == block.name)
         name, unit, detail = Message(N_("vision: {part}"), part=Message(vision.name)), vision.copies, vision.detail

@@ -206,7 +206,7 @@ def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = 
 
 def extra_tensors(spec: ModelSpec, extra: ExtraPart) -> tuple[PlacedTensor, ...]:
     """A family's own part (Gemma 3n's AltUp, Laurel, per-layer inputs), in every layer or beside them."""
-    layers = tuple(range(spec.n_layers)) if extra.per_layer else None
+    layers = spec.layers_of(extra)
     role: Role = "embedding" if extra.kind == "embedding" else "other"
     return tuple(_place(extra.name, extra.kind, role, extra.tensors, layers, extra.copies))
 
@@ -258,7 +258,7 @@ def _layers(spec: ModelSpec) -> Iterator[PlacedTensor]:
 
 
 def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
-    d, v = spec.d_model, spec.vocab_size
+    d, v = spec.d_model, spec.head_rows
     if spec.final_norm:
         yield _one(FINAL_NORM, "norm", "vector", "norm", (spec.norm_params,))
     if spec.lm_head:

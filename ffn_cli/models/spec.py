@@ -62,6 +62,9 @@ class ExtraPart:
     per_layer: bool = False
     flops: int = 0
     copies: int = 1  # identical copies (Gemma 3n's altup_num_inputs − 1 projections each way)
+    # The layers that hold it where only some do (Inkling 2's full layers, their k and v input
+    # norms); empty: every layer, when per_layer.
+    layers: tuple[int, ...] = ()
 
     @property
     def params_each(self) -> int:
@@ -127,6 +130,9 @@ class ModelSpec:
     fused_qkv: bool = False  # one qkv_proj (Phi-3) or c_attn (GPT-2): same count, one matmul
     parallel_block: bool = False  # attention and FFN read the same input (GPT-J, Falcon, Phi-2): no count change
     lm_head_bias: bool = False  # Phi's head carries a vocab-sized bias, tied weight or not
+    # The LM head's rows where other than vocab_size (Inkling 2's unpadded_vocab_size: the
+    # checkpoint's padded rows are dropped on load); 0: vocab_size.
+    lm_head_rows: int = 0
     # Tensors of each MoE layer beside its FFNSpec's, always active: gpt-oss's router bias,
     # Qwen2-MoE's shared_expert_gate when the shared expert has width 0, DeepSeek-V2's shared-expert
     # biases under mlp_bias (its routed experts have none).
@@ -198,6 +204,9 @@ class ModelSpec:
         check_int("vocab_size", self.vocab_size, maximum=MAX_VOCAB)
         check_int("max_position_embeddings", self.max_positions, minimum=0)
         check_int("first_position", self.first_position, minimum=0, maximum=max(self.max_positions - 1, 0))
+        check_int("lm_head_rows", self.lm_head_rows, minimum=0, maximum=MAX_VOCAB)
+        if self.lm_head_rows and self.tie_word_embeddings:
+            raise FFNError("lm_head_rows", self.lm_head_rows, _("a head tied to the token embeddings has their rows"))
         check_int("type_vocab_size", self.type_vocab_size, minimum=0, maximum=MAX_VOCAB)
         if self.norm not in NORM_KINDS:
             raise FFNError("norm", self.norm, _("choose one of {norm_kinds}").format(norm_kinds=", ".join(NORM_KINDS)))
@@ -358,9 +367,19 @@ class ModelSpec:
         groups = [(self.attention, self.attention_extra, own)] if own or not self.attention_kinds else []
         return (*groups, *((k.attention, k.extra, k.layers) for k in self.attention_kinds))
 
+    @property
+    def head_rows(self) -> int:
+        """The LM head's rows: the logits a token gets."""
+        return self.lm_head_rows or self.vocab_size
+
+    def layers_of(self, extra: ExtraPart) -> tuple[int, ...] | None:
+        """The layers that hold `extra` (its own, else every layer), or None for a part beside the layers."""
+        return (extra.layers or tuple(range(self.n_layers))) if extra.per_layer else None
+
     def copies_of(self, extra: ExtraPart) -> int:
-        """How many copies of `extra`'s tensors the model holds: its copies in each layer, or in all."""
-        return extra.copies * (self.n_layers if extra.per_layer else 1)
+        """How many copies of `extra`'s tensors the model holds: its copies in each of its layers, or in all."""
+        layers = self.layers_of(extra)
+        return extra.copies * (1 if layers is None else len(layers))
 
     @property
     def extra_flops(self) -> int:

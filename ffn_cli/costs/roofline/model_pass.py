@@ -272,7 +272,7 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
 
 def head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The LM head: every token's logits, its weight read once."""
-    d, v, t = spec.d_model, spec.vocab_size, case.tokens
+    d, v, t = spec.d_model, spec.head_rows, case.tokens
     head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
     head_bytes = t * d * case.act_bytes + t * v * case.act_bytes
     return PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
@@ -384,7 +384,7 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     ]
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
     head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
-    v = spec.vocab_size
+    v = spec.head_rows
     # LM head: dlogits read, the input's gradient written, its saved input read.
     head_forward = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), t * v * b + t * d * b, weight_params=v * d)
     head = _backward_of(head_forward, t * d * b, case)
