@@ -580,6 +580,17 @@ def test_a_symbol_formula_in_full_width_brackets_stays_whole(width: int) -> None
     assert any("（K = V）" in line for line in lines), lines
 
 
+@pytest.mark.parametrize("width", range(14, 40))
+def test_a_chinese_count_stays_with_the_latin_noun_it_counts(width: int) -> None:
+    """"64 个 GPU", "8 个 KV 头": the count, its measure word and the noun after it break as one word."""
+    from ffn_cli.render.fit import wrap_wide
+
+    text = "共 16 个 GPU，是所试布局（每份至多 64 个 GPU：1、2、4 或 8 的倍数）中最少的"
+    lines = wrap_wide(Text(text), width).plain.split("\n")
+    assert all(not line.rstrip().endswith("个") and not line.startswith("GPU") for line in lines), lines
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+
+
 def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> None:
     # A run of CJK characters has no spaces: it wraps between any two (as rich draws it), so a
     # long Chinese note narrows to fit instead of pushing a column out; a header stays whole.

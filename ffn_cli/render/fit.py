@@ -112,12 +112,14 @@ def _pieces(word: str) -> list[str]:
 # A number with its unit (12.55 GiB, 295.4 FLOP/B, -23.7 %, 4,096 tokens), a shape ((B·T, d),
 # (2048, 512)), an identity between two bracketed products ((xW₁)W₂ = x(W₁W₂)) and a GPU's
 # "(per GPU)", and a one-letter symbol's small formula (w − 1, K = V, m = 128; in Chinese's
-# full-width brackets too, "（K = V）"): each is one word, never broken at the spaces inside it.
+# full-width brackets too, "（K = V）"), and in Chinese a count, its measure word and the Latin
+# noun it counts ("20 个 GPU", "8 个 KV 头"): each is one word, never broken at the spaces inside it.
 UNIT = r"(?:%|[KMGTP]i?B(?:/s)?|B|[kKMGTP]?FLOPs?(?:/(?:s|B|token))?|[KMGT]?params|ms|µs|ns|s|tokens?)"
 _SHAPE = r"\((?:[\w·.+\-*/]+, ?)+[\w·.+\-*/]+\)"
 _IDENTITY = r"(?<!\S)\(\S+\)\S* = \S*\(\S+\)\S*"
 _SYMBOL_FORMULA = r"(?<![^\s(（])[A-Za-z] [−=+] [A-Za-z0-9]+(?![^\s),;）])"
-UNBREAKABLE = re.compile(rf"[-+−]?\d[\d.,]* {UNIT}(?![\w/])|{_SHAPE}|{_IDENTITY}|\(per \w+\)|{_SYMBOL_FORMULA}")
+_MEASURED = r"[\w/,.]*\d ?个 [A-Za-z][\w-]*"
+UNBREAKABLE = re.compile(rf"[-+−]?\d[\d.,]* {UNIT}(?![\w/])|{_SHAPE}|{_IDENTITY}|\(per \w+\)|{_SYMBOL_FORMULA}|{_MEASURED}")
 
 
 def unbroken_words(line: str) -> list[str]:
