@@ -649,11 +649,27 @@ def test_short_convolutions_beside_attention_against_transformers() -> None:
     assert {c.dtype for layer in convs for c in layer} == {torch.float32}
 
 
-def test_relative_position_logits_are_named_as_left_out() -> None:
+def test_relative_position_logits_are_named_as_left_out(tmp_path: Any) -> None:
     # Inkling's rel_logits_proj: each query's relative states against every distance, a matmul no
-    # projection counts; named under the answer, never counted as something else.
+    # projection counts; named under the roofline, never counted as something else, and not under
+    # the memory verdict, which FLOPs do not touch.
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
     layout = _layout(_inkling())
-    assert any("relative-position logits" in str(m) for m in layout.left_out)
+    assert any("relative-position logits" in str(m) for m in layout.flops_left_out)
+    assert not any("relative-position logits" in str(m) for m in layout.left_out)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_inkling()))
+    args = ["params", "--config", str(path), "--gpu", "h200", "--no-cache"]
+    text = CliRunner().invoke(app, args).output
+    assert "the roofline leaves out: layer" in text and "the verdict leaves out" not in text
+    data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert any("relative-position logits" in m for m in data["roofline"]["left_out"])
+    assert "left_out" not in data["per_gpu_memory"]
 
 
 def _inkling2() -> dict[str, Any]:
@@ -697,6 +713,26 @@ def test_inkling2_wrapped_projections_and_dynamic_convolutions_against_transform
     assert model.lm_head.weight.shape[0] == spec.head_rows
 
 
+def test_inkling2_residual_convolutions_are_whole_on_each_gpu(tmp_path: Any) -> None:
+    # Under --tp 2 each GPU keeps half of the KV heads' keys, values and their convolutions' windows,
+    # but the convolutions over the residual stream whole: every rank holds the residual stream.
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_inkling2()))
+    args = ["params", "--config", str(path), "--gpu", "h200", "--tp", "2", "--phase", "decode", "--seq-len", "11", "--json", "--no-cache"]
+    data = json.loads(CliRunner().invoke(app, args).stdout)
+    sliding = 4 * (3 * 2 * 2 * 16 * 2 + 3 * 2 * 32 * 4)  # 4 layers: 3 tokens' K and V at 2 B, the convolutions' windows at 4 B
+    full = 2 * (11 * 2 * 2 * 16 * 2 + 3 * 2 * 32 * 4)
+    residual = 6 * 2 * 3 * 64 * 4  # 6 layers, two convolutions of 64 channels, 3 inputs each at 4 B
+    assert data["per_gpu_memory"]["kv_cache_bytes"] == (sliding + full) // 2 + residual
+    assert "one over the residual stream whole" in data["per_gpu_memory"]["counted"]
+
+
 def test_inkling2_tensors_some_layers_hold_are_counted_in_those_layers() -> None:
     # Layer 0 has no attention_input; the full layers' reads three queries ([3, 64]) and they norm
     # the keys' and values' inputs apart from the queries' (two norms more than a sliding layer):
@@ -711,7 +747,7 @@ def test_inkling2_tensors_some_layers_hold_are_counted_in_those_layers() -> None
         own = sum(p.numel() for n, p in layer.named_parameters() if n.startswith(("attention_input", "mlp_input", "k_input", "v_input")))
         assert part.params_each == own
     assert spec.norms_per_layer == 2
-    assert any("Inkling2BlockAttentionResidual" in str(m) for m in _layout(config).left_out)
+    assert any("Inkling2BlockAttentionResidual" in str(m) for m in _layout(config).flops_left_out)
 
 
 def _rwkv() -> dict[str, Any]:

@@ -582,13 +582,27 @@ def test_a_symbol_formula_in_full_width_brackets_stays_whole(width: int) -> None
 
 @pytest.mark.parametrize("width", range(14, 40))
 def test_a_chinese_count_stays_with_the_latin_noun_it_counts(width: int) -> None:
-    """"64 个 GPU", "8 个 KV 头": the count, its measure word and the noun after it break as one word."""
+    """ "64 个 GPU", "8 个 KV 头": the count, its measure word and the noun after it break as one word."""
     from ffn_cli.render.fit import wrap_wide
 
     text = "共 16 个 GPU，是所试布局（每份至多 64 个 GPU：1、2、4 或 8 的倍数）中最少的"
     lines = wrap_wide(Text(text), width).plain.split("\n")
     assert all(not line.rstrip().endswith("个") and not line.startswith("GPU") for line in lines), lines
     assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+
+
+def test_a_table_too_wide_for_its_words_narrows_its_text_and_wraps_it_at_that_width() -> None:
+    # A value 26 cells wide and a formula of 20 leave no room at 60 columns: the text column gives
+    # up cells, its Chinese wrapped at the width drawn (no line opens with "；"), the formula broken
+    # after a dot, every line within the width.
+    note = "激活路径上的矩阵乘；注意力分数每层另加 4·seq·heads·head_dim"
+    rows = [["前向 FLOPs/token", "124.50×（激活参数 2.611×）", note]]
+    table = FitTable(None, [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
+    shown, widths = table.layout(60)
+    assert shown == [0, 1, 2] and sum(widths) + GAP * 2 <= 60
+    lines = _draw([table], 60).split("\n")
+    assert all(cell_len(line) <= 60 for line in lines)
+    assert not any(re.search(r"\s；", line) for line in lines), lines
 
 
 def test_a_chinese_note_breaks_between_characters_and_a_header_does_not() -> None:

@@ -214,3 +214,6 @@ class BuiltLayout:
     left_out: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     causal: bool = True
+    # Work built that no FLOP count sizes (Inkling's relative-position logits): the roofline's to
+    # name, not the memory's, which it does not touch.
+    flops_left_out: tuple[str, ...] = ()

@@ -222,6 +222,7 @@ class LayerRead:
     residual_copies: int | None = None  # copies of the residual stream its hyper-connections mix
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
+    flops_left_out: list[Message] = field(default_factory=list)  # work no FLOP count sizes; its state, if any, sized
 
 
 def _count(module: nn.Module) -> int:
@@ -383,7 +384,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     relative = [(n, m) for n, m in child.named_modules() if n and isinstance(getattr(m, "rel_extent", None), int) and _count(m)]
     for n, m in relative:  # Inkling's relative-position logits: a matmul a token no projection counts
         why = N_("the FLOPs of {cls}'s relative-position logits ({path}: each query's against {extent} distances), beyond its projections")
-        read.left_out.append(Message(why, cls=type(child).__name__, path=n, extent=f"{m.rel_extent:,}"))
+        read.flops_left_out.append(Message(why, cls=type(child).__name__, path=n, extent=f"{m.rel_extent:,}"))
     read.window = _window(child)
     one, many = N_("attention: {heads} heads × {head_dim}, {kv} KV head"), N_("attention: {heads} heads × {head_dim}, {kv} KV heads")
     shape = one if kv == 1 else many
@@ -756,7 +757,16 @@ def _short_convs(convs: list[tuple[str, nn.Conv1d]], layers: tuple[int, ...], fp
     window = sum(c.in_channels * (int(c.kernel_size[0]) - 1) for _p, c in convs)
     detail = Message(N_("{n} depthwise convolutions: {paths}"), n=f"{len(convs):,}", paths=", ".join(p for p, _c in convs))
     return LinearMixer(
-        Message(N_("short convolutions")), detail, tensors, (), 0, layers, flops, window, conv_dtype_bytes=4 if fp32 else None
+        Message(N_("short convolutions")),
+        detail,
+        tensors,
+        (),
+        0,
+        layers,
+        flops,
+        window,
+        conv_dtype_bytes=4 if fp32 else None,
+        whole_on_each_gpu=True,
     )
 
 
@@ -1171,7 +1181,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     attending = [(n, c) for n, c in rest if "Attention" in type(c).__name__]
     for cls in dict.fromkeys(type(c).__name__ for _n, c in attending):  # Inkling 2's attention over earlier blocks' outputs
         paths = ", ".join(n for n, c in attending if type(c).__name__ == cls)
-        read.left_out.append(Message(N_("the FLOPs of {cls}'s attention ({paths}), beyond its parameters"), cls=cls, paths=paths))
+        read.flops_left_out.append(Message(N_("the FLOPs of {cls}'s attention ({paths}), beyond its parameters"), cls=cls, paths=paths))
     for name, child in rest:
         read.other += tuple(
             ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
@@ -1221,6 +1231,13 @@ def _gated_norm(name: str, module: nn.Module) -> tuple[nn.Module, tuple[ParamTen
     if any(not isinstance(m, nn.Linear) for _p, m in leaves):
         return None
     return norms[0], tuple(t for path, m in leaves for t in _named_in(f"{name}.{path}", m))
+
+
+def _module_of(t: ParamTensor) -> str:
+    """The module a tensor beside the layers is in, by its whole path (model.language_model.final_input):
+    a module two names deep may be the whole text model."""
+    path = t.name.split(" ")[0]
+    return path.rpartition(".")[0] if path.endswith((".weight", ".bias")) else path
 
 
 def _top_module(t: ParamTensor) -> str:
@@ -1793,6 +1810,15 @@ def _merged(reads: list[LayerRead]) -> list[LayerRead]:
     return sorted(merged.values(), key=lambda r: r.layers[0])
 
 
+def _by_layers(said: list[tuple[tuple[int, ...], list[Message]]]) -> list[Message]:
+    """What each kind leaves out, each thing once with every layer that leaves it out."""
+    missing: dict[str, list[int]] = {}
+    for layers, what in said:
+        for x in what:
+            missing.setdefault(x, []).extend(layers)
+    return [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
+
+
 def _common_norms(reads: list[LayerRead], d: int) -> tuple[int, list[LayerRead]]:
     """The norms every layer holds, and the reads with the norms a kind holds beyond them as
     tensors beside its parts (Inkling 2's full layers: norms before the keys and the values as
@@ -1885,7 +1911,7 @@ def _assemble(
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", Message.listed(said), shell.tables),)
     vision, beside = _towers(shell.beside, config)
     if beside:
-        tops = ", ".join(dict.fromkeys(_top_module(t) for t in beside))
+        tops = ", ".join(dict.fromkeys(_module_of(t) for t in beside))
         # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model
         # projection); in a model with a tower, what is beside the layers may run on its inputs, not counted per token.
         text_only = hf_config.get_text_config() is hf_config
@@ -1939,20 +1965,17 @@ def _assemble(
         for i in r.layers:
             windows[i] = r.window
     chunks = attention_chunks(config, n_layers)
-    missing: dict[str, list[int]] = {}
-    for r in reads:
-        for x in r.left_out:
-            missing.setdefault(x, []).extend(r.layers)
-    left_out = [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
-    left_out += _loops(text_data)
+    left_out = _by_layers([(r.layers, r.left_out) for r in reads]) + _loops(text_data)
+    flops_left_out = _by_layers([(r.layers, r.flops_left_out) for r in reads])
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, spec.norm_params):
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
     kinds = tuple((layer_ranges(r.layers), Message.join(*_between(r.said, Message(N_("; "))))) for r in reads)
     built_as_is = [(vision.name, vision.params)] if vision is not None else []  # the towers, then the rest beside the layers
-    built_as_is += [(", ".join(dict.fromkeys(map(_top_module, beside))), sum(t.count for t in beside))] if beside else []
+    built_as_is += [(", ".join(dict.fromkeys(map(_module_of, beside))), sum(t.count for t in beside))] if beside else []
     for modules, count in built_as_is:
         kinds += (("beside", Message(N_("{modules}: {count} parameters, counted as built"), modules=modules, count=f"{count:,}")),)
     if sublayers > 1:
         notes += (Message(_SUBLAYERS, n=f"{n_layers // sublayers:,}", sub=sublayers, layers=f"{n_layers:,}"),)
-    return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes)
+    return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes,
+                       flops_left_out=tuple(flops_left_out))  # fmt: skip

@@ -54,6 +54,7 @@ class KindState:
     keeps: Literal["kv", "latent", "index"] = "kv"
     mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
     image_tokens: int = 0  # cross-attention: the image's tokens whose K and V (`width` a token) it keeps, whatever the context
+    whole: bool = False  # a mixer over the residual stream's channels: whole on each GPU, not split over --tp
 
     @property
     def elements(self) -> int:
@@ -203,6 +204,7 @@ def decode_state(
                     recurrent_bytes=m.state_dtype_bytes if m.scan is not None else None,
                     conv_bytes=m.conv_dtype_bytes,
                     sized=m.state_sized,
+                    whole=m.whole_on_each_gpu,
                 )
             )
     if mtp:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from ffn_cli.compressed_attention import CompressedAttentionSpec
-from ffn_cli.costs.decode_state import decode_state
+from ffn_cli.costs.decode_state import KindState, decode_state
 from ffn_cli.costs.parallel_layout import Layout, intermediate_width
 from ffn_cli.costs.rank_memory import RankMemory
 from ffn_cli.hardware.gpus import GPU
@@ -59,6 +59,8 @@ class GPUMemory:
     # A compressed layer's cache shrinks as a window closes (DeepSeek-V4's): the KV cache counted is
     # the most it holds on the way to the context, a little above what it holds there.
     peaks: bool = False
+    # A mixer over the residual stream's channels (Inkling's short convolutions): its state whole on each GPU.
+    whole_mixer: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -105,10 +107,14 @@ class _Sizer:
             return 0.0
         # decoding passes every shorter context: the most each kind holds on the way
         kinds = decode_state(self.spec, self.windows, self.chunks, context, peak=True, mtp=self.mtp)
-        return sum(
-            k.bytes_(act_bytes) * (self.layout.kv_heads_share(k.kv_heads) if k.tokens is not None or k.kv_heads else 1 / self.layout.tp)
-            for k in kinds
-        )
+        return sum(k.bytes_(act_bytes) * self._share(k) for k in kinds)
+
+    def _share(self, kind: KindState) -> float:
+        """The fraction of a kind's state one GPU keeps: its KV heads' share, a mixer's state split
+        over --tp, or all of it (MLA's latent, a convolution over the residual stream)."""
+        if kind.tokens is not None or kind.kv_heads:
+            return self.layout.kv_heads_share(kind.kv_heads)
+        return 1.0 if kind.whole else 1 / self.layout.tp
 
     def kv_bytes(self, batch: int, context: int, act_bytes: int) -> int:
         return ceil(self.layout.sequences(batch) * self.kv_bytes_per_sequence(context, act_bytes))
@@ -173,4 +179,5 @@ def gpu_memory(
         spec.residual_copies,
         bool(spec.attention_layers),
         any(isinstance(spec.attention_of(i), CompressedAttentionSpec) for i in spec.attention_layers),
+        spec.mixer is not None and spec.mixer.whole_on_each_gpu,
     )

@@ -331,6 +331,9 @@ class LinearMixer:
     # Bytes of one conv-window element where the model keeps its convolutions in float32 (Inkling's
     # short convolutions, in _keep_in_fp32_modules_strict); None: the cache dtype.
     conv_dtype_bytes: int | None = None
+    # Its channels are the residual stream's, which every --tp rank holds whole (Inkling's short
+    # convolutions over it, no projection around them): its work and state are whole on each GPU.
+    whole_on_each_gpu: bool = False
 
     @property
     def params(self) -> int:

@@ -192,7 +192,8 @@ def layout_view(layout: BuiltLayout) -> RenderableType:
     lines: list[RenderableType] = [
         FitTable(Text(_("layout of {name}").format(name=layout.spec.name)), columns, rows, caption=Text(_(_LAID_OUT), style="dim"))
     ]
-    lines += [Wide(Text(_("left out: {what}").format(what=shown(what)), style="yellow")) for what in layout.left_out]
+    left_out = (*layout.left_out, *layout.flops_left_out)
+    lines += [Wide(Text(_("left out: {what}").format(what=shown(what)), style="yellow")) for what in left_out]
     said = [shown(note) if isinstance(note, Message) else _(note) for note in layout.notes]
     lines += [Wide(Text(_("note: {note}").format(note=note), style="dim")) for note in said]
     return Group(*lines)
@@ -203,5 +204,6 @@ def layout_data(layout: BuiltLayout) -> dict[str, Any]:
         "read_from": "transformers modules, one layer of each kind",
         "kinds": [{"layers": where, "holds": holds} for where, holds in layout.kinds],
         "left_out": list(layout.left_out),
+        "flops_left_out": list(layout.flops_left_out),
         "notes": list(layout.notes),
     }

@@ -51,6 +51,7 @@ __all__ = [
 
 # Cells between two columns: one of padding, one of the (blank) divider.
 GAP = 2
+_NARROWEST_TEXT = 8  # the fewest cells a text column gives up to when a table cannot fit otherwise
 # The widest word a text column keeps whole where a column that never leaves would not fit
 # beside it; a longer one (a module path) then folds inside it.
 FOLD_AT = 24
@@ -399,6 +400,16 @@ class FitTable:
         widths = [self._bounds[i][0] for i in shown]
         if sum(widths) + GAP * (len(shown) - 1) > width:  # a long name would push a number off the screen: it folds
             widths = [self._folded[i] for i in shown]
+        # Still too wide: the widest text column gives cells up, its long words breaking inside (a
+        # product after its dots), so that the text is wrapped at the width it is drawn at, Chinese
+        # by its own rules, rather than cut again by rich.
+        over = sum(widths) + GAP * (len(shown) - 1) - width
+        while over > 0:
+            texts = [k for k, i in enumerate(shown) if self.columns[i].kind == "text" and widths[k] > _NARROWEST_TEXT]
+            if not texts:
+                break
+            widths[max(texts, key=lambda k: widths[k])] -= 1
+            over -= 1
         spare = width - sum(widths) - GAP * (len(shown) - 1)
         # Hand spare cells out one at a time: wrapped text up to a comfortable width first,
         # then wrapped headers of number columns (a few cells each), then the text to its widest.

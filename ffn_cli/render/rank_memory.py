@@ -27,7 +27,7 @@ NOT_COUNTED = N_(
 )
 COUNTED = N_(
     "counted: the weights as stored; the KV cache of this GPU's sequences at the context (its share of the KV heads; "
-    "MLA's latent whole; a mixer's state split over --tp); activations: the pass's tokens × ({residual} + the widest "
+    "MLA's latent whole; a mixer's state split over --tp{whole}); activations: the pass's tokens × ({residual} + the widest "
     "intermediate of a layer on this GPU) and a float32 logits row per sequence; the runtime reserve as vLLM measured "
     "it. Not counted: {context} graphs, fragmentation beyond the reserve"
 )
@@ -43,6 +43,17 @@ _RESERVE_WORDS = {
     "HIP context and allocator": N_("HIP context and allocator"),
     "HIP context, allocator, RCCL buffers": N_("HIP context, allocator, RCCL buffers"),
 }
+
+
+# A mixer over the residual stream is on every GPU whole (Inkling's short convolutions).
+WHOLE_MIXER = N_(", one over the residual stream whole")
+
+
+def _counted(fit: GPUMemory, *, translate: bool) -> str:
+    """What the memory per GPU counts, in words (English for --json)."""
+    say = _ if translate else str
+    whole = say(WHOLE_MIXER) if fit.whole_mixer else ""
+    return say(COUNTED).format(context=fit.reserve.context, residual=_residual(fit, translate=translate), whole=whole)
 
 
 def _residual(fit: GPUMemory, *, translate: bool) -> str:
@@ -83,7 +94,7 @@ def _fit_data(fit: GPUMemory) -> dict[str, Any]:
         "max_context": fit.max_context,
         "context_limit": fit.context_limit,
         "search_limit": SEARCH_LIMIT,  # max_batch and max_context reach it where nothing stops them sooner
-        "counted": COUNTED.format(context=fit.reserve.context, residual=_residual(fit, translate=False)),
+        "counted": _counted(fit, translate=False),
     }
 
 
@@ -228,7 +239,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
             title = _("memory of one GPU ({whole})").format(whole=whole)
         else:
             title = _("memory per GPU: --tp {tp} --ep {ep} on {gpus} GPUs ({whole})").format(tp=r.tp, ep=r.ep, gpus=r.gpus, whole=whole)
-        caption = _(COUNTED).format(context=fit.reserve.context, residual=_residual(fit, translate=True))
+        caption = _counted(fit, translate=True)
     columns = [Col(_("weights"), "text"), Col(_("bytes"))]
     if fit is not None:
         columns[0] = Col(_("per GPU"), "text")

@@ -140,7 +140,10 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
         key: _moe_rank(spec, f, plan, case, local, layout) if f.info.experts_held(f) else _split(ffn_cost(spec, f, plan, local), tp, 1)
         for key, f in unique.items()
     }
-    mixer = _split(mixer_cost(spec, plan, local), tp, 1 / tp) if spec.mixer is not None else None
+    mixer = None
+    if spec.mixer is not None:  # a convolution over the residual stream runs whole on each GPU
+        whole = spec.mixer.whole_on_each_gpu
+        mixer = _split(mixer_cost(spec, plan, local), 1 if whole else tp, 1.0 if whole else 1 / tp)
     attention: list[PartCost] = []
     for i in range(spec.n_layers):
         label = spec.mixer_label(i)

@@ -129,10 +129,14 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
 
 def _with_extra(data: dict[str, Any], extra: tuple[ParamTensor, ...]) -> dict[str, Any]:
     """An attention's JSON with the tensors beside its projections (an output gate's half of
-    q_proj, an indexer): `params` is the projections', `layer_params` the layer's whole, as the
-    parts table counts it."""
+    q_proj, an indexer; Inkling 2's per-token sinks, sink_proj, which `sinks` does not mean):
+    `params` is the projections', `layer_params` the layer's whole, as the parts table counts it,
+    `extra_tensors` each tensor beside them by name and shape."""
+    if not extra:
+        return data
     beside = sum(t.count for t in extra)
-    return {**data, "extra_params": beside, "layer_params": data["params"] + beside} if extra else data
+    tensors = [{"name": t.name, "shape": list(t.shape)} for t in extra]
+    return {**data, "extra_params": beside, "extra_tensors": tensors, "layer_params": data["params"] + beside}
 
 
 def _has_active(m: ModelParams) -> bool:
