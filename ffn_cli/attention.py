@@ -58,11 +58,16 @@ class AttentionSpec:
     # cache dtype).
     kv_conv: int = 0
     kv_conv_bytes: int | None = None
+    # Elements a sequence keeps beside the cache whatever the context, at the cache dtype, of work
+    # before the keys and values (Zaya's compressed convolutional attention: its query and key
+    # convolutions' (t0 − 1) + (t1 − 1) latest inputs, and the last token's delayed value half).
+    side_state: int = 0
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
         if self.kv_conv:
             check_int("kv_conv", self.kv_conv)
+        check_int("side_state", self.side_state, minimum=0)
         if self.qk_norm not in QK_NORMS:
             raise FFNError("qk_norm", self.qk_norm, _("choose one of {qk_norms}").format(qk_norms=", ".join(QK_NORMS)))
         if self.n_heads is None:
@@ -154,8 +159,9 @@ class AttentionSpec:
 
     @property
     def conv_window(self) -> int:
-        """Elements the convolutions over the keys and values keep while decoding: taps − 1 latest inputs of each channel."""
-        return (self.kv_conv - 1) * (self.kv_dim + self.v_dim) if self.kv_conv else 0
+        """Elements the attention keeps a sequence beside its cache while decoding: the key and value
+        convolutions' taps − 1 latest inputs of each channel, and its side_state."""
+        return ((self.kv_conv - 1) * (self.kv_dim + self.v_dim) if self.kv_conv else 0) + self.side_state
 
     @property
     def kind(self) -> str:
@@ -164,6 +170,8 @@ class AttentionSpec:
 
     def shape_data(self) -> dict[str, Any]:
         convs = {"kv_conv_taps": self.kv_conv, "kv_conv_state_elements": self.conv_window} if self.kv_conv else {}
+        if self.side_state:
+            convs["side_state_elements"] = self.side_state
         return {"kind": self.kind, "qk_norm": self.qk_norm, "sinks": self.sinks, **convs}
 
     @property

@@ -750,6 +750,66 @@ def test_inkling2_tensors_some_layers_hold_are_counted_in_those_layers() -> None
     assert any("Inkling2BlockAttentionResidual" in str(m) for m in _layout(config).flops_left_out)
 
 
+def _zaya() -> dict[str, Any]:
+    # Three layers of 64: 4 heads × 16 over 2 KV heads, convolutions of 2 and 3 taps over the 96
+    # channels of the queries and keys; 4 experts × 32, top-1, and a skip expert in the router's
+    # pool of 5, scored by an MLP over a 16-wide state.
+    small = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,
+                 moe_intermediate_size=32, num_experts=4, num_experts_per_tok=1, router_hidden_size=16, cca_time0=2, cca_time1=3,
+                 pad_token_id=0)  # fmt: skip
+    return {**transformers.AutoConfig.for_model("zaya", **small).to_dict(), "model_type": "zaya"}
+
+
+def test_zaya_compressed_convolutional_attention_against_transformers() -> None:
+    # Zaya's CCA keeps K and V of every token, and beside them its convolutions' (2 − 1) + (3 − 1)
+    # latest inputs of the 96 query and key channels and the last token's delayed value half (16):
+    # transformers' cache after a forward in bfloat16 holds as much, at 2 B an element.
+    config = _zaya()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    (kind,) = decode_state(spec, layout.windows, layout.chunks, 9)
+    assert kind.elements_per_layer == 9 * 2 * 2 * 16 + 3 * 96 + 16
+    assert kind.bytes_per_layer(2) == 2 * kind.elements_per_layer
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config), dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(1, 100, (1, 9)), use_cache=True).past_key_values
+    for layer in cache.layers:
+        states = [layer.keys, layer.values, *layer.conv_states.values(), *layer.recurrent_states.values()]
+        assert sum(t.numel() for t in states) == kind.elements_per_layer
+        assert sum(t.numel() * t.element_size() for t in states) == kind.bytes_per_layer(2)
+
+
+def test_zaya_flops_against_flop_counter() -> None:
+    # FlopCounterMode on transformers' own modules, 5 tokens. The attention: q, k, the two value
+    # halves and o (2 · 64 · (64 + 32 + 32) + 2 · 64 · 64 a token) and its convolutions (2 · 96 · 2
+    # depthwise, 2 · 96 · 16 · 3 grouped); counted as ffn counts a token's, less the biases the
+    # counter leaves out, plus what a pass with no cache runs beside its tokens: the depthwise
+    # convolution over 3 − 1 more positions (the grouped one's reach) and the delayed value half
+    # of one token of zeros. The router: down_proj, fc1, fc2 and out_proj, 2 · (64 · 16 + 2 · 16 · 16
+    # + 16 · 5) a token, in place of a d × E router.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = _zaya()
+    spec = _layout(config).spec
+    ffn = spec.moe_ffn
+    assert ffn is not None and spec.router_in_extra and spec.zero_experts == 1 and spec.router_score_bias
+    per_token = 2 * 64 * (64 + 32 + 32) + 2 * 64 * 64 + 2 * 96 * 2 + 96 + 2 * 96 * 16 * 3 + 96
+    assert spec.attention_flops_of(1) == per_token
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    layer = model.model.layers[1]
+    with torch.no_grad(), FlopCounterMode(display=False) as counted:
+        layer.self_attn.qkv_proj(torch.randn(1, 5, 64), None)
+        layer.self_attn.o_proj(torch.randn(1, 5, 64))
+    assert counted.get_total_flops() == 5 * (per_token - 2 * 96) + 2 * (2 * 96 * 2) + 2 * 64 * 16
+    with torch.no_grad(), FlopCounterMode(display=False) as counted:
+        layer.mlp.gate(torch.randn(1, 5, 64), torch.randn(1, 5, 16))
+    router = 2 * (64 * 16 + 2 * 16 * 16 + 16 * 5)
+    assert counted.get_total_flops() == 5 * router
+    assert spec.ffn_matmul_flops(ffn) == router + 2 * 3 * 64 * 32  # one expert, every pick a real one
+
+
 def _rwkv() -> dict[str, Any]:
     small = dict(hidden_size=64, attention_hidden_size=64, intermediate_size=96, num_hidden_layers=2, vocab_size=128)
     return {**transformers.AutoConfig.for_model("rwkv", **small).to_dict(), "model_type": "rwkv"}

@@ -92,7 +92,7 @@ _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 _STATIC_TAPS = ".static_weight"  # a dynamic short convolution's taps that every token shares (Inkling 2's)
 _EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
 # A router's bias on its scores, kept out of the gradient: a buffer (DeepSeek-V3's, LFM2-MoE's).
-_SCORE_BIASES = ("e_score_correction_bias", "expert_bias")
+_SCORE_BIASES = ("e_score_correction_bias", "expert_bias", "balancing_biases")
 # Where a config names its FFN's activation (GPT-2's, OPT's and XGLM's: activation_function).
 _ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function")
 _TORCH_ACTIVATIONS: dict[type[nn.Module], str] = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "silu"}
@@ -218,6 +218,7 @@ class LayerRead:
     index_topk: int | None = None  # the keys its layer's attention then reads
     kv_shared: bool = False  # its attention reads an earlier layer's keys and values, and builds no k/v projections
     zero_experts: int = 0  # zero-computation (identity) experts in its router's pool beside the routed ones
+    router_in_extra: bool = False  # its router scores a state of its own width: counted in ffn_extra, no d × E router
     score_bias: bool = False  # its router chooses on scores plus a stored bias buffer (e_score_correction_bias)
     residual_copies: int | None = None  # copies of the residual stream its hyper-connections mix
     said: list[Message] = field(default_factory=list)
@@ -396,6 +397,66 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     shared_said = Message(N_(", an earlier layer's keys and values")) if read.kv_shared else ""
     read.said.append(Message.join(said, window_said, shared_said))
+
+
+def _cca_projection(child: nn.Module) -> tuple[str, nn.Module] | None:
+    """A projection module inside the attention that holds the queries' and keys' Linears, the
+    values' in two halves (one of the current token, one delayed a token) and convolutions over
+    the queries and keys (Zaya's ZayaCCAProjection, compressed convolutional attention): its path."""
+    for name, m in child.named_children():
+        parts = dict(m.named_children())
+        halves = [n for n, c in parts.items() if n.startswith("v_proj_") and isinstance(c, nn.Linear)]
+        convs = [c for c in parts.values() if isinstance(c, nn.Conv1d)]
+        if {"q_proj", "k_proj"} <= set(parts) and len(halves) == 2 and convs:
+            return name, m
+    return None
+
+
+def _cca_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
+    """Compressed convolutional attention (Zaya's): q_proj and k_proj, the values in a current and
+    a delayed half, two convolutions in a row over the queries' and keys' channels, o_proj. Counted
+    as an attention of those projections (the halves as one v_proj) and its convolutions beside
+    them, each a multiply-add of its weights a token as a Linear's; decoding keeps K and V of every
+    token, and beside them the convolutions' latest inputs and the last token's delayed value half."""
+    found = _cca_projection(child)
+    o = _linear(dict(child.named_modules()), "o_proj")
+    assert found is not None
+    path, proj = found
+    parts = dict(proj.named_children())
+    q, k = parts["q_proj"], parts["k_proj"]
+    halves = [c for n, c in parts.items() if n.startswith("v_proj_") and isinstance(c, nn.Linear)]
+    convs = [(n, c) for n, c in parts.items() if isinstance(c, nn.Conv1d)]
+    if not isinstance(q, nn.Linear) or not isinstance(k, nn.Linear) or o is None:
+        raise _Unread(Message(N_("no q, k, v and o projections")))
+    heads, kv = _heads(text, child)
+    head_dim = k.out_features // kv
+    if k.out_features % kv or q.out_features != heads * head_dim or sum(h.out_features for h in halves) != k.out_features:
+        raise _Unread(Message(N_("q_proj's {q} outputs and o_proj's {o} inputs are not {heads} heads × {head_dim}"),
+                              q=f"{q.out_features:,}", o=f"{o.in_features:,}", heads=f"{heads:,}", head_dim=f"{head_dim:,}"))  # fmt: skip
+    channels = q.out_features + k.out_features
+    if any(c.in_channels != channels or c.out_channels != channels for _n, c in convs):
+        raise _Unread(Message(N_("{cls}'s convolutions are not over its queries' and keys' channels"), cls=type(proj).__name__))
+    window = sum(int(c.kernel_size[0]) - 1 for _n, c in convs)  # each convolution's taps − 1, in a row
+    delayed = min(h.out_features for h in halves)  # the delayed half: the last token's, kept
+    spec = AttentionSpec(
+        d_model=d,
+        n_heads=heads,
+        n_kv_heads=kv,
+        head_dim=head_dim,
+        qkv_bias=q.bias is not None,
+        o_bias=o.bias is not None,
+        side_state=window * channels + delayed,
+    )
+    # A convolution's weight is named as a Linear's: a token's multiply-adds are its weight's elements.
+    conv_tensors = tuple(ParamTensor(f"{path}.{n}.{leaf}", tuple(p.shape)) for n, c in convs for leaf, p in c.named_parameters())
+    used = {f"{path}.{n}" for n in ("q_proj", "k_proj", *(n for n, c in parts.items() if any(c is h for h in halves)))}
+    used |= {f"{path}.{n}" for n, _c in convs} | {"o_proj"}
+    read.attention, read.attention_extra = spec, conv_tensors + _rest(child, used)
+    read.window = _window(child)
+    said = Message(N_("compressed convolutional attention: {heads} heads × {head_dim}, {kv} KV heads, convolutions over {channels} "
+                      "channels"), heads=f"{heads:,}", head_dim=f"{head_dim:,}", kv=f"{kv:,}", channels=f"{channels:,}")  # fmt: skip
+    window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
+    read.said.append(Message.join(said, window_said))
 
 
 def _window(child: nn.Module) -> int | None:
@@ -941,14 +1002,21 @@ def _moe(
     # LongCat-Flash's zero-computation experts: picks in the router's pool that pass the token through.
     zero = getattr(child, "zero_expert_num", 0)
     read.zero_experts = zero if isinstance(zero, int) and not isinstance(zero, bool) and zero > 0 else 0
+    if not read.zero_experts and not shared_count:
+        read.zero_experts = _skip_experts(child, count)
     routers = {p: _router_weight(mod, count + read.zero_experts) for p, mod in child.named_children() if p in ("gate", "router")}
     routers = {p: w for p, w in routers.items() if w is not None}
+    # A router that scores a state of its own width (Zaya's MLP router over router_hidden_size):
+    # every tensor of it beside the experts, the FFNSpec's d × E router not held.
+    read.router_in_extra = any(child.get_submodule(p).get_parameter(str(w)).shape[1] != d for p, w in routers.items())
     used = {path, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
     router_tensors: tuple[ParamTensor, ...] = ()
     for p, weight in routers.items():  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
-        router_tensors += tuple(
-            ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in child.get_submodule(p).named_parameters() if n != weight
-        )
+        router = child.get_submodule(p)
+        if read.router_in_extra:
+            router_tensors += _named_in(p, router)
+            continue
+        router_tensors += tuple(ParamTensor(f"{p}.{n}", tuple(t.shape)) for n, t in router.named_parameters() if n != weight)
         if read.zero_experts:  # the FFNSpec's router scores the routed experts; these rows, the zero ones
             router_tensors += (ParamTensor(noted(f"{p}.{weight}", ZERO_EXPERTS_ROWS), (read.zero_experts, d)),)
         rows = child.get_submodule(p).get_parameter(str(weight)).shape[0]
@@ -963,6 +1031,19 @@ def _moe(
     if shared_count > 1:
         shared_said = Message(N_(", {n} shared × {width}"), n=f"{shared_count:,}", width=f"{shared_width:,}")
     read.said.append(Message.join(said, zero_said, shared_said))
+
+
+def _skip_experts(block: nn.Module, experts: int) -> int:
+    """Classes a MoE block's router scores past its experts, which no module of the block runs:
+    picks that pass the token through (Zaya's skip expert, the last of num_experts + 1), fewer
+    than its experts; 0 where its router has a weight of one row an expert."""
+    for name, router in block.named_children():
+        if name not in ("gate", "router") or _router_weight(router, experts) is not None:
+            continue
+        scores = [m.out_features for m in router.modules() if isinstance(m, nn.Linear) and experts < m.out_features < 2 * experts]
+        if len(scores) == 1:
+            return scores[0] - experts
+    return 0
 
 
 def _score_bias(block: nn.Module, pool: int) -> bool:
@@ -1133,6 +1214,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 _latent_attention(d, text, child, read)
             elif _is_compressed(child):
                 _compressed_attention(d, child, read)
+            elif _cca_projection(child) is not None:
+                _cca_attention(d, text, child, read)
             elif _attends(child):
                 _softmax_attention(d, text, child, read)
             elif _is_cross(child):
@@ -1233,11 +1316,11 @@ def _gated_norm(name: str, module: nn.Module) -> tuple[nn.Module, tuple[ParamTen
     return norms[0], tuple(t for path, m in leaves for t in _named_in(f"{name}.{path}", m))
 
 
-def _module_of(t: ParamTensor) -> str:
-    """The module a tensor beside the layers is in, by its whole path (model.language_model.final_input):
-    a module two names deep may be the whole text model."""
-    path = t.name.split(" ")[0]
-    return path.rpartition(".")[0] if path.endswith((".weight", ".bias")) else path
+def _beside_said(beside: tuple[ParamTensor, ...]) -> str:
+    """The tensors beside the layers by their modules, each once: "model (input_hidden_states_scale,
+    input_hidden_states_bias)" (Zaya's), "model.language_model.final_input.query" (Inkling 2's)."""
+    dotted = (t.name.replace(" (", ".").removesuffix(")") if t.name.endswith(")") else t.name for t in beside)
+    return Message.listed(modules_said(dotted))
 
 
 def _top_module(t: ParamTensor) -> str:
@@ -1302,7 +1385,7 @@ def _attends(child: nn.Module) -> bool:
     fused = isinstance(_linear(modules, *_QKV_NAMES), nn.Linear) and cls.endswith("Attention")
     queries = any(n in modules for n in _Q_NAMES) or fused
     softmax = queries and "conv1d" not in modules and not _LINEAR_ATTENTION.search(cls) and not _is_cross(child)
-    return "kv_a_proj_with_mqa" in modules or _is_compressed(child) or softmax
+    return "kv_a_proj_with_mqa" in modules or _is_compressed(child) or softmax or _cca_projection(child) is not None
 
 
 def _is_cross(child: nn.Module) -> bool:
@@ -1330,8 +1413,12 @@ def _mixer_params(read: LayerRead) -> int:
 
 
 def _ffn_count(read: LayerRead) -> int:
-    """The FFN as read: its spec's parameters and the tensors beside them (a router's bias)."""
-    return _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) if read.ffn is not None else 0
+    """The FFN as read: its spec's parameters and the tensors beside them (a router's bias), less
+    the spec's own router where the layer's is a module of its own (Zaya's), in the tensors beside."""
+    if read.ffn is None:
+        return 0
+    dropped = read.ffn.experts * read.ffn.d_model if read.router_in_extra else 0
+    return _ffn_params(read.ffn) + sum(t.count for t in read.ffn_extra) - dropped
 
 
 def _read_params(read: LayerRead) -> int:
@@ -1819,6 +1906,18 @@ def _by_layers(said: list[tuple[tuple[int, ...], list[Message]]]) -> list[Messag
     return [Message(N_("{where}: {what}"), where=_layers_named(tuple(sorted(layers))), what=x) for x, layers in missing.items()]
 
 
+def _common_ffn_extra(reads: list[LayerRead]) -> list[LayerRead]:
+    """The tensors every MoE layer holds beside its experts, and the reads with those a kind holds
+    beyond them as tensors beside its parts (Zaya's routers from layer 1 on scale the state the
+    layer before hands them; layer 0's has none)."""
+    moe = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
+    if len({r.ffn_extra for r in moe}) < 2:
+        return reads
+    common = tuple(t for t in moe[0].ffn_extra if all(t in r.ffn_extra for r in moe))
+    return [replace(r, ffn_extra=common, other=r.other + tuple(t for t in r.ffn_extra if t not in common)) if r in moe else r
+            for r in reads]  # fmt: skip
+
+
 def _common_norms(reads: list[LayerRead], d: int) -> tuple[int, list[LayerRead]]:
     """The norms every layer holds, and the reads with the norms a kind holds beyond them as
     tensors beside its parts (Inkling 2's full layers: norms before the keys and the values as
@@ -1888,6 +1987,7 @@ def _assemble(
     mixer_beside = any(r.mixer is not None and r.attention is not None for r in reads)
     if mixer_beside and any(r.mixer is not None and r.attention is None for r in reads):
         raise _beyond(source, _("its mixer runs beside attention in some layers and alone in others; ffn sizes one way a model"))
+    reads = _common_ffn_extra(reads)
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
     moe = _one(moe_reads, N_("routed experts"), "ffn", source)
@@ -1911,7 +2011,7 @@ def _assemble(
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", Message.listed(said), shell.tables),)
     vision, beside = _towers(shell.beside, config)
     if beside:
-        tops = ", ".join(dict.fromkeys(_module_of(t) for t in beside))
+        tops = _beside_said(beside)
         # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model
         # projection); in a model with a tower, what is beside the layers may run on its inputs, not counted per token.
         text_only = hf_config.get_text_config() is hf_config
@@ -1955,6 +2055,7 @@ def _assemble(
         sparse_topk=_one(reads, N_("indexer top-k"), "index_topk", source) or 0,
         zero_experts=_one(moe_reads, N_("zero-computation experts"), "zero_experts", source) or 0,
         router_score_bias=any(r.score_bias for r in moe_reads),
+        router_in_extra=any(r.router_in_extra for r in moe_reads),
         sublayers=sublayers,
         residual_copies=_one(reads, N_("residual-stream copies"), "residual_copies", source) or 1,
         vision=vision,
@@ -1972,7 +2073,7 @@ def _assemble(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
     kinds = tuple((layer_ranges(r.layers), Message.join(*_between(r.said, Message(N_("; "))))) for r in reads)
     built_as_is = [(vision.name, vision.params)] if vision is not None else []  # the towers, then the rest beside the layers
-    built_as_is += [(", ".join(dict.fromkeys(map(_module_of, beside))), sum(t.count for t in beside))] if beside else []
+    built_as_is += [(_beside_said(beside), sum(t.count for t in beside))] if beside else []
     for modules, count in built_as_is:
         kinds += (("beside", Message(N_("{modules}: {count} parameters, counted as built"), modules=modules, count=f"{count:,}")),)
     if sublayers > 1:

@@ -269,7 +269,7 @@ def ffn_params(spec: ModelSpec, ffn: FFNSpec, *, active: bool = False) -> int:
     """One layer's FFN as the model holds it: the FFNSpec's count, and for MoE the tensors
     the spec does not hold (moe_extra), which every token touches."""
     count = active_params(ffn) if active else total_params(ffn)
-    return count + sum(t.count for t in spec.extra_of(ffn))
+    return count + sum(t.count for t in spec.extra_of(ffn)) - spec.dropped_router(ffn)
 
 
 def ffn_part_name(ffn: FFNSpec) -> str:

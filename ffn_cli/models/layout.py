@@ -24,6 +24,7 @@ from ffn_cli.accounting import ParamTensor, param_tensors
 from ffn_cli.i18n import N_
 from ffn_cli.models.spec import ExtraPart, ModelSpec
 from ffn_cli.spec import FFNSpec
+from ffn_cli.variants.mixture import ROUTER_WEIGHT
 from ffn_cli.variants.moe import LATENT_DOWN, LATENT_UP
 
 __all__ = [
@@ -192,6 +193,8 @@ def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = 
     experts: dict[tuple[str, tuple[int, ...]], int] = {}
     order: list[ParamTensor] = []
     for t in param_tensors(ffn):
+        if t.name == ROUTER_WEIGHT and spec.dropped_router(ffn):  # a router of its own, in moe_extra (Zaya's)
+            continue
         if _EXPERT.match(t.name):
             key = (_EXPERT.sub("experts.", t.name), t.shape)
             if key not in experts:

@@ -190,6 +190,9 @@ class ModelSpec:
     # LFM2-MoE's expert_bias): a buffer to transformers, no parameter, but a tensor the checkpoint
     # stores. A router's bias that is a parameter (Ernie 4.5's) is counted in moe_extra instead.
     router_score_bias: bool = False
+    # The MoE layers route through a module of their own, every tensor of it in moe_extra (Zaya's
+    # MLP router over its router_hidden_size state): moe_ffn's own E × d router is not held.
+    router_in_extra: bool = False
     # Sublayers in each of the config's decoder layers, each one of these layers (LongCat-Flash:
     # two attention-and-MLP sublayers a layer, its shortcut MoE beside the first one's MLP).
     sublayers: int = 1
@@ -437,11 +440,16 @@ class ModelSpec:
             return k
         return k * ffn.experts / (ffn.experts + self.zero_experts)
 
+    def dropped_router(self, ffn: FFNSpec) -> int:
+        """Parameters of `ffn`'s own E × d router that the model does not hold (router_in_extra), else 0."""
+        return ffn.experts * ffn.d_model if self.router_in_extra and ffn == self.moe_ffn else 0
+
     def ffn_matmul_flops(self, ffn: FFNSpec) -> int:
         """Matmul FLOPs per token of one layer of `ffn`, every pick a real expert: its variant's and
-        the Linear weights beside it (moe_extra: LongCat-Flash's router rows for its zero experts)."""
+        the Linear weights beside it (moe_extra: LongCat-Flash's router rows for its zero experts;
+        Zaya's router in place of the variant's)."""
         beside = sum(t.count for t in self.extra_of(ffn) if len(t.shape) == 2 and ".weight" in t.name)
-        return matmul_flops_per_token(ffn) + 2 * beside
+        return matmul_flops_per_token(ffn) + 2 * beside - 2 * self.dropped_router(ffn)
 
     def mean_ffn_flops(self, ffn: FFNSpec) -> float:
         """Matmul FLOPs per token of one layer of `ffn` on average: with zero experts in the pool,

@@ -310,8 +310,9 @@ def _real_picks(spec: Any) -> Message | None:
     if ffn is None or not spec.zero_experts:
         return None
     return Message(
-        N_("k = {k} · {e} / ({e} + {z}) = {picks} real experts a token on average: top-{k} of a pool with {z} zero-computation "
-           "experts, each picked equally often (at least {least}, at most {k}); FLOPs and expert reads count those"),
+        N_("k = {k} · {e} / ({e} + {z}) = {picks} real experts a token on average: top-{k} of a pool of {pool}, {z} of them "
+           "zero-computation, each picked equally often (at least {least}, at most {k}); FLOPs and expert reads count those"),
         k=ffn.active_experts, e=f"{ffn.experts:,}", z=f"{spec.zero_experts:,}", picks=f"{spec.real_picks(ffn):.4g}",
+        pool=f"{ffn.experts + spec.zero_experts:,}",
         least=spec.least_picks(ffn),
     )  # fmt: skip

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPERTS_STEP", "SOFTMAX_FLOPS_PER_ELEMENT", "MixtureVariant", "expert_of"]
 
+# The router's tensor, E × d, by the name a mixture's tensors list it under.
+ROUTER_WEIGHT = "router.weight"
 # Operations per element of the router's float32 softmax: exp, sum, divide.
 SOFTMAX_FLOPS_PER_ELEMENT = 3
 # Where the experts' own steps sit in a mixture's step order.
@@ -89,7 +91,7 @@ class MixtureVariant(Variant):
 
     def param_tensors(self, spec: FFNShape) -> list[ParamTensor]:
         expert, inner = self.expert(spec), spec.expert_shape()
-        tensors = [ParamTensor("router.weight", (spec.experts, spec.d_model))]
+        tensors = [ParamTensor(ROUTER_WEIGHT, (spec.experts, spec.d_model))]
         for i in range(spec.experts):
             tensors += expert.tensors(inner, spec.hidden, f"experts.{i}.")
         return tensors
