@@ -353,13 +353,11 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         width = next(iter(norms["q_norm"].parameters())).shape[0] if "q_norm" in norms and _count(norms["q_norm"]) else 0
         qk_norm = "head" if width == head_dim else "proj"
     sinks = isinstance(getattr(child, "sinks", None), nn.Parameter)
-    spec = AttentionSpec(
-        d_model=d,
-        n_heads=heads,
-        n_kv_heads=kv,
-        head_dim=head_dim,
-        qkv_bias=q.bias is not None,
-        o_bias=o.bias is not None,
+    spec = _attention_spec(
+        d,
+        (heads, kv, head_dim),
+        q,
+        o,
         qk_norm=qk_norm,
         qk_norm_bias=any(getattr(n, "bias", None) is not None for n in norms.values()),
         sinks=sinks,
@@ -397,6 +395,13 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     shared_said = Message(N_(", an earlier layer's keys and values")) if read.kv_shared else ""
     read.said.append(Message.join(said, window_said, shared_said))
+
+
+def _attention_spec(d: int, shape: tuple[int, int, int], q: nn.Linear, o: nn.Linear, **more: Any) -> AttentionSpec:
+    """An attention of `shape` (heads, KV heads, head width), its biases as its q_proj and o_proj hold them."""
+    heads, kv, head_dim = shape
+    return AttentionSpec(d_model=d, n_heads=heads, n_kv_heads=kv, head_dim=head_dim, qkv_bias=q.bias is not None,
+                         o_bias=o.bias is not None, **more)  # fmt: skip
 
 
 def _cca_projection(child: nn.Module) -> tuple[str, nn.Module] | None:
@@ -438,15 +443,7 @@ def _cca_attention(d: int, text: PretrainedConfig, child: nn.Module, read: Layer
         raise _Unread(Message(N_("{cls}'s convolutions are not over its queries' and keys' channels"), cls=type(proj).__name__))
     window = sum(int(c.kernel_size[0]) - 1 for _n, c in convs)  # each convolution's taps − 1, in a row
     delayed = min(h.out_features for h in halves)  # the delayed half: the last token's, kept
-    spec = AttentionSpec(
-        d_model=d,
-        n_heads=heads,
-        n_kv_heads=kv,
-        head_dim=head_dim,
-        qkv_bias=q.bias is not None,
-        o_bias=o.bias is not None,
-        side_state=window * channels + delayed,
-    )
+    spec = _attention_spec(d, (heads, kv, head_dim), q, o, side_state=window * channels + delayed)
     # A convolution's weight is named as a Linear's: a token's multiply-adds are its weight's elements.
     conv_tensors = tuple(ParamTensor(f"{path}.{n}.{leaf}", tuple(p.shape)) for n, c in convs for leaf, p in c.named_parameters())
     used = {f"{path}.{n}" for n in ("q_proj", "k_proj", *(n for n, c in parts.items() if any(c is h for h in halves)))}
