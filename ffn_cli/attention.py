@@ -59,15 +59,18 @@ class AttentionSpec:
     kv_conv: int = 0
     kv_conv_bytes: int | None = None
     # Elements a sequence keeps beside the cache whatever the context, at the cache dtype, of work
-    # before the keys and values (Zaya's compressed convolutional attention: its query and key
-    # convolutions' (t0 − 1) + (t1 − 1) latest inputs, and the last token's delayed value half).
+    # before the keys and values (Zaya's compressed convolutional attention): its query and key
+    # convolutions' (t0 − 1) + (t1 − 1) latest inputs, and the last token's delayed value half,
+    # carried to the next token's values.
     side_state: int = 0
+    carried_values: int = 0
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
         if self.kv_conv:
             check_int("kv_conv", self.kv_conv)
         check_int("side_state", self.side_state, minimum=0)
+        check_int("carried_values", self.carried_values, minimum=0)
         if self.qk_norm not in QK_NORMS:
             raise FFNError("qk_norm", self.qk_norm, _("choose one of {qk_norms}").format(qk_norms=", ".join(QK_NORMS)))
         if self.n_heads is None:
@@ -170,8 +173,8 @@ class AttentionSpec:
 
     def shape_data(self) -> dict[str, Any]:
         convs = {"kv_conv_taps": self.kv_conv, "kv_conv_state_elements": self.conv_window} if self.kv_conv else {}
-        if self.side_state:
-            convs["side_state_elements"] = self.side_state
+        if self.side_state or self.carried_values:
+            convs |= {"side_state_elements": self.side_state, "carried_value_elements": self.carried_values}
         return {"kind": self.kind, "qk_norm": self.qk_norm, "sinks": self.sinks, **convs}
 
     @property

@@ -153,7 +153,7 @@ def test_longcat_flash_chat_published_range(cache_home: Path) -> None:
     assert round((mean - embeddings) / 1e9) == 27
     text = " ".join(CliRunner().invoke(app, ["params", "--preset", "longcat-flash-chat"]).output.split())
     assert "active per token, least" in text and "active per token, mean" in text and "active per token, most" in text
-    assert "zero-computation (identity) experts" in text
+    assert "zero-computation experts where they can (256 in the pool)" in text
 
 
 def test_the_preset_is_transformers_default_config() -> None:

@@ -769,12 +769,15 @@ def test_zaya_compressed_convolutional_attention_against_transformers() -> None:
     spec = layout.spec
     (kind,) = decode_state(spec, layout.windows, layout.chunks, 9)
     assert kind.elements_per_layer == 9 * 2 * 2 * 16 + 3 * 96 + 16
+    assert (kind.conv, kind.recurrent) == (3 * 96, 16)  # "+ conv 288 + state 16"
     assert kind.bytes_per_layer(2) == 2 * kind.elements_per_layer
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config), dtype=torch.bfloat16).eval()
     with torch.no_grad():
         cache = model(torch.randint(1, 100, (1, 9)), use_cache=True).past_key_values
     for layer in cache.layers:
+        assert sum(t.numel() for t in layer.conv_states.values()) == kind.conv
+        assert sum(t.numel() for t in layer.recurrent_states.values()) == kind.recurrent
         states = [layer.keys, layer.values, *layer.conv_states.values(), *layer.recurrent_states.values()]
         assert sum(t.numel() for t in states) == kind.elements_per_layer
         assert sum(t.numel() * t.element_size() for t in states) == kind.bytes_per_layer(2)

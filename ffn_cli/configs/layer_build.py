@@ -443,7 +443,7 @@ def _cca_attention(d: int, text: PretrainedConfig, child: nn.Module, read: Layer
         raise _Unread(Message(N_("{cls}'s convolutions are not over its queries' and keys' channels"), cls=type(proj).__name__))
     window = sum(int(c.kernel_size[0]) - 1 for _n, c in convs)  # each convolution's taps − 1, in a row
     delayed = min(h.out_features for h in halves)  # the delayed half: the last token's, kept
-    spec = _attention_spec(d, (heads, kv, head_dim), q, o, side_state=window * channels + delayed)
+    spec = _attention_spec(d, (heads, kv, head_dim), q, o, side_state=window * channels, carried_values=delayed)
     # A convolution's weight is named as a Linear's: a token's multiply-adds are its weight's elements.
     conv_tensors = tuple(ParamTensor(f"{path}.{n}.{leaf}", tuple(p.shape)) for n, c in convs for leaf, p in c.named_parameters())
     used = {f"{path}.{n}" for n in ("q_proj", "k_proj", *(n for n, c in parts.items() if any(c is h for h in halves)))}
@@ -1032,7 +1032,8 @@ def _moe(
 
 def _skip_experts(block: nn.Module, experts: int) -> int:
     """Classes a MoE block's router scores past its experts, which no module of the block runs:
-    picks that pass the token through (Zaya's skip expert, the last of num_experts + 1), fewer
+    picks that compute nothing, the token going on by its residual (Zaya's skip expert, the last
+    of num_experts + 1; LongCat-Flash's zero experts add the token itself), fewer
     than its experts; 0 where its router has a weight of one row an expert."""
     for name, router in block.named_children():
         if name not in ("gate", "router") or _router_weight(router, experts) is not None:
@@ -1894,6 +1895,19 @@ def _merged(reads: list[LayerRead]) -> list[LayerRead]:
     return sorted(merged.values(), key=lambda r: r.layers[0])
 
 
+def _kinds_said(reads: list[LayerRead]) -> tuple[tuple[str, str], ...]:
+    """Each kind's layers and what was read in them; kinds read alike but for the tensors beside
+    their parts say those too (Zaya's layer 0, whose router takes no state from a layer before)."""
+    said = [Message.join(*_between(r.said, Message(N_("; ")))) for r in reads]
+    kinds = []
+    for r, words in zip(reads, said, strict=True):
+        if said.count(words) > 1:
+            beside = Message(N_("; beside its parts: {modules}"), modules=Message.listed(modules_said(t.name for t in r.other)))
+            words = Message.join(words, beside if r.other else Message(N_("; nothing beside its parts")))
+        kinds.append((layer_ranges(r.layers), words))
+    return tuple(kinds)
+
+
 def _by_layers(said: list[tuple[tuple[int, ...], list[Message]]]) -> list[Message]:
     """What each kind leaves out, each thing once with every layer that leaves it out."""
     missing: dict[str, list[int]] = {}
@@ -2068,7 +2082,7 @@ def _assemble(
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, spec.norm_params):
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
-    kinds = tuple((layer_ranges(r.layers), Message.join(*_between(r.said, Message(N_("; "))))) for r in reads)
+    kinds = _kinds_said(reads)
     built_as_is = [(vision.name, vision.params)] if vision is not None else []  # the towers, then the rest beside the layers
     built_as_is += [(_beside_said(beside), sum(t.count for t in beside))] if beside else []
     for modules, count in built_as_is:

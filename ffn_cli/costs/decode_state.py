@@ -71,23 +71,24 @@ class KindState:
         return self.layers * self.bytes_per_layer(act_bytes)
 
 
-_Reach = tuple[str, int | None, int, int, int, int | None]
+_Reach = tuple[str, int | None, int, int, int, int | None, int]
 
 
 def _reach(spec: ModelSpec, windows: Sequence[int | None], chunks: Sequence[int | None], i: int) -> _Reach:
     """Layer i's attention as the cache sees it: how far it reaches (full, sliding, chunked) and
     its cap, the elements a token takes, the KV heads --tp splits them over (0: MLA's latent), and
-    the window its key and value convolutions keep with the bytes of an element (Inkling's)."""
+    the window its key and value convolutions keep with the bytes of an element (Inkling's), and the
+    values it carries to the next token (Zaya's delayed half)."""
     window, chunk = windows[i], chunks[i] if chunks else None
     how, cap = ("sliding", window) if window else ("chunked", chunk) if chunk else ("full", None)
     a = spec.attention_of(i)
     if not isinstance(a, AttentionSpec):  # MLA's latent (a compressed layer has rows of its own)
-        return how, cap, kv_width(spec, i), 0, 0, None
-    return how, cap, kv_width(spec, i), a.kv_heads, a.conv_window, a.kv_conv_bytes
+        return how, cap, kv_width(spec, i), 0, 0, None, 0
+    return how, cap, kv_width(spec, i), a.kv_heads, a.conv_window, a.kv_conv_bytes, a.carried_values
 
 
 def _reach_row(key: _Reach, count: int, context: int, named_by_width: bool) -> KindState:
-    how, cap, width, heads, conv, conv_bytes = key
+    how, cap, width, heads, conv, conv_bytes, carried = key
     tokens = min(context, cap - 1) if cap else context
     if how == "sliding":
         kind = Message(N_("attention, sliding {window}"), window=f"{cap:,}")
@@ -103,9 +104,11 @@ def _reach_row(key: _Reach, count: int, context: int, named_by_width: bool) -> K
     if conv:  # the key and value convolutions' latest inputs, beside the cache (Inkling's)
         words = N_(" + conv {conv} at {bytes} B") if conv_bytes else N_(" + conv {conv}")
         detail = Message.join(detail, Message(words, conv=f"{conv:,}", bytes=conv_bytes))
+    if carried:  # the last token's delayed value half, carried to the next (Zaya's)
+        detail = Message.join(detail, Message(N_(" + state {n}"), n=f"{carried:,}"))
     keeps: Literal["kv", "latent"] = "kv" if heads else "latent"
-    return KindState(kind, count, tokens * width + conv, tokens, detail, width=width, window=cap, kv_heads=heads, conv=conv,
-                     conv_bytes=conv_bytes, keeps=keeps)  # fmt: skip
+    return KindState(kind, count, tokens * width + conv + carried, tokens, detail, width=width, window=cap, kv_heads=heads,
+                     conv=conv, conv_bytes=conv_bytes, keeps=keeps, recurrent=carried)  # fmt: skip
 
 
 def _indexer_row(spec: ModelSpec, layers: int, context: int) -> KindState:

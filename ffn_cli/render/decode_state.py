@@ -44,6 +44,12 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     caption = _("attention keeps K and V of every token before the new one.") if "kv" in kept or not rows else ""
     if "kv" in kept and tp > 1:  # the rows are the model's: the memory of one GPU holds its heads' share
         caption += _(" The rows are the whole model's; each GPU of --tp {tp} keeps its share of the KV heads.").format(tp=tp)
+        if any(0 < r.kv_heads < tp for r in attends):  # vLLM copies a KV head to tp / heads GPUs
+            caption += _(" Where there are fewer KV heads than GPUs, each GPU keeps one, a head copied to several.")
+    if any(r.conv for r in attends):
+        caption += _(" Beside its cache an attention row keeps its convolutions' latest inputs (+ conv), whatever the context.")
+    if any(r.recurrent for r in attends):
+        caption += _(" + state: the values an attention row carries to the next token (Zaya's delayed value half).")
     if "latent" in kept:
         caption += _(" MLA keeps its latent and rotary key of every token before the new one, whole on every GPU.")
     if "index" in kept:
@@ -61,6 +67,8 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     caption = caption.lstrip()
     if any(r.tokens is None and r.conv for r in rows):
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
+        if tp > 1 and any(r.whole for r in rows):
+            caption += _(" A convolution over the residual stream is kept whole on every GPU.")
     elif any(r.tokens is None and not r.image_tokens for r in rows):
         caption += _(" A mixer's state does not grow with the context.")
     if any(r.image_tokens for r in rows):
@@ -84,10 +92,13 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "layers": r.layers,
                 "tokens": r.tokens,
                 "elements_per_token": r.width or None,
-                "recurrent_state_elements": r.recurrent if r.tokens is None and not r.image_tokens else None,
+                # a mixer's state, or the values an attention row carries to the next token (Zaya's)
+                "recurrent_state_elements": r.recurrent if (r.tokens is None and not r.image_tokens) or r.recurrent else None,
                 # a mixer's conv window, or the one an attention row keeps beside its cache (Inkling's key and value convs)
                 "conv_state_elements": r.conv if r.tokens is None or r.conv else None,
-                "recurrent_bytes_per_element": (r.recurrent_bytes or act_bytes) if r.tokens is None and not r.image_tokens else None,
+                "recurrent_bytes_per_element": (r.recurrent_bytes or act_bytes)
+                if (r.tokens is None and not r.image_tokens) or r.recurrent
+                else None,
                 "conv_bytes_per_element": (r.conv_bytes or act_bytes) if r.tokens is None or r.conv else None,
                 "elements_per_layer": r.elements_per_layer,
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),

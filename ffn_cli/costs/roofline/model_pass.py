@@ -212,8 +212,9 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
         kv = (written + case.tokens) * (width + index_width)
     else:
         kv = (read + written) * width + (keys + written) * index_width
-    if isinstance(a, AttentionSpec) and a.conv_window:  # the key and value convolutions' windows, as a mixer's state
-        kv += case.batch * a.conv_window * (a.kv_conv_bytes or case.act_bytes) * (1 if case.phase == "prefill" else 2)
+    if isinstance(a, AttentionSpec) and (a.conv_window or a.carried_values):  # kept beside the cache, as a mixer's state
+        beside = a.conv_window * (a.kv_conv_bytes or case.act_bytes) + a.carried_values * case.act_bytes
+        kv += case.batch * beside * (1 if case.phase == "prefill" else 2)
     io = 2 * case.tokens * spec.d_model * case.act_bytes
     return PartCost("attention", flops, weights, io, kv, weight_params=params)
 

@@ -199,7 +199,7 @@ def active_range_rows(least: int, mean: int, most: int, total: int, embeddings: 
     """What one token touches where `zero` zero-computation experts can take some of its picks:
     the least, the mean and the most, each with and without the token embeddings."""
     without = _("{share} of the total; {n} without the token embeddings")
-    least_how = _("its picks land on zero-computation (identity) experts where they can ({zero} in the pool); ") + without
+    least_how = _("its picks land on zero-computation experts where they can ({zero} in the pool); ") + without
     mean_how = _("each expert of the pool, real or zero, picked equally often: k · E / (E + Z) real experts a layer; ") + without
     most_how = _("every pick a real expert; ") + without
     return [
