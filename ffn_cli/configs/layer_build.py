@@ -417,15 +417,13 @@ def _cca_projection(child: nn.Module) -> tuple[str, nn.Module] | None:
     return None
 
 
-def _cca_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
+def _cca_attention(d: int, text: PretrainedConfig, child: nn.Module, found: tuple[str, nn.Module], read: LayerRead) -> None:
     """Compressed convolutional attention (Zaya's): q_proj and k_proj, the values in a current and
     a delayed half, two convolutions in a row over the queries' and keys' channels, o_proj. Counted
     as an attention of those projections (the halves as one v_proj) and its convolutions beside
     them, each a multiply-add of its weights a token as a Linear's; decoding keeps K and V of every
     token, and beside them the convolutions' latest inputs and the last token's delayed value half."""
-    found = _cca_projection(child)
     o = _linear(dict(child.named_modules()), "o_proj")
-    assert found is not None
     path, proj = found
     parts = dict(proj.named_children())
     q, k = parts["q_proj"], parts["k_proj"]
@@ -1212,8 +1210,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
                 _latent_attention(d, text, child, read)
             elif _is_compressed(child):
                 _compressed_attention(d, child, read)
-            elif _cca_projection(child) is not None:
-                _cca_attention(d, text, child, read)
+            elif (cca := _cca_projection(child)) is not None:
+                _cca_attention(d, text, child, cca, read)
             elif _attends(child):
                 _softmax_attention(d, text, child, read)
             elif _is_cross(child):
@@ -1261,7 +1259,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         read.other_flops = sum(_hyper_connection_flops(d, c) for c in hyper)
     attending = [(n, c) for n, c in rest if "Attention" in type(c).__name__]
     for cls in dict.fromkeys(type(c).__name__ for _n, c in attending):  # Inkling 2's attention over earlier blocks' outputs
-        paths = ", ".join(n for n, c in attending if type(c).__name__ == cls)
+        paths = Message.listed([n for n, c in attending if type(c).__name__ == cls])
         read.flops_left_out.append(Message(N_("the FLOPs of {cls}'s attention ({paths}), beyond its parameters"), cls=cls, paths=paths))
     for name, child in rest:
         read.other += tuple(
