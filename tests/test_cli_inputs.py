@@ -429,10 +429,12 @@ def test_splits_scopes_and_depths_that_do_nothing_are_refused(
 
 
 def test_a_split_that_divides_everything_still_sizes_the_gpus(runner: CliRunner) -> None:
-    # 64 heads over 16 GPUs, and 8 KV heads each held by 2 of them.
+    # 64 heads over 16 GPUs, and 8 KV heads each held by 2 of them: their projections twice over.
     data = json.loads(runner.invoke(app, ["params", "--preset", "llama-2-70b", "--tp", "16", "--json"]).stdout)
     per_gpu = data["per_gpu_memory"]
-    assert per_gpu["gpus"] == 16 and 16 * per_gpu["split_bytes"] + per_gpu["replicated_bytes"] >= per_gpu["checkpoint_bytes"], per_gpu
+    held = 16 * (per_gpu["split_bytes"] + per_gpu["copied_kv_projection_bytes"]) + per_gpu["replicated_bytes"]
+    assert per_gpu["gpus"] == 16 and held >= per_gpu["checkpoint_bytes"], per_gpu
+    assert per_gpu["copied_kv_projection_bytes"] == 80 * 2 * 128 * 8192 * 2  # one KV head's k_proj and v_proj a layer
 
 
 # --- errors that named another option than the one typed -------------------------------------------

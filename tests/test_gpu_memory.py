@@ -105,6 +105,22 @@ def test_expert_parallel_below_tp_cuts_each_expert_over_its_ranks_gpus() -> None
     assert held("--tp", "4", "--ep", "2") == held("--tp", "4") == held("--ep", "4") == -(-whole // 4)
 
 
+def test_fewer_kv_heads_than_gpus_copy_a_heads_projections_to_each() -> None:
+    # Llama 3.1 70B's 8 KV heads at --tp 16: a GPU holds one head's k_proj and v_proj (each head
+    # copied to 2 GPUs, as vLLM copies it), 80 layers × 2 × 128 × 8,192 × 2 B, not a sixteenth of
+    # theirs; at --tp 8 they split evenly and no such row is counted.
+    def memory(tp: str) -> dict:  # type: ignore[type-arg]
+        return cli_json("params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", tp, "--phase", "decode")
+
+    at16, at8 = memory("16")["per_gpu_memory"], memory("8")["per_gpu_memory"]
+    assert at16["copied_kv_projection_bytes"] == 80 * 2 * 128 * 8192 * 2
+    assert at8["copied_kv_projection_bytes"] == 0
+    kv_whole = 80 * 2 * 1024 * 8192 * 2
+    assert at16["split_bytes"] == -(-(at8["split_bytes"] * 8 - kv_whole) // 16)
+    held = ("expert_bytes", "split_bytes", "replicated_bytes", "copied_kv_projection_bytes")
+    assert at16["per_gpu_bytes"] == sum(at16[k] for k in held)
+
+
 def test_what_every_gpu_holds_whole_is_the_models_own() -> None:
     # Qwen3-8B: norms alone (no bias, no router); gpt-oss: its linears' biases and its routers too.
     def words(preset: str) -> str:

@@ -1,7 +1,8 @@
 """Weights per GPU when a whole model is split: routed experts divided over --ep ranks (over
 --tp like any linear when --ep is 1, each expert over its rank's tp / ep GPUs where --ep is
 below --tp), every other matrix (attention, dense and shared FFNs,
-embeddings, LM head) divided over --tp, and what is left replicated on every GPU: norms,
+embeddings, LM head) divided over --tp, but the key and value projections of fewer KV heads
+than --tp, of which a GPU holds one head's (each head copied, as vLLM copies it), and what is left replicated on every GPU: norms,
 linear biases (a routed expert's go with the expert), routers, hash-routing tables and a vision
 tower. The layout has max(tp, ep) GPUs. Weights only."""
 
@@ -38,17 +39,23 @@ class RankMemory:
     vision_bytes: int = 0  # a vision tower's share of replicated_bytes, named where there is one
     replicated: tuple[str, ...] = (NORMS,)  # what replicated_bytes holds, the words above that the model has
     asked: str = ""  # the --weights format total_bytes is stored in, where the reader chose one (not the checkpoint's own)
+    # Key and value projections of fewer KV heads than --tp: a GPU holds one head's, each head
+    # copied to tp / heads GPUs (split_bytes holds them where --tp splits them evenly).
+    copied_kv_bytes: int = 0
 
     @property
     def per_gpu_bytes(self) -> int:
-        return self.expert_bytes + self.split_bytes + self.replicated_bytes
+        return self.expert_bytes + self.split_bytes + self.replicated_bytes + self.copied_kv_bytes
 
 
 def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> RankMemory:
     layout = layout_for(spec, tp=tp, ep=ep)
     bits = {"experts": 0, "split": 0, "replicated": 0}
-    vision = 0
+    vision, copied = 0, 0.0
     for t in stored.tensors:
+        if 0 < t.kv_heads < tp:  # one head's a GPU, copied: the whole tensor's share is a head's
+            copied += stored.bits_of(t) / t.kv_heads
+            continue
         key = "experts" if t.role == "experts" or t.expert else "replicated" if t.role in _REPLICATED else "split"
         bits[key] += stored.bits_of(t)
         vision += stored.bits_of(t) if t.role == "vision" else 0
@@ -64,6 +71,7 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         ceil(vision / 8),
         _replicated_words(spec, stored),
         stored.plan.asked,
+        ceil(copied / 8),
     )
 
 

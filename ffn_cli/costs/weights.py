@@ -86,6 +86,7 @@ class WeightTensor:
     # A routed expert's own (its biases, a vector each): stored as its role says, held where the
     # expert is (--ep splits it with the expert's matrices).
     expert: bool = False
+    kv_heads: int = 0  # a key or value projection's KV heads, which --tp splits by head (PlacedTensor's)
 
     @property
     def params(self) -> int:
@@ -113,14 +114,14 @@ def _storage_order(spec: ModelSpec) -> Callable[[PlacedTensor], int]:
 def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     """Every parameter tensor of the model, merged by (role, shape); they sum to its total. A
     tied tensor is the one it shares, stored once; a vision tower is one tensor of its parameters."""
-    found: dict[tuple[Role, tuple[int, ...], bool], int] = {}
+    found: dict[tuple[Role, tuple[int, ...], bool, int], int] = {}
     placed = sorted(model_layout(spec), key=_storage_order(spec))
     vision = [t for t in placed if t.role == "vision"]
     for t in placed:
         if t.role != "vision" and not t.tied and t.instances and t.numel:
-            key = (t.role, t.shape, t.name.startswith("experts."))
+            key = (t.role, t.shape, t.name.startswith("experts."), t.kv_heads)
             found[key] = found.get(key, 0) + t.instances
-    tensors = [WeightTensor(role, shape, count, expert=expert) for (role, shape, expert), count in found.items()]
+    tensors = [WeightTensor(role, shape, count, expert=expert, kv_heads=heads) for (role, shape, expert, heads), count in found.items()]
     if vision:  # counted by part, not by tensor: kept in the rest's format
         tensors.append(WeightTensor("vision", (sum(t.params for t in vision),), 1))
     return tensors

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import Literal
 
 from ffn_cli.accounting import ParamTensor, param_tensors
+from ffn_cli.attention import AttentionSpec
 from ffn_cli.i18n import N_
 from ffn_cli.models.spec import ExtraPart, ModelSpec
 from ffn_cli.spec import FFNSpec
@@ -86,6 +87,9 @@ class PlacedTensor:
     layers: tuple[int, ...] | None = None
     copies: int = 1
     tied: bool = False
+    # A key or value projection's KV heads: --tp splits it by head, a GPU holding ceil(heads / tp)
+    # of them (a head copied where --tp exceeds them, as vLLM copies it); 0 for any other tensor.
+    kv_heads: int = 0
 
     @property
     def numel(self) -> int:
@@ -171,7 +175,12 @@ def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bo
     if shared_kv:
         kv = spec.kv_tensors_of(layers[0]) if layers else ()
         return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in kv), layers))
-    return tuple(_place(ATTENTION, "attention", "attention", tensors, layers))
+    attention = spec.attention if first is None else spec.attention_of(first)
+    heads = attention.kv_heads if isinstance(attention, AttentionSpec) else 0  # MLA's and V4's projections are no heads'
+    return tuple(
+        replace(p, kv_heads=heads) if p.role == "attention" and p.name.startswith(("k_proj.", "v_proj.")) else p
+        for p in _place(ATTENTION, "attention", "attention", tensors, layers)
+    )
 
 
 def mixer_tensors(spec: ModelSpec) -> tuple[PlacedTensor, ...]:

@@ -105,6 +105,7 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
         "gpus": r.gpus,
         "expert_bytes": r.expert_bytes,
         "split_bytes": r.split_bytes,
+        "copied_kv_projection_bytes": r.copied_kv_bytes,
         "replicated_bytes": r.replicated_bytes,
         "replicated": list(r.replicated),
         "vision_bytes": r.vision_bytes,
@@ -213,6 +214,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
         rows += [
             # "other" beside the routed experts' row; a model without them splits all its matrices so
             [(_("other matrices ÷ {ranks}") if r.expert_bytes else _("matrices ÷ {ranks}")).format(ranks=r.tp), fmt_bytes(r.split_bytes)],
+            *([[_("key and value projections: one KV head's, copied"), fmt_bytes(r.copied_kv_bytes)]] if r.copied_kv_bytes else []),
             [
                 _("replicated: {what}").format(what=Message.listed([Message(w) for w in r.replicated]).shown()),
                 fmt_bytes(r.replicated_bytes),

@@ -39,6 +39,7 @@ from ffn_cli.costs.roofline.model_pass import (
     total_cost,
 )
 from ffn_cli.costs.weights import StoragePlan
+from ffn_cli.models.layout import attention_tensors
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
@@ -75,6 +76,21 @@ def _split(p: PartCost, tp: int, kv_share: float) -> PartCost:
         kv_bytes=p.kv_bytes * kv_share,
         weight_params=p.weight_params / tp,
     )
+
+
+def _attention_rank(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase, layout: Layout) -> PartCost:
+    """One attention layer on a GPU: its work and weights ÷ tp, its KV heads' share of the cache,
+    and of fewer KV heads than --tp one head's key and value projections, weights and work (copied)."""
+    cost = _split(attention_cost(spec, stack, layer, plan, case), layout.tp, layout.kv_share(spec, layer))
+    shared = layer in spec.kv_shared_layers
+    copied = [t for t in attention_tensors(spec, (layer,), shared_kv=shared) if 0 < t.kv_heads < layout.tp]
+    if not copied:
+        return cost
+    more = layout.kv_heads_share(copied[0].kv_heads) - 1 / layout.tp  # a head's share, past the ÷ tp counted
+    weights, params = read_cost(plan, copied)
+    flops = case.tokens * sum(2 * t.numel for t in copied if len(t.shape) == 2)
+    return replace(cost, flops=cost.flops + flops * more, weight_bytes=cost.weight_bytes + weights * more,
+                   weight_params=cost.weight_params + params * more)  # fmt: skip
 
 
 def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
@@ -148,11 +164,9 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
     for i in range(spec.n_layers):
         label = spec.mixer_label(i)
         if label == "attention":
-            attention.append(_split(attention_cost(spec, stack, i, plan, local), tp, layout.kv_share(spec, i)))
+            attention.append(_attention_rank(spec, stack, i, plan, local, layout))
         elif label and mixer is not None and spec.mixer_beside_attention:  # both side by side: one layer's token mixing
-            attention.append(
-                total_cost("attention", [_split(attention_cost(spec, stack, i, plan, local), tp, layout.kv_share(spec, i)), mixer])
-            )
+            attention.append(total_cost("attention", [_attention_rank(spec, stack, i, plan, local, layout), mixer]))
         elif label and mixer is not None:
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
