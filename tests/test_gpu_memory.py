@@ -121,6 +121,18 @@ def test_fewer_kv_heads_than_gpus_copy_a_heads_projections_to_each() -> None:
     assert at16["per_gpu_bytes"] == sum(at16[k] for k in held)
 
 
+def test_mla_down_projections_are_whole_on_every_gpu() -> None:
+    # DeepSeek-V3's q_a_proj (1,536 × 7,168) and kv_a_proj_with_mqa (576 × 7,168), which vLLM and
+    # SGLang keep whole on each GPU (ReplicatedLinear): in its FP8 blocks of 128 × 128, one float32
+    # scale a block, in the 61 layers and the MTP layer; on one GPU, nothing of them is apart.
+    def memory(*layout: str) -> dict:  # type: ignore[type-arg]
+        return cli_json("params", "--preset", "deepseek-v3", "--gpu", "h100", *layout)["per_gpu_memory"]
+
+    per_layer = (1536 + 576) * 7168 + (12 * 56 + 5 * 56) * 4
+    assert memory("--tp", "16", "--ep", "16")["whole_latent_projection_bytes"] == 62 * per_layer
+    assert memory()["whole_latent_projection_bytes"] == 0
+
+
 def test_what_every_gpu_holds_whole_is_the_models_own() -> None:
     # Qwen3-8B: norms alone (no bias, no router); gpt-oss: its linears' biases and its routers too.
     def words(preset: str) -> str:

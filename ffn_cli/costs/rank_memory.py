@@ -2,7 +2,8 @@
 --tp like any linear when --ep is 1, each expert over its rank's tp / ep GPUs where --ep is
 below --tp), every other matrix (attention, dense and shared FFNs,
 embeddings, LM head) divided over --tp, but the key and value projections of fewer KV heads
-than --tp, of which a GPU holds one head's (each head copied, as vLLM copies it), and what is left replicated on every GPU: norms,
+than --tp, of which a GPU holds one head's (each head copied, as vLLM copies it), and MLA's
+down projections, whole on every GPU as vLLM and SGLang hold them, and what is left replicated on every GPU: norms,
 linear biases (a routed expert's go with the expert), routers, hash-routing tables and a vision
 tower. The layout has max(tp, ep) GPUs. Weights only."""
 
@@ -42,19 +43,24 @@ class RankMemory:
     # Key and value projections of fewer KV heads than --tp: a GPU holds one head's, each head
     # copied to tp / heads GPUs (split_bytes holds them where --tp splits them evenly).
     copied_kv_bytes: int = 0
+    # MLA's down projections, whole on every GPU (as vLLM and SGLang hold them).
+    whole_latent_bytes: int = 0
 
     @property
     def per_gpu_bytes(self) -> int:
-        return self.expert_bytes + self.split_bytes + self.replicated_bytes + self.copied_kv_bytes
+        return self.expert_bytes + self.split_bytes + self.replicated_bytes + self.copied_kv_bytes + self.whole_latent_bytes
 
 
 def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> RankMemory:
     layout = layout_for(spec, tp=tp, ep=ep)
     bits = {"experts": 0, "split": 0, "replicated": 0}
-    vision, copied = 0, 0.0
+    vision, copied, whole = 0, 0.0, 0
     for t in stored.tensors:
         if 0 < t.kv_heads < tp:  # one head's a GPU, copied: the whole tensor's share is a head's
             copied += stored.bits_of(t) / t.kv_heads
+            continue
+        if t.whole and tp > 1:
+            whole += stored.bits_of(t)
             continue
         key = "experts" if t.role == "experts" or t.expert else "replicated" if t.role in _REPLICATED else "split"
         bits[key] += stored.bits_of(t)
@@ -72,6 +78,7 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         _replicated_words(spec, stored),
         stored.plan.asked,
         ceil(copied / 8),
+        ceil(whole / 8),
     )
 
 

@@ -112,7 +112,8 @@ def _layer(spec: ModelSpec, count: int) -> list[WeightTensor]:
     last = spec.n_layers - 1
     ffn = spec.ffn_of(last)
     tensors = (*attention_tensors(spec, (last,)), *(ffn_tensors(spec, ffn, (last,)) if ffn is not None else ()))
-    out = [WeightTensor(t.role, t.shape, count * t.copies, "mtp") for t in tensors]
+    # a KV head's projections and MLA's down projections held per GPU as the layers' are
+    out = [WeightTensor(t.role, t.shape, count * t.copies, "mtp", kv_heads=t.kv_heads, whole=t.whole) for t in tensors]
     out.append(WeightTensor("vector", (spec.norm_params,), spec.norms_per_layer * count, "mtp"))
     return out
 
@@ -155,7 +156,7 @@ def _hc_mtp(spec: ModelSpec, count: int) -> list[WeightTensor]:
     mixes = [t for e in spec.extras if e.per_layer for t in extra_tensors(spec, e)]
     tensors = (*attention, *(ffn_tensors(spec, ffn, (last,)) if ffn is not None else ()), *mixes, *_hc_head(spec))
     return [
-        *(WeightTensor(t.role, t.shape, count * t.copies, "mtp") for t in tensors),
+        *(WeightTensor(t.role, t.shape, count * t.copies, "mtp", kv_heads=t.kv_heads, whole=t.whole) for t in tensors),
         WeightTensor("vector", (spec.norm_params,), spec.norms_per_layer * count, "mtp"),
         WeightTensor("vector", (d,), 3 * count, "mtp"),  # enorm, hnorm, norm
         WeightTensor("attention", (d, d), 2 * count, "mtp"),  # e_proj, h_proj: linears, stored as attention's are

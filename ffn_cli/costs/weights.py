@@ -87,6 +87,7 @@ class WeightTensor:
     # expert is (--ep splits it with the expert's matrices).
     expert: bool = False
     kv_heads: int = 0  # a key or value projection's KV heads, which --tp splits by head (PlacedTensor's)
+    whole: bool = False  # whole on every GPU of --tp (MLA's down projections: PlacedTensor's)
 
     @property
     def params(self) -> int:
@@ -114,14 +115,17 @@ def _storage_order(spec: ModelSpec) -> Callable[[PlacedTensor], int]:
 def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     """Every parameter tensor of the model, merged by (role, shape); they sum to its total. A
     tied tensor is the one it shares, stored once; a vision tower is one tensor of its parameters."""
-    found: dict[tuple[Role, tuple[int, ...], bool, int], int] = {}
+    found: dict[tuple[Role, tuple[int, ...], bool, int, bool], int] = {}
     placed = sorted(model_layout(spec), key=_storage_order(spec))
     vision = [t for t in placed if t.role == "vision"]
     for t in placed:
         if t.role != "vision" and not t.tied and t.instances and t.numel:
-            key = (t.role, t.shape, t.name.startswith("experts."), t.kv_heads)
+            key = (t.role, t.shape, t.name.startswith("experts."), t.kv_heads, t.whole)
             found[key] = found.get(key, 0) + t.instances
-    tensors = [WeightTensor(role, shape, count, expert=expert, kv_heads=heads) for (role, shape, expert, heads), count in found.items()]
+    tensors = [
+        WeightTensor(role, shape, count, expert=expert, kv_heads=heads, whole=whole)
+        for (role, shape, expert, heads, whole), count in found.items()
+    ]
     if vision:  # counted by part, not by tensor: kept in the rest's format
         tensors.append(WeightTensor("vision", (sum(t.params for t in vision),), 1))
     return tensors

@@ -21,7 +21,7 @@ from math import prod
 from typing import Literal
 
 from ffn_cli.accounting import ParamTensor, param_tensors
-from ffn_cli.attention import AttentionSpec
+from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
 from ffn_cli.i18n import N_
 from ffn_cli.models.spec import ExtraPart, ModelSpec
 from ffn_cli.spec import FFNSpec
@@ -90,6 +90,9 @@ class PlacedTensor:
     # A key or value projection's KV heads: --tp splits it by head, a GPU holding ceil(heads / tp)
     # of them (a head copied where --tp exceeds them, as vLLM copies it); 0 for any other tensor.
     kv_heads: int = 0
+    # MLA's down projections (q_a_proj, kv_a_proj_with_mqa): whole on every GPU of --tp, as vLLM
+    # and SGLang hold them (ReplicatedLinear).
+    whole: bool = False
 
     @property
     def numel(self) -> int:
@@ -164,6 +167,10 @@ def _one(
 # --- the blocks, each placed in one place --------------------------------------------------
 
 
+# MLA's projections down to its query and key-value latents, whole on every GPU of --tp.
+_MLA_DOWN = ("q_a_proj.", "kv_a_proj_with_mqa.")
+
+
 def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bool = False) -> tuple[PlacedTensor, ...]:
     """The attention block in `layers` (of one shape): its AttentionSpec's tensors and the tensors
     beside it; a KV-shared layer's without the keys' and values' (it reads an earlier layer's)."""
@@ -177,10 +184,15 @@ def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bo
         return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in kv), layers))
     attention = spec.attention if first is None else spec.attention_of(first)
     heads = attention.kv_heads if isinstance(attention, AttentionSpec) else 0  # MLA's and V4's projections are no heads'
-    return tuple(
-        replace(p, kv_heads=heads) if p.role == "attention" and p.name.startswith(("k_proj.", "v_proj.")) else p
-        for p in _place(ATTENTION, "attention", "attention", tensors, layers)
-    )
+    latent = isinstance(attention, LatentAttentionSpec)
+    placed = []
+    for p in _place(ATTENTION, "attention", "attention", tensors, layers):
+        if p.role == "attention" and heads and p.name.startswith(("k_proj.", "v_proj.")):
+            p = replace(p, kv_heads=heads)
+        elif p.role == "attention" and latent and p.name.startswith(_MLA_DOWN):
+            p = replace(p, whole=True)
+        placed.append(p)
+    return tuple(placed)
 
 
 def mixer_tensors(spec: ModelSpec) -> tuple[PlacedTensor, ...]:

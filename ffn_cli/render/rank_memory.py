@@ -106,6 +106,7 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
         "expert_bytes": r.expert_bytes,
         "split_bytes": r.split_bytes,
         "copied_kv_projection_bytes": r.copied_kv_bytes,
+        "whole_latent_projection_bytes": r.whole_latent_bytes,
         "replicated_bytes": r.replicated_bytes,
         "replicated": list(r.replicated),
         "vision_bytes": r.vision_bytes,
@@ -215,6 +216,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
             # "other" beside the routed experts' row; a model without them splits all its matrices so
             [(_("other matrices ÷ {ranks}") if r.expert_bytes else _("matrices ÷ {ranks}")).format(ranks=r.tp), fmt_bytes(r.split_bytes)],
             *([[_("key and value projections: one KV head's, copied"), fmt_bytes(r.copied_kv_bytes)]] if r.copied_kv_bytes else []),
+            *([[_("MLA's down projections, whole"), fmt_bytes(r.whole_latent_bytes)]] if r.whole_latent_bytes else []),
             [
                 _("replicated: {what}").format(what=Message.listed([Message(w) for w in r.replicated]).shown()),
                 fmt_bytes(r.replicated_bytes),

@@ -83,14 +83,15 @@ def _attention_rank(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     and of fewer KV heads than --tp one head's key and value projections, weights and work (copied)."""
     cost = _split(attention_cost(spec, stack, layer, plan, case), layout.tp, layout.kv_share(spec, layer))
     shared = layer in spec.kv_shared_layers
-    copied = [t for t in attention_tensors(spec, (layer,), shared_kv=shared) if 0 < t.kv_heads < layout.tp]
-    if not copied:
-        return cost
-    more = layout.kv_heads_share(copied[0].kv_heads) - 1 / layout.tp  # a head's share, past the ÷ tp counted
-    weights, params = read_cost(plan, copied)
-    flops = case.tokens * sum(2 * t.numel for t in copied if len(t.shape) == 2)
-    return replace(cost, flops=cost.flops + flops * more, weight_bytes=cost.weight_bytes + weights * more,
-                   weight_params=cost.weight_params + params * more)  # fmt: skip
+    for t in attention_tensors(spec, (layer,), shared_kv=shared):
+        share = layout.kv_heads_share(t.kv_heads) if 0 < t.kv_heads < layout.tp else 1.0 if t.whole else 0.0
+        if share:  # a head's share, or all of it, past the ÷ tp counted
+            more = share - 1 / layout.tp
+            weights, params = read_cost(plan, [t])
+            flops = case.tokens * 2 * t.numel if len(t.shape) == 2 else 0
+            cost = replace(cost, flops=cost.flops + flops * more, weight_bytes=cost.weight_bytes + weights * more,
+                           weight_params=cost.weight_params + params * more)  # fmt: skip
+    return cost
 
 
 def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
