@@ -23,7 +23,17 @@ from ffn_cli.models.mixers import DeltaRuleScan, SSDScan
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import check_int
 
-__all__ = ["MAX_WORLD_SIZE", "Layout", "check_model_parallel", "intermediate_width", "layout_for"]
+__all__ = ["MAX_WORLD_SIZE", "Layout", "check_model_parallel", "held_whole_share", "intermediate_width", "layout_for"]
+
+
+def held_whole_share(kv_heads: int, whole: bool, tp: int) -> float:
+    """The fraction of a tensor a GPU of --tp holds where it is not split evenly: a key or value
+    projection of fewer KV heads than tp, one head's (copied, as vLLM copies it); MLA's down
+    projections, all of it. 0.0 for a tensor --tp divides as its role says."""
+    if 0 < kv_heads < tp:
+        return ceil(kv_heads / tp) / kv_heads
+    return 1.0 if whole and tp > 1 else 0.0
+
 
 MAX_WORLD_SIZE = 1024  # GPUs one split may name: beyond any serving layout, below a number that hangs a loop
 

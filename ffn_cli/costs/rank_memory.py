@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from ffn_cli.costs.parallel_layout import layout_for
+from ffn_cli.costs.parallel_layout import held_whole_share, layout_for
 from ffn_cli.costs.weights import PART_WORDS, Checkpoint
 from ffn_cli.i18n import N_
 from ffn_cli.models.layout import model_layout
@@ -56,11 +56,10 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
     bits = {"experts": 0, "split": 0, "replicated": 0}
     vision, copied, whole = 0, 0.0, 0
     for t in stored.tensors:
-        if 0 < t.kv_heads < tp:  # one head's a GPU, copied: the whole tensor's share is a head's
-            copied += stored.bits_of(t) / t.kv_heads
-            continue
-        if t.whole and tp > 1:
-            whole += stored.bits_of(t)
+        held = held_whole_share(t.kv_heads, t.whole, tp)
+        if held:  # one KV head's a GPU, copied; or MLA's down projections whole
+            copied += stored.bits_of(t) * held if t.kv_heads else 0
+            whole += stored.bits_of(t) if not t.kv_heads else 0
             continue
         key = "experts" if t.role == "experts" or t.expert else "replicated" if t.role in _REPLICATED else "split"
         bits[key] += stored.bits_of(t)

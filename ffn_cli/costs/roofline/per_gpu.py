@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ffn_cli.costs.parallel_layout import Layout
+from ffn_cli.costs.parallel_layout import Layout, held_whole_share
 from ffn_cli.costs.roofline.bound import busiest_rank_experts
 from ffn_cli.costs.roofline.model_pass import (
     PartCost,
@@ -84,7 +84,7 @@ def _attention_rank(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storag
     cost = _split(attention_cost(spec, stack, layer, plan, case), layout.tp, layout.kv_share(spec, layer))
     shared = layer in spec.kv_shared_layers
     for t in attention_tensors(spec, (layer,), shared_kv=shared):
-        share = layout.kv_heads_share(t.kv_heads) if 0 < t.kv_heads < layout.tp else 1.0 if t.whole else 0.0
+        share = held_whole_share(t.kv_heads, t.whole, layout.tp)
         if share:  # a head's share, or all of it, past the ÷ tp counted
             more = share - 1 / layout.tp
             weights, params = read_cost(plan, [t])
