@@ -68,9 +68,13 @@ def test_layout_counts_the_whole_build_or_is_refused(model_type: str, keys: dict
         assert (counted.total_params, counted.active_params) == (reader.total_params, reader.active_params)
 
 
-@pytest.mark.parametrize("model_type", ["qwen3_5", "qwen3_5_moe", "glm_moe_dsa", "deepseek_v32", "kimi_linear", "gemma3", "phi"])
+@pytest.mark.parametrize(
+    "model_type", ["qwen3_5", "qwen3_5_moe", "glm_moe_dsa", "deepseek_v32", "kimi_linear", "gemma3", "phi", "aria", "moshi"]
+)
 def test_default_configs_count_the_whole_build(model_type: str) -> None:
-    # transformers' own default configs of the newest model_types, at their real sizes.
+    # transformers' own default configs of the newest model_types, at their real sizes. Aria's
+    # config holds a dict keyed by numbers (projector_patch_to_query_dict); Moshi's layer class asks
+    # beside the config which kind it is, so its layers are read as the model built them.
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
     layout = _layout(config)
     assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params

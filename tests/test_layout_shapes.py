@@ -14,6 +14,8 @@ import pytest
 from ffn_cli.configs.attribution import Owner, attribute
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.models.count import count_model
+from ffn_cli.render.presenters.costs import costs_data
+from ffn_cli.services.costs import CostOptions, model_costs
 from tests.module_flops import module_flops
 
 transformers = pytest.importorskip("transformers")
@@ -811,6 +813,86 @@ def test_zaya_flops_against_flop_counter() -> None:
     router = 2 * (64 * 16 + 2 * 16 * 16 + 16 * 5)
     assert counted.get_total_flops() == 5 * router
     assert spec.ffn_matmul_flops(ffn) == router + 2 * 3 * 64 * 32  # one expert, every pick a real one
+
+
+def test_a_gate_held_in_the_up_projection_against_transformers() -> None:
+    # Moshi's gating MLP: fc1 maps 64 to ffn_dim 192, its two halves the gate and the input; fc2 reads
+    # 96. Its layer class asks beside the config which kind it is (use_flexible_linear), which the
+    # model building it says: its layers are read as the model built them.
+    config = _config("moshi", ffn_dim=192)
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.dense_ffn
+    assert ffn is not None and (ffn.d_ff, ffn.fused_gate_up, ffn.variant) == (96, True, "swiglu")
+    counts = module_flops(config, torch.zeros(1, 1, dtype=torch.long))
+    assert counts["layers.0.mlp"] == layout.spec.ffn_matmul_flops(ffn) == 2 * 64 * 192 + 2 * 96 * 64
+    # K and V of each of 5 tokens, 2 KV heads × 16: transformers' cache holds as much a layer.
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, 5)
+    assert kind.elements_per_layer == 5 * 2 * 2 * 16
+    cache = _cache_after(config, 5)
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2
+
+
+def test_a_towers_norm_built_before_the_text_model_is_the_towers() -> None:
+    # MOSS-Transcribe-Diarize builds its Whisper-like audio tower (a LayerNorm of 1,024 at its end)
+    # before its Qwen3 text model (d_model 1,024): the final norm is the text model's RMSNorm, the
+    # tower's is the tower's, and what runs on the audio is named as no token's FLOPs.
+    config = {**transformers.AutoConfig.for_model("moss_transcribe_diarize").to_dict(), "model_type": "moss_transcribe_diarize"}
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    assert spec.final_norm and spec.norm == "rmsnorm" and spec.norm_params == 1024
+    (beside,) = (e for e in spec.extras if e.name == "beside the layers")
+    with torch.device("meta"):
+        built = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    tower = sum(p.numel() for m in (built.model.audio_tower, built.model.multi_modal_projector) for p in m.parameters())
+    assert beside.flops == 0 and sum(t.count for t in beside.tensors) == tower
+    assert "audio_tower.layers.0–23," in beside.detail and "audio_tower.layers.1" not in beside.detail
+    assert any("modules beside the layers" in x for x in layout.flops_left_out)
+
+
+def _ernie_vl() -> tuple[Any, dict[str, Any]]:
+    # 512 wide: its 3-D rotary sections are sized for heads of 128.
+    text = dict(hidden_size=512, intermediate_size=96, moe_intermediate_size=[32, 16], moe_num_experts=4, moe_k=2,
+                moe_num_shared_experts=1, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                mlp_layer_types=["dense", "sparse"])  # fmt: skip
+    built = transformers.AutoConfig.for_model("ernie4_5_vl_moe", text_config=text, vision_config=dict(depth=1))
+    return built, {**built.to_dict(), "model_type": "ernie4_5_vl_moe"}
+
+
+def test_experts_of_the_image_tokens_beside_the_text_ones_against_transformers() -> None:
+    # ERNIE 4.5 VL's MoE layer: text_moe (4 experts × 32, top-2) and vision_moe (4 × 16, a router
+    # of its own) side by side, and a shared expert of 32. A text token runs the text experts and
+    # the shared one: FlopCounterMode on transformers' block over 3 text tokens is ffn's count.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    built, config = _ernie_vl()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    ffn = spec.moe_ffn
+    assert ffn is not None and (ffn.experts, ffn.d_ff, ffn.top_k, ffn.shared_d_ff) == (4, 32, 2, 32)
+    (image,) = (e for e in spec.extras if e.kind == "vision")
+    # The vision experts' gate_up [4, 32, 512] and down [4, 512, 16], their router (4, 512) and its score bias (1, 4).
+    assert image.params_each == 4 * (32 * 512 + 512 * 16) + 4 * 512 + 4 and spec.layers_of(image) == (1,) and image.flops == 0
+    model = transformers.AutoModelForImageTextToText.from_config(built, experts_implementation="eager").eval().requires_grad_(False)
+    with torch.no_grad(), FlopCounterMode(display=False) as counted:
+        model.model.language_model.layers[1].mlp(torch.randn(1, 3, 512))
+    assert counted.get_total_flops() == 3 * spec.ffn_matmul_flops(ffn) == 3 * 2 * (2 * 3 * 512 * 32 + 3 * 512 * 32 + 512 * 4)
+    # Active by hand: the table (tied head), 2 attentions (q and o 512², k and v 512 × 256), layer 0's MLP
+    # of 96, layer 1's router and score bias, 2 of its text experts and the shared one, 5 norms of 512.
+    counted_model = count_model(spec)
+    by_hand = 128 * 512 + 2 * (2 * 512 * 512 + 2 * 512 * 256) + 3 * 512 * 96 + (4 * 512 + 4 + 3 * 3 * 512 * 32) + 5 * 512
+    assert counted_model.active_params == by_hand
+    # The vision part: the tower, its resampler and layer 1's vision MoE, as transformers builds them.
+    vision = (model.model.vision_tower, model.model.resampler_model, model.model.language_model.layers[1].mlp.vision_moe)
+    assert counted_model.vision_params == sum(p.numel() for m in vision for p in m.parameters())
+
+
+def test_experts_of_the_image_tokens_are_divided_over_ep() -> None:
+    # --ep 2 on one GPU's share: the text and the vision experts alike, half a GPU each; their router whole.
+    _built, config = _ernie_vl()
+    layout = read_layout(config, name="small", source="small")
+    memory = costs_data(model_costs(layout, "bfloat16", CostOptions(gpu="h200", ep=2, tp=1)))["per_gpu_memory"]
+    experts = 4 * 3 * 512 * 32 + 4 * (32 * 512 + 512 * 16)  # the text experts' gate, up and down; the vision ones'
+    assert memory["expert_bytes"] == 2 * experts // 2
 
 
 def _rwkv() -> dict[str, Any]:

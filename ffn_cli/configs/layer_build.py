@@ -107,6 +107,7 @@ _ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$"
 # mixer, FFN and norms (Gemma 4's per-layer input gate), and beside the layers (a vision tower).
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
 BESIDE_THE_LAYERS = N_("beside the layers")
+IMAGE_EXPERTS = N_("vision experts")
 LOOKUP_TABLES = N_("lookup tables beside the layers")
 _SUBLAYERS = N_(
     "its {n} decoder layers hold {sub} sublayers each, an attention and an FFN apiece: the {layers} layers here are those "
@@ -115,6 +116,9 @@ _SUBLAYERS = N_(
 )
 # A config key that says how many times layers run over (Dory's n_recurrent_loops).
 _LOOPS = re.compile(r"(^|_)loops($|_)")
+_BESIDE_NOT_RUN = N_(
+    "the FLOPs of the modules beside the layers, which may run on the model's other inputs (audio, images), not on a text token"
+)
 _LOOPED = N_(
     "its {key} {n}: some layers run {n} times over, each pass with what it caches; ffn sizes each layer once, "
     "its FLOPs, activations and decode state for one pass"
@@ -212,6 +216,9 @@ class LayerRead:
     norm_names: list[str] = field(default_factory=list)  # the children read as the layer's norms
     other: tuple[ParamTensor, ...] = ()
     other_flops: int = 0  # per token, of `other` beyond its Linear weights (DeepSeek-V4's hyper-connections)
+    # Experts of another modality beside the text ones (ERNIE 4.5 VL's vision_moe): held, run on image tokens alone.
+    image_experts: tuple[ParamTensor, ...] = ()
+    image_experts_shape: tuple[int, int] | None = None  # (experts, width) of them
     window: int | None = None
     index_keys: int | None = None  # a DSA indexer's key, elements a token
     index_heads: int | None = None  # its heads
@@ -906,6 +913,8 @@ def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Line
     gate = _linear(m, "gate_proj", "w1", "proj_up_gate")
     fused = _linear(m, "gate_up_proj", "input_linear", "Wi")  # ModernBERT's Wi: the gate and the input, one Linear
     down = _linear(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "Wo", "output_linear", "proj_down", "value")
+    if fused is None and gate is None and up is not None and down is not None and up.out_features == 2 * down.in_features:
+        return None, None, up, down  # an up projection to twice what the down one reads holds the gate too (Moshi's fc1)
     return up, gate, fused, down
 
 
@@ -1122,8 +1131,37 @@ def _loose_linears(children: list[tuple[str, nn.Module]]) -> list[tuple[str, nn.
     return [(", ".join(n for n, _c in children), block)]
 
 
+def _by_modality(d: int, children: list[tuple[str, nn.Module]], read: LayerRead) -> list[tuple[str, nn.Module]]:
+    """ERNIE 4.5 VL's MoE block: text_moe and vision_moe, each a router and experts of its own,
+    and shared experts every token runs. The text MoE with the shared experts is the layer's FFN;
+    the vision MoE's tensors are held beside it, run on image tokens alone (never by a text token)."""
+    if len(children) != 1:
+        return children
+    name, block = children[0]
+    parts = dict(block.named_children())
+    others = [n for n in parts if n != "text_moe" and n.endswith("_moe") and _experts(parts[n]) is not None]
+    if "text_moe" not in parts or _experts(parts["text_moe"]) is None or len(others) != 1:
+        return children
+    found = _experts(parts[others[0]])
+    prefix = f"{name}.{others[0]}"
+    read.image_experts = tuple(_one_matrix(t) for t in _named_in(prefix, parts[others[0]]))
+    stacked = _stacked_experts(d, found[1]) if found is not None else None
+    if stacked is not None:  # the words of the layout's row, after the text MoE's
+        read.image_experts_shape = stacked[:2]
+    return [(f"{name}.text_moe", parts["text_moe"])] + [(f"{name}.{n}", c) for n, c in parts.items() if n not in ("text_moe", others[0])]
+
+
+def _one_matrix(t: ParamTensor) -> ParamTensor:
+    """Experts held as one [E, out, in] tensor ("experts (gate_up_proj)") as the [E · out, in]
+    matrix their E Linears stack to, stored and divided as a routed expert's projections are."""
+    if len(t.shape) != 3 or not t.name.endswith(")"):
+        return t
+    module, _sep, leaf = t.name.removesuffix(")").partition(" (")
+    return ParamTensor(f"{module}.{leaf}", (t.shape[0] * t.shape[1], t.shape[2]))
+
+
 def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
-    children = _loose_linears(_beside_the_mlp(children))
+    children = _by_modality(d, _loose_linears(_beside_the_mlp(children)), read)
     moe = [(n, c) for n, c in children if _experts(c) is not None]
     beside: tuple[ParamTensor, ...] = ()
     if len(moe) == 1 and len(children) <= 2:
@@ -1146,6 +1184,9 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         raise _Unread(
             Message(N_("its FFN counts {counted} parameters where the module holds {built}"), counted=f"{counted:,}", built=f"{built:,}")
         )
+    if read.image_experts_shape is not None:
+        n, width = read.image_experts_shape
+        read.said.append(Message(N_("{n} vision experts × {width} beside them, a router of their own"), n=f"{n:,}", width=f"{width:,}"))
 
 
 def _unwrapped(layer: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -1314,9 +1355,30 @@ def _gated_norm(name: str, module: nn.Module) -> tuple[nn.Module, tuple[ParamTen
 
 def _beside_said(beside: tuple[ParamTensor, ...]) -> str:
     """The tensors beside the layers by their modules, each once: "model (input_hidden_states_scale,
-    input_hidden_states_bias)" (Zaya's), "model.language_model.final_input.query" (Inkling 2's)."""
-    dotted = (t.name.replace(" (", ".").removesuffix(")") if t.name.endswith(")") else t.name for t in beside)
-    return Message.listed(modules_said(dotted))
+    input_hidden_states_bias)" (Zaya's), "model.language_model.final_input.query" (Inkling 2's); a
+    tower's numbered layers once, by their range ("audio_tower.layers.0–31 (fc1, fc2, …)")."""
+    dotted = [t.name.replace(" (", ".").removesuffix(")") if t.name.endswith(")") else t.name for t in beside]
+    return Message.listed(modules_said(_layers_folded(dotted)))
+
+
+_NUMBERED = re.compile(r"^(.*?\.)(\d+)\.(.*)$")
+
+
+def _layers_folded(names: list[str]) -> list[str]:
+    """Names in a numbered list of modules as the list, once, its indices in a range:
+    "audio_tower.layers.3.fc1.weight" as "audio_tower.layers.0–31", where the list runs 0–31."""
+    indices: dict[str, set[int]] = {}
+    for name in names:
+        if found := _NUMBERED.match(name):
+            indices.setdefault(found[1], set()).add(int(found[2]))
+    out: list[str] = []
+    for name in names:
+        found = _NUMBERED.match(name)
+        listed = found is not None and len(indices[found[1]]) > 1
+        folded = f"{found[1]}{layer_ranges(tuple(sorted(indices[found[1]])))}" if found is not None and listed else name
+        if folded not in out:
+            out.append(folded)
+    return out
 
 
 def _top_module(t: ParamTensor) -> str:
@@ -1418,7 +1480,8 @@ def _ffn_count(read: LayerRead) -> int:
 
 
 def _read_params(read: LayerRead) -> int:
-    return _mixer_params(read) + _ffn_count(read) + read.norms * read.norm_params + sum(t.count for t in read.other)
+    beside = sum(t.count for t in (*read.other, *read.image_experts))
+    return _mixer_params(read) + _ffn_count(read) + read.norms * read.norm_params + beside
 
 
 # --- the model ------------------------------------------------------------------------------
@@ -1493,7 +1556,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         # The whole model is built once where the layers come from several classes (which layer is
         # which is the model's own code), tensors beside the layers are sized by the layer count, or
         # the model's classes name no layer class (its layers are then the list the model built).
-        whole = _whole_model(hf_config, source) if len(classes) != 1 or sized_by_layer_count(r.config) else None
+        alone = len(classes) == 1 and _builds_alone(classes[0])
+        whole = _whole_model(hf_config, source) if not alone or sized_by_layer_count(r.config) else None
         if not classes:
             assert whole is not None
             classes = _listed_layer_classes(whole, n_layers, source)
@@ -1736,6 +1800,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     embedding = head = norm = embedding_norm = None
     head_bias, head_rows = False, 0
     beside, tables = [], []
+    norms: dict[str, list[ParamTensor]] = {}  # the norms of d outside the layers, by module: the final norm among them
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
     position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
     positions = first_position = 0
@@ -1764,13 +1829,15 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             first_position = module.padding_idx + 1 if module.padding_idx is not None else 0
         elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in path:
             embedding_norm = path  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm: over the summed embeddings
-        elif (norm is None and p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
+        elif (p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
               and not name.startswith(head_blocks)):  # fmt: skip
-            norm = path
+            norms.setdefault(path, []).append(_tensor(path, leaf, p, module))
         elif isinstance(module, nn.Embedding) and module.num_embeddings in vocabularies:
             tables.append(_tensor(path, leaf, p, module))
-        elif path not in (norm, embedding_norm):
+        elif path not in (*norms, embedding_norm):
             beside.append(_tensor(path, leaf, p, module))
+    norm = _final_norm(list(norms), embedding)
+    beside += [t for path, tensors in norms.items() if path != norm for t in tensors]
     if embedding is None:  # ELECTRA's and RemBERT's narrower table, projected up; CPM-Ant's longer one: the spec's is vocab × d
         narrow = [tuple(m.weight.shape) for m in modules.values() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab]
         if narrow:
@@ -1794,6 +1861,15 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     )
 
 
+def _final_norm(norms: list[str], embedding: str | None) -> str | None:
+    """The final norm among the norms of d beside the layers: the first in the module that holds
+    the token embeddings (the text model's), where one is; else the first. An audio tower built
+    before the text model (MOSS's) holds a norm of the same width, which is the tower's."""
+    text_model = embedding.rpartition(".")[0].rpartition(".")[0] if embedding else ""
+    own = [n for n in norms if n.rpartition(".")[0] == text_model]
+    return next(iter(own or norms), None)
+
+
 def _rows_past(p: torch.Tensor, vocab: int, d: int) -> bool:
     """A token table of d columns and more rows than the vocabulary (Llama 3.2 Vision's 8 more)."""
     return p.dim() == 2 and p.shape[1] == d and p.shape[0] > vocab
@@ -1804,6 +1880,14 @@ def _input_embeddings(model: PreTrainedModel) -> nn.Module | None:
         return model.get_input_embeddings()
     except NotImplementedError:  # transformers' answer for a model that names none
         return None
+
+
+def _builds_alone(layer_cls: type[nn.Module]) -> bool:
+    """Whether the class builds from the config and its index alone: Moshi's layer asks beside
+    them which kind it is (use_flexible_linear), which only the model that builds it says."""
+    params = list(inspect.signature(layer_cls.__init__).parameters.values())[1:]
+    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return len(required) <= 2
 
 
 def _build(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, source: str) -> nn.Module:
@@ -1872,7 +1956,7 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
-            read.other, read.window, read.index_keys, read.kv_shared, read.zero_experts, read.residual_copies,
+            read.other, read.image_experts, read.window, read.index_keys, read.kv_shared, read.zero_experts, read.residual_copies,
             tuple(read.left_out))  # fmt: skip
 
 
@@ -1964,6 +2048,24 @@ def _beside_the_parts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
     return extras
 
 
+def _image_experts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
+    """The experts of another modality each MoE layer holds beside the text ones (ERNIE 4.5 VL's
+    vision_moe): the model's vision part, held and divided over --ep as experts, never run by a text token."""
+    holders = [r for r in reads if r.image_experts]
+    if not holders:
+        return ()
+    if len({r.image_experts for r in holders}) > 1:
+        raise _Unread(Message(N_("its MoE layers hold vision experts of more than one shape")))
+    tensors = holders[0].image_experts
+    layers = tuple(sorted(i for r in holders for i in r.layers))
+    all_layers = tuple(sorted(i for r in reads for i in r.layers))
+    detail = Message.listed(modules_said(t.name for t in tensors))
+    if holders[0].image_experts_shape is not None:
+        n, width = holders[0].image_experts_shape
+        detail = Message(N_("router + {n} × d_ff {width}, run on image tokens alone"), n=f"{n:,}", width=f"{width:,}")
+    return (ExtraPart(IMAGE_EXPERTS, "vision", detail, tensors, per_layer=True, layers=() if layers == all_layers else layers),)
+
+
 def _assemble(
     hf_config: PretrainedConfig,
     text_data: Mapping[str, Any],
@@ -2012,18 +2114,18 @@ def _assemble(
             by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
     norms, reads = _common_norms(reads, d)
-    extras = _beside_the_parts(reads)
+    extras = _beside_the_parts(reads) + _image_experts(reads)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
                 for t in shell.tables for m in modules_said([t.name])]  # fmt: skip
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", Message.listed(said), shell.tables),)
     vision, beside = _towers(shell.beside, config)
+    # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model
+    # projection); in a model with a tower, what is beside the layers may run on its inputs, not counted per token.
+    text_only = hf_config.get_text_config() is hf_config
     if beside:
         tops = _beside_said(beside)
-        # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model
-        # projection); in a model with a tower, what is beside the layers may run on its inputs, not counted per token.
-        text_only = hf_config.get_text_config() is hf_config
         beside_flops = 2 * sum(t.count for t in beside if t.name.endswith(".weight")) if text_only else 0
         extras += (ExtraPart(BESIDE_THE_LAYERS, "other", tops, beside, flops=beside_flops),)
     if attention is None:  # no layer attends: a stand-in nothing reads (attention_layers is empty)
@@ -2077,6 +2179,8 @@ def _assemble(
     chunks = attention_chunks(config, n_layers)
     left_out = _by_layers([(r.layers, r.left_out) for r in reads]) + _loops(text_data)
     flops_left_out = _by_layers([(r.layers, r.flops_left_out) for r in reads])
+    if beside and not text_only:  # a tower's modules beside the layers run on its inputs (MOSS's audio), sized by no token
+        flops_left_out.append(Message(_BESIDE_NOT_RUN))
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, spec.norm_params):
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip

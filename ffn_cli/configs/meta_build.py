@@ -153,7 +153,7 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
 
 # A tower a config describes beside its text model, and the words a built module's name has for it
 # (a vision tower's projector into the text model's width too: Kimi K2.5's mm_projector).
-_TOWERS = {"vision_config": ("vision", "visual", "projector"), "audio_config": ("audio",)}
+_TOWERS = {"vision_config": ("vision", "visual", "projector", "resampler"), "audio_config": ("audio",)}
 
 
 def is_tower(path: str, config: Mapping[str, Any]) -> bool:
@@ -206,14 +206,15 @@ MAX_EXPERT_MODULES = 1 << 21
 MAX_BUILT_EXPERTS = 1 << 16  # Doge's experts are 16,384 rows of one table; a hundred thousand is no model
 
 
-def _counts(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, int]]:
+def _counts(data: Mapping[Any, Any], prefix: str = "") -> Iterator[tuple[str, str, int]]:
     """(key path, "layers" or "experts", value) of every count a module stack is built from,
-    in sub-configs too (text_config, vision_config, …)."""
+    in sub-configs too (text_config, vision_config, …). A config's own dicts may be keyed by
+    numbers (Aria's projector_patch_to_query_dict, patches to queries): no count is keyed so."""
     for key, value in data.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
             yield from _counts(value, path + ".")
-        elif isinstance(value, int) and not isinstance(value, bool):
+        elif isinstance(value, int) and not isinstance(value, bool) and isinstance(key, str):
             name = key.lower()
             if name.endswith("experts") and name.startswith(("num_", "n_", "moe_num_")):
                 yield path, "experts", value

@@ -231,6 +231,11 @@ def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = 
 def extra_tensors(spec: ModelSpec, extra: ExtraPart) -> tuple[PlacedTensor, ...]:
     """A family's own part (Gemma 3n's AltUp, Laurel, per-layer inputs), in every layer or beside them."""
     layers = spec.layers_of(extra)
+    if extra.kind == "vision":  # a modality's experts, stored and divided over --ep as the routed ones; their router's, whole
+        return tuple(
+            _one(extra.name, "vision", "experts" if ".experts." in t.name else "router", t.name, t.shape, layers, extra.copies)
+            for t in extra.tensors
+        )
     role: Role = "embedding" if extra.kind == "embedding" else "other"
     return tuple(_place(extra.name, extra.kind, role, extra.tensors, layers, extra.copies))
 

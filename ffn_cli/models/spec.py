@@ -43,7 +43,8 @@ MAX_VOCAB = 1 << 24
 # AttentionSpec.tensors() with these prefixes.
 KV_TENSORS = ("k_proj.", "v_proj.", "k_norm.")
 
-ExtraKind = Literal["embedding", "norm", "other"]
+# "vision": experts of the image tokens beside a layer's text ones (ERNIE 4.5 VL's), run by no text token.
+ExtraKind = Literal["embedding", "norm", "other", "vision"]
 # Layers in a row, evenly spaced, from which layer_ranges writes them as a series.
 _STRIDED = 5
 

@@ -224,7 +224,7 @@ def extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     inputs): their matmuls, each weight read once, an embedding table one row per token."""
     flops = case.tokens * spec.extra_flops
     weights, params = 0.0, 0
-    for e in spec.extras:
+    for e in (e for e in spec.extras if e.kind != "vision"):  # a modality's experts: run by no text token
         for t in extra_tensors(spec, e):
             if t.part == "embedding":
                 weights += t.instances * case.tokens * _bytes(plan, t.role, (1, *t.shape[1:]))

@@ -238,7 +238,8 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
         )
         if has_active:  # a text token never runs the tower
             vision += _("; not in the active counts: it runs on images, not on a text token")
-        rows.append([_("vision tower"), fmt_count(m.vision_params), vision])
+        experts = any(e.kind == "vision" for e in m.spec.extras)  # ERNIE 4.5 VL's image experts beside its text ones
+        rows.append([_("vision tower and experts") if experts else _("vision tower"), fmt_count(m.vision_params), vision])
     without = _("without token/position embeddings and an untied head")
     if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
         without = _("without token/position embeddings, the tables looked up beside them, and an untied head")
