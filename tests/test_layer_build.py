@@ -69,7 +69,7 @@ def test_layout_counts_the_whole_build_or_is_refused(model_type: str, keys: dict
 
 
 @pytest.mark.parametrize(
-    "model_type", ["qwen3_5", "qwen3_5_moe", "glm_moe_dsa", "deepseek_v32", "kimi_linear", "gemma3", "phi", "aria", "moshi"]
+    "model_type", ["qwen3_5", "qwen3_5_moe", "glm_moe_dsa", "deepseek_v32", "kimi_linear", "gemma3", "phi", "aria", "moshi", "kosmos-2.5"]
 )
 def test_default_configs_count_the_whole_build(model_type: str) -> None:
     # transformers' own default configs of the newest model_types, at their real sizes. Aria's

@@ -515,6 +515,8 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
         ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
         ("electra", {"is_decoder": True}, "a 30,522 × 128 table, not vocab_size × hidden_size (30,522 × 256)"),  # projected up
         ("bart", {}, "an encoder and a decoder"),
+        # Qwen2.5-Omni: a thinker and a talker, two decoders of 28 layers, each with a cache of its own
+        ("qwen2_5_omni", {}, "2 lists of num_hidden_layers decoder layers (thinker.model.language_model.layers, talker.model.layers)"),
     ],
 )
 def test_what_a_decoder_layout_cannot_hold_is_refused_by_name(tmp_path: Any, model_type: str, keys: dict[str, Any], why: str) -> None:
@@ -893,6 +895,43 @@ def test_experts_of_the_image_tokens_are_divided_over_ep() -> None:
     memory = costs_data(model_costs(layout, "bfloat16", CostOptions(gpu="h200", ep=2, tp=1)))["per_gpu_memory"]
     experts = 4 * 3 * 512 * 32 + 4 * (32 * 512 + 512 * 16)  # the text experts' gate, up and down; the vision ones'
     assert memory["expert_bytes"] == 2 * experts // 2
+
+
+def test_a_latent_moe_against_transformers() -> None:
+    # Muse Spark's MoE: pre_expert_proj 64 → 32 and its norm, 4 experts of 16 in the latent of 32 (top-2), one
+    # post_expert_norm every expert's output goes through, post_expert_proj 32 → 64; its layers slide (a window
+    # of 4) and attend in full by turns.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    text = dict(hidden_size=64, intermediate_size=96, moe_hidden_size=32, moe_intermediate_size=16, num_local_experts=4,
+                num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                vocab_size=128, sliding_window=4, layer_types=["sliding_attention", "full_attention"],
+                mlp_layer_types=["sparse", "sparse"])  # fmt: skip
+    small = dict(vision_config=dict(num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=2),
+                 audio_config=dict(num_hidden_layers=1, out_hidden_size=64, patch_sizes=[16], hidden_sizes=[32], depths=[1]),
+                 out_hidden_size=64, projector_hidden_size=32)  # fmt: skip
+    built = transformers.AutoConfig.for_model("muse_spark", text_config=text, **small)
+    config = {**built.to_dict(), "model_type": "muse_spark"}
+    layout = _counts_the_whole_build(config)
+    ffn = layout.spec.moe_ffn
+    assert ffn is not None and (ffn.latent, ffn.d_ff, ffn.experts, ffn.top_k) == (32, 16, 4, 2) and layout.windows == (4, None)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForImageTextToText.from_config(built, experts_implementation="eager").eval().requires_grad_(False)
+    with torch.no_grad(), FlopCounterMode(display=False) as counted:
+        model.model.language_model.layers[0].mlp(torch.randn(1, 3, 64))
+    # A token: down and up through the latent, the router, and 2 experts' gate_up (32 → 2 · 16) and down (16 → 32).
+    per_token = 2 * 64 * 32 + 2 * 32 * 64 + 2 * 64 * 4 + 2 * (2 * 32 * 32 + 2 * 16 * 32)
+    assert counted.get_total_flops() == 3 * layout.spec.ffn_matmul_flops(ffn) == 3 * per_token
+    # K and V of 2 KV heads × 16: the sliding layer the 3 latest tokens', the full layer all 9.
+    kinds = {str.__str__(k.kind): k.elements_per_layer for k in decode_state(layout.spec, layout.windows, layout.chunks, 9)}
+    assert kinds == {"attention, sliding 4": 3 * 2 * 2 * 16, "attention": 9 * 2 * 2 * 16}
+    with torch.no_grad():
+        cache = model(input_ids=torch.randint(1, 100, (2, 9)), use_cache=True).past_key_values
+    # a batch of 2: half of what it holds is one sequence's K and V
+    assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [
+        kinds["attention, sliding 4"],
+        kinds["attention"],
+    ]
 
 
 def _rwkv() -> dict[str, Any]:

@@ -184,6 +184,10 @@ def _listed_layer_classes(model: nn.Module, n_layers: int, source: str) -> tuple
     whose classes name none to keep whole (BERT's BertLayer, BioGPT's, CTRL's)."""
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and len({type(x) for x in m}) == 1]
     lists = [m for m in lists if _count(m[0]) and _attends_within(m[0])]
+    if len(lists) > 1:  # Qwen2.5-Omni's thinker and talker: two decoders, each its own cache
+        paths = [n for n, m in model.named_modules() if any(m is x for x in lists)]
+        why = _("it builds {n} lists of num_hidden_layers decoder layers ({paths}): ffn lays out one decoder")
+        raise _beyond(source, why.format(n=len(lists), paths=", ".join(paths)))
     if len(lists) != 1:
         why = _("transformers names no decoder layer class for it, and it builds no one list of num_hidden_layers layers: "
                 "its layout cannot be read layer by layer")  # fmt: skip
@@ -945,10 +949,12 @@ def _moe(
     if found is None:
         raise _Unread(Message(N_("no one routed experts container")))
     path, experts = found
+    latent = _latent_projections(d, child)
+    width = latent[1] if latent is not None else d  # what an expert reads and writes
     each_expert: tuple[ParamTensor, ...] = ()  # tensors of one row an expert beside their projections
     if isinstance(experts, (nn.ModuleList, nn.ModuleDict)):
         count, first = len(experts), next(iter(experts.children()))
-        f, gated = _widths(d, *_mlp(first))
+        f, gated = _widths(width, *_mlp(first))
         bias = any(n.endswith("bias") for n, _p in first.named_parameters())
     elif (flat := _flat_experts(d, experts)) is not None:
         count, f, gated = flat
@@ -959,14 +965,16 @@ def _moe(
         if down is None or down.dim() != 3:
             raise _Unread(Message(N_("{cls} holds no [experts, …] down_proj"), cls=type(experts).__name__))
         count = down.shape[0]
-        f = down.shape[2] if down.shape[1] == d else down.shape[1]
+        f = down.shape[2] if down.shape[1] == width else down.shape[1]
         gated = "gate_up_proj" in tensors
         bias = any(n.endswith("bias") for n in tensors)
         # Beside the projections, a module of one row an expert (Ergo's norm after each expert's
-        # output, [E, d]) is counted by name beside the FFN, its work elementwise; anything else
-        # an expert holds no FFNSpec sizes.
+        # output, [E, d]) or a norm every expert's output goes through (Muse Spark's post_expert_norm,
+        # [width]) is counted by name beside the FFN, its work elementwise; anything else an expert
+        # holds no FFNSpec sizes.
         rowed = [(n, m) for n, m in experts.named_children() if _count(m)]
-        others = sorted(n for n, m in rowed if any(t.dim() != 2 or t.shape[0] != count for t in m.parameters()))
+        one_norm = {n for n, m in rowed if all(tuple(t.shape) == (width,) for t in m.parameters())}
+        others = sorted(n for n, m in rowed if n not in one_norm and any(t.dim() != 2 or t.shape[0] != count for t in m.parameters()))
         others += sorted(n for n in tensors if not n.startswith(_EXPERT_TENSORS))
         if others:
             why = N_("{cls} holds {names} beside its experts' projections: ffn sizes experts of projections alone")
@@ -994,6 +1002,7 @@ def _moe(
         variant="moe",
         d_model=d,
         d_ff=f,
+        latent=latent[1] if latent is not None else None,
         experts=count,
         top_k=top.value,
         expert_variant=r.variant(*_ACTIVATION_KEYS, gated=gated),
@@ -1014,6 +1023,7 @@ def _moe(
     # every tensor of it beside the experts, the FFNSpec's d × E router not held.
     read.router_in_extra = any(child.get_submodule(p).get_parameter(str(w)).shape[1] != d for p, w in routers.items())
     used = {path, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
+    used |= set(latent[0]) if latent is not None else set()
     router_tensors: tuple[ParamTensor, ...] = ()
     for p, weight in routers.items():  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
         router = child.get_submodule(p)
@@ -1035,6 +1045,24 @@ def _moe(
     if shared_count > 1:
         shared_said = Message(N_(", {n} shared × {width}"), n=f"{shared_count:,}", width=f"{shared_width:,}")
     read.said.append(Message.join(said, zero_said, shared_said))
+
+
+# The Linears a latent MoE's experts read and write through: to the latent, and back to d_model.
+_LATENT_PROJECTIONS = (("pre_expert_proj", "post_expert_proj"), ("fc1_latent_proj", "fc2_latent_proj"))
+
+
+def _latent_projections(d: int, block: nn.Module) -> tuple[tuple[str, str], int] | None:
+    """A MoE block whose experts read and write a latent narrower than d_model, through a Linear
+    down to it and one back up every token runs (Muse Spark's pre_expert_proj and post_expert_proj,
+    Nemotron 3's fc1_latent_proj and fc2_latent_proj): (their names, the latent width); None where none."""
+    children = dict(block.named_children())
+    for down_name, up_name in _LATENT_PROJECTIONS:
+        down, up = children.get(down_name), children.get(up_name)
+        if not (isinstance(down, nn.Linear) and isinstance(up, nn.Linear)) or down.bias is not None or up.bias is not None:
+            continue
+        if down.in_features == up.out_features == d and down.out_features == up.in_features < d:
+            return (down_name, up_name), down.out_features
+    return None
 
 
 def _skip_experts(block: nn.Module, experts: int) -> int:
@@ -1394,6 +1422,8 @@ def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple
     rest = []
     for t in beside:
         top = _top_module(t)
+        first = top.partition(".")[0]
+        top = first if is_tower(first, config) else top  # a tower at the model's root (Kosmos-2.5's vision_model): by its name
         if is_tower(top, config):
             towers[top] = towers.get(top, 0) + t.count
         else:
@@ -1788,7 +1818,9 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     heads = {n for n, m in modules.items() if (output is not None and m is output) or n.rpartition(".")[2] in ("lm_head", "embed_out")}
     # A head inside a module of its own holds its transform there (BERT's cls.predictions.transform, with
     # its LayerNorm; CamemBERT's lm_head.dense and lm_head.layer_norm): counted beside, never a final norm.
-    head_blocks = tuple(f"{n.rpartition('.')[0]}." for n in heads if "." in n)
+    # A module that holds the token embeddings too is the text model the head sits in (Kosmos-2.5's text_model).
+    table = next((n for n, m in modules.items() if m is _input_embeddings(model)), "")
+    head_blocks = tuple(f"{n.rpartition('.')[0]}." for n in heads if "." in n and not table.startswith(f"{n.rpartition('.')[0]}."))
     # A head tied to the token embeddings is one tensor, listed once under whichever name comes first
     # (CamemBERT's lm_head.decoder, before its embeddings).
     tied_weight = getattr(output, "weight", None)

@@ -81,6 +81,14 @@ def auto_class(model_type: str, config: PretrainedConfig) -> Any:
     generative = model_type in image_text and not getattr(config, "is_encoder_decoder", False)
     if generative and hasattr(transformers, "AutoModelForImageTextToText"):
         return transformers.AutoModelForImageTextToText
+    # A model of text and audio (or more) that AutoModel does not build (Qwen3-Omni: thinker, talker, vocoder).
+    multimodal = getattr(modeling_auto, "MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES", {})
+    if (
+        model_type in multimodal
+        and model_type not in modeling_auto.MODEL_MAPPING_NAMES
+        and hasattr(transformers, "AutoModelForMultimodalLM")
+    ):
+        return transformers.AutoModelForMultimodalLM
     return AutoModel
 
 
@@ -153,7 +161,7 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
 
 # A tower a config describes beside its text model, and the words a built module's name has for it
 # (a vision tower's projector into the text model's width too: Kimi K2.5's mm_projector).
-_TOWERS = {"vision_config": ("vision", "visual", "projector", "resampler"), "audio_config": ("audio",)}
+_TOWERS = {"vision_config": ("vision", "visual", "image", "projector", "resampler"), "audio_config": ("audio",)}
 
 
 def is_tower(path: str, config: Mapping[str, Any]) -> bool:
