@@ -1579,6 +1579,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
+    _check_no_passes(text.to_dict(), source)
     classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
@@ -1658,6 +1659,20 @@ def _first_layer_norm_in_embeddings(reads: list[LayerRead], shell: Shell) -> tup
         N_("the norm over the embeddings stands in for layer 0's first norm, which that layer does not build: counted as that norm")
     )
     return _merged(reads), replace(shell, embedding_norm=0), [said]
+
+
+def _check_no_passes(text_data: Mapping[str, Any], source: str) -> None:
+    """A config whose layers in a span run several passes a token, each pass with a cache of its
+    own and the same weights (Inkling 2 Loop's loop_num_passes over loop_layer_index_start to
+    loop_layer_index_end): refused by name, as ffn sizes each layer once a token."""
+    values = [text_data.get(k) for k in ("loop_num_passes", "loop_layer_index_start", "loop_layer_index_end")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return
+    passes, start, end = (int(str(v)) for v in values)
+    if passes > 1 and end > start:
+        why = _("its layers {a}–{b} run {n} passes a token (loop_num_passes), each pass with the same weights and a cache of "
+                "its own: ffn sizes each layer once a token")  # fmt: skip
+        raise _beyond(source, why.format(a=start, b=end - 1, n=passes))
 
 
 def _loops(text_data: Mapping[str, Any]) -> list[Message]:
