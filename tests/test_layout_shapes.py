@@ -934,6 +934,55 @@ def test_a_latent_moe_against_transformers() -> None:
     ]
 
 
+def _qwen4_exp() -> tuple[Any, dict[str, Any]]:
+    # Qwen4-Exp: Gated DeltaNet in 3 of 4 layers, QSA-indexed attention in the fourth, 2 residual-stream
+    # copies, and a PLE in layer 1 (ple_layer_ids counts from 1): an n-gram table of (2 orders − 1) · 2
+    # hashed heads, projections and a convolution of 4 taps dilated by the n-gram size, 3.
+    text = dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1, head_dim=16, vocab_size=128,
+                eos_token_id=1, layer_types=["linear_attention"] * 3 + ["indexed_attention"], linear_num_value_heads=4,
+                linear_num_key_heads=2, linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
+                moe_intermediate_size=16, shared_expert_intermediate_size=16, hc_count=2, hc_lowrank=8, indexer_budget=8,
+                indexer_compress_ratio=2, indexer_head_dim=16, indexer_kv_heads=1, indexer_n_heads=2, ple_conv_kernel_size=4,
+                ple_embed_dim=32, ple_layer_ids=[2], heads_per_ngram=2, make_ngram_vocab_size_divisible_by=8, ngram_size=3,
+                ngram_vocab_size_base=31, rope_parameters={"rope_theta": 10000, "partial_rotary_factor": 0.5,
+                "mrope_section": [1, 1, 2], "rope_type": "default"})  # fmt: skip
+    built = transformers.AutoConfig.for_model("qwen4_exp_text", **text)
+    return built, {**built.to_dict(), "model_type": "qwen4_exp_text"}
+
+
+def test_a_layer_named_from_one_and_its_ngram_table_against_transformers() -> None:
+    # Layer 1 alone holds the PLE (ple_layer_ids [2], from 1): built and read as a kind of its own,
+    # the whole build counted. Its n-gram table is looked up, 4 rows a token, in the embeddings'
+    # tier; its convolution keeps (4 − 1) · 3 inputs of its 2 · 64 channels, as transformers' cache does.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    built, config = _qwen4_exp()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    (table,) = (e for e in spec.extras if e.kind == "embedding")
+    (ple,) = (e for e in spec.extras if e.state)
+    assert (table.layers, table.lookups, table.flops) == ((1,), 4, 0) and (ple.layers, ple.state) == ((1,), 3 * 3 * 128)
+    counted = count_model(spec)
+    assert counted.active_without_embeddings == counted.active_params - 128 * 64 - table.params_each
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(built).eval().requires_grad_(False)
+    with torch.no_grad():
+        cache = model(torch.randint(2, 100, (2, 9)), use_cache=True).past_key_values
+    kinds = {str.__str__(k.kind): k.elements_per_layer for k in decode_state(spec, layout.windows, layout.chunks, 9)}
+    assert kinds[str.__str__(ple.name)] == cache.layers[1].conv_states[1].numel() // 2
+    # The QSA indexer keeps one key of 16 a token beside K and V (1 KV head × 16 each).
+    assert kinds["QSA indexer"] == cache.layers[3].indexer_keys.numel() // 2 == 9 * 16
+    assert kinds["attention"] == (cache.layers[3].keys.numel() + cache.layers[3].values.numel()) // 2
+    # A token's work beside layer 1's parts: key_proj (32 → 128), value_proj (32 → 64), the convolution's
+    # 2 · 128 · 4 (FlopCounterMode over 5 tokens), and the hyper-connections every layer runs.
+    with torch.no_grad(), FlopCounterMode(display=False) as ran:
+        model.model.layers[1].ple(torch.randn(1, 5, 128), torch.randint(2, 100, (1, 5)), None)
+    (others,) = (e for e in spec.extras if e.kind == "other" and e.layers == (0, 2, 3))
+    assert ran.get_total_flops() == 5 * (2 * 32 * 128 + 2 * 32 * 64 + 2 * 128 * 4) == 5 * (ple.flops - others.flops)
+    # Its indexer scores blocks of 2 keys: half of 2 heads · 16 a key; attention reads its budget of 8 and the open block's 1.
+    assert (spec.index_flops_per_key, spec.sparse_topk) == (2 * 2 * 16 // 2, 8 + 2 - 1)
+
+
 def _rwkv() -> dict[str, Any]:
     small = dict(hidden_size=64, attention_hidden_size=64, intermediate_size=96, num_hidden_layers=2, vocab_size=128)
     return {**transformers.AutoConfig.for_model("rwkv", **small).to_dict(), "model_type": "rwkv"}

@@ -109,6 +109,7 @@ BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
 BESIDE_THE_LAYERS = N_("beside the layers")
 IMAGE_EXPERTS = N_("vision experts")
 LOOKUP_TABLES = N_("lookup tables beside the layers")
+LAYER_TABLES = N_("lookup tables in the layers")
 _SUBLAYERS = N_(
     "its {n} decoder layers hold {sub} sublayers each, an attention and an FFN apiece: the {layers} layers here are those "
     "sublayers, numbered as num_hidden_layers and the KV cache number them; a module beside the sublayers' lists (a "
@@ -134,12 +135,14 @@ def _signature(data: Mapping[str, Any], n_layers: int, layer: int) -> tuple[Any,
     for key, value in sorted(data.items()):
         if isinstance(value, list):
             ints = bool(value) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-            if ints and value[0] >= 0 and value[-1] < n_layers and all(a < b for a, b in itertools.pairwise(value)):
-                said.append((key, layer in value))  # layer indices (Llama 4's moe_layers), however many
+            # Layer indices, from 0 (Llama 4's moe_layers) or from 1 (Qwen4-Exp's ple_layer_ids): a layer
+            # either could name is a kind of its own; kinds that read alike are merged after.
+            if ints and value[0] >= 0 and value[-1] <= n_layers and all(a < b for a, b in itertools.pairwise(value)):
+                said.append((key, layer in value, layer + 1 in value))
             elif len(value) == n_layers:
                 said.append((key, repr(value[layer])))
             elif ints:
-                said.append((key, layer in value))
+                said.append((key, layer in value, layer + 1 in value))
             elif 0 < len(value) < n_layers and all(isinstance(v, str) for v in value):  # a pattern, cycled (RecurrentGemma's block_types)
                 said.append((key, value[layer % len(value)]))
         elif isinstance(value, int) and not isinstance(value, bool) and value > 0 and key not in _NOT_A_RULE and _LAYER_RULE.search(key):
@@ -220,6 +223,11 @@ class LayerRead:
     norm_names: list[str] = field(default_factory=list)  # the children read as the layer's norms
     other: tuple[ParamTensor, ...] = ()
     other_flops: int = 0  # per token, of `other` beyond its Linear weights (DeepSeek-V4's hyper-connections)
+    # Tables a token reads rows of, inside the layer (Qwen4-Exp's PLE n-gram table), and the rows it reads of each.
+    tables: tuple[ParamTensor, ...] = ()
+    table_lookups: int = 1
+    # Elements a convolution among `other` keeps per sequence between tokens (Qwen4-Exp's PLE conv1d).
+    other_state: int = 0
     # Experts of another modality beside the text ones (ERNIE 4.5 VL's vision_moe): held, run on image tokens alone.
     image_experts: tuple[ParamTensor, ...] = ()
     image_experts_shape: tuple[int, int] | None = None  # (experts, width) of them
@@ -227,6 +235,7 @@ class LayerRead:
     index_keys: int | None = None  # a DSA indexer's key, elements a token
     index_heads: int | None = None  # its heads
     index_topk: int | None = None  # the keys its layer's attention then reads
+    index_block: int | None = None  # keys averaged into each block its heads score (QSA's compress_ratio)
     kv_shared: bool = False  # its attention reads an earlier layer's keys and values, and builds no k/v projections
     zero_experts: int = 0  # zero-computation (identity) experts in its router's pool beside the routed ones
     router_in_extra: bool = False  # its router scores a state of its own width: counted in ffn_extra, no d × E router
@@ -391,6 +400,7 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         spec = replace(spec, kv_conv=taps, kv_conv_bytes=4 if fp32 else None)
         used |= set(paths)
     read.attention, read.attention_extra = spec, extra + _rest(child, used)
+    _qsa_indexer(child, read)
     relative = [(n, m) for n, m in child.named_modules() if n and isinstance(getattr(m, "rel_extent", None), int) and _count(m)]
     for n, m in relative:  # Inkling's relative-position logits: a matmul a token no projection counts
         why = N_("the FLOPs of {cls}'s relative-position logits ({path}: each query's against {extent} distances), beyond its projections")
@@ -406,6 +416,23 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     shared_said = Message(N_(", an earlier layer's keys and values")) if read.kv_shared else ""
     read.said.append(Message.join(said, window_said, shared_said))
+
+
+def _qsa_indexer(child: nn.Module, read: LayerRead) -> None:
+    """Qwen4-Exp's QSA indexer beside a softmax attention: one key of index_head_dim a token (its
+    index_kv_heads, one), cached beside K and V (transformers' cache.update_indexer); the attention
+    then reads the token_budget tokens it picks and the compress_ratio − 1 of the block not yet
+    closed. Its index_n_heads score blocks of compress_ratio keys averaged, a block's share a key."""
+    indexer = getattr(child, "indexer", None)
+    sizes = [getattr(indexer, k, None) for k in ("index_head_dim", "index_kv_heads", "token_budget", "compress_ratio")]
+    if not isinstance(getattr(indexer, "index_qk_proj", None), nn.Linear) or not all(isinstance(v, int) and v > 0 for v in sizes):
+        return
+    width, kv_heads, budget, ratio = (int(str(v)) for v in sizes)
+    read.index_keys, read.index_topk, read.index_block = width * kv_heads, budget + ratio - 1, ratio
+    heads = getattr(indexer, "index_n_heads", None)
+    read.index_heads = heads if isinstance(heads, int) and not isinstance(heads, bool) and heads > 0 else None
+    read.said.append(Message(N_("indexer keys {width} per token, scored in blocks of {ratio}"), width=f"{width * kv_heads:,}",
+                             ratio=f"{ratio:,}"))  # fmt: skip
 
 
 def _attention_spec(d: int, shape: tuple[int, int, int], q: nn.Linear, o: nn.Linear, **more: Any) -> AttentionSpec:
@@ -1331,9 +1358,12 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         paths = Message.listed([n for n, c in attending if type(c).__name__ == cls])
         read.flops_left_out.append(Message(N_("the FLOPs of {cls}'s attention ({paths}), beyond its parameters"), cls=cls, paths=paths))
     for name, child in rest:
+        tables = _tables_in(child, read)
+        _convolutions_in(child, read)
         read.other += tuple(
-            ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set())
+            ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set(tables))
         )
+        read.tables += tuple(ParamTensor(f"{name}.{p}", tuple(child.get_submodule(p).get_parameter("weight").shape)) for p in tables)
     own = tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
     if read.mixer is not None and read.attention is None and any(_is_cross(c) for _n, c in mixers):
         # A cross-attention layer's own gates (Llama 3.2 Vision's tanh gates on the cross-attention's
@@ -1350,6 +1380,29 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
+
+
+def _tables_in(child: nn.Module, read: LayerRead) -> list[str]:
+    """The tables a module beside a layer's parts looks rows up in (Qwen4-Exp's PLE n-gram table,
+    an nn.Embedding of 320,001,536 rows of 160): a token reads rows of them, never multiplies by them;
+    the rows it reads of each, one a hashed head where its module says how many (ngram_heads)."""
+    found = [p for p, m in child.named_modules() if p and isinstance(m, nn.Embedding)]
+    for p in found:
+        holder = child.get_submodule(p.rpartition(".")[0]) if "." in p else child
+        heads = getattr(holder, "ngram_heads", 1)
+        read.table_lookups = heads if isinstance(heads, int) and not isinstance(heads, bool) and heads > 0 else 1
+    return found
+
+
+def _convolutions_in(child: nn.Module, read: LayerRead) -> None:
+    """A depthwise causal convolution inside a module beside a layer's parts (Qwen4-Exp's PLE
+    conv1d, dilated by its n-gram size): what it keeps per sequence between tokens, its (taps − 1)
+    · dilation latest inputs of each channel, and its work, 2 · channels · taps FLOPs a token."""
+    for m in child.modules():
+        if isinstance(m, nn.Conv1d) and m.groups == m.in_channels == m.out_channels:
+            taps, dilation = int(m.kernel_size[0]), int(m.dilation[0])
+            read.other_state += (taps - 1) * dilation * m.in_channels
+            read.other_flops += 2 * m.in_channels * taps
 
 
 def _renormalises(modules: tuple[nn.Module, ...], text: PretrainedConfig) -> bool:
@@ -1510,7 +1563,7 @@ def _ffn_count(read: LayerRead) -> int:
 
 
 def _read_params(read: LayerRead) -> int:
-    beside = sum(t.count for t in (*read.other, *read.image_experts))
+    beside = sum(t.count for t in (*read.other, *read.tables, *read.image_experts))
     return _mixer_params(read) + _ffn_count(read) + read.norms * read.norm_params + beside
 
 
@@ -2003,8 +2056,8 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     """What a layer was read as, its layer indices aside: equal for two layers of one kind."""
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
-            read.other, read.image_experts, read.window, read.index_keys, read.kv_shared, read.zero_experts, read.residual_copies,
-            tuple(read.left_out))  # fmt: skip
+            read.other, read.other_state, read.tables, read.image_experts, read.window, read.index_keys, read.kv_shared,
+            read.zero_experts, read.residual_copies, tuple(read.left_out))  # fmt: skip
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -2080,19 +2133,36 @@ def _beside_the_parts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
     """The tensors each kind of layer holds beside its parts, one part a set: in every layer, or in
     the layers that hold it (Inkling 2's first layer has no attention_input; its full layers' reads
     three queries). A Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do."""
-    groups: dict[tuple[ParamTensor, ...], list[LayerRead]] = {}
+    groups: dict[tuple[tuple[ParamTensor, ...], int], list[LayerRead]] = {}
     for r in reads:
-        groups.setdefault(r.other, []).append(r)
+        groups.setdefault((r.other, r.other_state), []).append(r)
     extras: tuple[ExtraPart, ...] = ()
-    for other, holders in groups.items():
+    for (other, state), holders in groups.items():
         if not other:
             continue
         linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
         linear += holders[0].other_flops
         detail = Message.listed(modules_said(t.name for t in other))
         layers = () if len(groups) == 1 else tuple(sorted(i for r in holders for i in r.layers))
-        extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear, layers=layers),)
+        extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear, layers=layers, state=state),)
     return extras
+
+
+def _tables_in_layers(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
+    """The tables the layers that hold them look rows up in (Qwen4-Exp's PLE n-gram table), a part
+    of the embeddings' tier: held whole, no FLOPs, `lookups` rows read a token."""
+    holders = [r for r in reads if r.tables]
+    if not holders:
+        return ()
+    if len({(r.tables, r.table_lookups) for r in holders}) > 1:
+        raise _Unread(Message(N_("its layers look rows up in tables of more than one shape")))
+    tables, lookups = holders[0].tables, holders[0].table_lookups
+    said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
+            for t in tables for m in modules_said([t.name])]  # fmt: skip
+    if lookups > 1:
+        said = [Message(N_("{tables}, {n} rows read a token"), tables=Message.listed(said), n=f"{lookups:,}")]
+    layers = tuple(sorted(i for r in holders for i in r.layers))
+    return (ExtraPart(LAYER_TABLES, "embedding", Message.listed(said), tables, per_layer=True, layers=layers, lookups=lookups),)
 
 
 def _image_experts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
@@ -2161,7 +2231,7 @@ def _assemble(
             by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
     norms, reads = _common_norms(reads, d)
-    extras = _beside_the_parts(reads) + _image_experts(reads)
+    extras = _beside_the_parts(reads) + _tables_in_layers(reads) + _image_experts(reads)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
@@ -2211,6 +2281,7 @@ def _assemble(
         index_layers=tuple(i for r in reads if r.index_keys for i in r.layers),
         index_heads=_one(reads, N_("indexer heads"), "index_heads", source) or 0,
         sparse_topk=_one(reads, N_("indexer top-k"), "index_topk", source) or 0,
+        index_block=_one(reads, N_("indexer blocks"), "index_block", source) or 1,
         zero_experts=_one(moe_reads, N_("zero-computation experts"), "zero_experts", source) or 0,
         router_score_bias=any(r.score_bias for r in moe_reads),
         router_in_extra=any(r.router_in_extra for r in moe_reads),

@@ -4,7 +4,8 @@ stops at its window less one (the new token's own keys join the w − 1 latest),
 is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads × head width ×
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
 alone); a layer that reuses an earlier layer's keys and values (Gemma 3n, Gemma 4's E2B and
-E4B) keeps none, in a row of its own. A mixer read from transformers' modules whose state ffn
+E4B) keeps none, in a row of its own. A convolution beside a layer's parts keeps its (taps − 1) ·
+dilation latest inputs (Qwen4-Exp's PLE), in a row of its own, whole on each GPU. A mixer read from transformers' modules whose state ffn
 does not know is a row of its own, not sized. The checkpoint's multi-token-prediction layers,
 which a server decoding speculatively runs for each token, keep a cache of the last layer's kind
 (DeepSeek-V4's of the window alone), in rows of their own ("MTP: …").
@@ -112,10 +113,12 @@ def _reach_row(key: _Reach, count: int, context: int, named_by_width: bool) -> K
 
 
 def _indexer_row(spec: ModelSpec, layers: int, context: int) -> KindState:
-    """A DSA indexer's keys: one a token, no heads to split: whole on each GPU, as MLA's latent."""
+    """A DSA indexer's keys (QSA's, where it scores blocks of them): one a token, no heads to split:
+    whole on each GPU, as MLA's latent."""
     width = spec.index_key_width
     detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
-    return KindState(Message(N_("DSA indexer")), layers, context * width, context, detail, width=width, keeps="index")
+    name = Message(N_("QSA indexer")) if spec.index_block > 1 else Message(N_("DSA indexer"))
+    return KindState(name, layers, context * width, context, detail, width=width, keeps="index")
 
 
 def _attention_rows(
@@ -210,6 +213,10 @@ def decode_state(
                     whole=m.whole_on_each_gpu,
                 )
             )
+    for e in spec.extras:  # a convolution beside a layer's parts (Qwen4-Exp's PLE), over the residual stream's copies
+        if e.state:
+            rows.append(KindState(e.name, len(spec.layers_of(e) or ()), e.state, None, Message(N_("conv {n}"), n=f"{e.state:,}"),
+                                  conv=e.state, whole=True))  # fmt: skip
     if mtp:
         rows += _mtp_rows(spec, windows, chunks, context, peak, mtp)
     return tuple(rows)

@@ -66,6 +66,11 @@ class ExtraPart:
     # The layers that hold it where only some do (Inkling 2's full layers, their k and v input
     # norms); empty: every layer, when per_layer.
     layers: tuple[int, ...] = ()
+    # A convolution's latest inputs it keeps per sequence between tokens, in each layer that holds it
+    # (Qwen4-Exp's PLE: (taps − 1) · dilation inputs of its channels), over the residual stream's copies.
+    state: int = 0
+    # Rows a token reads from each table of an "embedding" part (Qwen4-Exp's n-gram table: one a hashed head).
+    lookups: int = 1
 
     @property
     def params_each(self) -> int:
@@ -182,6 +187,9 @@ class ModelSpec:
     # a layer that reuses another's top-k reads as few. 0: no indexer, every key read.
     index_heads: int = 0
     sparse_topk: int = 0
+    # Keys averaged into each block the indexer scores (Qwen4-Exp's QSA compress_ratio): its scores
+    # cost a block's share of 2·index_heads·index_key_width a key; 1 for DSA's, which scores each key.
+    index_block: int = 1
     # Zero-computation (identity) experts in the MoE layers' router pool beside moe_ffn's experts
     # (LongCat-Flash's zero_expert_num): a pick that lands on one passes the token through, so a
     # token runs from max(0, k − Z) to k real experts, k · E / (E + Z) on average (real_picks).
@@ -241,6 +249,9 @@ class ModelSpec:
         check_int("index_head_dim", self.index_key_width, minimum=0)
         check_int("index_n_heads", self.index_heads, minimum=0)
         check_int("index_topk", self.sparse_topk, minimum=0)
+        check_int("indexer_compress_ratio", self.index_block)
+        if (2 * self.index_heads * self.index_key_width) % self.index_block:
+            raise FFNError("indexer_compress_ratio", self.index_block, _("must divide 2 × the indexer's heads × its key width"))
         check_int("zero_expert_num", self.zero_experts, minimum=0)
         if self.zero_experts and self.moe_ffn is None:
             raise FFNError("zero_expert_num", self.zero_experts, _("needs routed experts"))
@@ -289,8 +300,9 @@ class ModelSpec:
 
     @property
     def index_flops_per_key(self) -> int:
-        """A DSA indexer's score FLOPs for each cached key it reads: 2 a head and element."""
-        return 2 * self.index_heads * self.index_key_width
+        """An indexer's score FLOPs for each cached key it reads: 2 a head and element, a block's
+        share where it scores blocks of index_block keys (QSA's, a block that has not closed counted by its share)."""
+        return 2 * self.index_heads * self.index_key_width // self.index_block
 
     @property
     def dense_layers(self) -> tuple[int, ...]:

@@ -53,7 +53,12 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     if "latent" in kept:
         caption += _(" MLA keeps its latent and rotary key of every token before the new one, whole on every GPU.")
     if "index" in kept:
-        caption += _(" A DSA indexer keeps one key of every token, whole on every GPU.")
+        qsa = any(r.keeps == "index" and str.__str__(r.kind) == "QSA indexer" for r in attends)
+        caption += (
+            _(" A QSA indexer keeps one key of every token, whole on every GPU, and scores them in blocks.")
+            if qsa
+            else _(" A DSA indexer keeps one key of every token, whole on every GPU.")
+        )
     caption = caption.lstrip()
     if any(r.window is not None for r in attends):
         caption += _(" A layer with a window of w tokens keeps only the w − 1 latest.")

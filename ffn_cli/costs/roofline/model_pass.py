@@ -224,15 +224,18 @@ def extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     inputs): their matmuls, each weight read once, an embedding table one row per token."""
     flops = case.tokens * spec.extra_flops
     weights, params = 0.0, 0
+    state = 0.0
     for e in (e for e in spec.extras if e.kind != "vision"):  # a modality's experts: run by no text token
+        # a convolution's latest inputs, written in prefill, read and written in decode, a sequence and layer
+        state += e.state * len(spec.layers_of(e) or ()) * case.batch * case.act_bytes * (1 if case.phase == "prefill" else 2)
         for t in extra_tensors(spec, e):
-            if t.part == "embedding":
-                weights += t.instances * case.tokens * _bytes(plan, t.role, (1, *t.shape[1:]))
-                params += t.instances * case.tokens * t.numel // t.shape[0]
+            if t.part == "embedding":  # `lookups` rows a token
+                weights += t.instances * case.tokens * e.lookups * _bytes(plan, t.role, (1, *t.shape[1:]))
+                params += t.instances * case.tokens * e.lookups * t.numel // t.shape[0]
             else:
                 weights += t.instances * _bytes(plan, t.role, t.shape)
                 params += t.instances * t.numel
-    return PartCost("other", flops, weights, 0.0, weight_params=params)
+    return PartCost("other", flops, weights, 0.0, state, weight_params=params)
 
 
 def mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
