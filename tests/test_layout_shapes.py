@@ -832,23 +832,44 @@ def test_a_gate_held_in_the_up_projection_against_transformers() -> None:
     assert kind.elements_per_layer == 5 * 2 * 2 * 16
     cache = _cache_after(config, 5)
     assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2
+    # MoshiForCausalLM builds the text model alone: the depth decoder and the audio codec the config describes are named.
+    said = " ".join(map(str, layout.notes))
+    assert "depth_decoder_config (moshi_depth) is not counted" in said and "audio_encoder_config (mimi) is not counted" in said
+
+
+def test_a_tower_at_the_models_root_keeps_its_tables() -> None:
+    # Kosmos-2.5: its vision_model (row and column tables of 4,096 positions, as many as the text takes) and
+    # image_to_text_projection sit at the model's root, its head inside text_model: the tower holds its
+    # tables, the text model no learned positions, and its final norm is the text model's.
+    config = {**transformers.AutoConfig.for_model("kosmos-2.5").to_dict(), "model_type": "kosmos-2.5"}
+    layout = _counts_the_whole_build(config)
+    with torch.device("meta"):
+        built = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**config))
+    tower = sum(p.numel() for m in (built.vision_model, built.image_to_text_projection) for p in m.parameters())
+    assert layout.spec.vision is not None and layout.spec.vision.params == tower and layout.spec.max_positions == 0
+    assert layout.spec.final_norm and layout.spec.norm == "layernorm"
 
 
 def test_a_towers_norm_built_before_the_text_model_is_the_towers() -> None:
     # MOSS-Transcribe-Diarize builds its Whisper-like audio tower (a LayerNorm of 1,024 at its end)
     # before its Qwen3 text model (d_model 1,024): the final norm is the text model's RMSNorm, the
-    # tower's is the tower's, and what runs on the audio is named as no token's FLOPs.
+    # tower's is the tower's.
     config = {**transformers.AutoConfig.for_model("moss_transcribe_diarize").to_dict(), "model_type": "moss_transcribe_diarize"}
     layout = _counts_the_whole_build(config)
     spec = layout.spec
     assert spec.final_norm and spec.norm == "rmsnorm" and spec.norm_params == 1024
-    (beside,) = (e for e in spec.extras if e.name == "beside the layers")
     with torch.device("meta"):
         built = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    # The audio tower and its projector: the model's part that runs on audio, never active for a text token.
     tower = sum(p.numel() for m in (built.model.audio_tower, built.model.multi_modal_projector) for p in m.parameters())
-    assert beside.flops == 0 and sum(t.count for t in beside.tensors) == tower
-    assert "audio_tower.layers.0–23," in beside.detail and "audio_tower.layers.1" not in beside.detail
-    assert any("modules beside the layers" in x for x in layout.flops_left_out)
+    assert spec.vision is not None and spec.vision.runs_on == {"audio"} and spec.vision.params == tower
+    counted = count_model(spec)
+    assert counted.text_params == counted.total_params - tower
+    # Its head is tied to the token table: read and run once a token all the same (its causal-LM class holds it).
+    assert spec.lm_head and spec.tie_word_embeddings and built.lm_head.weight is built.get_input_embeddings().weight
+    layer = built.model.language_model.layers[0]
+    linears = sum(m.weight.numel() for m in layer.modules() if isinstance(m, torch.nn.Linear))
+    assert counted.matmul_flops_per_token == 2 * (28 * linears + built.lm_head.weight.numel())
 
 
 def _ernie_vl() -> tuple[Any, dict[str, Any]]:

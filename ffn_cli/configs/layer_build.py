@@ -1483,7 +1483,12 @@ def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple
             rest.append(t)
     if not towers:
         return None, tuple(rest)
-    parts = tuple(VisionPart(top, N_("as transformers builds it"), params) for top, params in towers.items())
+    # An audio tower's modules, and a projector where the config describes no vision tower (MOSS's), run on audio.
+    audio_only = not isinstance(config.get("vision_config"), Mapping)
+    parts = tuple(
+        VisionPart(top, N_("as transformers builds it"), params, runs_on="audio" if "audio" in top.lower() or audio_only else "images")
+        for top, params in towers.items()
+    )
     return VisionTower(", ".join(towers), parts), tuple(rest)
 
 
@@ -1904,11 +1909,15 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
     position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
     positions = first_position = 0
+    whole_config = model.config.to_dict()
     for name, p in model.named_parameters():
         if name.startswith(inside):
             continue
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
+        if _in_tower(path, whole_config):  # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder)
+            beside.append(_tensor(path, leaf, p, module))
+            continue
         if embedding is None and tuple(p.shape) == (vocab, d) and (isinstance(module, nn.Embedding) or p is tied_weight):
             embedding = name
         elif embedding is None and module is _input_embeddings(model) and _rows_past(p, vocab, d):
@@ -1959,6 +1968,13 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         embedding_norm=_count(modules[embedding_norm]) if embedding_norm is not None else 0,
         head_rows=head_rows,
     )
+
+
+def _in_tower(path: str, config: Mapping[str, Any]) -> bool:
+    """Whether a module beside the layers sits in a tower the config describes, named at the
+    model's root (Kosmos-2.5's vision_model) or one level down (model.vision_tower)."""
+    names = path.split(".")
+    return is_tower(names[0], config) or is_tower(".".join(names[:2]), config)
 
 
 def _final_norm(norms: list[str], embedding: str | None) -> str | None:

@@ -63,12 +63,13 @@ def knows(model_type: str) -> bool:
 def _is_decoder_only(model_type: str, config: PretrainedConfig) -> bool:
     """A generative decoder gets its LM head (as the readers count it); encoders and
     encoder-decoders are built as the base model, as BertModel is. An encoder's config that sets
-    is_decoder (BERT's kin as a causal LM) is the decoder, built as transformers' causal-LM class."""
+    is_decoder (BERT's kin as a causal LM) is the decoder, built as transformers' causal-LM class.
+    A decoder that transformers also lists as sequence-to-sequence for its audio input, not an
+    encoder-decoder (MOSS-Transcribe-Diarize's), is a decoder: its causal-LM class holds its head."""
     if model_type not in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or getattr(config, "is_encoder_decoder", False):
         return False
-    return getattr(config.get_text_config(), "is_decoder", False) is True or (
-        model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
-        and model_type not in modeling_auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+    return (
+        getattr(config.get_text_config(), "is_decoder", False) is True or model_type not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
     )
 
 
@@ -161,14 +162,14 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
 
 # A tower a config describes beside its text model, and the words a built module's name has for it
 # (a vision tower's projector into the text model's width too: Kimi K2.5's mm_projector).
-_TOWERS = {"vision_config": ("vision", "visual", "image", "projector", "resampler"), "audio_config": ("audio",)}
+_TOWERS = {"vision_config": ("vision", "visual", "image", "projector", "resampler"), "audio_config": ("audio", "projector")}
 
 
 def is_tower(path: str, config: Mapping[str, Any]) -> bool:
-    """Whether a module beside the text model's layers is the vision tower the config describes
-    (its vision_config's) or the tower's projector, by its name: the model's vision part. An audio
-    tower (Gemma 3n's) is counted by its modules, as before."""
-    words = _TOWERS["vision_config"] if isinstance(config.get("vision_config"), Mapping) else ()
+    """Whether a module beside the text model's layers is a tower the config describes (its
+    vision_config's, its audio_config's: MOSS-Transcribe-Diarize's, Muse Spark's) or the tower's
+    projector, by its name: the model's part that runs on images or audio, never on a text token."""
+    words = [w for key, said in _TOWERS.items() if isinstance(config.get(key), Mapping) for w in said]
     return any(w in path.lower() for w in words)
 
 
@@ -178,11 +179,21 @@ def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_clas
     and its checkpoint ships the vision tower beside it, counted nowhere."""
     held = [n.lower() for n in names]
     said = N_("its {key}'s tower is not counted: transformers' {cls} builds the text model alone")
-    return tuple(
+    notes = [
         Message(said, key=key, cls=model_class)
         for key, words in _TOWERS.items()
         if isinstance(config.get(key), Mapping) and not any(w in n for n in held for w in words)
-    )
+    ]
+    # Any other part the config describes as a model of its own (Moshi's depth_decoder_config and its
+    # audio codec's audio_encoder_config), which the class holds no module of: by its first word.
+    parts = N_("its {key} ({model_type}) is not counted: transformers' {cls} builds the text model alone")
+    for key, value in config.items():
+        if key in _TOWERS or key == "text_config" or not key.endswith("_config") or not isinstance(value, Mapping):
+            continue
+        kind = value.get("model_type")
+        if isinstance(kind, str) and kind and not any(key.split("_")[0] in n for n in held):
+            notes.append(Message(parts, key=key, model_type=kind, cls=model_class))
+    return tuple(notes)
 
 
 def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn.Module, PretrainedConfig, tuple[str, ...]]:

@@ -410,7 +410,8 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
             detail = Message.join(detail, _where(e.layers))
     elif block.part == "vision" and spec.vision is not None:
         vision = next(p for p in spec.vision.parts if p.name == block.name)
-        name, unit, detail = Message(N_("vision: {part}"), part=Message(vision.name)), vision.copies, vision.detail
+        label = N_("audio: {part}") if vision.runs_on == "audio" else N_("vision: {part}")
+        name, unit, detail = Message(label, part=Message(vision.name)), vision.copies, vision.detail
     elif block.part == "ffn":
         layers = block.layers or ()
         ffn = spec.ffn_of(layers[0])

@@ -1,9 +1,12 @@
 """The vision tower of a multimodal config, counted beside its text model: its parts, each
-with its parameters (read from the config by configs/vision.py)."""
+with its parameters (read from the config by configs/vision.py, or built by transformers); an
+audio tower too (MOSS-Transcribe-Diarize's, Muse Spark's), a part that runs on audio.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = ["VisionPart", "VisionTower"]
 
@@ -16,6 +19,7 @@ class VisionPart:
     detail: str
     params_each: int
     copies: int = 1
+    runs_on: Literal["images", "audio"] = "images"
 
     @property
     def params(self) -> int:
@@ -30,3 +34,8 @@ class VisionTower:
     @property
     def params(self) -> int:
         return sum(p.params for p in self.parts)
+
+    @property
+    def runs_on(self) -> frozenset[str]:
+        """What its parts run on: images, audio, or both."""
+        return frozenset(p.runs_on for p in self.parts)

@@ -236,10 +236,18 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
         vision = _("included in the total ({pct}); the text model alone has {n}").format(
             pct=pct(m.vision_params, m.total_params), n=fmt_count(m.text_params)
         )
+        runs_on = m.spec.vision.runs_on if m.spec.vision is not None else frozenset({"images"})
         if has_active:  # a text token never runs the tower
-            vision += _("; not in the active counts: it runs on images, not on a text token")
+            runs = {
+                frozenset({"images"}): _("; not in the active counts: it runs on images, not on a text token"),
+                frozenset({"audio"}): _("; not in the active counts: it runs on audio, not on a text token"),
+            }
+            vision += runs.get(runs_on, _("; not in the active counts: they run on images and audio, not on a text token"))
         experts = any(e.kind == "vision" for e in m.spec.extras)  # ERNIE 4.5 VL's image experts beside its text ones
-        rows.append([_("vision tower and experts") if experts else _("vision tower"), fmt_count(m.vision_params), vision])
+        label = {frozenset({"audio"}): _("audio tower"), frozenset({"images", "audio"}): _("vision and audio towers")}.get(
+            runs_on, _("vision tower and experts") if experts else _("vision tower")
+        )
+        rows.append([label, fmt_count(m.vision_params), vision])
     without = _("without token/position embeddings and an untied head")
     if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
         without = _("without token/position embeddings, the tables looked up beside them, and an untied head")
