@@ -1489,7 +1489,7 @@ def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple
         VisionPart(top, N_("as transformers builds it"), params, runs_on="audio" if "audio" in top.lower() or audio_only else "images")
         for top, params in towers.items()
     )
-    return VisionTower(", ".join(towers), parts), tuple(rest)
+    return VisionTower(Message.listed(list(towers)), parts), tuple(rest)
 
 
 def _residual_copies(module: nn.Module) -> int:
@@ -1826,7 +1826,8 @@ def _whole_model(hf_config: PretrainedConfig, source: str) -> PreTrainedModel:
         with torch.device("meta"):
             return model_class.from_config(hf_config, attn_implementation="eager")
     except Exception as exc:  # transformers building the config's values: any failure is the config's
-        raise FFNError("config", source, _("transformers cannot build it: {why}").format(why=first_line(exc))) from None
+        why = _("transformers cannot build {model_type} from it: {one_line}")  # as a count by building it says
+        raise FFNError("config", source, why.format(model_type=hf_config.model_type, one_line=first_line(exc))) from None
 
 
 def _every_layer(model: nn.Module, classes: tuple[type[nn.Module], ...], n_layers: int, source: str) -> list[nn.Module]:
