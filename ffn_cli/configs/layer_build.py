@@ -1437,7 +1437,7 @@ def _gated_norm(name: str, module: nn.Module) -> tuple[nn.Module, tuple[ParamTen
 def _beside_said(beside: tuple[ParamTensor, ...]) -> str:
     """The tensors beside the layers by their modules, each once: "model (input_hidden_states_scale,
     input_hidden_states_bias)" (Zaya's), "model.language_model.final_input.query" (Inkling 2's); a
-    tower's numbered layers once, by their range ("audio_tower.layers.0–31 (fc1, fc2, …)")."""
+    numbered list of modules once, by its range ("audio_tower.layers.0–31")."""
     dotted = [t.name.replace(" (", ".").removesuffix(")") if t.name.endswith(")") else t.name for t in beside]
     return Message.listed(modules_said(_layers_folded(dotted)))
 

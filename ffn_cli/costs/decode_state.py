@@ -5,8 +5,8 @@ is fixed (Gated DeltaNet's heads × key width × value width and Mamba-2's heads
 state size, each with its convolution's kernel − 1 latest inputs; a short convolution's window
 alone); a layer that reuses an earlier layer's keys and values (Gemma 3n, Gemma 4's E2B and
 E4B) keeps none, in a row of its own. A convolution beside a layer's parts keeps its (taps − 1) ·
-dilation latest inputs (Qwen4-Exp's PLE), in a row of its own, whole on each GPU. A mixer read from transformers' modules whose state ffn
-does not know is a row of its own, not sized. The checkpoint's multi-token-prediction layers,
+dilation latest inputs (Qwen4-Exp's PLE), in a row of its own, whole on each GPU. A mixer read
+from transformers' modules whose state ffn does not know is a row of its own, not sized. The checkpoint's multi-token-prediction layers,
 which a server decoding speculatively runs for each token, keep a cache of the last layer's kind
 (DeepSeek-V4's of the window alone), in rows of their own ("MTP: …").
 Elements, priced at the cache dtype's bytes by the caller (`bytes_`), but a recurrent state whose
