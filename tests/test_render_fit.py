@@ -671,3 +671,15 @@ def test_a_product_narrower_than_its_line_breaks_only_after_a_dot(width: int) ->
         assert pieces == ["4·seq·heads·head_dim"]
     else:
         assert len(pieces) > 1 and all(p.endswith("·") for p in pieces[:-1]), lines  # each break after a dot
+
+
+@pytest.mark.parametrize("width", [12, 20, 36])
+def test_a_name_wider_than_its_line_breaks_after_a_dot_then_an_underscore(width: int) -> None:
+    # A tensor's path (40 cells) in a column narrower than it: broken after its dots, and a piece
+    # still too wide after its underscores, never inside a word (rich would fold it anywhere).
+    name = "gate.moe_statics.e_score_correction_bias"
+    lines = wrap_wide(Text(f"+ {name}"), width).plain.split("\n")
+    assert "".join(lines) == f"+ {name}" and all(len(line) <= width for line in lines)
+    assert all(line.endswith((".", "_")) for line in lines[:-1]), lines
+    if width > len("e_score_correction_bias"):  # each dotted piece fits: the breaks are at the dots alone
+        assert all(line.endswith(".") for line in lines[:-1]), lines

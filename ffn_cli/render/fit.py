@@ -185,12 +185,19 @@ def _is_wide(ch: str) -> bool:
 _PRODUCT_DOT = "·"
 
 
-def _after_dots(start: int, token: str) -> list[tuple[int, str]]:
-    """(offset, piece): `token` cut after each product dot (4·seq·heads·head_dim): where a
-    column is narrower than the product, it breaks there rather than inside a name."""
-    pieces = re.findall(rf"[^{_PRODUCT_DOT}]*{_PRODUCT_DOT}|[^{_PRODUCT_DOT}]+", token)
-    offsets = [start + sum(len(p) for p in pieces[:i]) for i in range(len(pieces))]
-    return list(zip(offsets, pieces, strict=True))
+def _after_dots(start: int, token: str, width: int) -> list[tuple[int, str]]:
+    """(offset, piece): `token` cut after each product dot (4·seq·heads·head_dim) or a name's dot
+    (gate.moe_statics.e_score_correction_bias), and a piece still wider than `width` after its
+    underscores: where a column is narrower than the token, it breaks there rather than inside a word."""
+    if cell_len(token) <= width:
+        return [(start, token)]
+    out: list[tuple[int, str]] = []
+    for piece in re.findall(rf"[^{_PRODUCT_DOT}.]*[{_PRODUCT_DOT}.]|[^{_PRODUCT_DOT}.]+", token):
+        parts = re.findall(r"[^_]*_|[^_]+", piece) if cell_len(piece) > width else [piece]
+        for part in parts:
+            out.append((start, part))
+            start += len(part)
+    return out
 
 
 def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
@@ -207,7 +214,7 @@ def _tokens(line: str, width: int | None = None) -> list[tuple[int, str]]:
         else:
             out.append((i, ch))
     if width is not None:  # a product too long for a line breaks after its dots, and only then
-        out = [piece for start, token in out for piece in (_after_dots(start, token) if cell_len(token) > width else [(start, token)])]
+        out = [piece for start, token in out for piece in _after_dots(start, token, width)]
     for match in UNBREAKABLE.finditer(line):
         inside = [k for k, (start, token) in enumerate(out) if start < match.end() and start + len(token) > match.start()]
         first, last = inside[0], inside[-1]
