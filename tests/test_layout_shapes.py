@@ -515,6 +515,8 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
         ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
         ("electra", {"is_decoder": True}, "a 30,522 × 128 table, not vocab_size × hidden_size (30,522 × 256)"),  # projected up
         ("bart", {}, "an encoder and a decoder"),
+        # IDEFICS: a gated cross-attention layer over the image every cross_layer_interval layers, beside them
+        ("idefics", {}, "it builds layers that attend beside its decoder layers (model.gated_cross_attn_layers)"),
         # Qwen2.5-Omni: a thinker and a talker, two decoders of 28 layers, each with a cache of its own
         ("qwen2_5_omni", {}, "2 lists of num_hidden_layers decoder layers (thinker.model.language_model.layers, talker.model.layers)"),
     ],
@@ -834,7 +836,8 @@ def test_a_gate_held_in_the_up_projection_against_transformers() -> None:
     assert [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers] == [kind.elements_per_layer] * 2
     # MoshiForCausalLM builds the text model alone: the depth decoder and the audio codec the config describes are named.
     said = " ".join(map(str, layout.notes))
-    assert "depth_decoder_config (moshi_depth) is not counted" in said and "audio_encoder_config (mimi) is not counted" in said
+    assert "depth_decoder_config (moshi_depth) describes a part transformers' MoshiForCausalLM does not build" in said
+    assert "audio_encoder_config (mimi) describes a part" in said
 
 
 def test_a_tower_at_the_models_root_keeps_its_tables() -> None:
@@ -983,14 +986,15 @@ def test_a_layer_named_from_one_and_its_ngram_table_against_transformers() -> No
     (table,) = (e for e in spec.extras if e.kind == "embedding")
     (ple,) = (e for e in spec.extras if e.state)
     assert (table.layers, table.lookups, table.flops) == ((1,), 4, 0) and (ple.layers, ple.state) == ((1,), 3 * 3 * 128)
-    counted = count_model(spec)
-    assert counted.active_without_embeddings == counted.active_params - 128 * 64 - table.params_each
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(built).eval().requires_grad_(False)
+    ngrams = model.model.layers[1].ple.ple_embedding.ngram_embedding.weight.numel()
+    counted = count_model(spec)
+    assert table.params_each == ngrams and counted.active_without_embeddings == counted.active_params - 128 * 64 - ngrams
     with torch.no_grad():
         cache = model(torch.randint(2, 100, (2, 9)), use_cache=True).past_key_values
     kinds = {str.__str__(k.kind): k.elements_per_layer for k in decode_state(spec, layout.windows, layout.chunks, 9)}
-    assert kinds[str.__str__(ple.name)] == cache.layers[1].conv_states[1].numel() // 2
+    assert kinds["convolution beside the layer's parts"] == cache.layers[1].conv_states[1].numel() // 2
     # The QSA indexer keeps one key of 16 a token beside K and V (1 KV head × 16 each).
     assert kinds["QSA indexer"] == cache.layers[3].indexer_keys.numel() // 2 == 9 * 16
     assert kinds["attention"] == (cache.layers[3].keys.numel() + cache.layers[3].values.numel()) // 2
@@ -1002,6 +1006,27 @@ def test_a_layer_named_from_one_and_its_ngram_table_against_transformers() -> No
     assert ran.get_total_flops() == 5 * (2 * 32 * 128 + 2 * 32 * 64 + 2 * 128 * 4) == 5 * (ple.flops - others.flops)
     # Its indexer scores blocks of 2 keys: half of 2 heads · 16 a key; attention reads its budget of 8 and the open block's 1.
     assert (spec.index_flops_per_key, spec.sparse_topk) == (2 * 2 * 16 // 2, 8 + 2 - 1)
+
+
+def test_an_audio_tower_counted_by_building_is_no_tokens_work() -> None:
+    # Qwen2-Audio counted by building it: its audio tower and projector are the tower part, named an
+    # audio tower, out of the active count (a text token never runs them).
+    config = {**transformers.AutoConfig.for_model("qwen2_audio").to_dict(), "model_type": "qwen2_audio"}
+    counted = meta_build.count(config, name="x", source="x")
+    (tower,) = (p for p in counted.parts if p.kind == "vision")
+    with torch.device("meta"):
+        built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(**config))
+    held = sum(p.numel() for m in (built.audio_tower, built.multi_modal_projector) for p in m.parameters())
+    assert (str.__str__(tower.name), tower.params) == ("audio tower", held)
+    assert counted.active_params == counted.total_params - held
+
+
+def test_a_numbered_list_beside_the_layers_is_said_once() -> None:
+    # BLIP-2's Q-Former beside OPT's layers: its 12 layers said as one range, its layernorm not the final norm.
+    config = {**transformers.AutoConfig.for_model("blip-2").to_dict(), "model_type": "blip-2"}
+    layout = _counts_the_whole_build(config)
+    beside = " ".join(holds for where, holds in layout.kinds if where == "beside")
+    assert "qformer.encoder.layer.0–11" in beside and "qformer.encoder.layer.1." not in beside and "qformer.layernorm" in beside
 
 
 def _rwkv() -> dict[str, Any]:

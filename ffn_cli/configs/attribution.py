@@ -24,8 +24,8 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
     (
         "vision",
         N_(
-            "under the vision tower the config describes (its vision_config's: vision_tower, visual, …) or the tower's "
-            "projector: run on images, not on the text's tokens"
+            "under a tower the config describes (its vision_config's: vision_tower, visual, …; its audio_config's: "
+            "audio_tower) or the tower's projector: run on images or audio, not on the text's tokens"
         ),
     ),
     (

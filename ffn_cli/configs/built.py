@@ -38,6 +38,11 @@ class BuiltPart:
 
     @property
     def name(self) -> str:
+        """Its row's name: the towers by what they run on, as their modules say ("audio_tower";
+        "vision_tower", "visual"; a projector says neither)."""
+        if self.kind == "vision" and any("audio" in m.lower() for m in self.modules):
+            images = any(w in m.lower() for m in self.modules for w in ("vision", "visual", "image", "video"))
+            return N_("vision and audio towers") if images else N_("audio tower")
         return PART_NAMES[self.kind]
 
     @property

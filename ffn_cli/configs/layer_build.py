@@ -53,7 +53,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.families.common import FamilyReader
-from ffn_cli.configs.meta_build import auto_class, check_build_size, config_top_k, hf_config_of, is_tower, quiet, towers_not_built
+from ffn_cli.configs.meta_build import auto_class, check_build_size, config_top_k, hf_config_of, quiet, tower_path, towers_not_built
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
@@ -424,15 +424,20 @@ def _qsa_indexer(child: nn.Module, read: LayerRead) -> None:
     then reads the token_budget tokens it picks and the compress_ratio − 1 of the block not yet
     closed. Its index_n_heads score blocks of compress_ratio keys averaged, a block's share a key."""
     indexer = getattr(child, "indexer", None)
-    sizes = [getattr(indexer, k, None) for k in ("index_head_dim", "index_kv_heads", "token_budget", "compress_ratio")]
-    if not isinstance(getattr(indexer, "index_qk_proj", None), nn.Linear) or not all(isinstance(v, int) and v > 0 for v in sizes):
+    keys = ("index_n_heads", "index_head_dim", "index_kv_heads", "token_budget", "compress_ratio")
+    sizes = _positive_ints([getattr(indexer, k, None) for k in keys])
+    if not isinstance(getattr(indexer, "index_qk_proj", None), nn.Linear) or sizes is None:
         return
-    width, kv_heads, budget, ratio = (int(str(v)) for v in sizes)
-    read.index_keys, read.index_topk, read.index_block = width * kv_heads, budget + ratio - 1, ratio
-    heads = getattr(indexer, "index_n_heads", None)
-    read.index_heads = heads if isinstance(heads, int) and not isinstance(heads, bool) and heads > 0 else None
+    heads, width, kv_heads, budget, ratio = sizes
+    read.index_keys, read.index_topk, read.index_block, read.index_heads = width * kv_heads, budget + ratio - 1, ratio, heads
     read.said.append(Message(N_("indexer keys {width} per token, scored in blocks of {ratio}"), width=f"{width * kv_heads:,}",
                              ratio=f"{ratio:,}"))  # fmt: skip
+
+
+def _positive_ints(values: list[Any]) -> list[int] | None:
+    """`values`, where each is a positive int (a module's sizes, a config's); None where one is not."""
+    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    return ints if len(ints) == len(values) else None
 
 
 def _attention_spec(d: int, shape: tuple[int, int, int], q: nn.Linear, o: nn.Linear, **more: Any) -> AttentionSpec:
@@ -1000,7 +1005,8 @@ def _moe(
         # [width]) is counted by name beside the FFN, its work elementwise; anything else an expert
         # holds no FFNSpec sizes.
         rowed = [(n, m) for n, m in experts.named_children() if _count(m)]
-        one_norm = {n for n, m in rowed if all(tuple(t.shape) == (width,) for t in m.parameters())}
+        one_norm = {n for n, m in rowed if attribute((Owner(n, type(m).__name__),))[0] == "norm"
+                    and all(tuple(t.shape) == (width,) for t in m.parameters())}  # fmt: skip
         others = sorted(n for n, m in rowed if n not in one_norm and any(t.dim() != 2 or t.shape[0] != count for t in m.parameters()))
         others += sorted(n for n in tensors if not n.startswith(_EXPERT_TENSORS))
         if others:
@@ -1462,11 +1468,6 @@ def _layers_folded(names: list[str]) -> list[str]:
     return out
 
 
-def _top_module(t: ParamTensor) -> str:
-    """The module beside the layers a tensor belongs to: its path's first two names (model.vision_tower)."""
-    return ".".join(t.name.split(" ")[0].split(".")[:2])
-
-
 def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple[VisionTower | None, tuple[ParamTensor, ...]]:
     """The towers `config` describes among the tensors beside the layers (a vision tower and its
     projector: Gemma 4's, Kimi K2.5's), each module one part of the model's tower, run on its
@@ -1474,10 +1475,8 @@ def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple
     towers: dict[str, int] = {}
     rest = []
     for t in beside:
-        top = _top_module(t)
-        first = top.partition(".")[0]
-        top = first if is_tower(first, config) else top  # a tower at the model's root (Kosmos-2.5's vision_model): by its name
-        if is_tower(top, config):
+        top = tower_path(t.name.split(" ")[0], config)
+        if top is not None:
             towers[top] = towers.get(top, 0) + t.count
         else:
             rest.append(t)
@@ -1723,10 +1722,10 @@ def _check_no_passes(text_data: Mapping[str, Any], source: str) -> None:
     """A config whose layers in a span run several passes a token, each pass with a cache of its
     own and the same weights (Inkling 2 Loop's loop_num_passes over loop_layer_index_start to
     loop_layer_index_end): refused by name, as ffn sizes each layer once a token."""
-    values = [text_data.get(k) for k in ("loop_num_passes", "loop_layer_index_start", "loop_layer_index_end")]
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+    values = _positive_ints([text_data.get(k) for k in ("loop_num_passes", "loop_layer_index_start", "loop_layer_index_end")])
+    if values is None:
         return
-    passes, start, end = (int(str(v)) for v in values)
+    passes, start, end = values
     if passes > 1 and end > start:
         why = _("its layers {a}–{b} run {n} passes a token (loop_num_passes), each pass with the same weights and a cache of "
                 "its own: ffn sizes each layer once a token")  # fmt: skip
@@ -1812,11 +1811,14 @@ class Shell:
 
 def sized_by_layer_count(text_data: Mapping[str, Any]) -> tuple[str, ...]:
     """The text config's keys that size tensors beside the layers by the layer count (Gemma 3n's and
-    Gemma 4's per-layer inputs: one slice of a table a layer); none where hidden_size_per_layer_input
-    is 0 (Gemma 4's larger sizes), whatever vocab_size_per_layer_input says."""
+    Gemma 4's per-layer inputs: one slice of a table a layer; IDEFICS's cross_layer_interval: a
+    gated cross-attention layer every that many); none where hidden_size_per_layer_input is 0
+    (Gemma 4's larger sizes), whatever vocab_size_per_layer_input says."""
+    counts = [k for k, v in text_data.items() if isinstance(v, int) and not isinstance(v, bool) and v]
+    cross = [k for k in counts if "cross" in k and k.endswith("interval")]
     if text_data.get("hidden_size_per_layer_input", None) == 0:
-        return ()
-    return tuple(sorted(k for k, v in text_data.items() if "per_layer" in k and isinstance(v, int) and not isinstance(v, bool) and v))
+        return tuple(sorted(cross))
+    return tuple(sorted(k for k in counts if "per_layer" in k or k in cross))
 
 
 def _whole_model(hf_config: PretrainedConfig, source: str) -> PreTrainedModel:
@@ -1887,13 +1889,23 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
         raise _beyond(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
             cls=type(built[0][1]).__name__))  # fmt: skip
     inside = tuple(f"{n}." for n, _m in built)
+    # Layers of another class beside the decoder's, in the text model, each attending (IDEFICS's gated
+    # cross-attention layers over an image, one every cross_layer_interval): what they run and keep a
+    # token is not sized. (A Q-Former's, BLIP-2's, runs on the image: beside the text model.)
+    text_models = {n.rpartition(".")[0].rpartition(".")[0] for n, _m in built}
+    listed = [n for n, m in modules.items() if isinstance(m, nn.ModuleList) and len(m) and n.rpartition(".")[0] in text_models
+              and not any(isinstance(x, classes) for x in m) and all(_attends_within(x) for x in m)]  # fmt: skip
+    if listed:
+        why = _("it builds layers that attend beside its decoder layers ({paths}): ffn cannot size what they run and keep")
+        raise _beyond(source, why.format(paths=", ".join(listed)))
     # The LM head by transformers' own word (BioGPT's output_projection), else by its usual names.
     output = model.get_output_embeddings()
     heads = {n for n, m in modules.items() if (output is not None and m is output) or n.rpartition(".")[2] in ("lm_head", "embed_out")}
     # A head inside a module of its own holds its transform there (BERT's cls.predictions.transform, with
     # its LayerNorm; CamemBERT's lm_head.dense and lm_head.layer_norm): counted beside, never a final norm.
     # A module that holds the token embeddings too is the text model the head sits in (Kosmos-2.5's text_model).
-    table = next((n for n, m in modules.items() if m is _input_embeddings(model)), "")
+    input_embeddings = _input_embeddings(model)
+    table = next((n for n, m in modules.items() if m is input_embeddings), "")
     head_blocks = tuple(f"{n.rpartition('.')[0]}." for n in heads if "." in n and not table.startswith(f"{n.rpartition('.')[0]}."))
     # A head tied to the token embeddings is one tensor, listed once under whichever name comes first
     # (CamemBERT's lm_head.decoder, before its embeddings).
@@ -1916,7 +1928,7 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             continue
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
-        if _in_tower(path, whole_config):  # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder)
+        if tower_path(path, whole_config) is not None:  # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder)
             beside.append(_tensor(path, leaf, p, module))
             continue
         if embedding is None and tuple(p.shape) == (vocab, d) and (isinstance(module, nn.Embedding) or p is tied_weight):
@@ -1971,17 +1983,10 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     )
 
 
-def _in_tower(path: str, config: Mapping[str, Any]) -> bool:
-    """Whether a module beside the layers sits in a tower the config describes, named at the
-    model's root (Kosmos-2.5's vision_model) or one level down (model.vision_tower)."""
-    names = path.split(".")
-    return is_tower(names[0], config) or is_tower(".".join(names[:2]), config)
-
-
 def _final_norm(norms: list[str], embedding: str | None) -> str | None:
     """The final norm among the norms of d beside the layers: the first in the module that holds
-    the token embeddings (the text model's), where one is; else the first. An audio tower built
-    before the text model (MOSS's) holds a norm of the same width, which is the tower's."""
+    the token embeddings (the text model's), where one is; else the first. A module built before
+    the text model may hold a norm of the same width (BLIP-2's Q-Former its layernorm), which is its own."""
     text_model = embedding.rpartition(".")[0].rpartition(".")[0] if embedding else ""
     own = [n for n in norms if n.rpartition(".")[0] == text_model]
     return next(iter(own or norms), None)
@@ -2165,14 +2170,14 @@ def _beside_the_parts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
     return extras
 
 
-def _tables_in_layers(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
+def _tables_in_layers(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
     """The tables the layers that hold them look rows up in (Qwen4-Exp's PLE n-gram table), a part
     of the embeddings' tier: held whole, no FLOPs, `lookups` rows read a token."""
     holders = [r for r in reads if r.tables]
     if not holders:
         return ()
     if len({(r.tables, r.table_lookups) for r in holders}) > 1:
-        raise _Unread(Message(N_("its layers look rows up in tables of more than one shape")))
+        raise _beyond(source, _("its layers look rows up in tables of more than one shape"))
     tables, lookups = holders[0].tables, holders[0].table_lookups
     said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
             for t in tables for m in modules_said([t.name])]  # fmt: skip
@@ -2182,14 +2187,14 @@ def _tables_in_layers(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
     return (ExtraPart(LAYER_TABLES, "embedding", Message.listed(said), tables, per_layer=True, layers=layers, lookups=lookups),)
 
 
-def _image_experts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
+def _image_experts(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
     """The experts of another modality each MoE layer holds beside the text ones (ERNIE 4.5 VL's
     vision_moe): the model's vision part, held and divided over --ep as experts, never run by a text token."""
     holders = [r for r in reads if r.image_experts]
     if not holders:
         return ()
     if len({r.image_experts for r in holders}) > 1:
-        raise _Unread(Message(N_("its MoE layers hold vision experts of more than one shape")))
+        raise _beyond(source, _("its MoE layers hold vision experts of more than one shape"))
     tensors = holders[0].image_experts
     layers = tuple(sorted(i for r in holders for i in r.layers))
     all_layers = tuple(sorted(i for r in reads for i in r.layers))
@@ -2248,7 +2253,7 @@ def _assemble(
             by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
     norms, reads = _common_norms(reads, d)
-    extras = _beside_the_parts(reads) + _tables_in_layers(reads) + _image_experts(reads)
+    extras = _beside_the_parts(reads) + _tables_in_layers(reads, source) + _image_experts(reads, source)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
@@ -2314,7 +2319,9 @@ def _assemble(
     chunks = attention_chunks(config, n_layers)
     left_out = _by_layers([(r.layers, r.left_out) for r in reads]) + _loops(text_data)
     flops_left_out = _by_layers([(r.layers, r.flops_left_out) for r in reads])
-    if beside and not text_only:  # a tower's modules beside the layers run on its inputs (MOSS's audio), sized by no token
+    # Linears beside the layers of a model with a tower, outside it, may run on its inputs: their FLOPs named as no token's
+    # (a table or a learned vector beside them, Inkling 2's final_input query, LLaVA-NeXT's image_newline, runs no matmul).
+    if not text_only and any(t.name.endswith(".weight") for t in beside):
         flops_left_out.append(Message(_BESIDE_NOT_RUN))
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, spec.norm_params):
         raise _beyond(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(

@@ -162,7 +162,8 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
 
 # A tower a config describes beside its text model, and the words a built module's name has for it
 # (a vision tower's projector into the text model's width too: Kimi K2.5's mm_projector).
-_TOWERS = {"vision_config": ("vision", "visual", "image", "projector", "resampler"), "audio_config": ("audio", "projector")}
+_TOWERS = {"vision_config": ("vision", "visual", "image", "video", "resampler"), "audio_config": ("audio",)}
+_PROJECTOR = "projector"  # a tower's projector into the text model's width (multi_modal_projector, mm_projector)
 
 
 def is_tower(path: str, config: Mapping[str, Any]) -> bool:
@@ -170,7 +171,17 @@ def is_tower(path: str, config: Mapping[str, Any]) -> bool:
     vision_config's, its audio_config's: MOSS-Transcribe-Diarize's, Muse Spark's) or the tower's
     projector, by its name: the model's part that runs on images or audio, never on a text token."""
     words = [w for key, said in _TOWERS.items() if isinstance(config.get(key), Mapping) for w in said]
-    return any(w in path.lower() for w in words)
+    return any(w in path.lower() for w in (*words, *([_PROJECTOR] if words else [])))
+
+
+def tower_path(path: str, config: Mapping[str, Any]) -> str | None:
+    """The module a tower the config describes is built as, where `path` sits in one: the
+    shortest start of the path whose last name is a tower's (model.vision_tower, Kosmos-2.5's
+    vision_model at the root, Phi-4-multimodal's model.embed_tokens_extend.image_embed); None
+    for a module of the text model. Counting by building and the layout both place towers so."""
+    names = path.split(".")
+    found = next((i for i, name in enumerate(names) if is_tower(name, config)), None)
+    return None if found is None else ".".join(names[: found + 1])
 
 
 def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_class: str) -> tuple[Message, ...]:
@@ -186,7 +197,8 @@ def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_clas
     ]
     # Any other part the config describes as a model of its own (Moshi's depth_decoder_config and its
     # audio codec's audio_encoder_config), which the class holds no module of: by its first word.
-    parts = N_("its {key} ({model_type}) is not counted: transformers' {cls} builds the text model alone")
+    # (IDEFICS's perceiver_config where use_resampler is off: a part the config leaves out, said so too).
+    parts = N_("its {key} ({model_type}) describes a part transformers' {cls} does not build: not counted")
     for key, value in config.items():
         if key in _TOWERS or key == "text_config" or not key.endswith("_config") or not isinstance(value, Mapping):
             continue

@@ -27,7 +27,9 @@ from ffn_cli.models.layout import SHARED_KV_ATTENTION
 from ffn_cli.models.mixers import ImageAttention
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["KindState", "decode_state"]
+__all__ = ["CONV_BESIDE", "KindState", "decode_state"]
+
+CONV_BESIDE = N_("convolution beside the layer's parts")
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class KindState:
     # what an attention row keeps a token: K and V, MLA's latent (with its rotary key), or a DSA indexer's key
     keeps: Literal["kv", "latent", "index"] = "kv"
     mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
+    index_block: int = 1  # an indexer's: keys a block it scores (QSA's compress_ratio; DSA's 1)
     image_tokens: int = 0  # cross-attention: the image's tokens whose K and V (`width` a token) it keeps, whatever the context
     whole: bool = False  # a mixer over the residual stream's channels: whole on each GPU, not split over --tp
 
@@ -118,7 +121,7 @@ def _indexer_row(spec: ModelSpec, layers: int, context: int) -> KindState:
     width = spec.index_key_width
     detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
     name = Message(N_("QSA indexer")) if spec.index_block > 1 else Message(N_("DSA indexer"))
-    return KindState(name, layers, context * width, context, detail, width=width, keeps="index")
+    return KindState(name, layers, context * width, context, detail, width=width, keeps="index", index_block=spec.index_block)
 
 
 def _attention_rows(
@@ -215,7 +218,7 @@ def decode_state(
             )
     for e in spec.extras:  # a convolution beside a layer's parts (Qwen4-Exp's PLE), over the residual stream's copies
         if e.state:
-            rows.append(KindState(e.name, len(spec.layers_of(e) or ()), e.state, None, Message(N_("conv {n}"), n=f"{e.state:,}"),
+            rows.append(KindState(CONV_BESIDE, len(spec.layers_of(e) or ()), e.state, None, Message(N_("conv {n}"), n=f"{e.state:,}"),
                                   conv=e.state, whole=True))  # fmt: skip
     if mtp:
         rows += _mtp_rows(spec, windows, chunks, context, peak, mtp)

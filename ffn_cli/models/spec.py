@@ -250,8 +250,6 @@ class ModelSpec:
         check_int("index_n_heads", self.index_heads, minimum=0)
         check_int("index_topk", self.sparse_topk, minimum=0)
         check_int("indexer_compress_ratio", self.index_block)
-        if (2 * self.index_heads * self.index_key_width) % self.index_block:
-            raise FFNError("indexer_compress_ratio", self.index_block, _("must divide 2 × the indexer's heads × its key width"))
         check_int("zero_expert_num", self.zero_experts, minimum=0)
         if self.zero_experts and self.moe_ffn is None:
             raise FFNError("zero_expert_num", self.zero_experts, _("needs routed experts"))
@@ -301,8 +299,9 @@ class ModelSpec:
     @property
     def index_flops_per_key(self) -> int:
         """An indexer's score FLOPs for each cached key it reads: 2 a head and element, a block's
-        share where it scores blocks of index_block keys (QSA's, a block that has not closed counted by its share)."""
-        return 2 * self.index_heads * self.index_key_width // self.index_block
+        share where it scores blocks of index_block keys (QSA's, a block that has not closed counted
+        by its share), to the nearest FLOP."""
+        return round(2 * self.index_heads * self.index_key_width / self.index_block)
 
     @property
     def dense_layers(self) -> tuple[int, ...]:

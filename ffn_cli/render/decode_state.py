@@ -53,7 +53,7 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
     if "latent" in kept:
         caption += _(" MLA keeps its latent and rotary key of every token before the new one, whole on every GPU.")
     if "index" in kept:
-        qsa = any(r.keeps == "index" and str.__str__(r.kind) == "QSA indexer" for r in attends)
+        qsa = any(r.keeps == "index" and r.index_block > 1 for r in attends)
         caption += (
             _(" A QSA indexer keeps one key of every token, whole on every GPU, and scores them in blocks.")
             if qsa

@@ -225,7 +225,7 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
         rows.append([_("active per token"), fmt_count(m.active_params), included])
         # Vendors state active counts in three conventions: name each, as the figures differ by billions.
         without = _("without the token embeddings (gpt-oss's and Nemotron's convention); {n} without the head too (Qwen's, GLM's)")
-        if m.active_without_embeddings_or_head == m.active_without_embeddings:  # a head tied to the table: one count for both
+        if m.spec.lm_head and m.spec.tie_word_embeddings:  # a head tied to the table: one count for both
             without = _("without the token embeddings, and so without the head tied to them (gpt-oss's, Nemotron's, Qwen's and GLM's "
                         "conventions alike)")  # fmt: skip
         rows.append(
