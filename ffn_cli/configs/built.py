@@ -13,7 +13,12 @@ from ffn_cli.configs.attribution import RULES, BuiltKind
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["PART_NAMES", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
+__all__ = ["PART_NAMES", "TOWER_WORDS", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
+
+# A tower a config describes beside its text model (its vision_config's, its audio_config's), and the
+# words a built module's name has for it; a projector into the text model's width (multi_modal_projector,
+# Kimi K2.5's mm_projector) is a tower's where the config describes one.
+TOWER_WORDS = {"vision_config": ("vision", "visual", "image", "video", "resampler"), "audio_config": ("audio",)}
 
 PART_NAMES: dict[BuiltKind, str] = {
     "vision": N_("vision tower"),
@@ -40,8 +45,8 @@ class BuiltPart:
     def name(self) -> str:
         """Its row's name: the towers by what they run on, as their modules say ("audio_tower";
         "vision_tower", "visual"; a projector says neither)."""
-        if self.kind == "vision" and any("audio" in m.lower() for m in self.modules):
-            images = any(w in m.lower() for m in self.modules for w in ("vision", "visual", "image", "video"))
+        if self.kind == "vision" and any(w in m.lower() for m in self.modules for w in TOWER_WORDS["audio_config"]):
+            images = any(w in m.lower() for m in self.modules for w in TOWER_WORDS["vision_config"])
             return N_("vision and audio towers") if images else N_("audio tower")
         return PART_NAMES[self.kind]
 

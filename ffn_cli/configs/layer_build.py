@@ -51,7 +51,7 @@ from ffn_cli.accounting import ParamTensor, param_tensors, total_params
 from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, QKNorm
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
-from ffn_cli.configs.built import BuiltLayout
+from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout
 from ffn_cli.configs.families.common import FamilyReader
 from ffn_cli.configs.meta_build import auto_class, check_build_size, config_top_k, hf_config_of, quiet, tower_path, towers_not_built
 from ffn_cli.configs.windows import attention_chunks
@@ -1200,13 +1200,12 @@ def _by_modality(d: int, children: list[tuple[str, nn.Module]], read: LayerRead)
         return children
     name, block = children[0]
     parts = dict(block.named_children())
-    others = [n for n in parts if n != "text_moe" and n.endswith("_moe") and _experts(parts[n]) is not None]
-    if "text_moe" not in parts or _experts(parts["text_moe"]) is None or len(others) != 1:
+    experts = {n: found for n, c in parts.items() if n.endswith("_moe") and (found := _experts(c)) is not None}
+    others = [n for n in experts if n != "text_moe"]
+    if "text_moe" not in experts or len(others) != 1:
         return children
-    found = _experts(parts[others[0]])
-    prefix = f"{name}.{others[0]}"
-    read.image_experts = tuple(_one_matrix(t) for t in _named_in(prefix, parts[others[0]]))
-    stacked = _stacked_experts(d, found[1]) if found is not None else None
+    read.image_experts = tuple(_one_matrix(t) for t in _named_in(f"{name}.{others[0]}", parts[others[0]]))
+    stacked = _stacked_experts(d, experts[others[0]][1])
     if stacked is not None:  # the words of the layout's row, after the text MoE's
         read.image_experts_shape = stacked[:2]
     return [(f"{name}.text_moe", parts["text_moe"])] + [(f"{name}.{n}", c) for n, c in parts.items() if n not in ("text_moe", others[0])]
@@ -1485,10 +1484,15 @@ def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple
     # An audio tower's modules, and a projector where the config describes no vision tower (MOSS's), run on audio.
     audio_only = not isinstance(config.get("vision_config"), Mapping)
     parts = tuple(
-        VisionPart(top, N_("as transformers builds it"), params, runs_on="audio" if "audio" in top.lower() or audio_only else "images")
+        VisionPart(top, N_("as transformers builds it"), params, runs_on="audio" if _audio(top) or audio_only else "images")
         for top, params in towers.items()
     )
     return VisionTower(Message.listed(list(towers)), parts), tuple(rest)
+
+
+def _audio(path: str) -> bool:
+    """A tower module whose name says it is the audio tower's (audio_tower)."""
+    return any(w in path.lower() for w in TOWER_WORDS["audio_config"])
 
 
 def _residual_copies(module: nn.Module) -> int:

@@ -21,7 +21,7 @@ from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
-from ffn_cli.configs.built import BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.configs.built import TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import MAX_LAYERS
@@ -160,9 +160,6 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
             raise FFNError(key, value, why)
 
 
-# A tower a config describes beside its text model, and the words a built module's name has for it
-# (a vision tower's projector into the text model's width too: Kimi K2.5's mm_projector).
-_TOWERS = {"vision_config": ("vision", "visual", "image", "video", "resampler"), "audio_config": ("audio",)}
 _PROJECTOR = "projector"  # a tower's projector into the text model's width (multi_modal_projector, mm_projector)
 
 
@@ -170,7 +167,7 @@ def is_tower(path: str, config: Mapping[str, Any]) -> bool:
     """Whether a module beside the text model's layers is a tower the config describes (its
     vision_config's, its audio_config's: MOSS-Transcribe-Diarize's, Muse Spark's) or the tower's
     projector, by its name: the model's part that runs on images or audio, never on a text token."""
-    words = [w for key, said in _TOWERS.items() if isinstance(config.get(key), Mapping) for w in said]
+    words = [w for key, said in TOWER_WORDS.items() if isinstance(config.get(key), Mapping) for w in said]
     return any(w in path.lower() for w in (*words, *([_PROJECTOR] if words else [])))
 
 
@@ -192,7 +189,7 @@ def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_clas
     said = N_("its {key}'s tower is not counted: transformers' {cls} builds the text model alone")
     notes = [
         Message(said, key=key, cls=model_class)
-        for key, words in _TOWERS.items()
+        for key, words in TOWER_WORDS.items()
         if isinstance(config.get(key), Mapping) and not any(w in n for n in held for w in words)
     ]
     # Any other part the config describes as a model of its own (Moshi's depth_decoder_config and its
@@ -200,7 +197,7 @@ def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_clas
     # (IDEFICS's perceiver_config where use_resampler is off: a part the config leaves out, said so too).
     parts = N_("its {key} ({model_type}) describes a part transformers' {cls} does not build: not counted")
     for key, value in config.items():
-        if key in _TOWERS or key == "text_config" or not key.endswith("_config") or not isinstance(value, Mapping):
+        if key in TOWER_WORDS or key == "text_config" or not key.endswith("_config") or not isinstance(value, Mapping):
             continue
         kind = value.get("model_type")
         if isinstance(kind, str) and kind and not any(key.split("_")[0] in n for n in held):
@@ -298,10 +295,10 @@ def count_module(model: nn.Module, config: PretrainedConfig, *, name: str, sourc
     for param_name, param in model.named_parameters():
         module_path, _, leaf = param_name.rpartition(".")
         owners = _owners(modules, module_path)
-        tower = next((d for d, o in enumerate(owners) if is_tower(o.name, data)), None)
+        tower = tower_path(module_path, data)
         kind: BuiltKind
         if tower is not None:  # a tower the config describes, or its projector: the part of its own the rule names first
-            kind, depth = "vision", tower + 1
+            kind, depth = "vision", tower.count(".") + 1
         else:
             kind, depth = attribute(owners, is_embedding=isinstance(modules[module_path], nn.Embedding))
         params[kind] += param.numel()
