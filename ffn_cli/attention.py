@@ -64,9 +64,14 @@ class AttentionSpec:
     # carried to the next token's values.
     side_state: int = 0
     carried_values: int = 0
+    # What q_proj, k_proj and v_proj read where it is not d_model (Zamba's shared attention: the
+    # hidden state and the token embeddings side by side, 2 · d_model); None: d_model.
+    input_width: int | None = None
 
     def __post_init__(self) -> None:
         check_int("d_model", self.d_model)
+        if self.input_width is not None:
+            check_int("input_width", self.input_width)
         if self.kv_conv:
             check_int("kv_conv", self.kv_conv)
         check_int("side_state", self.side_state, minimum=0)
@@ -121,6 +126,11 @@ class AttentionSpec:
         return self.heads * self.head_width
 
     @property
+    def in_width(self) -> int:
+        """What the query, key and value projections read: input_width where given, else d_model."""
+        return self.input_width if self.input_width is not None else self.d_model
+
+    @property
     def kv_dim(self) -> int:
         """The keys' width over the KV heads (the values' too, unless v_head_dim differs)."""
         return self.kv_heads * self.head_width
@@ -141,7 +151,7 @@ class AttentionSpec:
         out = []
         projections = (("q_proj", self.q_dim), ("k_proj", self.kv_dim), ("v_proj", self.v_dim))
         for name, rows in projections[:2] if self.values_from_keys else projections:
-            out.append(ParamTensor(f"{prefix}{name}.weight", (rows, d)))
+            out.append(ParamTensor(f"{prefix}{name}.weight", (rows, self.in_width)))
             if self.qkv_bias:
                 out.append(ParamTensor(f"{prefix}{name}.bias", (rows,)))
         out.append(ParamTensor(f"{prefix}o_proj.weight", (d, self.o_dim)))
@@ -175,6 +185,8 @@ class AttentionSpec:
         convs = {"kv_conv_taps": self.kv_conv, "kv_conv_state_elements": self.conv_window} if self.kv_conv else {}
         if self.side_state or self.carried_values:
             convs |= {"side_state_elements": self.side_state, "carried_value_elements": self.carried_values}
+        if self.input_width is not None:
+            convs |= {"input_width": self.input_width}
         return {"kind": self.kind, "qk_norm": self.qk_norm, "sinks": self.sinks, **convs}
 
     @property
@@ -185,7 +197,7 @@ class AttentionSpec:
         """Matmul FLOPs of the four projections for one token, and the key and value convolutions' taps."""
         v_dim = 0 if self.values_from_keys else self.v_dim
         convs = 2 * self.kv_conv * (self.kv_dim + self.v_dim)  # each channel's taps, a multiply-add each
-        return 2 * self.d_model * (self.q_dim + self.kv_dim + v_dim) + 2 * self.o_dim * self.d_model + convs
+        return 2 * self.in_width * (self.q_dim + self.kv_dim + v_dim) + 2 * self.o_dim * self.d_model + convs
 
     def score_flops_per_token(self, seq_len: int) -> int:
         """Q·Kᵀ over the key width and softmax(·)·V over the value width for one query attending

@@ -81,17 +81,16 @@ def test_default_configs_count_the_whole_build(model_type: str) -> None:
 
 
 _REFUSED = {
-    "zamba2": "its layers share tensors (tied blocks)",
     "inkling2_loop_text": "its layers 6–17 run 3 passes a token (loop_num_passes)",
     "hrm_text": "layers beside its num_hidden_layers",
     "blt": "names no hidden_size",
 }
 
 
-@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", "recurrent_gemma", *_REFUSED])
+@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", "recurrent_gemma", "zamba2", *_REFUSED])
 def test_no_silent_miscount(model_type: str) -> None:
     # Families whose layers hold tensors of their own (Doge's residual scales), are blocks of
-    # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid; Zamba2's tie blocks across layers), outnumber
+    # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid; Zamba2's, which tie blocks across layers), outnumber
     # num_hidden_layers (HRM), run several passes a token (Inkling 2 Loop), alternate by a cycled pattern
     # (RecurrentGemma) or lack the text sizes (BLT): counted exactly, or refused by name, never counted as something else.
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
@@ -337,7 +336,7 @@ def test_attention_beside_a_mixer_against_transformers(context: int) -> None:
     config = {**transformers.AutoConfig.for_model("falcon_h1", **_FALCON_H1).to_dict(), "model_type": "falcon_h1"}
     layout = _layout(config)
     spec, mixer = layout.spec, layout.spec.mixer
-    assert mixer is not None and spec.mixer_beside_attention and spec.attention_layers == mixer.layers == (0, 1)
+    assert mixer is not None and spec.beside_attention == mixer.layers and spec.attention_layers == mixer.layers == (0, 1)
     assert count_model(spec).total_params == meta_build.count(config, name="x", source="x").total_params
     kinds = _kinds(layout, context)
     # By hand: 2 KV heads × 16, K and V, each token; 4 heads × 16 × a state of 8, and the conv over

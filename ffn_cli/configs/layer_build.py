@@ -35,6 +35,7 @@ import functools
 import importlib
 import inspect
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -54,6 +55,7 @@ from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout
 from ffn_cli.configs.families.common import FamilyReader
 from ffn_cli.configs.meta_build import auto_class, check_build_size, config_top_k, hf_config_of, quiet, tower_path, towers_not_built
+from ffn_cli.configs.shared_blocks import SharedBlocks, applied_layer, shared_blocks
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _, shown
@@ -110,6 +112,9 @@ BESIDE_THE_LAYERS = N_("beside the layers")
 IMAGE_EXPERTS = N_("vision experts")
 LOOKUP_TABLES = N_("lookup tables beside the layers")
 LAYER_TABLES = N_("lookup tables in the layers")
+# A shared block's tensors beside its attention and FFN (Zamba's norms), and each application's own adapters.
+BESIDE_THE_SHARED_PARTS = N_("tensors beside the shared block's parts")
+ADAPTERS = N_("per-application adapters")
 _SUBLAYERS = N_(
     "its {n} decoder layers hold {sub} sublayers each, an attention and an FFN apiece: the {layers} layers here are those "
     "sublayers, numbered as num_hidden_layers and the KV cache number them; a module beside the sublayers' lists (a "
@@ -241,6 +246,10 @@ class LayerRead:
     router_in_extra: bool = False  # its router scores a state of its own width: counted in ffn_extra, no d × E router
     score_bias: bool = False  # its router chooses on scores plus a stored bias buffer (e_score_correction_bias)
     residual_copies: int | None = None  # copies of the residual stream its hyper-connections mix
+    # The layer's children that are blocks shared with other layers (Zamba's shared transformer),
+    # and its application's own entries in them (Zamba2's LoRA adapters), out of `other`.
+    shared_paths: tuple[str, ...] = ()
+    adapters: tuple[ParamTensor, ...] = ()
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
     flops_left_out: list[Message] = field(default_factory=list)  # work no FLOP count sizes; its state, if any, sized
@@ -364,6 +373,10 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
             )
         v_head_dim = v.out_features // kv  # MiMo-V2-Flash's values are narrower than its keys
     q_dim = heads * head_dim
+    # What q, k and v read: d, or Zamba's 2 · d (the hidden state and the token embeddings side by side)
+    reads = q.in_features
+    if any(p is not None and p.in_features != reads for p in (k, v)) or o.out_features != d:
+        raise _Unread(Message(N_("q_proj, k_proj and v_proj read different widths, or o_proj does not write hidden_size")))
     if q.out_features not in (q_dim, 2 * q_dim) or o.in_features != heads * v_head_dim:
         raise _Unread(Message(N_("q_proj's {q} outputs and o_proj's {o} inputs are not {heads} heads × {head_dim}"),
                               q=f"{q.out_features:,}", o=f"{o.in_features:,}", heads=f"{heads:,}", head_dim=f"{head_dim:,}"))  # fmt: skip
@@ -383,12 +396,13 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         sinks=sinks,
         v_head_dim=v_head_dim if v_head_dim != head_dim else None,
         values_from_keys=values_from_keys,
+        input_width=reads if reads != d else None,
     )
     names = {n for n, mod in m.items() if mod is not None and mod in (q, k, v, o, fused, *norms.values())}
     extra: tuple[ParamTensor, ...] = ()
     if q.out_features == 2 * q_dim:  # the second half gates the output (Qwen3-Next, Qwen3.5, MiniCPM5's q_gate_proj)
         q_name = next(n for n in _Q_NAMES if m.get(n) is q)
-        extra = (ParamTensor(noted(f"{q_name}.weight", GATE_HALF), (q_dim, d)),)
+        extra = (ParamTensor(noted(f"{q_name}.weight", GATE_HALF), (q_dim, reads)),)
         if q.bias is not None:
             extra += (ParamTensor(noted(f"{q_name}.bias", GATE_HALF), (q_dim,)),)
     used = names | ({"sinks"} if sinks else set())
@@ -723,6 +737,8 @@ def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
         tensors = _rest(child, set())
         selective_scan, taps = selective
         flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+        # Zamba's x and dt projections, a matrix a head (x_proj_weight, dt_proj_weight): a matmul a token each
+        flops += 2 * sum(p.numel() for n, p in child.named_parameters(recurse=False) if p.dim() == 3 and n.endswith("_weight"))
         c = selective_scan.channels
         mixer = LinearMixer("Mamba", name, tensors, (), flops, read.layers, 2 * c * taps, c * (taps - 1), selective_scan)
     elif (lru := _rg_lru(child)) is not None:
@@ -911,12 +927,12 @@ def _short_conv(d: int, child: nn.Module) -> nn.Conv1d | None:
 
 
 def _selective_scan(child: nn.Module) -> tuple[SelectiveScan, int] | None:
-    """Mamba-1's scan and conv kernel where the module is one: A_log of [channels, state] and a
-    depthwise Conv1d over those channels."""
+    """Mamba-1's scan and conv kernel where the module is one: A_log of [channels, state] (Zamba's
+    of [heads, channels a head, state]) and a depthwise Conv1d over those channels."""
     a_log, conv = getattr(child, "A_log", None), getattr(child, "conv1d", None)
-    if not isinstance(a_log, nn.Parameter) or a_log.dim() != 2 or not isinstance(conv, nn.Conv1d):
+    if not isinstance(a_log, nn.Parameter) or a_log.dim() not in (2, 3) or not isinstance(conv, nn.Conv1d):
         return None
-    channels, state = a_log.shape
+    channels, state = math.prod(a_log.shape[:-1]), a_log.shape[-1]
     if conv.in_channels != channels or conv.groups != channels:
         return None
     return SelectiveScan(int(channels), int(state)), int(conv.kernel_size[0])
@@ -1249,23 +1265,37 @@ def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tu
         read.said.append(Message(N_("{n} vision experts × {width} beside them, a router of their own"), n=f"{n:,}", width=f"{width:,}"))
 
 
+def _holds_a_mixer(child: nn.Module) -> bool:
+    """A module of several parts, one of them a token mixer of its own modules (not a projection):
+    a decoder layer inside a layer."""
+    inner = [(n, c) for n, c in child.named_children() if _count(c)]
+    mixers = [c for n, c in inner if not isinstance(c, nn.Linear) and attribute((Owner(n, type(c).__name__),))[0] == "attention"]
+    return len(inner) > 1 and bool(mixers)
+
+
 def _unwrapped(layer: nn.Module) -> list[tuple[str, nn.Module]]:
     """The layer's children, a module that only wraps an attention with its norms opened (DBRX's
-    norm_attn_norm: norm_1, attn, norm_2), its children named from the layer."""
+    norm_attn_norm: norm_1, attn, norm_2), its children named from the layer; so too the decoder
+    layers of a layer made of two (Zamba's hybrid layer: its shared transformer and its Mamba layer)."""
     out: list[tuple[str, nn.Module]] = []
+    layers = {n for n, c in layer.named_children() if _holds_a_mixer(c)}
     for name, child in layer.named_children():
         inner = list(child.named_children())
         kinds = {attribute((Owner(n, type(c).__name__),))[0] for n, c in inner if _count(c)}
-        if not list(child.parameters(recurse=False)) and {"attention", "norm"} <= kinds <= {"attention", "norm"}:
+        wraps = {"attention", "norm"} <= kinds <= {"attention", "norm"} or (len(layers) > 1 and name in layers)
+        if not list(child.parameters(recurse=False)) and wraps:
             out += [(f"{name}.{n}", c) for n, c in inner]
         else:
             out.append((name, child))
     return out
 
 
-def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.Module, layers: tuple[int, ...]) -> LayerRead:
-    """Sort a built layer's children into token mixer, FFN, norms and the rest, and read each."""
-    read = LayerRead(layers, _count(layer))
+def read_layer(
+    d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.Module, layers: tuple[int, ...], shared: tuple[str, ...] = ()
+) -> LayerRead:
+    """Sort a built layer's children into token mixer, FFN, norms and the rest, and read each. A
+    norm inside a block `shared` with other layers is the block's: among the rest, not a layer norm."""
+    read = LayerRead(layers, _count(layer), shared_paths=shared)
     text = hf_config.get_text_config()
     mixers: list[tuple[str, nn.Module]] = []
     ffns: list[tuple[str, nn.Module]] = []
@@ -1279,7 +1309,8 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
             convs.append((name, child))
             continue
         kind, _depth = attribute((Owner(name, type(child).__name__), Owner("", "")))
-        if kind == "norm" or attribute((Owner(name, type(child).__name__),))[0] == "norm":
+        in_shared = any(name.startswith(f"{p}.") for p in shared)
+        if not in_shared and (kind == "norm" or attribute((Owner(name, type(child).__name__),))[0] == "norm"):
             gated = _gated_norm(name, child)
             norm = gated[0] if gated is not None else child
             weights = [p for p in norm.parameters()]
@@ -1365,9 +1396,7 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
     for name, child in rest:
         tables = _tables_in(child, read)
         _convolutions_in(child, read)
-        read.other += tuple(
-            ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set(tables))
-        )
+        read.other += tuple(ParamTensor(_inside(name, t), t.shape) for t in _rest(child, set(tables)))
         read.tables += tuple(ParamTensor(f"{name}.{p}", tuple(child.get_submodule(p).get_parameter("weight").shape)) for p in tables)
     own = tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
     if read.mixer is not None and read.attention is None and any(_is_cross(c) for _n, c in mixers):
@@ -1385,6 +1414,14 @@ def read_layer(d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.M
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
+
+
+def _inside(name: str, t: ParamTensor) -> str:
+    """A tensor of child `name` named from the layer: "linear.weight", "mixer.conv (weight)"; the
+    vector a child holds itself, a norm's of another width (Zamba's 2 · d), "norm (weight)": no matmul."""
+    if "(" in t.name:
+        return f"{name} {t.name}"
+    return f"{name} ({t.name})" if "." not in t.name and len(t.shape) == 1 else f"{name}.{t.name}"
 
 
 def _tables_in(child: nn.Module, read: LayerRead) -> list[str]:
@@ -1571,7 +1608,7 @@ def _ffn_count(read: LayerRead) -> int:
 
 
 def _read_params(read: LayerRead) -> int:
-    beside = sum(t.count for t in (*read.other, *read.tables, *read.image_experts))
+    beside = sum(t.count for t in (*read.other, *read.tables, *read.image_experts, *read.adapters))
     return _mixer_params(read) + _ffn_count(read) + read.norms * read.norm_params + beside
 
 
@@ -1644,6 +1681,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
+    blocks: SharedBlocks | None = None
     with quiet():
         # The whole model is built once where the layers come from several classes (which layer is
         # which is the model's own code), tensors beside the layers are sized by the layer count, or
@@ -1662,28 +1700,37 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             def built(i: int) -> nn.Module:
                 return _build(layer_cls, text, i, source)
         else:
-            every = _every_layer(whole, classes, n_layers, source)
+            every, blocks = _every_layer(whole, classes, n_layers, source)
 
             def built(i: int) -> nn.Module:
                 return every[i]
+
+        def read(i: int, layers: tuple[int, ...]) -> LayerRead:
+            if blocks is None or i not in blocks.applications:
+                return read_layer(d, r, hf_config, built(i), layers)
+            layer, adapters = applied_layer(built(i), i, blocks)  # a shared block's application: its own adapters apart
+            found = read_layer(d, r, hf_config, layer, layers, blocks.paths)
+            found.adapters, found.params = adapters, found.params + sum(t.count for t in adapters)
+            found.said.append(Message(N_("{blocks} shared, held by the first layer to run it"), blocks=Message.listed(list(blocks.paths))))
+            return found
 
         sublayers = _sublayers(built(0), source) if whole is None else None
         if sublayers is not None:  # the config's layers are the sublayers; its decoder layers hold N each
             reads = _read_sublayers(d, r, hf_config, sublayers, _sublayers(built(n_layers // len(sublayers) - 1), source), n_layers)
         else:
             for layers in layer_kinds(r.config, n_layers):
-                first = read_layer(d, r, hf_config, built(layers[0]), layers)
-                last = read_layer(d, r, hf_config, built(layers[-1]), layers) if len(layers) > 1 else first
+                first = read(layers[0], layers)
+                last = read(layers[-1], layers) if len(layers) > 1 else first
                 if _key(first) == _key(last):
                     reads.append(first)
                 else:  # the config's entries did not tell these layers apart: each one built and read
-                    reads += [read_layer(d, r, hf_config, built(i), (i,)) for i in layers]
+                    reads += [read(i, (i,)) for i in layers]
     sub = len(sublayers) if sublayers is not None else 1
     merged, shell = _embedding_norm_in_first_layer(_merged(reads), shell)
     merged, shell, stood_in = _first_layer_norm_in_embeddings(merged, shell)
     notes += tuple(stood_in)
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
-    return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub)
+    return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub, blocks=blocks)
 
 
 def _embedding_norm_in_first_layer(reads: list[LayerRead], shell: Shell) -> tuple[list[LayerRead], Shell]:
@@ -1836,23 +1883,18 @@ def _whole_model(hf_config: PretrainedConfig, source: str) -> PreTrainedModel:
         raise FFNError("config", source, why.format(model_type=hf_config.model_type, one_line=first_line(exc))) from None
 
 
-def _every_layer(model: nn.Module, classes: tuple[type[nn.Module], ...], n_layers: int, source: str) -> list[nn.Module]:
+def _every_layer(
+    model: nn.Module, classes: tuple[type[nn.Module], ...], n_layers: int, source: str
+) -> tuple[list[nn.Module], SharedBlocks | None]:
     """The decoder layers of a model whose layers come from several classes (Jamba's attention and
-    Mamba layers, OLMo-Hybrid's), as the whole model built them, each layer then read alone. Layers
-    that share tensors (Zamba2's tied shared blocks) are refused: read one by one, each would count
-    them again."""
+    Mamba layers, OLMo-Hybrid's), as the whole model built them, each layer then read alone; and
+    the blocks they share (Zamba's tied shared transformers), held by the first layer that applies each."""
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m)]
     if len(lists) != 1:
         why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
         raise _beyond(source, why.format(n=len(classes)))
-    layers = [_bert_style(_as_linears(layer), source) for layer in lists[0]]
-    seen: set[int] = set()
-    for layer in layers:
-        own = {id(p) for p in layer.parameters()}
-        if own & seen:
-            raise _beyond(source, _("its layers share tensors (tied blocks): ffn sizes each layer's own"))
-        seen |= own
-    return layers
+    shared = shared_blocks(list(lists[0]), source)
+    return [_bert_style(_as_linears(layer), source) for layer in lists[0]], shared
 
 
 def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], source: str) -> Shell:
@@ -2083,7 +2125,7 @@ def _key(read: LayerRead) -> tuple[Any, ...]:
     m = read.mixer
     return (read.params, read.attention, read.attention_extra, m and (m.kind, m.tensors), read.ffn, read.ffn_extra, read.norms, read.norm,
             read.other, read.other_state, read.tables, read.image_experts, read.window, read.index_keys, read.kv_shared,
-            read.zero_experts, read.residual_copies, tuple(read.left_out))  # fmt: skip
+            read.zero_experts, read.residual_copies, read.shared_paths, read.adapters, tuple(read.left_out))  # fmt: skip
 
 
 def _merged(reads: list[LayerRead]) -> list[LayerRead]:
@@ -2159,19 +2201,38 @@ def _beside_the_parts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
     """The tensors each kind of layer holds beside its parts, one part a set: in every layer, or in
     the layers that hold it (Inkling 2's first layer has no attention_input; its full layers' reads
     three queries). A Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do."""
-    groups: dict[tuple[tuple[ParamTensor, ...], int], list[LayerRead]] = {}
+    groups: dict[tuple[tuple[ParamTensor, ...], int, bool], list[LayerRead]] = {}
     for r in reads:
-        groups.setdefault((r.other, r.other_state), []).append(r)
+        shared = tuple(t for t in r.other if any(t.name.startswith((f"{p}.", f"{p} ")) for p in r.shared_paths))
+        groups.setdefault((tuple(t for t in r.other if t not in shared), r.other_state, False), []).append(r)
+        if shared:  # a shared block's own (Zamba's norms): held by the layers that first apply it
+            groups.setdefault((shared, 0, True), []).append(r)
     extras: tuple[ExtraPart, ...] = ()
-    for (other, state), holders in groups.items():
+    for (other, state, shared_block), holders in groups.items():
         if not other:
             continue
         linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
-        linear += holders[0].other_flops
+        linear += 0 if shared_block else holders[0].other_flops
         detail = Message.listed(modules_said(t.name for t in other))
         layers = () if len(groups) == 1 else tuple(sorted(i for r in holders for i in r.layers))
-        extras += (ExtraPart(BESIDE_THE_PARTS, "other", detail, other, per_layer=True, flops=linear, layers=layers, state=state),)
+        name = BESIDE_THE_SHARED_PARTS if shared_block else BESIDE_THE_PARTS
+        extras += (ExtraPart(name, "other", detail, other, per_layer=True, flops=linear, layers=layers, state=state, shared=shared_block),)
     return extras
+
+
+def _adapters(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
+    """The entries each application of a shared block runs alone (Zamba2's LoRA adapters): in the
+    layers that apply it, each layer its own, a Linear's matmul a token each."""
+    holders = [r for r in reads if r.adapters]
+    if not holders:
+        return ()
+    tensors = holders[0].adapters
+    flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
+    lists = modules_said(dict.fromkeys(t.name.rpartition(".")[0].rpartition(".")[0] for t in tensors))  # each list, its entry's index off
+    rank = min(min(t.shape) for t in tensors)
+    detail = Message(N_("rank {rank}: {lists}"), rank=f"{rank:,}", lists=Message.listed(lists))
+    layers = tuple(sorted(i for r in holders for i in r.layers))
+    return (ExtraPart(ADAPTERS, "other", detail, tensors, per_layer=True, flops=flops, layers=layers),)
 
 
 def _tables_in_layers(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
@@ -2220,6 +2281,7 @@ def _assemble(
     source: str,
     notes: tuple[str, ...],
     sublayers: int = 1,
+    blocks: SharedBlocks | None = None,
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
@@ -2238,9 +2300,7 @@ def _assemble(
         if mixer.scan is not None and mixer.state_sized:  # a recurrent state at the dtype the file names, not --dtype
             named = _state_dtype_bytes(config, source)  # else the one its module keeps (RecurrentGemma's float32), if any
             mixer = LinearMixer(**{**vars(mixer), "state_dtype_bytes": named if named is not None else mixer.state_dtype_bytes})
-    mixer_beside = any(r.mixer is not None and r.attention is not None for r in reads)
-    if mixer_beside and any(r.mixer is not None and r.attention is None for r in reads):
-        raise _beyond(source, _("its mixer runs beside attention in some layers and alone in others; ffn sizes one way a model"))
+    beside_attention = tuple(i for r in reads if r.mixer is not None and r.attention is not None for i in r.layers)
     reads = _common_ffn_extra(reads)
     moe_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is not None]
     dense_reads = [r for r in reads if r.ffn is not None and r.ffn.mixture is None]
@@ -2257,7 +2317,7 @@ def _assemble(
             by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
     norms, reads = _common_norms(reads, d)
-    extras = _beside_the_parts(reads) + _tables_in_layers(reads, source) + _image_experts(reads, source)
+    extras = _beside_the_parts(reads) + _adapters(reads) + _tables_in_layers(reads, source) + _image_experts(reads, source)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
@@ -2299,7 +2359,8 @@ def _assemble(
         no_ffn_layers=tuple(i for r in reads if r.ffn is None for i in r.layers),
         no_mixer_layers=tuple(i for r in reads if r.attention is None and r.mixer is None for i in r.layers),
         kv_shared_layers=tuple(i for r in reads if r.kv_shared for i in r.layers),
-        mixer_beside_attention=mixer_beside,
+        beside_attention=beside_attention,
+        weights_from=tuple(sorted(blocks.weights_from.items())) if blocks is not None else (),
         extras=extras,
         dense_widths=widths,
         attention_kinds=attention_kinds,

@@ -250,7 +250,7 @@ class ModelParams:
         attention *= 2 if spec.cross_attention else 1
         if spec.mixer is None or layer not in spec.mixer.layers:
             return label, attention if label else 0
-        return label, spec.mixer.params + (attention if spec.mixer_beside_attention else 0)
+        return label, spec.mixer.params + (attention if layer in spec.beside_attention else 0)
 
     def _layer_row(self, ffn: FFNSpec, layers: list[int], mixer: str, mixing: int) -> dict[str, object]:
         spec = self.spec
@@ -372,6 +372,29 @@ def _head_row(spec: ModelSpec, block: Block) -> Message:
     return Message.join(f"({spec.head_rows}, {spec.d_model})", bias, Message(N_(", untied")))
 
 
+def _reapplied_row(spec: ModelSpec, block: Block) -> Message:
+    """'layer 6's weights, run again in layers 12–51': each holder's, in the layers that run them."""
+    by_holder: dict[int, list[int]] = {}
+    for layer, holder in sorted(spec.weights_from):
+        by_holder.setdefault(holder, []).append(layer)
+    one, many = N_("layer {holder}'s weights, run again in layer {layers}"), N_("layer {holder}'s weights, run again in layers {layers}")
+    said = [Message(one if len(layers) == 1 else many, holder=holder, layers=layer_ranges(tuple(layers)))
+            for holder, layers in by_holder.items()]  # fmt: skip
+    return Message.join(*_between(said, Message(N_("; "))))
+
+
+def _run_again(spec: ModelSpec, layers: tuple[int, ...] | None) -> Message | str:
+    """', run again in 8 more layers' where later layers run these layers' shared blocks."""
+    again = [layer for layer, holder in spec.weights_from if layers is not None and holder in layers]
+    if not again:
+        return ""
+    return Message(N_(", run again in {n} more layer") if len(again) == 1 else N_(", run again in {n} more layers"), n=len(again))
+
+
+def _between(parts: list[Message], separator: Message) -> list[Message]:
+    return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
+
+
 def _shape_row(spec: ModelSpec, block: Block) -> str:
     rows, width = block.tensors[0].shape
     return f"({rows}, {width})"  # a shape's dimensions carry no thousands separators
@@ -385,6 +408,7 @@ _DETAILS: dict[str, Callable[[ModelSpec, Block], Message | str]] = {
     layout.EMBEDDING_NORM: lambda spec, _b: _norm_name(spec),
     layout.ATTENTION: _attention_row,
     layout.SHARED_KV_ATTENTION: _shared_kv_row,
+    layout.REAPPLIED: _reapplied_row,
     layout.CROSS_ATTENTION: lambda _s, _b: Message(N_("q_attn + c_attn (d → 2d) + c_proj, biases")),
     layout.LAYER_NORMS: lambda spec, _b: Message(N_("{n} × {norm}"), n=spec.norms_per_layer, norm=_norm_name(spec)),
     layout.FINAL_NORM: lambda spec, _b: _norm_name(spec),
@@ -401,13 +425,13 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
     each = sum(t.numel * t.copies for t in block.tensors if not t.tied)
     name: str = block.name
     unit, active = 1, None
-    extras = {e.name: e for e in spec.extras if spec.layers_of(e) == block.layers}
+    extras = {e.name: e for e in spec.extras if spec.held_layers_of(e) == block.layers}
     mixer = spec.mixer
     if block.name in extras:
         e = extras[block.name]
         unit, detail = e.copies, e.detail
         if e.layers:  # a part only some layers hold (Inkling 2's full layers' input norms for the keys and values)
-            detail = Message.join(detail, _where(e.layers))
+            detail = Message.join(detail, _where(spec.held_layers_of(e) or ()))
     elif block.part == "vision" and spec.vision is not None:
         vision = next(p for p in spec.vision.parts if p.name == block.name)
         label = N_("audio: {part}") if vision.runs_on == "audio" else N_("vision: {part}")
@@ -425,6 +449,8 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
         detail = mixer.detail
     else:
         detail = _DETAILS[block.name](spec, block)
+    if block.name == layout.ATTENTION or block.part == "ffn" or (block.name in extras and extras[block.name].shared):
+        detail = Message.join(detail, _run_again(spec, block.layers))  # a shared block's, held by these layers
     return ModelPart(name, block.part, detail, each // unit, places * unit, active if active not in (None, each) else None)
 
 

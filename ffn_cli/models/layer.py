@@ -133,8 +133,10 @@ def attention_formula(attention: AnyAttention) -> str:
     if isinstance(a, CompressedAttentionSpec):
         return N_("the tensors as built")  # said in the reader's language where it is shown
     bias = {(True, True): ("4·d", "q + 2·kv + d"), (True, False): ("3·d", "q + 2·kv"), (False, True): ("d", "d")}
-    plain = a.q_dim == a.d_model and a.kv_dim == a.d_model
+    plain = a.q_dim == a.d_model and a.kv_dim == a.d_model and a.input_width is None
     text = "4·d²" if plain else "2·d·q + 2·d·kv"
+    if a.input_width is not None:  # q, k, v read w (Zamba's 2·d), o writes d
+        text = "w·(q + 2·kv) + q·d"
     if a.qkv_bias or a.o_bias:
         text += " + " + bias[(a.qkv_bias, a.o_bias)][0 if plain else 1]
     if a.qk_norm != "none":
@@ -165,6 +167,8 @@ def attention_summary(attention: AnyAttention) -> Message:
     kv_heads = Message(kv_said, kv=a.n_kv_heads) if a.n_kv_heads != a.n_heads else ""
     if a.values_from_keys:
         kv_heads = Message.join(kv_heads, Message(N_(", values from k_proj")))
+    if a.input_width is not None:  # Zamba's shared attention reads the hidden state and the embeddings side by side
+        kv_heads = Message.join(kv_heads, Message(N_(", q, k, v read {width}"), width=f"{a.input_width:,}"))
     bias = (
         N_(", biases")
         if a.qkv_bias and a.o_bias

@@ -58,6 +58,8 @@ EMBEDDING_NORM = N_("embedding norm")
 ATTENTION = N_("attention")
 SHARED_KV_ATTENTION = N_("attention, shared KV")
 CROSS_ATTENTION = N_("cross-attention")
+# The layers that run an earlier layer's shared blocks (Zamba's): their weights, held by that layer.
+REAPPLIED = N_("shared blocks, run again")
 LAYER_NORMS = N_("layer norms")
 FINAL_NORM = N_("final norm")
 LM_HEAD = N_("LM head")
@@ -228,9 +230,10 @@ def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = 
     return (*placed, *_place(block, "ffn", "router", spec.extra_of(ffn), layers))
 
 
-def extra_tensors(spec: ModelSpec, extra: ExtraPart) -> tuple[PlacedTensor, ...]:
-    """A family's own part (Gemma 3n's AltUp, Laurel, per-layer inputs), in every layer or beside them."""
-    layers = spec.layers_of(extra)
+def extra_tensors(spec: ModelSpec, extra: ExtraPart, *, held: bool = False) -> tuple[PlacedTensor, ...]:
+    """A family's own part (Gemma 3n's AltUp, Laurel, per-layer inputs), in every layer that runs it
+    or beside them; `held`: in the layers that hold it (a shared part's, not those that run it again)."""
+    layers = spec.held_layers_of(extra) if held else spec.layers_of(extra)
     if extra.kind == "vision":  # a modality's experts, stored and divided over --ep as the routed ones; their router's, whole
         return tuple(
             _one(extra.name, "vision", "experts" if ".experts." in t.name else "router", t.name, t.shape, layers, extra.copies)
@@ -254,33 +257,60 @@ def _embeddings(spec: ModelSpec) -> Iterator[PlacedTensor]:
         yield _one(EMBEDDING_NORM, "norm", "vector", "embeddings.norm", (spec.norm_params,))
     for e in spec.extras:
         if not e.per_layer:
-            yield from extra_tensors(spec, e)
+            yield from extra_tensors(spec, e, held=True)
 
 
 def _token_mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
     """Attention in its layers (the KV-shared ones apart), a hybrid's mixer in its own, and
     GPT-2's cross-attention in every layer."""
     shared = set(spec.kv_shared_layers)
+    reused = set(spec.reused_layers)  # placed by _reapplied
     groups = spec.attention_groups  # one block a shape (Gemma 4's sliding and full layers)
     for _attention, _extra, layers in groups:
-        yield from attention_tensors(spec, tuple(i for i in layers if i not in shared))
+        yield from attention_tensors(spec, tuple(i for i in layers if i not in shared | reused))
     for _attention, _extra, layers in groups:  # the KV-shared layers of each shape (Gemma 4's E2B and E4B)
-        if mine := tuple(i for i in layers if i in shared):
+        if mine := tuple(i for i in layers if i in shared - reused):
             yield from attention_tensors(spec, mine, shared_kv=True)
     yield from (t for t in mixer_tensors(spec) if t.part == "attention")
     if spec.cross_attention:
         yield from _place(CROSS_ATTENTION, "attention", "attention", spec.attention.tensors(), tuple(range(spec.n_layers)))
 
 
+def _ffn_groups(spec: ModelSpec) -> Iterator[tuple[FFNSpec, tuple[int, ...]]]:
+    yield from spec.dense_groups
+    if spec.moe_ffn is not None and spec.moe_layers:
+        yield spec.moe_ffn, spec.moe_layers
+
+
+def _reapplied(spec: ModelSpec) -> Iterator[PlacedTensor]:
+    """The layers that run an earlier layer's shared blocks (weights_from): that layer's attention,
+    FFN and shared parts, each tied to the tensor it holds: computed and read here, held there."""
+    reused = set(spec.reused_layers)
+    if not reused:
+        return
+    placed: list[PlacedTensor] = []
+    for _attention, _extra, layers in spec.attention_groups:
+        if mine := tuple(i for i in layers if i in reused):
+            placed += attention_tensors(spec, mine, shared_kv=bool(set(mine) & set(spec.kv_shared_layers)))
+    for ffn, layers in _ffn_groups(spec):
+        if mine := tuple(i for i in layers if i in reused):
+            placed += ffn_tensors(spec, ffn, mine)
+    for e in spec.extras:
+        if e.shared and (mine := tuple(i for i in spec.layers_of(e) or () if i in reused)):
+            placed += (replace(t, layers=mine) for t in extra_tensors(spec, e))
+    yield from (replace(t, block=REAPPLIED, part="other", tied=True) for t in placed)
+
+
 def _layers(spec: ModelSpec) -> Iterator[PlacedTensor]:
     yield from _token_mixers(spec)
-    for ffn, layers in spec.dense_groups:
-        yield from ffn_tensors(spec, ffn, layers)
-    if spec.moe_ffn is not None and spec.moe_layers:
-        yield from ffn_tensors(spec, spec.moe_ffn, spec.moe_layers)
+    reused = set(spec.reused_layers)
+    for ffn, layers in _ffn_groups(spec):
+        if held := tuple(i for i in layers if i not in reused):
+            yield from ffn_tensors(spec, ffn, held)
     for e in spec.extras:
-        if e.per_layer:
-            yield from extra_tensors(spec, e)
+        if e.per_layer and spec.held_layers_of(e):
+            yield from extra_tensors(spec, e, held=True)
+    yield from _reapplied(spec)
     every = tuple(range(spec.n_layers))
     yield _one(LAYER_NORMS, "norm", "vector", "norm", (spec.norm_params,), layers=every, copies=spec.norms_per_layer)
     yield from (t for t in mixer_tensors(spec) if t.part == "norm")

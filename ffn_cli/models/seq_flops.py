@@ -58,8 +58,8 @@ class LayerStack:
     mixer: LinearMixer | None = None
     # A family's own tensors beside attention and FFN (ExtraPart names: Gemma 3n's AltUp), not counted here.
     left_out: tuple[str, ...] = ()
-    # The mixer's layers attend too, side by side with it (Falcon-H1).
-    mixer_beside_attention: bool = False
+    # How many of the mixer's layers attend too, side by side with it (Falcon-H1's every one, Zamba's hybrid layers).
+    beside_attention: int = 0
     # DeepSeek Sparse Attention: each layer's indexer score FLOPs per key (it reads every key;
     # 0 where none runs), and the keys each query's attention then reads (0: every key).
     index_flops_per_key: tuple[int, ...] = ()
@@ -197,7 +197,6 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     unmixed = set(spec.no_mixer_layers)
     keyless = (mixed - set(spec.attention_layers)) | unmixed  # Falcon-H1's mixer layers attend too
     mixer_flops = len(mixed) * spec.mixer.projection_flops if spec.mixer is not None else 0
-    kind = spec.mixer_label(min(mixed)) if mixed else None
     compressed = tuple(a if isinstance(a := spec.attention_of(i), CompressedAttentionSpec) and i not in keyless else None
                        for i in range(spec.n_layers))  # fmt: skip
     keyless |= {i for i, c in enumerate(compressed) if c is not None}  # their keys counted by their spec
@@ -210,12 +209,12 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         "/".join(dict.fromkeys(k.kind for k in kinds)),
         detail,
         tuple(None if i in keyless else c for i, c in enumerate(chunks)),
-        tuple(kind if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
+        tuple(spec.mixer_label(i) if i in mixed else None for i in range(spec.n_layers)) if mixed else (),
         mixer_flops,
         tuple(i in unmixed for i in range(spec.n_layers)) if unmixed else (),
         spec.mixer,
         tuple(e.name for e in spec.extras if e.flops),
-        spec.mixer_beside_attention,
+        len(spec.beside_attention),
         tuple(spec.index_flops_per_key if i in spec.index_layers else 0 for i in range(spec.n_layers)) if spec.index_layers else (),
         spec.sparse_topk,
         compressed if any(c is not None for c in compressed) else (),

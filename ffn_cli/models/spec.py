@@ -71,6 +71,9 @@ class ExtraPart:
     state: int = 0
     # Rows a token reads from each table of an "embedding" part (Qwen4-Exp's n-gram table: one a hashed head).
     lookups: int = 1
+    # Its tensors are a shared block's (Zamba's norms inside its shared transformer): held by the
+    # layers that first apply it, run but not held again by ModelSpec.weights_from's layers.
+    shared: bool = False
 
     @property
     def params_each(self) -> int:
@@ -151,9 +154,10 @@ class ModelSpec:
     # A hybrid's layers that mix tokens without softmax attention (Qwen3-Next's Gated DeltaNet);
     # the other layers use `attention`.
     mixer: LinearMixer | None = None
-    # The mixer's layers attend too, the two side by side in one layer (Falcon-H1's Mamba-2 beside
-    # its attention): both run, both keep their state.
-    mixer_beside_attention: bool = False
+    # The mixer's layers that attend too, the two side by side in one layer (Falcon-H1's Mamba-2
+    # beside its attention in every layer, Zamba's shared attention in its hybrid layers): both run,
+    # both keep their state.
+    beside_attention: tuple[int, ...] = ()
     # Tensors of each attention layer beside its AttentionSpec's, each a Linear weight run once per
     # token: Qwen3-Next's output gate, the second half of a q_proj twice as wide.
     attention_extra: tuple[ParamTensor, ...] = ()
@@ -208,6 +212,10 @@ class ModelSpec:
     # Copies of the hidden state the residual stream carries between layers (DeepSeek-V4's
     # hyper-connections, hc_mult): each layer reads and writes that many.
     residual_copies: int = 1
+    # (layer, holder) pairs: `layer` runs the attention, FFN and shared ExtraParts whose weights
+    # `holder`, an earlier layer, holds (Zamba's shared transformer blocks, applied every few
+    # layers). It holds none of its own, but computes them, reads them and keeps its own KV cache.
+    weights_from: tuple[tuple[int, int], ...] = ()
     _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
@@ -245,6 +253,9 @@ class ModelSpec:
             raise FFNError("kv_shared_layers", self.kv_shared_layers, _("must be attention layers"))
         if self.mixer is not None and set(self.no_mixer_layers) & set(self.mixer.layers):
             raise FFNError("no_mixer_layers", self.no_mixer_layers, _("a {kind} layer has a token mixer").format(kind=self.mixer.kind))
+        object.__setattr__(self, "beside_attention", tuple(sorted(set(self.beside_attention))))
+        if self.beside_attention and (self.mixer is None or set(self.beside_attention) - set(self.mixer.layers)):
+            raise FFNError("beside_attention", self.beside_attention, _("must be the mixer's layers"))
         self._check_attention_kinds()
         check_int("index_head_dim", self.index_key_width, minimum=0)
         check_int("index_n_heads", self.index_heads, minimum=0)
@@ -272,6 +283,24 @@ class ModelSpec:
                 raise FFNError("intermediate_size", list(self.dense_widths), why)
             for w in self.dense_widths:  # the same object for a width each time ffn_of is asked
                 self._by_width.setdefault(check_int("intermediate_size", w), self.dense_ffn.with_(d_ff=w))
+        self._check_weights_from()
+
+    def _check_weights_from(self) -> None:
+        layers = [layer for layer, _holder in self.weights_from]
+        attends = set(self.attention_layers)
+        for layer, holder in self.weights_from:
+            if not 0 <= holder < layer < self.n_layers or holder in layers or len(set(layers)) != len(layers):
+                why = _("each layer must reuse an earlier layer that holds its own weights")
+                raise FFNError("weights_from", self.weights_from, why)
+            same_attention = layer not in attends or self.attention_of(layer) == self.attention_of(holder)
+            alike = self.ffn_of(layer) is self.ffn_of(holder) and same_attention
+            if (layer in attends) != (holder in attends) or not alike:
+                raise FFNError("weights_from", self.weights_from, _("a layer and the one whose weights it runs must be alike"))
+
+    @property
+    def reused_layers(self) -> tuple[int, ...]:
+        """The layers that run an earlier layer's attention and FFN weights (weights_from)."""
+        return tuple(sorted(layer for layer, _holder in self.weights_from))
 
     def _check_attention_kinds(self) -> None:
         seen: set[int] = set()
@@ -319,8 +348,8 @@ class ModelSpec:
     def attention_layers(self) -> tuple[int, ...]:
         """The layers that use `attention` (every layer but a hybrid's mixer layers and the
         layers without a token mixer)."""
-        beside = self.mixer is None or self.mixer_beside_attention
-        other = set(self.no_mixer_layers) | (set(self.mixer.layers) if self.mixer is not None and not beside else set())
+        alone = set(self.mixer.layers) - set(self.beside_attention) if self.mixer is not None else set()
+        other = set(self.no_mixer_layers) | alone
         return tuple(i for i in range(self.n_layers) if i not in other)
 
     def ffn_of(self, layer: int) -> FFNSpec | None:
@@ -347,7 +376,7 @@ class ModelSpec:
         if layer in self.no_mixer_layers:
             return ""
         if self.mixer is not None and layer in self.mixer.layers:
-            return f"{self.mixer.kind} + attention" if self.mixer_beside_attention else self.mixer.kind
+            return f"{self.mixer.kind} + attention" if layer in self.beside_attention else self.mixer.kind
         return "attention"
 
     @property
@@ -390,6 +419,15 @@ class ModelSpec:
     def layers_of(self, extra: ExtraPart) -> tuple[int, ...] | None:
         """The layers that hold `extra` (its own, else every layer), or None for a part beside the layers."""
         return (extra.layers or tuple(range(self.n_layers))) if extra.per_layer else None
+
+    def held_layers_of(self, extra: ExtraPart) -> tuple[int, ...] | None:
+        """The layers that hold `extra`'s tensors: layers_of, less those that run a shared part's
+        weights of an earlier layer (weights_from)."""
+        layers = self.layers_of(extra)
+        if layers is None or not extra.shared:
+            return layers
+        reused = set(self.reused_layers)
+        return tuple(i for i in layers if i not in reused)
 
     def copies_of(self, extra: ExtraPart) -> int:
         """How many copies of `extra`'s tensors the model holds: its copies in each of its layers, or in all."""

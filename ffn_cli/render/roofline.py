@@ -188,6 +188,7 @@ def roofline_view(
     real_picks: Message | None = None,
     dense_layers: int = 0,
     mtp_layers: int = 0,
+    reapplied_layers: int = 0,
 ) -> FitTable:
     peak, bandwidth = gpu.tflops[dtype], gpu.bandwidth_gbps
     moe = any(c.ffn.experts for c in costs)
@@ -252,6 +253,13 @@ def roofline_view(
             mtp_layers,
         )
         caption += mtp.format(n=mtp_layers)
+    if reapplied_layers:  # Zamba's shared blocks: held once, read by each layer that runs them
+        again = ngettext(
+            " A shared block's weights are read again by the {n} layer that runs them after the layer holding them.",
+            " A shared block's weights are read again by each of the {n} layers that run them after the layer holding them.",
+            reapplied_layers,
+        )
+        caption += again.format(n=reapplied_layers)
     if backward is not None:
         caption += _(" {backward_note}.").format(backward_note=_(BACKWARD_NOTE))
     if moe:

@@ -40,6 +40,8 @@ def pattern_text(stack: LayerStack, *, translate: bool = False) -> str:
     chunks = stack.chunks or (None,) * len(stack.windows)
     mixers = stack.mixers or (None,) * len(stack.windows)
     said = {m: shown(m) if translate else str.__str__(m) for m in mixers if m is not None}  # a mixer's kind, in words
+    if translate:  # a layer where attention runs beside the mixer (Zamba's): "Mamba-2 + attention"
+        said = {m: text.replace(" + attention", " + " + say(N_("attention"))) for m, text in said.items()}
     labels = [
         said[m]
         if m is not None
@@ -104,10 +106,14 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys")
         if stack.mixer is not None and isinstance(stack.mixer.scan, ImageAttention):  # its scores are over the image's keys alone
             mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the text's keys")
-        elif stack.mixer_beside_attention and stack.mixer is not None:  # Falcon-H1: the layers attend too
+        elif stack.beside_attention == count and stack.mixer is not None:  # Falcon-H1: the layers attend too
             kind = stack.mixer.kind
             mixer = _("{kind} beside attention in {count} of {n} layers: {flops} of the attn proj")
-        said = mixer.format(kind=shown(kind), count=count, n=len(stack.mixers), flops=fmt_flops(stack.mixer_projection_flops))
+        elif stack.beside_attention and stack.mixer is not None:  # Zamba: attention beside it in some of them
+            kind = stack.mixer.kind
+            mixer = _("{kind} in {count} of {n} layers, attention beside it in {beside}: {flops} of the attn proj")
+        said = mixer.format(kind=shown(kind), count=count, n=len(stack.mixers), beside=stack.beside_attention,
+                            flops=fmt_flops(stack.mixer_projection_flops))  # fmt: skip
         lines.append(tidy(said))  # a kind said in Chinese takes no spaces around it
     if stack.mixer is not None:
         scan = stack.mixer.scan

@@ -299,6 +299,7 @@ def _roofline(
         _real_picks(spec),
         dense,
         _mtp(loaded, opts),
+        len(spec.reused_layers),
         tuple(getattr(loaded, "flops_left_out", ())),
     )
 

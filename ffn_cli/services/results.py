@@ -161,6 +161,7 @@ class Roofline:
     real_picks: Message | None = None  # what k is where zero-computation experts share the router's pool
     dense_layers: int = 0  # the dense FFN layers beside MoE ones: FFN ×1 is a MoE layer's (0: one kind)
     mtp_layers: int = 0  # the checkpoint's multi-token-prediction layers the memory counts and the pass does not run
+    reapplied_layers: int = 0  # layers that run an earlier layer's shared blocks, reading its weights again (Zamba's)
     left_out: tuple[str, ...] = ()  # work the model does that no FLOP count sizes (a layout's flops_left_out)
 
 

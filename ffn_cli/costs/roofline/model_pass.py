@@ -215,7 +215,8 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     if isinstance(a, AttentionSpec) and (a.conv_window or a.carried_values):  # kept beside the cache, as a mixer's state
         beside = a.conv_window * (a.kv_conv_bytes or case.act_bytes) + a.carried_values * case.act_bytes
         kv += case.batch * beside * (1 if case.phase == "prefill" else 2)
-    io = 2 * case.tokens * spec.d_model * case.act_bytes
+    read_in = a.in_width if isinstance(a, AttentionSpec) else spec.d_model  # Zamba's reads 2 · d_model
+    io = case.tokens * (read_in + spec.d_model) * case.act_bytes
     return PartCost("attention", flops, weights, io, kv, weight_params=params)
 
 
@@ -265,7 +266,7 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
         label = spec.mixer_label(i)
         if label == "attention":
             attention.append(attention_cost(spec, stack, i, plan, case))
-        elif label and mixer is not None and spec.mixer_beside_attention:  # both side by side: one layer's token mixing
+        elif label and mixer is not None and i in spec.beside_attention:  # both side by side: one layer's token mixing
             attention.append(total_cost("attention", [attention_cost(spec, stack, i, plan, case), mixer]))
         elif label and mixer is not None:
             attention.append(mixer)

@@ -166,7 +166,7 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
         label = spec.mixer_label(i)
         if label == "attention":
             attention.append(_attention_rank(spec, stack, i, plan, local, layout))
-        elif label and mixer is not None and spec.mixer_beside_attention:  # both side by side: one layer's token mixing
+        elif label and mixer is not None and i in spec.beside_attention:  # both side by side: one layer's token mixing
             attention.append(total_cost("attention", [_attention_rank(spec, stack, i, plan, local, layout), mixer]))
         elif label and mixer is not None:
             attention.append(mixer)

@@ -69,6 +69,8 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
             ),
             # Gemma 3n's KV-shared layers and per-layer FFN widths, only where there are any.
             **({"kv_shared_layers": list(s.kv_shared_layers)} if s.kv_shared_layers else {}),
+            # Zamba's layers that run an earlier layer's shared blocks: [layer, the layer holding their weights].
+            **({"weights_from": [list(pair) for pair in s.weights_from]} if s.weights_from else {}),
             **({"dense_widths": list(s.dense_widths)} if s.dense_widths else {}),
         },
         # None where no layer attends (Mamba, xLSTM, RWKV): the spec's stand-in is no attention

@@ -48,9 +48,20 @@ def costs_views(costs: ModelCosts) -> list[RenderableType]:
 
 
 def _roofline_views(r: Roofline) -> list[RenderableType]:
-    shown: list[RenderableType] = [
-        roofline_view(r.costs, r.gpu, r.column, r.origin, r.n_layers, r.backward, r.per_gpu, r.real_picks, r.dense_layers, r.mtp_layers)
-    ]
+    view = roofline_view(
+        r.costs,
+        r.gpu,
+        r.column,
+        r.origin,
+        r.n_layers,
+        r.backward,
+        r.per_gpu,
+        r.real_picks,
+        r.dense_layers,
+        r.mtp_layers,
+        r.reapplied_layers,
+    )
+    shown: list[RenderableType] = [view]
     if r.left_out:
         said = [_("the roofline leaves out: {what}").format(what=in_language(what)) for what in r.left_out]
         shown.append(Group(*(Wide(Text(line, style="yellow")) for line in said)))
@@ -67,6 +78,7 @@ def _roofline_data(r: Roofline) -> dict[str, Any]:
     data["ffn_one_layer_of"] = "moe" if r.costs and r.costs[0].ffn.experts else "dense"
     data["dense_ffn_layers_beside_moe"] = r.dense_layers
     data["mtp_layers_not_run"] = r.mtp_layers
+    data["layers_rereading_shared_weights"] = r.reapplied_layers
     if r.left_out:
         data["left_out"] = list(r.left_out)
     add_forecasts(data, r.forecasts)
