@@ -155,6 +155,11 @@ class Message(str):
         return cls.join(*items[:1], *(cls(N_(", {what}"), what=item) for item in items[1:]))
 
     @classmethod
+    def separated(cls, items: Sequence[str]) -> Message:
+        """Items one after another, "; " between them (each said in the reader's language)."""
+        return cls.join(*items[:1], *(part for item in items[1:] for part in (cls(N_("; ")), item)))
+
+    @classmethod
     def of(cls, msgid: str, /, **args: object) -> Message:
         """Message(msgid, **args), by another name."""
         return cls(msgid, parts=(), **args)

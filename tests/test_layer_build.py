@@ -81,17 +81,18 @@ def test_default_configs_count_the_whole_build(model_type: str) -> None:
 
 
 _REFUSED = {
-    "inkling2_loop_text": "its layers 6–17 run 3 passes a token (loop_num_passes)",
     "hrm_text": "layers beside its num_hidden_layers",
     "blt": "names no hidden_size",
 }
 
 
-@pytest.mark.parametrize("model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", "recurrent_gemma", "zamba2", *_REFUSED])
+@pytest.mark.parametrize(
+    "model_type", ["doge", "mamba2", "falcon_mamba", "jamba", "olmo_hybrid", "recurrent_gemma", "zamba2", "inkling2_loop_text", *_REFUSED]
+)
 def test_no_silent_miscount(model_type: str) -> None:
     # Families whose layers hold tensors of their own (Doge's residual scales), are blocks of
     # another name (Mamba-2), come from two classes (Jamba, OLMo-Hybrid; Zamba2's, which tie blocks across layers), outnumber
-    # num_hidden_layers (HRM), run several passes a token (Inkling 2 Loop), alternate by a cycled pattern
+    # num_hidden_layers (HRM), run several passes a token (Inkling 2 Loop's, laid out as layers of their own), alternate by a cycled pattern
     # (RecurrentGemma) or lack the text sizes (BLT): counted exactly, or refused by name, never counted as something else.
     config = {**transformers.AutoConfig.for_model(model_type).to_dict(), "model_type": model_type}
     if model_type in _REFUSED:

@@ -62,8 +62,9 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
         "other",
         N_(
             "everything else, listed by module; whatever a *HyperConnection / *HyperHead holds (DeepSeek-V4's mHC, which mixes "
-            "copies of the residual stream, not tokens), or a class ending in Residual, ResidualGate, ResidualScale or "
-            "ResidualScaling (a gated residual, a residual's scale or gate), wherever it sits"
+            "copies of the residual stream, not tokens), or a class ending in Residual, ResidualGate, ResidualScale, "
+            "ResidualScaling or MessageGate (a gated residual, a residual's scale or gate, a looped layer's gate on the last "
+            "pass's message), wherever it sits"
         ),
     ),
 )
@@ -87,7 +88,8 @@ _LAYER_INDEX = re.compile(r"^\d+$")
 # Hyper-connections (DeepSeek-V4's mHC, Qwen4-Exp's gated residuals) mix copies of the residual
 # stream around each sublayer, and residual scales and gates (Zaya's, Ergo's) weigh it: named
 # attn_hc, attn_hyper_connection, post_attention_residual_scale, they are neither attention nor FFN.
-_RESIDUAL_MIX_CLASS = re.compile(r"Hyper(Connection|Head)$|Residual(Gate|Scaling|Scale)?$")
+# A looped layer's gates on the previous pass's message (Inkling 2 Loop's mlp_message_gate) mix the residual stream too.
+_RESIDUAL_MIX_CLASS = re.compile(r"Hyper(Connection|Head)$|Residual(Gate|Scaling|Scale)?$|MessageGate$")
 # Norms on the queries and keys (Qwen3, Gemma 3, OLMo 2, DeepSeek's MLA) belong to attention.
 _QK_NORM_NAME = re.compile(r"^(q|k|kv|q_a|kv_a|query|key)_?(norm|layernorm|layer_norm|ln)$", re.IGNORECASE)
 

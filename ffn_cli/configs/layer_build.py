@@ -120,6 +120,11 @@ _SUBLAYERS = N_(
     "sublayers, numbered as num_hidden_layers and the KV cache number them; a module beside the sublayers' lists (a "
     "shortcut MoE) is read with the first sublayer, whose FFN input it reads"
 )
+_PASSES = N_(
+    "layers {first}–{last} are passes 2–{passes} of layers {a}–{b} (loop_num_passes), numbered as transformers' cache "
+    "numbers them: each pass runs those layers' weights again, with a cache of its own"
+)
+MESSAGE_GATES = N_("message gates")
 # A config key that says how many times layers run over (Dory's n_recurrent_loops).
 _LOOPS = re.compile(r"(^|_)loops($|_)")
 _BESIDE_NOT_RUN = N_(
@@ -250,6 +255,7 @@ class LayerRead:
     # and its application's own entries in them (Zamba2's LoRA adapters), out of `other`.
     shared_paths: tuple[str, ...] = ()
     adapters: tuple[ParamTensor, ...] = ()
+    looped: bool = False  # its layers run again in later passes (Inkling 2 Loop's): every tensor beside its parts is shared
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
     flops_left_out: list[Message] = field(default_factory=list)  # work no FLOP count sizes; its state, if any, sized
@@ -1396,7 +1402,9 @@ def read_layer(
     for name, child in rest:
         tables = _tables_in(child, read)
         _convolutions_in(child, read)
-        read.other += tuple(ParamTensor(_inside(name, t), t.shape) for t in _rest(child, set(tables)))
+        read.other += tuple(
+            ParamTensor(f"{name}.{t.name}" if "(" not in t.name else f"{name} {t.name}", t.shape) for t in _rest(child, set(tables))
+        )
         read.tables += tuple(ParamTensor(f"{name}.{p}", tuple(child.get_submodule(p).get_parameter("weight").shape)) for p in tables)
     own = tuple(ParamTensor(name, tuple(p.shape)) for name, p in layer.named_parameters(recurse=False))  # Doge's residual scales
     if read.mixer is not None and read.attention is None and any(_is_cross(c) for _n, c in mixers):
@@ -1414,14 +1422,6 @@ def read_layer(
         raise _beyond(r.source, _("ffn cannot lay out {where} of {model_type}: {why}").format(
             where=where.shown(), model_type=hf_config.model_type, why=mismatch))  # fmt: skip
     return read
-
-
-def _inside(name: str, t: ParamTensor) -> str:
-    """A tensor of child `name` named from the layer: "linear.weight", "mixer.conv (weight)"; the
-    vector a child holds itself, a norm's of another width (Zamba's 2 · d), "norm (weight)": no matmul."""
-    if "(" in t.name:
-        return f"{name} {t.name}"
-    return f"{name} ({t.name})" if "." not in t.name and len(t.shape) == 1 else f"{name}.{t.name}"
 
 
 def _tables_in(child: nn.Module, read: LayerRead) -> list[str]:
@@ -1559,10 +1559,6 @@ def _hyper_connection_flops(d: int, module: nn.Module) -> int:
     return 2 * fn.numel() + 2 * n * d + 2 * n * n * d
 
 
-def _between(parts: list[Message], separator: Message) -> list[Message]:
-    return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
-
-
 def _attends(child: nn.Module) -> bool:
     """Softmax attention (latent or not), by its projections; not a mixer with a conv."""
     modules = dict(child.named_modules())
@@ -1677,7 +1673,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
     d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
-    _check_no_passes(text.to_dict(), source)
+    runs = _passes(text.to_dict(), n_layers)
     classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
@@ -1711,7 +1707,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             layer, adapters = applied_layer(built(i), i, blocks)  # a shared block's application: its own adapters apart
             found = read_layer(d, r, hf_config, layer, layers, blocks.paths)
             found.adapters, found.params = adapters, found.params + sum(t.count for t in adapters)
-            found.said.append(Message(N_("{blocks} shared, held by the first layer to run it"), blocks=Message.listed(list(blocks.paths))))
+            found.said.append(Message(N_("{blocks} shared, each block held by the first layer to run it"),
+                                      blocks=Message.listed(list(blocks.paths))))  # fmt: skip
             return found
 
         sublayers = _sublayers(built(0), source) if whole is None else None
@@ -1728,9 +1725,14 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     sub = len(sublayers) if sublayers is not None else 1
     merged, shell = _embedding_norm_in_first_layer(_merged(reads), shell)
     merged, shell, stood_in = _first_layer_norm_in_embeddings(merged, shell)
+    merged = _with_passes(merged, runs)
     notes += tuple(stood_in)
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
-    return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub, blocks=blocks)
+    if runs and blocks is not None:
+        raise _beyond(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
+    weights_from = runs or (blocks.weights_from if blocks is not None else {})
+    return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
+                     weights_from=weights_from, reused_whole=bool(runs))  # fmt: skip
 
 
 def _embedding_norm_in_first_layer(reads: list[LayerRead], shell: Shell) -> tuple[list[LayerRead], Shell]:
@@ -1769,18 +1771,37 @@ def _first_layer_norm_in_embeddings(reads: list[LayerRead], shell: Shell) -> tup
     return _merged(reads), replace(shell, embedding_norm=0), [said]
 
 
-def _check_no_passes(text_data: Mapping[str, Any], source: str) -> None:
-    """A config whose layers in a span run several passes a token, each pass with a cache of its
-    own and the same weights (Inkling 2 Loop's loop_num_passes over loop_layer_index_start to
-    loop_layer_index_end): refused by name, as ffn sizes each layer once a token."""
+def _passes(text_data: Mapping[str, Any], n_layers: int) -> dict[int, int]:
+    """The layers a config's looped span adds, each mapped to the layer whose weights it runs:
+    Inkling 2 Loop's layers loop_layer_index_start to loop_layer_index_end − 1 run loop_num_passes
+    passes a token, each pass with the same weights and a cache of its own, pass p's copy of layer j
+    numbered n_layers + (p − 2) · span + (j − start), as transformers' cache numbers it. None: {}."""
     values = _positive_ints([text_data.get(k) for k in ("loop_num_passes", "loop_layer_index_start", "loop_layer_index_end")])
     if values is None:
-        return
+        return {}
     passes, start, end = values
-    if passes > 1 and end > start:
-        why = _("its layers {a}–{b} run {n} passes a token (loop_num_passes), each pass with the same weights and a cache of "
-                "its own: ffn sizes each layer once a token")  # fmt: skip
-        raise _beyond(source, why.format(a=start, b=end - 1, n=passes))
+    if passes < 2 or not start < end <= n_layers:
+        return {}
+    span = end - start
+    return {n_layers + (p - 2) * span + (j - start): j for p in range(2, passes + 1) for j in range(start, end)}
+
+
+def _with_passes(reads: list[LayerRead], runs: dict[int, int]) -> list[LayerRead]:
+    """Each kind read with the later passes of its layers among its layers (`runs`: a later
+    pass's layer, the layer whose weights it runs); a looped kind's tensors beside its parts are
+    shared with those passes, its message gates (run by the later passes alone) a part of their own."""
+    again: dict[int, list[int]] = {}
+    for copy_of, layer in runs.items():
+        again.setdefault(layer, []).append(copy_of)
+    out = []
+    for r in reads:
+        later = tuple(i for layer in r.layers for i in again.get(layer, ()))
+        if later:
+            r.layers, r.looped = tuple(sorted(r.layers + later)), True
+            if r.mixer is not None:
+                r.mixer = LinearMixer(**{**vars(r.mixer), "layers": tuple(sorted(r.mixer.layers + later))})
+        out.append(r)
+    return out
 
 
 def _loops(text_data: Mapping[str, Any]) -> list[Message]:
@@ -2148,7 +2169,7 @@ def _merged(reads: list[LayerRead]) -> list[LayerRead]:
 def _kinds_said(reads: list[LayerRead]) -> tuple[tuple[str, str], ...]:
     """Each kind's layers and what was read in them; kinds read alike but for the tensors beside
     their parts say those too (Zaya's layer 0, whose router takes no state from a layer before)."""
-    said = [Message.join(*_between(r.said, Message(N_("; ")))) for r in reads]
+    said = [Message.separated(r.said) for r in reads]
     kinds = []
     for r, words in zip(reads, said, strict=True):
         if said.count(words) > 1:
@@ -2203,32 +2224,69 @@ def _beside_the_parts(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
     three queries). A Linear among them (Gemma 4's per-layer input gate) runs once a token, as the parts' do."""
     groups: dict[tuple[tuple[ParamTensor, ...], int, bool], list[LayerRead]] = {}
     for r in reads:
-        shared = tuple(t for t in r.other if any(t.name.startswith((f"{p}.", f"{p} ")) for p in r.shared_paths))
-        groups.setdefault((tuple(t for t in r.other if t not in shared), r.other_state, False), []).append(r)
-        if shared:  # a shared block's own (Zamba's norms): held by the layers that first apply it
-            groups.setdefault((shared, 0, True), []).append(r)
+        other = tuple(t for t in r.other if not _message_gate(t))  # a part of their own
+        own: tuple[ParamTensor, ...]
+        if r.looped:  # every tensor of a looped layer runs again in the later passes
+            own, state, shared = (), 0, other
+        else:  # a shared block's own (Zamba's norms): held by the layers that first apply it
+            shared = tuple(t for t in other if any(t.name.startswith((f"{p}.", f"{p} ")) for p in r.shared_paths))
+            own, state = tuple(t for t in other if t not in shared), r.other_state
+        groups.setdefault((own, state, False), []).append(r)
+        if shared:
+            groups.setdefault((shared, r.other_state - state, True), []).append(r)
     extras: tuple[ExtraPart, ...] = ()
     for (other, state, shared_block), holders in groups.items():
         if not other:
             continue
-        linear = 2 * sum(t.count for t in other if t.name.endswith(".weight")) + sum(t.count for t in other if t.name.endswith(".bias"))
+        # a Linear's weight, 2-D, a matmul a token; a vector named weight (a norm's of another width,
+        # Zamba's 2 · d; a residual gate, Ergo's) scales elementwise
+        weights = sum(t.count for t in other if t.name.endswith(".weight") and len(t.shape) == 2)
+        linear = 2 * weights + sum(t.count for t in other if t.name.endswith(".bias"))
         linear += 0 if shared_block else holders[0].other_flops
         detail = Message.listed(modules_said(t.name for t in other))
         layers = () if len(groups) == 1 else tuple(sorted(i for r in holders for i in r.layers))
-        name = BESIDE_THE_SHARED_PARTS if shared_block else BESIDE_THE_PARTS
+        name = BESIDE_THE_SHARED_PARTS if shared_block and not holders[0].looped else BESIDE_THE_PARTS
         extras += (ExtraPart(name, "other", detail, other, per_layer=True, flops=linear, layers=layers, state=state, shared=shared_block),)
     return extras
 
 
-def _adapters(reads: list[LayerRead]) -> tuple[ExtraPart, ...]:
+def _message_gate(t: ParamTensor) -> bool:
+    """A tensor of a message gate beside a looped layer's parts (Inkling 2 Loop's q_message_gate, …)."""
+    return t.name.split(".")[0].split(" ")[0].endswith("message_gate")
+
+
+def _message_gates(reads: list[LayerRead], runs: dict[int, int], source: str) -> tuple[ExtraPart, ...]:
+    """The gates a looped layer mixes the previous pass's message in with (Inkling 2 Loop's q, k, v
+    and MLP message gates): held by the layers of the first pass, run by the later passes alone;
+    with one pass, held and never run."""
+    holders = [r for r in reads if any(_message_gate(t) for t in r.other)]
+    if not holders:
+        return ()
+    if len({tuple(t for t in r.other if _message_gate(t)) for r in holders}) > 1:
+        raise _beyond(source, _("its looped layers hold message gates of more than one shape"))
+    tensors = tuple(t for t in holders[0].other if _message_gate(t))
+    detail = Message.listed(modules_said(t.name for t in tensors))
+    if not runs:
+        layers = tuple(sorted(i for r in holders for i in r.layers))
+        return (ExtraPart(MESSAGE_GATES, "other", Message(N_("{gates}, never run: one pass"), gates=detail), tensors, per_layer=True,
+                          layers=layers),)  # fmt: skip
+    flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
+    layers = tuple(sorted(i for r in holders for i in r.layers if i in runs))
+    return (ExtraPart(MESSAGE_GATES, "other", detail, tensors, per_layer=True, flops=flops, layers=layers, shared=True),)
+
+
+def _adapters(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
     """The entries each application of a shared block runs alone (Zamba2's LoRA adapters): in the
     layers that apply it, each layer its own, a Linear's matmul a token each."""
     holders = [r for r in reads if r.adapters]
     if not holders:
         return ()
+    if len({r.adapters for r in holders}) > 1:
+        raise _beyond(source, _("its shared blocks hold adapters of more than one shape"))
     tensors = holders[0].adapters
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
-    lists = modules_said(dict.fromkeys(t.name.rpartition(".")[0].rpartition(".")[0] for t in tensors))  # each list, its entry's index off
+    # each list once: its entry's Linears (.0, .1) and their leaf off (the application's index is off already)
+    lists = modules_said(dict.fromkeys(t.name.rpartition(".")[0].rpartition(".")[0] for t in tensors))
     rank = min(min(t.shape) for t in tensors)
     detail = Message(N_("rank {rank}: {lists}"), rank=f"{rank:,}", lists=Message.listed(lists))
     layers = tuple(sorted(i for r in holders for i in r.layers))
@@ -2281,10 +2339,13 @@ def _assemble(
     source: str,
     notes: tuple[str, ...],
     sublayers: int = 1,
-    blocks: SharedBlocks | None = None,
+    weights_from: dict[int, int] | None = None,
+    reused_whole: bool = False,
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
-    d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
+    weights_from = weights_from or {}
+    configured = int(text.num_hidden_layers)
+    d, n_layers = int(text.hidden_size), configured + (len(weights_from) if reused_whole else 0)  # a looped span's later passes
     attention, attention_extra, attention_kinds = _attention_shapes(reads)
     mixers = [r.mixer for r in reads if r.mixer is not None]
     mixer = None
@@ -2317,7 +2378,8 @@ def _assemble(
             by_layer = {i: r.ffn.hidden for r in dense_reads if r.ffn is not None for i in r.layers}
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
     norms, reads = _common_norms(reads, d)
-    extras = _beside_the_parts(reads) + _adapters(reads) + _tables_in_layers(reads, source) + _image_experts(reads, source)
+    extras = _beside_the_parts(reads) + _adapters(reads, source) + _message_gates(reads, weights_from if reused_whole else {}, source)
+    extras += _tables_in_layers(reads, source) + _image_experts(reads, source)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
@@ -2360,7 +2422,8 @@ def _assemble(
         no_mixer_layers=tuple(i for r in reads if r.attention is None and r.mixer is None for i in r.layers),
         kv_shared_layers=tuple(i for r in reads if r.kv_shared for i in r.layers),
         beside_attention=beside_attention,
-        weights_from=tuple(sorted(blocks.weights_from.items())) if blocks is not None else (),
+        weights_from=tuple(sorted(weights_from.items())),
+        reused_whole=reused_whole,
         extras=extras,
         dense_widths=widths,
         attention_kinds=attention_kinds,
@@ -2381,7 +2444,9 @@ def _assemble(
     for r in reads:
         for i in r.layers:
             windows[i] = r.window
-    chunks = attention_chunks(config, n_layers)
+    chunks = attention_chunks(config, configured)
+    if chunks and reused_whole:  # a later pass's layer attends as the layer it runs again
+        chunks = (*chunks, *(chunks[weights_from[i]] for i in range(configured, n_layers)))
     left_out = _by_layers([(r.layers, r.left_out) for r in reads]) + _loops(text_data)
     flops_left_out = _by_layers([(r.layers, r.flops_left_out) for r in reads])
     # Linears beside the layers of a model with a tower, outside it, may run on its inputs: their FLOPs named as no token's
@@ -2396,6 +2461,11 @@ def _assemble(
     built_as_is += [(_beside_said(beside), sum(t.count for t in beside))] if beside else []
     for modules, count in built_as_is:
         kinds += (("beside", Message(N_("{modules}: {count} parameters, counted as built"), modules=modules, count=f"{count:,}")),)
+    if reused_whole:
+        pairs = sorted(weights_from.items())
+        passes = len(pairs) // len({holder for _copy, holder in pairs}) + 1
+        looped = [holder for _copy, holder in pairs]
+        notes += (Message(_PASSES, first=pairs[0][0], last=pairs[-1][0], passes=passes, a=min(looped), b=max(looped)),)
     if sublayers > 1:
         notes += (Message(_SUBLAYERS, n=f"{n_layers // sublayers:,}", sub=sublayers, layers=f"{n_layers:,}"),)
     return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes,

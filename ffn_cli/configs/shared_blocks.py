@@ -51,10 +51,12 @@ def shared_blocks(layers: list[nn.Module], source: str) -> SharedBlocks | None:
             modules = [n for n, m in layer.named_modules() if n and any(True for _p in m.parameters())]
             whole = [n for n in modules if all(id(p) in seen for p in layer.get_submodule(n).parameters())]
             inside = {id(p) for n in _outermost(whole) for p in layer.get_submodule(n).parameters()}
-            if len(holders) > 1 or inside != set(seen):
-                why = _("its layer {layer} shares tensors with {n} earlier layers, or shares parts of modules: ffn cannot tell "
-                        "which block it runs").format(layer=i, n=len(holders))  # fmt: skip
-                raise FFNRuntimeError(_("{source}: {why}").format(source=source, why=why))
+            if len(holders) > 1:
+                why = _("its layer {layer} shares tensors with {n} earlier layers: ffn cannot tell which block it runs")
+                raise FFNRuntimeError(_("{source}: {why}").format(source=source, why=why.format(layer=i, n=len(holders))))
+            if inside != set(seen):
+                why = _("its layer {layer} shares a part of a module with an earlier layer: ffn sizes whole blocks shared")
+                raise FFNRuntimeError(_("{source}: {why}").format(source=source, why=why.format(layer=i)))
             weights_from[i] = holders.pop()
             paths.add(_outermost(whole))
         for p in layer.parameters():

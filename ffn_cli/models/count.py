@@ -211,7 +211,7 @@ class ModelParams:
         flops = spec.attention_flops + spec.extra_flops
         if spec.mixer is not None:
             flops += len(spec.mixer.layers) * spec.mixer.projection_flops
-        for ffn, layers in _ffn_groups(spec):
+        for ffn, layers in spec.ffn_groups:
             flops += len(layers) * spec.ffn_matmul_flops(ffn)
         if spec.lm_head:
             flops += 2 * spec.d_model * spec.head_rows
@@ -230,15 +230,17 @@ class ModelParams:
     @property
     def per_layer(self) -> list[dict[str, object]]:
         """Attention and FFN of each distinct layer kind (dense-first layers apart; attention of
-        several shapes, Gemma 4's or DeepSeek-V4's, and KV-shared layers apart too)."""
+        several shapes, Gemma 4's or DeepSeek-V4's, and KV-shared layers apart too); the layers that
+        run an earlier layer's weights apart, "weights_held" false: a sum over rows counts them once."""
         spec = self.spec
         rows = []
         attends = set(spec.attention_layers) if spec.attention_kinds or spec.kv_shared_layers else set()
-        for ffn, layers in _ffn_groups(spec):
-            by_mixer: dict[tuple[str, int], list[int]] = {}
+        reused = set(spec.reused_layers)
+        for ffn, layers in spec.ffn_groups:
+            by_mixer: dict[tuple[str, int, bool], list[int]] = {}
             for i in layers:  # each layer with its own token mixer: a hybrid's mixer layers with the mixer's
-                by_mixer.setdefault(self._token_mixing(i, attends), []).append(i)
-            rows += [self._layer_row(ffn, group, mixer, params) for (mixer, params), group in by_mixer.items()]
+                by_mixer.setdefault((*self._token_mixing(i, attends), i not in reused), []).append(i)
+            rows += [self._layer_row(ffn, group, mixer, params, held) for (mixer, params, held), group in by_mixer.items()]
         return rows
 
     def _token_mixing(self, layer: int, attends: set[int]) -> tuple[str, int]:
@@ -252,7 +254,7 @@ class ModelParams:
             return label, attention if label else 0
         return label, spec.mixer.params + (attention if layer in spec.beside_attention else 0)
 
-    def _layer_row(self, ffn: FFNSpec, layers: list[int], mixer: str, mixing: int) -> dict[str, object]:
+    def _layer_row(self, ffn: FFNSpec, layers: list[int], mixer: str, mixing: int, held: bool = True) -> dict[str, object]:
         spec = self.spec
         return {
             "layers": list(layers),
@@ -262,6 +264,7 @@ class ModelParams:
             "ffn_params": ffn_params(spec, ffn),
             "ffn_active_params": ffn_params(spec, ffn, active=True),
             "ffn_attention_ratio": ffn_params(spec, ffn) / mixing if mixing else None,
+            **({} if held else {"weights_held": False}),  # its attention and FFN are an earlier layer's weights, run again
         }
 
 
@@ -285,14 +288,6 @@ def layer_labels(spec: ModelSpec) -> list[str]:
         ffn = spec.ffn_of(i)
         labels.append(spec.mixer_label(i) or (ffn_part_name(ffn) if ffn is not None else "FFN"))
     return labels
-
-
-def _ffn_groups(spec: ModelSpec) -> list[tuple[FFNSpec, tuple[int, ...]]]:
-    groups: list[tuple[FFNSpec, tuple[int, ...]]] = []
-    groups += spec.dense_groups
-    if spec.moe_ffn is not None and spec.moe_layers:
-        groups.append((spec.moe_ffn, spec.moe_layers))
-    return groups
 
 
 def _attention_detail(spec: ModelSpec, attention: AnyAttention | None = None) -> Message:
@@ -373,26 +368,31 @@ def _head_row(spec: ModelSpec, block: Block) -> Message:
 
 
 def _reapplied_row(spec: ModelSpec, block: Block) -> Message:
-    """'layer 6's weights, run again in layers 12–51': each holder's, in the layers that run them."""
+    """'layer 6's weights, run again in layers 12–51': each holder's, in the layers that run them;
+    'the weights of layers 6–17, run again in layers 24–47' where each runs again as often."""
     by_holder: dict[int, list[int]] = {}
     for layer, holder in sorted(spec.weights_from):
         by_holder.setdefault(holder, []).append(layer)
+    if spec.reused_whole:  # Inkling 2 Loop's later passes, which the layout's note maps
+        holders, later = tuple(by_holder), tuple(sorted(layer for layer, _holder in spec.weights_from))
+        return Message(N_("the weights of layers {holders}, run again in layers {layers}"), holders=layer_ranges(holders),
+                       layers=layer_ranges(later))  # fmt: skip
     one, many = N_("layer {holder}'s weights, run again in layer {layers}"), N_("layer {holder}'s weights, run again in layers {layers}")
     said = [Message(one if len(layers) == 1 else many, holder=holder, layers=layer_ranges(tuple(layers)))
             for holder, layers in by_holder.items()]  # fmt: skip
-    return Message.join(*_between(said, Message(N_("; "))))
+    return Message.separated(said)
 
 
-def _run_again(spec: ModelSpec, layers: tuple[int, ...] | None) -> Message | str:
-    """', run again in 8 more layers' where later layers run these layers' shared blocks."""
+def _run_again(spec: ModelSpec, layers: tuple[int, ...] | None, runs: tuple[int, ...] | None = None) -> Message | str:
+    """', run again in 8 more layers' where later layers run these layers' shared blocks; ', run
+    in 24 later layers alone' where only they run it (`runs`: the layers that do; Inkling 2 Loop's message gates)."""
     again = [layer for layer, holder in spec.weights_from if layers is not None and holder in layers]
     if not again:
         return ""
+    if runs is not None and layers is not None and not set(layers) & set(runs):
+        n = len(runs)
+        return Message(N_(", run in {n} later layer alone") if n == 1 else N_(", run in {n} later layers alone"), n=n)
     return Message(N_(", run again in {n} more layer") if len(again) == 1 else N_(", run again in {n} more layers"), n=len(again))
-
-
-def _between(parts: list[Message], separator: Message) -> list[Message]:
-    return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
 
 
 def _shape_row(spec: ModelSpec, block: Block) -> str:
@@ -449,8 +449,12 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
         detail = mixer.detail
     else:
         detail = _DETAILS[block.name](spec, block)
-    if block.name == layout.ATTENTION or block.part == "ffn" or (block.name in extras and extras[block.name].shared):
+    if block.name == layout.ATTENTION or block.part == "ffn" or (block.part == "norm" and spec.reused_whole):
         detail = Message.join(detail, _run_again(spec, block.layers))  # a shared block's, held by these layers
+    elif block.name in extras and extras[block.name].shared:
+        detail = Message.join(detail, _run_again(spec, block.layers, spec.layers_of(extras[block.name])))
+    elif spec.reused_whole and mixer is not None and block.name == mixer.kind:
+        detail = Message.join(detail, _run_again(spec, block.layers))
     return ModelPart(name, block.part, detail, each // unit, places * unit, active if active not in (None, each) else None)
 
 

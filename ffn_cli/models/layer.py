@@ -135,8 +135,9 @@ def attention_formula(attention: AnyAttention) -> str:
     bias = {(True, True): ("4·d", "q + 2·kv + d"), (True, False): ("3·d", "q + 2·kv"), (False, True): ("d", "d")}
     plain = a.q_dim == a.d_model and a.kv_dim == a.d_model and a.input_width is None
     text = "4·d²" if plain else "2·d·q + 2·d·kv"
-    if a.input_width is not None:  # q, k, v read w (Zamba's 2·d), o writes d
-        text = "w·(q + 2·kv) + q·d"
+    if a.input_width is not None:  # q, k, v read more than d (Zamba's 2·d), o writes d
+        reads = "2·d" if a.input_width == 2 * a.d_model else f"{a.input_width:,}"
+        text = f"{reads}·(q + 2·kv) + q·d"
     if a.qkv_bias or a.o_bias:
         text += " + " + bias[(a.qkv_bias, a.o_bias)][0 if plain else 1]
     if a.qk_norm != "none":

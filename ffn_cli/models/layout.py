@@ -197,14 +197,24 @@ def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bo
     return tuple(placed)
 
 
-def mixer_tensors(spec: ModelSpec) -> tuple[PlacedTensor, ...]:
-    """A hybrid's token mixer in its layers, then its own norms, stored as its tensors are
-    (none without a mixer)."""
+def mixer_tensors(spec: ModelSpec, layers: tuple[int, ...] | None = None) -> tuple[PlacedTensor, ...]:
+    """A hybrid's token mixer in its layers (or in `layers` of them), then its own norms, stored as
+    its tensors are (none without a mixer)."""
     m = spec.mixer
     if m is None:
         return ()
-    norms = _place(m.kind, "norm", "attention", m.norm_tensors, m.layers) if m.norm_params else ()
-    return (*_place(m.kind, "attention", "attention", m.tensors, m.layers), *norms)
+    layers = m.layers if layers is None else layers
+    norms = _place(m.kind, "norm", "attention", m.norm_tensors, layers) if m.norm_params else ()
+    return (*_place(m.kind, "attention", "attention", m.tensors, layers), *norms)
+
+
+def _held_mixer_tensors(spec: ModelSpec) -> tuple[PlacedTensor, ...]:
+    """The mixer in the layers that hold it: not in a layer that runs another's whole layer."""
+    if spec.mixer is None:
+        return ()
+    reused = set(spec.reused_layers) if spec.reused_whole else set()
+    held = tuple(i for i in spec.mixer.layers if i not in reused)
+    return mixer_tensors(spec, held) if held else ()
 
 
 def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = None) -> tuple[PlacedTensor, ...]:
@@ -271,15 +281,9 @@ def _token_mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
     for _attention, _extra, layers in groups:  # the KV-shared layers of each shape (Gemma 4's E2B and E4B)
         if mine := tuple(i for i in layers if i in shared - reused):
             yield from attention_tensors(spec, mine, shared_kv=True)
-    yield from (t for t in mixer_tensors(spec) if t.part == "attention")
+    yield from (t for t in _held_mixer_tensors(spec) if t.part == "attention")
     if spec.cross_attention:
         yield from _place(CROSS_ATTENTION, "attention", "attention", spec.attention.tensors(), tuple(range(spec.n_layers)))
-
-
-def _ffn_groups(spec: ModelSpec) -> Iterator[tuple[FFNSpec, tuple[int, ...]]]:
-    yield from spec.dense_groups
-    if spec.moe_ffn is not None and spec.moe_layers:
-        yield spec.moe_ffn, spec.moe_layers
 
 
 def _reapplied(spec: ModelSpec) -> Iterator[PlacedTensor]:
@@ -291,29 +295,38 @@ def _reapplied(spec: ModelSpec) -> Iterator[PlacedTensor]:
     placed: list[PlacedTensor] = []
     for _attention, _extra, layers in spec.attention_groups:
         if mine := tuple(i for i in layers if i in reused):
-            placed += attention_tensors(spec, mine, shared_kv=bool(set(mine) & set(spec.kv_shared_layers)))
-    for ffn, layers in _ffn_groups(spec):
+            placed += attention_tensors(spec, mine)
+    for ffn, layers in spec.ffn_groups:
         if mine := tuple(i for i in layers if i in reused):
             placed += ffn_tensors(spec, ffn, mine)
     for e in spec.extras:
         if e.shared and (mine := tuple(i for i in spec.layers_of(e) or () if i in reused)):
             placed += (replace(t, layers=mine) for t in extra_tensors(spec, e))
-    yield from (replace(t, block=REAPPLIED, part="other", tied=True) for t in placed)
+    if spec.reused_whole:  # the later passes of a looped layer: its mixer and norms too
+        if spec.mixer is not None and (mine := tuple(i for i in spec.mixer.layers if i in reused)):
+            placed += mixer_tensors(spec, mine)
+        placed.append(
+            _one(LAYER_NORMS, "norm", "vector", "norm", (spec.norm_params,), layers=tuple(sorted(reused)), copies=spec.norms_per_layer)
+        )
+    # one row: tied, they hold nothing, in every layer that runs another's weights
+    every = tuple(sorted(reused))
+    yield from (replace(t, block=REAPPLIED, part="other", layers=every, tied=True) for t in placed)
 
 
 def _layers(spec: ModelSpec) -> Iterator[PlacedTensor]:
     yield from _token_mixers(spec)
     reused = set(spec.reused_layers)
-    for ffn, layers in _ffn_groups(spec):
+    for ffn, layers in spec.ffn_groups:
         if held := tuple(i for i in layers if i not in reused):
             yield from ffn_tensors(spec, ffn, held)
     for e in spec.extras:
         if e.per_layer and spec.held_layers_of(e):
             yield from extra_tensors(spec, e, held=True)
     yield from _reapplied(spec)
-    every = tuple(range(spec.n_layers))
+    reused = set(spec.reused_layers) if spec.reused_whole else set()
+    every = tuple(i for i in range(spec.n_layers) if i not in reused)
     yield _one(LAYER_NORMS, "norm", "vector", "norm", (spec.norm_params,), layers=every, copies=spec.norms_per_layer)
-    yield from (t for t in mixer_tensors(spec) if t.part == "norm")
+    yield from (t for t in _held_mixer_tensors(spec) if t.part == "norm")
 
 
 def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:

@@ -26,8 +26,13 @@ def _runs(labels: Sequence[str]) -> list[tuple[int, str]]:
     return runs
 
 
+def _times(n: int, label: str) -> str:
+    """'9 × full', '9 × (Mamba-2 + attention)': a label of two parts in brackets, not read as two runs."""
+    return f"{n} × ({label})" if " + " in label else f"{n} × {label}"
+
+
 def _text(runs: list[tuple[int, str]]) -> str:
-    return " + ".join(f"{n} × {label}" for n, label in runs)
+    return " + ".join(_times(n, label) for n, label in runs)
 
 
 def layer_pattern(labels: Sequence[str]) -> str:
@@ -42,11 +47,11 @@ def layer_pattern(labels: Sequence[str]) -> str:
         counts: dict[str, int] = {}
         for label in labels:
             counts[label] = counts.get(label, 0) + 1
-        return " + ".join(f"{c} × {label}" for label, c in counts.items())
+        return " + ".join(_times(c, label) for label, c in counts.items())
     repeats, rest = divmod(n, period)
     if repeats == 1:  # no unit repeats: the runs themselves ('1 × a + 2 × b', not '…, × 1, then …')
         return _text(_runs(labels))
     if len(unit) == 1:
-        return f"{n} × {unit[0][1]}"
+        return _times(n, unit[0][1])
     text = f"{_text(unit)}, × {repeats}"
     return text + (f", then {_text(_runs(labels[repeats * period :]))}" if rest else "")

@@ -59,7 +59,7 @@ class LayerStack:
     # A family's own tensors beside attention and FFN (ExtraPart names: Gemma 3n's AltUp), not counted here.
     left_out: tuple[str, ...] = ()
     # How many of the mixer's layers attend too, side by side with it (Falcon-H1's every one, Zamba's hybrid layers).
-    beside_attention: int = 0
+    attending_mixer_layers: int = 0
     # DeepSeek Sparse Attention: each layer's indexer score FLOPs per key (it reads every key;
     # 0 where none runs), and the keys each query's attention then reads (0: every key).
     index_flops_per_key: tuple[int, ...] = ()
@@ -152,10 +152,6 @@ def _per_key(attention: AnyAttention) -> int:
     return attention.score_flops_per_token(1)
 
 
-def _between(parts: list[Message], separator: Message) -> list[Message]:
-    return [x for i, part in enumerate(parts) for x in ((separator, part) if i else (part,))]
-
-
 def _detail(a: AnyAttention) -> Message:
     if isinstance(a, LatentAttentionSpec):
         return Message(
@@ -191,7 +187,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
     a = spec.attention
     # Attention of several shapes (Gemma 4's sliding and full layers): each said, in layer order.
     kinds = list(dict.fromkeys(attention for attention, _extra, layers in spec.attention_groups if layers)) or [a]
-    detail = _detail(a) if len(kinds) == 1 else Message.join(*_between([_detail(k) for k in kinds], Message(N_("; "))))
+    detail = _detail(a) if len(kinds) == 1 else Message.separated([_detail(k) for k in kinds])
     # A layer without attention reads no keys: a mixer's, and one that is an FFN alone.
     mixed = set(spec.mixer.layers) if spec.mixer is not None else set()
     unmixed = set(spec.no_mixer_layers)

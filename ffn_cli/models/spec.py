@@ -216,6 +216,9 @@ class ModelSpec:
     # `holder`, an earlier layer, holds (Zamba's shared transformer blocks, applied every few
     # layers). It holds none of its own, but computes them, reads them and keeps its own KV cache.
     weights_from: tuple[tuple[int, int], ...] = ()
+    # weights_from's layers run their holder's whole layer, its token mixer and norms too (Inkling 2
+    # Loop's later passes over its looped layers), not only its attention, FFN and shared parts.
+    reused_whole: bool = False
     _by_width: dict[int, FFNSpec] = field(default_factory=dict, init=False, repr=False, compare=False)  # one FFNSpec a width
 
     def __post_init__(self) -> None:
@@ -290,7 +293,7 @@ class ModelSpec:
         attends = set(self.attention_layers)
         for layer, holder in self.weights_from:
             if not 0 <= holder < layer < self.n_layers or holder in layers or len(set(layers)) != len(layers):
-                why = _("each layer must reuse an earlier layer that holds its own weights")
+                why = _("each layer must run the weights of an earlier layer, one that holds them")
                 raise FFNError("weights_from", self.weights_from, why)
             same_attention = layer not in attends or self.attention_of(layer) == self.attention_of(holder)
             alike = self.ffn_of(layer) is self.ffn_of(holder) and same_attention
@@ -361,6 +364,12 @@ class ModelSpec:
         return self._by_width[self.dense_widths[layer]] if self.dense_widths else self.dense_ffn
 
     @property
+    def ffn_groups(self) -> tuple[tuple[FFNSpec, tuple[int, ...]], ...]:
+        """Each FFN with the layers that run it: the dense groups, then the MoE layers."""
+        moe = ((self.moe_ffn, self.moe_layers),) if self.moe_ffn is not None and self.moe_layers else ()
+        return (*self.dense_groups, *moe)
+
+    @property
     def dense_groups(self) -> tuple[tuple[FFNSpec, tuple[int, ...]], ...]:
         """The dense layers by FFN: (dense_ffn, dense_layers), or one group a width where they differ."""
         if self.dense_ffn is None or not self.dense_layers:
@@ -417,20 +426,23 @@ class ModelSpec:
         return self.lm_head_rows or self.vocab_size
 
     def layers_of(self, extra: ExtraPart) -> tuple[int, ...] | None:
-        """The layers that hold `extra` (its own, else every layer), or None for a part beside the layers."""
+        """The layers that run `extra` (its own, else every layer), or None for a part beside the
+        layers; they hold it too, but for a shared part (held_layers_of)."""
         return (extra.layers or tuple(range(self.n_layers))) if extra.per_layer else None
 
     def held_layers_of(self, extra: ExtraPart) -> tuple[int, ...] | None:
-        """The layers that hold `extra`'s tensors: layers_of, less those that run a shared part's
-        weights of an earlier layer (weights_from)."""
+        """The layers that hold `extra`'s tensors: for a shared part, in place of each layer that runs
+        an earlier layer's weights (weights_from), the layer that holds them (a part the later passes
+        alone run, Inkling 2 Loop's message gates, held by the layers of the first)."""
         layers = self.layers_of(extra)
         if layers is None or not extra.shared:
             return layers
-        reused = set(self.reused_layers)
-        return tuple(i for i in layers if i not in reused)
+        holder = dict(self.weights_from)
+        return tuple(sorted({holder.get(i, i) for i in layers}))
 
     def copies_of(self, extra: ExtraPart) -> int:
-        """How many copies of `extra`'s tensors the model holds: its copies in each of its layers, or in all."""
+        """How many copies of `extra`'s tensors a token runs: its copies in each layer that runs it, or
+        in the model (for one not shared, as many as the model holds)."""
         layers = self.layers_of(extra)
         return extra.copies * (1 if layers is None else len(layers))
 

@@ -255,8 +255,8 @@ def roofline_view(
         caption += mtp.format(n=mtp_layers)
     if reapplied_layers:  # Zamba's shared blocks: held once, read by each layer that runs them
         again = ngettext(
-            " A shared block's weights are read again by the {n} layer that runs them after the layer holding them.",
-            " A shared block's weights are read again by each of the {n} layers that run them after the layer holding them.",
+            " {n} layer runs weights an earlier layer holds (a shared block, a later pass) and reads them again.",
+            " {n} layers run weights an earlier layer holds (a shared block, a later pass) and read them again.",
             reapplied_layers,
         )
         caption += again.format(n=reapplied_layers)

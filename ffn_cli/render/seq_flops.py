@@ -106,13 +106,13 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys")
         if stack.mixer is not None and isinstance(stack.mixer.scan, ImageAttention):  # its scores are over the image's keys alone
             mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the text's keys")
-        elif stack.beside_attention == count and stack.mixer is not None:  # Falcon-H1: the layers attend too
+        elif stack.attending_mixer_layers == count and stack.mixer is not None:  # Falcon-H1: the layers attend too
             kind = stack.mixer.kind
             mixer = _("{kind} beside attention in {count} of {n} layers: {flops} of the attn proj")
-        elif stack.beside_attention and stack.mixer is not None:  # Zamba: attention beside it in some of them
+        elif stack.attending_mixer_layers and stack.mixer is not None:  # Zamba: attention beside it in some of them
             kind = stack.mixer.kind
             mixer = _("{kind} in {count} of {n} layers, attention beside it in {beside}: {flops} of the attn proj")
-        said = mixer.format(kind=shown(kind), count=count, n=len(stack.mixers), beside=stack.beside_attention,
+        said = mixer.format(kind=shown(kind), count=count, n=len(stack.mixers), beside=stack.attending_mixer_layers,
                             flops=fmt_flops(stack.mixer_projection_flops))  # fmt: skip
         lines.append(tidy(said))  # a kind said in Chinese takes no spaces around it
     if stack.mixer is not None:
