@@ -37,7 +37,7 @@ import inspect
 import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -2259,12 +2259,10 @@ def _message_gates(reads: list[LayerRead], runs: dict[int, int], source: str) ->
     """The gates a looped layer mixes the previous pass's message in with (Inkling 2 Loop's q, k, v
     and MLP message gates): held by the layers of the first pass, run by the later passes alone;
     with one pass, held and never run."""
-    holders = [r for r in reads if any(_message_gate(t) for t in r.other)]
+    why = _("its looped layers hold message gates of more than one shape")
+    holders, tensors = _held_alike(reads, lambda r: tuple(t for t in r.other if _message_gate(t)), source, why)
     if not holders:
         return ()
-    if len({tuple(t for t in r.other if _message_gate(t)) for r in holders}) > 1:
-        raise _beyond(source, _("its looped layers hold message gates of more than one shape"))
-    tensors = tuple(t for t in holders[0].other if _message_gate(t))
     detail = Message.listed(modules_said(t.name for t in tensors))
     if not runs:
         layers = tuple(sorted(i for r in holders for i in r.layers))
@@ -2275,15 +2273,21 @@ def _message_gates(reads: list[LayerRead], runs: dict[int, int], source: str) ->
     return (ExtraPart(MESSAGE_GATES, "other", detail, tensors, per_layer=True, flops=flops, layers=layers, shared=True),)
 
 
+def _held_alike(reads: list[LayerRead], part: Callable[[LayerRead], Any], source: str, why: str) -> tuple[list[LayerRead], Any]:
+    """The kinds that hold a part, and the part, which they all hold alike (refused, `why`, where
+    they do not); no kinds and None where none holds it."""
+    holders = [r for r in reads if part(r)]
+    if len({part(r) for r in holders}) > 1:
+        raise _beyond(source, why)
+    return holders, part(holders[0]) if holders else None
+
+
 def _adapters(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
     """The entries each application of a shared block runs alone (Zamba2's LoRA adapters): in the
     layers that apply it, each layer its own, a Linear's matmul a token each."""
-    holders = [r for r in reads if r.adapters]
+    holders, tensors = _held_alike(reads, lambda r: r.adapters, source, _("its shared blocks hold adapters of more than one shape"))
     if not holders:
         return ()
-    if len({r.adapters for r in holders}) > 1:
-        raise _beyond(source, _("its shared blocks hold adapters of more than one shape"))
-    tensors = holders[0].adapters
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight"))
     # each list once: its entry's Linears (.0, .1) and their leaf off (the application's index is off already)
     lists = modules_said(dict.fromkeys(t.name.rpartition(".")[0].rpartition(".")[0] for t in tensors))
@@ -2296,12 +2300,11 @@ def _adapters(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
 def _tables_in_layers(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
     """The tables the layers that hold them look rows up in (Qwen4-Exp's PLE n-gram table), a part
     of the embeddings' tier: held whole, no FLOPs, `lookups` rows read a token."""
-    holders = [r for r in reads if r.tables]
+    why = _("its layers look rows up in tables of more than one shape")
+    holders, held = _held_alike(reads, lambda r: (r.tables, r.table_lookups) if r.tables else (), source, why)
     if not holders:
         return ()
-    if len({(r.tables, r.table_lookups) for r in holders}) > 1:
-        raise _beyond(source, _("its layers look rows up in tables of more than one shape"))
-    tables, lookups = holders[0].tables, holders[0].table_lookups
+    tables, lookups = held
     said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
             for t in tables for m in modules_said([t.name])]  # fmt: skip
     if lookups > 1:
@@ -2313,12 +2316,10 @@ def _tables_in_layers(reads: list[LayerRead], source: str) -> tuple[ExtraPart, .
 def _image_experts(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
     """The experts of another modality each MoE layer holds beside the text ones (ERNIE 4.5 VL's
     vision_moe): the model's vision part, held and divided over --ep as experts, never run by a text token."""
-    holders = [r for r in reads if r.image_experts]
+    why = _("its MoE layers hold vision experts of more than one shape")
+    holders, tensors = _held_alike(reads, lambda r: r.image_experts, source, why)
     if not holders:
         return ()
-    if len({r.image_experts for r in holders}) > 1:
-        raise _beyond(source, _("its MoE layers hold vision experts of more than one shape"))
-    tensors = holders[0].image_experts
     layers = tuple(sorted(i for r in holders for i in r.layers))
     all_layers = tuple(sorted(i for r in reads for i in r.layers))
     detail = Message.listed(modules_said(t.name for t in tensors))
