@@ -241,3 +241,39 @@ def test_a_looped_span_against_flop_counter() -> None:
     assert moe is not None and spec.mixer is not None
     one_pass = sum(spec.attention_flops_of(i) for i in range(2, 6)) + 4 * (spec.ffn_matmul_flops(moe) + spec.mixer.projection_flops)
     assert looped == 2 * one_pass + 8 * gates.flops
+
+
+def test_blocks_each_applied_once_keep_their_adapters_apart() -> None:
+    # Four blocks for four hybrid layers: none tied, each applied once; the adapters are still each
+    # application's own, a row of their own, not counted with the attention.
+    config = _config("zamba2", {**_ZAMBA2, "num_mem_blocks": 4})
+    _layout, spec = _spec(config)
+    counted = count_model(spec)
+    assert not spec.weights_from and counted.total_params == meta_build.count(config, name="x", source="x").total_params
+    parts = {p.name: p for p in counted.parts}
+    # By hand: q, k, v (128 → 128) and o (128 → 64) a block, 4 blocks; 3 × (128 · 8 + 8 · 128) + 64 · 8 + 8 · 192 an application.
+    assert parts["attention"].params == 4 * (3 * 128 * 128 + 128 * 64)
+    assert parts["per-application adapters"].params == 4 * (3 * 2 * 128 * 8 + 64 * 8 + 8 * 192)
+
+
+def test_a_looped_span_past_the_layers_is_refused(tmp_path: Path) -> None:
+    # transformers builds it, and its cache fails on the first token: its layout refused by the key,
+    # exit 2 where --gpu asks for it; counted by building where only a count is asked, the note saying why.
+    path = tmp_path / "loop.json"
+    path.write_text(json.dumps(_config("inkling2_loop_text", {**_LOOP, "loop_layer_index_end": 10})))
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
+    assert result.exit_code == 2 and "loop_layer_index_end" in result.output and "Traceback" not in result.output
+    counted = CliRunner().invoke(app, ["params", "--config", str(path)], env={"COLUMNS": "200"})
+    assert counted.exit_code == 0 and "its layout is not read (loop_layer_index_end=10" in counted.output
+
+
+def test_message_gates_one_pass_never_runs_are_not_active() -> None:
+    # One pass: the message gates are held and never run, in the total, not the active count.
+    spec = _spec(_config("inkling2_loop_text", {**_LOOP, "loop_num_passes": 1}))[1]
+    counted = count_model(spec)
+    (gates,) = [p for p in counted.parts if p.name == "message gates"]
+    assert gates.params == 4 * 4 * (128 * 8 + 2 * 8 * 64) and gates.active_params == 0
+    held_alike = count_model(spec).total_params - gates.params
+    assert counted.active_params < held_alike  # the routed experts a token skips, and the gates
+    looped = count_model(_spec(_config("inkling2_loop_text", _LOOP))[1])
+    assert looped.active_params - counted.active_params == gates.params

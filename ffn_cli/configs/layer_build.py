@@ -121,9 +121,14 @@ _SUBLAYERS = N_(
     "shortcut MoE) is read with the first sublayer, whose FFN input it reads"
 )
 _PASSES = N_(
-    "layers {first}–{last} are passes 2–{passes} of layers {a}–{b} (loop_num_passes), numbered as transformers' cache "
+    "layers {later} are passes 2–{passes} of layers {looped} (loop_num_passes), numbered as transformers' cache "
     "numbers them: each pass runs those layers' weights again, with a cache of its own"
 )
+_ONE_PASS = N_(
+    "layers {later} are pass 2 of layers {looped} (loop_num_passes), numbered as transformers' cache numbers them: "
+    "it runs those layers' weights again, with a cache of its own"
+)
+_SHARED_BLOCKS = N_("{blocks}: shared, held once by {holders}, run and cached in each of {layers}")
 MESSAGE_GATES = N_("message gates")
 # A config key that says how many times layers run over (Dory's n_recurrent_loops).
 _LOOPS = re.compile(r"(^|_)loops($|_)")
@@ -1707,8 +1712,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             layer, adapters = applied_layer(built(i), i, blocks)  # a shared block's application: its own adapters apart
             found = read_layer(d, r, hf_config, layer, layers, blocks.paths)
             found.adapters, found.params = adapters, found.params + sum(t.count for t in adapters)
-            found.said.append(Message(N_("{blocks} shared, each block held by the first layer to run it"),
-                                      blocks=Message.listed(list(blocks.paths))))  # fmt: skip
+            if blocks.weights_from:
+                found.said.append(Message(N_("{blocks} shared, each block held by the first layer to run it"),
+                                          blocks=Message.listed(list(blocks.paths))))  # fmt: skip
             return found
 
         sublayers = _sublayers(built(0), source) if whole is None else None
@@ -1731,8 +1737,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     if runs and blocks is not None:
         raise _beyond(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
+    paths = blocks.paths if blocks is not None else ()
     return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
-                     weights_from=weights_from, reused_whole=bool(runs))  # fmt: skip
+                     weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths)  # fmt: skip
 
 
 def _embedding_norm_in_first_layer(reads: list[LayerRead], shell: Shell) -> tuple[list[LayerRead], Shell]:
@@ -1780,7 +1787,10 @@ def _passes(text_data: Mapping[str, Any], n_layers: int) -> dict[int, int]:
     if values is None:
         return {}
     passes, start, end = values
-    if passes < 2 or not start < end <= n_layers:
+    if end > n_layers:  # transformers builds it, and its cache fails on the first token
+        why = _("is past num_hidden_layers ({n}): the looped span must lie in the layers")
+        raise FFNError("loop_layer_index_end", end, why.format(n=n_layers))
+    if passes < 2 or not start < end:
         return {}
     span = end - start
     return {n_layers + (p - 2) * span + (j - start): j for p in range(2, passes + 1) for j in range(start, end)}
@@ -1797,6 +1807,7 @@ def _with_passes(reads: list[LayerRead], runs: dict[int, int]) -> list[LayerRead
     for r in reads:
         later = tuple(i for layer in r.layers for i in again.get(layer, ()))
         if later:
+            r.said.append(Message(N_("layers {later}: later passes, running these weights again"), later=layer_ranges(later)))
             r.layers, r.looped = tuple(sorted(r.layers + later)), True
             if r.mixer is not None:
                 r.mixer = LinearMixer(**{**vars(r.mixer), "layers": tuple(sorted(r.mixer.layers + later))})
@@ -2267,7 +2278,7 @@ def _message_gates(reads: list[LayerRead], runs: dict[int, int], source: str) ->
     if not runs:
         layers = tuple(sorted(i for r in holders for i in r.layers))
         return (ExtraPart(MESSAGE_GATES, "other", Message(N_("{gates}, never run: one pass"), gates=detail), tensors, per_layer=True,
-                          layers=layers),)  # fmt: skip
+                          layers=layers, idle=True),)  # fmt: skip
     flops = 2 * sum(t.count for t in tensors if t.name.endswith(".weight") and len(t.shape) == 2)
     layers = tuple(sorted(i for r in holders for i in r.layers if i in runs))
     return (ExtraPart(MESSAGE_GATES, "other", detail, tensors, per_layer=True, flops=flops, layers=layers, shared=True),)
@@ -2342,6 +2353,7 @@ def _assemble(
     sublayers: int = 1,
     weights_from: dict[int, int] | None = None,
     reused_whole: bool = False,
+    shared_paths: tuple[str, ...] = (),
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     weights_from = weights_from or {}
@@ -2464,9 +2476,14 @@ def _assemble(
         kinds += (("beside", Message(N_("{modules}: {count} parameters, counted as built"), modules=modules, count=f"{count:,}")),)
     if reused_whole:
         pairs = sorted(weights_from.items())
-        passes = len(pairs) // len({holder for _copy, holder in pairs}) + 1
-        looped = [holder for _copy, holder in pairs]
-        notes += (Message(_PASSES, first=pairs[0][0], last=pairs[-1][0], passes=passes, a=min(looped), b=max(looped)),)
+        looped = tuple(sorted({holder for _copy, holder in pairs}))
+        passes = len(pairs) // len(looped) + 1
+        later = layer_ranges(tuple(copy for copy, _holder in pairs))
+        notes += (Message(_ONE_PASS if passes == 2 else _PASSES, later=later, passes=passes, looped=layer_ranges(looped)),)
+    elif weights_from and shared_paths:
+        holders = tuple(sorted(set(weights_from.values())))
+        running = _layers_named(tuple(sorted({*weights_from, *holders})))
+        notes += (Message(_SHARED_BLOCKS, blocks=Message.listed(list(shared_paths)), layers=running, holders=_layers_named(holders)),)
     if sublayers > 1:
         notes += (Message(_SUBLAYERS, n=f"{n_layers // sublayers:,}", sub=sublayers, layers=f"{n_layers:,}"),)
     return BuiltLayout(spec, config, source, tuple(windows), tuple(chunks), kinds, tuple(left_out), notes,

@@ -38,9 +38,9 @@ def _outermost(paths: list[str]) -> tuple[str, ...]:
 
 
 def shared_blocks(layers: list[nn.Module], source: str) -> SharedBlocks | None:
-    """The blocks `layers` share, from the tensors each holds that an earlier one holds; None where
-    no two layers share one. Refused where a layer shares with more than one earlier layer, or
-    where the layers share different children."""
+    """The blocks `layers` share, from the tensors each holds that an earlier one holds (or blocks
+    each applied once, by their entries an application); None where there are none. Refused where
+    a layer shares with more than one earlier layer, or where the layers share different children."""
     owner: dict[int, int] = {}  # a tensor's id: the first layer that holds it
     weights_from: dict[int, int] = {}
     paths: set[tuple[str, ...]] = set()
@@ -62,13 +62,27 @@ def shared_blocks(layers: list[nn.Module], source: str) -> SharedBlocks | None:
         for p in layer.parameters():
             owner.setdefault(id(p), i)
     if not weights_from:
-        return None
+        return _applied_once(layers)
     if len(paths) > 1:
         why = _("its layers share {n} different sets of blocks: ffn sizes one").format(n=len(paths))
         raise FFNRuntimeError(_("{source}: {why}").format(source=source, why=why))
     shared = next(iter(paths))
     applications = tuple(i for i, layer in enumerate(layers) if all(_has(layer, p) for p in shared))
     return SharedBlocks(weights_from, shared, applications)
+
+
+def _applied_once(layers: list[nn.Module]) -> SharedBlocks | None:
+    """Blocks each applied once (Zamba2 with as many blocks as hybrid layers): none tied, but each
+    still holds one entry an application of every block (its adapters), the layer's own alone."""
+    by_path: dict[str, list[int]] = {}
+    for i, layer in enumerate(layers):
+        for name, _child in layer.named_children():
+            by_path.setdefault(name, []).append(i)
+    for name, holders in by_path.items():
+        block = layers[holders[0]].get_submodule(name)
+        if any(isinstance(m, nn.ModuleList) and _per_application(m, len(holders)) for m in block.modules()):
+            return SharedBlocks({}, (name,), tuple(holders))
+    return None
 
 
 def _has(layer: nn.Module, path: str) -> bool:

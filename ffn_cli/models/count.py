@@ -264,7 +264,8 @@ class ModelParams:
             "ffn_params": ffn_params(spec, ffn),
             "ffn_active_params": ffn_params(spec, ffn, active=True),
             "ffn_attention_ratio": ffn_params(spec, ffn) / mixing if mixing else None,
-            **({} if held else {"weights_held": False}),  # its attention and FFN are an earlier layer's weights, run again
+            # false: its attention and FFN are an earlier layer's weights, run again
+            **({"weights_held": held} if spec.weights_from else {}),
         }
 
 
@@ -430,6 +431,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
     if block.name in extras:
         e = extras[block.name]
         unit, detail = e.copies, e.detail
+        active = 0 if e.idle else None  # held, never run
         if e.layers:  # a part only some layers hold (Inkling 2's full layers' input norms for the keys and values)
             detail = Message.join(detail, _where(spec.held_layers_of(e) or ()))
     elif block.part == "vision" and spec.vision is not None:

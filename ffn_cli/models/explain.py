@@ -48,6 +48,7 @@ class BlockExplain:
     width: int  # what one FFN (an expert) reads and writes: d_model, or a latent MoE's latent
     attention_beside: tuple[ParamTensor, ...] = ()  # one layer's tensors beside its attention (Qwen3.5's output gate)
     mixers: bool = False  # whether attention_params holds a hybrid's mixers too (its token mixing)
+    held_once: bool = False  # some layers run weights another layer holds (Zamba's blocks, Inkling 2 Loop's passes): counted once
 
     @property
     def ratio(self) -> float:
@@ -145,5 +146,5 @@ def explain_model(m: ModelParams) -> BlockExplain:
     return BlockExplain(
         s.d_model, ffn.hidden, matrices, weights, one, _experts(ffn), ffn.active_experts,
         s.attention, attention_formula(s.attention), s.n_layers, m.ffn_params, m.ffn_active_params, m.attention_params,
-        ffn.expert_shape().d_model, s.attention_extra, s.mixer is not None,
+        ffn.expert_shape().d_model, s.attention_extra, s.mixer is not None, bool(s.weights_from),
     )  # fmt: skip

@@ -74,6 +74,8 @@ class ExtraPart:
     # Its tensors are a shared block's (Zamba's norms inside its shared transformer): held by the
     # layers that first apply it, run but not held again by ModelSpec.weights_from's layers.
     shared: bool = False
+    # Held and never run (Inkling 2 Loop's message gates where it runs one pass): in the total, not the active count.
+    idle: bool = False
 
     @property
     def params_each(self) -> int:

@@ -47,6 +47,8 @@ def _attention_line(e: BlockExplain) -> str:
 
 def _ratio_line(e: BlockExplain, ffn: int, ratio: float, share: float) -> str:
     scope = _("one layer") if e.layers == 1 else _("all {n} layers").format(n=e.layers)
+    if e.held_once:  # the totals count a weight run in several layers once
+        scope = _("all {n} layers, each weight once however many layers run it").format(n=e.layers)
     said = _("{scope}: FFN {ffn} / attention {attention} = {ratio}, the FFN {share} of the two")
     if e.mixers:  # a hybrid's mixers count with its attention
         said = _("{scope}: FFN {ffn} / token mixing {attention} = {ratio}, the FFN {share} of the two")
