@@ -881,7 +881,7 @@ def _short_convs(convs: list[tuple[str, nn.Conv1d]], layers: tuple[int, ...], fp
     tensors = tuple(_tensor(path, leaf, p, conv) for path, conv in convs for leaf, p in conv.named_parameters())
     flops = sum(2 * c.in_channels * int(c.kernel_size[0]) for _p, c in convs)
     window = sum(c.in_channels * (int(c.kernel_size[0]) - 1) for _p, c in convs)
-    detail = Message(N_("{n} depthwise convolutions: {paths}"), n=f"{len(convs):,}", paths=", ".join(p for p, _c in convs))
+    detail = Message(N_("{n} depthwise convolutions: {paths}"), n=f"{len(convs):,}", paths=Message.listed([p for p, _c in convs]))
     return LinearMixer(
         Message(N_("short convolutions")),
         detail,

@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from ffn_cli.costs.decode_state import KindState
-from ffn_cli.i18n import _, shown
+from ffn_cli.i18n import _, shown, tidy
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes
 
@@ -36,7 +36,7 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
             cells.append([_("batch {batch}").format(batch=f"{batch:,}"), "", "", "", fmt_bytes(batch * total)])
     title = _("what decoding keeps per sequence at context {n}, {bytes} B an element").format(n=f"{context:,}", bytes=act_bytes)
     if any(r.recurrent_bytes not in (None, act_bytes) or r.conv_bytes not in (None, act_bytes) for r in rows):
-        title = _("what decoding keeps per sequence at context {n}, {bytes} B an element where a row says no other").format(
+        title = _("what decoding keeps per sequence at context {n}, {bytes} B an element unless a row says otherwise").format(
             n=f"{context:,}", bytes=act_bytes
         )
     attends = [r for r in rows if r.tokens is not None and not r.compressed and r.width]
@@ -83,7 +83,7 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
             " MTP: the checkpoint's multi-token-prediction layers, which a server decoding speculatively runs for each"
             " token, each keeping a layer's cache of the kind its row names; --no-mtp leaves them out."
         )
-    return FitTable(Text(title), columns, cells, caption=Text(caption.lstrip(), style="dim"))
+    return FitTable(Text(title), columns, cells, caption=Text(tidy(caption.lstrip()), style="dim"))  # no space after 。
 
 
 def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[int], act_bytes: int) -> dict[str, Any]:

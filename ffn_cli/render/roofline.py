@@ -268,7 +268,7 @@ def roofline_view(
             caption += _(" {real_picks}.").format(real_picks=shown(real_picks))
     if per_gpu is not None:
         caption += _(" {per_gpu_note}.").format(per_gpu_note=_per_gpu_caption(per_gpu[0], gpu))
-    return FitTable(title, columns, rows, caption=Text(caption, style="dim"))
+    return FitTable(title, columns, rows, caption=Text(tidy(caption), style="dim"))  # no space after 。
 
 
 def _per_gpu_caption(g: GPUPass, gpu: GPU) -> str:
