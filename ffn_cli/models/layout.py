@@ -58,7 +58,7 @@ EMBEDDING_NORM = N_("embedding norm")
 ATTENTION = N_("attention")
 SHARED_KV_ATTENTION = N_("attention, shared KV")
 CROSS_ATTENTION = N_("cross-attention")
-# The layers that run an earlier layer's shared blocks (Zamba's): their weights, held by that layer.
+# The layers that run an earlier layer's weights (Zamba's shared blocks, Inkling 2 Loop's later passes): held by that layer.
 REAPPLIED = N_("shared blocks, run again")
 LAYER_NORMS = N_("layer norms")
 FINAL_NORM = N_("final norm")
@@ -287,8 +287,9 @@ def _token_mixers(spec: ModelSpec) -> Iterator[PlacedTensor]:
 
 
 def _reapplied(spec: ModelSpec) -> Iterator[PlacedTensor]:
-    """The layers that run an earlier layer's shared blocks (weights_from): that layer's attention,
-    FFN and shared parts, each tied to the tensor it holds: computed and read here, held there."""
+    """The layers that run an earlier layer's weights (weights_from): that layer's attention, FFN and
+    shared parts (and with reused_whole its mixer and norms), each tied to the tensor it holds:
+    computed and read here, held there."""
     reused = set(spec.reused_layers)
     if not reused:
         return
@@ -323,8 +324,8 @@ def _layers(spec: ModelSpec) -> Iterator[PlacedTensor]:
         if e.per_layer and spec.held_layers_of(e):
             yield from extra_tensors(spec, e, held=True)
     yield from _reapplied(spec)
-    reused = set(spec.reused_layers) if spec.reused_whole else set()
-    every = tuple(i for i in range(spec.n_layers) if i not in reused)
+    passes = set(spec.reused_layers) if spec.reused_whole else set()  # a later pass holds no norms of its own
+    every = tuple(i for i in range(spec.n_layers) if i not in passes)
     yield _one(LAYER_NORMS, "norm", "vector", "norm", (spec.norm_params,), layers=every, copies=spec.norms_per_layer)
     yield from (t for t in _held_mixer_tensors(spec) if t.part == "norm")
 
