@@ -163,6 +163,18 @@ def test_the_deployment_answer_holds_each_block_once(tmp_path: Path) -> None:
     assert rows == {(1, 3): True, (5, 7): False}
 
 
+def test_a_layer_running_attention_beside_its_mixer_all_reduces_both(tmp_path: Path) -> None:
+    # At --tp 2 each tensor-parallel part ends in an all-reduce of one token's 64 values (bf16, a ring
+    # sends 2 · 1/2 of them): 8 Mamba-2 mixers, 4 attentions beside them in the hybrid layers, 4 FFNs.
+    path = tmp_path / "zamba2.json"
+    path.write_text(json.dumps(_config("zamba2", _ZAMBA2)))
+    args = ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "64", "--batch", "1", "--tp", "2"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    comm = json.loads(result.stdout)["roofline"]["cases"][0]["communication"]
+    assert comm["model_bytes_sent"] == pytest.approx((8 + 4 + 4) * 2 * (1 / 2) * 64 * 2)
+
+
 def test_the_pass_reads_a_shared_block_in_every_layer_that_runs_it() -> None:
     # The roofline's weight reads: as many as the same layers each holding the block, once each.
     from dataclasses import replace

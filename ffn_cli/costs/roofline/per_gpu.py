@@ -10,7 +10,8 @@ the busiest rank's expected count (not the mean: the slowest rank sets the pace)
 its share of the routed tokens, T·k / gpus; with ep = 1 every expert is split over tp.
 
 Communication, per GPU, bytes sent: a tensor-parallel layer ends in an all-reduce of its output
-(T · d_model elements; a ring sends 2·(tp − 1)/tp of it), after attention and after the FFN; an
+(T · d_model elements; a ring sends 2·(tp − 1)/tp of it), after attention, after a mixer (both
+where they run side by side) and after the FFN; an
 expert-parallel MoE layer sends each of its T / gpus tokens' k copies to the experts' ranks and
 back (dispatch and combine, (ep − 1)/ep of them off the GPU). Over the link the table gives
 (both directions together: half each way), added to the time, not overlapped (the next layer
@@ -139,7 +140,8 @@ def _communication(spec: ModelSpec, case: PassCase, local: PassCase, layout: Lay
     if ep > 1 and moe is not None:
         # dispatch and combine, to the real experts picked: a zero-computation pick stays on its GPU
         a2a = 2 * case.tokens / layout.gpus * spec.real_picks(moe) * d * b * (ep - 1) / ep
-    mixers = sum(1 for i in range(spec.n_layers) if spec.mixer_label(i))
+    # A layer whose mixer runs beside attention (Zamba's, Falcon-H1's) all-reduces each one's output
+    mixers = sum(1 for i in range(spec.n_layers) if spec.mixer_label(i)) + len(spec.beside_attention)
     moe_layers = len(spec.moe_layers) if moe is not None else 0
     ffn_layers = len(spec.ffn_layers)
     one_ffn = all_reduce + (a2a if moe_layers else 0.0)
