@@ -39,7 +39,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import transformers
@@ -53,6 +53,7 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, 
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout
+from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, EncoderDecoder, encoder_decoder_of, encoder_path
 from ffn_cli.configs.families.common import FamilyReader
 from ffn_cli.configs.meta_build import auto_class, check_build_size, config_top_k, hf_config_of, quiet, tower_path, towers_not_built
 from ffn_cli.configs.shared_blocks import SharedBlocks, applied_layer, shared_blocks
@@ -64,17 +65,17 @@ from ffn_cli.models.mixers import (
     STATE_DTYPE_BYTES,
     DeltaRuleScan,
     ElementwiseScan,
-    ImageAttention,
     LightningScan,
     LinearMixer,
     MLSTMScan,
     SelectiveScan,
+    SourceAttention,
     gated_delta_net,
     mamba2,
     short_conv,
 )
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
-from ffn_cli.models.tensor_notes import GATE_HALF, ROWS_PAST_VOCAB, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, modules_said, noted
+from ffn_cli.models.tensor_notes import BIAS_ALONE, GATE_HALF, ROWS_PAST_VOCAB, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, modules_said, noted
 from ffn_cli.models.vision import VisionPart, VisionTower
 from ffn_cli.spec import FFNSpec
 
@@ -416,6 +417,12 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
         extra = (ParamTensor(noted(f"{q_name}.weight", GATE_HALF), (q_dim, reads)),)
         if q.bias is not None:
             extra += (ParamTensor(noted(f"{q_name}.bias", GATE_HALF), (q_dim,)),)
+    biased = {p.bias is not None for p in (q, k, v) if p is not None}
+    if len(biased) > 1 and fused is None and q.out_features == q_dim:
+        # Some of q, k and v hold a bias and some none (Whisper's k_proj none): their biases beside the spec's projections
+        spec = replace(spec, qkv_bias=False)
+        extra += tuple(ParamTensor(noted(f"{n}.bias", BIAS_ALONE), tuple(mod.bias.shape))
+                       for n, mod in m.items() if mod in (q, k, v) and mod.bias is not None)  # fmt: skip
     used = names | ({"sinks"} if sinks else set())
     convs = _kv_convs(m, k, v, values_from_keys)
     if convs is not None:  # Inkling's k_sconv and v_sconv, kept in float32 where the model says so
@@ -662,13 +669,29 @@ def _image_tiles(hf_config: PretrainedConfig) -> tuple[int, int] | None:
     return tiles, (image // patch) ** 2 + 1
 
 
-def _cross_attention(child: nn.Module, read: LayerRead, tiles: tuple[int, int] | None) -> None:
-    """An attention over another input's tokens (an image's, Llama 3.2 Vision's), in layers of
-    its own among the text's: its tensors as built; a text token runs its queries and output
-    (q_proj, o_proj) and scores the image's keys, while those keys and values are projected once
-    when the image arrives. A sequence keeps them for one image of the most `tiles` (tiles, tokens
-    a tile); where the config does not say, they are named as left out, never counted as
-    attention over the text."""
+def _encoder_tokens(seq2seq: EncoderDecoder) -> _Source:
+    """The encoder's output a decoder layer attends to: one 'tile' of the most tokens it hands on."""
+    return _Source("encoder", (1, seq2seq.source_tokens) if seq2seq.source_tokens is not None else None, seq2seq.source_key)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What a cross-attention attends to: an image of the most `tiles` (tiles, tokens a tile), or
+    the encoder's output (one tile of its most tokens, as `key` says); `tiles` None where the config does not say."""
+
+    kind: Literal["image", "encoder"]
+    tiles: tuple[int, int] | None
+    key: str = ""
+
+
+def _cross_attention(child: nn.Module, read: LayerRead, source: _Source) -> None:
+    """An attention over another input's tokens (an image's, Llama 3.2 Vision's, in layers of its
+    own among the text's; the encoder's output, in an encoder-decoder's decoder layers beside their
+    self-attention): its tensors as built; a token decoded runs its queries and output (q_proj,
+    o_proj) and scores the input's keys, while those keys and values are projected once when the
+    input arrives. A sequence keeps them for one input of the most `source.tiles` (tiles, tokens a
+    tile); where the config does not say, they are named as left out, never counted as attention
+    over the text."""
     name = type(child).__name__
     m = dict(child.named_modules())
     q, k, o = _linear(m, *_Q_NAMES), _linear(m, "k_proj"), _linear(m, "o_proj", "out_proj")
@@ -677,21 +700,28 @@ def _cross_attention(child: nn.Module, read: LayerRead, tiles: tuple[int, int] |
         raise _Unread(Message(N_("no q and o projections")))
     tensors = _rest(child, set())
     flops = 2 * (q.weight.numel() + o.weight.numel())
-    kind = Message(N_("cross-attention over an image's tokens"))
-    read.said.append(Message(N_("{kind}: q and o a text token, k and v once an image"), kind=kind))
+    image = source.kind == "image"
+    kind = Message(N_("cross-attention over an image's tokens") if image else N_("cross-attention over the encoder's output"))
+    runs = N_("{kind}: q and o a text token, k and v once an image") if image else N_("{kind}: q and o a token, k and v once a source")
+    read.said.append(Message(runs, kind=kind))
     width = head_dim if isinstance(head_dim, int) and head_dim > 0 else 0
+    tiles = source.tiles
     if tiles is None or k is None or not width or q.out_features % width or k.out_features % width:
         read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
         why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
                  "the image, whose tokens ffn does not size")  # fmt: skip
+        if not image:
+            why = N_("the keys and values {name} keeps of the encoder's output, and its scores over them: the config names no "
+                     "most tokens of a source")  # fmt: skip
         read.left_out.append(Message(why, name=name))
         return
-    on_image = tuple(t.name for t in tensors if re.match(r"(k_proj|v_proj|k_norm)\b", t.name))  # the keys' and values'
-    scan = ImageAttention(q.out_features // width, k.out_features // width, width, *tiles, on_image=on_image)
+    on_source = tuple(t.name for t in tensors if re.match(r"(k_proj|v_proj|k_norm)\b", t.name))  # the keys' and values'
+    scan = SourceAttention(q.out_features // width, k.out_features // width, width, *tiles, on_source=on_source, source=source.kind)
     read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, scan=scan)
-    why = N_("the keys and values of more than one image of {tiles} tiles ({tokens} tokens) a sequence; the projections to "
-             "them, run once an image, and the vision tower")  # fmt: skip
-    read.left_out.append(Message(why, tiles=scan.tiles, tokens=f"{scan.tokens:,}"))
+    if image:  # an encoder's output is one a sequence: read_layout's note says how long
+        why = N_("the keys and values of more than one image of {tiles} tiles ({tokens} tokens) a sequence; the projections to "
+                 "them, run once an image, and the vision tower")  # fmt: skip
+        read.left_out.append(Message(why, tiles=scan.tiles, tokens=f"{scan.tokens:,}"))
 
 
 def _mixer(d: int, child: nn.Module, read: LayerRead) -> None:
@@ -1302,10 +1332,17 @@ def _unwrapped(layer: nn.Module) -> list[tuple[str, nn.Module]]:
 
 
 def read_layer(
-    d: int, r: FamilyReader, hf_config: PretrainedConfig, layer: nn.Module, layers: tuple[int, ...], shared: tuple[str, ...] = ()
+    d: int,
+    r: FamilyReader,
+    hf_config: PretrainedConfig,
+    layer: nn.Module,
+    layers: tuple[int, ...],
+    shared: tuple[str, ...] = (),
+    source_of: EncoderDecoder | None = None,
 ) -> LayerRead:
     """Sort a built layer's children into token mixer, FFN, norms and the rest, and read each. A
-    norm inside a block `shared` with other layers is the block's: among the rest, not a layer norm."""
+    norm inside a block `shared` with other layers is the block's: among the rest, not a layer norm.
+    An encoder-decoder's (`source_of`) decoder layer attends to the encoder's output beside its own tokens."""
     read = LayerRead(layers, _count(layer), shared_paths=shared)
     text = hf_config.get_text_config()
     mixers: list[tuple[str, nn.Module]] = []
@@ -1341,15 +1378,22 @@ def read_layer(
         ffns += [(n, c) for n, c in rest if n in ("router", "gate")]
         rest = [(n, c) for n, c in rest if n not in ("router", "gate")]
     where = _layers_named(layers)
+    # A decoder layer's attention over the encoder's output (BART's encoder_attn), by its name
+    cross = {n for n, _c in mixers if source_of is not None and n in CROSS_ATTENTION}
     try:
-        attends = [(n, c) for n, c in mixers if _attends(c)]
+        if source_of is None and (unknown := [n for n, _c in mixers if n in CROSS_ATTENTION]):  # TrOCR's decoder alone
+            raise _Unread(Message(N_("its layers attend to an encoder's output ({names}) that its config does not describe, "
+                                     "and ffn cannot size what they keep"), names=", ".join(unknown)))  # fmt: skip
+        attends = [(n, c) for n, c in mixers if _attends(c) and n not in cross]
         if len(mixers) > 2 or (len(mixers) == 2 and len(attends) != 1):  # one attention beside one mixer at most (Falcon-H1)
             raise _Unread(
                 Message(N_("{n} token mixers in one layer ({names})"), n=f"{len(mixers):,}", names=", ".join(n for n, _c in mixers))
             )
-        for _name, child in sorted(mixers, key=lambda m: not _attends(m[1])):  # the attention first
+        for name, child in sorted(mixers, key=lambda m: not _attends(m[1]) or m[0] in cross):  # the attention first
             modules = dict(child.named_modules())
-            if "kv_a_proj_with_mqa" in modules:
+            if name in cross and source_of is not None:
+                _cross_attention(child, read, _encoder_tokens(source_of))
+            elif "kv_a_proj_with_mqa" in modules:
                 _latent_attention(d, text, child, read)
             elif _is_compressed(child):
                 _compressed_attention(d, child, read)
@@ -1358,7 +1402,7 @@ def read_layer(
             elif _attends(child):
                 _softmax_attention(d, text, child, read)
             elif _is_cross(child):
-                _cross_attention(child, read, _image_tiles(hf_config))
+                _cross_attention(child, read, _Source("image", _image_tiles(hf_config)))
             else:
                 _mixer(d, child, read)
             if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized:
@@ -1509,12 +1553,22 @@ def _layers_folded(names: list[str]) -> list[str]:
     return out
 
 
-def _towers(beside: tuple[ParamTensor, ...], config: Mapping[str, Any]) -> tuple[VisionTower | None, tuple[ParamTensor, ...]]:
+def _towers(
+    beside: tuple[ParamTensor, ...], config: Mapping[str, Any], encoder: tuple[str, EncoderDecoder] | None = None
+) -> tuple[VisionTower | None, tuple[ParamTensor, ...]]:
     """The towers `config` describes among the tensors beside the layers (a vision tower and its
     projector: Gemma 4's, Kimi K2.5's), each module one part of the model's tower, run on its
-    images, not its tokens; and the rest."""
+    images, not its tokens; an encoder-decoder's encoder, run on its source; and the rest."""
     towers: dict[str, int] = {}
     rest = []
+    if encoder is not None:
+        path, seq2seq = encoder
+        held = [t for t in beside if t.name.split(" ")[0].startswith(f"{path}.")]
+        beside = tuple(t for t in beside if t not in held)
+        part = VisionPart(path, N_("as transformers builds it"), sum(t.count for t in held), runs_on=seq2seq.runs_on)
+        vision, others = _towers(beside, config)
+        parts = (part, *(vision.parts if vision is not None else ()))
+        return VisionTower(Message.listed([p.name for p in parts]), parts), others
     for t in beside:
         top = tower_path(t.name.split(" ")[0], config)
         if top is not None:
@@ -1668,16 +1722,16 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
     check_build_size(hf_config.to_dict())  # a tower, or the whole model where it is built, is bounded as a count's build is
-    if getattr(hf_config, "is_encoder_decoder", False) is True:
-        why = _("an encoder and a decoder (is_encoder_decoder): ffn lays out a decoder alone, and this one's cross-attention "
-                "keeps the encoder's keys and values, which ffn cannot size")  # fmt: skip
-        raise _beyond(source, why)
+    seq2seq = encoder_decoder_of(hf_config)
+    if isinstance(seq2seq, Message):
+        raise _beyond(source, seq2seq.shown())
     text = hf_config.get_text_config()
     for key in ("hidden_size", "num_hidden_layers", "vocab_size"):
         value = getattr(text, key, None)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
-    d, n_layers = int(text.hidden_size), int(text.num_hidden_layers)
+    # An encoder-decoder's layers are its decoder's (BART's num_hidden_layers names its encoder's)
+    d, n_layers = int(text.hidden_size), seq2seq.decoder_layers if seq2seq is not None else int(text.num_hidden_layers)
     runs = _passes(text.to_dict(), n_layers)
     classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
@@ -1688,11 +1742,20 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         # which is the model's own code), tensors beside the layers are sized by the layer count, or
         # the model's classes name no layer class (its layers are then the list the model built).
         alone = len(classes) == 1 and _builds_alone(classes[0])
-        whole = _whole_model(hf_config, source) if not alone or sized_by_layer_count(r.config) else None
+        # An encoder-decoder is built whole too, by its Seq2Seq class: the decoder's layers beside the encoder's.
+        model_class = seq2seq.model_class if seq2seq is not None else None
+
+        def decoder_of(model: nn.Module) -> nn.Module:
+            """Where the layers are: an encoder-decoder's decoder (Marian's list), not its encoder's beside it."""
+            get: Any = getattr(model, "get_decoder", None)
+            return get() if seq2seq is not None and callable(get) else model
+
+        whole = _whole_model(hf_config, source, model_class) if seq2seq or not alone or sized_by_layer_count(r.config) else None
         if not classes:
             assert whole is not None
-            classes = _listed_layer_classes(whole, n_layers, source)
-        shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True)
+            classes = _listed_layer_classes(decoder_of(whole), n_layers, source)
+        encoder = encoder_path(whole) if whole is not None and seq2seq is not None else None
+        shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True, encoder=encoder)
         if shell.layer_config is not None:  # the config the model's class leaves (TrOCR's is_decoder, the attention kernel)
             text = shell.layer_config
         if whole is None:
@@ -1701,14 +1764,14 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             def built(i: int) -> nn.Module:
                 return _build(layer_cls, text, i, source)
         else:
-            every, blocks = _every_layer(whole, classes, n_layers, source)
+            every, blocks = _every_layer(decoder_of(whole), classes, n_layers, source)
 
             def built(i: int) -> nn.Module:
                 return every[i]
 
         def read(i: int, layers: tuple[int, ...]) -> LayerRead:
             if blocks is None or i not in blocks.applications:
-                return read_layer(d, r, hf_config, built(i), layers)
+                return read_layer(d, r, hf_config, built(i), layers, source_of=seq2seq)
             layer, adapters = applied_layer(built(i), i, blocks)  # a shared block's application: its own adapters apart
             found = read_layer(d, r, hf_config, layer, layers, blocks.paths)
             found.adapters, found.params = adapters, found.params + sum(t.count for t in adapters)
@@ -1728,18 +1791,33 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                     reads.append(first)
                 else:  # the config's entries did not tell these layers apart: each one built and read
                     reads += [read(i, (i,)) for i in layers]
+    if seq2seq is not None and (plain := [r for r in reads if r.mixer is None or r.attention is None]):
+        # T5's blocks hold their attentions inside a list of sublayers (layer.0.SelfAttention, layer.1.EncDecAttention)
+        why = _("its decoder layers ({layers}) hold no self-attention beside a cross-attention named {names}: ffn cannot tell "
+                "what they keep of the encoder's output")  # fmt: skip
+        layers = tuple(sorted(i for r in plain for i in r.layers))
+        raise _beyond(source, why.format(layers=_layers_named(layers).shown(), names=", ".join(CROSS_ATTENTION)))
     sub = len(sublayers) if sublayers is not None else 1
     merged, shell = _embedding_norm_in_first_layer(_merged(reads), shell)
     merged, shell, stood_in = _first_layer_norm_in_embeddings(merged, shell)
     merged = _with_passes(merged, runs)
     notes += tuple(stood_in)
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
+    if seq2seq is not None and seq2seq.source_tokens is not None:
+        notes += (Message(_SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
     if runs and blocks is not None:
         raise _beyond(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
     paths = blocks.paths if blocks is not None else ()
     return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
-                     weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths)  # fmt: skip
+                     weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths, n_layers=n_layers,
+                     encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
+
+
+_SOURCE_KEPT = N_(
+    "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens ({key}), the most the "
+    "encoder hands on (a shorter source keeps less); their projections, as {encoder}, run once a source, not by a token decoded"
+)
 
 
 def _embedding_norm_in_first_layer(reads: list[LayerRead], shell: Shell) -> tuple[list[LayerRead], Shell]:
@@ -1904,9 +1982,9 @@ def sized_by_layer_count(text_data: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(k for k in counts if "per_layer" in k or k in cross))
 
 
-def _whole_model(hf_config: PretrainedConfig, source: str) -> PreTrainedModel:
-    """The whole model built on meta, once."""
-    model_class = auto_class(str(hf_config.model_type), hf_config)  # ffn's own step: a fault here is ffn's
+def _whole_model(hf_config: PretrainedConfig, source: str, model_class: Any = None) -> PreTrainedModel:
+    """The whole model built on meta, once: by `model_class`, else the class a count builds."""
+    model_class = model_class or auto_class(str(hf_config.model_type), hf_config)  # ffn's own step: a fault here is ffn's
     try:
         with torch.device("meta"):
             return model_class.from_config(hf_config, attn_implementation="eager")
@@ -1957,8 +2035,11 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
     return replace(_shell_of(model, classes, source, whole=False), layer_config=layer_config)
 
 
-def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], source: str, *, whole: bool) -> Shell:
-    """The tensors of `model` outside its decoder layers: built with none, or `whole` with them all."""
+def _shell_of(
+    model: PreTrainedModel, classes: tuple[type[nn.Module], ...], source: str, *, whole: bool, encoder: str | None = None
+) -> Shell:
+    """The tensors of `model` outside its decoder layers: built with none, or `whole` with them all;
+    an encoder-decoder's `encoder` module beside them, as a tower."""
     text = model.config.get_text_config()
     d, vocab = int(text.hidden_size), int(text.vocab_size)
     modules = dict(model.named_modules())
@@ -1998,7 +2079,9 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
     beside, tables = [], []
     norms: dict[str, list[ParamTensor]] = {}  # the norms of d outside the layers, by module: the final norm among them
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
-    position_rows = {v for k, v in data.items() if k in ("max_position_embeddings", "n_positions") and isinstance(v, int)} - vocabularies
+    # (Whisper's decoder: max_target_positions.)
+    position_keys = ("max_position_embeddings", "n_positions", "max_target_positions")
+    position_rows = {v for k, v in data.items() if k in position_keys and isinstance(v, int)} - vocabularies
     positions = first_position = 0
     whole_config = model.config.to_dict()
     for name, p in model.named_parameters():
@@ -2006,7 +2089,9 @@ def _shell_of(model: PreTrainedModel, classes: tuple[type[nn.Module], ...], sour
             continue
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
-        if tower_path(path, whole_config) is not None:  # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder)
+        # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder); an encoder's, the encoder's
+        in_encoder = encoder is not None and (path == encoder or path.startswith(f"{encoder}."))
+        if in_encoder or tower_path(path, whole_config) is not None:
             beside.append(_tensor(path, leaf, p, module))
             continue
         if embedding is None and tuple(p.shape) == (vocab, d) and (isinstance(module, nn.Embedding) or p is tied_weight):
@@ -2354,10 +2439,12 @@ def _assemble(
     weights_from: dict[int, int] | None = None,
     reused_whole: bool = False,
     shared_paths: tuple[str, ...] = (),
+    n_layers: int | None = None,
+    encoder: tuple[str, EncoderDecoder] | None = None,
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     weights_from = weights_from or {}
-    configured = int(text.num_hidden_layers)
+    configured = n_layers or int(text.num_hidden_layers)  # an encoder-decoder's: its decoder's
     d, n_layers = int(text.hidden_size), configured + (len(weights_from) if reused_whole else 0)  # a looped span's later passes
     attention, attention_extra, attention_kinds = _attention_shapes(reads)
     mixers = [r.mixer for r in reads if r.mixer is not None]
@@ -2398,7 +2485,7 @@ def _assemble(
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")
                 for t in shell.tables for m in modules_said([t.name])]  # fmt: skip
         extras += (ExtraPart(LOOKUP_TABLES, "embedding", Message.listed(said), shell.tables),)
-    vision, beside = _towers(shell.beside, config)
+    vision, beside = _towers(shell.beside, config, encoder)
     # In a text model a Linear beside the layers runs once a token (Gemma 4's per-layer model
     # projection); in a model with a tower, what is beside the layers may run on its inputs, not counted per token.
     text_only = hf_config.get_text_config() is hf_config

@@ -24,7 +24,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.model_pass import kv_width
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.layout import SHARED_KV_ATTENTION
-from ffn_cli.models.mixers import ImageAttention
+from ffn_cli.models.mixers import SourceAttention
 from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["CONV_BESIDE", "KindState", "decode_state"]
@@ -57,7 +57,9 @@ class KindState:
     keeps: Literal["kv", "latent", "index"] = "kv"
     mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
     index_block: int = 1  # an indexer's: keys a block it scores (QSA's compress_ratio; DSA's 1)
-    image_tokens: int = 0  # cross-attention: the image's tokens whose K and V (`width` a token) it keeps, whatever the context
+    # cross-attention: the tokens of an image (or of the encoder's output) whose K and V (`width` a token) it keeps, whatever the context
+    source_tokens: int = 0
+    source: Literal["image", "encoder"] = "image"
     whole: bool = False  # a mixer over the residual stream's channels: whole on each GPU, not split over --tp
 
     @property
@@ -195,11 +197,11 @@ def decode_state(
     m = spec.mixer
     if m is not None and m.layers:
         detail = m.state_words() if m.state_sized else Message(N_("not sized: left out"))
-        if isinstance(m.scan, ImageAttention):  # an image's keys and values, split over --tp by KV head as attention's
-            image = m.scan
-            width = 2 * image.kv_heads * image.head_dim
-            rows.append(KindState(m.kind, len(m.layers), m.state_elements, None, detail, width=width, kv_heads=image.kv_heads,
-                                  image_tokens=image.tokens))  # fmt: skip
+        if isinstance(m.scan, SourceAttention):  # an image's (an encoder's) keys and values, split over --tp by KV head as attention's
+            cross = m.scan
+            width = 2 * cross.kv_heads * cross.head_dim
+            rows.append(KindState(m.kind, len(m.layers), m.state_elements, None, detail, width=width, kv_heads=cross.kv_heads,
+                                  source_tokens=cross.tokens, source=cross.source))  # fmt: skip
         else:
             rows.append(
                 KindState(

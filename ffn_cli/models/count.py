@@ -436,7 +436,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
             detail = Message.join(detail, _where(spec.held_layers_of(e) or ()))
     elif block.part == "vision" and spec.vision is not None:
         vision = next(p for p in spec.vision.parts if p.name == block.name)
-        label = N_("audio: {part}") if vision.runs_on == "audio" else N_("vision: {part}")
+        label = {"audio": N_("audio: {part}"), "source": N_("encoder: {part}")}.get(vision.runs_on, N_("vision: {part}"))
         name, unit, detail = Message(label, part=Message(vision.name)), vision.copies, vision.detail
     elif block.part == "ffn":
         layers = block.layers or ()

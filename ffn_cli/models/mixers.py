@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.i18n import N_, Message
@@ -30,12 +31,12 @@ __all__ = [
     "STATE_DTYPE_BYTES",
     "DeltaRuleScan",
     "ElementwiseScan",
-    "ImageAttention",
     "LightningScan",
     "LinearMixer",
     "MLSTMScan",
     "SSDScan",
     "SelectiveScan",
+    "SourceAttention",
     "gated_delta_net",
     "mamba2",
     "short_conv",
@@ -261,21 +262,24 @@ class ElementwiseScan:
 
 
 @dataclass(frozen=True)
-class ImageAttention:
-    """Cross-attention over one image's tokens (Llama 3.2 Vision's cross-attention layers): the
-    image's keys and values, projected once when it arrives, are what a sequence keeps, the same at
-    any length; each text token scores them and sums their values (4 · tokens · heads · head_dim,
-    prefill or decode). `tokens` are the image's as the vision tower hands them on: `tiles` tiles
-    of `patches` each, the processor's most tiles."""
+class SourceAttention:
+    """Cross-attention over another input's tokens: one image's (Llama 3.2 Vision's cross-attention
+    layers), or the encoder's output (an encoder-decoder's decoder layers, BART's and Whisper's
+    encoder_attn). Their keys and values, projected once when the input arrives, are what a
+    sequence keeps, the same at any length; each token decoded scores them and sums their values
+    (4 · tokens · heads · head_dim, prefill or decode). An image's `tokens` are the vision tower's,
+    `tiles` tiles of `patches` each, the processor's most tiles; an encoder's, one tile of the
+    most it hands on (`source` says which)."""
 
     heads: int
     kv_heads: int
     head_dim: int
     tiles: int
     patches: int
-    # The tensors that run on the image alone (its keys' and values' projections and norm): read once
-    # an image, never by a text token.
-    on_image: tuple[str, ...] = ()
+    # The tensors that run on the input alone (its keys' and values' projections and norm): read once
+    # an input, never by a token decoded.
+    on_source: tuple[str, ...] = ()
+    source: Literal["image", "encoder"] = "image"
     chunk: int = 1
     padded = False
 
@@ -290,6 +294,8 @@ class ImageAttention:
         return 4 * self.tokens * self.heads * self.head_dim
 
     def detail(self) -> Message:
+        if self.source == "encoder":
+            return Message(N_("scores over the encoder's {tokens} tokens"), tokens=f"{self.tokens:,}")
         return Message(N_("scores over an image's {tokens} tokens ({tiles} tiles × {patches})"),
                        tokens=f"{self.tokens:,}", tiles=self.tiles, patches=f"{self.patches:,}")  # fmt: skip
 
@@ -297,7 +303,7 @@ class ImageAttention:
         return 2 * self.kv_heads * self.head_dim * self.tokens
 
 
-Scan = DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | ElementwiseScan | MLSTMScan | ImageAttention
+Scan = DeltaRuleScan | SSDScan | SelectiveScan | LightningScan | ElementwiseScan | MLSTMScan | SourceAttention
 
 
 @dataclass(frozen=True)
@@ -363,15 +369,20 @@ class LinearMixer:
     @property
     def state_rewritten(self) -> bool:
         """Whether a decoded token rewrites the state (a recurrence's) or only reads it (an image's keys and values)."""
-        return not isinstance(self.scan, ImageAttention)
+        return not isinstance(self.scan, SourceAttention)
 
     def state_words(self) -> Message:
         """What one layer keeps while decoding, in words: its recurrent state (at the dtype the
-        config names) and its conv's window, whichever it has; an image's keys and values."""
+        config names) and its conv's window, whichever it has; an image's (a source's) keys and values."""
         conv, state, size = f"{self.conv_state_elements:,}", f"{self.recurrent_state_elements:,}", self.state_dtype_bytes
-        if isinstance(self.scan, ImageAttention):
+        if isinstance(self.scan, SourceAttention):
             width = 2 * self.scan.kv_heads * self.scan.head_dim
-            return Message(N_("{tokens} image tokens × {width} (K and V)"), tokens=f"{self.scan.tokens:,}", width=f"{width:,}")
+            said = (
+                N_("{tokens} image tokens × {width} (K and V)")
+                if self.scan.source == "image"
+                else N_("{tokens} source tokens × {width} (K and V)")
+            )
+            return Message(said, tokens=f"{self.scan.tokens:,}", width=f"{width:,}")
         if self.scan is None:
             if self.conv_dtype_bytes is not None:
                 return Message(N_("conv {conv} at {bytes} B"), conv=conv, bytes=self.conv_dtype_bytes)

@@ -14,8 +14,8 @@ from typing import Literal
 from ffn_cli.accounting import ParamTensor, matmul_flops_per_token, param_tensors
 from ffn_cli.attention import AnyAttention
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import Message, _
-from ffn_cli.models.mixers import LinearMixer
+from ffn_cli.i18n import N_, Message, _
+from ffn_cli.models.mixers import LinearMixer, SourceAttention
 from ffn_cli.models.vision import VisionTower
 from ffn_cli.spec import FFNSpec, check_int
 
@@ -387,7 +387,11 @@ class ModelSpec:
         if layer in self.no_mixer_layers:
             return ""
         if self.mixer is not None and layer in self.mixer.layers:
-            return f"{self.mixer.kind} + attention" if layer in self.beside_attention else self.mixer.kind
+            if layer not in self.beside_attention:
+                return self.mixer.kind
+            # a decoder layer attends to its own tokens, then to the encoder's output
+            cross = isinstance(self.mixer.scan, SourceAttention)
+            return Message(N_("attention + {mixer}") if cross else N_("{mixer} + attention"), mixer=self.mixer.kind)
         return "attention"
 
     @property

@@ -9,14 +9,25 @@ from collections.abc import Iterable
 
 from ffn_cli.i18n import N_, Message
 
-__all__ = ["GATE_HALF", "ROWS_PAST_VOCAB", "SHARED_EXPERTS_ROWS", "ZERO_EXPERTS_ROWS", "modules_said", "noted", "tensor_label"]
+__all__ = [
+    "BIAS_ALONE",
+    "GATE_HALF",
+    "ROWS_PAST_VOCAB",
+    "SHARED_EXPERTS_ROWS",
+    "ZERO_EXPERTS_ROWS",
+    "modules_said",
+    "noted",
+    "tensor_label",
+]
 
 GATE_HALF = N_("output gate half")
 ZERO_EXPERTS_ROWS = N_("zero experts' rows")
 SHARED_EXPERTS_ROWS = N_("shared experts' rows")
 # A token table's rows past the config's vocab_size (Llama 3.2 Vision's 8 more, for its image tokens).
 ROWS_PAST_VOCAB = N_("rows past vocab_size")
-_NOTES = frozenset({GATE_HALF, ZERO_EXPERTS_ROWS, SHARED_EXPERTS_ROWS, ROWS_PAST_VOCAB})
+# A projection's bias counted apart from the projection (Whisper's q_proj and v_proj, where k_proj has none).
+BIAS_ALONE = N_("its bias")
+_NOTES = frozenset({GATE_HALF, ZERO_EXPERTS_ROWS, SHARED_EXPERTS_ROWS, ROWS_PAST_VOCAB, BIAS_ALONE})
 
 
 def noted(path: str, note: str) -> str:

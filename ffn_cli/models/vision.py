@@ -19,7 +19,7 @@ class VisionPart:
     detail: str
     params_each: int
     copies: int = 1
-    runs_on: Literal["images", "audio"] = "images"
+    runs_on: Literal["images", "audio", "source"] = "images"  # source: an encoder-decoder's encoder, on its source
 
     @property
     def params(self) -> int:

@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.text import Text
 
 from ffn_cli.i18n import N_, _, shown, tidy
-from ffn_cli.models.mixers import ImageAttention
+from ffn_cli.models.mixers import SourceAttention
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
 from ffn_cli.render.fit import Col
@@ -40,8 +40,6 @@ def pattern_text(stack: LayerStack, *, translate: bool = False) -> str:
     chunks = stack.chunks or (None,) * len(stack.windows)
     mixers = stack.mixers or (None,) * len(stack.windows)
     said = {m: shown(m) if translate else str.__str__(m) for m in mixers if m is not None}  # a mixer's kind, in words
-    if translate:  # a layer where attention runs beside the mixer (Zamba's): "Mamba-2 + attention"
-        said = {m: text.replace(" + attention", " + " + say(N_("attention"))) for m, text in said.items()}
     labels = [
         said[m]
         if m is not None
@@ -104,7 +102,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         kind = next(m for m in stack.mixers if m is not None)
         count = sum(m is not None for m in stack.mixers)
         mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the keys")
-        if stack.mixer is not None and isinstance(stack.mixer.scan, ImageAttention):  # its scores are over the image's keys alone
+        cross = stack.mixer is not None and isinstance(stack.mixer.scan, SourceAttention)
+        if cross and not stack.attending_mixer_layers:  # its scores are over the image's keys alone
             mixer = _("{kind} in {count} of {n} layers: {flops} of the attn proj, no scores over the text's keys")
         elif stack.attending_mixer_layers == count and stack.mixer is not None:  # Falcon-H1: the layers attend too
             kind = stack.mixer.kind
@@ -117,7 +116,7 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         lines.append(tidy(said))  # a kind said in Chinese takes no spaces around it
     if stack.mixer is not None:
         scan = stack.mixer.scan
-        if isinstance(scan, ImageAttention):  # no conv, no recurrence: an image's keys, the same for every token
+        if isinstance(scan, SourceAttention):  # no conv, no recurrence: an image's keys, the same for every token
             what = _("mixer: {scan}").format(scan=scan.detail().shown())
         elif scan is not None and scan.padded:
             what = _("mixer: the causal conv and the state update, {scan}, the last chunk padded").format(scan=scan.detail().shown())

@@ -40,7 +40,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 from ffn_cli.models.count import ffn_part_name
 from ffn_cli.models.layout import PlacedTensor, Role, attention_tensors, extra_tensors, ffn_tensors, mixer_tensors
-from ffn_cli.models.mixers import ImageAttention
+from ffn_cli.models.mixers import SourceAttention
 from ffn_cli.models.seq_flops import LayerStack, mean_keys
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
@@ -245,7 +245,7 @@ def mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     alone where decoding never rewrites it: an image's keys and values)."""
     m = spec.mixer
     assert m is not None
-    image = m.scan.on_image if isinstance(m.scan, ImageAttention) else ()  # run on an image, never by a text token
+    image = m.scan.on_source if isinstance(m.scan, SourceAttention) else ()  # run on an image, never by a text token
     weights, params = read_cost(plan, (t for t in mixer_tensors(spec) if t.name not in image))
     state = case.batch * m.state_bytes(case.act_bytes) * (2 if case.phase == "decode" and m.state_rewritten else 1)
     # Beyond the projections: the conv and the state update, chunked over a prefill, recurrent in decode.

@@ -1,0 +1,89 @@
+"""An encoder-decoder (BART and its kin, Whisper) laid out as its decoder, with the encoder beside it.
+
+What generates tokens is the decoder: its layers attend to the tokens generated so far (self_attn,
+a KV cache that grows) and to the encoder's output (encoder_attn, keys and values projected once a
+source and kept while decoding, however long the output grows). The encoder runs once a source, as
+a vision tower runs once an image: counted whole, run on the source, never by a token decoded.
+
+The source's length is the most the encoder hands on: Whisper's max_source_positions (1,500 frames
+for its 30-second window, the length it always runs); a text encoder's max_position_embeddings,
+where a shorter source keeps less. transformers' own Seq2Seq classes build the model, with its head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from torch import nn
+from transformers import PretrainedConfig
+from transformers.models.auto import modeling_auto
+
+from ffn_cli.i18n import N_, Message
+
+__all__ = ["CROSS_ATTENTION", "EncoderDecoder", "encoder_decoder_of", "encoder_path", "seq2seq_class"]
+
+# A decoder layer's attention over the encoder's output, by the name its module takes
+CROSS_ATTENTION = ("encoder_attn",)
+
+# The classes that build an encoder-decoder with its head, text-to-text and speech-to-text
+_SEQ2SEQ = (
+    ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "AutoModelForSeq2SeqLM", "source"),
+    ("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "AutoModelForSpeechSeq2Seq", "audio"),
+)
+
+
+@dataclass(frozen=True)
+class EncoderDecoder:
+    """What ffn reads of an encoder-decoder's config: its decoder's layers, the source's most
+    tokens (and the key that says so), what the encoder runs on."""
+
+    decoder_layers: int
+    source_tokens: int | None
+    source_key: str
+    runs_on: Literal["source", "audio"]
+    model_class: Any
+
+
+def _positive(config: PretrainedConfig, key: str) -> int | None:
+    value = getattr(config, key, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def seq2seq_class(model_type: str) -> tuple[Any, Literal["source", "audio"]] | None:
+    """transformers' auto class that builds `model_type` as an encoder-decoder with its head, and
+    what its encoder runs on; None where none does."""
+    import transformers
+
+    for mapping, auto, runs_on in _SEQ2SEQ:
+        if model_type in getattr(modeling_auto, mapping, {}) and hasattr(transformers, auto):
+            return getattr(transformers, auto), runs_on  # type: ignore[return-value]
+    return None
+
+
+def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message | None:
+    """The encoder-decoder `hf_config` describes; None for a decoder alone; a Message saying why
+    ffn cannot lay it out (no Seq2Seq class builds it, or no decoder_layers names its decoder's depth)."""
+    if getattr(hf_config, "is_encoder_decoder", False) is not True:
+        return None
+    found = seq2seq_class(str(hf_config.model_type))
+    layers = _positive(hf_config, "decoder_layers") or _positive(hf_config, "num_decoder_layers")  # T5's, ProphetNet's
+    if found is None:
+        return Message(N_("an encoder and a decoder (is_encoder_decoder) that no Seq2Seq class of transformers builds"))
+    if layers is None:
+        return Message(N_("an encoder and a decoder (is_encoder_decoder) whose config names no decoder_layers: ffn cannot tell "
+                          "its decoder's layers"))  # fmt: skip
+    model_class, runs_on = found
+    for key in ("max_source_positions", "max_position_embeddings"):
+        tokens = _positive(hf_config, key)
+        if tokens is not None:
+            return EncoderDecoder(layers, tokens, key, runs_on, model_class)
+    return EncoderDecoder(layers, None, "", runs_on, model_class)
+
+
+def encoder_path(model: nn.Module) -> str | None:
+    """The path of the encoder module in a built encoder-decoder (model.encoder), by transformers'
+    own get_encoder; None where it names none."""
+    get = getattr(model, "get_encoder", None)
+    encoder = get() if callable(get) else None
+    return next((n for n, m in model.named_modules() if m is encoder and n), None)

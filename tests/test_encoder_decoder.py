@@ -1,0 +1,161 @@
+"""An encoder-decoder laid out as its decoder, the encoder beside it as a tower (BART's kin, Whisper):
+every total against transformers' own Seq2Seq model built on meta, what decoding keeps against
+transformers' cache after a forward, a decoder layer's FLOPs a token against FlopCounterMode, and
+the deployment answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ffn_cli.cli import app
+from ffn_cli.costs.decode_state import decode_state
+from ffn_cli.models.count import count_model
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from ffn_cli.configs.encoder_decoder import seq2seq_class  # noqa: E402  (torch and transformers)
+from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+
+SEQ2SEQ = ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "whisper")
+
+# Whisper of 64 wide, 2 + 2 layers of 4 heads × 16, a source of 30 frames (60 mel frames through its stride-2 conv).
+_WHISPER = dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=96,
+                decoder_ffn_dim=96, num_mel_bins=8, vocab_size=100, max_source_positions=30, max_target_positions=40, pad_token_id=0,
+                bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)  # fmt: skip
+# BART of 64 wide, 2 + 3 layers of 4 heads × 16, at most 32 source tokens.
+_BART = dict(d_model=64, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=96,
+             decoder_ffn_dim=96, vocab_size=100, max_position_embeddings=32, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+             decoder_start_token_id=2, forced_eos_token_id=2)  # fmt: skip
+
+
+def _config(model_type: str, **keys: Any) -> dict[str, Any]:
+    return {**transformers.AutoConfig.for_model(model_type, **keys).to_dict(), "model_type": model_type}
+
+
+@pytest.mark.parametrize("model_type", SEQ2SEQ)
+def test_every_parameter_once_against_the_seq2seq_model(model_type: str) -> None:
+    # transformers' defaults, built whole on meta by the class that gives the model its head: the
+    # total, and the encoder as the tower (every tensor of it but the token table it shares with the decoder).
+    config = _config(model_type)
+    layout = read_layout(config, name=model_type, source=model_type)
+    found = seq2seq_class(model_type)
+    assert found is not None
+    with torch.device("meta"):
+        model = found[0].from_config(transformers.AutoConfig.for_model(**config))
+    counted = count_model(layout.spec)
+    assert counted.total_params == sum(p.numel() for p in model.parameters())
+    shared = model.get_input_embeddings().weight
+    encoder = sum(p.numel() for p in model.get_encoder().parameters() if p is not shared)
+    assert counted.vision_params == encoder
+    decoder = model.get_decoder()
+    assert layout.spec.n_layers == len(decoder.layers) == config["decoder_layers"]
+    assert layout.spec.mixer is not None and layout.spec.beside_attention == tuple(range(layout.spec.n_layers))
+
+
+def _cache_after(model_type: str, keys: dict[str, Any], source: int, generated: int) -> Any:
+    torch.manual_seed(0)
+    hf = transformers.AutoConfig.for_model(model_type, **keys)
+    found = seq2seq_class(model_type)
+    assert found is not None
+    model = found[0].from_config(hf).eval().requires_grad_(False)
+    decoder_ids = torch.randint(3, 100, (1, generated))
+    with torch.no_grad():
+        if model_type == "whisper":  # 2 mel frames a source position
+            out = model(input_features=torch.randn(1, keys["num_mel_bins"], 2 * source), decoder_input_ids=decoder_ids, use_cache=True)
+        else:
+            out = model(input_ids=torch.randint(3, 100, (1, source)), decoder_input_ids=decoder_ids, use_cache=True)
+    return out.past_key_values
+
+
+@pytest.mark.parametrize(("model_type", "keys", "source"), [("whisper", _WHISPER, 30), ("bart", _BART, 32)])
+def test_what_decoding_keeps_against_transformers_cache(model_type: str, keys: dict[str, Any], source: int) -> None:
+    # By hand: each decoder layer keeps K and V of 4 heads × 16 for every token decoded (its own
+    # attention) and for every token of the source (its cross-attention), the source the most the encoder hands on.
+    layout = read_layout(_config(model_type, **keys), name="small", source="small")
+    generated = 12
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, generated)}
+    layers = keys["decoder_layers"]
+    assert kinds["attention"].layers == layers and kinds["attention"].elements_per_layer == generated * 2 * 64
+    cross = kinds["cross-attention over the encoder's output"]
+    assert cross.layers == layers and cross.elements_per_layer == source * 2 * 64 and cross.source_tokens == source
+    cache = _cache_after(model_type, keys, source, generated)
+    for i in range(layers):
+        own, other = cache.self_attention_cache.layers[i], cache.cross_attention_cache.layers[i]
+        assert own.keys.numel() + own.values.numel() == kinds["attention"].elements_per_layer
+        assert other.keys.numel() + other.values.numel() == cross.elements_per_layer
+
+
+def test_a_decoder_layer_against_flop_counter() -> None:
+    # One decoder layer run on 5 tokens against a source of 30: per token, q, k, v and o of its own
+    # attention, q and o of its cross-attention and the FFN; the source's keys and values once (30 tokens
+    # through k_proj and v_proj); the scores over 5 and 30 keys. The layout's per-token count is the first part.
+    layout = read_layout(_config("whisper", **_WHISPER), name="small", source="small")
+    spec = layout.spec
+    hf = transformers.AutoConfig.for_model("whisper", **_WHISPER)
+    model = transformers.AutoModelForSpeechSeq2Seq.from_config(hf, attn_implementation="eager").eval()
+    layer = model.get_decoder().layers[0]
+    tokens, source = 5, 30
+    hidden, states = torch.randn(1, tokens, 64), torch.randn(1, source, 64)
+    mask = torch.full((tokens, tokens), float("-inf")).triu(1)[None, None]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(hidden, attention_mask=mask, encoder_hidden_states=states)
+    measured = counter.get_total_flops()
+    mixer = spec.mixer
+    assert mixer is not None and mixer.projection_flops == 2 * 2 * 64 * 64  # q_proj and out_proj
+    assert spec.dense_ffn is not None
+    per_token = spec.attention_flops_of(0) + mixer.projection_flops + spec.ffn_matmul_flops(spec.dense_ffn)
+    scores = 2 * 2 * tokens * tokens * 64 + 2 * 2 * tokens * source * 64  # QKᵀ and AV over its own tokens and the source's
+    biases = 64 + 64  # q_proj's and v_proj's, an add each, which the layout counts beside the projections and no matmul runs
+    assert measured == tokens * (per_token - biases) + source * 2 * 2 * 64 * 64 + scores
+
+
+def test_the_deployment_answer(tmp_path: Path) -> None:
+    path = tmp_path / "whisper.json"
+    path.write_text(json.dumps(_config("whisper", **_WHISPER)))
+    args = ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--tp", "2", "--batch", "1"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # The decoder's context is its max_target_positions: 40 tokens, K and V of 4 heads × 16 in 2 layers; the source's
+    # 30 beside them; half of each a GPU (2 of its 4 heads), 2 bytes.
+    memory = data["per_gpu_memory"]
+    assert memory["kv_cache_bytes"] == 2 * 2 * (40 + 30) * 2 * 64 // 2
+    kinds = {k["kind"]: k for k in data["decode_state"]["kinds"]}
+    assert kinds["cross-attention over the encoder's output"]["encoder_tokens"] == 30
+    assert memory["context"] == memory["context_limit"] == 40
+    # The encoder, counted whole beside the decoder as a tower is.
+    assert data["vision_params"] == data["total_params"] - data["text_params"] > 0
+    # Two all-reduces of one token's 64 values a layer for its attentions, one for its FFN: 2 layers.
+    comm = data["roofline"]["cases"][0]["communication"]
+    assert comm["model_bytes_sent"] == pytest.approx(2 * 3 * 2 * (1 / 2) * 64 * 2)
+    text = " ".join(CliRunner().invoke(app, args, env={"COLUMNS": "80"}).output.split())
+    assert "a source of 30 tokens (max_source_positions)" in text and "audio: model.encoder" in text
+
+
+def test_a_decoder_of_an_encoder_its_config_does_not_describe_is_refused(tmp_path: Path) -> None:
+    # TrOCR's causal LM: its layers attend to a vision encoder's output, whose length its config does not name.
+    path = tmp_path / "trocr.json"
+    path.write_text(json.dumps(_config("trocr")))
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
+    assert result.exit_code != 0
+    assert "attend to an encoder's output (encoder_attn) that its config does not describe" in " ".join(result.output.split())
+
+
+def test_an_encoder_decoder_no_seq2seq_class_builds_is_named() -> None:
+    from ffn_cli.configs.encoder_decoder import encoder_decoder_of
+    from ffn_cli.i18n import Message
+
+    said = encoder_decoder_of(transformers.AutoConfig.for_model("gpt2", is_encoder_decoder=True))
+    assert isinstance(said, Message) and "that no Seq2Seq class of transformers builds" in str(said)
+    assert encoder_decoder_of(transformers.AutoConfig.for_model("gpt2")) is None
+    whisper = encoder_decoder_of(transformers.AutoConfig.for_model("whisper", **_WHISPER))
+    assert not isinstance(whisper, Message) and whisper is not None
+    assert (whisper.decoder_layers, whisper.source_tokens, whisper.source_key, whisper.runs_on) == (2, 30, "max_source_positions", "audio")
