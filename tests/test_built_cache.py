@@ -81,23 +81,23 @@ def test_the_key_is_the_code_that_counts_too(tmp_path: Path, monkeypatch: pytest
 
 
 def test_the_cli_says_the_counts_are_transformers_build_read_back(cache_home: Path, tmp_path: Path) -> None:
-    # JetMoE's layout is not read (a mixture of attention heads): ffn params counts it by building it.
+    # HRM's layout is not read (two stacks run in cycles): ffn params counts it by building it.
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(tiny_config("jetmoe")))
+    path.write_text(json.dumps(tiny_config("hrm_text")))
     built = _params("--config", str(path), "--json")
     assert built["cached_from"] is None and built["counted_by"] == "transformers"
     cached = _params("--config", str(path), "--json")
     assert cached["cached_from"] and cached["total_params"] == built["total_params"]
     assert cached["parts"] == built["parts"] and cached["active_params"] == built["active_params"]
     shown = " ".join(_params("--config", str(path)).split())
-    assert "read back from ffn's cache" in shown and "Counted by building JetMoeForCausalLM" in shown
+    assert "read back from ffn's cache" in shown and "Counted by building HrmTextForCausalLM" in shown
     fresh = _params("--config", str(path), "--no-cache", "--json")
     assert fresh["cached_from"] is None and fresh["total_params"] == built["total_params"]
 
 
 def test_a_hit_loads_neither_torch_nor_transformers(cache_home: Path, tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(tiny_config("jetmoe")))
+    path.write_text(json.dumps(tiny_config("hrm_text")))
     _params("--config", str(path))  # stores the entry
     code = (
         "import sys\n"
@@ -157,7 +157,7 @@ def test_no_cache_is_refused_for_one_ffn() -> None:
 def test_a_config_with_rope_scaling_hits_on_the_second_call(cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # transformers adds rope_theta to the rope_scaling dict it is handed; the entry is keyed by
     # the file as read, so the second call finds it and never builds.
-    config = tiny_config("jetmoe")
+    config = tiny_config("hrm_text")
     config.pop("rope_parameters", None)
     config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
     path = tmp_path / "config.json"

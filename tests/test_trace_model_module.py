@@ -91,9 +91,9 @@ def test_a_routed_moe_layer_on_meta_is_its_layouts_ffn_not_undercounted(tmp_path
 
 
 def test_a_routed_layer_ffn_cannot_lay_out_is_refused_on_meta(tmp_path: Path) -> None:
-    # JetMoE's layout is not read (its FFN has no down projection ffn knows): its own MoE block on
-    # meta would be undercounted, so it is refused in one line, the CPU offered.
-    result = CliRunner().invoke(app, ["trace", "--config", _write(tmp_path, "jetmoe"), "--device", "meta"])
+    # Switch Transformers' layout is not read (T5's sublayer lists): its own MoE block on meta would
+    # be undercounted, so its routed layer is refused in one line, the CPU offered.
+    result = CliRunner().invoke(app, ["trace", "--config", _write(tmp_path, "switch_transformers"), "--layer", "1", "--device", "meta"])
     assert result.exit_code == 1
     assert "routes tokens to experts by value" in result.stderr and result.stderr.count("\n") == 1
 

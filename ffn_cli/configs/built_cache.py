@@ -31,8 +31,18 @@ __all__ = ["FORMAT", "cache_dir", "cache_key", "count_cached", "load", "store"]
 FORMAT = 3
 # A stored entry is a few kilobytes; anything much larger is not ours.
 _MAX_BYTES = 1 << 20
-# The modules whose code decides what a count holds: their source is part of the key.
-_COUNTERS = ("ffn_cli.configs.meta_build", "ffn_cli.configs.attribution", "ffn_cli.configs.fallback", "ffn_cli.configs.built_cache")
+# The modules whose code decides what a count holds: their source is part of the key. The layout
+# reader's too: an entry counted because the layout was refused is a miss once the reader changes,
+# so a model a newer reader lays out is never answered by its old count.
+_COUNTERS = (
+    "ffn_cli.configs.meta_build",
+    "ffn_cli.configs.attribution",
+    "ffn_cli.configs.fallback",
+    "ffn_cli.configs.built_cache",
+    "ffn_cli.configs.layer_build",
+    "ffn_cli.configs.encoder_decoder",
+    "ffn_cli.configs.shared_blocks",
+)
 
 
 def cache_dir() -> Path:

@@ -75,7 +75,16 @@ from ffn_cli.models.mixers import (
     short_conv,
 )
 from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, NormKind, kv_tensors, layer_ranges
-from ffn_cli.models.tensor_notes import BIAS_ALONE, GATE_HALF, ROWS_PAST_VOCAB, SHARED_EXPERTS_ROWS, ZERO_EXPERTS_ROWS, modules_said, noted
+from ffn_cli.models.tensor_notes import (
+    BIAS_ALONE,
+    GATE_HALF,
+    NOT_PICKED,
+    ROWS_PAST_VOCAB,
+    SHARED_EXPERTS_ROWS,
+    ZERO_EXPERTS_ROWS,
+    modules_said,
+    noted,
+)
 from ffn_cli.models.vision import VisionPart, VisionTower
 from ffn_cli.spec import FFNSpec
 
@@ -94,6 +103,8 @@ _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 # The tensors of an [experts, …] container that its FFNSpec holds: the projections and their biases.
 _STATIC_TAPS = ".static_weight"  # a dynamic short convolution's taps that every token shares (Inkling 2's)
 _EXPERT_TENSORS = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
+# Experts held as a pair of containers, to the expert's width and back (JetMoE's)
+_PAIRED_EXPERTS = ("input_linear", "output_linear")
 # A router's bias on its scores, kept out of the gradient: a buffer (DeepSeek-V3's, LFM2-MoE's).
 _SCORE_BIASES = ("e_score_correction_bias", "expert_bias", "balancing_biases")
 # Where a config names its FFN's activation (GPT-2's, OPT's and XGLM's: activation_function).
@@ -111,6 +122,7 @@ _ASIDE = re.compile(r"Vision|Visual|Audio|Encoder|Embed|Patch|Attention$|Mixer$"
 BESIDE_THE_PARTS = N_("tensors beside the layer's parts")
 BESIDE_THE_LAYERS = N_("beside the layers")
 IMAGE_EXPERTS = N_("vision experts")
+ATTENTION_EXPERTS = N_("attention experts not picked")
 LOOKUP_TABLES = N_("lookup tables beside the layers")
 LAYER_TABLES = N_("lookup tables in the layers")
 # A shared block's tensors beside its attention and FFN (Zamba's norms), and each application's own adapters.
@@ -247,6 +259,10 @@ class LayerRead:
     # Experts of another modality beside the text ones (ERNIE 4.5 VL's vision_moe): held, run on image tokens alone.
     image_experts: tuple[ParamTensor, ...] = ()
     image_experts_shape: tuple[int, int] | None = None  # (experts, width) of them
+    # A mixture of attention heads (JetMoE's): the query-and-output experts a token does not pick,
+    # and (experts, picks); the AttentionSpec holds the picks'.
+    attention_experts: tuple[ParamTensor, ...] = ()
+    attention_routing: tuple[int, int] = (0, 0)
     window: int | None = None
     index_keys: int | None = None  # a DSA indexer's key, elements a token
     index_heads: int | None = None  # its heads
@@ -448,6 +464,51 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     shared_said = Message(N_(", an earlier layer's keys and values")) if read.kv_shared else ""
     read.said.append(Message.join(said, window_said, shared_said))
+
+
+def _query_experts(d: int, child: nn.Module) -> tuple[nn.Linear, nn.Module, tuple[int, int, bool, set[str]]] | None:
+    """A mixture of attention heads (JetMoE's MoA): one kv_proj every token runs, and `experts`
+    holding query-and-output experts as a pair of containers (input_linear to a query of the KV
+    heads' width, output_linear back to d), a router picking some a token. None for any other attention."""
+    children = dict(child.named_children())
+    kv, experts = children.get("kv_proj"), children.get("experts")
+    paired = _paired_experts(d, experts) if experts is not None else None
+    if not isinstance(kv, nn.Linear) or experts is None or paired is None or paired[2] or kv.out_features != 2 * paired[1]:
+        return None
+    return kv, experts, paired
+
+
+def _mixture_of_heads(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
+    """JetMoE's attention: keys and values of its KV heads from kv_proj, a query per pick from the
+    top_k experts a router picks of `experts`, each a query of the KV heads' width (so heads = KV
+    heads × top_k, each query head scoring its KV head) and an output back to d, summed with their
+    gates, and a bias. The AttentionSpec is what a token runs (its picks' queries and outputs); the
+    experts it does not pick are held beside, out of its active count, read where other tokens pick them."""
+    found = _query_experts(d, child)
+    assert found is not None
+    _kv, experts, (count, width, _gated, _names) = found
+    picks, head_dim = getattr(child, "top_k", None), getattr(child, "head_dim", None)
+    if not isinstance(picks, int) or not isinstance(head_dim, int) or min(picks, head_dim) < 1 or width % head_dim:
+        raise _Unread(Message(N_("{cls} names no top_k and head_dim its experts' width divides into"), cls=type(child).__name__))
+    kv_heads = width // head_dim
+    if not picks < count:
+        raise _Unread(Message(N_("{cls} picks all its {count} experts"), cls=type(child).__name__, count=f"{count:,}"))
+    bias = dict(experts.named_parameters(recurse=False)).get("bias")
+    if bias is not None and tuple(bias.shape) != (d,):
+        raise _Unread(Message(N_("{cls}'s experts hold a bias of other than hidden_size"), cls=type(child).__name__))
+    read.attention = AttentionSpec(d_model=d, n_heads=kv_heads * picks, n_kv_heads=kv_heads, head_dim=head_dim, qkv_bias=False,
+                                   o_bias=bias is not None)  # fmt: skip
+    router = [(n, m) for n, m in experts.named_children() if n not in _PAIRED_EXPERTS]
+    read.attention_extra = tuple(t for n, m in router for t in _named_in(f"experts.{n}", m))
+    others = count - picks
+    read.attention_experts = (
+        ParamTensor(noted("experts.input_linear.weight", NOT_PICKED), (others, width, d)),
+        ParamTensor(noted("experts.output_linear.weight", NOT_PICKED), (others, d, width)),
+    )
+    read.attention_routing = (count, picks)
+    said = N_("attention: {heads} heads × {head_dim}, {kv} KV heads, the queries and outputs of {picks} of {count} experts a token")
+    read.said.append(Message(said, heads=f"{kv_heads * picks:,}", head_dim=f"{head_dim:,}", kv=f"{kv_heads:,}", picks=picks,
+                             count=f"{count:,}"))  # fmt: skip
 
 
 def _qsa_indexer(child: nn.Module, read: LayerRead) -> None:
@@ -985,6 +1046,21 @@ def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
     return innermost[0] if len(innermost) == 1 else None
 
 
+def _paired_experts(d: int, block: nn.Module) -> tuple[int, int, bool, set[str]] | None:
+    """Experts held as two containers of their own, each one weight of [experts, out, in] (JetMoE's
+    JetMoeParallelExperts): input_linear from d to the expert's width (twice it where gated),
+    output_linear back to d. (experts, width, gated, the containers' names); None for any other block."""
+    children = dict(block.named_children())
+    weights = {n: dict(children[n].named_parameters()) if n in children else {} for n in _PAIRED_EXPERTS}
+    if any(set(w) != {"weight"} or w["weight"].dim() != 3 for w in weights.values()):
+        return None
+    w_in, w_out = (weights[n]["weight"] for n in _PAIRED_EXPERTS)
+    count, f = int(w_out.shape[0]), int(w_out.shape[2])
+    if tuple(w_out.shape) != (count, d, f) or w_in.shape[0] != count or w_in.shape[2] != d or w_in.shape[1] not in (f, 2 * f):
+        return None
+    return count, f, w_in.shape[1] == 2 * f, set(_PAIRED_EXPERTS)
+
+
 def _widths(d: int, up: nn.Linear | None, gate: nn.Linear | None, fused: nn.Linear | None, down: nn.Linear | None) -> tuple[int, bool]:
     """(d_ff, gated) of one MLP's projections."""
     if down is None or down.out_features != d:
@@ -1035,13 +1111,18 @@ def _moe(
     """Routed experts with their router, and shared experts inside `child` or `beside` it
     (Granite-4.0-H's shared_mlp sits beside block_sparse_moe)."""
     found = _experts(child)
-    if found is None:
+    paired = _paired_experts(d, child) if found is None else None
+    if found is None and paired is None:
         raise _Unread(Message(N_("no one routed experts container")))
-    path, experts = found
+    path, experts = found if found is not None else ("", child)
     latent = _latent_projections(d, child)
     width = latent[1] if latent is not None else d  # what an expert reads and writes
     each_expert: tuple[ParamTensor, ...] = ()  # tensors of one row an expert beside their projections
-    if isinstance(experts, (nn.ModuleList, nn.ModuleDict)):
+    held = {path}  # the modules that hold the experts
+    if paired is not None:  # JetMoE's input_linear and output_linear, each its own container
+        count, f, gated, held = paired
+        bias = False
+    elif isinstance(experts, (nn.ModuleList, nn.ModuleDict)):
         count, first = len(experts), next(iter(experts.children()))
         f, gated = _widths(width, *_mlp(first))
         bias = any(n.endswith("bias") for n, _p in first.named_parameters())
@@ -1112,7 +1193,7 @@ def _moe(
     # A router that scores a state of its own width (Zaya's MLP router over router_hidden_size):
     # every tensor of it beside the experts, the FFNSpec's d × E router not held.
     read.router_in_extra = any(child.get_submodule(p).get_parameter(str(w)).shape[1] != d for p, w in routers.items())
-    used = {path, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
+    used = {*held, *(p for p, _m in shared), *routers, *(["shared_expert_gate"] if spec.shared_expert_gate else [])}
     used |= set(latent[0]) if latent is not None else set()
     router_tensors: tuple[ParamTensor, ...] = ()
     for p, weight in routers.items():  # the router's weight is the FFNSpec's; its bias and any other tensor beside it
@@ -1279,7 +1360,7 @@ def _one_matrix(t: ParamTensor) -> ParamTensor:
 
 def _ffn(d: int, r: FamilyReader, hf_config: PretrainedConfig, children: list[tuple[str, nn.Module]], read: LayerRead) -> None:
     children = _by_modality(d, _loose_linears(_beside_the_mlp(children)), read)
-    moe = [(n, c) for n, c in children if _experts(c) is not None]
+    moe = [(n, c) for n, c in children if _experts(c) is not None or _paired_experts(d, c) is not None]
     beside: tuple[ParamTensor, ...] = ()
     if len(moe) == 1 and len(children) <= 2:
         _moe(d, r, hf_config, moe[0][1], read, tuple(c for c in children if c[0] != moe[0][0]))
@@ -1399,6 +1480,8 @@ def read_layer(
                 _compressed_attention(d, child, read)
             elif (cca := _cca_projection(child)) is not None:
                 _cca_attention(d, text, child, cca, read)
+            elif _query_experts(d, child) is not None:
+                _mixture_of_heads(d, text, child, read)
             elif _attends(child):
                 _softmax_attention(d, text, child, read)
             elif _is_cross(child):
@@ -1650,7 +1733,8 @@ def _mixer_params(read: LayerRead) -> int:
     if read.attention is None:
         return mixer
     kv = sum(t.count for t in kv_tensors(read.attention)) if read.kv_shared else 0
-    return mixer + read.attention.params - kv + sum(t.count for t in read.attention_extra)
+    beside = sum(t.count for t in (*read.attention_extra, *read.attention_experts))
+    return mixer + read.attention.params - kv + beside
 
 
 def _ffn_count(read: LayerRead) -> int:
@@ -2409,6 +2493,21 @@ def _tables_in_layers(reads: list[LayerRead], source: str) -> tuple[ExtraPart, .
     return (ExtraPart(LAYER_TABLES, "embedding", Message.listed(said), tables, per_layer=True, layers=layers, lookups=lookups),)
 
 
+def _attention_experts(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
+    """The query-and-output experts a mixture of attention heads holds beside a token's picks (JetMoE's):
+    in the total, not a token's active count; a pass reads those its tokens touch beyond the picks."""
+    why = _("its layers mix attention heads of more than one shape")
+    holders, tensors = _held_alike(reads, lambda r: r.attention_experts, source, why)
+    if not holders:
+        return ()
+    count, picks = holders[0].attention_routing
+    layers = tuple(sorted(i for r in holders for i in r.layers))
+    all_layers = tuple(sorted(i for r in reads for i in r.layers))
+    detail = Message(N_("{n} of {count} query-and-output experts, picked by other tokens"), n=f"{count - picks:,}", count=f"{count:,}")
+    return (ExtraPart(ATTENTION_EXPERTS, "attention", detail, tensors, per_layer=True, layers=() if layers == all_layers else layers,
+                      routed=(count, picks)),)  # fmt: skip
+
+
 def _image_experts(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:
     """The experts of another modality each MoE layer holds beside the text ones (ERNIE 4.5 VL's
     vision_moe): the model's vision part, held and divided over --ep as experts, never run by a text token."""
@@ -2479,7 +2578,7 @@ def _assemble(
             widths = tuple(by_layer.get(i, dense.hidden) for i in range(n_layers))
     norms, reads = _common_norms(reads, d)
     extras = _beside_the_parts(reads) + _adapters(reads, source) + _message_gates(reads, weights_from if reused_whole else {}, source)
-    extras += _tables_in_layers(reads, source) + _image_experts(reads, source)
+    extras += _tables_in_layers(reads, source) + _image_experts(reads, source) + _attention_experts(reads, source)
     if shell.tables:  # read a row a token, as the token embeddings are; a shape's dimensions carry no separators
         # each by its module, and the part of it meant (Llama 3.2 Vision's token table's rows past vocab_size)
         said = [Message(N_("{table}: {shape}"), table=m, shape=f"({', '.join(map(str, t.shape))})")

@@ -431,7 +431,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
     if block.name in extras:
         e = extras[block.name]
         unit, detail = e.copies, e.detail
-        active = 0 if e.idle else None  # held, never run
+        active = 0 if e.idle or e.routed[0] else None  # held, never run; or run by other tokens than this one
         if e.layers:  # a part only some layers hold (Inkling 2's full layers' input norms for the keys and values)
             detail = Message.join(detail, _where(spec.held_layers_of(e) or ()))
     elif block.part == "vision" and spec.vision is not None:

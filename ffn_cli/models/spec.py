@@ -43,8 +43,9 @@ MAX_VOCAB = 1 << 24
 # AttentionSpec.tensors() with these prefixes.
 KV_TENSORS = ("k_proj.", "v_proj.", "k_norm.")
 
-# "vision": experts of the image tokens beside a layer's text ones (ERNIE 4.5 VL's), run by no text token.
-ExtraKind = Literal["embedding", "norm", "other", "vision"]
+# "vision": experts of the image tokens beside a layer's text ones (ERNIE 4.5 VL's), run by no text token;
+# "attention": attention experts a token does not pick (JetMoE's), counted with the attention.
+ExtraKind = Literal["attention", "embedding", "norm", "other", "vision"]
 # Layers in a row, evenly spaced, from which layer_ranges writes them as a series.
 _STRIDED = 5
 
@@ -76,6 +77,10 @@ class ExtraPart:
     shared: bool = False
     # Held and never run (Inkling 2 Loop's message gates where it runs one pass): in the total, not the active count.
     idle: bool = False
+    # (experts, picks): its tensors are the experts − picks a token does not pick (JetMoE's attention
+    # experts, the picks' held by the layer's AttentionSpec): in the total, not the active count; a
+    # pass reads those its tokens touch beyond their picks. (0, 0): not routed.
+    routed: tuple[int, int] = (0, 0)
 
     @property
     def params_each(self) -> int:

@@ -12,6 +12,7 @@ from ffn_cli.i18n import N_, Message
 __all__ = [
     "BIAS_ALONE",
     "GATE_HALF",
+    "NOT_PICKED",
     "ROWS_PAST_VOCAB",
     "SHARED_EXPERTS_ROWS",
     "ZERO_EXPERTS_ROWS",
@@ -27,7 +28,9 @@ SHARED_EXPERTS_ROWS = N_("shared experts' rows")
 ROWS_PAST_VOCAB = N_("rows past vocab_size")
 # A projection's bias counted apart from the projection (Whisper's q_proj and v_proj, where k_proj has none).
 BIAS_ALONE = N_("its bias")
-_NOTES = frozenset({GATE_HALF, ZERO_EXPERTS_ROWS, SHARED_EXPERTS_ROWS, ROWS_PAST_VOCAB, BIAS_ALONE})
+# A mixture of attention heads' experts beside the ones a token picks (JetMoE's query-and-output experts).
+NOT_PICKED = N_("experts not picked")
+_NOTES = frozenset({GATE_HALF, ZERO_EXPERTS_ROWS, SHARED_EXPERTS_ROWS, ROWS_PAST_VOCAB, BIAS_ALONE, NOT_PICKED})
 
 
 def noted(path: str, note: str) -> str:

@@ -224,18 +224,22 @@ def extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """A family's own tensors beside attention and FFN (Gemma 3n's AltUp, Laurel, per-layer
     inputs): their matmuls, each weight read once, an embedding table one row per token."""
     flops = case.tokens * spec.extra_flops
-    weights, params = 0.0, 0
+    weights, params = 0.0, 0.0
     state = 0.0
-    for e in (e for e in spec.extras if e.kind != "vision"):  # a modality's experts: run by no text token
+    # a modality's experts: run by no text token; a part held and never run: read by none
+    for e in (e for e in spec.extras if e.kind != "vision" and not e.idle):
         # a convolution's latest inputs, written in prefill, read and written in decode, a sequence and layer
         state += e.state * len(spec.layers_of(e) or ()) * case.batch * case.act_bytes * (1 if case.phase == "prefill" else 2)
+        # experts a token does not pick (JetMoE's attention experts): those the pass's tokens touch beyond their picks
+        count, picks = e.routed
+        share = (expected_distinct_experts(count, picks, case.tokens) - picks) / (count - picks) if count else 1.0
         for t in extra_tensors(spec, e):
             if t.part == "embedding":  # `lookups` rows a token
                 weights += t.instances * case.tokens * e.lookups * _bytes(plan, t.role, (1, *t.shape[1:]))
                 params += t.instances * case.tokens * e.lookups * t.numel // t.shape[0]
             else:
-                weights += t.instances * _bytes(plan, t.role, t.shape)
-                params += t.instances * t.numel
+                weights += share * t.instances * _bytes(plan, t.role, t.shape)
+                params += share * t.instances * t.numel
     return PartCost("other", flops, weights, 0.0, state, weight_params=params)
 
 

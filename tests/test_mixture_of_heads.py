@@ -1,0 +1,93 @@
+"""JetMoE's mixture of attention heads laid out: a token's picks of the query-and-output experts as
+its attention, the experts it does not pick held beside, out of its active count; against a hand
+count, transformers' own cache after a forward, and FlopCounterMode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ffn_cli.costs.decode_state import decode_state
+from ffn_cli.models.count import count_model
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+
+# JetMoE of 64 wide, 2 layers: 2 KV heads × 16 (kv_channels), 4 experts, top-2, each MoE expert 48 wide.
+_JETMOE = dict(hidden_size=64, num_hidden_layers=2, num_key_value_heads=2, kv_channels=16, num_local_experts=4, num_experts_per_tok=2,
+               intermediate_size=48, vocab_size=100, pad_token_id=0, bos_token_id=1, eos_token_id=2)  # fmt: skip
+
+
+def _config() -> dict[str, Any]:
+    return {**transformers.AutoConfig.for_model("jetmoe", **_JETMOE).to_dict(), "model_type": "jetmoe"}
+
+
+def test_a_tokens_picks_are_its_attention_the_rest_held_beside() -> None:
+    layout = read_layout(_config(), name="small", source="small")
+    spec = layout.spec
+    a = spec.attention
+    # 2 KV heads × 16 a pick: 4 query heads scoring 2 KV heads, an output bias of 64
+    assert (a.n_heads, a.n_kv_heads, a.head_dim, a.o_bias, a.qkv_bias) == (4, 2, 16, True, False)
+    counted = count_model(spec)
+    # By hand, a layer: kv_proj 64 → 64, 4 experts' q (64 → 32) and o (32 → 64), the router 64 → 4, the bias 64;
+    # the MoE: 4 experts' input_linear (64 → 96) and output_linear (48 → 64), its router 64 → 4, its bias 64;
+    # two RMSNorms. Beside: the embeddings (tied head) and the final norm.
+    attention = 64 * 64 + 4 * 2 * 64 * 32 + 64 * 4 + 64
+    moe = 4 * (64 * 96 + 48 * 64) + 64 * 4 + 64
+    assert counted.total_params == 2 * (attention + moe + 2 * 64) + 100 * 64 + 64
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**_config()))
+    assert counted.total_params == sum(p.numel() for p in model.parameters())
+    # Active: a token's 2 picks of each, the routers and biases all run.
+    picked = 64 * 64 + 2 * 2 * 64 * 32 + 64 * 4 + 64
+    moe_picked = 2 * (64 * 96 + 48 * 64) + 64 * 4 + 64
+    assert counted.active_params == 2 * (picked + moe_picked + 2 * 64) + 100 * 64 + 64
+
+
+def test_what_decoding_keeps_against_transformers_cache() -> None:
+    layout = read_layout(_config(), name="small", source="small")
+    context = 9
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec, layout.windows, layout.chunks, context)}
+    assert kinds["attention"].elements_per_layer == context * 2 * 2 * 16  # K and V of 2 KV heads × 16
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**_config())).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(3, 100, (1, context)), use_cache=True).past_key_values
+    for layer in cache.layers:
+        assert layer.keys.numel() + layer.values.numel() == kinds["attention"].elements_per_layer
+
+
+def test_a_layers_attention_against_flop_counter() -> None:
+    # 5 tokens through one layer's attention: kv_proj, the router and 2 picks' q and o a token (by hand,
+    # 2 · 64 · (64 + 4 + 2 · (32 + 32)) = 25,088), the scores of
+    # 4 query heads over the keys before them (eager: QKᵀ and AV over all 5, masked).
+    layout = read_layout(_config(), name="small", source="small")
+    spec = layout.spec
+    config = transformers.AutoConfig.for_model(**_config())
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    attention = model.model.layers[0].self_attention
+    tokens = 5
+    hidden = torch.randn(1, tokens, 64)
+    positions = model.model.rotary_emb(hidden, torch.arange(tokens)[None])
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        attention(hidden, position_embeddings=positions)
+    assert spec.attention_flops_of(0) == 2 * 64 * (64 + 4 + 2 * (32 + 32))
+    scores = 2 * 2 * tokens * tokens * 4 * 16
+    assert counter.get_total_flops() == tokens * spec.attention_flops_of(0) + scores
+
+
+def test_the_experts_a_pass_touches_are_the_ones_it_reads() -> None:
+    # At batch 1 a decode step reads its 2 picks' experts alone; at a batch large enough every expert.
+    from ffn_cli.costs.roofline.model_pass import PassCase, extras_cost
+    from ffn_cli.costs.weights import plan_from_options
+
+    spec = read_layout(_config(), name="small", source="small").spec
+    plan = plan_from_options("bf16", None)
+    others = 2 * 2 * (2 * 64 * 32) * 2  # 2 layers × the 2 experts not picked × their q and o, 2 bytes
+    assert extras_cost(spec, plan, PassCase("decode", 1, 16)).weight_bytes == 0
+    assert extras_cost(spec, plan, PassCase("decode", 4096, 16)).weight_bytes == pytest.approx(others)
