@@ -24,7 +24,8 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 from ffn_cli.configs.encoder_decoder import seq2seq_class  # noqa: E402  (torch and transformers)
 from ffn_cli.configs.layer_build import read_layout  # noqa: E402
 
-SEQ2SEQ = ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "marian", "mbart", "mvp", "pegasus", "plbart", "whisper")
+SEQ2SEQ = ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "led", "m2m_100", "marian", "mbart", "mvp", "pegasus", "plbart",
+           "whisper")  # fmt: skip
 
 # Whisper of 64 wide, 2 + 2 layers of 4 heads × 16, a source of 30 frames (60 mel frames through its stride-2 conv).
 _WHISPER = dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=96,
@@ -159,3 +160,54 @@ def test_an_encoder_decoder_no_seq2seq_class_builds_is_named() -> None:
     whisper = encoder_decoder_of(transformers.AutoConfig.for_model("whisper", **_WHISPER))
     assert not isinstance(whisper, Message) and whisper is not None
     assert (whisper.decoder_layers, whisper.source_tokens, whisper.source_key, whisper.runs_on) == (2, 30, "max_source_positions", "audio")
+
+
+def test_the_encoder_is_split_over_tp_and_stored_as_the_decoder(tmp_path: Path) -> None:
+    # As vLLM serves Whisper: the encoder's attention and FFN linears split over --tp (and stored as
+    # --weights stores the decoder's), its convolutions and position table whole on every GPU, as the
+    # norms and biases are. By transformers' own modules: every 1-D tensor, the encoder's convs and its
+    # position table replicated; every other matrix halved at --tp 2.
+    path = tmp_path / "whisper.json"
+    path.write_text(json.dumps(_config("whisper", **_WHISPER)))
+    with torch.device("meta"):
+        model = transformers.AutoModelForSpeechSeq2Seq.from_config(transformers.AutoConfig.for_model("whisper", **_WHISPER))
+    encoder = model.get_encoder()
+    whole = {id(p) for p in (encoder.conv1.weight, encoder.conv2.weight, encoder.embed_positions.weight)}
+    replicated = sum(p.numel() for p in model.parameters() if p.dim() == 1 or id(p) in whole)
+    split = sum(p.numel() for p in model.parameters()) - replicated
+    data = json.loads(CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--tp", "2", "--json"]).stdout)
+    memory = data["per_gpu_memory"]
+    assert memory["replicated_bytes"] == 2 * replicated and memory["split_bytes"] == 2 * split // 2
+    assert "vision tower" not in memory["replicated"] and "the encoder's convolutions and tables" in memory["replicated"]
+    # --weights fp8 on the linears: the encoder's too, an fp32 scale a tensor beside each.
+    stored = json.loads(CliRunner().invoke(app, ["params", "--config", str(path), "--weights", "fp8", "--json"]).stdout)
+    matrices = [p for n, p in model.named_parameters() if p.dim() == 2 and "embed" not in n]  # 20 the decoder's, 12 the encoder's
+    linears = sum(p.numel() for p in matrices)
+    assert stored["checkpoint"]["bytes"] == 2 * (data["total_params"] - linears) + linears + 4 * len(matrices)
+
+
+def test_a_decoder_with_its_own_vocabulary(tmp_path: Path) -> None:
+    # Marian with separate vocabularies: the decoder's table and head are decoder_vocab_size rows.
+    keys = dict(d_model=64, encoder_layers=1, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=96,
+                decoder_ffn_dim=96, vocab_size=100, decoder_vocab_size=120, share_encoder_decoder_embeddings=False, pad_token_id=0,
+                decoder_start_token_id=0, max_position_embeddings=32)  # fmt: skip
+    layout = read_layout(_config("marian", **keys), name="small", source="small")
+    with torch.device("meta"):
+        model = transformers.AutoModelForSeq2SeqLM.from_config(transformers.AutoConfig.for_model("marian", **keys))
+    assert layout.spec.vocab_size == 120 and count_model(layout.spec).total_params == sum(p.numel() for p in model.parameters())
+
+
+def test_trace_runs_a_decoder_layers_ffn(tmp_path: Path) -> None:
+    # BART's and Whisper's FFN is fc1, the activation and fc2, held loose in the decoder layer: the three traced as one.
+    path = tmp_path / "whisper.json"
+    path.write_text(json.dumps(_config("whisper", **_WHISPER)))
+    result = CliRunner().invoke(app, ["trace", "--config", str(path), "--layer", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["module"]["name"] == "decoder.layers.1.(fc1, activation_fn, fc2)"
+    tokens = data["batch"] * data["seq_len"]
+    assert data["matmul_flops"] == tokens * 2 * 2 * 64 * 96 and data["total_params"] == 2 * 64 * 96 + 96 + 64
+    assert data["output_shape"] == data["input_shape"]
+    # its decoder's 2 layers, not the encoder's
+    refused = CliRunner().invoke(app, ["trace", "--config", str(path), "--layer", "2"])
+    assert refused.exit_code == 2 and "layers 0 to 1" in refused.output

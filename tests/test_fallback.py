@@ -416,7 +416,8 @@ def _built(model_type: str, **overrides: Any) -> torch.nn.Module:
             "model.layers.1.feed_forward",
             "JambaSparseMoeBlock",
         ),
-        ("t5", {"d_ff": 128, "d_kv": 16}, "encoder.block.1.layer.1", "T5LayerFF"),
+        # an encoder-decoder's layers are its decoder's: self-attention, cross-attention, then the FFN
+        ("t5", {"d_ff": 128, "d_kv": 16}, "decoder.block.1.layer.2", "T5LayerFF"),
     ],
 )
 def test_the_ffn_module_of_a_layer_is_found(model_type: str, overrides: dict[str, Any], path: str, cls: str) -> None:

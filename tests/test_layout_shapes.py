@@ -516,8 +516,8 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
         ("electra", {"is_decoder": True}, "a 30,522 × 128 table, not vocab_size × hidden_size (30,522 × 256)"),  # projected up
         # ProphetNet: its decoder layers' self-attention predicts n-gram streams beside the main one
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),
-        # T5: its blocks hold their attentions in a list of sublayers (layer.0.SelfAttention, layer.1.EncDecAttention)
-        ("t5", {}, "its decoder layers (layers 0–5) hold no self-attention beside a cross-attention named encoder_attn"),
+        # T5: relative positions, no most source tokens to size its cross-attention's keys and values by
+        ("t5", {}, "names no max_source_positions or max_position_embeddings of 1 or more"),
         # IDEFICS: a gated cross-attention layer over the image every cross_layer_interval layers, beside them
         ("idefics", {}, "it builds layers that attend beside its decoder layers (model.gated_cross_attn_layers)"),
         # Qwen2.5-Omni: a thinker and a talker, two decoders of 28 layers, each with a cache of its own

@@ -39,7 +39,8 @@ class EncoderDecoder:
     tokens (and the key that says so), what the encoder runs on."""
 
     decoder_layers: int
-    source_tokens: int | None
+    vocab: int | None  # the decoder's vocabulary where it has its own (Marian's decoder_vocab_size); None: vocab_size
+    source_tokens: int
     source_key: str
     runs_on: Literal["source", "audio"]
     model_class: Any
@@ -71,14 +72,16 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
     if found is None:
         return Message(N_("an encoder and a decoder (is_encoder_decoder) that no Seq2Seq class of transformers builds"))
     if layers is None:
-        return Message(N_("an encoder and a decoder (is_encoder_decoder) whose config names no decoder_layers: ffn cannot tell "
-                          "its decoder's layers"))  # fmt: skip
+        return Message(N_("an encoder and a decoder (is_encoder_decoder) whose config names no decoder_layers of 1 or more: "
+                          "ffn cannot tell its decoder's layers"))  # fmt: skip
     model_class, runs_on = found
-    for key in ("max_source_positions", "max_position_embeddings"):
+    vocab = _positive(hf_config, "decoder_vocab_size")
+    for key in ("max_source_positions", "max_encoder_position_embeddings", "max_position_embeddings"):  # LED: its encoder's own
         tokens = _positive(hf_config, key)
         if tokens is not None:
-            return EncoderDecoder(layers, tokens, key, runs_on, model_class)
-    return EncoderDecoder(layers, None, "", runs_on, model_class)
+            return EncoderDecoder(layers, vocab, tokens, key, runs_on, model_class)
+    return Message(N_("an encoder and a decoder (is_encoder_decoder) whose config names no max_source_positions or "
+                      "max_position_embeddings of 1 or more: ffn cannot size what its cross-attention keeps of a source"))  # fmt: skip
 
 
 def encoder_path(model: nn.Module) -> str | None:

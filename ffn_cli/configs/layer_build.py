@@ -732,7 +732,7 @@ def _image_tiles(hf_config: PretrainedConfig) -> tuple[int, int] | None:
 
 def _encoder_tokens(seq2seq: EncoderDecoder) -> _Source:
     """The encoder's output a decoder layer attends to: one 'tile' of the most tokens it hands on."""
-    return _Source("encoder", (1, seq2seq.source_tokens) if seq2seq.source_tokens is not None else None, seq2seq.source_key)
+    return _Source("encoder", (1, seq2seq.source_tokens), seq2seq.source_key)
 
 
 @dataclass(frozen=True)
@@ -771,9 +771,6 @@ def _cross_attention(child: nn.Module, read: LayerRead, source: _Source) -> None
         read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
         why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
                  "the image, whose tokens ffn does not size")  # fmt: skip
-        if not image:
-            why = N_("the keys and values {name} keeps of the encoder's output, and its scores over them: the config names no "
-                     "most tokens of a source")  # fmt: skip
         read.left_out.append(Message(why, name=name))
         return
     on_source = tuple(t.name for t in tensors if re.match(r"(k_proj|v_proj|k_norm)\b", t.name))  # the keys' and values'
@@ -1648,7 +1645,7 @@ def _towers(
         path, seq2seq = encoder
         held = [t for t in beside if t.name.split(" ")[0].startswith(f"{path}.")]
         beside = tuple(t for t in beside if t not in held)
-        part = VisionPart(path, N_("as transformers builds it"), sum(t.count for t in held), runs_on=seq2seq.runs_on)
+        part = VisionPart(path, N_("as transformers builds it"), sum(t.count for t in held), runs_on=seq2seq.runs_on, tensors=tuple(held))
         vision, others = _towers(beside, config)
         parts = (part, *(vision.parts if vision is not None else ()))
         return VisionTower(Message.listed([p.name for p in parts]), parts), others
@@ -1810,7 +1807,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     if isinstance(seq2seq, Message):
         raise _beyond(source, seq2seq.shown())
     text = hf_config.get_text_config()
-    for key in ("hidden_size", "num_hidden_layers", "vocab_size"):
+    # An encoder-decoder's depth is its decoder_layers (read above), not the encoder's num_hidden_layers
+    for key in ("hidden_size", "vocab_size") + (("num_hidden_layers",) if seq2seq is None else ()):
         value = getattr(text, key, None)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
@@ -1839,7 +1837,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             assert whole is not None
             classes = _listed_layer_classes(decoder_of(whole), n_layers, source)
         encoder = encoder_path(whole) if whole is not None and seq2seq is not None else None
-        shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True, encoder=encoder)
+        vocab = seq2seq.vocab if seq2seq is not None else None
+        shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True, encoder=encoder,
+                                                                                   vocab=vocab)  # fmt: skip
         if shell.layer_config is not None:  # the config the model's class leaves (TrOCR's is_decoder, the attention kernel)
             text = shell.layer_config
         if whole is None:
@@ -1877,8 +1877,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                     reads += [read(i, (i,)) for i in layers]
     if seq2seq is not None and (plain := [r for r in reads if r.mixer is None or r.attention is None]):
         # T5's blocks hold their attentions inside a list of sublayers (layer.0.SelfAttention, layer.1.EncDecAttention)
-        why = _("its decoder layers ({layers}) hold no self-attention beside a cross-attention named {names}: ffn cannot tell "
-                "what they keep of the encoder's output")  # fmt: skip
+        why = _("ffn reads an encoder-decoder's decoder layer as a self_attn beside an {names} (BART's, Whisper's); its "
+                "decoder layers ({layers}) hold their attention otherwise, and ffn cannot tell what they keep")  # fmt: skip
         layers = tuple(sorted(i for r in plain for i in r.layers))
         raise _beyond(source, why.format(layers=_layers_named(layers).shown(), names=", ".join(CROSS_ATTENTION)))
     sub = len(sublayers) if sublayers is not None else 1
@@ -1887,17 +1887,19 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     merged = _with_passes(merged, runs)
     notes += tuple(stood_in)
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
-    if seq2seq is not None and seq2seq.source_tokens is not None:
+    if seq2seq is not None:
         notes += (Message(_SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
     if runs and blocks is not None:
         raise _beyond(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
     paths = blocks.paths if blocks is not None else ()
     return _assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
-                     weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths, n_layers=n_layers,
+                     weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths, n_layers=n_layers, vocab=vocab,
                      encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
 
 
+_ENCODER_PASS = N_("the encoder's pass over a source ({encoder}) and the cross-attention's keys and values of it (k_proj, v_proj), "
+                   "run once a source")
 _SOURCE_KEPT = N_(
     "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens ({key}), the most the "
     "encoder hands on (a shorter source keeps less); their projections, as {encoder}, run once a source, not by a token decoded"
@@ -2120,12 +2122,18 @@ def _shell(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], so
 
 
 def _shell_of(
-    model: PreTrainedModel, classes: tuple[type[nn.Module], ...], source: str, *, whole: bool, encoder: str | None = None
+    model: PreTrainedModel,
+    classes: tuple[type[nn.Module], ...],
+    source: str,
+    *,
+    whole: bool,
+    encoder: str | None = None,
+    vocab: int | None = None,
 ) -> Shell:
     """The tensors of `model` outside its decoder layers: built with none, or `whole` with them all;
-    an encoder-decoder's `encoder` module beside them, as a tower."""
+    an encoder-decoder's `encoder` module beside them, as a tower, and its decoder's own `vocab`."""
     text = model.config.get_text_config()
-    d, vocab = int(text.hidden_size), int(text.vocab_size)
+    d, vocab = int(text.hidden_size), vocab or int(text.vocab_size)
     modules = dict(model.named_modules())
     built = [(n, m) for n, m in modules.items() if isinstance(m, classes)]
     if built and not whole:  # layers beside num_hidden_layers' (HRM's stacks)
@@ -2163,8 +2171,8 @@ def _shell_of(
     beside, tables = [], []
     norms: dict[str, list[ParamTensor]] = {}  # the norms of d outside the layers, by module: the final norm among them
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
-    # (Whisper's decoder: max_target_positions.)
-    position_keys = ("max_position_embeddings", "n_positions", "max_target_positions")
+    # (Whisper's decoder: max_target_positions; LED's: max_decoder_position_embeddings.)
+    position_keys = ("max_position_embeddings", "n_positions", "max_target_positions", "max_decoder_position_embeddings")  # LED's
     position_rows = {v for k, v in data.items() if k in position_keys and isinstance(v, int)} - vocabularies
     positions = first_position = 0
     whole_config = model.config.to_dict()
@@ -2540,6 +2548,7 @@ def _assemble(
     shared_paths: tuple[str, ...] = (),
     n_layers: int | None = None,
     encoder: tuple[str, EncoderDecoder] | None = None,
+    vocab: int | None = None,
 ) -> BuiltLayout:
     text = hf_config.get_text_config()
     weights_from = weights_from or {}
@@ -2599,7 +2608,7 @@ def _assemble(
         model_type=str(hf_config.model_type),
         d_model=d,
         n_layers=n_layers,
-        vocab_size=int(text.vocab_size),
+        vocab_size=vocab or int(text.vocab_size),  # an encoder-decoder's decoder's own (Marian's decoder_vocab_size)
         attention=attention,
         dense_ffn=dense,
         moe_ffn=moe,
@@ -2648,6 +2657,8 @@ def _assemble(
         chunks = (*chunks, *(chunks[weights_from[i]] for i in range(configured, n_layers)))
     left_out = _by_layers([(r.layers, r.left_out) for r in reads]) + _loops(text_data)
     flops_left_out = _by_layers([(r.layers, r.flops_left_out) for r in reads])
+    if encoder is not None:  # run once a source, as a tower runs once an image
+        flops_left_out.append(Message(_ENCODER_PASS, encoder=encoder[0]))
     # Linears beside the layers of a model with a tower, outside it, may run on its inputs: their FLOPs named as no token's
     # (a table or a learned vector beside them, Inkling 2's final_input query, LLaVA-NeXT's image_newline, runs no matmul).
     if not text_only and any(t.name.endswith(".weight") for t in beside):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -493,12 +494,20 @@ def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -
     stack (model.layers[i].mlp, transformer.h[i].mlp, …); None when there is no such single
     module (BERT splits its FFN into intermediate and output)."""
     config = getattr(model, "config", None)
+    prefix = ""
+    if isinstance(config, PretrainedConfig) and getattr(config, "is_encoder_decoder", False) is True:
+        # An encoder-decoder's layers are its decoder's (BART's num_hidden_layers names its encoder's)
+        decoder = _decoder(model)
+        if decoder is not None:
+            prefix, model = decoder
+            n_layers = n_layers or _int_attr(config, "decoder_layers") or _int_attr(config, "num_decoder_layers")
     if n_layers is None and isinstance(config, PretrainedConfig):
         n_layers = _int_attr(config.get_text_config(), "num_hidden_layers")
     stack = _layer_stack(model, n_layers)
     if stack is None:
         return None
     stack_path, blocks = stack
+    stack_path = f"{prefix}.{stack_path}" if prefix else stack_path
     if not 0 <= layer < len(blocks):
         raise FFNError("layer", layer, _("the model has layers 0 to {last}").format(last=len(blocks) - 1))
     block = blocks[layer]
@@ -510,5 +519,27 @@ def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -
         # A sentinel child that is no norm or embedding: the rule then decides by the path.
         kind, depth = attribute((*owners, Owner("", "")))
         if kind == "ffn" and depth == len(owners) and not path.endswith(("intermediate", "output")):
+            if isinstance(module, nn.Linear) and (loose := _loose_ffn(block)) is not None:
+                return FFNModule(f"{stack_path}.{layer}.(fc1, activation_fn, fc2)", layer, loose)
             return FFNModule(f"{stack_path}.{layer}.{path}", layer, module)
     return None
+
+
+def _decoder(model: nn.Module) -> tuple[str, nn.Module] | None:
+    """An encoder-decoder's decoder and its path, by transformers' own get_decoder."""
+    get: Any = getattr(model, "get_decoder", None)
+    decoder = get() if callable(get) else None
+    path = next((n for n, m in model.named_modules() if m is decoder and n), None)
+    return (path, decoder) if path is not None and isinstance(decoder, nn.Module) else None
+
+
+def _loose_ffn(block: nn.Module) -> nn.Module | None:
+    """A layer whose FFN is two Linears and an activation held loose in it (OPT's, XGLM's, BART's,
+    Whisper's fc1, activation_fn and fc2), run in that order by its forward: the three, as one module."""
+    parts = {n: getattr(block, n, None) for n in ("fc1", "activation_fn", "fc2")}
+    fc1, act, fc2 = parts["fc1"], parts["activation_fn"], parts["fc2"]
+    if not (isinstance(fc1, nn.Linear) and isinstance(fc2, nn.Linear) and isinstance(act, nn.Module)):
+        return None
+    if fc1.out_features != fc2.in_features:
+        return None
+    return nn.Sequential(OrderedDict(fc1=fc1, activation_fn=act, fc2=fc2))

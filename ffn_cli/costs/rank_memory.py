@@ -20,9 +20,10 @@ from ffn_cli.models.spec import ModelSpec
 
 __all__ = ["RankMemory", "rank_memory"]
 
-_REPLICATED = ("vector", "router", "vision")
+_REPLICATED = ("vector", "router", "vision", "source")
 # What every GPU holds whole, in words (English ids): a model's own, in this order.
 NORMS, BIASES, ROUTERS, VISION_TOWER = N_("norms"), N_("linear biases"), N_("routers"), N_("vision tower")
+ENCODER_REST = N_("the encoder's convolutions and tables")
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
         BIASES: any(t.role == "vector" and "bias" in t.name and "norm" not in t.name for t in placed),  # a norm's bias is the norm's
         ROUTERS: any(t.role == "router" for t in placed) or spec.router_score_bias,
         VISION_TOWER: any(t.role == "vision" for t in placed),
+        ENCODER_REST: any(t.role == "source" for t in placed),
         PART_WORDS["table"]: any(t.part == "table" for t in stored.tensors),
     }
     return (NORMS, *(word for word, held in has.items() if held))

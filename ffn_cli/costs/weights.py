@@ -64,6 +64,7 @@ ROLE_WORDS = {
     "head": N_("LM head"),
     "vector": N_("biases and norms"),
     "vision": N_("vision tower"),
+    "source": N_("the encoder's convolutions and tables"),
     "other": N_("other"),
 }
 PART_WORDS = {"mtp": N_("multi-token prediction"), "bias": N_("router score biases"), "table": N_("hash-routing tables")}

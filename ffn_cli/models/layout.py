@@ -48,7 +48,10 @@ PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "v
 # What a quantizer chooses a tensor by: gpt-oss quantizes only "experts", DeepSeek-V3 every
 # linear but its "router", "embedding" and "head". A 1-D tensor (bias, norm) is a "vector",
 # never quantized; a vision tower is placed by part, as one "vision".
-Role = Literal["embedding", "head", "attention", "router", "experts", "shared", "latent", "dense_ffn", "vector", "vision", "other"]
+# "source": an encoder-decoder's encoder's tensors beside its linears (its convolutions, its position table).
+Role = Literal[
+    "embedding", "head", "attention", "router", "experts", "shared", "latent", "dense_ffn", "vector", "vision", "source", "other"
+]
 
 # Block names, English ids marked for translation: the parts table's rows.
 TOKEN_EMBEDDINGS = N_("token embeddings")
@@ -344,7 +347,22 @@ def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
         yield _one(POOLER, "pooler", "vector", "pooler.dense.bias", (d,))
     if spec.vision is not None:  # placed by part, not by tensor: a tower is kept in the rest's format
         for p in spec.vision.parts:
-            yield PlacedTensor(p.name, "vision", p.name, (p.params_each,), "vision", copies=p.copies)
+            if p.tensors:  # an encoder-decoder's encoder, tensor by tensor: its linears as the decoder's
+                yield from (_one(p.name, "vision", _encoder_role(t.name), t.name, t.shape) for t in p.tensors)
+            else:
+                yield PlacedTensor(p.name, "vision", p.name, (p.params_each,), "vision", copies=p.copies)
+
+
+def _encoder_role(name: str) -> Role:
+    """An encoder's tensor's role, by its module's name: its attention's and FFN's linears (split
+    over --tp, stored as --weights stores the decoder's), the rest (a convolution over the input,
+    a table of positions) kept whole on every GPU in the rest's format, as a tower's is."""
+    module = name.rpartition(".")[0]
+    if re.search(r"attn|attention", module):
+        return "attention"
+    if re.search(r"(^|\.)(fc1|fc2|mlp|ffn|feed_forward)(\.|$)", module):
+        return "dense_ffn"
+    return "source"
 
 
 def model_layout(spec: ModelSpec) -> tuple[PlacedTensor, ...]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ffn_cli.accounting import ParamTensor
+
 __all__ = ["VisionPart", "VisionTower"]
 
 
@@ -20,6 +22,9 @@ class VisionPart:
     params_each: int
     copies: int = 1
     runs_on: Literal["images", "audio", "source"] = "images"  # source: an encoder-decoder's encoder, on its source
+    # Its tensors as built (an encoder-decoder's encoder), where it is stored and split over --tp as
+    # the decoder's layers are; empty: a tower kept whole on every GPU, in the rest's format.
+    tensors: tuple[ParamTensor, ...] = ()
 
     @property
     def params(self) -> int:

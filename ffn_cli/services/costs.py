@@ -124,11 +124,12 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
 
 def context_limit(config: Any, spec: ModelSpec) -> int | None:
     """The longest context the model takes: its config's max_position_embeddings (GPT-2's
-    n_positions, MPT's and DBRX's max_seq_len, Whisper's decoder's max_target_positions; a
+    n_positions, MPT's and DBRX's max_seq_len, Whisper's decoder's max_target_positions, LED's
+    max_decoder_position_embeddings; a
     multimodal config's text_config's), less the position rows a token never reads (RoBERTa's,
     up to its padding row), or None when it names none."""
     for c in (config, config.get("text_config") or {}):
-        for key in ("max_target_positions", "max_position_embeddings", "n_positions", "max_seq_len"):
+        for key in ("max_target_positions", "max_decoder_position_embeddings", "max_position_embeddings", "n_positions", "max_seq_len"):
             n = c.get(key) if isinstance(c, dict) else None
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return min(n, spec.max_positions - spec.first_position) if spec.first_position else n

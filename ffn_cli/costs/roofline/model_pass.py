@@ -37,7 +37,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.bound import Roofline, expected_distinct_experts
 from ffn_cli.costs.weights import StoragePlan, WeightTensor
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import _
+from ffn_cli.i18n import _, shown
 from ffn_cli.models.count import ffn_part_name
 from ffn_cli.models.layout import PlacedTensor, Role, attention_tensors, extra_tensors, ffn_tensors, mixer_tensors
 from ffn_cli.models.mixers import SourceAttention
@@ -375,8 +375,8 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     if case.phase != "prefill":
         raise FFNError("backward", True, _("is a training step, not decoding: use it with --phase prefill (the default)"))
     if spec.mixer is not None:
-        why = _("counts attention and FFNs; a {kind} token mixer's backward is not counted")
-        raise FFNError("backward", True, why.format(kind=spec.mixer.kind))
+        why = _("counts attention and FFNs; the backward of its token mixer ({kind}) is not counted")
+        raise FFNError("backward", True, why.format(kind=shown(spec.mixer.kind)))
     if spec.extras:
         why = _("counts attention and FFNs; the backward of {name}'s other parts ({parts}) is not counted")
         raise FFNError("backward", True, why.format(name=spec.name, parts=_("; ").join(_(e.name) for e in spec.extras)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ffn_cli.i18n import _
+from ffn_cli.i18n import _, shown
 from ffn_cli.models.explain import CLASSIC_RATIO, BlockExplain
 from ffn_cli.models.tensor_notes import modules_said
 from ffn_cli.render.format import fmt_count
@@ -36,7 +36,7 @@ def _attention_line(e: BlockExplain) -> str:
     formula, params = _(e.attention_formula), a.params
     if e.attention_beside:  # tensors the layer holds beside its attention's projections (Qwen3.5's output gate)
         beside = sum(t.count for t in e.attention_beside)
-        names = _(", ").join(modules_said(t.name for t in e.attention_beside))
+        names = _(", ").join(shown(m) for m in modules_said(t.name for t in e.attention_beside))  # a tensor's note in the reader's language
         formula += _(" + {params} beside it ({names})").format(params=fmt_count(beside), names=names)
         params += beside
     line = _("its attention: {formula} = {params}").format(formula=formula, params=fmt_count(params))
