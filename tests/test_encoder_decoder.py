@@ -130,7 +130,8 @@ def test_the_deployment_answer(tmp_path: Path) -> None:
     memory = data["per_gpu_memory"]
     assert memory["kv_cache_bytes"] == 2 * 2 * (40 + 30) * 2 * 64 // 2
     kinds = {k["kind"]: k for k in data["decode_state"]["kinds"]}
-    assert kinds["cross-attention over the encoder's output"]["encoder_tokens"] == 30
+    cross = kinds["cross-attention over the encoder's output"]
+    assert cross["encoder_tokens"] == 30 and cross["conv_state_elements"] is None and cross["recurrent_state_elements"] is None
     assert memory["context"] == memory["context_limit"] == 40
     # The encoder, counted whole beside the decoder as a tower is.
     assert data["vision_params"] == data["total_params"] - data["text_params"] > 0
@@ -139,6 +140,10 @@ def test_the_deployment_answer(tmp_path: Path) -> None:
     assert comm["model_bytes_sent"] == pytest.approx(2 * 3 * 2 * (1 / 2) * 64 * 2)
     text = " ".join(CliRunner().invoke(app, args, env={"COLUMNS": "80"}).output.split())
     assert "a source of 30 tokens (max_source_positions)" in text and "audio: model.encoder" in text
+    assert "the roofline leaves out: the encoder's pass over a source (model.encoder)" in text
+    # Beside another model, the footnote names the encoder, not a vision tower.
+    side = " ".join(CliRunner().invoke(app, ["params", "--config", str(path), "--preset", "gpt2"], env={"COLUMNS": "120"}).output.split())
+    assert "the total includes its encoder" in side and "vision tower" not in side
 
 
 def test_a_decoder_of_an_encoder_its_config_does_not_describe_is_refused(tmp_path: Path) -> None:

@@ -1898,8 +1898,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                      encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
 
 
-_ENCODER_PASS = N_("the encoder's pass over a source ({encoder}) and the cross-attention's keys and values of it (k_proj, v_proj), "
-                   "run once a source")
+_ENCODER_PASS = N_(
+    "the encoder's pass over a source ({encoder}) and the cross-attention's keys and values of it (k_proj, v_proj), run once a source"
+)
 _SOURCE_KEPT = N_(
     "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens ({key}), the most the "
     "encoder hands on (a shorter source keeps less); their projections, as {encoder}, run once a source, not by a token decoded"

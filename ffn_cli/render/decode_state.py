@@ -102,11 +102,11 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 # a mixer's state, or the values an attention row carries to the next token (Zaya's)
                 "recurrent_state_elements": r.recurrent if (r.tokens is None and not r.source_tokens) or r.recurrent else None,
                 # a mixer's conv window, or the one an attention row keeps beside its cache (Inkling's key and value convs)
-                "conv_state_elements": r.conv if r.tokens is None or r.conv else None,
+                "conv_state_elements": r.conv if (r.tokens is None and not r.source_tokens) or r.conv else None,
                 "recurrent_bytes_per_element": (r.recurrent_bytes or act_bytes)
                 if (r.tokens is None and not r.source_tokens) or r.recurrent
                 else None,
-                "conv_bytes_per_element": (r.conv_bytes or act_bytes) if r.tokens is None or r.conv else None,
+                "conv_bytes_per_element": (r.conv_bytes or act_bytes) if (r.tokens is None and not r.source_tokens) or r.conv else None,
                 "elements_per_layer": r.elements_per_layer,
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),

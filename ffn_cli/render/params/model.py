@@ -239,9 +239,13 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
         )
     if m.vision_params:
         runs_on = m.spec.vision.runs_on if m.spec.vision is not None else frozenset({"images"})
-        alone = _("included in the total ({pct}); the text model alone has {n}")
-        if runs_on == frozenset({"source"}):  # an encoder-decoder's encoder: what is left is its decoder
-            alone = _("included in the total ({pct}); the decoder alone has {n}")
+        # an encoder-decoder's encoder (held tensor by tensor, Whisper's on audio): what is left is its decoder
+        encoder = m.spec.vision is not None and any(p.tensors for p in m.spec.vision.parts)
+        alone = (
+            _("included in the total ({pct}); the decoder alone has {n}")
+            if encoder
+            else _("included in the total ({pct}); the text model alone has {n}")
+        )
         vision = alone.format(pct=pct(m.vision_params, m.total_params), n=fmt_count(m.text_params))
         if has_active:  # a text token never runs the tower
             runs = {
@@ -250,15 +254,14 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
                 frozenset({"source"}): _("; not in the active counts: it runs once a source, not by a token decoded"),
             }
             vision += runs.get(runs_on, _("; not in the active counts: they run on images and audio, not on a text token"))
-        elif runs_on == frozenset({"source"}):
+        elif encoder:
             vision += _("; it runs once a source: not in a token's FLOPs")
         experts = any(e.kind == "vision" for e in m.spec.extras)  # ERNIE 4.5 VL's image experts beside its text ones
         towers = {
             frozenset({"audio"}): _("audio tower"),
             frozenset({"images", "audio"}): _("vision and audio towers"),
-            frozenset({"source"}): _("encoder"),
         }
-        label = towers.get(runs_on, _("vision tower and experts") if experts else _("vision tower"))
+        label = _("encoder") if encoder else towers.get(runs_on, _("vision tower and experts") if experts else _("vision tower"))
         rows.append([label, fmt_count(m.vision_params), vision])
     without = _("without token/position embeddings and an untied head")
     if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
