@@ -67,6 +67,8 @@ def test_the_key_is_the_code_that_counts_too(tmp_path: Path, monkeypatch: pytest
     # A count stored before the attribution rule changed (DeepSeek-V4's hyper-connections moved from
     # attention and FFN to other) is a miss, never a stale split: the rule's source is in the key.
     assert "ffn_cli.configs.attribution" in built_cache._COUNTERS
+    # and the layout reader's: a count kept because the layout was refused misses once the reader changes
+    assert "ffn_cli.configs.layer_build" in built_cache._COUNTERS
     module = tmp_path / "counting_rule.py"
     module.write_text("RULE = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))

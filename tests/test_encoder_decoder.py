@@ -133,8 +133,10 @@ def test_the_deployment_answer(tmp_path: Path) -> None:
     cross = kinds["cross-attention over the encoder's output"]
     assert cross["encoder_tokens"] == 30 and cross["conv_state_elements"] is None and cross["recurrent_state_elements"] is None
     assert memory["context"] == memory["context_limit"] == 40
-    # The encoder, counted whole beside the decoder as a tower is.
-    assert data["vision_params"] == data["total_params"] - data["text_params"] > 0
+    # The encoder, counted whole beside the decoder as a tower is: every tensor transformers builds in it.
+    with torch.device("meta"):
+        built = transformers.AutoModelForSpeechSeq2Seq.from_config(transformers.AutoConfig.for_model("whisper", **_WHISPER))
+    assert data["vision_params"] == sum(p.numel() for p in built.get_encoder().parameters())
     # Two all-reduces of one token's 64 values a layer for its attentions, one for its FFN: 2 layers.
     comm = data["roofline"]["cases"][0]["communication"]
     assert comm["model_bytes_sent"] == pytest.approx(2 * 3 * 2 * (1 / 2) * 64 * 2)
@@ -169,26 +171,27 @@ def test_an_encoder_decoder_no_seq2seq_class_builds_is_named() -> None:
 
 def test_the_encoder_is_split_over_tp_and_stored_as_the_decoder(tmp_path: Path) -> None:
     # As vLLM serves Whisper: the encoder's attention and FFN linears split over --tp (and stored as
-    # --weights stores the decoder's), its convolutions and position table whole on every GPU, as the
-    # norms and biases are. By transformers' own modules: every 1-D tensor, the encoder's convs and its
-    # position table replicated; every other matrix halved at --tp 2.
+    # --weights stores the decoder's), its tables as the decoder's are; its convolutions whole on every
+    # GPU, as the norms and biases are. By transformers' own modules: every 1-D tensor and the
+    # encoder's convs replicated; every other matrix halved at --tp 2.
     path = tmp_path / "whisper.json"
     path.write_text(json.dumps(_config("whisper", **_WHISPER)))
     with torch.device("meta"):
         model = transformers.AutoModelForSpeechSeq2Seq.from_config(transformers.AutoConfig.for_model("whisper", **_WHISPER))
     encoder = model.get_encoder()
-    whole = {id(p) for p in (encoder.conv1.weight, encoder.conv2.weight, encoder.embed_positions.weight)}
+    whole = {id(p) for p in (encoder.conv1.weight, encoder.conv2.weight)}
     replicated = sum(p.numel() for p in model.parameters() if p.dim() == 1 or id(p) in whole)
     split = sum(p.numel() for p in model.parameters()) - replicated
     data = json.loads(CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--tp", "2", "--json"]).stdout)
     memory = data["per_gpu_memory"]
     assert memory["replicated_bytes"] == 2 * replicated and memory["split_bytes"] == 2 * split // 2
-    assert "vision tower" not in memory["replicated"] and "the encoder's convolutions and tables" in memory["replicated"]
+    assert "vision tower" not in memory["replicated"] and "the encoder's other tensors" in memory["replicated"]
     # --weights fp8 on the linears: the encoder's too, an fp32 scale a tensor beside each.
     stored = json.loads(CliRunner().invoke(app, ["params", "--config", str(path), "--weights", "fp8", "--json"]).stdout)
     matrices = [p for n, p in model.named_parameters() if p.dim() == 2 and "embed" not in n]  # 20 the decoder's, 12 the encoder's
     linears = sum(p.numel() for p in matrices)
-    assert stored["checkpoint"]["bytes"] == 2 * (data["total_params"] - linears) + linears + 4 * len(matrices)
+    total = sum(p.numel() for p in model.parameters())
+    assert stored["checkpoint"]["bytes"] == 2 * (total - linears) + linears + 4 * len(matrices)
 
 
 def test_a_decoder_with_its_own_vocabulary(tmp_path: Path) -> None:
@@ -216,3 +219,14 @@ def test_trace_runs_a_decoder_layers_ffn(tmp_path: Path) -> None:
     # its decoder's 2 layers, not the encoder's
     refused = CliRunner().invoke(app, ["trace", "--config", str(path), "--layer", "2"])
     assert refused.exit_code == 2 and "layers 0 to 1" in refused.output
+
+
+def test_a_token_runs_the_decoder_less_the_sources_keys_and_values() -> None:
+    # Active: the decoder's every tensor but its cross-attentions' k_proj and v_proj, which project the
+    # source once (the encoder, run once a source, is no token's either). By transformers' modules.
+    layout = read_layout(_config("whisper", **_WHISPER), name="small", source="small")
+    with torch.device("meta"):
+        model = transformers.AutoModelForSpeechSeq2Seq.from_config(transformers.AutoConfig.for_model("whisper", **_WHISPER))
+    decoder = model.get_decoder()
+    source_kv = sum(p.numel() for n, p in decoder.named_parameters() if ".encoder_attn.k_proj." in n or ".encoder_attn.v_proj." in n)
+    assert count_model(layout.spec).active_params == sum(p.numel() for p in decoder.parameters()) - source_kv

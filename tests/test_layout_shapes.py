@@ -514,7 +514,8 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
     [
         ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
         ("electra", {"is_decoder": True}, "a 30,522 × 128 table, not vocab_size × hidden_size (30,522 × 256)"),  # projected up
-        # ProphetNet: its decoder layers' self-attention predicts n-gram streams beside the main one
+        # ProphetNet: its cross-attention is cross_attn, not encoder_attn, and its self-attention predicts
+        # n-gram streams beside the main one: neither read
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),
         # T5: relative positions, no most source tokens to size its cross-attention's keys and values by
         ("t5", {}, "names no max_source_positions or max_position_embeddings of 1 or more"),

@@ -91,3 +91,52 @@ def test_the_experts_a_pass_touches_are_the_ones_it_reads() -> None:
     others = 2 * 2 * (2 * 64 * 32) * 2  # 2 layers × the 2 experts not picked × their q and o, 2 bytes
     assert extras_cost(spec, plan, PassCase("decode", 1, 16)).weight_bytes == 0
     assert extras_cost(spec, plan, PassCase("decode", 4096, 16)).weight_bytes == pytest.approx(others)
+
+
+def test_the_attention_experts_are_stored_and_split_as_attention(tmp_path: Any) -> None:
+    # --weights fp8 stores every query-and-output expert as the picks' (the attention's projections), the
+    # attention's router as the FFN's (a router, bf16); --ep divides the FFN's experts alone: each
+    # data-parallel copy of the attention holds all of its experts.
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "jetmoe.json"
+    path.write_text(json.dumps(_config()))
+    stored = json.loads(CliRunner().invoke(app, ["params", "--config", str(path), "--weights", "fp8", "--json"]).stdout)["checkpoint"]
+    roles = {r["role"]: r for r in stored["roles"]}
+    # by hand, 2 layers: kv_proj 64 × 64 and 4 experts' q (32 × 64) and o (64 × 32); the routers 4 × 64, the MoA's and the MoE's
+    assert roles["attention"]["params"] == 2 * (64 * 64 + 4 * 2 * 32 * 64) and roles["attention"]["format"] == "fp8"
+    assert roles["router"]["params"] == 2 * 2 * 4 * 64 and roles["router"]["format"] == "bf16"
+    split = json.loads(CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--ep", "2", "--json"]).stdout)
+    memory = split["per_gpu_memory"]
+    assert memory["expert_bytes"] == 2 * 2 * 4 * (64 * 96 + 48 * 64) // 2  # the MoE's 4 experts in each of 2 layers, half a GPU
+
+
+def test_the_active_ratio_counts_what_a_token_runs() -> None:
+    # FFN over attention, active: the MoE's 2 picks of 4 against the attention's 2 picks of 4, both by hand.
+    counted = count_model(read_layout(_config(), name="small", source="small").spec)
+    ffn_active = 2 * (2 * (64 * 96 + 48 * 64) + 64 * 4 + 64)
+    attention_active = 2 * (64 * 64 + 2 * 2 * 64 * 32 + 64 * 4 + 64)
+    assert counted.ffn_active_attention_ratio == pytest.approx(ffn_active / attention_active)
+
+
+def test_a_routed_part_picks_fewer_than_it_holds() -> None:
+    from ffn_cli.errors import FFNError
+    from ffn_cli.models.spec import ExtraPart
+
+    with pytest.raises(FFNError, match="must pick fewer experts"):
+        ExtraPart("experts", "attention", "", (), per_layer=True, routed=(4, 4))
+
+
+def test_a_middle_batch_reads_the_experts_it_is_expected_to_touch() -> None:
+    # 3 decode tokens: each expert touched with 1 − (1 − 2/4)³ = 7/8, so 3.5 of 4 in expectation, 1.5 beyond the 2 picks.
+    from ffn_cli.costs.roofline.model_pass import PassCase, extras_cost
+    from ffn_cli.costs.weights import plan_from_options
+
+    spec = read_layout(_config(), name="small", source="small").spec
+    plan = plan_from_options("bf16", None)
+    one_expert = 2 * (2 * 64 * 32) * 2  # 2 layers × its q and o, 2 bytes
+    assert extras_cost(spec, plan, PassCase("decode", 3, 16)).weight_bytes == pytest.approx(1.5 * one_expert)

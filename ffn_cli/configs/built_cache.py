@@ -58,9 +58,17 @@ def _transformers_version() -> str | None:
         return None
 
 
+def _ffn_version() -> str:
+    """ffn's own release: a newer one may lay out a model an older one counted by building."""
+    try:
+        return importlib.metadata.version("ffn-cli")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
 def cache_key(config: Mapping[str, Any]) -> str | None:
-    """The hash of the config's content (key order and whitespace aside), the transformers
-    version, the format and the source of the code that counts and sorts the parts (a changed
+    """The hash of the config's content (key order and whitespace aside), the transformers and
+    ffn versions, the format and the source of the code that counts and sorts the parts (a changed
     attribution rule is a miss, never a stale count); None when the config does not serialise
     or transformers is absent."""
     version = _transformers_version()
@@ -70,7 +78,7 @@ def cache_key(config: Mapping[str, Any]) -> str | None:
         text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
         return None
-    return hashlib.sha256(f"{FORMAT}\n{version}\n{_counters()}\n{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{FORMAT}\n{version}\n{_ffn_version()}\n{_counters()}\n{text}".encode()).hexdigest()
 
 
 @functools.cache

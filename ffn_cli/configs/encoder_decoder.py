@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import transformers
 from torch import nn
 from transformers import PretrainedConfig
 from transformers.models.auto import modeling_auto
 
 from ffn_cli.i18n import N_, Message
 
-__all__ = ["CROSS_ATTENTION", "EncoderDecoder", "encoder_decoder_of", "encoder_path", "seq2seq_class"]
+__all__ = ["CROSS_ATTENTION", "EncoderDecoder", "encoder_decoder_of", "half_of", "seq2seq_class"]
 
 # A decoder layer's attention over the encoder's output, by the name its module takes
 CROSS_ATTENTION = ("encoder_attn",)
@@ -54,8 +55,6 @@ def _positive(config: PretrainedConfig, key: str) -> int | None:
 def seq2seq_class(model_type: str) -> tuple[Any, Literal["source", "audio"]] | None:
     """transformers' auto class that builds `model_type` as an encoder-decoder with its head, and
     what its encoder runs on; None where none does."""
-    import transformers
-
     for mapping, auto, runs_on in _SEQ2SEQ:
         if model_type in getattr(modeling_auto, mapping, {}) and hasattr(transformers, auto):
             return getattr(transformers, auto), runs_on  # type: ignore[return-value]
@@ -84,9 +83,10 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
                       "max_position_embeddings of 1 or more: ffn cannot size what its cross-attention keeps of a source"))  # fmt: skip
 
 
-def encoder_path(model: nn.Module) -> str | None:
-    """The path of the encoder module in a built encoder-decoder (model.encoder), by transformers'
-    own get_encoder; None where it names none."""
-    get = getattr(model, "get_encoder", None)
-    encoder = get() if callable(get) else None
-    return next((n for n, m in model.named_modules() if m is encoder and n), None)
+def half_of(model: nn.Module, getter: Literal["get_encoder", "get_decoder"]) -> tuple[str, nn.Module] | None:
+    """A built encoder-decoder's encoder or decoder and its path (model.encoder, model.decoder), by
+    transformers' own get_encoder and get_decoder; None where the model names none."""
+    get: Any = getattr(model, getter, None)
+    half = get() if callable(get) else None
+    path = next((n for n, m in model.named_modules() if m is half and n), None)
+    return (path, half) if path is not None and isinstance(half, nn.Module) else None

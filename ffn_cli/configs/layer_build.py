@@ -53,7 +53,7 @@ from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec, 
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
 from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout
-from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, EncoderDecoder, encoder_decoder_of, encoder_path
+from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, EncoderDecoder, encoder_decoder_of, half_of
 from ffn_cli.configs.families.common import FamilyReader
 from ffn_cli.configs.meta_build import auto_class, check_build_size, config_top_k, hf_config_of, quiet, tower_path, towers_not_built
 from ffn_cli.configs.shared_blocks import SharedBlocks, applied_layer, shared_blocks
@@ -466,27 +466,26 @@ def _softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: L
     read.said.append(Message.join(said, window_said, shared_said))
 
 
-def _query_experts(d: int, child: nn.Module) -> tuple[nn.Linear, nn.Module, tuple[int, int, bool, set[str]]] | None:
+def _query_experts(d: int, child: nn.Module) -> tuple[nn.Module, int, int] | None:
     """A mixture of attention heads (JetMoE's MoA): one kv_proj every token runs, and `experts`
     holding query-and-output experts as a pair of containers (input_linear to a query of the KV
-    heads' width, output_linear back to d), a router picking some a token. None for any other attention."""
+    heads' width, output_linear back to d), a router picking some a token: (experts, their count,
+    a query's width). None for any other attention."""
     children = dict(child.named_children())
     kv, experts = children.get("kv_proj"), children.get("experts")
     paired = _paired_experts(d, experts) if experts is not None else None
     if not isinstance(kv, nn.Linear) or experts is None or paired is None or paired[2] or kv.out_features != 2 * paired[1]:
         return None
-    return kv, experts, paired
+    return experts, paired[0], paired[1]
 
 
-def _mixture_of_heads(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
+def _mixture_of_heads(d: int, child: nn.Module, heads: tuple[nn.Module, int, int], read: LayerRead) -> None:
     """JetMoE's attention: keys and values of its KV heads from kv_proj, a query per pick from the
     top_k experts a router picks of `experts`, each a query of the KV heads' width (so heads = KV
     heads × top_k, each query head scoring its KV head) and an output back to d, summed with their
     gates, and a bias. The AttentionSpec is what a token runs (its picks' queries and outputs); the
     experts it does not pick are held beside, out of its active count, read where other tokens pick them."""
-    found = _query_experts(d, child)
-    assert found is not None
-    _kv, experts, (count, width, _gated, _names) = found
+    experts, count, width = heads
     picks, head_dim = getattr(child, "top_k", None), getattr(child, "head_dim", None)
     if not isinstance(picks, int) or not isinstance(head_dim, int) or min(picks, head_dim) < 1 or width % head_dim:
         raise _Unread(Message(N_("{cls} names no top_k and head_dim its experts' width divides into"), cls=type(child).__name__))
@@ -500,10 +499,10 @@ def _mixture_of_heads(d: int, text: PretrainedConfig, child: nn.Module, read: La
                                    o_bias=bias is not None)  # fmt: skip
     router = [(n, m) for n, m in experts.named_children() if n not in _PAIRED_EXPERTS]
     read.attention_extra = tuple(t for n, m in router for t in _named_in(f"experts.{n}", m))
-    others = count - picks
+    # one expert's query and output projections, held count − picks times beside the picks'
     read.attention_experts = (
-        ParamTensor(noted("experts.input_linear.weight", NOT_PICKED), (others, width, d)),
-        ParamTensor(noted("experts.output_linear.weight", NOT_PICKED), (others, d, width)),
+        ParamTensor(noted("experts.input_linear.weight", NOT_PICKED), (width, d)),
+        ParamTensor(noted("experts.output_linear.weight", NOT_PICKED), (d, width)),
     )
     read.attention_routing = (count, picks)
     said = N_("attention: {heads} heads × {head_dim}, {kv} KV heads, the queries and outputs of {picks} of {count} experts a token")
@@ -732,17 +731,16 @@ def _image_tiles(hf_config: PretrainedConfig) -> tuple[int, int] | None:
 
 def _encoder_tokens(seq2seq: EncoderDecoder) -> _Source:
     """The encoder's output a decoder layer attends to: one 'tile' of the most tokens it hands on."""
-    return _Source("encoder", (1, seq2seq.source_tokens), seq2seq.source_key)
+    return _Source("encoder", (1, seq2seq.source_tokens))
 
 
 @dataclass(frozen=True)
 class _Source:
     """What a cross-attention attends to: an image of the most `tiles` (tiles, tokens a tile), or
-    the encoder's output (one tile of its most tokens, as `key` says); `tiles` None where the config does not say."""
+    the encoder's output (one tile of its most tokens); `tiles` None where the config does not say."""
 
     kind: Literal["image", "encoder"]
     tiles: tuple[int, int] | None
-    key: str = ""
 
 
 def _cross_attention(child: nn.Module, read: LayerRead, source: _Source) -> None:
@@ -1043,10 +1041,10 @@ def _experts(child: nn.Module) -> tuple[str, nn.Module] | None:
     return innermost[0] if len(innermost) == 1 else None
 
 
-def _paired_experts(d: int, block: nn.Module) -> tuple[int, int, bool, set[str]] | None:
+def _paired_experts(d: int, block: nn.Module) -> tuple[int, int, bool] | None:
     """Experts held as two containers of their own, each one weight of [experts, out, in] (JetMoE's
-    JetMoeParallelExperts): input_linear from d to the expert's width (twice it where gated),
-    output_linear back to d. (experts, width, gated, the containers' names); None for any other block."""
+    JetMoeParallelExperts, named as _PAIRED_EXPERTS): input_linear from d to the expert's width
+    (twice it where gated), output_linear back to d. (experts, width, gated); None for any other block."""
     children = dict(block.named_children())
     weights = {n: dict(children[n].named_parameters()) if n in children else {} for n in _PAIRED_EXPERTS}
     if any(set(w) != {"weight"} or w["weight"].dim() != 3 for w in weights.values()):
@@ -1055,7 +1053,7 @@ def _paired_experts(d: int, block: nn.Module) -> tuple[int, int, bool, set[str]]
     count, f = int(w_out.shape[0]), int(w_out.shape[2])
     if tuple(w_out.shape) != (count, d, f) or w_in.shape[0] != count or w_in.shape[2] != d or w_in.shape[1] not in (f, 2 * f):
         return None
-    return count, f, w_in.shape[1] == 2 * f, set(_PAIRED_EXPERTS)
+    return count, f, w_in.shape[1] == 2 * f
 
 
 def _widths(d: int, up: nn.Linear | None, gate: nn.Linear | None, fused: nn.Linear | None, down: nn.Linear | None) -> tuple[int, bool]:
@@ -1117,7 +1115,7 @@ def _moe(
     each_expert: tuple[ParamTensor, ...] = ()  # tensors of one row an expert beside their projections
     held = {path}  # the modules that hold the experts
     if paired is not None:  # JetMoE's input_linear and output_linear, each its own container
-        count, f, gated, held = paired
+        (count, f, gated), held = paired, set(_PAIRED_EXPERTS)
         bias = False
     elif isinstance(experts, (nn.ModuleList, nn.ModuleDict)):
         count, first = len(experts), next(iter(experts.children()))
@@ -1477,8 +1475,8 @@ def read_layer(
                 _compressed_attention(d, child, read)
             elif (cca := _cca_projection(child)) is not None:
                 _cca_attention(d, text, child, cca, read)
-            elif _query_experts(d, child) is not None:
-                _mixture_of_heads(d, text, child, read)
+            elif (heads := _query_experts(d, child)) is not None:
+                _mixture_of_heads(d, child, heads, read)
             elif _attends(child):
                 _softmax_attention(d, text, child, read)
             elif _is_cross(child):
@@ -1645,7 +1643,8 @@ def _towers(
         path, seq2seq = encoder
         held = [t for t in beside if t.name.split(" ")[0].startswith(f"{path}.")]
         beside = tuple(t for t in beside if t not in held)
-        part = VisionPart(path, N_("as transformers builds it"), sum(t.count for t in held), runs_on=seq2seq.runs_on, tensors=tuple(held))
+        kinds = tuple((t, attribute(tuple(Owner(n, "") for n in t.name.split(" ")[0].split(".")))[0]) for t in held)
+        part = VisionPart(path, N_("as transformers builds it"), sum(t.count for t in held), runs_on=seq2seq.runs_on, tensors=kinds)
         vision, others = _towers(beside, config)
         parts = (part, *(vision.parts if vision is not None else ()))
         return VisionTower(Message.listed([p.name for p in parts]), parts), others
@@ -1730,8 +1729,8 @@ def _mixer_params(read: LayerRead) -> int:
     if read.attention is None:
         return mixer
     kv = sum(t.count for t in kv_tensors(read.attention)) if read.kv_shared else 0
-    beside = sum(t.count for t in (*read.attention_extra, *read.attention_experts))
-    return mixer + read.attention.params - kv + beside
+    unpicked = (read.attention_routing[0] - read.attention_routing[1]) * sum(t.count for t in read.attention_experts)
+    return mixer + read.attention.params - kv + sum(t.count for t in read.attention_extra) + unpicked
 
 
 def _ffn_count(read: LayerRead) -> int:
@@ -1829,14 +1828,15 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
 
         def decoder_of(model: nn.Module) -> nn.Module:
             """Where the layers are: an encoder-decoder's decoder (Marian's list), not its encoder's beside it."""
-            get: Any = getattr(model, "get_decoder", None)
-            return get() if seq2seq is not None and callable(get) else model
+            half = half_of(model, "get_decoder") if seq2seq is not None else None
+            return half[1] if half is not None else model
 
         whole = _whole_model(hf_config, source, model_class) if seq2seq or not alone or sized_by_layer_count(r.config) else None
         if not classes:
             assert whole is not None
             classes = _listed_layer_classes(decoder_of(whole), n_layers, source)
-        encoder = encoder_path(whole) if whole is not None and seq2seq is not None else None
+        found = half_of(whole, "get_encoder") if whole is not None and seq2seq is not None else None
+        encoder = found[0] if found is not None else None
         vocab = seq2seq.vocab if seq2seq is not None else None
         shell = _shell(hf_config, classes, source) if whole is None else _shell_of(whole, classes, source, whole=True, encoder=encoder,
                                                                                    vocab=vocab)  # fmt: skip
@@ -2513,8 +2513,8 @@ def _attention_experts(reads: list[LayerRead], source: str) -> tuple[ExtraPart, 
     layers = tuple(sorted(i for r in holders for i in r.layers))
     all_layers = tuple(sorted(i for r in reads for i in r.layers))
     detail = Message(N_("{n} of {count} query-and-output experts, picked by other tokens"), n=f"{count - picks:,}", count=f"{count:,}")
-    return (ExtraPart(ATTENTION_EXPERTS, "attention", detail, tensors, per_layer=True, layers=() if layers == all_layers else layers,
-                      routed=(count, picks)),)  # fmt: skip
+    return (ExtraPart(ATTENTION_EXPERTS, "attention", detail, tensors, per_layer=True, copies=count - picks,
+                      layers=() if layers == all_layers else layers, routed=(count, picks)),)  # fmt: skip
 
 
 def _image_experts(reads: list[LayerRead], source: str) -> tuple[ExtraPart, ...]:

@@ -23,6 +23,7 @@ from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.configs.built import TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.configs.encoder_decoder import half_of
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import MAX_LAYERS
@@ -497,7 +498,7 @@ def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -
     prefix = ""
     if isinstance(config, PretrainedConfig) and getattr(config, "is_encoder_decoder", False) is True:
         # An encoder-decoder's layers are its decoder's (BART's num_hidden_layers names its encoder's)
-        decoder = _decoder(model)
+        decoder = half_of(model, "get_decoder")
         if decoder is not None:
             prefix, model = decoder
             n_layers = n_layers or _int_attr(config, "decoder_layers") or _int_attr(config, "num_decoder_layers")
@@ -523,14 +524,6 @@ def find_ffn_module(model: nn.Module, layer: int, n_layers: int | None = None) -
                 return FFNModule(f"{stack_path}.{layer}.(fc1, activation_fn, fc2)", layer, loose)
             return FFNModule(f"{stack_path}.{layer}.{path}", layer, module)
     return None
-
-
-def _decoder(model: nn.Module) -> tuple[str, nn.Module] | None:
-    """An encoder-decoder's decoder and its path, by transformers' own get_decoder."""
-    get: Any = getattr(model, "get_decoder", None)
-    decoder = get() if callable(get) else None
-    path = next((n for n, m in model.named_modules() if m is decoder and n), None)
-    return (path, decoder) if path is not None and isinstance(decoder, nn.Module) else None
 
 
 def _loose_ffn(block: nn.Module) -> nn.Module | None:

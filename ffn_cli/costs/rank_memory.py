@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from ffn_cli.costs.parallel_layout import held_whole_share, layout_for
-from ffn_cli.costs.weights import PART_WORDS, Checkpoint
+from ffn_cli.costs.weights import PART_WORDS, Checkpoint, routed_expert
 from ffn_cli.i18n import N_
 from ffn_cli.models.layout import model_layout
 from ffn_cli.models.spec import ModelSpec
@@ -23,7 +23,7 @@ __all__ = ["RankMemory", "rank_memory"]
 _REPLICATED = ("vector", "router", "vision", "source")
 # What every GPU holds whole, in words (English ids): a model's own, in this order.
 NORMS, BIASES, ROUTERS, VISION_TOWER = N_("norms"), N_("linear biases"), N_("routers"), N_("vision tower")
-ENCODER_REST = N_("the encoder's convolutions and tables")
+ENCODER_REST = N_("the encoder's other tensors")
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
     """What the model keeps whole on every GPU: its norms (and whatever else is a vector), its
     biases (not a routed expert's, held with the expert), routers, vision tower and the hash-routing
     tables its checkpoint ships, where it has them."""
-    placed = [t for t in model_layout(spec) if t.role in _REPLICATED and not t.tied and t.params and not t.name.startswith("experts.")]
+    placed = [t for t in model_layout(spec) if t.role in _REPLICATED and not t.tied and t.params and not routed_expert(t)]
     has = {
         BIASES: any(t.role == "vector" and "bias" in t.name and "norm" not in t.name for t in placed),  # a norm's bias is the norm's
         ROUTERS: any(t.role == "router" for t in placed) or spec.router_score_bias,

@@ -34,6 +34,7 @@ __all__ = [
     "plan_from_config",
     "plan_from_options",
     "quantization_config",
+    "routed_expert",
     "shipped_words",
     "weight_tensors",
 ]
@@ -64,7 +65,7 @@ ROLE_WORDS = {
     "head": N_("LM head"),
     "vector": N_("biases and norms"),
     "vision": N_("vision tower"),
-    "source": N_("the encoder's convolutions and tables"),
+    "source": N_("the encoder's other tensors"),
     "other": N_("other"),
 }
 PART_WORDS = {"mtp": N_("multi-token prediction"), "bias": N_("router score biases"), "table": N_("hash-routing tables")}
@@ -113,6 +114,12 @@ def _storage_order(spec: ModelSpec) -> Callable[[PlacedTensor], int]:
     return section
 
 
+def routed_expert(t: PlacedTensor) -> bool:
+    """A MoE FFN's routed expert's tensor, divided over --ep (not a mixture of heads' attention
+    experts, JetMoE's, which every data-parallel copy of the attention holds)."""
+    return t.part == "ffn" and t.name.startswith("experts.")
+
+
 def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     """Every parameter tensor of the model, merged by (role, shape); they sum to its total. A
     tied tensor is the one it shares, stored once; a vision tower is one tensor of its parameters."""
@@ -121,7 +128,7 @@ def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     vision = [t for t in placed if t.role == "vision"]
     for t in placed:
         if t.role != "vision" and not t.tied and t.instances and t.numel:
-            key = (t.role, t.shape, t.name.startswith("experts."), t.kv_heads, t.whole)
+            key = (t.role, t.shape, routed_expert(t), t.kv_heads, t.whole)
             found[key] = found.get(key, 0) + t.instances
     tensors = [
         WeightTensor(role, shape, count, expert=expert, kv_heads=heads, whole=whole)

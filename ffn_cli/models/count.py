@@ -18,6 +18,7 @@ from ffn_cli.i18n import N_, Message
 from ffn_cli.models import layout
 from ffn_cli.models.layer import attention_summary
 from ffn_cli.models.layout import Block, PartKind, blocks, model_layout
+from ffn_cli.models.mixers import SourceAttention
 from ffn_cli.models.pattern import layer_pattern
 from ffn_cli.models.spec import ModelSpec, layer_ranges, one_expert
 from ffn_cli.models.tensor_notes import modules_said
@@ -155,6 +156,12 @@ class ModelParams:
         return self._sum("attention")
 
     @property
+    def attention_active_params(self) -> int:
+        """What a token runs of the token mixing: not the attention experts it does not pick
+        (JetMoE's), nor a cross-attention's keys and values of its source, projected once a source."""
+        return self._sum("attention", active=True)
+
+    @property
     def ffn_params(self) -> int:
         return self._sum("ffn")
 
@@ -194,7 +201,7 @@ class ModelParams:
 
     @property
     def ffn_active_attention_ratio(self) -> float:
-        return self.ffn_active_params / self.attention_params
+        return self.ffn_active_params / self.attention_active_params
 
     def weight_bytes(self, dtype: str) -> int:
         return self.total_params * DTYPE_BYTES[dtype]
@@ -250,6 +257,8 @@ class ModelParams:
         label = spec.mixer_label(layer)
         attention = spec.attention_params_of(layer) if layer in attends else spec.attention_layer_params
         attention *= 2 if spec.cross_attention else 1
+        # the attention experts a token does not pick (JetMoE's), held in the layer beside its picks
+        attention += sum(e.params_each * e.copies for e in spec.extras if e.kind == "attention" and layer in (spec.layers_of(e) or ()))
         if spec.mixer is None or layer not in spec.mixer.layers:
             return label, attention if label else 0
         return label, spec.mixer.params + (attention if layer in spec.beside_attention else 0)
@@ -449,6 +458,8 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
         detail = Message(N_("{norm} over {n}"), norm=Message(mixer.norm_kind), n=f"{mixer.norm_params:,}")
     elif mixer is not None and block.name == mixer.kind:
         detail = mixer.detail
+        if isinstance(mixer.scan, SourceAttention):  # its keys and values: projected once an input, not by a token
+            active = sum(t.numel * t.copies for t in block.tensors if not t.tied and t.name not in mixer.scan.on_source)
     else:
         detail = _DETAILS[block.name](spec, block)
     if block.name == layout.ATTENTION or block.part == "ffn" or (block.part == "norm" and spec.reused_whole):

@@ -49,14 +49,20 @@ class BlockExplain:
     attention_beside: tuple[ParamTensor, ...] = ()  # one layer's tensors beside its attention (Qwen3.5's output gate)
     mixers: bool = False  # whether attention_params holds a hybrid's mixers too (its token mixing)
     held_once: bool = False  # some layers run weights another layer holds (Zamba's blocks, Inkling 2 Loop's passes): counted once
+    # what a token runs of attention_params, where less (JetMoE's attention experts it does not pick); None: all
+    attention_active_params: int | None = None
 
     @property
     def ratio(self) -> float:
         return self.ffn_params / self.attention_params
 
     @property
+    def _attention_active(self) -> int:
+        return self.attention_params if self.attention_active_params is None else self.attention_active_params
+
+    @property
     def active_ratio(self) -> float:
-        return self.ffn_active_params / self.attention_params
+        return self.ffn_active_params / self._attention_active
 
     @property
     def share(self) -> float:
@@ -65,7 +71,7 @@ class BlockExplain:
 
     @property
     def active_share(self) -> float:
-        return self.ffn_active_params / (self.ffn_active_params + self.attention_params)
+        return self.ffn_active_params / (self.ffn_active_params + self._attention_active)
 
     @property
     def classic_ffn(self) -> int:
@@ -146,5 +152,5 @@ def explain_model(m: ModelParams) -> BlockExplain:
     return BlockExplain(
         s.d_model, ffn.hidden, matrices, weights, one, _experts(ffn), ffn.active_experts,
         s.attention, attention_formula(s.attention), s.n_layers, m.ffn_params, m.ffn_active_params, m.attention_params,
-        ffn.expert_shape().d_model, s.attention_extra, s.mixer is not None, bool(s.weights_from),
+        ffn.expert_shape().d_model, s.attention_extra, s.mixer is not None, bool(s.weights_from), m.attention_active_params,
     )  # fmt: skip

@@ -48,7 +48,7 @@ PartKind = Literal["embedding", "attention", "ffn", "norm", "head", "pooler", "v
 # What a quantizer chooses a tensor by: gpt-oss quantizes only "experts", DeepSeek-V3 every
 # linear but its "router", "embedding" and "head". A 1-D tensor (bias, norm) is a "vector",
 # never quantized; a vision tower is placed by part, as one "vision".
-# "source": an encoder-decoder's encoder's tensors beside its linears (its convolutions, its position table).
+# "source": an encoder-decoder's encoder's tensors beside its linears and tables (Whisper's convolutions).
 Role = Literal[
     "embedding", "head", "attention", "router", "experts", "shared", "latent", "dense_ffn", "vector", "vision", "source", "other"
 ]
@@ -196,6 +196,8 @@ def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bo
             p = replace(p, kv_heads=heads)
         elif p.role == "attention" and latent and p.name.startswith(_MLA_DOWN):
             p = replace(p, whole=True)
+        elif p.role == "attention" and ".router." in f".{p.name}":  # a mixture of heads' router (JetMoE's): a router's
+            p = replace(p, role="router")
         placed.append(p)
     return tuple(placed)
 
@@ -252,7 +254,8 @@ def extra_tensors(spec: ModelSpec, extra: ExtraPart, *, held: bool = False) -> t
             _one(extra.name, "vision", "experts" if ".experts." in t.name else "router", t.name, t.shape, layers, extra.copies)
             for t in extra.tensors
         )
-    role: Role = "embedding" if extra.kind == "embedding" else "other"
+    # attention experts a token does not pick (JetMoE's): stored and split as the attention's projections
+    role: Role = "embedding" if extra.kind == "embedding" else "attention" if extra.kind == "attention" else "other"
     return tuple(_place(extra.name, extra.kind, role, extra.tensors, layers, extra.copies))
 
 
@@ -347,22 +350,16 @@ def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
         yield _one(POOLER, "pooler", "vector", "pooler.dense.bias", (d,))
     if spec.vision is not None:  # placed by part, not by tensor: a tower is kept in the rest's format
         for p in spec.vision.parts:
-            if p.tensors:  # an encoder-decoder's encoder, tensor by tensor: its linears as the decoder's
-                yield from (_one(p.name, "vision", _encoder_role(t.name), t.name, t.shape) for t in p.tensors)
+            if p.tensors:  # an encoder-decoder's encoder, tensor by tensor: its linears and tables as the decoder's
+                yield from (_one(p.name, "vision", _ENCODER_ROLES.get(kind, "source"), t.name, t.shape) for t, kind in p.tensors)
             else:
                 yield PlacedTensor(p.name, "vision", p.name, (p.params_each,), "vision", copies=p.copies)
 
 
-def _encoder_role(name: str) -> Role:
-    """An encoder's tensor's role, by its module's name: its attention's and FFN's linears (split
-    over --tp, stored as --weights stores the decoder's), the rest (a convolution over the input,
-    a table of positions) kept whole on every GPU in the rest's format, as a tower's is."""
-    module = name.rpartition(".")[0]
-    if re.search(r"attn|attention", module):
-        return "attention"
-    if re.search(r"(^|\.)(fc1|fc2|mlp|ffn|feed_forward)(\.|$)", module):
-        return "dense_ffn"
-    return "source"
+# An encoder's tensor's role by its kind: its attention's and FFN's linears and its tables split over
+# --tp and stored as the decoder's are; the rest ("source": Whisper's convolutions over the input)
+# kept whole on every GPU in the rest's format, as a tower's is.
+_ENCODER_ROLES: dict[str, Role] = {"attention": "attention", "ffn": "dense_ffn", "embedding": "embedding"}
 
 
 def model_layout(spec: ModelSpec) -> tuple[PlacedTensor, ...]:

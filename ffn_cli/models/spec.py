@@ -82,6 +82,11 @@ class ExtraPart:
     # pass reads those its tokens touch beyond their picks. (0, 0): not routed.
     routed: tuple[int, int] = (0, 0)
 
+    def __post_init__(self) -> None:
+        experts, picks = self.routed
+        if (experts or picks) and not 0 < picks < experts:
+            raise FFNError("routed", self.routed, _("must pick fewer experts than it holds, and at least one"))
+
     @property
     def params_each(self) -> int:
         return sum(t.count for t in self.tensors)

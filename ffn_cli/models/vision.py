@@ -22,9 +22,10 @@ class VisionPart:
     params_each: int
     copies: int = 1
     runs_on: Literal["images", "audio", "source"] = "images"  # source: an encoder-decoder's encoder, on its source
-    # Its tensors as built (an encoder-decoder's encoder), where it is stored and split over --tp as
-    # the decoder's layers are; empty: a tower kept whole on every GPU, in the rest's format.
-    tensors: tuple[ParamTensor, ...] = ()
+    # Its tensors as built, each with its kind by the attribution rule ("attention", "ffn",
+    # "embedding", …): an encoder-decoder's encoder, stored and split over --tp as the decoder's
+    # layers are. Empty: a tower kept whole on every GPU, in the rest's format.
+    tensors: tuple[tuple[ParamTensor, str], ...] = ()
 
     @property
     def params(self) -> int:
@@ -39,6 +40,11 @@ class VisionTower:
     @property
     def params(self) -> int:
         return sum(p.params for p in self.parts)
+
+    @property
+    def is_encoder(self) -> bool:
+        """An encoder-decoder's encoder (held tensor by tensor), not a tower beside a decoder-only model."""
+        return any(p.tensors for p in self.parts)
 
     @property
     def runs_on(self) -> frozenset[str]:

@@ -111,7 +111,7 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
     encoder = _("* {name}: the total includes its encoder, {params}, run once a source; its active count does not")
     for d, (_name, m, _stack, _rows) in zip(data, models, strict=True):
         if d["vision_params"]:  # an encoder-decoder's encoder, or a tower
-            said = encoder if m.spec.vision is not None and any(p.tensors for p in m.spec.vision.parts) else tower
+            said = encoder if m.spec.vision is not None and m.spec.vision.is_encoder else tower
             notes.append(said.format(name=visible(d["name"]), params=_sig3(d["vision_params"])))
     ranged = _("{name}: its active count is the most, every pick a real expert; {least} at least, {mean} on average "
                "(zero-computation experts)")  # fmt: skip

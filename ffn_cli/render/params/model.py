@@ -240,7 +240,7 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
     if m.vision_params:
         runs_on = m.spec.vision.runs_on if m.spec.vision is not None else frozenset({"images"})
         # an encoder-decoder's encoder (held tensor by tensor, Whisper's on audio): what is left is its decoder
-        encoder = m.spec.vision is not None and any(p.tensors for p in m.spec.vision.parts)
+        encoder = m.spec.vision is not None and m.spec.vision.is_encoder
         alone = (
             _("included in the total ({pct}); the decoder alone has {n}")
             if encoder
