@@ -81,16 +81,23 @@ def test_a_layers_attention_against_flop_counter() -> None:
     assert counter.get_total_flops() == tokens * spec.attention_flops_of(0) + scores
 
 
-def test_the_experts_a_pass_touches_are_the_ones_it_reads() -> None:
-    # At batch 1 a decode step reads its 2 picks' experts alone; at a batch large enough every expert.
-    from ffn_cli.costs.roofline.model_pass import PassCase, extras_cost
+def _attention_weights(tokens: int) -> float:
+    """The weight bytes one layer's attention reads in a decode step of `tokens` sequences, bf16."""
+    from ffn_cli.costs.roofline.model_pass import PassCase, attention_cost
     from ffn_cli.costs.weights import plan_from_options
+    from ffn_cli.models.seq_flops import model_stack
 
-    spec = read_layout(_config(), name="small", source="small").spec
-    plan = plan_from_options("bf16", None)
-    others = 2 * 2 * (2 * 64 * 32) * 2  # 2 layers × the 2 experts not picked × their q and o, 2 bytes
-    assert extras_cost(spec, plan, PassCase("decode", 1, 16)).weight_bytes == 0
-    assert extras_cost(spec, plan, PassCase("decode", 4096, 16)).weight_bytes == pytest.approx(others)
+    layout = read_layout(_config(), name="small", source="small")
+    stack = model_stack(layout.spec, layout.windows, causal=True)
+    return attention_cost(layout.spec, stack, 0, plan_from_options("bf16", None), PassCase("decode", tokens, 16)).weight_bytes
+
+
+def test_the_experts_a_pass_touches_are_the_ones_it_reads() -> None:
+    # At batch 1 a decode step reads its 2 picks' experts alone: kv_proj, their q and o, the router, the
+    # bias (2 bytes each); at a batch large enough every expert, 2 more q and o.
+    picked = 2 * (64 * 64 + 2 * 2 * 64 * 32 + 64 * 4 + 64)
+    assert _attention_weights(1) == picked
+    assert _attention_weights(4096) == pytest.approx(picked + 2 * 2 * (2 * 64 * 32))
 
 
 def test_the_attention_experts_are_stored_and_split_as_attention(tmp_path: Any) -> None:
@@ -121,6 +128,11 @@ def test_the_active_ratio_counts_what_a_token_runs() -> None:
     ffn_active = 2 * (2 * (64 * 96 + 48 * 64) + 64 * 4 + 64)
     attention_active = 2 * (64 * 64 + 2 * 2 * 64 * 32 + 64 * 4 + 64)
     assert counted.ffn_active_attention_ratio == pytest.approx(ffn_active / attention_active)
+    # --explain says the same: the attention a token runs beside the FFN it runs
+    from ffn_cli.models.explain import explain_model
+
+    explained = explain_model(counted)
+    assert (explained.ffn_active_params, explained.attention_active) == (ffn_active, attention_active)
 
 
 def test_a_routed_part_picks_fewer_than_it_holds() -> None:
@@ -133,10 +145,19 @@ def test_a_routed_part_picks_fewer_than_it_holds() -> None:
 
 def test_a_middle_batch_reads_the_experts_it_is_expected_to_touch() -> None:
     # 3 decode tokens: each expert touched with 1 − (1 − 2/4)³ = 7/8, so 3.5 of 4 in expectation, 1.5 beyond the 2 picks.
-    from ffn_cli.costs.roofline.model_pass import PassCase, extras_cost
-    from ffn_cli.costs.weights import plan_from_options
+    one_expert = 2 * (2 * 64 * 32)  # its q and o, 2 bytes
+    assert _attention_weights(3) == pytest.approx(_attention_weights(1) + 1.5 * one_expert)
 
-    spec = read_layout(_config(), name="small", source="small").spec
-    plan = plan_from_options("bf16", None)
-    one_expert = 2 * (2 * 64 * 32) * 2  # 2 layers × its q and o, 2 bytes
-    assert extras_cost(spec, plan, PassCase("decode", 3, 16)).weight_bytes == pytest.approx(1.5 * one_expert)
+
+def test_no_kv_heads_is_refused_by_its_key(tmp_path: Any) -> None:
+    # transformers builds JetMoE with num_key_value_heads 0; its attention would attend to nothing
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "jetmoe.json"
+    path.write_text(json.dumps({**_config(), "num_key_value_heads": 0}))
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h100"])
+    assert result.exit_code == 2 and "key num_key_value_heads = 0: must be 1 or more" in result.output

@@ -1811,6 +1811,10 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         value = getattr(text, key, None)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
+    for key in ("num_attention_heads", "num_key_value_heads"):  # a head count of 0 builds, and attends to nothing
+        value = getattr(text, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise FFNError(key, value, _("must be 1 or more"))
     # An encoder-decoder's layers are its decoder's (BART's num_hidden_layers names its encoder's)
     d, n_layers = int(text.hidden_size), seq2seq.decoder_layers if seq2seq is not None else int(text.num_hidden_layers)
     runs = _passes(text.to_dict(), n_layers)

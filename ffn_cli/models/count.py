@@ -107,8 +107,8 @@ class ModelParams:
     def active_params(self) -> int:
         """What one text token touches: its path through the layers, the embeddings and the
         head. A vision tower runs on images, never on a text token (Llama 4 Scout's "17B active"
-        leaves its tower out), so it is in the total alone."""
-        return self._sum(active=True) - self.vision_params
+        leaves its tower out), so it is in the total alone: its rows are active 0."""
+        return self._sum(active=True)
 
     def _routed_expert_params(self) -> int:
         """One routed expert's parameters in every MoE layer together."""
@@ -440,13 +440,15 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
     if block.name in extras:
         e = extras[block.name]
         unit, detail = e.copies, e.detail
-        active = 0 if e.idle or e.routed[0] else None  # held, never run; or run by other tokens than this one
+        # held, never run; run by other tokens than this one; or by no text token (a modality's experts)
+        active = 0 if e.idle or e.routed[0] or e.kind == "vision" else None
         if e.layers:  # a part only some layers hold (Inkling 2's full layers' input norms for the keys and values)
             detail = Message.join(detail, _where(spec.held_layers_of(e) or ()))
     elif block.part == "vision" and spec.vision is not None:
         vision = next(p for p in spec.vision.parts if p.name == block.name)
         label = {"audio": N_("audio: {part}"), "source": N_("encoder: {part}")}.get(vision.runs_on, N_("vision: {part}"))
         name, unit, detail = Message(label, part=Message(vision.name)), vision.copies, vision.detail
+        active = 0  # run on images, audio or a source, never by a token
     elif block.part == "ffn":
         layers = block.layers or ()
         ffn = spec.ffn_of(layers[0])

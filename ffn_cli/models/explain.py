@@ -57,12 +57,13 @@ class BlockExplain:
         return self.ffn_params / self.attention_params
 
     @property
-    def _attention_active(self) -> int:
+    def attention_active(self) -> int:
+        """What a token runs of attention_params."""
         return self.attention_params if self.attention_active_params is None else self.attention_active_params
 
     @property
     def active_ratio(self) -> float:
-        return self.ffn_active_params / self._attention_active
+        return self.ffn_active_params / self.attention_active
 
     @property
     def share(self) -> float:
@@ -71,7 +72,7 @@ class BlockExplain:
 
     @property
     def active_share(self) -> float:
-        return self.ffn_active_params / (self.ffn_active_params + self._attention_active)
+        return self.ffn_active_params / (self.ffn_active_params + self.attention_active)
 
     @property
     def classic_ffn(self) -> int:

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ffn_cli.i18n import N_, _, shown
+from ffn_cli.i18n import N_, Message, _, shown
 from ffn_cli.render.backward import backward_data, backward_sections
 from ffn_cli.render.cells import MAX_SHAPES, shapes, stats_cells
 from ffn_cli.render.experts import elided_label, elided_note, elided_operation, idle_label, idle_operation, ops_note
@@ -129,13 +129,13 @@ def _module_header(result: TraceResult) -> Panel:
     """A module not built from a spec: what it is, where it came from, where d_model was read."""
     m = result.module
     built = {"module": _("your module"), "transformers": _("built by transformers")}.get(m.source, m.source)
-    lines = [f"[bold]{escape(m.class_name)}[/]" + (f" · {escape(m.origin)}" if m.origin else "") + f" · {built}"]
+    lines = [f"[bold]{escape(m.class_name)}[/]" + (f" · {escape(shown(m.origin))}" if m.origin else "") + f" · {built}"]
     depth = " · " + _("submodules {depth} levels deep as steps").format(depth=m.depth) if m.depth > 1 else ""
     if m.opened:
         depth += _(" (opened: {paths})").format(paths=", ".join(literal(p) for p in m.opened))
-    lines.append(_("d_model {d_model} (from {source})").format(d_model=m.d_model, source=escape(m.d_model_from)) + depth)
+    lines.append(_("d_model {d_model} (from {source})").format(d_model=m.d_model, source=escape(shown(m.d_model_from))) + depth)
     lines.append(_run_line(result, m.d_model))
-    lines += ["[dim]" + escape(_("note: {note}").format(note=_(n))) + "[/]" for n in m.notes]
+    lines += ["[dim]" + escape(_("note: {note}").format(note=n.shown() if isinstance(n, Message) else _(n))) + "[/]" for n in m.notes]
     return Panel(_panel_lines(lines), title=f"ffn trace · {escape(m.name)}", title_align="left", expand=False)
 
 

@@ -22,7 +22,7 @@ from ffn_cli.configs.attribution import is_experts
 from ffn_cli.configs.meta_build import build_on_meta, find_ffn_module
 from ffn_cli.device import preflight, resolve_device_dtype
 from ffn_cli.errors import FFNRuntimeError
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.seeds import Stream, stream_seed
 from ffn_cli.tracing.any_module import ModuleTarget
 from ffn_cli.tracing.pipeline import RUNTIME_BYTES, Placed, RunOptions, run_target
@@ -31,6 +31,7 @@ from ffn_cli.tracing.result import TraceResult
 __all__ = ["HFModuleTarget", "model_module_target", "trace_model_module"]
 
 DEFAULT_INIT_STD = 0.02  # transformers' initializer_range default
+_ORIGIN = N_("{name} · {model_type} · layer {layer} ({cls})")  # where the traced module comes from
 
 
 def _routed(module: nn.Module) -> bool:
@@ -106,16 +107,21 @@ def model_module_target(
     std = float(getattr(text, "initializer_range", DEFAULT_INIT_STD) or DEFAULT_INIT_STD)
     if on_meta:
         described = (*notes, N_("built on the meta device: shapes and FLOPs, no values"))
-    else:
-        described = (*notes, f"weights: seeded random N(0, {std:g}²), not a checkpoint's; the routing follows them")
+    else:  # a dense FFN has no routing to follow its weights
+        drawn = (
+            N_("weights: seeded random N(0, {std}²), not a checkpoint's; the routing follows them")
+            if _routed(module)
+            else N_("weights: seeded random N(0, {std}²), not a checkpoint's")
+        )
+        described = (*notes, Message(drawn, std=f"{std:g}"))
     return HFModuleTarget(
         module,
         d_model=int(text.hidden_size),
-        d_model_from="the config's hidden_size",
+        d_model_from=Message(N_("the config's hidden_size")),
         reference=reference,
         source="transformers",
         name=found.path,
-        origin=f"{name} · {model_type} · layer {found.layer} ({type(model).__name__})",
+        origin=Message(_ORIGIN, name=name, model_type=model_type, layer=found.layer, cls=type(model).__name__),
         notes=described,
         std=std,
     )

@@ -201,7 +201,9 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     if indexed:
         flops += keys * spec.index_flops_per_key
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
-    weights, params = read_cost(plan, attention_tensors(spec, (layer,), shared_kv=shared))
+    picked, picked_params = read_cost(plan, attention_tensors(spec, (layer,), shared_kv=shared))
+    unpicked, unpicked_params = _unpicked_experts(spec, layer, plan, case)
+    weights, params = picked + unpicked, picked_params + unpicked_params
     # a DSA indexer's keys are cached and read beside the attention's
     width = kv_width(spec, layer) * case.act_bytes
     index_width = (spec.index_key_width if indexed else 0) * case.act_bytes
@@ -220,26 +222,38 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     return PartCost("attention", flops, weights, io, kv, weight_params=params)
 
 
+def _unpicked_experts(spec: ModelSpec, layer: int, plan: StoragePlan, case: PassCase) -> tuple[float, float]:
+    """The attention experts of `layer` its tokens do not pick (JetMoE's): the bytes and parameters
+    of those the pass touches beyond their picks, E·(1 − (1 − k/E)^T) − k in expectation."""
+    weights, params = 0.0, 0.0
+    for e in spec.extras:
+        count, picks = e.routed
+        if e.kind != "attention" or not count or layer not in (spec.layers_of(e) or ()):
+            continue
+        beyond = expected_distinct_experts(count, picks, case.tokens) - picks  # experts touched beyond the picks
+        one, one_params = read_cost(plan, extra_tensors(spec, e))  # one expert's query and output projections
+        weights, params = weights + beyond * one, params + beyond * one_params
+    return weights, params
+
+
 def extras_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """A family's own tensors beside attention and FFN (Gemma 3n's AltUp, Laurel, per-layer
     inputs): their matmuls, each weight read once, an embedding table one row per token."""
     flops = case.tokens * spec.extra_flops
     weights, params = 0.0, 0.0
     state = 0.0
-    # a modality's experts: run by no text token; a part held and never run: read by none
-    for e in (e for e in spec.extras if e.kind != "vision" and not e.idle):
+    # a modality's experts: run by no text token; a part held and never run: read by none; the attention
+    # experts a token does not pick: read with the attention (attention_cost)
+    for e in (e for e in spec.extras if e.kind not in ("vision", "attention") and not e.idle):
         # a convolution's latest inputs, written in prefill, read and written in decode, a sequence and layer
         state += e.state * len(spec.layers_of(e) or ()) * case.batch * case.act_bytes * (1 if case.phase == "prefill" else 2)
-        # experts a token does not pick (JetMoE's attention experts): those the pass's tokens touch beyond their picks
-        count, picks = e.routed
-        share = (expected_distinct_experts(count, picks, case.tokens) - picks) / (count - picks) if count else 1.0
         for t in extra_tensors(spec, e):
             if t.part == "embedding":  # `lookups` rows a token
                 weights += t.instances * case.tokens * e.lookups * _bytes(plan, t.role, (1, *t.shape[1:]))
                 params += t.instances * case.tokens * e.lookups * t.numel // t.shape[0]
             else:
-                weights += share * t.instances * _bytes(plan, t.role, t.shape)
-                params += share * t.instances * t.numel
+                weights += t.instances * _bytes(plan, t.role, t.shape)
+                params += t.instances * t.numel
     return PartCost("other", flops, weights, 0.0, state, weight_params=params)
 
 

@@ -45,7 +45,7 @@ def _attention_line(e: BlockExplain) -> str:
     return line
 
 
-def _ratio_line(e: BlockExplain, ffn: int, ratio: float, share: float) -> str:
+def _ratio_line(e: BlockExplain, ffn: int, attention: int, ratio: float, share: float) -> str:
     scope = _("one layer") if e.layers == 1 else _("all {n} layers").format(n=e.layers)
     if e.held_once:  # the totals count a weight run in several layers once
         scope = _("all {n} layers, each weight once however many layers run it").format(n=e.layers)
@@ -53,7 +53,7 @@ def _ratio_line(e: BlockExplain, ffn: int, ratio: float, share: float) -> str:
     if e.mixers:  # a hybrid's mixers count with its attention
         said = _("{scope}: FFN {ffn} / token mixing {attention} = {ratio}, the FFN {share} of the two")
     return said.format(
-        scope=scope, ffn=fmt_count(ffn), attention=fmt_count(e.attention_params), ratio=common.ratio(ratio), share=common.pct(share, 1)
+        scope=scope, ffn=fmt_count(ffn), attention=fmt_count(attention), ratio=common.ratio(ratio), share=common.pct(share, 1)
     )
 
 
@@ -62,10 +62,10 @@ def explain_view(e: BlockExplain) -> RenderableType:
         "the classic block (d_ff = 4·d, multi-head attention): the FFN's two matrices hold 2·d·4d = 8·d², "
         "attention's Q, K, V, O 4·d²: a ratio of {ratio}, the FFN {share} of the two"
     ).format(ratio=f"{CLASSIC_RATIO:g}", share=common.pct(CLASSIC_RATIO, CLASSIC_RATIO + 1))
-    lines = [classic, _ffn_line(e), _attention_line(e), _ratio_line(e, e.ffn_params, e.ratio, e.share)]
+    lines = [classic, _ffn_line(e), _attention_line(e), _ratio_line(e, e.ffn_params, e.attention_params, e.ratio, e.share)]
     if e.experts:
         per_token = _("per token, {k} of {experts} experts").format(k=e.active_experts, experts=e.experts)
-        active = _ratio_line(e, e.ffn_active_params, e.active_ratio, e.active_share)
+        active = _ratio_line(e, e.ffn_active_params, e.attention_active, e.active_ratio, e.active_share)
         lines.append(f"{per_token}{_(', ')}{active}")
     body = Text("\n".join(f"• {line}" for line in lines))
     return Group(Text(_("why the FFN is about two thirds of a layer"), style="bold"), body)
