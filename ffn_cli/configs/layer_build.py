@@ -1811,8 +1811,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         value = getattr(text, key, None)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
+    given = text.to_dict()  # as written: a per-layer config holds no one global head count to read
     for key in ("num_attention_heads", "num_key_value_heads"):  # a head count of 0 builds, and attends to nothing
-        value = getattr(text, key, None)
+        value = given.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
             raise FFNError(key, value, _("must be 1 or more"))
     # An encoder-decoder's layers are its decoder's (BART's num_hidden_layers names its encoder's)
