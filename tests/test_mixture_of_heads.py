@@ -161,3 +161,18 @@ def test_no_kv_heads_is_refused_by_its_key(tmp_path: Any) -> None:
     path.write_text(json.dumps({**_config(), "num_key_value_heads": 0}))
     result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h100"])
     assert result.exit_code == 2 and "key num_key_value_heads = 0: must be 1 or more" in result.output
+
+
+def test_tp_divides_each_attention_experts_query_heads(tmp_path: Any) -> None:
+    # 4 query heads (2 KV heads × 2 picks): --tp 4 would cut each expert's 2 query heads in halves
+    import json
+
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "jetmoe.json"
+    path.write_text(json.dumps(_config()))
+    assert CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h100", "--tp", "2"]).exit_code == 0
+    refused = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h100", "--tp", "4"])
+    assert refused.exit_code == 2 and "2 query heads an attention expert" in " ".join(refused.output.split())

@@ -124,6 +124,8 @@ def _split_sizes(model: ModelSpec, ep: int) -> list[tuple[str, int]]:
     Mamba-2's or Gated DeltaNet's heads (and Mamba-2's groups, more than one), as vLLM cuts them."""
     heads = dict.fromkeys(a.heads for a, _extra, layers in model.attention_groups if layers) if _has_attention(model) else {}
     sizes = [(_("{n} attention heads"), n) for n in heads]
+    if any(e.kind == "attention" and e.routed[0] for e in model.extras):  # JetMoE's: each expert's query is the KV heads' width
+        sizes.append((_("{n} query heads an attention expert"), model.attention.kv_heads))
     widths = [ffn.hidden for ffn, _layers in model.dense_groups]
     if model.moe_ffn is not None and model.moe_layers:
         widths += [model.moe_ffn.hidden] if ep == 1 else []
