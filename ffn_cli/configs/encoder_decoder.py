@@ -6,8 +6,8 @@ source and kept while decoding, however long the output grows). The encoder runs
 a vision tower runs once an image: counted whole, run on the source, never by a token decoded.
 
 The source's length is the most the encoder hands on: Whisper's max_source_positions (1,500 frames
-for its 30-second window, the length it always runs); a text encoder's max_position_embeddings,
-where a shorter source keeps less. transformers' own Seq2Seq classes build the model, with its head.
+for its 30-second window, the length it always runs); LED's max_encoder_position_embeddings, a text
+encoder's max_position_embeddings, where a shorter source keeps less. transformers' own Seq2Seq classes build the model, with its head.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def seq2seq_class(model_type: str) -> tuple[Any, Literal["source", "audio"]] | N
 
 def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message | None:
     """The encoder-decoder `hf_config` describes; None for a decoder alone; a Message saying why
-    ffn cannot lay it out (no Seq2Seq class builds it, or no decoder_layers names its decoder's depth)."""
+    ffn cannot lay it out (no Seq2Seq class builds it, no decoder_layers names its decoder's depth,
+    or no key names the most tokens of a source: T5's relative positions)."""
     if getattr(hf_config, "is_encoder_decoder", False) is not True:
         return None
     found = seq2seq_class(str(hf_config.model_type))
