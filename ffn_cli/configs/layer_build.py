@@ -1641,11 +1641,11 @@ def _towers(
     rest = []
     if encoder is not None:
         path, seq2seq = encoder
-        held = [t for t in beside if t.name.split(" ")[0].startswith(f"{path}.")]
-        beside = tuple(t for t in beside if t not in held)
-        kinds = tuple((t, attribute(tuple(Owner(n, "") for n in t.name.split(" ")[0].split(".")))[0]) for t in held)
-        part = VisionPart(path, N_("as transformers builds it"), sum(t.count for t in held), runs_on=seq2seq.runs_on, tensors=kinds)
-        vision, others = _towers(beside, config)
+        modules = [t.name.split(" ")[0] for t in beside]  # a tensor's module path, its leaf named after it where no Linear's
+        held = [(t, m) for t, m in zip(beside, modules, strict=True) if m.startswith(f"{path}.")]
+        kinds = tuple((t, attribute(tuple(Owner(n, "") for n in m.split(".")))[0]) for t, m in held)
+        part = VisionPart(path, N_("as transformers builds it"), sum(t.count for t, _m in held), runs_on=seq2seq.runs_on, tensors=kinds)
+        vision, others = _towers(tuple(t for t, m in zip(beside, modules, strict=True) if not m.startswith(f"{path}.")), config)
         parts = (part, *(vision.parts if vision is not None else ()))
         return VisionTower(Message.listed([p.name for p in parts]), parts), others
     for t in beside:
