@@ -55,6 +55,14 @@ def test_expert_parallel_sends_each_tokens_copies_there_and_back() -> None:
     assert ffn["flops"] == 8 * 2 * 128 * 2880 + 64 * 4 / 8 * 2 * (5760 * 2880 + 2880 * 2880)
 
 
+@pytest.mark.parametrize(("batch", "held"), [(1, 1), (3, 1), (12, 2)])
+def test_expert_parallel_sends_what_the_busiest_gpu_holds(batch: int, held: int) -> None:
+    # gpt-oss-120b, --ep 8 at a batch that does not fill the 8 attention groups evenly: the GPU
+    # holding ceil(batch / 8) sequences sends each of their tokens' 4 copies, 7/8 of them off it.
+    r = _roofline("--preset", "gpt-oss-120b", "--gpu", "h100", *DECODE, "--batch", str(batch), "--ep", "8")
+    assert r["cases"][0]["communication"]["ffn_layer_bytes_sent"] == pytest.approx(2 * held * 4 * 2880 * 2 * 7 / 8)
+
+
 def test_expert_parallel_below_tp_cuts_each_expert_over_its_ranks_gpus() -> None:
     # gpt-oss-120b, --ep 2: at --tp 2 a GPU is a rank and reads its experts whole; at --tp 4 each
     # rank's experts are cut over its 2 GPUs, so a GPU reads half of what it read at --tp 2, the

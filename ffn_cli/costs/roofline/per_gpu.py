@@ -12,8 +12,9 @@ its share of the routed tokens, T·k / gpus; with ep = 1 every expert is split o
 Communication, per GPU, bytes sent: a tensor-parallel layer ends in an all-reduce of its output
 (T · d_model elements; a ring sends 2·(tp − 1)/tp of it), after attention, after a mixer (both
 where they run side by side) and after the FFN; an
-expert-parallel MoE layer sends each of its T / gpus tokens' k copies to the experts' ranks and
-back (dispatch and combine, (ep − 1)/ep of them off the GPU). Over the link the table gives
+expert-parallel MoE layer sends each of its tokens' k copies to the experts' ranks and back
+(dispatch and combine, (ep − 1)/ep of them off the GPU), the busiest GPU's tokens: its attention
+group's over tp, T / gpus where the batch fills every group. Over the link the table gives
 (both directions together: half each way), added to the time, not overlapped (the next layer
 waits for it), and without per-message latency: a lower bound too. Pure Python.
 """
@@ -138,8 +139,10 @@ def _communication(spec: ModelSpec, case: PassCase, local: PassCase, layout: Lay
     moe = spec.moe_ffn
     a2a = 0.0
     if ep > 1 and moe is not None:
-        # dispatch and combine, to the real experts picked: a zero-computation pick stays on its GPU
-        a2a = 2 * case.tokens / layout.gpus * spec.real_picks(moe) * d * b * (ep - 1) / ep
+        # dispatch and combine, to the real experts picked: a zero-computation pick stays on its GPU.
+        # The busiest GPU's tokens, its attention group's over its tp GPUs: with fewer sequences than
+        # groups, the GPU that holds one sends it all (the mean GPU's share would be a fraction of it).
+        a2a = 2 * local.tokens / tp * spec.real_picks(moe) * d * b * (ep - 1) / ep
     # A layer whose mixer runs beside attention (Zamba's, Falcon-H1's) all-reduces each one's output
     mixers = sum(1 for i in range(spec.n_layers) if spec.mixer_label(i)) + len(spec.beside_attention)
     moe_layers = len(spec.moe_layers) if moe is not None else 0
