@@ -54,6 +54,18 @@ def test_deepseek_v3s_mtp_layer_by_hand() -> None:
     assert biases["bytes"] == (58 + 1) * 256 * 4 and biases["format"] == "fp32"  # every MoE layer, the MTP one too
 
 
+def test_kimi_k2_ships_deepseek_v3s_fp8_blocks_by_hand() -> None:
+    # Kimi K2 (Moonshot's config: DeepSeek-V3's architecture and quantization_config, e4m3 in
+    # 128 × 128 blocks): 61 layers, the first dense, 60 of 384 routed experts and one shared.
+    d, v, heads, rank_q, rank_kv = 7168, 163840, 64, 1536, 512
+    attention = [(rank_q, d), (heads * 192, rank_q), (rank_kv + 64, d), (heads * 256, rank_kv), (d, heads * 128)]
+    linears = 61 * attention + [(18432, d), (18432, d), (d, 18432)] + 60 * 385 * [(2048, d), (2048, d), (d, 2048)]
+    bf16 = 61 * (rank_q + rank_kv + 2 * d) + d + 60 * 384 * d + 2 * v * d  # norms, routers, embeddings and head
+    c = _checkpoint("--preset", "kimi-k2")
+    assert c["bytes"] == sum(_fp8_block(r, c_) for r, c_ in linears) + 2 * bf16 + 60 * 384 * 4  # and the score biases
+    assert {r["role"]: r["format"] for r in c["roles"]}["experts"] == "fp8-block-128x128"
+
+
 def test_no_mtp_leaves_the_layer_out() -> None:
     full, bare = _checkpoint("--preset", "deepseek-v3"), _checkpoint("--preset", "deepseek-v3", "--no-mtp")
     mtp = next(r for r in full["roles"] if r["role"] == "mtp")["bytes"]
