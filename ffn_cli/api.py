@@ -306,6 +306,7 @@ def params(
     seq_len: int | list[int] | None = None,
     tokens: int | None = None,
     mtp: bool = True,
+    source_len: int | None = None,
     explain: bool = False,
 ) -> Result[FFNReport]: ...
 @overload
@@ -323,6 +324,7 @@ def params(
     seq_len: int | list[int] | None = None,
     tokens: int | None = None,
     mtp: bool = True,
+    source_len: int | None = None,
     explain: bool = False,
 ) -> Result[ModelParams | BuiltModel]: ...
 def params(
@@ -339,6 +341,7 @@ def params(
     seq_len: int | list[int] | None = None,
     tokens: int | None = None,
     mtp: bool = True,
+    source_len: int | None = None,
     explain: bool = False,
 ) -> Result[FFNReport] | Result[ModelParams | BuiltModel]:
     """Parameters, FLOPs and memory without torch, as `ffn params` answers them: an FFNSpec
@@ -353,7 +356,8 @@ def params(
     or a list to sweep), `seq_len` (with `gpu`: tokens per sequence, or decode's context; without:
     the lengths to count FLOPs at), `tokens`; for a model `weights` / `quantize` (how it is
     stored), `tp` / `ep` (its layout) and `mtp=False` to leave out the multi-token-prediction
-    layers the checkpoint ships. `explain`: why the FFN is about two thirds of a layer. Several
+    layers the checkpoint ships; `source_len`, an encoder-decoder's source in tokens (the most its encoder
+    hands on by default). `explain`: why the FFN is about two thirds of a layer. Several
     models side by side: `compare`; what each rank of a split FFN holds: `params_per_rank`.
     `to_dict()` is the command's `--json` for the same options."""
     check_arguments(
@@ -370,13 +374,15 @@ def params(
             "seq_len": seq_len,
             "tokens": tokens,
             "mtp": mtp,
+            "source_len": source_len,
             "explain": explain,
         },
     )
 
     options: dict[str, Any] = {
         "dtype": dtype, "gpu": gpu, "weights": weights, "quantize": quantize, "tp": tp, "ep": ep, "phase": phase,
-        "batch": _as_tuple(batch), "seq_len": _as_tuple(seq_len), "tokens": tokens, "no_mtp": not mtp, "explain": explain,
+        "batch": _as_tuple(batch), "seq_len": _as_tuple(seq_len), "tokens": tokens, "no_mtp": not mtp, "source_len": source_len,
+        "explain": explain,
     }  # fmt: skip
     if not isinstance(spec_or_model, (FFNSpec, str)):
         raise FFNError("spec_or_model", spec_or_model, _("give an FFNSpec, a preset name or a config.json path"))

@@ -22,6 +22,7 @@ from ffn_cli.cli.hardware_options import (
     WeightsOpt,
 )
 from ffn_cli.cli.model_options import ConfigOpt, ModelOpt, PresetOpt, RevisionOpt
+from ffn_cli.cli.numbers import parse_int
 from ffn_cli.cli.option_groups import typed_options, with_option_groups
 from ffn_cli.cli.options import (
     AttnBiasOpt,
@@ -85,6 +86,17 @@ NoCacheOpt = Annotated[
         rich_help_panel=_MODEL,
     ),
 ]
+SourceLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--source-len",
+        parser=parse_int,
+        help="Tokens of the source an encoder-decoder's decoder attends to: what its cross-attention keeps and scores "
+        "(default: the most its encoder hands on).",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
 ExplainOpt = Annotated[
     bool,
     typer.Option("--explain", help="Say why the FFN is about two thirds of a layer, and what the ratio is here (one FFN or one model)."),
@@ -117,6 +129,7 @@ def params(
     weights: WeightsOpt = None,
     quantize: QuantizeOpt = None,
     no_mtp: NoMTPOpt = False,
+    source_len: SourceLenOpt = None,
     gpu: GPUOpt = None,
     batch: BatchListOpt = None,
     tokens: TokensOpt = None,
@@ -143,7 +156,8 @@ def params(
         preset=None if preset is None else parse_names("preset", preset),
         model=None if model is None else parse_names("model", model), revision=revision, list_presets=list_presets, no_cache=no_cache,
         seq_len=None if seq_len is None else parse_int_tuple("seq_len", seq_len), dtype=dtype, tp=tp, ep=ep,
-        weights=weights, quantize=quantize, no_mtp=no_mtp, gpu=gpu, batch=None if batch is None else parse_int_tuple("batch", batch),
+        weights=weights, quantize=quantize, no_mtp=no_mtp, source_len=source_len, gpu=gpu,
+        batch=None if batch is None else parse_int_tuple("batch", batch),
         tokens=tokens, phase=cast(Phase, phase), backward=backward, plot=plot, explain=explain, typed=typed_options(ctx, list(ctx.params)),
     )  # fmt: skip
     result = answer_params(request)

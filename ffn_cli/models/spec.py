@@ -8,7 +8,7 @@ an AttentionSpec. Everything else (embeddings, norms, head, pooler) is a handful
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ffn_cli.accounting import ParamTensor, matmul_flops_per_token, param_tensors
@@ -39,6 +39,7 @@ NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine
 # Deeper than any published model by far; beyond it a config is a typo.
 MAX_LAYERS = 4096
 MAX_VOCAB = 1 << 24
+MAX_SOURCE = 1 << 24  # tokens of an encoder's output: past any encoder's positions
 # What a layer that reuses an earlier layer's keys and values does without: the tensors of
 # AttentionSpec.tensors() with these prefixes.
 KV_TENSORS = ("k_proj.", "v_proj.", "k_norm.")
@@ -403,6 +404,19 @@ class ModelSpec:
             cross = isinstance(self.mixer.scan, SourceAttention)
             return Message(N_("attention + {mixer}") if cross else N_("{mixer} + attention"), mixer=self.mixer.kind)
         return "attention"
+
+    def with_source_tokens(self, tokens: int) -> ModelSpec:
+        """The model decoding against a source of `tokens` tokens (--source-len) in place of the
+        most its encoder hands on: what its cross-attention keeps and scores a token."""
+        mixer = self.mixer
+        scan = mixer.scan if mixer is not None else None
+        if mixer is None or not isinstance(scan, SourceAttention) or scan.source != "encoder":
+            raise FFNError("source_len", tokens, _("{name} attends to no encoder's output").format(name=self.name))
+        check_int("source_len", tokens, maximum=MAX_SOURCE)
+        if tokens > scan.tokens:
+            why = _("{name}'s encoder hands on at most {most:,} tokens").format(name=self.name, most=scan.tokens)
+            raise FFNError("source_len", tokens, why)
+        return replace(self, mixer=replace(mixer, scan=replace(scan, patches=tokens)))
 
     @property
     def attention_layer_params(self) -> int:

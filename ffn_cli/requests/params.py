@@ -11,10 +11,11 @@ from ffn_cli.attention import AttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.models.layer import check_dtype
+from ffn_cli.models.spec import MAX_SOURCE
 from ffn_cli.requests.choices import Phase, check_choice
 from ffn_cli.requests.lists import check_ints, check_names, check_paths, comma_text
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
-from ffn_cli.spec import FFNSpec, spec_options
+from ffn_cli.spec import FFNSpec, check_int, spec_options
 
 if TYPE_CHECKING:
     from ffn_cli.attention import AttentionSpec
@@ -60,12 +61,12 @@ _COST_RULES: tuple[Rule, ...] = (
 )
 # One FFN on a GPU: its roofline, no model's storage or layout.
 _FFN_GPU_RULES: tuple[Rule, ...] = (
-    Needs(("weights", "quantize", "backward", "plot", "no_mtp", "tp", "ep"), MODEL, _WHOLE_MODEL),
+    Needs(("weights", "quantize", "backward", "plot", "no_mtp", "source_len", "tp", "ep"), MODEL, _WHOLE_MODEL),
     _ONE_PASS_SIZE,
 )
 # One FFN, or several side by side: its counts.
 _FFN_RULES: tuple[Rule, ...] = (
-    Needs(("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp"), MODEL, _WHOLE_MODEL),
+    Needs(("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "source_len"), MODEL, _WHOLE_MODEL),
     Needs("phase", MODEL, _WHOLE_MODEL),
     Needs("revision", "model", N_("applies to --model (a Hub model id)")),
     Needs("no_cache", MODEL, N_("applies to --config, --preset and --model")),
@@ -111,6 +112,7 @@ class ParamsRequest:
     weights: str | None = None
     quantize: str | None = None
     no_mtp: bool = False
+    source_len: int | None = None
     gpu: str | None = None
     batch: tuple[int, ...] | None = None
     tokens: int | None = None
@@ -131,6 +133,8 @@ class ParamsRequest:
         for name in ("seq_len", "batch"):
             if getattr(self, name) is not None:
                 self._set(name, check_ints(name, getattr(self, name)))
+        if self.source_len is not None:
+            check_int("source_len", self.source_len, maximum=MAX_SOURCE)
         # The models side by side: presets and model ids are names, config files paths as given.
         for name, check in (("preset", check_names), ("config", check_paths), ("model", check_names)):
             if getattr(self, name) is not None:

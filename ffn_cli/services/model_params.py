@@ -30,7 +30,7 @@ __all__ = ["COSTS", "models", "presets"]
 _NOT_LAID_OUT = N_("its layout is not read ({why}): counted by building the whole model, so no FLOPs or costs are given")
 
 # What a whole model's costs are asked by: refused where there is no one model ffn reads.
-COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "tp", "ep")
+COSTS = ("weights", "quantize", "gpu", "batch", "tokens", "backward", "plot", "no_mtp", "source_len", "tp", "ep")
 
 
 def presets(request: ParamsRequest) -> PresetList:
@@ -150,6 +150,8 @@ def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> Mod
     """A whole model (a reader's, or laid out by building one layer of each kind): its counts,
     FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
     dtype = request.count_dtype
+    if request.source_len is not None:  # a shorter source than the most its encoder hands on
+        loaded = replace(loaded, spec=loaded.spec.with_source_tokens(request.source_len))
     stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
     counted = count_model(loaded.spec)
     rows = flops_over_length(stack, request.seq_lens)
