@@ -168,3 +168,26 @@ def test_explain_counts_the_output_gate_beside_the_attention() -> None:
     gate, norms = q * d, 2 * c["head_dim"]
     text = _flat(_run("params", "--preset", "qwen3-next-80b-a3b", "--explain", width=120))
     assert f"+ {gate:,} beside it (q_proj (output gate half)) = {2 * d * q + 2 * d * kv + norms + gate:,}" in text
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_explain_a_cross_attention_beside_the_attention(lang: str) -> None:
+    # Whisper large-v3's decoder: each of its 32 layers holds a cross-attention beside its own, q, v
+    # and o with biases, k without: 4·d² + 3·d. A token runs its q and o (2·d² + 2·d), beside the
+    # self-attention, also 4·d² + 3·d; k and v run once a source.
+    from pathlib import Path
+
+    pytest.importorskip("transformers")
+    whisper = str(Path(__file__).parents[1] / "docs" / "examples" / "whisper-large-v3" / "config.json")
+    d, layers = 1280, 32
+    cross, own = 4 * d * d + 3 * d, 4 * d * d + 3 * d
+    text = _flat(_run("--lang", lang, "params", "--config", whisper, "--explain", width=120))
+    beside = "beside it in 32 of the 32 layers" if lang == "en" else "在 32 层中的 32 层里与之并列"
+    assert f"{beside}" in text and f"{cross:,}" in text
+    assert f"{layers * (own + cross):,}" in text
+    runs = layers * (own + 2 * d * d + 2 * d)
+    assert f"{runs:,}" in text and ("what a token runs" if lang == "en" else "每个 token 实际运行的部分") in text
+    data = json.loads(_run("params", "--config", whisper, "--explain", "--json"))["explain"]
+    assert data["attention_active_params"] == runs
+    assert data["mixer"] == {"kind": "cross-attention over the encoder's output", "params_per_layer": cross, "layers": 32,
+                             "beside_attention": True}  # fmt: skip

@@ -49,8 +49,16 @@ class BlockExplain:
     attention_beside: tuple[ParamTensor, ...] = ()  # one layer's tensors beside its attention (Qwen3.5's output gate)
     mixers: bool = False  # whether attention_params holds a hybrid's mixers too (its token mixing)
     held_once: bool = False  # some layers run weights another layer holds (Zamba's blocks, Inkling 2 Loop's passes): counted once
-    # what a token runs of attention_params, where less (JetMoE's attention experts it does not pick); None: all
+    # what a token runs of attention_params, where less (JetMoE's attention experts it does not pick, a
+    # cross-attention's k and v, run once a source); None: all
     attention_active_params: int | None = None
+    # A hybrid's mixer, or an encoder-decoder's cross-attention, counted with the attention: its kind (an
+    # English id or a Message), one layer's parameters, the layers that hold it, and whether it runs
+    # beside attention in them (a decoder layer's cross-attention) or in its place (a hybrid's mixer).
+    mixer_kind: str = ""
+    mixer_params: int = 0
+    mixer_layers: int = 0
+    mixer_beside: bool = False
 
     @property
     def ratio(self) -> float:
@@ -113,6 +121,15 @@ class BlockExplain:
             "ffn_active_attention_ratio": self.active_ratio,
             "ffn_share": self.share,
             "ffn_active_share": self.active_share,
+            "attention_active_params": self.attention_active,
+            "mixer": {  # counted with the attention: a hybrid's mixer, an encoder-decoder's cross-attention
+                "kind": str.__str__(self.mixer_kind),
+                "params_per_layer": self.mixer_params,
+                "layers": self.mixer_layers,
+                "beside_attention": self.mixer_beside,
+            }
+            if self.mixer_layers
+            else None,
         }
 
 
@@ -154,4 +171,14 @@ def explain_model(m: ModelParams) -> BlockExplain:
         s.d_model, ffn.hidden, matrices, weights, one, _experts(ffn), ffn.active_experts,
         s.attention, attention_formula(s.attention), s.n_layers, m.ffn_params, m.ffn_active_params, m.attention_params,
         ffn.expert_shape().d_model, s.attention_extra, s.mixer is not None, bool(s.weights_from), m.attention_active_params,
+        *_mixer(m),
     )  # fmt: skip
+
+
+def _mixer(m: ModelParams) -> tuple[str, int, int, bool]:
+    """(kind, one layer's parameters, its layers, whether beside attention) of the model's mixer."""
+    mixer = m.spec.mixer
+    if mixer is None:
+        return "", 0, 0, False
+    beside = bool(set(mixer.layers) & set(m.spec.beside_attention))
+    return mixer.kind, mixer.params, len(mixer.layers), beside

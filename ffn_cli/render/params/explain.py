@@ -45,6 +45,14 @@ def _attention_line(e: BlockExplain) -> str:
     return line
 
 
+def _mixer_line(e: BlockExplain) -> str:
+    """A hybrid's mixer in its layers, or an encoder-decoder's cross-attention beside attention."""
+    said = _("beside it in {n} of the {layers} layers, {kind}: {params}")
+    if not e.mixer_beside:
+        said = _("in its place in {n} of the {layers} layers, {kind}: {params}")
+    return said.format(n=e.mixer_layers, layers=e.layers, kind=shown(e.mixer_kind), params=fmt_count(e.mixer_params))
+
+
 def _ratio_line(e: BlockExplain, ffn: int, attention: int, ratio: float, share: float) -> str:
     scope = _("one layer") if e.layers == 1 else _("all {n} layers").format(n=e.layers)
     if e.held_once:  # the totals count a weight run in several layers once
@@ -62,10 +70,15 @@ def explain_view(e: BlockExplain) -> RenderableType:
         "the classic block (d_ff = 4·d, multi-head attention): the FFN's two matrices hold 2·d·4d = 8·d², "
         "attention's Q, K, V, O 4·d²: a ratio of {ratio}, the FFN {share} of the two"
     ).format(ratio=f"{CLASSIC_RATIO:g}", share=common.pct(CLASSIC_RATIO, CLASSIC_RATIO + 1))
-    lines = [classic, _ffn_line(e), _attention_line(e), _ratio_line(e, e.ffn_params, e.attention_params, e.ratio, e.share)]
+    lines = [classic, _ffn_line(e), _attention_line(e)]
+    if e.mixer_layers:
+        lines.append(_mixer_line(e))
+    lines.append(_ratio_line(e, e.ffn_params, e.attention_params, e.ratio, e.share))
+    active = _ratio_line(e, e.ffn_active_params, e.attention_active, e.active_ratio, e.active_share)
     if e.experts:
         per_token = _("per token, {k} of {experts} experts").format(k=e.active_experts, experts=e.experts)
-        active = _ratio_line(e, e.ffn_active_params, e.attention_active, e.active_ratio, e.active_share)
         lines.append(f"{per_token}{_(', ')}{active}")
+    elif e.attention_active != e.attention_params:  # a cross-attention's k and v run once a source, not by a token
+        lines.append(_("what a token runs, {active}").format(active=active))
     body = Text("\n".join(f"• {line}" for line in lines))
     return Group(Text(_("why the FFN is about two thirds of a layer"), style="bold"), body)
