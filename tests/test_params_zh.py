@@ -190,4 +190,4 @@ def test_explain_a_cross_attention_beside_the_attention(lang: str) -> None:
     data = json.loads(_run("params", "--config", whisper, "--explain", "--json"))["explain"]
     assert data["attention_active_params"] == runs
     assert data["mixer"] == {"kind": "cross-attention over the encoder's output", "params_per_layer": cross, "layers": 32,
-                             "beside_attention": True}  # fmt: skip
+                             "layers_beside_attention": 32}  # fmt: skip

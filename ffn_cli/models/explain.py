@@ -53,12 +53,12 @@ class BlockExplain:
     # cross-attention's k and v, run once a source); None: all
     attention_active_params: int | None = None
     # A hybrid's mixer, or an encoder-decoder's cross-attention, counted with the attention: its kind (an
-    # English id or a Message), one layer's parameters, the layers that hold it, and whether it runs
-    # beside attention in them (a decoder layer's cross-attention) or in its place (a hybrid's mixer).
+    # English id or a Message), one layer's parameters, the layers that hold it, and how many of them
+    # run it beside attention (a decoder layer's cross-attention, Zamba's hybrid layers), not in its place.
     mixer_kind: str = ""
     mixer_params: int = 0
     mixer_layers: int = 0
-    mixer_beside: bool = False
+    mixer_beside: int = 0
 
     @property
     def ratio(self) -> float:
@@ -126,7 +126,7 @@ class BlockExplain:
                 "kind": str.__str__(self.mixer_kind),
                 "params_per_layer": self.mixer_params,
                 "layers": self.mixer_layers,
-                "beside_attention": self.mixer_beside,
+                "layers_beside_attention": self.mixer_beside,
             }
             if self.mixer_layers
             else None,
@@ -175,10 +175,9 @@ def explain_model(m: ModelParams) -> BlockExplain:
     )  # fmt: skip
 
 
-def _mixer(m: ModelParams) -> tuple[str, int, int, bool]:
-    """(kind, one layer's parameters, its layers, whether beside attention) of the model's mixer."""
+def _mixer(m: ModelParams) -> tuple[str, int, int, int]:
+    """(kind, one layer's parameters, its layers, those of them beside attention) of the model's mixer."""
     mixer = m.spec.mixer
     if mixer is None:
-        return "", 0, 0, False
-    beside = bool(set(mixer.layers) & set(m.spec.beside_attention))
-    return mixer.kind, mixer.params, len(mixer.layers), beside
+        return "", 0, 0, 0
+    return mixer.kind, mixer.params, len(mixer.layers), len(set(mixer.layers) & set(m.spec.beside_attention))

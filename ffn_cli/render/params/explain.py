@@ -47,10 +47,13 @@ def _attention_line(e: BlockExplain) -> str:
 
 def _mixer_line(e: BlockExplain) -> str:
     """A hybrid's mixer in its layers, or an encoder-decoder's cross-attention beside attention."""
-    said = _("beside it in {n} of the {layers} layers, {kind}: {params}")
-    if not e.mixer_beside:
-        said = _("in its place in {n} of the {layers} layers, {kind}: {params}")
-    return said.format(n=e.mixer_layers, layers=e.layers, kind=shown(e.mixer_kind), params=fmt_count(e.mixer_params))
+    said = _("in its place in {n} of the {layers} layers, {kind}: {params}")
+    if e.mixer_beside == e.mixer_layers:
+        said = _("beside it in {n} of the {layers} layers, {kind}: {params}")
+    elif e.mixer_beside:
+        said = _("in {n} of the {layers} layers ({beside} of them beside it), {kind}: {params}")
+    kind, params = shown(e.mixer_kind), fmt_count(e.mixer_params)
+    return said.format(n=e.mixer_layers, layers=e.layers, beside=e.mixer_beside, kind=kind, params=params)
 
 
 def _ratio_line(e: BlockExplain, ffn: int, attention: int, ratio: float, share: float) -> str:
