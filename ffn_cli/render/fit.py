@@ -35,6 +35,7 @@ from ffn_cli.i18n import _, ngettext
 
 __all__ = [
     "GAP",
+    "LABEL_FLOOR",
     "UNBREAKABLE",
     "UNIT",
     "BarChart",
@@ -58,6 +59,9 @@ FOLD_AT = 24
 # A wrapped text column is never squeezed narrower than this (or its longest line, if shorter):
 # a column of two-word lines is harder to read than a column fewer.
 TEXT_FLOOR = 16
+# A column of row labels ("active params/token", 每 token 激活参数) grows to this before the text beside
+# it does: a label broken in the middle of a word (Chinese has no spaces to break at) reads as two.
+LABEL_FLOOR = 20
 # A "terms" cell (a sum such as `2·d·d_ff + d_ff + d`) breaks only here; its next line starts `+ `.
 TERM_JOIN = " + "
 # Cells that say "nothing here": a column of only these is the first to leave.

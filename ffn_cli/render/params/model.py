@@ -14,7 +14,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.i18n import _, shown, tidy
 from ffn_cli.models.count import training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR
-from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.fit import LABEL_FLOOR, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops
 from ffn_cli.render.literal import literal, visible
 from ffn_cli.render.params.common import attention_data, pct, ratio, share, table, word
@@ -281,10 +281,10 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
         ffn_how += said.format(n=fmt_count(m.ffn_active_params), pct=pct(m.ffn_active_params, m.active_params))
     rows.append(["FFN", fmt_count(m.ffn_params), ffn_how])
     all_layers = _("parameters, all layers")
-    if has_active and most:  # said beside, not in the number's cell: the range's words are long
-        all_layers += _("; active at most {ratio}").format(ratio=ratio(m.ffn_active_attention_ratio))
-    active = _(" (active {ratio})").format(ratio=ratio(m.ffn_active_attention_ratio)) if has_active and not most else ""
-    rows.append([per, ratio(m.ffn_attention_ratio) + active, all_layers])
+    if has_active:  # said beside, not in the number's cell, which would crowd the row's label out of a narrow terminal
+        said = _("; active at most {ratio}") if most else _("; active {ratio}")
+        all_layers += said.format(ratio=ratio(m.ffn_active_attention_ratio))
+    rows.append([per, ratio(m.ffn_attention_ratio), all_layers])
     rows.append(None)
     rows += memory_rows(m.total_params, dtype, stored, asked)
     flops = m.matmul_flops_per_token
@@ -303,7 +303,7 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
         scores = mean + scores
     rows.append([_("forward FLOPs/token"), fmt_flops(flops), scores])
     rows.append([_("forward + backward"), fmt_flops(BACKWARD_FACTOR * flops), _("{factor} × forward").format(factor=BACKWARD_FACTOR)])
-    return table(_("summary"), [Col("what", "text"), Col("value"), Col("how", "text")], rows, show_header=False)
+    return table(_("summary"), [Col("what", "text", floor=LABEL_FLOOR), Col("value"), Col("how", "text")], rows, show_header=False)
 
 
 def model_view(m: ModelParams, dtype: str = "bfloat16", stored: int | None = None, asked: str = "") -> RenderableType:

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from ffn_cli.accounting import DTYPE_BYTES
 from ffn_cli.i18n import _, shown
 from ffn_cli.models.layer import BACKWARD_FACTOR, FFNReport, attention_formula, attention_summary
-from ffn_cli.render.fit import Col, FitTable
+from ffn_cli.render.fit import LABEL_FLOOR, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops, fmt_shape
 from ffn_cli.render.params.common import attention_data, pct, ratio, share, table
 
@@ -126,10 +126,12 @@ def _summary_table(r: FFNReport) -> FitTable:
     rows.append(None)
     attention = f"{attention_formula(r.attention)}{_('; ')}{shown(attention_summary(r.attention))}"
     rows.append([_("attention"), fmt_count(r.attention_params), attention])
-    active = _(" (active {ratio})").format(ratio=ratio(r.ffn_active_attention_ratio)) if layout is not None else ""
-    rows.append([_("FFN / attention"), ratio(r.ffn_attention_ratio) + active, _("parameters")])
+    said = _("parameters")
+    if layout is not None:  # beside the number, not in its cell (as a model's summary says it)
+        said += _("; active {ratio}").format(ratio=ratio(r.ffn_active_attention_ratio))
+    rows.append([_("FFN / attention"), ratio(r.ffn_attention_ratio), said])
     rows.append([_("FFN share of block"), pct(r.total_params, r.total_params + r.attention_params), _("FFN / (FFN + attention)")])
-    columns = [Col("what", "text"), Col("value"), Col("how", "text")]
+    columns = [Col("what", "text", floor=LABEL_FLOOR), Col("value"), Col("how", "text")]
     return table(_("per token, and beside attention"), columns, rows, show_header=False)
 
 
