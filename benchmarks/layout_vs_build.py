@@ -1,5 +1,5 @@
 """The layout of a model no reader knows, read from one built decoder layer of each kind
-(ffn_cli/configs/layer_build.py), against transformers building the whole model on meta.
+(ffn_cli/configs/layer_read/), against transformers building the whole model on meta.
 
 Each measurement is a fresh process (a cold answer: nothing imported, nothing cached) that
 imports torch and transformers, reads transformers' default config of the model_type, and then
@@ -42,7 +42,7 @@ config = {**AutoConfig.for_model(model_type).to_dict(), "model_type": model_type
 model_class = getattr(transformers, modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type])
 importlib.import_module(model_class.__module__)
 if mode == "layout":
-    from ffn_cli.configs.layer_build import read_layout
+    from ffn_cli.configs.layer_read import read_layout
     from ffn_cli.models.count import count_model
 imported = time.perf_counter()
 if mode == "layout":

@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 
 from ffn_cli.cli import app
 from ffn_cli.configs import built_cache, meta_build
+from ffn_cli.configs.cache_files import sources_digest
 from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES
 from tests.tiny_families import tiny_config
 
@@ -68,7 +69,7 @@ def test_the_key_is_the_code_that_counts_too(tmp_path: Path, monkeypatch: pytest
     # attention and FFN to other) is a miss, never a stale split: the rule's source is in the key.
     assert "ffn_cli.configs.attribution" in built_cache._COUNTERS
     # and the layout reader's: a count kept because the layout was refused misses once the reader changes
-    assert "ffn_cli.configs.layer_build" in built_cache._COUNTERS
+    assert "ffn_cli.configs.layer_read" in built_cache._COUNTERS
     module = tmp_path / "counting_rule.py"
     module.write_text("RULE = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -80,6 +81,21 @@ def test_the_key_is_the_code_that_counts_too(tmp_path: Path, monkeypatch: pytest
     built_cache._counters.cache_clear()
     assert built_cache.cache_key(config) != before
     built_cache._counters.cache_clear()
+
+
+def test_a_package_in_the_key_counts_by_every_module_in_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The layout reader is a package (ffn_cli.configs.layer_read): a change in any module of it is a
+    # miss, and finding its modules runs none of its code (its __init__ imports torch: a hit must not).
+    package = tmp_path / "reading_rules"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('the package is run')\n")
+    part = package / "part.py"
+    part.write_text("RULE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = sources_digest(["reading_rules"])
+    part.write_text("RULE = 2\n")
+    assert sources_digest(["reading_rules"]) != before
+    assert "reading_rules" not in sys.modules
 
 
 def test_the_cli_says_the_counts_are_transformers_build_read_back(cache_home: Path, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from ffn_cli.configs.encoder_decoder import seq2seq_class  # noqa: E402  (torch and transformers)
-from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+from ffn_cli.configs.layer_read import read_layout  # noqa: E402
 
 SEQ2SEQ = ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "led", "m2m_100", "marian", "mbart", "mvp", "pegasus", "plbart",
            "whisper")  # fmt: skip

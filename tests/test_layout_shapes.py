@@ -1,5 +1,5 @@
 """Layouts of model types no reader knows whose modules take shapes of their own
-(configs/layer_build.py): one projection to the queries, keys and values; q/k norms without
+(configs/layer_read/): one projection to the queries, keys and values; q/k norms without
 weights; a short convolution; output gates, norms and sinks beside a latent attention; tensors
 beside a dense FFN's projections; residual scales and gates. Each held to the whole model built
 on meta and, where it keeps state, to transformers' own cache after a forward."""
@@ -22,7 +22,7 @@ transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
-from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+from ffn_cli.configs.layer_read import read_layout  # noqa: E402
 
 _SMALL = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
               pad_token_id=0)  # fmt: skip

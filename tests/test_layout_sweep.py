@@ -1,5 +1,5 @@
 """Every causal-LM `model_type` transformers knows, laid out from a small config of its own
-(configs/layer_build.py) and held to two second paths wherever the layout is read: the whole
+(configs/layer_read/) and held to two second paths wherever the layout is read: the whole
 model built on meta, parameter for parameter, and transformers' own cache after a forward of 9
 tokens, element for element, for the layers that keep keys and values. A type whose small
 config ffn refuses, or transformers cannot build or run, is passed over, never counted as
@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 from transformers.models.auto import modeling_auto  # noqa: E402
 
 from ffn_cli.configs import meta_build  # noqa: E402
-from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+from ffn_cli.configs.layer_read import read_layout  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ def test_a_small_config_of_every_type(model_type: str) -> None:
     rows = [r for r in decode_state(layout.spec, layout.windows, layout.chunks, _CONTEXT) if r.tokens is not None]
     if not rows or any(r.keeps != "kv" or r.compressed or r.conv for r in rows) or layout.spec.mixer is not None or model_type in _LOOPED:
         # latents, compressed and mixer states, windows beside the cache (Zaya's, Inkling's): held to
-        # their caches in tests/test_layout_shapes.py and test_layer_build.py
+        # their caches in tests/test_layout_shapes.py and test_layer_read.py
         return
     if built > _RUN_AT_MOST:  # a multimodal config keeps its towers' sizes: too big to run here
         return

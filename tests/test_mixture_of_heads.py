@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+from ffn_cli.configs.layer_read import read_layout  # noqa: E402
 
 # JetMoE of 64 wide, 2 layers: 2 KV heads × 16 (kv_channels), 4 experts, top-2, each MoE expert 48 wide.
 _JETMOE = dict(hidden_size=64, num_hidden_layers=2, num_key_value_heads=2, kv_channels=16, num_local_experts=4, num_experts_per_tok=2,

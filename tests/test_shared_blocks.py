@@ -23,7 +23,7 @@ transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
-from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+from ffn_cli.configs.layer_read import read_layout  # noqa: E402
 
 # Zamba2 of 64 wide, 8 layers, every other one hybrid: two shared blocks in turn (layers 1 and 3
 # hold them, 5 and 7 run them again), their attention reading 2 · 64 with 4 heads × 32, LoRA

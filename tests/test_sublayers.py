@@ -1,4 +1,4 @@
-"""LongCat-Flash read from transformers' own modules (configs/layer_build.py): each decoder layer two
+"""LongCat-Flash read from transformers' own modules (configs/layer_read/): each decoder layer two
 attention-and-MLP sublayers, a shortcut MoE beside them whose router's pool holds zero-computation
 (identity) experts. Held to the whole model built on meta, transformers' cache after a forward,
 FlopCounterMode module by module, and hand counts."""
@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 
 from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
-from ffn_cli.configs.layer_build import read_layout  # noqa: E402
+from ffn_cli.configs.layer_read import read_layout  # noqa: E402
 
 # 3 decoder layers of 2 sublayers; 8 experts of width 16 and 4 zero-computation ones, top-3; MLA with
 # a 16-wide latent and an 8-wide rotary key; dense MLPs of width 96.

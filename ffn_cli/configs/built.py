@@ -208,7 +208,7 @@ class BuiltModel:
 @dataclass(frozen=True)
 class BuiltLayout:
     """A model no reader knows, laid out from one built decoder layer of each kind
-    (ffn_cli.configs.layer_build): the same ModelSpec a reader gives, and what its answer leaves out.
+    (ffn_cli.configs.layer_read): the same ModelSpec a reader gives, and what its answer leaves out.
 
     `kinds` says, one pair a layer kind, which layers it covers and what was read from its
     modules ("beside" for what sits beside the layers); `left_out` names each thing built that no part of the spec sizes (a cache, a

@@ -39,7 +39,7 @@ _COUNTERS = (
     "ffn_cli.configs.attribution",
     "ffn_cli.configs.fallback",
     "ffn_cli.configs.built_cache",
-    "ffn_cli.configs.layer_build",
+    "ffn_cli.configs.layer_read",  # a package: every module in it
     "ffn_cli.configs.encoder_decoder",
     "ffn_cli.configs.shared_blocks",
 )

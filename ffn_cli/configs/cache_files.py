@@ -42,14 +42,21 @@ def write_entry(path: Path, entry: dict[str, Any]) -> Path | None:
 
 def sources_digest(modules: Iterable[str]) -> str:
     """The hash of the source of `modules`: the code that decides what an entry holds, part of
-    its key, so that an entry made by other code is a miss. A module whose file cannot be read
-    counts by its name alone."""
+    its key, so that an entry made by other code is a miss. A package counts by every module in
+    it (found on disk: its own code is not run, so a torch-free hit stays torch-free). A module
+    whose file cannot be read counts by its name alone."""
     digest = hashlib.sha256()
     for module in modules:
         spec = importlib.util.find_spec(module)
         origin = spec.origin if spec is not None else None
         try:
-            digest.update(Path(origin).read_bytes() if origin else module.encode())
+            if spec is not None and spec.submodule_search_locations and origin:
+                folder = Path(origin).parent
+                for path in sorted(folder.rglob("*.py")):
+                    digest.update(path.relative_to(folder).as_posix().encode())
+                    digest.update(path.read_bytes())
+            else:
+                digest.update(Path(origin).read_bytes() if origin else module.encode())
         except OSError:
             digest.update(module.encode())
     return digest.hexdigest()

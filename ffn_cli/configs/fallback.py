@@ -84,9 +84,9 @@ def _check_known(config: Mapping[str, Any], *, source: str, known: tuple[str, ..
 
 def layout_by_building(config: Mapping[str, Any], *, name: str, source: str, known: tuple[str, ...]) -> BuiltLayout:
     """The ModelSpec of a config whose `model_type` no reader knows, read from one decoder layer
-    of each kind built with transformers on meta (ffn_cli.configs.layer_build), for the answers
+    of each kind built with transformers on meta (ffn_cli.configs.layer_read), for the answers
     that fold over a spec: bytes as stored, per-GPU memory, decode state, roofline."""
     _check_known(config, source=source, known=known)
-    from ffn_cli.configs import layer_build  # torch and transformers: only on this path
+    from ffn_cli.configs import layer_read  # torch and transformers: only on this path
 
-    return layer_build.read_layout(config, name=name, source=source)
+    return layer_read.read_layout(config, name=name, source=source)

@@ -1,6 +1,6 @@
 """The layout of a model no reader knows, kept on disk so a second call answers without building.
 
-Reading a layout (ffn_cli.configs.layer_build) imports torch and transformers and builds one decoder
+Reading a layout (ffn_cli.configs.layer_read) imports torch and transformers and builds one decoder
 layer of each kind: seconds. What it yields depends only on the config's content, the
 transformers version and ffn's own code, so those are the key: the config hashed as read from the
 file, before anything is built (transformers adds keys to the dicts it is handed, a `rope_scaling`
@@ -46,7 +46,7 @@ FORMAT = 1
 _MAX_BYTES = 8 << 20
 # The modules whose code decides what a layout holds: their source is part of the key.
 _READERS = (
-    "ffn_cli.configs.layer_build",
+    "ffn_cli.configs.layer_read",  # a package: every module in it
     "ffn_cli.configs.meta_build",
     "ffn_cli.configs.attribution",
     "ffn_cli.models.mixers",

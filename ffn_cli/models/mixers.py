@@ -330,7 +330,7 @@ class LinearMixer:
     # Bytes of one recurrent-state element where the config names the state's dtype (Nemotron-H's
     # mamba_ssm_cache_dtype: float32); None: the cache dtype, as the conv's window always is.
     state_dtype_bytes: int | None = None
-    # False for a mixer counted tensor by tensor from its built module (ffn_cli.configs.layer_build):
+    # False for a mixer counted tensor by tensor from its built module (ffn_cli.configs.layer_read.mixers):
     # what it keeps while decoding is not known, and is named as left out, never taken as zero.
     state_sized: bool = True
     norm_kind: str = N_("gated RMSNorm")  # what its norm is, in words (an English id)

@@ -114,7 +114,7 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | Mo
 
 def _layout(request: ParamsRequest, unknown: UnknownModelType, needed_for: str = "") -> BuiltLayout:
     """The layout of a model no reader knows, read from one built decoder layer of each kind
-    (configs/layer_build.py; kept in configs/layout_cache.py); where ffn cannot read it, the
+    (configs/layer_read/; kept in configs/layout_cache.py); where ffn cannot read it, the
     refusal says what needed it (`needed_for`), so the user knows what still answers."""
     try:
         return layout_cache.layout_cached(

@@ -1,4 +1,4 @@
-"""A model's layout read from one built decoder layer of each kind (ffn_cli/configs/layer_build.py),
+"""A model's layout read from one built decoder layer of each kind (ffn_cli/configs/layer_read/),
 checked by second paths: the whole model built on meta (its parameters() total), the reader of
 the same model_type (the same counts and the same deployment answer), transformers' own cache
 after a real forward (what decoding keeps), and hand counts."""
@@ -32,7 +32,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from ffn_cli.configs import meta_build  # noqa: E402  (torch and transformers)
-from ffn_cli.configs.layer_build import layer_kinds, read_layout  # noqa: E402
+from ffn_cli.configs.layer_read import layer_kinds, read_layout  # noqa: E402
 
 
 def _layout(config: dict[str, Any]) -> Any:
@@ -856,11 +856,11 @@ def test_ffns_own_fault_beside_transformers_build_is_not_the_configs(monkeypatch
     error): ffn's own step before it raises as it is, for --debug to show."""
     import functools
 
-    from ffn_cli.configs import layer_build
+    from ffn_cli.configs.layer_read import shell
 
     config = small_config("llama", {})
     assert _layout(config).spec.n_layers == config["num_hidden_layers"]  # builds as it is
-    monkeypatch.setattr(layer_build, "auto_class", functools.partial(int, "a fault of ffn's"))  # raises in ffn's own frame
+    monkeypatch.setattr(shell, "auto_class", functools.partial(int, "a fault of ffn's"))  # raises in ffn's own frame
     with pytest.raises(TypeError):
         _layout(config)
 
