@@ -221,7 +221,7 @@ class ModelParams:
         for ffn, layers in spec.ffn_groups:
             flops += len(layers) * spec.ffn_matmul_flops(ffn)
         if spec.lm_head:
-            flops += 2 * spec.d_model * spec.head_rows
+            flops += 2 * spec.head_width * spec.head_rows
         return flops
 
     @property
@@ -374,7 +374,7 @@ def _head_row(spec: ModelSpec, block: Block) -> Message:
     bias = Message(N_(", own bias") if spec.tie_word_embeddings else N_(" + bias")) if spec.lm_head_bias else ""
     if spec.tie_word_embeddings:
         return Message.join(Message(N_("tied to the token embeddings")), bias)
-    return Message.join(f"({spec.head_rows}, {spec.d_model})", bias, Message(N_(", untied")))
+    return Message.join(f"({spec.head_rows}, {spec.head_width})", bias, Message(N_(", untied")))
 
 
 def _reapplied_row(spec: ModelSpec, block: Block) -> Message:

@@ -23,7 +23,7 @@ from typing import Literal
 from ffn_cli.accounting import ParamTensor, param_tensors
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
 from ffn_cli.i18n import N_
-from ffn_cli.models.spec import ExtraPart, ModelSpec
+from ffn_cli.models.spec import NORM_KINDS, ExtraPart, ModelSpec
 from ffn_cli.spec import FFNSpec
 from ffn_cli.variants.mixture import ROUTER_WEIGHT
 from ffn_cli.variants.moe import LATENT_DOWN, LATENT_UP
@@ -263,14 +263,14 @@ def extra_tensors(spec: ModelSpec, extra: ExtraPart, *, held: bool = False) -> t
 
 
 def _embeddings(spec: ModelSpec) -> Iterator[PlacedTensor]:
-    d = spec.d_model
+    d = spec.embedding_width  # d_model, or a factorized table's narrower width
     yield _one(TOKEN_EMBEDDINGS, "embedding", "embedding", "embed_tokens.weight", (spec.vocab_size, d))
     if spec.max_positions:
         yield _one(POSITION_EMBEDDINGS, "embedding", "embedding", "position_embeddings.weight", (spec.max_positions, d))
     if spec.type_vocab_size:
         yield _one(TOKEN_TYPE_EMBEDDINGS, "embedding", "embedding", "token_type_embeddings.weight", (spec.type_vocab_size, d))
     if spec.embedding_norm:
-        yield _one(EMBEDDING_NORM, "norm", "vector", "embeddings.norm", (spec.norm_params,))
+        yield _one(EMBEDDING_NORM, "norm", "vector", "embeddings.norm", (NORM_KINDS[spec.norm] * d,))
     for e in spec.extras:
         if not e.per_layer:
             yield from extra_tensors(spec, e, held=True)
@@ -342,7 +342,7 @@ def _top(spec: ModelSpec) -> Iterator[PlacedTensor]:
         yield _one(FINAL_NORM, "norm", "vector", "norm", (spec.norm_params,))
     if spec.lm_head:
         tied = spec.tie_word_embeddings
-        yield _one(LM_HEAD, "head", "embedding" if tied else "head", "lm_head.weight", (v, d), tied=tied)
+        yield _one(LM_HEAD, "head", "embedding" if tied else "head", "lm_head.weight", (v, spec.head_width), tied=tied)
         if spec.lm_head_bias:
             yield _one(LM_HEAD, "head", "vector", "lm_head.bias", (v,))
     if spec.pooler:

@@ -155,6 +155,13 @@ class ModelSpec:
     # The LM head's rows where other than vocab_size (Inkling 2's unpadded_vocab_size: the
     # checkpoint's padded rows are dropped on load); 0: vocab_size.
     lm_head_rows: int = 0
+    # Factorized embeddings (ELECTRA's embedding_size, RemBERT's input_embedding_size): the token table's
+    # columns where narrower than d_model, its position and token-type tables and their norm as wide, a
+    # Linear beside the layers projecting them to d_model. 0: d_model.
+    embedding_dim: int = 0
+    # The width the LM head reads where other than d_model (RemBERT's output_embedding_size, ELECTRA's
+    # generator's embedding_size), from a Linear beside the layers. 0: d_model.
+    lm_head_dim: int = 0
     # Tensors of each MoE layer beside its FFNSpec's, always active: gpt-oss's router bias,
     # Qwen2-MoE's shared_expert_gate when the shared expert has width 0, DeepSeek-V2's shared-expert
     # biases under mlp_bias (its routed experts have none).
@@ -244,6 +251,11 @@ class ModelSpec:
         if self.lm_head_rows and self.tie_word_embeddings:
             raise FFNError("lm_head_rows", self.lm_head_rows, _("a head tied to the token embeddings has their rows"))
         check_int("type_vocab_size", self.type_vocab_size, minimum=0, maximum=MAX_VOCAB)
+        check_int("embedding_dim", self.embedding_dim, minimum=0)
+        check_int("lm_head_dim", self.lm_head_dim, minimum=0)
+        if self.tie_word_embeddings and self.head_width != self.embedding_width:
+            why = _("a head tied to the token embeddings reads their width ({width})").format(width=f"{self.embedding_width:,}")
+            raise FFNError("lm_head_dim", self.head_width, why)
         if self.norm not in NORM_KINDS:
             raise FFNError("norm", self.norm, _("choose one of {norm_kinds}").format(norm_kinds=", ".join(NORM_KINDS)))
         if self.attention.d_model != self.d_model:
@@ -566,6 +578,16 @@ class ModelSpec:
     def norm_params(self) -> int:
         """Parameters of one norm over d_model."""
         return NORM_KINDS[self.norm] * self.d_model
+
+    @property
+    def embedding_width(self) -> int:
+        """The columns of the token table (and the position and token-type tables beside it)."""
+        return self.embedding_dim or self.d_model
+
+    @property
+    def head_width(self) -> int:
+        """The width the LM head reads: each logit is a dot product of this many."""
+        return self.lm_head_dim or self.d_model
 
 
 def one_expert(ffn: FFNSpec) -> tuple[ParamTensor, ...]:

@@ -23,7 +23,7 @@ from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.mixers import STATE_DTYPE_BYTES, LinearMixer
-from ffn_cli.models.spec import AttentionKind, ExtraPart, ModelSpec, layer_ranges
+from ffn_cli.models.spec import NORM_KINDS, AttentionKind, ExtraPart, ModelSpec, layer_ranges
 from ffn_cli.models.tensor_notes import modules_said
 from ffn_cli.models.vision import VisionPart, VisionTower
 
@@ -471,6 +471,8 @@ def assemble(
         lm_head=shell.head,
         lm_head_bias=shell.head_bias,
         lm_head_rows=shell.head_rows,
+        embedding_dim=shell.embedding_dim,
+        lm_head_dim=shell.head_dim,
         max_positions=shell.positions,
         first_position=shell.first_position,
         embedding_norm=bool(shell.embedding_norm),
@@ -515,7 +517,8 @@ def assemble(
     # (a table or a learned vector beside them, Inkling 2's final_input query, LLaVA-NeXT's image_newline, runs no matmul).
     if not text_only and any(t.name.endswith(".weight") for t in beside):
         flops_left_out.append(Message(_BESIDE_NOT_RUN))
-    if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, spec.norm_params):
+    embedding_norm = NORM_KINDS[spec.norm] * spec.embedding_width  # over the embeddings, as wide as their table
+    if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, embedding_norm):
         raise beyond_ffn(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
             n=shell.final_norm, m=spec.norm_params))  # fmt: skip
     kinds = _kinds_said(reads)

@@ -56,6 +56,10 @@ class Shell:
     first_position: int = 0  # the row the first token's position reads (RoBERTa's: past its padding row)
     embedding_norm: int = 0  # the parameters of a norm over the embeddings (BLOOM's), 0 for none
     head_rows: int = 0  # an untied head's rows where other than the vocabulary's (Inkling 2's), 0 for vocab_size
+    # Factorized embeddings: the token table's width where not hidden_size (ELECTRA's embedding_size, RemBERT's
+    # input_embedding_size), and the width its head reads (RemBERT's output_embedding_size); 0 for hidden_size.
+    embedding_dim: int = 0
+    head_dim: int = 0
     # The text config as the model's class leaves it, its layers' lists and count as given: what its
     # layers are built from (TrOCR's causal LM sets is_decoder, which gives each a cross-attention;
     # GPT-Neo's layers read the attention kernel the model sets). None for a whole build.
@@ -163,6 +167,9 @@ def shell_of(
     # A module that holds the token embeddings too is the text model the head sits in (Kosmos-2.5's text_model).
     input_embeddings = _input_embeddings(model)
     table = next((n for n, m in modules.items() if m is input_embeddings), "")
+    # The token table's width: hidden_size, or a factorized table's own (ELECTRA's, RemBERT's, projected to
+    # hidden_size by a Linear beside the layers); its position and token-type tables and their norm as wide.
+    e = _table_width(input_embeddings, vocab) or d
     head_blocks = tuple(f"{n.rpartition('.')[0]}." for n in heads if "." in n and not table.startswith(f"{n.rpartition('.')[0]}."))
     # A head tied to the token embeddings is one tensor, listed once under whichever name comes first
     # (CamemBERT's lm_head.decoder, before its embeddings).
@@ -173,7 +180,7 @@ def shell_of(
     data = text.to_dict()
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
     embedding = head = norm = embedding_norm = None
-    head_bias, head_rows = False, 0
+    head_bias, head_rows, head_dim = False, 0, 0
     beside, tables = [], []
     norms: dict[str, list[ParamTensor]] = {}  # the norms of d outside the layers, by module: the final norm among them
     # Learned absolute positions: an nn.Embedding of the config's max_position_embeddings (n_positions) rows.
@@ -192,7 +199,7 @@ def shell_of(
         if in_encoder or tower_path(path, whole_config) is not None:
             beside.append(param_tensor(path, leaf, p, module))
             continue
-        if embedding is None and tuple(p.shape) == (vocab, d) and (isinstance(module, nn.Embedding) or p is tied_weight):
+        if embedding is None and tuple(p.shape) == (vocab, e) and (isinstance(module, nn.Embedding) or p is tied_weight):
             embedding = name
         elif embedding is None and module is _input_embeddings(model) and _rows_past(p, vocab, d):
             # The token table holds rows past vocab_size (Llama 3.2 Vision's 8 for its image tokens): the
@@ -201,16 +208,18 @@ def shell_of(
             tables.append(ParamTensor(noted(name, ROWS_PAST_VOCAB), (int(p.shape[0]) - vocab, d)))
         elif head is None and path in heads and leaf == "weight":
             head = name
-            # A head of other rows than the vocabulary's (Inkling 2's unpadded_vocab_size): its own logits.
-            head_rows = int(p.shape[0]) if p.dim() == 2 and p.shape[1] == d and p.shape[0] != vocab else 0
+            # A head of other rows than the vocabulary's (Inkling 2's unpadded_vocab_size): its own logits; one that
+            # reads another width than hidden_size (RemBERT's output_embedding_size), from a Linear beside the layers.
+            head_rows = int(p.shape[0]) if p.dim() == 2 and p.shape[0] != vocab else 0
+            head_dim = int(p.shape[1]) if p.dim() == 2 and p.shape[1] != d else 0
         elif path in heads and leaf == "bias":
             head_bias = True  # its own; a bias it shares with a module beside it (BERT's predictions.bias) is counted there
             continue
-        elif not positions and isinstance(module, nn.Embedding) and _position_rows(module) in position_rows and tuple(p.shape)[1:] == (d,):
+        elif not positions and isinstance(module, nn.Embedding) and _position_rows(module) in position_rows and tuple(p.shape)[1:] == (e,):
             positions = module.num_embeddings
             # A table with a padding row (RoBERTa's) is read as fairseq's: positions start past it.
             first_position = module.padding_idx + 1 if module.padding_idx is not None else 0
-        elif p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in path:
+        elif p.dim() == 1 and p.shape[0] == e and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in path:
             embedding_norm = path  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm: over the summed embeddings
         elif (p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
               and not name.startswith(head_blocks)):  # fmt: skip
@@ -221,12 +230,7 @@ def shell_of(
             beside.append(param_tensor(path, leaf, p, module))
     norm = _final_norm(list(norms), embedding)
     beside += [t for path, tensors in norms.items() if path != norm for t in tensors]
-    if embedding is None:  # ELECTRA's and RemBERT's narrower table, projected up; CPM-Ant's longer one: the spec's is vocab × d
-        narrow = [tuple(m.weight.shape) for m in modules.values() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab]
-        if narrow:
-            why = _("its token embeddings are a {rows:,} × {width:,} table, not vocab_size × hidden_size ({vocab:,} × {d:,}), "
-                    "the one ffn sizes")  # fmt: skip
-            raise beyond_ffn(source, why.format(rows=narrow[0][0], width=narrow[0][1], vocab=vocab, d=d))
+    if embedding is None:  # CPM-Ant's longer one, its prompt tokens' rows first: the spec's is vocab_size rows
         why = _("its token embeddings are not one vocab_size × hidden_size table ({vocab:,} × {d:,}), the one ffn sizes")
         raise beyond_ffn(source, why.format(vocab=vocab, d=d))
     return Shell(
@@ -241,7 +245,18 @@ def shell_of(
         first_position=first_position,
         embedding_norm=n_params(modules[embedding_norm]) if embedding_norm is not None else 0,
         head_rows=head_rows,
+        embedding_dim=e if e != d else 0,
+        head_dim=head_dim if head is not None else (e if e != d else 0),  # a tied head reads its table's width
     )
+
+
+def _table_width(table: nn.Module | None, vocab: int) -> int | None:
+    """The columns of the token table transformers names (`get_input_embeddings`), where it holds a row
+    for each of the vocabulary's tokens; None where it names none, or one of other rows."""
+    weight = getattr(table, "weight", None)
+    if isinstance(weight, torch.Tensor) and weight.dim() == 2 and weight.shape[0] == vocab:
+        return int(weight.shape[1])
+    return None
 
 
 def _final_norm(norms: list[str], embedding: str | None) -> str | None:

@@ -295,7 +295,7 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
 
 def head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The LM head: every token's logits, its weight read once."""
-    d, v, t = spec.d_model, spec.head_rows, case.tokens
+    d, v, t = spec.head_width, spec.head_rows, case.tokens
     head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
     head_bytes = t * d * case.act_bytes + t * v * case.act_bytes
     return PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
@@ -303,7 +303,7 @@ def head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
 
 def embedding_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The embeddings: one row read per token, no matmul."""
-    d, t = spec.d_model, case.tokens
+    d, t = spec.embedding_width, case.tokens
     return PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
 
 
@@ -394,7 +394,7 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     if spec.extras:
         why = _("counts attention and FFNs; the backward of {name}'s other parts ({parts}) is not counted")
         raise FFNError("backward", True, why.format(name=spec.name, parts=_("; ").join(_(e.name) for e in spec.extras)))
-    t, d, b = case.tokens, spec.d_model, case.act_bytes
+    t, b = case.tokens, case.act_bytes
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     unique = {id(f): f for f in ffn_of.values() if f is not None}
     ffn_costs = {
@@ -407,10 +407,10 @@ def backward_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: P
     ]
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
     head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
-    v = spec.head_rows
+    v, h, e = spec.head_rows, spec.head_width, spec.embedding_width
     # LM head: dlogits read, the input's gradient written, its saved input read.
-    head_forward = PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), t * v * b + t * d * b, weight_params=v * d)
-    head = _backward_of(head_forward, t * d * b, case)
+    head_forward = PartCost("LM head", 2 * t * h * v, _bytes(plan, head_role, (v, h)), t * v * b + t * h * b, weight_params=v * h)
+    head = _backward_of(head_forward, t * h * b, case)
     # Embeddings: no matmul and no weight read; the output's gradient read, one gradient row per token written.
-    embed = PartCost("embeddings", 0, 0.0, t * d * b, gradient_bytes=t * d * b, weight_params=t * d)
+    embed = PartCost("embeddings", 0, 0.0, t * e * b, gradient_bytes=t * e * b, weight_params=t * e)
     return assemble(spec, case, ffn_costs, layers, attention, head, embed)
