@@ -513,7 +513,8 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
     ("model_type", "keys", "why"),
     [
         ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
-        ("electra", {"is_decoder": True}, "a 30,522 × 128 table, not vocab_size × hidden_size (30,522 × 256)"),  # projected up
+        # CPM-Ant: its FFN's w_in (a gated w_0, w_1) and w_out, and a token table with its prompt tokens' rows first
+        ("cpmant", {}, "no down projection back to hidden_size"),
         # ProphetNet: its cross-attention is cross_attn, not encoder_attn, and its self-attention predicts
         # n-gram streams beside the main one: neither read
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),

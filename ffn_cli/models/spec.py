@@ -39,7 +39,6 @@ NORM_KINDS: dict[str, int] = {"rmsnorm": 1, "layernorm": 2, "layernorm_no_affine
 # Deeper than any published model by far; beyond it a config is a typo.
 MAX_LAYERS = 4096
 MAX_VOCAB = 1 << 24
-MAX_SOURCE = 1 << 24  # tokens of an encoder's output: past any encoder's positions
 # What a layer that reuses an earlier layer's keys and values does without: the tensors of
 # AttentionSpec.tensors() with these prefixes.
 KV_TENSORS = ("k_proj.", "v_proj.", "k_norm.")
@@ -424,7 +423,7 @@ class ModelSpec:
         scan = mixer.scan if mixer is not None else None
         if mixer is None or not isinstance(scan, SourceAttention) or scan.source != "encoder":
             raise FFNError("source_len", tokens, _("{name} attends to no encoder's output").format(name=self.name))
-        check_int("source_len", tokens, maximum=MAX_SOURCE)
+        check_int("source_len", tokens)
         if tokens > scan.tokens:
             why = _("{name}'s encoder hands on at most {most:,} tokens").format(name=self.name, most=scan.tokens)
             raise FFNError("source_len", tokens, why)

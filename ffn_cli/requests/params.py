@@ -11,7 +11,6 @@ from ffn_cli.attention import AttentionSpec
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.models.layer import check_dtype
-from ffn_cli.models.spec import MAX_SOURCE
 from ffn_cli.requests.choices import Phase, check_choice
 from ffn_cli.requests.lists import check_ints, check_names, check_paths, comma_text
 from ffn_cli.requests.rules import Conflicts, Needs, Rule, Unused, check_rules, given_options
@@ -134,7 +133,7 @@ class ParamsRequest:
             if getattr(self, name) is not None:
                 self._set(name, check_ints(name, getattr(self, name)))
         if self.source_len is not None:
-            check_int("source_len", self.source_len, maximum=MAX_SOURCE)
+            check_int("source_len", self.source_len)
         # The models side by side: presets and model ids are names, config files paths as given.
         for name, check in (("preset", check_names), ("config", check_paths), ("model", check_names)):
             if getattr(self, name) is not None:
