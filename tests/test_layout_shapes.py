@@ -291,12 +291,12 @@ def test_learned_positions_after_rows_of_their_own() -> None:
 
 def test_layers_the_models_class_builds_otherwise_are_read_as_it_builds_them() -> None:
     # TrOCR's causal LM sets is_decoder, which gives each layer a cross-attention over an encoder's
-    # output: read from the layer as the model builds it (refused: two token mixers), never from a
-    # layer built without it (which counted 2 × 4 · (64² + 64) + 2 · 64 fewer parameters).
-    from ffn_cli.errors import FFNRuntimeError
-
-    with pytest.raises(FFNRuntimeError, match="encoder_attn"):
-        _layout(_config("trocr", d_model=64, decoder_ffn_dim=96, decoder_layers=2, decoder_attention_heads=4))
+    # output: read from the layer as the model builds it, never from a layer built without it (which
+    # counted 2 × (4 · (64² + 64) + 2 · 64) fewer parameters: its cross-attention and that one's norm).
+    config = _config("trocr", d_model=64, decoder_ffn_dim=96, decoder_layers=2, decoder_attention_heads=4)
+    layout = _layout(config)
+    assert count_model(layout.spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    assert layout.spec.source_unsized and layout.spec.beside_attention == (0, 1)
 
 
 def test_layers_that_attend_to_an_images_tokens_are_named_in_the_verdict(tmp_path: Any) -> None:
@@ -518,8 +518,8 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
         # ProphetNet: its cross-attention is cross_attn, not encoder_attn, and its self-attention predicts
         # n-gram streams beside the main one: neither read
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),
-        # T5: relative positions, no most source tokens to size its cross-attention's keys and values by
-        ("t5", {}, "names no max_source_positions or max_position_embeddings of 1 or more"),
+        # Switch Transformers: a router that sends each token to one expert, named by no config key
+        ("switch_transformers", {}, "no config key names the experts per token"),
         # IDEFICS: a gated cross-attention layer over the image every cross_layer_interval layers, beside them
         ("idefics", {}, "it builds layers that attend beside its decoder layers (model.gated_cross_attn_layers)"),
         # Qwen2.5-Omni: a thinker and a talker, two decoders of 28 layers, each with a cache of its own

@@ -1,4 +1,4 @@
-"""An encoder-decoder (BART and its kin, Whisper) laid out as its decoder, with the encoder beside it.
+"""An encoder-decoder (BART and its kin, Whisper, T5 and its kin) laid out as its decoder, with the encoder beside it.
 
 What generates tokens is the decoder: its layers attend to the tokens generated so far (self_attn,
 a KV cache that grows) and to the encoder's output (encoder_attn, keys and values projected once a
@@ -7,7 +7,9 @@ a vision tower runs once an image: counted whole, run on the source, never by a 
 
 The source's length is the most the encoder hands on: Whisper's max_source_positions (1,500 frames
 for its 30-second window, the length it always runs); LED's max_encoder_position_embeddings, a text
-encoder's max_position_embeddings, where a shorter source keeps less. transformers' own Seq2Seq classes build the model, with its head.
+encoder's max_position_embeddings, where a shorter source keeps less (--source-len). T5's relative
+positions name no most: its source is sized by --source-len alone. transformers' own Seq2Seq
+classes build the model, with its head.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class EncoderDecoder:
 
     decoder_layers: int
     vocab: int | None  # the decoder's vocabulary where it has its own (Marian's decoder_vocab_size); None: vocab_size
-    source_tokens: int
+    source_tokens: int  # 0 where no key names the most (T5's relative positions): --source-len sizes a source
     source_key: str
     runs_on: Literal["source", "audio"]
     model_class: Any
@@ -63,8 +65,7 @@ def seq2seq_class(model_type: str) -> tuple[Any, Literal["source", "audio"]] | N
 
 def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message | None:
     """The encoder-decoder `hf_config` describes; None for a decoder alone; a Message saying why
-    ffn cannot lay it out (no Seq2Seq class builds it, no decoder_layers names its decoder's depth,
-    or no key names the most tokens of a source: T5's relative positions)."""
+    ffn cannot lay it out (no Seq2Seq class builds it, or no decoder_layers names its decoder's depth)."""
     if getattr(hf_config, "is_encoder_decoder", False) is not True:
         return None
     found = seq2seq_class(str(hf_config.model_type))
@@ -80,8 +81,7 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
         tokens = _positive(hf_config, key)
         if tokens is not None:
             return EncoderDecoder(layers, vocab, tokens, key, runs_on, model_class)
-    return Message(N_("an encoder and a decoder (is_encoder_decoder) whose config names no max_source_positions or "
-                      "max_position_embeddings of 1 or more: ffn cannot size what its cross-attention keeps of a source"))  # fmt: skip
+    return EncoderDecoder(layers, vocab, 0, "", runs_on, model_class)  # T5's relative positions: --source-len sizes it
 
 
 def half_of(model: nn.Module, getter: Literal["get_encoder", "get_decoder"]) -> tuple[str, nn.Module] | None:

@@ -58,8 +58,9 @@ class KindState:
     mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
     index_block: int = 1  # an indexer's: keys a block it scores (QSA's compress_ratio; DSA's 1)
     # cross-attention: the tokens of an image (or of the encoder's output) whose K and V (`width` a token) it keeps, whatever the context
+    # (0 for an encoder's output of a length the config does not say: not sized, named as left out); None: no cross-attention
     source_tokens: int = 0
-    source: Literal["image", "encoder"] = "image"
+    source: Literal["image", "encoder"] | None = None
     whole: bool = False  # a mixer over the residual stream's channels: whole on each GPU, not split over --tp
 
     @property

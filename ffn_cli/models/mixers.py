@@ -29,6 +29,7 @@ from ffn_cli.spec import check_int
 
 __all__ = [
     "STATE_DTYPE_BYTES",
+    "UNSIZED_SOURCE",
     "DeltaRuleScan",
     "ElementwiseScan",
     "LightningScan",
@@ -261,6 +262,14 @@ class ElementwiseScan:
         return self.per_channel * self.channels
 
 
+# An encoder's output of a length its config does not say (TrOCR's decoder alone, T5's relative
+# positions): what the cross-attention keeps of it and its scores over it, until --source-len sizes it.
+UNSIZED_SOURCE = N_(
+    "the keys and values each decoder layer's cross-attention keeps of the encoder's output, and its scores over them: "
+    "the config does not say how long a source is (--source-len N sizes them)"
+)
+
+
 @dataclass(frozen=True)
 class SourceAttention:
     """Cross-attention over another input's tokens: one image's (Llama 3.2 Vision's cross-attention
@@ -269,7 +278,8 @@ class SourceAttention:
     sequence keeps, the same at any length; each token decoded scores them and sums their values
     (4 · tokens · heads · head_dim, prefill or decode). An image's `tokens` are the vision tower's,
     `tiles` tiles of `patches` each, the processor's most tiles; an encoder's, one tile of the
-    most it hands on (`source` says which)."""
+    most it hands on (`source` says which); 0 patches where the config does not say how long a source
+    is (UNSIZED_SOURCE): --source-len sizes it."""
 
     heads: int
     kv_heads: int
@@ -286,6 +296,11 @@ class SourceAttention:
     @property
     def tokens(self) -> int:
         return self.tiles * self.patches
+
+    @property
+    def unsized(self) -> bool:
+        """An encoder's output whose length the config does not say."""
+        return self.source == "encoder" and not self.tokens
 
     def flops(self, seq_len: int | None) -> Fraction:
         return Fraction(self.decode_flops())

@@ -424,10 +424,16 @@ class ModelSpec:
         if mixer is None or not isinstance(scan, SourceAttention) or scan.source != "encoder":
             raise FFNError("source_len", tokens, _("{name} attends to no encoder's output").format(name=self.name))
         check_int("source_len", tokens)
-        if tokens > scan.tokens:
+        if not scan.unsized and tokens > scan.tokens:
             why = _("{name}'s encoder hands on at most {most:,} tokens").format(name=self.name, most=scan.tokens)
             raise FFNError("source_len", tokens, why)
-        return replace(self, mixer=replace(mixer, scan=replace(scan, patches=tokens)))
+        return replace(self, mixer=replace(mixer, scan=replace(scan, tiles=1, patches=tokens), state_sized=True))
+
+    @property
+    def source_unsized(self) -> bool:
+        """Its layers attend to an encoder's output of a length the config does not say (UNSIZED_SOURCE)."""
+        scan = self.mixer.scan if self.mixer is not None else None
+        return isinstance(scan, SourceAttention) and scan.unsized
 
     @property
     def attention_layer_params(self) -> int:

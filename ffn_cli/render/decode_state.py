@@ -74,7 +74,7 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         caption += _(" A mixer's state does not grow with the context; its conv keeps its kernel − 1 latest inputs.")
         if tp > 1 and any(r.whole for r in rows):
             caption += _(" A convolution over the residual stream is kept whole on every GPU.")
-    elif any(r.tokens is None and not r.source_tokens for r in rows):
+    elif any(r.tokens is None and r.source is None for r in rows):
         caption += _(" A mixer's state does not grow with the context.")
     if any(r.source_tokens and r.source == "image" for r in rows):
         caption += _(" A cross-attention layer keeps the keys and values of one image's tokens, whatever the context.")
@@ -100,18 +100,19 @@ def decode_state_data(rows: tuple[KindState, ...], context: int, batches: list[i
                 "tokens": r.tokens,
                 "elements_per_token": r.width or None,
                 # a mixer's state, or the values an attention row carries to the next token (Zaya's)
-                "recurrent_state_elements": r.recurrent if (r.tokens is None and not r.source_tokens) or r.recurrent else None,
+                "recurrent_state_elements": r.recurrent if (r.tokens is None and r.source is None) or r.recurrent else None,
                 # a mixer's conv window, or the one an attention row keeps beside its cache (Inkling's key and value convs)
-                "conv_state_elements": r.conv if (r.tokens is None and not r.source_tokens) or r.conv else None,
+                "conv_state_elements": r.conv if (r.tokens is None and r.source is None) or r.conv else None,
                 "recurrent_bytes_per_element": (r.recurrent_bytes or act_bytes)
-                if (r.tokens is None and not r.source_tokens) or r.recurrent
+                if (r.tokens is None and r.source is None) or r.recurrent
                 else None,
-                "conv_bytes_per_element": (r.conv_bytes or act_bytes) if (r.tokens is None and not r.source_tokens) or r.conv else None,
+                "conv_bytes_per_element": (r.conv_bytes or act_bytes) if (r.tokens is None and r.source is None) or r.conv else None,
                 "elements_per_layer": r.elements_per_layer,
                 "bytes_per_layer": r.bytes_per_layer(act_bytes),
                 "bytes": r.bytes_(act_bytes),
                 **({} if r.sized else {"sized": False}),
-                **({f"{r.source}_tokens": r.source_tokens} if r.source_tokens else {}),  # image_tokens, encoder_tokens
+                # image_tokens, encoder_tokens (null where the config does not say how long a source is)
+                **({f"{r.source}_tokens": r.source_tokens or None} if r.source is not None else {}),
                 **({"multi_token_prediction": True} if r.mtp else {}),
                 **({"compress_rate": r.rate, "entries": r.entries, "index_key_elements": r.index_width or None} if r.rate else {}),
             }

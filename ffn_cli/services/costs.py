@@ -23,6 +23,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.hardware.formats import FORMATS
 from ffn_cli.i18n import N_, Message, _
+from ffn_cli.models.mixers import UNSIZED_SOURCE
 from ffn_cli.models.seq_flops import model_stack
 from ffn_cli.outputs import check_plot_file
 from ffn_cli.requests.gpu import resolve_gpu
@@ -185,7 +186,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
         ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
-        left_out = tuple(getattr(loaded, "left_out", ())) if fit is not None else ()
+        left_out = tuple(getattr(loaded, "left_out", ())) + _unsized_source(spec) if fit is not None else ()
         declared = mtp_key(loaded.config)
         if unsized_mtp and fit is not None and declared is not None:
             why = _("the checkpoint's multi-token-prediction layers ({key} {n}), whose shape ffn does not know for "
@@ -301,8 +302,14 @@ def _roofline(
         dense,
         _mtp(loaded, opts),
         len(spec.reused_layers),
-        tuple(getattr(loaded, "flops_left_out", ())),
+        tuple(getattr(loaded, "flops_left_out", ())) + _unsized_source(spec),
     )
+
+
+def _unsized_source(spec: ModelSpec) -> tuple[str, ...]:
+    """An encoder's output of a length the config does not say, and no --source-len: what the
+    cross-attention keeps of it and its scores over it, named as left out."""
+    return (Message(UNSIZED_SOURCE),) if spec.source_unsized else ()
 
 
 def _real_picks(spec: Any) -> Message | None:

@@ -435,7 +435,7 @@ def image_tiles(hf_config: PretrainedConfig) -> tuple[int, int] | None:
 
 def encoder_tokens(seq2seq: EncoderDecoder) -> Source:
     """The encoder's output a decoder layer attends to: one 'tile' of the most tokens it hands on."""
-    return Source("encoder", (1, seq2seq.source_tokens))
+    return Source("encoder", (1, seq2seq.source_tokens) if seq2seq.source_tokens else None)
 
 
 @dataclass(frozen=True)
@@ -469,7 +469,13 @@ def cross_attention(child: nn.Module, read: LayerRead, source: Source) -> None:
     read.said.append(Message(runs, kind=kind))
     width = head_dim if isinstance(head_dim, int) and head_dim > 0 else 0
     tiles = source.tiles
-    if tiles is None or k is None or not width or q.out_features % width or k.out_features % width:
+    shaped = k is not None and width and not q.out_features % width and not k.out_features % width
+    if not image and tiles is None and shaped and k is not None:  # an encoder's output of a length the config does not say
+        on_source = tuple(t.name for t in tensors if re.match(r"(k_proj|v_proj|k_norm)\b", t.name))
+        scan = SourceAttention(q.out_features // width, k.out_features // width, width, 1, 0, on_source=on_source, source="encoder")
+        read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, scan=scan, state_sized=False)
+        return
+    if tiles is None or not shaped or k is None:
         read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
         why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
                  "the image, whose tokens ffn does not size")  # fmt: skip

@@ -28,7 +28,7 @@ PAIRED_EXPERTS = ("input_linear", "output_linear")
 # A router's bias on its scores, kept out of the gradient: a buffer (DeepSeek-V3's, LFM2-MoE's).
 _SCORE_BIASES = ("e_score_correction_bias", "expert_bias", "balancing_biases")
 # Where a config names its FFN's activation (GPT-2's, OPT's and XGLM's: activation_function).
-_ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function")
+_ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function", "dense_act_fn")  # T5's the last
 _TORCH_ACTIVATIONS: dict[type[nn.Module], str] = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "silu"}
 # FFN classes whose forward squares a ReLU, as functions no module or config key names.
 _SQUARED_RELU_CLASSES = frozenset({"RwkvFeedForward"})

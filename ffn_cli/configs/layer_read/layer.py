@@ -5,6 +5,7 @@ own parameter count."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from torch import nn
@@ -35,7 +36,7 @@ from ffn_cli.configs.layer_read.ffn import ffn_count, read_ffn
 from ffn_cli.configs.layer_read.mixers import depthwise_convs, kept_as, kept_in_float32, linear_mixer, lone_conv, short_convs
 from ffn_cli.configs.layer_read.tensors import LayerRead, Unread, beyond_ffn, layers_named, n_params, named_tensors, rest_of
 from ffn_cli.i18n import N_, Message, _, shown
-from ffn_cli.models.mixers import ElementwiseScan
+from ffn_cli.models.mixers import ElementwiseScan, SourceAttention
 from ffn_cli.models.spec import kv_tensors
 
 __all__ = ["read_layer"]
@@ -117,12 +118,11 @@ def read_layer(
         ffns += [(n, c) for n, c in rest if n in ("router", "gate")]
         rest = [(n, c) for n, c in rest if n not in ("router", "gate")]
     where = layers_named(layers)
-    # A decoder layer's attention over the encoder's output (BART's encoder_attn), by its name
-    cross = {n for n, _c in mixers if source_of is not None and n in CROSS_ATTENTION}
+    # A decoder layer's attention over the encoder's output (BART's encoder_attn), by its name; a decoder's
+    # alone (TrOCR's, its encoder a vision model the config does not describe) over a source of unsaid length
+    cross = {n for n, _c in mixers if n in CROSS_ATTENTION}
+    source = encoder_tokens(source_of) if source_of is not None else Source("encoder", None)
     try:
-        if source_of is None and (unknown := [n for n, _c in mixers if n in CROSS_ATTENTION]):  # TrOCR's decoder alone
-            raise Unread(Message(N_("its layers attend to an encoder's output ({names}) that its config does not describe, "
-                                     "and ffn cannot size what they keep"), names=", ".join(unknown)))  # fmt: skip
         attends = [(n, c) for n, c in mixers if is_attention(c) and n not in cross]
         if len(mixers) > 2 or (len(mixers) == 2 and len(attends) != 1):  # one attention beside one mixer at most (Falcon-H1)
             raise Unread(
@@ -130,8 +130,8 @@ def read_layer(
             )
         for name, child in sorted(mixers, key=lambda m: not is_attention(m[1]) or m[0] in cross):  # the attention first
             modules = dict(child.named_modules())
-            if name in cross and source_of is not None:
-                cross_attention(child, read, encoder_tokens(source_of))
+            if name in cross:
+                cross_attention(child, read, source)
             elif "kv_a_proj_with_mqa" in modules:
                 latent_attention(d, text, child, read)
             elif is_compressed(child):
@@ -146,7 +146,8 @@ def read_layer(
                 cross_attention(child, read, Source("image", image_tiles(hf_config)))
             else:
                 linear_mixer(d, child, read)
-            if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized:
+            unsized_source = read.mixer is not None and isinstance(read.mixer.scan, SourceAttention) and read.mixer.scan.unsized
+            if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized and not unsized_source:
                 raise Unread(Message(N_("{cls} beside attention is a mixer ffn does not size"), cls=type(child).__name__))
         if convs:  # short convolutions over the residual stream beside the attention (Inkling's): a mixer beside it
             if read.mixer is not None or read.attention is None:
@@ -263,10 +264,15 @@ def _residual_copies(module: nn.Module) -> int:
     return 0
 
 
+# T5's LayerNorm and its kin's (mT5, UMT5, LongT5, Switch Transformers): a root-mean-square norm by another name.
+_T5_NORM = re.compile(r"(T5|SwitchTransformers)LayerNorm$")
+
+
 def _is_layer_norm(module: nn.Module) -> bool:
-    """A LayerNorm (it centres as well as scales), by its type or its class's name."""
+    """A LayerNorm (it centres as well as scales), by its type or its class's name; T5's and its kin's
+    "LayerNorm" scales by the root mean square alone, without centring (an RMSNorm, as its docstring says)."""
     name = type(module).__name__
-    return isinstance(module, nn.LayerNorm) or ("LayerNorm" in name and "RMS" not in name)
+    return isinstance(module, nn.LayerNorm) or ("LayerNorm" in name and "RMS" not in name and not _T5_NORM.search(name))
 
 
 def _hyper_connection_flops(d: int, module: nn.Module) -> int:

@@ -34,7 +34,7 @@ from ffn_cli.configs.meta_build import check_build_size, hf_config_of, quiet, to
 from ffn_cli.configs.shared_blocks import SharedBlocks, applied_layer
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
-from ffn_cli.models.mixers import LinearMixer
+from ffn_cli.models.mixers import LinearMixer, SourceAttention
 from ffn_cli.models.spec import layer_ranges
 
 __all__ = ["read_layout"]
@@ -134,8 +134,10 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     merged = _with_passes(merged, runs)
     notes += tuple(stood_in)
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
-    if seq2seq is not None:
+    if seq2seq is not None and seq2seq.source_tokens:
         notes += (Message(_SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
+    elif any(isinstance(r.mixer, LinearMixer) and isinstance(r.mixer.scan, SourceAttention) and r.mixer.scan.unsized for r in reads):
+        notes += (Message(_SOURCE_UNSAID),)
     if runs and blocks is not None:
         raise beyond_ffn(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
@@ -147,7 +149,14 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
 
 _SOURCE_KEPT = N_(
     "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens ({key}), the most the "
-    "encoder hands on (a shorter source keeps less); their projections, as {encoder}, run once a source, not by a token decoded"
+    "encoder hands on (--source-len N sizes a shorter one); their projections, as {encoder}, run once a source, not by a "
+    "token decoded"
+)
+# T5's relative positions, TrOCR's decoder alone: no key names how long the encoder's output is.
+_SOURCE_UNSAID = N_(
+    "each decoder layer's cross-attention keeps the keys and values of the encoder's output, whose length the config "
+    "does not say: --source-len N sizes what they keep and a token's scores over them, else they are left out; their "
+    "projections (k_proj, v_proj) run once a source, not by a token decoded"
 )
 
 

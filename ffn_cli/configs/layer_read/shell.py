@@ -100,7 +100,7 @@ def every_layer(
         why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
         raise beyond_ffn(source, why.format(n=len(classes)))
     shared = shared_blocks(list(lists[0]), source)
-    return [_bert_style(_as_linears(layer), source) for layer in lists[0]], shared
+    return [_regrouped(layer, source) for layer in lists[0]], shared
 
 
 def shell_without_layers(hf_config: PretrainedConfig, classes: tuple[type[nn.Module], ...], source: str) -> Shell:
@@ -145,7 +145,8 @@ def shell_of(
     text = model.config.get_text_config()
     d, vocab = int(text.hidden_size), vocab or int(text.vocab_size)
     modules = dict(model.named_modules())
-    built = [(n, m) for n, m in modules.items() if isinstance(m, classes)]
+    # the decoder's layers: an encoder's of the same class (T5's blocks) are the encoder's, counted with it
+    built = [(n, m) for n, m in modules.items() if isinstance(m, classes) and not _within(n, encoder)]
     if built and not whole:  # layers beside num_hidden_layers' (HRM's stacks)
         raise beyond_ffn(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
             cls=type(built[0][1]).__name__))  # fmt: skip
@@ -195,8 +196,7 @@ def shell_of(
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
         # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder); an encoder's, the encoder's
-        in_encoder = encoder is not None and (path == encoder or path.startswith(f"{encoder}."))
-        if in_encoder or tower_path(path, whole_config) is not None:
+        if _within(path, encoder) or tower_path(path, whole_config) is not None:
             beside.append(param_tensor(path, leaf, p, module))
             continue
         if embedding is None and tuple(p.shape) == (vocab, e) and (isinstance(module, nn.Embedding) or p is tied_weight):
@@ -259,6 +259,11 @@ def _table_width(table: nn.Module | None, vocab: int) -> int | None:
     return None
 
 
+def _within(path: str, module: str | None) -> bool:
+    """Whether `path` is `module` or inside it (None: no module)."""
+    return module is not None and (path == module or path.startswith(f"{module}."))
+
+
 def _final_norm(norms: list[str], embedding: str | None) -> str | None:
     """The final norm among the norms of d beside the layers: the first in the module that holds
     the token embeddings (the text model's), where one is; else the first. A module built before
@@ -298,7 +303,56 @@ def build_layer(layer_cls: type[nn.Module], text: PretrainedConfig, layer: int, 
         raise FFNError(
             "config", source, _("transformers cannot build a {cls} from it: {why}").format(cls=layer_cls.__name__, why=first_line(exc))
         ) from None
-    return _bert_style(_as_linears(built), source)
+    return _regrouped(built, source)
+
+
+def _regrouped(layer: nn.Module, source: str) -> nn.Module:
+    """A built layer as the reading reads it: GPT-2's Conv1D as Linears, BERT's and T5's layers regrouped."""
+    return _t5_style(_bert_style(_as_linears(layer), source))
+
+
+# T5's sublayers (T5LayerSelfAttention, T5LayerCrossAttention, T5LayerFF), by the module each holds.
+_T5_PARTS = {"SelfAttention": "self_attn", "EncDecAttention": "encoder_attn", "DenseReluDense": "mlp", "mlp": "mlp"}
+# T5's projections by the names every other layer gives them: an attention's, a dense FFN's, a gated one's.
+_T5_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "wi": "up_proj", "wo": "down_proj",
+             "wi_0": "gate_proj", "wi_1": "up_proj"}  # fmt: skip
+
+
+def _t5_style(layer: nn.Module) -> nn.Module:
+    """T5's block and its kin's (mT5, UMT5, LongT5, Switch Transformers'): a list `layer` of sublayers,
+    each one part and its norm: the self-attention (q, k, v, o; the first block's relative position
+    bias, a table of buckets × heads, beside them), the cross-attention over the encoder's output, the
+    FFN (wi, wo; gated: wi_0, wi_1, wo). Regrouped, the same modules, as self_attn, encoder_attn, mlp,
+    the position bias (a table in position_bias) and the norms beside them; their head width is the attention's key_value_proj_dim.
+    Any other layer as it is."""
+    sublayers = getattr(layer, "layer", None)
+    if not isinstance(sublayers, nn.ModuleList) or len(list(layer.children())) != 1:
+        return layer
+    if any(len([n for n, _c in sub.named_children() if n in _T5_PARTS]) != 1 for sub in sublayers):
+        return layer
+    held, block = n_params(layer), nn.Module()
+    for i, sub in enumerate(sublayers):
+        children = dict(sub.named_children())
+        name, part = next((name, child) for name, child in children.items() if name in _T5_PARTS)
+        for leaf, child in list(part.named_children()):  # our own copy, on meta: its projections renamed in place
+            delattr(part, leaf)
+            if isinstance(child, nn.Embedding):  # the relative position bias: a table looked up beside the attention
+                table = nn.Module()
+                table.add_module(leaf, child)
+                block.add_module("position_bias", table)
+            else:
+                part.add_module(_T5_NAMES.get(leaf, leaf), child)
+        width = getattr(part, "key_value_proj_dim", None)
+        if isinstance(width, int):  # the names transformers' other attentions give their head width and count
+            object.__setattr__(part, "head_dim", width)
+            object.__setattr__(part, "num_heads", getattr(part, "n_heads", None))
+        block.add_module(_T5_PARTS[name], part)
+        for other, child in children.items():
+            if other != name and n_params(child):
+                block.add_module(f"{other}_{i}", child)  # its norm
+    if n_params(block) != held:
+        raise ValueError(f"{type(layer).__name__} regrouped holds {n_params(block):,} parameters, not {held:,}")  # ffn's own fault
+    return block
 
 
 def _bert_style(layer: nn.Module, source: str) -> nn.Module:
