@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 from hypothesis import strategies as st
 
 from ffn_cli.spec import FFNSpec
@@ -73,3 +75,9 @@ def read_preset_names() -> list[str]:
     from ffn_cli.configs.files import load_preset, preset_names
 
     return [n for n in preset_names() if load_preset(n)["model_type"] in SUPPORTED_MODEL_TYPES]
+
+
+def as_from_a_terminal() -> None:
+    """A subprocess's preexec_fn: Ctrl-C reaches ffn as it does from a terminal, even where the test
+    runner was started with SIGINT ignored (a shell's background job), which its children inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

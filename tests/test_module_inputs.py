@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 import ffn_cli
 from ffn_cli.cli import app
 from ffn_cli.errors import FFNError, FFNRuntimeError
+from tests.helpers import as_from_a_terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -347,7 +348,7 @@ def test_a_real_ctrl_c_still_interrupts(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "ffn_cli", "trace", "--module", "slow_ffn.py:Slow"], cwd=tmp_path, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     try:
         assert proc.stderr is not None

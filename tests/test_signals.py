@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import as_from_a_terminal
+
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads the process table from /proc")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +53,9 @@ def _start(args: list[str], stderr: Path) -> tuple[subprocess.Popen[bytes], str]
     tag = uuid.uuid4().hex
     env = {**os.environ, TAG: tag, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     with stderr.open("wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "ffn_cli", *args], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ffn_cli", *args], env=env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=as_from_a_terminal
+        )
     return proc, tag
 
 
