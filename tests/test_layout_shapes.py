@@ -513,8 +513,8 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
     ("model_type", "keys", "why"),
     [
         ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
-        # CPM-Ant: its FFN's w_in (a gated w_0, w_1) and w_out, and a token table with its prompt tokens' rows first
-        ("cpmant", {}, "no down projection back to hidden_size"),
+        # CPM-Ant: its forward puts 32 soft-prompt tokens before every sequence, which its cache keeps
+        ("cpmant", {}, "prompt_length (32) soft-prompt tokens before every sequence"),
         # ProphetNet: its cross-attention is cross_attn, not encoder_attn, and its self-attention predicts
         # n-gram streams beside the main one: neither read
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),

@@ -54,6 +54,11 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
     given = text.to_dict()  # as written: a per-layer config holds no one global head count to read
+    prompt = given.get("prompt_length")
+    if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0 and given.get("prompt_types"):
+        why = _("its forward puts prompt_length ({n}) soft-prompt tokens before every sequence, which each layer's cache "
+                "keeps beside the context: ffn does not size them")  # fmt: skip
+        raise beyond_ffn(source, why.format(n=f"{prompt:,}"))  # CPM-Ant's
     for key in ("num_attention_heads", "num_key_value_heads"):  # a head count of 0 builds, and attends to nothing
         value = given.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
