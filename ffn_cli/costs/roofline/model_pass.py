@@ -295,16 +295,16 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
 
 def head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The LM head: every token's logits, its weight read once."""
-    d, v, t = spec.head_width, spec.head_rows, case.tokens
+    h, v, t = spec.head_width, spec.head_rows, case.tokens
     head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
-    head_bytes = t * d * case.act_bytes + t * v * case.act_bytes
-    return PartCost("LM head", 2 * t * d * v, _bytes(plan, head_role, (v, d)), head_bytes, weight_params=v * d)
+    head_bytes = t * h * case.act_bytes + t * v * case.act_bytes
+    return PartCost("LM head", 2 * t * h * v, _bytes(plan, head_role, (v, h)), head_bytes, weight_params=v * h)
 
 
 def embedding_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     """The embeddings: one row read per token, no matmul."""
-    d, t = spec.embedding_width, case.tokens
-    return PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, d)), t * d * case.act_bytes, weight_params=t * d)
+    e, t = spec.embedding_width, case.tokens
+    return PartCost("embeddings", 0, t * _bytes(plan, "embedding", (1, e)), t * e * case.act_bytes, weight_params=t * e)
 
 
 def total_cost(name: str, parts: list[PartCost]) -> PartCost:
