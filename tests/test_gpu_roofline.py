@@ -63,6 +63,15 @@ def test_expert_parallel_sends_what_the_busiest_gpu_holds(batch: int, held: int)
     assert r["cases"][0]["communication"]["ffn_layer_bytes_sent"] == pytest.approx(2 * held * 4 * 2880 * 2 * 7 / 8)
 
 
+def test_the_busiest_rank_runs_a_copy_for_each_expert_it_reads() -> None:
+    # gpt-oss-120b at --ep 8, batch 1: the mean rank's share is half a copy (4 picks over 8 ranks), but
+    # the busiest rank reads busiest_rank_experts(128, 4, 1, 8) experts, each run on the one token.
+    ffn = _roofline("--preset", "gpt-oss-120b", "--gpu", "h100", *DECODE, "--batch", "1", "--ep", "8")["cases"][0]["ffn_one_layer"]
+    touched = busiest_rank_experts(128, 4, 1, 8)
+    assert touched > 0.5 and ffn["experts_touched_expected"] == pytest.approx(touched)
+    assert ffn["flops"] == pytest.approx(2 * 128 * 2880 + touched * 2 * (5760 * 2880 + 2880 * 2880))
+
+
 def test_expert_parallel_below_tp_cuts_each_expert_over_its_ranks_gpus() -> None:
     # gpt-oss-120b, --ep 2: at --tp 2 a GPU is a rank and reads its experts whole; at --tp 4 each
     # rank's experts are cut over its 2 GPUs, so a GPU reads half of what it read at --tp 2, the

@@ -54,8 +54,8 @@ RULES: tuple[tuple[BuiltKind, str], ...] = (
     (
         "ffn",
         N_(
-            "under a module named *mlp* / *ffn* / feed_forward / *expert* / moe / fc1 / fc2, or of class *MLP / *FeedForward / "
-            "*Experts / *MoeBlock / *LayerFF; BERT-style intermediate and the layer's output"
+            "under a module named *mlp* / *ffn* / feed_forward / *expert* / moe / fc1 / fc2 / DenseReluDense, or of class *MLP / "
+            "*FeedForward / *Experts / *MoeBlock / *LayerFF; BERT-style intermediate and the layer's output"
         ),
     ),
     (
@@ -82,7 +82,7 @@ _ATTENTION_NAME = re.compile(r"attn|attention", re.IGNORECASE)
 # Mamba mixers, short convolutions and Griffin's recurrent blocks mix tokens where other layers
 # attend; the readers count them with attention.
 _ATTENTION_CLASS = re.compile(r"(Attention|Mixer|MambaLayer|ShortConv|RecurrentBlock|LSTMLayer)$")
-_FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$", re.IGNORECASE)
+_FFN_NAME = re.compile(r"mlp|ffn|feed_?forward|expert|^moe$|^fc[12]$|^DenseReluDense$", re.IGNORECASE)  # T5's the last
 _FFN_CLASS = re.compile(r"(MLP|Mlp|FeedForward|FFN|Ffn|Experts|MoeBlock|MoE|SparseMoe|LayerFF|DenseReluDense)$")
 _LAYER_INDEX = re.compile(r"^\d+$")
 # Hyper-connections (DeepSeek-V4's mHC, Qwen4-Exp's gated residuals) mix copies of the residual

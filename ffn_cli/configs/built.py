@@ -5,7 +5,7 @@ transformers) and everything that reads its result (fallback.py, render/built.py
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -13,7 +13,24 @@ from ffn_cli.configs.attribution import RULES, BuiltKind
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["PART_NAMES", "TOWER_WORDS", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
+__all__ = ["PART_NAMES", "SOURCE_KEPT", "SOURCE_UNSAID", "TOWER_WORDS", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
+
+# What an encoder-decoder's decoder keeps of a source, said beside its layout: the most its encoder
+# hands on; a length no key names (T5's relative positions, TrOCR's decoder alone); the length asked.
+SOURCE_KEPT = N_(
+    "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens ({key}), the most the "
+    "encoder hands on (--source-len N sizes a shorter one); their projections, as {encoder}, run once a source, not by a "
+    "token decoded"
+)
+SOURCE_UNSAID = N_(
+    "each decoder layer's cross-attention keeps the keys and values of the encoder's output, whose length the config "
+    "does not say: --source-len N sizes what they keep and a token's scores over them, else they are left out; their "
+    "projections (k_proj, v_proj) run once a source, not by a token decoded"
+)
+_SOURCE_GIVEN = N_(
+    "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens (--source-len); their "
+    "projections (k_proj, v_proj) run once a source, not by a token decoded"
+)
 
 # A tower a config describes beside its text model (its vision_config's, its audio_config's), and the
 # words a built module's name has for it; a projector into the text model's width (multi_modal_projector,
@@ -227,3 +244,10 @@ class BuiltLayout:
     # Work built that no FLOP count sizes (Inkling's relative-position logits): the roofline's to
     # name, not the memory's, which it does not touch.
     flops_left_out: tuple[str, ...] = ()
+
+    def with_source_len(self, tokens: int) -> BuiltLayout:
+        """The layout decoding against a source of `tokens` tokens (--source-len), its note saying so."""
+        said = (SOURCE_KEPT, SOURCE_UNSAID)
+        notes = tuple(n for n in self.notes if not (isinstance(n, Message) and n.msgid in said))
+        given = Message(_SOURCE_GIVEN, tokens=f"{tokens:,}")
+        return replace(self, spec=self.spec.with_source_tokens(tokens), notes=(*notes, given))

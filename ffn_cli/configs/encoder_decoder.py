@@ -29,6 +29,10 @@ __all__ = ["CROSS_ATTENTION", "EncoderDecoder", "encoder_decoder_of", "half_of",
 # A decoder layer's attention over the encoder's output, by the name its module takes
 CROSS_ATTENTION = ("encoder_attn",)
 
+# Encoders that pad every input to the most they take, so hand on that many tokens whatever the input:
+# Whisper's 30-second window of 3,000 mel frames, 1,500 positions (its encoder refuses any other length).
+_PADDED_TO_THE_MOST = frozenset({"whisper"})
+
 # The classes that build an encoder-decoder with its head, text-to-text and speech-to-text
 _SEQ2SEQ = (
     ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "AutoModelForSeq2SeqLM", "source"),
@@ -47,6 +51,7 @@ class EncoderDecoder:
     source_key: str
     runs_on: Literal["source", "audio"]
     model_class: Any
+    fixed: bool = False  # the encoder always hands on source_tokens: it pads every input to its window (Whisper's)
 
 
 def _positive(config: PretrainedConfig, key: str) -> int | None:
@@ -80,7 +85,7 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
     for key in ("max_source_positions", "max_encoder_position_embeddings", "max_position_embeddings"):  # LED: its encoder's own
         tokens = _positive(hf_config, key)
         if tokens is not None:
-            return EncoderDecoder(layers, vocab, tokens, key, runs_on, model_class)
+            return EncoderDecoder(layers, vocab, tokens, key, runs_on, model_class, fixed=hf_config.model_type in _PADDED_TO_THE_MOST)
     return EncoderDecoder(layers, vocab, 0, "", runs_on, model_class)  # T5's relative positions: --source-len sizes it
 
 

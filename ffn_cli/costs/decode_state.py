@@ -202,7 +202,7 @@ def decode_state(
             cross = m.scan
             width = 2 * cross.kv_heads * cross.head_dim
             rows.append(KindState(m.kind, len(m.layers), m.state_elements, None, detail, width=width, kv_heads=cross.kv_heads,
-                                  source_tokens=cross.tokens, source=cross.source))  # fmt: skip
+                                  source_tokens=cross.tokens, source=cross.source, sized=m.state_sized))  # fmt: skip
         else:
             rows.append(
                 KindState(

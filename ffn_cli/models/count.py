@@ -447,7 +447,8 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
     elif block.part == "vision" and spec.vision is not None:
         vision = next(p for p in spec.vision.parts if p.name == block.name)
         label = {"audio": N_("audio: {part}"), "source": N_("encoder: {part}")}.get(vision.runs_on, N_("vision: {part}"))
-        name, unit, detail = Message(label, part=Message(vision.name)), vision.copies, vision.detail
+        part = vision.name if vision.tensors else Message(vision.name)  # an encoder's module path as it is, never a word to translate
+        name, unit, detail = Message(label, part=part), vision.copies, vision.detail
         active = 0  # run on images, audio or a source, never by a token
     elif block.part == "ffn":
         layers = block.layers or ()

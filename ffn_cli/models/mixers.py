@@ -290,6 +290,7 @@ class SourceAttention:
     # an input, never by a token decoded.
     on_source: tuple[str, ...] = ()
     source: Literal["image", "encoder"] = "image"
+    fixed: bool = False  # the encoder always hands on `tokens`, padding every input to them (Whisper's): no shorter source
     chunk: int = 1
     padded = False
 
@@ -309,6 +310,8 @@ class SourceAttention:
         return 4 * self.tokens * self.heads * self.head_dim
 
     def detail(self) -> Message:
+        if self.unsized:
+            return Message(N_("scores over the encoder's output, not sized (--source-len N sizes them)"))
         if self.source == "encoder":
             return Message(N_("scores over the encoder's {tokens} tokens"), tokens=f"{self.tokens:,}")
         return Message(N_("scores over an image's {tokens} tokens ({tiles} tiles × {patches})"),

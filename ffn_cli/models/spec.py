@@ -424,6 +424,9 @@ class ModelSpec:
         if mixer is None or not isinstance(scan, SourceAttention) or scan.source != "encoder":
             raise FFNError("source_len", tokens, _("{name} attends to no encoder's output").format(name=self.name))
         check_int("source_len", tokens)
+        if scan.fixed and tokens != scan.tokens:
+            why = _("{name}'s encoder pads every input to its window: it always hands on {most:,} tokens")
+            raise FFNError("source_len", tokens, why.format(name=self.name, most=scan.tokens))
         if not scan.unsized and tokens > scan.tokens:
             why = _("{name}'s encoder hands on at most {most:,} tokens").format(name=self.name, most=scan.tokens)
             raise FFNError("source_len", tokens, why)

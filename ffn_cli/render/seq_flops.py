@@ -70,10 +70,11 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
     """scope: the layers the counts cover, 'one layer' or '32 layers' (embeddings and LM head left out)."""
     columns = [Col("seq_len"), Col("FFN"), Col(_("attn proj"), drop=1), Col(_("attn scores"))]
     cells = [[fmt_count(r.seq_len), fmt_flops(r.ffn), fmt_flops(r.projections), fmt_flops(float(r.scores))] for r in rows]
+    unsized = _unsized_source(stack)
     if stack.mixer is not None:  # a hybrid's mixer layers: their convolution and state update
         columns.append(Col(_("mixer")))
         for row, r in zip(cells, rows, strict=True):
-            row.append(fmt_flops(float(r.mixer)))
+            row.append(_("not sized") if unsized else fmt_flops(float(r.mixer)))
     columns.append(Col(_("FFN share")))
     for row, r in zip(cells, rows, strict=True):
         row.append(f"{100 * r.ffn_share:.1f}%")
@@ -132,6 +133,8 @@ def seq_flops_view(stack: LayerStack, rows: tuple[FlopsAtLength, ...], scope: st
         if crossover is not None
         else _("attention FLOPs never overtake the FFN's at any length")
     )
+    if unsized:  # the crossover's attention holds no scores over a source of unsaid length
+        lines[-1] += _(", the scores over the encoder's output left out")
     title = _("forward matmul FLOPs per token, {scope}").format(scope=scope)
     return Group(table(title, columns, cells), Text("\n".join(lines), style="dim"))
 
@@ -163,5 +166,12 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
         "crossover_seq_len": stack.crossover(),
         # DeepSeek Sparse Attention's indexer and top-k, where the model has them
         **({"index_flops_per_key": list(stack.index_flops_per_key), "sparse_topk": stack.sparse_topk} if stack.sparse_topk else {}),
-        "rows": [r.data() for r in rows],
+        # the scores over an encoder's output of unsaid length: null, not sized (never 0)
+        "rows": [r.data() | ({"mixer_state_flops": None} if _unsized_source(stack) else {}) for r in rows],
     }
+
+
+def _unsized_source(stack: LayerStack) -> bool:
+    """The mixer attends to an encoder's output whose length the config does not say (--source-len sizes it)."""
+    scan = stack.mixer.scan if stack.mixer is not None else None
+    return isinstance(scan, SourceAttention) and scan.unsized

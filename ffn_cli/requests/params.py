@@ -50,6 +50,12 @@ _COST_RULES: tuple[Rule, ...] = (
     Needs("backward", "gpu", N_("adds the backward to the roofline: add --gpu NAME")),
     Needs("plot", "gpu", N_("draws the roofline's batch sweep: add --gpu NAME")),
     Needs("phase", "gpu", N_("chooses the roofline's pass: add --gpu NAME")),
+    # what a decoder keeps of a source and its scores over it: the decode state's and the FLOPs over --seq-len
+    Needs(
+        "source_len",
+        ("gpu", "seq_len"),
+        N_("sizes what decoding keeps of a source and a token's scores over it: add --gpu NAME or --seq-len"),
+    ),
     # The backward and the plot are of one GPU's whole pass: not split over --tp / --ep.
     Conflicts(
         ("backward", "plot"),

@@ -129,8 +129,7 @@ def _layout(request: ParamsRequest, unknown: UnknownModelType, needed_for: str =
 def _laid_out(request: ParamsRequest, unknown: UnknownModelType, needed_for: str = "") -> ModelParamsAnswer:
     """No reader knows the model_type: the answer is a read family's, folded over its layout,
     with what the layout leaves out named."""
-    layout = _layout(request, unknown, needed_for)
-    return replace(_one_model(layout, request), layout=layout)
+    return _one_model(_layout(request, unknown, needed_for), request)
 
 
 def _compared(models: list[LoadedModel | BuiltLayout], dtype: str, seq_lens: tuple[int, ...]) -> ModelsCompared:
@@ -150,11 +149,12 @@ def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> Mod
     """A whole model (a reader's, or laid out by building one layer of each kind): its counts,
     FLOPs over --seq-len, and what it costs as asked (services/costs.py)."""
     dtype = request.count_dtype
-    if request.source_len is not None:  # a shorter source than the most its encoder hands on
-        loaded = replace(loaded, spec=loaded.spec.with_source_tokens(request.source_len))
+    if request.source_len is not None:  # a source of this length, not the most its encoder hands on
+        n = request.source_len
+        loaded = loaded.with_source_len(n) if isinstance(loaded, BuiltLayout) else replace(loaded, spec=loaded.spec.with_source_tokens(n))
     stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
     counted = count_model(loaded.spec)
     rows = flops_over_length(stack, request.seq_lens)
     costs = model_costs(loaded, dtype, cost_options(request))
     block = explain_model(counted) if request.explain else None
-    return ModelParamsAnswer(counted, dtype, stack, rows, costs, block)
+    return ModelParamsAnswer(counted, dtype, stack, rows, costs, block, loaded if isinstance(loaded, BuiltLayout) else None)

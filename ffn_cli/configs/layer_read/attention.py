@@ -435,7 +435,7 @@ def image_tiles(hf_config: PretrainedConfig) -> tuple[int, int] | None:
 
 def encoder_tokens(seq2seq: EncoderDecoder) -> Source:
     """The encoder's output a decoder layer attends to: one 'tile' of the most tokens it hands on."""
-    return Source("encoder", (1, seq2seq.source_tokens) if seq2seq.source_tokens else None)
+    return Source("encoder", (1, seq2seq.source_tokens) if seq2seq.source_tokens else None, fixed=seq2seq.fixed)
 
 
 @dataclass(frozen=True)
@@ -445,6 +445,7 @@ class Source:
 
     kind: Literal["image", "encoder"]
     tiles: tuple[int, int] | None
+    fixed: bool = False  # an encoder that always hands on its most (Whisper's): no --source-len
 
 
 def cross_attention(child: nn.Module, read: LayerRead, source: Source) -> None:
@@ -479,10 +480,15 @@ def cross_attention(child: nn.Module, read: LayerRead, source: Source) -> None:
         read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, state_sized=False)
         why = N_("the keys and values {name} keeps of an image's tokens, their projections and its scores over them: they run on "
                  "the image, whose tokens ffn does not size")  # fmt: skip
+        if not image:  # an encoder's output whose heads ffn cannot read off the module
+            why = N_("the keys and values {name} keeps of the encoder's output, and its scores over them: ffn cannot read its "
+                     "heads' width")  # fmt: skip
         read.left_out.append(Message(why, name=name))
         return
     on_source = tuple(t.name for t in tensors if re.match(r"(k_proj|v_proj|k_norm)\b", t.name))  # the keys' and values'
-    scan = SourceAttention(q.out_features // width, k.out_features // width, width, *tiles, on_source=on_source, source=source.kind)
+    scan = SourceAttention(
+        q.out_features // width, k.out_features // width, width, *tiles, on_source=on_source, source=source.kind, fixed=source.fixed
+    )
     read.mixer = LinearMixer(kind, name, tensors, (), flops, read.layers, scan=scan)
     if image:  # an encoder's output is one a sequence: read_layout's note says how long
         why = N_("the keys and values of more than one image of {tiles} tiles ({tokens} tokens) a sequence; the projections to "

@@ -54,6 +54,13 @@ def _holds_a_mixer(child: nn.Module) -> bool:
     return len(inner) > 1 and bool(mixers)
 
 
+# A decoder alone whose layers attend to an encoder's output (TrOCR's causal LM): the encoder is another model.
+_ENCODER_ELSEWHERE = N_(
+    "the encoder whose output these layers attend to, which is not in this model (its config describes the decoder "
+    "alone): its weights and its pass over a source"
+)
+
+
 def _unwrapped(layer: nn.Module) -> list[tuple[str, nn.Module]]:
     """The layer's children, a module that only wraps an attention with its norms opened (DBRX's
     norm_attn_norm: norm_1, attn, norm_2), its children named from the layer; so too the decoder
@@ -122,6 +129,9 @@ def read_layer(
     # alone (TrOCR's, its encoder a vision model the config does not describe) over a source of unsaid length
     cross = {n for n, _c in mixers if n in CROSS_ATTENTION}
     source = encoder_tokens(source_of) if source_of is not None else Source("encoder", None)
+    if cross and source_of is None:  # its encoder is another model's: what it holds and runs is named, never counted as none
+        read.left_out.append(Message(_ENCODER_ELSEWHERE))
+        read.flops_left_out.append(Message(_ENCODER_ELSEWHERE))
     try:
         attends = [(n, c) for n, c in mixers if is_attention(c) and n not in cross]
         if len(mixers) > 2 or (len(mixers) == 2 and len(attends) != 1):  # one attention beside one mixer at most (Falcon-H1)
@@ -264,15 +274,16 @@ def _residual_copies(module: nn.Module) -> int:
     return 0
 
 
-# T5's LayerNorm and its kin's (mT5, UMT5, LongT5, Switch Transformers): a root-mean-square norm by another name.
-_T5_NORM = re.compile(r"(T5|SwitchTransformers)LayerNorm$")
+# A root-mean-square norm by another name: T5's "LayerNorm" and its kin's (mT5, UMT5, LongT5, Switch
+# Transformers, Pix2Struct, UDOP, Pop2Piano), ImageGPT's; none centres, as their forward computes.
+_RMS_NAMED_LAYER_NORM = re.compile(r"(T5|SwitchTransformers|Pix2Struct|Udop|Pop2Piano|ImageGPT)LayerNorm$")
 
 
 def _is_layer_norm(module: nn.Module) -> bool:
-    """A LayerNorm (it centres as well as scales), by its type or its class's name; T5's and its kin's
-    "LayerNorm" scales by the root mean square alone, without centring (an RMSNorm, as its docstring says)."""
+    """A LayerNorm (it centres as well as scales), by its type or its class's name, but those named
+    LayerNorm that scale by the root mean square alone (_RMS_NAMED_LAYER_NORM)."""
     name = type(module).__name__
-    return isinstance(module, nn.LayerNorm) or ("LayerNorm" in name and "RMS" not in name and not _T5_NORM.search(name))
+    return isinstance(module, nn.LayerNorm) or ("LayerNorm" in name and "RMS" not in name and not _RMS_NAMED_LAYER_NORM.search(name))
 
 
 def _hyper_connection_flops(d: int, module: nn.Module) -> int:

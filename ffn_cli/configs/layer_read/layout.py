@@ -12,7 +12,7 @@ from typing import Any
 from torch import nn
 from transformers import PretrainedConfig
 
-from ffn_cli.configs.built import BuiltLayout
+from ffn_cli.configs.built import SOURCE_KEPT, SOURCE_UNSAID, BuiltLayout
 from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, encoder_decoder_of, half_of
 from ffn_cli.configs.families.common import FamilyReader
 from ffn_cli.configs.layer_read.assembly import assemble
@@ -94,6 +94,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                                                                                                 encoder=encoder, vocab=vocab)  # fmt: skip
         if shell.layer_config is not None:  # the config the model's class leaves (TrOCR's is_decoder, the attention kernel)
             text = shell.layer_config
+        if shell.tied and config.get("tie_word_embeddings") is False:  # transformers 5's T5Config ties its head whatever the file says
+            untied = (vocab or int(text.vocab_size)) * shell.head_width(d)
+            notes += (Message(_TIED_AGAINST_THE_CONFIG, model_class=shell.model_class, n=f"{untied:,}"),)
         if whole is None:
             layer_cls = classes[0]
 
@@ -140,9 +143,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     notes += tuple(stood_in)
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
     if seq2seq is not None and seq2seq.source_tokens:
-        notes += (Message(_SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
+        notes += (Message(SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
     elif any(isinstance(r.mixer, LinearMixer) and isinstance(r.mixer.scan, SourceAttention) and r.mixer.scan.unsized for r in reads):
-        notes += (Message(_SOURCE_UNSAID),)
+        notes += (Message(SOURCE_UNSAID),)
     if runs and blocks is not None:
         raise beyond_ffn(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
@@ -152,16 +155,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                      encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
 
 
-_SOURCE_KEPT = N_(
-    "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens ({key}), the most the "
-    "encoder hands on (--source-len N sizes a shorter one); their projections, as {encoder}, run once a source, not by a "
-    "token decoded"
-)
-# T5's relative positions, TrOCR's decoder alone: no key names how long the encoder's output is.
-_SOURCE_UNSAID = N_(
-    "each decoder layer's cross-attention keeps the keys and values of the encoder's output, whose length the config "
-    "does not say: --source-len N sizes what they keep and a token's scores over them, else they are left out; their "
-    "projections (k_proj, v_proj) run once a source, not by a token decoded"
+_TIED_AGAINST_THE_CONFIG = N_(
+    "its config says tie_word_embeddings: false, yet transformers builds its head tied to the token embeddings ({model_class}): "
+    "counted tied, as built; a checkpoint that stores a head of its own holds {n} more parameters"
 )
 
 

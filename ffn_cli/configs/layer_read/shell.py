@@ -60,10 +60,15 @@ class Shell:
     # input_embedding_size), and the width its head reads (RemBERT's output_embedding_size); 0 for hidden_size.
     embedding_dim: int = 0
     head_dim: int = 0
+
     # The text config as the model's class leaves it, its layers' lists and count as given: what its
     # layers are built from (TrOCR's causal LM sets is_decoder, which gives each a cross-attention;
     # GPT-Neo's layers read the attention kernel the model sets). None for a whole build.
     layer_config: PretrainedConfig | None = None
+
+    def head_width(self, d: int) -> int:
+        """The width the head reads: hidden_size `d`, or its own."""
+        return self.head_dim or d
 
 
 def sized_by_layer_count(text_data: Mapping[str, Any]) -> tuple[str, ...]:
@@ -334,7 +339,9 @@ def _t5_style(layer: nn.Module) -> nn.Module:
     for i, sub in enumerate(sublayers):
         children = dict(sub.named_children())
         name, part = next((name, child) for name, child in children.items() if name in _T5_PARTS)
-        for leaf, child in list(part.named_children()):  # our own copy, on meta: its projections renamed in place
+        # Renamed in place: the layer is one ffn built on meta for this read (alone, or in the whole model,
+        # whose shell shell_of has read before its layers are regrouped), never one a caller holds.
+        for leaf, child in list(part.named_children()):
             delattr(part, leaf)
             if isinstance(child, nn.Embedding):  # the relative position bias: a table looked up beside the attention
                 table = nn.Module()
@@ -344,8 +351,7 @@ def _t5_style(layer: nn.Module) -> nn.Module:
                 part.add_module(_T5_NAMES.get(leaf, leaf), child)
         width = getattr(part, "key_value_proj_dim", None)
         if isinstance(width, int):  # the names transformers' other attentions give their head width and count
-            object.__setattr__(part, "head_dim", width)
-            object.__setattr__(part, "num_heads", getattr(part, "n_heads", None))
+            vars(part).update(head_dim=width, num_heads=getattr(part, "n_heads", None))  # plain attributes, as theirs are
         block.add_module(_T5_PARTS[name], part)
         for other, child in children.items():
             if other != name and n_params(child):

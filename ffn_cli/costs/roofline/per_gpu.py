@@ -7,7 +7,8 @@ this GPU's attention group; the KV cache read and written for its share of the K
 MLA's latent); the routed experts over the expert ranks: with ep > 1 a rank holds E / ep
 experts (each cut over the rank's tp / ep GPUs where ep < tp) and reads those its tokens touch,
 the busiest rank's expected count (not the mean: the slowest rank sets the pace), and computes
-its share of the routed tokens, T·k / gpus; with ep = 1 every expert is split over tp.
+its share of the routed tokens, T·k / gpus, or a token for each expert it reads where that is
+more (a batch below the ranks); with ep = 1 every expert is split over tp.
 
 Communication, per GPU, bytes sent: a tensor-parallel layer ends in an all-reduce of its output
 (T · d_model elements; a ring sends 2·(tp − 1)/tp of it), after attention, after a mixer (both
@@ -115,7 +116,9 @@ def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, 
     experts, ep, tp = whole.experts, layout.ep, layout.tp
     if ep > 1:  # the busiest rank's experts, each cut over its tp / ep GPUs where --ep is below --tp
         touched = busiest_rank_experts(experts, k, case.tokens, ep)
-        routed_flops = case.tokens * k / layout.gpus * expert_flops
+        # the rank's share of the T·k routed copies, and at least one copy for each expert it reads (at a
+        # batch below the ranks, the busiest rank runs more than the mean's fraction of a copy)
+        routed_flops = max(case.tokens * k / ep, touched) / layout.expert_split * expert_flops
         weights, params = touched * expert_bytes / layout.expert_split, touched * expert_params / layout.expert_split
     else:
         touched = whole.experts_touched
