@@ -518,8 +518,6 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
         # ProphetNet: its cross-attention is cross_attn, not encoder_attn, and its self-attention predicts
         # n-gram streams beside the main one: neither read
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),
-        # Switch Transformers: a router that sends each token to one expert, named by no config key
-        ("switch_transformers", {}, "no config key names the experts per token"),
         # IDEFICS: a gated cross-attention layer over the image every cross_layer_interval layers, beside them
         ("idefics", {}, "it builds layers that attend beside its decoder layers (model.gated_cross_attn_layers)"),
         # Qwen2.5-Omni: a thinker and a talker, two decoders of 28 layers, each with a cache of its own

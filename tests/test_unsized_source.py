@@ -23,7 +23,7 @@ from ffn_cli.costs.decode_state import decode_state  # noqa: E402
 from ffn_cli.models.count import count_model  # noqa: E402
 from tests.helpers import cli_json  # noqa: E402
 
-T5_KIN = ("t5", "mt5", "umt5", "longt5")
+T5_KIN = ("t5", "mt5", "umt5", "longt5", "switch_transformers")
 # T5 of 64 wide, 2 + 3 layers of 4 heads × 16 (64 inner), a gated FFN of 96
 _T5 = dict(d_model=64, d_ff=96, num_layers=2, num_decoder_layers=3, num_heads=4, d_kv=16, vocab_size=100,
            feed_forward_proj="gated-gelu", decoder_start_token_id=0, pad_token_id=0)  # fmt: skip
@@ -154,3 +154,16 @@ def test_the_encoders_linears_are_split_over_tp(tmp_path: Path) -> None:
     path.write_text(json.dumps(_config("t5", **_T5)))
     memory = cli_json("params", "--config", str(path), "--gpu", "h200", "--tp", "2", "--source-len", "8")["per_gpu_memory"]
     assert memory["replicated_bytes"] == (2 * 2 + 1 + 3 * 3 + 1) * 64 * 2  # the encoder's norms and the decoder's
+
+
+def test_switch_transformers_routes_each_token_to_one_expert() -> None:
+    # Its router (SwitchTransformersTop1Router) picks one expert; no config key says so. transformers'
+    # default: 12 decoder layers, every fourth from layer 1 a MoE of 8 experts of 768 → 2,048 → 768.
+    config = _config("switch_transformers")
+    spec = read_layout(config, name="switch", source="switch").spec
+    assert spec.moe_ffn is not None and spec.moe_ffn.top_k == 1 and spec.moe_ffn.experts == 8
+    assert spec.moe_layers == (1, 5, 9)
+    counted = count_model(spec)
+    unpicked = 3 * 7 * 2 * 768 * 2048  # 7 of 8 experts a MoE layer, wi and wo each
+    source_kv = 12 * 2 * 768 * 768  # the cross-attention's k and v, run once a source
+    assert counted.active_params == counted.total_params - counted.vision_params - unpicked - source_kv

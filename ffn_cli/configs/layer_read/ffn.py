@@ -6,6 +6,7 @@ to the built module's count."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from torch import nn
 from transformers import PretrainedConfig
@@ -152,6 +153,8 @@ def _moe(
             raise Unread(Message(why, cls=type(experts).__name__, names=", ".join(others)))
         each_expert = tuple(t for n, m in rowed for t in named_tensors(f"{path}.{n}", m))
     top = config_top_k(hf_config)
+    if top.value is None and top.problem is None and any(type(m).__name__.endswith("Top1Router") for m in child.modules()):
+        top = replace(top, value=1)  # Switch Transformers' router sends each token to one expert, by its class
     if top.value is None:
         raise Unread(top.problem or Message(N_("no config key names the experts per token")))
     shared = [(p, mod) for p, mod in child.named_children() if "shared" in p and not isinstance(mod, nn.Linear)] + list(beside)
