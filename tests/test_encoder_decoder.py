@@ -23,6 +23,7 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from ffn_cli.configs.encoder_decoder import seq2seq_class  # noqa: E402  (torch and transformers)
 from ffn_cli.configs.layer_read import read_layout  # noqa: E402
+from tests.helpers import cli_json  # noqa: E402
 
 SEQ2SEQ = ("bart", "bigbird_pegasus", "blenderbot", "blenderbot-small", "led", "m2m_100", "marian", "mbart", "mvp", "pegasus", "plbart",
            "whisper")  # fmt: skip
@@ -221,3 +222,40 @@ def test_a_token_runs_the_decoder_less_the_sources_keys_and_values() -> None:
     decoder = model.get_decoder()
     source_kv = sum(p.numel() for n, p in decoder.named_parameters() if ".encoder_attn.k_proj." in n or ".encoder_attn.v_proj." in n)
     assert count_model(layout.spec).active_params == sum(p.numel() for p in decoder.parameters()) - source_kv
+
+
+# T5Gemma of 64 wide: its encoder's and decoder's own configs, 2 and 3 layers of 4 heads × 16, 2 KV heads,
+# sliding windows of 8 in every other layer, at most 32 source tokens (its encoder's max_position_embeddings).
+_T5GEMMA_HALF = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                     vocab_size=100, sliding_window=8, max_position_embeddings=32)  # fmt: skip
+
+
+def test_t5gemmas_decoder_from_its_own_config_against_transformers_cache() -> None:
+    config = _config("t5gemma", encoder=dict(_T5GEMMA_HALF), decoder=dict(_T5GEMMA_HALF, num_hidden_layers=3), vocab_size=100)
+    layout = read_layout(config, name="small", source="small")
+    model = transformers.AutoModelForSeq2SeqLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    assert count_model(layout.spec).total_params == sum(p.numel() for p in model.parameters())
+    assert layout.spec.n_layers == 3 and layout.windows == (8, None, 8)
+    # By hand at --source-len 20 and 6 tokens decoded: K and V of 2 KV heads × 16 a token, in each of 3 layers
+    spec = layout.spec.with_source_tokens(20)
+    kinds = {str.__str__(k.kind): k for k in decode_state(spec, layout.windows, layout.chunks, 6)}
+    assert kinds["cross-attention over the encoder's output"].elements_per_layer == 20 * 2 * 32
+    assert sum(k.elements for k in kinds.values()) == 3 * (6 + 20) * 2 * 32
+    with torch.no_grad():
+        cache = model(
+            input_ids=torch.randint(1, 100, (1, 20)), decoder_input_ids=torch.randint(1, 100, (1, 6)), use_cache=True
+        ).past_key_values
+    held = [
+        layer.keys.numel() + layer.values.numel() for c in (cache.self_attention_cache, cache.cross_attention_cache) for layer in c.layers
+    ]
+    assert sum(held) == sum(k.elements for k in kinds.values())
+    note = " ".join(str(n) for n in layout.notes)
+    assert "a source of 32 tokens (encoder.max_position_embeddings)" in note
+
+
+def test_t5gemmas_context_is_its_decoders(tmp_path: Path) -> None:
+    config = _config("t5gemma", encoder=dict(_T5GEMMA_HALF), decoder=dict(_T5GEMMA_HALF, max_position_embeddings=24), vocab_size=100)
+    path = tmp_path / "t5gemma.json"
+    path.write_text(json.dumps(config))
+    memory = cli_json("params", "--config", str(path), "--gpu", "h200", "--phase", "decode")["per_gpu_memory"]
+    assert memory["context_limit"] == memory["context"] == 24  # the decoder's max_position_embeddings, in its own config

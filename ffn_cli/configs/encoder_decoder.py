@@ -27,7 +27,7 @@ from ffn_cli.i18n import N_, Message
 __all__ = ["CROSS_ATTENTION", "EncoderDecoder", "encoder_decoder_of", "half_of", "seq2seq_class"]
 
 # A decoder layer's attention over the encoder's output, by the name its module takes
-CROSS_ATTENTION = ("encoder_attn",)
+CROSS_ATTENTION = ("encoder_attn", "cross_attn")  # BART's and its kin's; T5Gemma's
 
 # Encoders that pad every input to the most they take, so hand on that many tokens whatever the input:
 # Whisper's 30-second window of 3,000 mel frames, 1,500 positions (its encoder refuses any other length).
@@ -59,6 +59,12 @@ def _positive(config: PretrainedConfig, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _nested(config: PretrainedConfig, half: str) -> PretrainedConfig | None:
+    """An encoder-decoder's `half` ("encoder", "decoder") where its config holds one of its own (T5Gemma's)."""
+    found = getattr(config, half, None)
+    return found if isinstance(found, PretrainedConfig) else None
+
+
 def seq2seq_class(model_type: str) -> tuple[Any, Literal["source", "audio"]] | None:
     """transformers' auto class that builds `model_type` as an encoder-decoder with its head, and
     what its encoder runs on; None where none does."""
@@ -74,7 +80,10 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
     if getattr(hf_config, "is_encoder_decoder", False) is not True:
         return None
     found = seq2seq_class(str(hf_config.model_type))
-    layers = _positive(hf_config, "decoder_layers") or _positive(hf_config, "num_decoder_layers")  # T5's, ProphetNet's
+    # T5's and ProphetNet's num_decoder_layers; T5Gemma's, its decoder's own config's num_hidden_layers
+    decoder, encoder = (_nested(hf_config, half) for half in ("decoder", "encoder"))
+    layers = _positive(hf_config, "decoder_layers") or _positive(hf_config, "num_decoder_layers")
+    layers = layers or (_positive(decoder, "num_hidden_layers") if decoder is not None else None)
     if found is None:
         return Message(N_("an encoder and a decoder (is_encoder_decoder) that no Seq2Seq class of transformers builds"))
     if layers is None:
@@ -82,10 +91,14 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
                           "ffn cannot tell its decoder's layers"))  # fmt: skip
     model_class, runs_on = found
     vocab = _positive(hf_config, "decoder_vocab_size")
+    fixed = hf_config.model_type in _PADDED_TO_THE_MOST
     for key in ("max_source_positions", "max_encoder_position_embeddings", "max_position_embeddings"):  # LED: its encoder's own
         tokens = _positive(hf_config, key)
         if tokens is not None:
-            return EncoderDecoder(layers, vocab, tokens, key, runs_on, model_class, fixed=hf_config.model_type in _PADDED_TO_THE_MOST)
+            return EncoderDecoder(layers, vocab, tokens, key, runs_on, model_class, fixed=fixed)
+    tokens = _positive(encoder, "max_position_embeddings") if encoder is not None else None  # T5Gemma's encoder's own config
+    if tokens is not None:
+        return EncoderDecoder(layers, vocab, tokens, "encoder.max_position_embeddings", runs_on, model_class, fixed=fixed)
     return EncoderDecoder(layers, vocab, 0, "", runs_on, model_class)  # T5's relative positions: --source-len sizes it
 
 
