@@ -24,10 +24,12 @@ from transformers.models.auto import modeling_auto
 
 from ffn_cli.i18n import N_, Message
 
-__all__ = ["CROSS_ATTENTION", "EncoderDecoder", "encoder_decoder_of", "half_of", "seq2seq_class"]
+__all__ = ["CROSS_ATTENTION", "ENCODER_ATTENTION", "EncoderDecoder", "encoder_decoder_of", "half_of", "seq2seq_class"]
 
 # A decoder layer's attention over the encoder's output, by the name its module takes
 CROSS_ATTENTION = ("encoder_attn", "cross_attn")  # BART's and its kin's; T5Gemma's
+# A decoder alone's (TrOCR's): there, cross_attn is an image's (Llama 3.2 Vision's cross-attention layers)
+ENCODER_ATTENTION = ("encoder_attn",)
 
 # Encoders that pad every input to the most they take, so hand on that many tokens whatever the input:
 # Whisper's 30-second window of 3,000 mel frames, 1,500 positions (its encoder refuses any other length).

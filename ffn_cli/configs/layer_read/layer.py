@@ -13,7 +13,7 @@ from transformers import PretrainedConfig
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.configs.attribution import Owner, attribute, is_experts
-from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, EncoderDecoder
+from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, ENCODER_ATTENTION, EncoderDecoder
 from ffn_cli.configs.families.common import FamilyReader
 from ffn_cli.configs.layer_read.attention import (
     Source,
@@ -127,7 +127,7 @@ def read_layer(
     where = layers_named(layers)
     # A decoder layer's attention over the encoder's output (BART's encoder_attn), by its name; a decoder's
     # alone (TrOCR's, its encoder a vision model the config does not describe) over a source of unsaid length
-    cross = {n for n, _c in mixers if n in CROSS_ATTENTION}
+    cross = {n for n, _c in mixers if n in (CROSS_ATTENTION if source_of is not None else ENCODER_ATTENTION)}
     source = encoder_tokens(source_of) if source_of is not None else Source("encoder", None)
     if cross and source_of is None:  # its encoder is another model's: what it holds and runs is named, never counted as none
         read.left_out.append(Message(_ENCODER_ELSEWHERE))
