@@ -328,8 +328,8 @@ def _t5_style(layer: nn.Module) -> nn.Module:
     each one part and its norm: the self-attention (q, k, v, o; the first block's relative position
     bias, a table of buckets × heads, beside them), the cross-attention over the encoder's output, the
     FFN (wi, wo; gated: wi_0, wi_1, wo). Regrouped, the same modules, as self_attn, encoder_attn, mlp,
-    the position bias (a table in position_bias) and the norms beside them; their head width is the attention's key_value_proj_dim.
-    Any other layer as it is."""
+    the position bias (a table in position_bias) and the norms beside them; their head width is the
+    attention's key_value_proj_dim. Any other layer as it is."""
     sublayers = getattr(layer, "layer", None)
     if not isinstance(sublayers, nn.ModuleList) or len(list(layer.children())) != 1:
         return layer
