@@ -44,6 +44,7 @@ BASE_CLASSES = {
     "bart": "BartModel",
     "electra": "ElectraModel",
     "modernbert": "ModernBertModel",
+    "nllb-moe": "NllbMoeModel",
     "mt5": "MT5Model",
     "roberta": "RobertaModel",
     "switch_transformers": "SwitchTransformersModel",

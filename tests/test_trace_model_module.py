@@ -91,11 +91,19 @@ def test_a_routed_moe_layer_on_meta_is_its_layouts_ffn_not_undercounted(tmp_path
 
 
 def test_a_routed_layer_ffn_cannot_lay_out_is_refused_on_meta(tmp_path: Path) -> None:
-    # Switch Transformers' layout is not read (T5's sublayer lists): its own MoE block on meta would
-    # be undercounted, so its routed layer is refused in one line, the CPU offered.
-    result = CliRunner().invoke(app, ["trace", "--config", _write(tmp_path, "switch_transformers"), "--layer", "1", "--device", "meta"])
+    # NLLB-MoE's layout is not read: its own MoE block on meta would be undercounted, so its routed
+    # layer is refused in one line, the CPU offered.
+    result = CliRunner().invoke(app, ["trace", "--config", _write(tmp_path, "nllb-moe"), "--layer", "1", "--device", "meta"])
     assert result.exit_code == 1
     assert "routes tokens to experts by value" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_routed_layer_of_a_read_layout_traces_as_ffns_moe_on_meta(tmp_path: Path) -> None:
+    # Switch Transformers' layout is read (its router's class says top-1): on meta, its routed layer
+    # is ffn's MoE of its layout's shapes, 4 experts of d_ff 128, one a token.
+    data = _trace(tmp_path, "switch_transformers", "--layer", "1", "--device", "meta")
+    spec = data["spec"]
+    assert spec["variant"] == "moe" and spec["experts"] == 4 and spec["top_k"] == 1 and spec["d_ff"] == 128
 
 
 def test_check_is_refused_for_a_models_own_module(tmp_path: Path) -> None:

@@ -98,6 +98,19 @@ OTHERS: dict[str, dict[str, Any]] = {
     "roberta": {},
     "rwkv": {"attention_hidden_size": 64},
     "switch_transformers": {"d_ff": 128, "d_kv": 16, "num_experts": 4},
+    # every second layer a MoE of 4 experts, encoder and decoder
+    "nllb-moe": {
+        "d_model": 64,
+        "encoder_ffn_dim": 128,
+        "decoder_ffn_dim": 128,
+        "encoder_layers": 2,
+        "decoder_layers": 2,
+        "encoder_attention_heads": 4,
+        "decoder_attention_heads": 4,
+        "num_experts": 4,
+        "encoder_sparse_step": 2,
+        "decoder_sparse_step": 2,
+    },
     "t5": {"d_ff": 128, "d_kv": 16},
 }
 FAMILIES: dict[str, dict[str, Any]] = {**DECODER_ONLY, **OTHERS}
