@@ -360,6 +360,11 @@ class LinearMixer:
     whole_on_each_gpu: bool = False
 
     @property
+    def unsized_source(self) -> bool:
+        """It attends to an encoder's output of a length the config does not say (--source-len sizes it)."""
+        return isinstance(self.scan, SourceAttention) and self.scan.unsized
+
+    @property
     def params(self) -> int:
         return sum(t.count for t in self.tensors)
 

@@ -435,8 +435,7 @@ class ModelSpec:
     @property
     def source_unsized(self) -> bool:
         """Its layers attend to an encoder's output of a length the config does not say (UNSIZED_SOURCE)."""
-        scan = self.mixer.scan if self.mixer is not None else None
-        return isinstance(scan, SourceAttention) and scan.unsized
+        return self.mixer is not None and self.mixer.unsized_source
 
     @property
     def attention_layer_params(self) -> int:

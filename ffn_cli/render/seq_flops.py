@@ -173,5 +173,4 @@ def seq_flops_data(stack: LayerStack, rows: tuple[FlopsAtLength, ...]) -> dict[s
 
 def _unsized_source(stack: LayerStack) -> bool:
     """The mixer attends to an encoder's output whose length the config does not say (--source-len sizes it)."""
-    scan = stack.mixer.scan if stack.mixer is not None else None
-    return isinstance(scan, SourceAttention) and scan.unsized
+    return stack.mixer is not None and stack.mixer.unsized_source

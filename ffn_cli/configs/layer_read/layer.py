@@ -36,7 +36,7 @@ from ffn_cli.configs.layer_read.ffn import ffn_count, read_ffn
 from ffn_cli.configs.layer_read.mixers import depthwise_convs, kept_as, kept_in_float32, linear_mixer, lone_conv, short_convs
 from ffn_cli.configs.layer_read.tensors import LayerRead, Unread, beyond_ffn, layers_named, n_params, named_tensors, rest_of
 from ffn_cli.i18n import N_, Message, _, shown
-from ffn_cli.models.mixers import ElementwiseScan, SourceAttention
+from ffn_cli.models.mixers import ElementwiseScan
 from ffn_cli.models.spec import kv_tensors
 
 __all__ = ["read_layer"]
@@ -156,8 +156,7 @@ def read_layer(
                 cross_attention(child, read, Source("image", image_tiles(hf_config)))
             else:
                 linear_mixer(d, child, read)
-            unsized_source = read.mixer is not None and isinstance(read.mixer.scan, SourceAttention) and read.mixer.scan.unsized
-            if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized and not unsized_source:
+            if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized and not read.mixer.unsized_source:
                 raise Unread(Message(N_("{cls} beside attention is a mixer ffn does not size"), cls=type(child).__name__))
         if convs:  # short convolutions over the residual stream beside the attention (Inkling's): a mixer beside it
             if read.mixer is not None or read.attention is None:

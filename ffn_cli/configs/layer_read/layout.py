@@ -34,7 +34,7 @@ from ffn_cli.configs.meta_build import check_build_size, hf_config_of, quiet, to
 from ffn_cli.configs.shared_blocks import SharedBlocks, applied_layer
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
-from ffn_cli.models.mixers import LinearMixer, SourceAttention
+from ffn_cli.models.mixers import LinearMixer
 from ffn_cli.models.spec import layer_ranges
 
 __all__ = ["read_layout"]
@@ -144,7 +144,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
     if seq2seq is not None and seq2seq.source_tokens:
         notes += (Message(SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
-    elif any(isinstance(r.mixer, LinearMixer) and isinstance(r.mixer.scan, SourceAttention) and r.mixer.scan.unsized for r in reads):
+    elif any(r.mixer is not None and r.mixer.unsized_source for r in reads):
         notes += (Message(SOURCE_UNSAID),)
     if runs and blocks is not None:
         raise beyond_ffn(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
