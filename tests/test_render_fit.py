@@ -10,6 +10,7 @@ than the terminal, nothing ends in `…`, and the footnote names exactly the col
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -589,6 +590,18 @@ def test_a_chinese_count_stays_with_the_latin_noun_it_counts(width: int) -> None
     lines = wrap_wide(Text(text), width).plain.split("\n")
     assert all(not line.rstrip().endswith("个") and not line.startswith("GPU") for line in lines), lines
     assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+
+
+@pytest.mark.parametrize("width", range(12, 40))
+def test_a_chinese_count_stays_with_its_measure_word(width: int) -> None:
+    """ "62 层", "（第 3–60 层）": a line never ends in a count whose measure word opens the next."""
+    from ffn_cli.render.fit import wrap_wide
+
+    text = "路由专家从 256 个中取 top-4，权重 × 2.5（第 3–60 层）；模型也包含 3 个稠密 FFN 层，共 62 层"
+    lines = wrap_wide(Text(text), width).plain.split("\n")
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+    broken = [(a, b) for a, b in itertools.pairwise(lines) if re.search(r"\d$", a.rstrip()) and b[0] in "个层"]
+    assert not broken and any("第 3–60 层" in line for line in lines), lines
 
 
 def test_a_table_too_wide_for_its_words_narrows_its_text_and_wraps_it_at_that_width() -> None:

@@ -91,3 +91,13 @@ def test_a_chinese_trace_writes_the_full_width_colon(args: list[str]) -> None:
     out = _zh(*args, width=200)
     assert "形状" in out and "→ (2, 5, 64)：" in _zh("trace", "-d", "64")
     assert not [line for line in out.split("\n") if ": " in line], out
+
+
+@pytest.mark.parametrize("preset", ["gemma-3-27b", "llama-4-scout", "mistral-small-3.1-24b"])
+def test_a_vision_towers_rows_are_said_in_chinese(preset: str) -> None:
+    """SigLIP's, Llama 4's and Pixtral's rows name their parts in Chinese; the layer names
+    (Conv2d, LayerNorm, MLP) stay as the glossary keeps them."""
+    out = _zh("params", "--preset", preset, width=200)
+    rows = [line for line in out.split("\n") if "视觉" in line or "注意力 " in line]
+    assert rows and "视觉：视觉层" in out
+    assert not re.search(r"(?<!·)\b(attention|heads?|biases?|layers|gated|merger|probe)\b(?!·)", out), out  # not 4·seq·heads·head_dim

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ffn_cli.configs.reader import ConfigReader
 from ffn_cli.errors import FFNError
-from ffn_cli.i18n import N_, _
+from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.vision import VisionPart, VisionTower
 
 __all__ = ["llama4_tower", "pixtral_tower", "siglip_tower"]
@@ -42,11 +42,15 @@ def siglip_tower(r: ConfigReader, text_d: int) -> VisionTower:
     image, patch = _image_grid(r, 224, 16)
     mlp = _linear(h, f, True) + _linear(f, h, True)
     parts = [
-        VisionPart(N_("patch embedding"), f"Conv2d {channels}→{h:,}, {patch}×{patch}, bias", channels * patch * patch * h + h),
+        VisionPart(
+            N_("patch embedding"),
+            Message(N_("Conv2d {channels}→{h}, {patch}×{patch}, bias"), channels=channels, h=f"{h:,}", patch=patch),
+            channels * patch * patch * h + h,
+        ),
         VisionPart(N_("position embeddings"), f"({(image // patch) ** 2:,}, {h:,})", (image // patch) ** 2 * h),
         VisionPart(
             N_("vision layers"),
-            f"attention 4 × ({h}, {h}) + biases, MLP d_ff {f:,}, 2 LayerNorms",
+            Message(N_("attention 4 × ({h}, {h}) + biases, MLP d_ff {f}, 2 LayerNorms"), h=h, f=f"{f:,}"),
             4 * _linear(h, h, True) + mlp + 4 * h,
             layers,
         ),
@@ -54,9 +58,9 @@ def siglip_tower(r: ConfigReader, text_d: int) -> VisionTower:
     ]
     if r.flag("vision_use_head", True):
         head = h + 3 * h * h + 3 * h + _linear(h, h, True) + 2 * h + mlp
-        parts.append(VisionPart(N_("pooling head"), "probe + attention + LayerNorm + MLP", head))
+        parts.append(VisionPart(N_("pooling head"), Message(N_("probe + attention + LayerNorm + MLP")), head))
     parts.append(VisionPart(N_("projector"), f"RMSNorm + ({h}, {text_d})", h + h * text_d))
-    return VisionTower(f"SigLIP, {layers} layers, d {h:,}", tuple(parts))
+    return VisionTower(Message(N_("{name}, {layers} layers, d {h}"), name="SigLIP", layers=layers, h=f"{h:,}"), tuple(parts))
 
 
 def llama4_tower(r: ConfigReader, text_d: int) -> VisionTower:
@@ -77,14 +81,14 @@ def llama4_tower(r: ConfigReader, text_d: int) -> VisionTower:
         VisionPart(N_("pre and post norms"), "2 × LayerNorm", 4 * h),
         VisionPart(
             N_("vision layers"),
-            f"attention {heads} heads + biases, MLP d_ff {f:,}, 2 LayerNorms",
+            Message(N_("attention {heads} heads + biases, MLP d_ff {f}, 2 LayerNorms"), heads=heads, f=f"{f:,}"),
             attention + _linear(h, f, True) + _linear(f, h, True) + 4 * h,
             layers,
         ),
         VisionPart(N_("pixel-shuffle MLP"), f"({f}→{p_in}), ({p_out}→{p_out})", f * p_in + p_out * p_out),
         VisionPart(N_("projector"), f"({out}, {text_d})", out * text_d),
     ]
-    return VisionTower(f"Llama 4 vision, {layers} layers, d {h:,}", tuple(parts))
+    return VisionTower(Message(N_("{name}, {layers} layers, d {h}"), name="Llama 4 vision", layers=layers, h=f"{h:,}"), tuple(parts))
 
 
 def pixtral_tower(r: ConfigReader, text_d: int, *, merge: int, feature_layers: int, projector_bias: bool) -> VisionTower:
@@ -97,12 +101,21 @@ def pixtral_tower(r: ConfigReader, text_d: int, *, merge: int, feature_layers: i
         VisionPart(N_("patch embedding"), f"Conv2d {channels}→{h:,}, {patch}×{patch}", channels * patch * patch * h),
         VisionPart(N_("pre norm"), "RMSNorm", h),
         VisionPart(
-            N_("vision layers"), f"attention 4 × ({h}, {h}), gated MLP d_ff {f:,}, 2 RMSNorms", 4 * h * h + 3 * h * f + 2 * h, layers
+            N_("vision layers"),
+            Message(N_("attention 4 × ({h}, {h}), gated MLP d_ff {f}, 2 RMSNorms"), h=h, f=f"{f:,}"),
+            4 * h * h + 3 * h * f + 2 * h,
+            layers,
         ),
         VisionPart(
             N_("projector"),
-            f"RMSNorm, merger ({h * merge * merge}→{h}), ({h * feature_layers}→{text_d}), ({text_d}→{text_d})",
+            Message(
+                N_("RMSNorm, merger ({merged}→{h}), ({features}→{d}), ({d}→{d})"),
+                merged=h * merge * merge,
+                h=h,
+                features=h * feature_layers,
+                d=text_d,
+            ),
             h + h * merge * merge * h + _linear(h * feature_layers, text_d, projector_bias) + _linear(text_d, text_d, projector_bias),
         ),
     ]
-    return VisionTower(f"Pixtral, {layers} layers, d {h:,}", tuple(parts))
+    return VisionTower(Message(N_("{name}, {layers} layers, d {h}"), name="Pixtral", layers=layers, h=f"{h:,}"), tuple(parts))
