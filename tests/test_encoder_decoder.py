@@ -259,3 +259,17 @@ def test_t5gemmas_context_is_its_decoders(tmp_path: Path) -> None:
     path.write_text(json.dumps(config))
     memory = cli_json("params", "--config", str(path), "--gpu", "h200", "--phase", "decode")["per_gpu_memory"]
     assert memory["context_limit"] == memory["context"] == 24  # the decoder's max_position_embeddings, in its own config
+
+
+@pytest.mark.parametrize("model_type", ["marian", "pegasus", "bart", "blenderbot-small"])
+def test_a_sinusoidal_position_table_is_said_fixed(model_type: str) -> None:
+    # Built on the CPU, a sinusoidal table holds sin and cos of each position: row 0 is all 0s and 1s,
+    # every value within [-1, 1]; a learned one is drawn at random. The parts table says which.
+    layout = read_layout(_config(model_type, **_BART), name=model_type, source=model_type)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForSeq2SeqLM.from_config(transformers.AutoConfig.for_model(model_type, **_BART))
+    table = model.get_decoder().embed_positions.weight.detach()
+    sinusoidal = bool(set(table[0].tolist()) <= {0.0, 1.0} and table.abs().max() <= 1)
+    assert layout.spec.fixed_positions is sinusoidal
+    row = next(p for p in count_model(layout.spec).parts if p.name == "position embeddings")
+    assert ("fixed: sinusoidal, not learned" in row.detail) is sinusoidal

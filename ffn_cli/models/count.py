@@ -410,10 +410,15 @@ def _shape_row(spec: ModelSpec, block: Block) -> str:
     return f"({rows}, {width})"  # a shape's dimensions carry no thousands separators
 
 
+def _position_row(spec: ModelSpec, block: Block) -> Message | str:
+    shape = _shape_row(spec, block)
+    return Message(N_("{shape}, fixed: sinusoidal, not learned"), shape=shape) if spec.fixed_positions else shape
+
+
 # What each of the layout's named blocks says of itself in the parts table.
 _DETAILS: dict[str, Callable[[ModelSpec, Block], Message | str]] = {
     layout.TOKEN_EMBEDDINGS: _shape_row,
-    layout.POSITION_EMBEDDINGS: _shape_row,
+    layout.POSITION_EMBEDDINGS: _position_row,
     layout.TOKEN_TYPE_EMBEDDINGS: _shape_row,
     layout.EMBEDDING_NORM: lambda spec, _b: _norm_name(spec),
     layout.ATTENTION: _attention_row,

@@ -140,6 +140,9 @@ class ModelSpec:
     # The row the first token's position reads: RoBERTa's positions start past its padding row
     # (padding_idx + 1), so its table of max_positions rows holds max_positions - first_position tokens.
     first_position: int = 0
+    # The position table is computed, not learned (Marian's and Pegasus's sinusoidal tables): a
+    # parameter transformers counts and a checkpoint holds, never trained.
+    fixed_positions: bool = False
     type_vocab_size: int = 0  # BERT's token-type (segment) embeddings
     norm: NormKind = "rmsnorm"
     norms_per_layer: int = 2

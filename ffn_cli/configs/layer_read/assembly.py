@@ -475,6 +475,7 @@ def assemble(
         lm_head_dim=shell.head_dim,
         max_positions=shell.positions,
         first_position=shell.first_position,
+        fixed_positions=shell.fixed_positions,
         embedding_norm=bool(shell.embedding_norm),
         final_norm=bool(shell.final_norm),
         moe_extra=moe_extra,

@@ -54,6 +54,7 @@ class Shell:
     tables: tuple[ParamTensor, ...] = ()
     positions: int = 0  # the rows of learned absolute position embeddings (StarCoder's wpe), 0 for none
     first_position: int = 0  # the row the first token's position reads (RoBERTa's: past its padding row)
+    fixed_positions: bool = False  # the position table is sinusoidal: computed, not learned
     embedding_norm: int = 0  # the parameters of a norm over the embeddings (BLOOM's), 0 for none
     head_rows: int = 0  # an untied head's rows where other than the vocabulary's (Inkling 2's), 0 for vocab_size
     # Factorized embeddings: the token table's width where not hidden_size (ELECTRA's embedding_size, RemBERT's
@@ -194,6 +195,7 @@ def shell_of(
     position_keys = ("max_position_embeddings", "n_positions", "max_target_positions", "max_decoder_position_embeddings")  # LED's
     position_rows = {v for k, v in data.items() if k in position_keys and isinstance(v, int)} - vocabularies
     positions = first_position = 0
+    fixed_positions = False
     whole_config = model.config.to_dict()
     for name, p in model.named_parameters():
         if name.startswith(inside):
@@ -224,6 +226,7 @@ def shell_of(
             positions = module.num_embeddings
             # A table with a padding row (RoBERTa's) is read as fairseq's: positions start past it.
             first_position = module.padding_idx + 1 if module.padding_idx is not None else 0
+            fixed_positions = "Sinusoidal" in type(module).__name__  # computed from the position, never trained
         elif p.dim() == 1 and p.shape[0] == e and attribute((Owner(last, type(module).__name__),))[0] == "norm" and "embed" in path:
             embedding_norm = path  # BLOOM's word_embeddings_layernorm, BERT's embeddings.LayerNorm: over the summed embeddings
         elif (p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
@@ -248,6 +251,7 @@ def shell_of(
         tables=tuple(tables),
         positions=positions,
         first_position=first_position,
+        fixed_positions=fixed_positions,
         embedding_norm=n_params(modules[embedding_norm]) if embedding_norm is not None else 0,
         head_rows=head_rows,
         embedding_dim=e if e != d else 0,
