@@ -57,6 +57,7 @@ def test_every_parameter_once_against_the_seq2seq_model(model_type: str) -> None
     shared = model.get_input_embeddings().weight
     encoder = sum(p.numel() for p in model.get_encoder().parameters() if p is not shared)
     assert counted.vision_params == encoder
+    assert counted.tower_params == {"audio" if model_type == "whisper" else "source": encoder}
     decoder = model.get_decoder()
     assert layout.spec.n_layers == len(decoder.layers) == config["decoder_layers"]
     assert layout.spec.mixer is not None and layout.spec.beside_attention == tuple(range(layout.spec.n_layers))

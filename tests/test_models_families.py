@@ -237,6 +237,7 @@ def test_cli_counts_a_multimodal_config_and_says_the_tower_is_included(runner: A
     data = json.loads(result.stdout)
     assert data["total_params"] == 108_641_793_536
     assert data["vision_params"] + data["text_params"] == data["total_params"]
+    assert data["tower_params"] == {"images": data["vision_params"]}
     table = runner.invoke(app, ["params", "--config", str(path)]).output
     assert "vision tower" in table and "included in the total" in table
 

@@ -43,6 +43,9 @@ class ModelPart:
     params_each: int
     copies: int = 1
     active_each: int | None = None  # MoE: what one token touches; None when all of it
+    # A part no text token runs: what it runs on instead, "images", "audio" or "source" (an
+    # encoder-decoder's encoder); "" for the rest.
+    runs_on: str = ""
 
     @property
     def params(self) -> int:
@@ -177,6 +180,15 @@ class ModelParams:
     def vision_params(self) -> int:
         """The vision tower and its projector (0 for a text-only config)."""
         return self._sum("vision")
+
+    @property
+    def tower_params(self) -> dict[str, int]:
+        """`vision_params` by what each part runs on: images, audio, or the source an encoder reads."""
+        found: dict[str, int] = {}
+        for p in self.parts:
+            if p.kind == "vision":
+                found[p.runs_on] = found.get(p.runs_on, 0) + p.params
+        return found
 
     @property
     def text_params(self) -> int:
@@ -439,7 +451,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
     places = 1 if block.layers is None else len(block.layers)
     each = sum(t.numel * t.copies for t in block.tensors if not t.tied)
     name: str = block.name
-    unit, active = 1, None
+    unit, active, runs_on = 1, None, ""
     extras = {e.name: e for e in spec.extras if spec.held_layers_of(e) == block.layers}
     mixer = spec.mixer
     if block.name in extras:
@@ -447,6 +459,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
         unit, detail = e.copies, e.detail
         # held, never run; run by other tokens than this one; or by no text token (a modality's experts)
         active = 0 if e.idle or e.routed[0] or e.kind == "vision" else None
+        runs_on = "images" if e.kind == "vision" else ""  # ERNIE 4.5 VL's vision experts, run by image tokens
         if e.layers:  # a part only some layers hold (Inkling 2's full layers' input norms for the keys and values)
             detail = Message.join(detail, _where(spec.held_layers_of(e) or ()))
     elif block.part == "vision" and spec.vision is not None:
@@ -454,7 +467,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
         label = {"audio": N_("audio: {part}"), "source": N_("encoder: {part}")}.get(vision.runs_on, N_("vision: {part}"))
         part = vision.name if vision.tensors else Message(vision.name)  # an encoder's module path as it is, never a word to translate
         name, unit, detail = Message(label, part=part), vision.copies, vision.detail
-        active = 0  # run on images, audio or a source, never by a token
+        active, runs_on = 0, vision.runs_on  # run on images, audio or a source, never by a token
     elif block.part == "ffn":
         layers = block.layers or ()
         ffn = spec.ffn_of(layers[0])
@@ -476,7 +489,7 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
         detail = Message.join(detail, _run_again(spec, block.layers, spec.layers_of(extras[block.name])))
     elif spec.reused_whole and mixer is not None and block.name == mixer.kind:
         detail = Message.join(detail, _run_again(spec, block.layers))
-    return ModelPart(name, block.part, detail, each // unit, places * unit, active if active not in (None, each) else None)
+    return ModelPart(name, block.part, detail, each // unit, places * unit, active if active not in (None, each) else None, runs_on)
 
 
 def count_model(spec: ModelSpec) -> ModelParams:

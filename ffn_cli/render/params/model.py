@@ -96,6 +96,7 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
                 "copies": p.copies,
                 "params": p.params,
                 "active_params": p.active_params,
+                "runs_on": p.runs_on or None,
                 "share": share(p.params, m.total_params),
             }
             for p in m.parts
@@ -115,6 +116,7 @@ def model_data(m: ModelParams, dtype: str = "bfloat16") -> dict[str, Any]:
         "ffn_active_params": m.ffn_active_params,
         "norm_params": m.norm_params,
         "vision_params": m.vision_params,
+        "tower_params": m.tower_params,
         "text_params": m.text_params,
         "ffn_share": m.ffn_share,
         "ffn_active_share": m.ffn_active_share,
