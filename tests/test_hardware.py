@@ -265,6 +265,7 @@ DEPLOYED = {
     "h800": (989, 1979, None, 80, 81_559, 3350, 400),  # aiconfigurator h800_sxm.yaml: the H100 SXM, NVLink 400
     "a800": (312, None, None, 80, 81_920, 2039, None),  # LLM-Viewer's A800; its NVLink figure is disputed
     "l20": (119.5, 239, None, 48, 46_068, 864, 64),  # Tom's Hardware; ECC on
+    "b200": (2250, 4500, 9000, 180, 183_359, 7700, 1800),  # nvidia-smi in TensorRT-LLM #10278
     "b300": (2250, 4500, None, 288, 275_040, 7700, 1800),  # fp4 13,125–14,000 and 7.7–8.0 TB/s disputed
     "gb200": (2500, 5000, 10_000, 186, 189_471, 8000, 1800),
     "gb300": (2500, 5000, 15_000, 288, 284_208, 8000, 1800),

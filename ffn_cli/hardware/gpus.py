@@ -371,6 +371,10 @@ DRIVER_SOURCES: dict[str, tuple[str, str]] = {
         "nvidia-smi on 4 × Tesla V100-PCIE (32 GB), driver 410.48: 32480MiB",
         "https://blog.cachecha.com/csdn/kunhe0512/126265050.html",
     ),
+    "trtllm-10278": (
+        "nvidia-smi on 8 × B200, driver 580.95.05: 183359MiB each",
+        "https://github.com/NVIDIA/TensorRT-LLM/issues/10278",
+    ),
     "smi-logs-2026": (
         "nvidia-smi totals in public logs: H800 81559, A800 80GB 81920, L20 46068 (ECC on), B300 275040, "
         "GB200 189471, GB300 284208, RTX PRO 6000 Blackwell 97887 MiB",
@@ -394,6 +398,7 @@ _DRIVER: dict[str, tuple[int, str]] = {
     "h800": (81559, "smi-logs-2026"),
     "a800": (81920, "smi-logs-2026"),
     "l20": (46068, "smi-logs-2026"),
+    "b200": (183359, "trtllm-10278"),
     "b300": (275040, "smi-logs-2026"),
     "gb200": (189471, "smi-logs-2026"),
     "gb300": (284208, "smi-logs-2026"),
