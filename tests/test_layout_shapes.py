@@ -6,6 +6,7 @@ on meta and, where it keeps state, to transformers' own cache after a forward.""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -507,6 +508,21 @@ def test_the_context_limit_is_the_longest_input_the_model_runs(tmp_path: Any, mo
         model(torch.randint(pad + 1, 100, (1, limit)))
         with pytest.raises((IndexError, RuntimeError)):  # past the position table's last row
             model(torch.randint(pad + 1, 100, (1, limit + 1)))
+
+
+@pytest.mark.parametrize("model_type", ["kimi_linear", "bailing_hybrid"])
+def test_a_context_limit_named_model_max_length(tmp_path: Any, model_type: str) -> None:
+    # Kimi-Linear's and Ling's files name the longest context model_max_length, which their config
+    # classes read as max_position_embeddings: the limit the verdict stops at.
+    from tests.helpers import cli_json
+
+    config = transformers.AutoConfig.for_model(model_type)
+    data = config.to_dict()
+    assert "max_position_embeddings" not in data and data["model_max_length"] == config.max_position_embeddings > 0
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "model_type": model_type}))
+    answer = cli_json("params", "--config", str(path), "--gpu", "h200", "--tp", "8", "--seq-len", "4096")
+    assert answer["per_gpu_memory"]["context_limit"] == config.max_position_embeddings
 
 
 @pytest.mark.parametrize(

@@ -123,15 +123,26 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
     raise FFNError("gpu", named, why.format(name=gpu.label, column=column, dtypes=", ".join(have)))
 
 
+_CONTEXT_KEYS = (
+    "max_target_positions",
+    "max_decoder_position_embeddings",
+    "max_position_embeddings",
+    "model_max_length",
+    "n_positions",
+    "max_seq_len",
+)
+
+
 def context_limit(config: Any, spec: ModelSpec) -> int | None:
     """The longest context the model takes: its config's max_position_embeddings (GPT-2's
-    n_positions, MPT's and DBRX's max_seq_len, Whisper's decoder's max_target_positions, LED's
+    n_positions, MPT's and DBRX's max_seq_len, Kimi-Linear's and Ling's model_max_length (which their
+    config classes read as max_position_embeddings), Whisper's decoder's max_target_positions, LED's
     max_decoder_position_embeddings; a
     multimodal config's text_config's; T5Gemma's decoder's own config's), less the position rows a
     token never reads (RoBERTa's, up to its padding row), or None when it names none."""
     decoder = config.get("decoder") if config.get("is_encoder_decoder") is True else None
     for c in (config, config.get("text_config") or {}, decoder if isinstance(decoder, dict) else {}):
-        for key in ("max_target_positions", "max_decoder_position_embeddings", "max_position_embeddings", "n_positions", "max_seq_len"):
+        for key in _CONTEXT_KEYS:
             n = c.get(key) if isinstance(c, dict) else None
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return min(n, spec.max_positions - spec.first_position) if spec.first_position else n
