@@ -112,3 +112,17 @@ def test_gemma3n_text_is_counted_by_building_it() -> None:
     for part in count_model(model_spec_from_config(config)).parts:
         read[part.kind] = read.get(part.kind, 0) + part.params
     assert {p.kind: p.params for p in counted.parts if p.params} == {k: v for k, v in read.items() if v}
+
+
+def test_a_config_transformers_wrote_with_an_infinite_float(tmp_path: Any) -> None:
+    # Falcon-H1's time_step_limit is (0.0, inf); transformers writes inf as {"__float__": "Infinity"}
+    # and reads it back. The file it wrote is read, and counted as transformers builds it.
+    from tests.helpers import cli_json
+
+    config = transformers.AutoConfig.for_model("falcon_h1", **{k: v for k, v in {**SMALL, **CONFIGS["falcon_h1"]}.items() if v is not None})
+    config.save_pretrained(tmp_path)
+    assert '"__float__": "Infinity"' in (tmp_path / "config.json").read_text()
+    with torch.device("meta"):
+        built = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.from_pretrained(tmp_path))
+    answer = cli_json("params", "--config", str(tmp_path / "config.json"))
+    assert answer["total_params"] == sum(p.numel() for p in built.parameters())

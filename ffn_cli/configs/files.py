@@ -4,6 +4,7 @@ config is data, never code, so nothing here imports or executes what it reads.""
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import sys
@@ -113,9 +114,19 @@ def read_capped(file: Path, cap: int, timeout_s: float) -> bytes | None:
         os.close(fd)
 
 
+# transformers writes a float JSON has no number for as an object: {"__float__": "Infinity"}
+# (Falcon-H1's time_step_limit), and reads it back as the float.
+_TAGGED_FLOATS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def _tagged_float(obj: dict[str, Any]) -> Any:
+    tag = obj.get("__float__") if len(obj) == 1 else None
+    return _TAGGED_FLOATS[tag] if isinstance(tag, str) and tag in _TAGGED_FLOATS else obj
+
+
 def parse_config(text: str, source: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_hook=_tagged_float)
     except json.JSONDecodeError as exc:
         raise FFNError(
             "config",
