@@ -5,7 +5,7 @@ meta, each a whole process from the shell: what a user waits for, imports includ
              (a model no reader knows is laid out from one built layer of each kind; a family a
              reader knows is answered by its reader, without torch)
     second   the same command again with the cache on, after one call stored the layout
-    build    python -c "...AutoModelForCausalLM.from_config(cfg) under torch.device('meta')..."
+    build    python -c "...the class `architectures` names (else AutoModelForCausalLM.from_config(cfg)) under torch.device('meta')..."
              (AutoConfig.for_model(model_type, **config), then the parameters counted)
 
 Each config is either a preset (ffn_cli/presets/NAME.json, its `_` keys dropped) or `default:TYPE`,
@@ -35,11 +35,13 @@ _BUILD = """
 import json, sys, warnings
 warnings.simplefilter("ignore")
 import torch
+import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 data = json.load(open(sys.argv[1]))
+named = getattr(transformers, (data.get("architectures") or [""])[0], None)  # the class the checkpoint says it is
 config = AutoConfig.for_model(data.pop("model_type"), **data)
 with torch.device("meta"):
-    model = AutoModelForCausalLM.from_config(config)
+    model = named(config) if named is not None else AutoModelForCausalLM.from_config(config)
 print(sum(p.numel() for p in model.parameters()))
 """
 

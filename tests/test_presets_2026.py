@@ -29,11 +29,10 @@ STATED: dict[str, tuple[str, float, float, str, str]] = {
 
 # Presets that are a checkpoint's own config.json (the preset's `_source` names where it was
 # copied from): total and active held to transformers' meta build and to the size the vendor or
-# the name states, within `unit` billions. The causal-LM class of a multimodal model builds its
-# towers too (Gemma 4's, Kimi K2.5's); Qwen3.5's builds the text model alone.
+# the name states, within `unit` billions. A multimodal model is built with its towers (Gemma 4's,
+# Kimi K2.5's; Qwen3.5's, whose `architectures` names its image-text class).
 REAL: dict[str, tuple[str, float, float, float, str, str]] = {
     "qwen3.5-27b": ("qwen3_5", 27, 1, 27, "all", "Qwen3.5-27B: 27B, dense"),
-    # The causal-LM class builds the text model; the 35B of the name includes the vision encoder.
     "qwen3.5-35b-a3b": ("qwen3_5_moe", 35, 1, 3, "all", "Qwen3.5-35B-A3B model card: 35B total, 3B activated"),
     "qwen3.5-122b-a10b": ("qwen3_5_moe", 122, 1, 10, "all", "Qwen3.5-122B-A10B: 122B total, 10B activated"),
     "qwen3.5-397b-a17b": ("qwen3_5_moe", 397, 1, 17, "all", "Qwen3.5-397B-A17B: 397B total, 17B activated"),
@@ -65,9 +64,10 @@ def _config(name: str) -> dict[str, Any]:
 
 def _transformers_total(config: dict[str, Any]) -> int:
     own = transformers.AutoConfig.for_model(**{k: v for k, v in config.items() if k != "auto_map"})  # not the repository's code
+    named = getattr(transformers, (config.get("architectures") or [""])[0], None)  # the class the checkpoint says it is
     with torch.device("meta"):
         try:
-            model = transformers.AutoModelForCausalLM.from_config(own)
+            model = named(own) if named is not None else transformers.AutoModelForCausalLM.from_config(own)
         except ValueError:  # no causal-LM class: a model of images and text (Kimi K2.5's)
             model = transformers.AutoModelForImageTextToText.from_config(own)
     return sum(p.numel() for p in model.parameters())
@@ -169,8 +169,9 @@ def test_the_docs_table_is_what_ffn_prints(cache_home: Path) -> None:
 def test_a_tower_is_the_models_vision_part_or_said_to_be_left_out(cache_home: Path) -> None:
     # Kimi K2.5 is Kimi K2's language model (1,026,408,209,408 parameters as transformers builds it)
     # beside a vision tower and its projector: laid out (--gpu), those are its vision part, not
-    # tensors beside the layers. Qwen3.5's causal-LM class builds the text model alone: its
-    # vision_config's tower is named as not counted, whichever way it is counted.
+    # tensors beside the layers. Qwen3.5's checkpoint names its image-text class, built with its
+    # tower whichever way it is counted; a file that names its causal-LM class, which builds the
+    # text model alone, has its vision_config's tower named as not counted.
     result = CliRunner().invoke(
         app, ["params", "--preset", "kimi-k2.5", "--gpu", "h200", "--json"], env={"XDG_CACHE_HOME": str(cache_home)}
     )
@@ -182,8 +183,18 @@ def test_a_tower_is_the_models_vision_part_or_said_to_be_left_out(cache_home: Pa
     tower = sum(p.numel() for n, p in built.named_parameters() if n.startswith(("model.vision_tower.", "model.mm_projector.")))
     assert data["text_params"] == 1_026_408_209_408 and data["vision_params"] == tower
     assert {p["name"] for p in data["parts"] if p["kind"] == "vision"} == {"vision: model.vision_tower", "vision: model.mm_projector"}
+    qwen = {k: v for k, v in load_preset("qwen3.5-27b").items() if not k.startswith("_")}
+    assert qwen["architectures"] == ["Qwen3_5ForConditionalGeneration"]
+    with torch.device("meta"):
+        built = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**qwen))
+    visual = sum(p.numel() for n, p in built.named_parameters() if n.startswith("model.visual."))
+    causal = cache_home / "qwen3.5-27b-causal.json"
+    causal.write_text(json.dumps({**qwen, "architectures": ["Qwen3_5ForCausalLM"]}))
     for args in ([], ["--gpu", "h200"]):
-        out = CliRunner().invoke(app, ["params", "--preset", "qwen3.5-27b", *args], env={"XDG_CACHE_HOME": str(cache_home)})
+        env = {"XDG_CACHE_HOME": str(cache_home)}
+        data = json.loads(CliRunner().invoke(app, ["params", "--preset", "qwen3.5-27b", "--json", *args], env=env).stdout)
+        assert data["vision_params"] == visual > 0 and data["total_params"] == sum(p.numel() for p in built.parameters())
+        out = CliRunner().invoke(app, ["params", "--config", str(causal), *args], env={"XDG_CACHE_HOME": str(cache_home)})
         said = "its vision_config's tower is not counted: transformers' Qwen3_5ForCausalLM builds the text model alone"
         assert said in " ".join(out.output.split())
 

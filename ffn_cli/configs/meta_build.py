@@ -77,11 +77,16 @@ def _is_decoder_only(model_type: str, config: PretrainedConfig) -> bool:
 
 def auto_class(model_type: str, config: PretrainedConfig) -> Any:
     """Generative models with their LM head (decoders, and vision-language models such as
-    Mistral 3, whose base class has none); everything else as its base model."""
-    if _is_decoder_only(model_type, config):
-        return AutoModelForCausalLM
+    Mistral 3, whose base class has none); everything else as its base model. A checkpoint whose
+    `architectures` names its image-text class (Qwen3.5's Qwen3_5ForConditionalGeneration, whose
+    causal-LM class builds the text model alone) is built as that class, its tower with it."""
     image_text = getattr(modeling_auto, "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", {})
     generative = model_type in image_text and not getattr(config, "is_encoder_decoder", False)
+    named = getattr(config, "architectures", None) or ()
+    if generative and image_text[model_type] in named and hasattr(transformers, "AutoModelForImageTextToText"):
+        return transformers.AutoModelForImageTextToText
+    if _is_decoder_only(model_type, config):
+        return AutoModelForCausalLM
     if generative and hasattr(transformers, "AutoModelForImageTextToText"):
         return transformers.AutoModelForImageTextToText
     # A model of text and audio (or more) that AutoModel does not build (Qwen3-Omni: thinker, talker, vocoder).
