@@ -33,6 +33,19 @@ from ffn_cli.spec import MAX_DIM, check_int
 __all__ = ["CompressedAttentionSpec"]
 
 
+# DeepSeek-V4's Linear (not ColumnParallelLinear) tensors, by their names as transformers builds them.
+_WHOLE_ON_EVERY_GPU = (
+    "q_a_proj.",
+    "kv_proj.",
+    "compressor.kv_proj.",
+    "compressor.gate_proj.",
+    "compressor (position_bias)",
+    "compressor.indexer.kv_proj.",
+    "compressor.indexer.gate_proj.",
+    "compressor.indexer (position_bias)",
+)
+
+
 def _floor_sum(n: int, m: int) -> int:
     """Σ ⌊s/m⌋ for s = 1 … n."""
     q, r = divmod(n, m)
@@ -109,6 +122,15 @@ class CompressedAttentionSpec:
     def is_compressor(name: str) -> bool:
         """Whether a tensor of the layer is its compressor's (and the indexer's within it)."""
         return name.startswith("compressor")
+
+    @staticmethod
+    def whole_on_every_gpu(name: str) -> bool:
+        """Whether --tp keeps a tensor of the layer whole on every GPU, as DeepSeek's reference
+        inference does: the query's projection down to its latent, and each projection to one
+        shared head (the key-and-value head, the compressor's entries and gates, the indexer's)
+        and the compressor's position biases. The query's projection up to the heads, the
+        output's and the indexer's heads split by head."""
+        return name.startswith(_WHOLE_ON_EVERY_GPU)
 
     def window_alone(self) -> CompressedAttentionSpec:
         """The layer without its compressor: a layer of the window alone (compress ratio 0), as

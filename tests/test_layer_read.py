@@ -728,6 +728,25 @@ def test_deepseek_v4_flops_against_flop_counter() -> None:
         assert counts[f"layers.{i}"] - children == beside.flops - 2 * (2 * 2 * 64)
 
 
+# DeepSeek's reference inference (inference/model.py) builds these as Linear, not ColumnParallelLinear:
+# whole on every GPU of --tp. Its query's up projection, output and indexer heads split by head.
+_V4_WHOLE = re.compile(r"self_attn\.(q_a_proj|kv_proj|compressor\.(indexer\.)?(kv_proj|gate_proj|position_bias))\b")
+
+
+def test_deepseek_v4_projections_to_its_latent_and_one_head_are_whole_under_tp(tmp_path: Path) -> None:
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("deepseek_v4", **_DEEPSEEK_V4))
+    whole = sum(p.numel() for n, p in model.named_parameters() if _V4_WHOLE.search(n))
+    # The checkpoint's MTP layers (which transformers skips) attend as layer 0, the window alone.
+    window_alone = sum(p.numel() for n, p in model.model.layers[0].named_parameters() if _V4_WHOLE.search(n))
+    whole += model.config.num_nextn_predict_layers * window_alone
+    assert whole > window_alone > 0
+    path = _tiny(tmp_path, "deepseek_v4", **_DEEPSEEK_V4)
+    for tp in (2, 4):
+        memory = _params_json("--config", path, "--gpu", "h200", "--weights", "bf16", "--tp", str(tp))["per_gpu_memory"]
+        assert memory["whole_latent_projection_bytes"] == 2 * whole
+
+
 def test_deepseek_v4_memory_holds_the_peak_on_the_way() -> None:
     # A compressed layer's cache shrinks when a window closes (its buffered tokens pooled into one entry):
     # the memory a context needs is the most the cache held on the way there, decoding passing every one.

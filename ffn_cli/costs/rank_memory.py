@@ -44,7 +44,8 @@ class RankMemory:
     # Key and value projections of fewer KV heads than --tp: a GPU holds one head's, each head
     # copied to tp / heads GPUs (split_bytes holds them where --tp splits them evenly).
     copied_kv_bytes: int = 0
-    # MLA's down projections, whole on every GPU (as vLLM and SGLang hold them).
+    # MLA's down projections, whole on every GPU (as vLLM and SGLang hold them), and DeepSeek-V4's
+    # projections to its latent and to its one shared head (as DeepSeek's reference inference holds them).
     whole_latent_bytes: int = 0
 
     @property

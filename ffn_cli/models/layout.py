@@ -22,6 +22,7 @@ from typing import Literal
 
 from ffn_cli.accounting import ParamTensor, param_tensors
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
+from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.i18n import N_
 from ffn_cli.models.spec import NORM_KINDS, ExtraPart, ModelSpec
 from ffn_cli.spec import FFNSpec
@@ -176,6 +177,13 @@ def _one(
 _MLA_DOWN = ("q_a_proj.", "kv_a_proj_with_mqa.")
 
 
+def _whole_on_every_gpu(p: PlacedTensor, attention: object) -> bool:
+    """MLA's down projections, and DeepSeek-V4's to its latent and its one shared head."""
+    if isinstance(attention, LatentAttentionSpec):
+        return p.role == "attention" and p.name.startswith(_MLA_DOWN)
+    return isinstance(attention, CompressedAttentionSpec) and p.role != "vector" and attention.whole_on_every_gpu(p.name)
+
+
 def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bool = False) -> tuple[PlacedTensor, ...]:
     """The attention block in `layers` (of one shape): its AttentionSpec's tensors and the tensors
     beside it; a KV-shared layer's without the keys' and values' (it reads an earlier layer's)."""
@@ -189,12 +197,11 @@ def attention_tensors(spec: ModelSpec, layers: tuple[int, ...], *, shared_kv: bo
         return tuple(_place(SHARED_KV_ATTENTION, "attention", "attention", (t for t in tensors if t not in kv), layers))
     attention = spec.attention if first is None else spec.attention_of(first)
     heads = attention.kv_heads if isinstance(attention, AttentionSpec) else 0  # MLA's and V4's projections are no heads'
-    latent = isinstance(attention, LatentAttentionSpec)
     placed = []
     for p in _place(ATTENTION, "attention", "attention", tensors, layers):
         if p.role == "attention" and heads and p.name.startswith(("k_proj.", "v_proj.")):
             p = replace(p, kv_heads=heads)
-        elif p.role == "attention" and latent and p.name.startswith(_MLA_DOWN):
+        elif _whole_on_every_gpu(p, attention):
             p = replace(p, whole=True)
         elif p.role == "attention" and ".router." in f".{p.name}":  # a mixture of heads' router (JetMoE's): a router's
             p = replace(p, role="router")

@@ -216,7 +216,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
             # "other" beside the routed experts' row; a model without them splits all its matrices so
             [(_("other matrices ÷ {ranks}") if r.expert_bytes else _("matrices ÷ {ranks}")).format(ranks=r.tp), fmt_bytes(r.split_bytes)],
             *([[_("key and value projections: one KV head's, copied"), fmt_bytes(r.copied_kv_bytes)]] if r.copied_kv_bytes else []),
-            *([[_("MLA's down projections, whole"), fmt_bytes(r.whole_latent_bytes)]] if r.whole_latent_bytes else []),
+            *([[_("projections to a latent or a shared head, whole"), fmt_bytes(r.whole_latent_bytes)]] if r.whole_latent_bytes else []),
             [
                 _("replicated: {what}").format(what=Message.listed([Message(w) for w in r.replicated]).shown()),
                 fmt_bytes(r.replicated_bytes),
