@@ -747,6 +747,21 @@ def test_deepseek_v4_projections_to_its_latent_and_one_head_are_whole_under_tp(t
         assert memory["whole_latent_projection_bytes"] == 2 * whole
 
 
+def test_a_model_built_without_a_head_says_so(tmp_path: Path) -> None:
+    # GLM-5-Next's text model has no causal-LM class in transformers: built as its base model, no LM
+    # head. The note gives the head a generating checkpoint holds, vocab × d_model.
+    config = transformers.AutoConfig.for_model("glm5_next_text")
+    with torch.device("meta"):
+        built = transformers.AutoModel.from_config(config)
+    assert built.get_output_embeddings() is None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config.to_dict(), "model_type": "glm5_next_text"}))
+    data = _params_json("--config", str(path), "--gpu", "h200")
+    assert data["total_params"] == sum(p.numel() for p in built.parameters())
+    head = f"{config.vocab_size * config.hidden_size:,} more parameters"
+    assert any(type(built).__name__ in note and head in note for note in data["layout"]["notes"]), data["layout"]["notes"]
+
+
 def test_deepseek_v4_memory_holds_the_peak_on_the_way() -> None:
     # A compressed layer's cache shrinks when a window closes (its buffered tokens pooled into one entry):
     # the memory a context needs is the most the cache held on the way there, decoding passing every one.

@@ -97,6 +97,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if shell.tied and config.get("tie_word_embeddings") is False:  # transformers 5's T5Config ties its head whatever the file says
             untied = (vocab or int(text.vocab_size)) * shell.head_width(d)
             notes += (Message(_TIED_AGAINST_THE_CONFIG, model_class=shell.model_class, n=f"{untied:,}"),)
+        if not shell.head:  # no causal-LM class for the type (GLM-5-Next's text model): the base model, its head not built
+            n = (vocab or int(text.vocab_size)) * shell.head_width(d)
+            notes += (Message(_NO_HEAD, model_class=shell.model_class, n=f"{n:,}"),)
         if whole is None:
             layer_cls = classes[0]
 
@@ -155,6 +158,10 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
                      encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
 
 
+_NO_HEAD = N_(
+    "transformers builds it as {model_class}, a model with no LM head: counted without one; a checkpoint that "
+    "generates holds its head too, {n} more parameters unless tied to the token embeddings"
+)
 _TIED_AGAINST_THE_CONFIG = N_(
     "its config says tie_word_embeddings: false, yet transformers builds its head tied to the token embeddings ({model_class}): "
     "counted tied, as built; a checkpoint that stores a head of its own holds {n} more parameters"
