@@ -182,7 +182,7 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
     try:
         fmt = parse_format(weights)
     except ValueError:  # the one refusal parse_format words: "choose SYNTAX", said here in the run's language
-        raise FFNError("weights", weights, _("choose {formats}").format(formats=SYNTAX)) from None
+        raise FFNError("weights", weights, _("choose {formats}").format(formats=SYNTAX.shown())) from None
     rest = parse_format(rest_dtype)
     if quantize is None:  # said as given: no --quantize the user did not write
         scope = "all" if not fmt.quantized and fmt.element_bits >= 16 else "linears"

@@ -194,9 +194,12 @@ FORMATS: dict[str, WeightFormat] = {
 # DeepSeek-V4's hash-routing tables (token id → experts, int32).
 TABLE_FORMATS: dict[str, WeightFormat] = {"int32": WeightFormat("int32", 32, "int32")}
 ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8": "fp8", "fp8-e4m3": "fp8", "e4m3": "fp8"}
-SYNTAX = (
-    "fp32, bf16, fp16, fp8, fp8-block[-N], int8[-gN][-SCALE][-asym], int4[-gN][-SCALE][-asym], gptq-intB[-gN], "
-    "awq-int4[-gN], mxfp4, nvfp4 (SCALE: bf16, fp16, fp32; -asym: a zero point per group; B: 2, 3, 4, 8)"
+SYNTAX = Message(
+    N_("{formats} (SCALE: {scales}; -asym: a zero point per group; B: {bits})"),
+    formats="fp32, bf16, fp16, fp8, fp8-block[-N], int8[-gN][-SCALE][-asym], int4[-gN][-SCALE][-asym], gptq-intB[-gN], "
+    "awq-int4[-gN], mxfp4, nvfp4",
+    scales="bf16, fp16, fp32",
+    bits="2, 3, 4, 8",
 )
 
 

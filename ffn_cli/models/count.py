@@ -329,7 +329,11 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
         where = Message(N_(" ({count} of {n} layers)"), count=len(layers), n=spec.n_layers)
     act = Message(N_(" ({act} counted as {variant})"), act=spec.hidden_act, variant=ffn.ffn_variant.name) if spec.hidden_act else ""
     name, words = ffn.info.model_words(ffn)
-    beside = (Message.join(Message(N_(", + ")), m) for m in modules_said(t.name for t in spec.extra_of(ffn)))
+    extra = [t.name for t in spec.extra_of(ffn)]
+    # A bias of a module the variant names already (gpt-oss's router.bias): said as that module's bias.
+    biases = [Message(N_("{module}'s bias"), module=n.removesuffix(".bias")) for n in extra if n.count(".") == 1 and n.endswith(".bias")]
+    said = [*modules_said(n for n in extra if not (n.count(".") == 1 and n.endswith(".bias"))), *biases]
+    beside = (Message.join(Message(N_(", + ")), m) for m in said)
     parts: list[str] = [name, act, *words, *beside]
     if spec.routing_of(ffn):
         parts.append(Message.join(Message(N_(", ")), spec.routing_of(ffn)))

@@ -210,7 +210,7 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
     if fit is not None and r.gpus == 1:  # nothing is split: the checkpoint whole
         rows.append(["[bold]" + _("weights") + "[/]", f"[bold]{fmt_bytes(r.per_gpu_bytes)}[/]"])
     else:
-        if r.expert_bytes or fit is None:
+        if r.expert_bytes:  # a dense model has none: its matrices are one row
             rows.append([experts, fmt_bytes(r.expert_bytes)])
         rows += [
             # "other" beside the routed experts' row; a model without them splits all its matrices so

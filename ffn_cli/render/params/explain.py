@@ -68,6 +68,9 @@ def _ratio_line(e: BlockExplain, ffn: int, attention: int, ratio: float, share: 
     )
 
 
+_NEAR_CLASSIC = 0.1  # a share within 10 points of the classic 66.7 %: "about two thirds"
+
+
 def explain_view(e: BlockExplain) -> RenderableType:
     classic = _(
         "the classic block (d_ff = 4·d, multi-head attention): the FFN's two matrices hold 2·d·4d = 8·d², "
@@ -84,4 +87,8 @@ def explain_view(e: BlockExplain) -> RenderableType:
     elif e.attention_active != e.attention_params:  # a cross-attention's k and v run once a source, not by a token
         lines.append(_("what a token runs, {active}").format(active=active))
     body = Text("\n".join(f"• {line}" for line in lines))
-    return Group(Text(_("why the FFN is about two thirds of a layer"), style="bold"), body)
+    # Far from the classic share (a MoE's 99 %), the title says the two thirds are the classic block's.
+    near = abs(e.share - CLASSIC_RATIO / (CLASSIC_RATIO + 1)) < _NEAR_CLASSIC
+    far = _("the FFN's share of a layer: two thirds in the classic block, and here")
+    title = _("why the FFN is about two thirds of a layer") if near else far
+    return Group(Text(title, style="bold"), body)
