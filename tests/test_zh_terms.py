@@ -101,3 +101,12 @@ def test_a_vision_towers_rows_are_said_in_chinese(preset: str) -> None:
     rows = [line for line in out.split("\n") if "视觉" in line or "注意力 " in line]
     assert rows and "视觉：视觉层" in out
     assert not re.search(r"(?<!·)\b(attention|heads?|biases?|layers|gated|merger|probe)\b(?!·)", out), out  # not 4·seq·heads·head_dim
+
+
+def test_the_attention_formula_says_its_words_in_chinese() -> None:
+    """--explain's attention formula keeps its symbols and says its words in Chinese: Qwen3's q/k
+    norms, gpt-oss's sinks a head, a router's bias in the MoE row."""
+    qwen = _zh("params", "--preset", "qwen3-8b", "--explain", width=200)
+    assert "2·d·q + 2·d·kv + q/k 归一化 = " in qwen and "norms" not in qwen
+    gpt = _zh("params", "--preset", "gpt-oss-120b", "--explain", width=200)
+    assert "+ 头数 = " in gpt and "+ router 的偏置" in gpt

@@ -332,8 +332,8 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
     extra = [t.name for t in spec.extra_of(ffn)]
     # A bias of a module the variant names already (gpt-oss's router.bias): said as that module's bias.
     biases = [Message(N_("{module}'s bias"), module=n.removesuffix(".bias")) for n in extra if n.count(".") == 1 and n.endswith(".bias")]
-    said = [*modules_said(n for n in extra if not (n.count(".") == 1 and n.endswith(".bias"))), *biases]
-    beside = (Message.join(Message(N_(", + ")), m) for m in said)
+    named = [*modules_said(n for n in extra if not (n.count(".") == 1 and n.endswith(".bias"))), *biases]
+    beside = (Message.join(Message(N_(", + ")), m) for m in named)
     parts: list[str] = [name, act, *words, *beside]
     if spec.routing_of(ffn):
         parts.append(Message.join(Message(N_(", ")), spec.routing_of(ffn)))

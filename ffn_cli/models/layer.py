@@ -129,9 +129,9 @@ def attention_formula(attention: AnyAttention) -> str:
         q = "d·r_q + r_q + r_q·h·(n + r)" if a.q_lora_rank is not None else "d·h·(n + r)"
         if a.q_gate:  # A.X K2's: the queries and an output gate from the latent and its norm
             q = "d·r_q + r_q + 2·r_q·h·(n + r + v)"
-        return f"{q} + d·(r_kv + r) + r_kv + r_kv·h·(n + v) + h·v·d" + (" + biases" if a.bias else "")
+        return Message.join(f"{q} + d·(r_kv + r) + r_kv + r_kv·h·(n + v) + h·v·d", Message(N_(" + biases")) if a.bias else "")
     if isinstance(a, CompressedAttentionSpec):
-        return N_("the tensors as built")  # said in the reader's language where it is shown
+        return Message(N_("the tensors as built"))
     bias = {(True, True): ("4·d", "q + 2·kv + d"), (True, False): ("3·d", "q + 2·kv"), (False, True): ("d", "d")}
     plain = a.q_dim == a.d_model and a.kv_dim == a.d_model and a.input_width is None
     text = "4·d²" if plain else "2·d·q + 2·d·kv"
@@ -140,11 +140,8 @@ def attention_formula(attention: AnyAttention) -> str:
         text = f"{reads}·(q + 2·kv) + q·d"
     if a.qkv_bias or a.o_bias:
         text += " + " + bias[(a.qkv_bias, a.o_bias)][0 if plain else 1]
-    if a.qk_norm != "none":
-        text += " + q/k norms"
-    if a.sinks:
-        text += " + heads"
-    return text
+    # The words of the formula in the reader's language: its symbols as they are.
+    return Message.join(text, Message(N_(" + q/k norms")) if a.qk_norm != "none" else "", Message(N_(" + heads")) if a.sinks else "")
 
 
 def attention_summary(attention: AnyAttention) -> Message:

@@ -33,7 +33,7 @@ def _ffn_line(e: BlockExplain) -> str:
 
 def _attention_line(e: BlockExplain) -> str:
     a = e.attention
-    formula, params = _(e.attention_formula), a.params
+    formula, params = shown(e.attention_formula), a.params
     if e.attention_beside:  # tensors the layer holds beside its attention's projections (Qwen3.5's output gate)
         beside = sum(t.count for t in e.attention_beside)
         names = _(", ").join(shown(m) for m in modules_said(t.name for t in e.attention_beside))  # a tensor's note in the reader's language

@@ -124,7 +124,7 @@ def _summary_table(r: FFNReport) -> FitTable:
     kept = _("{n} elements in {dtype}, for backward").format(n=fmt_count(r.activation_elements), dtype=r.dtype)
     rows.append([_("activations kept"), fmt_bytes(r.activation_bytes), kept])
     rows.append(None)
-    attention = f"{attention_formula(r.attention)}{_('; ')}{shown(attention_summary(r.attention))}"
+    attention = f"{shown(attention_formula(r.attention))}{_('; ')}{shown(attention_summary(r.attention))}"
     rows.append([_("attention"), fmt_count(r.attention_params), attention])
     said = _("parameters")
     if layout is not None:  # beside the number, not in its cell (as a model's summary says it)
