@@ -331,8 +331,9 @@ def _ffn_detail(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...]) -> Messa
     name, words = ffn.info.model_words(ffn)
     extra = [t.name for t in spec.extra_of(ffn)]
     # A bias of a module the variant names already (gpt-oss's router.bias): said as that module's bias.
-    biases = [Message(N_("{module}'s bias"), module=n.removesuffix(".bias")) for n in extra if n.count(".") == 1 and n.endswith(".bias")]
-    named = [*modules_said(n for n in extra if not (n.count(".") == 1 and n.endswith(".bias"))), *biases]
+    biases = [n for n in extra if n.count(".") == 1 and n.endswith(".bias")]
+    said_bias = [Message(N_("{module}'s bias"), module=n.removesuffix(".bias")) for n in biases]
+    named = [*modules_said(n for n in extra if n not in biases), *said_bias]
     beside = (Message.join(Message(N_(", + ")), m) for m in named)
     parts: list[str] = [name, act, *words, *beside]
     if spec.routing_of(ffn):
