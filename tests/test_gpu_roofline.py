@@ -74,13 +74,28 @@ def test_the_busiest_rank_runs_a_copy_for_each_expert_it_reads() -> None:
 
 def test_expert_parallel_below_tp_cuts_each_expert_over_its_ranks_gpus() -> None:
     # gpt-oss-120b, --ep 2: at --tp 2 a GPU is a rank and reads its experts whole; at --tp 4 each
-    # rank's experts are cut over its 2 GPUs, so a GPU reads half of what it read at --tp 2, the
-    # router and the rest over --tp too; the busiest rank's experts are the same 64 of 128.
+    # rank's experts are cut over its 2 GPUs, so a GPU reads half of what it read at --tp 2 but the
+    # router, whole on every GPU as the memory holds it: (128 × 2,880 + a bias of 128) in bf16. The
+    # busiest rank's experts are the same 64 of 128.
     two, four = (_roofline("--preset", "gpt-oss-120b", "--gpu", "h100", *DECODE, "--batch", "64", "--ep", "2", "--tp", tp) for tp in "24")
     ffn2, ffn4 = (r["cases"][0]["ffn_one_layer"] for r in (two, four))
     assert ffn2["experts"] == ffn4["experts"] == 64
     assert ffn4["experts_touched_expected"] == ffn2["experts_touched_expected"] == pytest.approx(busiest_rank_experts(128, 4, 64, 2))
-    assert ffn4["weight_bytes"] == pytest.approx(ffn2["weight_bytes"] / 2)
+    router = (128 * 2880 + 128) * 2
+    assert ffn4["weight_bytes"] == pytest.approx((ffn2["weight_bytes"] - router) / 2 + router)
+
+
+def test_the_router_is_read_whole_on_every_gpu_of_tp() -> None:
+    # Kimi K2 at --tp 8, batch 1, in its fp8 checkpoint (e4m3, a float32 scale per 128 × 128 block): each
+    # GPU reads an eighth of the 8 experts a token picks and of the shared expert (3 matrices of 7,168 ×
+    # 2,048 each, 1 + 4 / 128² bytes an element), and the router (384 × 7,168 in bf16) whole, as the
+    # memory table holds it ("replicated: ... routers"). The router's FLOPs, too: every GPU scores the
+    # token against all 384 experts.
+    ffn = _roofline("--preset", "kimi-k2", "--gpu", "h200", *DECODE, "--batch", "1", "--tp", "8")["cases"][0]["ffn_one_layer"]
+    expert = 3 * (7168 * 2048 + 56 * 16 * 4)
+    router = 384 * 7168 * 2
+    assert ffn["weight_bytes"] == pytest.approx((8 + 1) * expert / 8 + router)
+    assert ffn["flops"] == pytest.approx(2 * 384 * 7168 + (8 + 1) * 2 * 3 * 7168 * 2048 / 8)
 
 
 def test_an_nvl72_rack_joins_72_gpus_by_its_link() -> None:

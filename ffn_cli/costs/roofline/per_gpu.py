@@ -2,7 +2,8 @@
 and the communication each layer needs, for the roofline per GPU.
 
 Per GPU (the layout as costs/parallel_layout.py lays it): attention, a mixer, dense and shared
-FFNs, embeddings and the LM head split over tp (FLOPs and weights ÷ tp), on the sequences of
+FFNs, embeddings and the LM head split over tp (FLOPs and weights ÷ tp), a MoE's router whole on
+every GPU (as the memory holds it: each scores its tokens against every expert), on the sequences of
 this GPU's attention group; the KV cache read and written for its share of the KV heads (all of
 MLA's latent); the routed experts over the expert ranks: with ep > 1 a rank holds E / ep
 experts (each cut over the rank's tp / ep GPUs where ep < tp) and reads those its tokens touch,
@@ -42,7 +43,7 @@ from ffn_cli.costs.roofline.model_pass import (
     total_cost,
 )
 from ffn_cli.costs.weights import StoragePlan
-from ffn_cli.models.layout import attention_tensors
+from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import FFNSpec
@@ -105,14 +106,25 @@ def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[flo
     return bytes_, flops, params
 
 
+def _replicated_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
+    """The router and the FFN's vectors beside its experts (the router's bias): stored bytes, matmul
+    FLOPs per token and parameters, whole on every GPU as the memory holds them, every GPU scoring
+    its tokens against every expert."""
+    tensors = [t for t in ffn_tensors(spec, ffn) if t.role in ("router", "vector") and not t.name.startswith("experts.")]
+    bytes_, params = read_cost(plan, tensors)
+    return bytes_, sum(2 * t.numel for t in tensors if len(t.shape) == 2), params
+
+
 def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, local: PassCase, layout: Layout) -> PartCost:
     """A MoE layer on the busiest expert rank (see the module's docstring)."""
     whole = ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
     expert_bytes, expert_flops, expert_params = _expert_parts(spec, ffn, plan)
+    router_bytes, router_flops, router_params = _replicated_parts(spec, ffn, plan)
     k = spec.real_picks(ffn)  # the real experts a token runs: zero-computation picks run none
-    fixed_flops = spec.mean_ffn_flops(ffn) - k * expert_flops  # router and shared experts, per token
-    fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes
-    fixed_params = whole.weight_params - whole.experts_touched * expert_params
+    # the shared experts (and what else every token runs beside the router), split over tp
+    fixed_flops = spec.mean_ffn_flops(ffn) - k * expert_flops - router_flops
+    fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes - router_bytes
+    fixed_params = whole.weight_params - whole.experts_touched * expert_params - router_params
     experts, ep, tp = whole.experts, layout.ep, layout.tp
     if ep > 1:  # the busiest rank's experts, each cut over its tp / ep GPUs where --ep is below --tp
         touched = busiest_rank_experts(experts, k, case.tokens, ep)
@@ -126,13 +138,13 @@ def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, 
         weights, params = touched * expert_bytes / tp, touched * expert_params / tp
     return PartCost(
         whole.name,
-        local.tokens * fixed_flops / tp + routed_flops,
-        fixed_bytes / tp + weights,
+        local.tokens * (router_flops + fixed_flops / tp) + routed_flops,
+        router_bytes + fixed_bytes / tp + weights,
         whole.activation_bytes,
         0.0,
         experts // max(ep, 1),
         touched,
-        weight_params=fixed_params / tp + params,
+        weight_params=router_params + fixed_params / tp + params,
     )
 
 
