@@ -125,3 +125,15 @@ def test_what_one_model_answers_is_refused_side_by_side_before_any_model_is_read
     result = CliRunner().invoke(app, ["params", "--preset", "qwen3-8b", "--config", "/nonexistent/config.json", "--gpu", "h100"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "--gpu h100: answers for one model at a time" in result.stderr and "nonexistent" not in result.stderr
+
+
+def test_float8_compute_says_its_weights_stay_bf16() -> None:
+    # --dtype float8 on a checkpoint with no quantization_config: the weights as stored are bf16
+    # (8,030,261,248 parameters × 2 B), the cache at 1 B an element (32 layers × 8 KV heads × 128, K and V,
+    # 4,096 tokens); the caption says which is which, not "bf16 (--dtype)".
+    data = _json("--preset", "llama-3.1-8b", "--gpu", "h800", "--dtype", "float8", "--batch", "1")
+    memory = data["per_gpu_memory"]
+    assert memory["checkpoint_bytes"] == 8_030_261_248 * 2
+    assert memory["kv_cache_bytes"] == 32 * 8 * 128 * 2 * 4096
+    said = _run("--preset", "llama-3.1-8b", "--gpu", "h800", "--dtype", "float8", "--batch", "1")
+    assert "bf16 everywhere: --dtype float8 computes and keeps the cache in fp8" in said and "(--dtype)" not in said

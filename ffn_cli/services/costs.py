@@ -85,7 +85,10 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
     plan, note = plan_from_config(loaded.config)
     if plan is None:
-        plan = replace(plan_from_options(rest, None, rest), origin=Message(N_("{format} everywhere (--dtype)"), format=rest))
+        origin = Message(N_("{format} everywhere (--dtype)"), format=rest)
+        if dtype == "float8":  # computed in fp8, stored as a checkpoint without a quantization_config is: bf16
+            origin = Message(N_("bf16 everywhere: --dtype float8 computes and keeps the cache in fp8; --weights fp8 stores the weights so"))
+        plan = replace(plan_from_options(rest, None, rest), origin=origin)
     return plan, note
 
 
