@@ -106,6 +106,18 @@ def test_an_nvl72_rack_joins_72_gpus_by_its_link() -> None:
     assert (gb200["link_domain_gpus"], gb200["spans_nodes"]) == (72, False)
 
 
+@pytest.mark.parametrize(("gpu", "gbps", "domain"), [("h100-nvl", 600, 2), ("h200-nvl", 900, 4)])
+def test_an_nvl_cards_bridge_joins_its_few(gpu: str, gbps: int, domain: int) -> None:
+    # The H100 NVL's datasheet: NVLink 600 GB/s between a bridged pair; the H200 NVL's: a 2- or 4-way
+    # bridge at 900 GB/s. Within the bridge the all-reduces run at half of it each way; a layout of
+    # more cards sends part of its traffic over PCIe, which the answer names.
+    inside = _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--batch", "64", "--tp", str(domain))
+    case = inside["cases"][0]["communication"]
+    assert inside["gpus"]["link_gbps"] == gbps and inside["gpus"]["link_domain_gpus"] == domain
+    assert case["model_s"] == pytest.approx(case["model_bytes_sent"] / (gbps / 2 * 1e9)) and not inside["gpus"]["spans_nodes"]
+    assert _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--tp", str(2 * domain))["gpus"]["spans_nodes"]
+
+
 def test_kv_heads_replicate_when_tp_exceeds_them() -> None:
     # Qwen3-235B-A22B has 4 KV heads: on 8 GPUs each keeps one, a quarter of the cache, not an eighth.
     args = ("--preset", "qwen3-235b-a22b", "--gpu", "h200", *DECODE, "--batch", "8")

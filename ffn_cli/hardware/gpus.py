@@ -405,13 +405,14 @@ _DRIVER: dict[str, tuple[int, str]] = {
     "rtx-pro-6000": (97887, "smi-logs-2026"),
 }
 # key → (GB/s GPU to GPU, both directions, and the link), as the row's own datasheet prints it.
-# A PCIe card's NVLink bridge joins pairs only: the PCIe figure is what a layout of more runs over.
+# A PCIe card's NVLink bridge joins a few cards (its link domain, below): the H100 NVL's pairs, the
+# H200 NVL's 2 or 4; a layout of more runs part of its traffic over PCIe, which the answer says.
 _PCIE4, _PCIE5 = (64, "PCIe Gen4 x16"), (128, "PCIe Gen5 x16")
 _LINKS: dict[str, tuple[float, str]] = {
     "h200-nvl": (900, "NVLink bridge, 2- or 4-way"),
     "h200": (900, "NVLink 4"),
     "h100-pcie": _PCIE5,
-    "h100-nvl": _PCIE5,
+    "h100-nvl": (600, "NVLink bridge, pairs"),
     "h100": (900, "NVLink 4"),
     "h20": (900, "NVLink 4"),
     "h800": (400, "NVLink 4"),
@@ -439,7 +440,7 @@ _LINKS: dict[str, tuple[float, str]] = {
 
 # A link domain wider than a server's 8: GB200 NVL72 and GB300 NVL72 join 72 GPUs by NVLink 5 switches
 # (NVIDIA's GB200 NVL72 and GB300 NVL72 pages).
-_DOMAINS = {"gb300": 72, "gb200": 72}
+_DOMAINS = {"gb300": 72, "gb200": 72, "h100-nvl": 2, "h200-nvl": 4}
 
 
 def _with_driver_and_link(gpu: GPU) -> GPU:
