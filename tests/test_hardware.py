@@ -170,6 +170,24 @@ def test_find_gpu_forgives_dashes_and_spaces_inside_the_name(typed: str, key: st
     assert find_gpu(typed).key == key
 
 
+@pytest.mark.parametrize(
+    ("device", "key"),
+    [
+        ("NVIDIA H100 80GB HBM3", "h100"),  # nvidia-smi in NVIDIA/nccl#1264
+        ("NVIDIA B200", "b200"),  # nvidia-smi in NVIDIA/TensorRT-LLM#10278
+        ("NVIDIA A800-SXM4-80GB", "a800"),
+        ("NVIDIA H100 NVL", "h100-nvl"),
+        ("Tesla V100-SXM2-32GB", "v100"),
+    ],
+)
+def test_a_device_name_as_the_driver_reports_it(device: str, key: str) -> None:
+    """--gpu takes the name nvidia-smi and torch print; a name with no vendor before it must be a
+    row's own (h100x is refused, not read as the H100)."""
+    assert find_gpu(device).key == key
+    with pytest.raises(UnknownGPU):
+        find_gpu("h100x")
+
+
 def test_gpu_names_without_their_separators_stay_apart() -> None:
     """No two rows' keys, aliases or names read alike once case, spaces and dashes are gone
     (h100-nvl is not h100, a10 not a100)."""
