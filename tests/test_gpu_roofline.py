@@ -4,6 +4,8 @@ the one-GPU pass, or a Monte Carlo of uniform routing."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -161,3 +163,6 @@ def test_the_per_gpu_roofline_stays_whole(width: int) -> None:
     result = runner.invoke(app, args, env={"COLUMNS": str(width)})
     assert result.exit_code == 0
     assert "…" not in result.stdout and all(len(line) <= width for line in result.stdout.splitlines())
+    # FLOP/B (FLOPs over bytes, both beside it) leaves before bytes: a comm row keeps its one number.
+    comm = next(line for line in result.stdout.splitlines() if "comm ×61" in line)
+    assert re.search(r"\d MiB", comm), comm

@@ -196,8 +196,8 @@ def roofline_view(
         Col(_("batch")),
         Col(_("part"), "fixed"),
         Col("FLOPs"),
-        Col(_("bytes"), drop=3),
-        Col("FLOP/B", drop=4),
+        Col(_("bytes"), drop=4),  # a comm row's one number beside its time: it stays longer
+        Col("FLOP/B", drop=3),  # FLOPs over bytes: read from the two beside it
         Col(_("bound"), "fixed"),
         Col(_("time ≥")),
     ]
