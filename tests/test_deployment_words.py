@@ -137,3 +137,23 @@ def test_float8_compute_says_its_weights_stay_bf16() -> None:
     assert memory["kv_cache_bytes"] == 32 * 8 * 128 * 2 * 4096
     said = _run("--preset", "llama-3.1-8b", "--gpu", "h800", "--dtype", "float8", "--batch", "1")
     assert "bf16 everywhere: --dtype float8 computes and keeps the cache in fp8" in said and "(--dtype)" not in said
+
+
+def test_a_quantization_caption_names_only_what_the_model_holds() -> None:
+    # Gemma 4 31B's ModelOpt checkpoint: its config's ignore list names lm_head, but the head is tied
+    # to the token embeddings (no tensor of its own), and a dense model has no routers: neither is
+    # named. gpt-oss-120b holds both, and its caption names both.
+    gemma = _run("--preset", "gemma-4-31b-it-nvfp4", "--gpu", "h200")
+    said = gemma[gemma.index("quantization_config: modelopt") :].split(". ")[0]
+    assert "attention projections" in said and "LM head" not in said and "routers" not in said
+    gpt = _run("--preset", "gpt-oss-120b", "--gpu", "h200")
+    assert "not converted: attention projections, embeddings, LM head, routers" in gpt
+
+
+def test_quantize_all_says_the_vectors_stay() -> None:
+    # int4 on every matrix: biases and norms are never quantized (1-D), and the caption says so;
+    # bf16 on all covers every tensor.
+    assert "--quantize all: every matrix, embeddings, routers and LM head too (biases and norms stay unquantized)" in _run(
+        "--preset", "llama-3.1-8b", "--gpu", "h200", "--weights", "int4", "--quantize", "all"
+    )
+    assert "--quantize all: every tensor" in _run("--preset", "llama-3.1-8b", "--gpu", "h200", "--weights", "bf16", "--quantize", "all")

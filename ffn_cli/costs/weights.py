@@ -52,8 +52,10 @@ SCOPE_WORDS = {
     "experts": N_("the routed experts alone"),
     "ffn": N_("the FFNs' linears (routed, shared and dense)"),
     "linears": N_("the layers' linears (attention and FFN; not the embeddings, routers or LM head)"),
-    "all": N_("every tensor"),
+    "all": N_("every matrix, embeddings, routers and LM head too (biases and norms stay unquantized)"),
 }
+# --quantize all in a float format (fp32, bf16, fp16): every tensor, biases and norms with the rest.
+_EVERY_TENSOR = N_("every tensor")
 ROLE_WORDS = {
     "experts": N_("routed experts"),
     "shared": N_("shared experts"),
@@ -186,14 +188,19 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
     rest = parse_format(rest_dtype)
     if quantize is None:  # said as given: no --quantize the user did not write
         scope = "all" if not fmt.quantized and fmt.element_bits >= 16 else "linears"
-        given = Message(N_("--weights {format} on {what} (--quantize's default)"), format=fmt.name, what=Message(SCOPE_WORDS[scope]))
+        given = Message(N_("--weights {format} on {what} (--quantize's default)"), format=fmt.name, what=_scope_words(scope, fmt))
     elif quantize in QUANTIZE_SCOPES:
         scope = quantize
-        given = Message(N_("--weights {format} --quantize {scope}: {what}"), format=fmt.name, scope=scope, what=Message(SCOPE_WORDS[scope]))
+        given = Message(N_("--weights {format} --quantize {scope}: {what}"), format=fmt.name, scope=scope, what=_scope_words(scope, fmt))
     else:
         raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
     roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if scope == "all" and not fmt.quantized else set())
     return StoragePlan(fmt, frozenset(roles), rest, given)
+
+
+def _scope_words(scope: str, fmt: WeightFormat) -> Message:
+    """What a scope stores in `fmt`: `all` in a float format (fp32 … fp8) covers the vectors too."""
+    return Message(_EVERY_TENSOR if scope == "all" and not fmt.quantized else SCOPE_WORDS[scope])
 
 
 def check_scope(spec: ModelSpec, plan: StoragePlan, quantize: str) -> None:
@@ -311,10 +318,12 @@ def quantization_config(config: Mapping[str, Any]) -> Any:
     return text.get("quantization_config") if qc is None and isinstance(text, Mapping) else qc
 
 
-def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str]:
+def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None = None) -> tuple[StoragePlan | None, str]:
     """The checkpoint's own storage from config.json's quantization_config, and a note:
     (None, why) when there is none or its method is not one ffn reads. A value of the wrong
-    JSON type (a string for a list, `true` for a number) is refused, naming its key."""
+    JSON type (a string for a list, `true` for a number) is refused, naming its key. `present`:
+    the roles the model's tensors hold, where known; the words name no other (a tied head, the
+    routers of a dense model)."""
     qc = quantization_config(config)
     if qc is None:
         return None, ""
@@ -365,14 +374,15 @@ def plan_from_config(config: Mapping[str, Any]) -> tuple[StoragePlan | None, str
         said = N_("The config's KV-cache quantization is not read: the KV cache is priced at --dtype, as a server keeps it unless told fp8")
         kv = Message(said)
         note = Message.join(note, Message(N_("; ")), kv) if note else kv
-    kept = _listed([Message(ROLE_WORDS[r]) for r in sorted(excluded)]) or Message(N_("none"))
+    shown = present if present is not None else frozenset(ROLE_WORDS)
+    kept = _listed([Message(ROLE_WORDS[r]) for r in sorted(excluded) if r in shown]) or Message(N_("none"))
     by_role, experts = _expert_dtype(config, qc)
     rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
     if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
         rest = FORMATS["fp16"]
     origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
     # the method's own reach, less what the config already names as not converted
-    never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope and r not in excluded]
+    never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope and r not in excluded and r in shown]
     if never:
         origin = Message.join(origin, Message(N_("; never quantized by it: {roles}"), roles=_listed(never)))
     origin = Message.join(origin, experts)
