@@ -110,3 +110,9 @@ def test_the_attention_formula_says_its_words_in_chinese() -> None:
     assert "2·d·q + 2·d·kv + q/k 归一化 = " in qwen and "norms" not in qwen
     gpt = _zh("params", "--preset", "gpt-oss-120b", "--explain", width=200)
     assert "+ 头数 = " in gpt and "+ router 的偏置" in gpt
+
+
+def test_a_gpu_rows_note_is_said_in_chinese() -> None:
+    """The A10G has no rates: the line in place of its roofline gives its row's note in Chinese."""
+    out = _zh("params", "--preset", "llama-3.1-8b", "--gpu", "a10g", width=200)
+    assert "没有厂商数据手册给出 A10G 的峰值算力" in out and "no vendor datasheet" not in out

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ffn_cli.i18n import _
+from ffn_cli.i18n import N_, Message, _
 
 __all__ = ["DRIVER_SOURCES", "DTYPES", "GPU", "GPUS", "SOURCES", "gpu_for_device_name", "ridge_flop_per_byte"]
 
@@ -139,8 +139,9 @@ SOURCES: dict[str, tuple[str, str]] = {
     "measured": ("measured on this machine by ffn hardware --measure", "$XDG_CACHE_HOME/ffn/profiles/this.json"),
 }
 
-_SPARSE_ONLY = "the datasheet prints int8/fp8/bf16/tf32 with sparsity: halved here"
-_DISAGREE = "the sources disagree on"
+_SPARSE_ONLY = Message(N_("the datasheet prints int8/fp8/bf16/tf32 with sparsity: halved here"))
+_NO_BF16 = Message(N_("no bf16"))
+_NO_RATES_A10G = Message(N_("no vendor datasheet gives the A10G's peak rates: left empty"))
 _HOPPER = _r(fp64=67, fp32=67, tf32=494.5, bf16=989.5, fp16=989.5, fp8=1979, int8=1979)
 _MI300 = _r(fp64=163.4, fp32=163.4, tf32=653.7, bf16=1307.4, fp16=1307.4, fp8=2614.9, int8=2614.9)
 _A100 = _r(fp64=19.5, fp32=19.5, tf32=156, bf16=312, fp16=312, int8=624)
@@ -188,7 +189,7 @@ GPUS: tuple[GPU, ...] = (
         _r(bf16=989.5, fp16=989.5, fp8=1979),
         "aiconfigurator",
         ("h800-sxm",),
-        ("the H100 SXM's rates with NVLink cut to 400 GB/s; fp64, fp32, tf32 and int8 not given",),
+        (Message(N_("the H100 SXM's rates with NVLink cut to 400 GB/s; fp64, fp32, tf32 and int8 not given")),),
     ),
     GPU(
         "h20",
@@ -198,7 +199,14 @@ GPUS: tuple[GPU, ...] = (
         4000,
         _r(fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
         "nvidia-h20",
-        notes=(f"no fp64 tensor rate given; {_DISAGREE} the driver's total (97,871 or 98,304 MiB): the datasheet's GB is used",),
+        notes=(
+            Message(
+                N_(
+                    "no fp64 tensor rate given; the sources disagree on the driver's "
+                    "total (97,871 or 98,304 MiB): the datasheet's GB is used"
+                )
+            ),
+        ),
     ),
     GPU(
         "gb300",
@@ -208,7 +216,7 @@ GPUS: tuple[GPU, ...] = (
         8000,
         _r(bf16=2500, fp8=5000, fp4=15000),
         "tomshardware-blackwell-ultra",
-        notes=("one Blackwell Ultra GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given",),
+        notes=(Message(N_("one Blackwell Ultra GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given")),),
         scope="per GPU",
     ),
     GPU(
@@ -219,7 +227,7 @@ GPUS: tuple[GPU, ...] = (
         8000,
         _r(bf16=2500, fp8=5000, fp4=10000),
         "tomshardware-blackwell-ultra",
-        notes=("one Blackwell GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given",),
+        notes=(Message(N_("one Blackwell GPU of a Grace Blackwell superchip; fp32, tf32, fp16 and int8 not given")),),
         scope="per GPU",
     ),
     GPU(
@@ -231,8 +239,12 @@ GPUS: tuple[GPU, ...] = (
         _r(bf16=2250, fp8=4500),
         "nvidia-b300",
         notes=(
-            f"{_DISAGREE} fp4 (13,125 or 14,000 dense): left empty; {_DISAGREE} the bandwidth (7.7 or 8 TB/s): "
-            "the lower is used; 288 GB is decimal here (the driver's 275,040 MiB)",
+            Message(
+                N_(
+                    "the sources disagree on fp4 (13,125 or 14,000 dense): left empty; the sources disagree on the bandwidth "
+                    "(7.7 or 8 TB/s): the lower is used; 288 GB is decimal here (the driver's 275,040 MiB)"
+                )
+            ),
         ),
     ),
     GPU(
@@ -244,8 +256,12 @@ GPUS: tuple[GPU, ...] = (
         _r(fp64=37, fp32=75, tf32=1100, bf16=2250, fp16=2250, fp8=4500, fp4=9000, int8=4500),
         "nvidia-b200",
         notes=(
-            "HGX B200 at 1,000 W per GPU; 7.7 TB/s and TF32 1,100 dense are NVIDIA's current per-GPU figures "
-            "(earlier 8 TB/s and 1,125); the datasheet prints fp4…tf32 with sparsity: halved here",
+            Message(
+                N_(
+                    "HGX B200 at 1,000 W per GPU; 7.7 TB/s and TF32 1,100 dense are NVIDIA's current per-GPU figures "
+                    "(earlier 8 TB/s and 1,125); the datasheet prints fp4…tf32 with sparsity: halved here"
+                )
+            ),
         ),
     ),
     GPU(
@@ -257,13 +273,20 @@ GPUS: tuple[GPU, ...] = (
         _r(bf16=312),
         "llm-viewer",
         ("a800-80gb",),
-        (f"the A100's bf16 rate; {_DISAGREE} its NVLink bandwidth (400 GB/s in one): left empty; other rates not given",),
+        (
+            Message(
+                N_(
+                    "the A100's bf16 rate; the sources disagree on its NVLink bandwidth (400 GB/s in one): left empty;"
+                    " other rates not given"
+                )
+            ),
+        ),
     ),
     GPU("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", r"A100.*PCIe.*80GB|A100 80GB PCIe", 80, 1935, _A100, "nvidia-a100"),
     GPU("a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", r"A100.*PCIe", 40, 1555, _A100, "nvidia-a100"),
     GPU("a100-40gb", "NVIDIA A100 SXM4 40GB", r"A100.*40GB", 40, 1555, _A100, "nvidia-a100", ("a100-sxm4-40gb",)),
     GPU("a100-80gb", "NVIDIA A100 SXM4 80GB", r"A100", 80, 2039, _A100, "nvidia-a100", ("a100", "a100-sxm4-80gb")),
-    GPU("a10g", "NVIDIA A10G", r"\bA10G\b", 24, 600, {}, "aws-g5", notes=("no vendor datasheet gives the A10G's peak rates: left empty",)),
+    GPU("a10g", "NVIDIA A10G", r"\bA10G\b", 24, 600, {}, "aws-g5", notes=(_NO_RATES_A10G,)),
     GPU("a10", "NVIDIA A10", r"\bA10\b", 24, 600, _r(fp32=31.2, tf32=62.5, bf16=125, fp16=125, int8=250), "nvidia-a10"),
     GPU("l40s", "NVIDIA L40S", r"\bL40S\b", 48, 864, _r(fp32=91.6, tf32=183, bf16=362.05, fp16=362.05, fp8=733, int8=733), "nvidia-l40s"),
     GPU("l40", "NVIDIA L40", r"\bL40\b", 48, 864, _r(fp32=90.5, tf32=90.5, bf16=181.05, fp16=181.05, fp8=362, int8=362), "nvidia-l40"),
@@ -275,7 +298,7 @@ GPUS: tuple[GPU, ...] = (
         864,
         _r(bf16=119.5, fp8=239),
         "tomshardware-h20",
-        notes=("the driver reports 46,068 MiB with ECC on (the default), 49,140 with it off; other rates not given",),
+        notes=(Message(N_("the driver reports 46,068 MiB with ECC on (the default), 49,140 with it off; other rates not given")),),
     ),
     GPU("l4", "NVIDIA L4", r"\bL4\b", 24, 300, _r(fp32=30.3, tf32=60, bf16=121, fp16=121, fp8=242.5, int8=242.5), "nvidia-l4"),
     GPU(
@@ -287,7 +310,11 @@ GPUS: tuple[GPU, ...] = (
         _r(fp32=104.8, tf32=104.8, bf16=209.5, fp16=209.5, fp8=419, fp4=1676),
         "nvidia-rtx-blackwell",
         ("5090",),
-        ("bf16/fp8 with fp32 accumulation; fp4 is NVIDIA's 3,352 AI TOPS (with sparsity) halved; int8 not found in the sources",),
+        (
+            Message(
+                N_("bf16/fp8 with fp32 accumulation; fp4 is NVIDIA's 3,352 AI TOPS (with sparsity) halved; int8 not found in the sources")
+            ),
+        ),
     ),
     GPU(
         "rtx-pro-6000",
@@ -298,7 +325,7 @@ GPUS: tuple[GPU, ...] = (
         {},
         "aiconfigurator",
         ("rtx-pro-6000-blackwell",),
-        (f"NVIDIA prints only sparse AI TOPS; {_DISAGREE} the dense rates (bf16 468 or 500): left empty",),
+        (Message(N_("NVIDIA prints only sparse AI TOPS; the sources disagree on the dense rates (bf16 468 or 500): left empty")),),
     ),
     GPU(
         "rtx-4090",
@@ -309,7 +336,7 @@ GPUS: tuple[GPU, ...] = (
         _r(fp32=82.6, tf32=82.6, bf16=165.2, fp16=165.2, fp8=330.3, int8=660.6),
         "nvidia-ada",
         ("4090",),
-        ("bf16/fp8 with fp32 accumulation (double with fp16 accumulation)",),
+        (Message(N_("bf16/fp8 with fp32 accumulation (double with fp16 accumulation)")),),
     ),
     GPU(
         "rtx-3090",
@@ -321,9 +348,9 @@ GPUS: tuple[GPU, ...] = (
         "nvidia-ga102",
         ("3090",),
     ),
-    GPU("v100-pcie", "NVIDIA V100 PCIe", r"V100.*PCIe", 32, 900, _r(fp64=7, fp32=14, fp16=112), "nvidia-v100", notes=("no bf16",)),
-    GPU("v100", "NVIDIA V100 SXM2", r"V100", 32, 900, _r(fp64=7.8, fp32=15.7, fp16=125), "nvidia-v100", ("v100-sxm2",), ("no bf16",)),
-    GPU("t4", "NVIDIA T4", r"\bT4\b", 16, 320, _r(fp32=8.1, fp16=65, int8=130), "nvidia-t4", notes=("no bf16",)),
+    GPU("v100-pcie", "NVIDIA V100 PCIe", r"V100.*PCIe", 32, 900, _r(fp64=7, fp32=14, fp16=112), "nvidia-v100", notes=(_NO_BF16,)),
+    GPU("v100", "NVIDIA V100 SXM2", r"V100", 32, 900, _r(fp64=7.8, fp32=15.7, fp16=125), "nvidia-v100", ("v100-sxm2",), (_NO_BF16,)),
+    GPU("t4", "NVIDIA T4", r"\bT4\b", 16, 320, _r(fp32=8.1, fp16=65, int8=130), "nvidia-t4", notes=(_NO_BF16,)),
     GPU(
         "mi355x",
         "AMD Instinct MI355X",
@@ -332,7 +359,14 @@ GPUS: tuple[GPU, ...] = (
         8000,
         {},
         "amd-rocm-gpu-specs",
-        notes=(f"{_DISAGREE} which of AMD's rates are dense (bf16 about 2,500?) and on the link (about 1,075 GB/s?): left empty",),
+        notes=(
+            Message(
+                N_(
+                    "the sources disagree on which of AMD's rates are dense (bf16 about "
+                    "2,500?) and on the link (about 1,075 GB/s?): left empty"
+                )
+            ),
+        ),
     ),
     GPU(
         "mi325x",
@@ -342,7 +376,7 @@ GPUS: tuple[GPU, ...] = (
         6000,
         _MI300,
         "amd-mi325x",
-        notes=("AMD prints dense rates; sparsity doubles fp8, bf16, tf32",),
+        notes=(Message(N_("AMD prints dense rates; sparsity doubles fp8, bf16, tf32")),),
     ),
     GPU(
         "mi300x",
@@ -352,7 +386,7 @@ GPUS: tuple[GPU, ...] = (
         5300,
         _MI300,
         "amd-mi300x",
-        notes=("AMD prints dense rates; sparsity doubles fp8, bf16, tf32",),
+        notes=(Message(N_("AMD prints dense rates; sparsity doubles fp8, bf16, tf32")),),
     ),
 )
 

@@ -116,7 +116,7 @@ def missing_rate(gpu: Any, column: str, named: str | None, takes: tuple[str, ...
         return None
     if not gpu.tflops:
         why = _("no roofline on {name}: the table holds none of its peak rates ({note})")
-        return why.format(name=gpu.label, note="; ".join(gpu.notes) or _("no source gives one"))
+        return why.format(name=gpu.label, note=Message.separated(gpu.notes).shown() or _("no source gives one"))
     have = [dtype for dtype in takes if TABLE_DTYPE.get(dtype) in gpu.tflops]
     if not have:
         raise FFNError(
@@ -227,7 +227,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
         left_out,
         roofline,
         missing,
-        "; ".join(gpu.notes) if missing is not None else "",
+        Message.separated(gpu.notes) if missing is not None else "",
         _decode(loaded, cases, opts),
         fits_at,
     )
