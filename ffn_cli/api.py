@@ -6,12 +6,14 @@ boundary (api_arguments.py). Kept small: what `__all__` names is the stable surf
 
 from __future__ import annotations
 
+import functools
 import io
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from rich.console import Console
 
@@ -147,6 +149,34 @@ def _model_name(text: str) -> dict[str, Any]:
     return {"config": text} if Path(text).expanduser().exists() or text.endswith(".json") else {"preset": text}
 
 
+# A refusal names the other options it asks for as the command line spells them ("add --gpu NAME");
+# a caller of these functions reads them as the keywords they pass ("add gpu=NAME").
+_FLAG = re.compile(r"--(?!help\b)([a-z][a-z0-9-]*)(?: ([A-Z][A-Z_]*)\b)?")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _keyword_words(text: str) -> str:
+    """`--gpu NAME` as `gpu=NAME`, `--source-len` as `source_len`."""
+    return _FLAG.sub(lambda m: m[1].replace("-", "_") + (f"={m[2]}" if m[2] else ""), text)
+
+
+def _said_as_keywords(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`function`, its refusals naming keywords, not the command line's options."""
+
+    @functools.wraps(function)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return function(*args, **kwargs)
+        except FFNError as exc:
+            if type(exc) is not FFNError:  # a kind of its own (an unknown GPU) keeps its class and words
+                raise
+            raise FFNError(exc.option, exc.value, _keyword_words(exc.allowed)) from None
+
+    return call
+
+
+@_said_as_keywords
 def trace(
     module_or_spec: nn.Module | FFNSpec | str,
     x: Tensor | Any = None,
@@ -327,6 +357,7 @@ def params(
     source_len: int | None = None,
     explain: bool = False,
 ) -> Result[ModelParams | BuiltModel]: ...
+@_said_as_keywords
 def params(
     spec_or_model: FFNSpec | str,
     *,
@@ -399,6 +430,7 @@ def params(
     return _params_result(answer_params(request))
 
 
+@_said_as_keywords
 def compare(
     models: list[str],
     *,
@@ -422,6 +454,7 @@ def compare(
     return _params_result(answer_params(request))
 
 
+@_said_as_keywords
 def params_per_rank(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str | None = None) -> Result[list[RankParams]]:
     """What each rank holds when one FFN is split over `tp` tensor-parallel or `ep`
     expert-parallel ranks, as `ffn params -v … --tp N` / `--ep N` shows it: its tensors, their
@@ -432,6 +465,7 @@ def params_per_rank(spec: FFNSpec, *, tp: int = 1, ep: int = 1, dtype: str | Non
     return _params_result(answer_params(ParamsRequest(ffn=OneSpec(spec), tp=tp, ep=ep, dtype=dtype)))
 
 
+@_said_as_keywords
 def bench(
     spec_or_model: FFNSpec | str,
     *,
@@ -509,6 +543,7 @@ def bench(
     return Result(swept.report, presented.view, presented.data)
 
 
+@_said_as_keywords
 def bench_sharded(
     spec_or_model: FFNSpec | str,
     *,
@@ -579,7 +614,7 @@ def _as_tuple(value: None) -> None: ...
 @overload
 def _as_tuple(value: T | list[T]) -> tuple[T, ...]: ...
 def _as_tuple(value: T | list[T] | None) -> tuple[T, ...] | None:
-    """One value or a list of them (`seq_len=512`, `seq_len=[128, 512]`) as the request's tuple."""
+    """One value or a list (or tuple) of them (`seq_len=512`, `seq_len=[128, 512]`) as the request's tuple."""
     if value is None:
         return None
-    return tuple(value) if isinstance(value, list) else (value,)
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)

@@ -101,21 +101,42 @@ def test_an_ffn_on_a_gpu_is_drawn_as_the_cli_draws_it() -> None:
 
 
 @pytest.mark.parametrize(
-    ("call", "args"),
+    ("call", "args", "cli", "api"),
     [
-        (lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), weights="fp8"), ["-v", "relu", "-d", "64", "--weights", "fp8"]),
-        (lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), phase="decode"), ["-v", "relu", "-d", "64", "--phase", "decode"]),
-        (lambda: ffn_cli.params("gpt2", batch=8), ["--preset", "gpt2", "--batch", "8"]),
-        (lambda: ffn_cli.params("gpt2", gpu="h100", tokens=8, batch=2), ["--preset", "gpt2", "--gpu", "h100", "--tokens", "8", "-b", "2"]),
+        (
+            lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), weights="fp8"),
+            ["-v", "relu", "-d", "64", "--weights", "fp8"],
+            "applies to a whole model: give --preset, --config or --model",
+            "applies to a whole model: give preset, config or model",
+        ),
+        (
+            lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), phase="decode"),
+            ["-v", "relu", "-d", "64", "--phase", "decode"],
+            "applies to a whole model: give --preset, --config or --model",
+            "applies to a whole model: give preset, config or model",
+        ),
+        (
+            lambda: ffn_cli.params("gpt2", batch=8),
+            ["--preset", "gpt2", "--batch", "8"],
+            "sizes the roofline's pass: add --gpu NAME",
+            "sizes the roofline's pass: add gpu=NAME",
+        ),
+        (
+            lambda: ffn_cli.params("gpt2", gpu="h100", tokens=8, batch=2),
+            ["--preset", "gpt2", "--gpu", "h100", "--tokens", "8", "-b", "2"],
+            "is the pass's size itself: give --tokens or --batch, not both",
+            "is the pass's size itself: give tokens or batch, not both",
+        ),
     ],
 )
-def test_a_refused_option_is_refused_with_the_clis_words(call, args) -> None:
+def test_a_refused_option_is_refused_with_the_clis_reason(call, args, cli: str, api: str) -> None:
+    # The CLI names the option as typed (`--batch 8: …`) and the others it asks for as options
+    # (`add --gpu NAME`); the API names them as the keywords its caller passes (`add gpu=NAME`).
     with pytest.raises(FFNError) as raised:
         call()
     result = CliRunner().invoke(app, ["params", *args])
     assert result.exit_code == 2
-    # The CLI names the option as typed (`--weights fp8: …`), the API by its keyword: the same reason.
-    assert result.output.strip().endswith(raised.value.allowed)
+    assert result.output.strip().endswith(cli) and raised.value.allowed == api
 
 
 def test_params_on_gpus_never_imports_torch() -> None:
