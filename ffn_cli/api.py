@@ -7,6 +7,7 @@ boundary (api_arguments.py). Kept small: what `__all__` names is the stable surf
 from __future__ import annotations
 
 import functools
+import inspect
 import io
 import os
 import re
@@ -150,19 +151,32 @@ def _model_name(text: str) -> dict[str, Any]:
 
 
 # A refusal names the other options it asks for as the command line spells them ("add --gpu NAME");
-# a caller of these functions reads them as the keywords they pass ("add gpu=NAME").
-_FLAG = re.compile(r"--(?!help\b)([a-z][a-z0-9-]*)(?: ([A-Z][A-Z_]*)\b)?")
+# a caller of these functions reads those that are its keywords as it passes them ("add gpu=NAME").
+# An option is rewritten only where the words around it say which form it takes: before a metavar
+# (NAME), a connective or punctuation, or as --no-X of a bool; one followed by a value or a verb
+# ("--device cpu") and one that is no keyword ("--preset") stay as the command line spells them.
+_FLAG = re.compile(r"--(no-)?([a-z][a-z0-9-]*)(?:( )(?=[A-Z][A-Z_]*\b)|(?=(?: (?:or|and|too|not|with)\b)|[,.;:)]|$))")
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _keyword_words(text: str) -> str:
-    """`--gpu NAME` as `gpu=NAME`, `--source-len` as `source_len`."""
-    return _FLAG.sub(lambda m: m[1].replace("-", "_") + (f"={m[2]}" if m[2] else ""), text)
+def _keyword_words(text: str, keywords: frozenset[str]) -> str:
+    """`--gpu NAME` as `gpu=NAME`, `--tokens or` as `tokens or`, `--no-mtp` as `mtp=False`."""
+
+    def said(m: re.Match[str]) -> str:
+        keyword = m[2].replace("-", "_")
+        if keyword not in keywords or (m[1] and m[3]):
+            return m[0]
+        if m[1]:
+            return f"{keyword}=False"
+        return keyword + ("=" if m[3] else "")  # the metavar after it: gpu=NAME
+
+    return _FLAG.sub(said, text)
 
 
 def _said_as_keywords(function: Callable[_P, _R]) -> Callable[_P, _R]:
-    """`function`, its refusals naming keywords, not the command line's options."""
+    """`function`, its refusals naming its keywords, not the command line's options."""
+    keywords = frozenset(inspect.signature(function).parameters)
 
     @functools.wraps(function)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -171,7 +185,7 @@ def _said_as_keywords(function: Callable[_P, _R]) -> Callable[_P, _R]:
         except FFNError as exc:
             if type(exc) is not FFNError:  # a kind of its own (an unknown GPU) keeps its class and words
                 raise
-            raise FFNError(exc.option, exc.value, _keyword_words(exc.allowed)) from None
+            raise FFNError(exc.option, exc.value, _keyword_words(exc.allowed, keywords)) from None
 
     return call
 

@@ -156,14 +156,14 @@ _IMPLS = "a comma list of eager, fused, compile, fused-compile, autotune, fused-
             {"layer": 1},
             ["--layer", "1"],
             "picks a layer of a model: give --preset, --config or --model",
-            "picks a layer of a model: give preset, config or model",
+            "picks a layer of a model: give --preset, --config or --model",
         ),
         ({"impl": "nope"}, ["--impl", "nope"], _IMPLS, _IMPLS),
     ],
 )
 def test_a_refused_option_is_refused_with_the_clis_reason(keywords, args, cli: str, api: str) -> None:
     # The CLI names the option as typed (`--min-time 0: …`) and those it asks for as options; the API
-    # names them as the keywords its caller passes (`give repeats or min_time`), the reason the same.
+    # names its keywords as its caller passes them (`give repeats or min_time`), the rest as the CLI does.
     with pytest.raises(FFNError) as raised:
         ffn_cli.bench(ffn_cli.FFNSpec("relu", 64), **keywords)
     result = CliRunner().invoke(app, ["bench", "-v", "relu", "-d", "64", *args])

@@ -107,13 +107,13 @@ def test_an_ffn_on_a_gpu_is_drawn_as_the_cli_draws_it() -> None:
             lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), weights="fp8"),
             ["-v", "relu", "-d", "64", "--weights", "fp8"],
             "applies to a whole model: give --preset, --config or --model",
-            "applies to a whole model: give preset, config or model",
+            "applies to a whole model: give --preset, --config or --model",
         ),
         (
             lambda: ffn_cli.params(ffn_cli.FFNSpec("relu", 64), phase="decode"),
             ["-v", "relu", "-d", "64", "--phase", "decode"],
             "applies to a whole model: give --preset, --config or --model",
-            "applies to a whole model: give preset, config or model",
+            "applies to a whole model: give --preset, --config or --model",
         ),
         (
             lambda: ffn_cli.params("gpt2", batch=8),
@@ -131,7 +131,8 @@ def test_an_ffn_on_a_gpu_is_drawn_as_the_cli_draws_it() -> None:
 )
 def test_a_refused_option_is_refused_with_the_clis_reason(call, args, cli: str, api: str) -> None:
     # The CLI names the option as typed (`--batch 8: …`) and the others it asks for as options
-    # (`add --gpu NAME`); the API names them as the keywords its caller passes (`add gpu=NAME`).
+    # (`add --gpu NAME`); the API names those that are its keywords as its caller passes them (`add
+    # gpu=NAME`), and the rest as the command line does (`--preset`: params takes a name or a path).
     with pytest.raises(FFNError) as raised:
         call()
     result = CliRunner().invoke(app, ["params", *args])
