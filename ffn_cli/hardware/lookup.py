@@ -41,10 +41,11 @@ def closest(word: str, choices: list[str], n: int = 3) -> list[str]:
 
 
 def find_gpu(name: str) -> GPU:
-    """The row whose key, alias or full name is `name` (case, spaces, dashes and an 'NVIDIA ' prefix aside),
-    or whose pattern a device's name as the driver reports it matches ('NVIDIA H100 80GB HBM3', as
-    nvidia-smi and torch print it: a vendor's name first); `this`: the measured profile's row (an
-    error saying how to measure when there is none)."""
+    """The row whose key, alias or full name is `name` (case, spaces, dashes and an 'NVIDIA ' prefix aside);
+    `this`: the measured profile's row (an error saying how to measure when there is none). A
+    device's name as the driver reports it ('NVIDIA H100 80GB HBM3') is refused with the row its
+    pattern matches named first: a pattern also matches other parts (a GH200, an H800 PCIe), and
+    a row taken for them would size the wrong memory."""
     if name.strip().lower() == PROFILE_NAME:  # the machine ffn hardware --measure profiled
         return load_profile().as_gpu()
     wanted, squashed = _norm(name), _squashed(name)
@@ -52,7 +53,6 @@ def find_gpu(name: str) -> GPU:
         if squashed in {_squashed(known) for known in (gpu.key, *gpu.aliases, gpu.name, gpu.full_name)}:
             return gpu
     device = gpu_for_device_name(name) if re.match(r"\s*(nvidia|amd|tesla)\s", name, flags=re.IGNORECASE) else None
-    if device is not None:
-        return device
     names = {k: g.key for g in GPUS for k in (g.key, *g.aliases)}
-    raise UnknownGPU(name, list(dict.fromkeys(names[m] for m in closest(wanted, list(names)))))
+    suggested = [device.key] if device is not None else []
+    raise UnknownGPU(name, list(dict.fromkeys([*suggested, *(names[m] for m in closest(wanted, list(names)))])))
