@@ -174,7 +174,7 @@ def test_find_gpu_forgives_dashes_and_spaces_inside_the_name(typed: str, key: st
     ("device", "key"),
     [
         ("NVIDIA H100 80GB HBM3", "h100"),  # nvidia-smi in NVIDIA/nccl#1264
-        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA H800 PCIe", "h800"),  # the table holds the SXM part alone
         ("Tesla V100-SXM2-32GB", "v100"),
         ("NVIDIA GH200 480GB", "h200"),  # a pattern matches more than its row: never taken as that row
     ],
