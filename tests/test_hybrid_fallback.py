@@ -126,3 +126,10 @@ def test_a_config_transformers_wrote_with_an_infinite_float(tmp_path: Any) -> No
         built = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.from_pretrained(tmp_path))
     answer = cli_json("params", "--config", str(tmp_path / "config.json"))
     assert answer["total_params"] == sum(p.numel() for p in built.parameters())
+    # Read back with its inf, it still has a key in both caches: a second call is a hit, not a build.
+    from ffn_cli.configs import built_cache, layout_cache
+    from ffn_cli.configs.files import parse_config
+
+    read = parse_config((tmp_path / "config.json").read_text(), "config.json")
+    assert read["time_step_limit"][1] == float("inf")
+    assert built_cache.cache_key(read) is not None and layout_cache.cache_key(read) is not None

@@ -14,14 +14,13 @@ import copy
 import functools
 import hashlib
 import importlib.metadata
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ffn_cli.configs.cache_files import read_entry, sources_digest, write_entry
+from ffn_cli.configs.cache_files import config_text, read_entry, sources_digest, write_entry
 from ffn_cli.configs.fallback import PART_NAMES, BuiltModel, BuiltPart, RoutedExperts, count_by_building
 from ffn_cli.i18n import Message
 
@@ -74,9 +73,8 @@ def cache_key(config: Mapping[str, Any]) -> str | None:
     version = _transformers_version()
     if version is None:
         return None
-    try:
-        text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
+    text = config_text(config)
+    if text is None:
         return None
     return hashlib.sha256(f"{FORMAT}\n{version}\n{_ffn_version()}\n{_counters()}\n{text}".encode()).hexdigest()
 

@@ -16,7 +16,17 @@ from typing import Any
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.outputs import write_text
 
-__all__ = ["read_entry", "sources_digest", "write_entry"]
+__all__ = ["config_text", "read_entry", "sources_digest", "write_entry"]
+
+
+def config_text(config: Any) -> str | None:
+    """A config's content as one canonical text to hash (key order and whitespace aside); None when
+    it does not serialise. An infinite float (Falcon-H1's time_step_limit, which transformers writes
+    as {"__float__": "Infinity"} and the reader reads back as inf) hashes as JSON's Infinity."""
+    try:
+        return json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
 
 
 def read_entry(path: Path, key: str, max_bytes: int) -> dict[str, Any] | None:

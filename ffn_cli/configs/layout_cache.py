@@ -35,7 +35,7 @@ from typing import Any
 
 from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.built_cache import cache_dir as _built_dir
-from ffn_cli.configs.cache_files import read_entry, sources_digest, write_entry
+from ffn_cli.configs.cache_files import config_text, read_entry, sources_digest, write_entry
 from ffn_cli.i18n import Message
 
 __all__ = ["FORMAT", "cache_dir", "cache_key", "layout_cached", "load", "store"]
@@ -115,9 +115,8 @@ def cache_key(config: Mapping[str, Any]) -> str | None:
     version = _version("transformers")
     if version is None:
         return None
-    try:
-        text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
+    text = config_text(config)
+    if text is None:
         return None
     return hashlib.sha256(f"{FORMAT}\n{version}\n{_version('ffn-cli')}\n{_schema()}\n{text}".encode()).hexdigest()
 
