@@ -760,6 +760,10 @@ def test_a_model_built_without_a_head_says_so(tmp_path: Path) -> None:
     assert data["total_params"] == sum(p.numel() for p in built.parameters())
     head = f"{config.vocab_size * config.hidden_size:,} more parameters"
     assert any(type(built).__name__ in note and head in note for note in data["layout"]["notes"]), data["layout"]["notes"]
+    # An encoder built as its base model (ModernBERT's) has a masked-LM head, which generating never runs: no note.
+    encoder = tmp_path / "modernbert.json"
+    encoder.write_text(json.dumps({**transformers.AutoConfig.for_model("modernbert").to_dict(), "model_type": "modernbert"}))
+    assert not any("no LM head" in note for note in _params_json("--config", str(encoder), "--gpu", "h200")["layout"]["notes"])
 
 
 def test_deepseek_v4_memory_holds_the_peak_on_the_way() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from torch import nn
 from transformers import PretrainedConfig
+from transformers.models.auto import modeling_auto
 
 from ffn_cli.configs.built import SOURCE_KEPT, SOURCE_UNSAID, BuiltLayout
 from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, encoder_decoder_of, half_of
@@ -97,7 +98,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if shell.tied and config.get("tie_word_embeddings") is False:  # transformers 5's T5Config ties its head whatever the file says
             untied = (vocab or int(text.vocab_size)) * shell.head_width(d)
             notes += (Message(_TIED_AGAINST_THE_CONFIG, model_class=shell.model_class, n=f"{untied:,}"),)
-        if not shell.head:  # no causal-LM class for the type (GLM-5-Next's text model): the base model, its head not built
+        # No causal-LM class for a decoder's type (GLM-5-Next's text model): the base model, its head not
+        # built. An encoder's (ModernBERT's) head is a masked-LM head, which generating never runs: unsaid.
+        if not shell.head and str(hf_config.model_type) not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
             n = (vocab or int(text.vocab_size)) * shell.head_width(d)
             notes += (Message(_NO_HEAD, model_class=shell.model_class, n=f"{n:,}"),)
         if whole is None:
