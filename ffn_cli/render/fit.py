@@ -125,7 +125,7 @@ _IDENTITY = r"(?<!\S)\(\S+\)\S* = \S*\(\S+\)\S*"
 _SYMBOL_FORMULA = r"(?<![^\s(（])[A-Za-z] [−=+] [A-Za-z0-9]+(?![^\s),;）])"
 _MEASURED = r"[\w/,.]*\d ?个 [A-Za-z][\w-]*"
 # A count and the measure word after it ("62 层", "8 头"): Chinese breaks anywhere but there.
-_COUNTED = r"(?:第 )?(?<![\w.,])\d[\d,–]* [层个头次份组块条倍位维]"
+_COUNTED = r"(?:第 )?(?<![\w.,])\d[\d.,–]* [层个头次份组块条倍位维]"
 UNBREAKABLE = re.compile(rf"[-+−]?\d[\d.,]* {UNIT}(?![\w/])|{_SHAPE}|{_IDENTITY}|\(per \w+\)|{_SYMBOL_FORMULA}|{_MEASURED}|{_COUNTED}")
 
 
