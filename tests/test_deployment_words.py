@@ -150,10 +150,14 @@ def test_a_quantization_caption_names_only_what_the_model_holds() -> None:
     assert "not converted: attention projections, embeddings, LM head, routers" in gpt
 
 
-def test_quantize_all_says_the_vectors_stay() -> None:
-    # int4 on every matrix: biases and norms are never quantized (1-D), and the caption says so;
-    # bf16 on all covers every tensor.
-    assert "--quantize all: every matrix, embeddings, routers and LM head too (biases and norms stay unquantized)" in _run(
-        "--preset", "llama-3.1-8b", "--gpu", "h200", "--weights", "int4", "--quantize", "all"
-    )
+def test_quantize_all_says_what_it_stores_and_what_stays() -> None:
+    # int4 on every linear of the model: Llama 3.1's head is its own and its table is no router's; a
+    # dense model has no router, and Gemma 3's vision tower stays in bf16 as the vectors do. A float
+    # format covers every tensor. --weights on a quantized checkpoint names no tied head (Gemma 4's).
+    llama = _run("--preset", "llama-3.1-8b", "--gpu", "h200", "--weights", "int4", "--quantize", "all")
+    assert "--quantize all: the layers' linears, embeddings, LM head (biases and norms stay unquantized)" in llama
+    gemma = _run("--preset", "gemma-3-4b", "--gpu", "h200", "--weights", "int4", "--quantize", "all")
+    assert "--quantize all: the layers' linears, embeddings (biases, norms and the vision tower stay unquantized)" in gemma
     assert "--quantize all: every tensor" in _run("--preset", "llama-3.1-8b", "--gpu", "h200", "--weights", "bf16", "--quantize", "all")
+    gemma4 = _run("--preset", "gemma-4-31b-it-nvfp4", "--gpu", "h200", "--weights", "int4")
+    assert "quantization_config quantizes (not converted: attention projections, vision tower)" in gemma4

@@ -52,10 +52,8 @@ SCOPE_WORDS = {
     "experts": N_("the routed experts alone"),
     "ffn": N_("the FFNs' linears (routed, shared and dense)"),
     "linears": N_("the layers' linears (attention and FFN; not the embeddings, routers or LM head)"),
-    "all": N_("every matrix, embeddings, routers and LM head too (biases and norms stay unquantized)"),
+    "all": N_("every tensor"),  # in a float format; a quantized one's words are the roles the model holds (_scope_words)
 }
-# --quantize all in a float format (fp32, bf16, fp16): every tensor, biases and norms with the rest.
-_EVERY_TENSOR = N_("every tensor")
 ROLE_WORDS = {
     "experts": N_("routed experts"),
     "shared": N_("shared experts"),
@@ -169,13 +167,20 @@ class StoragePlan:
         return role in self.roles or role in dict(self.by_role)
 
 
-def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf16", config: Mapping[str, Any] | None = None) -> StoragePlan:
+def plan_from_options(
+    weights: str,
+    quantize: str | None,
+    rest_dtype: str = "bf16",
+    config: Mapping[str, Any] | None = None,
+    present: frozenset[str] | None = None,
+) -> StoragePlan:
     """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor; a quantized one
     what the checkpoint's quantization_config quantizes (`config`, where ffn reads it: gpt-oss
-    keeps attention in bf16), else the linears, unless --quantize says."""
+    keeps attention in bf16), else the linears, unless --quantize says. `present`: the roles the
+    model's tensors hold, where known, as plan_from_config takes them."""
     if quantize is None and config is not None:
-        shipped, _note = plan_from_config(config)
-        plan = plan_from_options(weights, None, rest_dtype)
+        shipped, _note = plan_from_config(config, present)
+        plan = plan_from_options(weights, None, rest_dtype, present=present)
         if shipped is not None and plan.fmt.quantized:
             said = N_("--weights {format} where config.json's quantization_config quantizes (not converted: {kept})")
             origin = Message(said, format=plan.fmt.name, kept=shipped.not_converted)
@@ -188,19 +193,35 @@ def plan_from_options(weights: str, quantize: str | None, rest_dtype: str = "bf1
     rest = parse_format(rest_dtype)
     if quantize is None:  # said as given: no --quantize the user did not write
         scope = "all" if not fmt.quantized and fmt.element_bits >= 16 else "linears"
-        given = Message(N_("--weights {format} on {what} (--quantize's default)"), format=fmt.name, what=_scope_words(scope, fmt))
+        what = _scope_words(scope, fmt, present)
+        given = Message(N_("--weights {format} on {what} (--quantize's default)"), format=fmt.name, what=what)
     elif quantize in QUANTIZE_SCOPES:
         scope = quantize
-        given = Message(N_("--weights {format} --quantize {scope}: {what}"), format=fmt.name, scope=scope, what=_scope_words(scope, fmt))
+        what = _scope_words(scope, fmt, present)
+        given = Message(N_("--weights {format} --quantize {scope}: {what}"), format=fmt.name, scope=scope, what=what)
     else:
         raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
     roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if scope == "all" and not fmt.quantized else set())
     return StoragePlan(fmt, frozenset(roles), rest, given)
 
 
-def _scope_words(scope: str, fmt: WeightFormat) -> Message:
-    """What a scope stores in `fmt`: `all` in a float format (fp32 … fp8) covers the vectors too."""
-    return Message(_EVERY_TENSOR if scope == "all" and not fmt.quantized else SCOPE_WORDS[scope])
+def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None) -> Message:
+    """What a scope stores in `fmt`: `all` in a float format (fp32 … fp8) covers every tensor; in a
+    quantized one the layers' linears and those of the embeddings, routers and head the model
+    holds (`present`, where known), the vectors and a vision tower left as they are."""
+    if scope != "all":
+        return Message(SCOPE_WORDS[scope])
+    if not fmt.quantized:
+        return Message(SCOPE_WORDS["all"])
+    held = [r for r in ("embedding", "router", "head") if present is None or r in present]
+    linears = (
+        Message(SCOPE_WORDS["linears"])
+        if not held
+        else Message(N_("the layers' linears, {roles}"), roles=_listed([Message(ROLE_WORDS[r]) for r in held]))
+    )
+    tower = present is not None and "vision" in present
+    kept = N_("biases, norms and the vision tower stay unquantized") if tower else N_("biases and norms stay unquantized")
+    return Message(N_("{linears} ({kept})"), linears=linears, kept=Message(kept))
 
 
 def check_scope(spec: ModelSpec, plan: StoragePlan, quantize: str) -> None:

@@ -77,7 +77,8 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         )
         raise FFNError("dtype", dtype, allowed.format(dtype=dtype))
     if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
-        asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config)
+        present = frozenset(t.role for t in weight_tensors(loaded.spec))
+        asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config, present)
         if opts.quantize is not None:
             check_scope(loaded.spec, asked, opts.quantize)
         return replace(asked, asked=opts.weights), ""
