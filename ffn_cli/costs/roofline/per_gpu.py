@@ -106,23 +106,30 @@ def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[flo
     return bytes_, flops, params
 
 
-def _replicated_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, float, int]:
-    """The router and the FFN's vectors beside its experts (the router's bias): stored bytes, matmul
-    FLOPs per token and parameters, whole on every GPU as the memory holds them, every GPU scoring
-    its tokens against every expert."""
+def _replicated_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, int]:
+    """The router and the FFN's vectors beside its experts (the router's bias and score bias): stored
+    bytes and parameters, whole on every GPU as the memory holds them."""
     tensors = [t for t in ffn_tensors(spec, ffn) if t.role in ("router", "vector") and not t.name.startswith("experts.")]
-    bytes_, params = read_cost(plan, tensors)
-    return bytes_, sum(2 * t.numel for t in tensors if len(t.shape) == 2), params
+    return read_cost(plan, tensors)
+
+
+def _shared_flops(spec: ModelSpec, ffn: FFNSpec) -> int:
+    """Matmul FLOPs per token of what every token runs beside the router, split over tp: the
+    shared experts' (and a latent's) matrices."""
+    beside = (t for t in ffn_tensors(spec, ffn) if t.role not in ("router", "vector") and not t.name.startswith("experts."))
+    return sum(2 * t.numel for t in beside if len(t.shape) == 2)
 
 
 def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, local: PassCase, layout: Layout) -> PartCost:
     """A MoE layer on the busiest expert rank (see the module's docstring)."""
     whole = ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
     expert_bytes, expert_flops, expert_params = _expert_parts(spec, ffn, plan)
-    router_bytes, router_flops, router_params = _replicated_parts(spec, ffn, plan)
+    router_bytes, router_params = _replicated_parts(spec, ffn, plan)
     k = spec.real_picks(ffn)  # the real experts a token runs: zero-computation picks run none
-    # the shared experts (and what else every token runs beside the router), split over tp
-    fixed_flops = spec.mean_ffn_flops(ffn) - k * expert_flops - router_flops
+    # the shared experts (and what else every token runs beside the router), split over tp; the
+    # router's scores, every expert's for each token, on every GPU: what the FFN's count holds beside them
+    fixed_flops = _shared_flops(spec, ffn)
+    router_flops = spec.mean_ffn_flops(ffn) - k * expert_flops - fixed_flops
     fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes - router_bytes
     fixed_params = whole.weight_params - whole.experts_touched * expert_params - router_params
     experts, ep, tp = whole.experts, layout.ep, layout.tp
