@@ -116,3 +116,6 @@ def test_a_gpu_rows_note_is_said_in_chinese() -> None:
     """The A10G has no rates: the line in place of its roofline gives its row's note in Chinese."""
     out = _zh("params", "--preset", "llama-3.1-8b", "--gpu", "a10g", width=200)
     assert "没有厂商数据手册给出 A10G 的峰值算力" in out and "no vendor datasheet" not in out
+    tiny = ["-d", "16", "-b", "2", "-s", "4", "--repeats", "3", "--warmup-ms", "0", "--threads", "1"]
+    bench = _zh("bench", *tiny, "--gpu", "a10g", width=200)
+    assert "没有厂商数据手册给出 A10G 的峰值算力" in bench and "no vendor datasheet" not in bench

@@ -221,7 +221,7 @@ def _warnings(results: Sequence[BenchResult], sweep: Sweep, dtypes: Sequence[str
             words = N_(
                 "no known peak for {gpu} (--gpu): the table holds none of its peak rates ({note}); --calibrate measures this machine's"
             )
-            notes.append(Message.of(words, gpu=named.name, note="; ".join(named.notes)))
+            notes.append(Message.of(words, gpu=named.name, note=Message.separated(named.notes)))
             break
         words = N_("no known peak for {device} in {dtype}: --calibrate measures one (for % of peak and the bound)")
         notes.append(Message.of(words, device=named.name if named is not None else env.device_name, dtype=dtype))
