@@ -440,7 +440,8 @@ _DRIVER: dict[str, tuple[int, str]] = {
 }
 # key → (GB/s GPU to GPU, both directions, and the link), as the row's own datasheet prints it.
 # A PCIe card's NVLink bridge joins a few cards (its link domain, below): the H100 NVL's pairs, the
-# H200 NVL's 2 or 4; a layout of more runs part of its traffic over PCIe, which the answer says.
+# H200 NVL's 2 or 4. A layout of more sends part of its traffic over the slower PCIe between the
+# bridges: the answer says it spans more than one domain and that comm is then a lower bound.
 _PCIE4, _PCIE5 = (64, "PCIe Gen4 x16"), (128, "PCIe Gen5 x16")
 _LINKS: dict[str, tuple[float, str]] = {
     "h200-nvl": (900, "NVLink bridge, 2- or 4-way"),
