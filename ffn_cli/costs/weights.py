@@ -201,18 +201,21 @@ def plan_from_options(
         given = Message(N_("--weights {format} --quantize {scope}: {what}"), format=fmt.name, scope=scope, what=what)
     else:
         raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
-    roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if scope == "all" and not fmt.quantized else set())
+    roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if _every_tensor(scope, fmt) else set())
     return StoragePlan(fmt, frozenset(roles), rest, given)
+
+
+def _every_tensor(scope: str, fmt: WeightFormat) -> bool:
+    """`--quantize all` in a float format (fp32 … fp8): the vectors and a vision tower too."""
+    return scope == "all" and not fmt.quantized
 
 
 def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None) -> Message:
     """What a scope stores in `fmt`: `all` in a float format (fp32 … fp8) covers every tensor; in a
     quantized one the layers' linears and those of the embeddings, routers and head the model
     holds (`present`, where known), the vectors and a vision tower left as they are."""
-    if scope != "all":
+    if scope != "all" or _every_tensor(scope, fmt):
         return Message(SCOPE_WORDS[scope])
-    if not fmt.quantized:
-        return Message(SCOPE_WORDS["all"])
     held = [r for r in ("embedding", "router", "head") if present is None or r in present]
     linears = (
         Message(SCOPE_WORDS["linears"])

@@ -21,7 +21,7 @@ from math import prod
 from typing import Literal
 
 from ffn_cli.accounting import ParamTensor, param_tensors
-from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
+from ffn_cli.attention import AnyAttention, AttentionSpec, LatentAttentionSpec
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.i18n import N_
 from ffn_cli.models.spec import NORM_KINDS, ExtraPart, ModelSpec
@@ -177,7 +177,7 @@ def _one(
 _MLA_DOWN = ("q_a_proj.", "kv_a_proj_with_mqa.")
 
 
-def _whole_on_every_gpu(p: PlacedTensor, attention: object) -> bool:
+def _whole_on_every_gpu(p: PlacedTensor, attention: AnyAttention) -> bool:
     """MLA's down projections, and DeepSeek-V4's to its latent and its one shared head."""
     if isinstance(attention, LatentAttentionSpec):
         return p.role == "attention" and p.name.startswith(_MLA_DOWN)

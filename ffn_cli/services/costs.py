@@ -88,7 +88,8 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
     if plan is None:
         origin = Message(N_("{format} everywhere (--dtype)"), format=rest)
         if dtype == "float8":  # computed in fp8, stored as a checkpoint without a quantization_config is: bf16
-            origin = Message(N_("bf16 everywhere: --dtype float8 computes and keeps the cache in fp8; --weights fp8 stores the weights so"))
+            said = N_("{format} everywhere: --dtype float8 computes and keeps the cache in fp8; --weights fp8 stores the weights so")
+            origin = Message(said, format=rest)
         plan = replace(plan_from_options(rest, None, rest), origin=origin)
     return plan, note
 
