@@ -18,9 +18,10 @@ from ffn_cli.i18n import N_
 from ffn_cli.models.layout import model_layout
 from ffn_cli.models.spec import ModelSpec
 
-__all__ = ["RankMemory", "rank_memory"]
+__all__ = ["REPLICATED_ROLES", "RankMemory", "rank_memory"]
 
-_REPLICATED = ("vector", "router", "vision", "source")
+# Roles held whole on every GPU of --tp (the per-GPU roofline reads them so too).
+REPLICATED_ROLES = ("vector", "router", "vision", "source")
 # What every GPU holds whole, in words (English ids): a model's own, in this order.
 NORMS, BIASES, ROUTERS, VISION_TOWER = N_("norms"), N_("linear biases"), N_("routers"), N_("vision tower")
 ENCODER_REST = N_("the encoder's other tensors")
@@ -63,7 +64,7 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
             copied += stored.bits_of(t) * held if t.kv_heads else 0
             whole += stored.bits_of(t) if not t.kv_heads else 0
             continue
-        key = "experts" if t.role == "experts" or t.expert else "replicated" if t.role in _REPLICATED else "split"
+        key = "experts" if t.role == "experts" or t.expert else "replicated" if t.role in REPLICATED_ROLES else "split"
         bits[key] += stored.bits_of(t)
         vision += stored.bits_of(t) if t.role == "vision" else 0
     return RankMemory(
@@ -87,7 +88,7 @@ def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
     """What the model keeps whole on every GPU: its norms (and whatever else is a vector), its
     biases (not a routed expert's, held with the expert), routers, vision tower and the hash-routing
     tables its checkpoint ships, where it has them."""
-    placed = [t for t in model_layout(spec) if t.role in _REPLICATED and not t.tied and t.params and not routed_expert(t)]
+    placed = [t for t in model_layout(spec) if t.role in REPLICATED_ROLES and not t.tied and t.params and not routed_expert(t)]
     has = {
         BIASES: any(t.role == "vector" and "bias" in t.name and "norm" not in t.name for t in placed),  # a norm's bias is the norm's
         ROUTERS: any(t.role == "router" for t in placed) or spec.router_score_bias,

@@ -31,6 +31,7 @@ __all__ = [
     "check_scope",
     "checkpoint",
     "ffn_role",
+    "held_roles",
     "plan_from_config",
     "plan_from_options",
     "quantization_config",
@@ -227,10 +228,16 @@ def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None) 
     return Message(N_("{linears} ({kept})"), linears=linears, kept=Message(kept))
 
 
-def check_scope(spec: ModelSpec, plan: StoragePlan, quantize: str) -> None:
+def held_roles(spec: ModelSpec) -> frozenset[str]:
+    """The roles the model's tensors hold: what a caption may name (a tied head holds none)."""
+    return frozenset(t.role for t in weight_tensors(spec))
+
+
+def check_scope(spec: ModelSpec, plan: StoragePlan, quantize: str, present: frozenset[str] | None = None) -> None:
     """--quantize SCOPE that covers no tensor of the model (experts of a dense one) is refused:
-    the checkpoint would be shown as asked, and nothing in it stored so."""
-    present = {t.role for t in weight_tensors(spec)}
+    the checkpoint would be shown as asked, and nothing in it stored so. `present`: held_roles(spec),
+    where the caller has it."""
+    present = held_roles(spec) if present is None else present
     if present & plan.roles:
         return
     scopes = ", ".join(name for name, roles in QUANTIZE_SCOPES.items() if roles & present)

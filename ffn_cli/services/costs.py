@@ -18,7 +18,7 @@ from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pa
 from ffn_cli.costs.roofline.one_ffn import model_forecasts
 from ffn_cli.costs.roofline.per_gpu import gpu_pass
 from ffn_cli.costs.shipped import mtp_key, mtp_layers, shipped_tensors, unsized_mtp_layers
-from ffn_cli.costs.weights import check_scope, checkpoint, plan_from_config, plan_from_options, quantization_config, weight_tensors
+from ffn_cli.costs.weights import check_scope, checkpoint, held_roles, plan_from_config, plan_from_options, quantization_config
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.hardware.formats import FORMATS
@@ -76,15 +76,15 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
             "no checkpoint format stores {dtype} weights; for --gpu, --tp, --ep or --weights choose float32, bfloat16, float16 or float8"
         )
         raise FFNError("dtype", dtype, allowed.format(dtype=dtype))
+    present = held_roles(loaded.spec)  # what a caption may name
     if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
-        present = frozenset(t.role for t in weight_tensors(loaded.spec))
         asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config, present)
         if opts.quantize is not None:
-            check_scope(loaded.spec, asked, opts.quantize)
+            check_scope(loaded.spec, asked, opts.quantize, present)
         return replace(asked, asked=opts.weights), ""
     if opts.quantize is not None:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
-    plan, note = plan_from_config(loaded.config, frozenset(t.role for t in weight_tensors(loaded.spec)))
+    plan, note = plan_from_config(loaded.config, present)
     if plan is None:
         origin = Message(N_("{format} everywhere (--dtype)"), format=rest)
         if dtype == "float8":  # computed in fp8, stored as a checkpoint without a quantization_config is: bf16

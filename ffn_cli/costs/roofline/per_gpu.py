@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ffn_cli.costs.parallel_layout import Layout, held_whole_share
+from ffn_cli.costs.rank_memory import REPLICATED_ROLES
 from ffn_cli.costs.roofline.bound import busiest_rank_experts
 from ffn_cli.costs.roofline.model_pass import (
     PartCost,
@@ -106,29 +107,24 @@ def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[flo
     return bytes_, flops, params
 
 
-def _replicated_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, int]:
-    """The router and the FFN's vectors beside its experts (the router's bias and score bias): stored
-    bytes and parameters, whole on every GPU as the memory holds them."""
-    tensors = [t for t in ffn_tensors(spec, ffn) if t.role in ("router", "vector") and not t.name.startswith("experts.")]
-    return read_cost(plan, tensors)
-
-
-def _shared_flops(spec: ModelSpec, ffn: FFNSpec) -> int:
-    """Matmul FLOPs per token of what every token runs beside the router, split over tp: the
-    shared experts' (and a latent's) matrices."""
-    beside = (t for t in ffn_tensors(spec, ffn) if t.role not in ("router", "vector") and not t.name.startswith("experts."))
-    return sum(2 * t.numel for t in beside if len(t.shape) == 2)
+def _beside_experts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, int, int]:
+    """What the FFN holds beside its routed experts: the router and its vectors (its bias, a score
+    bias), whole on every GPU as the memory holds them, their stored bytes and parameters; and the
+    matmul FLOPs per token of the rest every token runs (shared experts, a latent), split over tp."""
+    beside = [t for t in ffn_tensors(spec, ffn) if not t.name.startswith("experts.")]
+    whole = [t for t in beside if t.role in REPLICATED_ROLES]
+    split_flops = sum(2 * t.numel for t in beside if t.role not in REPLICATED_ROLES and len(t.shape) == 2)
+    return (*read_cost(plan, whole), split_flops)
 
 
 def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, local: PassCase, layout: Layout) -> PartCost:
     """A MoE layer on the busiest expert rank (see the module's docstring)."""
     whole = ffn_cost(spec, ffn, plan, local)  # the router, shared experts and routed ones, this group's tokens
     expert_bytes, expert_flops, expert_params = _expert_parts(spec, ffn, plan)
-    router_bytes, router_params = _replicated_parts(spec, ffn, plan)
+    router_bytes, router_params, fixed_flops = _beside_experts(spec, ffn, plan)
     k = spec.real_picks(ffn)  # the real experts a token runs: zero-computation picks run none
-    # the shared experts (and what else every token runs beside the router), split over tp; the
-    # router's scores, every expert's for each token, on every GPU: what the FFN's count holds beside them
-    fixed_flops = _shared_flops(spec, ffn)
+    # the router's scores, every expert's for each token, on every GPU: what the FFN's count holds
+    # beside the experts and the shared matrices
     router_flops = spec.mean_ffn_flops(ffn) - k * expert_flops - fixed_flops
     fixed_bytes = whole.weight_bytes - whole.experts_touched * expert_bytes - router_bytes
     fixed_params = whole.weight_params - whole.experts_touched * expert_params - router_params
