@@ -112,12 +112,17 @@ def test_an_nvl72_rack_joins_72_gpus_by_its_link() -> None:
 def test_an_nvl_cards_bridge_joins_its_few(gpu: str, gbps: int, domain: int) -> None:
     # The H100 NVL's datasheet: NVLink 600 GB/s between a bridged pair; the H200 NVL's: a 2- or 4-way
     # bridge at 900 GB/s. Within the bridge the all-reduces run at half of it each way; a layout of
-    # more cards sends part of its traffic over PCIe, which the answer names.
+    # more cards, in one server, runs its ring over the PCIe Gen5 x16 between the bridges (128 GB/s,
+    # 64 each way), its slowest link; past a server's 8, a network carries part of it too.
     inside = _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--batch", "64", "--tp", str(domain))
     case = inside["cases"][0]["communication"]
     assert inside["gpus"]["link_gbps"] == gbps and inside["gpus"]["link_domain_gpus"] == domain
     assert case["model_s"] == pytest.approx(case["model_bytes_sent"] / (gbps / 2 * 1e9)) and not inside["gpus"]["spans_nodes"]
-    assert _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--tp", str(2 * domain))["gpus"]["spans_nodes"]
+    past = _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--batch", "64", "--tp", str(2 * domain))
+    case = past["cases"][0]["communication"]
+    assert (past["gpus"]["link"], past["gpus"]["link_gbps"], past["gpus"]["spans_nodes"]) == ("PCIe Gen5 x16", 128, False)
+    assert case["model_s"] == pytest.approx(case["model_bytes_sent"] / (64 * 1e9))
+    assert _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--tp", "16")["gpus"]["spans_nodes"]
 
 
 def test_kv_heads_replicate_when_tp_exceeds_them() -> None:

@@ -536,8 +536,6 @@ def test_a_context_limit_named_model_max_length(tmp_path: Any, model_type: str) 
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),
         # IDEFICS: a gated cross-attention layer over the image every cross_layer_interval layers, beside them
         ("idefics", {}, "it builds layers that attend beside its decoder layers (model.gated_cross_attn_layers)"),
-        # Qwen2.5-Omni: a thinker and a talker, two decoders of 28 layers, each with a cache of its own
-        ("qwen2_5_omni", {}, "2 lists of num_hidden_layers decoder layers (thinker.model.language_model.layers, talker.model.layers)"),
     ],
 )
 def test_what_a_decoder_layout_cannot_hold_is_refused_by_name(tmp_path: Any, model_type: str, keys: dict[str, Any], why: str) -> None:

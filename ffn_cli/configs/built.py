@@ -12,8 +12,21 @@ from typing import Any
 from ffn_cli.configs.attribution import RULES, BuiltKind
 from ffn_cli.i18n import N_, Message
 from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.vision import TowerInput, towers_named
 
-__all__ = ["PART_NAMES", "SOURCE_KEPT", "SOURCE_UNSAID", "TOWER_WORDS", "BuiltLayout", "BuiltModel", "BuiltPart", "RoutedExperts"]
+__all__ = [
+    "PART_NAMES",
+    "SOURCE_KEPT",
+    "SOURCE_UNSAID",
+    "TOWERS",
+    "TOWER_RUNS_ON",
+    "TOWER_WORDS",
+    "BuiltLayout",
+    "BuiltModel",
+    "BuiltPart",
+    "RoutedExperts",
+    "described_towers",
+]
 
 # What an encoder-decoder's decoder keeps of a source, said beside its layout: the most its encoder
 # hands on; a length no key names (T5's relative positions, TrOCR's decoder alone); the length asked.
@@ -32,10 +45,32 @@ _SOURCE_GIVEN = N_(
     "projections (k_proj, v_proj) run once a source, not by a token decoded"
 )
 
-# A tower a config describes beside its text model (its vision_config's, its audio_config's), and the
-# words a built module's name has for it; a projector into the text model's width (multi_modal_projector,
-# Kimi K2.5's mm_projector) is a tower's where the config describes one.
-TOWER_WORDS = {"vision_config": ("vision", "visual", "image", "video", "resampler"), "audio_config": ("audio",)}
+# A tower a config describes beside its text model (its vision_config's, its audio_config's), the words
+# a built module's name has for it, and what it runs on instead of a text token; a projector into the
+# text model's width (multi_modal_projector, Kimi K2.5's mm_projector) is a tower's where the config
+# describes one. An omni model's speech output is one too (Qwen2.5-Omni's and Qwen3-Omni's talker, a
+# decoder of its own that turns the text model's states into speech codes, and the vocoder after it):
+# it runs on the speech the model speaks.
+TOWERS: dict[str, tuple[TowerInput, tuple[str, ...]]] = {
+    "vision_config": ("images", ("vision", "visual", "image", "video", "resampler")),
+    "audio_config": ("audio", ("audio",)),
+    "talker_config": ("speech", ("talker",)),
+    "token2wav_config": ("speech", ("token2wav",)),
+    "code2wav_config": ("speech", ("code2wav",)),
+}
+TOWER_WORDS = {key: words for key, (_runs_on, words) in TOWERS.items()}
+TOWER_RUNS_ON = {key: runs_on for key, (runs_on, _words) in TOWERS.items()}
+
+
+def described_towers(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The towers a config describes, by key: its own (Gemma 4's vision_config), and those of a
+    model nested in it (Qwen3-Omni's thinker_config holds its vision_config and audio_config)."""
+    found = {k: v for k, v in config.items() if k in TOWER_WORDS and isinstance(v, Mapping)}
+    for key, value in config.items():
+        if key.endswith("_config") and key not in TOWER_WORDS and isinstance(value, Mapping):
+            found |= {k: v for k, v in value.items() if k in TOWER_WORDS and k not in found and isinstance(v, Mapping)}
+    return found
+
 
 PART_NAMES: dict[BuiltKind, str] = {
     "vision": N_("vision tower"),
@@ -62,9 +97,11 @@ class BuiltPart:
     def name(self) -> str:
         """Its row's name: the towers by what they run on, as their modules say ("audio_tower";
         "vision_tower", "visual"; a projector says neither)."""
-        if self.kind == "vision" and any(w in m.lower() for m in self.modules for w in TOWER_WORDS["audio_config"]):
-            images = any(w in m.lower() for m in self.modules for w in TOWER_WORDS["vision_config"])
-            return N_("vision and audio towers") if images else N_("audio tower")
+        if self.kind == "vision":
+            held = frozenset(
+                TOWER_RUNS_ON[k] for k, words in TOWER_WORDS.items() if any(w in m.lower() for m in self.modules for w in words)
+            )
+            return towers_named(held or frozenset({"images"}))
         return PART_NAMES[self.kind]
 
     @property

@@ -22,11 +22,12 @@ from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
-from ffn_cli.configs.built import TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts
+from ffn_cli.configs.built import TOWER_RUNS_ON, TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts, described_towers
 from ffn_cli.configs.encoder_decoder import half_of
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import MAX_LAYERS
+from ffn_cli.models.vision import TowerInput
 
 __all__ = [
     "FFNModule",
@@ -172,10 +173,23 @@ _PROJECTOR = "projector"  # a tower's projector into the text model's width (mul
 
 def is_tower(path: str, config: Mapping[str, Any]) -> bool:
     """Whether a module beside the text model's layers is a tower the config describes (its
-    vision_config's, its audio_config's: MOSS-Transcribe-Diarize's, Muse Spark's) or the tower's
-    projector, by its name: the model's part that runs on images or audio, never on a text token."""
-    words = [w for key, said in TOWER_WORDS.items() if isinstance(config.get(key), Mapping) for w in said]
-    return any(w in path.lower() for w in (*words, *([_PROJECTOR] if words else [])))
+    vision_config's, its audio_config's: MOSS-Transcribe-Diarize's, Muse Spark's; an omni model's
+    talker and vocoder) or an input tower's projector, by its name: a part of the model that runs
+    on images, audio or speech, never on a text token."""
+    return _runs_on(path, described_towers(config)) is not None
+
+
+def _runs_on(name: str, described: Mapping[str, Any]) -> TowerInput | None:
+    """What the tower whose module is named `name` runs on, by the words of the towers described;
+    a projector, on the input its towers read (audio where no vision tower is described: MOSS's)."""
+    lowered = name.lower()
+    found = [TOWER_RUNS_ON[key] for key in described if any(w in lowered for w in TOWER_WORDS[key])]
+    if found:
+        return found[0]
+    inputs = [TOWER_RUNS_ON[key] for key in described if TOWER_RUNS_ON[key] in ("images", "audio")]
+    if _PROJECTOR in lowered and inputs:
+        return "images" if "images" in inputs else "audio"
+    return None
 
 
 def tower_path(path: str, config: Mapping[str, Any]) -> str | None:
@@ -183,9 +197,15 @@ def tower_path(path: str, config: Mapping[str, Any]) -> str | None:
     shortest start of the path whose last name is a tower's (model.vision_tower, Kosmos-2.5's
     vision_model at the root, Phi-4-multimodal's model.embed_tokens_extend.image_embed); None
     for a module of the text model. Counting by building and the layout both place towers so."""
+    described = described_towers(config)
     names = path.split(".")
-    found = next((i for i, name in enumerate(names) if is_tower(name, config)), None)
+    found = next((i for i, name in enumerate(names) if _runs_on(name, described) is not None), None)
     return None if found is None else ".".join(names[: found + 1])
+
+
+def tower_runs_on(top: str, config: Mapping[str, Any]) -> TowerInput:
+    """What the tower built as module `top` (a tower_path) runs on."""
+    return _runs_on(top.rpartition(".")[2], described_towers(config)) or "images"
 
 
 def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_class: str) -> tuple[Message, ...]:
@@ -194,10 +214,12 @@ def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_clas
     and its checkpoint ships the vision tower beside it, counted nowhere."""
     held = [n.lower() for n in names]
     said = N_("its {key}'s tower is not counted: transformers' {cls} builds the text model alone")
+    # An omni model whose config turns its speech off (enable_audio_output: false) builds no talker.
+    silent = N_("its {key} is not counted: transformers' {cls} builds no speech output where enable_audio_output is false")
     notes = [
-        Message(said, key=key, cls=model_class)
-        for key, words in TOWER_WORDS.items()
-        if isinstance(config.get(key), Mapping) and not any(w in n for n in held for w in words)
+        Message(silent if TOWER_RUNS_ON[key] == "speech" else said, key=key, cls=model_class)
+        for key in described_towers(config)
+        if not any(w in n for n in held for w in TOWER_WORDS[key])
     ]
     # Any other part the config describes as a model of its own (Moshi's depth_decoder_config and its
     # audio codec's audio_encoder_config), which the class holds no module of: by its first word.

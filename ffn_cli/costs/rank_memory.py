@@ -17,6 +17,7 @@ from ffn_cli.costs.weights import PART_WORDS, Checkpoint, routed_expert
 from ffn_cli.i18n import N_
 from ffn_cli.models.layout import model_layout
 from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.vision import towers_named
 
 __all__ = ["REPLICATED_ROLES", "RankMemory", "rank_memory"]
 
@@ -84,6 +85,12 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
     )
 
 
+def _towers_word(spec: ModelSpec) -> str:
+    """The towers a model holds, in words: "vision tower", "vision and audio towers", an omni model's
+    "towers and speech output"."""
+    return towers_named(spec.vision.runs_on) if spec.vision is not None else VISION_TOWER
+
+
 def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
     """What the model keeps whole on every GPU: its norms (and whatever else is a vector), its
     biases (not a routed expert's, held with the expert), routers, vision tower and the hash-routing
@@ -92,7 +99,7 @@ def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
     has = {
         BIASES: any(t.role == "vector" and "bias" in t.name and "norm" not in t.name for t in placed),  # a norm's bias is the norm's
         ROUTERS: any(t.role == "router" for t in placed) or spec.router_score_bias,
-        VISION_TOWER: any(t.role == "vision" for t in placed),
+        _towers_word(spec): any(t.role == "vision" for t in placed),
         ENCODER_REST: any(t.role == "source" for t in placed),
         PART_WORDS["table"]: any(t.part == "table" for t in stored.tensors),
     }

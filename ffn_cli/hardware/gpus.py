@@ -25,12 +25,13 @@ from dataclasses import dataclass, field, replace
 
 from ffn_cli.i18n import N_, Message, _
 
-__all__ = ["DRIVER_SOURCES", "DTYPES", "GPU", "GPUS", "SOURCES", "gpu_for_device_name", "ridge_flop_per_byte"]
+__all__ = ["DRIVER_SOURCES", "DTYPES", "GPU", "GPUS", "SERVER_GPUS", "SOURCES", "gpu_for_device_name", "ridge_flop_per_byte"]
 
 MIB = 1 << 20
 
 # Table columns, in the order `ffn hardware` prints them.
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
+SERVER_GPUS = 8  # the GPUs one server holds, an HGX board's or a PCIe server's
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,27 @@ class GPU:
     link: str = ""  # what that link is: "NVLink 4", "PCIe Gen4 x16"
     # The GPUs one link domain joins: an HGX board's or a server's 8; a Grace Blackwell NVL72 rack's
     # 72 (the form GB200 and GB300 are deployed in). Beyond it a network carries part of the traffic.
-    link_domain: int = 8
+    link_domain: int = SERVER_GPUS
+    # Past a bridge's domain, in the same server: the link between the bridges (the H100 NVL's and the
+    # H200 NVL's PCIe Gen5), GB/s both directions together, and its name; None where the domain is a server's.
+    beyond_domain_gbps: float | None = None
+    beyond_domain_link: str = ""
     # What of the product the row is, where the product is more than one GPU (a Grace Blackwell
     # superchip's figures are per GPU): an English id, said after the name in the reader's language.
     scope: str = ""
+
+    def comm_link(self, gpus: int) -> tuple[float | None, str]:
+        """The GB/s and the link the collectives of a layout of `gpus` GPUs run at: the row's own
+        link within its domain; past a bridge's domain, the PCIe between the bridges, since a ring
+        over the cards runs at its slowest link."""
+        if gpus > self.link_domain and self.beyond_domain_gbps is not None:
+            return self.beyond_domain_gbps, self.beyond_domain_link
+        return self.link_gbps, self.link
+
+    def spans_network(self, gpus: int) -> bool:
+        """Whether `gpus` GPUs span more than one server or rack its links join (a network carries part
+        of their traffic): past the domain, or past a server of bridged cards."""
+        return gpus > (SERVER_GPUS if self.beyond_domain_gbps is not None else self.link_domain)
 
     @property
     def full_name(self) -> str:
@@ -440,8 +458,8 @@ _DRIVER: dict[str, tuple[int, str]] = {
 }
 # key → (GB/s GPU to GPU, both directions, and the link), as the row's own datasheet prints it.
 # A PCIe card's NVLink bridge joins a few cards (its link domain, below): the H100 NVL's pairs, the
-# H200 NVL's 2 or 4. A layout of more sends part of its traffic over the slower PCIe between the
-# bridges: the answer says it spans more than one domain and that comm is then a lower bound.
+# H200 NVL's 2 or 4. A layout of more runs its collectives over the slower PCIe between the bridges
+# (_BEYOND_BRIDGE): a ring runs at its slowest link, at which the answer prices comm.
 _PCIE4, _PCIE5 = (64, "PCIe Gen4 x16"), (128, "PCIe Gen5 x16")
 _LINKS: dict[str, tuple[float, str]] = {
     "h200-nvl": (900, "NVLink bridge, 2- or 4-way"),
@@ -474,14 +492,17 @@ _LINKS: dict[str, tuple[float, str]] = {
 
 
 # A link domain wider than a server's 8: GB200 NVL72 and GB300 NVL72 join 72 GPUs by NVLink 5 switches
-# (NVIDIA's GB200 NVL72 and GB300 NVL72 pages).
+# (NVIDIA's GB200 NVL72 and GB300 NVL72 pages); narrower, a bridge's cards, PCIe Gen5 between bridges.
 _DOMAINS = {"gb300": 72, "gb200": 72, "h100-nvl": 2, "h200-nvl": 4}
+_BEYOND_BRIDGE = {"h100-nvl": _PCIE5, "h200-nvl": _PCIE5}
 
 
 def _with_driver_and_link(gpu: GPU) -> GPU:
     mib, source = _DRIVER.get(gpu.key, (None, ""))
     gbps, link = _LINKS.get(gpu.key, (None, ""))
-    return replace(gpu, driver_mib=mib, driver_source=source, link_gbps=gbps, link=link, link_domain=_DOMAINS.get(gpu.key, 8))
+    beyond, between = _BEYOND_BRIDGE.get(gpu.key, (None, ""))
+    return replace(gpu, driver_mib=mib, driver_source=source, link_gbps=gbps, link=link, link_domain=_DOMAINS.get(gpu.key, SERVER_GPUS),
+                   beyond_domain_gbps=beyond, beyond_domain_link=between)  # fmt: skip
 
 
 GPUS = tuple(_with_driver_and_link(g) for g in GPUS)

@@ -43,8 +43,8 @@ class ModelPart:
     params_each: int
     copies: int = 1
     active_each: int | None = None  # MoE: what one token touches; None when all of it
-    # A part no text token runs: what it runs on instead, "images", "audio" or "source" (an
-    # encoder-decoder's encoder); "" for the rest.
+    # A part no text token runs: what it runs on instead, "images", "audio", "speech" (an omni
+    # model's talker and vocoder) or "source" (an encoder-decoder's encoder); "" for the rest.
     runs_on: str = ""
 
     @property
@@ -183,7 +183,7 @@ class ModelParams:
 
     @property
     def tower_params(self) -> dict[str, int]:
-        """`vision_params` by what each part runs on: images, audio, or the source an encoder reads."""
+        """`vision_params` by what each part runs on: images, audio, speech, or the source an encoder reads."""
         found: dict[str, int] = {}
         for p in self.parts:
             if p.kind == "vision":
@@ -469,7 +469,9 @@ def _part(spec: ModelSpec, block: Block) -> ModelPart:
             detail = Message.join(detail, _where(spec.held_layers_of(e) or ()))
     elif block.part == "vision" and spec.vision is not None:
         vision = next(p for p in spec.vision.parts if p.name == block.name)
-        label = {"audio": N_("audio: {part}"), "source": N_("encoder: {part}")}.get(vision.runs_on, N_("vision: {part}"))
+        label = {"audio": N_("audio: {part}"), "speech": N_("speech: {part}"), "source": N_("encoder: {part}")}.get(
+            vision.runs_on, N_("vision: {part}")
+        )
         part = vision.name if vision.tensors else Message(vision.name)  # an encoder's module path as it is, never a word to translate
         name, unit, detail = Message(label, part=part), vision.copies, vision.detail
         active, runs_on = 0, vision.runs_on  # run on images, audio or a source, never by a token

@@ -1,6 +1,7 @@
 """The vision tower of a multimodal config, counted beside its text model: its parts, each
 with its parameters (read from the config by configs/vision.py, or built by transformers); an
-audio tower too (MOSS-Transcribe-Diarize's, Muse Spark's), a part that runs on audio.
+audio tower too (MOSS-Transcribe-Diarize's, Muse Spark's), a part that runs on audio; an omni
+model's speech output (Qwen3-Omni's talker and vocoder), a part that runs on the speech it speaks.
 """
 
 from __future__ import annotations
@@ -9,8 +10,29 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ffn_cli.accounting import ParamTensor
+from ffn_cli.i18n import N_
 
-__all__ = ["VisionPart", "VisionTower"]
+__all__ = ["TowerInput", "VisionPart", "VisionTower", "towers_named"]
+
+# What a part no text token runs runs on instead: images, audio, the speech an omni model speaks (its
+# talker and vocoder), or the source an encoder-decoder's encoder reads.
+TowerInput = Literal["images", "audio", "speech", "source"]
+
+
+# Towers by what they run on, as a row names them.
+_TOWERS_NAMED: dict[frozenset[str], str] = {
+    frozenset({"images"}): N_("vision tower"),
+    frozenset({"audio"}): N_("audio tower"),
+    frozenset({"images", "audio"}): N_("vision and audio towers"),
+    frozenset({"speech"}): N_("speech output"),
+}
+
+
+def towers_named(runs_on: frozenset[str]) -> str:
+    """The row's name for towers that run on `runs_on`: "vision and audio towers"; with an omni
+    model's speech output beside them, "towers and speech output"."""
+    towers = runs_on - {"source"}  # an encoder-decoder's encoder is named apart
+    return _TOWERS_NAMED.get(towers or frozenset({"images"}), N_("towers and speech output"))
 
 
 @dataclass(frozen=True)
@@ -21,7 +43,7 @@ class VisionPart:
     detail: str
     params_each: int
     copies: int = 1
-    runs_on: Literal["images", "audio", "source"] = "images"  # source: an encoder-decoder's encoder, on its source
+    runs_on: TowerInput = "images"
     # Its tensors as built, each with its kind by the attribution rule ("attention", "ffn",
     # "embedding", …): an encoder-decoder's encoder, stored and split over --tp as the decoder's
     # layers are. Empty: a tower kept whole on every GPU, in the rest's format.
@@ -48,5 +70,5 @@ class VisionTower:
 
     @property
     def runs_on(self) -> frozenset[str]:
-        """What its parts run on: images, audio, or both."""
+        """What its parts run on: images, audio, speech, or several."""
         return frozenset(p.runs_on for p in self.parts)

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ffn_cli.costs.roofline.model_pass import PartCost, PassCost
 from ffn_cli.costs.roofline.per_gpu import GPUPass
-from ffn_cli.hardware import GPU
+from ffn_cli.hardware import GPU, SERVER_GPUS
 from ffn_cli.i18n import N_, Message, _, ngettext, shown, tidy
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops, fmt_rate
@@ -90,11 +90,16 @@ SPANS_NODES_NOTE = N_(
     "{gpus} GPUs span more than one {link} domain ({node} GPUs): the network between domains, slower and not in the "
     "table, carries part of the traffic, so comm here is a lower bound"
 )
+SPANS_BRIDGES_NOTE = N_(
+    "{gpus} GPUs span more than one {bridge} ({node} GPUs): their collectives run over {link} between the bridges, "
+    "the ring's slowest link, at which comm is priced"
+)
 
 
 def _comm_data(g: GPUPass, model: PartCost, gpu: GPU, peak: float) -> dict[str, Any]:
     comm = g.comm
-    seconds = None if gpu.link_gbps is None else comm.time_s(comm.model_bytes, gpu.link_gbps)
+    gbps, _link = gpu.comm_link(g.layout.gpus)
+    seconds = None if gbps is None else comm.time_s(comm.model_bytes, gbps)
     compute = model.roofline(peak, gpu.bandwidth_gbps).time_s
     return {
         "attention_layer_bytes_sent": comm.attention_bytes,
@@ -108,18 +113,19 @@ def _comm_data(g: GPUPass, model: PartCost, gpu: GPU, peak: float) -> dict[str, 
 
 def layout_data(g: GPUPass, gpu: GPU) -> dict[str, Any]:
     layout = g.layout
+    gbps, link = gpu.comm_link(layout.gpus)
     return {
         "tp": layout.tp,
         "ep": layout.ep,
         "gpus": layout.gpus,
         "attention_groups": layout.dp,
         "per_gpu": True,
-        "link": gpu.link or None,
-        "link_gbps": gpu.link_gbps,
-        "link_source": gpu.source if gpu.link_gbps is not None else None,
-        "communication": "added, not overlapped" if gpu.link_gbps is not None else "not counted: no link bandwidth",
+        "link": link or None,  # the link comm is priced at: past a bridge, the PCIe between bridges
+        "link_gbps": gbps,
+        "link_source": gpu.source if gbps is not None else None,
+        "communication": "added, not overlapped" if gbps is not None else "not counted: no link bandwidth",
         "link_domain_gpus": gpu.link_domain,
-        "spans_nodes": layout.gpus > gpu.link_domain,
+        "spans_nodes": gpu.spans_network(layout.gpus),
     }
 
 
@@ -169,9 +175,10 @@ def roofline_data(
 def _comm_rows(g: GPUPass, gpu: GPU, peak: float, n_layers: int) -> list[list[str]]:
     """Under a batch's rows: what one GPU sends over the pass, and its time with the compute's."""
     model = g.cost.model.roofline(peak, gpu.bandwidth_gbps).time_s
-    if gpu.link_gbps is None:
+    gbps, _link = gpu.comm_link(g.layout.gpus)
+    if gbps is None:
         return []
-    seconds = g.comm.time_s(g.comm.model_bytes, gpu.link_gbps)
+    seconds = g.comm.time_s(g.comm.model_bytes, gbps)
     comm = ["", _("comm ×{n}").format(n=n_layers), "", fmt_bytes(g.comm.model_bytes), "", _("link"), fmt_time(seconds)]
     total = ["", _("per GPU"), "", "", "", "", f"[bold]{fmt_time(model + seconds)}[/]"]
     return [comm, total]
@@ -274,7 +281,12 @@ def roofline_view(
 def _per_gpu_caption(g: GPUPass, gpu: GPU) -> str:
     if gpu.link_gbps is None:
         return _(NO_LINK_NOTE).format(gpu=visible(gpu.label))
-    text = _(PER_GPU_NOTE).format(link=gpu.link, gbps=f"{gpu.link_gbps:,.0f}")
-    if g.layout.gpus > gpu.link_domain:
-        text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=gpu.link_domain, link=gpu.link)
+    gbps, link = gpu.comm_link(g.layout.gpus)
+    assert gbps is not None  # a row with a link has one past its bridge too
+    text = _(PER_GPU_NOTE).format(link=link, gbps=f"{gbps:,.0f}")
+    if g.layout.gpus > gpu.link_domain and gpu.beyond_domain_gbps is not None:
+        text += _("; ") + _(SPANS_BRIDGES_NOTE).format(gpus=g.layout.gpus, bridge=gpu.link, node=gpu.link_domain, link=link)
+    if gpu.spans_network(g.layout.gpus):
+        node = SERVER_GPUS if gpu.beyond_domain_gbps is not None else gpu.link_domain
+        text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=node, link=link)
     return text

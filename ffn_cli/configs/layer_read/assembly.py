@@ -14,11 +14,11 @@ from transformers import PretrainedConfig
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute
-from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout
+from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.encoder_decoder import EncoderDecoder
 from ffn_cli.configs.layer_read.shell import Shell
 from ffn_cli.configs.layer_read.tensors import LayerRead, beyond_ffn, layers_named
-from ffn_cli.configs.meta_build import tower_path
+from ffn_cli.configs.meta_build import tower_path, tower_runs_on
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
@@ -73,6 +73,12 @@ _LOOPS = re.compile(r"(^|_)loops($|_)")
 _BESIDE_NOT_RUN = N_(
     "the FLOPs of the modules beside the layers, which may run on the model's other inputs (audio, images), not on a text token"
 )
+# An omni model's talker and vocoder: held as weights, run on the speech it speaks.
+_SPEECH_STATE = N_(
+    "the decode state of the speech output ({modules}): its talker decodes speech codes with a cache of its own, which "
+    "grows with the speech spoken, not with the text; not counted (its weights are)"
+)
+_SPEECH_PASS = N_("the speech output ({modules}): its FLOPs and bytes, which run on the speech the model speaks, not on a text token")
 _LOOPED = N_(
     "its {key} {n}: some layers run {n} times over, each pass with what it caches; ffn sizes each layer once, "
     "its FLOPs, activations and decode state for one pass"
@@ -132,18 +138,10 @@ def _towers(
             rest.append(t)
     if not towers:
         return None, tuple(rest)
-    # An audio tower's modules, and a projector where the config describes no vision tower (MOSS's), run on audio.
-    audio_only = not isinstance(config.get("vision_config"), Mapping)
     parts = tuple(
-        VisionPart(top, N_("as transformers builds it"), params, runs_on="audio" if _audio(top) or audio_only else "images")
-        for top, params in towers.items()
+        VisionPart(top, N_("as transformers builds it"), params, runs_on=tower_runs_on(top, config)) for top, params in towers.items()
     )
     return VisionTower(Message.listed(list(towers)), parts), tuple(rest)
-
-
-def _audio(path: str) -> bool:
-    """A tower module whose name says it is the audio tower's (audio_tower)."""
-    return any(w in path.lower() for w in TOWER_WORDS["audio_config"])
 
 
 def _one(reads: list[LayerRead], what: str, value: Any, source: str) -> Any:
@@ -518,6 +516,10 @@ def assemble(
     # (a table or a learned vector beside them, Inkling 2's final_input query, LLaVA-NeXT's image_newline, runs no matmul).
     if not text_only and any(t.name.endswith(".weight") for t in beside):
         flops_left_out.append(Message(_BESIDE_NOT_RUN))
+    speech = [p.name for p in vision.parts if p.runs_on == "speech"] if vision is not None else []
+    if speech:
+        left_out.append(Message(_SPEECH_STATE, modules=Message.listed(speech)))
+        flops_left_out.append(Message(_SPEECH_PASS, modules=Message.listed(speech)))
     embedding_norm = NORM_KINDS[spec.norm] * spec.embedding_width  # over the embeddings, as wide as their table
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, embedding_norm):
         raise beyond_ffn(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(

@@ -101,7 +101,12 @@ def every_layer(
     """The decoder layers of a model whose layers come from several classes (Jamba's attention and
     Mamba layers, OLMo-Hybrid's), as the whole model built them, each layer then read alone; and
     the blocks they share (Zamba's tied shared transformers), held by the first layer that applies each."""
-    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m)]
+    config = model.config.to_dict() if isinstance(model.config, PretrainedConfig) else {}
+    lists = [
+        m
+        for n, m in model.named_modules()
+        if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m) and not tower_path(n, config)
+    ]  # fmt: skip (a tower's: Qwen2.5-Omni's talker)
     if len(lists) != 1:
         why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
         raise beyond_ffn(source, why.format(n=len(classes)))
@@ -151,8 +156,10 @@ def shell_of(
     text = model.config.get_text_config()
     d, vocab = int(text.hidden_size), vocab or int(text.vocab_size)
     modules = dict(model.named_modules())
-    # the decoder's layers: an encoder's of the same class (T5's blocks) are the encoder's, counted with it
-    built = [(n, m) for n, m in modules.items() if isinstance(m, classes) and not _within(n, encoder)]
+    whole_config = model.config.to_dict()
+    # the decoder's layers: an encoder's of the same class (T5's blocks) are the encoder's, counted with it;
+    # a tower's, the tower's (Qwen2.5-Omni's talker, a decoder of the text model's class)
+    built = [(n, m) for n, m in modules.items() if isinstance(m, classes) and not _within(n, encoder) and not tower_path(n, whole_config)]
     if built and not whole:  # layers beside num_hidden_layers' (HRM's stacks)
         raise beyond_ffn(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
             cls=type(built[0][1]).__name__))  # fmt: skip
@@ -173,6 +180,9 @@ def shell_of(
     # its LayerNorm; CamemBERT's lm_head.dense and lm_head.layer_norm): counted beside, never a final norm.
     # A module that holds the token embeddings too is the text model the head sits in (Kosmos-2.5's text_model).
     input_embeddings = _input_embeddings(model)
+    if input_embeddings is None:  # a model that names none (Qwen3-Omni's): the text model's table of the vocabulary's rows
+        input_embeddings = next((m for n, m in modules.items() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab
+                                 and tower_path(n, whole_config) is None), None)  # fmt: skip
     table = next((n for n, m in modules.items() if m is input_embeddings), "")
     # The token table's width: hidden_size, or a factorized table's own (ELECTRA's, RemBERT's, projected to
     # hidden_size by a Linear beside the layers); its position and token-type tables and their norm as wide.
@@ -181,7 +191,7 @@ def shell_of(
     # A head tied to the token embeddings is one tensor, listed once under whichever name comes first
     # (CamemBERT's lm_head.decoder, before its embeddings).
     tied_weight = getattr(output, "weight", None)
-    if tied_weight is not None and tied_weight is not getattr(_input_embeddings(model), "weight", None):
+    if tied_weight is not None and tied_weight is not getattr(input_embeddings, "weight", None):
         tied_weight = None
     # A table looked up by token (Gemma 4's per-layer embeddings) has a vocabulary's rows, as the config sizes one.
     data = text.to_dict()
@@ -196,7 +206,6 @@ def shell_of(
     position_rows = {v for k, v in data.items() if k in position_keys and isinstance(v, int)} - vocabularies
     positions = first_position = 0
     fixed_positions = False
-    whole_config = model.config.to_dict()
     for name, p in model.named_parameters():
         if name.startswith(inside):
             continue
@@ -208,7 +217,7 @@ def shell_of(
             continue
         if embedding is None and tuple(p.shape) == (vocab, e) and (isinstance(module, nn.Embedding) or p is tied_weight):
             embedding = name
-        elif embedding is None and module is _input_embeddings(model) and _rows_past(p, vocab, d):
+        elif embedding is None and module is input_embeddings and _rows_past(p, vocab, d):
             # The token table holds rows past vocab_size (Llama 3.2 Vision's 8 for its image tokens): the
             # vocabulary's rows are the embeddings, the rest a table looked up beside them.
             embedding = name

@@ -14,6 +14,7 @@ from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.i18n import _, shown, tidy
 from ffn_cli.models.count import training_memory
 from ffn_cli.models.layer import BACKWARD_FACTOR
+from ffn_cli.models.vision import towers_named
 from ffn_cli.render.fit import LABEL_FLOOR, Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_count, fmt_flops
 from ffn_cli.render.literal import literal, visible
@@ -253,17 +254,16 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
             runs = {
                 frozenset({"images"}): _("; not in the active counts: it runs on images, not on a text token"),
                 frozenset({"audio"}): _("; not in the active counts: it runs on audio, not on a text token"),
+                frozenset({"images", "audio"}): _("; not in the active counts: they run on images and audio, not on a text token"),
                 frozenset({"source"}): _("; not in the active counts: it runs once a source, not by a token decoded"),
             }
-            vision += runs.get(runs_on, _("; not in the active counts: they run on images and audio, not on a text token"))
+            speaks = _("; not in the active counts: they run on the model's images, audio and the speech it speaks, not on a text token")
+            vision += runs.get(runs_on, speaks)
         elif encoder:
             vision += _("; it runs once a source: not in a token's FLOPs")
         experts = any(e.kind == "vision" for e in m.spec.extras)  # ERNIE 4.5 VL's image experts beside its text ones
-        towers = {
-            frozenset({"audio"}): _("audio tower"),
-            frozenset({"images", "audio"}): _("vision and audio towers"),
-        }
-        label = _("encoder") if encoder else towers.get(runs_on, _("vision tower and experts") if experts else _("vision tower"))
+        label = _("vision tower and experts") if experts and runs_on == {"images"} else _(towers_named(runs_on))
+        label = _("encoder") if encoder else label
         rows.append([label, fmt_count(m.vision_params), vision])
     without = _("without token/position embeddings and an untied head")
     if any(e.kind == "embedding" for e in m.spec.extras):  # Gemma 3n's and 4's per-layer tables are embeddings too
