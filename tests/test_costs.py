@@ -53,9 +53,11 @@ def test_bits_per_weight(name: str, bits: float) -> None:
         ("mxfp4", (5760, 2880), 5760 * 2880 // 2 + 5760 * 90),
         ("int4-g128-bf16", (4096, 4096), 4096 * 4096 // 2 + 4096 * 32 * 2),
         ("int8", (10, 6), 60 + 10 * 2),  # one bf16 scale per row
+        ("int8", (), 1 + 2),  # a scalar (VibeVoice's latent_scaling_factor): one row of one
+        ("fp8-block", (), 1 + 4),
     ],
 )
-def test_tensor_bytes(name: str, shape: tuple[int, int], bytes_: int) -> None:
+def test_tensor_bytes(name: str, shape: tuple[int, ...], bytes_: int) -> None:
     assert parse_format(name).tensor_bits(shape) == 8 * bytes_
 
 

@@ -127,3 +127,20 @@ def test_without_audio_output_the_talker_is_said_not_counted(tmp_path: Path, cac
     notes = " ".join(data["layout"]["notes"])
     assert "talker_config is not counted" in notes and "code2wav_config is not counted" in notes
     assert not any("speech output" in w for w in data["per_gpu_memory"].get("left_out", []))
+
+
+def test_a_speech_models_diffusion_head_is_its_speech_output(tmp_path: Path, cache_home: Path) -> None:
+    """transformers' default VibeVoice: a text model whose speech comes from a diffusion head drawing
+    each latent and a semantic tokenizer reading it back (its diffusion_head_config and
+    semantic_model_config), beside an acoustic tokenizer (its audio_config); two scalars beside
+    the layers, stored as scalars. No talker: no decode state of its own is named."""
+    hf = transformers.AutoConfig.for_model("vibevoice")
+    hf.save_pretrained(tmp_path)
+    data = _params(["--config", str(tmp_path), "--gpu", "h200", "--weights", "fp8"], cache_home)
+    with torch.device("meta"):
+        model = transformers.VibeVoiceForConditionalGeneration(hf)
+    assert data["total_params"] == sum(p.numel() for p in model.parameters())
+    assert data["tower_params"]["speech"] == _sum(model, "diffusion_head", "semantic_tokenizer_encoder", "semantic_connector")
+    assert data["tower_params"]["audio"] == _sum(model, "audio_tower", "multi_modal_projector")
+    assert any("diffusion_head" in w for w in data["roofline"]["left_out"])
+    assert not any("speech output" in w for w in data["per_gpu_memory"].get("left_out", []))

@@ -48,15 +48,18 @@ _SOURCE_GIVEN = N_(
 # A tower a config describes beside its text model (its vision_config's, its audio_config's), the words
 # a built module's name has for it, and what it runs on instead of a text token; a projector into the
 # text model's width (multi_modal_projector, Kimi K2.5's mm_projector) is a tower's where the config
-# describes one. An omni model's speech output is one too (Qwen2.5-Omni's and Qwen3-Omni's talker, a
-# decoder of its own that turns the text model's states into speech codes, and the vocoder after it):
-# it runs on the speech the model speaks.
+# describes one. A model's speech output is one too (Qwen2.5-Omni's and Qwen3-Omni's talker, a decoder
+# of its own that turns the text model's states into speech codes, and the vocoder after it): it runs
+# on the speech the model speaks.
 TOWERS: dict[str, tuple[TowerInput, tuple[str, ...]]] = {
     "vision_config": ("images", ("vision", "visual", "image", "video", "resampler")),
     "audio_config": ("audio", ("audio",)),
     "talker_config": ("speech", ("talker",)),
     "token2wav_config": ("speech", ("token2wav",)),
     "code2wav_config": ("speech", ("code2wav",)),
+    # VibeVoice's: a diffusion head that draws each speech latent, and the semantic tokenizer that reads it back
+    "diffusion_head_config": ("speech", ("diffusion",)),
+    "semantic_model_config": ("speech", ("semantic",)),
 }
 TOWER_WORDS = {key: words for key, (_runs_on, words) in TOWERS.items()}
 TOWER_RUNS_ON = {key: runs_on for key, (runs_on, _words) in TOWERS.items()}

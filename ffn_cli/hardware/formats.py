@@ -57,7 +57,7 @@ class WeightFormat:
 
     def scales(self, shape: tuple[int, ...]) -> int:
         """How many group/block/row scales a tensor of `shape` carries (not the per-tensor one)."""
-        rows, cols = (prod(shape[:-1]), shape[-1]) if len(shape) > 1 else (1, shape[0])
+        rows, cols = (prod(shape[:-1]), shape[-1]) if len(shape) > 1 else (1, prod(shape))  # a scalar (VibeVoice's): 1 × 1
         if self.group:
             return rows * ceil(cols / self.group)
         if self.block is not None:

@@ -14,7 +14,7 @@ from transformers import PretrainedConfig
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute
-from ffn_cli.configs.built import BuiltLayout
+from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout
 from ffn_cli.configs.encoder_decoder import EncoderDecoder
 from ffn_cli.configs.layer_read.shell import Shell
 from ffn_cli.configs.layer_read.tensors import LayerRead, beyond_ffn, layers_named
@@ -518,7 +518,8 @@ def assemble(
         flops_left_out.append(Message(_BESIDE_NOT_RUN))
     speech = [p.name for p in vision.parts if p.runs_on == "speech"] if vision is not None else []
     if speech:
-        left_out.append(Message(_SPEECH_STATE, modules=Message.listed(speech)))
+        if any(w in name.lower() for name in speech for w in TOWER_WORDS["talker_config"]):  # a decoder with a cache of its own
+            left_out.append(Message(_SPEECH_STATE, modules=Message.listed(speech)))
         flops_left_out.append(Message(_SPEECH_PASS, modules=Message.listed(speech)))
     embedding_norm = NORM_KINDS[spec.norm] * spec.embedding_width  # over the embeddings, as wide as their table
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, embedding_norm):
