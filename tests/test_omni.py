@@ -100,6 +100,11 @@ def test_qwen3_omni_holds_its_towers_and_speech_output_whole_on_every_gpu(cache_
     assert result.exit_code == 0, result.output
     assert "replicated: norms, routers, towers and speech output" in result.stdout
     assert "speech: talker" in result.stdout and "speech: code2wav" in result.stdout
+    stored = CliRunner().invoke(
+        app, ["params", "--preset", PRESET, "--weights", "fp8"], env={"XDG_CACHE_HOME": str(cache_home), "COLUMNS": "100"}
+    )
+    rows = [line.split() for line in stored.stdout.splitlines() if line.startswith("towers and speech output")]
+    assert ["4,727,171,633", "bf16", "16", "8.81", "GiB"] in [r[4:] for r in rows]  # the stored table's: kept in the rest's format
 
 
 def test_qwen2_5_omni_lays_out_its_thinker_not_its_talker(tmp_path: Path, cache_home: Path) -> None:

@@ -22,6 +22,7 @@ from ffn_cli.hardware.formats import FORMATS, SYNTAX, TABLE_FORMATS, WeightForma
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.layout import EMBEDDING_NORM, PlacedTensor, Role, ffn_role, model_layout
 from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.vision import towers_named
 
 __all__ = [
     "QUANTIZE_SCOPES",
@@ -500,9 +501,12 @@ class Checkpoint:
     plan: StoragePlan
     tensors: tuple[WeightTensor, ...]
     mixer: bool = False  # the attention role holds a mixer's projections too
+    towers: str = ROLE_WORDS["vision"]  # the towers the vision role holds, in words: an omni model's "towers and speech output"
 
     def words(self, role: str) -> str:
         """What a role's row holds, in words (an English id)."""
+        if role == "vision":
+            return self.towers
         return MIXING_WORDS if role == "attention" and self.mixer else ROLE_WORDS[role]
 
     def bits_of(self, t: WeightTensor) -> int:
@@ -557,4 +561,5 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
     biases of its own: those are its tensors already, stored as they are."""
     if plan.fmt.row_bias_bits and _has_linear_biases(spec):
         plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
-    return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None)
+    towers = towers_named(spec.vision.runs_on) if spec.vision is not None else ROLE_WORDS["vision"]
+    return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers)
