@@ -149,3 +149,5 @@ def test_a_speech_models_diffusion_head_is_its_speech_output(tmp_path: Path, cac
     assert data["tower_params"]["audio"] == _sum(model, "audio_tower", "multi_modal_projector")
     assert any("diffusion_head" in w for w in data["roofline"]["left_out"])
     assert not any("speech output" in w for w in data["per_gpu_memory"].get("left_out", []))
+    shown = CliRunner().invoke(app, ["params", "--config", str(tmp_path)], env={"XDG_CACHE_HOME": str(cache_home), "COLUMNS": "250"})
+    assert "not in the active counts: they run on the model's audio and the speech it speaks" in shown.stdout  # no images

@@ -256,9 +256,18 @@ def _model_summary(m: ModelParams, dtype: str, stored: int | None = None, asked:
                 frozenset({"audio"}): _("; not in the active counts: it runs on audio, not on a text token"),
                 frozenset({"images", "audio"}): _("; not in the active counts: they run on images and audio, not on a text token"),
                 frozenset({"source"}): _("; not in the active counts: it runs once a source, not by a token decoded"),
+                frozenset({"speech"}): _("; not in the active counts: it runs on the speech the model speaks, not on a text token"),
+                frozenset({"audio", "speech"}): _(
+                    "; not in the active counts: they run on the model's audio and the speech it speaks, not on a text token"
+                ),
+                frozenset({"images", "speech"}): _(
+                    "; not in the active counts: they run on the model's images and the speech it speaks, not on a text token"
+                ),
+                frozenset({"images", "audio", "speech"}): _(
+                    "; not in the active counts: they run on the model's images, audio and the speech it speaks, not on a text token"
+                ),
             }
-            speaks = _("; not in the active counts: they run on the model's images, audio and the speech it speaks, not on a text token")
-            vision += runs.get(runs_on, speaks)
+            vision += runs.get(runs_on, _("; not in the active counts: they run on the model's other inputs, not on a text token"))
         elif encoder:
             vision += _("; it runs once a source: not in a token's FLOPs")
         experts = any(e.kind == "vision" for e in m.spec.extras)  # ERNIE 4.5 VL's image experts beside its text ones
