@@ -13,18 +13,17 @@ from dataclasses import dataclass
 from math import ceil
 
 from ffn_cli.costs.parallel_layout import held_whole_share, layout_for
-from ffn_cli.costs.weights import PART_WORDS, Checkpoint, routed_expert
+from ffn_cli.costs.weights import PART_WORDS, Checkpoint, routed_expert, towers_words
 from ffn_cli.i18n import N_
 from ffn_cli.models.layout import model_layout
 from ffn_cli.models.spec import ModelSpec
-from ffn_cli.models.vision import towers_named
 
 __all__ = ["REPLICATED_ROLES", "RankMemory", "rank_memory"]
 
 # Roles held whole on every GPU of --tp (the per-GPU roofline reads them so too).
 REPLICATED_ROLES = ("vector", "router", "vision", "source")
 # What every GPU holds whole, in words (English ids): a model's own, in this order.
-NORMS, BIASES, ROUTERS, VISION_TOWER = N_("norms"), N_("linear biases"), N_("routers"), N_("vision tower")
+NORMS, BIASES, ROUTERS = N_("norms"), N_("linear biases"), N_("routers")
 ENCODER_REST = N_("the encoder's other tensors")
 
 
@@ -85,12 +84,6 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
     )
 
 
-def _towers_word(spec: ModelSpec) -> str:
-    """The towers a model holds, in words: "vision tower", "vision and audio towers", an omni model's
-    "towers and speech output"."""
-    return towers_named(spec.vision.runs_on) if spec.vision is not None else VISION_TOWER
-
-
 def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
     """What the model keeps whole on every GPU: its norms (and whatever else is a vector), its
     biases (not a routed expert's, held with the expert), routers, vision tower and the hash-routing
@@ -99,7 +92,7 @@ def _replicated_words(spec: ModelSpec, stored: Checkpoint) -> tuple[str, ...]:
     has = {
         BIASES: any(t.role == "vector" and "bias" in t.name and "norm" not in t.name for t in placed),  # a norm's bias is the norm's
         ROUTERS: any(t.role == "router" for t in placed) or spec.router_score_bias,
-        _towers_word(spec): any(t.role == "vision" for t in placed),
+        towers_words(spec): any(t.role == "vision" for t in placed),
         ENCODER_REST: any(t.role == "source" for t in placed),
         PART_WORDS["table"]: any(t.part == "table" for t in stored.tensors),
     }

@@ -38,6 +38,7 @@ __all__ = [
     "quantization_config",
     "routed_expert",
     "shipped_words",
+    "towers_words",
     "weight_tensors",
 ]
 
@@ -175,14 +176,15 @@ def plan_from_options(
     rest_dtype: str = "bf16",
     config: Mapping[str, Any] | None = None,
     present: frozenset[str] | None = None,
+    towers: str = ROLE_WORDS["vision"],
 ) -> StoragePlan:
     """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor; a quantized one
     what the checkpoint's quantization_config quantizes (`config`, where ffn reads it: gpt-oss
     keeps attention in bf16), else the linears, unless --quantize says. `present`: the roles the
-    model's tensors hold, where known, as plan_from_config takes them."""
+    model's tensors hold, where known, as plan_from_config takes them; `towers`: its towers in words."""
     if quantize is None and config is not None:
         shipped, _note = plan_from_config(config, present)
-        plan = plan_from_options(weights, None, rest_dtype, present=present)
+        plan = plan_from_options(weights, None, rest_dtype, present=present, towers=towers)
         if shipped is not None and plan.fmt.quantized:
             said = N_("--weights {format} where config.json's quantization_config quantizes (not converted: {kept})")
             origin = Message(said, format=plan.fmt.name, kept=shipped.not_converted)
@@ -195,11 +197,11 @@ def plan_from_options(
     rest = parse_format(rest_dtype)
     if quantize is None:  # said as given: no --quantize the user did not write
         scope = "all" if not fmt.quantized and fmt.element_bits >= 16 else "linears"
-        what = _scope_words(scope, fmt, present)
+        what = _scope_words(scope, fmt, present, towers)
         given = Message(N_("--weights {format} on {what} (--quantize's default)"), format=fmt.name, what=what)
     elif quantize in QUANTIZE_SCOPES:
         scope = quantize
-        what = _scope_words(scope, fmt, present)
+        what = _scope_words(scope, fmt, present, towers)
         given = Message(N_("--weights {format} --quantize {scope}: {what}"), format=fmt.name, scope=scope, what=what)
     else:
         raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
@@ -212,7 +214,7 @@ def _every_tensor(scope: str, fmt: WeightFormat) -> bool:
     return scope == "all" and not fmt.quantized
 
 
-def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None) -> Message:
+def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None, towers: str = ROLE_WORDS["vision"]) -> Message:
     """What a scope stores in `fmt`: `all` in a float format (fp32 … fp8) covers every tensor; in a
     quantized one the layers' linears and those of the embeddings, routers and head the model
     holds (`present`, where known), the vectors and a vision tower left as they are."""
@@ -225,8 +227,13 @@ def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None) 
         else Message(N_("the layers' linears, {roles}"), roles=_listed([Message(ROLE_WORDS[r]) for r in held]))
     )
     tower = present is not None and "vision" in present
-    kept = N_("biases, norms and the vision tower stay unquantized") if tower else N_("biases and norms stay unquantized")
-    return Message(N_("{linears} ({kept})"), linears=linears, kept=Message(kept))
+    # the towers by their words (an omni model's "towers and speech output"), said in the reader's language
+    kept = (
+        Message(N_("biases, norms and the {towers} stay unquantized"), towers=Message(towers))
+        if tower
+        else Message(N_("biases and norms stay unquantized"))
+    )
+    return Message(N_("{linears} ({kept})"), linears=linears, kept=kept)
 
 
 def held_roles(spec: ModelSpec) -> frozenset[str]:
@@ -561,5 +568,10 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
     biases of its own: those are its tensors already, stored as they are."""
     if plan.fmt.row_bias_bits and _has_linear_biases(spec):
         plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
-    towers = towers_named(spec.vision.runs_on) if spec.vision is not None else ROLE_WORDS["vision"]
-    return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers)
+    return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers_words(spec))
+
+
+def towers_words(spec: ModelSpec) -> str:
+    """The model's towers in words (an English id): "vision tower", "vision and audio towers", an
+    omni model's "towers and speech output"."""
+    return towers_named(spec.vision.runs_on) if spec.vision is not None else ROLE_WORDS["vision"]

@@ -18,7 +18,15 @@ from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pa
 from ffn_cli.costs.roofline.one_ffn import model_forecasts
 from ffn_cli.costs.roofline.per_gpu import gpu_pass
 from ffn_cli.costs.shipped import mtp_key, mtp_layers, shipped_tensors, unsized_mtp_layers
-from ffn_cli.costs.weights import check_scope, checkpoint, held_roles, plan_from_config, plan_from_options, quantization_config
+from ffn_cli.costs.weights import (
+    check_scope,
+    checkpoint,
+    held_roles,
+    plan_from_config,
+    plan_from_options,
+    quantization_config,
+    towers_words,
+)
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.dtypes import TABLE_DTYPE
 from ffn_cli.hardware.formats import FORMATS
@@ -78,7 +86,7 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         raise FFNError("dtype", dtype, allowed.format(dtype=dtype))
     present = held_roles(loaded.spec)  # what a caption may name
     if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
-        asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config, present)
+        asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config, present, towers_words(loaded.spec))
         if opts.quantize is not None:
             check_scope(loaded.spec, asked, opts.quantize, present)
         return replace(asked, asked=opts.weights), ""
