@@ -91,6 +91,9 @@ def test_qwen3_omni_deployment_answer_names_the_talkers_cache(qwen3_omni: tuple[
     (speech,) = [w for w in memory["left_out"] if "speech output" in w]
     assert "talker" in speech and "code2wav" in speech and "not counted" in speech
     assert any("talker" in w for w in data["roofline"]["left_out"])
+    # what a server that returns text alone would not hold, and how to size it
+    (held,) = [n for n in data["layout"]["notes"] if n.startswith("the speech output (")]
+    assert f"({data['tower_params']['speech']:,} parameters)" in held and "enable_audio_output: false" in held
 
 
 def test_qwen3_omni_holds_its_towers_and_speech_output_whole_on_every_gpu(cache_home: Path) -> None:

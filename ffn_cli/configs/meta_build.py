@@ -214,8 +214,11 @@ def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_clas
     and its checkpoint ships the vision tower beside it, counted nowhere."""
     held = [n.lower() for n in names]
     said = N_("its {key}'s tower is not counted: transformers' {cls} builds the text model alone")
-    # An omni model whose config turns its speech off (enable_audio_output: false) builds no talker.
+    # An omni model whose config turns its speech off (enable_audio_output: false) builds no talker; nor
+    # does a class that is the thinker alone.
     silent = N_("its {key} is not counted: transformers' {cls} builds no speech output where enable_audio_output is false")
+    if config.get("enable_audio_output") is not False:
+        silent = N_("its {key} is not counted: transformers' {cls} builds no speech output")
     notes = [
         Message(silent if TOWER_RUNS_ON[key] == "speech" else said, key=key, cls=model_class)
         for key in described_towers(config)

@@ -79,6 +79,10 @@ _SPEECH_STATE = N_(
     "grows with the speech spoken, not with the text; not counted (its weights are)"
 )
 _SPEECH_PASS = N_("the speech output ({modules}): its FLOPs and bytes, which run on the speech the model speaks, not on a text token")
+_SPEECH_HELD = N_(
+    "the speech output ({n} parameters) is held whole on every GPU, as a server that speaks holds it; one that returns "
+    "text alone (vLLM serves Qwen3-Omni's thinker) loads none of it: enable_audio_output: false in the config sizes that"
+)
 _LOOPED = N_(
     "its {key} {n}: some layers run {n} times over, each pass with what it caches; ffn sizes each layer once, "
     "its FLOPs, activations and decode state for one pass"
@@ -521,6 +525,9 @@ def assemble(
         if any(w in name.lower() for name in speech for w in TOWER_WORDS["talker_config"]):  # a decoder with a cache of its own
             left_out.append(Message(_SPEECH_STATE, modules=Message.listed(speech)))
         flops_left_out.append(Message(_SPEECH_PASS, modules=Message.listed(speech)))
+        if config.get("enable_audio_output") is not None:  # the switch an omni config has
+            held = sum(p.params for p in vision.parts if p.runs_on == "speech")
+            notes += (Message(_SPEECH_HELD, n=f"{held:,}"),)
     embedding_norm = NORM_KINDS[spec.norm] * spec.embedding_width  # over the embeddings, as wide as their table
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, embedding_norm):
         raise beyond_ffn(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(
