@@ -111,18 +111,37 @@ def test_an_nvl72_rack_joins_72_gpus_by_its_link() -> None:
 @pytest.mark.parametrize(("gpu", "gbps", "domain"), [("h100-nvl", 600, 2), ("h200-nvl", 900, 4)])
 def test_an_nvl_cards_bridge_joins_its_few(gpu: str, gbps: int, domain: int) -> None:
     # The H100 NVL's datasheet: NVLink 600 GB/s between a bridged pair; the H200 NVL's: a 2- or 4-way
-    # bridge at 900 GB/s. Within the bridge the all-reduces run at half of it each way; a layout of
-    # more cards, in one server, runs its ring over the PCIe Gen5 x16 between the bridges (128 GB/s,
-    # 64 each way), its slowest link; past a server's 8, a network carries part of it too.
+    # bridge at 900 GB/s. Within the bridge the all-reduces run at half of it each way. A layout of
+    # two bridges, in one server, all-reduces in two levels: within each bridge (2·(g − 1)/g of the
+    # output over the bridge), then each GPU's 1/g shard across the 2 bridges (2·(1/2) of it) over the
+    # PCIe Gen5 x16 between them (128 GB/s, 64 each way); past a server's 8, a network carries part too.
     inside = _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--batch", "64", "--tp", str(domain))
     case = inside["cases"][0]["communication"]
     assert inside["gpus"]["link_gbps"] == gbps and inside["gpus"]["link_domain_gpus"] == domain
     assert case["model_s"] == pytest.approx(case["model_bytes_sent"] / (gbps / 2 * 1e9)) and not inside["gpus"]["spans_nodes"]
+    assert case["model_bytes_between_domains"] == 0
     past = _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--batch", "64", "--tp", str(2 * domain))
     case = past["cases"][0]["communication"]
-    assert (past["gpus"]["link"], past["gpus"]["link_gbps"], past["gpus"]["spans_nodes"]) == ("PCIe Gen5 x16", 128, False)
-    assert case["model_s"] == pytest.approx(case["model_bytes_sent"] / (64 * 1e9))
+    gpus = past["gpus"]
+    assert (gpus["between_domains_link"], gpus["between_domains_gbps"], gpus["spans_nodes"]) == ("PCIe Gen5 x16", 128, False)
+    output = 64 * 8192 * 2  # a decode step's 64 tokens × d_model 8,192 in bf16, one all-reduce's
+    within, across = 2 * (domain - 1) / domain * output, 2 * (1 / 2) * output / domain
+    all_reduces = 2 * 80  # after attention and after the FFN, 80 layers
+    assert case["model_bytes_sent"] == pytest.approx(all_reduces * (within + across))
+    assert case["model_bytes_between_domains"] == pytest.approx(all_reduces * across)
+    assert case["model_s"] == pytest.approx(all_reduces * (within / (gbps / 2 * 1e9) + across / (64 * 1e9)))
     assert _roofline("--preset", "llama-3.1-70b", "--gpu", gpu, *DECODE, "--tp", "16")["gpus"]["spans_nodes"]
+
+
+def test_an_all_to_all_crosses_between_bridges_only_to_another_bridges_gpus() -> None:
+    # Mixtral on 4 H100 NVL cards, --tp 2 --ep 4: its all-reduces stay within each bridged pair;
+    # of each token's 2 expert copies sent to the 3 other ranks, the 2 on the other pair's cards
+    # cross the PCIe between the bridges, the 1 on this pair's other card does not.
+    roofline = _roofline("--preset", "mixtral-8x7b", "--gpu", "h100-nvl", *DECODE, "--batch", "64", "--tp", "2", "--ep", "4")
+    case = roofline["cases"][0]["communication"]
+    tokens = 64 / 2 / 2  # the batch over the 2 attention groups (4 GPUs ÷ --tp 2), a group's tokens over its 2 GPUs
+    a2a = 2 * tokens * 2 * 4096 * 2 * 3 / 4  # dispatch and combine, top-2, d 4,096, bf16, 3 of 4 ranks off the GPU
+    assert case["model_bytes_between_domains"] == pytest.approx(32 * a2a * 2 / 3)
 
 
 def test_kv_heads_replicate_when_tp_exceeds_them() -> None:

@@ -88,6 +88,9 @@ def test_qwen3_omni_deployment_answer_names_the_talkers_cache(qwen3_omni: tuple[
     # the thinker's KV cache on one GPU of --tp 2: 8 sequences × 32,768 tokens × 48 layers × K and V × 2 of
     # its 4 KV heads × 128 × 2 bytes
     assert memory["kv_cache_bytes"] == 8 * 32_768 * 48 * 2 * 2 * 128 * 2
+    # the thinker's own limit (thinker_config.text_config's max_position_embeddings), not its talker's
+    limit = _config(PRESET)["thinker_config"]["text_config"]["max_position_embeddings"]
+    assert memory["context_limit"] == limit == 65_536 and memory["max_context"] == limit
     (speech,) = [w for w in memory["left_out"] if "speech output" in w]
     assert "talker" in speech and "code2wav" in speech and "not counted" in speech
     assert any("talker" in w for w in data["roofline"]["left_out"])
@@ -122,6 +125,7 @@ def test_qwen2_5_omni_lays_out_its_thinker_not_its_talker(tmp_path: Path, cache_
     assert len([i for row in data["per_layer"] for i in row["layers"]]) == len(model.thinker.model.language_model.layers) == 28
     assert data["tower_params"]["speech"] == _sum(model, "talker", "token2wav")
     assert data["active_params"] == _sum(model, "thinker") - _sum(model, "audio_tower", "visual")  # dense: every text parameter
+    assert data["per_gpu_memory"]["context_limit"] == hf.thinker_config.text_config.max_position_embeddings
 
 
 def test_without_audio_output_the_talker_is_said_not_counted(tmp_path: Path, cache_home: Path) -> None:

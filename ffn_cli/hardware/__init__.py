@@ -2,14 +2,13 @@
 this machine's CPU as measured, weight storage formats, measured profiles and their forecasts. Pure Python: it
 imports nothing else of ffn's and never torch."""
 
-from ffn_cli.hardware.gpus import DTYPES, GPU, GPUS, SERVER_GPUS, SOURCES, gpu_for_device_name, ridge_flop_per_byte
+from ffn_cli.hardware.gpus import DTYPES, GPU, GPUS, SOURCES, gpu_for_device_name, ridge_flop_per_byte
 from ffn_cli.hardware.lookup import UnknownGPU, closest, find_gpu, gpu_keys
 
 __all__ = [
     "DTYPES",
     "GPU",
     "GPUS",
-    "SERVER_GPUS",
     "SOURCES",
     "UnknownGPU",
     "closest",

@@ -63,18 +63,19 @@ class GPU:
     # superchip's figures are per GPU): an English id, said after the name in the reader's language.
     scope: str = ""
 
-    def comm_link(self, gpus: int) -> tuple[float | None, str]:
-        """The GB/s and the link the collectives of a layout of `gpus` GPUs run at: the row's own
-        link within its domain; past a bridge's domain, the PCIe between the bridges, since a ring
-        over the cards runs at its slowest link."""
-        if gpus > self.link_domain and self.beyond_domain_gbps is not None:
-            return self.beyond_domain_gbps, self.beyond_domain_link
-        return self.link_gbps, self.link
+    def spans_bridges(self, gpus: int) -> bool:
+        """Whether `gpus` NVLink-bridged cards span more than one bridge (what crosses runs over the PCIe between them)."""
+        return self.beyond_domain_gbps is not None and gpus > self.link_domain
 
     def spans_network(self, gpus: int) -> bool:
         """Whether `gpus` GPUs span more than one server or rack its links join (a network carries part
         of their traffic): past the domain, or past a server of bridged cards."""
-        return gpus > (SERVER_GPUS if self.beyond_domain_gbps is not None else self.link_domain)
+        return gpus > self.network_past
+
+    @property
+    def network_past(self) -> int:
+        """The GPUs past which a network carries part of the traffic: the domain's, a server's for bridged cards."""
+        return SERVER_GPUS if self.beyond_domain_gbps is not None else self.link_domain
 
     @property
     def full_name(self) -> str:
@@ -462,10 +463,10 @@ _DRIVER: dict[str, tuple[int, str]] = {
 # (_BEYOND_BRIDGE): a ring runs at its slowest link, at which the answer prices comm.
 _PCIE4, _PCIE5 = (64, "PCIe Gen4 x16"), (128, "PCIe Gen5 x16")
 _LINKS: dict[str, tuple[float, str]] = {
-    "h200-nvl": (900, "NVLink bridge, 2- or 4-way"),
+    "h200-nvl": (900, N_("NVLink bridge, 2- or 4-way")),  # words: said in the reader's language
     "h200": (900, "NVLink 4"),
     "h100-pcie": _PCIE5,
-    "h100-nvl": (600, "NVLink bridge, pairs"),
+    "h100-nvl": (600, N_("NVLink bridge, pairs")),
     "h100": (900, "NVLink 4"),
     "h20": (900, "NVLink 4"),
     "h800": (400, "NVLink 4"),

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ffn_cli.costs.roofline.model_pass import PartCost, PassCost
 from ffn_cli.costs.roofline.per_gpu import GPUPass
-from ffn_cli.hardware import GPU, SERVER_GPUS
+from ffn_cli.hardware import GPU
 from ffn_cli.i18n import N_, Message, _, ngettext, shown, tidy
 from ffn_cli.render.fit import Col, FitTable
 from ffn_cli.render.format import fmt_bytes, fmt_flops, fmt_rate
@@ -91,20 +91,25 @@ SPANS_NODES_NOTE = N_(
     "table, carries part of the traffic, so comm here is a lower bound"
 )
 SPANS_BRIDGES_NOTE = N_(
-    "{gpus} GPUs span more than one {bridge} ({node} GPUs): their collectives run over {link} between the bridges, "
-    "the ring's slowest link, at which comm is priced"
+    "{gpus} GPUs span {bridges} NVLink bridges of {node}: each all-reduce runs in two levels, within each bridge and "
+    "then a shard across the bridges, and an all-to-all's copies to another bridge's GPUs cross too, over {link} "
+    "between them at {gbps} GB/s"
+)
+SPANS_SERVERS_NOTE = N_(
+    "{gpus} GPUs span more than one server of {node}: the network between servers, slower and not in the table, "
+    "carries part of the traffic, so comm here is a lower bound"
 )
 
 
 def _comm_data(g: GPUPass, model: PartCost, gpu: GPU, peak: float) -> dict[str, Any]:
     comm = g.comm
-    gbps, _link = gpu.comm_link(g.layout.gpus)
-    seconds = None if gbps is None else comm.time_s(comm.model_bytes, gbps)
+    seconds = comm.time_s(gpu)
     compute = model.roofline(peak, gpu.bandwidth_gbps).time_s
     return {
         "attention_layer_bytes_sent": comm.attention_bytes,
         "ffn_layer_bytes_sent": comm.ffn_bytes,
         "model_bytes_sent": comm.model_bytes,
+        "model_bytes_between_domains": comm.between_domains_bytes,
         "model_s": seconds,
         "model_ms": None if seconds is None else seconds * 1e3,
         "time_per_gpu_lower_bound_ms": (compute + (seconds or 0.0)) * 1e3,
@@ -113,18 +118,22 @@ def _comm_data(g: GPUPass, model: PartCost, gpu: GPU, peak: float) -> dict[str, 
 
 def layout_data(g: GPUPass, gpu: GPU) -> dict[str, Any]:
     layout = g.layout
-    gbps, link = gpu.comm_link(layout.gpus)
+    bridged = gpu.spans_bridges(layout.gpus)
     return {
         "tp": layout.tp,
         "ep": layout.ep,
         "gpus": layout.gpus,
         "attention_groups": layout.dp,
         "per_gpu": True,
-        "link": link or None,  # the link comm is priced at: past a bridge, the PCIe between bridges
-        "link_gbps": gbps,
-        "link_source": gpu.source if gbps is not None else None,
-        "communication": "added, not overlapped" if gbps is not None else "not counted: no link bandwidth",
+        "link": gpu.link or None,
+        "link_gbps": gpu.link_gbps,
+        "link_source": gpu.source if gpu.link_gbps is not None else None,
+        "communication": "added, not overlapped" if gpu.link_gbps is not None else "not counted: no link bandwidth",
         "link_domain_gpus": gpu.link_domain,
+        # NVLink-bridged cards past their bridge: what crosses between bridges runs over this link
+        "between_domains_link": gpu.beyond_domain_link if bridged else None,
+        "between_domains_gbps": gpu.beyond_domain_gbps if bridged else None,
+        "network_past_gpus": gpu.network_past,
         "spans_nodes": gpu.spans_network(layout.gpus),
     }
 
@@ -175,10 +184,9 @@ def roofline_data(
 def _comm_rows(g: GPUPass, gpu: GPU, peak: float, n_layers: int) -> list[list[str]]:
     """Under a batch's rows: what one GPU sends over the pass, and its time with the compute's."""
     model = g.cost.model.roofline(peak, gpu.bandwidth_gbps).time_s
-    gbps, _link = gpu.comm_link(g.layout.gpus)
-    if gbps is None:
+    seconds = g.comm.time_s(gpu)
+    if seconds is None:
         return []
-    seconds = g.comm.time_s(g.comm.model_bytes, gbps)
     comm = ["", _("comm ×{n}").format(n=n_layers), "", fmt_bytes(g.comm.model_bytes), "", _("link"), fmt_time(seconds)]
     total = ["", _("per GPU"), "", "", "", "", f"[bold]{fmt_time(model + seconds)}[/]"]
     return [comm, total]
@@ -281,12 +289,14 @@ def roofline_view(
 def _per_gpu_caption(g: GPUPass, gpu: GPU) -> str:
     if gpu.link_gbps is None:
         return _(NO_LINK_NOTE).format(gpu=visible(gpu.label))
-    gbps, link = gpu.comm_link(g.layout.gpus)
-    assert gbps is not None  # a row with a link has one past its bridge too
-    text = _(PER_GPU_NOTE).format(link=link, gbps=f"{gbps:,.0f}")
-    if g.layout.gpus > gpu.link_domain and gpu.beyond_domain_gbps is not None:
-        text += _("; ") + _(SPANS_BRIDGES_NOTE).format(gpus=g.layout.gpus, bridge=gpu.link, node=gpu.link_domain, link=link)
-    if gpu.spans_network(g.layout.gpus):
-        node = SERVER_GPUS if gpu.beyond_domain_gbps is not None else gpu.link_domain
-        text += _("; ") + _(SPANS_NODES_NOTE).format(gpus=g.layout.gpus, node=node, link=link)
+    text = _(PER_GPU_NOTE).format(link=_(gpu.link), gbps=f"{gpu.link_gbps:,.0f}")
+    gpus = g.layout.gpus
+    if gpu.spans_bridges(gpus) and gpu.beyond_domain_gbps is not None:
+        bridges = -(-gpus // gpu.link_domain)
+        said = _(SPANS_BRIDGES_NOTE).format(gpus=gpus, bridges=bridges, node=gpu.link_domain, link=gpu.beyond_domain_link,
+                                            gbps=f"{gpu.beyond_domain_gbps:,.0f}")  # fmt: skip
+        text += _("; ") + said
+    if gpu.spans_network(gpus):
+        spans = SPANS_SERVERS_NOTE if gpu.beyond_domain_gbps is not None else SPANS_NODES_NOTE
+        text += _("; ") + _(spans).format(gpus=gpus, node=gpu.network_past, link=_(gpu.link))
     return text

@@ -151,10 +151,13 @@ def context_limit(config: Any, spec: ModelSpec) -> int | None:
     n_positions, MPT's and DBRX's max_seq_len, Kimi-Linear's and Ling's model_max_length (which their
     config classes read as max_position_embeddings), Whisper's decoder's max_target_positions, LED's
     max_decoder_position_embeddings; a
-    multimodal config's text_config's; T5Gemma's decoder's own config's), less the position rows a
-    token never reads (RoBERTa's, up to its padding row), or None when it names none."""
+    multimodal config's text_config's; T5Gemma's decoder's own config's; an omni model's thinker's
+    text_config, the one of the laid-out decoder's width and vocabulary, not its talker's), less the
+    position rows a token never reads (RoBERTa's, up to its padding row), or None when it names none."""
     decoder = config.get("decoder") if config.get("is_encoder_decoder") is True else None
-    for c in (config, config.get("text_config") or {}, decoder if isinstance(decoder, dict) else {}):
+    nested = [v.get("text_config") for k, v in config.items() if k.endswith("_config") and isinstance(v, dict)]
+    nested = [t for t in nested if isinstance(t, dict) and (t.get("hidden_size"), t.get("vocab_size")) == (spec.d_model, spec.vocab_size)]
+    for c in (config, config.get("text_config") or {}, decoder if isinstance(decoder, dict) else {}, *nested):
         for key in _CONTEXT_KEYS:
             n = c.get(key) if isinstance(c, dict) else None
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
@@ -305,7 +308,8 @@ def _roofline(
     costs = [pass_cost(spec, stack, plan, case) for case in cases]
     per_gpu = None
     if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
-        per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep)) for case in cases]
+        bridge = gpu.link_domain if gpu.beyond_domain_gbps is not None else 0  # NVLink-bridged cards: PCIe between bridges
+        per_gpu = [gpu_pass(spec, stack, plan, case, Layout(opts.tp, opts.ep), bridge) for case in cases]
         costs = [g.cost for g in per_gpu]
     backward = None
     if opts.backward:

@@ -520,14 +520,14 @@ def assemble(
     # (a table or a learned vector beside them, Inkling 2's final_input query, LLaVA-NeXT's image_newline, runs no matmul).
     if not text_only and any(t.name.endswith(".weight") for t in beside):
         flops_left_out.append(Message(_BESIDE_NOT_RUN))
-    speech = [p.name for p in vision.parts if p.runs_on == "speech"] if vision is not None else []
-    if speech:
-        if any(w in name.lower() for name in speech for w in TOWER_WORDS["talker_config"]):  # a decoder with a cache of its own
-            left_out.append(Message(_SPEECH_STATE, modules=Message.listed(speech)))
-        flops_left_out.append(Message(_SPEECH_PASS, modules=Message.listed(speech)))
+    speaking = [part for part in vision.parts if part.runs_on == "speech"] if vision is not None else []
+    if speaking:
+        speech = Message.listed([part.name for part in speaking])
+        if any(w in part.name.lower() for part in speaking for w in TOWER_WORDS["talker_config"]):  # a decoder with a cache of its own
+            left_out.append(Message(_SPEECH_STATE, modules=speech))
+        flops_left_out.append(Message(_SPEECH_PASS, modules=speech))
         if config.get("enable_audio_output") is not None:  # the switch an omni config has
-            held = sum(p.params for p in vision.parts if p.runs_on == "speech")
-            notes += (Message(_SPEECH_HELD, n=f"{held:,}"),)
+            notes += (Message(_SPEECH_HELD, n=f"{sum(part.params for part in speaking):,}"),)
     embedding_norm = NORM_KINDS[spec.norm] * spec.embedding_width  # over the embeddings, as wide as their table
     if shell.final_norm not in (0, spec.norm_params) or shell.embedding_norm not in (0, embedding_norm):
         raise beyond_ffn(source, _("its final norm holds {n:,} parameters, its layers' norms {m:,}").format(

@@ -18,7 +18,10 @@ expert-parallel MoE layer sends each of its tokens' k copies to the experts' ran
 (dispatch and combine, (ep − 1)/ep of them off the GPU), the busiest GPU's tokens: its attention
 group's over tp, T / gpus where the batch fills every group. Over the link the table gives
 (both directions together: half each way), added to the time, not overlapped (the next layer
-waits for it), and without per-message latency: a lower bound too. Pure Python.
+waits for it), and without per-message latency: a lower bound too. NVLink-bridged cards past
+their bridge (the H100 NVL's pairs): a two-level all-reduce, within each bridge over its link and
+a shard across the bridges over the PCIe between them, and an all-to-all's copies to another
+bridge's GPUs over that PCIe. Pure Python.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ffn_cli.costs.roofline.model_pass import (
     total_cost,
 )
 from ffn_cli.costs.weights import StoragePlan
+from ffn_cli.hardware import GPU
 from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.seq_flops import LayerStack
 from ffn_cli.models.spec import ModelSpec
@@ -55,15 +59,23 @@ __all__ = ["Communication", "GPUPass", "gpu_pass"]
 @dataclass(frozen=True)
 class Communication:
     """Bytes one GPU sends in one pass: for one attention layer, one FFN layer (the MoE one), and
-    every layer of the model."""
+    every layer of the model; of the model's, those that cross between the bridges of NVLink-bridged
+    cards (over the PCIe between them)."""
 
     attention_bytes: float
     ffn_bytes: float
     model_bytes: float
+    between_domains_bytes: float = 0.0
 
-    def time_s(self, bytes_: float, link_gbps: float) -> float:
-        """Over the link, half of its both-directions figure each way."""
-        return bytes_ / (link_gbps / 2 * 1e9)
+    def time_s(self, gpu: GPU) -> float | None:
+        """Over the GPU's links, half of each both-directions figure each way: the bytes within a
+        link domain over its link, those between bridges over the link between them; None where
+        the table has no link for it."""
+        if gpu.link_gbps is None:
+            return None
+        within = (self.model_bytes - self.between_domains_bytes) / (gpu.link_gbps / 2 * 1e9)
+        between = self.between_domains_bytes / (gpu.beyond_domain_gbps / 2 * 1e9) if gpu.beyond_domain_gbps else 0.0
+        return within + between
 
 
 @dataclass(frozen=True)
@@ -151,27 +163,43 @@ def _moe_rank(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan, case: PassCase, 
     )
 
 
-def _communication(spec: ModelSpec, case: PassCase, local: PassCase, layout: Layout) -> Communication:
+def _communication(spec: ModelSpec, case: PassCase, local: PassCase, layout: Layout, bridge: int) -> Communication:
+    """What one GPU sends; `bridge`: the cards an NVLink bridge joins (0: the link joins them all), past
+    which a two-level all-reduce runs (within each bridge, then across them) and an all-to-all's copies
+    to another bridge's GPUs cross between them."""
     d, b, tp, ep = spec.d_model, case.act_bytes, layout.tp, layout.ep
-    all_reduce = 2 * (tp - 1) / tp * local.tokens * d * b if tp > 1 else 0.0
+    size = local.tokens * d * b
+    all_reduce = 2 * (tp - 1) / tp * size if tp > 1 else 0.0
+    across = 0.0
+    if bridge and tp > bridge:
+        # reduce-scatter and all-gather within the bridge, an all-reduce of each GPU's 1/bridge shard across
+        # the D bridges: 2·(bridge − 1)/bridge of it within, 2·(D − 1)/D of a shard between
+        bridges = -(-tp // bridge)
+        across = 2 * (bridges - 1) / bridges * size / bridge
+        all_reduce = 2 * (bridge - 1) / bridge * size + across
     moe = spec.moe_ffn
-    a2a = 0.0
+    a2a = a2a_across = 0.0
     if ep > 1 and moe is not None:
         # dispatch and combine, to the real experts picked: a zero-computation pick stays on its GPU.
         # The busiest GPU's tokens, its attention group's over its tp GPUs: with fewer sequences than
         # groups, the GPU that holds one sends it all (the mean GPU's share would be a fraction of it).
         a2a = 2 * local.tokens / tp * spec.real_picks(moe) * d * b * (ep - 1) / ep
+        if bridge and layout.gpus > bridge:  # the ranks spread over the GPUs: those of other bridges are across
+            near = min(ep, max(1, ep * bridge // layout.gpus))
+            a2a_across = a2a * (ep - near) / (ep - 1)
     # A layer whose mixer runs beside attention (Zamba's, Falcon-H1's) all-reduces each one's output
     mixers = sum(1 for i in range(spec.n_layers) if spec.mixer_label(i)) + len(spec.beside_attention)
     moe_layers = len(spec.moe_layers) if moe is not None else 0
     ffn_layers = len(spec.ffn_layers)
     one_ffn = all_reduce + (a2a if moe_layers else 0.0)
     model = mixers * all_reduce + ffn_layers * all_reduce + moe_layers * a2a
-    return Communication(all_reduce, one_ffn, model)
+    between = (mixers + ffn_layers) * across + moe_layers * a2a_across
+    return Communication(all_reduce, one_ffn, model, between)
 
 
-def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase, layout: Layout) -> GPUPass:
-    """One GPU's share of the pass `case` (the whole batch) under `layout`, and what it sends."""
+def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase, layout: Layout, bridge: int = 0) -> GPUPass:
+    """One GPU's share of the pass `case` (the whole batch) under `layout`, and what it sends: on
+    NVLink-bridged cards, `bridge` of them to a bridge, what crosses between bridges apart."""
     tp = layout.tp
     local = replace(case, batch=layout.sequences(case.batch))  # this GPU's attention group
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
@@ -198,4 +226,4 @@ def gpu_pass(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCa
     embed = _split(embedding_cost(spec, plan, local), tp, 1)
     extras = [_split(extras_cost(spec, plan, local), tp, 1)] if spec.extras else []
     cost = assemble(spec, case, ffn_costs, layers, attention, head, embed, extras)
-    return GPUPass(layout, cost, _communication(spec, case, local, layout))
+    return GPUPass(layout, cost, _communication(spec, case, local, layout, bridge))
