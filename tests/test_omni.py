@@ -158,3 +158,12 @@ def test_a_speech_models_diffusion_head_is_its_speech_output(tmp_path: Path, cac
     assert not any("speech output" in w for w in data["per_gpu_memory"].get("left_out", []))
     shown = CliRunner().invoke(app, ["params", "--config", str(tmp_path)], env={"XDG_CACHE_HOME": str(cache_home), "COLUMNS": "250"})
     assert "not in the active counts: they run on the model's audio and the speech it speaks" in shown.stdout  # no images
+
+
+def test_side_by_side_the_footnote_names_the_towers_and_speech_output(cache_home: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["params", "--preset", f"{PRESET},gemma-3-4b"], env={"XDG_CACHE_HOME": str(cache_home), "COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert f"* {PRESET}: the total includes its towers and speech output, 4.73 G; its active count does not" in result.stdout
+    assert "* gemma-3-4b: the total includes its vision tower" in result.stdout
