@@ -91,6 +91,18 @@ def test_llama_8b_model_backward_is_the_sum_of_its_parts_by_hand() -> None:
     assert model["weight_gradient_bytes"] == layers * (ffn["weight_gradient_bytes"] + att["weight_gradient_bytes"]) + v * d * 2 + t * d * 2
 
 
+def test_a_prefill_computes_one_logits_row_a_sequence_a_training_step_every_tokens() -> None:
+    # Llama-3.1-8B, 2 sequences of 1,024 tokens: a server's prefill samples each sequence's next token
+    # from its last position's logits, 2·d·v FLOPs and a row of v logits a sequence; a training
+    # step's forward computes every token's (its loss reads them all).
+    d, v, layers, batch, t = 4096, 128256, 32, 2, 2 * 1024
+    args = ("params", "--preset", "llama-3.1-8b", "--gpu", "h100", "--batch", str(batch), "--seq-len", "1024")
+    for extra, rows in (((), batch), (("--backward",), t)):
+        (case,) = _json(*args, *extra)["roofline"]["cases"]
+        ffn, att, model = case["ffn_one_layer"], case["attention_one_layer_mean"], case["model"]
+        assert model["flops"] == layers * (ffn["flops"] + att["flops"]) + 2 * rows * d * v
+
+
 def test_a_moe_backward_reads_and_writes_the_experts_it_touches() -> None:
     # gpt-oss-20b (32 experts, top 4, MXFP4 experts): at 4 tokens, 32·(1 − (28/32)^4) experts in
     # expectation; their weights read again, their gradients (5760·2880 + 2880·2880 + 8,640

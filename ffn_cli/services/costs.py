@@ -305,7 +305,7 @@ def _roofline(
     """The roofline of the passes asked on --gpu, their forecasts, and the file --plot draws them to."""
     spec = loaded.spec
     stack = model_stack(spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
-    costs = [pass_cost(spec, stack, plan, case) for case in cases]
+    costs = [pass_cost(spec, stack, plan, case, training=opts.backward) for case in cases]
     per_gpu = None
     if opts.tp != 1 or opts.ep != 1:  # the roofline of one GPU of the layout, and what it sends
         bridge = gpu.link_domain if gpu.beyond_domain_gbps is not None else 0  # NVLink-bridged cards: PCIe between bridges

@@ -10,6 +10,8 @@ Counted, all as lower bounds:
   input and output activations once in the compute dtype (intermediates assumed to stay on
   chip), and the KV cache: in prefill written and read once, in decode the context read and the
   new token's keys and values written (MLA caches its compressed kv_lora_rank + rope width).
+- The LM head: one logits row a sequence, its last token's, which a server samples from (a
+  prefill computes none for the prompt's other tokens); a training step's, every token's.
 Not counted: elementwise work (norms, activations, softmax), launch overheads, communication.
 
 The backward of a training step (`backward_cost`, prefill only), part by part:
@@ -273,9 +275,10 @@ def mixer_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
     return PartCost(m.kind, flops, weights, io, state, weight_params=params)
 
 
-def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase) -> PassCost:
+def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassCase, *, training: bool = False) -> PassCost:
     """One forward pass: its FFN and attention per layer, and the whole model. A layer without
-    an FFN or without a token mixer costs nothing for it; a mixer layer costs its mixer."""
+    an FFN or without a token mixer costs nothing for it; a mixer layer costs its mixer. A
+    `training` step's forward computes every token's logits, a server's one row a sequence."""
     ffn_of = {i: spec.ffn_of(i) for i in spec.ffn_layers}
     ffn_costs = {id(f): ffn_cost(spec, f, plan, case) for f in {id(f): f for f in ffn_of.values() if f}.values()}
     mixer = mixer_cost(spec, plan, case) if spec.mixer is not None else None
@@ -290,12 +293,16 @@ def pass_cost(spec: ModelSpec, stack: LayerStack, plan: StoragePlan, case: PassC
             attention.append(mixer)
     layers = [ffn_costs[id(ffn_of[i])] for i in spec.ffn_layers]
     extras = [extras_cost(spec, plan, case)] if spec.extras else []
-    return assemble(spec, case, ffn_costs, layers, attention, head_cost(spec, plan, case), embedding_cost(spec, plan, case), extras)
+    head = head_cost(spec, plan, case, training=training)
+    return assemble(spec, case, ffn_costs, layers, attention, head, embedding_cost(spec, plan, case), extras)
 
 
-def head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase) -> PartCost:
-    """The LM head: every token's logits, its weight read once."""
-    h, v, t = spec.head_width, spec.head_rows, case.tokens
+def head_cost(spec: ModelSpec, plan: StoragePlan, case: PassCase, *, training: bool = False) -> PartCost:
+    """The LM head: one logits row a sequence, its weight read once. A server samples each sequence's
+    next token from its last position's logits: a prefill computes none for the prompt's other
+    tokens (vLLM's and SGLang's logits indices), as the memory counts one logits row a sequence;
+    a `training` step's forward, every token's (its loss reads them all)."""
+    h, v, t = spec.head_width, spec.head_rows, case.tokens if training else case.batch
     head_role: Role = "embedding" if spec.tie_word_embeddings else "head"
     head_bytes = t * h * case.act_bytes + t * v * case.act_bytes
     return PartCost("LM head", 2 * t * h * v, _bytes(plan, head_role, (v, h)), head_bytes, weight_params=v * h)
