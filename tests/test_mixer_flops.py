@@ -286,11 +286,12 @@ def test_decode_state_in_params() -> None:
 @pytest.mark.parametrize("preset", ["qwen3-next-80b-a3b", "granite-4.0-h-tiny", "lfm2-1.2b"])
 def test_prefill_roofline_counts_what_the_rows_count(preset: str) -> None:
     # One sequence of 4,096 tokens in one pass: the roofline's FLOPs are the seq-len row's,
-    # mixers included, times the tokens, and the LM head (its matmul over the vocabulary).
+    # mixers included, times the tokens, and the LM head (its matmul over the vocabulary) once, for
+    # the last token's logits, the one row a server samples the next token from.
     args = ["params", "--preset", preset, "--seq-len", "4096", "--json"]
     row = json.loads(CliRunner().invoke(app, args).stdout)["flops_over_seq_len"]["rows"][0]
     roofline = json.loads(CliRunner().invoke(app, [*args, "--gpu", "h100"]).stdout)["roofline"]["cases"][0]["model"]
     spec = preset_model(preset)
     per_token = row["ffn_flops"] + row["attention_projection_flops"] + row["attention_score_flops"] + row["mixer_state_flops"]
     assert row["mixer_state_flops"] > 0
-    assert roofline["flops"] == pytest.approx(4096 * (per_token + 2 * spec.d_model * spec.vocab_size), rel=1e-12)
+    assert roofline["flops"] == pytest.approx(4096 * per_token + 2 * spec.d_model * spec.vocab_size, rel=1e-12)
