@@ -91,9 +91,9 @@ SPANS_NODES_NOTE = N_(
     "table, carries part of the traffic, so comm here is a lower bound"
 )
 SPANS_BRIDGES_NOTE = N_(
-    "{gpus} GPUs span {bridges} NVLink bridges of {node}: each all-reduce runs in two levels, within each bridge and "
-    "then a shard across the bridges, and an all-to-all's copies to another bridge's GPUs cross too, over {link} "
-    "between them at {gbps} GB/s"
+    "{gpus} GPUs span {bridges} NVLink bridges of {node}: what crosses between them (where --tp spans bridges, each "
+    "all-reduce in two levels, a shard across the bridges after each bridge's own; an all-to-all's copies to another "
+    "bridge's GPUs) runs over {link} at {gbps} GB/s"
 )
 SPANS_SERVERS_NOTE = N_(
     "{gpus} GPUs span more than one server of {node}: the network between servers, slower and not in the table, "
