@@ -25,6 +25,7 @@ __all__ = [
     "BuiltModel",
     "BuiltPart",
     "RoutedExperts",
+    "Towers",
     "described_towers",
 ]
 
@@ -65,6 +66,9 @@ TOWER_WORDS = {key: words for key, (_runs_on, words) in TOWERS.items()}
 TOWER_RUNS_ON = {key: runs_on for key, (runs_on, _words) in TOWERS.items()}
 
 
+_PROJECTOR = "projector"  # a tower's projector into the text model's width (multi_modal_projector, mm_projector)
+
+
 def described_towers(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The towers a config describes, by key: its own (Gemma 4's vision_config), and those of a
     model nested in it (Qwen3-Omni's thinker_config holds its vision_config and audio_config)."""
@@ -73,6 +77,43 @@ def described_towers(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         if key.endswith("_config") and key not in TOWER_WORDS and isinstance(value, Mapping):
             found |= {k: v for k, v in value.items() if k in TOWER_WORDS and k not in found and isinstance(v, Mapping)}
     return found
+
+
+@dataclass(frozen=True)
+class Towers:
+    """The towers a config describes (its vision_config's, its audio_config's, an omni model's
+    talker and vocoder), read once: where a built module sits in one, and what that one runs on.
+    Counting by building and the layout both place towers so."""
+
+    keys: tuple[str, ...]  # the TOWERS keys the config describes
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Towers:
+        return cls(tuple(described_towers(config)))
+
+    def path(self, path: str) -> str | None:
+        """The module a tower is built as, where `path` sits in one: the shortest start of the path
+        whose last name is a tower's (model.vision_tower, Kosmos-2.5's vision_model at the root,
+        Phi-4-multimodal's model.embed_tokens_extend.image_embed); None for a module of the text model."""
+        names = path.split(".")
+        found = next((i for i, name in enumerate(names) if self._runs_on(name) is not None), None)
+        return None if found is None else ".".join(names[: found + 1])
+
+    def runs_on(self, top: str) -> TowerInput:
+        """What the tower built as module `top` (a `path`) runs on."""
+        return self._runs_on(top.rpartition(".")[2]) or "images"
+
+    def _runs_on(self, name: str) -> TowerInput | None:
+        """What the tower whose module is named `name` runs on, by the words of the towers described;
+        a projector, on the input its towers read (audio where no vision tower is described: MOSS's)."""
+        lowered = name.lower()
+        found = [TOWER_RUNS_ON[key] for key in self.keys if any(w in lowered for w in TOWER_WORDS[key])]
+        if found:
+            return found[0]
+        inputs = [TOWER_RUNS_ON[key] for key in self.keys if TOWER_RUNS_ON[key] in ("images", "audio")]
+        if _PROJECTOR in lowered and inputs:
+            return "images" if "images" in inputs else "audio"
+        return None
 
 
 PART_NAMES: dict[BuiltKind, str] = {

@@ -22,12 +22,11 @@ from transformers import AutoModel, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import configuration_auto, modeling_auto
 
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
-from ffn_cli.configs.built import TOWER_RUNS_ON, TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts, described_towers
+from ffn_cli.configs.built import TOWER_RUNS_ON, TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts, Towers, described_towers
 from ffn_cli.configs.encoder_decoder import half_of
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import MAX_LAYERS
-from ffn_cli.models.vision import TowerInput
 
 __all__ = [
     "FFNModule",
@@ -168,46 +167,6 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
             raise FFNError(key, value, why)
 
 
-_PROJECTOR = "projector"  # a tower's projector into the text model's width (multi_modal_projector, mm_projector)
-
-
-def is_tower(path: str, config: Mapping[str, Any]) -> bool:
-    """Whether a module beside the text model's layers is a tower the config describes (its
-    vision_config's, its audio_config's: MOSS-Transcribe-Diarize's, Muse Spark's; an omni model's
-    talker and vocoder) or an input tower's projector, by its name: a part of the model that runs
-    on images, audio or speech, never on a text token."""
-    return _runs_on(path, described_towers(config)) is not None
-
-
-def _runs_on(name: str, described: Mapping[str, Any]) -> TowerInput | None:
-    """What the tower whose module is named `name` runs on, by the words of the towers described;
-    a projector, on the input its towers read (audio where no vision tower is described: MOSS's)."""
-    lowered = name.lower()
-    found = [TOWER_RUNS_ON[key] for key in described if any(w in lowered for w in TOWER_WORDS[key])]
-    if found:
-        return found[0]
-    inputs = [TOWER_RUNS_ON[key] for key in described if TOWER_RUNS_ON[key] in ("images", "audio")]
-    if _PROJECTOR in lowered and inputs:
-        return "images" if "images" in inputs else "audio"
-    return None
-
-
-def tower_path(path: str, config: Mapping[str, Any]) -> str | None:
-    """The module a tower the config describes is built as, where `path` sits in one: the
-    shortest start of the path whose last name is a tower's (model.vision_tower, Kosmos-2.5's
-    vision_model at the root, Phi-4-multimodal's model.embed_tokens_extend.image_embed); None
-    for a module of the text model. Counting by building and the layout both place towers so."""
-    described = described_towers(config)
-    names = path.split(".")
-    found = next((i for i, name in enumerate(names) if _runs_on(name, described) is not None), None)
-    return None if found is None else ".".join(names[: found + 1])
-
-
-def tower_runs_on(top: str, config: Mapping[str, Any]) -> TowerInput:
-    """What the tower built as module `top` (a tower_path) runs on."""
-    return _runs_on(top.rpartition(".")[2], described_towers(config)) or "images"
-
-
 def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_class: str) -> tuple[Message, ...]:
     """A note for each tower the config describes (its vision_config, audio_config) that the model
     transformers built holds no module of: Qwen3.5's causal-LM class builds the text model alone,
@@ -324,10 +283,11 @@ def count_module(model: nn.Module, config: PretrainedConfig, *, name: str, sourc
     params: dict[BuiltKind, int] = dict.fromkeys(_KIND_ORDER, 0)
     where: dict[BuiltKind, dict[str, None]] = {kind: {} for kind in _KIND_ORDER}
     data = config.to_dict()
+    towers = Towers.of(data)
     for param_name, param in model.named_parameters():
         module_path, _, leaf = param_name.rpartition(".")
         owners = _owners(modules, module_path)
-        tower = tower_path(module_path, data)
+        tower = towers.path(module_path)
         kind: BuiltKind
         if tower is not None:  # a tower the config describes, or its projector: the part of its own the rule names first
             kind, depth = "vision", tower.count(".") + 1

@@ -7,10 +7,10 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ffn_cli.costs.weights import towers_words
 from ffn_cli.i18n import _
 from ffn_cli.models.count import ModelParams
 from ffn_cli.models.seq_flops import FlopsAtLength, LayerStack
-from ffn_cli.models.vision import towers_named
 from ffn_cli.render.fit import Col, Wide
 from ffn_cli.render.format import fmt_bytes, fmt_count
 from ffn_cli.render.literal import literal, visible
@@ -112,10 +112,8 @@ def model_comparison_view(models: list[ComparedModel], dtype: str) -> Renderable
     encoder = _("* {name}: the total includes its encoder, {params}, run once a source; its active count does not")
     for d, (_name, m, _stack, _rows) in zip(data, models, strict=True):
         if d["vision_params"]:  # an encoder-decoder's encoder, or a tower (an omni model's, its towers and speech output)
-            vision = m.spec.vision
-            said = encoder if vision is not None and vision.is_encoder else tower
-            towers = _(towers_named(vision.runs_on)) if vision is not None else _(towers_named(frozenset({"images"})))
-            notes.append(said.format(name=visible(d["name"]), params=_sig3(d["vision_params"]), towers=towers))
+            said = encoder if m.spec.vision is not None and m.spec.vision.is_encoder else tower
+            notes.append(said.format(name=visible(d["name"]), params=_sig3(d["vision_params"]), towers=_(towers_words(m.spec))))
     ranged = _("{name}: its active count is the most, every pick a real expert; {least} at least, {mean} on average "
                "(zero-computation experts)")  # fmt: skip
     notes += [

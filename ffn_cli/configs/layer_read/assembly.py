@@ -14,11 +14,10 @@ from transformers import PretrainedConfig
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention, AttentionSpec
 from ffn_cli.configs.attribution import Owner, attribute
-from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout
+from ffn_cli.configs.built import TOWER_WORDS, BuiltLayout, Towers
 from ffn_cli.configs.encoder_decoder import EncoderDecoder
 from ffn_cli.configs.layer_read.shell import Shell
 from ffn_cli.configs.layer_read.tensors import LayerRead, beyond_ffn, layers_named
-from ffn_cli.configs.meta_build import tower_path, tower_runs_on
 from ffn_cli.configs.windows import attention_chunks
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
@@ -134,8 +133,9 @@ def _towers(
         vision, others = _towers(tuple(t for t, m in zip(beside, modules, strict=True) if not m.startswith(f"{path}.")), config)
         parts = (part, *(vision.parts if vision is not None else ()))
         return VisionTower(Message.listed([p.name for p in parts]), parts), others
+    described = Towers.of(config)
     for t in beside:
-        top = tower_path(t.name.split(" ")[0], config)
+        top = described.path(t.name.split(" ")[0])
         if top is not None:
             towers[top] = towers.get(top, 0) + t.count
         else:
@@ -143,7 +143,7 @@ def _towers(
     if not towers:
         return None, tuple(rest)
     parts = tuple(
-        VisionPart(top, N_("as transformers builds it"), params, runs_on=tower_runs_on(top, config)) for top, params in towers.items()
+        VisionPart(top, N_("as transformers builds it"), params, runs_on=described.runs_on(top)) for top, params in towers.items()
     )
     return VisionTower(Message.listed(list(towers)), parts), tuple(rest)
 

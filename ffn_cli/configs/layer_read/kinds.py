@@ -16,8 +16,7 @@ from transformers import PretrainedConfig
 from transformers.models.auto import modeling_auto
 
 from ffn_cli.configs.attribution import Owner, attribute
-from ffn_cli.configs.layer_read.tensors import beyond_ffn, n_params
-from ffn_cli.configs.meta_build import tower_path
+from ffn_cli.configs.layer_read.tensors import beyond_ffn, n_params, towers_of
 from ffn_cli.i18n import _
 
 __all__ = ["attends_within", "decoder_layer_classes", "layer_kinds", "listed_layer_classes"]
@@ -88,9 +87,9 @@ def listed_layer_classes(model: nn.Module, n_layers: int, source: str) -> tuple[
     """The class of the one list of num_hidden_layers layers the whole model built, for a model
     whose classes name none to keep whole (BERT's BertLayer, BioGPT's, CTRL's); a tower's lists
     are the tower's (Qwen2.5-Omni's talker, a decoder as deep as its text model)."""
-    config = model.config.to_dict() if isinstance(model.config, PretrainedConfig) else {}
+    towers = towers_of(model)
     lists = [m for n, m in model.named_modules() if isinstance(m, nn.ModuleList) and len(m) == n_layers
-             and len({type(x) for x in m}) == 1 and not tower_path(n, config)]  # fmt: skip
+             and len({type(x) for x in m}) == 1 and not towers.path(n)]  # fmt: skip
     lists = [m for m in lists if n_params(m[0]) and attends_within(m[0])]
     if len(lists) > 1:  # two decoders, each its own cache
         paths = [n for n, m in model.named_modules() if any(m is x for x in lists)]

@@ -19,8 +19,8 @@ from transformers.pytorch_utils import Conv1D
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.configs.attribution import Owner, attribute
 from ffn_cli.configs.layer_read.kinds import attends_within
-from ffn_cli.configs.layer_read.tensors import beyond_ffn, n_params, param_tensor
-from ffn_cli.configs.meta_build import auto_class, tower_path
+from ffn_cli.configs.layer_read.tensors import beyond_ffn, n_params, param_tensor, towers_of
+from ffn_cli.configs.meta_build import auto_class
 from ffn_cli.configs.shared_blocks import SharedBlocks, shared_blocks
 from ffn_cli.errors import FFNError, first_line
 from ffn_cli.i18n import _
@@ -101,12 +101,12 @@ def every_layer(
     """The decoder layers of a model whose layers come from several classes (Jamba's attention and
     Mamba layers, OLMo-Hybrid's), as the whole model built them, each layer then read alone; and
     the blocks they share (Zamba's tied shared transformers), held by the first layer that applies each."""
-    config = model.config.to_dict() if isinstance(model.config, PretrainedConfig) else {}
+    towers = towers_of(model)  # a tower's list is the tower's (Qwen2.5-Omni's talker)
     lists = [
         m
         for n, m in model.named_modules()
-        if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m) and not tower_path(n, config)
-    ]  # fmt: skip (a tower's: Qwen2.5-Omni's talker)
+        if isinstance(m, nn.ModuleList) and len(m) == n_layers and all(isinstance(x, classes) for x in m) and not towers.path(n)
+    ]
     if len(lists) != 1:
         why = _("its {n} layer classes are not one list of num_hidden_layers layers: ffn cannot tell which is which")
         raise beyond_ffn(source, why.format(n=len(classes)))
@@ -156,10 +156,10 @@ def shell_of(
     text = model.config.get_text_config()
     d, vocab = int(text.hidden_size), vocab or int(text.vocab_size)
     modules = dict(model.named_modules())
-    whole_config = model.config.to_dict()
+    towers = towers_of(model)
     # the decoder's layers: an encoder's of the same class (T5's blocks) are the encoder's, counted with it;
     # a tower's, the tower's (Qwen2.5-Omni's talker, a decoder of the text model's class)
-    built = [(n, m) for n, m in modules.items() if isinstance(m, classes) and not _within(n, encoder) and not tower_path(n, whole_config)]
+    built = [(n, m) for n, m in modules.items() if isinstance(m, classes) and not _within(n, encoder) and not towers.path(n)]
     if built and not whole:  # layers beside num_hidden_layers' (HRM's stacks)
         raise beyond_ffn(source, _("it builds {cls} layers beside its num_hidden_layers: ffn cannot tell how many").format(
             cls=type(built[0][1]).__name__))  # fmt: skip
@@ -182,7 +182,7 @@ def shell_of(
     input_embeddings = _input_embeddings(model)
     if input_embeddings is None:  # a model that names none (Qwen3-Omni's): the text model's table of the vocabulary's rows
         input_embeddings = next((m for n, m in modules.items() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab
-                                 and tower_path(n, whole_config) is None), None)  # fmt: skip
+                                 and towers.path(n) is None), None)  # fmt: skip
     table = next((n for n, m in modules.items() if m is input_embeddings), "")
     # The token table's width: hidden_size, or a factorized table's own (ELECTRA's, RemBERT's, projected to
     # hidden_size by a Linear beside the layers); its position and token-type tables and their norm as wide.
@@ -212,7 +212,7 @@ def shell_of(
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
         # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder); an encoder's, the encoder's
-        if _within(path, encoder) or tower_path(path, whole_config) is not None:
+        if _within(path, encoder) or towers.path(path) is not None:
             beside.append(param_tensor(path, leaf, p, module))
             continue
         if embedding is None and tuple(p.shape) == (vocab, e) and (isinstance(module, nn.Embedding) or p is tied_weight):

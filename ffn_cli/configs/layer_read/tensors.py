@@ -11,9 +11,11 @@ from typing import Any
 
 import torch
 from torch import nn
+from transformers import PretrainedConfig
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.attention import AnyAttention
+from ffn_cli.configs.built import Towers
 from ffn_cli.errors import FFNRuntimeError
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.mixers import LinearMixer
@@ -31,6 +33,7 @@ __all__ = [
     "param_tensor",
     "positive_ints",
     "rest_of",
+    "towers_of",
 ]
 
 
@@ -84,6 +87,12 @@ class LayerRead:
     said: list[Message] = field(default_factory=list)
     left_out: list[Message] = field(default_factory=list)
     flops_left_out: list[Message] = field(default_factory=list)  # work no FLOP count sizes; its state, if any, sized
+
+
+def towers_of(model: nn.Module) -> Towers:
+    """The towers a built model's config describes (none for a module with no transformers config)."""
+    config = getattr(model, "config", None)
+    return Towers.of(config.to_dict() if isinstance(config, PretrainedConfig) else {})
 
 
 def n_params(module: nn.Module) -> int:
