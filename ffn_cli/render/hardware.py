@@ -18,10 +18,12 @@ __all__ = ["cpu_data", "gpu_data", "hardware_data", "hardware_view"]
 
 # Columns that leave a narrow terminal first: fp64, then fp16 (bf16's twin but on V100/T4), then tf32.
 _DROP = {"fp64": 1, "fp16": 2, "tf32": 3, "int8": 4}
+_LINK_DROP = 5  # after the rates a reader can do without, before fp8 and bf16 (which never leave)
 NOTE = N_(
     "TFLOP/s (int8: TOP/s), DENSE: a datasheet's 'with sparsity' figure is 2:4 structured sparsity, "
     "which a dense GEMM never uses, so it is halved; — where the source gives no rate. memory GB and "
-    "bandwidth GB/s are 10⁹ bytes; driver MiB (2²⁰ bytes) is what nvidia-smi reports. Sources: docs/hardware.md."
+    "bandwidth GB/s are 10⁹ bytes; link: GB/s GPU to GPU, both directions, over the link named under the GPU; "
+    "driver MiB (2²⁰ bytes) is what nvidia-smi reports. Sources: docs/hardware.md."
 )
 
 
@@ -70,17 +72,20 @@ def hardware_data(gpus: list[GPU], cpu: MeasuredCPU | None) -> dict[str, Any]:
 
 
 def _gpu_table(gpus: list[GPU]) -> FitTable:
-    columns = [Col(_("gpu"), "text", floor=14), Col("GB"), Col("GB/s")]
+    # "link": GPU to GPU, what --tp and --ep communicate over; the roofline prices comm at it.
+    columns = [Col(_("gpu"), "text", floor=17), Col("GB"), Col("GB/s"), Col(_("link"), drop=_LINK_DROP)]
     columns += [Col(d, drop=_DROP.get(d)) for d in DTYPES]
     rows: list[Any] = []
     for g in gpus:
         # The memory a process can allocate, as the driver reports it, under the datasheet's GB.
         driver = "" if g.driver_mib is None else "\n[dim]" + _("driver: {mib} MiB").format(mib=f"{g.driver_mib:,}") + "[/]"
+        link = "" if g.link_gbps is None else "\n[dim]" + _(g.link) + "[/]"
         rows.append(
             [
-                f"{g.key}\n[dim]{literal(g.label)}[/]{driver}",
+                f"{g.key}\n[dim]{literal(g.label)}[/]{driver}{link}",
                 f"{g.memory_gb:,.0f}",
                 f"{g.bandwidth_gbps:,.0f}",
+                "—" if g.link_gbps is None else f"{g.link_gbps:,.0f}",
                 *(_rate(g.tflops.get(d)) for d in DTYPES),
             ]
         )
