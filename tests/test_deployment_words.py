@@ -5,6 +5,7 @@ quantization method's lists without repeats."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -148,6 +149,19 @@ def test_a_quantization_caption_names_only_what_the_model_holds() -> None:
     assert "attention projections" in said and "LM head" not in said and "routers" not in said
     gpt = _run("--preset", "gpt-oss-120b", "--gpu", "h200")
     assert "not converted: attention projections, embeddings, LM head, routers" in gpt
+
+
+def test_a_scope_of_the_layers_linears_names_the_towers_it_leaves() -> None:
+    # --weights fp8 on the layers' linears (its default scope): Gemma 3's vision tower and Qwen3-Omni's
+    # towers and speech output keep the checkpoint's bf16, as the stored table's row says; Llama
+    # 3.1 has no tower to name.
+    gemma = _run("--preset", "gemma-3-4b", "--gpu", "h200", "--weights", "fp8")
+    assert "not the embeddings, routers or LM head); the vision tower left unquantized (--quantize's default)" in gemma
+    assert re.search(r" vision tower +[\d,]+ +bf16 +16 ", gemma)
+    omni = _run("--preset", "qwen3-omni-30b-a3b-instruct", "--gpu", "h200", "--weights", "fp8", "--quantize", "ffn")
+    assert "--quantize ffn: the FFNs' linears (routed, shared and dense); the towers and speech output left unquantized" in omni
+    assert re.search(r" towers and speech output +4,727,171,633 +bf16 +16 ", omni)
+    assert "left unquantized" not in _run("--preset", "llama-3.1-8b", "--gpu", "h200", "--weights", "fp8")
 
 
 def test_quantize_all_says_what_it_stores_and_what_stays() -> None:

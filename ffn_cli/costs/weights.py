@@ -218,7 +218,12 @@ def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None, 
     """What a scope stores in `fmt`: `all` in a float format (fp32 … fp8) covers every tensor; in a
     quantized one the layers' linears and those of the embeddings, routers and head the model
     holds (`present`, where known), the vectors and a vision tower left as they are."""
-    if scope != "all" or _every_tensor(scope, fmt):
+    tower = present is not None and "vision" in present
+    if _every_tensor(scope, fmt):
+        return Message(SCOPE_WORDS[scope])
+    if scope != "all":  # a scope of the layers' linears: the towers beside the layers keep their dtype
+        if tower:
+            return Message(N_("{scope}; the {towers} left unquantized"), scope=Message(SCOPE_WORDS[scope]), towers=Message(towers))
         return Message(SCOPE_WORDS[scope])
     held = [r for r in ("embedding", "router", "head") if present is None or r in present]
     linears = (
@@ -226,7 +231,6 @@ def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None, 
         if not held
         else Message(N_("the layers' linears, {roles}"), roles=_listed([Message(ROLE_WORDS[r]) for r in held]))
     )
-    tower = present is not None and "vision" in present
     # the towers by their words (an omni model's "towers and speech output"), said in the reader's language
     kept = (
         Message(N_("biases, norms and the {towers} stay unquantized"), towers=Message(towers))
