@@ -33,6 +33,29 @@ def test_every_driver_figure_has_a_source_within_a_tenth_of_the_datasheet(gpu) -
     assert 0.9 < gpu.memory_bytes / (gpu.memory_gb * 1e9) < 1.1
 
 
+@pytest.mark.parametrize(
+    ("preset", "d_model", "vocab", "widest"),
+    [
+        # gpt-oss's experts are as wide as the model (d_ff = d_model = 2,880): top-4 × (gate + up),
+        # 4 · 2 · 2,880; each down projection writes the residual back and is no intermediate.
+        ("gpt-oss-120b", 2880, 201088, 4 * 2 * 2880),
+        # Nemotron 3 Super's latent MoE: top-22 experts read the 1,024-wide latent (up only, relu²),
+        # 22 · 2,688, beside the shared expert's 5,376 and the latent itself, 1,024; wider than its
+        # Mamba-2 in_proj, 2 · 8,192 + 2 · 8 · 128 + 128 = 18,560.
+        ("nemotron-3-super-120b-a12b", 4096, 131072, 22 * 2688 + 5376 + 1024),
+        # Qwen3.5-35B-A3B: its Gated DeltaNet's input projections (q, k of 16 heads × 128, v and z of 32
+        # × 128, b and a one per value head), 2 · 2,048 + 2 · 4,096 + 2 · 32 = 12,352, are wider than its
+        # MoE's top-8 × (gate + up) + shared, 8 · 2 · 512 + 2 · 512 = 9,216.
+        ("qwen3.5-35b-a3b", 2048, 248320, 2 * 2048 + 2 * 4096 + 2 * 32),
+    ],
+)
+def test_the_widest_intermediate_by_hand(preset: str, d_model: int, vocab: int, widest: int) -> None:
+    data = cli_json("params", "--preset", preset, "--gpu", "b300", "--phase", "prefill", "--batch", "1", "--seq-len", "1000")
+    # 1,000 tokens × (the layer's input and residual, 2 · d_model, + the widest intermediate) × 2 B,
+    # and one float32 logits row for the sequence.
+    assert data["per_gpu_memory"]["activation_bytes"] == 1000 * (2 * d_model + widest) * 2 + vocab * 4
+
+
 def test_llama_70b_on_8_h100_by_hand() -> None:
     data = cli_json("params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--phase", "decode", "--batch", "64")
     m = data["per_gpu_memory"]

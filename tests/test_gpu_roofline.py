@@ -65,6 +65,18 @@ def test_expert_parallel_sends_what_the_busiest_gpu_holds(batch: int, held: int)
     assert r["cases"][0]["communication"]["ffn_layer_bytes_sent"] == pytest.approx(2 * held * 4 * 2880 * 2 * 7 / 8)
 
 
+def test_a_latent_moe_dispatches_its_latent() -> None:
+    # Nemotron 3 Ultra at --tp 8 --ep 8, batch 64 decode: each of the 8 tokens a GPU holds (64 / 8) sends
+    # its 22 copies in the 2,048-wide latent its experts read (moe_latent_size), not at d_model 8,192,
+    # there and back, 7/8 of them off the GPU; beside the all-reduce of the shared expert's output,
+    # 2 · 7/8 · 64 tokens × 8,192 × 2 B.
+    r = _roofline("--preset", "nemotron-3-ultra-550b-a55b", "--gpu", "gb200", "--tp", "8", "--ep", "8", "--phase", "decode",
+                  "--batch", "64", "--seq-len", "131072", "--weights", "nvfp4")  # fmt: skip
+    all_to_all = 2 * 8 * 22 * 2048 * 2 * 7 / 8
+    all_reduce = 2 * 7 / 8 * 64 * 8192 * 2
+    assert r["cases"][0]["communication"]["ffn_layer_bytes_sent"] == pytest.approx(all_reduce + all_to_all)
+
+
 def test_the_busiest_rank_runs_a_copy_for_each_expert_it_reads() -> None:
     # gpt-oss-120b at --ep 8, batch 1: the mean rank's share is half a copy (4 picks over 8 ranks), but
     # the busiest rank reads busiest_rank_experts(128, 4, 1, 8) experts, each run on the one token.

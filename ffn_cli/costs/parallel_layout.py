@@ -96,24 +96,40 @@ def _reads_residual(shape: tuple[int, ...], d: int) -> bool:
     return len(shape) == 2 and shape[1] == d and prod(shape) > 0
 
 
+# The FFN's matrices that write back what it read (the residual; a latent MoE's experts, its latent):
+# their outputs are no intermediate. Every other weight's output is (gate, up, a latent projection in).
+_WRITES_BACK = ("down_proj.weight", "fc2_latent_proj.weight")
+
+
+def _intermediate(name: str, shape: tuple[int, ...]) -> int:
+    """The elements a token's output of this FFN weight holds, 0 where it is no intermediate."""
+    return shape[0] if len(shape) == 2 and prod(shape) > 0 and not name.endswith(_WRITES_BACK) else 0
+
+
 def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
     """Elements per token of the widest intermediate one GPU holds in one layer: the outputs of
-    the matrices that read the layer's input (attention's q, k, v or latents; an FFN's gate and
-    up), on this GPU's share. A MoE layer's routed experts: top-k of them per token, the tokens
-    of all dp groups arriving at the expert_share ranks."""
+    the matrices that read the layer's input (attention's q, k, v or latents; a mixer's input
+    projection; an FFN's gate and up, a latent MoE's projection into its latent), on this GPU's
+    share. A MoE layer's routed experts: gate and up of top-k of them per token (a latent MoE's
+    read its latent), the tokens of all dp groups arriving at the expert_share ranks."""
     d = spec.d_model
     # every attention matrix that does not write the residual (MLA: its latents and their up-projections too)
     widest = 0.0
     for _attention, _extra, layers in spec.attention_groups:  # the widest of each attention shape
         attention = sum(t.shape[0] for t in attention_tensors(spec, layers[:1]) if len(t.shape) == 2 and t.shape[0] != d)
         widest = max(widest, attention / layout.tp)
+    mixer = spec.mixer
+    if mixer is not None:  # its input projection (Mamba-2's in_proj: x, z, B, C and dt), cut over tp by heads
+        projected = sum(t.shape[0] for t in mixer.tensors if _reads_residual(t.shape, d))
+        widest = max(widest, projected / (1 if mixer.whole_on_each_gpu else layout.tp))
     ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None and spec.moe_layers else [])
     for ffn in ffns:
-        read = [t for t in ffn_tensors(spec, ffn) if _reads_residual(t.shape, d)]
-        routed = sum(t.shape[0] for t in read if t.role == "experts")  # one routed expert's
-        shared = sum(t.shape[0] for t in read if t.role in ("shared", "dense_ffn"))
+        tensors = [t for t in ffn_tensors(spec, ffn) if t.role != "router"]
+        routed = sum(_intermediate(t.name, t.shape) for t in tensors if t.role == "experts")  # one routed expert's
+        shared = sum(_intermediate(t.name, t.shape) for t in tensors if t.role in ("shared", "dense_ffn"))
+        latent = sum(_intermediate(t.name, t.shape) for t in tensors if t.role == "latent")  # held whole on each GPU
         k = ffn.active_experts if ffn.info.experts_held(ffn) else 0
-        width = k * routed * layout.dp / layout.expert_share + shared / layout.tp
+        width = k * routed * layout.dp / layout.expert_share + shared / layout.tp + latent
         widest = max(widest, width)
     return widest
 

@@ -183,7 +183,9 @@ def _communication(spec: ModelSpec, case: PassCase, local: PassCase, layout: Lay
         # dispatch and combine, to the real experts picked: a zero-computation pick stays on its GPU.
         # The busiest GPU's tokens, its attention group's over its tp GPUs: with fewer sequences than
         # groups, the GPU that holds one sends it all (the mean GPU's share would be a fraction of it).
-        a2a = 2 * local.tokens / tp * spec.real_picks(moe) * d * b * (ep - 1) / ep
+        # A latent MoE (Nemotron 3's) sends its tokens in the latent its experts read, projected on the token's GPU.
+        width = moe.expert_shape().d_model
+        a2a = 2 * local.tokens / tp * spec.real_picks(moe) * width * b * (ep - 1) / ep
         if bridge and layout.gpus > bridge:  # the ranks spread over the GPUs: those of other bridges are across
             near = min(ep, max(1, ep * bridge // layout.gpus))
             a2a_across = a2a * (ep - near) / (ep - 1)
