@@ -327,6 +327,13 @@ class LatentAttentionSpec:
         """Q·Kᵀ over qk_head_dim and softmax(·)·V over v_head_dim, per query and key."""
         return 2 * seq_len * self.n_heads * (self.qk_head_dim + self.v_head_dim)
 
+    def absorbed_score_flops_per_key(self) -> int:
+        """A decode step's scores with kv_b_proj absorbed into the query and the output (what vLLM's
+        and SGLang's MLA kernels run there): each head reads the cached latent and rotary key,
+        kv_lora_rank + rope, and sums the latent, kv_lora_rank, for each key. The absorption's own
+        matmuls a token cost what kv_b_proj's expansion of the new token costs."""
+        return 2 * self.n_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+
     def flops_per_token(self, seq_len: int) -> int:
         return self.projection_flops_per_token() + self.score_flops_per_token(seq_len)
 

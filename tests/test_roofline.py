@@ -253,6 +253,22 @@ def test_mla_attention_backward_reads_its_latents_by_hand() -> None:
     assert att["saved_activation_bytes"] == 10 * ((2048 + 512 + 2 * 16 * 192 + 2 * 16 * 128) * 2 + 16 * 4)
 
 
+@pytest.mark.parametrize(("phase", "per_key"), [("decode", 2 * 8 * (2 * 512 + 64)), ("prefill", 2 * 8 * (192 + 128))])
+def test_mla_scores_a_key_on_its_latent_at_decode_expanded_in_prefill(phase: str, per_key: int) -> None:
+    # Kimi K2.5 at --tp 8: 64 heads, 8 a GPU; kv latent 512, rotary key 64, q/k heads 128 + 64, v heads 128.
+    # A decode step's kernel (kv_b_proj absorbed) reads each cached key's latent and rotary part and sums
+    # the latents: 2 · 8 · (512 + 64 + 512) FLOPs a key. A prefill expands K and V: 2 · 8 · (192 + 128).
+    def flops(seq_len: int) -> float:
+        data = _json("params", "--preset", "kimi-k2.5", "--gpu", "b300", "--tp", "8", "--phase", phase, "--seq-len", str(seq_len))
+        return data["roofline"]["cases"][0]["attention_one_layer_mean"]["flops"]  # type: ignore[no-any-return]
+
+    n = 1024
+    if phase == "decode":  # one query, n more keys at 2n; its projections the same
+        assert flops(2 * n) - flops(n) == per_key * n
+    else:  # L queries read 1 … L keys, L(L + 1)/2 in all: a second difference over n leaves n² keys, the projections gone
+        assert flops(3 * n) - 2 * flops(2 * n) + flops(n) == per_key * n * n
+
+
 def test_a_hybrids_backward_is_refused_not_guessed() -> None:
     result = runner.invoke(app, ["params", "--preset", "nemotron-h-8b", "--gpu", "h100", "--backward"])
     assert (

@@ -3,7 +3,8 @@ one layer's attention (the mean over layers) and the whole model, at a batch and
 
 Counted, all as lower bounds:
 - FLOPs: matmuls only (2·m·n·k), the active path (a MoE token runs top-k experts); attention
-  scores read the keys each query sees (causal, sliding windows, chunks as the config says);
+  scores read the keys each query sees (causal, sliding windows, chunks as the config says),
+  MLA's at decode on its cached latent, kv_b_proj absorbed as serving kernels run it;
   a hybrid's mixer its convolution and state update (chunked in prefill, recurrent in decode).
 - Bytes: every weight read once in its stored format (a MoE layer reads only the experts its
   tokens touch: E·(1 − (1 − k/E)^T) of them in expectation under uniform routing), each part's
@@ -199,7 +200,10 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
         read = case.batch * _keys(case, min(window or spec.sparse_topk, spec.sparse_topk), chunk, stack.causal)
     indexed = layer in spec.index_layers
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
-    flops = case.tokens * spec.attention_flops_of(layer) + read * stack.score_flops_per_key[layer]
+    per_key = stack.score_flops_per_key[layer]
+    if per_key and case.phase == "decode" and isinstance(a, LatentAttentionSpec):  # MLA decodes on its latent
+        per_key = a.absorbed_score_flops_per_key()
+    flops = case.tokens * spec.attention_flops_of(layer) + read * per_key
     if indexed:
         flops += keys * spec.index_flops_per_key
     shared = layer in spec.kv_shared_layers  # no k/v projections: an earlier layer's keys and values
