@@ -19,8 +19,13 @@ def test_driver_memory_is_nvidia_smis_mib() -> None:
     assert find_gpu("h100").memory_bytes == 85_520_809_984
     assert find_gpu("h200").memory_bytes / GIB == pytest.approx(140.4, abs=0.01)
     # No driver figure sourced: the datasheet's 10⁹ bytes, said so.
+    pcie = find_gpu("h100-pcie")
+    assert not pcie.memory_from_driver and pcie.memory_bytes == 80 * 10**9
+    # Two logs disagree (H20: 97,871 or 98,304 MiB): the lower, never the datasheet's 96 × 10⁹ bytes below both.
     h20 = find_gpu("h20")
-    assert not h20.memory_from_driver and h20.memory_bytes == 96 * 10**9
+    assert h20.memory_from_driver and h20.memory_bytes == 97871 * 2**20
+    # rocminfo's memory pool on an MI300X: 201,310,208 KB.
+    assert find_gpu("mi300x").memory_bytes == 201_310_208 * 1024
 
 
 @pytest.mark.parametrize("gpu", [g for g in GPUS if g.driver_mib is not None], ids=lambda g: g.key)

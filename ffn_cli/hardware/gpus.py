@@ -219,12 +219,7 @@ GPUS: tuple[GPU, ...] = (
         _r(fp32=44, tf32=74, bf16=148, fp16=148, fp8=296, int8=296),
         "nvidia-h20",
         notes=(
-            Message(
-                N_(
-                    "no fp64 tensor rate given; the sources disagree on the driver's "
-                    "total (97,871 or 98,304 MiB): the datasheet's GB is used"
-                )
-            ),
+            Message(N_("no fp64 tensor rate given; the sources disagree on the driver's total (97,871 or 98,304 MiB): the lower is used")),
         ),
     ),
     GPU(
@@ -424,13 +419,17 @@ DRIVER_SOURCES: dict[str, tuple[str, str]] = {
         "nvidia-smi on 4 × Tesla V100-PCIE (32 GB), driver 410.48: 32480MiB",
         "https://blog.cachecha.com/csdn/kunhe0512/126265050.html",
     ),
+    "rocminfo-mi300x": (
+        "rocminfo on 8 × AMD Instinct MI300X: each GPU's memory pool 201,310,208 KB (196,592 MiB)",
+        "https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/amd/debug.md",
+    ),
     "trtllm-10278": (
         "nvidia-smi on 8 × B200, driver 580.95.05: 183359MiB each",
         "https://github.com/NVIDIA/TensorRT-LLM/issues/10278",
     ),
     "smi-logs-2026": (
         "nvidia-smi totals in public logs: H800 81559, A800 80GB 81920, L20 46068 (ECC on), B300 275040, "
-        "GB200 189471, GB300 284208, RTX PRO 6000 Blackwell 97887 MiB",
+        "GB200 189471, GB300 284208, RTX PRO 6000 Blackwell 97887, H20 97871 (older logs 98304) MiB",
         "public nvidia-smi logs as a 2026 survey of GPU sources lists them (no one log gives them all)",
     ),
 }
@@ -456,6 +455,8 @@ _DRIVER: dict[str, tuple[int, str]] = {
     "gb200": (189471, "smi-logs-2026"),
     "gb300": (284208, "smi-logs-2026"),
     "rtx-pro-6000": (97887, "smi-logs-2026"),
+    "h20": (97871, "smi-logs-2026"),  # the lower of the two the logs show
+    "mi300x": (196592, "rocminfo-mi300x"),
 }
 # key → (GB/s GPU to GPU, both directions, and the link), as the row's own datasheet prints it.
 # A PCIe card's NVLink bridge joins a few cards (its link domain, below): the H100 NVL's pairs, the
