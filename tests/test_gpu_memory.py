@@ -4,7 +4,9 @@ its driver reports, and the largest batch and longest context: each worked out b
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
 
+from ffn_cli.cli import app
 from ffn_cli.hardware import GPUS, find_gpu
 from ffn_cli.hardware.gpus import DRIVER_SOURCES
 from ffn_cli.hardware.reserve import runtime_reserve
@@ -311,6 +313,18 @@ def test_a_batch_no_layout_holds_is_shared_among_copies_of_the_fewest_gpus() -> 
     assert at["tp"] == max(tp for tp, n in gpus.items() if n == fewest)  # where the GPUs tie, the fewer copies
     # Whatever layout was asked: a wider one asked does not narrow the search.
     assert cli_json(*args, "--tp", "16")["per_gpu_memory"]["fits_at"] == at
+
+
+def test_a_verdict_far_past_the_gpu_writes_its_numbers_with_separators() -> None:
+    # gpt-oss-120b at 16,777,216 sequences of 131,072 tokens: thousands of copies, a share in the
+    # hundreds of thousands of percent, each number grouped as every other number the table prints.
+    args = ("--preset", "gpt-oss-120b", "--gpu", "gb200", "--tp", "8", "--ep", "64", "--phase", "decode",
+            "--batch", "16777216", "--seq-len", "131072")  # fmt: skip
+    memory = cli_json("params", *args)["per_gpu_memory"]
+    at, share = memory["fits_at"], 100 * memory["total_bytes"] / memory["gpu_memory_bytes"]
+    shown = " ".join(CliRunner().invoke(app, ["params", *args], env={"COLUMNS": "100"}).stdout.split())
+    assert f"fits as {at['copies']:,} copies" in shown and f"{at['gpus']:,} GPUs" in shown and at["copies"] > 1000
+    assert f"does not fit: {share:,.1f}% of it" in shown and share > 1000
 
 
 def test_a_layout_asked_past_64_gpus_is_one_the_copies_are_tried_of() -> None:

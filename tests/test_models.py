@@ -375,6 +375,9 @@ def test_layer_ranges() -> None:
     assert layer_ranges((0,)) == "0"
     assert layer_ranges((1, 2, 3, 7, 9, 10)) == "1–3, 7, 9–10"
     assert layer_ranges(()) == ""
+    # DeepSeek-V4-Pro's HCA layers: two adjacent, then every other one to 59
+    assert layer_ranges((0, 1, *range(3, 60, 2))) == "0–1, 3, 5, …, 59"
+    assert layer_ranges((1, 3, 5, 7, 8, 9)) == "1, 3, 5, 7–9"  # too short a series to fold
 
 
 def test_training_memory_is_16_bytes_per_parameter_with_adam() -> None:

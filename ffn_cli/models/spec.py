@@ -7,7 +7,6 @@ an AttentionSpec. Everything else (embeddings, norms, head, pooler) is a handful
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -611,18 +610,27 @@ def kv_tensors(attention: AnyAttention) -> tuple[ParamTensor, ...]:
 
 
 def layer_ranges(layers: tuple[int, ...]) -> str:
-    """(0, 1, 2, 5) → '0–2, 5', (0, 2, 4, 6, 8) → '0, 2, …, 8': which layers a row covers, short
-    (a list in the reader's language: '0、2、…、8' in Chinese)."""
-    steps = {b - a for a, b in itertools.pairwise(layers)}
-    if len(layers) >= _STRIDED and len(steps) == 1 and steps.pop() > 1:  # every other layer (LongCat-Flash's sublayers)
-        return Message.listed([str(layers[0]), str(layers[1]), "…", str(layers[-1])])
+    """(0, 1, 2, 5) → '0–2, 5', (0, 2, 4, 6, 8) → '0, 2, …, 8', (0, 1, 3, 5, …, 59) → '0–1, 3, 5, …, 59':
+    which layers a row covers, short (a list in the reader's language: '0、2、…、8' in Chinese). Adjacent
+    layers are a range; _STRIDED or more evenly spaced ones (every other layer) a series."""
     parts: list[str] = []
-    start = prev = None
-    for i in (*layers, None):
-        if i is not None and prev is not None and i == prev + 1:
-            prev = i
+    i = 0
+    while i < len(layers):
+        j = i + 1
+        if j < len(layers) and layers[j] == layers[i] + 1:  # a range of adjacent layers
+            while j + 1 < len(layers) and layers[j + 1] == layers[j] + 1:
+                j += 1
+            parts.append(f"{layers[i]}–{layers[j]}")
+            i = j + 1
             continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}–{prev}")
-        start = prev = i
+        if j < len(layers):  # a series: as long as the step holds
+            step = layers[j] - layers[i]
+            while j + 1 < len(layers) and layers[j + 1] - layers[j] == step:
+                j += 1
+            if j - i + 1 >= _STRIDED:
+                parts += [str(layers[i]), str(layers[i + 1]), "…", str(layers[j])]
+                i = j + 1
+                continue
+        parts.append(str(layers[i]))
+        i += 1
     return Message.listed(parts)

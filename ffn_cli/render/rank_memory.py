@@ -135,7 +135,7 @@ def fewest_gpus_line(fits_at: FitsAt | None, past_limit: int | None = None) -> T
     else:
         said = _("fits as {copies} copies of --tp {tp} --ep {ep}, the batch's sequences shared among them: {gpus} GPUs, the fewest "
                  "of the layouts tried (up to 64 GPUs a copy: 1, 2, 4 or a multiple of 8)")  # fmt: skip
-    return Text(said.format(gpus=fits_at.gpus, tp=fits_at.tp, ep=fits_at.ep, copies=fits_at.copies), style="yellow")
+    return Text(said.format(gpus=f"{fits_at.gpus:,}", tp=fits_at.tp, ep=fits_at.ep, copies=f"{fits_at.copies:,}"), style="yellow")
 
 
 def _capacity_label(gpu: GPU) -> str:
@@ -157,7 +157,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
             batch=f"{c.batch:,}", ep=fit.layout.ep, tp=fit.layout.tp, dp=fit.layout.dp
         )
     acts = _("activations ({phase})").format(phase=_(_PHASE_WORDS[c.phase]))
-    share = f"{100 * fit.total_bytes / fit.capacity_bytes:.1f}%"
+    share = f"{100 * fit.total_bytes / fit.capacity_bytes:,.1f}%"
     if fit.fits and fit.past_limit:  # memory holds it, the model does not run it
         verdict = _("fits in memory ({share} used, {free} free), at a context the model does not run").format(
             share=share, free=fmt_bytes(fit.free_bytes)
