@@ -44,7 +44,9 @@ def test_no_layout_is_named_for_a_context_past_the_models_limit() -> None:
     # Memory holding it is not the model running it: a "fits" past the limit says so in the verdict itself.
     held = _run("--preset", "qwen3-8b", "--gpu", "h100", "--seq-len", "300000")
     assert "fits in memory (" in held and "at a context the model does not run" in held and "fits: " not in held
-    assert _json("--preset", "qwen3-8b", "--gpu", "h100", "--seq-len", "300000")["per_gpu_memory"]["max_batch"] is None
+    memory = _json("--preset", "qwen3-8b", "--gpu", "h100", "--seq-len", "300000")["per_gpu_memory"]
+    assert memory["max_batch"] is None and memory["fits"] and memory["past_context_limit"]  # Qwen3-8B runs 40,960
+    assert not _json("--preset", "qwen3-8b", "--gpu", "h100", "--seq-len", "40960")["per_gpu_memory"]["past_context_limit"]
 
 
 @pytest.mark.parametrize(("tp", "said"), [(1, False), (8, True)])

@@ -88,7 +88,8 @@ def _fit_data(fit: GPUMemory) -> dict[str, Any]:
         "reserve_bytes": fit.reserve.bytes_,
         "reserve_source": {"what": RESERVE_SOURCE[0], "where": RESERVE_SOURCE[1]},
         "total_bytes": fit.total_bytes,
-        "fits": fit.fits,
+        "fits": fit.fits,  # the memory's verdict; past_context_limit says whether the model runs the context at all
+        "past_context_limit": fit.past_limit,
         "free_bytes": fit.free_bytes,
         "max_batch": None if fit.past_limit else fit.max_batch,  # no batch runs a context past the model's limit
         "max_context": fit.max_context,
