@@ -11,7 +11,7 @@ import inspect
 import io
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
@@ -185,9 +185,20 @@ def _said_as_keywords(function: Callable[_P, _R]) -> Callable[_P, _R]:
         except FFNError as exc:
             if type(exc) is not FFNError:  # a kind of its own (an unknown GPU) keeps its class and words
                 raise
-            raise FFNError(exc.option, exc.value, _keyword_words(exc.allowed, keywords)) from None
+            value = _as_given(exc.option, exc.value, kwargs)
+            raise FFNError(exc.option, value, _keyword_words(exc.allowed, keywords)) from None
 
     return call
+
+
+def _as_given(option: str, value: object, kwargs: Mapping[str, object]) -> object:
+    """The value a refusal names as the caller gave it (batch=8, seq_len=[1, 2]), where the request
+    spelled it as the command line does ('8', '1,2'); a part of it (one length of a list) as named."""
+    given = kwargs.get(option.replace("-", "_"), value)
+    if isinstance(value, str) and not isinstance(given, str):
+        spelled = ",".join(map(str, given)) if isinstance(given, (list, tuple)) else str(given)
+        return given if spelled == value else value
+    return value
 
 
 @_said_as_keywords

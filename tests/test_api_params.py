@@ -140,6 +140,23 @@ def test_a_refused_option_is_refused_with_the_clis_reason(call, args, cli: str, 
     assert result.output.strip().endswith(cli) and raised.value.allowed == api
 
 
+@pytest.mark.parametrize(
+    ("keywords", "shown"),
+    [
+        ({"batch": 8}, "batch=8 is invalid"),
+        ({"batch": [8, 16]}, "batch=[8, 16] is invalid"),
+        ({"gpu": "h100", "seq_len": [1, 2]}, "seq_len=[1, 2] is invalid"),
+        ({"gpu": "h100", "batch": [0, 8]}, "batch=0 is invalid"),  # the one value refused, as named
+    ],
+)
+def test_a_refusal_names_the_value_as_the_caller_gave_it(keywords: dict, shown: str) -> None:  # type: ignore[type-arg]
+    # The request spells a number or a list as the command line does ("8", "1,2"): the API's refusal
+    # shows what its caller passed, an int as an int and a list as a list.
+    with pytest.raises(FFNError) as raised:
+        ffn_cli.params("gpt2", **keywords)
+    assert str(raised.value).startswith(shown)
+
+
 def test_params_on_gpus_never_imports_torch() -> None:
     import subprocess
     import sys
