@@ -252,6 +252,17 @@ def test_an_mtp_layer_of_unknown_shape_is_named_not_counted(tmp_path: Path, key:
     assert with_mtp["checkpoint_bytes"] == without["checkpoint_bytes"]  # neither counts it
 
 
+def test_mtp_modules_a_checkpoint_does_not_ship_are_said_so_not_counted() -> None:
+    # MiniMax-M2.5's config declares 3 MTP modules (use_mtp, num_mtp_modules), but MiniMax's checkpoints
+    # store layers 0–61 alone (MiniMax-AI/MiniMax-M2.5#8): the verdict says so and counts nothing for
+    # them; --no-mtp, serving without them, is taken and drops the line.
+    args = ["params", "--preset", "minimax-m2.5-nvfp4", "--gpu", "h200", "--tp", "4", "--json"]
+    with_mtp, without = (json.loads(runner.invoke(app, a).stdout)["per_gpu_memory"] for a in (args, [*args, "--no-mtp"]))
+    assert any(line.startswith("the 3 multi-token-prediction modules its config declares") for line in with_mtp["left_out"])
+    assert not any("multi-token" in line for line in without.get("left_out", []))
+    assert with_mtp["checkpoint_bytes"] == without["checkpoint_bytes"]
+
+
 _V4_KEYS = dict(hidden_size=64, moe_intermediate_size=32, num_hidden_layers=4, num_attention_heads=4, head_dim=32, q_lora_rank=16,
                 o_lora_rank=16, o_groups=2, n_routed_experts=8, num_experts_per_tok=2, vocab_size=128, index_n_heads=2,
                 index_head_dim=16, index_topk=4, sliding_window=8, hc_mult=2, max_position_embeddings=4096,

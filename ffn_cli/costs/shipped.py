@@ -53,6 +53,7 @@ __all__ = [
     "mtp_key",
     "mtp_layers",
     "shipped_tensors",
+    "unshipped_mtp_modules",
     "unsized_mtp_layers",
 ]
 
@@ -80,6 +81,15 @@ def mtp_key(config: Mapping[str, Any]) -> tuple[str, int] | None:
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return key, n
     return None
+
+
+def unshipped_mtp_modules(config: Mapping[str, Any]) -> int:
+    """The MTP modules a MiniMax config declares (use_mtp, num_mtp_modules) whose weights its
+    checkpoints do not ship (M2, M2.5 and M2.7 store layers 0–61 alone: MiniMax-AI/MiniMax-M2.5#8,
+    MiniMax-AI/MiniMax-M2.7#16): nothing to count, said so."""
+    n = config.get("num_mtp_modules")
+    declared = isinstance(n, int) and not isinstance(n, bool) and n > 0 and config.get("use_mtp") is True
+    return n if declared else 0
 
 
 def _declared(config: Mapping[str, Any]) -> int:

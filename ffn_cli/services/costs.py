@@ -17,7 +17,7 @@ from ffn_cli.costs.rank_memory import rank_memory
 from ffn_cli.costs.roofline.model_pass import PassCase, Phase, backward_cost, pass_cost
 from ffn_cli.costs.roofline.one_ffn import model_forecasts
 from ffn_cli.costs.roofline.per_gpu import gpu_pass
-from ffn_cli.costs.shipped import mtp_key, mtp_layers, shipped_tensors, unsized_mtp_layers
+from ffn_cli.costs.shipped import mtp_key, mtp_layers, shipped_tensors, unshipped_mtp_modules, unsized_mtp_layers
 from ffn_cli.costs.weights import (
     check_scope,
     checkpoint,
@@ -201,7 +201,8 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     quantized = opts.weights is not None or quantization_config(loaded.config) is not None
     shipped = shipped_tensors(spec, loaded.config, mtp=opts.mtp)
     unsized_mtp = unsized_mtp_layers(spec, loaded.config) if opts.mtp else 0
-    if not opts.mtp and not mtp_layers(spec, loaded.config) and not unsized_mtp_layers(spec, loaded.config):
+    declares = mtp_layers(spec, loaded.config) or unsized_mtp_layers(spec, loaded.config) or unshipped_mtp_modules(loaded.config)
+    if not opts.mtp and not declares:
         raise FFNError("no_mtp", True, _("{name}'s config declares no multi-token-prediction layers to leave out").format(name=spec.name))
     stored = checkpoint(spec, plan, shipped)
     weights = None
@@ -220,6 +221,10 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
             why = _("the checkpoint's multi-token-prediction layers ({key} {n}), whose shape ffn does not know for "
                     "{model_type}: not in the weights (--no-mtp serves without them)")  # fmt: skip
             left_out += (why.format(key=declared[0], n=unsized_mtp, model_type=spec.model_type),)
+        if fit is not None and opts.mtp and (unshipped := unshipped_mtp_modules(loaded.config)):
+            why = _("the {n} multi-token-prediction modules its config declares (use_mtp, num_mtp_modules): its "
+                    "published checkpoints ship no weights for them, so speculative decoding takes a draft model of its own")  # fmt: skip
+            left_out += (why.format(n=unshipped),)
     # No layout runs a context past the model's limit: no fewest GPUs to name for it.
     unfit = fit is not None and not fit.fits and not fit.past_limit
     fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if unfit else None
