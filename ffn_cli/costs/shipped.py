@@ -88,8 +88,9 @@ def unshipped_mtp_modules(config: Mapping[str, Any]) -> int:
     checkpoints do not ship (M2, M2.5 and M2.7 store layers 0–61 alone: MiniMax-AI/MiniMax-M2.5#8,
     MiniMax-AI/MiniMax-M2.7#16): nothing to count, said so."""
     n = config.get("num_mtp_modules")
-    declared = isinstance(n, int) and not isinstance(n, bool) and n > 0 and config.get("use_mtp") is True
-    return n if declared else 0
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0 and config.get("use_mtp") is True:
+        return n
+    return 0
 
 
 def _declared(config: Mapping[str, Any]) -> int:
