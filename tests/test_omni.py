@@ -143,17 +143,21 @@ def test_without_audio_output_the_talker_is_said_not_counted(tmp_path: Path, cac
 
 def test_a_speech_models_diffusion_head_is_its_speech_output(tmp_path: Path, cache_home: Path) -> None:
     """transformers' default VibeVoice: a text model whose speech comes from a diffusion head drawing
-    each latent and a semantic tokenizer reading it back (its diffusion_head_config and
-    semantic_model_config), beside an acoustic tokenizer (its audio_config); two scalars beside
-    the layers, stored as scalars. No talker: no decode state of its own is named."""
+    each latent, its acoustic tokenizer's decoder turning the latents into the waveform, and a
+    semantic tokenizer reading it back (its diffusion_head_config and semantic_model_config); the
+    acoustic tokenizer's encoder (its audio_config) reads the voice given. Two scalars beside the
+    layers, stored as scalars. No talker: no decode state of its own is named."""
     hf = transformers.AutoConfig.for_model("vibevoice")
     hf.save_pretrained(tmp_path)
     data = _params(["--config", str(tmp_path), "--gpu", "h200", "--weights", "fp8"], cache_home)
     with torch.device("meta"):
         model = transformers.VibeVoiceForConditionalGeneration(hf)
     assert data["total_params"] == sum(p.numel() for p in model.parameters())
-    assert data["tower_params"]["speech"] == _sum(model, "diffusion_head", "semantic_tokenizer_encoder", "semantic_connector")
-    assert data["tower_params"]["audio"] == _sum(model, "audio_tower", "multi_modal_projector")
+    spoken = ("diffusion_head", "semantic_tokenizer_encoder", "semantic_connector", "audio_tower.decoder")
+    assert data["tower_params"]["speech"] == _sum(model, *spoken)
+    assert data["tower_params"]["audio"] == _sum(model, "audio_tower.encoder", "multi_modal_projector")
+    halves = _sum(model, "audio_tower.encoder", "audio_tower.decoder")
+    assert _sum(model, "audio_tower.decoder") > 0 and _sum(model, "audio_tower") == halves
     assert any("diffusion_head" in w for w in data["roofline"]["left_out"])
     assert not any("speech output" in w for w in data["per_gpu_memory"].get("left_out", []))
     shown = CliRunner().invoke(app, ["params", "--config", str(tmp_path)], env={"XDG_CACHE_HOME": str(cache_home), "COLUMNS": "250"})

@@ -67,6 +67,7 @@ TOWER_RUNS_ON = {key: runs_on for key, (runs_on, _words) in TOWERS.items()}
 
 
 _PROJECTOR = "projector"  # a tower's projector into the text model's width (multi_modal_projector, mm_projector)
+_SPOKEN = "decoder"  # an acoustic tokenizer's half that writes the waveform
 
 
 def described_towers(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -91,17 +92,34 @@ class Towers:
     def of(cls, config: Mapping[str, Any]) -> Towers:
         return cls(tuple(described_towers(config)))
 
+    @property
+    def speaks(self) -> bool:
+        """Whether the model has a speech output (a talker, a vocoder, a diffusion head)."""
+        return any(TOWER_RUNS_ON[key] == "speech" for key in self.keys)
+
     def path(self, path: str) -> str | None:
         """The module a tower is built as, where `path` sits in one: the shortest start of the path
         whose last name is a tower's (model.vision_tower, Kosmos-2.5's vision_model at the root,
-        Phi-4-multimodal's model.embed_tokens_extend.image_embed); None for a module of the text model."""
+        Phi-4-multimodal's model.embed_tokens_extend.image_embed); None for a module of the text model.
+        A speaking model's audio tower's decoder is a part of its own (VibeVoice's acoustic tokenizer)."""
         names = path.split(".")
         found = next((i for i, name in enumerate(names) if self._runs_on(name) is not None), None)
-        return None if found is None else ".".join(names[: found + 1])
+        if found is None:
+            return None
+        spoken = self._spoken(names[found], names[found + 1] if found + 1 < len(names) else "")
+        return ".".join(names[: found + (2 if spoken else 1)])
 
     def runs_on(self, top: str) -> TowerInput:
         """What the tower built as module `top` (a `path`) runs on."""
-        return self._runs_on(top.rpartition(".")[2]) or "images"
+        parent, _dot, name = top.rpartition(".")
+        if self._spoken(parent.rpartition(".")[2], name):
+            return "speech"
+        return self._runs_on(name) or "images"
+
+    def _spoken(self, tower: str, child: str) -> bool:
+        """A speaking model's acoustic tokenizer (VibeVoice's audio tower): its encoder reads the voice
+        given, its decoder turns the latents the model draws into the waveform it speaks."""
+        return child == _SPOKEN and self.speaks and self._runs_on(tower) == "audio"
 
     def _runs_on(self, name: str) -> TowerInput | None:
         """What the tower whose module is named `name` runs on, by the words of the towers described;
