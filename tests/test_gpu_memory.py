@@ -54,6 +54,10 @@ def test_every_driver_figure_has_a_source_within_a_tenth_of_the_datasheet(gpu) -
         # × 128, b and a one per value head), 2 · 2,048 + 2 · 4,096 + 2 · 32 = 12,352, are wider than its
         # MoE's top-8 × (gate + up) + shared, 8 · 2 · 512 + 2 · 512 = 9,216.
         ("qwen3.5-35b-a3b", 2048, 248320, 2 * 2048 + 2 * 4096 + 2 * 32),
+        # Kimi-Linear's KDA: q, k, v of 32 heads × 128, its forget gate's and output gate's low ranks
+        # (128) and their up-projections (4,096 each), β of 32 heads; its o_proj writes the residual:
+        # 3 · 4,096 + 2 · (128 + 4,096) + 32 = 20,768, wider than its MoE's 8 · 2 · 1,024 + 2 · 1,024.
+        ("kimi-linear-48b-a3b", 2304, 163840, 3 * 4096 + 2 * (128 + 4096) + 32),
     ],
 )
 def test_the_widest_intermediate_by_hand(preset: str, d_model: int, vocab: int, widest: int) -> None:

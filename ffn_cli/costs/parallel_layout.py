@@ -22,6 +22,8 @@ from ffn_cli.models.layout import attention_tensors, ffn_tensors
 from ffn_cli.models.mixers import DeltaRuleScan, SSDScan
 from ffn_cli.models.spec import ModelSpec
 from ffn_cli.spec import check_int
+from ffn_cli.variants.base import DOWN_PROJ
+from ffn_cli.variants.moe import LATENT_UP
 
 __all__ = ["MAX_WORLD_SIZE", "Layout", "check_model_parallel", "held_whole_share", "intermediate_width", "layout_for"]
 
@@ -92,13 +94,13 @@ def layout_for(spec: ModelSpec, *, tp: int, ep: int) -> Layout:
     return Layout(tp, ep)
 
 
-def _reads_residual(shape: tuple[int, ...], d: int) -> bool:
-    return len(shape) == 2 and shape[1] == d and prod(shape) > 0
-
-
 # The FFN's matrices that write back what it read (the residual; a latent MoE's experts, its latent):
 # their outputs are no intermediate. Every other weight's output is (gate, up, a latent projection in).
-_WRITES_BACK = ("down_proj.weight", "fc2_latent_proj.weight")
+_WRITES_BACK = (f"{DOWN_PROJ}.weight", f"{LATENT_UP}.weight")
+# A token mixer's projection back to the residual stream (Mamba-2's and LFM2's out_proj, attention's
+# o_proj, DeepSeek-V4's grouped o_b_proj, RWKV's output, RecurrentGemma's linear_out): the layer's
+# output, no intermediate.
+_MIXER_OUTPUTS = frozenset({"out_proj", "o_proj", "o_b_proj", "output", "linear_out", "dense", "c_proj"})
 
 
 def _intermediate(name: str, shape: tuple[int, ...]) -> int:
@@ -106,21 +108,28 @@ def _intermediate(name: str, shape: tuple[int, ...]) -> int:
     return shape[0] if len(shape) == 2 and prod(shape) > 0 and not name.endswith(_WRITES_BACK) else 0
 
 
+def _mixed(name: str, shape: tuple[int, ...]) -> int:
+    """The elements a token's output of this token mixer's matrix holds: every projection but the
+    one back to the residual stream (q, k, v, MLA's latents and their up-projections, a low rank's)."""
+    module, _dot, leaf = name.rpartition(".")
+    matrix = leaf.startswith("weight") and len(shape) == 2 and prod(shape) > 0  # not a position bias, a conv's taps
+    return shape[0] if matrix and module.rpartition(".")[2] not in _MIXER_OUTPUTS else 0
+
+
 def intermediate_width(spec: ModelSpec, layout: Layout) -> float:
     """Elements per token of the widest intermediate one GPU holds in one layer: the outputs of
-    the matrices that read the layer's input (attention's q, k, v or latents; a mixer's input
-    projection; an FFN's gate and up, a latent MoE's projection into its latent), on this GPU's
+    the matrices that read the layer's input or feed another (attention's q, k, v or latents; a
+    mixer's projections; an FFN's gate and up, a latent MoE's projection into its latent), on this GPU's
     share. A MoE layer's routed experts: gate and up of top-k of them per token (a latent MoE's
     read its latent), the tokens of all dp groups arriving at the expert_share ranks."""
-    d = spec.d_model
     # every attention matrix that does not write the residual (MLA: its latents and their up-projections too)
     widest = 0.0
     for _attention, _extra, layers in spec.attention_groups:  # the widest of each attention shape
-        attention = sum(t.shape[0] for t in attention_tensors(spec, layers[:1]) if len(t.shape) == 2 and t.shape[0] != d)
+        attention = sum(_mixed(t.name, t.shape) for t in attention_tensors(spec, layers[:1]))
         widest = max(widest, attention / layout.tp)
     mixer = spec.mixer
-    if mixer is not None:  # its input projection (Mamba-2's in_proj: x, z, B, C and dt), cut over tp by heads
-        projected = sum(t.shape[0] for t in mixer.tensors if _reads_residual(t.shape, d))
+    if mixer is not None:  # its projections (Mamba-2's in_proj: x, z, B, C and dt), cut over tp by heads
+        projected = sum(_mixed(t.name, t.shape) for t in mixer.tensors)
         widest = max(widest, projected / (1 if mixer.whole_on_each_gpu else layout.tp))
     ffns = [f for f, _layers in spec.dense_groups] + ([spec.moe_ffn] if spec.moe_ffn is not None and spec.moe_layers else [])
     for ffn in ffns:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ffn_cli.variants.shape import FFNShape
 
 __all__ = [
+    "DOWN_PROJ",
     "ExpertLayout",
     "Family",
     "FlopStep",
@@ -44,6 +45,11 @@ class Family(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+# Every registry FFN's matrix back to its input width (d_model, or a latent MoE expert's latent): its
+# output is the FFN's, never an intermediate it holds.
+DOWN_PROJ = "down_proj"
 
 
 class SplitKind(str, Enum):

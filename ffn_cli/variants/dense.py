@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
+from ffn_cli.variants.base import DOWN_PROJ, Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class DenseVariant(SingleFFN):
     def linears(self, spec: FFNShape) -> tuple[LinearSpec, ...]:
         return (
             LinearSpec("up_proj", "f", "d", COLUMN, COLUMN, feeds_activation=True),
-            LinearSpec("down_proj", "d", "f", ROW, REPLICATED),  # b_down: added once, after the all-reduce
+            LinearSpec(DOWN_PROJ, "d", "f", ROW, REPLICATED),  # b_down: added once, after the all-reduce
         )
 
     def matmul_per_token(self) -> str:

@@ -9,7 +9,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.i18n import N_, Message
-from ffn_cli.variants.base import Family, FlopStep, SavedTensor, SplitKind, Weights
+from ffn_cli.variants.base import DOWN_PROJ, Family, FlopStep, SavedTensor, SplitKind, Weights
 from ffn_cli.variants.single import LinearSpec, SingleFFN
 from ffn_cli.variants.table import VARIANTS
 
@@ -55,7 +55,7 @@ class GatedVariant(SingleFFN):
         return llama_hidden_dim(d_model, multiple_of, ffn_dim_multiplier)
 
     def linears(self, spec: FFNShape) -> tuple[LinearSpec, ...]:
-        down = LinearSpec("down_proj", "d", "f", SplitKind.ROW, SplitKind.REPLICATED)
+        down = LinearSpec(DOWN_PROJ, "d", "f", SplitKind.ROW, SplitKind.REPLICATED)
         if spec.fused_gate_up:
             return (LinearSpec("gate_up_proj", "2f", "d", SplitKind.PAIRED, SplitKind.PAIRED, feeds_activation=True), down)
         return (
