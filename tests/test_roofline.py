@@ -269,6 +269,19 @@ def test_mla_scores_a_key_on_its_latent_at_decode_expanded_in_prefill(phase: str
         assert flops(3 * n) - 2 * flops(2 * n) + flops(n) == per_key * n * n
 
 
+def test_dsa_reads_its_top_k_keys_on_the_latent_in_prefill_too() -> None:
+    # GLM-5 at --tp 8: DeepSeek Sparse Attention's prefill runs MLA's MQA form (FlashMLA's sparse
+    # kernels), 2 · 8 heads · (2 · 512 + 64) FLOPs a key read, beside its indexer's score of every key,
+    # 2 · 32 / 8 heads · 128. Below the top-2,048 each query reads every key before it: a second
+    # difference over n = 512 leaves n² keys of each.
+    def flops(seq_len: int) -> float:
+        data = _json("params", "--preset", "glm-5", "--gpu", "b300", "--tp", "8", "--phase", "prefill", "--seq-len", str(seq_len))
+        return data["roofline"]["cases"][0]["attention_one_layer_mean"]["flops"]  # type: ignore[no-any-return]
+
+    n = 512
+    assert flops(3 * n) - 2 * flops(2 * n) + flops(n) == (2 * 8 * (2 * 512 + 64) + 2 * 4 * 128) * n * n
+
+
 def test_a_hybrids_backward_is_refused_not_guessed() -> None:
     result = runner.invoke(app, ["params", "--preset", "nemotron-h-8b", "--gpu", "h100", "--backward"])
     assert (

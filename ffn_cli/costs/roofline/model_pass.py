@@ -4,7 +4,8 @@ one layer's attention (the mean over layers) and the whole model, at a batch and
 Counted, all as lower bounds:
 - FLOPs: matmuls only (2·m·n·k), the active path (a MoE token runs top-k experts); attention
   scores read the keys each query sees (causal, sliding windows, chunks as the config says),
-  MLA's at decode on its cached latent, kv_b_proj absorbed as serving kernels run it;
+  MLA's at decode (and DSA's top-k keys in prefill too) on its cached latent, kv_b_proj absorbed
+  as serving kernels run it;
   a hybrid's mixer its convolution and state update (chunked in prefill, recurrent in decode).
 - Bytes: every weight read once in its stored format (a MoE layer reads only the experts its
   tokens touch: E·(1 − (1 − k/E)^T) of them in expectation under uniform routing), each part's
@@ -201,7 +202,10 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     indexed = layer in spec.index_layers
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
     per_key = stack.score_flops_per_key[layer]
-    if per_key and case.phase == "decode" and isinstance(a, LatentAttentionSpec):  # MLA decodes on its latent
+    # MLA decodes on its latent; DeepSeek Sparse Attention's top-k keys are read so in prefill too
+    # (FlashMLA's sparse kernels run MLA's MQA form, as DeepSeek-V3.2 and GLM-5 are served)
+    absorbed = case.phase == "decode" or spec.sparse_topk > 0
+    if per_key and absorbed and isinstance(a, LatentAttentionSpec):
         per_key = a.absorbed_score_flops_per_key()
     flops = case.tokens * spec.attention_flops_of(layer) + read * per_key
     if indexed:
