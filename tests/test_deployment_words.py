@@ -160,9 +160,12 @@ def test_a_scope_of_the_layers_linears_names_the_towers_it_leaves() -> None:
     gemma = _run("--preset", "gemma-3-4b", "--gpu", "h200", "--weights", "fp8")
     assert "not the embeddings, routers or LM head); the vision tower left unquantized (--quantize's default)" in gemma
     assert re.search(r" vision tower +[\d,]+ +bf16 +16 ", gemma)
-    omni = _run("--preset", "qwen3-omni-30b-a3b-instruct", "--gpu", "h200", "--weights", "fp8", "--quantize", "ffn")
-    assert "--quantize ffn: the FFNs' linears (routed, shared and dense); the towers and speech output left unquantized" in omni
+    omni = _run("--preset", "qwen3-omni-30b-a3b-instruct", "--gpu", "h200", "--weights", "fp8")
+    assert "LM head); the towers and speech output left unquantized (--quantize's default)" in omni
     assert re.search(r" towers and speech output +4,727,171,633 +bf16 +16 ", omni)
+    # a scope that names only what it stores (the routed experts alone) lists nothing it leaves
+    experts = _run("--preset", "qwen3-omni-30b-a3b-instruct", "--gpu", "h200", "--weights", "fp8", "--quantize", "experts")
+    assert "--quantize experts: the routed experts alone." in experts and "left unquantized" not in experts
     assert "left unquantized" not in _run("--preset", "llama-3.1-8b", "--gpu", "h200", "--weights", "fp8")
 
 

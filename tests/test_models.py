@@ -378,6 +378,8 @@ def test_layer_ranges() -> None:
     # DeepSeek-V4-Pro's HCA layers: two adjacent, then every other one to 59
     assert layer_ranges((0, 1, *range(3, 60, 2))) == "0–1, 3, 5, …, 59"
     assert layer_ranges((1, 3, 5, 7, 8, 9)) == "1, 3, 5, 7–9"  # too short a series to fold
+    assert layer_ranges((0, 2, 4, 6, 8, 10, 11, 12)) == "0, 2, …, 8, 10–12"  # a range takes its first layer from the series
+    assert layer_ranges((0, 2, 4, 6, 8, 9, 10)) == "0, 2, 4, 6, 8–10"  # what is left of the series too short to fold
 
 
 def test_training_memory_is_16_bytes_per_parameter_with_adam() -> None:

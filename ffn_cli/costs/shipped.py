@@ -50,6 +50,7 @@ __all__ = [
     "HC_MTP_MODEL_TYPES",
     "MTP_KEYS",
     "MTP_MODEL_TYPES",
+    "UNSHIPPED_MTP_MODEL_TYPES",
     "mtp_key",
     "mtp_layers",
     "shipped_tensors",
@@ -64,6 +65,10 @@ MTP_MODEL_TYPES = frozenset({"deepseek_v3", "deepseek_v32", "glm4_moe", "glm4_mo
 HC_MTP_MODEL_TYPES = frozenset({"deepseek_v4"})
 # … and in Qwen3-Next's (vLLM's qwen3_next_mtp and qwen3_5_mtp load them): Qwen3-Next, Qwen3.5 and Qwen3.5-MoE.
 FC_MTP_MODEL_TYPES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})
+
+
+# … and whose checkpoints ship none of the MTP modules their configs declare: MiniMax-M2's to M2.7's.
+UNSHIPPED_MTP_MODEL_TYPES = frozenset({"minimax_m2"})
 
 
 # The keys a config.json declares its MTP layers by: DeepSeek's and GLM's, transformers' own name
@@ -87,9 +92,13 @@ def unshipped_mtp_modules(config: Mapping[str, Any]) -> int:
     """The MTP modules a MiniMax config declares (use_mtp, num_mtp_modules) whose weights its
     checkpoints do not ship (M2, M2.5 and M2.7 store layers 0–61 alone: MiniMax-AI/MiniMax-M2.5#8,
     MiniMax-AI/MiniMax-M2.7#16): nothing to count, said so."""
-    n = config.get("num_mtp_modules")
-    if isinstance(n, int) and not isinstance(n, bool) and n > 0 and config.get("use_mtp") is True:
-        return n
+    nested = config.get("text_config")
+    for part in (config, nested if isinstance(nested, Mapping) else {}):
+        n = part.get("num_mtp_modules")
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            continue
+        if part.get("use_mtp") is True and part.get("model_type") in UNSHIPPED_MTP_MODEL_TYPES:
+            return n
     return 0
 
 

@@ -221,8 +221,8 @@ def _scope_words(scope: str, fmt: WeightFormat, present: frozenset[str] | None, 
     tower = present is not None and "vision" in present
     if _every_tensor(scope, fmt):
         return Message(SCOPE_WORDS[scope])
-    if scope != "all":  # a scope of the layers' linears: the towers beside the layers keep their dtype
-        if tower:
+    if scope != "all":  # the layers' linears name what they leave (embeddings, routers, head): the towers too
+        if tower and scope == "linears":
             return Message(N_("{scope}; the {towers} left unquantized"), scope=Message(SCOPE_WORDS[scope]), towers=Message(towers))
         return Message(SCOPE_WORDS[scope])
     held = [r for r in ("embedding", "router", "head") if present is None or r in present]

@@ -627,6 +627,8 @@ def layer_ranges(layers: tuple[int, ...]) -> str:
             step = layers[j] - layers[i]
             while j + 1 < len(layers) and layers[j + 1] - layers[j] == step:
                 j += 1
+            if j + 1 < len(layers) and layers[j + 1] == layers[j] + 1:  # its last layer starts a range
+                j -= 1
             if j - i + 1 >= _STRIDED:
                 parts += [str(layers[i]), str(layers[i + 1]), "…", str(layers[j])]
                 i = j + 1

@@ -18,7 +18,7 @@ __all__ = ["cpu_data", "gpu_data", "hardware_data", "hardware_view"]
 
 # Columns that leave a narrow terminal first: fp64, then fp16 (bf16's twin but on V100/T4), then tf32.
 _DROP = {"fp64": 1, "fp16": 2, "tf32": 3, "int8": 4}
-_LINK_DROP = 5  # after the rates a reader can do without, before fp8 and bf16 (which never leave)
+_LINK_DROP = 5  # after the rates a reader can do without; fp32, bf16, fp8 and fp4 never leave
 NOTE = N_(
     "TFLOP/s (int8: TOP/s), DENSE: a datasheet's 'with sparsity' figure is 2:4 structured sparsity, "
     "which a dense GEMM never uses, so it is halved; — where the source gives no rate. memory GB and "

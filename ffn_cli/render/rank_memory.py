@@ -155,7 +155,7 @@ def _fit_rows(fit: GPUMemory) -> list[Any]:
         kv = ngettext("recurrent state: {n} sequence", "recurrent state: {n} sequences", seqs).format(n=f"{seqs:,}")
     if fit.layout.dp > 1:  # --ep past --tp: the attention is copied, each copy keeping its share of the batch
         kv += _(" (its share of the batch's {batch}: --ep {ep} over --tp {tp} is {dp} copies of the attention)").format(
-            batch=f"{c.batch:,}", ep=fit.layout.ep, tp=fit.layout.tp, dp=fit.layout.dp
+            batch=f"{c.batch:,}", ep=fit.layout.ep, tp=fit.layout.tp, dp=f"{fit.layout.dp:,}"
         )
     acts = _("activations ({phase})").format(phase=_(_PHASE_WORDS[c.phase]))
     share = f"{100 * fit.total_bytes / fit.capacity_bytes:,.1f}%"
