@@ -488,8 +488,8 @@ _LINKS: dict[str, tuple[float, str]] = {
     "v100-pcie": (32, "PCIe Gen3 x16"),
     "v100": (300, "NVLink 2"),
     "t4": (32, "PCIe Gen3 x16"),
-    "mi325x": (896, "Infinity Fabric ×7"),
-    "mi300x": (896, "Infinity Fabric ×7"),
+    "mi325x": (896, "7 × Infinity Fabric"),
+    "mi300x": (896, "7 × Infinity Fabric"),
 }
 
 
