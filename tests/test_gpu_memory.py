@@ -67,6 +67,13 @@ def test_the_widest_intermediate_by_hand(preset: str, d_model: int, vocab: int, 
     assert data["per_gpu_memory"]["activation_bytes"] == 1000 * (2 * d_model + widest) * 2 + vocab * 4
 
 
+def test_a_latent_moes_projections_are_whole_on_every_gpu() -> None:
+    # Nemotron 3 Super at --tp 2 in fp8: vLLM holds fc1_latent_proj and fc2_latent_proj as a ReplicatedLinear,
+    # each 4,096 × 1,024 in its 40 MoE layers, one byte a weight and one fp32 scale a tensor.
+    memory = cli_json("params", "--preset", "nemotron-3-super-120b-a12b", "--gpu", "b300", "--weights", "fp8", "--tp", "2")
+    assert memory["per_gpu_memory"]["whole_latent_projection_bytes"] == 40 * 2 * (4096 * 1024 + 4)
+
+
 def test_llama_70b_on_8_h100_by_hand() -> None:
     data = cli_json("params", "--preset", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--phase", "decode", "--batch", "64")
     m = data["per_gpu_memory"]

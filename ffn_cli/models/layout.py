@@ -96,8 +96,8 @@ class PlacedTensor:
     # A key or value projection's KV heads: --tp splits it by head, a GPU holding ceil(heads / tp)
     # of them (a head copied where --tp exceeds them, as vLLM copies it); 0 for any other tensor.
     kv_heads: int = 0
-    # MLA's down projections (q_a_proj, kv_a_proj_with_mqa): whole on every GPU of --tp, as vLLM
-    # and SGLang hold them (ReplicatedLinear).
+    # MLA's down projections (q_a_proj, kv_a_proj_with_mqa) and a latent MoE's projections into and
+    # out of its latent: whole on every GPU of --tp, as vLLM and SGLang hold them (ReplicatedLinear).
     whole: bool = False
 
     @property
@@ -249,6 +249,7 @@ def ffn_tensors(spec: ModelSpec, ffn: FFNSpec, layers: tuple[int, ...] | None = 
             order.append(t)
     block = ffn.info.part_name
     placed = [_one(block, "ffn", ffn_role(t.name), t.name, t.shape, layers=layers, copies=experts.get((t.name, t.shape), 1)) for t in order]
+    placed = [replace(p, whole=True) if p.role == "latent" else p for p in placed]
     return (*placed, *_place(block, "ffn", "router", spec.extra_of(ffn), layers))
 
 

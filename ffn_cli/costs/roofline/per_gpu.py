@@ -121,11 +121,12 @@ def _expert_parts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[flo
 
 def _beside_experts(spec: ModelSpec, ffn: FFNSpec, plan: StoragePlan) -> tuple[float, int, int]:
     """What the FFN holds beside its routed experts: the router and its vectors (its bias, a score
-    bias), whole on every GPU as the memory holds them, their stored bytes and parameters; and the
-    matmul FLOPs per token of the rest every token runs (shared experts, a latent), split over tp."""
+    bias) and a latent MoE's projections, whole on every GPU as the memory holds them, their stored
+    bytes and parameters; and the matmul FLOPs per token of the rest every token runs (shared
+    experts), split over tp."""
     beside = [t for t in ffn_tensors(spec, ffn) if not t.name.startswith("experts.")]
-    whole = [t for t in beside if t.role in REPLICATED_ROLES]
-    split_flops = sum(2 * t.numel for t in beside if t.role not in REPLICATED_ROLES and len(t.shape) == 2)
+    whole = [t for t in beside if t.role in REPLICATED_ROLES or t.whole]
+    split_flops = sum(2 * t.numel for t in beside if t not in whole and len(t.shape) == 2)
     return (*read_cost(plan, whole), split_flops)
 
 
