@@ -139,6 +139,12 @@ def test_without_audio_output_the_talker_is_said_not_counted(tmp_path: Path, cac
     notes = " ".join(data["layout"]["notes"])
     assert "talker_config is not counted" in notes and "code2wav_config is not counted" in notes
     assert not any("speech output" in w for w in data["per_gpu_memory"].get("left_out", []))
+    # The memory's header says the checkpoint it sizes is the model as built, without the talker its files hold.
+    assert sorted(data["per_gpu_memory"]["not_built"]) == ["code2wav_config", "talker_config"]
+    shown = CliRunner().invoke(app, ["params", "--config", str(tmp_path), "--gpu", "h200"],
+                               env={"XDG_CACHE_HOME": str(cache_home), "COLUMNS": "200"})  # fmt: skip
+    assert "without its code2wav_config, talker_config: not built)" in shown.stdout
+    assert _params(["--preset", PRESET, "--gpu", "h200"], cache_home)["per_gpu_memory"]["not_built"] == []
 
 
 def test_a_speech_models_diffusion_head_is_its_speech_output(tmp_path: Path, cache_home: Path) -> None:

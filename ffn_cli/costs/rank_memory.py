@@ -48,6 +48,9 @@ class RankMemory:
     # MLA's down projections, whole on every GPU (as vLLM and SGLang hold them), and DeepSeek-V4's
     # projections to its latent and to its one shared head (as DeepSeek's reference inference holds them).
     whole_latent_bytes: int = 0
+    # The parts the config describes that the model as built holds none of (an omni model's talker
+    # where enable_audio_output is false): its checkpoint's files hold them, the GPU does not.
+    not_built: tuple[str, ...] = ()
 
     @property
     def per_gpu_bytes(self) -> int:

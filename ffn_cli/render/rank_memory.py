@@ -113,6 +113,7 @@ def rank_memory_data(r: RankMemory, fit: GPUMemory | None = None) -> dict[str, A
         "vision_bytes": r.vision_bytes,
         "per_gpu_bytes": r.per_gpu_bytes,
         "checkpoint_bytes": r.total_bytes,  # in the format --weights asked for, where it did (weights_asked)
+        "not_built": list(r.not_built),  # the config's parts the model as built holds none of: not in checkpoint_bytes
         "weights_asked": r.asked or None,
     }
     return data | (_fit_data(fit) if fit is not None else {"not_counted": NOT_COUNTED})
@@ -229,6 +230,8 @@ def rank_memory_view(r: RankMemory, fit: GPUMemory | None = None) -> FitTable:
     if r.shipped_parts:  # more than the summary's weights: say what
         parts = shown(shipped_words(r.shipped_parts))
         checkpoint = _("{bytes}, with {parts}").format(bytes=checkpoint, parts=parts)
+    if r.not_built:  # less than the checkpoint's files: the parts the model as built leaves out
+        checkpoint = _("{bytes}, without its {keys}: not built").format(bytes=checkpoint, keys=", ".join(r.not_built))
     # the weights whole: the checkpoint as it ships, or the model in the format --weights asked
     whole = (
         _("in --weights {format}: {bytes}").format(format=r.asked, bytes=checkpoint)

@@ -5,11 +5,13 @@ ModelCosts): render/presenters/costs.py shows it, the command draws --plot. Pure
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffn_cli.accounting import DTYPE_BYTES
+from ffn_cli.configs.built import TOWER_RUNS_ON, described_towers
 from ffn_cli.costs.decode_state import decode_state
 from ffn_cli.costs.gpu_memory import MemoryCase, gpu_memory
 from ffn_cli.costs.parallel_layout import Layout, check_model_parallel
@@ -212,7 +214,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     ranks = fit = None
     left_out: tuple[str, ...] = ()
     if opts.tp != 1 or opts.ep != 1 or gpu is not None:
-        ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep)
+        ranks = replace(rank_memory(stored, spec, tp=opts.tp, ep=opts.ep), not_built=_not_built(spec, loaded.config))
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
         left_out = tuple(getattr(loaded, "left_out", ())) + _unsized_source(spec) if fit is not None else ()
@@ -338,6 +340,14 @@ def _roofline(
         len(spec.reused_layers),
         tuple(getattr(loaded, "flops_left_out", ())) + _unsized_source(spec),
     )
+
+
+def _not_built(spec: ModelSpec, config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The towers the config describes that the model as built holds none of, by their keys: an
+    omni model's talker and vocoder where enable_audio_output is false, a vision tower a
+    causal-LM class leaves out. Its checkpoint's files hold them; a GPU serving it loads none."""
+    built = spec.vision.runs_on if spec.vision is not None else frozenset()
+    return tuple(key for key in described_towers(config) if TOWER_RUNS_ON[key] not in built)
 
 
 def _unsized_source(spec: ModelSpec) -> tuple[str, ...]:
