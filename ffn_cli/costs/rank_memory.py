@@ -57,7 +57,7 @@ class RankMemory:
         return self.expert_bytes + self.split_bytes + self.replicated_bytes + self.copied_kv_bytes + self.whole_latent_bytes
 
 
-def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> RankMemory:
+def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int, not_built: tuple[str, ...] = ()) -> RankMemory:
     layout = layout_for(spec, tp=tp, ep=ep)
     bits = {"experts": 0, "split": 0, "replicated": 0}
     vision, copied, whole = 0, 0.0, 0
@@ -84,6 +84,7 @@ def rank_memory(stored: Checkpoint, spec: ModelSpec, *, tp: int, ep: int) -> Ran
         stored.plan.asked,
         ceil(copied / 8),
         ceil(whole / 8),
+        not_built,
     )
 
 

@@ -202,9 +202,9 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     spec = loaded.spec
     quantized = opts.weights is not None or quantization_config(loaded.config) is not None
     shipped = shipped_tensors(spec, loaded.config, mtp=opts.mtp)
-    unsized_mtp = unsized_mtp_layers(spec, loaded.config) if opts.mtp else 0
-    declares = mtp_layers(spec, loaded.config) or unsized_mtp_layers(spec, loaded.config) or unshipped_mtp_modules(loaded.config)
-    if not opts.mtp and not declares:
+    # MTP layers the config declares: sized and shipped, of a shape ffn does not know, or shipped by none
+    unsized_mtp, unshipped_mtp = unsized_mtp_layers(spec, loaded.config), unshipped_mtp_modules(loaded.config)
+    if not opts.mtp and not (mtp_layers(spec, loaded.config) or unsized_mtp or unshipped_mtp):
         raise FFNError("no_mtp", True, _("{name}'s config declares no multi-token-prediction layers to leave out").format(name=spec.name))
     stored = checkpoint(spec, plan, shipped)
     weights = None
@@ -214,19 +214,19 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     ranks = fit = None
     left_out: tuple[str, ...] = ()
     if opts.tp != 1 or opts.ep != 1 or gpu is not None:
-        ranks = replace(rank_memory(stored, spec, tp=opts.tp, ep=opts.ep), not_built=_not_built(spec, loaded.config))
+        ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep, not_built=_not_built(spec, loaded.config))
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
         left_out = tuple(getattr(loaded, "left_out", ())) + _unsized_source(spec) if fit is not None else ()
         declared = mtp_key(loaded.config)
-        if unsized_mtp and fit is not None and declared is not None:
+        if unsized_mtp and opts.mtp and fit is not None and declared is not None:
             why = _("the checkpoint's multi-token-prediction layers ({key} {n}), whose shape ffn does not know for "
                     "{model_type}: not in the weights (--no-mtp serves without them)")  # fmt: skip
             left_out += (why.format(key=declared[0], n=unsized_mtp, model_type=spec.model_type),)
-        if fit is not None and opts.mtp and (unshipped := unshipped_mtp_modules(loaded.config)):
+        if unshipped_mtp and opts.mtp and fit is not None:
             why = _("the {n} multi-token-prediction modules its config declares (use_mtp, num_mtp_modules): its "
                     "published checkpoints ship no weights for them, so speculative decoding takes a draft model of its own")  # fmt: skip
-            left_out += (why.format(n=unshipped),)
+            left_out += (why.format(n=unshipped_mtp),)
     # No layout runs a context past the model's limit: no fewest GPUs to name for it.
     unfit = fit is not None and not fit.fits and not fit.past_limit
     fits_at = _fewest_gpus(loaded, stored, gpu, opts, DTYPE_BYTES[dtype]) if unfit else None
