@@ -99,23 +99,38 @@ def test_a_package_in_the_key_counts_by_every_module_in_it(tmp_path: Path, monke
 
 
 def test_the_cli_says_the_counts_are_transformers_build_read_back(cache_home: Path, tmp_path: Path) -> None:
-    # HRM's layout is not read (two stacks run in cycles): ffn params counts it by building it.
+    # CPM-Ant's layout is not read (its soft-prompt tokens): ffn params counts it by building it.
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(tiny_config("hrm_text")))
+    path.write_text(json.dumps(tiny_config("cpmant")))
     built = _params("--config", str(path), "--json")
     assert built["cached_from"] is None and built["counted_by"] == "transformers"
     cached = _params("--config", str(path), "--json")
     assert cached["cached_from"] and cached["total_params"] == built["total_params"]
     assert cached["parts"] == built["parts"] and cached["active_params"] == built["active_params"]
     shown = " ".join(_params("--config", str(path)).split())
-    assert "read back from ffn's cache" in shown and "Counted by building HrmTextForCausalLM" in shown
+    assert "read back from ffn's cache" in shown and "Counted by building CpmAntForCausalLM" in shown
     fresh = _params("--config", str(path), "--no-cache", "--json")
     assert fresh["cached_from"] is None and fresh["total_params"] == built["total_params"]
 
 
+def test_why_the_layout_is_not_read_is_said_in_the_readers_language_on_a_hit(cache_home: Path, tmp_path: Path) -> None:
+    # The counts come back from the cache; why CPM-Ant's layout is not read is said in the language
+    # asked, whichever language stored the entry.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny_config("cpmant")))
+    english = " ".join(_params("--config", str(path)).split())
+    assert "soft-prompt tokens before every sequence" in english
+    asked = [("zh", "软提示 token", "soft-prompt"), ("zh", "软提示 token", "soft-prompt"), ("en", "soft-prompt", "软提示")]
+    for lang, said, unsaid in asked:
+        result = CliRunner().invoke(app, ["--lang", lang, "params", "--config", str(path)], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert said in result.output and unsaid not in result.output
+        assert "ffn 的缓存" in result.output or "ffn's cache" in " ".join(result.output.split())
+
+
 def test_a_hit_loads_neither_torch_nor_transformers(cache_home: Path, tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(tiny_config("hrm_text")))
+    path.write_text(json.dumps(tiny_config("cpmant")))
     _params("--config", str(path))  # stores the entry
     code = (
         "import sys\n"
@@ -174,8 +189,9 @@ def test_no_cache_is_refused_for_one_ffn() -> None:
 
 def test_a_config_with_rope_scaling_hits_on_the_second_call(cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # transformers adds rope_theta to the rope_scaling dict it is handed; the entry is keyed by
-    # the file as read, so the second call finds it and never builds.
-    config = tiny_config("hrm_text")
+    # the file as read, so the second call finds it and never builds. OLMoE with no expert a token
+    # has no layout ffn reads: counted by building it.
+    config = {**tiny_config("olmoe"), "num_experts_per_tok": 0}
     config.pop("rope_parameters", None)
     config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
     path = tmp_path / "config.json"

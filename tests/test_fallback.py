@@ -340,16 +340,16 @@ def test_table_at_80_columns_shows_every_number_whole(model_type: str) -> None:
 
 
 def test_cli_table_and_json_carry_the_same_counts(tmp_path: Path, runner: CliRunner) -> None:
-    # HRM's stacks run in cycles are no layout ffn reads: the model is counted by building it, and says why.
-    path = _write(tmp_path, tiny_config("hrm_text"))
+    # CPM-Ant's soft-prompt tokens are no layout ffn reads: the model is counted by building it, and says why.
+    path = _write(tmp_path, tiny_config("cpmant"))
     table = runner.invoke(app, ["params", "--config", path])
     assert table.exit_code == 0, table.output
     result = runner.invoke(app, ["params", "--config", path, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    m = _count("hrm_text")
+    m = _count("cpmant")
     assert data["counted_by"] == "transformers" and data["device"] == "meta"
-    assert data["model_class"] == "HrmTextForCausalLM" and data["model"] == "tiny-hrm_text"
+    assert data["model_class"] == "CpmAntForCausalLM" and data["model"] == "tiny-cpmant"
     assert data["total_params"] == m.total_params == sum(p["params"] for p in data["parts"])
     assert data["active_params"] == m.active_params
     assert [r["kind"] for r in data["rule"]] == [k for k, _ in m.rules]
@@ -357,7 +357,7 @@ def test_cli_table_and_json_carry_the_same_counts(tmp_path: Path, runner: CliRun
     for part in data["parts"]:
         assert f"{part['params']:,}" in table.output
     said = " ".join(table.output.split())
-    assert "Counted by building HrmTextForCausalLM" in said
+    assert "Counted by building CpmAntForCausalLM" in said
     assert "its layout is not read (" in said and "so no FLOPs or costs are given" in said
     assert any("its layout is not read" in n for n in data["notes"])
 

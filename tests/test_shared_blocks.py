@@ -289,3 +289,73 @@ def test_message_gates_one_pass_never_runs_are_not_active() -> None:
     assert counted.active_params < held_alike  # the routed experts a token skips, and the gates
     looped = count_model(_spec(_config("inkling2_loop_text", _LOOP))[1])
     assert looped.active_params - counted.active_params == gates.params
+
+
+# HRM-Text of 64 wide: two stacks of 2 layers (4 heads × 16, as many KV heads, gated; a SwiGLU MLP of 96),
+# run in 2 H cycles of 2 L cycles each: the low-level stack twice, then the high-level one, twice over.
+_HRM = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, head_dim=16, vocab_size=100,
+            num_layers_per_stack=2, H_cycles=2, L_cycles=2, num_hidden_layers=12, pad_token_id=0)  # fmt: skip
+
+
+def test_each_run_of_a_cycled_stack_is_a_layer_that_holds_nothing() -> None:
+    # transformers' cache slots, in the order the stacks run: L (0–1), L (2–3), H (4–5), L (6–7), L (8–9), H (10–11).
+    # Layers 0–1 hold the low-level stack's weights, 4–5 the high-level one's; every other run holds none.
+    config = _config("hrm_text", _HRM)
+    layout, spec = _spec(config)
+    assert spec.n_layers == 12 and spec.reused_whole
+    assert spec.weights_from == ((2, 0), (3, 1), (6, 0), (7, 1), (8, 0), (9, 1), (10, 4), (11, 5))
+    counted = count_model(spec)
+    assert counted.total_params == meta_build.count(config, name="x", source="x").total_params
+    # By hand: q, k, v and the gate (64 → 64 each), o (64 → 64); gate, up (64 → 96), down (96 → 64);
+    # 4 layers that hold weights, norms without any; the token table and the head (100 × 64 each) and z_L_init (64).
+    assert counted.total_params == 4 * (5 * 64 * 64 + 3 * 64 * 96) + 2 * 100 * 64 + 64
+    (again,) = [p for p in counted.parts if p.name == "shared blocks, run again"]
+    assert again.params == 0 and again.copies == 8
+    said = " ".join(layout.notes)
+    assert "layers 0–1 are the low-level stack (L_module), run 2 times in each of 2 cycles" in said
+    assert "layers 4–5 the high-level stack (H_module), once a cycle" in said
+
+
+@pytest.mark.parametrize("context", [3, 7])
+def test_each_run_of_a_cycled_stack_keeps_its_own_cache_against_transformers(context: int) -> None:
+    config = _config("hrm_text", _HRM)
+    layout, spec = _spec(config)
+    (kind,) = decode_state(spec, layout.windows, layout.chunks, context)
+    assert (kind.layers, kind.elements_per_layer) == (12, context * 2 * 4 * 16)
+    cache = _cache_after(config, context)
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]  # 2 sequences
+    assert held == [kind.elements_per_layer] * 12
+
+
+def test_a_cycled_stack_against_flop_counter() -> None:
+    # FlopCounterMode over 5 tokens: each low-level layer's projections and MLP run 4 times, each high-level one's twice.
+    config = _config("hrm_text", _HRM)
+    _layout, spec = _spec(config)
+    counted = module_flops(config, torch.randint(1, 100, (1, 5)))
+    one_layer = 2 * (5 * 64 * 64 + 3 * 64 * 96)
+    parts = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.gate_proj", "self_attn.o_proj", "mlp")
+    for stack, runs in (("L_module", 4), ("H_module", 2)):
+        for j in range(2):
+            assert sum(counted[f"{stack}.layers.{j}.{p}"] for p in parts) == runs * 5 * one_layer
+    head = 2 * 64 * 100
+    assert count_model(spec).matmul_flops_per_token == 12 * one_layer + head
+
+
+def test_runs_of_a_cycled_stack_other_than_num_hidden_layers_are_refused(tmp_path: Path) -> None:
+    # transformers builds it and its cache numbers 12 runs: a config that says 10 layers is refused by the key.
+    path = tmp_path / "hrm.json"
+    path.write_text(json.dumps(_config("hrm_text", {**_HRM, "num_hidden_layers": 10})))
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
+    assert result.exit_code == 2 and "num_hidden_layers" in result.output and "= 12" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_deployment_answer_of_a_cycled_stack(tmp_path: Path) -> None:
+    # Every run keeps K and V of its own: batch 4 at 1,000 tokens, 12 layers of 4 KV heads × 16, K and V, 2 B each.
+    path = tmp_path / "hrm.json"
+    path.write_text(json.dumps(_config("hrm_text", _HRM)))
+    result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--batch", "4",
+                                      "--seq-len", "1000", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    memory = json.loads(result.stdout)["per_gpu_memory"]
+    assert memory["kv_cache_bytes"] == 4 * 1000 * 12 * 2 * 4 * 16 * 2

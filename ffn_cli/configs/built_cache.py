@@ -129,8 +129,13 @@ def count_cached(
     one the next call hashes, stays as read from the file."""
     if use_cache:
         hit = load(config, name=name, source=source)
-        if hit is not None:
-            return replace(hit[0], cached_from=str(hit[1]))
+        if hit is not None:  # a note given now stands for the stored one of its id (why, said in this language)
+            given = {n.msgid for n in notes if isinstance(n, Message)}
+            kept = tuple(n for n in hit[0].notes if not (isinstance(n, Message) and n.msgid in given))
+            counted = replace(hit[0], cached_from=str(hit[1]), notes=(*kept, *notes))
+            if notes:  # kept as said now: the next call in this language reads it back
+                store(config, counted)
+            return counted
     built = count_by_building(copy.deepcopy(dict(config)), name=name, source=source, known=known)
     built = replace(built, notes=(*built.notes, *notes))
     if use_cache:

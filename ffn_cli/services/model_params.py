@@ -15,7 +15,7 @@ from ffn_cli.configs.source import LoadedModel, load_models
 from ffn_cli.configs.unknown import UnknownModelType
 from ffn_cli.costs.weights import quantization_config
 from ffn_cli.errors import FFNError, FFNRuntimeError
-from ffn_cli.i18n import N_, Message, _
+from ffn_cli.i18n import N_, Message, _, language
 from ffn_cli.models.count import count_model
 from ffn_cli.models.explain import explain_model
 from ffn_cli.models.seq_flops import flops_over_length, model_stack
@@ -100,12 +100,15 @@ def _built(request: ParamsRequest, unknown: UnknownModelType) -> BuiltCount | Mo
             request, unknown, _("what it costs needs its layout; named alone, without costs, ffn params counts it by building it")
         )
     counted = built_cache.load(unknown.config, name=unknown.name, source=unknown.source) if not request.no_cache else None
-    if counted is not None and any(isinstance(n, Message) and n.msgid == _NOT_LAID_OUT for n in counted[0].notes):
-        return BuiltCount(replace(counted[0], cached_from=str(counted[1])), request.count_dtype)  # its layout was refused before
+    # Its layout was refused before, and why was said in this language: read back. In another, the
+    # layout is read again for why (the counts still come from the cache).
+    said = [n for n in counted[0].notes if isinstance(n, Message) and n.msgid == _NOT_LAID_OUT] if counted is not None else []
+    if counted is not None and said and all(n.args.get("lang") == language() for n in said):
+        return BuiltCount(replace(counted[0], cached_from=str(counted[1])), request.count_dtype)
     try:
         return _laid_out(request, unknown)
     except (FFNError, FFNRuntimeError) as unread:  # a config its whole build may still count
-        why = Message(_NOT_LAID_OUT, why=str(unread))
+        why = Message(_NOT_LAID_OUT, why=str(unread), lang=language())
     built = built_cache.count_cached(
         unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache, notes=(why,)
     )

@@ -57,14 +57,6 @@ _SUBLAYERS = N_(
     "sublayers, numbered as num_hidden_layers and the KV cache number them; a module beside the sublayers' lists (a "
     "shortcut MoE) is read with the first sublayer, whose FFN input it reads"
 )
-_PASSES = N_(
-    "layers {later} are passes 2–{passes} of layers {looped} (loop_num_passes), numbered as transformers' cache "
-    "numbers them: each pass runs those layers' weights again, with a cache of its own"
-)
-_ONE_PASS = N_(
-    "layers {later} are pass 2 of layers {looped} (loop_num_passes), numbered as transformers' cache numbers them: "
-    "it runs those layers' weights again, with a cache of its own"
-)
 _SHARED_BLOCKS = N_("{blocks}: shared, held once by {holders}, run and cached in each of {layers}")
 MESSAGE_GATES = N_("message gates")
 # A config key that says how many times layers run over (Dory's n_recurrent_loops).
@@ -407,7 +399,8 @@ def assemble(
     text = hf_config.get_text_config()
     weights_from = weights_from or {}
     configured = n_layers or int(text.num_hidden_layers)  # an encoder-decoder's: its decoder's
-    d, n_layers = int(text.hidden_size), configured + (len(weights_from) if reused_whole else 0)  # a looped span's later passes
+    # a looped span's later passes, numbered past the configured layers (a cycled stack's runs are among them)
+    d, n_layers = int(text.hidden_size), max(configured, max(weights_from, default=-1) + 1) if reused_whole else configured
     attention, attention_extra, attention_kinds = _attention_shapes(reads)
     mixers = [r.mixer for r in reads if r.mixer is not None]
     mixer = None
@@ -537,13 +530,7 @@ def assemble(
     built_as_is += [(_beside_said(beside), sum(t.count for t in beside))] if beside else []
     for modules, count in built_as_is:
         kinds += (("beside", Message(N_("{modules}: {count} parameters, counted as built"), modules=modules, count=f"{count:,}")),)
-    if reused_whole:
-        pairs = sorted(weights_from.items())
-        looped = tuple(sorted({holder for _copy, holder in pairs}))
-        passes = len(pairs) // len(looped) + 1
-        later = layer_ranges(tuple(copy for copy, _holder in pairs))
-        notes += (Message(_ONE_PASS if passes == 2 else _PASSES, later=later, passes=passes, looped=layer_ranges(looped)),)
-    elif weights_from and shared_paths:
+    if weights_from and shared_paths and not reused_whole:  # a looped span's passes are said where they are read
         holders = tuple(sorted(set(weights_from.values())))
         running = layers_named(tuple(sorted({*weights_from, *holders})))
         notes += (Message(_SHARED_BLOCKS, blocks=Message.listed(list(shared_paths)), layers=running, holders=layers_named(holders)),)

@@ -1,12 +1,13 @@
 """`read_layout`: a config's layout read from one built decoder layer of each kind. The model is
 built whole or with no layers, each kind's first and last layer read and compared, a layer of N
 sublayers read as N layers, kinds read alike merged, norms moved between the embeddings and the
-first layer, a looped span's later passes added; then assembled into one layout."""
+first layer, a looped span's later passes (and the runs of stacks a model cycles through) added;
+then assembled into one layout."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from torch import nn
@@ -66,7 +67,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             raise FFNError(key, value, _("must be 1 or more"))
     # An encoder-decoder's layers are its decoder's (BART's num_hidden_layers names its encoder's)
     d, n_layers = int(text.hidden_size), seq2seq.decoder_layers if seq2seq is not None else int(text.num_hidden_layers)
-    runs = _passes(text.to_dict(), n_layers)
+    cycles = _cycles(text.to_dict(), n_layers)
+    runs = cycles.runs if cycles is not None else _passes(text.to_dict(), n_layers)
     classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
     reads = []
@@ -84,7 +86,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             half = half_of(model, "get_decoder") if seq2seq is not None else None
             return half[1] if half is not None else model
 
-        whole = whole_model(hf_config, source, model_class) if seq2seq or not alone or sized_by_layer_count(r.config) else None
+        # A model that cycles through stacks is built whole too: its stacks are not num_hidden_layers' list.
+        built_whole = seq2seq or not alone or sized_by_layer_count(r.config) or cycles is not None
+        whole = whole_model(hf_config, source, model_class) if built_whole else None
         if not classes:
             assert whole is not None
             classes = listed_layer_classes(decoder_of(whole), n_layers, source)
@@ -108,6 +112,11 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
 
             def built(i: int) -> nn.Module:
                 return build_layer(layer_cls, text, i, source)
+        elif cycles is not None:
+            every = cycles.layers(whole, source)
+
+            def built(i: int) -> nn.Module:
+                return every[i]
         else:
             every, blocks = every_layer(decoder_of(whole), classes, n_layers, source)
 
@@ -129,7 +138,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if sublayers is not None:  # the config's layers are the sublayers; its decoder layers hold N each
             reads = _read_sublayers(d, r, hf_config, sublayers, _sublayers(built(n_layers // len(sublayers) - 1), source), n_layers)
         else:
-            for layers in layer_kinds(r.config, n_layers):
+            # A later run of a layer's weights is added to the kind of the layer that holds them (_with_passes).
+            for layers in filter(None, (tuple(i for i in kind if i not in runs) for kind in layer_kinds(r.config, n_layers))):
                 first = read(layers[0], layers)
                 last = read(layers[-1], layers) if len(layers) > 1 else first
                 if _key(first) == _key(last):
@@ -155,6 +165,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     if runs and blocks is not None:
         raise beyond_ffn(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
+    notes += (cycles.said(),) if cycles is not None else _passes_said(runs)
     paths = blocks.paths if blocks is not None else ()
     return assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
                      weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths, n_layers=n_layers, vocab=vocab,
@@ -225,6 +236,98 @@ def _passes(text_data: Mapping[str, Any], n_layers: int) -> dict[int, int]:
     return {n_layers + (p - 2) * span + (j - start): j for p in range(2, passes + 1) for j in range(start, end)}
 
 
+_PASSES = N_(
+    "layers {later} are passes 2–{passes} of layers {looped} (loop_num_passes), numbered as transformers' cache "
+    "numbers them: each pass runs those layers' weights again, with a cache of its own"
+)
+_ONE_PASS = N_(
+    "layers {later} are pass 2 of layers {looped} (loop_num_passes), numbered as transformers' cache numbers them: "
+    "it runs those layers' weights again, with a cache of its own"
+)
+
+
+def _passes_said(runs: dict[int, int]) -> tuple[Message, ...]:
+    """The note that maps a looped span's later passes to the layers whose weights they run."""
+    if not runs:
+        return ()
+    looped = tuple(sorted(set(runs.values())))
+    passes = len(runs) // len(looped) + 1
+    later = layer_ranges(tuple(sorted(runs)))
+    return (Message(_ONE_PASS if passes == 2 else _PASSES, later=later, passes=passes, looped=layer_ranges(looped)),)
+
+
+# HRM-Text's two stacks, as its model names them: in each of H_cycles cycles the low-level stack
+# runs L_cycles times, then the high-level stack once.
+_LOW_STACK, _HIGH_STACK = "L_module", "H_module"
+_CYCLES = N_(
+    "its {per_stack} layers a stack run in cycles: layers {low} are the low-level stack ({low_stack}), run "
+    "{l_cycles} times in each of {h_cycles} cycles (L_cycles, H_cycles), layers {high} the high-level stack "
+    "({high_stack}), once a cycle; the {layers} layers here are those runs, numbered as transformers' cache numbers "
+    "them: each runs its stack's weights, with a cache of its own"
+)
+
+
+@dataclass(frozen=True)
+class Cycles:
+    """Two stacks of `per_stack` layers run in cycles (HRM-Text's): in each of `high` cycles the
+    low-level stack runs `low` times, then the high-level one once; each run of a layer is a
+    layer of num_hidden_layers with a cache slot of its own, numbered in the order they run."""
+
+    per_stack: int
+    low: int  # L_cycles
+    high: int  # H_cycles
+
+    def stack_of(self, layer: int) -> tuple[str, int]:
+        """The stack whose weights `layer` runs, and the layer of that stack."""
+        run, j = divmod(layer, self.per_stack)
+        return (_HIGH_STACK if run % (self.low + 1) == self.low else _LOW_STACK), j
+
+    def holder(self, layer: int) -> int:
+        """The first layer to run the weights `layer` runs: the one that holds them."""
+        stack, j = self.stack_of(layer)
+        return j if stack == _LOW_STACK else self.low * self.per_stack + j
+
+    @property
+    def n_layers(self) -> int:
+        """The runs of a layer a token makes: num_hidden_layers, as transformers' cache keeps them."""
+        return self.per_stack * self.high * (self.low + 1)
+
+    @property
+    def runs(self) -> dict[int, int]:
+        return {i: self.holder(i) for i in range(self.n_layers) if self.holder(i) != i}
+
+    def layers(self, model: nn.Module, source: str) -> list[nn.Module]:
+        """Each run's layer, as the whole `model` built its stacks."""
+        lists: dict[str, nn.ModuleList] = {}
+        for name, module in model.named_modules():
+            built = getattr(module, "layers", None)
+            if name.rpartition(".")[2] in (_LOW_STACK, _HIGH_STACK) and isinstance(built, nn.ModuleList) and len(built) == self.per_stack:
+                lists[name.rpartition(".")[2]] = built
+        if set(lists) != {_LOW_STACK, _HIGH_STACK}:
+            why = _("its config cycles through stacks (H_cycles, L_cycles), but it builds no {low} and {high} of "
+                    "num_layers_per_stack ({n}) layers each")  # fmt: skip
+            raise beyond_ffn(source, why.format(low=_LOW_STACK, high=_HIGH_STACK, n=self.per_stack))
+        return [lists[stack][j] for stack, j in map(self.stack_of, range(self.n_layers))]
+
+    def said(self) -> Message:
+        low = layer_ranges(tuple(range(self.per_stack)))
+        high = layer_ranges(tuple(range(self.low * self.per_stack, (self.low + 1) * self.per_stack)))
+        return Message(_CYCLES, per_stack=f"{self.per_stack:,}", low=low, low_stack=_LOW_STACK, l_cycles=f"{self.low:,}",
+                       h_cycles=f"{self.high:,}", high=high, high_stack=_HIGH_STACK, layers=f"{self.n_layers:,}")  # fmt: skip
+
+
+def _cycles(text_data: Mapping[str, Any], n_layers: int) -> Cycles | None:
+    """HRM-Text's cycles through its two stacks, where the config names them; None otherwise."""
+    values = positive_ints([text_data.get(k) for k in ("num_layers_per_stack", "L_cycles", "H_cycles")])
+    if values is None:
+        return None
+    cycles = Cycles(*values)
+    if cycles.n_layers != n_layers:  # transformers' cache keeps a slot a run: its forward fails past num_hidden_layers
+        why = _("must be num_layers_per_stack × H_cycles × (L_cycles + 1) = {runs}: a layer a run of a stack's layer")
+        raise FFNError("num_hidden_layers", n_layers, why.format(runs=f"{cycles.n_layers:,}"))
+    return cycles
+
+
 def _with_passes(reads: list[LayerRead], runs: dict[int, int]) -> list[LayerRead]:
     """Each kind read with the later passes of its layers among its layers (`runs`: a later
     pass's layer, the layer whose weights it runs); a looped kind's tensors beside its parts are
@@ -234,7 +337,7 @@ def _with_passes(reads: list[LayerRead], runs: dict[int, int]) -> list[LayerRead
         again.setdefault(layer, []).append(copy_of)
     out = []
     for r in reads:
-        later = tuple(i for layer in r.layers for i in again.get(layer, ()))
+        later = tuple(sorted(i for layer in r.layers for i in again.get(layer, ())))
         if later:
             r.said.append(Message(N_("layers {later}: later passes, running these weights again"), later=layer_ranges(later)))
             r.layers, r.looped = tuple(sorted(r.layers + later)), True
