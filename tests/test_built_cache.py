@@ -99,28 +99,28 @@ def test_a_package_in_the_key_counts_by_every_module_in_it(tmp_path: Path, monke
 
 
 def test_the_cli_says_the_counts_are_transformers_build_read_back(cache_home: Path, tmp_path: Path) -> None:
-    # CPM-Ant's layout is not read (its soft-prompt tokens): ffn params counts it by building it.
+    # XLM's layout is not read (its layers are lists side by side): ffn params counts it by building it.
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(tiny_config("cpmant")))
+    path.write_text(json.dumps(tiny_config("xlm")))
     built = _params("--config", str(path), "--json")
     assert built["cached_from"] is None and built["counted_by"] == "transformers"
     cached = _params("--config", str(path), "--json")
     assert cached["cached_from"] and cached["total_params"] == built["total_params"]
     assert cached["parts"] == built["parts"] and cached["active_params"] == built["active_params"]
     shown = " ".join(_params("--config", str(path)).split())
-    assert "read back from ffn's cache" in shown and "Counted by building CpmAntForCausalLM" in shown
+    assert "read back from ffn's cache" in shown and "Counted by building XLMModel" in shown
     fresh = _params("--config", str(path), "--no-cache", "--json")
     assert fresh["cached_from"] is None and fresh["total_params"] == built["total_params"]
 
 
 def test_why_the_layout_is_not_read_is_said_in_the_readers_language_on_a_hit(cache_home: Path, tmp_path: Path) -> None:
-    # The counts come back from the cache; why CPM-Ant's layout is not read is said in the language
+    # The counts come back from the cache; why XLM's layout is not read is said in the language
     # asked, whichever language stored the entry.
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(tiny_config("cpmant")))
+    path.write_text(json.dumps(tiny_config("xlm")))
     english = " ".join(_params("--config", str(path)).split())
-    assert "soft-prompt tokens before every sequence" in english
-    asked = [("zh", "软提示 token", "soft-prompt"), ("zh", "软提示 token", "soft-prompt"), ("en", "soft-prompt", "软提示")]
+    assert "names no decoder layer class" in english
+    asked = [("zh", "没有为它给出解码器层类", "names no"), ("zh", "没有为它给出解码器层类", "names no"), ("en", "names no", "解码器层类")]
     for lang, said, unsaid in asked:
         result = CliRunner().invoke(app, ["--lang", lang, "params", "--config", str(path)], env={"COLUMNS": "200"})
         assert result.exit_code == 0, result.output
@@ -130,7 +130,7 @@ def test_why_the_layout_is_not_read_is_said_in_the_readers_language_on_a_hit(cac
 
 def test_a_hit_loads_neither_torch_nor_transformers(cache_home: Path, tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(tiny_config("cpmant")))
+    path.write_text(json.dumps(tiny_config("xlm")))
     _params("--config", str(path))  # stores the entry
     code = (
         "import sys\n"

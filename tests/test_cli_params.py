@@ -269,14 +269,14 @@ def test_a_model_no_one_knows_is_refused_in_a_comparison(runner: CliRunner, tmp_
 
 
 def test_a_model_only_building_counts_is_refused_in_a_comparison(runner: CliRunner, tmp_path: Path) -> None:
-    # CPM-Ant's layout is not read (its soft-prompt tokens): a count alone has no FLOPs to set beside gpt2's.
+    # XLM's layout is not read (its layers are lists side by side): a count alone has no FLOPs to set beside gpt2's.
     from tests.tiny_families import tiny_config
 
-    (tmp_path / "j.json").write_text(json.dumps(tiny_config("cpmant")))
+    (tmp_path / "j.json").write_text(json.dumps(tiny_config("xlm")))
     result = runner.invoke(app, ["params", "--preset", "gpt2", "--config", str(tmp_path / "j.json")])
     assert result.exit_code == 1, result.output
     (line,) = result.output.strip().splitlines()
-    assert line.startswith("error: ") and "soft-prompt tokens before every sequence" in line
+    assert line.startswith("error: ") and "names no decoder layer class" in line
 
 
 @pytest.mark.parametrize(("lang", "one", "many"), [("en", "(layer 0)", "(layers 1–27)"), ("zh", "（第 0 层）", "（第 1–27 层）")])

@@ -49,6 +49,7 @@ BASE_CLASSES = {
     "roberta": "RobertaModel",
     "switch_transformers": "SwitchTransformersModel",
     "t5": "T5Model",
+    "xlm": "XLMModel",
 }
 
 
@@ -340,16 +341,16 @@ def test_table_at_80_columns_shows_every_number_whole(model_type: str) -> None:
 
 
 def test_cli_table_and_json_carry_the_same_counts(tmp_path: Path, runner: CliRunner) -> None:
-    # CPM-Ant's soft-prompt tokens are no layout ffn reads: the model is counted by building it, and says why.
-    path = _write(tmp_path, tiny_config("cpmant"))
+    # XLM's layers, lists side by side, are no layout ffn reads: the model is counted by building it, and says why.
+    path = _write(tmp_path, tiny_config("xlm"))
     table = runner.invoke(app, ["params", "--config", path])
     assert table.exit_code == 0, table.output
     result = runner.invoke(app, ["params", "--config", path, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    m = _count("cpmant")
+    m = _count("xlm")
     assert data["counted_by"] == "transformers" and data["device"] == "meta"
-    assert data["model_class"] == "CpmAntForCausalLM" and data["model"] == "tiny-cpmant"
+    assert data["model_class"] == "XLMModel" and data["model"] == "tiny-xlm"
     assert data["total_params"] == m.total_params == sum(p["params"] for p in data["parts"])
     assert data["active_params"] == m.active_params
     assert [r["kind"] for r in data["rule"]] == [k for k, _ in m.rules]
@@ -357,7 +358,7 @@ def test_cli_table_and_json_carry_the_same_counts(tmp_path: Path, runner: CliRun
     for part in data["parts"]:
         assert f"{part['params']:,}" in table.output
     said = " ".join(table.output.split())
-    assert "Counted by building CpmAntForCausalLM" in said
+    assert "Counted by building XLMModel" in said
     assert "its layout is not read (" in said and "so no FLOPs or costs are given" in said
     assert any("its layout is not read" in n for n in data["notes"])
 

@@ -529,8 +529,6 @@ def test_a_context_limit_named_model_max_length(tmp_path: Any, model_type: str) 
     ("model_type", "keys", "why"),
     [
         ("roformer", {}, "built as an encoder's"),  # no is_decoder: every token attends to the ones after it
-        # CPM-Ant: its forward puts 32 soft-prompt tokens before every sequence, which its cache keeps
-        ("cpmant", {}, "prompt_length (32) soft-prompt tokens before every sequence"),
         # ProphetNet: its cross-attention is cross_attn, not encoder_attn, and its self-attention predicts
         # n-gram streams beside the main one: neither read
         ("prophetnet", {}, "ffn cannot lay out layer 0 of prophetnet: 2 token mixers in one layer (self_attn, cross_attn)"),
@@ -549,6 +547,68 @@ def test_what_a_decoder_layout_cannot_hold_is_refused_by_name(tmp_path: Any, mod
     path.write_text(json.dumps({**transformers.AutoConfig.for_model(model_type, **keys).to_dict(), "model_type": model_type}))
     result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--no-cache"])
     assert result.exit_code == 1 and why in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+# CPM-Ant of 64 wide: 2 layers of 4 heads × 16 and a GEGLU FFN of 128 (w_in.w_0 its gate, w_in.w_1 its input,
+# w_out), RMS norms; 4 soft-prompt tokens of 32 prompt types before every sequence.
+_CPMANT = dict(hidden_size=64, num_attention_heads=4, dim_head=16, dim_ff=128, num_hidden_layers=2, vocab_size=256, prompt_length=4)
+
+
+def _cpmant() -> dict[str, Any]:
+    return {**transformers.AutoConfig.for_model("cpmant", **_CPMANT).to_dict(), "model_type": "cpmant"}
+
+
+def test_cpmants_layout_against_the_whole_build() -> None:
+    # By hand: the token table of 256 rows and its 32 × 4 prompt rows, 32 segment rows, the position
+    # bias (32² segment pairs + 512 buckets, a column a head); per layer q, k, v, o (64 × 64 each), w_0,
+    # w_1 (64 → 128) and w_out (128 → 64), two norms; the final norm; the head (256 × 64).
+    layout = _counts_the_whole_build(_cpmant())
+    assert layout.prefix_tokens == 4
+    ffn = layout.spec.ffn_of(0)
+    assert ffn is not None and (ffn.variant, ffn.d_ff) == ("geglu", 128) and layout.spec.norm == "rmsnorm"
+    hand = (256 + 32 * 4) * 64 + 32 * 64 + (32 * 32 + 512) * 4 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64 + 256 * 64
+    assert count_model(layout.spec).total_params == hand
+    assert "soft-prompt tokens before every sequence" in " ".join(layout.notes)
+
+
+@pytest.mark.parametrize("context", [1, 6])
+def test_cpmants_soft_prompt_is_in_its_cache_against_transformers(context: int) -> None:
+    # After a forward of `context` tokens each layer keeps K and V of them and of the 4 prompt tokens.
+    config = _cpmant()
+    layout = _layout(config)
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, context + layout.prefix_tokens)
+    cache = _cache_after(config, context)
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]  # 2 sequences
+    assert held == [kind.elements_per_layer] * 2 == [(context + 4) * 2 * 4 * 16] * 2
+
+
+def test_cpmants_soft_prompt_runs_through_every_layer_against_flop_counter() -> None:
+    # FlopCounterMode over 5 tokens: each layer's projections and FFN run 5 + 4 tokens, the head 5.
+    config = _cpmant()
+    layout = _layout(config)
+    counted = module_flops(config, torch.randint(1, 100, (1, 5)))
+    layer = {n.rpartition("layers.0.")[2]: f for n, f in counted.items() if "layers.0." in n}
+    projections = sum(layer[f"self_att.self_attention.{p}"] for p in ("project_q", "project_k", "project_v", "attention_out"))
+    assert projections == 9 * layout.spec.attention_flops_of(0)
+    assert layer["ffn.ffn"] == 9 * layout.spec.ffn_matmul_flops(layout.spec.ffn_of(0))
+    (head,) = [f for n, f in counted.items() if n.endswith("lm_head")]
+    assert head == 5 * 2 * 64 * 256
+
+
+def test_a_length_within_cpmants_soft_prompt_is_refused(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_cpmant()))
+    for args in (["--gpu", "h200", "--seq-len", "4"], ["--seq-len", "2,100"]):
+        result = CliRunner().invoke(app, ["params", "--config", str(path), *args])
+        assert result.exit_code == 2 and "soft-prompt tokens" in result.output and "Traceback" not in result.output
+    fits = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "5", "--json"])
+    assert fits.exit_code == 0, fits.output
+    # 1 sequence of 5 tokens, 4 of them the prompt's: 2 layers of K and V, 4 heads × 16, 2 B each
+    assert json.loads(fits.stdout)["per_gpu_memory"]["kv_cache_bytes"] == 5 * 2 * 2 * 4 * 16 * 2
 
 
 def test_a_head_named_otherwise_or_listed_first_is_the_head() -> None:

@@ -87,8 +87,10 @@ OTHERS: dict[str, dict[str, Any]] = {
     "bart": {"encoder_ffn_dim": 128, "decoder_ffn_dim": 128},
     # HRM: two stacks of 2 layers run in 2 H cycles of 2 L cycles each, num_hidden_layers the cache's slots
     "hrm_text": {"num_layers_per_stack": 2, "H_cycles": 2, "L_cycles": 2, "num_hidden_layers": 12, "tie_word_embeddings": True},
-    # CPM-Ant: 4 soft-prompt tokens before every sequence, which its cache keeps: no layout ffn reads
+    # CPM-Ant: 4 soft-prompt tokens before every sequence, run and cached as the text's own
     "cpmant": {"dim_head": 16, "dim_ff": 128, "prompt_length": 4},
+    # XLM: its layers are lists side by side (attentions, ffns, layer_norm1, layer_norm2): no layout ffn reads
+    "xlm": {"emb_dim": 64, "n_layers": 2, "n_heads": 4},
     "electra": {"embedding_size": 32},
     "falcon_mamba": {},
     "jamba": {**_MOE, "attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1},

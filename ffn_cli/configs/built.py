@@ -343,6 +343,9 @@ class BuiltLayout:
     # Work built that no FLOP count sizes (Inkling's relative-position logits): the roofline's to
     # name, not the memory's, which it does not touch.
     flops_left_out: tuple[str, ...] = ()
+    # Tokens the model's forward puts before every sequence (CPM-Ant's soft prompt), run and cached
+    # as the text's own: every length sized counts them, a note says so.
+    prefix_tokens: int = 0
 
     def with_source_len(self, tokens: int) -> BuiltLayout:
         """The layout decoding against a source of `tokens` tokens (--source-len), its note saying so."""

@@ -155,6 +155,10 @@ def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> Mod
     if request.source_len is not None:  # a source of this length, not the most its encoder hands on
         n = request.source_len
         loaded = loaded.with_source_len(n) if isinstance(loaded, BuiltLayout) else replace(loaded, spec=loaded.spec.with_source_tokens(n))
+    prefix = loaded.prefix_tokens if isinstance(loaded, BuiltLayout) else 0  # CPM-Ant's soft prompt, in every length
+    if short := [n for n in (*request.seq_lens, *(request.seq_len or ())) if n <= prefix]:
+        why = _("is no longer than the {n} soft-prompt tokens the model puts before every sequence: give more than {n}")
+        raise FFNError("seq_len", short[0], why.format(n=f"{prefix:,}"))
     stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
     counted = count_model(loaded.spec)
     rows = flops_over_length(stack, request.seq_lens)

@@ -47,7 +47,9 @@ __all__ = [
 ]
 
 # A query projection, and a fused one to the queries, keys and values, by the names transformers' models give them.
-_Q_NAMES = ("q_proj", "query", "q_gate_proj", "Wq")
+_Q_NAMES = ("q_proj", "query", "q_gate_proj", "Wq", "project_q")  # CPM-Ant's project_q, project_k, project_v
+_K_NAMES = ("k_proj", "key", "Wk", "project_k")
+_V_NAMES = ("v_proj", "value", "Wv", "project_v")
 _QKV_NAMES = ("qkv_proj", "query_key_value", "Wqkv", "c_attn", "qkv")
 _STATIC_TAPS = ".static_weight"  # a dynamic short convolution's taps that every token shares (Inkling 2's)
 # Attention with queries, keys and values but no softmax over a cache: a recurrent state in its
@@ -76,8 +78,8 @@ def _heads(text: PretrainedConfig, child: nn.Module) -> tuple[int, int]:
 
 def softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: LayerRead) -> None:
     m = dict(child.named_modules())
-    q, k, v = _projection(m, *_Q_NAMES), _projection(m, "k_proj", "key", "Wk"), _projection(m, "v_proj", "value", "Wv")
-    o = _projection(m, "o_proj", "out_proj", "dense", "c_proj", "Wo")  # ModernBERT's Wo
+    q, k, v = _projection(m, *_Q_NAMES), _projection(m, *_K_NAMES), _projection(m, *_V_NAMES)
+    o = _projection(m, "o_proj", "out_proj", "dense", "c_proj", "Wo", "attention_out")  # ModernBERT's Wo
     fused = linear_named(m, *_QKV_NAMES) if q is None and k is None and v is None else None
     if fused is not None and o is not None:  # one projection to the queries, keys and values (Ergo's qkv_proj, MPT's Wqkv)
         q, k, v = _split_qkv(text, child, fused, o)

@@ -74,15 +74,19 @@ def _widths(d: int, up: nn.Linear | None, gate: nn.Linear | None, fused: nn.Line
     return f, gate is not None
 
 
+# The names of an MLP's projection back to hidden_size (CPM-Ant's w_out among them).
+_DOWN_NAMES = ("down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "Wo", "output_linear", "proj_down", "value", "w_out")
+
+
 def _mlp(module: nn.Module) -> tuple[nn.Linear | None, nn.Linear | None, nn.Linear | None, nn.Linear | None]:
     linears = [c for c in module.children() if isinstance(c, nn.Linear)]
     if isinstance(module, nn.Sequential) and len(linears) == 2:  # CTRL's ffn: Linear, ReLU, Linear
         return linears[0], None, None, linears[1]
     m = dict(module.named_modules())
-    up = linear_named(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi", "proj_up", "key")
-    gate = linear_named(m, "gate_proj", "w1", "proj_up_gate")
+    up = linear_named(m, "up_proj", "w3", "fc1", "c_fc", "fc_in", "dense_h_to_4h", "wi", "proj_up", "key", "w_1")
+    gate = linear_named(m, "gate_proj", "w1", "proj_up_gate", "w_0")  # CPM-Ant's w_0 is its gate, w_1 its input
     fused = linear_named(m, "gate_up_proj", "input_linear", "Wi")  # ModernBERT's Wi: the gate and the input, one Linear
-    down = linear_named(m, "down_proj", "w2", "fc2", "c_proj", "fc_out", "dense_4h_to_h", "wo", "Wo", "output_linear", "proj_down", "value")
+    down = linear_named(m, *_DOWN_NAMES)
     if fused is None and gate is None and up is not None and down is not None and up.out_features == 2 * down.in_features:
         return None, None, up, down  # an up projection to twice what the down one reads holds the gate too (Moshi's fc1)
     return up, gate, fused, down

@@ -63,14 +63,17 @@ _ENCODER_ELSEWHERE = N_(
 
 def _unwrapped(layer: nn.Module) -> list[tuple[str, nn.Module]]:
     """The layer's children, a module that only wraps an attention with its norms opened (DBRX's
-    norm_attn_norm: norm_1, attn, norm_2), its children named from the layer; so too the decoder
-    layers of a layer made of two (Zamba's hybrid layer: its shared transformer and its Mamba layer)."""
+    norm_attn_norm: norm_1, attn, norm_2), or one FFN module with its norm (CPM-Ant's ffn:
+    layernorm_before_ffn, ffn), its children named from the layer; so too the decoder layers of a
+    layer made of two (Zamba's hybrid layer: its shared transformer and its Mamba layer)."""
     out: list[tuple[str, nn.Module]] = []
     layers = {n for n, c in layer.named_children() if _holds_a_mixer(c)}
     for name, child in layer.named_children():
         inner = list(child.named_children())
         kinds = {attribute((Owner(n, type(c).__name__),))[0] for n, c in inner if n_params(c)}
-        wraps = {"attention", "norm"} <= kinds <= {"attention", "norm"} or (len(layers) > 1 and name in layers)
+        ffn_with_norm = (kinds == {"ffn", "norm"} and attribute((Owner(name, type(child).__name__),))[0] == "ffn"
+                         and len([c for _n, c in inner if n_params(c) and not isinstance(c, nn.Linear)]) == 2)  # fmt: skip
+        wraps = {"attention", "norm"} <= kinds <= {"attention", "norm"} or ffn_with_norm or (len(layers) > 1 and name in layers)
         if not list(child.parameters(recurse=False)) and wraps:
             out += [(f"{name}.{n}", c) for n, c in inner]
         else:
@@ -274,8 +277,8 @@ def _residual_copies(module: nn.Module) -> int:
 
 
 # A root-mean-square norm by another name: T5's "LayerNorm" and its kin's (mT5, UMT5, LongT5, Switch
-# Transformers, Pix2Struct, UDOP, Pop2Piano), ImageGPT's; none centres, as their forward computes.
-_RMS_NAMED_LAYER_NORM = re.compile(r"(T5|SwitchTransformers|Pix2Struct|Udop|Pop2Piano|ImageGPT)LayerNorm$")
+# Transformers, Pix2Struct, UDOP, Pop2Piano), ImageGPT's, CPM-Ant's; none centres, as their forward computes.
+_RMS_NAMED_LAYER_NORM = re.compile(r"(T5|SwitchTransformers|Pix2Struct|Udop|Pop2Piano|ImageGPT|CpmAnt)LayerNorm$")
 
 
 def _is_layer_norm(module: nn.Module) -> bool:

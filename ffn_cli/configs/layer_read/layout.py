@@ -56,11 +56,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise FFNError("config", source, _("its text config names no {key}: its layout cannot be read layer by layer").format(key=key))
     given = text.to_dict()  # as written: a per-layer config holds no one global head count to read
-    prompt = given.get("prompt_length")
-    if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0 and given.get("prompt_types"):
-        why = _("its forward puts prompt_length ({n}) soft-prompt tokens before every sequence, which each layer's cache "
-                "keeps beside the context: ffn does not size them")  # fmt: skip
-        raise beyond_ffn(source, why.format(n=f"{prompt:,}"))  # CPM-Ant's
+    prompt = given.get("prompt_length") if given.get("prompt_types") else None
+    prefix = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0 else 0  # CPM-Ant's soft prompt
     for key in ("num_attention_heads", "num_key_value_heads"):  # a head count of 0 builds, and attends to nothing
         value = given.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
@@ -167,11 +164,18 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
     notes += (cycles.said(),) if cycles is not None else _passes_said(runs)
     paths = blocks.paths if blocks is not None else ()
-    return assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
+    if prefix:
+        notes += (Message(_SOFT_PROMPT, n=f"{prefix:,}"),)
+    layout = assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
                      weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths, n_layers=n_layers, vocab=vocab,
                      encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
+    return replace(layout, prefix_tokens=prefix)
 
 
+_SOFT_PROMPT = N_(
+    "its forward puts prompt_length ({n}) soft-prompt tokens before every sequence, which every layer runs and "
+    "caches as it does the text's: each length here counts them, a context of N tokens holding N − {n} of the text's"
+)
 _NO_HEAD = N_(
     "transformers builds it as {model_class}, a model with no LM head: counted without one; a checkpoint that "
     "generates holds its head too, {n} more parameters unless tied to the token embeddings"

@@ -193,7 +193,7 @@ def shell_of(
     tied_weight = getattr(output, "weight", None)
     if tied_weight is not None and tied_weight is not getattr(input_embeddings, "weight", None):
         tied_weight = None
-    # A table looked up by token (Gemma 4's per-layer embeddings) has a vocabulary's rows, as the config sizes one.
+    # The vocabularies the config sizes (Gemma 4's per-layer embeddings' among them): a position table is none of them.
     data = text.to_dict()
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
     embedding = head = norm = embedding_norm = None
@@ -241,7 +241,7 @@ def shell_of(
         elif (p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
               and not name.startswith(head_blocks)):  # fmt: skip
             norms.setdefault(path, []).append(param_tensor(path, leaf, p, module))
-        elif isinstance(module, nn.Embedding) and module.num_embeddings in vocabularies:
+        elif isinstance(module, nn.Embedding):  # read a row a token: of a vocabulary, or of segments (CPM-Ant's, Kosmos-2's)
             tables.append(param_tensor(path, leaf, p, module))
         elif path not in (*norms, embedding_norm):
             beside.append(param_tensor(path, leaf, p, module))

@@ -101,6 +101,9 @@ def n_params(module: nn.Module) -> int:
 
 def linear_named(modules: Mapping[str, nn.Module], *names: str) -> nn.Linear | None:
     found = next((modules[n] for n in names if n in modules), None)
+    if found is None:  # one module of the name further down (CPM-Ant's self_attention.project_q, ffn.w_in.w_0)
+        nested = [m for path, m in modules.items() if path.rpartition(".")[2] in names]
+        found = nested[0] if len(nested) == 1 else None
     return found if isinstance(found, nn.Linear) else None
 
 
