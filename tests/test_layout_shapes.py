@@ -608,7 +608,8 @@ def test_a_length_within_cpmants_soft_prompt_is_refused(tmp_path: Any) -> None:
     fits = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "5", "--json"])
     assert fits.exit_code == 0, fits.output
     # 1 sequence of 5 tokens, 4 of them the prompt's: 2 layers of K and V, 4 heads × 16, 2 B each
-    assert json.loads(fits.stdout)["per_gpu_memory"]["kv_cache_bytes"] == 5 * 2 * 2 * 4 * 16 * 2
+    answer = json.loads(fits.stdout)
+    assert answer["per_gpu_memory"]["kv_cache_bytes"] == 5 * 2 * 2 * 4 * 16 * 2 and answer["layout"]["prefix_tokens"] == 4
 
 
 def test_a_head_named_otherwise_or_listed_first_is_the_head() -> None:

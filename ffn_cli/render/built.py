@@ -206,4 +206,6 @@ def layout_data(layout: BuiltLayout) -> dict[str, Any]:
         "left_out": list(layout.left_out),
         "flops_left_out": list(layout.flops_left_out),
         "notes": list(layout.notes),
+        # tokens the forward puts before every sequence (CPM-Ant's soft prompt), counted in every length
+        "prefix_tokens": layout.prefix_tokens,
     }
