@@ -458,6 +458,9 @@ def test_a_config_of_several_text_models_is_refused_in_one_line(tmp_path: Any) -
     for args in (["--gpu", "h200"], []):
         result = CliRunner().invoke(app, ["params", "--config", str(path), *args])
         assert result.exit_code == 1 and "more than one text model" in result.output and "Traceback" not in result.output
+        # the sub-configs named, transformers' advice to coders left out; no count by building offered, which fails alike
+        assert "(text_encoder, decoder)" in result.output and "get_text_config" not in result.output
+        assert "counts it by building" not in result.output
 
 
 _BERT_SMALL = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, vocab_size=128,

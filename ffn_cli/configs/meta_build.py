@@ -9,6 +9,7 @@ storage, so a 600B-parameter model builds in a fraction of a second.
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
@@ -24,7 +25,8 @@ from transformers.models.auto import configuration_auto, modeling_auto
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.configs.built import TOWER_RUNS_ON, TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts, Towers, described_towers
 from ffn_cli.configs.encoder_decoder import half_of
-from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
+from ffn_cli.configs.unknown import SeveralTextModels
+from ffn_cli.errors import FFNError, first_line
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.spec import MAX_LAYERS
 
@@ -137,8 +139,11 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
     try:
         hf_config.get_text_config()
     except ValueError as exc:  # a model of several text models (MusicGen's text encoder and decoder): which one is not ffn's to choose
+        # transformers' message lists the sub-configs ("['text_encoder', 'decoder']"): named alone, without its advice to coders
+        names = re.findall(r"'(\w+)'", next(iter(re.findall(r"\[[^\]]*\]", str(exc))), ""))
         why = _("transformers finds more than one text model in it ({why}): ffn sizes a model of one")
-        raise FFNRuntimeError(_("{source}: {why}").format(source=source, why=why.format(why=first_line(exc)))) from None
+        said = ", ".join(names) if names else first_line(exc)
+        raise SeveralTextModels(_("{source}: {why}").format(source=source, why=why.format(why=said))) from None
     _check_read_as_given(data, hf_config)
     return hf_config, tuple(notes)
 

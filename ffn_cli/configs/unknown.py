@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ffn_cli.errors import FFNError
+from ffn_cli.errors import FFNError, FFNRuntimeError
 
-__all__ = ["UnknownModelType"]
+__all__ = ["SeveralTextModels", "UnknownModelType"]
 
 
 class UnknownModelType(FFNError):
@@ -18,3 +18,8 @@ class UnknownModelType(FFNError):
     def __init__(self, config: Mapping[str, Any], name: str, source: str, supported: Sequence[str]) -> None:
         super().__init__("model_type", config.get("model_type"), "supported: " + ", ".join(supported))
         self.config, self.name, self.source = config, name, source
+
+
+class SeveralTextModels(FFNRuntimeError):
+    """A config of more than one text model (MusicGen's text encoder and decoder): neither its
+    layout nor a count by building reads it, so no refusal points from one to the other."""

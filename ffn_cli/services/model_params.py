@@ -12,7 +12,7 @@ from ffn_cli.configs.built import BuiltLayout
 from ffn_cli.configs.families import SUPPORTED_MODEL_TYPES, model_spec_from_config
 from ffn_cli.configs.files import load_preset, preset_names
 from ffn_cli.configs.source import LoadedModel, load_models
-from ffn_cli.configs.unknown import UnknownModelType
+from ffn_cli.configs.unknown import SeveralTextModels, UnknownModelType
 from ffn_cli.costs.weights import quantization_config
 from ffn_cli.errors import FFNError, FFNRuntimeError
 from ffn_cli.i18n import N_, Message, _, language
@@ -124,7 +124,7 @@ def _layout(request: ParamsRequest, unknown: UnknownModelType, needed_for: str =
             unknown.config, name=unknown.name, source=unknown.source, known=SUPPORTED_MODEL_TYPES, use_cache=not request.no_cache
         )
     except FFNRuntimeError as unread:
-        if not needed_for:
+        if not needed_for or isinstance(unread, SeveralTextModels):  # built whole, it is refused alike
             raise
         raise FFNRuntimeError(_("{why}; {needed_for}").format(why=unread, needed_for=needed_for)) from None
 
