@@ -83,6 +83,8 @@ def test_default_configs_count_the_whole_build(model_type: str) -> None:
 _REFUSED = {
     "xlm": "names no decoder layer class",
     "blt": "names no hidden_size",
+    # NeoMME's encoder layers attend both ways, their o_proj inside an output gate: never read as a decoder's attention
+    "neomme": "no q, k, v and o projections",
 }
 
 
@@ -915,3 +917,14 @@ def test_deepseek_v4_on_meta_traces_its_layouts_ffn(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["model"]["layer"] == 0 and data["spec"]["variant"] == "moe"
     assert any("routes by values the meta device does not hold" in n for n in data["model"]["not_built"])
+
+
+def test_only_a_table_beside_the_token_table_is_read_a_row_a_token() -> None:
+    # Kosmos-2.5's segment_emb sits beside its token table: a lookup table. Janus's VQ codebook
+    # (vqmodel.quantize.embedding), searched by nearest neighbour, is an nn.Embedding too, beside the layers.
+    kosmos = _layout({**transformers.AutoConfig.for_model("kosmos-2.5").to_dict(), "model_type": "kosmos-2.5"})
+    (tables,) = [p for p in count_model(kosmos.spec).parts if p.name == "lookup tables beside the layers"]
+    assert "segment_emb" in str(tables.detail)
+    janus = _layout({**transformers.AutoConfig.for_model("janus").to_dict(), "model_type": "janus"})
+    parts = {p.name: str(p.detail) for p in count_model(janus.spec).parts}
+    assert "lookup tables beside the layers" not in parts and "vqmodel" in parts["beside the layers"]

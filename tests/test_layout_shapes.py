@@ -605,7 +605,8 @@ def test_a_length_within_cpmants_soft_prompt_is_refused(tmp_path: Any) -> None:
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_cpmant()))
-    for args in (["--gpu", "h200", "--seq-len", "4"], ["--seq-len", "2,100"]):
+    alone_and_side_by_side = (["--gpu", "h200", "--seq-len", "4"], ["--seq-len", "2,100"], ["--preset", "gpt2", "--seq-len", "3"])
+    for args in alone_and_side_by_side:
         result = CliRunner().invoke(app, ["params", "--config", str(path), *args])
         assert result.exit_code == 2 and "soft-prompt tokens" in result.output and "Traceback" not in result.output
     fits = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "5", "--json"])

@@ -312,8 +312,7 @@ def test_each_run_of_a_cycled_stack_is_a_layer_that_holds_nothing() -> None:
     (again,) = [p for p in counted.parts if p.name == "shared blocks, run again"]
     assert again.params == 0 and again.copies == 8
     said = " ".join(layout.notes)
-    assert "layers 0–1 are the low-level stack (L_module), run 2 times in each of 2 cycles" in said
-    assert "layers 4–5 the high-level stack (H_module), once a cycle" in said
+    assert "the low-level stack (L_module) in layers 0–3, 6–9, the high-level one (H_module) in layers 4–5, 10–11" in said
 
 
 @pytest.mark.parametrize("context", [3, 7])
@@ -341,13 +340,25 @@ def test_a_cycled_stack_against_flop_counter() -> None:
     assert count_model(spec).matmul_flops_per_token == 12 * one_layer + head
 
 
-def test_runs_of_a_cycled_stack_other_than_num_hidden_layers_are_refused(tmp_path: Path) -> None:
-    # transformers builds it and its cache numbers 12 runs: a config that says 10 layers is refused by the key.
+def test_fewer_layers_than_a_cycled_stacks_runs_are_refused(tmp_path: Path) -> None:
+    # transformers builds it, and its forward fails past 10 cache slots of the 12 runs: refused by the key.
     path = tmp_path / "hrm.json"
     path.write_text(json.dumps(_config("hrm_text", {**_HRM, "num_hidden_layers": 10})))
     result = CliRunner().invoke(app, ["params", "--config", str(path), "--gpu", "h200"])
     assert result.exit_code == 2 and "num_hidden_layers" in result.output and "= 12" in result.output
     assert "Traceback" not in result.output
+
+
+def test_more_layers_than_a_cycled_stacks_runs_are_the_runs() -> None:
+    # num_hidden_layers 16: transformers runs it, its cache filling the 12 runs' slots alone; laid out as those 12.
+    config = _config("hrm_text", {**_HRM, "num_hidden_layers": 16})
+    layout, spec = _spec(config)
+    assert spec.n_layers == 12 and count_model(spec).total_params == meta_build.count(config, name="x", source="x").total_params
+    assert "num_hidden_layers (16) names more cache slots than the stacks' runs (12)" in " ".join(layout.notes)
+    (kind,) = decode_state(spec, layout.windows, layout.chunks, 3)
+    cache = _cache_after(config, 3)
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers if layer.keys is not None and layer.keys.numel()]
+    assert held == [kind.elements_per_layer] * 12
 
 
 def test_the_deployment_answer_of_a_cycled_stack(tmp_path: Path) -> None:

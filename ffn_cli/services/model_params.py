@@ -140,12 +140,22 @@ def _compared(models: list[LoadedModel | BuiltLayout], dtype: str, seq_lens: tup
     left_out: list[str] = []
     notes: list[str] = []
     for m in models:
+        _check_lengths(m, seq_lens)
         stack = model_stack(m.spec, m.windows, causal=m.causal, chunks=m.chunks)
         compared.append((m.spec.name, count_model(m.spec), stack, flops_over_length(stack, seq_lens)))
         if isinstance(m, BuiltLayout):
             left_out += [Message(N_("{name}: {what}"), name=m.spec.name, what=what) for what in m.left_out]
             notes += [Message(N_("{name}: {what}"), name=m.spec.name, what=n if isinstance(n, Message) else Message(n)) for n in m.notes]
     return ModelsCompared(compared, dtype, tuple(left_out), tuple(notes))
+
+
+def _check_lengths(loaded: LoadedModel | BuiltLayout, seq_lens: tuple[int, ...]) -> None:
+    """Refuses a length no longer than the soft-prompt tokens the model puts before every
+    sequence (CPM-Ant's), which every length counts."""
+    prefix = loaded.prefix_tokens if isinstance(loaded, BuiltLayout) else 0
+    if short := [n for n in seq_lens if n <= prefix]:
+        why = _("is no longer than the {n} soft-prompt tokens {name} puts before every sequence: give more than {n}")
+        raise FFNError("seq_len", short[0], why.format(n=f"{prefix:,}", name=loaded.spec.name))
 
 
 def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> ModelParamsAnswer:
@@ -155,10 +165,7 @@ def _one_model(loaded: LoadedModel | BuiltLayout, request: ParamsRequest) -> Mod
     if request.source_len is not None:  # a source of this length, not the most its encoder hands on
         n = request.source_len
         loaded = loaded.with_source_len(n) if isinstance(loaded, BuiltLayout) else replace(loaded, spec=loaded.spec.with_source_tokens(n))
-    prefix = loaded.prefix_tokens if isinstance(loaded, BuiltLayout) else 0  # CPM-Ant's soft prompt, in every length
-    if short := [n for n in (*request.seq_lens, *(request.seq_len or ())) if n <= prefix]:
-        why = _("is no longer than the {n} soft-prompt tokens the model puts before every sequence: give more than {n}")
-        raise FFNError("seq_len", short[0], why.format(n=f"{prefix:,}"))
+    _check_lengths(loaded, (*request.seq_lens, *(request.seq_len or ())))
     stack = model_stack(loaded.spec, loaded.windows, causal=loaded.causal, chunks=loaded.chunks)
     counted = count_model(loaded.spec)
     rows = flops_over_length(stack, request.seq_lens)

@@ -65,6 +65,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     # An encoder-decoder's layers are its decoder's (BART's num_hidden_layers names its encoder's)
     d, n_layers = int(text.hidden_size), seq2seq.decoder_layers if seq2seq is not None else int(text.num_hidden_layers)
     cycles = _cycles(text.to_dict(), n_layers)
+    configured = n_layers
+    if cycles is not None:  # the layers are the stacks' runs: slots num_hidden_layers names past them are never filled
+        n_layers = cycles.n_layers
     runs = cycles.runs if cycles is not None else _passes(text.to_dict(), n_layers)
     classes = decoder_layer_classes(hf_config)
     r = FamilyReader(text.to_dict(), str(text.model_type), source)
@@ -162,7 +165,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     if runs and blocks is not None:
         raise beyond_ffn(source, _("its layers share blocks and run several passes: ffn sizes one of the two a model"))
     weights_from = runs or (blocks.weights_from if blocks is not None else {})
-    notes += (cycles.said(),) if cycles is not None else _passes_said(runs)
+    notes += cycles.said(configured) if cycles is not None else _passes_said(runs)
     paths = blocks.paths if blocks is not None else ()
     if prefix:
         notes += (Message(_SOFT_PROMPT, n=f"{prefix:,}"),)
@@ -264,11 +267,12 @@ def _passes_said(runs: dict[int, int]) -> tuple[Message, ...]:
 # runs L_cycles times, then the high-level stack once.
 _LOW_STACK, _HIGH_STACK = "L_module", "H_module"
 _CYCLES = N_(
-    "its {per_stack} layers a stack run in cycles: layers {low} are the low-level stack ({low_stack}), run "
-    "{l_cycles} times in each of {h_cycles} cycles (L_cycles, H_cycles), layers {high} the high-level stack "
-    "({high_stack}), once a cycle; the {layers} layers here are those runs, numbered as transformers' cache numbers "
-    "them: each runs its stack's weights, with a cache of its own"
+    "its two stacks (num_layers_per_stack {per_stack}) run in cycles (H_cycles {h_cycles}, L_cycles {l_cycles}): the "
+    "low-level stack ({low_stack}) in layers {low}, the high-level one ({high_stack}) in layers {high}, numbered as "
+    "transformers' cache numbers the runs; the first run of each layer holds its weights, a later run reads them "
+    "again, each run with a cache of its own"
 )
+_SLOTS_UNUSED = N_("num_hidden_layers ({n}) names more cache slots than the stacks' runs ({runs}): the model fills {runs}, the layers here")
 
 
 @dataclass(frozen=True)
@@ -313,11 +317,15 @@ class Cycles:
             raise beyond_ffn(source, why.format(low=_LOW_STACK, high=_HIGH_STACK, n=self.per_stack))
         return [lists[stack][j] for stack, j in map(self.stack_of, range(self.n_layers))]
 
-    def said(self) -> Message:
-        low = layer_ranges(tuple(range(self.per_stack)))
-        high = layer_ranges(tuple(range(self.low * self.per_stack, (self.low + 1) * self.per_stack)))
-        return Message(_CYCLES, per_stack=f"{self.per_stack:,}", low=low, low_stack=_LOW_STACK, l_cycles=f"{self.low:,}",
-                       h_cycles=f"{self.high:,}", high=high, high_stack=_HIGH_STACK, layers=f"{self.n_layers:,}")  # fmt: skip
+    def said(self, configured: int) -> tuple[Message, ...]:
+        """The note that maps each run to its stack; and where num_hidden_layers names more cache
+        slots than the runs, that the model fills the runs' alone."""
+        low, high = ([i for i in range(self.n_layers) if self.stack_of(i)[0] == stack] for stack in (_LOW_STACK, _HIGH_STACK))
+        cycles = Message(_CYCLES, per_stack=f"{self.per_stack:,}", h_cycles=f"{self.high:,}", l_cycles=f"{self.low:,}",
+                         low_stack=_LOW_STACK, low=layer_ranges(tuple(low)), high_stack=_HIGH_STACK,
+                         high=layer_ranges(tuple(high)))  # fmt: skip
+        unused = Message(_SLOTS_UNUSED, n=f"{configured:,}", runs=f"{self.n_layers:,}") if configured > self.n_layers else None
+        return (cycles,) + ((unused,) if unused is not None else ())
 
 
 def _cycles(text_data: Mapping[str, Any], n_layers: int) -> Cycles | None:
@@ -326,8 +334,8 @@ def _cycles(text_data: Mapping[str, Any], n_layers: int) -> Cycles | None:
     if values is None:
         return None
     cycles = Cycles(*values)
-    if cycles.n_layers != n_layers:  # transformers' cache keeps a slot a run: its forward fails past num_hidden_layers
-        why = _("must be num_layers_per_stack × H_cycles × (L_cycles + 1) = {runs}: a layer a run of a stack's layer")
+    if cycles.n_layers > n_layers:  # transformers' cache keeps a slot a run: its forward fails past num_hidden_layers
+        why = _("is fewer than num_layers_per_stack × H_cycles × (L_cycles + 1) = {runs}, the cache slots its stacks' runs take")
         raise FFNError("num_hidden_layers", n_layers, why.format(runs=f"{cycles.n_layers:,}"))
     return cycles
 

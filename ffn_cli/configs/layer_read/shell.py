@@ -196,6 +196,7 @@ def shell_of(
     # The vocabularies the config sizes (Gemma 4's per-layer embeddings' among them): a position table is none of them.
     data = text.to_dict()
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    table_parent = table.rpartition(".")[0] if table else None  # the module that holds the token table
     embedding = head = norm = embedding_norm = None
     head_bias, head_rows, head_dim = False, 0, 0
     beside, tables = [], []
@@ -241,13 +242,14 @@ def shell_of(
         elif (p.dim() == 1 and p.shape[0] == d and attribute((Owner(last, type(module).__name__),))[0] == "norm"
               and not name.startswith(head_blocks)):  # fmt: skip
             norms.setdefault(path, []).append(param_tensor(path, leaf, p, module))
-        elif isinstance(module, nn.Embedding):  # read a row a token: of a vocabulary, or of segments (CPM-Ant's, Kosmos-2's)
+        elif isinstance(module, nn.Embedding) and (module.num_embeddings in vocabularies or path.rpartition(".")[0] == table_parent):
+            # read a row a token: a table of a vocabulary, or one beside the token table (CPM-Ant's, Kosmos-2.5's segments)
             tables.append(param_tensor(path, leaf, p, module))
         elif path not in (*norms, embedding_norm):
             beside.append(param_tensor(path, leaf, p, module))
     norm = _final_norm(list(norms), embedding)
     beside += [t for path, tensors in norms.items() if path != norm for t in tensors]
-    if embedding is None:  # CPM-Ant's longer one, its prompt tokens' rows first: the spec's is vocab_size rows
+    if embedding is None:  # a token table not of the vocabulary's rows and d columns: the one the spec sizes
         why = _("its token embeddings are not one vocab_size × hidden_size table ({vocab:,} × {d:,}), the one ffn sizes")
         raise beyond_ffn(source, why.format(vocab=vocab, d=d))
     return Shell(

@@ -99,10 +99,15 @@ def n_params(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+# Names a projection bears a module further down, found there where one module alone bears it
+# (CPM-Ant's gate and input, w_in.w_0 and w_in.w_1); any other name is read where it is given.
+_NESTED_NAMES = frozenset({"w_0", "w_1"})
+
+
 def linear_named(modules: Mapping[str, nn.Module], *names: str) -> nn.Linear | None:
     found = next((modules[n] for n in names if n in modules), None)
-    if found is None:  # one module of the name further down (CPM-Ant's self_attention.project_q, ffn.w_in.w_0)
-        nested = [m for path, m in modules.items() if path.rpartition(".")[2] in names]
+    if found is None:
+        nested = [m for path, m in modules.items() if path.rpartition(".")[2] in _NESTED_NAMES.intersection(names)]
         found = nested[0] if len(nested) == 1 else None
     return found if isinstance(found, nn.Linear) else None
 
