@@ -616,6 +616,43 @@ def test_a_length_within_cpmants_soft_prompt_is_refused(tmp_path: Any) -> None:
     assert answer["per_gpu_memory"]["kv_cache_bytes"] == 5 * 2 * 2 * 4 * 16 * 2 and answer["layout"]["prefix_tokens"] == 4
 
 
+@pytest.mark.parametrize("context", [4, 10])
+def test_a_config_window_slides_every_layer_as_transformers_cache_does(context: int) -> None:
+    # Moshi's attention names no window; its config's sliding_window (6 here) with no layer_types makes
+    # transformers' DynamicCache keep each layer's 5 latest keys and values once the context passes them.
+    config = _config("moshi", sliding_window=6, max_position_embeddings=64)
+    layout = _layout(config)
+    assert set(layout.windows) == {6}
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, context)
+    cache = _cache_after(config, context)
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]  # 2 sequences
+    assert held == [kind.elements_per_layer] * 2 == [min(context, 5) * 2 * 2 * 16] * 2
+
+
+# Kyutai STT of 64 wide: 2 layers of 4 heads × 16, a gated MLP of 96; a text vocabulary of 100 and 2 audio
+# codebooks of 33 codes, every step's text token and codes summed from one table (embed_tokens.embed_tokens)
+_KYUTAI = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, head_dim=16, ffn_dim=192,
+               vocab_size=100, num_codebooks=2, codebook_vocab_size=33, sliding_window=6, max_position_embeddings=64,
+               pad_token_id=3, audio_pad_token_id=166)  # fmt: skip
+
+
+@pytest.mark.parametrize("context", [4, 10])
+def test_kyutai_stt_against_the_whole_build_and_its_cache(context: int) -> None:
+    # Its input embeddings are a wrapper of one table: the vocabulary's 100 rows the token embeddings, the
+    # codebooks' 2 × 33 (+ 1 padding row) a table beside them; its cache slides at the config's window.
+    config = {**transformers.AutoConfig.for_model("kyutai_speech_to_text", **_KYUTAI).to_dict(), "model_type": "kyutai_speech_to_text"}
+    layout = _counts_the_whole_build(config)
+    parts = {p.name: p for p in count_model(layout.spec).parts}
+    assert parts["token embeddings"].params == 100 * 64 and parts["lookup tables beside the layers"].params == 67 * 64
+    (kind,) = decode_state(layout.spec, layout.windows, layout.chunks, context)
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(**config)).eval().requires_grad_(False)
+    with torch.no_grad():  # a step is the text token and each codebook's code
+        cache = model(input_ids=torch.randint(0, 30, (2, context, 3)), use_cache=True).past_key_values
+    held = [(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers]  # 2 sequences
+    assert held == [kind.elements_per_layer] * 2 == [min(context, 5) * 2 * 4 * 16] * 2
+
+
 def test_a_head_named_otherwise_or_listed_first_is_the_head() -> None:
     # BioGPT's head is output_projection, tied to the embeddings: transformers' get_output_embeddings
     # names it. CamemBERT's lm_head comes before its embeddings, so the one tied tensor is listed under

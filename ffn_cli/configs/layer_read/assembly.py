@@ -499,9 +499,13 @@ def assemble(
         source=source,
     )
     windows: list[int | None] = [None] * n_layers
+    # Where the attention names no window of its own, the config's sliding_window with no layer_types
+    # makes transformers' DynamicCache slide in every layer (Moshi's, Kyutai STT's), as the model decodes.
+    named = getattr(text, "sliding_window", None) if getattr(text, "layer_types", None) is None else None
+    config_window = named if isinstance(named, int) and not isinstance(named, bool) and named > 0 else None
     for r in reads:
         for i in r.layers:
-            windows[i] = r.window
+            windows[i] = r.window or (config_window if r.attention is not None else None)
     chunks = attention_chunks(config, configured)
     if chunks and reused_whole:  # a later pass's layer attends as the layer it runs again
         chunks = (*chunks, *(chunks[weights_from[i]] for i in range(configured, n_layers)))

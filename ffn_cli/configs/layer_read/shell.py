@@ -180,6 +180,9 @@ def shell_of(
     # its LayerNorm; CamemBERT's lm_head.dense and lm_head.layer_norm): counted beside, never a final norm.
     # A module that holds the token embeddings too is the text model the head sits in (Kosmos-2.5's text_model).
     input_embeddings = _input_embeddings(model)
+    inner = [m for m in input_embeddings.modules() if isinstance(m, nn.Embedding)] if input_embeddings is not None else []
+    if not isinstance(input_embeddings, nn.Embedding) and len(inner) == 1:  # a wrapper of one table (Kyutai STT's embed_tokens)
+        input_embeddings = inner[0]
     if input_embeddings is None:  # a model that names none (Qwen3-Omni's): the text model's table of the vocabulary's rows
         input_embeddings = next((m for n, m in modules.items() if isinstance(m, nn.Embedding) and m.num_embeddings == vocab
                                  and towers.path(n) is None), None)  # fmt: skip
@@ -212,8 +215,10 @@ def shell_of(
             continue
         path, _dot, leaf = name.rpartition(".")
         module, last = modules[path], path.rpartition(".")[2]
-        # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder); an encoder's, the encoder's
-        if _within(path, encoder) or towers.path(path) is not None:
+        # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder); an encoder's, the encoder's,
+        # but the token table the decoder shares with it (T5Gemma 2's), listed once under the encoder's name
+        shared_table = module is input_embeddings and leaf == "weight"
+        if (_within(path, encoder) or towers.path(path) is not None) and not shared_table:
             beside.append(param_tensor(path, leaf, p, module))
             continue
         if embedding is None and tuple(p.shape) == (vocab, e) and (isinstance(module, nn.Embedding) or p is tied_weight):
