@@ -262,6 +262,45 @@ def test_t5gemmas_context_is_its_decoders(tmp_path: Path) -> None:
     assert memory["context_limit"] == memory["context"] == 24  # the decoder's max_position_embeddings, in its own config
 
 
+def _t5gemma2() -> dict[str, Any]:
+    # T5Gemma 2 of 64 wide: a multimodal encoder (a vision tower of 1 layer, 4 tokens an image) and a decoder
+    # of 2 layers, 4 heads × 16 over 2 KV heads, the first sliding (window 4); one token table of 300 rows,
+    # the decoder's and the encoder's, tied to the head.
+    default = transformers.AutoConfig.for_model("t5gemma2").to_dict()
+    text = dict(vocab_size=300, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                head_dim=16, sliding_window=4, layer_types=["sliding_attention", "full_attention"], query_pre_attn_scalar=16,
+                max_position_embeddings=64)  # fmt: skip
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=32, patch_size=8)
+    encoder = {**default["encoder"], "text_config": {**default["encoder"]["text_config"], **text},
+               "vision_config": {**default["encoder"]["vision_config"], **vision}, "mm_tokens_per_image": 4,
+               "boi_token_index": 290, "eoi_token_index": 291, "image_token_index": 292}  # fmt: skip
+    return _config("t5gemma2", encoder=encoder, decoder={**default["decoder"], **text}, vocab_size=300, image_token_index=292,
+                   eoi_token_index=291)  # fmt: skip
+
+
+@pytest.mark.parametrize(("source", "decoded"), [(5, 3), (7, 9)])
+def test_t5gemma2s_merged_attention_against_transformers_cache(source: int, decoded: int) -> None:
+    # Each decoder layer's one attention (q, k, v, o) reads its own tokens and the encoder's output
+    # together: a cross-attention holding no tensor of its own, keeping the source's K and V beside the
+    # layer's own (the sliding layer's 3 latest, the full layer's every token).
+    config = _t5gemma2()
+    layout = read_layout(config, name="small", source="small")
+    model = transformers.AutoModelForSeq2SeqLM.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    assert count_model(layout.spec).total_params == sum(p.numel() for p in model.parameters())
+    spec = layout.spec.with_source_tokens(source)
+    kinds = {str.__str__(k.kind): k for k in decode_state(spec, layout.windows, layout.chunks, decoded)}
+    cross = kinds["cross-attention over the encoder's output, through the layer's own attention"]
+    assert (cross.layers, cross.elements_per_layer) == (2, source * 2 * 2 * 16)
+    with torch.no_grad():
+        cache = model(
+            input_ids=torch.randint(3, 250, (1, source)), decoder_input_ids=torch.randint(3, 250, (1, decoded)), use_cache=True
+        ).past_key_values
+    own = [layer.keys.numel() + layer.values.numel() for layer in cache.self_attention_cache.layers]
+    assert own == [min(decoded, 3) * 64, decoded * 64]
+    assert [layer.keys.numel() + layer.values.numel() for layer in cache.cross_attention_cache.layers] == [cross.elements_per_layer] * 2
+    assert sum(own) + 2 * cross.elements_per_layer == sum(k.elements for k in kinds.values())
+
+
 @pytest.mark.parametrize("model_type", ["marian", "pegasus", "bart", "blenderbot-small"])
 def test_a_sinusoidal_position_table_is_said_fixed(model_type: str) -> None:
     # Built on the CPU, a sinusoidal table holds sin and cos of each position: row 0 is all 0s and 1s,

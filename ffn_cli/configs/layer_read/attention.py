@@ -6,6 +6,7 @@ encoder's output; and which modules are attention at all."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -448,6 +449,27 @@ class Source:
     kind: Literal["image", "encoder"]
     tiles: tuple[int, int] | None
     fixed: bool = False  # an encoder that always hands on its most (Whisper's): no --source-len
+
+
+def attends_to_the_source(child: nn.Module) -> bool:
+    """An attention whose forward takes the encoder's output beside its own tokens (T5Gemma 2's
+    merged attention): one set of projections over both."""
+    return "encoder_hidden_states" in inspect.signature(child.forward).parameters
+
+
+def merged_cross_attention(child: nn.Module, read: LayerRead, source: Source) -> None:
+    """The encoder's output, attended by the layer's own attention beside its tokens (T5Gemma 2's
+    merged attention): a cross-attention that holds no tensor of its own, its keys and values
+    projected by the same k_proj and v_proj once a source, a token's queries scoring them beside
+    its own keys; kept for the encoder's most tokens, or sized by --source-len."""
+    a = read.attention
+    if not isinstance(a, AttentionSpec):
+        raise Unread(Message(N_("an attention over the encoder's output beside its own tokens, of a shape ffn does not size")))
+    kind = Message(N_("cross-attention over the encoder's output, through the layer's own attention"))
+    read.said.append(Message(N_("{kind}: its projections, k and v once a source"), kind=kind))
+    tiles = source.tiles or (1, 0)  # 0 tokens: a source of a length the config does not say
+    scan = SourceAttention(a.heads, a.kv_heads, a.head_width, *tiles, source="encoder", fixed=source.fixed)
+    read.mixer = LinearMixer(kind, type(child).__name__, (), (), 0, read.layers, scan=scan, state_sized=source.tiles is not None)
 
 
 def cross_attention(child: nn.Module, read: LayerRead, source: Source) -> None:

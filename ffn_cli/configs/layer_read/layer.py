@@ -17,6 +17,7 @@ from ffn_cli.configs.encoder_decoder import CROSS_ATTENTION, ENCODER_ATTENTION, 
 from ffn_cli.configs.families.common import FamilyReader
 from ffn_cli.configs.layer_read.attention import (
     Source,
+    attends_to_the_source,
     cca_attention,
     cca_projection,
     compressed_attention,
@@ -28,6 +29,7 @@ from ffn_cli.configs.layer_read.attention import (
     is_compressed,
     is_cross,
     latent_attention,
+    merged_cross_attention,
     mixture_of_heads,
     query_experts,
     softmax_attention,
@@ -161,6 +163,9 @@ def read_layer(
                 linear_mixer(d, child, read)
             if read.mixer is not None and len(mixers) == 2 and not read.mixer.state_sized and not read.mixer.unsized_source:
                 raise Unread(Message(N_("{cls} beside attention is a mixer ffn does not size"), cls=type(child).__name__))
+        # An encoder-decoder's decoder layer whose one attention takes the encoder's output too (T5Gemma 2's)
+        if source_of is not None and not cross and len(attends) == 1 and read.mixer is None and attends_to_the_source(attends[0][1]):
+            merged_cross_attention(attends[0][1], read, source)
         if convs:  # short convolutions over the residual stream beside the attention (Inkling's): a mixer beside it
             if read.mixer is not None or read.attention is None:
                 raise Unread(Message(N_("short convolutions beside a token mixer other than attention")))
