@@ -653,6 +653,18 @@ def test_kyutai_stt_against_the_whole_build_and_its_cache(context: int) -> None:
     assert held == [kind.elements_per_layer] * 2 == [min(context, 5) * 2 * 4 * 16] * 2
 
 
+def test_what_the_model_as_built_leaves_out_is_beside_the_checkpoint_bytes(tmp_path: Any) -> None:
+    # transformers builds Kyutai STT as its base model: no LM head, no Mimi codec (codec_config). The
+    # memory's checkpoint is the built model's bytes, and says it is without them.
+    config = {**transformers.AutoConfig.for_model("kyutai_speech_to_text", **_KYUTAI).to_dict(), "model_type": "kyutai_speech_to_text"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    from tests.helpers import cli_json
+
+    memory = cli_json("params", "--config", str(path), "--gpu", "h200", "--phase", "decode", "--seq-len", "8")["per_gpu_memory"]
+    assert memory["not_built"] == ["lm_head", "codec_config"]
+
+
 def test_a_head_named_otherwise_or_listed_first_is_the_head() -> None:
     # BioGPT's head is output_projection, tied to the embeddings: transformers' get_output_embeddings
     # names it. CamemBERT's lm_head comes before its embeddings, so the one tied tensor is listed under

@@ -33,17 +33,17 @@ __all__ = [
 # hands on; a length no key names (T5's relative positions, TrOCR's decoder alone); the length asked.
 SOURCE_KEPT = N_(
     "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens ({key}), the most the "
-    "encoder hands on (--source-len N sizes a shorter one); their projections, as {encoder}, run once a source, not by a "
-    "token decoded"
+    "encoder hands on (--source-len N sizes a shorter one); their projections of the source, as {encoder}, run once a source, "
+    "not by a token decoded"
 )
 SOURCE_UNSAID = N_(
     "each decoder layer's cross-attention keeps the keys and values of the encoder's output, whose length the config "
     "does not say: --source-len N sizes what they keep and a token's scores over them, else they are left out; their "
-    "projections (k_proj, v_proj) run once a source, not by a token decoded"
+    "projections of the source (k_proj, v_proj) run once a source, not by a token decoded"
 )
 _SOURCE_GIVEN = N_(
     "each decoder layer's cross-attention keeps the keys and values of a source of {tokens} tokens (--source-len); their "
-    "projections (k_proj, v_proj) run once a source, not by a token decoded"
+    "projections of the source (k_proj, v_proj) run once a source, not by a token decoded"
 )
 
 # A tower a config describes beside its text model (its vision_config's, its audio_config's), the words
@@ -346,6 +346,10 @@ class BuiltLayout:
     # Tokens the model's forward puts before every sequence (CPM-Ant's soft prompt), run and cached
     # as the text's own: every length sized counts them, a note says so.
     prefix_tokens: int = 0
+    # Parts a checkpoint holds that the model as transformers builds it does not (Moshi's
+    # depth_decoder_config, Kyutai STT's codec_config; lm_head where the class builds no head):
+    # named in the notes, and beside the memory's checkpoint bytes, which leave them out.
+    not_built: tuple[str, ...] = ()
 
     def with_source_len(self, tokens: int) -> BuiltLayout:
         """The layout decoding against a source of `tokens` tokens (--source-len), its note saying so."""

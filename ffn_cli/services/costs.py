@@ -214,7 +214,8 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     ranks = fit = None
     left_out: tuple[str, ...] = ()
     if opts.tp != 1 or opts.ep != 1 or gpu is not None:
-        ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep, not_built=_not_built(spec, loaded.config))
+        not_built = tuple(dict.fromkeys(_not_built(spec, loaded.config) + tuple(getattr(loaded, "not_built", ()))))
+        ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep, not_built=not_built)
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
         left_out = tuple(getattr(loaded, "left_out", ())) + _unsized_source(spec) if fit is not None else ()

@@ -501,7 +501,8 @@ def assemble(
     windows: list[int | None] = [None] * n_layers
     # Where the attention names no window of its own, the config's sliding_window with no layer_types
     # makes transformers' DynamicCache slide in every layer (Moshi's, Kyutai STT's), as the model decodes.
-    named = getattr(text, "sliding_window", None) if getattr(text, "layer_types", None) is None else None
+    text_keys = text.to_dict()  # as written: a config of per-layer values names no one window to read as an attribute
+    named = text_keys.get("sliding_window") if text_keys.get("layer_types") is None else None
     config_window = named if isinstance(named, int) and not isinstance(named, bool) and named > 0 else None
     for r in reads:
         for i in r.layers:

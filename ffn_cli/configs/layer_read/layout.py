@@ -45,6 +45,7 @@ __all__ = ["read_layout"]
 def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLayout:
     """The ModelSpec of `config`, read from one built decoder layer of each kind."""
     hf_config, notes = hf_config_of(config, source)
+    not_built: tuple[str, ...] = ()  # what a checkpoint holds that the model as built does not
     check_build_size(hf_config.to_dict())  # a tower, or the whole model where it is built, is bounded as a count's build is
     seq2seq = encoder_decoder_of(hf_config)
     if isinstance(seq2seq, Message):
@@ -107,6 +108,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
         if not shell.head and str(hf_config.model_type) not in modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
             n = (vocab or int(text.vocab_size)) * shell.head_width(d)
             notes += (Message(_NO_HEAD, model_class=shell.model_class, n=f"{n:,}"),)
+            not_built += ("lm_head",)
         if whole is None:
             layer_cls = classes[0]
 
@@ -157,7 +159,10 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     merged, shell, stood_in = _first_layer_norm_in_embeddings(merged, shell)
     merged = _with_passes(merged, runs)
     notes += tuple(stood_in)
-    notes += towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
+    unbuilt = towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
+    notes += unbuilt
+    # the parts beside the towers (a tower not built is the memory's to name by its key already)
+    not_built += tuple(str(m.args["key"]) for m in unbuilt if isinstance(m, Message) and m.args.get("model_type"))
     if seq2seq is not None and seq2seq.source_tokens:
         notes += (Message(SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
     elif any(r.mixer is not None and r.mixer.unsized_source for r in reads):
@@ -172,7 +177,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     layout = assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
                      weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths, n_layers=n_layers, vocab=vocab,
                      encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
-    return replace(layout, prefix_tokens=prefix)
+    return replace(layout, prefix_tokens=prefix, not_built=tuple(dict.fromkeys(not_built)))
 
 
 _SOFT_PROMPT = N_(

@@ -18,6 +18,7 @@ from transformers.pytorch_utils import Conv1D
 
 from ffn_cli.accounting import ParamTensor
 from ffn_cli.configs.attribution import Owner, attribute
+from ffn_cli.configs.encoder_decoder import half_of
 from ffn_cli.configs.layer_read.kinds import attends_within
 from ffn_cli.configs.layer_read.tensors import beyond_ffn, n_params, param_tensor, towers_of
 from ffn_cli.configs.meta_build import auto_class
@@ -200,6 +201,8 @@ def shell_of(
     data = text.to_dict()
     vocabularies = {v for k, v in data.items() if "vocab" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0}
     table_parent = table.rpartition(".")[0] if table else None  # the module that holds the token table
+    decoder = half_of(model, "get_decoder") if encoder is not None else None  # an encoder-decoder's: what its decoder holds
+    decoder_tensors = {id(t) for t in decoder[1].parameters()} if decoder is not None else set()
     embedding = head = norm = embedding_norm = None
     head_bias, head_rows, head_dim = False, 0, 0
     beside, tables = [], []
@@ -217,7 +220,7 @@ def shell_of(
         module, last = modules[path], path.rpartition(".")[2]
         # a tower's tables and norms are the tower's (Kosmos-2.5's row_embedder); an encoder's, the encoder's,
         # but the token table the decoder shares with it (T5Gemma 2's), listed once under the encoder's name
-        shared_table = module is input_embeddings and leaf == "weight"
+        shared_table = module is input_embeddings and leaf == "weight" and id(p) in decoder_tensors
         if (_within(path, encoder) or towers.path(path) is not None) and not shared_table:
             beside.append(param_tensor(path, leaf, p, module))
             continue
