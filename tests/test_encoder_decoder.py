@@ -301,6 +301,52 @@ def test_t5gemma2s_merged_attention_against_transformers_cache(source: int, deco
     assert sum(own) + 2 * cross.elements_per_layer == sum(k.elements for k in kinds.values())
 
 
+def _image_to_text(model_type: str) -> dict[str, Any]:
+    # Florence-2 (a DaViT tower, then BART) and UDOP (T5's kin over a page's tokens and layout) of 64 wide:
+    # 2 decoder layers of 4 heads × 16, their decoder depth named in the text config (decoder_layers).
+    config = transformers.AutoConfig.for_model(model_type).to_dict()
+    if model_type == "florence2":
+        config["text_config"].update(
+            dict(
+                vocab_size=200,
+                d_model=64,
+                encoder_layers=2,
+                decoder_layers=2,
+                encoder_attention_heads=4,
+                decoder_attention_heads=4,
+                encoder_ffn_dim=96,
+                decoder_ffn_dim=96,
+                max_position_embeddings=64,
+            )
+        )
+        config["vision_config"].update(dict(embed_dim=[16, 32, 48, 64], depths=[1, 1, 1, 1], num_heads=[1, 2, 3, 4],
+                                            num_groups=[1, 2, 3, 4], projection_dim=64))  # fmt: skip
+        config["image_token_id"] = 199
+    else:
+        config.update(dict(vocab_size=200, d_model=64, d_kv=16, d_ff=96, num_layers=2, num_decoder_layers=2, num_heads=4,
+                           relative_bias_args=[{"type": "1d"}]))  # fmt: skip
+    return _config(model_type, **{k: v for k, v in config.items() if k != "model_type"})
+
+
+@pytest.mark.parametrize("model_type", ["florence2", "udop"])
+def test_an_image_to_text_encoder_decoder_against_transformers_cache(model_type: str) -> None:
+    # transformers builds them by AutoModelForImageTextToText: laid out as their decoder, the encoder and
+    # the vision tower beside it; at --source-len 6 and 5 tokens decoded each layer keeps K and V of both.
+    config = _image_to_text(model_type)
+    layout = read_layout(config, name="small", source="small")
+    model = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**config)).eval()
+    assert count_model(layout.spec).total_params == sum(p.numel() for p in model.parameters()) and layout.spec.n_layers == 2
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec.with_source_tokens(6), layout.windows, layout.chunks, 5)}
+    assert (kinds["attention"].elements_per_layer, kinds["cross-attention over the encoder's output"].elements_per_layer) == (640, 768)
+    given = dict(input_ids=torch.randint(3, 150, (1, 6)), decoder_input_ids=torch.randint(3, 150, (1, 5)), use_cache=True)
+    if model_type == "udop":
+        given["bbox"] = torch.zeros(1, 6, 4, dtype=torch.long)  # each token's box on the page
+    with torch.no_grad():
+        cache = model(**given).past_key_values
+    assert [layer.keys.numel() + layer.values.numel() for layer in cache.self_attention_cache.layers] == [640, 640]
+    assert [layer.keys.numel() + layer.values.numel() for layer in cache.cross_attention_cache.layers] == [768, 768]
+
+
 @pytest.mark.parametrize("model_type", ["marian", "pegasus", "bart", "blenderbot-small"])
 def test_a_sinusoidal_position_table_is_said_fixed(model_type: str) -> None:
     # Built on the CPU, a sinusoidal table holds sin and cos of each position: row 0 is all 0s and 1s,

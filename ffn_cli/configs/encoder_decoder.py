@@ -39,6 +39,8 @@ _PADDED_TO_THE_MOST = frozenset({"whisper"})
 _SEQ2SEQ = (
     ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "AutoModelForSeq2SeqLM", "source"),
     ("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "AutoModelForSpeechSeq2Seq", "audio"),
+    # an image-to-text encoder-decoder (Florence-2, Pix2Struct, UDOP): its encoder reads the image, and the prompt where it takes one
+    ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "AutoModelForImageTextToText", "source"),
 )
 
 
@@ -86,6 +88,7 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
     decoder, encoder = (_nested(hf_config, half) for half in ("decoder", "encoder"))
     layers = _positive(hf_config, "decoder_layers") or _positive(hf_config, "num_decoder_layers")
     layers = layers or (_positive(decoder, "num_hidden_layers") if decoder is not None else None)
+    layers = layers or _positive(hf_config.get_text_config(), "decoder_layers")  # Florence-2's BART, Pix2Struct's text model
     if found is None:
         return Message(N_("an encoder and a decoder (is_encoder_decoder) that no Seq2Seq class of transformers builds"))
     if layers is None:
