@@ -302,7 +302,8 @@ def test_t5gemma2s_merged_attention_against_transformers_cache(source: int, deco
 
 
 def _image_to_text(model_type: str) -> dict[str, Any]:
-    # Florence-2 (a DaViT tower, then BART) and UDOP (T5's kin over a page's tokens and layout) of 64 wide:
+    # Florence-2 (a DaViT tower, then BART), UDOP (T5's kin over a page's tokens and layout) and Pix2Struct
+    # (a ViT over patches, then T5's kin) of 64 wide:
     # 2 decoder layers of 4 heads × 16, their decoder depth named in the text config (decoder_layers).
     config = transformers.AutoConfig.for_model(model_type).to_dict()
     if model_type == "florence2":
@@ -322,13 +323,17 @@ def _image_to_text(model_type: str) -> dict[str, Any]:
         config["vision_config"].update(dict(embed_dim=[16, 32, 48, 64], depths=[1, 1, 1, 1], num_heads=[1, 2, 3, 4],
                                             num_groups=[1, 2, 3, 4], projection_dim=64))  # fmt: skip
         config["image_token_id"] = 199
+    elif model_type == "pix2struct":  # its text block's sublayers by name, T5's parts in them (query … output, wi_0, wi_1, wo)
+        config["text_config"].update(dict(vocab_size=200, hidden_size=64, d_kv=16, d_ff=96, num_layers=2, num_heads=4))
+        config["vision_config"].update(dict(hidden_size=64, d_kv=16, d_ff=96, num_hidden_layers=1, num_attention_heads=4,
+                                            patch_embed_hidden_size=48))  # fmt: skip
     else:
         config.update(dict(vocab_size=200, d_model=64, d_kv=16, d_ff=96, num_layers=2, num_decoder_layers=2, num_heads=4,
                            relative_bias_args=[{"type": "1d"}]))  # fmt: skip
     return _config(model_type, **{k: v for k, v in config.items() if k != "model_type"})
 
 
-@pytest.mark.parametrize("model_type", ["florence2", "udop"])
+@pytest.mark.parametrize("model_type", ["florence2", "udop", "pix2struct"])
 def test_an_image_to_text_encoder_decoder_against_transformers_cache(model_type: str) -> None:
     # transformers builds them by AutoModelForImageTextToText: laid out as their decoder, the encoder and
     # the vision tower beside it; at --source-len 6 and 5 tokens decoded each layer keeps K and V of both.
@@ -338,9 +343,14 @@ def test_an_image_to_text_encoder_decoder_against_transformers_cache(model_type:
     assert count_model(layout.spec).total_params == sum(p.numel() for p in model.parameters()) and layout.spec.n_layers == 2
     kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec.with_source_tokens(6), layout.windows, layout.chunks, 5)}
     assert (kinds["attention"].elements_per_layer, kinds["cross-attention over the encoder's output"].elements_per_layer) == (640, 768)
-    given = dict(input_ids=torch.randint(3, 150, (1, 6)), decoder_input_ids=torch.randint(3, 150, (1, 5)), use_cache=True)
+    given: dict[str, Any] = dict(input_ids=torch.randint(3, 150, (1, 6)), decoder_input_ids=torch.randint(3, 150, (1, 5)), use_cache=True)
     if model_type == "udop":
         given["bbox"] = torch.zeros(1, 6, 4, dtype=torch.long)  # each token's box on the page
+    if model_type == "pix2struct":  # 6 patches, each its row and column, then its 48 values
+        patches = torch.randn(1, 6, 2 + 48)
+        patches[:, :, :2] = torch.randint(1, 5, (1, 6, 2)).float()
+        decoded = given["decoder_input_ids"]
+        given = dict(flattened_patches=patches, attention_mask=torch.ones(1, 6), decoder_input_ids=decoded, use_cache=True)
     with torch.no_grad():
         cache = model(**given).past_key_values
     assert [layer.keys.numel() + layer.values.numel() for layer in cache.self_attention_cache.layers] == [640, 640]

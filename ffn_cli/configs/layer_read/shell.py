@@ -346,22 +346,43 @@ _T5_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "wi": "
              "wi_0": "gate_proj", "wi_1": "up_proj"}  # fmt: skip
 
 
-def _t5_style(layer: nn.Module) -> nn.Module:
-    """T5's block and its kin's (mT5, UMT5, LongT5, Switch Transformers'): a list `layer` of sublayers,
-    each one part and its norm: the self-attention (q, k, v, o; the first block's relative position
-    bias, a table of buckets × heads, beside them), the cross-attention over the encoder's output, the
-    FFN (wi, wo; gated: wi_0, wi_1, wo). Regrouped, the same modules, as self_attn, encoder_attn, mlp,
-    the position bias (a table in position_bias) and the norms beside them; their head width is the
-    attention's key_value_proj_dim. Any other layer as it is."""
+# Pix2Struct's text block: its sublayers by name (self_attention, encoder_decoder_attention, mlp), each
+# one part (attention, DenseReluDense) and its norm, as T5's list holds them.
+_NAMED_SUBLAYERS = {"self_attention": "self_attn", "encoder_decoder_attention": "encoder_attn", "mlp": "mlp"}
+# Pix2Struct's projections, named otherwise than T5's.
+_PIX2STRUCT_NAMES = {"query": "q_proj", "key": "k_proj", "value": "v_proj", "output": "o_proj"}
+
+
+def _sublayers_of(layer: nn.Module) -> list[tuple[nn.Module, str, str]] | None:
+    """A T5-style block's sublayers, each with the name of the part it holds and what that part is
+    (self_attn, encoder_attn, mlp): T5's list `layer`, or Pix2Struct's named ones; None for any other."""
     sublayers = getattr(layer, "layer", None)
-    if not isinstance(sublayers, nn.ModuleList) or len(list(layer.children())) != 1:
-        return layer
-    if any(len([n for n, _c in sub.named_children() if n in _T5_PARTS]) != 1 for sub in sublayers):
+    if isinstance(sublayers, nn.ModuleList) and len(list(layer.children())) == 1:
+        found = [[n for n, _c in sub.named_children() if n in _T5_PARTS] for sub in sublayers]
+        return [(sub, names[0], _T5_PARTS[names[0]]) for sub, names in zip(sublayers, found, strict=True)] if all(
+            len(names) == 1 for names in found) else None  # fmt: skip
+    named = {n: c for n, c in layer.named_children() if n_params(c)}
+    if set(named) != set(_NAMED_SUBLAYERS):
+        return None
+    parts = [
+        (sub, next((n for n in ("attention", "DenseReluDense") if hasattr(sub, n)), ""), _NAMED_SUBLAYERS[n]) for n, sub in named.items()
+    ]
+    return parts if all(name for _sub, name, _part in parts) else None
+
+
+def _t5_style(layer: nn.Module) -> nn.Module:
+    """T5's block and its kin's (mT5, UMT5, LongT5, Switch Transformers', Pix2Struct's text block):
+    sublayers, each one part and its norm: the self-attention (q, k, v, o; the first block's relative
+    position bias, a table of buckets × heads, beside them), the cross-attention over the encoder's
+    output, the FFN (wi, wo; gated: wi_0, wi_1, wo). Regrouped, the same modules, as self_attn,
+    encoder_attn, mlp, the position bias (a table in position_bias) and the norms beside them; their
+    head width is the attention's key_value_proj_dim. Any other layer as it is."""
+    sublayers = _sublayers_of(layer)
+    if sublayers is None:
         return layer
     held, block = n_params(layer), nn.Module()
-    for i, sub in enumerate(sublayers):
-        children = dict(sub.named_children())
-        name, part = next((name, child) for name, child in children.items() if name in _T5_PARTS)
+    for i, (sub, name, regrouped) in enumerate(sublayers):
+        part = getattr(sub, name)
         # Renamed in place: the layer is one ffn built on meta for this read (alone, or in the whole model,
         # whose shell shell_of has read before its layers are regrouped), never one a caller holds.
         for leaf, child in list(part.named_children()):
@@ -371,12 +392,12 @@ def _t5_style(layer: nn.Module) -> nn.Module:
                 table.add_module(leaf, child)
                 block.add_module("position_bias", table)
             else:
-                part.add_module(_T5_NAMES.get(leaf, leaf), child)
+                part.add_module(_T5_NAMES.get(leaf) or _PIX2STRUCT_NAMES.get(leaf, leaf), child)
         width = getattr(part, "key_value_proj_dim", None)
         if isinstance(width, int):  # the names transformers' other attentions give their head width and count
             vars(part).update(head_dim=width, num_heads=getattr(part, "n_heads", None))  # plain attributes, as theirs are
-        block.add_module(_T5_PARTS[name], part)
-        for other, child in children.items():
+        block.add_module(regrouped, part)
+        for other, child in sub.named_children():
             if other != name and n_params(child):
                 block.add_module(f"{other}_{i}", child)  # its norm
     if n_params(block) != held:
