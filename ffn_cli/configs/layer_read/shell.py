@@ -356,18 +356,22 @@ _PIX2STRUCT_NAMES = {"query": "q_proj", "key": "k_proj", "value": "v_proj", "out
 def _sublayers_of(layer: nn.Module) -> list[tuple[nn.Module, str, str]] | None:
     """A T5-style block's sublayers, each with the name of the part it holds and what that part is
     (self_attn, encoder_attn, mlp): T5's list `layer`, or Pix2Struct's named ones; None for any other."""
-    sublayers = getattr(layer, "layer", None)
-    if isinstance(sublayers, nn.ModuleList) and len(list(layer.children())) == 1:
-        found = [[n for n, _c in sub.named_children() if n in _T5_PARTS] for sub in sublayers]
-        return [(sub, names[0], _T5_PARTS[names[0]]) for sub, names in zip(sublayers, found, strict=True)] if all(
-            len(names) == 1 for names in found) else None  # fmt: skip
-    named = {n: c for n, c in layer.named_children() if n_params(c)}
-    if set(named) != set(_NAMED_SUBLAYERS):
-        return None
-    parts = [
-        (sub, next((n for n in ("attention", "DenseReluDense") if hasattr(sub, n)), ""), _NAMED_SUBLAYERS[n]) for n, sub in named.items()
-    ]
-    return parts if all(name for _sub, name, _part in parts) else None
+    listed = getattr(layer, "layer", None)
+    if isinstance(listed, nn.ModuleList) and len(list(layer.children())) == 1:
+        subs: list[tuple[str, nn.Module]] = [("", sub) for sub in listed]
+        inner = dict(_T5_PARTS)
+    else:
+        subs = [(name, child) for name, child in layer.named_children() if n_params(child)]
+        if {name for name, _c in subs} != set(_NAMED_SUBLAYERS):
+            return None
+        inner = {"attention": "", "DenseReluDense": ""}  # the part a named sublayer holds; what it is, by the sublayer's name
+    found = []
+    for name, sub in subs:
+        parts = [part for part, _c in sub.named_children() if part in inner]
+        if len(parts) != 1:
+            return None
+        found.append((sub, parts[0], inner[parts[0]] or _NAMED_SUBLAYERS[name]))
+    return found
 
 
 def _t5_style(layer: nn.Module) -> nn.Module:
