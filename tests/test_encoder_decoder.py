@@ -341,6 +341,7 @@ def test_an_image_to_text_encoder_decoder_against_transformers_cache(model_type:
     layout = read_layout(config, name="small", source="small")
     model = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**config)).eval()
     assert count_model(layout.spec).total_params == sum(p.numel() for p in model.parameters()) and layout.spec.n_layers == 2
+    assert not any("is not counted" in note for note in layout.notes)  # Pix2Struct's vision model is its encoder, counted
     kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec.with_source_tokens(6), layout.windows, layout.chunks, 5)}
     assert (kinds["attention"].elements_per_layer, kinds["cross-attention over the encoder's output"].elements_per_layer) == (640, 768)
     given: dict[str, Any] = dict(input_ids=torch.randint(3, 150, (1, 6)), decoder_input_ids=torch.randint(3, 150, (1, 5)), use_cache=True)

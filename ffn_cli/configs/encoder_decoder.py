@@ -35,7 +35,7 @@ ENCODER_ATTENTION = ("encoder_attn",)
 # Whisper's 30-second window of 3,000 mel frames, 1,500 positions (its encoder refuses any other length).
 _PADDED_TO_THE_MOST = frozenset({"whisper"})
 
-# The classes that build an encoder-decoder with its head, text-to-text and speech-to-text
+# The classes that build an encoder-decoder with its head: text to text, speech to text, image to text
 _SEQ2SEQ = (
     ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "AutoModelForSeq2SeqLM", "source"),
     ("MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "AutoModelForSpeechSeq2Seq", "audio"),

@@ -95,6 +95,8 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
             classes = listed_layer_classes(decoder_of(whole), n_layers, source)
         found = half_of(whole, "get_encoder") if whole is not None and seq2seq is not None else None
         encoder = found[0] if found is not None else None
+        # an encoder that is the config's tower (Pix2Struct's vision model): named by its class, so it is found built
+        encoder_class = (type(found[1]).__name__,) if found is not None else ()
         vocab = seq2seq.vocab if seq2seq is not None else None
         shell = shell_without_layers(hf_config, classes, source) if whole is None else shell_of(whole, classes, source, whole=True,
                                                                                                 encoder=encoder, vocab=vocab)  # fmt: skip
@@ -159,7 +161,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     merged, shell, stood_in = _first_layer_norm_in_embeddings(merged, shell)
     merged = _with_passes(merged, runs)
     notes += tuple(stood_in)
-    unbuilt = towers_not_built(config, (t.name for t in shell.beside), shell.model_class)
+    unbuilt = towers_not_built(config, (*(t.name for t in shell.beside), *encoder_class), shell.model_class)
     notes += unbuilt
     # the parts beside the towers (a tower not built is the memory's to name by its key already)
     not_built += tuple(str(m.args["key"]) for m in unbuilt if isinstance(m, Message) and m.args.get("model_type"))
