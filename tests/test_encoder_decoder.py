@@ -358,6 +358,29 @@ def test_an_image_to_text_encoder_decoder_against_transformers_cache(model_type:
     assert [layer.keys.numel() + layer.values.numel() for layer in cache.cross_attention_cache.layers] == [768, 768]
 
 
+def test_a_donut_style_decoder_is_as_deep_as_its_decoder_layers() -> None:
+    # A vision-encoder-decoder of Donut's kind: a Swin encoder before an MBart decoder of 2 layers, whose
+    # num_hidden_layers names its encoder_layers (4). Laid out as the 2 it builds; 64 patches kept as the source.
+    encoder = transformers.AutoConfig.for_model("donut-swin", embed_dim=32, depths=[1, 1], num_heads=[2, 4], image_size=64, patch_size=4,
+                                                window_size=4)  # fmt: skip
+    decoder = transformers.AutoConfig.for_model("mbart", d_model=64, encoder_layers=4, decoder_layers=2, encoder_attention_heads=4,
+                                                decoder_attention_heads=4, encoder_ffn_dim=96, decoder_ffn_dim=96, vocab_size=200,
+                                                max_position_embeddings=64, is_decoder=True, add_cross_attention=True)  # fmt: skip
+    built = transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    layout = read_layout({**built.to_dict(), "model_type": "vision-encoder-decoder"}, name="small", source="small")
+    model = transformers.AutoModelForImageTextToText.from_config(built).eval()
+    assert layout.spec.n_layers == 2 and count_model(layout.spec).total_params == sum(p.numel() for p in model.parameters())
+    with torch.no_grad():
+        out = model(pixel_values=torch.randn(1, 3, 64, 64), decoder_input_ids=torch.randint(3, 150, (1, 5)), use_cache=True)
+    cache = out.past_key_values
+    kinds = {str.__str__(k.kind): k for k in decode_state(layout.spec.with_source_tokens(64), layout.windows, layout.chunks, 5)}
+    # transformers' cache holds empty slots past the 2 layers (its config's num_hidden_layers): the filled ones
+    filled = [[layer.keys.numel() + layer.values.numel() for layer in c.layers if layer.keys is not None]
+              for c in (cache.self_attention_cache, cache.cross_attention_cache)]  # fmt: skip
+    assert filled == [[kinds["attention"].elements_per_layer] * 2, [64 * 2 * 64] * 2]
+    assert kinds["cross-attention over the encoder's output"].elements_per_layer == 64 * 2 * 64
+
+
 @pytest.mark.parametrize("model_type", ["marian", "pegasus", "bart", "blenderbot-small"])
 def test_a_sinusoidal_position_table_is_said_fixed(model_type: str) -> None:
     # Built on the CPU, a sinusoidal table holds sin and cos of each position: row 0 is all 0s and 1s,

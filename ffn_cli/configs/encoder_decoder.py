@@ -87,7 +87,8 @@ def encoder_decoder_of(hf_config: PretrainedConfig) -> EncoderDecoder | Message 
     # T5's and ProphetNet's num_decoder_layers; T5Gemma's, its decoder's own config's num_hidden_layers
     decoder, encoder = (_nested(hf_config, half) for half in ("decoder", "encoder"))
     layers = _positive(hf_config, "decoder_layers") or _positive(hf_config, "num_decoder_layers")
-    layers = layers or (_positive(decoder, "num_hidden_layers") if decoder is not None else None)
+    # a nested decoder's own decoder_layers first: an MBart decoder's num_hidden_layers names its encoder_layers (Donut's)
+    layers = layers or ((_positive(decoder, "decoder_layers") or _positive(decoder, "num_hidden_layers")) if decoder is not None else None)
     layers = layers or _positive(hf_config.get_text_config(), "decoder_layers")  # Florence-2's BART, Pix2Struct's text model
     if found is None:
         return Message(N_("an encoder and a decoder (is_encoder_decoder) that no Seq2Seq class of transformers builds"))
