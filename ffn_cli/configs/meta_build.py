@@ -188,17 +188,28 @@ def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_clas
         for key in described_towers(config)
         if not any(w in n for n in held for w in TOWER_WORDS[key])
     ]
-    # Any other part the config describes as a model of its own (Moshi's depth_decoder_config and its
-    # audio codec's audio_encoder_config), which the class holds no module of: by its first word.
-    # (IDEFICS's perceiver_config where use_resampler is off: a part the config leaves out, said so too).
     parts = N_("its {key} ({model_type}) describes a part transformers' {cls} does not build: not counted")
-    for key, value in config.items():
-        if key in TOWER_WORDS or key == "text_config" or not key.endswith("_config") or not isinstance(value, Mapping):
-            continue
-        kind = value.get("model_type")
-        if isinstance(kind, str) and kind and not any(key.split("_")[0] in n for n in held):
-            notes.append(Message(parts, key=key, model_type=kind, cls=model_class))
+    notes += [Message(parts, key=key, model_type=config[key]["model_type"], cls=model_class) for key in parts_not_built(config, held)]
     return tuple(notes)
+
+
+def parts_not_built(config: Mapping[str, Any], names: Iterable[str]) -> tuple[str, ...]:
+    """The keys of any other part the config describes as a model of its own (Moshi's
+    depth_decoder_config and its audio codec's audio_encoder_config, Kyutai STT's codec_config)
+    that the class holds no module of (`names`), by its first word. (IDEFICS's perceiver_config
+    where use_resampler is off: a part the config leaves out, said so too.)"""
+    held = [n.lower() for n in names]
+    return tuple(
+        key
+        for key, value in config.items()
+        if key not in TOWER_WORDS
+        and key != "text_config"
+        and key.endswith("_config")
+        and isinstance(value, Mapping)
+        and isinstance(kind := value.get("model_type"), str)
+        and kind
+        and not any(key.split("_")[0] in n for n in held)
+    )
 
 
 def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn.Module, PretrainedConfig, tuple[str, ...]]:

@@ -5,7 +5,6 @@ ModelCosts): render/presenters/costs.py shows it, the command draws --plot. Pure
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -214,8 +213,7 @@ def model_costs(loaded: Any, dtype: str, opts: CostOptions) -> ModelCosts:
     ranks = fit = None
     left_out: tuple[str, ...] = ()
     if opts.tp != 1 or opts.ep != 1 or gpu is not None:
-        not_built = tuple(dict.fromkeys(_not_built(spec, loaded.config) + tuple(getattr(loaded, "not_built", ()))))
-        ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep, not_built=not_built)
+        ranks = rank_memory(stored, spec, tp=opts.tp, ep=opts.ep, not_built=_not_built(loaded))
         fit = _fit(loaded, ranks, gpu, opts, DTYPE_BYTES[dtype]) if gpu is not None else None
         # A layout read from built layers names what it does not size: said beside the verdict.
         left_out = tuple(getattr(loaded, "left_out", ())) + _unsized_source(spec) if fit is not None else ()
@@ -343,12 +341,15 @@ def _roofline(
     )
 
 
-def _not_built(spec: ModelSpec, config: Mapping[str, Any]) -> tuple[str, ...]:
-    """The towers the config describes that the model as built holds none of, by their keys: an
-    omni model's talker and vocoder where enable_audio_output is false, a vision tower a
-    causal-LM class leaves out. Its checkpoint's files hold them; a GPU serving it loads none."""
+def _not_built(loaded: Any) -> tuple[str, ...]:
+    """The parts a checkpoint holds that the model as built holds none of, by their keys: the towers
+    the config describes (an omni model's talker and vocoder where enable_audio_output is false, a
+    vision tower a causal-LM class leaves out), and what a layout read names beside them (another
+    model its config describes, an LM head its class does not build). A GPU serving it loads none."""
+    spec = loaded.spec
     built = spec.vision.runs_on if spec.vision is not None else frozenset()
-    return tuple(key for key in described_towers(config) if TOWER_RUNS_ON[key] not in built)
+    towers = tuple(key for key in described_towers(loaded.config) if TOWER_RUNS_ON[key] not in built)
+    return tuple(dict.fromkeys(towers + tuple(getattr(loaded, "not_built", ()))))
 
 
 def _unsized_source(spec: ModelSpec) -> tuple[str, ...]:

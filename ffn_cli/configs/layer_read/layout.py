@@ -32,7 +32,7 @@ from ffn_cli.configs.layer_read.shell import (
     whole_model,
 )
 from ffn_cli.configs.layer_read.tensors import LayerRead, beyond_ffn, layers_named, n_params, positive_ints
-from ffn_cli.configs.meta_build import check_build_size, hf_config_of, quiet, towers_not_built
+from ffn_cli.configs.meta_build import check_build_size, hf_config_of, parts_not_built, quiet, towers_not_built
 from ffn_cli.configs.shared_blocks import SharedBlocks, applied_layer
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, Message, _
@@ -161,10 +161,9 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     merged, shell, stood_in = _first_layer_norm_in_embeddings(merged, shell)
     merged = _with_passes(merged, runs)
     notes += tuple(stood_in)
-    unbuilt = towers_not_built(config, (*(t.name for t in shell.beside), *encoder_class), shell.model_class)
-    notes += unbuilt
-    # the parts beside the towers (a tower not built is the memory's to name by its key already)
-    not_built += tuple(str(m.args["key"]) for m in unbuilt if isinstance(m, Message) and m.args.get("model_type"))
+    held = (*(t.name for t in shell.beside), *encoder_class)
+    notes += towers_not_built(config, held, shell.model_class)
+    not_built += parts_not_built(config, held)  # a tower not built the memory names by its key already
     if seq2seq is not None and seq2seq.source_tokens:
         notes += (Message(SOURCE_KEPT, tokens=f"{seq2seq.source_tokens:,}", key=seq2seq.source_key, encoder=encoder or ""),)
     elif any(r.mixer is not None and r.mixer.unsized_source for r in reads):
@@ -179,7 +178,7 @@ def read_layout(config: Mapping[str, Any], *, name: str, source: str) -> BuiltLa
     layout = assemble(hf_config, r.config, merged, shell, config, name=name, source=source, notes=notes, sublayers=sub,
                      weights_from=weights_from, reused_whole=bool(runs), shared_paths=paths, n_layers=n_layers, vocab=vocab,
                      encoder=(encoder, seq2seq) if encoder is not None and seq2seq is not None else None)  # fmt: skip
-    return replace(layout, prefix_tokens=prefix, not_built=tuple(dict.fromkeys(not_built)))
+    return replace(layout, prefix_tokens=prefix, not_built=not_built)
 
 
 _SOFT_PROMPT = N_(
@@ -309,7 +308,7 @@ class Cycles:
 
     @property
     def runs(self) -> dict[int, int]:
-        return {i: self.holder(i) for i in range(self.n_layers) if self.holder(i) != i}
+        return {i: holder for i in range(self.n_layers) if (holder := self.holder(i)) != i}
 
     def layers(self, model: nn.Module, source: str) -> list[nn.Module]:
         """Each run's layer, as the whole `model` built its stacks."""
