@@ -36,7 +36,7 @@ WeightsOpt = Annotated[
     str | None,
     typer.Option(
         "--weights",
-        help="Storage format of the weights: fp32, bf16, fp16, fp8, fp8-block, int8, int4[-gN][-SCALE], mxfp4, nvfp4 "
+        help="Storage format of the weights: fp32, bf16, fp16, fp8, fp8-block, int8, int4[-gN][-SCALE], mxfp4, mxfp8, nvfp4 "
         "(default: the checkpoint's quantization_config, else --dtype).",
         rich_help_panel=_HARDWARE,
         show_default=False,

@@ -156,10 +156,15 @@ class StoragePlan:
     # The format --weights asked for, where the reader chose it: the bytes are then the model as
     # it would be stored so, not the checkpoint as it ships.
     asked: str = ""
+    # What the checkpoint ships beside the model (its MTP layers), where a plan of its own stores
+    # it: ModelOpt's quantized_layers list the decoder's modules, the MTP layers keep the rest's.
+    shipped: StoragePlan | None = None
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:
             return FORMATS.get(t.stored) or TABLE_FORMATS[t.stored]
+        if t.part and self.shipped is not None:
+            return self.shipped.format_of(t)
         own = dict(self.by_role).get(t.role)
         if own is not None:
             return own
@@ -188,7 +193,8 @@ def plan_from_options(
         if shipped is not None and plan.fmt.quantized:
             said = N_("--weights {format} where config.json's quantization_config quantizes (not converted: {kept})")
             origin = Message(said, format=plan.fmt.name, kept=shipped.not_converted)
-            return StoragePlan(plan.fmt, shipped.roles, plan.rest, origin)
+            quantized = shipped.roles | {role for role, _fmt in shipped.by_role}  # ModelOpt's MIXED_PRECISION: by role alone
+            return StoragePlan(plan.fmt, frozenset(quantized), plan.rest, origin)
         return plan
     try:
         fmt = parse_format(weights)
@@ -396,6 +402,8 @@ def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None =
         # transformers' MoE classes (nor in DeepSeek's own code), and vLLM loads routers unquantized
         fmt, scope = read_ct, _LINEARS | {"head"}
         excluded, unread = _not_converted(_module_names(qc, "ignore"))
+    elif method == "modelopt" and _mixed_precision(qc):  # every format is a module's own: quantized_layers below
+        fmt, scope = FORMATS["bf16"], frozenset()
     elif method == "modelopt":  # NVIDIA ModelOpt's checkpoints (nvidia/*-NVFP4, *-FP8): every Linear not ignored
         algo = _MODELOPT.get(str(qc.get("quant_algo", "")).upper())
         if algo is None:
@@ -423,13 +431,19 @@ def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None =
     rest = FORMATS["fp16"] if method in ("gptq", "awq") else FORMATS["bf16"]  # GPTQ's and AWQ's kernels run in fp16
     if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
         rest = FORMATS["fp16"]
+    if method == "modelopt" and _mixed_precision(qc):  # no format of its own: quantized_layers says all
+        plan = StoragePlan(fmt, roles, rest, Message(N_("config.json quantization_config: modelopt MIXED_PRECISION")), not_converted=kept)
+        return _with_quantized_layers(plan, qc, shown, note)
     origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
     # the method's own reach, less what the config already names as not converted
     never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope and r not in excluded and r in shown]
     if never:
         origin = Message.join(origin, Message(N_("; never quantized by it: {roles}"), roles=_listed(never)))
     origin = Message.join(origin, experts)
-    return StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role), note
+    plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role)
+    if _mixed_precision(qc):
+        return _with_quantized_layers(plan, qc, shown, note)
+    return plan, note
 
 
 # ModelOpt's quant_algo → what each quantized Linear stores: NVFP4's e2m1 with an e4m3 scale per 16
@@ -441,6 +455,108 @@ _MODELOPT = {
         FORMATS["fp8"], name="fp8-static", tensor_scale_bits=64, tensor_words=Message(N_("two fp32 per tensor (weight_scale, input_scale)"))
     ),
 }
+
+# ModelOpt's MIXED_PRECISION: `quantized_layers` names each quantized module and its quant_algo.
+# W4A16_NVFP4 stores NVFP4's weights and weight_scale_2 without an input_scale; MXFP8 e4m3 with
+# an e8m0 scale per 32.
+_LAYER_ALGOS = {
+    "NVFP4": FORMATS["nvfp4"],
+    "W4A16_NVFP4": replace(
+        FORMATS["nvfp4"], name="nvfp4-w4a16", tensor_scale_bits=32, tensor_words=Message(N_("one fp32 per tensor (weight_scale_2)"))
+    ),
+    "MXFP8": FORMATS["mxfp8"],
+    "FP8": _MODELOPT["FP8"],
+}
+# A quantized_layers module path → its role: the first word it holds, in this order (a shared
+# expert's path holds "experts" too; Nemotron-H's mixer is its Mamba's and its MLP's).
+_LAYER_WORDS: tuple[tuple[str, str], ...] = (
+    ("shared_expert_gate", "router"),
+    ("shared_expert", "shared"),
+    ("experts", "experts"),
+    ("latent_proj", "latent"),
+    ("attn", "attention"),
+    ("attention", "attention"),
+    ("mixer.in_proj", "attention"),
+    ("mixer.out_proj", "attention"),
+    ("lm_head", "head"),
+    ("embed", "embedding"),
+    ("router", "router"),
+    ("mlp.", "dense_ffn"),
+    ("ffn.", "dense_ffn"),
+    ("feed_forward.", "dense_ffn"),
+    ("mixer.up_proj", "dense_ffn"),
+    ("mixer.down_proj", "dense_ffn"),
+)
+_ROUTER_ENDS = (".gate", ".router")
+
+
+def _mixed_precision(qc: Mapping[str, Any]) -> bool:
+    return str(qc.get("quant_algo", "")).upper() == "MIXED_PRECISION"
+
+
+def _layer_role(path: str) -> str | None:
+    if path.endswith(_ROUTER_ENDS):
+        return "router"
+    return next((role for word, role in _LAYER_WORDS if word in path), None)
+
+
+def _layer_format(path: str, entry: object) -> WeightFormat | None:
+    """A quantized_layers entry's format; None where ffn does not read its quant_algo."""
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("quant_algo"), str):
+        allowed = _('must be a JSON object naming its quant_algo, as {"quant_algo": "NVFP4"}')
+        raise FFNError(f"quantization_config.quantized_layers.{path}", entry, allowed)
+    fmt = _LAYER_ALGOS.get(entry["quant_algo"].upper())
+    group = entry.get("group_size")
+    if fmt is None or group is None or group == fmt.group:
+        return fmt
+    if not _is_int(group) or group <= 0:
+        raise FFNError(f"quantization_config.quantized_layers.{path}.group_size", group, _("must be a positive integer"))
+    return replace(fmt, name=f"{fmt.name}-g{group}", group=group)
+
+
+def _with_quantized_layers(
+    plan: StoragePlan, qc: Mapping[str, Any], shown: frozenset[str], note: Message | str
+) -> tuple[StoragePlan | None, Message | str]:
+    """ModelOpt's MIXED_PRECISION over `plan`: each role in the format its quantized_layers give it
+    (DeepSeek-V4's NVFP4 checkpoint keeps its fp8 linears and stores the routed experts in NVFP4).
+    A module ffn cannot place, a quant_algo it does not read or a role in two formats leaves the
+    checkpoint size unshown, never counted as bf16. The MTP layers, where no entry names them,
+    keep the formats `plan` gives them."""
+    layers = qc.get("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        said = N_("quantization_config modelopt MIXED_PRECISION lists no quantized_layers: the checkpoint size is not shown")
+        return None, Message(said)
+    formats: dict[str, dict[str, WeightFormat]] = {}
+    unplaced = []
+    for path, entry in layers.items():
+        fmt, role = _layer_format(str(path), entry), _layer_role(str(path))
+        if fmt is None:
+            said = N_("quantization_config quantized_layers quant_algo {algo} is not read by ffn: the checkpoint size is not shown")
+            return None, Message(said, algo=repr(entry["quant_algo"]))
+        if role is None:
+            unplaced.append(str(path))
+        else:
+            formats.setdefault(role, {})[fmt.name] = fmt
+    if unplaced:
+        said = N_("quantization_config quantized_layers {names}: ffn cannot say which tensors they are; the checkpoint size is not shown")
+        return None, Message(said, names=", ".join(unplaced[:3]) + (", …" if len(unplaced) > 3 else ""))
+    for role, found in formats.items():
+        if len(found) > 1:
+            said = N_("quantization_config quantized_layers store the {role} in {formats}: the checkpoint size is not shown")
+            return None, Message(said, role=Message(ROLE_WORDS[role]), formats=", ".join(sorted(found)))
+    by_role = {**dict(plan.by_role), **{role: next(iter(found.values())) for role, found in formats.items()}}
+    mixing = any(word in str(path) for path in layers for word in ("linear_attn", "mixer."))  # a hybrid's: said as its table says
+    words_of = {**ROLE_WORDS, "attention": MIXING_WORDS} if mixing else ROLE_WORDS
+    listed = [Message(N_("{role} in {format}"), role=Message(words_of[r]), format=f.name) for r, f in by_role.items() if r in shown]
+    roles = _listed(listed) or Message(N_("none"))
+    if plan.roles or plan.by_role:  # over a method's own formats (DeepSeek-V4's fp8): the rest as it says
+        words = Message(N_("; ModelOpt's quantized_layers: {roles}"), roles=roles)
+    else:
+        words = Message(N_("; ModelOpt's quantized_layers: {roles}; the rest in {rest}"), roles=roles, rest=plan.rest.name)
+    names_mtp = any("mtp" in str(path) for path in layers)
+    mixed = replace(plan, by_role=tuple(by_role.items()), origin=Message.join(plan.origin, words), shipped=None if names_mtp else plan)
+    return mixed, note
+
 
 # config.json's expert_dtype → the routed experts' format: DeepSeek-V4's reference model stores them
 # as float4_e2m1fn_x2 with a float8_e8m0fnu scale per 32 along the input, MXFP4's layout.
@@ -572,6 +688,11 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
     biases of its own: those are its tensors already, stored as they are."""
     if plan.fmt.row_bias_bits and _has_linear_biases(spec):
         plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
+    mtp = [t for t in shipped if t.part == "mtp" and not t.stored]
+    if plan.shipped is not None and mtp:  # the layers quantized_layers does not list: say their formats
+        kept = ", ".join(sorted({plan.format_of(t).name for t in mtp}))
+        said = Message(N_("; the multi-token prediction layers, which they do not list, in {formats}"), formats=kept)
+        plan = replace(plan, origin=Message.join(plan.origin, said))
     return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers_words(spec))
 
 

@@ -178,6 +178,7 @@ FORMATS: dict[str, WeightFormat] = {
     "int8": _int(8, 0, "bf16"),
     "int4": _int(4, 128, "bf16"),
     "mxfp4": WeightFormat("mxfp4", 4, "e2m1", group=32, scale="e8m0", compute_dtype="fp4"),
+    "mxfp8": WeightFormat("mxfp8", 8, "e4m3", group=32, scale="e8m0", compute_dtype="fp8"),
     "nvfp4": WeightFormat(
         "nvfp4",
         4,
@@ -197,7 +198,7 @@ ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float8": "
 SYNTAX = Message(
     N_("{formats} (SCALE: {scales}; -asym: a zero point per group; B: {bits})"),
     formats="fp32, bf16, fp16, fp8, fp8-block[-N], int8[-gN][-SCALE][-asym], int4[-gN][-SCALE][-asym], gptq-intB[-gN], "
-    "awq-int4[-gN], mxfp4, nvfp4",
+    "awq-int4[-gN], mxfp4, mxfp8, nvfp4",
     scales="bf16, fp16, fp32",
     bits="2, 3, 4, 8",
 )
