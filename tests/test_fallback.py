@@ -257,6 +257,49 @@ def test_auto_map_beside_a_transformers_class_builds_that_class_not_the_reposito
     assert any("auto_map ignored" in note for note in m.notes)
 
 
+def test_a_repositorys_own_model_type_is_read_as_its_architectures_class(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Kimi K2's config.json: model_type kimi_k2 (its repository's, with auto_map to its own code),
+    # architectures DeepseekV3ForCausalLM, as vLLM and SGLang load it: laid out from transformers'
+    # own DeepSeek-V3 class, every number equal to ffn's deepseek_v3 reader on the same keys.
+    import transformers.dynamic_module_utils as dynamic
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("remote code was asked for")
+
+    monkeypatch.setattr(dynamic, "get_class_from_dynamic_module", never)
+    deepseek = tiny_config("deepseek_v3")
+    auto_map = {"AutoConfig": "configuration_deepseek.DeepseekV3Config", "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"}
+    kimi = {**deepseek, "model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"], "auto_map": auto_map}
+    answers = []
+    for config in (kimi, deepseek):
+        args = ["params", "--config", _write(tmp_path, config), "--gpu", "h200", "--seq-len", "512", "--no-cache", "--json"]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        answers.append(json.loads(result.stdout))
+    read_as, reader = answers
+    for key in ("total_params", "active_params", "matmul_flops_per_token"):
+        assert read_as[key] == reader[key], key
+    assert read_as["per_gpu_memory"]["kv_cache_bytes"] == reader["per_gpu_memory"]["kv_cache_bytes"]
+    notes = read_as["layout"]["notes"]
+    said = "model_type 'kimi_k2' is its repository's own: read as deepseek_v3, that of transformers' DeepseekV3ForCausalLM"
+    assert any(said in note for note in notes)
+
+
+@pytest.mark.parametrize(
+    "architectures",
+    [["os"], ["AutoConfig"], ["__class__"], ["NoSuchForCausalLM"], ["LlamaForCausalLM", "MistralForCausalLM"], "LlamaForCausalLM"],
+)
+def test_remote_code_whose_architectures_name_no_one_transformers_model_is_refused(
+    tmp_path: Path, runner: CliRunner, architectures: object
+) -> None:
+    config = {"model_type": "internlm2", "architectures": architectures, "auto_map": {"AutoModelForCausalLM": "m.X"}, "hidden_size": 64}
+    result = runner.invoke(app, ["params", "--config", _write(tmp_path, config)])
+    assert result.exit_code == 2
+    assert "this config needs trust_remote_code; ffn never runs a model's own code" in result.output
+
+
 def test_unknown_to_ffn_and_transformers(tmp_path: Path, runner: CliRunner) -> None:
     result = runner.invoke(app, ["params", "--config", _write(tmp_path, {"model_type": "no_such_family", "hidden_size": 8})])
     assert result.exit_code == 2

@@ -70,7 +70,7 @@ def _check_known(config: Mapping[str, Any], *, source: str, known: tuple[str, ..
     require_transformers(model_type, known)
     from ffn_cli.configs import meta_build
 
-    if not meta_build.knows(str(model_type)):
+    if not meta_build.knows(str(model_type)) and meta_build.architecture_model_type(config) is None:
         if config.get("auto_map"):
             raise FFNError("config", source, _(REMOTE_CODE))
         raise FFNError(

@@ -115,13 +115,39 @@ def quiet() -> Iterator[None]:
         transformers.logging.set_verbosity(level)
 
 
-def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[PretrainedConfig, tuple[str, ...]]:
+def architecture_model_type(config: Mapping[str, Any]) -> str | None:
+    """Where a config's model_type is its repository's own name (Kimi K2's `kimi_k2`), the
+    model_type of the one transformers class its `architectures` names (DeepseekV3ForCausalLM's
+    deepseek_v3), as vLLM and SGLang choose a model by it; None where there is no such class.
+    The name is looked up in transformers' own namespace alone: no repository code is reached."""
+    names = config.get("architectures")
+    if not isinstance(names, list) or len(names) != 1 or not isinstance(names[0], str):
+        return None
+    name = names[0]
+    if not name.isidentifier() or name.startswith("_"):
+        return None
+    with quiet():
+        cls = getattr(transformers, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
+        return None
+    model_type = str(getattr(cls.config_class, "model_type", ""))
+    return model_type if knows(model_type) else None
+
+
+def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[PretrainedConfig, tuple[str | Message, ...]]:
     """transformers' own config object for a config.json, `auto_map` and `quantization_config`
-    set aside (each named in the notes): its class fills every key the file leaves out."""
+    set aside (each named in the notes): its class fills every key the file leaves out. A
+    model_type transformers lacks is read as its `architectures`' class's, where that is one of
+    transformers' own (a note says so)."""
     model_type = str(config.get("model_type"))
+    data, notes = dict(config), list[str | Message]()
     if not knows(model_type):
-        raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))
-    data, notes = dict(config), []
+        read_as = architecture_model_type(config)
+        if read_as is None:
+            raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))
+        said = N_("model_type {given!r} is its repository's own: read as {model_type}, that of transformers' {cls} its architectures name")
+        notes.append(Message(said, given=model_type, model_type=read_as, cls=config["architectures"][0]))
+        model_type = data["model_type"] = read_as
     if data.pop("auto_map", None):
         notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
     if data.pop("quantization_config", None):
@@ -216,8 +242,8 @@ def build_on_meta(config: Mapping[str, Any], source: str = "config") -> tuple[nn
     """The transformers model a config.json describes, on the meta device, with notes on what
     of the config was set aside. Decoder-only families get their causal-LM class (head
     included); the rest the base model."""
-    model_type = str(config.get("model_type"))
     hf_config, notes = hf_config_of(config, source)
+    model_type = str(hf_config.model_type)  # the architectures' own where the config's is its repository's
     with quiet():
         check_build_size(hf_config.to_dict())
         auto = auto_class(model_type, hf_config)
