@@ -545,3 +545,14 @@ def test_why_active_is_unknown_is_said_in_chinese() -> None:
     assert shown(because) == "10 个参数不能均分为 4 个专家（top-1–3，逐层不同）"
     no_experts = fallback.RoutedExperts(kind="ffn", modules=("m",), containers=2, params=10, experts=None, top_k=2, top_k_key="k")
     assert shown(no_experts.unknown_because or "") == "无法从构建出的模块读出每个容器的专家数"
+
+
+def test_a_shape_key_a_wrapper_reads_from_text_config_is_refused_at_the_top(tmp_path: Path, runner: CliRunner) -> None:
+    # A flat copy of Step-3.7-Flash's config: vocab_size at the top level, where transformers'
+    # step3p7 reads its text model's from text_config, which would take its default (128,815).
+    default = transformers.AutoConfig.for_model("step3p7").get_text_config().vocab_size
+    flat = {"model_type": "step3p7", "vocab_size": default + 81}
+    result = runner.invoke(app, ["params", "--config", _write(tmp_path, flat)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    said = f"key vocab_size = {default + 81}: step3p7 reads its text model's from text_config ({default:,} there): set it in text_config"
+    assert said in result.output

@@ -928,3 +928,35 @@ def test_only_a_table_beside_the_token_table_is_read_a_row_a_token() -> None:
     janus = _layout({**transformers.AutoConfig.for_model("janus").to_dict(), "model_type": "janus"})
     parts = {p.name: str(p.detail) for p in count_model(janus.spec).parts}
     assert "lookup tables beside the layers" not in parts and "vqmodel" in parts["beside the layers"]
+
+
+def test_a_softmax_attentions_own_convolution_or_indexer_is_named_as_not_sized() -> None:
+    # An attention with a module of its own that may keep something across tokens (a convolution ffn
+    # did not read, an indexer of no shape it knows): counted, and named as what decoding keeps unsized.
+    from torch import nn
+
+    from ffn_cli.configs.layer_read.attention import softmax_attention
+    from ffn_cli.configs.layer_read.tensors import LayerRead
+
+    class Indexer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wk = nn.Linear(64, 8, bias=False)
+
+    class Attention(nn.Module):
+        def __init__(self, extra: nn.Module, name: str) -> None:
+            super().__init__()
+            self.q_proj, self.k_proj = nn.Linear(64, 64, bias=False), nn.Linear(64, 32, bias=False)
+            self.v_proj, self.o_proj = nn.Linear(64, 32, bias=False), nn.Linear(64, 64, bias=False)
+            self.gate = nn.Linear(64, 64, bias=False)  # an output gate keeps nothing
+            setattr(self, name, extra)
+
+    text = transformers.PretrainedConfig(num_attention_heads=4, num_key_value_heads=2)
+    for extra, name, cls in ((nn.Conv1d(32, 32, 4, groups=32), "q_conv", "Attention"), (Indexer(), "indexer", "Attention")):
+        read = LayerRead(layers=(0,), params=0)
+        softmax_attention(64, text, Attention(extra, name), read)
+        (said,) = [str(m) for m in read.left_out]
+        assert said == f"what {name} of {cls} caches while decoding (its parameters are counted; any cache of its own is not sized)"
+    read = LayerRead(layers=(0,), params=0)
+    softmax_attention(64, text, Attention(nn.LayerNorm(64), "post_norm"), read)
+    assert not read.left_out

@@ -1383,3 +1383,53 @@ def test_cross_attention_without_a_tile_count_is_named_not_sized() -> None:
     assert any("keeps of an image's tokens" in str(m) for m in layout.left_out)
     rows = {str.__str__(r.kind): r for r in decode_state(layout.spec, layout.windows, layout.chunks, 9)}
     assert not rows["cross-attention over an image's tokens"].sized
+
+
+# MiniMax-M3: a dense, full-attention first layer; then MSA layers whose indexer (2 heads × 8) scores
+# every key and picks the top 2 blocks of 4 keys its attention reads; a vision tower beside them.
+_M3_TEXT = dict(hidden_size=64, intermediate_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                vocab_size=128, num_local_experts=4, num_experts_per_tok=2, dense_intermediate_size=96, shared_intermediate_size=32,
+                rotary_dim=8, index_n_heads=2, index_head_dim=8, index_block_size=4, index_topk_blocks=2, index_local_blocks=1,
+                layer_types=["full_attention", "minimax_m3_sparse", "minimax_m3_sparse"], mlp_layer_types=["dense", "sparse", "sparse"],
+                bos_token_id=1, eos_token_id=2)  # fmt: skip
+
+
+def _minimax_m3() -> tuple[Any, dict[str, Any]]:
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2)
+    built = transformers.AutoConfig.for_model("minimax_m3_vl", text_config=_M3_TEXT, vision_config=vision, projector_hidden_size=64)
+    return built, {**built.to_dict(), "model_type": "minimax_m3_vl"}
+
+
+@pytest.mark.parametrize("context", [3, 19])
+def test_minimax_m3s_indexer_keys_against_transformers(context: int) -> None:
+    # Each MSA layer caches one key of 8 a token beside K and V (2 KV heads × 16 each); the full
+    # layer caches K and V alone, as transformers' cache does after a forward of `context` tokens.
+    built, config = _minimax_m3()
+    layout = _counts_the_whole_build(config)
+    spec = layout.spec
+    assert (spec.index_layers, spec.full_read_layers, spec.index_key_width, spec.index_heads) == ((1, 2), (0,), 8, 2)
+    assert (spec.sparse_topk, spec.index_select_block, spec.index_flops_per_key) == (2 * 4, 4, 2 * 2 * 8)
+    torch.manual_seed(0)
+    model = transformers.MiniMaxM3VLForCausalLM(built.text_config).eval().requires_grad_(False)
+    with torch.no_grad():
+        cache = model(torch.randint(3, 100, (2, context)), use_cache=True).past_key_values
+    kinds = {str.__str__(k.kind): k for k in decode_state(spec, layout.windows, layout.chunks, context)}
+    assert kinds["MSA indexer"].layers == 2
+    assert [kinds["MSA indexer"].elements_per_layer] * 2 == [layer.idx_keys.numel() // 2 for layer in cache.layers[1:]]
+    assert kinds["MSA indexer"].elements_per_layer == context * 8  # by hand
+    assert getattr(cache.layers[0], "idx_keys", None) is None
+    assert kinds["attention"].layers == 3
+    assert {(layer.keys.numel() + layer.values.numel()) // 2 for layer in cache.layers} == {kinds["attention"].elements_per_layer}
+
+
+def test_minimax_m3s_full_layer_reads_every_key() -> None:
+    # Scores at 16 tokens, per token. Query i (from 0) reads i + 1 keys in the full layer (136 in all)
+    # and min(i + 1, 8) in each MSA layer (36 + 8 · 8 = 100), 2 FLOPs × 4 heads × 16 (Q·K) and × 16
+    # (V) = 256 a key; each MSA indexer scores all 136 keys, 2 FLOPs × 2 heads × 8 = 32 a key.
+    from ffn_cli.models.seq_flops import flops_over_length, model_stack
+
+    _built, config = _minimax_m3()
+    layout = _layout(config)
+    stack = model_stack(layout.spec, layout.windows, causal=True, chunks=layout.chunks)
+    (row,) = flops_over_length(stack, (16,))
+    assert row.scores * 16 == 256 * 136 + 2 * (256 * 100 + 32 * 136)

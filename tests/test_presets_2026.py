@@ -43,6 +43,12 @@ REAL: dict[str, tuple[str, float, float, float, str, str]] = {
     "deepseek-v4-flash": ("deepseek_v4", 284, 1, 13, "all", "DeepSeek-V4-Flash model card: 284B total, 13B activated"),
     "glm-5": ("glm_moe_dsa", 744, 1, 40, "no embeddings or head", "GLM-5 technical report: 744B total, 40B activated"),
     "mimo-v2-flash": ("mimo_v2_flash", 309, 1, 15, "all", "MiMo-V2-Flash README: 309B total, 15B active"),
+    "glm-5.2": ("glm_moe_dsa", 744, 1, 40, "no embeddings or head", "GLM-5.2: the GLM-5 line's 744B total, 40B active"),
+    "qwen3.6-27b-nvfp4": ("qwen3_5", 27, 1, 27, "all", "Qwen3.6-27B: 27B, dense"),
+    "qwen3.6-35b-a3b-nvfp4": ("qwen3_5_moe", 35, 1, 3, "all", "Qwen3.6-35B-A3B: 35B total, 3B activated"),
+    "minimax-m3": ("minimax_m3_vl", 428, 1, 23, "no embeddings or head", "MiniMax-M3 model card: ~428B parameters, ~23B activated"),
+    "kimi-k2.6-nvfp4": ("kimi_k25", 1000, 100, 32, "no embeddings", "Kimi K2.6: 1T total, 32B activated"),
+    "deepseek-v4-flash-nvfp4": ("deepseek_v4", 284, 1, 13, "all", "DeepSeek-V4-Flash model card: 284B total, 13B activated"),
 }
 
 

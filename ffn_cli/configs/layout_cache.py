@@ -41,7 +41,7 @@ from ffn_cli.i18n import Message
 __all__ = ["FORMAT", "cache_dir", "cache_key", "layout_cached", "load", "store"]
 
 # Bumped whenever what is stored changes in a way the fields and sources below do not show.
-FORMAT = 1
+FORMAT = 2
 # A layout is tens of kilobytes (a vision tower's tensors listed by name); much more is not ours.
 _MAX_BYTES = 8 << 20
 # The modules whose code decides what a layout holds: their source is part of the key.

@@ -180,11 +180,23 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
 _DERIVED_COUNTS = ("num_hidden_layers", "num_layers")
 
 
+# The keys that shape a text model: where a file sets one at its top level, beside no text_config
+# that sets it, and transformers' class reads its text model's from text_config instead (a flat
+# copy of a wrapper's config), the file's value would be silently replaced by a default.
+_SHAPE_KEYS = (
+    "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "head_dim", "sliding_window", "max_position_embeddings", "num_experts", "num_local_experts", "n_routed_experts",
+    "moe_intermediate_size", "num_experts_per_tok", "num_nextn_predict_layers", "first_k_dense_replace",
+)  # fmt: skip
+
+
 def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -> None:
     """The counts the file gives, as transformers reads them, and zero-computation experts as a
     count: a disagreement or a negative count is the file's, said by its key."""
     nested = data.get("text_config")
     text, given = hf_config.get_text_config(), {**data, **(nested if isinstance(nested, Mapping) else {})}
+    if text is not hf_config:
+        _check_top_level_keys(data, nested if isinstance(nested, Mapping) else {}, text, str(hf_config.model_type))
     for key in ZERO_EXPERT_KEYS:
         value = given.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
@@ -196,6 +208,19 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
         if isinstance(value, int) and not isinstance(value, bool) and isinstance(read, int) and read != value:
             why = _("transformers reads it as {read} from the file's other keys: they disagree").format(read=f"{read:,}")
             raise FFNError(key, value, why)
+
+
+def _check_top_level_keys(data: Mapping[str, Any], nested: Mapping[str, Any], text: PretrainedConfig, model_type: str) -> None:
+    """A shape key at the file's top level that its text model, read from text_config, does not
+    take: refused by the key, never answered with the class's default in its place."""
+    for key in _SHAPE_KEYS:
+        value = data.get(key)
+        if key in nested or value is None or isinstance(value, bool) or not isinstance(value, int) or not hasattr(text, key):
+            continue
+        read = getattr(text, key)
+        if read != value:
+            why = _("{model_type} reads its text model's from text_config ({read} there): set it in text_config")
+            raise FFNError(key, value, why.format(model_type=model_type, read="none" if read is None else f"{read:,}"))
 
 
 def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_class: str) -> tuple[Message, ...]:

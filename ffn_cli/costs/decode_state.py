@@ -57,6 +57,7 @@ class KindState:
     keeps: Literal["kv", "latent", "index"] = "kv"
     mtp: bool = False  # a multi-token-prediction layer's, run only by a server decoding speculatively
     index_block: int = 1  # an indexer's: keys a block it scores (QSA's compress_ratio; DSA's 1)
+    msa: bool = False  # an indexer that picks blocks of keys (MiniMax-M3's)
     # cross-attention: the tokens of an image (or of the encoder's output) whose K and V (`width` a token) it keeps, whatever the context
     # (0 for an encoder's output of a length the config does not say: not sized, named as left out); None: no cross-attention
     source_tokens: int = 0
@@ -123,8 +124,10 @@ def _indexer_row(spec: ModelSpec, layers: int, context: int) -> KindState:
     whole on each GPU, as MLA's latent."""
     width = spec.index_key_width
     detail = Message(N_("{tokens} tokens × {width} (the indexer's keys)"), tokens=f"{context:,}", width=f"{width:,}")
-    name = Message(N_("QSA indexer")) if spec.index_block > 1 else Message(N_("DSA indexer"))
-    return KindState(name, layers, context * width, context, detail, width=width, keeps="index", index_block=spec.index_block)
+    # QSA's scores blocks of keys; MSA's (MiniMax-M3's) picks blocks of keys it scores each; DSA's picks keys
+    name = Message(N_("QSA indexer") if spec.index_block > 1 else N_("MSA indexer") if spec.index_select_block > 1 else N_("DSA indexer"))
+    return KindState(name, layers, context * width, context, detail, width=width, keeps="index", index_block=spec.index_block,
+                     msa=spec.index_select_block > 1)  # fmt: skip
 
 
 def _attention_rows(

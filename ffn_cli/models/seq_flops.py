@@ -64,6 +64,8 @@ class LayerStack:
     # 0 where none runs), and the keys each query's attention then reads (0: every key).
     index_flops_per_key: tuple[int, ...] = ()
     sparse_topk: int = 0
+    # True for each attention layer that reads every key beside the indexed ones (MiniMax-M3's first three).
+    full_read: tuple[bool, ...] = ()
     # DeepSeek-V4's compressed attention, per layer (None elsewhere): its window, the entries each
     # query reads and its indexer's scores, counted by the spec itself (its score_flops_per_key is 0).
     compressed: tuple[CompressedAttentionSpec | None, ...] = ()
@@ -80,10 +82,11 @@ class LayerStack:
         total = 0
         chunks = self.chunks or (None,) * len(self.windows)
         indexers = self.index_flops_per_key or (0,) * len(self.windows)
-        for per_key, window, chunk, index in zip(self.score_flops_per_key, self.windows, chunks, indexers, strict=True):
+        whole = self.full_read or (False,) * len(self.windows)
+        for per_key, window, chunk, index, full in zip(self.score_flops_per_key, self.windows, chunks, indexers, whole, strict=True):
             keys, _ = mean_keys(seq_len, window, causal=self.causal, chunk=chunk)
             read = keys
-            if self.sparse_topk and per_key:  # a query's top-k, counted as a window of that width counts
+            if self.sparse_topk and per_key and not full:  # a query's top-k, counted as a window of that width counts
                 read, _ = mean_keys(seq_len, min(window or self.sparse_topk, self.sparse_topk), causal=self.causal, chunk=chunk)
             total += per_key * read + index * keys
         total += sum(c.score_flops_sum(seq_len) for c in self.compressed if c is not None)
@@ -213,6 +216,7 @@ def model_stack(spec: ModelSpec, windows: Sequence[int | None], *, causal: bool,
         len(spec.beside_attention),
         tuple(spec.index_flops_per_key if i in spec.index_layers else 0 for i in range(spec.n_layers)) if spec.index_layers else (),
         spec.sparse_topk,
+        tuple(i in spec.full_read_layers for i in range(spec.n_layers)) if spec.full_read_layers else (),
         compressed if any(c is not None for c in compressed) else (),
     )
 

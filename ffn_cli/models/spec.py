@@ -215,6 +215,13 @@ class ModelSpec:
     # Keys averaged into each block the indexer scores (Qwen4-Exp's QSA compress_ratio): its scores
     # cost a block's share of 2·index_heads·index_key_width a key; 1 for DSA's, which scores each key.
     index_block: int = 1
+    # Keys of each block the attention reads whole where the indexer picks blocks, not keys
+    # (MiniMax-M3's MSA: its top index_topk // index_select_block blocks of 128); 1: keys.
+    index_select_block: int = 1
+    # Attention layers that read every key beside layers that read an indexer's top-k: MiniMax-M3's
+    # first three build no indexer and attend whole (a layer that reuses another's top-k, GLM-5's
+    # "shared" ones, is not one of them).
+    full_read_layers: tuple[int, ...] = ()
     # Zero-computation (identity) experts in the MoE layers' router pool beside moe_ffn's experts
     # (LongCat-Flash's zero_expert_num): a pick that lands on one passes the token through, so a
     # token runs from max(0, k − Z) to k real experts, k · E / (E + Z) on average (real_picks).
@@ -290,6 +297,12 @@ class ModelSpec:
         check_int("index_n_heads", self.index_heads, minimum=0)
         check_int("index_topk", self.sparse_topk, minimum=0)
         check_int("indexer_compress_ratio", self.index_block)
+        check_int("index_block_size", self.index_select_block)
+        if self.sparse_topk % self.index_select_block:
+            raise FFNError("index_topk", self.sparse_topk, _("must be whole blocks of {block}").format(block=self.index_select_block))
+        if set(self.full_read_layers) & set(self.index_layers) or set(self.full_read_layers) - set(self.attention_layers):
+            why = _("must be attention layers without an indexer")
+            raise FFNError("full_read_layers", self.full_read_layers, why)
         check_int("zero_expert_num", self.zero_experts, minimum=0)
         if self.zero_experts and self.moe_ffn is None:
             raise FFNError("zero_expert_num", self.zero_experts, _("needs routed experts"))

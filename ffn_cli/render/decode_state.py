@@ -54,9 +54,12 @@ def decode_state_view(rows: tuple[KindState, ...], context: int, batches: list[i
         caption += _(" MLA keeps its latent and rotary key of every token before the new one, whole on every GPU.")
     if "index" in kept:
         qsa = any(r.keeps == "index" and r.index_block > 1 for r in attends)
+        msa = any(r.keeps == "index" and r.msa for r in attends)
         caption += (
             _(" A QSA indexer keeps one key of every token, whole on every GPU, and scores them in blocks.")
             if qsa
+            else _(" An MSA indexer keeps one key of every token, whole on every GPU; its attention reads the blocks it picks.")
+            if msa
             else _(" A DSA indexer keeps one key of every token, whole on every GPU.")
         )
     caption = caption.lstrip()

@@ -490,6 +490,8 @@ def assemble(
         index_heads=_one(reads, N_("indexer heads"), "index_heads", source) or 0,
         sparse_topk=_one(reads, N_("indexer top-k"), "index_topk", source) or 0,
         index_block=_one(reads, N_("indexer blocks"), "index_block", source) or 1,
+        index_select_block=_one(reads, N_("indexer's selected blocks"), "index_select_block", source) or 1,
+        full_read_layers=tuple(i for r in reads if r.full_read for i in r.layers) if any(r.index_keys for r in reads) else (),
         zero_experts=_one(moe_reads, N_("zero-computation experts"), "zero_experts", source) or 0,
         router_score_bias=any(r.score_bias for r in moe_reads),
         router_in_extra=any(r.router_in_extra for r in moe_reads),

@@ -162,6 +162,11 @@ def softmax_attention(d: int, text: PretrainedConfig, child: nn.Module, read: La
         used |= set(paths)
     read.attention, read.attention_extra = spec, extra + rest_of(child, used)
     _qsa_indexer(child, read)
+    _block_indexer(child, k if k is not None else q, read)
+    beside = {n for n in _beside(child, read.attention_extra) if _may_cache(child, n, used)}
+    if read.index_keys:  # an indexer read above: its keys sized
+        beside.discard("indexer")
+    _uncached(child, beside, read)
     relative = [(n, m) for n, m in child.named_modules() if n and isinstance(getattr(m, "rel_extent", None), int) and n_params(m)]
     for n, m in relative:  # Inkling's relative-position logits: a matmul a token no projection counts
         why = N_("the FLOPs of {cls}'s relative-position logits ({path}: each query's against {extent} distances), beyond its projections")
@@ -237,6 +242,27 @@ def _qsa_indexer(child: nn.Module, read: LayerRead) -> None:
     read.index_keys, read.index_topk, read.index_block, read.index_heads = width * kv_heads, budget + ratio - 1, ratio, heads
     read.said.append(Message(N_("indexer keys {width} per token, scored in blocks of {ratio}"), width=f"{width * kv_heads:,}",
                              ratio=f"{ratio:,}"))  # fmt: skip
+
+
+def _block_indexer(child: nn.Module, k: nn.Linear, read: LayerRead) -> None:
+    """MiniMax-M3's MSA indexer beside a softmax attention: one key of head_dim a token, cached
+    beside K and V (the cache layer's update_index); its num_heads score every key, and the
+    attention reads the topk_blocks blocks of block_size keys they pick. A layer whose indexer
+    slot is empty (MiniMax-M3's full layers) reads every key."""
+    if not hasattr(child, "indexer") or hasattr(child, "skip_topk"):  # GLM-5's shared layers reuse a top-k
+        return
+    indexer = child.indexer
+    if indexer is None:
+        read.full_read = True
+        return
+    sizes = positive_ints([getattr(indexer, n, None) for n in ("head_dim", "num_heads", "block_size", "topk_blocks")])
+    keys = getattr(indexer, "k_proj", None)
+    if sizes is None or not isinstance(keys, nn.Linear) or keys.out_features != sizes[0] or keys.in_features != k.in_features:
+        return
+    width, heads, block, topk = sizes
+    read.index_keys, read.index_heads, read.index_topk, read.index_select_block = width, heads, topk * block, block
+    said = N_("indexer keys {width} per token, the top {topk} blocks of {block} read")
+    read.said.append(Message(said, width=f"{width:,}", topk=f"{topk:,}", block=f"{block:,}"))
 
 
 def _attention_spec(d: int, shape: tuple[int, int, int], q: nn.Linear, o: nn.Linear, **more: Any) -> AttentionSpec:
@@ -360,10 +386,7 @@ def latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: Lay
                    heads=f"{spec.n_heads:,}", latent=f"{spec.kv_lora_rank:,}", rope=f"{spec.qk_rope_head_dim:,}")  # fmt: skip
     window_said = Message(N_(", window {window}"), window=f"{read.window:,}") if read.window else ""
     read.said.append(Message.join(said, window_said))
-    # An output gate (a Linear), a norm or a tensor of the attention's own (its sinks) keeps nothing across tokens.
-    children = dict(child.named_children())
-    tops = {t.name.split(".")[0].split(" ")[0] for t in rest}
-    beside = sorted(n for n in tops if not _keeps_nothing(children.get(n), n))
+    beside = _beside(child, rest)
     indexer = getattr(child, "indexer", None)
     wk = getattr(indexer, "wk", None)
     if "indexer" in beside and isinstance(wk, nn.Linear) and wk.out_features == getattr(indexer, "head_dim", None):
@@ -374,14 +397,38 @@ def latent_attention(d: int, text: PretrainedConfig, child: nn.Module, read: Lay
         read.index_heads, read.index_topk = int(getattr(indexer, "n_heads", 0)) or None, int(getattr(indexer, "index_topk", 0)) or None
         beside.remove("indexer")
         read.said.append(Message(N_("indexer keys {width} per token"), width=f"{wk.out_features:,}"))
+    _uncached(child, beside, read)
+
+
+def _beside(child: nn.Module, rest: tuple[ParamTensor, ...]) -> set[str]:
+    """The attention's children holding tensors beside its own parts that may keep something across
+    tokens: an output gate (a Linear), a norm or a tensor of the attention's own (its sinks) keeps nothing."""
+    children = dict(child.named_children())
+    tops = {t.name.split(".")[0].split(" ")[0] for t in rest}
+    return {n for n in tops if not _keeps_nothing(children.get(n), n)}
+
+
+def _may_cache(child: nn.Module, name: str, used: set[str]) -> bool:
+    """Whether a softmax attention's module `name` may keep something across tokens that ffn has not
+    sized: an indexer or compressor of its own, or a convolution whose window the read above did not
+    size (a wrapper of projections, norms and a relative-position table keeps nothing: Inkling's)."""
+    module = getattr(child, name, None)
+    if not isinstance(module, nn.Module):
+        return False
+    for sub, m in module.named_modules():
+        path = f"{name}.{sub}" if sub else name
+        if any(path == u or path.startswith(u + ".") for u in used):
+            continue
+        if isinstance(m, (nn.Conv1d, nn.Conv2d)) or any(w in type(m).__name__ for w in ("Indexer", "Compressor")):
+            return True
+    return False
+
+
+def _uncached(child: nn.Module, beside: set[str], read: LayerRead) -> None:
+    """Name what ffn does not size: whatever the attention's other modules keep while decoding."""
     if beside:
-        read.left_out.append(
-            Message(
-                N_("what {modules} of {cls} caches while decoding (its parameters are counted; any cache of its own is not sized)"),
-                modules=", ".join(beside),
-                cls=type(child).__name__,
-            )
-        )
+        said = N_("what {modules} of {cls} caches while decoding (its parameters are counted; any cache of its own is not sized)")
+        read.left_out.append(Message(said, modules=", ".join(sorted(beside)), cls=type(child).__name__))
 
 
 def _keeps_nothing(module: nn.Module | None, name: str) -> bool:

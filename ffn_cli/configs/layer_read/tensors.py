@@ -74,6 +74,9 @@ class LayerRead:
     index_heads: int | None = None  # its heads
     index_topk: int | None = None  # the keys its layer's attention then reads
     index_block: int | None = None  # keys averaged into each block its heads score (QSA's compress_ratio)
+    index_select_block: int | None = None  # keys of each block its attention reads whole (MiniMax-M3's)
+    # Its attention reads every key though it holds an indexer slot left empty (MiniMax-M3's full layers).
+    full_read: bool = False
     kv_shared: bool = False  # its attention reads an earlier layer's keys and values, and builds no k/v projections
     zero_experts: int = 0  # zero-computation (identity) experts in its router's pool beside the routed ones
     router_in_extra: bool = False  # its router scores a state of its own width: counted in ffn_extra, no d × E router

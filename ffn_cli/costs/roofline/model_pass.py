@@ -197,7 +197,7 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     # DeepSeek Sparse Attention: the indexer scores every key, the attention reads its top-k
     # (a query's latest index_topk keys and as many as a window of that width: the count is the same)
     read = keys
-    if spec.sparse_topk:
+    if spec.sparse_topk and layer not in spec.full_read_layers:
         read = case.batch * _keys(case, min(window or spec.sparse_topk, spec.sparse_topk), chunk, stack.causal)
     indexed = layer in spec.index_layers
     # attention_extra: Linear weights beside the AttentionSpec's (Qwen3-Next's output gate), run per token too.
