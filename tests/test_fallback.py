@@ -283,7 +283,7 @@ def test_a_repositorys_own_model_type_is_read_as_its_architectures_class(
         assert read_as[key] == reader[key], key
     assert read_as["per_gpu_memory"]["kv_cache_bytes"] == reader["per_gpu_memory"]["kv_cache_bytes"]
     notes = read_as["layout"]["notes"]
-    said = "model_type 'kimi_k2' is its repository's own: read as deepseek_v3, that of transformers' DeepseekV3ForCausalLM"
+    said = "model_type 'kimi_k2' is no transformers type: read as deepseek_v3, the type of DeepseekV3ForCausalLM"
     assert any(said in note for note in notes)
 
 
@@ -554,5 +554,5 @@ def test_a_shape_key_a_wrapper_reads_from_text_config_is_refused_at_the_top(tmp_
     flat = {"model_type": "step3p7", "vocab_size": default + 81}
     result = runner.invoke(app, ["params", "--config", _write(tmp_path, flat)])
     assert result.exit_code == 2 and "Traceback" not in result.output
-    said = f"key vocab_size = {default + 81}: step3p7 reads its text model's from text_config ({default:,} there): set it in text_config"
-    assert said in result.output
+    said = f"key vocab_size = {default + 81}: step3p7 reads these of its text model from text_config, not the top level: "
+    assert said + f"vocab_size = {default + 81} ({default:,} in text_config); set them there" in result.output

@@ -1433,3 +1433,27 @@ def test_minimax_m3s_full_layer_reads_every_key() -> None:
     stack = model_stack(layout.spec, layout.windows, causal=True, chunks=layout.chunks)
     (row,) = flops_over_length(stack, (16,))
     assert row.scores * 16 == 256 * 136 + 2 * (256 * 100 + 32 * 136)
+
+
+def test_minimax_m3s_indexer_keys_are_whole_on_every_gpu(tmp_path: Any) -> None:
+    # Decoding 1 token at context 20, bf16. K and V (2 KV heads × 16 each, 64 a token): the full
+    # layer reads all 21 and writes 1; an MSA layer its top 8 and writes 1, and its indexer's keys
+    # (8 a token) are read, all 21, and written, 1. At --tp 2 each GPU keeps one KV head, half of K
+    # and V, and every indexer key, as the memory holds them.
+    from typer.testing import CliRunner
+
+    from ffn_cli.cli import app
+
+    _built, config = _minimax_m3()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    means = []
+    for tp in (1, 2):
+        args = ["params", "--config", str(path), "--gpu", "h200", "--tp", str(tp), "--phase", "decode", "--seq-len", "20", "--json"]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        means.append(json.loads(result.stdout)["roofline"]["cases"][0]["attention_one_layer_mean"]["kv_cache_bytes"])
+    kv = {"full": 22 * 64 * 2, "sparse": 9 * 64 * 2}
+    index = 22 * 8 * 2
+    assert means[0] == pytest.approx((kv["full"] + 2 * (kv["sparse"] + index)) / 3)
+    assert means[1] == pytest.approx((kv["full"] / 2 + 2 * (kv["sparse"] / 2 + index)) / 3)

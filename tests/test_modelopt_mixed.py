@@ -149,7 +149,7 @@ def test_what_ffn_cannot_price_leaves_the_size_unshown(tmp_path: Path, change: d
     assert result.exit_code == 0, result.output
     c = json.loads(result.stdout)["checkpoint"]  # the model as --dtype stores it, the note saying why
     assert c["origin"] == "bf16 everywhere (--dtype)" and not c["formats_by_role"]
-    assert said in c["note"] and c["note"].endswith("the checkpoint size is not shown")
+    assert said in c["note"] and c["note"].endswith("its weights are priced in --dtype instead")
 
 
 def test_an_entry_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
@@ -180,5 +180,45 @@ def test_deepseek_v4s_nvfp4_experts_over_its_fp8_linears(tmp_path: Path) -> None
     assert before["experts"]["format"] == "mxfp4"  # expert_dtype fp4: e2m1 and an e8m0 scale per 32
     for role in set(rows) - {"experts"}:
         assert (role, rows[role]["bytes"], rows[role]["format"]) == (role, before[role]["bytes"], before[role]["format"])
-    assert "the multi-token prediction layers, which they do not list, in " in mixed["origin"]
+    kept = "the multi-token prediction layers, which ModelOpt's quantized_layers do not list, in bf16, fp8-block-128x128, mxfp4"
+    assert kept in mixed["origin"]
     assert mixed["bytes"] - base["bytes"] == 43 * 256 * 3 * (_nvfp4(n) - (n // 2 + ceil(n / 32)))
+
+
+def test_a_module_no_entry_names_stays_in_the_rest(tmp_path: Path) -> None:
+    # q, k and v listed, o_proj not: o_proj stays bf16, as transformers' module names say.
+    listed = {k: v for k, v in _layers().items() if not k.endswith("o_proj")}
+    c = _checkpoint(tmp_path, _QWEN3_MOE | {"quantization_config": _mixed(listed)})
+    assert c["bytes"] == _by_transformers(_QWEN3_MOE, listed)
+    assert next(r for r in c["roles"] if r["role"] == "attention")["format"] == "mixed"
+
+
+def test_a_role_listed_in_some_of_its_layers_leaves_the_size_unread(tmp_path: Path) -> None:
+    listed = {k: v for k, v in _layers().items() if "layers.3.self_attn" not in k}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_QWEN3_MOE | {"quantization_config": _mixed(listed)}), encoding="utf-8")
+    result = runner.invoke(app, ["params", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    c = json.loads(result.stdout)["checkpoint"]
+    said = "quantized_layers list the attention projections of layers 0–2, not 3: its weights are priced in --dtype instead"
+    assert c["origin"] == "bf16 everywhere (--dtype)" and said in c["note"]
+
+
+def test_weights_asked_keep_the_mtp_layers_a_list_leaves_alone() -> None:
+    # Qwen3.6-35B-A3B's NVFP4 checkpoint lists no MTP module: --weights nvfp4 converts what it
+    # quantizes, the MTP layer stays bf16 (2 bytes a parameter), as it ships.
+    result = runner.invoke(app, ["params", "--preset", "qwen3.6-35b-a3b-nvfp4", "--weights", "nvfp4", "--json"])
+    assert result.exit_code == 0, result.output
+    mtp = next(r for r in json.loads(result.stdout)["checkpoint"]["roles"] if r["role"] == "mtp")
+    assert (mtp["format"], mtp["bytes"]) == ("bf16", 2 * mtp["params"])
+
+
+def test_a_whole_layer_left_out_is_its_roles_left_out() -> None:
+    # nvidia/Kimi-K2.6-NVFP4 leaves language_model.model.layers.0* out: its dense FFN (layer 0's
+    # alone) stays bf16; attention, left out by name, is in every layer.
+    result = runner.invoke(app, ["params", "--preset", "kimi-k2.6-nvfp4", "--json"])
+    assert result.exit_code == 0, result.output
+    c = json.loads(result.stdout)["checkpoint"]
+    dense = next(r for r in c["roles"] if r["role"] == "dense_ffn")
+    assert (dense["format"], dense["params"], dense["bytes"]) == ("bf16", 3 * 7168 * 18432, 2 * 3 * 7168 * 18432)
+    assert "layers.0*" not in c["note"]

@@ -145,7 +145,7 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
         read_as = architecture_model_type(config)
         if read_as is None:
             raise FFNError("model_type", model_type, _("transformers {version} has no config class for it").format(version=version()))
-        said = N_("model_type {given!r} is its repository's own: read as {model_type}, that of transformers' {cls} its architectures name")
+        said = N_("model_type {given!r} is no transformers type: read as {model_type}, the type of {cls}, which its architectures name")
         notes.append(Message(said, given=model_type, model_type=read_as, cls=config["architectures"][0]))
         model_type = data["model_type"] = read_as
     if data.pop("auto_map", None):
@@ -213,14 +213,19 @@ def _check_read_as_given(data: Mapping[str, Any], hf_config: PretrainedConfig) -
 def _check_top_level_keys(data: Mapping[str, Any], nested: Mapping[str, Any], text: PretrainedConfig, model_type: str) -> None:
     """A shape key at the file's top level that its text model, read from text_config, does not
     take: refused by the key, never answered with the class's default in its place."""
+    unread = []
     for key in _SHAPE_KEYS:
         value = data.get(key)
         if key in nested or value is None or isinstance(value, bool) or not isinstance(value, int) or not hasattr(text, key):
             continue
         read = getattr(text, key)
         if read != value:
-            why = _("{model_type} reads its text model's from text_config ({read} there): set it in text_config")
-            raise FFNError(key, value, why.format(model_type=model_type, read="none" if read is None else f"{read:,}"))
+            unread.append((key, value, "none" if read is None else f"{read:,}"))
+    if unread:  # every such key at once, so that one edit answers
+        key, value, _read = unread[0]
+        said = ", ".join(f"{k} = {v} ({r} in text_config)" for k, v, r in unread)
+        why = _("{model_type} reads these of its text model from text_config, not the top level: {keys}; set them there")
+        raise FFNError(key, value, why.format(model_type=model_type, keys=said))
 
 
 def towers_not_built(config: Mapping[str, Any], names: Iterable[str], model_class: str) -> tuple[Message, ...]:

@@ -73,7 +73,8 @@ UNSHIPPED_MTP_MODEL_TYPES = frozenset({"minimax_m2"})
 
 # The keys a config.json declares its MTP layers by: DeepSeek's and GLM's, transformers' own name
 # for them (DeepSeek-V3's, GLM-4.5's, Inkling's, Ernie 4.5's), Qwen3-Next's and Qwen3.5's.
-MTP_KEYS = ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers")
+# MiniMax's num_mtp_modules last: its M2 checkpoints declare modules they do not ship (below).
+MTP_KEYS = ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 
 def mtp_key(config: Mapping[str, Any]) -> tuple[str, int] | None:
@@ -83,6 +84,8 @@ def mtp_key(config: Mapping[str, Any]) -> tuple[str, int] | None:
     for part in (config, nested if isinstance(nested, Mapping) else {}):
         for key in MTP_KEYS:
             n = part.get(key)
+            if key == "num_mtp_modules" and unshipped_mtp_modules(config):
+                continue
             if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                 return key, n
     return None

@@ -21,7 +21,7 @@ from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import FORMATS, SYNTAX, TABLE_FORMATS, WeightFormat, awq, gptq, parse_format
 from ffn_cli.i18n import N_, Message, _
 from ffn_cli.models.layout import EMBEDDING_NORM, PlacedTensor, Role, ffn_role, model_layout
-from ffn_cli.models.spec import ModelSpec
+from ffn_cli.models.spec import ModelSpec, layer_ranges
 from ffn_cli.models.vision import towers_named
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "checkpoint",
     "ffn_role",
     "held_roles",
+    "leaf_of",
     "plan_from_config",
     "plan_from_options",
     "quantization_config",
@@ -93,10 +94,26 @@ class WeightTensor:
     expert: bool = False
     kv_heads: int = 0  # a key or value projection's KV heads, which --tp splits by head (PlacedTensor's)
     whole: bool = False  # whole on every GPU of --tp (MLA's down projections: PlacedTensor's)
+    # Its module's own name ("q_proj", "in_proj_ba") in the roles a checkpoint may store module by
+    # module (ModelOpt's quantized_layers); "" where no list reaches it.
+    leaf: str = ""
 
     @property
     def params(self) -> int:
         return prod(self.shape) * self.count
+
+
+# The roles whose modules ModelOpt's quantized_layers may list one by one, and the module's own
+# name of a tensor of them: its path's last module, a note in parentheses dropped.
+_LEAF_ROLES = frozenset({"attention", "shared", "dense_ffn", "latent"})
+
+
+def leaf_of(role: str, name: str) -> str:
+    """'linear_attn.in_proj_ba.weight' → 'in_proj_ba', in a role quantized_layers lists module by module."""
+    if role not in _LEAF_ROLES:
+        return ""
+    path = name.split(" (")[0].removesuffix(".weight").removesuffix(".bias")
+    return path.rpartition(".")[2]
 
 
 def _storage_order(spec: ModelSpec) -> Callable[[PlacedTensor], int]:
@@ -126,16 +143,16 @@ def routed_expert(t: PlacedTensor) -> bool:
 def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     """Every parameter tensor of the model, merged by (role, shape); they sum to its total. A
     tied tensor is the one it shares, stored once; a vision tower is one tensor of its parameters."""
-    found: dict[tuple[Role, tuple[int, ...], bool, int, bool], int] = {}
+    found: dict[tuple[Role, tuple[int, ...], bool, int, bool, str], int] = {}
     placed = sorted(model_layout(spec), key=_storage_order(spec))
     vision = [t for t in placed if t.role == "vision"]
     for t in placed:
         if t.role != "vision" and not t.tied and t.instances and t.numel:
-            key = (t.role, t.shape, routed_expert(t), t.kv_heads, t.whole)
+            key = (t.role, t.shape, routed_expert(t), t.kv_heads, t.whole, leaf_of(t.role, t.name) if len(t.shape) > 1 else "")
             found[key] = found.get(key, 0) + t.instances
     tensors = [
-        WeightTensor(role, shape, count, expert=expert, kv_heads=heads, whole=whole)
-        for (role, shape, expert, heads, whole), count in found.items()
+        WeightTensor(role, shape, count, expert=expert, kv_heads=heads, whole=whole, leaf=leaf)
+        for (role, shape, expert, heads, whole, leaf), count in found.items()
     ]
     if vision:  # counted by part, not by tensor: kept in the rest's format
         tensors.append(WeightTensor("vision", (sum(t.params for t in vision),), 1))
@@ -159,12 +176,18 @@ class StoragePlan:
     # What the checkpoint ships beside the model (its MTP layers), where a plan of its own stores
     # it: ModelOpt's quantized_layers list the decoder's modules, the MTP layers keep the rest's.
     shipped: StoragePlan | None = None
+    # The modules quantized_layers lists in each role by_role's format comes from: a tensor of the
+    # role under no listed name (Qwen3.6's DeltaNet in_proj_a and in_proj_b) stays in `rest`.
+    listed: tuple[tuple[str, frozenset[str]], ...] = ()
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:
             return FORMATS.get(t.stored) or TABLE_FORMATS[t.stored]
-        if t.part and self.shipped is not None:
+        if t.part == "mtp" and self.shipped is not None:
             return self.shipped.format_of(t)
+        names = dict(self.listed).get(t.role)
+        if names is not None and t.leaf and not _covered(t.leaf, names):
+            return self.rest
         own = dict(self.by_role).get(t.role)
         if own is not None:
             return own
@@ -193,8 +216,9 @@ def plan_from_options(
         if shipped is not None and plan.fmt.quantized:
             said = N_("--weights {format} where config.json's quantization_config quantizes (not converted: {kept})")
             origin = Message(said, format=plan.fmt.name, kept=shipped.not_converted)
-            quantized = shipped.roles | {role for role, _fmt in shipped.by_role}  # ModelOpt's MIXED_PRECISION: by role alone
-            return StoragePlan(plan.fmt, frozenset(quantized), plan.rest, origin)
+            asked = StoragePlan(plan.fmt, _quantized_roles(shipped), plan.rest, origin)
+            beside = shipped.shipped  # the MTP layers a ModelOpt list leaves as they were: in --weights where those were quantized
+            return replace(asked, shipped=replace(asked, roles=_quantized_roles(beside)) if beside is not None else None)
         return plan
     try:
         fmt = parse_format(weights)
@@ -213,6 +237,11 @@ def plan_from_options(
         raise FFNError("quantize", quantize, _("choose {quantize_scopes}").format(quantize_scopes=", ".join(QUANTIZE_SCOPES)))
     roles = QUANTIZE_SCOPES[scope] | ({"vector", "vision"} if _every_tensor(scope, fmt) else set())
     return StoragePlan(fmt, frozenset(roles), rest, given)
+
+
+def _quantized_roles(plan: StoragePlan) -> frozenset[str]:
+    """The roles a checkpoint's plan stores quantized: in its format, or in one of their own."""
+    return plan.roles | {role for role, _fmt in plan.by_role}
 
 
 def _every_tensor(scope: str, fmt: WeightFormat) -> bool:
@@ -330,6 +359,25 @@ def _not_converted(modules: list[str]) -> tuple[frozenset[str], list[str]]:
     return frozenset(roles), unread
 
 
+_WHOLE_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.\*|\*|)$")
+
+
+def _whole_layers(spec: ModelSpec, entries: list[str], excluded: frozenset[str]) -> tuple[frozenset[str], list[str]]:
+    """Entries that name whole decoder layers ("…layers.0*"): the roles of the model's matrices held
+    in those layers alone, and the entries left unmatched: all of them where a role not `excluded`
+    already is held in those layers and in others too (ffn gives a role one format)."""
+    named = {e: int(m.group(1)) for e in entries if (m := _WHOLE_LAYER.search(e.removeprefix("re:")))}
+    held: dict[str, set[int]] = {}
+    for t in model_layout(spec):
+        if t.layers is not None and len(t.shape) > 1 and not t.tied:
+            held.setdefault(t.role, set()).update(t.layers)
+    layers = set(named.values())
+    inside = {role for role, at in held.items() if at & layers}
+    if not named or any(not held[role] <= layers for role in inside - excluded):
+        return frozenset(), entries
+    return frozenset(role for role in inside if held[role] <= layers), [e for e in entries if e not in named]
+
+
 def _is_int(value: object) -> bool:
     """A JSON integer: `true` is not one, though Python's bool is an int."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -367,7 +415,9 @@ def quantization_config(config: Mapping[str, Any]) -> Any:
     return text.get("quantization_config") if qc is None and isinstance(text, Mapping) else qc
 
 
-def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None = None) -> tuple[StoragePlan | None, str]:
+def plan_from_config(
+    config: Mapping[str, Any], present: frozenset[str] | None = None, spec: ModelSpec | None = None
+) -> tuple[StoragePlan | None, str]:
     """The checkpoint's own storage from config.json's quantization_config, and a note:
     (None, why) when there is none or its method is not one ffn reads. A value of the wrong
     JSON type (a string for a list, `true` for a number) is refused, naming its key. `present`:
@@ -407,7 +457,7 @@ def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None =
     elif method == "modelopt":  # NVIDIA ModelOpt's checkpoints (nvidia/*-NVFP4, *-FP8): every Linear not ignored
         algo = _MODELOPT.get(str(qc.get("quant_algo", "")).upper())
         if algo is None:
-            said = N_("quantization_config modelopt quant_algo {algo} is not read by ffn: the checkpoint size is not shown")
+            said = N_("quantization_config modelopt quant_algo {algo} is not read by ffn: its weights are priced in --dtype instead")
             return None, Message(said, algo=repr(qc.get("quant_algo")))
         fmt, scope = algo, _LINEARS | {"head"}  # as compressed-tensors' above
         excluded, unread = _not_converted(_module_names(qc, "ignore" if "ignore" in qc else "exclude_modules"))
@@ -417,8 +467,11 @@ def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None =
             return None, read
         fmt, scope = read, _LINEARS  # the decoder layers' linears: not the embeddings, the head or the routers
     else:
-        said = N_("quantization_config quant_method {method} is not read by ffn: the checkpoint size is not shown")
+        said = N_("quantization_config quant_method {method} is not read by ffn: its weights are priced in --dtype instead")
         return None, Message(said, method=repr(method) if method else "(none)")
+    if spec is not None and unread:  # a whole layer left out (Kimi K2.6's language_model.model.layers.0*)
+        whole, unread = _whole_layers(spec, unread, excluded)
+        excluded |= whole
     roles = frozenset(scope - excluded)
     note = Message(N_("modules_to_not_convert not matched: {names}"), names=", ".join(unread)) if unread else ""
     if qc.get("kv_cache_scheme") or qc.get("kv_cache_quant_algo"):  # scales for an fp8 cache a server may be told to keep
@@ -433,7 +486,7 @@ def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None =
         rest = FORMATS["fp16"]
     if method == "modelopt" and _mixed_precision(qc):  # no format of its own: quantized_layers says all
         plan = StoragePlan(fmt, roles, rest, Message(N_("config.json quantization_config: modelopt MIXED_PRECISION")), not_converted=kept)
-        return _with_quantized_layers(plan, qc, shown, note)
+        return _with_quantized_layers(plan, qc, shown, note, spec)
     origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
     # the method's own reach, less what the config already names as not converted
     never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope and r not in excluded and r in shown]
@@ -442,7 +495,7 @@ def plan_from_config(config: Mapping[str, Any], present: frozenset[str] | None =
     origin = Message.join(origin, experts)
     plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role)
     if _mixed_precision(qc):
-        return _with_quantized_layers(plan, qc, shown, note)
+        return _with_quantized_layers(plan, qc, shown, note, spec)
     return plan, note
 
 
@@ -470,6 +523,8 @@ _LAYER_ALGOS = {
 # A quantized_layers module path → its role: the first word it holds, in this order (a shared
 # expert's path holds "experts" too; Nemotron-H's mixer is its Mamba's and its MLP's).
 _LAYER_WORDS: tuple[tuple[str, str], ...] = (
+    ("visual", "vision"),  # a tower's own attention and MLP, never the text model's
+    ("vision", "vision"),
     ("shared_expert_gate", "router"),
     ("shared_expert", "shared"),
     ("experts", "experts"),
@@ -490,6 +545,28 @@ _LAYER_WORDS: tuple[tuple[str, str], ...] = (
 _ROUTER_ENDS = (".gate", ".router")
 
 
+def _covered(leaf: str, names: frozenset[str]) -> bool:
+    """Whether a module's own name is one listed, or fuses listed ones: under their common prefix
+    (the layout's in_proj_qkvz is the checkpoint's in_proj_qkv and in_proj_z; in_proj_ba is neither)
+    or before their common suffix (gate_up_proj is gate_proj and up_proj; qkv_proj q, k and v's)."""
+    if leaf in names:
+        return True
+    cut = leaf.rfind("_")
+    if cut < 0:
+        return False
+    prefix, suffix = leaf[: cut + 1], leaf[cut:]
+    heads = [n[len(prefix) :] for n in names if n.startswith(prefix) and len(n) > len(prefix)]
+    stems = [n[: -len(suffix)] for n in names if n.endswith(suffix) and len(n) > len(suffix)]
+    return _joined(leaf[len(prefix) :], heads) or _joined(leaf[:cut].replace("_", ""), [s.replace("_", "") for s in stems])
+
+
+def _joined(text: str, parts: list[str]) -> bool:
+    """Whether `text` is some of `parts`, each at most once, one after another."""
+    if not text:
+        return True
+    return any(p and text.startswith(p) and _joined(text[len(p) :], parts[:i] + parts[i + 1 :]) for i, p in enumerate(parts))
+
+
 def _mixed_precision(qc: Mapping[str, Any]) -> bool:
     return str(qc.get("quant_algo", "")).upper() == "MIXED_PRECISION"
 
@@ -507,7 +584,7 @@ def _layer_format(path: str, entry: object) -> WeightFormat | None:
         raise FFNError(f"quantization_config.quantized_layers.{path}", entry, allowed)
     fmt = _LAYER_ALGOS.get(entry["quant_algo"].upper())
     group = entry.get("group_size")
-    if fmt is None or group is None or group == fmt.group:
+    if fmt is None or group is None or group == fmt.group or not fmt.group:  # a per-tensor format has no groups to size
         return fmt
     if not _is_int(group) or group <= 0:
         raise FFNError(f"quantization_config.quantized_layers.{path}.group_size", group, _("must be a positive integer"))
@@ -515,7 +592,7 @@ def _layer_format(path: str, entry: object) -> WeightFormat | None:
 
 
 def _with_quantized_layers(
-    plan: StoragePlan, qc: Mapping[str, Any], shown: frozenset[str], note: Message | str
+    plan: StoragePlan, qc: Mapping[str, Any], shown: frozenset[str], note: Message | str, spec: ModelSpec | None
 ) -> tuple[StoragePlan | None, Message | str]:
     """ModelOpt's MIXED_PRECISION over `plan`: each role in the format its quantized_layers give it
     (DeepSeek-V4's NVFP4 checkpoint keeps its fp8 linears and stores the routed experts in NVFP4).
@@ -523,39 +600,76 @@ def _with_quantized_layers(
     checkpoint size unshown, never counted as bf16. The MTP layers, where no entry names them,
     keep the formats `plan` gives them."""
     layers = qc.get("quantized_layers")
-    if not isinstance(layers, Mapping) or not layers:
-        said = N_("quantization_config modelopt MIXED_PRECISION lists no quantized_layers: the checkpoint size is not shown")
+    if layers is not None and not isinstance(layers, Mapping):
+        raise FFNError(
+            "quantization_config.quantized_layers",
+            layers,
+            _('must be a JSON object of module paths, as {"lm_head": {"quant_algo": "NVFP4"}}'),
+        )
+    if not layers:
+        said = N_("quantization_config modelopt MIXED_PRECISION lists no quantized_layers: its weights are priced in --dtype instead")
         return None, Message(said)
     formats: dict[str, dict[str, WeightFormat]] = {}
+    names: dict[str, set[str]] = {}  # each role's modules listed, by their own name
+    in_layers: dict[str, set[int]] = {}  # and the layers they are listed in (the MTP layers' apart)
     unplaced = []
     for path, entry in layers.items():
         fmt, role = _layer_format(str(path), entry), _layer_role(str(path))
         if fmt is None:
-            said = N_("quantization_config quantized_layers quant_algo {algo} is not read by ffn: the checkpoint size is not shown")
+            said = N_(
+                "quantization_config quantized_layers quant_algo {algo} is not read by ffn: its weights are priced in --dtype instead"
+            )
             return None, Message(said, algo=repr(entry["quant_algo"]))
-        if role is None:
+        if role is None or role == "vision":  # a tower is priced whole, never module by module
             unplaced.append(str(path))
-        else:
-            formats.setdefault(role, {})[fmt.name] = fmt
+            continue
+        formats.setdefault(role, {})[fmt.name] = fmt
+        names.setdefault(role, set()).add(str(path).rpartition(".")[2])
+        layer = re.search(r"(?:^|\.)layers\.(\d+)\.", str(path))
+        if layer is not None and "mtp" not in str(path):
+            in_layers.setdefault(role, set()).add(int(layer.group(1)))
     if unplaced:
-        said = N_("quantization_config quantized_layers {names}: ffn cannot say which tensors they are; the checkpoint size is not shown")
+        said = N_(
+            "quantization_config quantized_layers {names}: ffn cannot say which tensors they are; its weights are priced in --dtype instead"
+        )
         return None, Message(said, names=", ".join(unplaced[:3]) + (", …" if len(unplaced) > 3 else ""))
     for role, found in formats.items():
         if len(found) > 1:
-            said = N_("quantization_config quantized_layers store the {role} in {formats}: the checkpoint size is not shown")
+            said = N_("quantization_config quantized_layers store the {role} in {formats}: its weights are priced in --dtype instead")
             return None, Message(said, role=Message(ROLE_WORDS[role]), formats=", ".join(sorted(found)))
+    partly = _listed_in_part(spec, in_layers) if spec is not None else None
+    if partly is not None:
+        said = N_("quantized_layers list the {role} of layers {listed}, not {missing}: its weights are priced in --dtype instead")
+        return None, Message(said, role=Message(ROLE_WORDS[partly[0]]), listed=partly[1], missing=partly[2])
     by_role = {**dict(plan.by_role), **{role: next(iter(found.values())) for role, found in formats.items()}}
     mixing = any(word in str(path) for path in layers for word in ("linear_attn", "mixer."))  # a hybrid's: said as its table says
     words_of = {**ROLE_WORDS, "attention": MIXING_WORDS} if mixing else ROLE_WORDS
     listed = [Message(N_("{role} in {format}"), role=Message(words_of[r]), format=f.name) for r, f in by_role.items() if r in shown]
     roles = _listed(listed) or Message(N_("none"))
     if plan.roles or plan.by_role:  # over a method's own formats (DeepSeek-V4's fp8): the rest as it says
-        words = Message(N_("; ModelOpt's quantized_layers: {roles}"), roles=roles)
+        words = Message(N_("; over these, ModelOpt's quantized_layers: {roles}"), roles=roles)
     else:
         words = Message(N_("; ModelOpt's quantized_layers: {roles}; the rest in {rest}"), roles=roles, rest=plan.rest.name)
     names_mtp = any("mtp" in str(path) for path in layers)
-    mixed = replace(plan, by_role=tuple(by_role.items()), origin=Message.join(plan.origin, words), shipped=None if names_mtp else plan)
+    by_name = tuple((role, frozenset(n)) for role, n in names.items() if role in _LEAF_ROLES)
+    mixed = replace(plan, by_role=tuple(by_role.items()), origin=Message.join(plan.origin, words), shipped=None if names_mtp else plan,
+                    listed=by_name)  # fmt: skip
     return mixed, note
+
+
+def _listed_in_part(spec: ModelSpec, in_layers: Mapping[str, set[int]]) -> tuple[str, str, str] | None:
+    """A role quantized_layers lists in some of the layers that hold it and not in others: ffn gives
+    a role one format, so it says so (the role, and both sets of layers in words) rather than price
+    the rest as the listed ones."""
+    held: dict[str, set[int]] = {}
+    for t in model_layout(spec):
+        if t.layers is not None and len(t.shape) > 1 and not t.tied:
+            held.setdefault(t.role, set()).update(t.layers)
+    for role, listed in in_layers.items():
+        missing = held.get(role, set()) - listed
+        if missing:
+            return role, layer_ranges(tuple(sorted(listed & held.get(role, set())))), layer_ranges(tuple(sorted(missing)))
+    return None
 
 
 # config.json's expert_dtype → the routed experts' format: DeepSeek-V4's reference model stores them
@@ -691,7 +805,7 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
     mtp = [t for t in shipped if t.part == "mtp" and not t.stored]
     if plan.shipped is not None and mtp:  # the layers quantized_layers does not list: say their formats
         kept = ", ".join(sorted({plan.format_of(t).name for t in mtp}))
-        said = Message(N_("; the multi-token prediction layers, which they do not list, in {formats}"), formats=kept)
+        said = Message(N_("; the multi-token prediction layers, which ModelOpt's quantized_layers do not list, in {formats}"), formats=kept)
         plan = replace(plan, origin=Message.join(plan.origin, said))
     return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers_words(spec))
 

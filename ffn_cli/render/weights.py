@@ -77,7 +77,8 @@ def checkpoint_view(c: Checkpoint, bf16_bytes: int, note: str = "") -> FitTable:
     whole = _("in --weights {format}").format(format=c.plan.asked) if c.plan.asked else _("checkpoint")
     rows.append(["[bold]" + whole + "[/]", fmt_count(c.total_params), "", bits, f"[bold]{fmt_bytes(c.bytes_)}[/]"])
     rows.append([_("bf16 everywhere"), fmt_count(c.total_params), "bf16", "16", fmt_bytes(bf16_bytes)])
-    formats = list(dict.fromkeys([c.plan.fmt.describe().shown(), *(f.describe().shown() for _role, f in c.plan.by_role)]))
+    by_role = [*c.plan.by_role, *(c.plan.shipped.by_role if c.plan.shipped is not None else ())]  # the MTP layers' own too
+    formats = list(dict.fromkeys([c.plan.fmt.describe().shown(), *(f.describe().shown() for _role, f in by_role)]))
     caption = _("{origin}. {format}. ").format(origin=shown(c.plan.origin), format=_("; ").join(formats)) + _(
         "{not_counted}; 1 GiB = 2³⁰ bytes."
     ).format(not_counted=_(NOT_COUNTED))

@@ -93,7 +93,7 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         return replace(asked, asked=opts.weights), ""
     if opts.quantize is not None:
         raise FFNError("quantize", opts.quantize, _("chooses where --weights FORMAT goes: give --weights too"))
-    plan, note = plan_from_config(loaded.config, present)
+    plan, note = plan_from_config(loaded.config, present, loaded.spec)
     if plan is None:
         origin = Message(N_("{format} everywhere (--dtype)"), format=rest)
         if dtype == "float8":  # computed in fp8, stored as a checkpoint without a quantization_config is: bf16

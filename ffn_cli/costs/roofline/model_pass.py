@@ -39,7 +39,7 @@ from ffn_cli.accounting import saved_tensors
 from ffn_cli.attention import AttentionSpec, LatentAttentionSpec
 from ffn_cli.compressed_attention import CompressedAttentionSpec
 from ffn_cli.costs.roofline.bound import Roofline, expected_distinct_experts
-from ffn_cli.costs.weights import StoragePlan, WeightTensor
+from ffn_cli.costs.weights import StoragePlan, WeightTensor, leaf_of
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _, shown
 from ffn_cli.models.count import ffn_part_name
@@ -60,7 +60,9 @@ __all__ = [
     "extras_cost",
     "ffn_cost",
     "head_cost",
+    "index_key_bytes",
     "kv_width",
+    "layer_keys",
     "mixer_cost",
     "pass_cost",
     "read_cost",
@@ -119,15 +121,15 @@ class PassCost:
     model: PartCost  # every layer, the embeddings and the LM head
 
 
-def _bytes(plan: StoragePlan, role: Role, shape: tuple[int, ...]) -> float:
-    t = WeightTensor("vector" if len(shape) < 2 else role, shape, 1)
+def _bytes(plan: StoragePlan, role: Role, shape: tuple[int, ...], leaf: str = "") -> float:
+    t = WeightTensor("vector" if len(shape) < 2 else role, shape, 1, leaf=leaf)
     return plan.format_of(t).tensor_bits(shape) / 8
 
 
 def read_cost(plan: StoragePlan, tensors: Iterable[PlacedTensor]) -> tuple[float, int]:
     """The stored bytes and parameters of one copy of each of `tensors`, each read once."""
     tensors = list(tensors)
-    return sum(_bytes(plan, t.role, t.shape) for t in tensors), sum(t.numel for t in tensors)
+    return sum(_bytes(plan, t.role, t.shape, leaf_of(t.role, t.name)) for t in tensors), sum(t.numel for t in tensors)
 
 
 def routed_expert_tensors(spec: ModelSpec, ffn: FFNSpec) -> list[PlacedTensor]:
@@ -193,7 +195,7 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
         return _compressed_cost(spec, a, layer, plan, case)
     chunk = stack.chunks[layer] if stack.chunks else None
     window = stack.windows[layer]
-    keys = case.batch * _keys(case, window, chunk, stack.causal)
+    keys = layer_keys(stack, layer, case)
     # DeepSeek Sparse Attention: the indexer scores every key, the attention reads its top-k
     # (a query's latest index_topk keys and as many as a window of that width: the count is the same)
     read = keys
@@ -214,22 +216,32 @@ def attention_cost(spec: ModelSpec, stack: LayerStack, layer: int, plan: Storage
     picked, picked_params = read_cost(plan, attention_tensors(spec, (layer,), shared_kv=shared))
     unpicked, unpicked_params = _unpicked_experts(spec, layer, plan, case)
     weights, params = picked + unpicked, picked_params + unpicked_params
-    # a DSA indexer's keys are cached and read beside the attention's
     width = kv_width(spec, layer) * case.act_bytes
-    index_width = (spec.index_key_width if indexed else 0) * case.act_bytes
     # prefill: K, V written, then read once; decode: the keys read, the new token's written;
     # a KV-shared layer reads the keys another layer wrote and writes none
     written = 0 if shared else case.tokens
-    if case.phase == "prefill":
-        kv = (written + case.tokens) * (width + index_width)
-    else:
-        kv = (read + written) * width + (keys + written) * index_width
+    kv = (written + case.tokens if case.phase == "prefill" else read + written) * width + index_key_bytes(spec, layer, case, keys)
     if isinstance(a, AttentionSpec) and (a.conv_window or a.carried_values):  # kept beside the cache, as a mixer's state
         beside = a.conv_window * (a.kv_conv_bytes or case.act_bytes) + a.carried_values * case.act_bytes
         kv += case.batch * beside * (1 if case.phase == "prefill" else 2)
     read_in = a.in_width if isinstance(a, AttentionSpec) else spec.d_model  # Zamba's reads 2 · d_model
     io = case.tokens * (read_in + spec.d_model) * case.act_bytes
     return PartCost("attention", flops, weights, io, kv, weight_params=params)
+
+
+def layer_keys(stack: LayerStack, layer: int, case: PassCase) -> int:
+    """Keys the pass's queries read in `layer`, every sequence's: its window's or chunk's."""
+    return case.batch * _keys(case, stack.windows[layer], stack.chunks[layer] if stack.chunks else None, stack.causal)
+
+
+def index_key_bytes(spec: ModelSpec, layer: int, case: PassCase, keys: int) -> float:
+    """The bytes of an indexer's cached keys the pass reads and writes in `layer` (a DSA, QSA or MSA
+    indexer's, one key a token, whole on every GPU of --tp): every one of the `keys` its heads score
+    and the new tokens'; prefill writes them and reads them once."""
+    if layer not in spec.index_layers:
+        return 0.0
+    width = spec.index_key_width * case.act_bytes
+    return (2 * case.tokens if case.phase == "prefill" else keys + case.tokens) * width
 
 
 def _unpicked_experts(spec: ModelSpec, layer: int, plan: StoragePlan, case: PassCase) -> tuple[float, float]:

@@ -41,6 +41,8 @@ from ffn_cli.costs.roofline.model_pass import (
     extras_cost,
     ffn_cost,
     head_cost,
+    index_key_bytes,
+    layer_keys,
     mixer_cost,
     read_cost,
     routed_expert_tensors,
@@ -98,7 +100,11 @@ def _split(p: PartCost, tp: int, kv_share: float) -> PartCost:
 def _attention_rank(spec: ModelSpec, stack: LayerStack, layer: int, plan: StoragePlan, case: PassCase, layout: Layout) -> PartCost:
     """One attention layer on a GPU: its work and weights ÷ tp, its KV heads' share of the cache,
     and of fewer KV heads than --tp one head's key and value projections, weights and work (copied)."""
-    cost = _split(attention_cost(spec, stack, layer, plan, case), layout.tp, layout.kv_share(spec, layer))
+    share = layout.kv_share(spec, layer)
+    cost = _split(attention_cost(spec, stack, layer, plan, case), layout.tp, share)
+    # an indexer's keys are whole on every GPU, as the memory holds them: the share split off, back
+    whole = index_key_bytes(spec, layer, case, layer_keys(stack, layer, case))
+    cost = replace(cost, kv_bytes=cost.kv_bytes + whole * (1 - share))
     shared = layer in spec.kv_shared_layers
     for t in attention_tensors(spec, (layer,), shared_kv=shared):
         share = held_whole_share(t.kv_heads, t.whole, layout.tp)
