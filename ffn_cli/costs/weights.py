@@ -636,7 +636,7 @@ def _with_quantized_layers(
     for role, found in formats.items():
         if len(found) > 1:
             said = N_("quantization_config quantized_layers store the {role} in {formats}: its weights are priced in --dtype instead")
-            return None, Message(said, role=Message(ROLE_WORDS[role]), formats=", ".join(sorted(found)))
+            return None, Message(said, role=Message(ROLE_WORDS[role]), formats=Message.listed(sorted(found)))
     partly = _listed_in_part(spec, in_layers) if spec is not None else None
     if partly is not None:
         said = N_("quantized_layers list the {role} of layers {listed}, not {missing}: its weights are priced in --dtype instead")
@@ -804,7 +804,7 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
         plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
     mtp = [t for t in shipped if t.part == "mtp" and not t.stored]
     if plan.shipped is not None and mtp:  # the layers quantized_layers does not list: say their formats
-        kept = ", ".join(sorted({plan.format_of(t).name for t in mtp}))
+        kept = Message.listed(sorted({plan.format_of(t).name for t in mtp}))
         said = Message(N_("; the multi-token prediction layers, which ModelOpt's quantized_layers do not list, in {formats}"), formats=kept)
         plan = replace(plan, origin=Message.join(plan.origin, said))
     return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers_words(spec))
