@@ -235,3 +235,54 @@ def test_a_ref_that_holds_a_path_is_not_followed(hub_cache: Path) -> None:
     (hub_cache / "models--test-org--tiny-llama" / "refs" / "main").write_text("../../../../etc/passwd", encoding="utf-8")
     line = _one_error_line("--model", "test-org/tiny-llama")
     assert "refs/main holds no commit hash" in line and "passwd" not in line.split("(")[0]
+
+
+_SIDECAR = {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}
+
+
+def test_a_cached_sidecar_is_read_with_config_json(hub_cache: Path) -> None:
+    # ModelOpt's hf_quant_config.json kept beside config.json in the snapshot: read without a request.
+    folder = hub_cache / "models--test-org--tiny-llama" / "snapshots" / COMMIT
+    (folder / "hf_quant_config.json").write_text(json.dumps(_SIDECAR), encoding="utf-8")
+    data = _params_json("--model", "test-org/tiny-llama")
+    assert data["checkpoint"]["origin"].startswith("hf_quant_config.json: modelopt")
+    assert data["checkpoint"]["formats_by_role"] == {} and data["checkpoint"]["format"]["name"] == "nvfp4"
+
+
+@pytest.mark.parametrize("answer", ["present", "absent", "network"])
+def test_a_config_json_fetched_now_brings_its_sidecar(answer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Downloaded for the first time: config.json, then hf_quant_config.json where the repository has
+    # one (absent: nothing said); a Hub that fails on the second is said in one line, never read as bf16.
+    import huggingface_hub
+
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    calls: list[str] = []
+
+    def download(repo: str, filename: str, *args: Any, local_files_only: bool = False, **kwargs: Any) -> str:
+        calls.append(filename + (" (cache)" if local_files_only else ""))
+        if local_files_only:
+            raise errors.LocalEntryNotFoundError("not cached")
+        if filename == "hf_quant_config.json":
+            if answer == "absent":
+                raise errors.RemoteEntryNotFoundError("404", response=_response(404))
+            if answer == "network":
+                raise httpx.ConnectError("[Errno -2] Name or service not known")
+            (snapshot / filename).write_text(json.dumps(_SIDECAR), encoding="utf-8")
+        else:
+            (snapshot / filename).write_text(json.dumps(load_preset("llama-3-8b")), encoding="utf-8")
+        return str(snapshot / filename)
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", lambda *a, **k: None)
+    result = CliRunner().invoke(app, ["params", "--model", "org/name", "--json"])
+    assert calls == ["config.json (cache)", "config.json", "hf_quant_config.json"]
+    if answer == "network":
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert "error: --model org/name: config.json came, but hf_quant_config.json could not be checked" in result.output
+        return
+    assert result.exit_code == 0, result.output
+    stored = json.loads(result.stdout).get("checkpoint")  # none where the model says no quantization
+    assert stored["origin"].startswith("hf_quant_config.json: modelopt") if answer == "present" else stored is None

@@ -426,3 +426,52 @@ def test_a_config_that_turns_the_bias_off_ships_none(tmp_path: Path, preset: str
     path.write_text(json.dumps({**_preset_config(preset), key: value}))
     assert _role(_checkpoint("--preset", preset, "--weights", "bf16"), "bias")["params"] > 0
     assert not any(r["role"] == "bias" for r in _checkpoint("--config", str(path), "--weights", "bf16")["roles"])
+
+
+# --- ModelOpt's hf_quant_config.json beside a config.json that says no quantization --------------
+
+
+def _model_dir(tmp_path: Path, sidecar: object, config: dict | None = None) -> Path:  # type: ignore[type-arg]
+    from ffn_cli.configs.files import load_preset
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config or dict(load_preset("llama-3.1-8b"))), encoding="utf-8")
+    (folder / "hf_quant_config.json").write_text(sidecar if isinstance(sidecar, str) else json.dumps(sidecar), encoding="utf-8")
+    return folder
+
+
+_NVFP4_SIDECAR = {
+    "producer": {"name": "modelopt"},
+    "quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]},
+}
+
+
+def _nvfp4_llama_8b() -> int:
+    """Llama-3.1-8B's linears in NVFP4 (e2m1, an e4m3 scale per 16, two fp32 a tensor), the rest bf16."""
+    return 32 * sum(o * i // 2 + o * i // 16 + 8 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
+
+
+@pytest.mark.parametrize("given", ["folder", "file"])
+def test_a_sidecar_beside_config_json_is_its_quantization(tmp_path: Path, given: str) -> None:
+    # nvidia/DeepSeek-V3.2-NVFP4 and Nemotron 3's NVFP4 checkpoints keep their quantization in
+    # hf_quant_config.json, as vLLM reads it: the folder or its config.json, read with it.
+    folder = _model_dir(tmp_path, _NVFP4_SIDECAR)
+    c = _checkpoint("--config", str(folder if given == "folder" else folder / "config.json"))
+    assert c["bytes"] == _nvfp4_llama_8b()
+    assert c["origin"].startswith("hf_quant_config.json: modelopt, not converted: LM head")
+
+
+def test_config_jsons_own_quantization_comes_first(tmp_path: Path) -> None:
+    from ffn_cli.configs.files import load_preset
+
+    own = dict(load_preset("llama-3.1-8b")) | {"quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"}}
+    c = _checkpoint("--config", str(_model_dir(tmp_path, _NVFP4_SIDECAR, own)))
+    assert c["bytes"] == 32 * sum(o * i + 4 for o, i in _LLAMA_8B) + _LLAMA_8B_REST  # fp8, a float32 scale each
+
+
+@pytest.mark.parametrize(("sidecar", "said"), [("{", "is not valid JSON"), ({"producer": {}}, 'must hold a "quantization" object')])
+def test_a_sidecar_that_is_not_modelopts_is_refused(tmp_path: Path, sidecar: object, said: str) -> None:
+    result = runner.invoke(app, ["params", "--config", str(_model_dir(tmp_path, sidecar))])
+    assert result.exit_code == 2 and said in result.output and "hf_quant_config.json" in result.output
+    assert "Traceback" not in result.output

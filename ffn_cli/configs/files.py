@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ffn_cli.configs.quant_sidecar import read_beside
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
@@ -49,10 +50,20 @@ def load_preset(name: str) -> dict[str, Any]:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a config.json (or the config.json inside a model directory) as a JSON object."""
+    """Read a config.json (or the config.json inside a model directory) as a JSON object, with
+    ModelOpt's hf_quant_config.json beside it where it says no quantization of its own."""
     given = str(path)
     try:
         file = _config_file(Path(path).expanduser(), given)
+    except OSError as exc:  # a folder we may not list
+        raise FFNError("config", given, _("cannot be read: {reason}").format(reason=exc.strerror or exc)) from None
+    config = parse_config(_read_text(file, given), given)
+    return read_beside(config, file.parent, lambda beside: _read_text(beside, str(beside)))
+
+
+def _read_text(file: Path, given: str) -> str:
+    """A small local JSON file's text, read within READ_TIMEOUT_S and MAX_CONFIG_BYTES."""
+    try:
         data = read_capped(file, MAX_CONFIG_BYTES, READ_TIMEOUT_S)
     except OSError as exc:  # a folder we may not list, a file we may not read
         raise FFNError("config", given, _("cannot be read: {reason}").format(reason=exc.strerror or exc)) from None
@@ -69,10 +80,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
             _("is over {max_config_bytes:,} bytes; a config.json is a small JSON file").format(max_config_bytes=MAX_CONFIG_BYTES),
         )
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise FFNError("config", given, _("is not UTF-8 text; a config.json is JSON")) from None
-    return parse_config(text, given)
 
 
 def _config_file(file: Path, given: str) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.configs.files import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
+from ffn_cli.configs.quant_sidecar import SIDECAR, has_quantization, merged
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import _
 
@@ -42,8 +43,35 @@ def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any
         raise FFNError("model", repo_id, _("a Hugging Face model id, ORG/NAME (e.g. meta-llama/Meta-Llama-3-8B)"))
     if revision is not None and (not _REVISION.match(revision.strip()) or ".." in revision or revision.strip().endswith(".lock")):
         raise FFNError("revision", revision, _("a branch, tag or commit hash (letters, digits, '.', '_', '-', and '/' between parts)"))
-    path = _download(name, revision.strip() if revision else None)
-    return parse_config(_read_cached(Path(path), name, "config.json"), f"{name} config.json"), path
+    rev = revision.strip() if revision else None
+    path, fetched = _download(name, rev)
+    config = parse_config(_read_cached(Path(path), name, "config.json"), f"{name} config.json")
+    if has_quantization(config):
+        return config, path
+    beside = Path(path).parent / SIDECAR
+    if fetched and not beside.is_file():  # fetched now: its sidecar too, where it has one
+        _fetch_sidecar(name, rev)
+    if beside.is_file():  # kept in the same snapshot: later calls read it without a request
+        config = merged(config, _read_cached(beside, name, SIDECAR), f"{name} {SIDECAR}")
+    return config, path
+
+
+def _fetch_sidecar(name: str, revision: str | None) -> None:
+    """ModelOpt's hf_quant_config.json of a model whose config.json was just downloaded, where the
+    repository has one (most have none: nothing is said). A Hub that fails now is said, never
+    read as no quantization."""
+    import huggingface_hub
+    from huggingface_hub import errors
+
+    try:
+        huggingface_hub.hf_hub_download(name, SIDECAR, revision=revision)
+    except errors.EntryNotFoundError:
+        return
+    except Exception as exc:  # httpx's request errors and the Hub's HTTP errors, as config.json's above
+        if not (_is_network_error(exc) or isinstance(exc, errors.HfHubHTTPError)):
+            raise
+        why = _("--model {name}: config.json came, but {sidecar} could not be checked ({first_line}); try again")
+        raise FFNRuntimeError(why.format(name=name, sidecar=SIDECAR, first_line=first_line(exc))) from None
 
 
 def _read_cached(file: Path, name: str, what: str) -> str:
@@ -107,10 +135,11 @@ def cached_config(name: str, revision: str | None) -> Path | None:
     return file if file.exists() else None
 
 
-def _download(name: str, revision: str | None) -> str:
+def _download(name: str, revision: str | None) -> tuple[str, bool]:
+    """The local config.json of `name`, and whether it was fetched from the Hub now."""
     cached = cached_config(name, revision)
     if cached is not None:
-        return str(cached)
+        return str(cached), False
     try:
         import huggingface_hub
         from huggingface_hub import errors
@@ -119,7 +148,7 @@ def _download(name: str, revision: str | None) -> str:
     where = name + (f" at revision {revision}" if revision else "")
     try:
         # The cache answers without a request; only a name it lacks goes to the Hub.
-        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision, local_files_only=True))
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision, local_files_only=True)), False
     except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
         pass
     except errors.HFValidationError as exc:
@@ -133,7 +162,7 @@ def _download(name: str, revision: str | None) -> str:
         # missing, gated or unreachable model apart before anything is downloaded.
         url = huggingface_hub.hf_hub_url(name, "config.json", revision=revision)
         huggingface_hub.get_hf_file_metadata(url, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
-        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision))
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision)), True
     except errors.GatedRepoError:
         raise FFNRuntimeError(
             _("--model {name}: a gated model; accept its terms on huggingface.co, then log in (hf auth login) or set HF_TOKEN").format(

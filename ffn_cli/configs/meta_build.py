@@ -25,6 +25,7 @@ from transformers.models.auto import configuration_auto, modeling_auto
 from ffn_cli.configs.attribution import BuiltKind, Owner, attribute, is_experts, pattern
 from ffn_cli.configs.built import TOWER_RUNS_ON, TOWER_WORDS, BuiltModel, BuiltPart, RoutedExperts, Towers, described_towers
 from ffn_cli.configs.encoder_decoder import half_of
+from ffn_cli.configs.quant_sidecar import FROM_SIDECAR
 from ffn_cli.configs.unknown import SeveralTextModels
 from ffn_cli.errors import FFNError, first_line
 from ffn_cli.i18n import N_, Message, _
@@ -150,6 +151,7 @@ def hf_config_of(config: Mapping[str, Any], source: str = "config") -> tuple[Pre
         model_type = data["model_type"] = read_as
     if data.pop("auto_map", None):
         notes.append(N_("auto_map ignored: built transformers' own class, never the repository's code"))
+    data.pop(FROM_SIDECAR, None)  # ffn's own mark: where the quantization below came from
     if data.pop("quantization_config", None):
         notes.append(N_("quantization_config set aside in the build: parameters counted unquantized (the weights as stored follow it)"))
     config_class = configuration_auto.CONFIG_MAPPING[model_type]  # known (above): a KeyError here is ffn's

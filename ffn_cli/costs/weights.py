@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from math import ceil, prod
 from typing import Any
 
+from ffn_cli.configs.quant_sidecar import FROM_SIDECAR, SIDECAR
 from ffn_cli.costs.compressed_tensors import compressed_tensors_format
 from ffn_cli.errors import FFNError
 from ffn_cli.hardware.formats import FORMATS, SYNTAX, TABLE_FORMATS, WeightFormat, awq, gptq, parse_format
@@ -362,6 +363,13 @@ def _not_converted(modules: list[str]) -> tuple[frozenset[str], list[str]]:
 _WHOLE_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.\*|\*|)$")
 
 
+def _mtp_layers_named(spec: ModelSpec, entries: list[str]) -> tuple[bool, list[str]]:
+    """Whether entries name whole layers past the decoder's (DeepSeek's MTP layer 61,
+    nvidia/DeepSeek-V3.2-NVFP4's "model.layers.61*"), and the entries left."""
+    past = [e for e in entries if (m := _WHOLE_LAYER.search(e.removeprefix("re:"))) and int(m.group(1)) >= spec.n_layers]
+    return bool(past), [e for e in entries if e not in past]
+
+
 def _whole_layers(spec: ModelSpec, entries: list[str], excluded: frozenset[str]) -> tuple[frozenset[str], list[str]]:
     """Entries that name whole decoder layers ("…layers.0*"): the roles of the model's matrices held
     in those layers alone, and the entries left unmatched: all of them where a role not `excluded`
@@ -429,6 +437,7 @@ def plan_from_config(
     if not isinstance(qc, Mapping):  # a string or a list: no quant_method to read, and silence would count it as bf16
         raise FFNError("quantization_config", qc, _('must be a JSON object naming its quant_method, as {"quant_method": "fp8"}'))
     method = str(qc.get("quant_method", "")).lower()
+    beside = config.get(FROM_SIDECAR) == SIDECAR
     excluded, unread = _not_converted(_module_names(qc))
     if method == "mxfp4":
         fmt, scope = FORMATS["mxfp4"], QUANTIZE_SCOPES["all"]
@@ -469,7 +478,9 @@ def plan_from_config(
     else:
         said = N_("quantization_config quant_method {method} is not read by ffn: its weights are priced in --dtype instead")
         return None, Message(said, method=repr(method) if method else "(none)")
+    mtp_out = False
     if spec is not None and unread:  # a whole layer left out (Kimi K2.6's language_model.model.layers.0*)
+        mtp_out, unread = _mtp_layers_named(spec, unread)
         whole, unread = _whole_layers(spec, unread, excluded)
         excluded |= whole
     roles = frozenset(scope - excluded)
@@ -485,15 +496,28 @@ def plan_from_config(
     if method == "compressed-tensors" and str(config.get("torch_dtype")) == "float16":
         rest = FORMATS["fp16"]
     if method == "modelopt" and _mixed_precision(qc):  # no format of its own: quantized_layers says all
-        plan = StoragePlan(fmt, roles, rest, Message(N_("config.json quantization_config: modelopt MIXED_PRECISION")), not_converted=kept)
+        said = (
+            N_("hf_quant_config.json: modelopt MIXED_PRECISION")
+            if beside
+            else N_("config.json quantization_config: modelopt MIXED_PRECISION")
+        )
+        plan = StoragePlan(fmt, roles, rest, Message(said), not_converted=kept)
         return _with_quantized_layers(plan, qc, shown, note, spec)
-    origin = Message(N_("config.json quantization_config: {method}, not converted: {kept}"), method=method, kept=kept)
+    # ModelOpt's sidecar, where config.json says none (nvidia/DeepSeek-V3.2-NVFP4's): named as the source
+    head = (
+        N_("hf_quant_config.json: {method}, not converted: {kept}")
+        if beside
+        else N_("config.json quantization_config: {method}, not converted: {kept}")
+    )
+    origin = Message(head, method=method, kept=kept)
     # the method's own reach, less what the config already names as not converted
     never = [Message(ROLE_WORDS[r]) for r in ("embedding", "router", "head") if r not in scope and r not in excluded and r in shown]
     if never:
         origin = Message.join(origin, Message(N_("; never quantized by it: {roles}"), roles=_listed(never)))
     origin = Message.join(origin, experts)
     plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role)
+    if mtp_out:  # the MTP layers, numbered after the decoder's, left out whole: stored in the rest's format
+        plan = replace(plan, shipped=replace(plan, roles=frozenset(), by_role=()))
     if _mixed_precision(qc):
         return _with_quantized_layers(plan, qc, shown, note, spec)
     return plan, note
@@ -805,7 +829,7 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
     mtp = [t for t in shipped if t.part == "mtp" and not t.stored]
     if plan.shipped is not None and mtp:  # the layers quantized_layers does not list: say their formats
         kept = Message.listed(sorted({plan.format_of(t).name for t in mtp}))
-        said = Message(N_("; the multi-token prediction layers, which ModelOpt's quantized_layers do not list, in {formats}"), formats=kept)
+        said = Message(N_("; the multi-token prediction layers in {formats}"), formats=kept)
         plan = replace(plan, origin=Message.join(plan.origin, said))
     return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers_words(spec))
 
