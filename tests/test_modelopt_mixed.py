@@ -222,3 +222,14 @@ def test_a_whole_layer_left_out_is_its_roles_left_out() -> None:
     dense = next(r for r in c["roles"] if r["role"] == "dense_ffn")
     assert (dense["format"], dense["params"], dense["bytes"]) == ("bf16", 3 * 7168 * 18432, 2 * 3 * 7168 * 18432)
     assert "layers.0*" not in c["note"]
+
+
+def test_a_module_listed_in_some_layers_leaves_the_size_unread(tmp_path: Path) -> None:
+    # q_proj listed in layers 0–2 alone, k, v and o in every layer: layer 3's q_proj in neither format.
+    listed = {k: v for k, v in _layers().items() if k != "model.layers.3.self_attn.q_proj"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_QWEN3_MOE | {"quantization_config": _mixed(listed)}), encoding="utf-8")
+    result = runner.invoke(app, ["params", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    said = "quantized_layers list the attention projections of layers 0–2, not 3: its weights are priced in --dtype instead"
+    assert said in json.loads(result.stdout)["checkpoint"]["note"]

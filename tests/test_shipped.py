@@ -475,3 +475,12 @@ def test_a_sidecar_that_is_not_modelopts_is_refused(tmp_path: Path, sidecar: obj
     result = runner.invoke(app, ["params", "--config", str(_model_dir(tmp_path, sidecar))])
     assert result.exit_code == 2 and said in result.output and "hf_quant_config.json" in result.output
     assert "Traceback" not in result.output
+
+
+def test_modelopts_quantization_named_by_its_producer_alone(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Qwen3-32B-FP8-Static-PerTensor's quantization_config names no quant_method, its producer
+    # modelopt and quant_algo FP8: e4m3 and a float32 weight_scale and input_scale per linear.
+    qc = {"quant_algo": "FP8", "ignore": ["lm_head"], "producer": {"name": "modelopt", "version": "0.31.0"}}
+    c = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", qc))
+    assert c["bytes"] == 32 * sum(o * i + 8 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
+    assert c["origin"].startswith("config.json quantization_config: modelopt, not converted: LM head")

@@ -437,6 +437,9 @@ def plan_from_config(
     if not isinstance(qc, Mapping):  # a string or a list: no quant_method to read, and silence would count it as bf16
         raise FFNError("quantization_config", qc, _('must be a JSON object naming its quant_method, as {"quant_method": "fp8"}'))
     method = str(qc.get("quant_method", "")).lower()
+    producer = qc.get("producer")
+    if not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt":  # ModelOpt's, named by its producer alone
+        method = "modelopt"
     beside = config.get(FROM_SIDECAR) == SIDECAR
     excluded, unread = _not_converted(_module_names(qc))
     if method == "mxfp4":
@@ -635,7 +638,7 @@ def _with_quantized_layers(
         return None, Message(said)
     formats: dict[str, dict[str, WeightFormat]] = {}
     names: dict[str, set[str]] = {}  # each role's modules listed, by their own name
-    in_layers: dict[str, set[int]] = {}  # and the layers they are listed in (the MTP layers' apart)
+    in_layers: dict[str, dict[int, set[str]]] = {}  # and those listed in each layer (the MTP layers' apart)
     unplaced = []
     for path, entry in layers.items():
         fmt, role = _layer_format(str(path), entry), _layer_role(str(path))
@@ -651,7 +654,7 @@ def _with_quantized_layers(
         names.setdefault(role, set()).add(str(path).rpartition(".")[2])
         layer = re.search(r"(?:^|\.)layers\.(\d+)\.", str(path))
         if layer is not None and "mtp" not in str(path):
-            in_layers.setdefault(role, set()).add(int(layer.group(1)))
+            in_layers.setdefault(role, {}).setdefault(int(layer.group(1)), set()).add(str(path).rpartition(".")[2])
     if unplaced:
         said = N_(
             "quantization_config quantized_layers {names}: ffn cannot say which tensors they are; its weights are priced in --dtype instead"
@@ -661,7 +664,7 @@ def _with_quantized_layers(
         if len(found) > 1:
             said = N_("quantization_config quantized_layers store the {role} in {formats}: its weights are priced in --dtype instead")
             return None, Message(said, role=Message(ROLE_WORDS[role]), formats=Message.listed(sorted(found)))
-    partly = _listed_in_part(spec, in_layers) if spec is not None else None
+    partly = _listed_in_part(spec, in_layers, names) if spec is not None else None
     if partly is not None:
         said = N_("quantized_layers list the {role} of layers {listed}, not {missing}: its weights are priced in --dtype instead")
         return None, Message(said, role=Message(ROLE_WORDS[partly[0]]), listed=partly[1], missing=partly[2])
@@ -681,18 +684,24 @@ def _with_quantized_layers(
     return mixed, note
 
 
-def _listed_in_part(spec: ModelSpec, in_layers: Mapping[str, set[int]]) -> tuple[str, str, str] | None:
-    """A role quantized_layers lists in some of the layers that hold it and not in others: ffn gives
-    a role one format, so it says so (the role, and both sets of layers in words) rather than price
-    the rest as the listed ones."""
-    held: dict[str, set[int]] = {}
+def _listed_in_part(
+    spec: ModelSpec, in_layers: Mapping[str, Mapping[int, set[str]]], names: Mapping[str, set[str]]
+) -> tuple[str, str, str] | None:
+    """A tensor quantized_layers lists in some of the layers that hold it and not in others (a
+    module by its own name, where the role is listed so; else the role): ffn gives a tensor of
+    the model one format, so it says so (the role, both sets of layers in words) rather than price
+    the rest as the listed ones. A module never listed is the rest's, not this."""
     for t in model_layout(spec):
-        if t.layers is not None and len(t.shape) > 1 and not t.tied:
-            held.setdefault(t.role, set()).update(t.layers)
-    for role, listed in in_layers.items():
-        missing = held.get(role, set()) - listed
+        at = in_layers.get(t.role)
+        if at is None or t.layers is None or len(t.shape) < 2 or t.tied:
+            continue
+        leaf = leaf_of(t.role, t.name)
+        if leaf and not _covered(leaf, frozenset(names[t.role])):
+            continue
+        missing = tuple(i for i in t.layers if (not _covered(leaf, frozenset(at.get(i, ()))) if leaf else i not in at))
         if missing:
-            return role, layer_ranges(tuple(sorted(listed & held.get(role, set())))), layer_ranges(tuple(sorted(missing)))
+            listed = tuple(i for i in t.layers if i not in missing)
+            return t.role, layer_ranges(listed) if listed else Message(N_("none")).shown(), layer_ranges(missing)
     return None
 
 
