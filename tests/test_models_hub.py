@@ -281,8 +281,40 @@ def test_a_config_json_fetched_now_brings_its_sidecar(answer: str, tmp_path: Pat
     assert calls == ["config.json (cache)", "config.json", "hf_quant_config.json"]
     if answer == "network":
         assert result.exit_code == 1 and "Traceback" not in result.output
-        assert "error: --model org/name: config.json came, but hf_quant_config.json could not be checked" in result.output
+        assert "error: --model org/name: hf_quant_config.json, beside its config.json, could not be checked" in result.output
         return
     assert result.exit_code == 0, result.output
     stored = json.loads(result.stdout).get("checkpoint")  # none where the model says no quantization
     assert stored["origin"].startswith("hf_quant_config.json: modelopt") if answer == "present" else stored is None
+
+
+@pytest.mark.parametrize("remembered", [False, True])
+def test_a_cached_config_json_asks_for_its_sidecar_once(remembered: bool, hub_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # config.json cached, its sidecar not (fetched by an older ffn, or another tool): asked for,
+    # online, and kept in the snapshot; where huggingface_hub's cache remembers it absent, not asked.
+    import huggingface_hub
+
+    folder = hub_cache / "models--test-org--tiny-llama" / "snapshots" / COMMIT
+    if remembered:
+        (hub_cache / "models--test-org--tiny-llama" / ".no_exist" / COMMIT).mkdir(parents=True)
+        (hub_cache / "models--test-org--tiny-llama" / ".no_exist" / COMMIT / "hf_quant_config.json").touch()
+    calls: list[str] = []
+
+    def download(repo: str, filename: str, *args: Any, **kwargs: Any) -> str:
+        calls.append(filename)
+        (folder / filename).write_text(json.dumps(_SIDECAR), encoding="utf-8")
+        return str(folder / filename)
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    data = _params_json("--model", "test-org/tiny-llama")
+    assert calls == ([] if remembered else ["hf_quant_config.json"])
+    assert ("checkpoint" in data) is not remembered
+
+
+def test_a_bad_cached_sidecar_is_named(hub_cache: Path) -> None:
+    folder = hub_cache / "models--test-org--tiny-llama" / "snapshots" / COMMIT
+    (folder / "hf_quant_config.json").write_text("{", encoding="utf-8")
+    result = CliRunner().invoke(app, ["params", "--model", "test-org/tiny-llama"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.startswith("error: --model test-org/tiny-llama: its hf_quant_config.json is not valid JSON")

@@ -470,9 +470,16 @@ def test_config_jsons_own_quantization_comes_first(tmp_path: Path) -> None:
     assert c["bytes"] == 32 * sum(o * i + 4 for o, i in _LLAMA_8B) + _LLAMA_8B_REST  # fp8, a float32 scale each
 
 
-@pytest.mark.parametrize(("sidecar", "said"), [("{", "is not valid JSON"), ({"producer": {}}, 'must hold a "quantization" object')])
+@pytest.mark.parametrize(
+    ("sidecar", "said"),
+    [("{", "is not valid JSON (line 1"), ({"producer": {}}, 'must hold a "quantization" object'), (None, "is not a regular file")],
+)
 def test_a_sidecar_that_is_not_modelopts_is_refused(tmp_path: Path, sidecar: object, said: str) -> None:
-    result = runner.invoke(app, ["params", "--config", str(_model_dir(tmp_path, sidecar))])
+    folder = _model_dir(tmp_path, sidecar or {})
+    if sidecar is None:  # a folder where the file should be
+        (folder / "hf_quant_config.json").unlink()
+        (folder / "hf_quant_config.json").mkdir()
+    result = runner.invoke(app, ["params", "--config", str(folder)])
     assert result.exit_code == 2 and said in result.output and "hf_quant_config.json" in result.output
     assert "Traceback" not in result.output
 
@@ -484,3 +491,13 @@ def test_modelopts_quantization_named_by_its_producer_alone(tmp_path) -> None:  
     c = _checkpoint("--config", _config_with(tmp_path, "llama-3.1-8b", qc))
     assert c["bytes"] == 32 * sum(o * i + 8 for o, i in _LLAMA_8B) + _LLAMA_8B_REST
     assert c["origin"].startswith("config.json quantization_config: modelopt, not converted: LM head")
+
+
+def test_a_sidecar_beside_another_json_file_is_not_read(tmp_path: Path) -> None:
+    # Only a config.json (or the folder holding one) is read with the sidecar beside it.
+    folder = _model_dir(tmp_path, _NVFP4_SIDECAR)
+    other = folder / "other.json"
+    other.write_text((folder / "config.json").read_text(encoding="utf-8"), encoding="utf-8")
+    result = runner.invoke(app, ["params", "--config", str(other), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "checkpoint" not in json.loads(result.stdout)

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ffn_cli.configs.quant_sidecar import read_beside
+from ffn_cli.configs.quant_sidecar import MAX_SIDECAR_BYTES, read_beside
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import N_, _
 from ffn_cli.names import unknown_name
@@ -58,13 +58,13 @@ def load_config(path: str | Path) -> dict[str, Any]:
     except OSError as exc:  # a folder we may not list
         raise FFNError("config", given, _("cannot be read: {reason}").format(reason=exc.strerror or exc)) from None
     config = parse_config(_read_text(file, given), given)
-    return read_beside(config, file.parent, lambda beside: _read_text(beside, str(beside)))
+    return read_beside(config, file, lambda beside: parse_config(_read_text(beside, str(beside), MAX_SIDECAR_BYTES), str(beside)))
 
 
-def _read_text(file: Path, given: str) -> str:
-    """A small local JSON file's text, read within READ_TIMEOUT_S and MAX_CONFIG_BYTES."""
+def _read_text(file: Path, given: str, cap: int = MAX_CONFIG_BYTES) -> str:
+    """A small local JSON file's text, read within READ_TIMEOUT_S and `cap` bytes."""
     try:
-        data = read_capped(file, MAX_CONFIG_BYTES, READ_TIMEOUT_S)
+        data = read_capped(file, cap, READ_TIMEOUT_S)
     except OSError as exc:  # a folder we may not list, a file we may not read
         raise FFNError("config", given, _("cannot be read: {reason}").format(reason=exc.strerror or exc)) from None
     except TimeoutError:
@@ -77,7 +77,7 @@ def _read_text(file: Path, given: str) -> str:
         raise FFNError(
             "config",
             given,
-            _("is over {max_config_bytes:,} bytes; a config.json is a small JSON file").format(max_config_bytes=MAX_CONFIG_BYTES),
+            _("is over {max_config_bytes:,} bytes; a config.json is a small JSON file").format(max_config_bytes=cap),
         )
     try:
         return data.decode("utf-8")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.configs.files import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
-from ffn_cli.configs.quant_sidecar import SIDECAR, has_quantization, merged
+from ffn_cli.configs.quant_sidecar import MAX_SIDECAR_BYTES, SIDECAR, has_quantization, merged
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import _
 
@@ -44,25 +44,41 @@ def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any
     if revision is not None and (not _REVISION.match(revision.strip()) or ".." in revision or revision.strip().endswith(".lock")):
         raise FFNError("revision", revision, _("a branch, tag or commit hash (letters, digits, '.', '_', '-', and '/' between parts)"))
     rev = revision.strip() if revision else None
-    path, fetched = _download(name, rev)
+    path = _download(name, rev)
     config = parse_config(_read_cached(Path(path), name, "config.json"), f"{name} config.json")
     if has_quantization(config):
         return config, path
     beside = Path(path).parent / SIDECAR
-    if fetched and not beside.is_file():  # fetched now: its sidecar too, where it has one
+    if not _there(beside) and not _known_absent(beside) and not _offline():  # asked once: an absent one is remembered
         _fetch_sidecar(name, rev)
-    if beside.is_file():  # kept in the same snapshot: later calls read it without a request
-        config = merged(config, _read_cached(beside, name, SIDECAR), f"{name} {SIDECAR}")
+    if _there(beside):  # kept in the same snapshot: later calls read it without a request
+        try:
+            sidecar = parse_config(_read_cached(beside, name, SIDECAR, MAX_SIDECAR_BYTES), f"{name} {SIDECAR}")
+            config = merged(config, sidecar, f"{name} {SIDECAR}")
+        except FFNError as exc:  # said of the sidecar, not of config.json
+            raise FFNError("model", name, _("its {sidecar} {allowed}").format(sidecar=SIDECAR, allowed=exc.allowed)) from None
     return config, path
+
+
+def _there(file: Path) -> bool:
+    return file.exists() or file.is_symlink()
+
+
+def _known_absent(beside: Path) -> bool:
+    """Whether huggingface_hub's cache remembers the snapshot has no such file (its .no_exist folder)."""
+    snapshot = beside.parent
+    return (snapshot.parent.parent / ".no_exist" / snapshot.name / beside.name).exists()
 
 
 def _fetch_sidecar(name: str, revision: str | None) -> None:
     """ModelOpt's hf_quant_config.json of a model whose config.json was just downloaded, where the
     repository has one (most have none: nothing is said). A Hub that fails now is said, never
     read as no quantization."""
-    import huggingface_hub
-    from huggingface_hub import errors
-
+    try:
+        import huggingface_hub
+        from huggingface_hub import errors
+    except ImportError:  # a config.json read from the cache without the client: nothing to ask with
+        return
     try:
         huggingface_hub.hf_hub_download(name, SIDECAR, revision=revision)
     except errors.EntryNotFoundError:
@@ -70,11 +86,11 @@ def _fetch_sidecar(name: str, revision: str | None) -> None:
     except Exception as exc:  # httpx's request errors and the Hub's HTTP errors, as config.json's above
         if not (_is_network_error(exc) or isinstance(exc, errors.HfHubHTTPError)):
             raise
-        why = _("--model {name}: config.json came, but {sidecar} could not be checked ({first_line}); try again")
+        why = _("--model {name}: {sidecar}, beside its config.json, could not be checked ({first_line}); try again")
         raise FFNRuntimeError(why.format(name=name, sidecar=SIDECAR, first_line=first_line(exc))) from None
 
 
-def _read_cached(file: Path, name: str, what: str) -> str:
+def _read_cached(file: Path, name: str, what: str, cap: int = MAX_CONFIG_BYTES) -> str:
     """A small text file of the cache, read as --config reads one: a regular file (a named
     pipe would block forever), within READ_TIMEOUT_S, at most MAX_CONFIG_BYTES."""
     try:
@@ -82,7 +98,7 @@ def _read_cached(file: Path, name: str, what: str) -> str:
             raise FFNRuntimeError(
                 _("--model {name}: the cached {what} is not a regular file ({file})").format(name=name, what=what, file=file)
             )
-        data = read_capped(file, MAX_CONFIG_BYTES, READ_TIMEOUT_S)
+        data = read_capped(file, cap, READ_TIMEOUT_S)
     except OSError as exc:
         raise FFNRuntimeError(
             _("--model {name}: cannot read the cached {what} ({reason})").format(name=name, what=what, reason=exc.strerror or exc)
@@ -95,9 +111,7 @@ def _read_cached(file: Path, name: str, what: str) -> str:
         ) from None
     if data is None:
         raise FFNRuntimeError(
-            _("--model {name}: the cached {what} is over {max_config_bytes:,} bytes").format(
-                name=name, what=what, max_config_bytes=MAX_CONFIG_BYTES
-            )
+            _("--model {name}: the cached {what} is over {max_config_bytes:,} bytes").format(name=name, what=what, max_config_bytes=cap)
         )
     try:
         return data.decode("utf-8")
@@ -135,11 +149,10 @@ def cached_config(name: str, revision: str | None) -> Path | None:
     return file if file.exists() else None
 
 
-def _download(name: str, revision: str | None) -> tuple[str, bool]:
-    """The local config.json of `name`, and whether it was fetched from the Hub now."""
+def _download(name: str, revision: str | None) -> str:
     cached = cached_config(name, revision)
     if cached is not None:
-        return str(cached), False
+        return str(cached)
     try:
         import huggingface_hub
         from huggingface_hub import errors
@@ -148,7 +161,7 @@ def _download(name: str, revision: str | None) -> tuple[str, bool]:
     where = name + (f" at revision {revision}" if revision else "")
     try:
         # The cache answers without a request; only a name it lacks goes to the Hub.
-        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision, local_files_only=True)), False
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision, local_files_only=True))
     except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
         pass
     except errors.HFValidationError as exc:
@@ -162,7 +175,7 @@ def _download(name: str, revision: str | None) -> tuple[str, bool]:
         # missing, gated or unreachable model apart before anything is downloaded.
         url = huggingface_hub.hf_hub_url(name, "config.json", revision=revision)
         huggingface_hub.get_hf_file_metadata(url, timeout=huggingface_hub.constants.HF_HUB_ETAG_TIMEOUT)
-        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision)), True
+        return str(huggingface_hub.hf_hub_download(name, "config.json", revision=revision))
     except errors.GatedRepoError:
         raise FFNRuntimeError(
             _("--model {name}: a gated model; accept its terms on huggingface.co, then log in (hf auth login) or set HF_TOKEN").format(

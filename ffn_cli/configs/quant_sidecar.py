@@ -5,19 +5,20 @@ and the config says where it came from. JSON only, as a config.json is read."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 
-__all__ = ["FROM_SIDECAR", "SIDECAR", "has_quantization", "merged", "read_beside"]
+__all__ = ["FROM_SIDECAR", "MAX_SIDECAR_BYTES", "SIDECAR", "has_quantization", "merged", "read_beside"]
 
 SIDECAR = "hf_quant_config.json"
 # The key a config read with its sidecar carries: the file its quantization_config came from.
 FROM_SIDECAR = "_quantization_from"
+# A MIXED_PRECISION sidecar lists every quantized module (MiniMax-M3's: 3 MB); more is no sidecar.
+MAX_SIDECAR_BYTES = 64 << 20
 
 
 def has_quantization(config: Mapping[str, Any]) -> bool:
@@ -26,23 +27,22 @@ def has_quantization(config: Mapping[str, Any]) -> bool:
     return config.get("quantization_config") is not None or (isinstance(text, Mapping) and text.get("quantization_config") is not None)
 
 
-def merged(config: dict[str, Any], text: str, source: str) -> dict[str, Any]:
-    """`config` with the sidecar's `quantization` as its quantization_config; a sidecar that is
-    not JSON, or holds no such object, is refused by its name."""
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError, ValueError):
-        raise FFNError("config", source, _("is not valid JSON")) from None
-    quantization = data.get("quantization") if isinstance(data, dict) else None
+def merged(config: dict[str, Any], sidecar: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """`config` with the parsed sidecar's `quantization` as its quantization_config (ModelOpt's,
+    whatever else it names); one that holds no such object is refused by its name."""
+    quantization = sidecar.get("quantization")
     if not isinstance(quantization, Mapping):
         raise FFNError("config", source, _('must hold a "quantization" object, as ModelOpt writes it'))
-    return {**config, "quantization_config": {"quant_method": "modelopt", **quantization}, FROM_SIDECAR: SIDECAR}
+    return {**config, "quantization_config": {**quantization, "quant_method": "modelopt"}, FROM_SIDECAR: SIDECAR}
 
 
-def read_beside(config: dict[str, Any], folder: Path, read: Any) -> dict[str, Any]:
-    """`config` with the hf_quant_config.json in `folder`, where config.json has no quantization
-    of its own and the folder holds one; `read(file)` reads it as a config.json is read."""
-    file = folder / SIDECAR
-    if has_quantization(config) or not file.is_file():
+def read_beside(config: dict[str, Any], file: Path, parse: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """`config`, read from the config.json `file`, with the hf_quant_config.json beside it where it
+    says no quantization of its own; `parse(path)` reads and parses a JSON file as a config.json is.
+    A sidecar that is there but no regular file (a folder, a pipe, a broken link) is refused."""
+    beside = file.parent / SIDECAR
+    if file.name != "config.json" or has_quantization(config) or not (beside.exists() or beside.is_symlink()):
         return config
-    return merged(config, read(file), str(file))
+    if not beside.is_file():
+        raise FFNError("config", str(beside), _("is not a regular file"))
+    return merged(config, parse(beside), str(beside))

@@ -180,6 +180,9 @@ class StoragePlan:
     # The modules quantized_layers lists in each role by_role's format comes from: a tensor of the
     # role under no listed name (Qwen3.6's DeltaNet in_proj_a and in_proj_b) stays in `rest`.
     listed: tuple[tuple[str, frozenset[str]], ...] = ()
+    # The modules an exclude list leaves out by name in each role (DeepSeek-V3.2's NVFP4 checkpoint:
+    # the latent projections and indexer, not o_proj), stored in `rest`.
+    left_out: tuple[tuple[str, frozenset[str]], ...] = ()
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:
@@ -188,6 +191,8 @@ class StoragePlan:
             return self.shipped.format_of(t)
         names = dict(self.listed).get(t.role)
         if names is not None and t.leaf and not _covered(t.leaf, names):
+            return self.rest
+        if t.leaf and t.leaf in dict(self.left_out).get(t.role, ()):
             return self.rest
         own = dict(self.by_role).get(t.role)
         if own is not None:
@@ -206,18 +211,24 @@ def plan_from_options(
     config: Mapping[str, Any] | None = None,
     present: frozenset[str] | None = None,
     towers: str = ROLE_WORDS["vision"],
+    spec: ModelSpec | None = None,
 ) -> StoragePlan:
     """--weights FORMAT [--quantize SCOPE]: a float format covers every tensor; a quantized one
     what the checkpoint's quantization_config quantizes (`config`, where ffn reads it: gpt-oss
     keeps attention in bf16), else the linears, unless --quantize says. `present`: the roles the
     model's tensors hold, where known, as plan_from_config takes them; `towers`: its towers in words."""
     if quantize is None and config is not None:
-        shipped, _note = plan_from_config(config, present)
+        shipped, _note = plan_from_config(config, present, spec)
         plan = plan_from_options(weights, None, rest_dtype, present=present, towers=towers)
         if shipped is not None and plan.fmt.quantized:
-            said = N_("--weights {format} where config.json's quantization_config quantizes (not converted: {kept})")
+            said = (
+                N_("--weights {format} where hf_quant_config.json quantizes (not converted: {kept})")
+                if config.get(FROM_SIDECAR) == SIDECAR
+                else N_("--weights {format} where config.json's quantization_config quantizes (not converted: {kept})")
+            )
             origin = Message(said, format=plan.fmt.name, kept=shipped.not_converted)
-            asked = StoragePlan(plan.fmt, _quantized_roles(shipped), plan.rest, origin)
+            # the modules the checkpoint leaves out by name, or whose role it lists module by module, as it does
+            asked = StoragePlan(plan.fmt, _quantized_roles(shipped), plan.rest, origin, listed=shipped.listed, left_out=shipped.left_out)
             beside = shipped.shipped  # the MTP layers a ModelOpt list leaves as they were: in --weights where those were quantized
             return replace(asked, shipped=replace(asked, roles=_quantized_roles(beside)) if beside is not None else None)
         return plan
@@ -363,6 +374,58 @@ def _not_converted(modules: list[str]) -> tuple[frozenset[str], list[str]]:
 _WHOLE_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.\*|\*|)$")
 
 
+_LAYER_MODULE = re.compile(r"(?:^|\.)layers\.(\d+)\.(.+)$")
+
+
+def _modules_left_out(spec: ModelSpec, entries: list[str]) -> tuple[tuple[tuple[str, frozenset[str]], ...], list[str], list[str]]:
+    """Exclude entries naming a module of a decoder layer ("model.layers.3.self_attn.q_a_proj",
+    "….indexer*"): the modules, by role and own name, that every layer holding them leaves out;
+    the entries naming a module some of its layers leave out and others not (said as not matched:
+    ffn gives a module one format); and every other entry, read as before. An entry naming what
+    ffn never quantizes (a convolution) changes nothing and is dropped."""
+    named: dict[tuple[str, str], set[int]] = {}  # (role, path in the layer) → the layers naming it
+    rest = []
+    for entry in entries:
+        m = _LAYER_MODULE.search(entry.removeprefix("re:"))
+        role = _layer_role(entry) if m else None
+        if m is not None and role == "other":
+            continue
+        if m is None or role is None or role not in _LEAF_ROLES:
+            rest.append(entry)
+            continue
+        named.setdefault((role, m.group(2)), set()).add(int(m.group(1)))
+    placed = [t for t in model_layout(spec) if t.layers is not None and len(t.shape) > 1 and not t.tied]
+    left: dict[str, set[str]] = {}
+    partly: list[str] = []
+    for (role, path), layers in named.items():
+        prefix = path.rstrip("*")
+        own = prefix.rpartition(".")[2]
+        # the module's own tensors: its name, or under it where the entry ends in * (an indexer's)
+        hits = [t for t in placed if t.role == role and (_path_in(t.name, own) if path.endswith("*") else leaf_of(role, t.name) == own)]
+        named_here = [e for e in entries if (m := _LAYER_MODULE.search(e.removeprefix("re:"))) and m.group(2) == path]
+        if not hits:  # a block, not a module of it ("self_attn*"): read by its words, as before
+            rest += named_here
+        elif all(set(t.layers or ()) <= layers for t in hits):
+            left.setdefault(role, set()).update(leaf_of(role, t.name) for t in hits)
+        else:
+            partly += named_here
+    return tuple((role, frozenset(n)) for role, n in left.items()), partly, rest
+
+
+def _roles_left_whole(spec: ModelSpec, left: tuple[tuple[str, frozenset[str]], ...]) -> frozenset[str]:
+    """The roles every one of whose modules an exclude list names (GLM-5's attention, layer by layer)."""
+    held: dict[str, set[str]] = {}
+    for t in model_layout(spec):
+        if t.layers is not None and len(t.shape) > 1 and not t.tied and t.role in _LEAF_ROLES:
+            held.setdefault(t.role, set()).add(leaf_of(t.role, t.name))
+    return frozenset(role for role, names in left if held.get(role, set()) <= names)
+
+
+def _path_in(name: str, module: str) -> bool:
+    """Whether a tensor's path lies under the attention's module `module` ("indexer" → "indexer.wk.weight")."""
+    return name.startswith(module + ".")
+
+
 def _mtp_layers_named(spec: ModelSpec, entries: list[str]) -> tuple[bool, list[str]]:
     """Whether entries name whole layers past the decoder's (DeepSeek's MTP layer 61,
     nvidia/DeepSeek-V3.2-NVFP4's "model.layers.61*"), and the entries left."""
@@ -442,6 +505,7 @@ def plan_from_config(
         method = "modelopt"
     beside = config.get(FROM_SIDECAR) == SIDECAR
     excluded, unread = _not_converted(_module_names(qc))
+    left_modules: tuple[tuple[str, frozenset[str]], ...] = ()  # modules left out by name, each in every layer that holds it
     if method == "mxfp4":
         fmt, scope = FORMATS["mxfp4"], QUANTIZE_SCOPES["all"]
     elif method == "fp8":
@@ -472,7 +536,16 @@ def plan_from_config(
             said = N_("quantization_config modelopt quant_algo {algo} is not read by ffn: its weights are priced in --dtype instead")
             return None, Message(said, algo=repr(qc.get("quant_algo")))
         fmt, scope = algo, _LINEARS | {"head"}  # as compressed-tensors' above
-        excluded, unread = _not_converted(_module_names(qc, "ignore" if "ignore" in qc else "exclude_modules"))
+        entries = _module_names(qc, "ignore" if "ignore" in qc else "exclude_modules")
+        partly: list[str] = []
+        if spec is not None:  # "model.layers.N.self_attn.q_a_proj": that module left out, not all of attention
+            left_modules, partly, entries = _modules_left_out(spec, entries)
+        excluded, unread = _not_converted(entries)
+        if spec is not None and left_modules:  # a role all of whose modules are named is left out whole
+            whole_roles = _roles_left_whole(spec, left_modules)
+            excluded |= whole_roles
+            left_modules = tuple((role, names) for role, names in left_modules if role not in whole_roles)
+        unread += partly
     elif method in ("gptq", "awq"):
         read = _integer_config(method, qc)
         if isinstance(read, str):
@@ -487,7 +560,8 @@ def plan_from_config(
         whole, unread = _whole_layers(spec, unread, excluded)
         excluded |= whole
     roles = frozenset(scope - excluded)
-    note = Message(N_("modules_to_not_convert not matched: {names}"), names=", ".join(unread)) if unread else ""
+    key = next((k for k in ("modules_to_not_convert", "ignore", "exclude_modules") if k in qc), "modules_to_not_convert")
+    note = Message(N_("{key} not matched: {names}"), key=key, names=", ".join(unread)) if unread else ""
     if qc.get("kv_cache_scheme") or qc.get("kv_cache_quant_algo"):  # scales for an fp8 cache a server may be told to keep
         said = N_("The config's KV-cache quantization is not read: the KV cache is priced at --dtype, as a server keeps it unless told fp8")
         kv = Message(said)
@@ -518,7 +592,10 @@ def plan_from_config(
     if never:
         origin = Message.join(origin, Message(N_("; never quantized by it: {roles}"), roles=_listed(never)))
     origin = Message.join(origin, experts)
-    plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role)
+    if left_modules:  # modules an exclude list names one by one, in every layer that holds them
+        names = ", ".join(sorted(n for _role, found in left_modules for n in found))
+        origin = Message.join(origin, Message(N_("; left out by name: {names}"), names=names))
+    plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role, left_out=left_modules)
     if mtp_out:  # the MTP layers, numbered after the decoder's, left out whole: stored in the rest's format
         plan = replace(plan, shipped=replace(plan, roles=frozenset(), by_role=()))
     if _mixed_precision(qc):
@@ -560,6 +637,11 @@ _LAYER_WORDS: tuple[tuple[str, str], ...] = (
     ("attention", "attention"),
     ("mixer.in_proj", "attention"),
     ("mixer.out_proj", "attention"),
+    ("mixer.q_proj", "attention"),  # Nemotron-H's attention layers hold their projections in `mixer` too
+    ("mixer.k_proj", "attention"),
+    ("mixer.v_proj", "attention"),
+    ("mixer.o_proj", "attention"),
+    ("conv1d", "other"),  # a convolution: never quantized, in whatever list
     ("lm_head", "head"),
     ("embed", "embedding"),
     ("router", "router"),

@@ -87,7 +87,7 @@ def _plan(loaded: Any, opts: CostOptions, dtype: str) -> tuple[Any, str]:
         raise FFNError("dtype", dtype, allowed.format(dtype=dtype))
     present = held_roles(loaded.spec)  # what a caption may name
     if opts.weights is not None:  # in what the checkpoint quantizes, unless --quantize says
-        asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config, present, towers_words(loaded.spec))
+        asked = plan_from_options(opts.weights, opts.quantize, rest, loaded.config, present, towers_words(loaded.spec), loaded.spec)
         if opts.quantize is not None:
             check_scope(loaded.spec, asked, opts.quantize, present)
         return replace(asked, asked=opts.weights), ""
