@@ -200,7 +200,7 @@ def test_a_role_listed_in_some_of_its_layers_leaves_the_size_unread(tmp_path: Pa
     result = runner.invoke(app, ["params", "--config", str(path), "--json"])
     assert result.exit_code == 0, result.output
     c = json.loads(result.stdout)["checkpoint"]
-    said = "quantized_layers list the attention projections of layers 0–2, not 3: its weights are priced in --dtype instead"
+    said = "quantized_layers list the q_proj (attention projections) of layers 0–2, not 3: its weights are priced in --dtype instead"
     assert c["origin"] == "bf16 everywhere (--dtype)" and said in c["note"]
 
 
@@ -231,5 +231,5 @@ def test_a_module_listed_in_some_layers_leaves_the_size_unread(tmp_path: Path) -
     path.write_text(json.dumps(_QWEN3_MOE | {"quantization_config": _mixed(listed)}), encoding="utf-8")
     result = runner.invoke(app, ["params", "--config", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    said = "quantized_layers list the attention projections of layers 0–2, not 3: its weights are priced in --dtype instead"
+    said = "quantized_layers list the q_proj (attention projections) of layers 0–2, not 3: its weights are priced in --dtype instead"
     assert said in json.loads(result.stdout)["checkpoint"]["note"]

@@ -748,8 +748,11 @@ def _with_quantized_layers(
             return None, Message(said, role=Message(ROLE_WORDS[role]), formats=Message.listed(sorted(found)))
     partly = _listed_in_part(spec, in_layers, names) if spec is not None else None
     if partly is not None:
-        said = N_("quantized_layers list the {role} of layers {listed}, not {missing}: its weights are priced in --dtype instead")
-        return None, Message(said, role=Message(ROLE_WORDS[partly[0]]), listed=partly[1], missing=partly[2])
+        part_role, module, at, not_at = partly
+        words = Message(ROLE_WORDS[part_role])
+        what = Message(N_("{module} ({role})"), module=module, role=words) if module else words
+        said = N_("quantized_layers list the {what} of layers {listed}, not {missing}: its weights are priced in --dtype instead")
+        return None, Message(said, what=what, listed=at, missing=not_at)
     by_role = {**dict(plan.by_role), **{role: next(iter(found.values())) for role, found in formats.items()}}
     mixing = any(word in str(path) for path in layers for word in ("linear_attn", "mixer."))  # a hybrid's: said as its table says
     words_of = {**ROLE_WORDS, "attention": MIXING_WORDS} if mixing else ROLE_WORDS
@@ -768,7 +771,7 @@ def _with_quantized_layers(
 
 def _listed_in_part(
     spec: ModelSpec, in_layers: Mapping[str, Mapping[int, set[str]]], names: Mapping[str, set[str]]
-) -> tuple[str, str, str] | None:
+) -> tuple[str, str, str, str] | None:
     """A tensor quantized_layers lists in some of the layers that hold it and not in others (a
     module by its own name, where the role is listed so; else the role): ffn gives a tensor of
     the model one format, so it says so (the role, both sets of layers in words) rather than price
@@ -783,7 +786,7 @@ def _listed_in_part(
         missing = tuple(i for i in t.layers if (not _covered(leaf, frozenset(at.get(i, ()))) if leaf else i not in at))
         if missing:
             listed = tuple(i for i in t.layers if i not in missing)
-            return t.role, layer_ranges(listed) if listed else Message(N_("none")).shown(), layer_ranges(missing)
+            return t.role, leaf, layer_ranges(listed) if listed else Message(N_("none")).shown(), layer_ranges(missing)
     return None
 
 
