@@ -705,9 +705,9 @@ def _with_quantized_layers(
 ) -> tuple[StoragePlan | None, Message | str]:
     """ModelOpt's MIXED_PRECISION over `plan`: each role in the format its quantized_layers give it
     (DeepSeek-V4's NVFP4 checkpoint keeps its fp8 linears and stores the routed experts in NVFP4).
-    A module ffn cannot place, a quant_algo it does not read or a role in two formats leaves the
-    checkpoint size unshown, never counted as bf16. The MTP layers, where no entry names them,
-    keep the formats `plan` gives them."""
+    A module ffn cannot place, a quant_algo it does not read, a role in two formats or a module
+    listed in some of its layers only is said, and the weights priced in --dtype (no plan), never
+    read as the listed format. The MTP layers, where no entry names them, keep `plan`'s formats."""
     layers = qc.get("quantized_layers")
     if layers is not None and not isinstance(layers, Mapping):
         raise FFNError(
@@ -749,8 +749,8 @@ def _with_quantized_layers(
     partly = _listed_in_part(spec, in_layers, names) if spec is not None else None
     if partly is not None:
         part_role, module, at, not_at = partly
-        words = Message(ROLE_WORDS[part_role])
-        what = Message(N_("{module} ({role})"), module=module, role=words) if module else words
+        role_words = Message(ROLE_WORDS[part_role])
+        what = Message(N_("{module} ({role})"), module=module, role=role_words) if module else role_words
         said = N_("quantized_layers list the {what} of layers {listed}, not {missing}: its weights are priced in --dtype instead")
         return None, Message(said, what=what, listed=at, missing=not_at)
     by_role = {**dict(plan.by_role), **{role: next(iter(found.values())) for role, found in formats.items()}}
