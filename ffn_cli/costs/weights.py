@@ -593,7 +593,7 @@ def plan_from_config(
         origin = Message.join(origin, Message(N_("; never quantized by it: {roles}"), roles=_listed(never)))
     origin = Message.join(origin, experts)
     if left_modules:  # modules an exclude list names one by one, in every layer that holds them
-        names = ", ".join(sorted(n for _role, found in left_modules for n in found))
+        names = Message.listed(sorted(n for _role, found in left_modules for n in found))
         origin = Message.join(origin, Message(N_("; left out by name: {names}"), names=names))
     plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role, left_out=left_modules)
     if mtp_out:  # the MTP layers, numbered after the decoder's, left out whole: stored in the rest's format
