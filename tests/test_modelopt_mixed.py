@@ -233,3 +233,15 @@ def test_a_module_listed_in_some_layers_leaves_the_size_unread(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     said = "quantized_layers list the q_proj (attention projections) of layers 0–2, not 3: its weights are priced in --dtype instead"
     assert said in json.loads(result.stdout)["checkpoint"]["note"]
+
+
+def test_a_module_left_out_in_some_layers_is_stored_so_there(tmp_path: Path) -> None:
+    # ModelOpt's NVFP4 with layer 1's q_proj left out (Nemotron 3 Nano leaves the Mamba projections
+    # before each attention layer so): that layer's q_proj bf16, the other layers' NVFP4, as
+    # transformers' module names price them; routers and the head as ModelOpt leaves them.
+    every = {k: {"quant_algo": "NVFP4", "group_size": 16} for k in _layers() if k != "lm_head"}
+    every.pop("model.layers.1.self_attn.q_proj")
+    qc = {"quant_method": "modelopt", "quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.1.self_attn.q_proj"]}
+    c = _checkpoint(tmp_path, _QWEN3_MOE | {"quantization_config": qc})
+    assert c["bytes"] == _by_transformers(_QWEN3_MOE, every)
+    assert "q_proj left out in layers 1" in c["origin"]

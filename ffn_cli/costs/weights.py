@@ -98,6 +98,7 @@ class WeightTensor:
     # Its module's own name ("q_proj", "in_proj_ba") in the roles a checkpoint may store module by
     # module (ModelOpt's quantized_layers); "" where no list reaches it.
     leaf: str = ""
+    layers: tuple[int, ...] = ()  # the decoder layers its count spans, where it is a layer's tensor
 
     @property
     def params(self) -> int:
@@ -144,16 +145,17 @@ def routed_expert(t: PlacedTensor) -> bool:
 def weight_tensors(spec: ModelSpec) -> list[WeightTensor]:
     """Every parameter tensor of the model, merged by (role, shape); they sum to its total. A
     tied tensor is the one it shares, stored once; a vision tower is one tensor of its parameters."""
-    found: dict[tuple[Role, tuple[int, ...], bool, int, bool, str], int] = {}
+    found: dict[tuple[Role, tuple[int, ...], bool, int, bool, str, tuple[int, ...]], int] = {}
     placed = sorted(model_layout(spec), key=_storage_order(spec))
     vision = [t for t in placed if t.role == "vision"]
     for t in placed:
         if t.role != "vision" and not t.tied and t.instances and t.numel:
-            key = (t.role, t.shape, routed_expert(t), t.kv_heads, t.whole, leaf_of(t.role, t.name) if len(t.shape) > 1 else "")
+            leaf = leaf_of(t.role, t.name) if len(t.shape) > 1 else ""
+            key = (t.role, t.shape, routed_expert(t), t.kv_heads, t.whole, leaf, (t.layers or ()) if leaf else ())
             found[key] = found.get(key, 0) + t.instances
     tensors = [
-        WeightTensor(role, shape, count, expert=expert, kv_heads=heads, whole=whole, leaf=leaf)
-        for (role, shape, expert, heads, whole, leaf), count in found.items()
+        WeightTensor(role, shape, count, expert=expert, kv_heads=heads, whole=whole, leaf=leaf, layers=layers)
+        for (role, shape, expert, heads, whole, leaf, layers), count in found.items()
     ]
     if vision:  # counted by part, not by tensor: kept in the rest's format
         tensors.append(WeightTensor("vision", (sum(t.params for t in vision),), 1))
@@ -183,6 +185,9 @@ class StoragePlan:
     # The modules an exclude list leaves out by name in each role (DeepSeek-V3.2's NVFP4 checkpoint:
     # the latent projections and indexer, not o_proj), stored in `rest`.
     left_out: tuple[tuple[str, frozenset[str]], ...] = ()
+    # A module an exclude list names in some of the layers that hold it (Nemotron 3 Nano's Mamba
+    # in_proj before each attention layer): (role, its own name, those layers), stored in `rest` there.
+    left_in_layers: tuple[tuple[str, str, frozenset[int]], ...] = ()
 
     def format_of(self, t: WeightTensor) -> WeightFormat:
         if t.stored:
@@ -193,6 +198,8 @@ class StoragePlan:
         if names is not None and t.leaf and not _covered(t.leaf, names):
             return self.rest
         if t.leaf and t.leaf in dict(self.left_out).get(t.role, ()):
+            return self.rest
+        if t.layers and any(r == t.role and n == t.leaf and set(t.layers) <= at for r, n, at in self.left_in_layers):
             return self.rest
         own = dict(self.by_role).get(t.role)
         if own is not None:
@@ -377,12 +384,13 @@ _WHOLE_LAYER = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.\*|\*|)$")
 _LAYER_MODULE = re.compile(r"(?:^|\.)layers\.(\d+)\.(.+)$")
 
 
-def _modules_left_out(spec: ModelSpec, entries: list[str]) -> tuple[tuple[tuple[str, frozenset[str]], ...], list[str], list[str]]:
+def _modules_left_out(
+    spec: ModelSpec, entries: list[str]
+) -> tuple[tuple[tuple[str, frozenset[str]], ...], tuple[tuple[str, str, frozenset[int]], ...], list[str]]:
     """Exclude entries naming a module of a decoder layer ("model.layers.3.self_attn.q_a_proj",
     "….indexer*"): the modules, by role and own name, that every layer holding them leaves out;
-    the entries naming a module some of its layers leave out and others not (said as not matched:
-    ffn gives a module one format); and every other entry, read as before. An entry naming what
-    ffn never quantizes (a convolution) changes nothing and is dropped."""
+    those some of their layers leave out, with those layers; and every other entry, read as
+    before. An entry naming what ffn never quantizes (a convolution) changes nothing: dropped."""
     named: dict[tuple[str, str], set[int]] = {}  # (role, path in the layer) → the layers naming it
     rest = []
     for entry in entries:
@@ -396,7 +404,7 @@ def _modules_left_out(spec: ModelSpec, entries: list[str]) -> tuple[tuple[tuple[
         named.setdefault((role, m.group(2)), set()).add(int(m.group(1)))
     placed = [t for t in model_layout(spec) if t.layers is not None and len(t.shape) > 1 and not t.tied]
     left: dict[str, set[str]] = {}
-    partly: list[str] = []
+    partly: list[tuple[str, str, frozenset[int]]] = []
     for (role, path), layers in named.items():
         prefix = path.rstrip("*")
         own = prefix.rpartition(".")[2]
@@ -407,9 +415,9 @@ def _modules_left_out(spec: ModelSpec, entries: list[str]) -> tuple[tuple[tuple[
             rest += named_here
         elif all(set(t.layers or ()) <= layers for t in hits):
             left.setdefault(role, set()).update(leaf_of(role, t.name) for t in hits)
-        else:
-            partly += named_here
-    return tuple((role, frozenset(n)) for role, n in left.items()), partly, rest
+        else:  # in some of its layers: those layers' tensors of it in the rest's format
+            partly += [(role, n, frozenset(layers)) for n in sorted({leaf_of(role, t.name) for t in hits})]
+    return tuple((role, frozenset(n)) for role, n in left.items()), tuple(partly), rest
 
 
 def _roles_left_whole(spec: ModelSpec, left: tuple[tuple[str, frozenset[str]], ...]) -> frozenset[str]:
@@ -506,6 +514,7 @@ def plan_from_config(
     beside = config.get(FROM_SIDECAR) == SIDECAR
     excluded, unread = _not_converted(_module_names(qc))
     left_modules: tuple[tuple[str, frozenset[str]], ...] = ()  # modules left out by name, each in every layer that holds it
+    left_in_layers: tuple[tuple[str, str, frozenset[int]], ...] = ()  # and in some of its layers
     if method == "mxfp4":
         fmt, scope = FORMATS["mxfp4"], QUANTIZE_SCOPES["all"]
     elif method == "fp8":
@@ -537,15 +546,13 @@ def plan_from_config(
             return None, Message(said, algo=repr(qc.get("quant_algo")))
         fmt, scope = algo, _LINEARS | {"head"}  # as compressed-tensors' above
         entries = _module_names(qc, "ignore" if "ignore" in qc else "exclude_modules")
-        partly: list[str] = []
         if spec is not None:  # "model.layers.N.self_attn.q_a_proj": that module left out, not all of attention
-            left_modules, partly, entries = _modules_left_out(spec, entries)
+            left_modules, left_in_layers, entries = _modules_left_out(spec, entries)
         excluded, unread = _not_converted(entries)
         if spec is not None and left_modules:  # a role all of whose modules are named is left out whole
             whole_roles = _roles_left_whole(spec, left_modules)
             excluded |= whole_roles
             left_modules = tuple((role, names) for role, names in left_modules if role not in whole_roles)
-        unread += partly
     elif method in ("gptq", "awq"):
         read = _integer_config(method, qc)
         if isinstance(read, str):
@@ -595,7 +602,11 @@ def plan_from_config(
     if left_modules:  # modules an exclude list names one by one, in every layer that holds them
         names = Message.listed(sorted(n for _role, found in left_modules for n in found))
         origin = Message.join(origin, Message(N_("; left out by name: {names}"), names=names))
-    plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role, left_out=left_modules)
+    for _role, name, at in left_in_layers:  # and in some of their layers
+        said = Message(N_("; {name} left out in layers {layers}"), name=name, layers=layer_ranges(tuple(sorted(at))))
+        origin = Message.join(origin, said)
+    plan = StoragePlan(fmt, roles, rest, origin, not_converted=kept, by_role=by_role, left_out=left_modules,
+                       left_in_layers=left_in_layers)  # fmt: skip
     if mtp_out:  # the MTP layers, numbered after the decoder's, left out whole: stored in the rest's format
         plan = replace(plan, shipped=replace(plan, roles=frozenset(), by_role=()))
     if _mixed_precision(qc):
@@ -876,7 +887,8 @@ class Checkpoint:
         return ceil(sum(self.bits_of(t) for t in self.tensors) / 8)
 
     def quantized(self, t: WeightTensor) -> bool:
-        return not t.stored and self.plan.quantizes(t.role)
+        """Stored in a format of its own, not the rest's (a module a list leaves out is not)."""
+        return not t.stored and self.plan.quantizes(t.role) and self.plan.format_of(t) != self.plan.rest
 
     @property
     def quantized_params(self) -> int:
@@ -920,12 +932,26 @@ def checkpoint(spec: ModelSpec, plan: StoragePlan, shipped: tuple[WeightTensor, 
     biases of its own: those are its tensors already, stored as they are."""
     if plan.fmt.row_bias_bits and _has_linear_biases(spec):
         plan = replace(plan, fmt=replace(plan.fmt, row_bias_bits=0))
+    tensors = [*weight_tensors(spec), *shipped]
+    for role, name, at in plan.left_in_layers:  # a module left out in some of its layers: those layers' share apart
+        tensors = [piece for t in tensors for piece in _split_at(t, role, name, at)]
     mtp = [t for t in shipped if t.part == "mtp" and not t.stored]
     if plan.shipped is not None and mtp:  # the layers quantized_layers does not list: say their formats
         kept = Message.listed(sorted({plan.format_of(t).name for t in mtp}))
         said = Message(N_("; the multi-token prediction layers in {formats}"), formats=kept)
         plan = replace(plan, origin=Message.join(plan.origin, said))
-    return Checkpoint(plan, (*weight_tensors(spec), *shipped), mixer=spec.mixer is not None, towers=towers_words(spec))
+    return Checkpoint(plan, tuple(tensors), mixer=spec.mixer is not None, towers=towers_words(spec))
+
+
+def _split_at(t: WeightTensor, role: str, name: str, at: frozenset[int]) -> tuple[WeightTensor, ...]:
+    """`t` as the tensors of its layers in `at` and of the rest, where it is `role`'s module `name`
+    and straddles them (each of its layers holds count / layers of it)."""
+    inside = tuple(i for i in t.layers if i in at)
+    if t.role != role or t.leaf != name or not inside or len(inside) == len(t.layers):
+        return (t,)
+    each = t.count // len(t.layers)
+    outside = tuple(i for i in t.layers if i not in at)
+    return replace(t, count=each * len(inside), layers=inside), replace(t, count=each * len(outside), layers=outside)
 
 
 def towers_words(spec: ModelSpec) -> str:

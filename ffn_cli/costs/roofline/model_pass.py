@@ -121,15 +121,15 @@ class PassCost:
     model: PartCost  # every layer, the embeddings and the LM head
 
 
-def _bytes(plan: StoragePlan, role: Role, shape: tuple[int, ...], leaf: str = "") -> float:
-    t = WeightTensor("vector" if len(shape) < 2 else role, shape, 1, leaf=leaf)
+def _bytes(plan: StoragePlan, role: Role, shape: tuple[int, ...], leaf: str = "", layers: tuple[int, ...] = ()) -> float:
+    t = WeightTensor("vector" if len(shape) < 2 else role, shape, 1, leaf=leaf, layers=layers if leaf else ())
     return plan.format_of(t).tensor_bits(shape) / 8
 
 
 def read_cost(plan: StoragePlan, tensors: Iterable[PlacedTensor]) -> tuple[float, int]:
     """The stored bytes and parameters of one copy of each of `tensors`, each read once."""
     tensors = list(tensors)
-    return sum(_bytes(plan, t.role, t.shape, leaf_of(t.role, t.name)) for t in tensors), sum(t.numel for t in tensors)
+    return sum(_bytes(plan, t.role, t.shape, leaf_of(t.role, t.name), t.layers or ()) for t in tensors), sum(t.numel for t in tensors)
 
 
 def routed_expert_tensors(spec: ModelSpec, ffn: FFNSpec) -> list[PlacedTensor]:
