@@ -127,8 +127,11 @@ def architecture_model_type(config: Mapping[str, Any]) -> str | None:
     name = names[0]
     if not name.isidentifier() or name.startswith("_"):
         return None
-    with quiet():
-        cls = getattr(transformers, name, None)
+    try:
+        with quiet():
+            cls = getattr(transformers, name, None)
+    except Exception:  # transformers' lazy import of the class's module, failing on a package it lacks: no class to read
+        return None
     if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
         return None
     model_type = str(getattr(cls.config_class, "model_type", ""))
