@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ffn_cli.configs.files import MAX_CONFIG_BYTES, READ_TIMEOUT_S, parse_config, read_capped
-from ffn_cli.configs.quant_sidecar import MAX_SIDECAR_BYTES, SIDECAR, has_quantization, merged
+from ffn_cli.configs.quant_sidecar import MAX_SIDECAR_BYTES, SIDECAR, has_quantization, merged, present
 from ffn_cli.errors import FFNError, FFNRuntimeError, first_line
 from ffn_cli.i18n import _
 
@@ -49,19 +49,15 @@ def hub_config(repo_id: str, revision: str | None = None) -> tuple[dict[str, Any
     if has_quantization(config):
         return config, path
     beside = Path(path).parent / SIDECAR
-    if not _there(beside) and not _known_absent(beside) and not _offline():  # asked once: an absent one is remembered
+    if not present(beside) and not _known_absent(beside) and not _offline():  # asked once: an absent one is remembered
         _fetch_sidecar(name, rev)
-    if _there(beside):  # kept in the same snapshot: later calls read it without a request
+    if present(beside):  # kept in the same snapshot: later calls read it without a request
         try:
             sidecar = parse_config(_read_cached(beside, name, SIDECAR, MAX_SIDECAR_BYTES), f"{name} {SIDECAR}")
             config = merged(config, sidecar, f"{name} {SIDECAR}")
         except FFNError as exc:  # said of the sidecar, not of config.json
             raise FFNError("model", name, _("its {sidecar} {allowed}").format(sidecar=SIDECAR, allowed=exc.allowed)) from None
     return config, path
-
-
-def _there(file: Path) -> bool:
-    return file.exists() or file.is_symlink()
 
 
 def _known_absent(beside: Path) -> bool:

@@ -130,7 +130,7 @@ def architecture_model_type(config: Mapping[str, Any]) -> str | None:
     try:
         with quiet():
             cls = getattr(transformers, name, None)
-    except Exception:  # transformers' lazy import of the class's module, failing on a package it lacks: no class to read
+    except (ImportError, RuntimeError):  # transformers' lazy import of the class's module, failing on a package it lacks
         return None
     if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
         return None

@@ -12,7 +12,7 @@ from typing import Any
 from ffn_cli.errors import FFNError
 from ffn_cli.i18n import _
 
-__all__ = ["FROM_SIDECAR", "MAX_SIDECAR_BYTES", "SIDECAR", "has_quantization", "merged", "read_beside"]
+__all__ = ["FROM_SIDECAR", "MAX_SIDECAR_BYTES", "SIDECAR", "has_quantization", "merged", "present", "read_beside"]
 
 SIDECAR = "hf_quant_config.json"
 # The key a config read with its sidecar carries: the file its quantization_config came from.
@@ -25,6 +25,11 @@ def has_quantization(config: Mapping[str, Any]) -> bool:
     """Whether config.json says its own quantization (at its top or in its text_config)."""
     text = config.get("text_config")
     return config.get("quantization_config") is not None or (isinstance(text, Mapping) and text.get("quantization_config") is not None)
+
+
+def present(file: Path) -> bool:
+    """Whether something is at `file`, a broken link included (refused as no regular file, never passed over)."""
+    return file.exists() or file.is_symlink()
 
 
 def merged(config: dict[str, Any], sidecar: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -41,7 +46,7 @@ def read_beside(config: dict[str, Any], file: Path, parse: Callable[[Path], dict
     says no quantization of its own; `parse(path)` reads and parses a JSON file as a config.json is.
     A sidecar that is there but no regular file (a folder, a pipe, a broken link) is refused."""
     beside = file.parent / SIDECAR
-    if file.name != "config.json" or has_quantization(config) or not (beside.exists() or beside.is_symlink()):
+    if file.name != "config.json" or has_quantization(config) or not present(beside):
         return config
     if not beside.is_file():
         raise FFNError("config", str(beside), _("is not a regular file"))

@@ -385,7 +385,7 @@ _LAYER_MODULE = re.compile(r"(?:^|\.)layers\.(\d+)\.(.+)$")
 
 
 def _modules_left_out(
-    spec: ModelSpec, entries: list[str]
+    placed: list[PlacedTensor], entries: list[str]
 ) -> tuple[tuple[tuple[str, frozenset[str]], ...], tuple[tuple[str, str, frozenset[int]], ...], list[str]]:
     """Exclude entries naming a module of a decoder layer ("model.layers.3.self_attn.q_a_proj",
     "….indexer*"): the modules, by role and own name, that every layer holding them leaves out;
@@ -402,7 +402,6 @@ def _modules_left_out(
             rest.append(entry)
             continue
         named.setdefault((role, m.group(2)), set()).add(int(m.group(1)))
-    placed = [t for t in model_layout(spec) if t.layers is not None and len(t.shape) > 1 and not t.tied]
     left: dict[str, set[str]] = {}
     partly: list[tuple[str, str, frozenset[int]]] = []
     for (role, path), layers in named.items():
@@ -420,13 +419,19 @@ def _modules_left_out(
     return tuple((role, frozenset(n)) for role, n in left.items()), tuple(partly), rest
 
 
-def _roles_left_whole(spec: ModelSpec, left: tuple[tuple[str, frozenset[str]], ...]) -> frozenset[str]:
+def _roles_left_whole(placed: list[PlacedTensor], left: tuple[tuple[str, frozenset[str]], ...]) -> frozenset[str]:
     """The roles every one of whose modules an exclude list names (GLM-5's attention, layer by layer)."""
     held: dict[str, set[str]] = {}
-    for t in model_layout(spec):
-        if t.layers is not None and len(t.shape) > 1 and not t.tied and t.role in _LEAF_ROLES:
+    for t in placed:
+        if t.role in _LEAF_ROLES:
             held.setdefault(t.role, set()).add(leaf_of(t.role, t.name))
     return frozenset(role for role, names in left if held.get(role, set()) <= names)
+
+
+def _layer_matrices(spec: ModelSpec) -> list[PlacedTensor]:
+    """The model's matrices held in its decoder layers (a tied one counted where it is stored): what
+    a ModelOpt list names by layer and module."""
+    return [t for t in model_layout(spec) if t.layers is not None and len(t.shape) > 1 and not t.tied]
 
 
 def _path_in(name: str, module: str) -> bool:
@@ -441,15 +446,14 @@ def _mtp_layers_named(spec: ModelSpec, entries: list[str]) -> tuple[bool, list[s
     return bool(past), [e for e in entries if e not in past]
 
 
-def _whole_layers(spec: ModelSpec, entries: list[str], excluded: frozenset[str]) -> tuple[frozenset[str], list[str]]:
+def _whole_layers(placed: list[PlacedTensor], entries: list[str], excluded: frozenset[str]) -> tuple[frozenset[str], list[str]]:
     """Entries that name whole decoder layers ("…layers.0*"): the roles of the model's matrices held
     in those layers alone, and the entries left unmatched: all of them where a role not `excluded`
     already is held in those layers and in others too (ffn gives a role one format)."""
     named = {e: int(m.group(1)) for e in entries if (m := _WHOLE_LAYER.search(e.removeprefix("re:")))}
     held: dict[str, set[int]] = {}
-    for t in model_layout(spec):
-        if t.layers is not None and len(t.shape) > 1 and not t.tied:
-            held.setdefault(t.role, set()).update(t.layers)
+    for t in placed:
+        held.setdefault(t.role, set()).update(t.layers or ())
     layers = set(named.values())
     inside = {role for role, at in held.items() if at & layers}
     if not named or any(not held[role] <= layers for role in inside - excluded):
@@ -512,6 +516,7 @@ def plan_from_config(
     if not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt":  # ModelOpt's, named by its producer alone
         method = "modelopt"
     beside = config.get(FROM_SIDECAR) == SIDECAR
+    matrices = _layer_matrices(spec) if spec is not None else []  # what a list names by layer and module, read once
     excluded, unread = _not_converted(_module_names(qc))
     left_modules: tuple[tuple[str, frozenset[str]], ...] = ()  # modules left out by name, each in every layer that holds it
     left_in_layers: tuple[tuple[str, str, frozenset[int]], ...] = ()  # and in some of its layers
@@ -547,10 +552,10 @@ def plan_from_config(
         fmt, scope = algo, _LINEARS | {"head"}  # as compressed-tensors' above
         entries = _module_names(qc, "ignore" if "ignore" in qc else "exclude_modules")
         if spec is not None:  # "model.layers.N.self_attn.q_a_proj": that module left out, not all of attention
-            left_modules, left_in_layers, entries = _modules_left_out(spec, entries)
+            left_modules, left_in_layers, entries = _modules_left_out(matrices, entries)
         excluded, unread = _not_converted(entries)
         if spec is not None and left_modules:  # a role all of whose modules are named is left out whole
-            whole_roles = _roles_left_whole(spec, left_modules)
+            whole_roles = _roles_left_whole(matrices, left_modules)
             excluded |= whole_roles
             left_modules = tuple((role, names) for role, names in left_modules if role not in whole_roles)
     elif method in ("gptq", "awq"):
@@ -564,7 +569,7 @@ def plan_from_config(
     mtp_out = False
     if spec is not None and unread:  # a whole layer left out (Kimi K2.6's language_model.model.layers.0*)
         mtp_out, unread = _mtp_layers_named(spec, unread)
-        whole, unread = _whole_layers(spec, unread, excluded)
+        whole, unread = _whole_layers(matrices, unread, excluded)
         excluded |= whole
     roles = frozenset(scope - excluded)
     key = next((k for k in ("modules_to_not_convert", "ignore", "exclude_modules") if k in qc), "modules_to_not_convert")
@@ -745,7 +750,7 @@ def _with_quantized_layers(
             continue
         formats.setdefault(role, {})[fmt.name] = fmt
         names.setdefault(role, set()).add(str(path).rpartition(".")[2])
-        layer = re.search(r"(?:^|\.)layers\.(\d+)\.", str(path))
+        layer = _LAYER_MODULE.search(str(path))
         if layer is not None and "mtp" not in str(path):
             in_layers.setdefault(role, {}).setdefault(int(layer.group(1)), set()).add(str(path).rpartition(".")[2])
     if unplaced:
@@ -787,9 +792,9 @@ def _listed_in_part(
     module by its own name, where the role is listed so; else the role): ffn gives a tensor of
     the model one format, so it says so (the role, both sets of layers in words) rather than price
     the rest as the listed ones. A module never listed is the rest's, not this."""
-    for t in model_layout(spec):
+    for t in _layer_matrices(spec):
         at = in_layers.get(t.role)
-        if at is None or t.layers is None or len(t.shape) < 2 or t.tied:
+        if at is None or t.layers is None:
             continue
         leaf = leaf_of(t.role, t.name)
         if leaf and not _covered(leaf, frozenset(names[t.role])):
